@@ -1,0 +1,460 @@
+"""Reading and validating the ratings table, the one link between a study and its analysis.
+
+A ratings table has one row per presented sketch/image pair (``DESIGN.md``):
+``participant, sketch_id, image_id, phase, rating, rt, anchor_rating, trial``
+plus any extra columns, which are kept. It comes from one flat CSV/TSV file or
+from a BIDS dataset, every ``sub-*/beh/*_beh.tsv`` (and ``sub-*/ses-*/beh/``)
+under its root.
+
+Every problem is reported as an :class:`~analysis.InputError` naming the file,
+the line and the field. One exception is tolerated with a warning: a BIDS file
+whose last line has no line end, which is what a session that crashed while
+writing leaves behind; that partial row is dropped, the complete ones kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ._checks import InputError
+
+__all__ = [
+    "PHASES",
+    "RATING_COLUMNS",
+    "Provenance",
+    "RatingCube",
+    "RatingsWarning",
+    "SourceFile",
+    "load_ratings",
+    "rating_cube",
+    "validate_ratings",
+]
+
+#: The columns of the ratings table, in the order they are written.
+RATING_COLUMNS = (
+    "participant",
+    "sketch_id",
+    "image_id",
+    "phase",
+    "rating",
+    "rt",
+    "anchor_rating",
+    "trial",
+)
+REQUIRED_COLUMNS = ("participant", "sketch_id", "image_id", "rating")
+PHASES = ("anchor_demo", "anchor_repeat", "main", "practice")
+SCALE = (1, 7)
+# Phases in which a participant rates each pair at most once.
+_ONCE_PER_PHASE = ("main", "anchor_repeat")
+# Cells meaning "no value" in numeric columns; DESIGN.md names n/a and the empty
+# cell, R writes NA and pandas NaN.
+_MISSING = frozenset({"", "n/a", "NA", "NaN", "nan"})
+_BIDS_PATTERNS = ("sub-*/beh/*_beh.tsv", "sub-*/ses-*/beh/*_beh.tsv")
+
+
+class RatingsWarning(UserWarning):
+    """A ratings file was read, but something in it deserves attention."""
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One file a ratings table was read from."""
+
+    path: str
+    sha256: str
+    rows: int
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a ratings table came from."""
+
+    sources: tuple[SourceFile, ...] = ()
+    simulated: bool = False
+
+    def __deepcopy__(self, memo) -> Provenance:
+        # Immutable: pandas deep-copies attrs on every operation, sharing is enough.
+        return self
+
+
+def load_ratings(path: str | Path) -> pd.DataFrame:
+    """Read and validate a flat ratings table or a BIDS dataset.
+
+    Parameters
+    ----------
+    path
+        A ``.csv`` or ``.tsv`` file with a header, or the root folder of a BIDS
+        dataset.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per presented pair, with the columns of :data:`RATING_COLUMNS`
+        first (``phase`` defaults to ``"main"``; ``rating`` and
+        ``anchor_rating`` are nullable integers, ``rt`` float) followed by any
+        extra columns. ``DataFrame.attrs["provenance"]`` is a
+        :class:`Provenance`: each file's path, SHA-256 and row count, and
+        whether the data's metadata says ``sbir-study simulate`` produced it.
+
+    Raises
+    ------
+    InputError
+        For an unreadable, empty or non-UTF-8 file, a missing required column,
+        a malformed value or a pair rated twice in one phase; the message names
+        file, line and field.
+
+    Examples
+    --------
+    >>> import io, tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "r.csv").write_text(
+    ...     "participant,sketch_id,image_id,rating\\n01,s1,a,2\\n01,s1,b,n/a\\n")
+    >>> table = load_ratings(folder / "r.csv")
+    >>> table[["participant", "image_id", "phase", "rating"]]
+      participant image_id phase  rating
+    0          01        a  main       2
+    1          01        b  main    <NA>
+    """
+    path = Path(path)
+    if path.is_dir():
+        frame, sources, simulated = _read_bids(path)
+    elif path.exists():
+        frame, source = _read_file(path)
+        sources = [source]
+        simulated = _sidecar_says_simulated(path.with_suffix(".json"))
+    else:
+        raise InputError(
+            f"{path}: no such file or folder; expected a ratings table or a BIDS dataset"
+        )
+    ratings = validate_ratings(frame)
+    ratings.attrs["provenance"] = Provenance(tuple(sources), simulated)
+    return ratings
+
+
+def validate_ratings(frame: pd.DataFrame) -> pd.DataFrame:
+    """Check a raw ratings table (all cells text) and return it typed.
+
+    ``frame`` may carry ``_source`` and ``_line`` columns naming where each row
+    came from; they are used in messages and dropped from the result.
+    """
+    frame = frame.copy()
+    if "_source" not in frame:
+        frame["_source"] = "<table>"
+        frame["_line"] = np.arange(2, len(frame) + 2)
+    for column in ("participant", "sketch_id", "image_id"):
+        frame[column] = frame[column].astype(str).str.strip()
+        _fail_where(frame, frame[column].isin(("", "n/a")), column, "a non-empty label")
+
+    if "phase" not in frame:
+        frame["phase"] = "main"
+    frame["phase"] = frame["phase"].astype(str).str.strip()
+    _fail_where(frame, ~frame["phase"].isin(PHASES), "phase", f"one of {', '.join(PHASES)}")
+
+    frame["rating"] = _integer_column(frame, "rating", SCALE)
+    frame["anchor_rating"] = _integer_column(frame, "anchor_rating", SCALE)
+    frame["trial"] = _integer_column(frame, "trial", None)
+    frame["rt"] = _float_column(frame, "rt")
+    _fail_where(frame, frame["rt"] < 0, "rt", "a non-negative time in seconds")
+    is_anchor = frame["phase"].isin(("anchor_demo", "anchor_repeat"))
+    _fail_where(
+        frame,
+        is_anchor & frame["anchor_rating"].isna(),
+        "anchor_rating",
+        "the prescribed rating (1..7) on every anchor_demo and anchor_repeat row",
+    )
+    _check_unique_pairs(frame)
+
+    extra = [c for c in frame.columns if c not in RATING_COLUMNS and c not in ("_source", "_line")]
+    return frame[list(RATING_COLUMNS) + extra].reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class RatingCube:
+    """Ratings of one phase as a sketches x participants x images array.
+
+    ``values[s, r, i]`` is participant ``participants[r]``'s rating of image
+    ``images[s][i]`` of sketch ``sketches[s]``; NaN where not rated or where
+    the sketch has fewer images than the widest one.
+    """
+
+    sketches: np.ndarray
+    participants: np.ndarray
+    images: tuple[np.ndarray, ...]
+    values: np.ndarray
+
+    def sketch(self, index: int) -> np.ndarray:
+        """The participants x images matrix of sketch ``index``, without padding."""
+        return self.values[index, :, : len(self.images[index])]
+
+
+def rating_cube(ratings: pd.DataFrame, column: str = "rating") -> RatingCube:
+    """Arrange ``ratings[column]`` as a :class:`RatingCube`.
+
+    Sketches, participants and images are in sorted order. The table must hold
+    each (participant, sketch, image) once, as one validated phase does.
+    """
+    sketch_code, sketches = pd.factorize(ratings["sketch_id"], sort=True)
+    participant_code, participants = pd.factorize(ratings["participant"], sort=True)
+    pair_code = ratings.groupby(["sketch_id", "image_id"], sort=True).ngroup().to_numpy()
+    first_pair = np.full(len(sketches), np.iinfo(np.int64).max)
+    np.minimum.at(first_pair, sketch_code, pair_code)
+    position = pair_code - first_pair[sketch_code]
+    pairs = (
+        ratings[["sketch_id", "image_id"]].drop_duplicates().sort_values(["sketch_id", "image_id"])
+    )
+    images = tuple(
+        group.to_numpy() for _, group in pairs.groupby("sketch_id", sort=True)["image_id"]
+    )
+    width = max((len(i) for i in images), default=0)
+    values = np.full((len(sketches), len(participants), width), np.nan)
+    values[sketch_code, participant_code, position] = ratings[column].to_numpy(
+        dtype=np.float64, na_value=np.nan
+    )
+    return RatingCube(np.asarray(sketches), np.asarray(participants), images, values)
+
+
+# --- reading files ---------------------------------------------------------------------------
+
+
+def _read_bids(root: Path) -> tuple[pd.DataFrame, list[SourceFile], bool]:
+    paths = sorted({f for pattern in _BIDS_PATTERNS for f in root.glob(pattern)})
+    if not paths:
+        raise InputError(
+            f"{root}: no sub-*/beh/*_beh.tsv files; expected a BIDS dataset of rating sessions"
+        )
+    files = [_read_text(path, bids=True) for path in paths]
+    frame = _parse(files)
+    labels = np.repeat([f.path.name.split("_")[0].removeprefix("sub-") for f in files],
+                       [f.n_rows for f in files])  # fmt: skip
+    if "participant" not in frame:
+        frame.insert(0, "participant", labels)
+    else:
+        # A file without the column (BIDS from another tool) takes its sub- label.
+        given = frame["participant"].fillna(pd.Series(labels, index=frame.index)).str.strip()
+        frame["participant"] = given
+        wrong = (given != labels).to_numpy()
+        if wrong.any():
+            row = frame.loc[wrong].iloc[0]
+            raise InputError(
+                f"{row['_source']}: line {row['_line']}: field 'participant': expected "
+                f"{labels[wrong][0]!r} (the file's sub- label), got {row['participant']!r}"
+            )
+    simulated = any(_sidecar_says_simulated(f.path.with_suffix(".json")) for f in files)
+    return frame, [f.source for f in files], simulated
+
+
+@dataclass(frozen=True)
+class _RawFile:
+    """A decoded ratings file: its header fields and the text after the header."""
+
+    path: Path
+    sep: str
+    names: tuple[str, ...]
+    body: str
+    n_rows: int
+    source: SourceFile
+
+
+def _read_file(path: Path) -> tuple[pd.DataFrame, SourceFile]:
+    raw = _read_text(path, bids=False)
+    return _parse([raw]), raw.source
+
+
+def _read_text(path: Path, *, bids: bool) -> _RawFile:
+    """Read, decode and check one file up to its header."""
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise InputError(f"{path}: cannot be read ({error.strerror or error})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise InputError(
+            f"{path}: line {line}: not UTF-8 (byte 0x{raw[error.start]:02x}); "
+            "expected a UTF-8 text file"
+        ) from None
+    if not text.strip():
+        raise InputError(f"{path}: the file is empty; expected a header line and one row per pair")
+
+    if bids and not text.endswith("\n"):
+        n_complete = text.count("\n")
+        warnings.warn(
+            f"{path}: line {n_complete + 1} is cut off (a session that stopped while writing); "
+            f"that row is left out, the {max(n_complete - 1, 0)} complete rows are kept",
+            RatingsWarning,
+            stacklevel=4,
+        )
+        text = text[: text.rfind("\n") + 1]
+
+    header, _, body = text.partition("\n")
+    header = header.rstrip("\r")
+    sep = _separator(path, header)
+    names = tuple(name.strip() for name in header.split(sep))
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise InputError(f"{path}: line 1: column {duplicated[0]!r} appears twice in the header")
+    missing = [c for c in REQUIRED_COLUMNS if c not in names and not (bids and c == "participant")]
+    if missing:
+        raise InputError(
+            f"{path}: line 1: missing column {missing[0]!r}; "
+            f"expected the columns {', '.join(REQUIRED_COLUMNS)} (found {', '.join(names)})"
+        )
+    if body and not body.endswith("\n"):
+        body += "\n"
+    if not body.strip():
+        raise InputError(f"{path}: has a header but no rows; expected one row per presented pair")
+    source = SourceFile(str(path), hashlib.sha256(raw).hexdigest(), body.count("\n"))
+    return _RawFile(path, sep, names, body, body.count("\n"), source)
+
+
+def _parse(files: list[_RawFile]) -> pd.DataFrame:
+    """Parse files as tables, those with the same header in one pass, and check field counts.
+
+    Adds ``_source`` and ``_line`` (the line in its file) to every row.
+    """
+    groups: dict[tuple, list[_RawFile]] = {}
+    for file in files:
+        groups.setdefault((file.sep, file.names), []).append(file)
+    frames = []
+    for (sep, names), members in groups.items():
+        text = sep.join(names) + "\n" + "".join(f.body for f in members)
+        try:
+            frame = pd.read_csv(
+                io.StringIO(text),
+                sep=sep,
+                dtype=str,
+                keep_default_na=False,
+                na_filter=False,
+                skip_blank_lines=False,
+                quoting=3 if sep == "\t" else 0,  # BIDS TSV has no quoting
+            )
+        except pd.errors.ParserError as error:
+            match = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(error))
+            if not match:
+                raise InputError(
+                    f"{members[0].path}: cannot be parsed as a table ({error})"
+                ) from None
+            expected, line, seen = map(int, match.groups())
+            path, line = _locate(members, line)
+            raise InputError(
+                f"{path}: line {line}: expected {expected} fields, found {seen}"
+            ) from None
+        frame.columns = list(names)
+        if len(members) > 1 and len(frame) != sum(f.n_rows for f in members):
+            raise InputError(
+                f"{members[0].path}: cannot be parsed as a table (rows do not match lines)"
+            )
+        frame["_source"] = np.repeat([str(f.path) for f in members], [f.n_rows for f in members])
+        frame["_line"] = np.concatenate([np.arange(2, f.n_rows + 2) for f in members])[: len(frame)]
+        data = frame[list(names)]
+        blank = (data.fillna("") == "").all(axis=1)
+        short = data.isna().any(axis=1) & ~blank
+        if short.any():
+            row = frame.loc[short].iloc[0]
+            raise InputError(
+                f"{row['_source']}: line {row['_line']}: expected {len(names)} fields, found fewer"
+            )
+        frames.append(frame[~blank])
+    return (
+        pd.concat(frames, ignore_index=True)
+        if len(frames) > 1
+        else frames[0].reset_index(drop=True)
+    )
+
+
+def _locate(members: list[_RawFile], line: int) -> tuple[Path, int]:
+    """File and line in it of ``line`` in the concatenation of ``members`` (one header)."""
+    line -= 1
+    for file in members:
+        if line <= file.n_rows:
+            return file.path, line + 1
+        line -= file.n_rows
+    return members[-1].path, line + 1
+
+
+def _separator(path: Path, header: str) -> str:
+    suffix = path.suffix.lower()
+    if suffix in (".tsv", ".tab"):
+        return "\t"
+    if suffix == ".csv":
+        return ","
+    return "\t" if "\t" in header else ","
+
+
+def _sidecar_says_simulated(path: Path) -> bool:
+    try:
+        return bool(json.loads(path.read_text(encoding="utf-8")).get("Simulated", False))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+# --- field checks ----------------------------------------------------------------------------
+
+
+def _fail_where(frame: pd.DataFrame, bad: pd.Series, column: str, expected: str) -> None:
+    if not bad.any():
+        return
+    row = frame.loc[bad.to_numpy()].iloc[0]
+    value = row.get(f"_raw_{column}", row[column])
+    where = f"{row['_source']}: line {row['_line']}: field {column!r}"
+    raise InputError(f"{where}: expected {expected}, got {value!r}")
+
+
+def _integer_column(frame: pd.DataFrame, column: str, bounds: tuple[int, int] | None) -> pd.Series:
+    if column not in frame:
+        return pd.Series(pd.NA, index=frame.index, dtype="Int64")
+    text = frame[column].astype(str).str.strip()
+    missing = text.isin(_MISSING)
+    number = pd.to_numeric(text.where(~missing), errors="coerce")
+    bad = ~missing & (number.isna() | (number != np.round(number)))
+    expected = "an integer" if bounds is None else f"an integer {bounds[0]}..{bounds[1]}"
+    if bounds is not None:
+        bad |= ~missing & ((number < bounds[0]) | (number > bounds[1]))
+    frame[f"_raw_{column}"] = text
+    _fail_where(frame, bad, column, f"{expected} or n/a")
+    del frame[f"_raw_{column}"]
+    return number.round().astype("Int64")
+
+
+def _float_column(frame: pd.DataFrame, column: str) -> pd.Series:
+    if column not in frame:
+        return pd.Series(np.nan, index=frame.index, dtype="float64")
+    text = frame[column].astype(str).str.strip()
+    missing = text.isin(_MISSING)
+    number = pd.to_numeric(text.where(~missing), errors="coerce")
+    frame[f"_raw_{column}"] = text
+    bad = ~missing & ~np.isfinite(number.astype("float64"))
+    _fail_where(frame, bad, column, "a number or n/a")
+    del frame[f"_raw_{column}"]
+    return number.astype("float64")
+
+
+def _check_unique_pairs(frame: pd.DataFrame) -> None:
+    key = ["participant", "sketch_id", "image_id", "phase"]
+    once = frame[frame["phase"].isin(_ONCE_PER_PHASE)]
+    repeated = once.duplicated(key, keep=False)
+    if not repeated.any():
+        return
+    rows = once[repeated]
+    second = rows[rows.duplicated(key, keep="first")].iloc[0]
+    first = rows[(rows[key] == second[key]).all(axis=1)].iloc[0]
+    where_first = (
+        f"line {first['_line']}"
+        if first["_source"] == second["_source"]
+        else f"{first['_source']} line {first['_line']}"
+    )
+    raise InputError(
+        f"{second['_source']}: line {second['_line']}: participant {second['participant']!r} "
+        f"rated sketch {second['sketch_id']!r} image {second['image_id']!r} twice in phase "
+        f"{second['phase']!r} (first at {where_first}); expected each pair once per phase"
+    )

@@ -1,0 +1,312 @@
+"""Simulated participants: a generative model of how people rate sketch/image pairs.
+
+The model, per pair i of sketch s and participant j:
+
+* **Latent rating.** Each pair has a noise-free rating mu_i in [1, 7]
+  (1 = best match). The images of a sketch are stratified over the scale,
+  mu_i = 1 + 6 (pi(i) + u_i) / n with pi a random permutation and u_i ~ U(0, 1),
+  as the paper's pilot-based selection aims for (Sec. 2.2). Anchor pairs have
+  mu equal to their prescribed rating.
+* **Rater bias.** Participant j shifts the scale by b_j ~ N(0, ``bias_sd``):
+  some are stricter, some more lenient.
+* **Noise, largest mid-scale.** The response is y_ij = mu_i + b_j + e_ij with
+  e_ij ~ N(0, sigma_ij^2), sigma_ij = sigma_j a_s h(mu_i). sigma_j is the
+  participant's noise, log-normal around ``noise``; a_s, the sketch's
+  ambiguity, log-normal around 1; h(mu) = 1 + (``mid_scale_noise`` - 1)
+  (1 - ((mu - 4) / 3)^2) is 1 at the ends of the scale and ``mid_scale_noise``
+  in the middle: clear matches and clear mismatches are judged alike, average
+  ones less so (the paper's Fig. 8).
+* **Rounding.** The rating is y rounded to the nearest integer and clipped to
+  1..7 (clipping also narrows the spread at the ends).
+* **Missed responses.** With probability ``miss_rate`` no key is pressed: the
+  rating and response time are missing.
+* **Response time.** Log-normal with median ``rt_median`` s, slower for pairs
+  in the middle of the scale by up to ``rt_mid_slowdown``, truncated to the
+  3 s response window.
+
+The session follows the paper's design (Sec. 2.3): the anchor pairs are shown
+first with their prescribed ratings (``anchor_demo``, not rated), then the main
+pairs in a random order per participant, with each anchor pair inserted again
+at a random place after the first ``anchor_repeat_from`` of the main block
+(``anchor_repeat``).
+
+The default parameters are set so that the statistics look like the paper's
+(most inter-user and anchoring correlations significant, W significant for
+every sketch, the largest spread mid-scale); ``docs/simulation.md`` records
+how they were chosen.
+
+Random numbers come from one :class:`numpy.random.SeedSequence`: one child
+stream for the stimuli, one per participant, so the data of participant k does
+not depend on how many participants are simulated.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import bids
+from ._checks import InputError
+from .ratings import SCALE
+
+__all__ = ["RaterModel", "StudyDesign", "simulate_study", "write_simulated_dataset"]
+
+
+@dataclass(frozen=True)
+class StudyDesign:
+    """Size and timing of a simulated study; the defaults are the paper's."""
+
+    participants: int = 28
+    sketches: int = 31
+    images_per_sketch: int = 40
+    anchor_sketches: int = 3
+    anchor_images: int = 7
+    #: Anchor repeats go after this fraction of the main block ("the later part").
+    anchor_repeat_from: float = 0.5
+    stimulus_s: float = 2.0
+    blank_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name, minimum in (
+            ("participants", 1),
+            ("sketches", 1),
+            ("images_per_sketch", 2),
+            ("anchor_sketches", 0),
+            ("anchor_images", 2),
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int | np.integer) or value < minimum:
+                raise InputError(f"{name}: expected an integer >= {minimum}, got {value!r}")
+        if self.anchor_images > SCALE[1] - SCALE[0] + 1 and self.anchor_sketches:
+            raise InputError(
+                f"anchor_images: expected at most {SCALE[1]} (one per scale point), "
+                f"got {self.anchor_images}"
+            )
+        if not 0.0 <= self.anchor_repeat_from < 1.0:
+            raise InputError(
+                f"anchor_repeat_from: expected a fraction in [0, 1), got {self.anchor_repeat_from}"
+            )
+
+
+@dataclass(frozen=True)
+class RaterModel:
+    """Parameters of the simulated raters (see the module docstring)."""
+
+    bias_sd: float = 0.3
+    noise: float = 1.0
+    noise_sd_log: float = 0.3
+    sketch_ambiguity_sd_log: float = 0.3
+    mid_scale_noise: float = 1.6
+    miss_rate: float = 0.01
+    rt_median: float = 1.1
+    rt_sd_log: float = 0.3
+    rt_mid_slowdown: float = 0.3
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if not np.isfinite(value) or value < 0:
+                raise InputError(f"{item.name}: expected a non-negative number, got {value!r}")
+        if self.miss_rate >= 1:
+            raise InputError(f"miss_rate: expected a probability below 1, got {self.miss_rate}")
+        if self.mid_scale_noise < 1:
+            raise InputError(f"mid_scale_noise: expected a factor >= 1, got {self.mid_scale_noise}")
+
+
+def simulate_study(
+    design: StudyDesign = StudyDesign(),
+    model: RaterModel = RaterModel(),
+    seed: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Simulate every session of a study.
+
+    Returns
+    -------
+    trials : DataFrame
+        One row per presented pair and participant with the ratings-table
+        columns, the timing columns a session records (``onset``,
+        ``stim_duration``, ``blank_duration``, ``n_presses``, ``presses``) and
+        ``latent_rating``.
+    participants : DataFrame
+        ``participant, rater_bias, rater_noise``: each simulated participant's
+        parameters.
+
+    Examples
+    --------
+    >>> trials, people = simulate_study(StudyDesign(participants=2, sketches=2,
+    ...                                             images_per_sketch=5), seed=1)
+    >>> trials.groupby("phase").size()
+    phase
+    anchor_demo      42
+    anchor_repeat    42
+    main             20
+    dtype: int64
+    """
+    streams = np.random.SeedSequence(seed).spawn(design.participants + 1)
+    pairs = _pairs(design, np.random.default_rng(streams[0]), model)
+    sessions, people = [], []
+    for index, stream in enumerate(streams[1:]):
+        label = f"{index + 1:0{max(2, len(str(design.participants)))}d}"
+        trials, bias, noise = _session(label, pairs, design, model, np.random.default_rng(stream))
+        sessions.append(trials)
+        people.append((label, bias, noise))
+    participants = pd.DataFrame(people, columns=["participant", "rater_bias", "rater_noise"])
+    return pd.concat(sessions, ignore_index=True), participants
+
+
+def _pairs(design: StudyDesign, rng: np.random.Generator, model: RaterModel) -> pd.DataFrame:
+    """The stimulus pairs with their latent ratings and sketch ambiguity."""
+    rows = []
+    for a in range(design.anchor_sketches):
+        sketch = f"a{a + 1:02d}"
+        # The prescribed ratings spread evenly over the scale: 1..7 for 7 images.
+        prescribed = np.rint(np.linspace(SCALE[0], SCALE[1], design.anchor_images)).astype(int)
+        for i, rating in enumerate(prescribed):
+            rows.append((sketch, f"{sketch}_i{i + 1:02d}", "anchor", float(rating), int(rating)))
+    n = design.images_per_sketch
+    for s in range(design.sketches):
+        sketch = f"s{s + 1:02d}"
+        latent = 1.0 + 6.0 * (rng.permutation(n) + rng.random(n)) / n
+        for i in range(n):
+            rows.append((sketch, f"{sketch}_i{i + 1:02d}", "main", latent[i], pd.NA))
+    pairs = pd.DataFrame(rows, columns=["sketch_id", "image_id", "role", "latent", "anchor_rating"])
+    ambiguity = rng.lognormal(0.0, model.sketch_ambiguity_sd_log, size=pairs["sketch_id"].nunique())
+    codes, _ = pd.factorize(pairs["sketch_id"])
+    pairs["ambiguity"] = ambiguity[codes]
+    return pairs
+
+
+def _session(
+    label: str,
+    pairs: pd.DataFrame,
+    design: StudyDesign,
+    model: RaterModel,
+    rng: np.random.Generator,
+) -> tuple[pd.DataFrame, float, float]:
+    bias = rng.normal(0.0, model.bias_sd)
+    noise = model.noise * rng.lognormal(0.0, model.noise_sd_log)
+
+    anchors = pairs[pairs["role"] == "anchor"]
+    main = pairs[pairs["role"] == "main"].iloc[rng.permutation((pairs["role"] == "main").sum())]
+    # Each anchor pair goes back at a random place in the later part of the main block.
+    start = int(np.ceil(design.anchor_repeat_from * len(main)))
+    slots = rng.integers(start, len(main) + 1, size=len(anchors))
+    # A repeat in slot k is shown just before main trial k (slot len(main): at the end).
+    keys = np.concatenate([np.arange(len(main)), slots - 0.5])
+    block = pd.concat([main, anchors]).iloc[np.argsort(keys, kind="stable")]
+    phase = np.where(block["role"] == "anchor", "anchor_repeat", "main")
+    order = pd.concat([anchors.assign(phase="anchor_demo"), block.assign(phase=phase)])
+    order = order.reset_index(drop=True)
+
+    latent = order["latent"].to_numpy()
+    shape = 1.0 + (model.mid_scale_noise - 1.0) * (1.0 - ((latent - 4.0) / 3.0) ** 2)
+    sigma = noise * order["ambiguity"].to_numpy() * shape
+    response = latent + bias + sigma * rng.standard_normal(len(order))
+    rating = np.clip(np.rint(response), SCALE[0], SCALE[1])
+    mid = (shape - 1.0) / max(model.mid_scale_noise - 1.0, 1e-12)
+    trial_s = design.stimulus_s + design.blank_s
+    rt = model.rt_median * (1.0 + model.rt_mid_slowdown * mid)
+    rt = np.clip(rt * rng.lognormal(0.0, model.rt_sd_log, len(order)), 0.2, trial_s - 0.01)
+    missed = rng.random(len(order)) < model.miss_rate
+    demo = (order["phase"] == "anchor_demo").to_numpy()
+    no_rating = missed | demo
+
+    trials = pd.DataFrame(
+        {
+            "participant": label,
+            "trial": np.arange(1, len(order) + 1),
+            "phase": order["phase"],
+            "sketch_id": order["sketch_id"],
+            "image_id": order["image_id"],
+            "rating": pd.array(np.where(no_rating, np.nan, rating), dtype="Float64").astype(
+                "Int64"
+            ),
+            "rt": np.where(no_rating, np.nan, np.round(rt, 4)),
+            "anchor_rating": order["anchor_rating"].astype("Int64"),
+            "onset": np.round(np.arange(len(order)) * trial_s, 4),
+            "stim_duration": design.stimulus_s,
+            "blank_duration": design.blank_s,
+            "n_presses": np.where(no_rating, 0, 1),
+            "presses": [
+                "n/a" if skip else f"{int(r)}@{t:.4f}"
+                for skip, r, t in zip(no_rating, rating, rt, strict=True)
+            ],
+            "latent_rating": np.round(latent, 4),
+        }
+    )
+    return trials, float(bias), float(noise)
+
+
+def write_simulated_dataset(
+    root: str | Path,
+    design: StudyDesign = StudyDesign(),
+    model: RaterModel = RaterModel(),
+    seed: int = 0,
+    *,
+    flat: bool = False,
+    version: str = "",
+) -> Path:
+    """Simulate a study and write it as a BIDS dataset (or one flat table with ``flat``).
+
+    Every file is marked as simulated: ``"Simulated": true`` with the design,
+    model parameters and seed in each ``_beh.json`` sidecar (or in the JSON
+    file beside a flat table), which :func:`~analysis.load_ratings` reads.
+    Returns the dataset root (or the table's path).
+    """
+    trials, participants = simulate_study(design, model, seed)
+    provenance = {
+        "Simulated": True,
+        "SimulationSeed": seed,
+        "SimulationDesign": asdict(design),
+        "SimulationModel": asdict(model),
+        "GeneratedBy": f"sbir-study simulate {version}".strip(),
+    }
+    root = Path(root)
+    if flat:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        sep = "\t" if root.suffix.lower() in (".tsv", ".tab") else ","
+        trials.to_csv(root, sep=sep, index=False, na_rep="n/a", lineterminator="\n")
+        root.with_suffix(".json").write_text(
+            json.dumps(provenance, indent=2) + "\n", encoding="utf-8"
+        )
+        return root
+
+    bids.write_dataset_description(
+        root,
+        name=f"sbir-study simulated rating study (seed {seed})",
+        generated_by={
+            "Name": "sbir-study",
+            "Version": version or "unknown",
+            "Description": "simulated participants (sbir-study simulate)",
+        },
+        readme=_readme(design, seed),
+    )
+    bids.write_participants(
+        root,
+        participants.assign(participant_id="sub-" + participants["participant"])[
+            ["participant_id", "rater_bias", "rater_noise"]
+        ],
+        {
+            "participant_id": {"Description": "Simulated participant."},
+            "rater_bias": {"Description": "Simulated shift of the rating scale, in scale units."},
+            "rater_noise": {"Description": "Simulated rating noise (sd at the scale ends)."},
+        },
+    )
+    for label, session in trials.groupby("participant", sort=True):
+        bids.write_beh(root, label, session, provenance)
+    return root
+
+
+def _readme(design: StudyDesign, seed: int) -> str:
+    return (
+        "SIMULATED DATA: no person took part in this study.\n\n"
+        f"Ratings of {design.participants} simulated participants for {design.sketches} "
+        f"sketches x {design.images_per_sketch} images, with an anchoring block of "
+        f"{design.anchor_sketches} sketches x {design.anchor_images} images, written by "
+        f"sbir-study simulate with seed {seed}. The generative model is described in "
+        "the analysis.simulate module of sbir-study and in each _beh.json sidecar.\n"
+    )

@@ -1,0 +1,231 @@
+"""The ``sbir-study`` command line.
+
+Exit status: 0 on success, 2 on bad input (one line on stderr naming the file,
+line, field or option), 1 on an internal error (with a traceback to report).
+Each subcommand imports what it needs when it runs, so ``--help`` and the
+analysis never pay for PsychoPy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+import warnings
+from importlib import metadata
+from pathlib import Path
+
+from analysis._checks import InputError
+
+PROG = "sbir-study"
+
+
+def _version() -> str:
+    try:
+        return metadata.version("sbir-study")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+    return value
+
+
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Run, simulate and analyse sketch/image rating studies (Eitz et al. 2011).",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
+
+    analyze = commands.add_parser(
+        "analyze",
+        help="statistics, ground truth and report from a BIDS dataset or a ratings table",
+        description="Read a BIDS dataset (every sub-*/beh/*_beh.tsv) or a flat CSV/TSV ratings "
+        "table and write the statistics tables, the consensus ground truth and summary.json "
+        "to --out.",
+    )
+    analyze.add_argument("input", type=Path, help="BIDS dataset folder or ratings table")
+    analyze.add_argument("--out", type=Path, required=True, help="folder for the results")
+    analyze.add_argument(
+        "--alternative",
+        choices=("greater", "two-sided", "less"),
+        default="greater",
+        help="alternative hypothesis of the tau_b tests (default: greater, as in the paper: "
+        "P(tau >= observed))",
+    )
+    analyze.add_argument(
+        "--alpha", type=_probability, default=0.05, help="significance level (default: 0.05)"
+    )
+    analyze.add_argument(
+        "--pairwise",
+        choices=("auto", "full", "summary"),
+        default="auto",
+        help="inter-user table: every pair of participants (full) or per-sketch summaries; "
+        "auto gives the full table up to 500 raters per sketch (default: auto)",
+    )
+    analyze.add_argument(
+        "--no-figures",
+        action="store_true",
+        help="write tables and summary only (this version writes no figures yet, so this is "
+        "the only mode)",
+    )
+    analyze.set_defaults(handler=_analyze)
+
+    simulate = commands.add_parser(
+        "simulate",
+        help="write a BIDS dataset of simulated participants",
+        description="Simulate participants rating sketch/image pairs with the model documented "
+        "in analysis.simulate, and write a BIDS dataset (or one flat table with --flat). The "
+        "defaults are the paper's design: 28 participants, 31 sketches x 40 images, anchoring "
+        "with 3 sketches x 7 images.",
+    )
+    simulate.add_argument(
+        "--out", type=Path, required=True, help="dataset folder (or file with --flat)"
+    )
+    simulate.add_argument("--participants", type=_positive_int, default=28)
+    simulate.add_argument("--sketches", type=_positive_int, default=31)
+    simulate.add_argument("--images", type=_positive_int, default=40, help="images per sketch")
+    simulate.add_argument("--anchor-sketches", type=int, default=3)
+    simulate.add_argument("--anchor-images", type=_positive_int, default=7)
+    simulate.add_argument("--miss-rate", type=float, default=None, help="share of missed responses")
+    simulate.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    simulate.add_argument(
+        "--flat", action="store_true", help="write one CSV/TSV ratings table instead of BIDS"
+    )
+    simulate.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing simulated dataset at --out (never a recorded one)",
+    )
+    simulate.set_defaults(handler=_simulate)
+    return parser
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    from analysis import AnalysisOptions, analyze_ratings, load_ratings
+
+    options = AnalysisOptions(
+        alternative=args.alternative, alpha=args.alpha, pairwise=args.pairwise
+    )
+    ratings = load_ratings(args.input)
+    summary = analyze_ratings(ratings, args.out, options)
+    label = " (simulated data)" if summary["simulated"] else ""
+    print(
+        f"Analysed {summary['n_participants']} participants, {summary['n_sketches']} sketches, "
+        f"{summary['n_pairs']} pairs{label}; alternative {summary['alternative']}, "
+        f"alpha {summary['alpha']}."
+    )
+    for family, name in (
+        ("anchoring", "anchoring vs prescribed ratings"),
+        ("pairwise", "inter-user"),
+        ("consensus", "participant vs consensus"),
+        ("consensus_loo", "participant vs consensus (leave-one-out)"),
+    ):
+        stats = summary[family]
+        if stats["n_tests"]:
+            print(
+                f"  {name}: {stats['share_significant']:.1%} of {stats['n_tests']} tau_b "
+                f"significant (95% CI {stats['wilson_low']:.1%}-{stats['wilson_high']:.1%})"
+            )
+    w = summary["kendall_w"]
+    print(
+        f"  Kendall's W: {w['n_significant']} of {w['n_sketches']} sketches significant, "
+        f"median W {w['median']:.3f}"
+    )
+    print(f"Ground truth: {args.out / 'ground_truth.csv'}; tables and summary.json in {args.out}")
+    return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    import json
+
+    from analysis.simulate import RaterModel, StudyDesign, write_simulated_dataset
+
+    design = StudyDesign(
+        participants=args.participants,
+        sketches=args.sketches,
+        images_per_sketch=args.images,
+        anchor_sketches=args.anchor_sketches,
+        anchor_images=args.anchor_images,
+    )
+    model = RaterModel() if args.miss_rate is None else RaterModel(miss_rate=args.miss_rate)
+    out: Path = args.out
+    if args.flat:
+        if out.exists() and not args.overwrite:
+            raise InputError(f"{out}: exists; choose another --out or pass --overwrite")
+    elif out.exists() and any(out.iterdir()):
+        if not args.overwrite:
+            raise InputError(
+                f"{out}: exists and is not empty; choose another --out or pass --overwrite"
+            )
+        if not _is_simulated_dataset(out, json):
+            raise InputError(
+                f"{out}: holds data that sbir-study simulate did not write; it is never "
+                "overwritten, choose another --out"
+            )
+        import shutil
+
+        shutil.rmtree(out)
+    path = write_simulated_dataset(
+        out, design, model, args.seed, flat=args.flat, version=_version()
+    )
+    kind = "ratings table" if args.flat else "BIDS dataset"
+    print(
+        f"Simulated {design.participants} participants x {design.sketches} sketches x "
+        f"{design.images_per_sketch} images (seed {args.seed}); {kind} written to {path}"
+    )
+    return 0
+
+
+def _is_simulated_dataset(root: Path, json) -> bool:
+    try:
+        description = json.loads((root / "dataset_description.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return any(
+        "sbir-study simulate" in str(entry.get("Description", ""))
+        for entry in description.get("GeneratedBy", [])
+    )
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    warnings.showwarning = _show_warning
+    try:
+        return args.handler(args)
+    except InputError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception:
+        traceback.print_exc()
+        print(f"{PROG}: internal error; please report it with the traceback above", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
