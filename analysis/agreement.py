@@ -79,7 +79,8 @@ def kendall_tau_b(x, y, *, alternative: str = "greater") -> KendallTauResult:
     -------
     KendallTauResult
         ``statistic`` (tau_b), ``pvalue`` and ``n_items``; statistic and
-        p-value are NaN with fewer than two shared items or a constant list.
+        p-value are NaN with fewer than two shared items or a constant list,
+        the p-value also with two items (the normal approximation needs three).
 
     Notes
     -----
@@ -114,8 +115,10 @@ def kendall_tau_b(x, y, *, alternative: str = "greater") -> KendallTauResult:
         )
     both = ~np.isnan(x) & ~np.isnan(y)
     n = int(both.sum())
-    if n < 2:
-        return KendallTauResult(float("nan"), float("nan"), n)
+    if n < 3:
+        # The normal approximation needs n >= 3 (scipy divides by n - 2 there).
+        tau, _, _ = _kernels.paired_rows_tau_b(x[None, both], y[None, both], alternative)
+        return KendallTauResult(float(tau[0]), float("nan"), n)
     with np.errstate(divide="ignore", invalid="ignore"):
         result = stats.kendalltau(x[both], y[both], method="asymptotic", alternative=alternative)
     return KendallTauResult(float(result.statistic), float(result.pvalue), n)
@@ -137,7 +140,9 @@ def pairwise_kendall_tau(ratings, *, alternative: str = "greater") -> PairwiseTa
         ``statistic``, ``pvalue`` and ``n_items``, each raters x raters and
         symmetric. Entries are equal to ``scipy.stats.kendalltau(a, b,
         method="asymptotic", alternative=...)`` on the shared items, within
-        rounding; NaN where that is undefined.
+        rounding; NaN where that is undefined (fewer than two shared items or
+        a constant list; the p-value also with two shared items, where scipy
+        divides by zero and R's ``cor.test`` refuses).
 
     Notes
     -----
@@ -232,8 +237,8 @@ def kendall_w(ratings) -> KendallWResult:
     chi2 = m * df * w
     f_df1 = df - 2.0 / m
     f_df2 = (m - 1) * f_df1
-    with np.errstate(divide="ignore"):
-        f = (m - 1) * w / (1.0 - w)
+    # Perfect agreement: F is infinite and its p-value 0.
+    f = (m - 1) * w / (1.0 - w) if w < 1.0 else float("inf")
     return KendallWResult(
         statistic=w,
         chi2=chi2,

@@ -246,7 +246,7 @@ def _read_bids(root: Path) -> tuple[pd.DataFrame, list[SourceFile], bool]:
             row = frame.loc[wrong].iloc[0]
             raise InputError(
                 f"{row['_source']}: line {row['_line']}: field 'participant': expected "
-                f"{labels[wrong][0]!r} (the file's sub- label), got {row['participant']!r}"
+                f"{str(labels[wrong][0])!r} (the file's sub- label), got {row['participant']!r}"
             )
     simulated = any(_sidecar_says_simulated(f.path.with_suffix(".json")) for f in files)
     return frame, [f.source for f in files], simulated
@@ -313,6 +313,7 @@ def _read_text(path: Path, *, bids: bool) -> _RawFile:
         body += "\n"
     if not body.strip():
         raise InputError(f"{path}: has a header but no rows; expected one row per presented pair")
+    _check_field_counts(path, body, sep, len(names))
     source = SourceFile(str(path), hashlib.sha256(raw).hexdigest(), body.count("\n"))
     return _RawFile(path, sep, names, body, body.count("\n"), source)
 
@@ -356,20 +357,36 @@ def _parse(files: list[_RawFile]) -> pd.DataFrame:
             )
         frame["_source"] = np.repeat([str(f.path) for f in members], [f.n_rows for f in members])
         frame["_line"] = np.concatenate([np.arange(2, f.n_rows + 2) for f in members])[: len(frame)]
-        data = frame[list(names)]
-        blank = (data.fillna("") == "").all(axis=1)
-        short = data.isna().any(axis=1) & ~blank
-        if short.any():
-            row = frame.loc[short].iloc[0]
-            raise InputError(
-                f"{row['_source']}: line {row['_line']}: expected {len(names)} fields, found fewer"
-            )
+        blank = (frame[list(names)].fillna("") == "").all(axis=1)
         frames.append(frame[~blank])
     return (
         pd.concat(frames, ignore_index=True)
         if len(frames) > 1
         else frames[0].reset_index(drop=True)
     )
+
+
+def _check_field_counts(path: Path, body: str, sep: str, n_fields: int) -> None:
+    """Fail on the first non-blank line with fewer fields than the header.
+
+    pandas pads a short row with empty cells, which would read as missing
+    ratings; separators are counted on the raw bytes instead. A CSV line with a
+    quote may hold a quoted separator and is left to the parser.
+    """
+    data = np.frombuffer(body.encode("utf-8"), dtype=np.uint8)
+    newline = data == ord("\n")
+    line = np.cumsum(newline) - newline
+    n_lines = int(newline.sum())
+    separators = np.bincount(line[data == ord(sep)], minlength=n_lines)
+    length = np.bincount(line, minlength=n_lines) - 1  # without the line end
+    short = (separators + 1 < n_fields) & (length > 0)
+    if sep != "\t":
+        short &= np.bincount(line[data == ord('"')], minlength=n_lines) == 0
+    if short.any():
+        first = int(np.flatnonzero(short)[0])
+        raise InputError(
+            f"{path}: line {first + 2}: expected {n_fields} fields, found {separators[first] + 1}"
+        )
 
 
 def _locate(members: list[_RawFile], line: int) -> tuple[Path, int]:

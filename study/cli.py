@@ -146,9 +146,10 @@ def _analyze(args: argparse.Namespace) -> int:
                 f"significant (95% CI {stats['wilson_low']:.1%}-{stats['wilson_high']:.1%})"
             )
     w = summary["kendall_w"]
+    median = "n/a" if w["median"] is None else f"{w['median']:.3f}"
     print(
         f"  Kendall's W: {w['n_significant']} of {w['n_sketches']} sketches significant, "
-        f"median W {w['median']:.3f}"
+        f"median W {median}"
     )
     print(f"Ground truth: {args.out / 'ground_truth.csv'}; tables and summary.json in {args.out}")
     return 0

@@ -1,0 +1,191 @@
+"""Kendall's tau_b and W against R, SciPy, pandas and pingouin, and their properties."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats
+from conftest import r_reference
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from analysis import (
+    InputError,
+    inter_rater_tau,
+    kendall_tau_b,
+    kendall_w,
+    kendall_w_by_sketch,
+    pairwise_kendall_tau,
+)
+
+ALTERNATIVES = {"greater": "p_greater", "two-sided": "p_two_sided", "less": "p_less"}
+
+
+@pytest.mark.parametrize("alternative", list(ALTERNATIVES))
+def test_inter_rater_tau_matches_r(small_ratings, alternative):
+    # Reference: R cor.test(method = "kendall", exact = FALSE), tests/r/reference.R section 1.
+    ours = inter_rater_tau(small_ratings, alternative=alternative)
+    reference = r_reference("pairwise.csv")
+    merged = ours.merge(reference, on=["sketch_id", "participant_a", "participant_b"])
+    assert len(merged) == len(reference) == len(ours) == 3 * 28
+    np.testing.assert_allclose(merged["tau_b_x"], merged["tau_b_y"], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(merged["p_value"], merged[ALTERNATIVES[alternative]], rtol=1e-12)
+    assert (merged["n_items_x"] == merged["n_items_y"]).all()
+
+
+@pytest.mark.parametrize("alternative", list(ALTERNATIVES))
+def test_kendall_tau_b_matches_r(small_ratings, alternative):
+    # Reference: R cor.test(method = "kendall", exact = FALSE), tests/r/reference.R section 1.
+    reference = r_reference("pairwise.csv").iloc[0]
+    main = small_ratings[small_ratings["phase"] == "main"]
+    wide = main[main["sketch_id"] == reference["sketch_id"]].pivot(
+        index="image_id", columns="participant", values="rating"
+    )
+    x = wide[reference["participant_a"]].astype(float)
+    y = wide[reference["participant_b"]].astype(float)
+    result = kendall_tau_b(x, y, alternative=alternative)
+    assert result.statistic == pytest.approx(reference["tau_b"], rel=1e-12)
+    assert result.pvalue == pytest.approx(reference[ALTERNATIVES[alternative]], rel=1e-12)
+    assert result.n_items == reference["n_items"]
+
+
+def _scipy_pairwise(ratings, alternative):
+    """The reference loop: scipy.stats.kendalltau over the items both raters gave."""
+    raters = ratings.shape[0]
+    tau = np.full((raters, raters), np.nan)
+    p = np.full((raters, raters), np.nan)
+    for a in range(raters):
+        for b in range(raters):
+            both = ~np.isnan(ratings[a]) & ~np.isnan(ratings[b])
+            if both.sum() < 2:
+                continue
+            if both.sum() == 2:
+                # scipy's asymptotic p-value divides by n - 2 (ZeroDivisionError) and
+                # R's cor.test refuses: tau only, p undefined.
+                tau[a, b] = scipy.stats.kendalltau(ratings[a, both], ratings[b, both]).statistic
+                continue
+            with np.errstate(all="ignore"):
+                result = scipy.stats.kendalltau(
+                    ratings[a, both], ratings[b, both], method="asymptotic", alternative=alternative
+                )
+            tau[a, b], p[a, b] = result.statistic, result.pvalue
+    return tau, p
+
+
+@pytest.mark.parametrize("alternative", list(ALTERNATIVES))
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_pairwise_matches_scipy_loop(alternative, seed):
+    # Reference: scipy.stats.kendalltau(method="asymptotic"), one call per pair of raters.
+    rng = np.random.default_rng(seed)
+    latent = rng.uniform(1, 7, 40)
+    ratings = np.clip(np.rint(latent + rng.normal(0, 1.5, (25, 40))), 1, 7)
+    ratings[rng.random(ratings.shape) < 0.1] = np.nan
+    ratings[3] = 4.0  # a rater who gives one rating to everything: tau undefined
+    ratings[5, :38] = np.nan  # two shared items at most
+    ours = pairwise_kendall_tau(ratings, alternative=alternative)
+    tau, p = _scipy_pairwise(ratings, alternative)
+    np.testing.assert_allclose(ours.statistic, tau, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ours.pvalue, p, rtol=0, atol=1e-12)
+    assert np.isnan(ours.statistic[3]).all()
+
+
+def test_pairwise_continuous_scores_match_scipy():
+    # Reference: scipy.stats.kendalltau; scores with ties and many distinct values.
+    rng = np.random.default_rng(7)
+    scores = np.round(rng.normal(size=(12, 30)), 1)
+    ours = pairwise_kendall_tau(scores, alternative="two-sided")
+    tau, p = _scipy_pairwise(scores, "two-sided")
+    np.testing.assert_allclose(ours.statistic, tau, atol=1e-12)
+    np.testing.assert_allclose(ours.pvalue, p, atol=1e-12)
+
+
+def test_pairwise_tau_matches_pandas_corr():
+    # Reference: pandas.DataFrame.corr(method="kendall"), which calls scipy for tau_b.
+    rng = np.random.default_rng(3)
+    ratings = rng.integers(1, 8, (15, 40)).astype(float)
+    expected = pd.DataFrame(ratings.T).corr(method="kendall").to_numpy()
+    np.testing.assert_allclose(pairwise_kendall_tau(ratings).statistic, expected, atol=1e-12)
+
+
+def test_kendall_tau_b_rejects_bad_input():
+    with pytest.raises(InputError, match="alternative"):
+        kendall_tau_b([1, 2, 3], [1, 2, 3], alternative="bigger")
+    with pytest.raises(InputError, match="same length"):
+        kendall_tau_b([1, 2, 3], [1, 2])
+    assert np.isnan(kendall_tau_b([1, np.nan, 3], [np.nan, 2, 3]).statistic)
+    two_items = kendall_tau_b([1, 2, np.nan], [3, 4, 5])
+    assert two_items.statistic == 1.0 and np.isnan(two_items.pvalue) and two_items.n_items == 2
+
+
+rating_lists = arrays(
+    np.float64, st.integers(3, 25), elements=st.integers(1, 7).map(float)
+)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_tau_b_symmetric_bounded_and_rank_invariant(data):
+    x = data.draw(rating_lists)
+    y = data.draw(arrays(np.float64, x.shape, elements=st.integers(1, 7).map(float)))
+    forward = kendall_tau_b(x, y, alternative="two-sided")
+    backward = kendall_tau_b(y, x, alternative="two-sided")
+    if np.isnan(forward.statistic):
+        assert np.isnan(backward.statistic)
+        return
+    assert forward.statistic == pytest.approx(backward.statistic, abs=1e-12)
+    assert -1.0 <= forward.statistic <= 1.0
+    # A strictly increasing transform of either list leaves tau_b unchanged.
+    transformed = kendall_tau_b(np.exp(x) + 3.0 * x, y**3, alternative="two-sided")
+    assert transformed.statistic == pytest.approx(forward.statistic, abs=1e-12)
+    matrix = pairwise_kendall_tau(np.vstack([x, y]))
+    assert matrix.statistic[0, 1] == pytest.approx(matrix.statistic[1, 0], abs=1e-12)
+    assert matrix.statistic[0, 1] == pytest.approx(forward.statistic, abs=1e-12)
+
+
+def test_kendall_w_by_sketch_matches_r(small_ratings):
+    # Reference: R friedman.test (tie-corrected), W = chi2 / (m (n - 1)), F via pf();
+    # tests/r/reference.R section 2.
+    ours = kendall_w_by_sketch(small_ratings).set_index("sketch_id")
+    reference = r_reference("kendall_w.csv").set_index("sketch_id")
+    for column in ["w", "chi2", "df", "p_value", "f", "f_df1", "f_df2", "f_p_value"]:
+        np.testing.assert_allclose(ours[column], reference[column], rtol=1e-12, err_msg=column)
+    for column in ["n_raters", "n_items", "n_raters_excluded"]:
+        assert (ours[column] == reference[column]).all(), column
+    assert (ours["n_raters_excluded"] > 0).all()  # the fixture has a missing rating per sketch
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_kendall_w_matches_pingouin(seed):
+    # Reference: pingouin.friedman(method="chisq") and (method="f"), which report
+    # the tie-corrected W and its tests.
+    pingouin = pytest.importorskip("pingouin")
+    rng = np.random.default_rng(seed)
+    ratings = np.clip(np.rint(rng.uniform(1, 7, 20) + rng.normal(0, 1.5, (9, 20))), 1, 7)
+    wide = pd.DataFrame(ratings)
+    chisq = pingouin.friedman(wide, method="chisq")
+    f_test = pingouin.friedman(wide, method="f")
+    ours = kendall_w(ratings)
+    assert ours.statistic == pytest.approx(chisq["W"].iloc[0], rel=1e-12)
+    assert ours.chi2 == pytest.approx(chisq["Q"].iloc[0], rel=1e-12)
+    assert ours.pvalue == pytest.approx(chisq["p_unc"].iloc[0], rel=1e-10)
+    assert ours.f == pytest.approx(f_test["F"].iloc[0], rel=1e-12)
+    assert ours.f_pvalue == pytest.approx(f_test["p_unc"].iloc[0], rel=1e-10)
+
+
+def test_kendall_w_leaves_out_incomplete_raters():
+    ratings = np.array([[1, 2, 3, 4], [1, 3, 2, 4], [2, 1, 3, np.nan]])
+    result = kendall_w(ratings)
+    assert (result.n_raters, result.n_items, result.n_raters_excluded) == (2, 4, 1)
+    assert result.statistic == pytest.approx(kendall_w(ratings[:2]).statistic)
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(2, 8), st.integers(2, 12)),
+              elements=st.integers(1, 7).map(float)))  # fmt: skip
+def test_kendall_w_bounded_and_one_for_identical_raters(ratings):
+    w = kendall_w(ratings).statistic
+    if not np.isnan(w):
+        assert -1e-12 <= w <= 1.0 + 1e-12
+    row = ratings[0]
+    if len(np.unique(row)) > 1:
+        assert kendall_w(np.tile(row, (4, 1))).statistic == pytest.approx(1.0)

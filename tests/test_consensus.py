@@ -1,0 +1,146 @@
+"""Consensus ground truth, rater-vs-consensus, anchoring, bins and test families against R."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import r_reference
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint
+
+from analysis import (
+    anchoring_consistency,
+    benjamini_hochberg_count,
+    binned_medians,
+    consensus_ground_truth,
+    inter_rater_tau,
+    rater_vs_consensus,
+    rating_distribution,
+    summarize_family,
+    wilson_interval,
+    write_qrels,
+)
+
+
+def test_ground_truth_matches_r(small_ratings):
+    # Reference: R aggregate() mean/median/sd/length and rank(ties = "average");
+    # tests/r/reference.R section 3.
+    ours = consensus_ground_truth(small_ratings)
+    reference = r_reference("ground_truth.csv")
+    merged = ours.merge(reference, on=["sketch_id", "image_id"])
+    assert len(merged) == len(ours) == len(reference) == 30
+    for column in ["mean_rating", "median_rating", "sd_rating", "rank"]:
+        np.testing.assert_allclose(merged[f"{column}_x"], merged[f"{column}_y"], rtol=1e-12)
+    assert (merged["n_ratings_x"] == merged["n_ratings_y"]).all()
+    # Sorted by sketch then rank, rank 1 = lowest mean rating = best match.
+    assert ours.groupby("sketch_id")["rank"].apply(lambda r: r.is_monotonic_increasing).all()
+
+
+def test_ground_truth_ties_share_average_rank():
+    table = pd.DataFrame({
+        "participant": ["1", "2"] * 3, "sketch_id": "s", "phase": "main",
+        "image_id": ["a", "a", "b", "b", "c", "c"], "rating": [1, 3, 2, 2, 7, 6],
+    })  # fmt: skip
+    truth = consensus_ground_truth(table).set_index("image_id")
+    assert truth.loc["a", "rank"] == truth.loc["b", "rank"] == 1.5
+    assert truth.loc["c", "rank"] == 3.0
+
+
+def test_qrels_grades(tmp_path):
+    truth = pd.DataFrame({
+        "sketch_id": "s", "image_id": ["a", "b", "c", "d"],
+        "mean_rating": [1.0, 3.5, 6.49, np.nan],
+    })  # fmt: skip
+    write_qrels(truth, tmp_path / "gt.qrels")
+    # grade = 7 - round(mean): 1 -> 6; 3.5 rounds half up to 4 -> 3; 6.49 -> 1; unrated left out.
+    assert (tmp_path / "gt.qrels").read_text() == "s 0 a 6\ns 0 b 3\ns 0 c 1\n"
+
+
+def test_rater_vs_consensus_matches_r(small_ratings):
+    # Reference: R cor.test against colMeans with and without the rater;
+    # tests/r/reference.R section 4.
+    ours = rater_vs_consensus(small_ratings)
+    reference = r_reference("consensus.csv")
+    merged = ours.merge(reference, on=["participant", "sketch_id"])
+    assert len(merged) == len(reference) == len(ours) == 24
+    for column in ["tau_b", "p_value", "tau_b_loo", "p_value_loo"]:
+        np.testing.assert_allclose(merged[f"{column}_x"], merged[f"{column}_y"], rtol=1e-12)
+    # Leaving the rater out can only lower agreement on average.
+    assert ours["tau_b_loo"].mean() < ours["tau_b"].mean()
+
+
+def test_anchoring_matches_r(small_ratings):
+    # Reference: R cor.test of anchor_repeat ratings against anchor_rating;
+    # tests/r/reference.R section 5.
+    ours = anchoring_consistency(small_ratings)
+    reference = r_reference("anchoring.csv")
+    merged = ours.merge(reference, on=["participant", "sketch_id"])
+    assert len(merged) == len(reference) == len(ours) == 16
+    np.testing.assert_allclose(merged["tau_b_x"], merged["tau_b_y"], rtol=1e-12)
+    np.testing.assert_allclose(merged["p_value_x"], merged["p_value_y"], rtol=1e-12)
+
+
+def test_binned_medians_match_r(small_ratings):
+    # Reference: R merge()/floor(median) binning of Eq. 3; tests/r/reference.R section 6.
+    ours = binned_medians(small_ratings)
+    reference = r_reference("bins.csv")
+    np.testing.assert_array_equal(ours["bin"], reference["bin"])
+    np.testing.assert_array_equal(ours["n_ratings"], reference["n_ratings"])
+    np.testing.assert_allclose(ours["mean"], reference["mean"], rtol=1e-12)
+    np.testing.assert_allclose(ours["sd"], reference["sd"], rtol=1e-12)
+    histogram = [f"n_rating_{k}" for k in range(1, 8)]
+    np.testing.assert_array_equal(ours[histogram], reference[histogram])
+    assert ours["n_ratings"].sum() == small_ratings.query("phase == 'main'")["rating"].count()
+
+
+def test_rating_distribution_counts(small_ratings):
+    table = rating_distribution(small_ratings)
+    assert set(table["phase"]) == {"main", "anchor_repeat"}
+    for phase, group in table.groupby("phase"):
+        ratings = small_ratings.loc[small_ratings["phase"] == phase, "rating"]
+        expected = ratings.value_counts().reindex(range(1, 8), fill_value=0)
+        np.testing.assert_array_equal(group["count"], expected.to_numpy())
+        assert group["share"].sum() == pytest.approx(1.0)
+        assert (group["n_missing"] == ratings.isna().sum()).all()
+    np.testing.assert_allclose(table["uniform_share"], 1 / 7)
+
+
+def test_families_match_r(small_ratings):
+    # Reference: R prop.test(correct = FALSE)$conf.int (Wilson) and p.adjust("BH");
+    # tests/r/reference.R section 7.
+    reference = r_reference("families.csv").set_index("family")
+    consensus = rater_vs_consensus(small_ratings)
+    families = {
+        "pairwise": inter_rater_tau(small_ratings)["p_value"],
+        "consensus": consensus["p_value"],
+        "consensus_loo": consensus["p_value_loo"],
+        "anchoring": anchoring_consistency(small_ratings)["p_value"],
+    }
+    for name, pvalues in families.items():
+        ours = summarize_family(pvalues, alpha=0.05)
+        expected = reference.loc[name]
+        assert ours.n_tests == expected["n_tests"], name
+        assert ours.n_significant == expected["n_significant"], name
+        assert ours.n_significant_bh == expected["n_significant_bh"], name
+        assert ours.wilson_low == pytest.approx(expected["wilson_low"], rel=1e-12), name
+        assert ours.wilson_high == pytest.approx(expected["wilson_high"], rel=1e-12), name
+
+
+@pytest.mark.parametrize("count,n", [(0, 10), (1, 1), (52, 84), (10077, 11718), (868, 868)])
+def test_wilson_matches_statsmodels(count, n):
+    # Reference: statsmodels proportion_confint(method="wilson").
+    low, high = proportion_confint(count, n, alpha=0.05, method="wilson")
+    ours = wilson_interval(count, n)
+    assert ours[0] == pytest.approx(low, abs=1e-14)
+    assert ours[1] == pytest.approx(high, abs=1e-14)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_bh_count_matches_statsmodels(seed):
+    # Reference: statsmodels multipletests(method="fdr_bh"); ties and exact
+    # threshold hits included by rounding the p-values.
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(1, 5000))
+    p = np.round(np.concatenate([rng.uniform(0, 0.01, size // 3), rng.uniform(0, 1, size)]), 3)
+    for alpha in (0.01, 0.05, 0.2):
+        expected = int(multipletests(p, alpha=alpha, method="fdr_bh")[0].sum())
+        assert benjamini_hochberg_count(p, alpha) == expected
