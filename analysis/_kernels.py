@@ -117,9 +117,9 @@ def average_ranks(x: np.ndarray) -> np.ndarray:
 
 def _pair_signs(x: np.ndarray, first: np.ndarray, second: np.ndarray, dtype) -> np.ndarray:
     """sign(x_i - x_j) for the item pairs (first, second); 0 where either is missing."""
-    signs = np.sign(x[:, first] - x[:, second])
-    np.nan_to_num(signs, copy=False, nan=0.0)
-    return signs.astype(dtype, copy=False)
+    signs = np.sign(x[:, first] - x[:, second]).astype(dtype, copy=False)
+    signs[np.isnan(signs)] = 0.0
+    return signs
 
 
 def pairwise_tau_b(x: np.ndarray, alternative: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
