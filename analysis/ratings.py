@@ -314,8 +314,9 @@ def _read_text(path: Path, *, bids: bool) -> _RawFile:
     if not body.strip():
         raise InputError(f"{path}: has a header but no rows; expected one row per presented pair")
     _check_field_counts(path, body, sep, len(names))
-    source = SourceFile(str(path), hashlib.sha256(raw).hexdigest(), body.count("\n"))
-    return _RawFile(path, sep, names, body, body.count("\n"), source)
+    n_lines = body.count("\n")
+    source = SourceFile(str(path), hashlib.sha256(raw).hexdigest(), n_lines)
+    return _RawFile(path, sep, names, body, n_lines, source)
 
 
 def _parse(files: list[_RawFile]) -> pd.DataFrame:
@@ -355,8 +356,12 @@ def _parse(files: list[_RawFile]) -> pd.DataFrame:
             raise InputError(
                 f"{members[0].path}: cannot be parsed as a table (rows do not match lines)"
             )
-        frame["_source"] = np.repeat([str(f.path) for f in members], [f.n_rows for f in members])
-        frame["_line"] = np.concatenate([np.arange(2, f.n_rows + 2) for f in members])[: len(frame)]
+        # A quoted CSV field may span lines (one file only; checked above for several).
+        rows = len(frame)
+        frame["_source"] = np.repeat([str(f.path) for f in members], [f.n_rows for f in members])[
+            :rows
+        ]
+        frame["_line"] = np.concatenate([np.arange(2, f.n_rows + 2) for f in members])[:rows]
         blank = (frame[list(names)].fillna("") == "").all(axis=1)
         frames.append(frame[~blank])
     return (

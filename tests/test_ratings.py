@@ -111,6 +111,13 @@ def test_unreadable_file(tmp_path, monkeypatch):
         load_ratings(table)
 
 
+def test_quoted_field_spanning_lines(tmp_path):
+    table = tmp_path / "ratings.csv"
+    table.write_text(HEADER.replace("\n", ",note\n") + '01,s1,a,main,2,1.2,n/a,1,"two\nlines"\n')
+    ratings = load_ratings(table)
+    assert len(ratings) == 1 and ratings["note"].iloc[0] == "two\nlines"
+
+
 def test_flat_table_types_and_defaults(tmp_path):
     table = tmp_path / "ratings.tsv"
     table.write_text(
