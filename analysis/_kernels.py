@@ -55,8 +55,8 @@ def tau_b_from_counts(
     undefined (NaN) where fewer than two items are shared or one list is
     constant over them, as scipy returns.
     """
-    xtie, x0, x1 = x_ties
-    ytie, y0, y1 = y_ties
+    xtie, x0, x1 = (np.asarray(term, dtype=np.float64) for term in x_ties)
+    ytie, y0, y1 = (np.asarray(term, dtype=np.float64) for term in y_ties)
     n = np.asarray(n, dtype=np.float64)
     tot = n * (n - 1.0) / 2.0
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -146,20 +146,41 @@ def pairwise_tau_b(x: np.ndarray, alternative: str) -> tuple[np.ndarray, np.ndar
         signs = _pair_signs(x, first[start : start + block], second[start : start + block], dtype)
         con_minus_dis += signs @ signs.T
 
+    # Tie terms per ordered pair (a, b) over the items both rated; exact in
+    # float32 while their largest sum, about 3 items^3, stays below 2**24.
+    tie_dtype = np.float32 if 3 * items**3 < 2**24 else np.float64
     ranks = dense_ranks(x)
-    xtie = np.zeros((raters, raters))
-    x0 = np.zeros((raters, raters))
-    x1 = np.zeros((raters, raters))
+    valid_t = valid.T.astype(tie_dtype)
+    xtie, x0, x1 = (np.zeros((raters, raters), dtype=tie_dtype) for _ in range(3))
+    counts, tt, scratch = (np.empty((raters, raters), dtype=tie_dtype) for _ in range(3))
     for value in range(int(ranks.max(initial=-1)) + 1):
-        counts = ((ranks == value).astype(np.float32) @ valid.T).astype(np.float64)
-        tt = counts * (counts - 1.0)
-        xtie += tt / 2.0
-        x0 += tt * (counts - 2.0)
-        x1 += tt * (2.0 * counts + 5.0)
+        np.matmul((ranks == value).astype(tie_dtype), valid_t, out=counts)
+        np.subtract(counts, 1.0, out=tt)
+        tt *= counts  # t (t - 1)
+        xtie += tt
+        np.subtract(counts, 2.0, out=scratch)
+        scratch *= tt
+        x0 += scratch
+        np.multiply(counts, 2.0, out=scratch)
+        scratch += 5.0
+        scratch *= tt
+        x1 += scratch
+    xtie /= 2.0
+    del counts, tt, scratch
 
-    tau, pvalue = tau_b_from_counts(
-        con_minus_dis, n_common, (xtie, x0, x1), (xtie.T, x0.T, x1.T), alternative
+    # tau and p are symmetric: compute them on the upper triangle and mirror.
+    a, b = np.triu_indices(raters)
+    upper_tau, upper_p = tau_b_from_counts(
+        con_minus_dis[a, b],
+        n_common[a, b],
+        (xtie[a, b], x0[a, b], x1[a, b]),
+        (xtie[b, a], x0[b, a], x1[b, a]),
+        alternative,
     )
+    tau = np.empty((raters, raters))
+    pvalue = np.empty((raters, raters))
+    tau[a, b] = tau[b, a] = upper_tau
+    pvalue[a, b] = pvalue[b, a] = upper_p
     return tau, pvalue, n_common.astype(np.int64)
 
 

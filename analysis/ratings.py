@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import re
 import warnings
@@ -99,11 +100,13 @@ def load_ratings(path: str | Path) -> pd.DataFrame:
     -------
     pandas.DataFrame
         One row per presented pair, with the columns of :data:`RATING_COLUMNS`
-        first (``phase`` defaults to ``"main"``; ``rating`` and
-        ``anchor_rating`` are nullable integers, ``rt`` float) followed by any
-        extra columns. ``DataFrame.attrs["provenance"]`` is a
-        :class:`Provenance`: each file's path, SHA-256 and row count, and
-        whether the data's metadata says ``sbir-study simulate`` produced it.
+        first (``participant``, ``sketch_id``, ``image_id`` and ``phase`` are
+        categoricals with sorted categories, stripped of surrounding blanks;
+        ``phase`` defaults to ``"main"``; ``rating`` and ``anchor_rating`` are
+        nullable integers, ``rt`` float) followed by any extra columns (as
+        text). ``DataFrame.attrs["provenance"]`` is a :class:`Provenance`:
+        each file's path, SHA-256 and row count, and whether the data's
+        metadata says ``sbir-study simulate`` produced it.
 
     Raises
     ------
@@ -151,19 +154,18 @@ def validate_ratings(frame: pd.DataFrame) -> pd.DataFrame:
         frame["_source"] = "<table>"
         frame["_line"] = np.arange(2, len(frame) + 2)
     for column in ("participant", "sketch_id", "image_id"):
-        frame[column] = frame[column].astype(str).str.strip()
+        frame[column] = _labels(frame[column])
         _fail_where(frame, frame[column].isin(("", "n/a")), column, "a non-empty label")
 
     if "phase" not in frame:
         frame["phase"] = "main"
-    frame["phase"] = frame["phase"].astype(str).str.strip()
+    frame["phase"] = _labels(frame["phase"])
     _fail_where(frame, ~frame["phase"].isin(PHASES), "phase", f"one of {', '.join(PHASES)}")
 
     frame["rating"] = _integer_column(frame, "rating", SCALE)
     frame["anchor_rating"] = _integer_column(frame, "anchor_rating", SCALE)
     frame["trial"] = _integer_column(frame, "trial", None)
-    frame["rt"] = _float_column(frame, "rt")
-    _fail_where(frame, frame["rt"] < 0, "rt", "a non-negative time in seconds")
+    frame["rt"] = _float_column(frame, "rt", non_negative=True)
     is_anchor = frame["phase"].isin(("anchor_demo", "anchor_repeat"))
     _fail_where(
         frame,
@@ -175,6 +177,19 @@ def validate_ratings(frame: pd.DataFrame) -> pd.DataFrame:
 
     extra = [c for c in frame.columns if c not in RATING_COLUMNS and c not in ("_source", "_line")]
     return frame[list(RATING_COLUMNS) + extra].reset_index(drop=True)
+
+
+def _labels(column: pd.Series) -> pd.Categorical:
+    """Labels stripped of surrounding blanks, as a categorical with sorted categories.
+
+    Each distinct label is stripped once, not each row: at crowd scale the
+    identifier columns hold millions of repeats of a few thousand labels, and
+    every later grouping works on the integer codes.
+    """
+    codes, uniques = pd.factorize(column, use_na_sentinel=False)
+    stripped = pd.Index(uniques).astype(str).str.strip()
+    merged, categories = pd.factorize(stripped, sort=True)
+    return pd.Categorical.from_codes(merged[codes], categories=categories)
 
 
 @dataclass(frozen=True)
@@ -204,17 +219,20 @@ def rating_cube(ratings: pd.DataFrame, column: str = "rating") -> RatingCube:
     """
     sketch_code, sketches = pd.factorize(ratings["sketch_id"], sort=True)
     participant_code, participants = pd.factorize(ratings["participant"], sort=True)
-    pair_code = ratings.groupby(["sketch_id", "image_id"], sort=True).ngroup().to_numpy()
-    first_pair = np.full(len(sketches), np.iinfo(np.int64).max)
-    np.minimum.at(first_pair, sketch_code, pair_code)
-    position = pair_code - first_pair[sketch_code]
-    pairs = (
-        ratings[["sketch_id", "image_id"]].drop_duplicates().sort_values(["sketch_id", "image_id"])
+    image_code, image_names = pd.factorize(ratings["image_id"], sort=True)
+    # Pairs sorted by sketch, then image: a pair's position within its sketch is
+    # its index among all pairs minus the index of its sketch's first pair.
+    pairs, pair_index = np.unique(
+        sketch_code.astype(np.int64) * len(image_names) + image_code, return_inverse=True
     )
+    starts = np.searchsorted(pairs, np.arange(len(sketches) + 1) * len(image_names))
+    position = pair_index - starts[sketch_code]
+    image_names = np.asarray(image_names, dtype=object)
     images = tuple(
-        group.to_numpy() for _, group in pairs.groupby("sketch_id", sort=True)["image_id"]
+        image_names[pairs[begin:end] % len(image_names)]
+        for begin, end in itertools.pairwise(starts)
     )
-    width = max((len(i) for i in images), default=0)
+    width = int(np.diff(starts).max(initial=0))
     values = np.full((len(sketches), len(participants), width), np.nan)
     values[sketch_code, participant_code, position] = ratings[column].to_numpy(
         dtype=np.float64, na_value=np.nan
@@ -334,7 +352,9 @@ def _parse(files: list[_RawFile]) -> pd.DataFrame:
             frame = pd.read_csv(
                 io.StringIO(text),
                 sep=sep,
-                dtype=str,
+                # Plain Python strings: converting millions of cells to the
+                # Arrow-backed string type costs more than the parse itself.
+                dtype=object,
                 keep_default_na=False,
                 na_filter=False,
                 skip_blank_lines=False,
@@ -379,14 +399,17 @@ def _check_field_counts(path: Path, body: str, sep: str, n_fields: int) -> None:
     quote may hold a quoted separator and is left to the parser.
     """
     data = np.frombuffer(body.encode("utf-8"), dtype=np.uint8)
-    newline = data == ord("\n")
-    line = np.cumsum(newline) - newline
-    n_lines = int(newline.sum())
-    separators = np.bincount(line[data == ord(sep)], minlength=n_lines)
-    length = np.bincount(line, minlength=n_lines) - 1  # without the line end
-    short = (separators + 1 < n_fields) & (length > 0)
+    line_end = np.flatnonzero(data == ord("\n"))
+    line_start = np.concatenate(([0], line_end[:-1] + 1))
+
+    def per_line(byte: str) -> np.ndarray:
+        position = np.flatnonzero(data == ord(byte))
+        return np.diff(np.searchsorted(position, line_end), prepend=0)
+
+    separators = per_line(sep)
+    short = (separators + 1 < n_fields) & (line_end > line_start)
     if sep != "\t":
-        short &= np.bincount(line[data == ord('"')], minlength=n_lines) == 0
+        short &= per_line('"') == 0
     if short.any():
         first = int(np.flatnonzero(short)[0])
         raise InputError(
@@ -432,33 +455,61 @@ def _fail_where(frame: pd.DataFrame, bad: pd.Series, column: str, expected: str)
     raise InputError(f"{where}: expected {expected}, got {value!r}")
 
 
+@dataclass(frozen=True)
+class _Distinct:
+    """A text column as its distinct stripped values and a code per row.
+
+    Each distinct cell is checked and converted once: a rating column holds
+    millions of cells but a handful of distinct values.
+    """
+
+    codes: np.ndarray
+    text: np.ndarray
+    number: np.ndarray  # float64; NaN where missing or not a number
+    missing: np.ndarray
+
+    @classmethod
+    def of(cls, column: pd.Series) -> _Distinct:
+        codes, uniques = pd.factorize(column, use_na_sentinel=False)
+        text = pd.Index(uniques).astype(str).str.strip()
+        missing = text.isin(_MISSING)
+        number = pd.to_numeric(pd.Series(text).where(~missing), errors="coerce")
+        return cls(codes, np.asarray(text, dtype=object), number.to_numpy("float64"), missing)
+
+    def fail_where(self, frame: pd.DataFrame, bad: np.ndarray, column: str, expected: str):
+        """Raise for the first row whose distinct value is ``bad``, showing its text."""
+        if bad.any():
+            frame[f"_raw_{column}"] = self.text[self.codes]
+            _fail_where(frame, pd.Series(bad[self.codes], index=frame.index), column, expected)
+
+    def rows(self, values: np.ndarray, index: pd.Index, dtype: str) -> pd.Series:
+        return pd.Series(values[self.codes], index=index).astype(dtype)
+
+
 def _integer_column(frame: pd.DataFrame, column: str, bounds: tuple[int, int] | None) -> pd.Series:
     if column not in frame:
         return pd.Series(pd.NA, index=frame.index, dtype="Int64")
-    text = frame[column].astype(str).str.strip()
-    missing = text.isin(_MISSING)
-    number = pd.to_numeric(text.where(~missing), errors="coerce")
-    bad = ~missing & (number.isna() | (number != np.round(number)))
+    values = _Distinct.of(frame[column])
+    number, given = values.number, ~values.missing
+    with np.errstate(invalid="ignore"):
+        bad = given & (~np.isfinite(number) | (number != np.round(number)))
+        if bounds is not None:
+            bad |= given & ((number < bounds[0]) | (number > bounds[1]))
     expected = "an integer" if bounds is None else f"an integer {bounds[0]}..{bounds[1]}"
-    if bounds is not None:
-        bad |= ~missing & ((number < bounds[0]) | (number > bounds[1]))
-    frame[f"_raw_{column}"] = text
-    _fail_where(frame, bad, column, f"{expected} or n/a")
-    del frame[f"_raw_{column}"]
-    return number.round().astype("Int64")
+    values.fail_where(frame, bad, column, f"{expected} or n/a")
+    return values.rows(np.round(number), frame.index, "Int64")
 
 
-def _float_column(frame: pd.DataFrame, column: str) -> pd.Series:
+def _float_column(frame: pd.DataFrame, column: str, *, non_negative: bool) -> pd.Series:
     if column not in frame:
         return pd.Series(np.nan, index=frame.index, dtype="float64")
-    text = frame[column].astype(str).str.strip()
-    missing = text.isin(_MISSING)
-    number = pd.to_numeric(text.where(~missing), errors="coerce")
-    frame[f"_raw_{column}"] = text
-    bad = ~missing & ~np.isfinite(number.astype("float64"))
-    _fail_where(frame, bad, column, "a number or n/a")
-    del frame[f"_raw_{column}"]
-    return number.astype("float64")
+    values = _Distinct.of(frame[column])
+    bad = ~values.missing & ~np.isfinite(values.number)
+    if non_negative:
+        bad |= values.number < 0
+    expected = "a non-negative number" if non_negative else "a number"
+    values.fail_where(frame, bad, column, f"{expected} or n/a")
+    return values.rows(values.number, frame.index, "float64")
 
 
 def _check_unique_pairs(frame: pd.DataFrame) -> None:

@@ -99,6 +99,18 @@ def test_pairwise_continuous_scores_match_scipy():
     np.testing.assert_allclose(ours.pvalue, p, atol=1e-12)
 
 
+def test_pairwise_many_items_matches_scipy():
+    # Reference: scipy.stats.kendalltau. 400 items take the float64 path for the
+    # tie terms (their sums pass 2**24) and produce large tie groups.
+    rng = np.random.default_rng(11)
+    ratings = np.clip(np.rint(rng.uniform(1, 7, 400) + rng.normal(0, 1.5, (6, 400))), 1, 7)
+    ratings[rng.random(ratings.shape) < 0.05] = np.nan
+    ours = pairwise_kendall_tau(ratings, alternative="greater")
+    tau, p = _scipy_pairwise(ratings, "greater")
+    np.testing.assert_allclose(ours.statistic, tau, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ours.pvalue, p, rtol=0, atol=1e-12)
+
+
 def test_pairwise_tau_matches_pandas_corr():
     # Reference: pandas.DataFrame.corr(method="kendall"), which calls scipy for tau_b.
     rng = np.random.default_rng(3)

@@ -48,6 +48,11 @@ def assert_input_error(result: subprocess.CompletedProcess, *fragments: str) -> 
         (HEADER + "01,s1,a,main,3.5,1.0,n/a,1\n", ["line 2", "'rating'", "'3.5'"]),
         (HEADER + "01,s1,a,main,good,1.0,n/a,1\n", ["line 2", "'rating'", "'good'"]),
         (HEADER + "01,s1,a,main,0,1.0,n/a,1\n", ["line 2", "'rating'", "'0'"]),
+        (HEADER + "01,s1,a,main,2,1.0,n/a,inf\n", ["line 2", "'trial'", "an integer", "'inf'"]),
+        (
+            HEADER + GOOD_ROWS + "01,s1,c,main,2,-1,n/a,3\n",
+            ["line 4", "'rt'", "non-negative", "'-1'"],
+        ),
         (
             HEADER + GOOD_ROWS + "01,s1,a,main,3,1.0,n/a,3\n",
             ["line 4", "rated sketch 's1' image 'a' twice", "first at line 2"],
