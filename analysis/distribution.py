@@ -9,7 +9,7 @@ import pandas as pd
 
 from .ratings import PHASES, SCALE, rating_cube
 
-__all__ = ["binned_medians", "rating_distribution"]
+__all__ = ["binned_medians", "box_summary", "rating_distribution"]
 
 _LEVELS = np.arange(SCALE[0], SCALE[1] + 1)
 
@@ -112,3 +112,50 @@ def rating_distribution(ratings: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         rows, columns=["phase", "rating", "count", "share", "uniform_share", "n_missing"]
     )
+
+
+def box_summary(values, *, whis: float = 1.5, max_fliers: int | None = None) -> dict:
+    """The numbers a Tukey box plot draws, for the finite entries of ``values``.
+
+    Quartiles by linear interpolation; whiskers at the most extreme data within
+    ``whis`` interquartile ranges of the box; every other point a flier. The
+    keys are those :meth:`matplotlib.axes.Axes.bxp` reads (``med, q1, q3,
+    whislo, whishi, fliers``) plus ``mean`` and ``n``, so a box can be drawn
+    from a summary when the data themselves are too many to keep (the
+    inter-user correlations of a crowd-scale study). With ``max_fliers``, at
+    most that many fliers are kept: the most extreme half from each side.
+
+    Examples
+    --------
+    >>> box = box_summary([1, 2, 3, 4, 100])
+    >>> box["q1"], box["med"], box["q3"], box["whishi"], box["fliers"].tolist()
+    (2.0, 3.0, 4.0, 4.0, [100.0])
+    """
+    data = np.asarray(values, dtype=np.float64).ravel()
+    data = data[np.isfinite(data)]
+    if data.size == 0:
+        nan = float("nan")
+        return {"med": nan, "q1": nan, "q3": nan, "whislo": nan, "whishi": nan,
+                "fliers": np.empty(0), "mean": nan, "n": 0}  # fmt: skip
+    q1, med, q3 = np.percentile(data, [25, 50, 75])
+    reach = whis * (q3 - q1)
+    inside = data[(data >= q1 - reach) & (data <= q3 + reach)]
+    whislo = float(inside.min()) if inside.size else float(q1)
+    whishi = float(inside.max()) if inside.size else float(q3)
+    fliers = np.sort(data[(data < whislo) | (data > whishi)])
+    if max_fliers is not None and fliers.size > max_fliers:
+        low = fliers[fliers < whislo]
+        high = fliers[fliers > whishi]
+        keep_low = min(low.size, max(max_fliers // 2, max_fliers - high.size))
+        keep_high = min(high.size, max_fliers - keep_low)
+        fliers = np.concatenate([low[:keep_low], high[high.size - keep_high :]])
+    return {
+        "med": float(med),
+        "q1": float(q1),
+        "q3": float(q3),
+        "whislo": whislo,
+        "whishi": whishi,
+        "fliers": fliers,
+        "mean": float(data.mean()),
+        "n": int(data.size),
+    }

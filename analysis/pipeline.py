@@ -21,11 +21,23 @@ from .consensus import (
     rater_vs_consensus,
     write_qrels,
 )
-from .distribution import binned_medians, rating_distribution
+from .distribution import binned_medians, box_summary, rating_distribution
 from .ratings import Provenance
+from .report import write_report
 from .significance import summarize_family
 
-__all__ = ["PAIRWISE_FULL_LIMIT", "AnalysisOptions", "analyze_ratings"]
+__all__ = [
+    "N_EXTREMES",
+    "PAIRWISE_FULL_LIMIT",
+    "AnalysisOptions",
+    "analyze_ratings",
+    "sketch_agreement",
+]
+
+#: Sketches shown as best and as worst agreed on (the paper's Fig. 9 shows four of each).
+N_EXTREMES = 4
+#: Fliers kept per sketch for the inter-user box plot at crowd scale.
+_MAX_FLIERS = 2000
 
 #: Above this many raters per sketch the inter-user table (raters^2 / 2 rows per
 #: sketch) is replaced by per-sketch summaries unless asked for in full.
@@ -51,15 +63,28 @@ class AnalysisOptions:
             )
 
 
-def analyze_ratings(ratings: pd.DataFrame, out: str | Path, options=AnalysisOptions()) -> dict:
+def analyze_ratings(
+    ratings: pd.DataFrame,
+    out: str | Path,
+    options=AnalysisOptions(),
+    *,
+    figures: bool = True,
+    pilot: pd.DataFrame | None = None,
+    sketch_images: dict[str, Path] | None = None,
+) -> dict:
     """Compute every statistic of the paper's Sec. 3 and write the tables to ``out``.
 
     Writes ``ground_truth.csv``, ``ground_truth.qrels``, ``pairwise_tau.csv``
     (or only ``pairwise_tau_summary.csv`` above :data:`PAIRWISE_FULL_LIMIT`
     raters per sketch, unless ``options.pairwise == "full"``),
-    ``pairwise_tau_summary.csv``, ``kendall_w.csv``, ``consensus_tau.csv``,
-    ``anchoring.csv``, ``bins.csv``, ``rating_distribution.csv`` and
-    ``summary.json`` (``DESIGN.md`` lists their columns). Returns the summary.
+    ``pairwise_tau_summary.csv``, ``sketch_agreement.csv`` (sketches ranked by
+    their median inter-user tau_b, the best and worst marked: the paper's
+    Fig. 9), ``kendall_w.csv``, ``consensus_tau.csv``, ``anchoring.csv``,
+    ``bins.csv``, ``rating_distribution.csv``, ``summary.json`` (``DESIGN.md``
+    lists their columns) and ``report.html``. With ``figures``, also Figs. 4-8
+    in ``figures/`` (Fig. 9 as thumbnails when ``sketch_images`` maps sketch
+    ids to image files); ``pilot``, the ratings of a pilot study, is drawn
+    beside the final study in Fig. 7. Returns the summary.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -77,10 +102,12 @@ def analyze_ratings(ratings: pd.DataFrame, out: str | Path, options=AnalysisOpti
     full = options.pairwise == "full" or (
         options.pairwise == "auto" and raters_per_sketch <= PAIRWISE_FULL_LIMIT
     )
-    pairwise_p, pairwise_summary = _write_pairwise(ratings, out, alternative, alpha, full)
+    pairwise_p, pairwise_summary, boxes = _write_pairwise(ratings, out, alternative, alpha, full)
 
     w_table = kendall_w_by_sketch(ratings)
     w_table.to_csv(out / "kendall_w.csv", index=False)
+    extremes = sketch_agreement(pairwise_summary, w_table)
+    extremes.to_csv(out / "sketch_agreement.csv", index=False)
 
     consensus = rater_vs_consensus(ratings, alternative=alternative)
     consensus.to_csv(out / "consensus_tau.csv", index=False)
@@ -91,7 +118,12 @@ def analyze_ratings(ratings: pd.DataFrame, out: str | Path, options=AnalysisOpti
     bins = binned_medians(ratings)
     bins.to_csv(out / "bins.csv", index=False)
 
-    distribution = rating_distribution(ratings)
+    distributions = {"final": rating_distribution(ratings)}
+    if pilot is not None:
+        distributions = {"pilot": rating_distribution(pilot), **distributions}
+    distribution = pd.concat(
+        [table.assign(dataset=name) for name, table in distributions.items()], ignore_index=True
+    )
     distribution.to_csv(out / "rating_distribution.csv", index=False)
 
     summary = {
@@ -134,19 +166,64 @@ def analyze_ratings(ratings: pd.DataFrame, out: str | Path, options=AnalysisOpti
         "sources": [asdict(source) for source in provenance.sources],
         "software": _software(),
     }
+    figure_files = {}
+    if figures:
+        from .figures import write_figures  # matplotlib only when drawing
+
+        figure_files = write_figures(
+            out / "figures",
+            anchoring=anchoring,
+            boxes=boxes,
+            kendall_w=w_table,
+            consensus=consensus,
+            distributions=distributions,
+            bins=bins,
+            alpha=alpha,
+            alternative=alternative,
+            extremes=extremes[extremes["group"] != ""],
+            sketch_images=sketch_images,
+        )
+    summary["figures"] = sorted(figure_files)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_report(out / "report.html", summary, w_table, extremes, figure_files)
     return summary
+
+
+def sketch_agreement(pairwise_summary: pd.DataFrame, w_table: pd.DataFrame) -> pd.DataFrame:
+    """Sketches ranked by their median inter-user tau_b, with the best and worst marked.
+
+    Returns ``sketch_id, tau_median, tau_q25, tau_q75, w, rank, group``: rank 1
+    is the sketch people agreed on most; ``group`` is ``best`` for the top
+    :data:`N_EXTREMES`, ``worst`` for the bottom ones (worst last), else empty.
+    The paper's Fig. 9 shows four of each.
+    """
+    table = pairwise_summary[["sketch_id", "tau_median", "tau_q25", "tau_q75"]].merge(
+        w_table[["sketch_id", "w"]], on="sketch_id", how="left"
+    )
+    table = table.sort_values(["tau_median", "sketch_id"], ascending=[False, True],
+                              na_position="last", ignore_index=True)  # fmt: skip
+    table["rank"] = np.arange(1, len(table) + 1)
+    n = min(N_EXTREMES, len(table) // 2)
+    group = np.full(len(table), "", dtype=object)
+    group[:n] = "best"
+    if n:
+        group[len(table) - n :] = "worst"
+    table["group"] = group
+    return table
 
 
 def _write_pairwise(
     ratings: pd.DataFrame, out: Path, alternative: str, alpha: float, full: bool
-) -> tuple[np.ndarray, pd.DataFrame]:
-    """Write the inter-user table and its per-sketch summary; return all p-values."""
+) -> tuple[np.ndarray, pd.DataFrame, list[dict]]:
+    """Write the inter-user table and its per-sketch summary.
+
+    Returns every p-value, the summary and one box-plot summary per sketch.
+    """
     table_path = out / "pairwise_tau.csv"
     if not full and table_path.exists():
         # A table from an earlier full run would no longer match the summary.
         table_path.unlink()
-    pvalues, summary_rows, buffered = [], [], []
+    pvalues, summary_rows, buffered, boxes = [], [], [], []
     n_buffered = 0
     header = True
     for sketch_id, participants, result in inter_rater_tau_by_sketch(
@@ -158,6 +235,7 @@ def _write_pairwise(
         tau, p = result.statistic[a, b], result.pvalue[a, b]
         pvalues.append(p)
         summary_rows.append((sketch_id, a.size, *_tau_summary(tau, p, alpha)))
+        boxes.append({**box_summary(tau, max_fliers=_MAX_FLIERS), "label": str(sketch_id)})
         if not full:
             continue
         buffered.append(
@@ -187,7 +265,7 @@ def _write_pairwise(
         ],
     )  # fmt: skip
     summary.to_csv(out / "pairwise_tau_summary.csv", index=False)
-    return (np.concatenate(pvalues) if pvalues else np.empty(0)), summary
+    return (np.concatenate(pvalues) if pvalues else np.empty(0)), summary, boxes
 
 
 def _tau_summary(tau: np.ndarray, p: np.ndarray, alpha: float) -> tuple[float, ...]:

@@ -84,8 +84,21 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument(
         "--no-figures",
         action="store_true",
-        help="write tables and summary only (this version writes no figures yet, so this is "
-        "the only mode)",
+        help="skip Figs. 4-9 (tables, summary.json and report.html are still written)",
+    )
+    analyze.add_argument(
+        "--pilot",
+        type=Path,
+        default=None,
+        help="ratings of a pilot study (BIDS folder or table), drawn beside the final "
+        "study in fig7_distribution",
+    )
+    analyze.add_argument(
+        "--stimuli",
+        type=Path,
+        default=None,
+        help="stimulus set folder (with manifest.csv): adds thumbnails of the best and worst "
+        "agreed sketches (fig9_extremes)",
     )
     analyze.set_defaults(handler=_analyze)
 
@@ -116,7 +129,77 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace an existing simulated dataset at --out (never a recorded one)",
     )
     simulate.set_defaults(handler=_simulate)
+
+    power = commands.add_parser(
+        "power",
+        help="how many participants a replication needs, by simulation",
+        description="Simulate studies with each number of participants (the rater model of "
+        "analysis.simulate, the paper's design) and report the share of sketches with "
+        "Kendall's W significant, tau_b between the consensus of that many participants and "
+        "that of a large reference panel, and the share of significant inter-user "
+        "correlations with its 95%% range. Writes power.csv, power_runs.csv and "
+        "power.png/.pdf to --out.",
+    )
+    power.add_argument("--out", type=Path, required=True, help="folder for the results")
+    power.add_argument(
+        "--participants",
+        type=_count_list,
+        default=(5, 10, 15, 20, 28, 40),
+        help="comma-separated participant counts (default: 5,10,15,20,28,40)",
+    )
+    power.add_argument("--replications", type=_positive_int, default=100)
+    power.add_argument(
+        "--reference", type=_positive_int, default=100, help="raters in the reference panel"
+    )
+    power.add_argument("--sketches", type=_positive_int, default=31)
+    power.add_argument("--images", type=_positive_int, default=40, help="images per sketch")
+    power.add_argument("--alpha", type=_probability, default=0.05)
+    power.add_argument("--seed", type=int, default=0)
+    power.add_argument("--jobs", type=_positive_int, default=1, help="worker processes")
+    power.set_defaults(handler=_power)
     return parser
+
+
+def _count_list(text: str) -> tuple[int, ...]:
+    try:
+        counts = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated whole numbers, got {text!r}"
+        ) from None
+    if not counts or min(counts) < 2:
+        raise argparse.ArgumentTypeError(f"expected counts of at least 2, got {text!r}")
+    return counts
+
+
+def _power(args: argparse.Namespace) -> int:
+    from analysis.figures import write_power_figure
+    from analysis.power import PowerOptions, power_analysis, summarize_power
+    from analysis.simulate import StudyDesign
+
+    options = PowerOptions(
+        counts=args.participants,
+        replications=args.replications,
+        reference=args.reference,
+        alpha=args.alpha,
+        seed=args.seed,
+        design=StudyDesign(sketches=args.sketches, images_per_sketch=args.images),
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    runs = power_analysis(options, jobs=args.jobs, progress=sys.stderr.isatty())
+    summary = summarize_power(runs)
+    runs.to_csv(args.out / "power_runs.csv", index=False)
+    summary.to_csv(args.out / "power.csv", index=False)
+    write_power_figure(summary, args.out / "power")
+    print(
+        f"{args.replications} replications per count, reference panel of {args.reference}, "
+        f"seed {args.seed}:"
+    )
+    shown = ["participants", "w_significant_share", "tau_median", "tau_p05", "interuser_share",
+             "interuser_range_width"]  # fmt: skip
+    print(summary[shown].round(3).to_string(index=False))
+    print(f"Table: {args.out / 'power.csv'}; figure: {args.out / 'power.png'}")
+    return 0
 
 
 def _analyze(args: argparse.Namespace) -> int:
@@ -126,7 +209,20 @@ def _analyze(args: argparse.Namespace) -> int:
         alternative=args.alternative, alpha=args.alpha, pairwise=args.pairwise
     )
     ratings = load_ratings(args.input)
-    summary = analyze_ratings(ratings, args.out, options)
+    pilot = load_ratings(args.pilot) if args.pilot is not None else None
+    sketch_images = None
+    if args.stimuli is not None:
+        from stimuli.manifest import sketch_image_paths
+
+        sketch_images = sketch_image_paths(args.stimuli)
+    summary = analyze_ratings(
+        ratings,
+        args.out,
+        options,
+        figures=not args.no_figures,
+        pilot=pilot,
+        sketch_images=sketch_images,
+    )
     label = " (simulated data)" if summary["simulated"] else ""
     print(
         f"Analysed {summary['n_participants']} participants, {summary['n_sketches']} sketches, "
@@ -152,6 +248,9 @@ def _analyze(args: argparse.Namespace) -> int:
         f"median W {median}"
     )
     print(f"Ground truth: {args.out / 'ground_truth.csv'}; tables and summary.json in {args.out}")
+    if summary["figures"]:
+        print(f"Figures: {args.out / 'figures'} ({', '.join(summary['figures'])})")
+    print(f"Report: {args.out / 'report.html'} (open it in a browser)")
     return 0
 
 

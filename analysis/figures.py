@@ -1,0 +1,380 @@
+"""The paper's Figs. 4-9, drawn from the tables of an analysis.
+
+Every ``plot_*`` function draws on the matplotlib ``Axes`` it is given and
+returns it, so the figures can be composed, restyled or embedded; they take the
+tables :func:`analysis.analyze_ratings` writes, not raw ratings.
+:func:`write_figures` lays out the standard files (``.png`` and ``.pdf``).
+
+This is the only module of :mod:`analysis` that imports matplotlib. It uses the
+object-oriented API (:class:`matplotlib.figure.Figure`), never ``pyplot``, so
+drawing needs no display and leaves no global state behind.
+
+References: Eitz et al. (2011), Sec. 3.3 and the captions of Figs. 4-9.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from .ratings import SCALE
+
+__all__ = [
+    "FIGURES",
+    "plot_anchoring",
+    "plot_bins",
+    "plot_distribution",
+    "plot_interuser",
+    "plot_power",
+    "plot_sketch_extremes",
+    "plot_vs_consensus",
+    "tau_threshold",
+    "write_figures",
+    "write_power_figure",
+]
+
+#: The figures :func:`write_figures` writes, by file stem.
+FIGURES = (
+    "fig4_anchoring",
+    "fig5_interuser",
+    "fig6_vs_consensus",
+    "fig7_distribution",
+    "fig8_bins",
+)
+
+_LEVELS = np.arange(SCALE[0], SCALE[1] + 1)
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+_DPI = 150
+
+
+def tau_threshold(n_items: int, alpha: float = 0.05, alternative: str = "greater") -> float:
+    """The smallest tau_b significant at ``alpha`` between two untied lists of ``n_items``.
+
+    From the normal approximation without ties (var S = n (n - 1)(2n + 5) / 18);
+    ties raise the threshold slightly. For ``"less"`` the threshold is negative.
+
+    >>> round(tau_threshold(7), 3)
+    0.522
+    """
+    from scipy import special
+
+    n = float(n_items)
+    if n < 2:
+        return float("nan")
+    tail = alpha / 2.0 if alternative == "two-sided" else alpha
+    z = -float(special.ndtri(tail))
+    threshold = z * math.sqrt(n * (n - 1.0) * (2.0 * n + 5.0) / 18.0) / (n * (n - 1.0) / 2.0)
+    return -threshold if alternative == "less" else threshold
+
+
+def plot_anchoring(
+    anchoring: pd.DataFrame,
+    *,
+    ax: Axes,
+    alpha: float = 0.05,
+    alternative: str = "greater",
+) -> Axes:
+    """Fig. 4: per participant, tau_b between the anchor repeats and the prescribed ratings.
+
+    One marker per anchor sketch; filled when the correlation is significant
+    at ``alpha``, hollow when not. The dashed line is the significance
+    threshold for the anchor block's size without ties.
+    """
+    table = anchoring.dropna(subset=["tau_b"])
+    participants = sorted(anchoring["participant"].astype(str).unique())
+    position = {p: i + 1 for i, p in enumerate(participants)}
+    sketches = sorted(anchoring["sketch_id"].astype(str).unique())
+    for k, sketch in enumerate(sketches):
+        rows = table[table["sketch_id"].astype(str) == sketch]
+        x = rows["participant"].astype(str).map(position).to_numpy(dtype=float)
+        x = x + (k - (len(sketches) - 1) / 2) * 0.18
+        significant = (rows["p_value"] < alpha).to_numpy()
+        color = f"C{k}"
+        marker = _MARKERS[k % len(_MARKERS)]
+        ax.scatter(x[significant], rows["tau_b"].to_numpy()[significant], marker=marker,
+                   color=color, s=28, label=f"anchor {sketch}", zorder=3)  # fmt: skip
+        ax.scatter(x[~significant], rows["tau_b"].to_numpy()[~significant], marker=marker,
+                   facecolors="none", edgecolors=color, s=28, zorder=3)  # fmt: skip
+    n_items = int(anchoring["n_items"].max()) if len(anchoring) else 0
+    threshold = tau_threshold(n_items, alpha, alternative)
+    handles, labels = ax.get_legend_handles_labels()
+    if np.isfinite(threshold):
+        ax.axhline(threshold, color="0.3", linestyle="--", linewidth=1)
+        handles.append(Line2D([], [], color="0.3", linestyle="--"))
+        labels.append(f"significance threshold (n = {n_items}, no ties, α = {alpha:g})")
+    handles.append(Line2D([], [], marker="o", linestyle="", markerfacecolor="none",
+                          markeredgecolor="0.3"))  # fmt: skip
+    labels.append("hollow: not significant")
+    ax.legend(handles, labels, loc="lower left", fontsize="small", framealpha=0.9)
+    _participant_axis(ax, participants)
+    ax.set_ylim(-1.05, 1.05)
+    ax.set_ylabel("Kendall's τ_b with the prescribed ratings")
+    ax.set_title("Anchoring: ratings of the anchor pairs during the experiment")
+    return ax
+
+
+def plot_interuser(
+    boxes: Sequence[Mapping],
+    kendall_w: pd.DataFrame,
+    *,
+    ax: Axes,
+) -> Axes:
+    """Fig. 5: per sketch, box plots of the inter-user tau_b and Kendall's W as black circles.
+
+    ``boxes`` holds one :func:`analysis.distribution.box_summary` per sketch
+    (with a ``label``, the sketch id), in the order to draw; median line, box
+    from the 25th to the 75th percentile, whiskers to 1.5 IQR, outliers as red
+    plus signs, as in the paper.
+    """
+    stats = [dict(box) for box in boxes]
+    positions = np.arange(1, len(stats) + 1)
+    ax.bxp(stats, positions=positions, showfliers=True, widths=0.6,
+           flierprops={"marker": "+", "markeredgecolor": "red", "markersize": 5},
+           medianprops={"color": "C0", "linewidth": 1.5})  # fmt: skip
+    w = kendall_w.set_index(kendall_w["sketch_id"].astype(str))["w"]
+    w_values = [w.get(str(box["label"]), np.nan) for box in stats]
+    ax.plot(positions, w_values, "o", markerfacecolor="none", markeredgecolor="black",
+            markersize=6, label="Kendall's W")  # fmt: skip
+    ax.axhline(0.0, color="0.8", linewidth=0.8, zorder=0)
+    ax.set_xticks(positions, [str(box["label"]) for box in stats], rotation=90, fontsize="small")
+    ax.set_xlim(0.3, len(stats) + 0.7)
+    ax.set_xlabel("sketch")
+    ax.set_ylabel("Kendall's τ_b between participants / W")
+    # Headroom above tau = 1 for the legend, so it never covers a box.
+    low = min(-0.2, _finite_min([b["whislo"] for b in stats]) - 0.05)
+    ax.set_ylim(low, 1.3)
+    ax.set_yticks(np.round(np.arange(np.ceil(low * 5) / 5, 1.01, 0.2), 1))
+    ax.legend(
+        [Line2D([], [], color="C0"), Line2D([], [], marker="+", color="red", linestyle=""),
+         Line2D([], [], marker="o", markerfacecolor="none", markeredgecolor="black",
+                linestyle="")],
+        ["median τ_b (box: 25th-75th percentile)", "outlier (beyond 1.5 IQR)", "Kendall's W"],
+        loc="upper center", ncol=3, fontsize="small", framealpha=0.9,
+    )  # fmt: skip
+    ax.set_title("Agreement between participants, per sketch")
+    return ax
+
+
+def plot_vs_consensus(consensus: pd.DataFrame, *, ax: Axes, loo: bool = True) -> Axes:
+    """Fig. 6: per participant, the distribution of per-sketch tau_b against the consensus.
+
+    ``loo`` (default) uses the consensus without the participant
+    (``tau_b_loo``); ``loo=False`` the paper's inclusive one (``tau_b``).
+    """
+    column = "tau_b_loo" if loo else "tau_b"
+    participants = sorted(consensus["participant"].astype(str).unique())
+    by_participant = consensus.groupby(consensus["participant"].astype(str))[column]
+    data = [by_participant.get_group(p).dropna().to_numpy() for p in participants]
+    ax.boxplot(data, positions=np.arange(1, len(data) + 1), widths=0.6,
+               flierprops={"marker": "+", "markeredgecolor": "red", "markersize": 5},
+               medianprops={"color": "C0", "linewidth": 1.5})  # fmt: skip
+    _participant_axis(ax, participants)
+    low = _finite_min([d.min() for d in data if d.size])
+    ax.set_ylim(min(0.0, low - 0.05), 1.02)
+    variant = "leave-one-out consensus" if loo else "consensus including the participant"
+    ax.set_ylabel(f"τ_b with the {variant}")
+    ax.set_title("Each participant against the consensus ground truth (one value per sketch)")
+    return ax
+
+
+def plot_distribution(distributions: Mapping[str, pd.DataFrame], *, ax: Axes) -> Axes:
+    """Fig. 7: share of ratings at each scale point per dataset, against the uniform share.
+
+    ``distributions`` maps a label (e.g. ``"pilot"``, ``"final"``) to a
+    :func:`analysis.rating_distribution` table; the main phase is drawn.
+    """
+    width = 0.8 / max(len(distributions), 1)
+    for k, (label, table) in enumerate(distributions.items()):
+        main = table[table["phase"] == "main"].set_index("rating")["share"]
+        shares = main.reindex(_LEVELS).to_numpy(dtype=float)
+        offset = (k - (len(distributions) - 1) / 2) * width
+        ax.bar(_LEVELS + offset, shares, width=width, label=label, color=f"C{k}")
+    ax.axhline(1.0 / len(_LEVELS), color="black", linestyle="--", linewidth=1,
+               label=f"uniform (1/{len(_LEVELS)})")  # fmt: skip
+    ax.set_xticks(_LEVELS)
+    ax.set_xlabel("rating (1 = best match, 7 = worst)")
+    ax.set_ylabel("share of ratings")
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.2)  # headroom for the legend
+    ax.legend(loc="upper center", ncol=len(distributions) + 1, fontsize="small")
+    ax.set_title("Distribution of ratings over the scale")
+    return ax
+
+
+def plot_bins(bins: pd.DataFrame, *, axes: Sequence[Axes]) -> Sequence[Axes]:
+    """Fig. 8: ratings grouped by their pair's median rating (bins B_k of Eq. 3).
+
+    Left: mean and standard deviation of the ratings in each bin (the sd
+    written above each bar); right: the number of ratings in each bin.
+    """
+    left, right = axes
+    k = bins["bin"].to_numpy()
+    mean, sd = bins["mean"].to_numpy(float), bins["sd"].to_numpy(float)
+    left.errorbar(k, mean, yerr=sd, fmt="o", color="C0", ecolor="C0", capsize=4,
+                  label="mean ± sd")  # fmt: skip
+    left.plot([SCALE[0], SCALE[1]], [SCALE[0], SCALE[1]], color="0.7", linewidth=0.8,
+              zorder=0, label="rating = bin")  # fmt: skip
+    for x, m, s in zip(k, mean, sd, strict=True):
+        if np.isfinite(s):
+            left.annotate(f"σ={s:.2f}", (x, m + s), textcoords="offset points", xytext=(0, 4),
+                          ha="center", fontsize="x-small")  # fmt: skip
+    left.set_xticks(_LEVELS)
+    left.set_ylim(0, SCALE[1] + 1.2)
+    left.set_xlabel("bin k (k ≤ median rating of the pair < k + 1)")
+    left.set_ylabel("rating")
+    left.legend(loc="upper left", fontsize="small")
+    left.set_title("Mean and standard deviation per bin")
+    right.bar(k, bins["n_ratings"].to_numpy(), color="C0")
+    right.set_xticks(_LEVELS)
+    right.set_xlabel("bin k")
+    right.set_ylabel("number of ratings")
+    right.set_title("Ratings per bin")
+    return axes
+
+
+def plot_sketch_extremes(
+    extremes: pd.DataFrame, images: Mapping[str, Path], *, axes: Sequence[Axes]
+) -> Sequence[Axes]:
+    """Fig. 9: thumbnails of the sketches with the best and worst inter-user agreement.
+
+    ``extremes`` has ``sketch_id, group`` (``best``/``worst``) and
+    ``tau_median``; ``images`` maps a sketch id to its image file. ``axes``
+    is a grid with one row per group.
+    """
+    from matplotlib.image import imread
+
+    grid = np.asarray(axes, dtype=object).reshape(2, -1)
+    for row, group in enumerate(("best", "worst")):
+        chosen = extremes[extremes["group"] == group]
+        for col, ax in enumerate(grid[row]):
+            ax.set_axis_off()
+            if col >= len(chosen):
+                continue
+            entry = chosen.iloc[col]
+            path = images.get(str(entry["sketch_id"]))
+            if path is not None and Path(path).exists():
+                ax.imshow(imread(path), cmap="gray")
+            ax.set_title(f"{group}: {entry['sketch_id']}\nmedian τ_b {entry['tau_median']:.2f}",
+                         fontsize="small")  # fmt: skip
+    return axes
+
+
+def plot_power(summary: pd.DataFrame, *, axes: Sequence[Axes]) -> Sequence[Axes]:
+    """How the study's statistics improve with the number of participants.
+
+    ``summary`` is :func:`analysis.power.summarize_power`'s table. Left: tau_b
+    between the panel's consensus and a large reference panel's (median and
+    5th percentile over sketches); middle: share of sketches with W
+    significant; right: share of significant inter-user tau_b with its 95%
+    range over replications.
+    """
+    left, middle, right = axes
+    k = summary["participants"].to_numpy()
+    left.plot(k, summary["tau_median"], "o-", label="median over sketches")
+    left.plot(k, summary["tau_p05"], "s--", label="5th percentile")
+    left.set_ylabel("τ_b, panel consensus vs reference panel")
+    left.legend(fontsize="small", loc="lower right")
+    left.set_title("Ground truth from k participants")
+    middle.plot(k, summary["w_significant_share"], "o-", label="mean share of sketches")
+    middle.plot(k, summary["w_all_significant"], "s--", label="studies with all sketches")
+    middle.set_ylim(-0.02, 1.05)
+    middle.set_ylabel("W significant")
+    middle.legend(fontsize="small", loc="lower right")
+    middle.set_title("Kendall's W significant")
+    right.fill_between(k, summary["interuser_share_p025"], summary["interuser_share_p975"],
+                       alpha=0.25, label="95% of replications")  # fmt: skip
+    right.plot(k, summary["interuser_share"], "o-", label="mean")
+    right.set_ylabel("share of inter-user τ_b significant")
+    right.legend(fontsize="small", loc="lower right")
+    right.set_title("Inter-user correlations significant")
+    for ax in axes:
+        ax.set_xlabel("participants k")
+        ax.set_xticks(k)
+        ax.grid(alpha=0.3)
+    return axes
+
+
+def write_power_figure(summary: pd.DataFrame, stem: str | Path) -> Path:
+    """Draw :func:`plot_power` to ``stem``.png and ``stem``.pdf; return the PNG path."""
+    figure = Figure(figsize=(14.0, 4.2), layout="constrained")
+    plot_power(summary, axes=figure.subplots(1, 3))
+    return _save(figure, Path(stem))
+
+
+def write_figures(
+    folder: str | Path,
+    *,
+    anchoring: pd.DataFrame,
+    boxes: Sequence[Mapping],
+    kendall_w: pd.DataFrame,
+    consensus: pd.DataFrame,
+    distributions: Mapping[str, pd.DataFrame],
+    bins: pd.DataFrame,
+    alpha: float = 0.05,
+    alternative: str = "greater",
+    extremes: pd.DataFrame | None = None,
+    sketch_images: Mapping[str, Path] | None = None,
+) -> dict[str, Path]:
+    """Draw Figs. 4-8 (and Fig. 9 when sketch images are given) as ``.png`` and ``.pdf``.
+
+    Returns the PNG path of each figure, by name (see :data:`FIGURES`).
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    n_participants = max(anchoring["participant"].nunique(), consensus["participant"].nunique())
+    wide = max(8.0, 0.32 * n_participants + 2.0)
+    written = {}
+
+    figure = Figure(figsize=(min(wide, 24.0), 4.5), layout="constrained")
+    plot_anchoring(anchoring, ax=figure.add_subplot(), alpha=alpha, alternative=alternative)
+    written["fig4_anchoring"] = _save(figure, folder / "fig4_anchoring")
+
+    figure = Figure(figsize=(max(8.0, 0.3 * len(boxes) + 2.0), 4.8), layout="constrained")
+    plot_interuser(boxes, kendall_w, ax=figure.add_subplot())
+    written["fig5_interuser"] = _save(figure, folder / "fig5_interuser")
+
+    figure = Figure(figsize=(min(wide, 24.0), 4.5), layout="constrained")
+    plot_vs_consensus(consensus, ax=figure.add_subplot())
+    written["fig6_vs_consensus"] = _save(figure, folder / "fig6_vs_consensus")
+
+    figure = Figure(figsize=(6.5, 4.2), layout="constrained")
+    plot_distribution(distributions, ax=figure.add_subplot())
+    written["fig7_distribution"] = _save(figure, folder / "fig7_distribution")
+
+    figure = Figure(figsize=(11.0, 4.2), layout="constrained")
+    plot_bins(bins, axes=figure.subplots(1, 2))
+    written["fig8_bins"] = _save(figure, folder / "fig8_bins")
+
+    if extremes is not None and sketch_images:
+        per_row = int(extremes["group"].value_counts().max())
+        figure = Figure(figsize=(2.2 * per_row, 5.0), layout="constrained")
+        plot_sketch_extremes(extremes, sketch_images, axes=figure.subplots(2, per_row))
+        written["fig9_extremes"] = _save(figure, folder / "fig9_extremes")
+    return written
+
+
+def _save(figure: Figure, stem: Path) -> Path:
+    figure.savefig(stem.with_suffix(".png"), dpi=_DPI)
+    figure.savefig(stem.with_suffix(".pdf"))
+    return stem.with_suffix(".png")
+
+
+def _participant_axis(ax: Axes, participants: Sequence[str]) -> None:
+    positions = np.arange(1, len(participants) + 1)
+    ax.set_xticks(positions, participants, rotation=90 if len(participants) > 40 else 0,
+                  fontsize="small" if len(participants) <= 40 else "x-small")  # fmt: skip
+    ax.set_xlim(0.3, len(participants) + 0.7)
+    ax.set_xlabel("participant")
+    ax.axhline(0.0, color="0.8", linewidth=0.8, zorder=0)
+
+
+def _finite_min(values) -> float:
+    values = np.asarray(list(values), dtype=float)
+    values = values[np.isfinite(values)]
+    return float(values.min()) if values.size else 0.0
