@@ -7,6 +7,10 @@ The model, per pair i of sketch s and participant j:
   mu_i = 1 + 6 (pi(i) + u_i) / n with pi a random permutation and u_i ~ U(0, 1),
   as the paper's pilot-based selection aims for (Sec. 2.2). Anchor pairs have
   mu equal to their prescribed rating.
+* **Sketch range.** The latent ratings of sketch s are then shrunk towards
+  the middle of the scale, mu_i <- 4 + c_s (mu_i - 4) with c_s ~
+  U(``sketch_range_min``, 1): for some sketches even the best image is only a
+  fair match and the worst not entirely unrelated.
 * **Rater bias.** Participant j shifts the scale by b_j ~ N(0, ``bias_sd``):
   some are stricter, some more lenient.
 * **Noise, largest mid-scale.** The response is y_ij = mu_i + b_j + e_ij with
@@ -16,6 +20,10 @@ The model, per pair i of sketch s and participant j:
   (1 - ((mu - 4) / 3)^2) is 1 at the ends of the scale and ``mid_scale_noise``
   in the middle: clear matches and clear mismatches are judged alike, average
   ones less so (the paper's Fig. 8).
+* **Anchor pairs.** Each participant perceives anchor pair i at
+  mu_i + d_ij, d_ij ~ N(0, ``anchor_disagreement_sd``): being shown the
+  prescribed rating does not make a person see the pair that way (the paper
+  found 77.4% of anchoring correlations significant, not all).
 * **Rounding.** The rating is y rounded to the nearest integer and clipped to
   1..7 (clipping also narrows the spread at the ends).
 * **Missed responses.** With probability ``miss_rate`` no key is pressed: the
@@ -53,7 +61,13 @@ from . import bids
 from ._checks import InputError
 from .ratings import SCALE
 
-__all__ = ["RaterModel", "StudyDesign", "simulate_study", "write_simulated_dataset"]
+__all__ = [
+    "RaterModel",
+    "StudyDesign",
+    "main_block_ratings",
+    "simulate_study",
+    "write_simulated_dataset",
+]
 
 
 @dataclass(frozen=True)
@@ -97,10 +111,12 @@ class RaterModel:
     """Parameters of the simulated raters (see the module docstring)."""
 
     bias_sd: float = 0.3
-    noise: float = 1.0
-    noise_sd_log: float = 0.3
+    noise: float = 1.15
+    noise_sd_log: float = 0.35
     sketch_ambiguity_sd_log: float = 0.3
-    mid_scale_noise: float = 1.6
+    mid_scale_noise: float = 1.2
+    anchor_disagreement_sd: float = 1.1
+    sketch_range_min: float = 0.6
     miss_rate: float = 0.01
     rt_median: float = 1.1
     rt_sd_log: float = 0.3
@@ -113,6 +129,10 @@ class RaterModel:
                 raise InputError(f"{item.name}: expected a non-negative number, got {value!r}")
         if self.miss_rate >= 1:
             raise InputError(f"miss_rate: expected a probability below 1, got {self.miss_rate}")
+        if not 0.0 < self.sketch_range_min <= 1.0:
+            raise InputError(
+                f"sketch_range_min: expected a fraction in (0, 1], got {self.sketch_range_min}"
+            )
         if self.mid_scale_noise < 1:
             raise InputError(f"mid_scale_noise: expected a factor >= 1, got {self.mid_scale_noise}")
 
@@ -170,7 +190,7 @@ def _pairs(design: StudyDesign, rng: np.random.Generator, model: RaterModel) -> 
     n = design.images_per_sketch
     for s in range(design.sketches):
         sketch = f"s{s + 1:02d}"
-        latent = 1.0 + 6.0 * (rng.permutation(n) + rng.random(n)) / n
+        latent = _sketch_latent(n, model, rng)
         for i in range(n):
             rows.append((sketch, f"{sketch}_i{i + 1:02d}", "main", latent[i], pd.NA))
     pairs = pd.DataFrame(rows, columns=["sketch_id", "image_id", "role", "latent", "anchor_rating"])
@@ -178,6 +198,41 @@ def _pairs(design: StudyDesign, rng: np.random.Generator, model: RaterModel) -> 
     codes, _ = pd.factorize(pairs["sketch_id"])
     pairs["ambiguity"] = ambiguity[codes]
     return pairs
+
+
+def _sketch_latent(n: int, model: RaterModel, rng: np.random.Generator) -> np.ndarray:
+    """Latent ratings of one sketch's n images: stratified over the scale, then shrunk."""
+    latent = 1.0 + 6.0 * (rng.permutation(n) + rng.random(n)) / n
+    # Not every sketch's images span the whole scale: shrink towards the middle.
+    return 4.0 + rng.uniform(model.sketch_range_min, 1.0) * (latent - 4.0)
+
+
+def _mid_scale(latent: np.ndarray, model: RaterModel) -> np.ndarray:
+    """h(mu): 1 at the ends of the scale, ``mid_scale_noise`` in the middle, never below 1."""
+    shape = 1.0 + (model.mid_scale_noise - 1.0) * (1.0 - ((latent - 4.0) / 3.0) ** 2)
+    return np.maximum(shape, 1.0)
+
+
+def main_block_ratings(
+    design: StudyDesign, model: RaterModel, raters: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Main-block ratings of ``raters`` simulated participants: sketches x raters x images.
+
+    The same model as :func:`simulate_study` without sessions (no order,
+    anchors or response times): for planning by simulation, where only the
+    ratings matter. NaN marks a missed response.
+    """
+    n = design.images_per_sketch
+    latent = np.stack([_sketch_latent(n, model, rng) for _ in range(design.sketches)])
+    ambiguity = rng.lognormal(0.0, model.sketch_ambiguity_sd_log, design.sketches)
+    bias = rng.normal(0.0, model.bias_sd, raters)
+    noise = model.noise * rng.lognormal(0.0, model.noise_sd_log, raters)
+    sigma = noise[None, :, None] * ambiguity[:, None, None] * _mid_scale(latent, model)[:, None, :]
+    shape = (design.sketches, raters, n)
+    response = latent[:, None, :] + bias[None, :, None] + sigma * rng.standard_normal(shape)
+    ratings = np.clip(np.rint(response), SCALE[0], SCALE[1])
+    ratings[rng.random(shape) < model.miss_rate] = np.nan
+    return ratings
 
 
 def _session(
@@ -189,6 +244,11 @@ def _session(
 ) -> tuple[pd.DataFrame, float, float]:
     bias = rng.normal(0.0, model.bias_sd)
     noise = model.noise * rng.lognormal(0.0, model.noise_sd_log)
+    is_anchor = (pairs["role"] == "anchor").to_numpy()
+    # The participant's own view of each anchor pair, which the prescription does not erase.
+    perceived = pairs["latent"].to_numpy(dtype=float).copy()
+    perceived[is_anchor] += rng.normal(0.0, model.anchor_disagreement_sd, is_anchor.sum())
+    pairs = pairs.assign(perceived=perceived)
 
     anchors = pairs[pairs["role"] == "anchor"]
     main = pairs[pairs["role"] == "main"].iloc[rng.permutation((pairs["role"] == "main").sum())]
@@ -203,9 +263,10 @@ def _session(
     order = order.reset_index(drop=True)
 
     latent = order["latent"].to_numpy()
-    shape = 1.0 + (model.mid_scale_noise - 1.0) * (1.0 - ((latent - 4.0) / 3.0) ** 2)
+    perceived = order["perceived"].to_numpy()
+    shape = _mid_scale(perceived, model)
     sigma = noise * order["ambiguity"].to_numpy() * shape
-    response = latent + bias + sigma * rng.standard_normal(len(order))
+    response = perceived + bias + sigma * rng.standard_normal(len(order))
     rating = np.clip(np.rint(response), SCALE[0], SCALE[1])
     mid = (shape - 1.0) / max(model.mid_scale_noise - 1.0, 1e-12)
     trial_s = design.stimulus_s + design.blank_s
