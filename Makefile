@@ -1,5 +1,5 @@
 # make run   - simulate the paper-sized study (28 participants, 31 sketches x 40 images,
-#              anchoring) and analyse it; results in build/demo/analysis/
+#              anchoring) and analyse it; tables, figures and report.html in build/demo/analysis/
 # make test  - install everything and run the test suite
 # Both create the virtual environment .venv and install what is missing, apt packages included.
 
@@ -33,6 +33,8 @@ run: $(STAMP)
 	@echo
 	@echo "Ground truth:      $(DEMO)/analysis/ground_truth.csv (and ground_truth.qrels for trec_eval)"
 	@echo "Statistics tables: $(DEMO)/analysis/*.csv, headline numbers in $(DEMO)/analysis/summary.json"
+	@echo "Figures:           $(DEMO)/analysis/figures/ (Figs. 4-8, .png and .pdf)"
+	@echo "Report:            $(DEMO)/analysis/report.html (open it in a browser)"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

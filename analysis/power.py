@@ -1,0 +1,160 @@
+"""How many participants a replication needs: the study's statistics by simulation.
+
+For each replication a fresh stimulus set and a fresh pool of raters are drawn
+from the rater model of :mod:`analysis.simulate`. The first ``k`` raters form
+the panel of a study with ``k`` participants (so the panels of one replication
+are nested, which makes the comparison between counts sharper); a separate
+reference panel of ``reference`` raters stands in for "everybody". For each
+count the replication yields
+
+* the share of sketches whose Kendall's W is significant at ``alpha``;
+* per sketch, tau_b between the consensus (mean rating) of the panel and that
+  of the reference panel: how close the ground truth from ``k`` people comes to
+  the one from many;
+* the share of significant inter-user tau_b, and the width of its Wilson 95%
+  interval.
+
+Replication r uses the r-th child of ``numpy.random.SeedSequence(seed)``: the
+result does not depend on ``jobs`` or on the other replications.
+"""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import special
+
+from . import _kernels
+from ._checks import InputError
+from .significance import wilson_interval
+from .simulate import RaterModel, StudyDesign, main_block_ratings
+
+__all__ = ["PowerOptions", "power_analysis", "summarize_power"]
+
+
+@dataclass(frozen=True)
+class PowerOptions:
+    """What :func:`power_analysis` simulates."""
+
+    counts: tuple[int, ...] = (5, 10, 15, 20, 28, 40)
+    replications: int = 100
+    reference: int = 100
+    alpha: float = 0.05
+    seed: int = 0
+    design: StudyDesign = field(default_factory=StudyDesign)
+    model: RaterModel = field(default_factory=RaterModel)
+
+    def __post_init__(self) -> None:
+        if not self.counts or any(int(k) != k or k < 2 for k in self.counts):
+            raise InputError(f"counts: expected whole numbers >= 2, got {list(self.counts)}")
+        if self.replications < 1:
+            raise InputError(f"replications: expected >= 1, got {self.replications}")
+        if self.reference < 2:
+            raise InputError(f"reference: expected a panel of >= 2 raters, got {self.reference}")
+        if not 0.0 < self.alpha < 1.0:
+            raise InputError(f"alpha: expected a level between 0 and 1, got {self.alpha}")
+
+
+def power_analysis(options: PowerOptions = PowerOptions(), *, jobs: int = 1,
+                   progress: bool = False) -> pd.DataFrame:  # fmt: skip
+    """Simulate the replications and return one row per (replication, count).
+
+    Columns: ``replication, participants, w_significant_share, tau_median,
+    tau_p05, interuser_share, interuser_wilson_width`` (tau_*: median and 5th
+    percentile over the sketches of tau_b against the reference panel).
+    :func:`summarize_power` reduces them to one row per count.
+    """
+    seeds = np.random.SeedSequence(options.seed).spawn(options.replications)
+    tasks = [(options, r, seed) for r, seed in enumerate(seeds)]
+    rows: list[tuple] = []
+    if jobs > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            for done, result in enumerate(pool.map(_replication, tasks, chunksize=4), 1):
+                rows.extend(result)
+                _progress(progress, done, len(tasks))
+    else:
+        for done, task in enumerate(tasks, 1):
+            rows.extend(_replication(task))
+            _progress(progress, done, len(tasks))
+    columns = ["replication", "participants", "w_significant_share", "tau_median", "tau_p05",
+               "interuser_share", "interuser_wilson_width"]  # fmt: skip
+    return pd.DataFrame(rows, columns=columns)
+
+
+def summarize_power(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per participant count from the rows of :func:`power_analysis`.
+
+    ``w_significant_share`` (mean over replications) and ``w_all_significant``
+    (the share of replications in which W was significant for every sketch);
+    ``tau_median`` and ``tau_p05``, the medians over replications of the
+    median and of the 5th percentile over sketches of tau_b between the
+    panel's consensus and the reference panel's;
+    ``interuser_share`` (mean), ``interuser_share_p025``/``_p975`` and
+    ``interuser_range_width`` (the 95% range of the share over replications),
+    and ``interuser_wilson_width`` (mean width of one study's Wilson interval).
+    """
+    grouped = runs.groupby("participants", sort=True)
+    table = pd.DataFrame(
+        {
+            "replications": grouped.size(),
+            "w_significant_share": grouped["w_significant_share"].mean(),
+            "w_all_significant": grouped["w_significant_share"].apply(lambda s: (s == 1).mean()),
+            "tau_median": grouped["tau_median"].median(),
+            "tau_p05": grouped["tau_p05"].median(),
+            "interuser_share": grouped["interuser_share"].mean(),
+            "interuser_share_p025": grouped["interuser_share"].quantile(0.025),
+            "interuser_share_p975": grouped["interuser_share"].quantile(0.975),
+            "interuser_wilson_width": grouped["interuser_wilson_width"].mean(),
+        }
+    )
+    table["interuser_range_width"] = table["interuser_share_p975"] - table["interuser_share_p025"]
+    return table.reset_index()
+
+
+def _replication(task) -> list[tuple]:
+    options, index, seed = task
+    counts = sorted(set(int(k) for k in options.counts))
+    n_raters = max(counts) + options.reference
+    # sketches x raters x images; NaN = missed response
+    ratings = main_block_ratings(
+        options.design, options.model, n_raters, np.random.default_rng(seed)
+    )
+    reference = np.nanmean(ratings[:, max(counts) :, :], axis=1)
+    rows = []
+    for k in counts:
+        panel = ratings[:, :k, :]
+        consensus = np.nanmean(panel, axis=1)
+        tau, _, _ = _kernels.paired_rows_tau_b(consensus, reference, "greater")
+        w_significant, pvalues = 0, []
+        for sketch in panel:
+            complete = sketch[~np.isnan(sketch).any(axis=1)]
+            w = _kernels.kendall_w(complete) if len(complete) >= 2 else np.nan
+            m, n = complete.shape
+            if np.isfinite(w) and special.chdtrc(n - 1, m * (n - 1) * w) < options.alpha:
+                w_significant += 1
+            _, p, _ = _kernels.pairwise_tau_b(sketch, "greater")
+            pvalues.append(p[np.triu_indices(k, 1)])
+        p = np.concatenate(pvalues)
+        p = p[~np.isnan(p)]
+        significant = int((p < options.alpha).sum())
+        low, high = wilson_interval(significant, p.size)
+        tau_median, tau_p05 = np.nanquantile(tau, [0.5, 0.05])
+        share = significant / max(p.size, 1)
+        rows.append((index, k, w_significant / len(panel), float(tau_median), float(tau_p05),
+                     share, high - low))  # fmt: skip
+    return rows
+
+
+def _progress(show: bool, done: int, total: int) -> None:
+    if not show:
+        return
+    width = 30
+    filled = int(width * done / total)
+    sys.stderr.write(f"\rreplications [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
