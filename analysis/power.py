@@ -20,9 +20,11 @@ result does not depend on ``jobs`` or on the other replications.
 
 from __future__ import annotations
 
+import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing import get_context
 
 import numpy as np
 import pandas as pd
@@ -34,6 +36,8 @@ from .significance import wilson_interval
 from .simulate import RaterModel, StudyDesign, main_block_ratings
 
 __all__ = ["PowerOptions", "power_analysis", "summarize_power"]
+
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,19 @@ def power_analysis(options: PowerOptions = PowerOptions(), *, jobs: int = 1,
     tasks = [(options, r, seed) for r, seed in enumerate(seeds)]
     rows: list[tuple] = []
     if jobs > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        # Fresh workers whose BLAS uses one thread each: the workers are the
+        # parallelism, and threaded BLAS in each would oversubscribe the cores.
+        saved = {name: os.environ.get(name) for name in _THREAD_VARIABLES}
+        os.environ.update(dict.fromkeys(_THREAD_VARIABLES, "1"))
+        try:
+            pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"))
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+        with pool:
             for done, result in enumerate(pool.map(_replication, tasks, chunksize=4), 1):
                 rows.extend(result)
                 _progress(progress, done, len(tasks))
