@@ -43,7 +43,6 @@ _MAX_FLIERS = 2000
 #: sketch) is replaced by per-sketch summaries unless asked for in full.
 PAIRWISE_FULL_LIMIT = 500
 PAIRWISE_MODES = ("auto", "full", "summary")
-_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 
 @dataclass(frozen=True)
@@ -234,8 +233,9 @@ def _write_pairwise(
         a, b = a[shared], b[shared]
         tau, p = result.statistic[a, b], result.pvalue[a, b]
         pvalues.append(p)
-        summary_rows.append((sketch_id, a.size, *_tau_summary(tau, p, alpha)))
-        boxes.append({**box_summary(tau, max_fliers=_MAX_FLIERS), "label": str(sketch_id)})
+        numbers, box = _tau_summary(tau, p, alpha)
+        summary_rows.append((sketch_id, a.size, *numbers))
+        boxes.append({**box, "label": str(sketch_id)})
         if not full:
             continue
         buffered.append(
@@ -268,18 +268,21 @@ def _write_pairwise(
     return (np.concatenate(pvalues) if pvalues else np.empty(0)), summary, boxes
 
 
-def _tau_summary(tau: np.ndarray, p: np.ndarray, alpha: float) -> tuple[float, ...]:
-    """min, 5/25/50/75/95th percentiles, max of the defined tau_b, and the share significant."""
+def _tau_summary(tau: np.ndarray, p: np.ndarray, alpha: float) -> tuple[tuple[float, ...], dict]:
+    """Summaries of the defined tau_b of one sketch, their quartiles computed once.
+
+    Returns (min, 5/25/50/75/95th percentiles, max, share significant) and the
+    box-plot summary (:func:`~analysis.distribution.box_summary`).
+    """
     defined = ~np.isnan(p)
-    if not defined.any():
-        return (np.nan,) * 8
     tau = tau[defined]
-    return (
-        float(tau.min()),
-        *map(float, np.quantile(tau, _QUANTILES)),
-        float(tau.max()),
-        float((p[defined] < alpha).mean()),
-    )
+    box = box_summary(tau, max_fliers=_MAX_FLIERS)
+    if not tau.size:
+        return (np.nan,) * 8, box
+    q05, q95 = np.quantile(tau, [0.05, 0.95])
+    numbers = (tau.min(), q05, box["q1"], box["med"], box["q3"], q95, tau.max(),
+               (p[defined] < alpha).mean())  # fmt: skip
+    return tuple(map(float, numbers)), box
 
 
 def _append_csv(parts: list[pd.DataFrame], path: Path, header: bool) -> None:
