@@ -141,8 +141,18 @@ def simulate_study(
     design: StudyDesign = StudyDesign(),
     model: RaterModel = RaterModel(),
     seed: int = 0,
+    *,
+    stimuli: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Simulate every session of a study.
+
+    With ``stimuli`` (a stimulus set's manifest: ``sketch_id, image_id,
+    role``, ``anchor_rating`` and, when known, ``latent_similarity``), the
+    participants rate that set's pairs instead of a made-up design: a pair's
+    latent rating is 7 - 6 s for its latent similarity s (a generated set),
+    else drawn as for a made-up sketch; ``main`` and ``candidate`` pairs make
+    the main block, ``anchor`` pairs the anchoring. Only ``participants`` and
+    the timing of ``design`` are used then.
 
     Returns
     -------
@@ -167,7 +177,8 @@ def simulate_study(
     dtype: int64
     """
     streams = np.random.SeedSequence(seed).spawn(design.participants + 1)
-    pairs = _pairs(design, np.random.default_rng(streams[0]), model)
+    rng = np.random.default_rng(streams[0])
+    pairs = _pairs(design, rng, model) if stimuli is None else _set_pairs(stimuli, rng, model)
     sessions, people = [], []
     for index, stream in enumerate(streams[1:]):
         label = f"{index + 1:0{max(2, len(str(design.participants)))}d}"
@@ -198,6 +209,33 @@ def _pairs(design: StudyDesign, rng: np.random.Generator, model: RaterModel) -> 
     codes, _ = pd.factorize(pairs["sketch_id"])
     pairs["ambiguity"] = ambiguity[codes]
     return pairs
+
+
+def _set_pairs(manifest: pd.DataFrame, rng: np.random.Generator, model: RaterModel) -> pd.DataFrame:
+    """The pairs of a stimulus set with their latent ratings and sketch ambiguity."""
+    pairs = manifest[["sketch_id", "image_id"]].astype(str).copy()
+    is_anchor = (manifest["role"] == "anchor").to_numpy()
+    pairs["role"] = np.where(is_anchor, "anchor", "main")
+    prescribed = pd.to_numeric(manifest.get("anchor_rating"), errors="coerce")
+    pairs["anchor_rating"] = (
+        pd.array(prescribed, dtype="Float64").astype("Int64") if prescribed is not None else pd.NA
+    )
+    similarity = manifest.get("latent_similarity")
+    latent = (
+        7.0 - 6.0 * pd.to_numeric(similarity, errors="coerce").to_numpy(dtype=float)
+        if similarity is not None
+        else np.full(len(pairs), np.nan)
+    )
+    latent[is_anchor] = pairs.loc[is_anchor, "anchor_rating"].to_numpy(dtype=float)
+    for _, rows in pairs.groupby("sketch_id", sort=False).indices.items():
+        unknown = rows[np.isnan(latent[rows])]
+        if len(unknown):
+            latent[unknown] = _sketch_latent(len(unknown), model, rng)
+    pairs["latent"] = latent
+    ambiguity = rng.lognormal(0.0, model.sketch_ambiguity_sd_log, size=pairs["sketch_id"].nunique())
+    codes, _ = pd.factorize(pairs["sketch_id"])
+    pairs["ambiguity"] = ambiguity[codes]
+    return pairs[["sketch_id", "image_id", "role", "latent", "anchor_rating", "ambiguity"]]
 
 
 def _sketch_latent(n: int, model: RaterModel, rng: np.random.Generator) -> np.ndarray:
@@ -310,15 +348,20 @@ def write_simulated_dataset(
     *,
     flat: bool = False,
     version: str = "",
+    stimuli: pd.DataFrame | None = None,
+    stimulus_digest: str | None = None,
 ) -> Path:
     """Simulate a study and write it as a BIDS dataset (or one flat table with ``flat``).
 
     Every file is marked as simulated: ``"Simulated": true`` with the design,
     model parameters and seed in each ``_beh.json`` sidecar (or in the JSON
     file beside a flat table), which :func:`~analysis.load_ratings` reads.
-    Returns the dataset root (or the table's path).
+    With ``stimuli`` (a set's manifest), the participants rate that set's
+    pairs (see :func:`simulate_study`); ``stimulus_digest`` is then recorded
+    in every sidecar as ``StimulusSetDigest``. Returns the dataset root (or
+    the table's path).
     """
-    trials, participants = simulate_study(design, model, seed)
+    trials, participants = simulate_study(design, model, seed, stimuli=stimuli)
     provenance = {
         "Simulated": True,
         "SimulationSeed": seed,
@@ -326,6 +369,8 @@ def write_simulated_dataset(
         "SimulationModel": asdict(model),
         "GeneratedBy": f"sbir-study simulate {version}".strip(),
     }
+    if stimulus_digest is not None:
+        provenance["StimulusSetDigest"] = stimulus_digest
     root = Path(root)
     if flat:
         root.parent.mkdir(parents=True, exist_ok=True)

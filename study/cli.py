@@ -114,10 +114,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=Path, required=True, help="dataset folder (or file with --flat)"
     )
     simulate.add_argument("--participants", type=_positive_int, default=28)
-    simulate.add_argument("--sketches", type=_positive_int, default=31)
-    simulate.add_argument("--images", type=_positive_int, default=40, help="images per sketch")
-    simulate.add_argument("--anchor-sketches", type=int, default=3)
-    simulate.add_argument("--anchor-images", type=_positive_int, default=7)
+    simulate.add_argument(
+        "--stimuli",
+        type=Path,
+        default=None,
+        help="a stimulus set whose pairs the participants rate (its latent similarity, when "
+        "recorded, sets each pair's latent rating); replaces --sketches and --images",
+    )
+    simulate.add_argument("--sketches", type=_positive_int, default=None, help="default: 31")
+    simulate.add_argument(
+        "--images", type=_positive_int, default=None, help="images per sketch (default: 40)"
+    )
+    simulate.add_argument(
+        "--anchor-sketches",
+        type=_count,
+        default=None,
+        help="default: 3; with --stimuli only 0 is allowed (leave the set's anchors out, as "
+        "in a pilot)",
+    )
+    simulate.add_argument("--anchor-images", type=_positive_int, default=None, help="default: 7")
     simulate.add_argument("--miss-rate", type=float, default=None, help="share of missed responses")
     simulate.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     simulate.add_argument(
@@ -157,7 +172,208 @@ def build_parser() -> argparse.ArgumentParser:
     power.add_argument("--seed", type=int, default=0)
     power.add_argument("--jobs", type=_positive_int, default=1, help="worker processes")
     power.set_defaults(handler=_power)
+    _add_stimuli(commands)
     return parser
+
+
+def _add_stimuli(commands) -> None:
+    stimuli = commands.add_parser(
+        "stimuli",
+        help="stimulus sets: generate, validate, import, select",
+        description="Stimulus sets: a folder with the images, manifest.csv (one row per "
+        "sketch/image pair) and SHA256SUMS (check it with 'sha256sum -c SHA256SUMS').",
+    )
+    actions = stimuli.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    anchor_options = argparse.ArgumentParser(add_help=False)
+    anchor_options.add_argument(
+        "--anchor-sketches",
+        type=_count,
+        default=3,
+        help="anchor sketches a whole anchor block has; 0 for a study without anchoring "
+        "(default: 3, as in the paper)",
+    )
+    anchor_options.add_argument(
+        "--anchor-images",
+        type=_positive_int,
+        default=7,
+        help="images per anchor sketch, with prescribed ratings spread over 1..7 (default: 7)",
+    )
+
+    validate = actions.add_parser(
+        "validate",
+        parents=[anchor_options],
+        help="check a set: files, checksums, paths, pairs, anchor block",
+        description="Check a stimulus set. Exit 0 with a one-line summary and the set digest "
+        "for a good set; exit 2 with one line per problem otherwise.",
+    )
+    validate.add_argument("folder", type=Path, help="the set folder")
+    validate.add_argument(
+        "--no-open", action="store_true", help="do not open the images (checksums only)"
+    )
+    validate.set_defaults(handler=_stimuli_validate)
+
+    generate = actions.add_parser(
+        "generate",
+        help="draw a procedural set with known similarity (no download needed)",
+        description="Draw a stimulus set: line-drawing sketches and colour images derived from "
+        "them with changes that grow as the recorded latent similarity falls. The defaults are "
+        "the paper's design: 31 sketches x 40 images and 3 anchor sketches x 7 images rated "
+        "1..7. The same seed gives the same bytes.",
+    )
+    generate.add_argument("--out", type=Path, required=True, help="new folder for the set")
+    generate.add_argument("--sketches", type=_positive_int, default=31)
+    generate.add_argument("--images", type=_count_min2, default=40, help="images per sketch")
+    generate.add_argument("--anchor-sketches", type=_count, default=3)
+    generate.add_argument("--anchor-images", type=_count_min2, default=7)
+    generate.add_argument("--width", type=_positive_int, default=320, help="pixels (default 320)")
+    generate.add_argument("--height", type=_positive_int, default=240, help="pixels (default 240)")
+    generate.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    generate.add_argument(
+        "--pool",
+        action="store_true",
+        help="a candidate pool for a pilot (role candidate, mostly poor matches) instead of "
+        "a study set; 'stimuli select' chooses the study's pairs from it",
+    )
+    generate.set_defaults(handler=_stimuli_generate)
+
+    import_ = actions.add_parser(
+        "import",
+        parents=[anchor_options],
+        help="write manifest.csv and SHA256SUMS for a folder of your own images",
+        description="Make a set of your own images without moving them: SET/sketches/"
+        "<sketch_id>.<ext>, SET/images/<sketch_id>/<image_id>.<ext> and, optionally, "
+        "SET/anchors.csv (sketch_id, image_id, anchor_rating). Writes SET/manifest.csv and "
+        "SET/SHA256SUMS, then validates the set.",
+    )
+    import_.add_argument("folder", type=Path, help="the set folder")
+    import_.add_argument(
+        "--role",
+        choices=("main", "candidate"),
+        default="main",
+        help="role of the pairs that are not anchors: main (a study set) or candidate (a "
+        "pilot pool) (default: main)",
+    )
+    import_.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the manifest and checksums of an earlier import",
+    )
+    import_.set_defaults(handler=_stimuli_import)
+
+    select = actions.add_parser(
+        "select",
+        parents=[anchor_options],
+        help="choose the study's pairs from pilot ratings over a candidate pool (Sec. 2.2)",
+        description="Keep the K sketches whose pilot ratings are closest to uniform and, for "
+        "each, N images sub-sampled towards a uniform distribution of ratings (stratified by "
+        "the pilot median; see the stimuli.select module). Writes the selected set (the same "
+        "files, a new manifest) with selection_sketches.csv, selection_distribution.csv and "
+        "selection.json to --out.",
+    )
+    select.add_argument("pool", type=Path, help="the candidate pool (a set with role candidate)")
+    select.add_argument("pilot", type=Path, help="pilot ratings: BIDS dataset or ratings table")
+    select.add_argument("--out", type=Path, required=True, help="new folder for the selected set")
+    select.add_argument("--sketches", type=_positive_int, default=31, help="K (default: 31)")
+    select.add_argument("--images", type=_positive_int, default=40, help="N (default: 40)")
+    select.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    select.set_defaults(handler=_stimuli_select)
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value}")
+    return value
+
+
+def _count_min2(text: str) -> int:
+    value = _count(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 2, got {value}")
+    return value
+
+
+def _anchor_design(args: argparse.Namespace):
+    from stimuli import AnchorDesign
+
+    return AnchorDesign(sketches=args.anchor_sketches, images=args.anchor_images)
+
+
+def _stimuli_validate(args: argparse.Namespace) -> int:
+    from stimuli import validate_set
+
+    report = validate_set(args.folder, _anchor_design(args), check_images=not args.no_open)
+    if not report.ok:
+        for problem in report.problems:
+            print(f"{PROG}: error: {problem}", file=sys.stderr)
+        return 2
+    print(report.summary())
+    return 0
+
+
+def _stimuli_generate(args: argparse.Namespace) -> int:
+    from stimuli import SetDesign, generate_set, validate_set
+
+    design = SetDesign(
+        sketches=args.sketches,
+        images_per_sketch=args.images,
+        anchor_sketches=args.anchor_sketches,
+        anchor_images=args.anchor_images,
+        width=args.width,
+        height=args.height,
+        role="candidate" if args.pool else "main",
+    )
+    folder = generate_set(args.out, design, args.seed, progress=sys.stderr.isatty(),
+                          version=_version())  # fmt: skip
+    from stimuli import AnchorDesign
+
+    report = validate_set(folder, AnchorDesign(args.anchor_sketches, args.anchor_images))
+    if not report.ok:
+        raise RuntimeError(f"the generated set does not validate: {report.problems[0]}")
+    print(f"Generated (seed {args.seed}) {report.summary()}")
+    return 0
+
+
+def _stimuli_import(args: argparse.Namespace) -> int:
+    from stimuli import import_set, validate_set
+
+    manifest = import_set(args.folder, role=args.role, overwrite=args.overwrite)
+    report = validate_set(args.folder, _anchor_design(args))
+    if not report.ok:
+        for problem in report.problems:
+            print(f"{PROG}: error: {problem}", file=sys.stderr)
+        print(f"{PROG}: {manifest} was written, but the set does not validate", file=sys.stderr)
+        return 2
+    print(f"Imported {report.summary()}")
+    return 0
+
+
+def _stimuli_select(args: argparse.Namespace) -> int:
+    from analysis import load_ratings
+    from stimuli import distance_to_uniform, write_selection
+
+    ratings = load_ratings(args.pilot)
+    selection = write_selection(args.pool, ratings, args.out, sketches=args.sketches,
+                                images_per_sketch=args.images, seed=args.seed,
+                                anchors=_anchor_design(args))  # fmt: skip
+    table = selection.distribution.pivot(index="rating", columns="dataset", values="share")
+    dropped = int((~selection.sketches["selected"]).sum())
+    print(
+        f"Selected {args.sketches} sketches x {args.images} images (dropped {dropped} "
+        f"sketches with the largest sigma; seed {args.seed}) into {args.out}"
+    )
+    print(
+        "Distance to the uniform distribution (total variation): pool "
+        f"{distance_to_uniform(table['pool']):.3f}, selection "
+        f"{distance_to_uniform(table['selection']):.3f}"
+    )
+    print(f"Tables: {args.out / 'selection_sketches.csv'}, "
+          f"{args.out / 'selection_distribution.csv'}")  # fmt: skip
+    return 0
 
 
 def _count_list(text: str) -> tuple[int, ...]:
@@ -259,13 +475,17 @@ def _simulate(args: argparse.Namespace) -> int:
 
     from analysis.simulate import RaterModel, StudyDesign, write_simulated_dataset
 
-    design = StudyDesign(
-        participants=args.participants,
-        sketches=args.sketches,
-        images_per_sketch=args.images,
-        anchor_sketches=args.anchor_sketches,
-        anchor_images=args.anchor_images,
-    )
+    stimuli, digest = None, None
+    if args.stimuli is not None:
+        design, stimuli, digest = _set_design(args)
+    else:
+        design = StudyDesign(
+            participants=args.participants,
+            sketches=args.sketches or 31,
+            images_per_sketch=args.images or 40,
+            anchor_sketches=3 if args.anchor_sketches is None else args.anchor_sketches,
+            anchor_images=args.anchor_images or 7,
+        )
     model = RaterModel() if args.miss_rate is None else RaterModel(miss_rate=args.miss_rate)
     out: Path = args.out
     if args.flat:
@@ -284,15 +504,50 @@ def _simulate(args: argparse.Namespace) -> int:
         import shutil
 
         shutil.rmtree(out)
-    path = write_simulated_dataset(
-        out, design, model, args.seed, flat=args.flat, version=_version()
-    )
+    path = write_simulated_dataset(out, design, model, args.seed, flat=args.flat,
+                                   version=_version(), stimuli=stimuli,
+                                   stimulus_digest=digest)  # fmt: skip
     kind = "ratings table" if args.flat else "BIDS dataset"
+    on = f" on {args.stimuli} (set digest {digest[:12]}...)" if digest else ""
     print(
         f"Simulated {design.participants} participants x {design.sketches} sketches x "
-        f"{design.images_per_sketch} images (seed {args.seed}); {kind} written to {path}"
+        f"{design.images_per_sketch} images{on} (seed {args.seed}); {kind} written to {path}"
     )
     return 0
+
+
+def _set_design(args: argparse.Namespace):
+    """The design of a simulation on a stimulus set: sizes from the set, not from flags."""
+    from analysis.simulate import StudyDesign
+    from stimuli import AnchorDesign, load_set, read_manifest
+
+    for flag, value in (("--sketches", args.sketches), ("--images", args.images),
+                        ("--anchor-images", args.anchor_images)):  # fmt: skip
+        if value is not None:
+            raise InputError(f"{flag}: the stimulus set fixes the design; drop {flag}")
+    if args.anchor_sketches not in (None, 0):
+        raise InputError("--anchor-sketches: with --stimuli only 0 (no anchoring) is allowed")
+    # The set's own anchor block, whatever its size, must be whole.
+    listed = read_manifest(args.stimuli)
+    per_anchor = listed[listed["role"] == "anchor"].groupby("sketch_id").size()
+    block = AnchorDesign(sketches=per_anchor.size, images=int(per_anchor.max()) if
+                         per_anchor.size else 7)  # fmt: skip
+    stimulus_set = load_set(args.stimuli, block)
+    manifest = stimulus_set.manifest
+    if args.anchor_sketches == 0:
+        manifest = manifest[manifest["role"] != "anchor"]
+    rated = manifest[manifest["role"] != "anchor"]
+    per_sketch = rated.groupby("sketch_id").size()
+    anchor_rows = manifest[manifest["role"] == "anchor"]
+    design = StudyDesign(
+        participants=args.participants,
+        sketches=int(per_sketch.size),
+        images_per_sketch=max(int(per_sketch.max()), 2),
+        anchor_sketches=int(anchor_rows["sketch_id"].nunique()),
+        anchor_images=max(int(anchor_rows.groupby("sketch_id").size().max()), 2)
+        if len(anchor_rows) else 7,
+    )  # fmt: skip
+    return design, manifest, stimulus_set.digest
 
 
 def _is_simulated_dataset(root: Path, json) -> bool:

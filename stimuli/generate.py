@@ -1,0 +1,523 @@
+"""A procedural stimulus set with known similarity, for demos, tests and pilots.
+
+Each sketch is a composition of one to three simple objects (a house, a tree,
+a boat, the sun, ...) and, for half of the sketches, a horizon: drawn as black
+outlines on white with a hand-drawn wobble and overshooting stroke ends. Each
+image is a colour rendering of the sketch's composition (filled shapes, a sky
+and ground or a graded background, sensor noise) after changes whose size
+grows with the pair's *dissimilarity* d = 1 - s:
+
+* the whole scene shifted by up to 22% of the frame, scaled by up to
+  exp(+-0.35) and rotated by up to 30 degrees (each amount proportional to d,
+  direction random);
+* each object moved and resized a little more (sd 5% of the frame and 15%);
+* each object missing with probability 0.6 d^2 (but never every object), and
+  each further part of a remaining object (a door, a sail, a wheel) with
+  probability 0.3 d;
+* each remaining object replaced by a different kind of object, elsewhere,
+  with probability 1.6 d - 0.6 (none below d = 0.375, all at d = 1);
+* about 6 d^1.2 unrelated objects added as clutter.
+
+The latent similarity s of a pair (1 = the sketch's own scene, 0 = unrelated)
+is recorded in the manifest column ``latent_similarity``, and the changes made
+in ``changes``; :func:`latent_rating` maps s to the 1..7 scale (1 = best).
+Main pairs have s stratified over (0, 1] like the simulator's latent ratings
+(a pilot pool's candidates instead have s = U^a, a ~ U(1, 4) per sketch: mostly
+poor matches, as the paper's pool was);
+anchor images have s = 1 - (r - 1) / 6 for their prescribed rating r, so that
+they are ordered by latent similarity.
+
+Everything is drawn with Pillow at twice the size and reduced by averaging
+(2 x 2 blocks); random numbers come from one :class:`numpy.random.SeedSequence`, one
+child per sketch and one per image, so the same seed gives the same bytes and
+the images of sketch k do not depend on how many sketches are generated.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from PIL import Image, ImageDraw
+
+from analysis._checks import InputError, check_option
+
+from .manifest import write_checksums, write_manifest
+
+__all__ = ["GENERATOR_FILE", "SetDesign", "generate_set", "latent_rating"]
+
+GENERATOR_FILE = "generator.json"
+_SUPERSAMPLE = 2
+
+
+@dataclass(frozen=True)
+class SetDesign:
+    """Size of a generated set; the defaults are the paper's (Sec. 2.2 and 2.3.1)."""
+
+    sketches: int = 31
+    images_per_sketch: int = 40
+    anchor_sketches: int = 3
+    anchor_images: int = 7
+    width: int = 320
+    height: int = 240
+    #: ``main`` for a study set; ``candidate`` for a pilot pool, whose similarities are skewed
+    #: towards poor matches, more for some sketches than for others (as a retrieval system's
+    #: top results are).
+    role: str = "main"
+
+    def __post_init__(self) -> None:
+        check_option("role", self.role, ("main", "candidate"))
+        for name, low, high in (
+            ("sketches", 1, 10_000),
+            ("images_per_sketch", 2, 10_000),
+            ("anchor_sketches", 0, 100),
+            ("anchor_images", 2, 7),
+            ("width", 64, 4096),
+            ("height", 64, 4096),
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or not low <= value <= high:
+                raise InputError(f"{name}: expected a whole number {low}..{high}, got {value!r}")
+
+
+def latent_rating(similarity):
+    """The rating a noise-free rater gives a pair of latent similarity s: 7 - 6 s.
+
+    >>> latent_rating([1.0, 0.5, 0.0]).tolist()
+    [1.0, 4.0, 7.0]
+    """
+    return 7.0 - 6.0 * np.asarray(similarity, dtype=float)[()]
+
+
+def generate_set(
+    folder: str | Path, design: SetDesign = SetDesign(), seed: int = 0, *,
+    progress: bool = False, version: str = "",
+) -> Path:  # fmt: skip
+    """Draw a stimulus set into ``folder`` (which must not exist or be empty).
+
+    Writes ``sketches/<sketch_id>.png``, ``images/<sketch_id>/<image_id>.jpg``,
+    ``manifest.csv`` (with ``latent_similarity`` and ``changes``),
+    ``generator.json`` (the design and seed) and ``SHA256SUMS``. Returns the
+    folder.
+    """
+    folder = Path(folder)
+    if folder.exists() and any(folder.iterdir()):
+        raise InputError(f"{folder}: exists and is not empty; expected a new folder")
+    root = np.random.SeedSequence(seed)
+    anchor_root, main_root = root.spawn(2)
+    plans = [
+        (f"a{k + 1:02d}", "anchor", stream)
+        for k, stream in enumerate(anchor_root.spawn(design.anchor_sketches))
+    ] + [
+        (f"s{k + 1:02d}", design.role, stream)
+        for k, stream in enumerate(main_root.spawn(design.sketches))
+    ]
+    (folder / "sketches").mkdir(parents=True, exist_ok=True)
+    rows = []
+    total = design.anchor_sketches * design.anchor_images + design.sketches * (
+        design.images_per_sketch
+    )
+    done = 0
+    for sketch_id, role, stream in plans:
+        rows.extend(_draw_sketch(folder, sketch_id, role, stream, design))
+        done += design.anchor_images if role == "anchor" else design.images_per_sketch
+        _progress(progress, done, total)
+    manifest = pd.DataFrame(
+        rows,
+        columns=["sketch_id", "image_id", "sketch_path", "image_path", "role", "anchor_rating",
+                 "latent_similarity", "changes"],
+    )  # fmt: skip
+    manifest["anchor_rating"] = manifest["anchor_rating"].astype("Int64")
+    write_manifest(folder, manifest)
+    about = {
+        "GeneratedBy": f"sbir-study stimuli generate {version}".strip(),
+        "Seed": seed,
+        "Design": asdict(design),
+        "LatentSimilarity": "1 = the sketch's own scene, 0 = unrelated; rating 7 - 6 s",
+    }
+    (folder / GENERATOR_FILE).write_bytes((json.dumps(about, indent=2) + "\n").encode("utf-8"))
+    files = [*manifest["sketch_path"].unique(), *manifest["image_path"], "manifest.csv",
+             GENERATOR_FILE]  # fmt: skip
+    write_checksums(folder, files)
+    return folder
+
+
+def _progress(show: bool, done: int, total: int) -> None:
+    if not show:
+        return
+    width = 30
+    filled = int(width * done / max(total, 1))
+    sys.stderr.write(f"\rdrawing pairs [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+    if done >= total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def _draw_sketch(folder: Path, sketch_id: str, role: str, stream: np.random.SeedSequence,
+                 design: SetDesign) -> list[tuple]:  # fmt: skip
+    n = design.anchor_images if role == "anchor" else design.images_per_sketch
+    sketch_stream, *image_streams = stream.spawn(1 + n)
+    rng = np.random.default_rng(sketch_stream)
+    scene = _compose(rng)
+    sketch_path = f"sketches/{sketch_id}.png"
+    _save(_render_sketch(scene, design, rng), folder / sketch_path)
+
+    if role == "anchor":
+        prescribed = np.rint(np.linspace(1, 7, n)).astype(int)
+        similarity = 1.0 - (prescribed - 1) / 6.0
+    elif role == "candidate":
+        prescribed = [pd.NA] * n
+        # s = U^a with a ~ U(1, 4): mean 1 / (a + 1), from 0.5 down to 0.2.
+        similarity = rng.random(n) ** rng.uniform(1.0, 4.0)
+    else:
+        prescribed = [pd.NA] * n
+        similarity = 1.0 - (rng.permutation(n) + rng.random(n)) / n
+    digits = max(2, len(str(n)))
+    (folder / "images" / sketch_id).mkdir(parents=True, exist_ok=True)
+    rows = []
+    for i in range(n):
+        image_id = f"{sketch_id}_i{i + 1:0{digits}d}"
+        image_path = f"images/{sketch_id}/{image_id}.jpg"
+        image_rng = np.random.default_rng(image_streams[i])
+        changed, changes = _change(scene, 1.0 - float(similarity[i]), image_rng)
+        _save(_render_image(changed, design, image_rng), folder / image_path)
+        rows.append((sketch_id, image_id, sketch_path, image_path, role, prescribed[i],
+                     round(float(similarity[i]), 4), changes))  # fmt: skip
+    return rows
+
+
+def _save(image: Image.Image, path: Path) -> None:
+    # No metadata and fixed encoder settings: the same pixels give the same bytes.
+    if path.suffix == ".jpg":
+        image.save(path, format="JPEG", quality=90, optimize=False)
+    else:
+        image.save(path, format="PNG", optimize=False, compress_level=6)
+
+
+# --- Scenes ----------------------------------------------------------------------------------
+# A scene is a list of objects; an object is a kind, a centre (x, y in units of the frame: 0..1),
+# a size (in units of the frame height) and an angle. Each kind is drawn from pieces: polygons
+# in a local frame (unit box centred at 0, y down), closed or open, with a colour role.
+
+
+@dataclass(frozen=True)
+class _Object:
+    kind: str
+    x: float
+    y: float
+    size: float
+    angle: float
+    hue: float
+    dropped: tuple[int, ...] = ()  # indices of pieces left out ("parts missing")
+
+
+def _circle(cx: float, cy: float, rx: float, ry: float | None = None, n: int = 40) -> np.ndarray:
+    t = np.linspace(0.0, 2.0 * np.pi, n, endpoint=False)
+    return np.column_stack([cx + rx * np.cos(t), cy + (ry or rx) * np.sin(t)])
+
+
+def _poly(*points: tuple[float, float]) -> np.ndarray:
+    return np.array(points, dtype=float)
+
+
+def _star() -> np.ndarray:
+    t = np.arange(10) * np.pi / 5 - np.pi / 2
+    r = np.where(np.arange(10) % 2 == 0, 0.5, 0.2)
+    return np.column_stack([r * np.cos(t), r * np.sin(t)])
+
+
+# Each piece: (points, closed, colour role); roles index a kind's palette.
+_PIECES: dict[str, list[tuple[np.ndarray, bool, int]]] = {
+    "house": [
+        (_poly((-0.38, -0.05), (0.38, -0.05), (0.38, 0.5), (-0.38, 0.5)), True, 0),
+        (_poly((-0.5, -0.05), (0.0, -0.5), (0.5, -0.05)), True, 1),
+        (_poly((-0.08, 0.2), (0.08, 0.2), (0.08, 0.5), (-0.08, 0.5)), True, 2),
+    ],
+    "tree": [
+        (_poly((-0.08, 0.12), (0.08, 0.12), (0.08, 0.5), (-0.08, 0.5)), True, 1),
+        (_circle(0.0, -0.12, 0.38, 0.34), True, 0),
+    ],
+    "sun": [(_circle(0.0, 0.0, 0.3), True, 0)]
+    + [
+        (
+            _poly((0.38 * math.cos(a), 0.38 * math.sin(a)), (0.5 * math.cos(a), 0.5 * math.sin(a))),
+            False,
+            0,
+        )
+        for a in np.arange(8) * np.pi / 4
+    ],
+    "boat": [
+        (_poly((-0.5, 0.2), (0.5, 0.2), (0.34, 0.45), (-0.34, 0.45)), True, 0),
+        (_poly((0.0, -0.5), (0.0, 0.2)), False, 2),
+        (_poly((0.04, -0.45), (0.04, 0.12), (0.42, 0.12)), True, 1),
+    ],
+    "car": [
+        (
+            _poly(
+                (-0.5, 0.0),
+                (-0.28, 0.0),
+                (-0.16, -0.22),
+                (0.2, -0.22),
+                (0.32, 0.0),
+                (0.5, 0.02),
+                (0.5, 0.22),
+                (-0.5, 0.22),
+            ),
+            True,
+            0,
+        ),
+        (_circle(-0.27, 0.24, 0.12), True, 2),
+        (_circle(0.27, 0.24, 0.12), True, 2),
+    ],
+    "star": [(_star(), True, 0)],
+    "mountain": [
+        (_poly((-0.5, 0.45), (-0.05, -0.45), (0.5, 0.45)), True, 0),
+        (
+            _poly((-0.2, -0.15), (-0.05, -0.45), (0.11, -0.13), (0.03, -0.08), (-0.06, -0.16)),
+            True,
+            1,
+        ),
+    ],
+    "fish": [
+        (_circle(-0.08, 0.0, 0.36, 0.2), True, 0),
+        (_poly((0.26, 0.0), (0.5, -0.2), (0.5, 0.2)), True, 1),
+        (_circle(-0.28, -0.04, 0.035, n=12), True, 2),
+    ],
+    "tower": [
+        (_poly((-0.18, -0.35), (0.18, -0.35), (0.24, 0.5), (-0.24, 0.5)), True, 0),
+        (_poly((-0.24, -0.35), (0.0, -0.5), (0.24, -0.35)), True, 1),
+        (_poly((-0.06, -0.15), (0.06, -0.15), (0.06, 0.05), (-0.06, 0.05)), True, 2),
+    ],
+    "cloud": [
+        (_circle(-0.22, 0.06, 0.2, 0.16), True, 0),
+        (_circle(0.02, -0.06, 0.26, 0.2), True, 0),
+        (_circle(0.25, 0.07, 0.2, 0.15), True, 0),
+    ],
+}
+_KINDS = tuple(_PIECES)
+# Base hues (0..1) of each kind's colour roles; an object's hue shifts them all.
+_PALETTES = {
+    "house": ((0.03, 0.55, 0.75), (0.05, 0.65, 0.45), (0.08, 0.5, 0.3)),
+    "tree": ((0.3, 0.6, 0.45), (0.07, 0.6, 0.35), (0.3, 0.6, 0.3)),
+    "sun": ((0.13, 0.85, 0.95), (0.1, 0.8, 0.9), (0.1, 0.8, 0.9)),
+    "boat": ((0.0, 0.65, 0.6), (0.6, 0.1, 0.95), (0.08, 0.5, 0.3)),
+    "car": ((0.6, 0.7, 0.65), (0.6, 0.3, 0.8), (0.0, 0.0, 0.15)),
+    "star": ((0.14, 0.8, 0.9), (0.14, 0.8, 0.9), (0.14, 0.8, 0.9)),
+    "mountain": ((0.62, 0.25, 0.45), (0.6, 0.05, 0.97), (0.6, 0.2, 0.5)),
+    "fish": ((0.08, 0.8, 0.85), (0.05, 0.8, 0.7), (0.0, 0.0, 0.1)),
+    "tower": ((0.1, 0.2, 0.7), (0.0, 0.6, 0.5), (0.6, 0.3, 0.3)),
+    "cloud": ((0.6, 0.05, 0.92), (0.6, 0.05, 0.92), (0.6, 0.05, 0.92)),
+}
+_SLOTS = [(x, y) for y in (0.32, 0.68) for x in (0.2, 0.5, 0.8)]
+
+
+@dataclass(frozen=True)
+class _Scene:
+    objects: tuple[_Object, ...]
+    horizon: tuple[float, float, float] | None  # height, wave amplitude, wave phase
+    ground_hue: float
+
+
+def _compose(rng: np.random.Generator) -> _Scene:
+    count = int(rng.choice([1, 2, 3], p=[0.3, 0.45, 0.25]))
+    slots = rng.choice(len(_SLOTS), size=count, replace=False)
+    kinds = rng.choice(len(_KINDS), size=count, replace=False)
+    objects = tuple(
+        _Object(
+            kind=_KINDS[k],
+            x=_SLOTS[s][0] + rng.normal(0, 0.04),
+            y=_SLOTS[s][1] + rng.normal(0, 0.04),
+            size=float(rng.uniform(0.3, 0.46) * (1.25 if count == 1 else 1.0)),
+            angle=float(rng.normal(0, 8)),
+            hue=float(rng.normal(0, 0.04)),
+        )
+        for k, s in zip(kinds, slots, strict=True)
+    )
+    horizon = None
+    if rng.random() < 0.5:
+        horizon = (float(rng.uniform(0.62, 0.8)), float(rng.uniform(0.01, 0.04)),
+                   float(rng.uniform(0, 2 * np.pi)))  # fmt: skip
+    return _Scene(objects, horizon, float(rng.choice([0.3, 0.1, 0.58])))
+
+
+def _random_object(rng: np.random.Generator, not_kind: str | None = None,
+                   small: bool = False) -> _Object:  # fmt: skip
+    kinds = [k for k in _KINDS if k != not_kind]
+    size = rng.uniform(0.1, 0.2) if small else rng.uniform(0.28, 0.44)
+    return _Object(
+        kind=kinds[int(rng.integers(len(kinds)))],
+        x=float(rng.uniform(0.12, 0.88)),
+        y=float(rng.uniform(0.15, 0.85)),
+        size=float(size),
+        angle=float(rng.uniform(-40, 40)),
+        hue=float(rng.uniform(-0.5, 0.5)),
+    )
+
+
+def _change(scene: _Scene, d: float, rng: np.random.Generator) -> tuple[_Scene, str]:
+    """The scene of an image at dissimilarity d, and a record of the changes made."""
+    direction = rng.uniform(0, 2 * np.pi)
+    shift = 0.22 * d * np.array([np.cos(direction), np.sin(direction)])
+    scale = float(np.exp(rng.choice([-1.0, 1.0]) * 0.35 * d))
+    rotation = float(rng.choice([-1.0, 1.0]) * 30.0 * d)
+    replace_p = float(np.clip(1.6 * d - 0.6, 0.0, 1.0))
+    objects, missing, replaced, missing_parts = [], 0, 0, 0
+    for index, obj in enumerate(scene.objects):
+        later = len(scene.objects) - index - 1
+        # An object goes missing, but never all: an empty frame is not a degraded match.
+        if rng.random() < 0.6 * d**2 and (objects or later > 0):
+            missing += 1
+            continue
+        if rng.random() < replace_p:
+            replaced += 1
+            objects.append(_random_object(rng, not_kind=obj.kind))
+            continue
+        x, y = _rotate(obj.x - 0.5, obj.y - 0.5, rotation)
+        objects.append(
+            _Object(
+                kind=obj.kind,
+                x=0.5 + scale * x + shift[0] + rng.normal(0, 0.05 * d),
+                y=0.5 + scale * y + shift[1] + rng.normal(0, 0.05 * d),
+                size=obj.size * scale * float(np.exp(rng.normal(0, 0.15 * d))),
+                angle=obj.angle + rotation,
+                hue=obj.hue,
+                dropped=tuple(
+                    k for k in range(1, len(_PIECES[obj.kind])) if rng.random() < 0.3 * d
+                ),
+            )
+        )
+        missing_parts += len(objects[-1].dropped)
+    clutter = int(np.floor(6.0 * d**1.2 + rng.random()))
+    extra = [_random_object(rng, small=True) for _ in range(clutter)]
+    horizon = scene.horizon
+    if horizon is not None:
+        if rng.random() < replace_p:
+            horizon = (float(rng.uniform(0.3, 0.85)), float(rng.uniform(0.0, 0.08)),
+                       float(rng.uniform(0, 2 * np.pi)))  # fmt: skip
+        else:
+            horizon = (horizon[0] + shift[1] + 0.05 * rotation / 30.0, horizon[1], horizon[2])
+    changes = (f"shift={np.hypot(*shift):.3f};scale={scale:.3f};rotation={rotation:.1f};"
+               f"missing={missing};missing_parts={missing_parts};replaced={replaced};"
+               f"clutter={clutter}")  # fmt: skip
+    # Clutter is drawn first: behind the scene's own objects.
+    return _Scene(tuple(extra + objects), horizon, scene.ground_hue), changes
+
+
+def _rotate(x: float, y: float, degrees: float) -> tuple[float, float]:
+    a = math.radians(degrees)
+    return x * math.cos(a) - y * math.sin(a), x * math.sin(a) + y * math.cos(a)
+
+
+def _pieces(obj: _Object, width: int, height: int) -> list[tuple[np.ndarray, bool, int]]:
+    """An object's pieces in pixel coordinates."""
+    a = math.radians(obj.angle)
+    rot = np.array([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
+    scale = obj.size * height
+    centre = np.array([obj.x * width, obj.y * height])
+    return [(points @ rot.T * scale + centre, closed, role)
+            for k, (points, closed, role) in enumerate(_PIECES[obj.kind])
+            if k not in obj.dropped]  # fmt: skip
+
+
+def _horizon_line(horizon: tuple[float, float, float], width: int, height: int) -> np.ndarray:
+    level, amplitude, phase = horizon
+    x = np.linspace(-0.05, 1.05, 60)
+    y = level + amplitude * np.sin(2.5 * np.pi * x + phase)
+    return np.column_stack([x * width, y * height])
+
+
+# --- Drawing ---------------------------------------------------------------------------------
+
+
+def _render_sketch(scene: _Scene, design: SetDesign, rng: np.random.Generator) -> Image.Image:
+    w, h = design.width * _SUPERSAMPLE, design.height * _SUPERSAMPLE
+    canvas = Image.new("L", (w, h), 255)
+    draw = ImageDraw.Draw(canvas)
+    stroke = max(2, round(0.011 * h))
+    strokes = []
+    if scene.horizon is not None:
+        strokes.append((_horizon_line(scene.horizon, w, h), False))
+    for obj in scene.objects:
+        strokes.extend((points, closed) for points, closed, _ in _pieces(obj, w, h))
+    for points, closed in strokes:
+        line = _wobble(points, closed, 0.006 * h, rng)
+        draw.line([tuple(p) for p in line], fill=0, width=stroke, joint="curve")
+        if rng.random() < 0.2:  # a second, slightly offset pass, as people retrace
+            line = _wobble(points, closed, 0.006 * h, rng) + rng.normal(0, 0.003 * h, 2)
+            draw.line([tuple(p) for p in line], fill=0, width=max(1, stroke - 1), joint="curve")
+    return canvas.reduce(_SUPERSAMPLE)
+
+
+def _wobble(points: np.ndarray, closed: bool, amplitude: float,
+            rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+    """A hand-drawn version of a polyline: resampled, displaced smoothly, ends overshooting."""
+    path = np.vstack([points, points[:1]]) if closed else points
+    steps = np.hypot(*np.diff(path, axis=0).T)
+    length = np.concatenate([[0.0], np.cumsum(steps)])
+    if length[-1] <= 0:
+        return path
+    n = max(8, int(length[-1] / 3))
+    if closed:
+        # Start a little early and stop a little late: the stroke ends overshoot and miss.
+        t = np.linspace(-rng.uniform(0.0, 0.04), 1.0 + rng.uniform(0.02, 0.08), n) * length[-1]
+        t = np.mod(t, length[-1])
+    else:
+        t = np.linspace(0.0, 1.0, n) * length[-1]
+    x = np.interp(t, length, path[:, 0])
+    y = np.interp(t, length, path[:, 1])
+    s = np.linspace(0.0, 1.0, n)
+    offset = np.zeros(n)
+    for frequency in (1.0, 2.5, 5.0):
+        offset += rng.normal(0, 1.0 / frequency) * np.sin(
+            2 * np.pi * frequency * s + rng.uniform(0, 2 * np.pi)
+        )
+    dx, dy = np.gradient(x), np.gradient(y)
+    norm = np.hypot(dx, dy) + 1e-9
+    return np.column_stack([x - amplitude * offset * dy / norm, y + amplitude * offset * dx / norm])
+
+
+def _rgb(hue: float, saturation: float, value: float) -> tuple[int, int, int]:
+    import colorsys
+
+    r, g, b = colorsys.hsv_to_rgb(hue % 1.0, float(np.clip(saturation, 0, 1)),
+                                  float(np.clip(value, 0, 1)))  # fmt: skip
+    return round(r * 255), round(g * 255), round(b * 255)
+
+
+def _render_image(scene: _Scene, design: SetDesign, rng: np.random.Generator) -> Image.Image:
+    w, h = design.width * _SUPERSAMPLE, design.height * _SUPERSAMPLE
+    rows = np.linspace(0.0, 1.0, h)[:, None, None]  # a vertical gradient, one column wide
+    if scene.horizon is not None:
+        top, bottom = np.array(_rgb(0.58, 0.45, 0.95)), np.array(_rgb(0.58, 0.15, 1.0))
+    else:
+        hue = rng.uniform(0, 1)
+        top = np.array(_rgb(hue, 0.15, rng.uniform(0.75, 0.95)))
+        bottom = np.array(_rgb(hue, 0.25, rng.uniform(0.5, 0.7)))
+    column = np.rint(top + (bottom - top) * rows).astype(np.uint8)
+    canvas = Image.fromarray(column).resize((w, h), Image.Resampling.NEAREST)
+    draw = ImageDraw.Draw(canvas)
+    if scene.horizon is not None:
+        line = _horizon_line(scene.horizon, w, h)
+        ground = [tuple(p) for p in line] + [(w * 1.05, h * 1.2), (-w * 0.05, h * 1.2)]
+        draw.polygon(ground, fill=_rgb(scene.ground_hue, 0.55, 0.6))
+    line_width = max(2, round(0.012 * h))
+    for obj in scene.objects:
+        palette = _PALETTES[obj.kind]
+        for points, closed, role in _pieces(obj, w, h):
+            hue, saturation, value = palette[role]
+            colour = _rgb(hue + obj.hue, saturation, value)
+            outline = [tuple(p) for p in points]
+            if closed:
+                draw.polygon(outline, fill=colour)
+            else:
+                draw.line(outline, fill=colour, width=line_width)
+    canvas = canvas.reduce(_SUPERSAMPLE)
+    # A little sensor noise, so that flat areas are not perfectly flat.
+    noise = rng.normal(0.0, 3.0, (design.height, design.width, 3)).astype(np.float32)
+    noisy = np.asarray(canvas, dtype=np.float32) + noise
+    return Image.fromarray(np.clip(np.rint(noisy), 0, 255).astype(np.uint8))

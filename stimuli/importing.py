@@ -1,0 +1,176 @@
+"""Making a stimulus set of a lab's own images, where they lie.
+
+The folder convention::
+
+    SET/sketches/<sketch_id>.<ext>
+    SET/images/<sketch_id>/<image_id>.<ext>
+    SET/anchors.csv            (optional: sketch_id, image_id, anchor_rating)
+
+:func:`import_set` writes ``manifest.csv`` and ``SHA256SUMS`` into ``SET``
+and moves, renames or changes no other file. Sketches named in
+``anchors.csv`` are anchor sketches and every one of their images needs a
+prescribed rating there; all other sketches get the role given (``main`` for a
+study, ``candidate`` for a pilot pool).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from analysis._checks import InputError, check_option
+
+from .manifest import CHECKSUMS, MANIFEST, write_checksums, write_manifest
+
+__all__ = ["ANCHORS", "IMAGE_SUFFIXES", "import_set"]
+
+ANCHORS = "anchors.csv"
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff", ".webp")
+_IGNORED = {"Thumbs.db", "desktop.ini"}
+
+
+def import_set(folder: str | Path, *, role: str = "main", overwrite: bool = False) -> Path:
+    """Write the manifest and checksums of a set laid out by the folder convention.
+
+    Parameters
+    ----------
+    folder
+        The set folder, with ``sketches/`` and ``images/``.
+    role
+        ``main`` (a study set) or ``candidate`` (a pilot pool) for every
+        sketch that is not an anchor sketch.
+    overwrite
+        Replace an existing ``manifest.csv`` and ``SHA256SUMS`` (after files
+        were added or removed); without it, an existing manifest is an error.
+
+    Returns
+    -------
+    Path
+        The manifest written. Problems (an unknown file type, a sketch without
+        images, images without a sketch, two files for one id, a bad
+        ``anchors.csv``) raise :class:`~analysis._checks.InputError` naming
+        the file, and nothing is written.
+    """
+    folder = Path(folder)
+    check_option("role", role, ("main", "candidate"))
+    if not folder.is_dir():
+        raise InputError(f"{folder}: no such folder; expected a set with sketches/ and images/")
+    for name in (MANIFEST, CHECKSUMS):
+        if (folder / name).exists() and not overwrite:
+            raise InputError(
+                f"{folder / name}: exists; the set was imported before (pass --overwrite to "
+                "import it again)"
+            )
+    for sub in ("sketches", "images"):
+        if not (folder / sub).is_dir():
+            raise InputError(f"{folder / sub}: no such folder; expected {sub}/ in the set")
+
+    sketches = _by_stem(folder, folder / "sketches")
+    rows = []
+    image_folders = {p.name: p for p in _entries(folder / "images") if p.is_dir()}
+    for stray in sorted(set(image_folders) - set(sketches)):
+        raise InputError(
+            f"{image_folders[stray]}: images for sketch {stray!r}, but sketches/ has no "
+            f"{stray}.<ext>; expected one sketch file per image folder"
+        )
+    for path in _entries(folder / "images"):
+        if not path.is_dir():
+            raise InputError(
+                f"{path}: expected only folders in images/, one per sketch "
+                "(images/<sketch_id>/<image_id>.<ext>)"
+            )
+    for sketch_id, sketch_path in sketches.items():
+        if sketch_id not in image_folders:
+            raise InputError(
+                f"{sketch_path}: sketch {sketch_id!r} has no images; expected "
+                f"{folder / 'images' / sketch_id}/<image_id>.<ext>"
+            )
+        images = _by_stem(folder, image_folders[sketch_id])
+        if not images:
+            raise InputError(f"{image_folders[sketch_id]}: sketch {sketch_id!r} has no images")
+        for image_id, image_path in images.items():
+            rows.append((sketch_id, image_id, _relative(folder, sketch_path),
+                         _relative(folder, image_path)))  # fmt: skip
+    if not rows:
+        raise InputError(f"{folder / 'sketches'}: no sketch files; expected <sketch_id>.<ext>")
+    manifest = pd.DataFrame(rows, columns=["sketch_id", "image_id", "sketch_path", "image_path"])
+    manifest["role"] = role
+    anchors_file = folder / ANCHORS
+    if anchors_file.exists():
+        manifest = _with_anchors(manifest, anchors_file)
+    path = write_manifest(folder, manifest)
+    extra = [ANCHORS] if anchors_file.exists() else []
+    write_checksums(folder, [*manifest["sketch_path"], *manifest["image_path"], MANIFEST, *extra])
+    return path
+
+
+def _entries(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if not p.name.startswith(".") and p.name not in
+                  _IGNORED)  # fmt: skip
+
+
+def _by_stem(root: Path, folder: Path) -> dict[str, Path]:
+    """The image files of ``folder`` by file name without extension."""
+    found: dict[str, Path] = {}
+    for path in _entries(folder):
+        if path.is_dir() or path.suffix.lower() not in IMAGE_SUFFIXES:
+            raise InputError(
+                f"{path}: expected an image file ({', '.join(IMAGE_SUFFIXES)}) in {folder.name}/"
+            )
+        stem = path.stem
+        if any(c.isspace() for c in stem) or "\\" in stem:
+            raise InputError(f"{path}: expected a file name without spaces (it becomes an id)")
+        if stem in found:
+            raise InputError(f"{path}: id {stem!r} has two files ({found[stem].name}, {path.name})")
+        found[stem] = path
+    return found
+
+
+def _relative(root: Path, path: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def _with_anchors(manifest: pd.DataFrame, anchors_file: Path) -> pd.DataFrame:
+    try:
+        anchors = pd.read_csv(anchors_file, dtype=str, keep_default_na=False)
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        raise InputError(f"{anchors_file}: cannot be read as a CSV table ({error})") from None
+    for column in ("sketch_id", "image_id", "anchor_rating"):
+        if column not in anchors.columns:
+            raise InputError(
+                f"{anchors_file}: line 1: missing column {column!r}; expected sketch_id, "
+                "image_id, anchor_rating"
+            )
+    known = set(zip(manifest["sketch_id"], manifest["image_id"], strict=True))
+    for line, row in enumerate(anchors.itertuples(index=False), start=2):
+        if (row.sketch_id, row.image_id) not in known:
+            raise InputError(
+                f"{anchors_file}: line {line}: pair ({row.sketch_id}, {row.image_id}) has no "
+                "files; expected images/<sketch_id>/<image_id>.<ext>"
+            )
+        if row.anchor_rating not in {str(k) for k in range(1, 8)}:
+            raise InputError(
+                f"{anchors_file}: line {line}: anchor_rating {row.anchor_rating!r}: expected a "
+                "whole number 1..7"
+            )
+    duplicated = anchors.duplicated(["sketch_id", "image_id"])
+    if duplicated.any():
+        line = int(duplicated.to_numpy().argmax()) + 2
+        raise InputError(f"{anchors_file}: line {line}: pair listed twice")
+    prescribed = anchors.set_index(["sketch_id", "image_id"])["anchor_rating"]
+    is_anchor = manifest["sketch_id"].isin(set(anchors["sketch_id"]))
+    keys = pd.MultiIndex.from_frame(manifest[["sketch_id", "image_id"]])
+    manifest["anchor_rating"] = prescribed.reindex(keys).to_numpy()
+    unrated = is_anchor & manifest["anchor_rating"].isna()
+    if unrated.any():
+        row = manifest[unrated].iloc[0]
+        raise InputError(
+            f"{anchors_file}: image {row.image_id} of anchor sketch {row.sketch_id} has no "
+            "anchor_rating; expected every image of an anchor sketch listed"
+        )
+    manifest.loc[is_anchor, "role"] = "anchor"
+    manifest["anchor_rating"] = manifest["anchor_rating"].fillna("")
+    order = manifest["role"].map({"anchor": 0}).fillna(1)
+    return manifest.assign(_order=order).sort_values("_order", kind="stable").drop(
+        columns="_order").reset_index(drop=True)  # fmt: skip

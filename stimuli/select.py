@@ -1,0 +1,348 @@
+"""Choosing the study's pairs from a pilot over a candidate pool (the paper's Sec. 2.2).
+
+The paper rated a pool of candidate pairs in a pilot with three people, then
+kept the 31 sketches whose pilot ratings were closest to uniform over the
+scale and, for each, sub-sampled exactly 40 images "biasing the sub-sample
+towards a uniform distribution of ratings". This module does the same:
+
+1. **Sketch spread.** For sketch s, c_sk is the number of pilot ratings at
+   scale point k divided by the number of pilot participants who rated the
+   sketch (the ratings one person gives at k), and
+   sigma_s = sqrt(mean_k (c_sk - N/7)^2), the standard deviation of those
+   counts around the N/7 a uniform distribution over N images gives
+   (40/7 = 5.71 in the paper). The sketches with the largest sigma are
+   dropped until K remain (ties: the earlier sketch id stays). Sketches with
+   fewer than N rated candidates cannot give N images and are dropped first.
+2. **Image sub-sample, stratified by pilot median.** Each candidate image
+   is placed at the scale point nearest its median pilot rating (a half goes
+   to the worse point). The N images are shared out over the seven points as
+   evenly as the candidates allow: each point gets N // 7, one more for
+   N mod 7 points drawn at random, and a point with too few candidates gives
+   its remainder to the others, again evenly ("water-filling"). Within a
+   point the images are drawn at random without replacement.
+
+Why this scheme: placing each image at one scale point and filling equal
+quotas makes the expected distribution of ratings as uniform as the pool
+allows, while the choice within a point stays random, so no other property of
+the candidates (for example the retrieval system that proposed them) biases
+the sample. A weighted draw (weight 1 / frequency of the image's point) is
+the obvious alternative; it is uniform only in expectation and, with 40
+images, often several images off per point. With three pilot raters the
+median is a coarse estimate of where the final study's ratings will fall;
+the test suite measures that the selection is closer to uniform than the
+pool on simulated pilots.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis._checks import InputError
+
+from .manifest import MANIFEST, write_checksums, write_manifest
+from .validate import AnchorDesign, load_set
+
+__all__ = [
+    "Selection",
+    "distance_to_uniform",
+    "quotas",
+    "rating_counts",
+    "select_pairs",
+    "sketch_spread",
+    "write_selection",
+]
+
+LEVELS = np.arange(1, 8)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The result of :func:`select_pairs`.
+
+    Attributes
+    ----------
+    pairs : DataFrame
+        The chosen candidate rows of the pool's manifest (now role ``main``),
+        with ``pilot_median`` and ``pilot_level`` added.
+    sketches : DataFrame
+        One row per pool sketch: ``sketch_id, n_candidates, n_rated,
+        n_pilot_raters, sigma, selected, sigma_selected`` and the per-person
+        counts ``count_1 .. count_7`` of the pool.
+    distribution : DataFrame
+        ``dataset, rating, count, share`` for ``pool``, ``selection`` and
+        ``uniform``: the data of the paper's Fig. 7.
+    """
+
+    pairs: pd.DataFrame
+    sketches: pd.DataFrame
+    distribution: pd.DataFrame
+
+
+def rating_counts(ratings: pd.DataFrame) -> pd.DataFrame:
+    """Per sketch: the number of ratings at each scale point per pilot participant.
+
+    Returns a table indexed by ``sketch_id`` with columns ``count_1 ..
+    count_7`` (ratings at k divided by the number of participants who rated
+    any image of the sketch) and ``n_pilot_raters``.
+    """
+    given = ratings.dropna(subset=["rating"])
+    table = pd.crosstab(given["sketch_id"], given["rating"].astype(int))
+    table = table.reindex(columns=LEVELS, fill_value=0)
+    raters = given.groupby("sketch_id", observed=True)["participant"].nunique()
+    counts = table.div(raters.reindex(table.index), axis=0)
+    counts.columns = [f"count_{k}" for k in LEVELS]
+    counts["n_pilot_raters"] = raters.reindex(table.index).to_numpy()
+    counts.index = counts.index.astype(str)
+    return counts
+
+
+def sketch_spread(counts: pd.DataFrame, images_per_sketch: int) -> pd.Series:
+    """sigma_s: the root-mean-square deviation of the per-person counts from N / 7.
+
+    Examples
+    --------
+    Four ratings at 1, two at 7 and one at each other point, by one person;
+    N = 7 images gives the uniform target 1 per point:
+
+    >>> counts = pd.DataFrame([[4, 1, 1, 1, 1, 1, 2]], index=["s1"],
+    ...                       columns=[f"count_{k}" for k in range(1, 8)])
+    >>> round(float(sketch_spread(counts, 7)["s1"]), 6)  # sqrt((9 + 1) / 7)
+    1.195229
+    """
+    values = counts[[f"count_{k}" for k in LEVELS]].to_numpy(dtype=float)
+    target = images_per_sketch / len(LEVELS)
+    return pd.Series(np.sqrt(((values - target) ** 2).mean(axis=1)), index=counts.index,
+                     name="sigma")  # fmt: skip
+
+
+def quotas(available: np.ndarray, total: int, rng: np.random.Generator) -> np.ndarray:
+    """How many images to take at each scale point: as even as ``available`` allows.
+
+    Water-filling: each point gets min(available, L) for the largest level L
+    that does not take too many, and what is left goes one each to points
+    with more than L candidates, drawn at random. No point that could give
+    more ends up more than one image behind another. ``total`` must not
+    exceed ``available.sum()``.
+
+    >>> int(quotas(np.array([10, 10, 10, 10, 10, 10, 10]), 40, np.random.default_rng(0)).sum())
+    40
+    >>> q = quotas(np.array([1, 0, 2, 30, 30, 30, 30]), 40, np.random.default_rng(0))
+    >>> q[:3].tolist(), int(q[3:].min()), int(q[3:].max())  # 37 over four points: 9, 9, 9, 10
+    ([1, 0, 2], 9, 10)
+    """
+    available = np.asarray(available, dtype=int)
+    if total > available.sum():
+        raise ValueError(f"cannot take {total} of {available.sum()} images")
+    # The water level: the largest L with sum(min(available, L)) <= total.
+    level = 0
+    while np.minimum(available, level + 1).sum() <= total and level < available.max():
+        level += 1
+    taken = np.minimum(available, level)
+    # What is left goes one each to points that have more than L, drawn at random.
+    more = np.flatnonzero(available > level)
+    extra = rng.choice(more, size=total - taken.sum(), replace=False)
+    taken[extra] += 1
+    return taken
+
+
+def distance_to_uniform(shares) -> float:
+    """Total variation distance between a distribution over the 7 points and the uniform one.
+
+    0 for a uniform distribution, at most 6/7.
+
+    >>> distance_to_uniform([1 / 7] * 7)
+    0.0
+    >>> round(distance_to_uniform([1, 0, 0, 0, 0, 0, 0]), 4)
+    0.8571
+    """
+    shares = np.asarray(shares, dtype=float)
+    return float(0.5 * np.abs(shares - 1.0 / len(LEVELS)).sum())
+
+
+def select_pairs(
+    pool: pd.DataFrame,
+    ratings: pd.DataFrame,
+    *,
+    sketches: int = 31,
+    images_per_sketch: int = 40,
+    seed: int = 0,
+) -> Selection:
+    """Choose K sketches and N images each from a pilot over the candidate pool.
+
+    Parameters
+    ----------
+    pool
+        The pool's manifest (rows with role ``candidate`` are the candidates).
+    ratings
+        The pilot's ratings, as :func:`analysis.load_ratings` returns them;
+        rows of phase ``main`` are used.
+    sketches, images_per_sketch
+        K and N (the paper: 31 and 40).
+    seed
+        Seed of the random choices (quotas and images).
+
+    References
+    ----------
+    Eitz et al. (2011), Sec. 2.2.
+    """
+    for name, value in (("sketches", sketches), ("images_per_sketch", images_per_sketch)):
+        if value < 1:
+            raise InputError(f"{name}: expected a whole number >= 1, got {value}")
+    candidates = pool[pool["role"] == "candidate"]
+    if candidates.empty:
+        raise InputError("stimulus set: no pairs with role 'candidate'; expected a pilot pool")
+    pilot = ratings[ratings["phase"].astype(str) == "main"]
+    pilot = pilot.assign(sketch_id=pilot["sketch_id"].astype(str),
+                         image_id=pilot["image_id"].astype(str))  # fmt: skip
+    known = pd.MultiIndex.from_frame(candidates[["sketch_id", "image_id"]])
+    rated = pd.MultiIndex.from_frame(pilot[["sketch_id", "image_id"]])
+    unknown = ~rated.isin(known)
+    if unknown.any():
+        sketch_id, image_id = rated[unknown][0]
+        raise InputError(
+            f"pilot ratings: pair ({sketch_id}, {image_id}) is not a candidate pair of the "
+            "stimulus set; expected ratings of the pool's candidates"
+        )
+
+    medians = pilot.groupby(["sketch_id", "image_id"])["rating"].median().dropna()
+    level = np.clip(np.floor(medians.to_numpy(dtype=float) + 0.5), 1, 7).astype(int)
+    levels = pd.Series(level, index=medians.index, name="pilot_level")
+    counts = rating_counts(pilot).reindex(candidates["sketch_id"].unique())
+    spread = sketch_spread(counts.fillna(0.0), images_per_sketch)
+    table = counts.assign(
+        n_candidates=candidates.groupby("sketch_id").size(),
+        n_rated=levels.groupby(level=0).size(),
+        sigma=spread,
+    )
+    table = table.fillna({"n_rated": 0, "n_pilot_raters": 0}).astype(
+        {"n_rated": int, "n_pilot_raters": int}
+    )
+    table.index.name = "sketch_id"
+    eligible = table[table["n_rated"] >= images_per_sketch]
+    if len(eligible) < sketches:
+        raise InputError(
+            f"pilot ratings: {len(eligible)} sketches have at least {images_per_sketch} rated "
+            f"candidate images; expected {sketches} (lower --sketches or --images, or rate "
+            "more candidates)"
+        )
+    ranked = eligible.assign(_id=eligible.index).sort_values(["sigma", "_id"], kind="stable")
+    kept = list(ranked.index[:sketches])
+
+    rng = np.random.default_rng(seed)
+    chosen = []
+    for sketch_id in sorted(kept):
+        sketch_levels = levels.loc[sketch_id]
+        available = np.array([(sketch_levels == k).sum() for k in LEVELS])
+        take = quotas(available, images_per_sketch, rng)
+        for k, n in zip(LEVELS, take, strict=True):
+            if n:
+                at_k = sketch_levels.index[sketch_levels.to_numpy() == k].to_numpy()
+                chosen.extend(
+                    (sketch_id, image_id) for image_id in rng.choice(at_k, n, replace=False)
+                )
+    chosen_index = pd.MultiIndex.from_tuples(chosen, names=["sketch_id", "image_id"])
+    pairs = candidates.set_index(["sketch_id", "image_id"]).loc[chosen_index].reset_index()
+    pairs = pairs[list(candidates.columns)].assign(role="main")
+    pairs["pilot_median"] = medians.reindex(chosen_index).to_numpy()
+    pairs["pilot_level"] = levels.reindex(chosen_index).to_numpy()
+    order = pd.Index(sorted(kept))
+    pairs = pairs.assign(_s=order.get_indexer(pairs["sketch_id"])).sort_values(
+        ["_s", "image_id"], kind="stable").drop(columns="_s").reset_index(drop=True)  # fmt: skip
+
+    in_selection = pd.MultiIndex.from_frame(pilot[["sketch_id", "image_id"]]).isin(chosen_index)
+    selected_counts = rating_counts(pilot[in_selection])
+    table["selected"] = table.index.isin(kept)
+    table["sigma_selected"] = sketch_spread(selected_counts, images_per_sketch).reindex(table.index)
+    table = table.reset_index()[
+        ["sketch_id", "n_candidates", "n_rated", "n_pilot_raters", "sigma", "selected",
+         "sigma_selected", *(f"count_{k}" for k in LEVELS)]
+    ]  # fmt: skip
+    distribution = pd.concat(
+        [
+            _distribution("pool", pilot["rating"]),
+            _distribution("selection", pilot.loc[in_selection, "rating"]),
+            _distribution("uniform", None, total=int(pilot.loc[in_selection, "rating"].count())),
+        ],
+        ignore_index=True,
+    )
+    return Selection(pairs=pairs, sketches=table, distribution=distribution)
+
+
+def _distribution(name: str, rating: pd.Series | None, total: int = 0) -> pd.DataFrame:
+    if rating is None:
+        count = np.full(len(LEVELS), total / len(LEVELS))
+    else:
+        given = rating.dropna().astype(int)
+        count = given.value_counts().reindex(LEVELS, fill_value=0).to_numpy(dtype=float)
+    share = count / count.sum() if count.sum() else np.full(len(LEVELS), np.nan)
+    return pd.DataFrame({"dataset": name, "rating": LEVELS, "count": count, "share": share})
+
+
+def write_selection(
+    pool_folder: str | Path,
+    ratings: pd.DataFrame,
+    out: str | Path,
+    *,
+    sketches: int = 31,
+    images_per_sketch: int = 40,
+    seed: int = 0,
+    anchors: AnchorDesign | None = None,
+) -> Selection:
+    """Select from the pool in ``pool_folder`` and write the selected set to ``out``.
+
+    ``out`` (new or empty) receives the same files as the pool (hard links
+    where the file system allows, copies where it does not), a manifest of
+    the selected pairs plus the pool's anchor pairs, ``SHA256SUMS``,
+    ``selection_sketches.csv``, ``selection_distribution.csv`` and
+    ``selection.json`` (the pool's digest, K, N and the seed).
+    """
+    import json
+
+    pool = load_set(pool_folder, anchors or AnchorDesign())
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise InputError(f"{out}: exists and is not empty; expected a new folder")
+    selection = select_pairs(pool.manifest, ratings, sketches=sketches,
+                             images_per_sketch=images_per_sketch, seed=seed)  # fmt: skip
+    manifest = pd.concat([pool.pairs("anchor"), selection.pairs], ignore_index=True)
+    manifest = manifest.fillna({"pilot_median": "", "pilot_level": ""})
+    out.mkdir(parents=True, exist_ok=True)
+    files = sorted(set(manifest["sketch_path"]) | set(manifest["image_path"]))
+    for relative in files:
+        _link(pool.path(relative), out / relative)
+    write_manifest(out, manifest)
+    selection.sketches.to_csv(out / "selection_sketches.csv", index=False, lineterminator="\n")
+    selection.distribution.to_csv(out / "selection_distribution.csv", index=False,
+                                  lineterminator="\n")  # fmt: skip
+    about = {
+        "Pool": str(Path(pool_folder).resolve()),
+        "PoolDigest": pool.digest,
+        "Sketches": sketches,
+        "ImagesPerSketch": images_per_sketch,
+        "Seed": seed,
+        "PoolDistanceToUniform": distance_to_uniform(_shares(selection, "pool")),
+        "SelectionDistanceToUniform": distance_to_uniform(_shares(selection, "selection")),
+    }
+    (out / "selection.json").write_text(json.dumps(about, indent=2) + "\n", encoding="utf-8")
+    write_checksums(out, [*files, MANIFEST, "selection_sketches.csv",
+                          "selection_distribution.csv", "selection.json"])  # fmt: skip
+    return selection
+
+
+def _shares(selection: Selection, dataset: str) -> np.ndarray:
+    table = selection.distribution
+    return table.loc[table["dataset"] == dataset, "share"].to_numpy()
+
+
+def _link(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)

@@ -1,0 +1,374 @@
+"""Checking a stimulus set before anyone rates it.
+
+:func:`validate_set` reads a set folder and lists every problem it finds,
+one line each, naming the file or the manifest line; :func:`load_set` is what
+the rest of the toolkit calls: it returns the checked set or raises
+:class:`~analysis._checks.InputError` with the first problem.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+import pandas as pd
+
+from analysis._checks import InputError
+
+from .manifest import (
+    CHECKSUMS,
+    MANIFEST,
+    ROLES,
+    file_sha256,
+    read_checksums,
+    read_manifest,
+    set_digest,
+)
+
+__all__ = ["AnchorDesign", "SetReport", "StimulusSet", "load_set", "validate_set"]
+
+SCALE = (1, 7)
+
+
+@dataclass(frozen=True)
+class AnchorDesign:
+    """What a whole anchor block is: the paper's 3 sketches x 7 images rated 1..7.
+
+    ``sketches = 0`` declares a study without anchoring; a pilot pool (only
+    ``candidate`` pairs) is never required to have anchors.
+    """
+
+    sketches: int = 3
+    images: int = 7
+
+    def __post_init__(self) -> None:
+        if self.sketches < 0:
+            raise InputError(f"anchor sketches: expected 0 or more, got {self.sketches}")
+        if not 2 <= self.images <= SCALE[1] - SCALE[0] + 1:
+            raise InputError(f"anchor images: expected 2 to 7 per sketch, got {self.images}")
+
+    @property
+    def ratings(self) -> tuple[int, ...]:
+        """The prescribed ratings of one anchor sketch's images, spread evenly over the scale."""
+        spread = np.rint(np.linspace(SCALE[0], SCALE[1], self.images)).astype(int)
+        return tuple(int(r) for r in spread)
+
+
+@dataclass(frozen=True)
+class StimulusSet:
+    """A checked stimulus set: its folder, manifest and digest."""
+
+    folder: Path
+    manifest: pd.DataFrame
+    digest: str
+
+    def pairs(self, role: str) -> pd.DataFrame:
+        """The manifest rows of one role (``main``, ``anchor`` or ``candidate``)."""
+        return self.manifest[self.manifest["role"] == role]
+
+    def path(self, relative: str) -> Path:
+        """A manifest path as a path on disk."""
+        return self.folder / relative
+
+
+@dataclass
+class SetReport:
+    """What :func:`validate_set` found: the problems, and the counts of a good set."""
+
+    folder: Path
+    problems: list[str] = field(default_factory=list)
+    n_sketches: int = 0
+    n_images: int = 0
+    n_anchor_sketches: int = 0
+    n_anchor_images: int = 0
+    n_candidates: int = 0
+    digest: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def summary(self) -> str:
+        """One line describing a good set."""
+        parts = []
+        if self.n_images:
+            parts.append(f"{self.n_sketches} sketches, {self.n_images} images")
+        if self.n_candidates:
+            parts.append(f"{self.n_candidates} candidate pairs")
+        if self.n_anchor_sketches:
+            parts.append(
+                f"anchors {self.n_anchor_sketches} sketches x "
+                f"{self.n_anchor_images // self.n_anchor_sketches} images"
+            )
+        else:
+            parts.append("no anchors")
+        return f"{self.folder}: {', '.join(parts)}; set digest {self.digest}"
+
+
+def validate_set(
+    folder: str | Path, anchors: AnchorDesign = AnchorDesign(), *, check_images: bool = True
+) -> SetReport:
+    """Check a stimulus set and report every problem found.
+
+    Checks, each problem one line naming the file or manifest line: the
+    manifest's columns, ids, roles and prescribed ratings; duplicate pairs; a
+    sketch given two files; paths that are absolute, contain ``..`` or lead
+    (through a symlink) outside the set folder; missing or unreadable image
+    files; ``SHA256SUMS`` (malformed lines, files not listed, checksum
+    mismatches); a sketch in two roles or without images; and an anchor block
+    that is not whole (``anchors``: the number of anchor sketches, each with
+    images carrying the prescribed ratings :attr:`AnchorDesign.ratings`).
+
+    ``check_images=False`` skips opening the images (the checksums still
+    prove they are the listed files).
+    """
+    folder = Path(folder)
+    report = SetReport(folder=folder)
+    if not folder.is_dir():
+        report.problems.append(f"{folder}: no such folder; expected a stimulus set")
+        return report
+    try:
+        manifest = read_manifest(folder)
+    except InputError as error:
+        report.problems.append(str(error))
+        return report
+
+    where = folder / MANIFEST
+    lines = pd.RangeIndex(2, len(manifest) + 2)  # line 1 is the header
+    problems = report.problems
+    # A row with neither image id nor image path declares a sketch alone (a sketch without
+    # images, reported below rather than as two empty cells).
+    declared = (manifest["image_id"] == "") & (manifest["image_path"] == "")
+    for column in ("sketch_id", "image_id"):
+        for line, value, alone in zip(lines, manifest[column], declared, strict=True):
+            if column == "image_id" and alone:
+                continue
+            if not value or any(c.isspace() for c in value):
+                problems.append(
+                    f"{where}: line {line}: {column} {value!r}: expected a non-empty id "
+                    "without spaces"
+                )
+    for line, role in zip(lines, manifest["role"], strict=True):
+        if role not in ROLES:
+            problems.append(
+                f"{where}: line {line}: role {role!r}: expected one of {', '.join(ROLES)}"
+            )
+    _check_anchor_ratings(manifest, lines, where, problems)
+
+    pair = manifest["sketch_id"] + "\x00" + manifest["image_id"]
+    first_line = dict(zip(pair[::-1], lines[::-1], strict=True))
+    for line, key in zip(lines, pair, strict=True):
+        if first_line[key] != line:
+            sketch_id, image_id = key.split("\x00")
+            problems.append(
+                f"{where}: line {line}: duplicate pair ({sketch_id}, {image_id}); first on line "
+                f"{first_line[key]}"
+            )
+
+    sketch_files = manifest.groupby("sketch_id", sort=False)["sketch_path"].unique()
+    for sketch_id, paths in sketch_files.items():
+        if len(paths) > 1:
+            problems.append(
+                f"{where}: sketch {sketch_id} has {len(paths)} files ({', '.join(paths)}); "
+                "expected one"
+            )
+    roles = manifest.groupby("sketch_id", sort=False)["role"].unique()
+    for sketch_id, used in roles.items():
+        if len(used) > 1:
+            problems.append(
+                f"{where}: sketch {sketch_id} is in roles {', '.join(sorted(used))}; expected "
+                "each sketch in one role"
+            )
+    with_images = set(manifest.loc[~declared, "sketch_id"])
+    for line, sketch_id in zip(lines[declared.to_numpy()], manifest.loc[declared, "sketch_id"],
+                               strict=True):  # fmt: skip
+        if sketch_id not in with_images:
+            problems.append(f"{where}: line {line}: sketch {sketch_id} has no images")
+
+    files = _check_paths(folder, manifest, lines, declared, check_images, problems)
+    named = set(manifest["sketch_path"]) | set(manifest["image_path"])
+    _check_checksums(folder, files, named, problems)
+    _check_anchor_block(manifest, anchors, where, problems)
+
+    counts = manifest.loc[~declared].groupby("role")
+    report.n_sketches = manifest.loc[manifest["role"] == "main", "sketch_id"].nunique()
+    report.n_images = int(((manifest["role"] == "main") & ~declared).sum())
+    report.n_candidates = int(((manifest["role"] == "candidate") & ~declared).sum())
+    report.n_anchor_sketches = manifest.loc[manifest["role"] == "anchor", "sketch_id"].nunique()
+    report.n_anchor_images = int(counts.size().get("anchor", 0))
+    if report.ok:
+        report.digest = set_digest(folder)
+    return report
+
+
+def load_set(folder: str | Path, anchors: AnchorDesign = AnchorDesign()) -> StimulusSet:
+    """The stimulus set in ``folder``, checked by :func:`validate_set`.
+
+    Raises :class:`~analysis._checks.InputError` with the first problem (and
+    how many more there are) when the set is not valid.
+    """
+    report = validate_set(folder, anchors)
+    if not report.ok:
+        more = len(report.problems) - 1
+        suffix = (
+            f" (and {more} more problem{'s' * (more > 1)}; sbir-study stimuli validate "
+            f"{folder} lists them)"
+            if more
+            else ""
+        )
+        raise InputError(report.problems[0] + suffix)
+    return StimulusSet(Path(folder), read_manifest(folder), str(report.digest))
+
+
+def _check_anchor_ratings(
+    manifest: pd.DataFrame, lines: pd.RangeIndex, where: Path, problems: list[str]
+) -> None:
+    is_anchor = (manifest["role"] == "anchor").to_numpy()
+    if "anchor_rating" not in manifest.columns:
+        if is_anchor.any():
+            problems.append(
+                f"{where}: line 1: missing column 'anchor_rating'; expected the prescribed "
+                "rating (1..7) of each anchor pair"
+            )
+        return
+    allowed = {str(k) for k in range(SCALE[0], SCALE[1] + 1)}
+    for line, anchor, value in zip(lines, is_anchor, manifest["anchor_rating"], strict=True):
+        if anchor and value not in allowed:
+            problems.append(
+                f"{where}: line {line}: anchor_rating {value!r}: expected a whole number 1..7 "
+                "for an anchor pair"
+            )
+        elif not anchor and value not in ("", "n/a"):
+            problems.append(
+                f"{where}: line {line}: anchor_rating {value!r}: expected an empty cell for a "
+                "pair that is not an anchor"
+            )
+
+
+def _check_paths(
+    folder: Path,
+    manifest: pd.DataFrame,
+    lines: pd.RangeIndex,
+    declared: pd.Series,
+    check_images: bool,
+    problems: list[str],
+) -> set[str]:
+    """Check every path the manifest names; returns the safe ones that exist."""
+    where = folder / MANIFEST
+    root = folder.resolve()
+    first: dict[str, tuple[int, str]] = {}
+    for column in ("sketch_path", "image_path"):
+        for line, path, skip in zip(lines, manifest[column], declared, strict=True):
+            if column == "image_path" and skip:
+                continue
+            if path not in first:
+                first[path] = (line, column)
+    files = set()
+    for path, (line, column) in first.items():
+        reason = _unsafe(path, root, folder)
+        if reason:
+            problems.append(f"{where}: line {line}: {column} {path!r}: {reason}")
+            continue
+        target = folder / path
+        if not target.is_file():
+            problems.append(f"{target}: no such file (manifest line {line}, {column})")
+            continue
+        if check_images:
+            error = _unreadable(target)
+            if error:
+                problems.append(
+                    f"{target}: cannot be read as an image ({error}) (manifest line {line})"
+                )
+                continue
+        files.add(path)
+    return files
+
+
+def _unsafe(path: str, root: Path, folder: Path) -> str | None:
+    """Why a manifest path is not a safe path inside the set, or None."""
+    if not path:
+        return "expected a path relative to the set folder, got an empty cell"
+    if "\\" in path or "\n" in path:
+        return "expected a path with '/' as separator and no backslash or line break"
+    pure = PurePosixPath(path)
+    if pure.is_absolute() or (len(path) > 1 and path[1] == ":"):
+        return "expected a path relative to the set folder, not an absolute path"
+    if ".." in pure.parts:
+        return "expected a path inside the set folder, without '..'"
+    resolved = Path(os.path.realpath(folder / path))
+    if not resolved.is_relative_to(root):
+        return f"resolves to {resolved}, outside the set folder (a symlink?)"
+    return None
+
+
+def _unreadable(path: Path) -> str | None:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as image:
+            image.verify()
+    except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as error:
+        return str(error) or type(error).__name__
+    return None
+
+
+def _check_checksums(folder: Path, files: set[str], named: set[str], problems: list[str]) -> None:
+    """Check SHA256SUMS; ``files`` are the manifest's good paths, ``named`` all it names."""
+    try:
+        checksums, malformed = read_checksums(folder)
+    except InputError as error:
+        problems.append(str(error))
+        return
+    problems.extend(malformed)
+    sums = folder / CHECKSUMS
+    for path in sorted(files | {MANIFEST}):
+        if path not in checksums:
+            problems.append(f"{sums}: {path} is not listed; expected every file of the set")
+    for path, expected in checksums.items():
+        target = folder / path
+        if _unsafe(path, folder.resolve(), folder):
+            if path not in named:  # else the manifest's line says it already
+                problems.append(f"{sums}: {path!r}: expected a path inside the set folder")
+        elif not target.is_file():
+            problems.append(f"{target}: no such file (listed in {CHECKSUMS})")
+        elif file_sha256(target) != expected:
+            problems.append(f"{target}: checksum mismatch; the file differs from {CHECKSUMS}")
+
+
+def _check_anchor_block(
+    manifest: pd.DataFrame, anchors: AnchorDesign, where: Path, problems: list[str]
+) -> None:
+    is_anchor = manifest["role"] == "anchor"
+    is_pool = manifest["role"].eq("candidate").all()
+    found = manifest.loc[is_anchor, "sketch_id"].unique()
+    if is_pool and not len(found):
+        return
+    if len(found) != anchors.sketches:
+        problems.append(
+            f"{where}: anchor block has {len(found)} sketch{'es' * (len(found) != 1)}; expected "
+            f"{anchors.sketches} (each with {anchors.images} images rated "
+            f"{', '.join(map(str, anchors.ratings))})"
+        )
+    if "anchor_rating" not in manifest.columns:
+        return
+    expected = Counter(str(r) for r in anchors.ratings)
+    for sketch_id, prescribed in manifest[is_anchor].groupby("sketch_id", sort=False)[
+        "anchor_rating"
+    ]:
+        got = Counter(prescribed)
+        if got != expected:
+            problems.append(
+                f"{where}: anchor sketch {sketch_id} has images rated "
+                f"{', '.join(sorted(prescribed, key=_as_number)) or 'none'}; expected one each "
+                f"rated {', '.join(map(str, anchors.ratings))}"
+            )
+
+
+def _as_number(text: str) -> tuple[int, float | str]:
+    try:
+        return (0, float(text))
+    except ValueError:
+        return (1, text)
