@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_pairwise.py
 	$(BIN)/python benchmarks/bench_analyze.py
 	$(BIN)/python benchmarks/bench_figures_power.py
+	$(BIN)/python benchmarks/bench_stimuli.py
 
 clean:
 	rm -rf build .pytest_cache
