@@ -21,7 +21,6 @@ result does not depend on ``jobs`` or on the other replications.
 from __future__ import annotations
 
 import os
-import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
@@ -32,6 +31,7 @@ from scipy import special
 
 from . import _kernels
 from ._checks import InputError
+from ._progress import progress_bar
 from .significance import wilson_interval
 from .simulate import RaterModel, StudyDesign, main_block_ratings
 
@@ -91,11 +91,11 @@ def power_analysis(options: PowerOptions = PowerOptions(), *, jobs: int = 1,
         with pool:
             for done, result in enumerate(pool.map(_replication, tasks, chunksize=4), 1):
                 rows.extend(result)
-                _progress(progress, done, len(tasks))
+                progress_bar("replications", done, len(tasks), show=progress)
     else:
         for done, task in enumerate(tasks, 1):
             rows.extend(_replication(task))
-            _progress(progress, done, len(tasks))
+            progress_bar("replications", done, len(tasks), show=progress)
     columns = ["replication", "participants", "w_significant_share", "tau_median", "tau_p05",
                "interuser_share", "interuser_wilson_width"]  # fmt: skip
     return pd.DataFrame(rows, columns=columns)
@@ -163,14 +163,3 @@ def _replication(task) -> list[tuple]:
         rows.append((index, k, w_significant / len(panel), float(tau_median), float(tau_p05),
                      share, high - low))  # fmt: skip
     return rows
-
-
-def _progress(show: bool, done: int, total: int) -> None:
-    if not show:
-        return
-    width = 30
-    filled = int(width * done / total)
-    sys.stderr.write(f"\rreplications [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-    if done == total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()

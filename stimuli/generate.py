@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -46,6 +45,7 @@ import pandas as pd
 from PIL import Image, ImageDraw
 
 from analysis._checks import InputError, check_option
+from analysis._progress import progress_bar
 
 from .manifest import write_checksums, write_manifest
 
@@ -126,7 +126,7 @@ def generate_set(
     for sketch_id, role, stream in plans:
         rows.extend(_draw_sketch(folder, sketch_id, role, stream, design))
         done += design.anchor_images if role == "anchor" else design.images_per_sketch
-        _progress(progress, done, total)
+        progress_bar("drawing pairs", done, total, show=progress)
     manifest = pd.DataFrame(
         rows,
         columns=["sketch_id", "image_id", "sketch_path", "image_path", "role", "anchor_rating",
@@ -145,17 +145,6 @@ def generate_set(
              GENERATOR_FILE]  # fmt: skip
     write_checksums(folder, files)
     return folder
-
-
-def _progress(show: bool, done: int, total: int) -> None:
-    if not show:
-        return
-    width = 30
-    filled = int(width * done / max(total, 1))
-    sys.stderr.write(f"\rdrawing pairs [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-    if done >= total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
 
 
 def _draw_sketch(folder: Path, sketch_id: str, role: str, stream: np.random.SeedSequence,

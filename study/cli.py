@@ -27,14 +27,24 @@ def _version() -> str:
         return "unknown"
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
-    return value
+def _at_least(minimum: int):
+    """An argparse type: a whole number of at least ``minimum``."""
+
+    def whole_number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {value}")
+        return value
+
+    return whole_number
+
+
+_positive_int = _at_least(1)
+_count = _at_least(0)
+_count_min2 = _at_least(2)
 
 
 def _probability(text: str) -> float:
@@ -278,23 +288,6 @@ def _add_stimuli(commands) -> None:
     select.add_argument("--images", type=_positive_int, default=40, help="N (default: 40)")
     select.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     select.set_defaults(handler=_stimuli_select)
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value}")
-    return value
-
-
-def _count_min2(text: str) -> int:
-    value = _count(text)
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 2, got {value}")
-    return value
 
 
 def _anchor_design(args: argparse.Namespace):
