@@ -1,0 +1,259 @@
+"""Study protocols: one typed object, loaded from TOML and checked once at load.
+
+A protocol file has top-level keys (``name``, ``task``, ``description``) and
+one table per topic: ``[timing]``, ``[response]``, ``[anchoring]``,
+``[pauses]``, ``[display]`` and ``[instructions]``. Every setting is
+documented in ``protocols/README.md``; a setting left out takes the default of
+the paper's replication (Eitz et al. 2011, Sec. 2.3). The session loop reads
+only the :class:`Protocol` object, never the TOML dictionary.
+
+Problems are :class:`~analysis._checks.InputError` naming the file and the
+key: an unknown key (with the closest valid one), a wrong type, a negative or
+zero duration, an invalid choice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analysis._checks import InputError
+
+__all__ = [
+    "Anchoring",
+    "Display",
+    "Instructions",
+    "Pauses",
+    "Protocol",
+    "Response",
+    "Timing",
+    "load_protocol",
+    "protocol_dict",
+]
+
+
+@dataclass(frozen=True)
+class Timing:
+    #: Seconds the sketch/image pair is shown.
+    stimulus_s: float = 2.0
+    #: Seconds of black screen after it; the rating can be given or changed until it ends.
+    blank_s: float = 1.0
+    #: Seconds an anchor pair is shown in the anchoring phase, with its prescribed rating.
+    anchor_demo_s: float = 3.0
+    #: Count frames only if the measured frame period varies by less than this (ms, sd).
+    frame_jitter_ms: float = 1.0
+    #: ... and the measured refresh rate is within this range (Hz); else time by the clock.
+    refresh_range_hz: tuple[float, float] = (50.0, 250.0)
+
+
+@dataclass(frozen=True)
+class Response:
+    #: One key per scale point, best first: ``keys[0]`` means rating 1.
+    keys: tuple[str, ...] = ("1", "2", "3", "4", "5", "6", "7")
+    #: Also accept the numeric keypad for the same ratings.
+    keypad: bool = True
+    #: Key that asks for a pause (taken after the current response window closes).
+    pause_key: str = "p"
+    #: Key that asks to end the session (with a confirmation).
+    quit_key: str = "escape"
+
+
+@dataclass(frozen=True)
+class Anchoring:
+    #: Show the anchor pairs with their prescribed ratings before the main block.
+    enabled: bool = True
+    #: Put every anchor pair again at a random place in the later part of the main block.
+    repeat: bool = True
+    #: The repeats go after this fraction of the main block ("the later part").
+    repeat_from: float = 0.5
+
+
+@dataclass(frozen=True)
+class Pauses:
+    #: Whether the participant may pause at any time with the pause key.
+    allowed: bool = True
+    #: A scheduled break after every this many main-block trials; 0 for none.
+    break_every: int = 0
+
+
+@dataclass(frozen=True)
+class Display:
+    #: Full screen (a lab session) or a window (``run --windowed`` overrides to a window).
+    fullscreen: bool = True
+    #: Screen resolution in pixels, as the monitor reports it.
+    resolution: tuple[int, int] = (1920, 1200)
+    #: Visible width of the screen (cm); a 24-inch 16:10 LCD is 51.8 cm wide.
+    width_cm: float = 51.8
+    #: Eye-to-screen distance (cm); the paper: 80 cm.
+    distance_cm: float = 80.0
+    #: Width of the sketch and of the image, each, in degrees of visual angle.
+    stimulus_deg: float = 12.0
+    #: Gap between the sketch and the image (degrees of visual angle).
+    gap_deg: float = 1.0
+    #: Background during the stimulus, as PsychoPy RGB (-1..1); the blank is always black.
+    background: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class Instructions:
+    anchoring: str = (
+        "You will first see example pairs of a sketch and an image, each with the rating "
+        "it deserves, from 1 (best match) to 7 (worst match).\n\nPress space to begin."
+    )
+    main: str = (
+        "Now rate each pair yourself: how well does the image match the sketch?\n\n"
+        "Press a number key from 1 (best match) to 7 (worst match) while the pair is shown "
+        "or during the black screen after it. You may change your rating until the next "
+        "pair appears.\n\nPress P to pause at any time. Press space to begin."
+    )
+    pause: str = "Paused. Press space to continue."
+    end: str = "Thank you! The session is complete."
+
+
+@dataclass(frozen=True)
+class Protocol:
+    #: Short name of the protocol (recorded with every session).
+    name: str = "eitz2011"
+    #: BIDS task label (letters and digits).
+    task: str = "sbirrating"
+    description: str = ""
+    #: Roles of the stimulus set's pairs that make the main block (``candidate`` for a pilot).
+    main_roles: tuple[str, ...] = ("main",)
+    timing: Timing = field(default_factory=Timing)
+    response: Response = field(default_factory=Response)
+    anchoring: Anchoring = field(default_factory=Anchoring)
+    pauses: Pauses = field(default_factory=Pauses)
+    display: Display = field(default_factory=Display)
+    instructions: Instructions = field(default_factory=Instructions)
+
+    @property
+    def scale(self) -> tuple[int, int]:
+        """The rating scale: 1 .. the number of response keys."""
+        return 1, len(self.response.keys)
+
+
+def load_protocol(path: str | Path) -> Protocol:
+    """Read and check a protocol file.
+
+    Raises :class:`~analysis._checks.InputError` naming the file and key.
+    """
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file; expected a protocol (.toml)") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: cannot be read ({error})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise InputError(f"{path}: not valid TOML ({error})") from None
+    protocol = _build(Protocol, raw, path, prefix="")
+    _check(protocol, path)
+    return protocol
+
+
+def protocol_dict(protocol: Protocol) -> dict:
+    """The protocol as plain data (for the session's sidecar)."""
+    return dataclasses.asdict(protocol)
+
+
+def _build(cls: type, raw: dict, path: Path, prefix: str):
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    values = {}
+    for key, value in raw.items():
+        where = f"{prefix}{key}"
+        if key not in names:
+            message = f"{path}: unknown key {where!r}"
+            close = difflib.get_close_matches(key, names, n=1)
+            if close:
+                message += f" (did you mean {prefix + close[0]!r}?)"
+            else:
+                message += f"; expected one of {', '.join(prefix + n for n in names)}"
+            raise InputError(message)
+        values[key] = _convert(hints[key], value, path, where)
+    return cls(**values)
+
+
+def _convert(hint, value, path: Path, where: str):
+    if dataclasses.is_dataclass(hint):
+        if not isinstance(value, dict):
+            raise InputError(f"{path}: {where}: expected a table [{where}], got {value!r}")
+        return _build(hint, value, path, prefix=f"{where}.")
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        args = typing.get_args(hint)
+        if not isinstance(value, list):
+            raise InputError(f"{path}: {where}: expected a list, got {value!r}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_convert(args[0], v, path, where) for v in value)
+        if len(value) != len(args):
+            raise InputError(f"{path}: {where}: expected a list of {len(args)}, got {value!r}")
+        return tuple(_convert(a, v, path, where) for a, v in zip(args, value, strict=True))
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InputError(f"{path}: {where}: expected a number, got {value!r}")
+        return float(value)
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(f"{path}: {where}: expected a whole number, got {value!r}")
+        return value
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise InputError(f"{path}: {where}: expected true or false, got {value!r}")
+        return value
+    if hint is str:
+        if not isinstance(value, str):
+            raise InputError(f"{path}: {where}: expected a string, got {value!r}")
+        return value
+    raise TypeError(f"unsupported setting type {hint}")
+
+
+def _check(protocol: Protocol, path: Path) -> None:
+    def fail(key: str, expected: str, value) -> None:
+        raise InputError(f"{path}: {key}: expected {expected}, got {value!r}")
+
+    timing = protocol.timing
+    for key in ("stimulus_s", "blank_s", "anchor_demo_s"):
+        if not getattr(timing, key) > 0:
+            fail(f"timing.{key}", "a duration above 0 s", getattr(timing, key))
+    if timing.frame_jitter_ms < 0:
+        fail("timing.frame_jitter_ms", "a number >= 0", timing.frame_jitter_ms)
+    low, high = timing.refresh_range_hz
+    if not 0 < low < high:
+        fail("timing.refresh_range_hz", "[low, high] with 0 < low < high", [low, high])
+    keys = protocol.response.keys
+    if not 2 <= len(keys) <= 9:
+        fail("response.keys", "2 to 9 keys, one per scale point", list(keys))
+    if len(set(keys)) != len(keys):
+        fail("response.keys", "distinct keys", list(keys))
+    for key in ("pause_key", "quit_key"):
+        value = getattr(protocol.response, key)
+        if not value or value in keys:
+            fail(f"response.{key}", "a key that is not a rating key", value)
+    if protocol.response.pause_key == protocol.response.quit_key:
+        fail("response.quit_key", "a key other than the pause key", protocol.response.quit_key)
+    if not 0.0 <= protocol.anchoring.repeat_from < 1.0:
+        fail("anchoring.repeat_from", "a fraction in [0, 1)", protocol.anchoring.repeat_from)
+    if protocol.pauses.break_every < 0:
+        fail(
+            "pauses.break_every", "0 (no breaks) or a number of trials", protocol.pauses.break_every
+        )
+    display = protocol.display
+    if min(display.resolution) < 1:
+        fail("display.resolution", "[width, height] in pixels", list(display.resolution))
+    for key in ("width_cm", "distance_cm", "stimulus_deg"):
+        if not getattr(display, key) > 0:
+            fail(f"display.{key}", "a number above 0", getattr(display, key))
+    if display.gap_deg < 0:
+        fail("display.gap_deg", "a number >= 0", display.gap_deg)
+    if not all(-1.0 <= c <= 1.0 for c in display.background):
+        fail("display.background", "three numbers in -1..1 (PsychoPy RGB)", display.background)
+    if not protocol.task.isalnum() or not protocol.task.isascii():
+        fail("task", "a BIDS label of letters and digits", protocol.task)
+    roles = ("main", "candidate")
+    if not protocol.main_roles or any(r not in roles for r in protocol.main_roles):
+        fail("main_roles", f"a list of {' and/or '.join(roles)}", list(protocol.main_roles))

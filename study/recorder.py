@@ -1,0 +1,262 @@
+"""Recording a rating session so that no completed trial is ever lost.
+
+The session's ``_beh.tsv`` is opened once and every trial is appended as one
+line, flushed and fsync'ed as soon as it is complete; a session killed at any
+instant (SIGKILL, power loss) keeps every trial whose line was written. Files
+are never overwritten: an existing session is refused unless resumed, and the
+sidecar and ``participants.tsv`` are replaced atomically (write a temporary
+file, fsync, rename), so a crash leaves either the old or the new version.
+
+On ``resume``, the recorded seed re-derives the trial order, which must equal
+the recorded order, for the same protocol and the same stimulus set (digest);
+the session continues from the first unrecorded trial. A line cut off by a
+crash is not a trial: it is moved to ``sourcedata/`` (kept, not lost) and the
+file ends at the last whole line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from analysis import bids
+from analysis._checks import InputError
+
+__all__ = ["SESSION_COLUMNS", "SessionRecorder"]
+
+#: The columns of a recorded session's ``_beh.tsv``, in file order.
+SESSION_COLUMNS = (
+    "participant", "trial", "phase", "sketch_id", "image_id", "rating", "rt", "anchor_rating",
+    "onset", "onset_monotonic", "stim_duration", "blank_duration", "dropped_frames",
+    "n_presses", "presses", "paused_before",
+)  # fmt: skip
+
+_README = """Ratings of sketch/image pairs recorded with sbir-study (the rating study of
+Eitz et al. 2011, Sec. 2.3). One _beh.tsv per participant and session: one row per
+presented pair, columns described in its _beh.json sidecar, which also holds the
+protocol, the stimulus-set digest, the seed and the trial order.
+"""
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _replace_atomically(path: Path, text: str) -> None:
+    """Write ``path`` so that a crash leaves either its old or its new content."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+    _fsync_dir(path.parent)
+
+
+def _cell(value) -> str:
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.6f}"
+    text = str(value)
+    if "\t" in text or "\n" in text:
+        raise ValueError(f"a cell may not hold a tab or line break: {text!r}")
+    return text
+
+
+class SessionRecorder:
+    """Appends a session's trials to its BIDS ``_beh.tsv``; see the module docstring.
+
+    Use :meth:`open`, then :meth:`append` once per trial and :meth:`finish`.
+    """
+
+    def __init__(self, path: Path, sidecar: dict, recorded: int) -> None:
+        self.path = path
+        self.sidecar = sidecar
+        #: Trials on disk before this process started (0 for a new session).
+        self.recorded = recorded
+        self._handle = open(path, "a", encoding="utf-8", newline="\n")
+
+    @classmethod
+    def open(
+        cls,
+        root: str | Path,
+        participant: str,
+        *,
+        task: str,
+        session: Mapping,
+        trial_order: Sequence[Sequence],
+        resume: bool = False,
+    ) -> SessionRecorder:
+        """Start (or, with ``resume``, continue) a participant's session under ``root``.
+
+        ``session`` is what the sidecar records (protocol, stimulus set with
+        its digest, seed, refresh rate, software); ``trial_order`` the rows
+        ``(trial, phase, sketch_id, image_id)`` of the trial list. A session
+        that exists is refused without ``resume``; with it, the recorded
+        ``Protocol``, ``StimulusSetDigest`` and ``TrialOrder`` must equal the
+        given ones.
+        """
+        root = Path(root)
+        label = bids.check_label(participant)
+        path = bids.beh_path(root, label, task)
+        order = [list(map(_plain, row)) for row in trial_order]
+        if path.exists() and not resume:
+            raise InputError(
+                f"{path}: a session of participant {label!r} is already recorded; it is never "
+                "overwritten (pass --resume to continue it, or choose another --participant)"
+            )
+        if resume and not path.exists():
+            raise InputError(f"{path}: no session of participant {label!r} to resume")
+        _start_dataset(root, label)
+        if resume:
+            sidecar, recorded = _resume(path, session, order)
+            sidecar["Resumed"] = [*sidecar.get("Resumed", []), {
+                "At": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "FromTrial": recorded + 1}]  # fmt: skip
+            sidecar["SessionStatus"] = "running"
+        else:
+            sidecar = {
+                **{c: bids.BEH_COLUMNS[c] for c in SESSION_COLUMNS},
+                **session,
+                "TrialOrder": order,
+                "SessionStart": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "SessionStatus": "running",
+            }
+            recorded = 0
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # The header alone, exclusively: two processes cannot both start this session.
+            with open(path, "x", encoding="utf-8", newline="\n") as handle:
+                handle.write("\t".join(SESSION_COLUMNS) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            _fsync_dir(path.parent)
+        _replace_atomically(path.with_suffix(".json"), json.dumps(sidecar, indent=2) + "\n")
+        return cls(path, sidecar, recorded)
+
+    def append(self, row: Mapping) -> None:
+        """Write one trial as one line and force it to disk before returning."""
+        line = "\t".join(_cell(row.get(c)) for c in SESSION_COLUMNS) + "\n"
+        self._handle.write(line)
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def finish(self, status: str, **entries) -> None:
+        """Close the file and complete the sidecar (``complete`` or ``incomplete``)."""
+        self._handle.close()
+        self.sidecar.update(entries)
+        self.sidecar["SessionStatus"] = status
+        self.sidecar["SessionEnd"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        _replace_atomically(
+            self.path.with_suffix(".json"), json.dumps(self.sidecar, indent=2) + "\n"
+        )
+
+    def recorded_rows(self) -> pd.DataFrame:
+        """The trials on disk, as text."""
+        return pd.read_csv(self.path, sep="\t", dtype=str, keep_default_na=False)
+
+
+def _plain(value):
+    """A JSON-friendly scalar (numpy and pandas scalars become Python ones)."""
+    if value is None or value is pd.NA:
+        return None
+    if hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def _start_dataset(root: Path, label: str) -> None:
+    """Create the dataset files that do not exist yet and add the participant."""
+    root.mkdir(parents=True, exist_ok=True)
+    if not (root / "dataset_description.json").exists():
+        description = {
+            "Name": "sbir-study rating sessions",
+            "BIDSVersion": bids.BIDS_VERSION,
+            "DatasetType": "raw",
+            "GeneratedBy": [{"Name": "sbir-study", "Description": "sbir-study run"}],
+        }
+        _replace_atomically(root / "dataset_description.json",
+                            json.dumps(description, indent=2) + "\n")  # fmt: skip
+    if not (root / "README").exists():
+        _replace_atomically(root / "README", _README)
+    participants = root / "participants.tsv"
+    if participants.exists():
+        table = pd.read_csv(participants, sep="\t", dtype=str, keep_default_na=False)
+    else:
+        table = pd.DataFrame({"participant_id": pd.Series(dtype=str)})
+    if f"sub-{label}" not in set(table["participant_id"]):
+        table = pd.concat([table, pd.DataFrame({"participant_id": [f"sub-{label}"]})])
+        text = table.fillna("n/a").to_csv(sep="\t", index=False, lineterminator="\n")
+        _replace_atomically(participants, text)
+    if not (root / "participants.json").exists():
+        described = {"participant_id": {"Description": "Participant label (sub-<label>)."}}
+        _replace_atomically(root / "participants.json", json.dumps(described, indent=2) + "\n")
+
+
+def _resume(path: Path, session: Mapping, order: list) -> tuple[dict, int]:
+    sidecar_path = path.with_suffix(".json")
+    try:
+        sidecar = json.loads(sidecar_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise InputError(f"{sidecar_path}: cannot be read ({error}); cannot resume") from None
+    for key, what in (("StimulusSetDigest", "stimulus set"), ("Protocol", "protocol")):
+        if sidecar.get(key) != session.get(key):
+            raise InputError(
+                f"{sidecar_path}: {key}: the session was recorded with another {what}; resume "
+                f"with the same {what} (recorded {_short(sidecar.get(key))}, given "
+                f"{_short(session.get(key))})"
+            )
+    if sidecar.get("TrialOrder") != order:
+        raise InputError(
+            f"{sidecar_path}: TrialOrder: the order re-derived from seed {session.get('Seed')} "
+            "differs from the recorded one; the session cannot be resumed safely"
+        )
+    recorded = _keep_whole_lines(path)
+    rows = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    if list(rows.columns) != list(SESSION_COLUMNS):
+        raise InputError(f"{path}: line 1: expected the columns {', '.join(SESSION_COLUMNS)}")
+    for line, (row, expected) in enumerate(zip(rows.itertuples(), order, strict=False), start=2):
+        if [int(row.trial), row.phase, row.sketch_id, row.image_id] != list(expected):
+            raise InputError(
+                f"{path}: line {line}: trial {row.trial} ({row.sketch_id}, {row.image_id}) is not "
+                f"trial {expected[0]} of the recorded order; the session cannot be resumed safely"
+            )
+    if recorded > len(order):
+        raise InputError(f"{path}: {recorded} trials recorded, more than the {len(order)} planned")
+    return sidecar, recorded
+
+
+def _keep_whole_lines(path: Path) -> int:
+    """Move a line cut off by a crash to sourcedata/; return the number of whole trial lines."""
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        fragment = data[end:]
+        keep = path.parents[2] / "sourcedata" / path.parent.parent.name / (
+            f"{path.stem}_cut-{int(time.time())}.txt")  # fmt: skip
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        with open(keep, "wb") as handle:
+            handle.write(fragment)
+            handle.flush()
+            os.fsync(handle.fileno())
+        with open(path, "r+b") as handle:
+            handle.truncate(end)
+            handle.flush()
+            os.fsync(handle.fileno())
+    lines = data[:end].count(b"\n")
+    return max(lines - 1, 0)
+
+
+def _short(value) -> str:
+    text = json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
+    return text if len(text) <= 40 else text[:37] + "..."

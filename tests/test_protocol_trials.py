@@ -1,0 +1,158 @@
+"""Protocols (loading and every validation error) and the trial list (a pure function)."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import InputError
+from study.protocol import Protocol, load_protocol
+from study.trials import build_trials
+
+PROTOCOLS = Path(__file__).parents[1] / "protocols"
+
+
+@pytest.mark.parametrize("name", ["eitz2011", "pilot", "demo"])
+def test_shipped_protocols_load(name):
+    protocol = load_protocol(PROTOCOLS / f"{name}.toml")
+    assert protocol.name == name
+    assert protocol.scale == (1, 7)
+
+
+def test_the_replication_protocol_is_the_paper_design():
+    protocol = load_protocol(PROTOCOLS / "eitz2011.toml")
+    # Eitz et al. 2011, Sec. 2.3: 2 s stimulus, 1 s black, keys 1..7 with 1 = best,
+    # anchoring before the main block and repeated in its later part, pauses, 80 cm.
+    assert (protocol.timing.stimulus_s, protocol.timing.blank_s) == (2.0, 1.0)
+    assert protocol.response.keys == tuple("1234567")
+    assert protocol.anchoring.enabled and protocol.anchoring.repeat
+    assert protocol.pauses.allowed
+    assert protocol.display.distance_cm == 80.0
+    assert protocol == Protocol(description=protocol.description)  # the file states the defaults
+    pilot = load_protocol(PROTOCOLS / "pilot.toml")
+    assert pilot.main_roles == ("candidate",) and not pilot.anchoring.enabled
+
+
+@pytest.mark.parametrize(
+    "text,fragments",
+    [
+        ("[timing]\nstimulus_sec = 2.0\n", ["unknown key 'timing.stimulus_sec'",
+                                            "did you mean 'timing.stimulus_s'?"]),
+        ("nmae = 'x'\n", ["unknown key 'nmae'", "did you mean 'name'?"]),
+        ("[timing]\nzzz = 1\n", ["unknown key 'timing.zzz'", "expected one of timing.stimulus_s"]),
+        ("[timing]\nstimulus_s = 'two'\n", ["timing.stimulus_s: expected a number, got 'two'"]),
+        ("[timing]\nblank_s = -1.0\n", ["timing.blank_s: expected a duration above 0 s, got -1.0"]),
+        ("[timing]\nstimulus_s = 0\n", ["timing.stimulus_s: expected a duration above 0 s"]),
+        ("[timing]\nstimulus_s = true\n", ["timing.stimulus_s: expected a number, got True"]),
+        ("[timing]\nrefresh_range_hz = [60]\n", ["timing.refresh_range_hz: expected a list of 2"]),
+        ("[timing]\nrefresh_range_hz = [60, 50]\n", ["0 < low < high"]),
+        ("[response]\nkeys = ['1', '1']\n", ["response.keys: expected distinct keys"]),
+        ("[response]\nkeys = ['1']\n", ["response.keys: expected 2 to 9 keys"]),
+        ("[response]\nkeys = [1, 2]\n", ["response.keys: expected a string, got 1"]),
+        ("[response]\npause_key = '3'\n", ["response.pause_key: expected a key that is not a "
+                                           "rating key"]),
+        ("[response]\nquit_key = 'p'\n", ["response.quit_key: expected a key other than the "
+                                          "pause key"]),
+        ("[anchoring]\nenabled = 'yes'\n", ["anchoring.enabled: expected true or false"]),
+        ("[anchoring]\nrepeat_from = 1.0\n", ["anchoring.repeat_from: expected a fraction"]),
+        ("[pauses]\nbreak_every = 2.5\n", ["pauses.break_every: expected a whole number"]),
+        ("[pauses]\nbreak_every = -1\n", ["pauses.break_every: expected 0 (no breaks)"]),
+        ("[display]\ndistance_cm = 0\n", ["display.distance_cm: expected a number above 0"]),
+        ("[display]\nbackground = [0, 0, 2]\n", ["display.background: expected three numbers"]),
+        ("timing = 3\n", ["timing: expected a table [timing]"]),
+        ("task = 'my-task'\n", ["task: expected a BIDS label"]),
+        ("main_roles = ['anchor']\n", ["main_roles: expected a list of main and/or candidate"]),
+        ("[timing\n", ["not valid TOML"]),
+    ],
+)  # fmt: skip
+def test_protocol_errors_name_the_key(tmp_path, text, fragments):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(InputError) as error:
+        load_protocol(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: ")
+    assert "\n" not in message
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+def test_missing_protocol_file(tmp_path):
+    with pytest.raises(InputError, match="no such file; expected a protocol"):
+        load_protocol(tmp_path / "nowhere.toml")
+
+
+# --- The trial list ----------------------------------------------------------------------------
+
+
+def _manifest(sketches=5, images=8, anchor_sketches=3, anchor_images=7):
+    rows = []
+    for a in range(anchor_sketches):
+        for r in range(anchor_images):
+            rows.append((f"a{a}", f"a{a}_{r}", "anchor", str(r + 1)))
+    for s in range(sketches):
+        for i in range(images):
+            rows.append((f"s{s}", f"s{s}_{i}", "main", ""))
+    frame = pd.DataFrame(rows, columns=["sketch_id", "image_id", "role", "anchor_rating"])
+    return frame.assign(sketch_path="x.png", image_path="y.png")
+
+
+def _repeat_slots(block):
+    """For each anchor repeat, how many main trials of the block come before it."""
+    main = np.flatnonzero(block["phase"] == "main")
+    return np.searchsorted(main, np.flatnonzero(block["phase"] == "anchor_repeat"))
+
+
+def test_trial_list_follows_the_paper():
+    manifest = _manifest()
+    trials = build_trials(Protocol(), manifest, seed=42)
+    assert trials["trial"].tolist() == list(range(1, len(trials) + 1))
+    demo = trials[trials["phase"] == "anchor_demo"]
+    # The anchoring phase comes first, sketch by sketch, from rating 1 to 7.
+    assert demo.index.tolist() == list(range(21))
+    assert demo["anchor_rating"].tolist() == list(range(1, 8)) * 3
+    block = trials.iloc[21:]
+    main = block[block["phase"] == "main"]
+    # Each main pair exactly once.
+    pairs = manifest[manifest["role"] == "main"]
+    assert sorted(zip(main["sketch_id"], main["image_id"], strict=True)) == sorted(
+        zip(pairs["sketch_id"], pairs["image_id"], strict=True)
+    )
+    assert main["anchor_rating"].isna().all()
+    # Each anchor pair once more, only in the later half of the main block.
+    repeats = block[block["phase"] == "anchor_repeat"]
+    assert sorted(repeats["image_id"]) == sorted(demo["image_id"])
+    position_in_main = _repeat_slots(block)
+    assert (position_in_main >= 20).all()  # 40 main trials, repeat_from = 0.5
+    # Random order: not the manifest's.
+    assert main["image_id"].tolist() != pairs["image_id"].tolist()
+
+
+def test_same_seed_same_order_other_seed_other_order():
+    manifest = _manifest()
+    first = build_trials(Protocol(), manifest, seed=7)
+    pd.testing.assert_frame_equal(first, build_trials(Protocol(), manifest, seed=7))
+    assert not first["image_id"].equals(build_trials(Protocol(), manifest, seed=8)["image_id"])
+
+
+def test_repeats_spread_over_the_later_part():
+    # Over many seeds, the repeats use the whole later part (and nothing before it).
+    manifest = _manifest(sketches=2, images=10, anchor_sketches=1)
+    positions = []
+    for seed in range(200):
+        block = build_trials(Protocol(), manifest, seed=seed).iloc[7:]
+        positions.extend(_repeat_slots(block))
+    assert min(positions) == 10 and max(positions) == 20
+
+
+def test_pilot_protocol_rates_candidates_without_anchors(tmp_path):
+    manifest = _manifest()
+    manifest.loc[manifest["role"] == "main", "role"] = "candidate"
+    pilot = load_protocol(PROTOCOLS / "pilot.toml")
+    trials = build_trials(pilot, manifest, seed=1)
+    assert set(trials["phase"]) == {"main"} and len(trials) == 40
+    with pytest.raises(InputError, match="no pairs with role main; the protocol 'eitz2011'"):
+        build_trials(Protocol(), manifest, seed=1)
+    with pytest.raises(InputError, match="seed: expected a whole number >= 0"):
+        build_trials(pilot, manifest, seed=-3)

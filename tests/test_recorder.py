@@ -1,0 +1,139 @@
+"""The crash-safe session recorder: append and fsync, refuse to overwrite, resume, SIGKILL."""
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pandas as pd
+import pytest
+
+from analysis import InputError, load_ratings
+from study.recorder import SESSION_COLUMNS, SessionRecorder
+
+ORDER = [(k, "main", f"s{k % 3}", f"i{k}") for k in range(1, 41)]
+SESSION = {"Protocol": {"name": "demo"}, "StimulusSetDigest": "ab" * 32, "Seed": 5}
+
+
+def _row(trial, sketch, image, rating=3):
+    return {"participant": "07", "trial": trial, "phase": "main", "sketch_id": sketch,
+            "image_id": image, "rating": rating, "rt": 0.8123456, "anchor_rating": None,
+            "onset": 3.0 * trial, "onset_monotonic": 1000.0 + 3 * trial,
+            "stim_duration": 2.0, "blank_duration": 1.0, "dropped_frames": 0,
+            "n_presses": 1, "presses": f"{rating}@0.812346", "paused_before": 0.0}  # fmt: skip
+
+
+def _open(root, resume=False, session=SESSION, order=ORDER):
+    return SessionRecorder.open(root, "07", task="sbirdemo", session=session, trial_order=order,
+                                resume=resume)  # fmt: skip
+
+
+def test_a_session_is_a_bids_dataset_the_analysis_reads(tmp_path):
+    recorder = _open(tmp_path)
+    for trial, _, sketch, image in ORDER[:6]:
+        recorder.append(_row(trial, sketch, image, rating=trial % 7 + 1))
+    recorder.finish("complete", RefreshRate=60.0)
+    tsv = tmp_path / "sub-07" / "beh" / "sub-07_task-sbirdemo_beh.tsv"
+    table = pd.read_csv(tsv, sep="\t", dtype=str, keep_default_na=False)
+    assert list(table.columns) == list(SESSION_COLUMNS)
+    assert table["anchor_rating"].tolist() == ["n/a"] * 6
+    sidecar = json.loads(tsv.with_suffix(".json").read_text())
+    assert sidecar["SessionStatus"] == "complete" and sidecar["Seed"] == 5
+    assert sidecar["TrialOrder"][0] == [1, "main", "s1", "i1"]
+    assert all(column in sidecar for column in SESSION_COLUMNS)  # every column described
+    assert (tmp_path / "participants.tsv").read_text() == "participant_id\nsub-07\n"
+    assert json.loads((tmp_path / "dataset_description.json").read_text())["BIDSVersion"]
+    ratings = load_ratings(tmp_path)
+    assert ratings["rating"].tolist() == [k % 7 + 1 for k in range(1, 7)]
+
+
+def test_an_existing_session_is_never_overwritten(tmp_path):
+    recorder = _open(tmp_path)
+    recorder.append(_row(1, "s1", "i1"))
+    recorder.finish("incomplete")
+    before = (tmp_path / "sub-07" / "beh" / "sub-07_task-sbirdemo_beh.tsv").read_bytes()
+    with pytest.raises(InputError, match="already recorded; it is never overwritten"):
+        _open(tmp_path)
+    assert (tmp_path / "sub-07" / "beh" / "sub-07_task-sbirdemo_beh.tsv").read_bytes() == before
+    with pytest.raises(InputError, match="no session of participant '08' to resume"):
+        SessionRecorder.open(tmp_path, "08", task="sbirdemo", session=SESSION,
+                             trial_order=ORDER, resume=True)  # fmt: skip
+
+
+def test_resume_checks_set_protocol_and_order(tmp_path):
+    recorder = _open(tmp_path)
+    for trial, _, sketch, image in ORDER[:3]:
+        recorder.append(_row(trial, sketch, image))
+    recorder.finish("incomplete")
+    other_set = {**SESSION, "StimulusSetDigest": "cd" * 32}
+    with pytest.raises(InputError, match="StimulusSetDigest: the session was recorded with "
+                       "another stimulus set"):  # fmt: skip
+        _open(tmp_path, resume=True, session=other_set)
+    with pytest.raises(InputError, match="Protocol: the session was recorded with another"):
+        _open(tmp_path, resume=True, session={**SESSION, "Protocol": {"name": "x"}})
+    with pytest.raises(InputError, match="TrialOrder: the order re-derived from seed 5 differs"):
+        _open(tmp_path, resume=True, order=ORDER[::-1])
+    resumed = _open(tmp_path, resume=True)
+    assert resumed.recorded == 3
+    assert resumed.sidecar["Resumed"][0]["FromTrial"] == 4
+
+
+def test_a_cut_line_is_kept_aside_and_the_whole_lines_are_resumed(tmp_path):
+    recorder = _open(tmp_path)
+    for trial, _, sketch, image in ORDER[:4]:
+        recorder.append(_row(trial, sketch, image))
+    recorder.finish("incomplete")
+    tsv = tmp_path / "sub-07" / "beh" / "sub-07_task-sbirdemo_beh.tsv"
+    with open(tsv, "a") as handle:
+        handle.write("07\t5\tmain\ts2\ti5\t4\t0.9")  # a crash in the middle of a line
+    resumed = _open(tmp_path, resume=True)
+    assert resumed.recorded == 4
+    assert tsv.read_text().endswith("\t0.000000\n")
+    kept = list((tmp_path / "sourcedata" / "sub-07").iterdir())
+    assert len(kept) == 1 and kept[0].read_text() == "07\t5\tmain\ts2\ti5\t4\t0.9"
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, {tests!r})
+    from test_recorder import ORDER, _open, _row
+    recorder = _open({root!r}, resume={resume})
+    for trial, _, sketch, image in ORDER[recorder.recorded:]:
+        recorder.append(_row(trial, sketch, image, rating=trial % 7 + 1))
+        print(trial, flush=True)
+        time.sleep(0.002)
+    recorder.finish("complete")
+    """
+)
+
+
+def test_sigkill_keeps_every_written_trial_and_resume_completes_the_session(tmp_path):
+    tests = str(__import__("pathlib").Path(__file__).parent)
+    script = WRITER.format(tests=tests, root=str(tmp_path), resume=False)
+    writer = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    acknowledged = 0
+    for line in writer.stdout:
+        acknowledged = int(line)
+        if acknowledged >= 17:
+            break
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    tsv = tmp_path / "sub-07" / "beh" / "sub-07_task-sbirdemo_beh.tsv"
+    on_disk = pd.read_csv(tsv, sep="\t", dtype=str)
+    # Every trial the writer reported as written is on disk, whole.
+    assert len(on_disk) >= acknowledged
+    before = on_disk.copy()
+    time.sleep(0.01)
+    finished = subprocess.run([sys.executable, "-c", WRITER.format(tests=tests, root=str(tmp_path),
+                                                                 resume=True)],
+                              capture_output=True, text=True)  # fmt: skip
+    assert finished.returncode == 0, finished.stderr
+    after = pd.read_csv(tsv, sep="\t", dtype=str)
+    assert after["trial"].astype(int).tolist() == list(range(1, 41))  # each pair exactly once
+    pd.testing.assert_frame_equal(after.iloc[: len(before)], before)  # nothing recorded changed
+    sidecar = json.loads(tsv.with_suffix(".json").read_text())
+    assert sidecar["SessionStatus"] == "complete"
+    assert sidecar["Resumed"][0]["FromTrial"] == len(before) + 1
