@@ -1,6 +1,8 @@
 # make run   - simulate the paper-sized study (28 participants, 31 sketches x 40 images,
 #              anchoring) and analyse it; tables, figures and report.html in build/demo/analysis/
 # make test  - install everything and run the test suite
+# make session - a demo rating session in a PsychoPy window (under Xvfb, answered by a
+#              simulated participant, when there is no display)
 # Both create the virtual environment .venv and install what is missing, apt packages included.
 
 PYTHON ?= python3
@@ -9,21 +11,28 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 DEMO   := build/demo
 SEED   ?= 2011
+NODE   := .node
+BIDS_VALIDATOR := 1.15.0
 
-# Debian packages the project needs at run or test time.
-APT_PACKAGES :=
+# Debian packages the project needs at run or test time: a virtual X display with Mesa for
+# PsychoPy's window, and the libraries of Psychtoolbox's keyboard backend.
+APT_PACKAGES := xvfb xauth libgl1-mesa-dri libjack-jackd2-0 libasound2
 
-.PHONY: run test lint bench install clean
+.PHONY: run test session lint bench install clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/ensure-apt.sh
+$(STAMP): pyproject.toml Makefile scripts/ensure-apt.sh
 	@bash scripts/ensure-apt.sh $(APT_PACKAGES)
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "sbir-study needs Python 3.11 or newer, found " + sys.version.split()[0]'
 	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || bash scripts/ensure-apt.sh python3-venv
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@command -v npm >/dev/null 2>&1 || bash scripts/ensure-apt.sh nodejs npm
+	@# The BIDS validator checks the recorded datasets in the tests (tests/test_session.py).
+	@test -x $(NODE)/node_modules/.bin/bids-validator || npm install --silent --no-audit \
+		--no-fund --prefix $(NODE) bids-validator@$(BIDS_VALIDATOR)
 	@touch $@
 
 run: $(STAMP)
@@ -35,6 +44,21 @@ run: $(STAMP)
 	@echo "Statistics tables: $(DEMO)/analysis/*.csv, headline numbers in $(DEMO)/analysis/summary.json"
 	@echo "Figures:           $(DEMO)/analysis/figures/ (Figs. 4-8, .png and .pdf)"
 	@echo "Report:            $(DEMO)/analysis/report.html (open it in a browser)"
+
+session: $(STAMP)
+	rm -rf $(DEMO)/session-stimuli $(DEMO)/session
+	$(BIN)/sbir-study stimuli generate --out $(DEMO)/session-stimuli --sketches 4 --images 10 \
+		--anchor-sketches 1 --seed $(SEED)
+	@if [ -n "$$DISPLAY" ]; then \
+		$(BIN)/sbir-study run --protocol protocols/demo.toml --stimuli $(DEMO)/session-stimuli \
+			--participant demo --data $(DEMO)/session --windowed; \
+	else \
+		echo "No display: running under Xvfb with a simulated participant"; \
+		xvfb-run -a -s "-screen 0 1920x1200x24" $(BIN)/sbir-study run --protocol protocols/demo.toml \
+			--stimuli $(DEMO)/session-stimuli --participant demo --data $(DEMO)/session \
+			--windowed --simulate; \
+	fi
+	$(BIN)/sbir-study analyze $(DEMO)/session --out $(DEMO)/session-analysis --no-figures
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -14,14 +14,11 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from stimuli import load_set, read_manifest
-from stimuli.validate import AnchorDesign
+from stimuli import load_set
 
 
 def contact_sheet(folder: Path, sketch_ids: list[str], images: int, cell: int = 160) -> Image.Image:
-    listed = read_manifest(folder)
-    n_anchor = listed.loc[listed["role"] == "anchor", "sketch_id"].nunique()
-    manifest = load_set(folder, AnchorDesign(sketches=n_anchor)).manifest
+    manifest = load_set(folder).manifest
     height = cell * 3 // 4
     sheet = Image.new("RGB", (cell * (images + 1) + 8, (height + 18) * len(sketch_ids)), "white")
     draw = ImageDraw.Draw(sheet)

@@ -204,12 +204,18 @@ def validate_set(
     return report
 
 
-def load_set(folder: str | Path, anchors: AnchorDesign = AnchorDesign()) -> StimulusSet:
+def load_set(folder: str | Path, anchors: AnchorDesign | None = None) -> StimulusSet:
     """The stimulus set in ``folder``, checked by :func:`validate_set`.
+
+    ``anchors`` is the anchor block the set must have; None accepts the set's
+    own block, whatever its number of sketches, as long as each anchor sketch
+    has the same number of images with ratings spread over the scale.
 
     Raises :class:`~analysis._checks.InputError` with the first problem (and
     how many more there are) when the set is not valid.
     """
+    if anchors is None:
+        anchors = _own_anchor_block(folder)
     report = validate_set(folder, anchors)
     if not report.ok:
         more = len(report.problems) - 1
@@ -221,6 +227,18 @@ def load_set(folder: str | Path, anchors: AnchorDesign = AnchorDesign()) -> Stim
         )
         raise InputError(report.problems[0] + suffix)
     return StimulusSet(Path(folder), read_manifest(folder), str(report.digest))
+
+
+def _own_anchor_block(folder: str | Path) -> AnchorDesign:
+    try:
+        listed = read_manifest(folder)
+    except InputError:
+        return AnchorDesign()  # validate_set reports the problem
+    per_sketch = listed[listed["role"] == "anchor"].groupby("sketch_id").size()
+    if per_sketch.empty:
+        return AnchorDesign(sketches=0)
+    images = int(per_sketch.max())
+    return AnchorDesign(sketches=int(per_sketch.size), images=min(max(images, 2), 7))
 
 
 def _check_anchor_ratings(

@@ -183,7 +183,50 @@ def build_parser() -> argparse.ArgumentParser:
     power.add_argument("--jobs", type=_positive_int, default=1, help="worker processes")
     power.set_defaults(handler=_power)
     _add_stimuli(commands)
+
+    run = commands.add_parser(
+        "run",
+        help="run a rating session in a PsychoPy window",
+        description="Run one participant's rating session (the paper's Sec. 2.3) in a PsychoPy "
+        "window and record it as BIDS under --data: every trial is on disk as soon as its "
+        "response window closes. An existing session is never overwritten; --resume continues "
+        "it from the first unrecorded trial.",
+    )
+    run.add_argument("--protocol", type=Path, required=True, help="protocol file (.toml)")
+    run.add_argument("--stimuli", type=Path, required=True, help="stimulus set folder")
+    run.add_argument("--participant", required=True, help="participant label (letters, digits)")
+    run.add_argument("--data", type=Path, required=True, help="BIDS dataset folder")
+    run.add_argument("--resume", action="store_true", help="continue the participant's session")
+    run.add_argument(
+        "--simulate", action="store_true", help="a simulated participant answers (unattended)"
+    )
+    run.add_argument("--windowed", action="store_true", help="a window, not the full screen")
+    run.add_argument(
+        "--seed", type=_count, default=None,
+        help="the participant's order seed (default: drawn at random and recorded)",
+    )  # fmt: skip
+    run.set_defaults(handler=_run)
     return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    from study.protocol import load_protocol
+    from study.session import run_session, stimulus_set_for
+
+    protocol = load_protocol(args.protocol)
+    stimulus_set = stimulus_set_for(args.stimuli, protocol)
+    if args.resume and args.seed is not None:
+        raise InputError("--seed: a resumed session uses its recorded seed; drop --seed")
+    outcome = run_session(
+        protocol, stimulus_set, args.participant, args.data, protocol_file=args.protocol,
+        resume=args.resume, simulate=args.simulate, windowed=args.windowed, seed=args.seed,
+    )  # fmt: skip
+    refresh = f"{outcome.refresh_hz:.1f} Hz" if outcome.refresh_hz else "unmeasurable"
+    print(
+        f"Session {outcome.status}: {outcome.recorded} of {outcome.planned} trials recorded in "
+        f"{outcome.path} (refresh {refresh}; durations timed by {outcome.timing_mode})"
+    )
+    return 0
 
 
 def _add_stimuli(commands) -> None:
@@ -512,7 +555,7 @@ def _simulate(args: argparse.Namespace) -> int:
 def _set_design(args: argparse.Namespace):
     """The design of a simulation on a stimulus set: sizes from the set, not from flags."""
     from analysis.simulate import StudyDesign
-    from stimuli import AnchorDesign, load_set, read_manifest
+    from stimuli import load_set
 
     for flag, value in (("--sketches", args.sketches), ("--images", args.images),
                         ("--anchor-images", args.anchor_images)):  # fmt: skip
@@ -520,12 +563,7 @@ def _set_design(args: argparse.Namespace):
             raise InputError(f"{flag}: the stimulus set fixes the design; drop {flag}")
     if args.anchor_sketches not in (None, 0):
         raise InputError("--anchor-sketches: with --stimuli only 0 (no anchoring) is allowed")
-    # The set's own anchor block, whatever its size, must be whole.
-    listed = read_manifest(args.stimuli)
-    per_anchor = listed[listed["role"] == "anchor"].groupby("sketch_id").size()
-    block = AnchorDesign(sketches=per_anchor.size, images=int(per_anchor.max()) if
-                         per_anchor.size else 7)  # fmt: skip
-    stimulus_set = load_set(args.stimuli, block)
+    stimulus_set = load_set(args.stimuli)
     manifest = stimulus_set.manifest
     if args.anchor_sketches == 0:
         manifest = manifest[manifest["role"] != "anchor"]

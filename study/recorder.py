@@ -210,11 +210,12 @@ def _resume(path: Path, session: Mapping, order: list) -> tuple[dict, int]:
     except (OSError, ValueError) as error:
         raise InputError(f"{sidecar_path}: cannot be read ({error}); cannot resume") from None
     for key, what in (("StimulusSetDigest", "stimulus set"), ("Protocol", "protocol")):
-        if sidecar.get(key) != session.get(key):
+        given = json.loads(json.dumps(session.get(key)))  # as JSON keeps it: tuples are lists
+        where, recorded, now = _difference(sidecar.get(key), given, key)
+        if where is not None:
             raise InputError(
-                f"{sidecar_path}: {key}: the session was recorded with another {what}; resume "
-                f"with the same {what} (recorded {_short(sidecar.get(key))}, given "
-                f"{_short(session.get(key))})"
+                f"{sidecar_path}: {where}: the session was recorded with another {what}; resume "
+                f"with the same {what} (recorded {_short(recorded)}, given {_short(now)})"
             )
     if sidecar.get("TrialOrder") != order:
         raise InputError(
@@ -255,6 +256,17 @@ def _keep_whole_lines(path: Path) -> int:
             os.fsync(handle.fileno())
     lines = data[:end].count(b"\n")
     return max(lines - 1, 0)
+
+
+def _difference(recorded, given, where: str):
+    """The first place where two JSON values differ: (path, recorded, given), or Nones."""
+    if isinstance(recorded, dict) and isinstance(given, dict):
+        for key in sorted(set(recorded) | set(given)):
+            found = _difference(recorded.get(key), given.get(key), f"{where}.{key}")
+            if found[0] is not None:
+                return found
+        return None, None, None
+    return (None, None, None) if recorded == given else (where, recorded, given)
 
 
 def _short(value) -> str:

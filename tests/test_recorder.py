@@ -71,7 +71,11 @@ def test_resume_checks_set_protocol_and_order(tmp_path):
     with pytest.raises(InputError, match="StimulusSetDigest: the session was recorded with "
                        "another stimulus set"):  # fmt: skip
         _open(tmp_path, resume=True, session=other_set)
-    with pytest.raises(InputError, match="Protocol: the session was recorded with another"):
+    with pytest.raises(
+        InputError,
+        match=r"Protocol.name: the session was recorded with another "
+        r"protocol; resume with the same protocol \(recorded demo, given x\)",
+    ):
         _open(tmp_path, resume=True, session={**SESSION, "Protocol": {"name": "x"}})
     with pytest.raises(InputError, match="TrialOrder: the order re-derived from seed 5 differs"):
         _open(tmp_path, resume=True, order=ORDER[::-1])
