@@ -71,6 +71,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_analyze.py
 	$(BIN)/python benchmarks/bench_figures_power.py
 	$(BIN)/python benchmarks/bench_stimuli.py
+	$(BIN)/python benchmarks/bench_session.py
 
 clean:
 	rm -rf build .pytest_cache
