@@ -42,7 +42,7 @@ from .protocol import Protocol, protocol_dict
 from .recorder import SessionRecorder
 from .trials import build_trials, draw_seed
 
-__all__ = ["SessionOutcome", "run_session"]
+__all__ = ["SessionOutcome", "dropped_frames", "run_session"]
 
 _SPACE = "space"
 
@@ -347,15 +347,16 @@ class _Loop:
         """
         if self.mode == "frames":
             frames = max(1, round(duration / self.frame))
-            dropped = self.win.nDroppedFrames
+            flips = [start]
             for _ in range(frames - 1):
                 draw()
-                self.win.flip()
+                flips.append(self.win.flip())
                 self._tick()
             choose_next()
             flipped = self.win.flip()
+            flips.append(flipped)
             self._tick()
-            return flipped, self.win.nDroppedFrames - dropped
+            return flipped, dropped_frames(flips, self.frame)
         deadline = start + duration
         self._wait_until(deadline - 0.02)
         choose_next()
@@ -563,6 +564,22 @@ class _Loop:
             return sum(float(last[c]) for c in ("onset", "stim_duration", "blank_duration"))
         except ValueError:
             return 0.0
+
+
+def dropped_frames(flip_times, frame_period: float) -> int:
+    """Refreshes missed between consecutive flips: an interval of k periods missed k - 1.
+
+    PsychoPy's own counter (``Window.nDroppedFrames``) counts only while
+    ``recordFrameIntervals`` is on, and one per late interval however late it
+    was; this counts each missed refresh, which is what lengthens a stimulus.
+
+    Examples
+    --------
+    >>> dropped_frames([0.0, 1 / 60, 2 / 60, 4 / 60, 5 / 60], 1 / 60)
+    1
+    """
+    intervals = np.diff(np.asarray(flip_times, dtype=np.float64))
+    return int(np.maximum(np.rint(intervals / frame_period) - 1.0, 0.0).sum())
 
 
 def _sum(*counts):

@@ -201,6 +201,7 @@ def test_escape_asks_then_ends_the_session_marked_incomplete(display, small_set,
     wait_for(lambda: beh(data).with_suffix(".json").exists() or session.poll() is not None)
     time.sleep(1.0)
     start = keys.tap("space")
+    keypad = keys.tap_at("KP_4", start + 0.3)  # the numeric keypad rates too
     keys.tap_at("escape", start + 0.8 + 0.2)  # during trial 2
     keys.tap_at("n", start + 1.6 + 0.5)  # "go on" at the question after trial 2
     keys.tap_at("escape", start + 1.6 + 0.5 + 0.3)  # again, during trial 3
@@ -211,7 +212,24 @@ def test_escape_asks_then_ends_the_session_marked_incomplete(display, small_set,
     assert "Session incomplete: 3 of 6 trials" in out
     sidecar = json.loads(beh(data).with_suffix(".json").read_text())
     assert sidecar["SessionStatus"] == "incomplete"
-    assert read_trials(data)["trial"].tolist() == [1, 2, 3]
+    trials = read_trials(data)
+    assert trials["trial"].tolist() == [1, 2, 3]
+    assert trials.loc[0, "rating"] == 4
+    assert abs(trials.loc[0, "onset_monotonic"] + trials.loc[0, "rt"] - keypad) < 0.005
+
+
+def test_scheduled_breaks(display, small_set, tmp_path):
+    protocol = protocol_file(tmp_path, 0.3, 0.2, anchoring=False)
+    protocol.write_text(protocol.read_text() + "[pauses]\nbreak_every = 2\n")
+    data = tmp_path / "data"
+    session = start_session(display, protocol, small_set, data, "--simulate", "--seed", "4")
+    _, err = session.communicate(timeout=60)
+    assert session.returncode == 0, err
+    paused = read_trials(data)["paused_before"]
+    # A break after trials 2 and 4 (the simulated participant goes on after 0.3 s), none
+    # after the last.
+    assert (paused.iloc[[2, 4]] > 0.25).all(), paused.tolist()
+    assert (paused.drop(index=[2, 4]) == 0).all(), paused.tolist()
 
 
 def test_sigkill_mid_block_then_resume(display, tmp_path):
@@ -265,3 +283,15 @@ def test_refuses_to_start_without_the_psychtoolbox_keyboard(monkeypatch):
     with pytest.raises(InputError, match=r"Psychtoolbox backend cannot load .* libjack-jackd2-0 "
                        r"and libasound2.*refusing to fall back"):  # fmt: skip
         _keyboard()
+
+
+def test_dropped_frames_counts_each_missed_refresh():
+    from study.session import dropped_frames
+
+    period = 1 / 60
+    # Flips at refreshes 0, 1, 2, 5, 6, 9 with up to 2 ms of time-stamp jitter: 2 + 2 missed.
+    refreshes = [0, 1, 2, 5, 6, 9]
+    jitter = [0.0, 0.002, -0.0015, 0.001, -0.002, 0.0]
+    flips = [r * period + j for r, j in zip(refreshes, jitter, strict=True)]
+    assert dropped_frames(flips, period) == 4
+    assert dropped_frames([0.0], period) == 0
