@@ -1,0 +1,562 @@
+"""The ground truth and retrieval runs, laid out for scoring.
+
+A retrieval run ranks images for each sketch (``DESIGN.md``): a TREC run
+(``query_id Q0 doc_id rank score tag``, higher score = more similar, as
+trec_eval reads it) or a CSV/TSV table ``sketch_id, image_id, score``. Only the
+ground truth's images of each sketch (the *judged* images) matter for the
+measures, so a run is reduced to, per sketch and judged image, its score and
+its position in the run; with the number of images the run returned, that is
+all any measure of :mod:`analysis.retrieval_metrics` needs, however large the
+collection the run ranks.
+
+Positions follow trec_eval: images in decreasing score, ties broken by image
+id in decreasing string order. Judged images a run does not return rank after
+every returned one, tied with each other (for tau_b) or not retrieved at all
+(for the trec_eval and SHREC measures, as trec_eval treats them).
+
+Runs are parsed with Apache Arrow's CSV reader, which is many times faster
+than a line-by-line parser on runs of millions of lines; when it rejects a
+file, a line-by-line pass finds the first bad line and names it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ._checks import InputError
+
+__all__ = [
+    "GroundTruth",
+    "Ranking",
+    "RunWarning",
+    "ground_truth_from_frame",
+    "load_ground_truth",
+    "load_run",
+    "ranking_from_scores",
+]
+
+_TREC_FIELDS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
+_TABLE_COLUMNS = ("sketch_id", "image_id", "score")
+_MISSING = frozenset({"", "n/a", "NA", "NaN", "nan"})
+
+
+class RunWarning(UserWarning):
+    """A run was read, but something in it deserves attention."""
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """The consensus ground truth as sketches x judged images.
+
+    ``mean_rating[s, j]`` is the mean rating (1 best, 7 worst) of image
+    ``images[s][j]`` of sketch ``sketches[s]``; NaN pads the sketches with
+    fewer images than the widest. Pairs nobody rated are left out.
+    """
+
+    sketches: np.ndarray
+    images: tuple[np.ndarray, ...]
+    mean_rating: np.ndarray
+    source: str = "ground truth"
+    sha256: str | None = None
+
+    @property
+    def judged(self) -> np.ndarray:
+        """Where ``mean_rating`` holds a judged image (not padding)."""
+        return ~np.isnan(self.mean_rating)
+
+    @property
+    def grade(self) -> np.ndarray:
+        """The qrels grade 7 - round(mean_rating) (6 best, 0 worst; halves round to the
+        worse grade), as ``analysis.write_qrels`` writes it; NaN for padding."""
+        return 7.0 - np.floor(self.mean_rating + 0.5)
+
+    def relevant(self, below: float) -> np.ndarray:
+        """Binary relevance: the judged images with a mean rating below ``below``."""
+        with np.errstate(invalid="ignore"):
+            return self.mean_rating < below
+
+    def table(self) -> pd.DataFrame:
+        """``sketch_id, image_id, mean_rating`` in long form."""
+        counts = [len(images) for images in self.images]
+        return pd.DataFrame(
+            {
+                "sketch_id": np.repeat(self.sketches, counts),
+                "image_id": np.concatenate(self.images) if counts else [],
+                "mean_rating": self.mean_rating[self.judged],
+            }
+        )
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """One system's run reduced to the judged images, aligned with a :class:`GroundTruth`.
+
+    ``score[s, j]`` is the run's score for judged image j of sketch s (higher =
+    more similar, after ``lower_is_better`` is applied) and ``rank[s, j]`` its
+    1-based position in the run's order for that sketch; both NaN where the run
+    does not return the image (and for padding). ``n_returned[s]`` is the
+    number of images the run returns for sketch s, judged or not.
+    """
+
+    name: str
+    score: np.ndarray
+    rank: np.ndarray
+    n_returned: np.ndarray
+    source: str = ""
+    sha256: str | None = None
+    lines: int = 0
+
+
+# --- the ground truth ------------------------------------------------------------------------
+
+
+def load_ground_truth(path: str | Path) -> GroundTruth:
+    """Read ``ground_truth.csv`` as ``analyze`` writes it (``sketch_id, image_id, mean_rating``
+    and any other columns, which are ignored).
+
+    Bad input raises :class:`~analysis.InputError` naming the file, line and
+    field: a missing column, an empty id, a mean rating that is not a number
+    from 1 to 7, a pair listed twice. Pairs with no mean rating (nobody rated
+    them) are left out.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise InputError(f"{path}: cannot be read ({error.strerror or error})") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise InputError(f"{path}, line {line}: not UTF-8 text") from None
+    if not text.strip():
+        raise InputError(f"{path}: empty; expected a ground truth table with a header")
+    header = text.split("\n", 1)[0]
+    sep = "\t" if "\t" in header else ","
+    frame = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False,
+                        skip_blank_lines=False)  # fmt: skip
+    return ground_truth_from_frame(frame, source=str(path),
+                                   sha256=hashlib.sha256(data).hexdigest())  # fmt: skip
+
+
+def ground_truth_from_frame(
+    frame: pd.DataFrame, *, source: str = "ground truth", sha256: str | None = None
+) -> GroundTruth:
+    """Validate a ground-truth table (as :func:`load_ground_truth`) given as a DataFrame.
+
+    Row r of ``frame`` is reported as line r + 2 of ``source`` (after the header).
+
+    Examples
+    --------
+    >>> truth = ground_truth_from_frame(pd.DataFrame({
+    ...     "sketch_id": ["s1", "s1", "s2"], "image_id": ["a", "b", "c"],
+    ...     "mean_rating": [2.5, 1.0, 6.0]}))
+    >>> truth.sketches.tolist(), [list(i) for i in truth.images]
+    (['s1', 's2'], [['a', 'b'], ['c']])
+    >>> truth.grade
+    array([[ 4.,  6.],
+           [ 1., nan]])
+    """
+    missing = [c for c in ("sketch_id", "image_id", "mean_rating") if c not in frame.columns]
+    if missing:
+        raise InputError(
+            f"{source}: missing column {missing[0]!r}; expected sketch_id, image_id, mean_rating "
+            "(the ground_truth.csv that sbir-study analyze writes)"
+        )
+    if frame.empty:
+        raise InputError(f"{source}: no rows; expected one row per sketch/image pair")
+    ids = {}
+    for column in ("sketch_id", "image_id"):
+        values = frame[column].astype(str).str.strip()
+        empty = (values == "") | frame[column].isna().to_numpy()
+        if empty.any():
+            row = int(np.flatnonzero(empty)[0])
+            raise InputError(f"{source}, line {row + 2}: {column}: empty; expected an id")
+        ids[column] = values.to_numpy(dtype=object)
+    raw = frame["mean_rating"]
+    text = raw.astype(str).str.strip()
+    absent = text.isin(_MISSING).to_numpy() | raw.isna().to_numpy()
+    mean = pd.to_numeric(text.where(~absent), errors="coerce").to_numpy(dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        bad = ~absent & ~((mean >= 1.0) & (mean <= 7.0))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"{source}, line {row + 2}: mean_rating: got {text.iloc[row]!r}; expected a number "
+            "from 1 to 7 (or empty for a pair nobody rated)"
+        )
+    keys = pd.Series(ids["sketch_id"]) + "\x00" + pd.Series(ids["image_id"])
+    twice = keys.duplicated(keep="first").to_numpy()
+    if twice.any():
+        row = int(np.flatnonzero(twice)[0])
+        first = int(np.flatnonzero((keys == keys.iloc[row]).to_numpy())[0])
+        raise InputError(
+            f"{source}, line {row + 2}: the pair ({ids['sketch_id'][row]}, "
+            f"{ids['image_id'][row]}) is listed again (first on line {first + 2}); expected "
+            "each pair once"
+        )
+    keep = ~absent
+    long = pd.DataFrame(
+        {"sketch_id": ids["sketch_id"][keep], "image_id": ids["image_id"][keep],
+         "mean_rating": mean[keep]}
+    ).sort_values(["sketch_id", "image_id"], kind="stable")  # fmt: skip
+    if long.empty:
+        raise InputError(f"{source}: no pair has a mean rating; nothing to score against")
+    sketches, sketch_code = np.unique(long["sketch_id"].to_numpy(dtype=object),
+                                      return_inverse=True)  # fmt: skip
+    counts = np.bincount(sketch_code, minlength=len(sketches))
+    width = int(counts.max())
+    position = np.arange(len(long)) - np.repeat(np.cumsum(counts) - counts, counts)
+    mean_rating = np.full((len(sketches), width), np.nan)
+    mean_rating[sketch_code, position] = long["mean_rating"].to_numpy()
+    images = tuple(np.split(long["image_id"].to_numpy(dtype=object), np.cumsum(counts)[:-1]))
+    return GroundTruth(sketches.astype(object), images, mean_rating, source, sha256)
+
+
+# --- runs ------------------------------------------------------------------------------------
+
+
+def load_run(
+    path: str | Path,
+    truth: GroundTruth,
+    *,
+    lower_is_better: bool = False,
+    name: str | None = None,
+) -> Ranking:
+    """Read a retrieval run (TREC run or CSV/TSV table) and rank it against ``truth``.
+
+    Parameters
+    ----------
+    path : path
+        A TREC run (six fields a line, whitespace-separated) or a table whose
+        header has ``sketch_id, image_id, score`` (comma- or tab-separated,
+        extra columns ignored).
+    truth : GroundTruth
+    lower_is_better : bool
+        The scores are distances: smaller means more similar.
+    name : str, optional
+        The system's name; default, the file name without its extension.
+
+    Bad input raises :class:`~analysis.InputError` naming the file and line: a
+    line with the wrong number of fields, a score that is not a finite
+    number, a sketch the ground truth does not have, an image listed twice for
+    one sketch. A ground-truth sketch the run does not rank at all is a
+    :class:`RunWarning`; its judged images count as not returned.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file; expected a retrieval run")
+    digest, lines = _digest_and_lines(path)
+    if lines == 0:
+        raise InputError(f"{path}: empty; expected a TREC run or a sketch_id,image_id,score table")
+    first = _first_line(path)
+    fields = first.replace("\t", ",").split(",")
+    if any(field.strip() == "sketch_id" for field in fields):
+        sketch_id, image_id, score, locate = _read_table(path, first)
+    else:
+        sketch_id, image_id, score, locate = _read_trec(path, first)
+    ranking = ranking_from_scores(
+        truth, sketch_id, image_id, score, name=name or path.stem,
+        lower_is_better=lower_is_better, locate=locate,
+    )  # fmt: skip
+    return Ranking(ranking.name, ranking.score, ranking.rank, ranking.n_returned,
+                   str(path), digest, lines)  # fmt: skip
+
+
+def ranking_from_scores(
+    truth: GroundTruth,
+    sketch_id,
+    image_id,
+    score,
+    *,
+    name: str = "system",
+    lower_is_better: bool = False,
+    locate=None,
+) -> Ranking:
+    """Rank a run given as three parallel arrays (one entry per returned image).
+
+    ``sketch_id`` and ``image_id`` may be arrays of strings or pandas
+    Categoricals (faster for millions of rows); ``locate(row)`` names row
+    ``row`` in error messages (default: ``"row N"``).
+
+    Examples
+    --------
+    >>> truth = ground_truth_from_frame(pd.DataFrame({
+    ...     "sketch_id": "s", "image_id": ["a", "b", "c"], "mean_rating": [1.0, 4.0, 7.0]}))
+    >>> r = ranking_from_scores(truth, ["s"] * 4, ["x", "b", "a", "y"], [0.9, 0.5, 0.5, 0.1])
+    >>> r.rank  # b before a: equal scores, ids in decreasing order (trec_eval)
+    array([[ 3.,  2., nan]])
+    >>> int(r.n_returned[0])
+    4
+    """
+    if locate is None:
+
+        def locate(row: int) -> str:
+            return f"{name}, row {row + 1}"
+
+    score = np.asarray(score, dtype=np.float64)
+    query = pd.Categorical(sketch_id)
+    doc = pd.Categorical(image_id)
+    if not (len(query) == len(doc) == len(score)):
+        raise InputError(
+            f"{name}: sketch_id, image_id and score differ in length "
+            f"({len(query)}, {len(doc)}, {len(score)})"
+        )
+    finite = np.isfinite(score)
+    if not finite.all():
+        row = int(np.flatnonzero(~finite)[0])
+        raise InputError(f"{locate(row)}: score: got {score[row]!r}; expected a finite number")
+    if lower_is_better:
+        score = -score
+    sketch_index = pd.Index(truth.sketches).get_indexer(np.asarray(query.categories, dtype=object))
+    query_code = np.asarray(query.codes)
+    unknown = sketch_index[query_code] < 0
+    if unknown.any():
+        row = int(np.flatnonzero(unknown)[0])
+        raise InputError(
+            f"{locate(row)}: sketch {query.categories[query_code[row]]!r} is not in the ground "
+            f"truth ({truth.source}); expected one of its {len(truth.sketches)} sketches"
+        )
+    sketch_of_row = sketch_index[query_code].astype(np.int64)
+    doc_names = np.asarray(doc.categories, dtype=object)
+    doc_code = np.asarray(doc.codes).astype(np.int64)
+    n_docs = max(len(doc_names), 1)
+    keys = sketch_of_row * n_docs + doc_code
+    key_index = pd.Index(keys)
+    if not key_index.is_unique:
+        row = int(np.flatnonzero(key_index.duplicated(keep="first"))[0])
+        first = int(np.flatnonzero(keys == keys[row])[0])
+        raise InputError(
+            f"{locate(row)}: image {doc_names[doc_code[row]]!r} is listed again for sketch "
+            f"{truth.sketches[sketch_of_row[row]]!r} (first at {locate(first)}); expected each "
+            "image once per sketch"
+        )
+
+    n_sketches, width = truth.mean_rating.shape
+    n_returned = np.bincount(sketch_of_row, minlength=n_sketches)
+    absent = np.flatnonzero(n_returned == 0)
+    if absent.size:
+        shown = ", ".join(map(str, truth.sketches[absent[:5]]))
+        more = f" and {absent.size - 5} more" if absent.size > 5 else ""
+        warnings.warn(
+            f"{name}: ranks no image for {absent.size} ground-truth sketch(es): {shown}{more}; "
+            "their images count as not returned",
+            RunWarning,
+            stacklevel=2,
+        )
+    doc_lookup = pd.Index(doc_names)
+    judged_rows = np.full((n_sketches, width), -1, dtype=np.int64)
+    for s, images in enumerate(truth.images):
+        codes = doc_lookup.get_indexer(images)
+        judged_keys = np.where(codes >= 0, s * n_docs + codes, -1)
+        judged_rows[s, : len(images)] = key_index.get_indexer(judged_keys)
+    returned = judged_rows >= 0
+    judged_score = np.where(returned, score[np.maximum(judged_rows, 0)], np.nan)
+    rank = np.full((n_sketches, width), np.nan)
+
+    # Decreasing string order of the image ids breaks ties in score (trec_eval).
+    id_order = np.empty(len(doc_names), dtype=np.int64)
+    id_order[np.argsort(doc_names.astype(str), kind="stable")] = np.arange(len(doc_names))
+    by_sketch = np.argsort(sketch_of_row, kind="stable")
+    ends = np.cumsum(n_returned)
+    for s in np.flatnonzero(returned.any(axis=1)):
+        rows = by_sketch[ends[s] - n_returned[s] : ends[s]]
+        group_score = score[rows]
+        ordered = np.sort(group_score)
+        columns = np.flatnonzero(returned[s])
+        values = judged_score[s, columns]
+        left = np.searchsorted(ordered, values, side="left")
+        right = np.searchsorted(ordered, values, side="right")
+        position = len(ordered) - right + 1.0  # 1 + the number of higher scores
+        for k in np.flatnonzero(right - left > 1):
+            tied = rows[group_score == values[k]]
+            own = id_order[doc_code[judged_rows[s, columns[k]]]]
+            position[k] += np.count_nonzero(id_order[doc_code[tied]] > own)
+        rank[s, columns] = position
+    return Ranking(name, judged_score, rank, n_returned.astype(np.int64))
+
+
+# --- parsing ---------------------------------------------------------------------------------
+
+
+def _digest_and_lines(path: Path) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    lines = 0
+    last = b"\n"
+    with path.open("rb") as stream:
+        while chunk := stream.read(1 << 22):
+            digest.update(chunk)
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+    return digest.hexdigest(), lines + (last != b"\n")
+
+
+def _first_line(path: Path) -> str:
+    with path.open("rb") as stream:
+        for raw in stream:
+            try:
+                line = raw.decode("utf-8-sig")
+            except UnicodeDecodeError:
+                raise InputError(f"{path}, line 1: not UTF-8 text") from None
+            if line.strip():
+                return line.rstrip("\r\n")
+    raise InputError(f"{path}: empty; expected a TREC run or a sketch_id,image_id,score table")
+
+
+def _line_locator(path: Path, *, header: bool):
+    """``locate(row)``: 'path, line N' for a data row, counting only non-blank lines as
+    Arrow does (read once, on the error path only)."""
+
+    def locate(row: int) -> str:
+        seen = -1 if header else 0
+        with path.open("rb") as stream:
+            for number, raw in enumerate(stream, start=1):
+                if raw.strip():
+                    if seen == row:
+                        return f"{path}, line {number}"
+                    seen += 1
+        return f"{path}, row {row + 1}"
+
+    return locate
+
+
+def _arrow_read(path: Path, names, columns, delimiter: str, types, *, header: bool):
+    import pyarrow as pa
+    from pyarrow import csv
+
+    read = csv.ReadOptions(column_names=None if header else list(names),
+                           block_size=1 << 24)  # fmt: skip
+    parse = csv.ParseOptions(delimiter=delimiter, quote_char='"' if header else False)
+    convert = csv.ConvertOptions(
+        column_types={c: types[c] for c in columns},
+        include_columns=list(columns),
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+    )
+    table = csv.read_csv(path, read_options=read, parse_options=parse, convert_options=convert)
+    table = table.unify_dictionaries()
+    result = {}
+    for column in columns:
+        chunked = table.column(column)
+        if pa.types.is_dictionary(chunked.type):
+            chunks = chunked.chunks
+            dictionary = chunks[0].dictionary if chunks else pa.array([], pa.string())
+            codes = (np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks])
+                     if chunks else np.empty(0, dtype=np.int32))  # fmt: skip
+            # unify_dictionaries leaves one dictionary of distinct values for all chunks.
+            categories = pd.Index(dictionary.to_pylist(), dtype=object)
+            result[column] = pd.Categorical.from_codes(codes, categories=categories)
+        else:
+            result[column] = chunked.to_numpy()
+    return result
+
+
+def _read_trec(path: Path, first: str):
+    import pyarrow as pa
+
+    delimiter = "\t" if "\t" in first else " "
+    text_type = pa.dictionary(pa.int32(), pa.string())
+    types = {"query_id": text_type, "doc_id": text_type, "score": pa.float64()}
+    try:
+        columns = _arrow_read(path, _TREC_FIELDS, ("query_id", "doc_id", "score"), delimiter,
+                              types, header=False)  # fmt: skip
+    except pa.ArrowInvalid:
+        columns = _read_trec_slowly(path)
+    locate = _line_locator(path, header=False)
+    return columns["query_id"], columns["doc_id"], columns["score"], locate
+
+
+def _read_trec_slowly(path: Path) -> dict:
+    """Line by line: name the first bad line, else parse runs of irregular whitespace."""
+    queries, docs, scores = [], [], []
+    with path.open("r", encoding="utf-8", errors="strict", newline="") as stream:
+        try:
+            for number, line in enumerate(stream, start=1):
+                fields = line.split()
+                if not fields:
+                    continue
+                if len(fields) != len(_TREC_FIELDS):
+                    raise InputError(
+                        f"{path}, line {number}: {len(fields)} fields; expected 6 (query_id Q0 "
+                        "doc_id rank score tag) as in a TREC run, or a table with a "
+                        "sketch_id,image_id,score header"
+                    )
+                value = _float(fields[4])
+                if value is None:
+                    raise InputError(
+                        f"{path}, line {number}: score: got {fields[4]!r}; expected a number"
+                    )
+                queries.append(fields[0])
+                docs.append(fields[2])
+                scores.append(value)
+        except UnicodeDecodeError:
+            raise InputError(f"{path}, line {number + 1}: not UTF-8 text") from None
+    return {"query_id": pd.Categorical(queries), "doc_id": pd.Categorical(docs),
+            "score": np.asarray(scores, dtype=np.float64)}  # fmt: skip
+
+
+def _read_table(path: Path, first: str):
+    import pyarrow as pa
+
+    delimiter = "\t" if "\t" in first else ","
+    header = [field.strip().strip('"') for field in first.split(delimiter)]
+    missing = [c for c in _TABLE_COLUMNS if c not in header]
+    if missing:
+        raise InputError(
+            f"{path}, line 1: missing column {missing[0]!r}; expected a header with "
+            "sketch_id, image_id, score"
+        )
+    text_type = pa.dictionary(pa.int32(), pa.string())
+    types = {"sketch_id": text_type, "image_id": text_type, "score": pa.float64()}
+    try:
+        columns = _arrow_read(path, header, _TABLE_COLUMNS, delimiter, types, header=True)
+    except pa.ArrowInvalid:
+        columns = _read_table_slowly(path, delimiter, header)
+    locate = _line_locator(path, header=True)
+    return columns["sketch_id"], columns["image_id"], columns["score"], locate
+
+
+def _read_table_slowly(path: Path, delimiter: str, header: list[str]) -> dict:
+    import csv
+
+    where = {c: header.index(c) for c in _TABLE_COLUMNS}
+    values = {c: [] for c in _TABLE_COLUMNS}
+    with path.open("r", encoding="utf-8", newline="") as stream:
+        reader = csv.reader(stream, delimiter=delimiter)
+        next(reader)
+        for fields in reader:
+            number = reader.line_num
+            if not any(f.strip() for f in fields):
+                continue
+            if len(fields) != len(header):
+                raise InputError(
+                    f"{path}, line {number}: {len(fields)} fields; expected {len(header)} as in "
+                    "the header"
+                )
+            value = _float(fields[where["score"]])
+            if value is None:
+                raise InputError(
+                    f"{path}, line {number}: score: got {fields[where['score']]!r}; expected a "
+                    "number"
+                )
+            values["sketch_id"].append(fields[where["sketch_id"]].strip())
+            values["image_id"].append(fields[where["image_id"]].strip())
+            values["score"].append(value)
+    return {"sketch_id": pd.Categorical(values["sketch_id"]),
+            "image_id": pd.Categorical(values["image_id"]),
+            "score": np.asarray(values["score"], dtype=np.float64)}  # fmt: skip
+
+
+def _float(text: str) -> float | None:
+    """The number in ``text`` (non-finite ones included: they are rejected later, by row)."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
