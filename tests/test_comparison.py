@@ -1,0 +1,97 @@
+"""Comparing systems: the paired permutation test against scipy.stats.permutation_test,
+the bootstrap interval against the t interval, the Wilcoxon test against SciPy."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats
+
+from analysis.comparison import bootstrap_mean, compare_systems, paired_permutation_test
+
+
+def scipy_paired_p(a, b, **options):
+    """SciPy's paired permutation test of the mean difference (two-sided)."""
+    d = np.asarray(a) - np.asarray(b)
+    return scipy.stats.permutation_test(
+        (d,), lambda x, axis: np.mean(x, axis=axis), permutation_type="samples",
+        vectorized=True, **options,
+    ).pvalue  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("n", [4, 9, 13])
+def test_exact_permutation_p_equals_scipy(seed, n):
+    rng = np.random.default_rng(seed)
+    a = rng.normal(0.5, 0.1, n)
+    b = a - rng.normal(0.03, 0.05, n)
+    ours = paired_permutation_test(a, b, n_resamples=10_000)
+    assert ours.pvalue == pytest.approx(scipy_paired_p(a, b, n_resamples=10_000), abs=1e-12)
+    assert ours.statistic == pytest.approx(np.mean(a - b))
+
+
+def test_random_permutation_p_agrees_with_scipy_within_monte_carlo_error():
+    rng = np.random.default_rng(12)
+    a = rng.normal(0.6, 0.1, 31)
+    b = a - rng.normal(0.0, 0.05, 31)
+    ours = paired_permutation_test(a, b, n_resamples=20_000, seed=1).pvalue
+    reference = scipy_paired_p(a, b, n_resamples=20_000, rng=np.random.default_rng(2))
+    assert 0.05 < reference < 0.5  # a p-value where Monte Carlo error matters
+    # Each estimate has a standard error below sqrt(0.25 / 20000) = 0.0035.
+    assert ours == pytest.approx(reference, abs=0.015)
+
+
+def test_nan_pairs_are_left_out():
+    result = paired_permutation_test([0.5, np.nan, 0.7, 0.9], [0.4, 0.1, np.nan, 0.8])
+    assert result.n == 2
+    assert result.statistic == pytest.approx(0.1)
+
+
+def test_bootstrap_interval_is_close_to_the_t_interval_for_normal_data():
+    rng = np.random.default_rng(3)
+    values = rng.normal(0.6, 0.1, 200)
+    result = bootstrap_mean(values, n_resamples=20_000, seed=4)
+    low, high = scipy.stats.t.interval(0.95, df=199, loc=values.mean(),
+                                       scale=scipy.stats.sem(values))  # fmt: skip
+    assert result.mean == pytest.approx(values.mean())
+    assert result.ci_low == pytest.approx(low, abs=0.003)
+    assert result.ci_high == pytest.approx(high, abs=0.003)
+    # Reproducible: the same seed, the same interval.
+    assert bootstrap_mean(values, n_resamples=20_000, seed=4) == result
+
+
+def test_bootstrap_degenerate_cases():
+    assert np.isnan(bootstrap_mean([np.nan]).mean)
+    single = bootstrap_mean([0.3])
+    assert single.mean == 0.3 and np.isnan(single.ci_low)
+    constant = bootstrap_mean([0.5, 0.5, 0.5])
+    assert (constant.ci_low, constant.ci_high) == (0.5, 0.5)
+
+
+def test_compare_systems_holm_and_wilcoxon():
+    rng = np.random.default_rng(8)
+    base = rng.normal(0.5, 0.1, 20)
+    systems = {"a": base + 0.2, "b": base + rng.normal(0, 0.01, 20), "c": base}
+    per_sketch = pd.concat(
+        pd.DataFrame({"system": name, "sketch_id": [f"s{i}" for i in range(20)],
+                      "metric": "tau_b", "value": values})
+        for name, values in systems.items()
+    )  # fmt: skip
+    table = compare_systems(per_sketch, n_resamples=5_000, seed=0)
+    assert table[["system_a", "system_b"]].values.tolist() == [["a", "b"], ["a", "c"],
+                                                                ["b", "c"]]  # fmt: skip
+    ab = table.iloc[0]
+    # scipy.stats.wilcoxon on the same differences.
+    reference = scipy.stats.wilcoxon(systems["a"] - systems["b"])
+    assert ab["wilcoxon_statistic"] == reference.statistic
+    assert ab["wilcoxon_p"] == pytest.approx(reference.pvalue)
+    # Holm over three pairs: the smallest p times 3, then monotone.
+    p = table["permutation_p"].to_numpy()
+    order = np.argsort(p)
+    holm = np.maximum.accumulate(np.minimum(1, p[order] * np.array([3, 2, 1])))
+    np.testing.assert_allclose(table["permutation_p_holm"].to_numpy()[order], holm)
+    assert table["significant"].tolist() == [True, True, False]
+    # A system identical on every sketch: nothing to test, p = 1.
+    same = per_sketch.replace({"system": {"c": "d"}})
+    same = pd.concat([per_sketch, same[same["system"] == "d"]])
+    cd = compare_systems(same, n_resamples=1_000).query("system_a == 'c' and system_b == 'd'")
+    assert cd["wilcoxon_p"].iloc[0] == 1.0 and cd["permutation_p"].iloc[0] == 1.0
