@@ -14,6 +14,7 @@ References: Eitz et al. (2011), Sec. 3.3 and the captions of Figs. 4-9.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,9 +34,13 @@ __all__ = [
     "plot_distribution",
     "plot_interuser",
     "plot_power",
+    "plot_precision_recall",
     "plot_sketch_extremes",
+    "plot_system_summary",
+    "plot_system_tau",
     "plot_vs_consensus",
     "tau_threshold",
+    "write_evaluation_figures",
     "write_figures",
     "write_power_figure",
 ]
@@ -305,6 +310,119 @@ def write_power_figure(summary: pd.DataFrame, stem: str | Path) -> Path:
     figure = Figure(figsize=(14.0, 4.2), layout="constrained")
     plot_power(summary, axes=figure.subplots(1, 3))
     return _save(figure, Path(stem))
+
+
+def plot_system_tau(per_sketch: pd.DataFrame, *, ax: Axes, human: str = "human") -> Axes:
+    """Per sketch, each system's tau_b against the consensus, beside the participants'.
+
+    ``per_sketch`` is the long table of ``evaluate`` (``system, sketch_id,
+    metric, value``). Sketches are ordered by the participants' mean
+    leave-one-out tau_b (the human ceiling, a black line) when present, else by
+    the mean over the systems.
+    """
+    tau = per_sketch[per_sketch["metric"] == "tau_b"].pivot(
+        index="sketch_id", columns="system", values="value"
+    )
+    systems = [s for s in dict.fromkeys(per_sketch["system"]) if s != human and s in tau]
+    order_by = tau[human] if human in tau else tau[systems].mean(axis=1)
+    tau = tau.loc[order_by.sort_values(ascending=False, na_position="last").index]
+    x = np.arange(len(tau))
+    colours = _system_colours(len(systems))
+    for system, colour, marker in zip(systems, colours, itertools.cycle(_MARKERS), strict=False):
+        values = tau[system].to_numpy(dtype=float)
+        ax.plot(x, values, color=colour, marker=marker, markersize=4, linewidth=0.7, alpha=0.85,
+                label=f"{system} (mean {np.nanmean(values):.3f})")  # fmt: skip
+    if human in tau:
+        values = tau[human].to_numpy(dtype=float)
+        ax.plot(x, values, color="black", linewidth=2.2,
+                label=f"participants, leave-one-out (mean {np.nanmean(values):.3f})")  # fmt: skip
+    ax.axhline(0.0, color="0.8", linewidth=0.8, zorder=0)
+    ax.set_xticks(x, [str(s) for s in tau.index], rotation=90, fontsize="x-small")
+    ax.set_xlim(-0.6, len(tau) - 0.4)
+    ax.set_xlabel("sketch (ordered by the participants' agreement)" if human in tau
+                  else "sketch")  # fmt: skip
+    ax.set_ylabel("τ_b with the consensus")
+    ax.set_title("Each system's ranking against the consensus ground truth, per sketch")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+    return ax
+
+
+def plot_system_summary(
+    summary: pd.DataFrame, *, ax: Axes, metric: str = "tau_b", human: str = "human"
+) -> Axes:
+    """Each system's mean ``metric`` over the sketches with its bootstrap interval, best on top;
+    the participants' mean as a vertical band when present."""
+    rows = summary[summary["metric"] == metric]
+    systems = rows[rows["system"] != human]
+    ascending = systems["better"].iloc[0] == "lower" if len(systems) else False
+    systems = systems.sort_values("mean", ascending=not ascending)
+    y = np.arange(len(systems))[::-1]
+    low = (systems["mean"] - systems["ci_low"]).to_numpy(dtype=float)
+    high = (systems["ci_high"] - systems["mean"]).to_numpy(dtype=float)
+    ax.errorbar(systems["mean"], y, xerr=np.nan_to_num(np.vstack([low, high])), fmt="o",
+                color="C0", ecolor="C0", capsize=3)  # fmt: skip
+    ax.set_yticks(y, systems["system"].astype(str).tolist())
+    people = rows[rows["system"] == human]
+    if len(people):
+        person = people.iloc[0]
+        ax.axvspan(person["ci_low"], person["ci_high"], color="0.85", zorder=0)
+        ax.axvline(person["mean"], color="black", linewidth=1.5,
+                   label=f"participants, leave-one-out ({person['mean']:.3f})")  # fmt: skip
+        ax.legend(loc="lower right", fontsize="small")
+    ax.set_ylim(-0.7, len(systems) - 0.3)
+    ax.set_xlabel(f"mean {metric} over the sketches (95% bootstrap interval)")
+    ax.set_title(f"Systems by mean {metric}")
+    return ax
+
+
+def plot_precision_recall(pr_curve: pd.DataFrame, *, ax: Axes) -> Axes:
+    """Each system's precision at recall levels 0.05 .. 1.0, averaged over the sketches."""
+    systems = list(dict.fromkeys(pr_curve["system"]))
+    for system, colour, marker in zip(systems, _system_colours(len(systems)),
+                                      itertools.cycle(_MARKERS), strict=False):  # fmt: skip
+        curve = pr_curve[pr_curve["system"] == system]
+        ax.plot(curve["recall"], curve["precision"], color=colour, marker=marker, markersize=3.5,
+                linewidth=1.0, label=str(system))  # fmt: skip
+    ax.set_xlim(0.0, 1.02)
+    ax.set_ylim(0.0, 1.02)
+    ax.set_xlabel("recall")
+    ax.set_ylabel("precision (mean over sketches)")
+    ax.set_title("Precision-recall (binary relevance)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+    return ax
+
+
+def write_evaluation_figures(
+    folder: str | Path,
+    per_sketch: pd.DataFrame,
+    pr_curve: pd.DataFrame,
+    summary: pd.DataFrame | None = None,
+) -> dict[str, Path]:
+    """Draw the figures of ``evaluate`` (``.png`` and ``.pdf``); returns the PNG paths by name:
+    ``systems_tau`` (with ``summary``), ``per_sketch_tau``, ``precision_recall``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = {}
+    if summary is not None:
+        n = summary.loc[summary["metric"] == "tau_b", "system"].nunique()
+        figure = Figure(figsize=(7.5, 1.2 + 0.35 * n), layout="constrained")
+        plot_system_summary(summary, ax=figure.add_subplot())
+        written["systems_tau"] = _save(figure, folder / "systems_tau")
+    n_sketches = per_sketch["sketch_id"].nunique()
+    figure = Figure(figsize=(max(9.0, 0.28 * n_sketches + 5.0), 4.8), layout="constrained")
+    plot_system_tau(per_sketch, ax=figure.add_subplot())
+    written["per_sketch_tau"] = _save(figure, folder / "per_sketch_tau")
+    figure = Figure(figsize=(8.0, 4.8), layout="constrained")
+    plot_precision_recall(pr_curve, ax=figure.add_subplot())
+    written["precision_recall"] = _save(figure, folder / "precision_recall")
+    return written
+
+
+def _system_colours(n: int) -> list:
+    from matplotlib import colormaps
+
+    palette = colormaps["tab10" if n <= 10 else "tab20"]
+    return [palette(i % palette.N) for i in range(max(n, 1))]
 
 
 def write_figures(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["PAPER", "write_report"]
+__all__ = ["PAPER", "write_evaluation_report", "write_report"]
 
 #: The published values (Eitz et al. 2011, Sec. 3.3), for the side-by-side table.
 PAPER = {
@@ -98,6 +98,149 @@ def write_report(
     parts.append("</body></html>")
     path.write_text("\n".join(parts) + "\n", encoding="utf-8")
     return path
+
+
+#: The measures shown in the evaluation report's comparison table, with their headings.
+_EVALUATION_COLUMNS = (
+    ("tau_b", "tau_b"),
+    ("tau_b_human_fraction", "of human"),
+    ("ndcg", "nDCG"),
+    ("ndcg@10", "nDCG@10"),
+    ("ap", "AP"),
+    ("p@10", "P@10"),
+    ("nn", "NN"),
+    ("ft", "FT"),
+    ("st", "ST"),
+    ("e@32", "E@32"),
+    ("dcg_shrec", "DCG (SHREC)"),
+    ("avg_rank", "avg rank"),
+    ("pwh@10", "PWH@10"),
+    ("psr", "PSR"),
+)
+
+_EVALUATION_CAPTIONS = {
+    "systems_tau": "Each system's mean tau_b against the consensus over the sketches, with its "
+    "95% bootstrap interval; the participants' mean (each against the others' consensus) as "
+    "a black line in a grey band.",
+    "per_sketch_tau": "Per sketch, each system's tau_b against the consensus, beside the "
+    "participants' mean leave-one-out tau_b (black).",
+    "precision_recall": "Precision where each system first reaches each recall level, "
+    "averaged over the sketches (binary relevance).",
+}
+
+
+def write_evaluation_report(
+    path: str | Path,
+    result: Mapping,
+    summary: pd.DataFrame,
+    comparisons: pd.DataFrame,
+    figures: Mapping[str, Path],
+) -> Path:
+    """Write the page of ``sbir-study evaluate``: the comparison table, the significant
+    differences and the figures, self-contained like the analysis report."""
+    path = Path(path)
+    options = result["options"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        "<title>sbir-study evaluation report</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        "<h1>Retrieval systems against the consensus ground truth</h1>",
+        f"<p>{len(result['systems'])} systems scored on {result['n_sketches']} sketches. "
+        "The benchmark measure is tau_b between a system's ranking of each sketch's images and "
+        "the participants' mean ratings (Eitz et al. 2011, Sec. 3.2), averaged over the "
+        f"sketches; its p-value is {options['alternative']}. Binary measures count an image as "
+        f"relevant when its mean rating is below {options['relevant_below']:g}; nDCG uses the "
+        "qrels grade 7 - round(mean rating). Intervals: 95% percentile bootstrap over the "
+        f"sketches ({options['bootstrap']} resamples, seed {options['seed']}).</p>",
+    ]
+    if not result.get("human_ceiling"):
+        parts.append(
+            "<p>No human ceiling: pass the ratings (<code>--ratings</code>) to compare the "
+            "systems with the participants.</p>"
+        )
+    parts += _evaluation_table(summary)
+    parts += _significant_differences(comparisons, options["alpha"])
+    parts += _figure_list(figures, _EVALUATION_CAPTIONS)
+    inputs = result.get("inputs", {})
+    fields = ("role", "name", "path", "sha256", "lines")
+    rows = [tuple(entry.get(f, "") for f in fields) for entry in inputs.get("files", [])]
+    software = [(k, v or "not installed") for k, v in result.get("software", {}).items()]
+    parts += [
+        "<h2>Inputs and software</h2>",
+        _table(["role", "name", "file", "SHA-256", "lines"], rows),
+        _table(["software", "version"], software),
+        "</body></html>",
+    ]
+    path.write_text("\n".join(parts) + "\n", encoding="utf-8")
+    return path
+
+
+def _evaluation_table(summary: pd.DataFrame) -> list[str]:
+    present = set(summary["metric"])
+    columns = [(m, label) for m, label in _EVALUATION_COLUMNS if m in present]
+    tau = summary[summary["metric"] == "tau_b"].sort_values("mean", ascending=False)
+    order = list(tau["system"]) + [s for s in dict.fromkeys(summary["system"])
+                                   if s not in set(tau["system"])]  # fmt: skip
+    cells = summary.set_index(["system", "metric"])
+    rows = []
+    for system in order:
+        row = [system]
+        for metric, _ in columns:
+            if (system, metric) not in cells.index:
+                row.append("")
+                continue
+            entry = cells.loc[(system, metric)]
+            text = _num(entry["mean"])
+            if metric in ("tau_b", "tau_b_human_fraction") and not _isnan(entry["ci_low"]):
+                text += f" [{_num(entry['ci_low'])}, {_num(entry['ci_high'])}]"
+            row.append(text)
+        better = cells.loc[(system, "tau_b"), "significantly_better_than"] if (
+            system, "tau_b") in cells.index else ""  # fmt: skip
+        row.append(", ".join(str(better).split(";")) if isinstance(better, str) else "")
+        rows.append(row)
+    return [
+        "<h2>Comparison</h2>",
+        "<p>Mean over the sketches; for tau_b and its fraction of the human level, the 95% "
+        "interval. The last column names the systems whose tau_b this one exceeds "
+        "significantly (paired permutation test over the sketches, Holm-corrected across the "
+        "pairs of systems). Lower is better only for the average rank. Per-sketch values: "
+        "<code>per_sketch.csv</code>; every metric with intervals: <code>summary.csv</code>.</p>",
+        _table(["system", *[label for _, label in columns], "tau_b significantly above"], rows),
+    ]
+
+
+def _significant_differences(comparisons: pd.DataFrame, alpha: float) -> list[str]:
+    tau = comparisons[comparisons["metric"] == "tau_b"]
+    rows = [
+        (r.system_a, r.system_b, r.n_sketches, _num(r.mean_difference), _p(r.permutation_p_holm),
+         _p(r.wilcoxon_p_holm), "yes" if r.significant else "no")
+        for r in tau.sort_values("permutation_p").itertuples()
+    ]  # fmt: skip
+    header = ["system a", "system b", "sketches", "mean a - b", "permutation p (Holm)",
+              "Wilcoxon p (Holm)", "significant"]  # fmt: skip
+    return [
+        "<h2>Paired comparisons of tau_b</h2>",
+        f"<p>Every pair of systems over the sketches both were scored on; p-values "
+        f"Holm-corrected across the pairs; significant when the permutation test's is below "
+        f"{alpha:g}. All metrics: <code>comparisons.csv</code>.</p>",
+        _table(header, rows),
+    ]
+
+
+def _figure_list(figures: Mapping[str, Path], captions: Mapping[str, str]) -> list[str]:
+    if not figures:
+        return ["<h2>Figures</h2>", "<p>Not drawn (<code>--no-figures</code>).</p>"]
+    parts = ["<h2>Figures</h2>"]
+    for name in figures:
+        data = base64.b64encode(Path(figures[name]).read_bytes()).decode("ascii")
+        caption = html.escape(captions.get(name, name))
+        parts.append(
+            f'<figure id="{name}"><img alt="{html.escape(name)}" '
+            f'src="data:image/png;base64,{data}"><figcaption>{caption} '
+            f"(<code>figures/{name}.pdf</code>)</figcaption></figure>"
+        )
+    return parts
 
 
 def _what_was_analysed(summary: Mapping) -> list[str]:

@@ -183,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     power.add_argument("--jobs", type=_positive_int, default=1, help="worker processes")
     power.set_defaults(handler=_power)
     _add_stimuli(commands)
+    _add_evaluate(commands)
 
     run = commands.add_parser(
         "run",
@@ -409,6 +410,319 @@ def _stimuli_select(args: argparse.Namespace) -> int:
     )
     print(f"Tables: {args.out / 'selection_sketches.csv'}, "
           f"{args.out / 'selection_distribution.csv'}")  # fmt: skip
+    return 0
+
+
+def _cutoff_list(text: str) -> tuple[int, ...]:
+    try:
+        cutoffs = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated whole numbers, got {text!r}"
+        ) from None
+    if not cutoffs or min(cutoffs) < 1:
+        raise argparse.ArgumentTypeError(f"expected cut-offs of at least 1, got {text!r}")
+    return tuple(dict.fromkeys(cutoffs))
+
+
+def _rating_threshold(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 1.0 < value <= 7.0:
+        raise argparse.ArgumentTypeError(
+            f"expected a mean rating above 1 and at most 7, got {value}"
+        )
+    return value
+
+
+def _add_evaluate(commands) -> None:
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="score retrieval runs against the consensus ground truth",
+        description="Score one or more retrieval runs (TREC runs, or CSV/TSV tables "
+        "sketch_id,image_id,score) against ground_truth.csv: tau_b with the consensus per "
+        "sketch (the paper's benchmark), trec_eval's nDCG, P@k, AP and R-precision, SHREC's "
+        "NN, FT, ST, E@32, DCG and precision-recall, and Zhang's average rank, PWH@k and PSR; "
+        "means with bootstrap intervals, paired tests between the systems, and with --ratings "
+        "the human ceiling. Writes per_sketch.csv, summary.csv, comparisons.csv, pr_curve.csv, "
+        "evaluation.json, report.html and figures/ to --out.",
+    )
+    evaluate.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="retrieval run files")
+    evaluate.add_argument(
+        "--ground-truth",
+        type=Path,
+        required=True,
+        help="ground_truth.csv as sbir-study analyze writes it",
+    )
+    evaluate.add_argument("--out", type=Path, required=True, help="folder for the results")
+    evaluate.add_argument(
+        "--ratings",
+        type=Path,
+        default=None,
+        help="the ratings the ground truth came from (BIDS dataset or table): adds the human "
+        "ceiling (each participant against the others' consensus), pwh@k and psr",
+    )
+    evaluate.add_argument(
+        "--name",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="a system's name, once per run in order (default: each file's name without its "
+        "extension)",
+    )
+    evaluate.add_argument(
+        "--lower-is-better",
+        action="store_true",
+        help="the runs' scores are distances: smaller means more similar",
+    )
+    evaluate.add_argument(
+        "--relevant-below",
+        type=_rating_threshold,
+        default=3.5,
+        help="binary relevance for P@k, AP, R-precision and SHREC's measures: a mean rating "
+        "below this (default: 3.5)",
+    )
+    evaluate.add_argument(
+        "--cutoffs",
+        type=_cutoff_list,
+        default=(5, 10, 20),
+        help="k of ndcg@k, p@k and pwh@k (default: 5,10,20)",
+    )
+    evaluate.add_argument(
+        "--alternative",
+        choices=("greater", "two-sided", "less"),
+        default="greater",
+        help="alternative of the tau_b test (default: greater, as the paper)",
+    )
+    evaluate.add_argument(
+        "--alpha",
+        type=_probability,
+        default=0.05,
+        help="significance level of the comparisons (default: 0.05)",
+    )
+    evaluate.add_argument(
+        "--bootstrap",
+        type=_at_least(100),
+        default=10_000,
+        help="bootstrap resamples of the intervals (default: 10000)",
+    )
+    evaluate.add_argument(
+        "--permutations",
+        type=_at_least(100),
+        default=10_000,
+        help="sign flips of the paired permutation tests (default: 10000)",
+    )
+    evaluate.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    evaluate.add_argument("--no-figures", action="store_true", help="skip figures/")
+    evaluate.set_defaults(handler=_evaluate)
+
+    hpatches = commands.add_parser(
+        "evaluate-hpatches",
+        help="mAP of patch and image retrieval in the HPatches file formats",
+        description="Score HPatches retrieval results: for every NAME.results in RESULTS_DIR "
+        "(or in each of its subfolders, one per descriptor) against NAME.benchmark and "
+        "NAME.labels in BENCHMARK_DIR, the average precision of each query over ranks 2 to "
+        "top + 1, for patch retrieval and for the relaxed image (sequence) criterion, and the "
+        "mAP per task.",
+    )
+    hpatches.add_argument("benchmark_dir", type=Path, help="folder of *.benchmark and *.labels")
+    hpatches.add_argument("results_dir", type=Path, help="folder of *.results (or of folders)")
+    hpatches.add_argument(
+        "--top",
+        type=_positive_int,
+        default=50,
+        help="patches listed after the query on each results line (default 50)",
+    )
+    hpatches.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="folder for hpatches_per_query.csv and hpatches_summary.csv",
+    )
+    hpatches.set_defaults(handler=_evaluate_hpatches)
+
+    from analysis.distances import DISTANCES
+
+    baseline = commands.add_parser(
+        "baseline",
+        help="rank a stimulus set's images with a simple descriptor under a distance",
+        description="A baseline engine: edge-orientation histograms on a 4 x 4 grid (see "
+        "analysis.baseline), compared under the chosen distance; writes a TREC run (score = "
+        "-distance). With several distances (comma-separated, or 'all'), --out is a folder "
+        f"with one NAME.run per distance. Distances: {', '.join(DISTANCES)}.",
+    )
+    baseline.add_argument("--stimuli", type=Path, required=True, help="stimulus set folder")
+    baseline.add_argument(
+        "--distance", required=True, help="a distance name, comma-separated names, or all"
+    )
+    baseline.add_argument("--out", type=Path, required=True, help="run file (or folder)")
+    baseline.add_argument(
+        "--collection",
+        choices=("own", "all"),
+        default="own",
+        help="own: each sketch ranks its own images (the benchmark's protocol); all: every "
+        "image of the set (default: own)",
+    )
+    baseline.add_argument("--overwrite", action="store_true", help="replace existing run files")
+    baseline.set_defaults(handler=_baseline)
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from analysis import load_ratings
+    from analysis.evaluation import HUMAN, EvaluationOptions, evaluate_rankings, write_evaluation
+    from analysis.retrieval import load_ground_truth, load_run
+
+    if args.name is not None and len(args.name) != len(args.runs):
+        raise InputError(
+            f"--name: given {len(args.name)} times for {len(args.runs)} runs; expected one name "
+            "per run, in order"
+        )
+    options = EvaluationOptions(
+        relevant_below=args.relevant_below,
+        cutoffs=args.cutoffs,
+        alternative=args.alternative,
+        alpha=args.alpha,
+        bootstrap=args.bootstrap,
+        permutations=args.permutations,
+        seed=args.seed,
+    )
+    truth = load_ground_truth(args.ground_truth)
+    names = args.name or [None] * len(args.runs)
+    rankings = [
+        load_run(path, truth, lower_is_better=args.lower_is_better, name=name)
+        for path, name in zip(args.runs, names, strict=True)
+    ]
+    ratings = load_ratings(args.ratings) if args.ratings is not None else None
+    evaluation = evaluate_rankings(truth, rankings, options, ratings=ratings)
+    files = [
+        {
+            "role": "ground truth",
+            "name": "",
+            "path": str(args.ground_truth),
+            "sha256": truth.sha256,
+            "lines": len(truth.table()) + 1,
+        }
+    ]
+    files += [
+        {"role": "run", "name": r.name, "path": r.source, "sha256": r.sha256, "lines": r.lines}
+        for r in rankings
+    ]
+    if ratings is not None:
+        provenance = ratings.attrs.get("provenance")
+        for source in getattr(provenance, "sources", ()):
+            files.append(
+                {
+                    "role": "ratings",
+                    "name": "",
+                    "path": source.path,
+                    "sha256": source.sha256,
+                    "lines": source.rows,
+                }
+            )
+    evaluation.inputs = {
+        "files": files,
+        "lower_is_better": args.lower_is_better,
+        "command": "sbir-study evaluate",
+    }
+    result = write_evaluation(evaluation, args.out, figures=not args.no_figures)
+    summary = evaluation.summary.set_index(["system", "metric"])
+    print(
+        f"Scored {len(rankings)} system(s) on {result['n_sketches']} sketches "
+        f"(relevant: mean rating below {args.relevant_below:g}):"
+    )
+    order = summary.xs("tau_b", level="metric")["mean"].sort_values(ascending=False).index
+    for system in order:
+        row = summary.loc[(system, "tau_b")]
+        text = f"  {system:<24} tau_b {row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+        if system != HUMAN:
+            if (system, "tau_b_human_fraction") in summary.index:
+                fraction = summary.loc[(system, "tau_b_human_fraction"), "mean"]
+                text += f"  {fraction:.0%} of human"
+            text += (
+                f"  ndcg {summary.loc[(system, 'ndcg'), 'mean']:.3f}"
+                f"  ap {summary.loc[(system, 'ap'), 'mean']:.3f}"
+            )
+        else:
+            text += "  (participants, each against the others' consensus)"
+        print(text)
+    significant = evaluation.comparisons[
+        (evaluation.comparisons["metric"] == "tau_b") & evaluation.comparisons["significant"]
+    ]
+    pairs = len(evaluation.comparisons[evaluation.comparisons["metric"] == "tau_b"])
+    print(
+        f"  {len(significant)} of {pairs} pairs of systems differ significantly in tau_b "
+        f"(paired permutation test, Holm, alpha {args.alpha:g})"
+    )
+    print(
+        f"Tables: {args.out / 'summary.csv'}, per_sketch.csv, comparisons.csv; "
+        f"report: {args.out / 'report.html'}"
+    )
+    return 0
+
+
+def _evaluate_hpatches(args: argparse.Namespace) -> int:
+    from analysis.hpatches import evaluate_hpatches
+
+    per_query, summary = evaluate_hpatches(args.benchmark_dir, args.results_dir, top=args.top)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        per_query.to_csv(args.out / "hpatches_per_query.csv", index=False)
+        summary.to_csv(args.out / "hpatches_summary.csv", index=False)
+    shown = summary.copy()
+    shown[["map_patch", "map_image"]] = (100 * shown[["map_patch", "map_image"]]).round(2)
+    print("mAP (%) over ranks 2 to", args.top + 1, "per task:")
+    print(shown.to_string(index=False))
+    if args.out is not None:
+        print(f"Tables: {args.out / 'hpatches_summary.csv'}, hpatches_per_query.csv")
+    return 0
+
+
+def _baseline(args: argparse.Namespace) -> int:
+    from analysis.baseline import baseline_scores, write_trec_run
+    from analysis.distances import DISTANCES
+    from stimuli import load_set
+
+    if args.distance == "all":
+        distances = list(DISTANCES)
+    else:
+        distances = [d.strip() for d in args.distance.split(",") if d.strip()]
+    from analysis import check_option
+
+    for name in distances:
+        check_option("--distance", name, DISTANCES)
+    single = len(distances) == 1 and not args.out.is_dir()
+    targets = (
+        {distances[0]: args.out}
+        if single
+        else {name: args.out / f"{name}.run" for name in distances}
+    )
+    for path in targets.values():
+        if path.exists() and not args.overwrite:
+            raise InputError(f"{path}: exists; pass --overwrite to replace it")
+    stimulus_set = load_set(args.stimuli)
+    from analysis._progress import progress_bar
+
+    def progress(done: int, total: int) -> None:
+        progress_bar("descriptors", done, total, show=sys.stderr.isatty())
+
+    runs = baseline_scores(
+        stimulus_set.manifest,
+        stimulus_set.folder,
+        distances,
+        collection=args.collection,
+        progress=progress,
+    )
+    if not single:
+        args.out.mkdir(parents=True, exist_ok=True)
+    for name, path in targets.items():
+        write_trec_run(runs[name], path, tag=f"baseline-eoh-{name}")
+    sketches = runs[distances[0]]["sketch_id"].nunique()
+    print(
+        f"Ranked {sketches} sketches' images ({args.collection} collection) under "
+        f"{len(distances)} distance(s): {', '.join(str(p) for p in targets.values())}"
+    )
     return 0
 
 
