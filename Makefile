@@ -1,5 +1,7 @@
 # make run   - simulate the paper-sized study (28 participants, 31 sketches x 40 images,
-#              anchoring) and analyse it; tables, figures and report.html in build/demo/analysis/
+#              anchoring) and analyse it; tables, figures and report.html in build/demo/analysis/;
+#              then score the baseline engine under every distance on the generated set
+#              (build/demo/retrieval/evaluation/)
 # make test  - install everything and run the test suite
 # make session - a demo rating session in a PsychoPy window (under Xvfb, answered by a
 #              simulated participant, when there is no display)
@@ -10,6 +12,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 DEMO   := build/demo
+RETRIEVAL := $(DEMO)/retrieval
 SEED   ?= 2011
 NODE   := .node
 BIDS_VALIDATOR := 1.15.0
@@ -39,11 +42,20 @@ run: $(STAMP)
 	rm -rf $(DEMO)
 	$(BIN)/sbir-study simulate --out $(DEMO)/data --seed $(SEED)
 	$(BIN)/sbir-study analyze $(DEMO)/data --out $(DEMO)/analysis
+	@# The retrieval benchmark: simulated participants rate the generated default set, and
+	@# the baseline engine is scored under every distance against their ground truth.
+	$(BIN)/sbir-study stimuli generate --out $(RETRIEVAL)/stimuli --seed $(SEED)
+	$(BIN)/sbir-study simulate --stimuli $(RETRIEVAL)/stimuli --out $(RETRIEVAL)/data --seed $(SEED)
+	$(BIN)/sbir-study analyze $(RETRIEVAL)/data --out $(RETRIEVAL)/analysis --no-figures
+	$(BIN)/sbir-study baseline --stimuli $(RETRIEVAL)/stimuli --distance all --out $(RETRIEVAL)/runs
+	$(BIN)/sbir-study evaluate --ground-truth $(RETRIEVAL)/analysis/ground_truth.csv \
+		--ratings $(RETRIEVAL)/data --out $(RETRIEVAL)/evaluation $(RETRIEVAL)/runs/*.run
 	@echo
 	@echo "Ground truth:      $(DEMO)/analysis/ground_truth.csv (and ground_truth.qrels for trec_eval)"
 	@echo "Statistics tables: $(DEMO)/analysis/*.csv, headline numbers in $(DEMO)/analysis/summary.json"
 	@echo "Figures:           $(DEMO)/analysis/figures/ (Figs. 4-8, .png and .pdf)"
 	@echo "Report:            $(DEMO)/analysis/report.html (open it in a browser)"
+	@echo "Retrieval:         $(RETRIEVAL)/evaluation/report.html (the baseline under every distance)"
 
 session: $(STAMP)
 	rm -rf $(DEMO)/session-stimuli $(DEMO)/session
@@ -72,6 +84,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_figures_power.py
 	$(BIN)/python benchmarks/bench_stimuli.py
 	$(BIN)/python benchmarks/bench_session.py
+	$(BIN)/python benchmarks/bench_evaluate.py
 
 clean:
 	rm -rf build .pytest_cache
