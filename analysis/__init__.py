@@ -48,6 +48,7 @@ from .distances import (
     mass_counts,
     minkowski,
     quadratic_form,
+    resolve_distance,
 )
 from .distribution import binned_medians, rating_distribution
 from .evaluation import (
@@ -184,6 +185,7 @@ __all__ = [
     "rating_cube",
     "rating_distribution",
     "read_hpatches_task",
+    "resolve_distance",
     "second_tier",
     "simulate_study",
     "summarize_family",

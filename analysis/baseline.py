@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ._checks import InputError
-from .distances import DISTANCES, bin_similarity, distance_matrix
+from .distances import bin_similarity, distance_matrix, resolve_distance
 
 __all__ = [
     "EDGE_SHARE",
@@ -113,7 +113,8 @@ def baseline_scores(
     folder : path
         The set's folder, against which the manifest's paths are relative.
     distances : sequence of str
-        Names from :data:`analysis.distances.DISTANCES`.
+        Names from :data:`analysis.distances.DISTANCES`, or ``l<p>`` for any
+        Minkowski exponent.
     collection : {"own", "all"}
         ``"own"``: each sketch ranks its own images (the benchmark's protocol,
         Sec. 3.2); ``"all"``: every image of the set.
@@ -135,7 +136,7 @@ def baseline_scores(
 
     check_option("collection", collection, ("own", "all"))
     for name in distances:
-        check_option("distance", name, DISTANCES)
+        resolve_distance(name)
     folder = Path(folder)
     pairs = manifest[manifest["role"].isin(["main", "candidate"])]
     if pairs.empty:

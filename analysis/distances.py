@@ -17,6 +17,7 @@ positions found by binary search, not a scan of the reference set per pair.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -36,6 +37,7 @@ __all__ = [
     "mass_counts",
     "minkowski",
     "quadratic_form",
+    "resolve_distance",
 ]
 
 
@@ -486,25 +488,37 @@ DISTANCES: dict[str, tuple[Callable[..., np.ndarray], dict]] = {
 }
 
 
+def resolve_distance(name: str) -> tuple[Callable[..., np.ndarray], dict]:
+    """The function and fixed options of a distance name (see :func:`distance_matrix`)."""
+    from ._checks import check_option
+
+    if name not in DISTANCES and re.fullmatch(r"l\d+(\.\d+)?", str(name)):
+        p = float(name[1:])
+        if p > 0:
+            return minkowski, {"p": p}
+    check_option("distance", name, DISTANCES)
+    return DISTANCES[name]
+
+
 def distance_matrix(
     x, y, name: str, *, reference=None, similarity=None, p: float | None = None
 ) -> np.ndarray:
     """The distances between the rows of ``x`` and ``y`` under the measure ``name``.
 
-    ``name`` is a key of :data:`DISTANCES`; ``reference`` is needed by
-    ``mahalanobis``, ``mp``, ``hp`` and ``hp_log``, ``similarity`` by
-    ``quadratic``; ``p`` overrides the exponent of the Minkowski and mass
+    ``name`` is a key of :data:`DISTANCES`, or ``l`` followed by any exponent
+    p > 0 (``l3``, ``l0.25``) for that Minkowski distance; ``reference`` is
+    needed by ``mahalanobis``, ``mp``, ``hp`` and ``hp_log``, ``similarity``
+    by ``quadratic``; ``p`` overrides the exponent of the Minkowski and mass
     measures.
 
     Examples
     --------
     >>> distance_matrix([[0, 0]], [[3, 4]], "l1")
     array([[7.]])
+    >>> distance_matrix([[0, 0]], [[3, 4]], "l3").round(4)
+    array([[4.4979]])
     """
-    from ._checks import check_option
-
-    check_option("distance", name, DISTANCES)
-    function, fixed = DISTANCES[name]
+    function, fixed = resolve_distance(name)
     options = dict(fixed)
     if p is not None:
         if "p" not in options:

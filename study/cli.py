@@ -551,7 +551,8 @@ def _add_evaluate(commands) -> None:
         description="A baseline engine: edge-orientation histograms on a 4 x 4 grid (see "
         "analysis.baseline), compared under the chosen distance; writes a TREC run (score = "
         "-distance). With several distances (comma-separated, or 'all'), --out is a folder "
-        f"with one NAME.run per distance. Distances: {', '.join(DISTANCES)}.",
+        f"with one NAME.run per distance. Distances: {', '.join(DISTANCES)}, or l<p> for any "
+        "Minkowski exponent p > 0 (l3, l0.25).",
     )
     baseline.add_argument("--stimuli", type=Path, required=True, help="stimulus set folder")
     baseline.add_argument(
@@ -688,10 +689,13 @@ def _baseline(args: argparse.Namespace) -> int:
         distances = list(DISTANCES)
     else:
         distances = [d.strip() for d in args.distance.split(",") if d.strip()]
-    from analysis import check_option
+    from analysis.distances import resolve_distance
 
     for name in distances:
-        check_option("--distance", name, DISTANCES)
+        try:
+            resolve_distance(name)
+        except InputError as error:
+            raise InputError(f"--{error}") from None
     single = len(distances) == 1 and not args.out.is_dir()
     targets = (
         {distances[0]: args.out}

@@ -164,6 +164,11 @@ def test_distance_matrix_dispatches_every_name(histograms):
         assert result.shape == (6, 9), name
         assert np.isfinite(result).all(), name
     np.testing.assert_allclose(distance_matrix(x, y, "l2", p=3), minkowski(x, y, p=3))
+    # Any Minkowski exponent by name: l3 is SciPy's minkowski with p = 3.
+    np.testing.assert_allclose(distance_matrix(x, y, "l3"), loop(sd.minkowski, x, y, p=3),
+                               rtol=1e-12)  # fmt: skip
+    with pytest.raises(InputError, match="distance: got 'l0'"):
+        distance_matrix(x, y, "l0")
 
 
 @pytest.mark.parametrize(
