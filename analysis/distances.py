@@ -324,6 +324,20 @@ class _SortedColumns:
         return lower, upper
 
 
+def _mass_blocks(x: np.ndarray, y: np.ndarray, reference, sigma):
+    """(rows of x, their (rows, n, d) data mass, N) block by block, so that the whole
+    (m, n, d) mass array never exists at once."""
+    sorted_columns = _mass_reference(reference, x.shape[1])
+    sigma = _sigma(sigma)
+    x_lower, x_upper = sorted_columns.positions(x, sigma)
+    y_lower, y_upper = sorted_columns.positions(y, sigma)
+    for rows in _blocks(x.shape[0], y.shape[0], x.shape[1]):
+        mass = np.maximum(x_upper[rows, None, :], y_upper[None, :, :]) - np.minimum(
+            x_lower[rows, None, :], y_lower[None, :, :]
+        )
+        yield rows, mass, sorted_columns.size
+
+
 def mass_counts(x, y, *, reference, sigma: float = 0.0) -> np.ndarray:
     """Data mass |R_i(x, y)| of every pair and dimension: an (m, n, d) integer array.
 
@@ -342,13 +356,7 @@ def mass_counts(x, y, *, reference, sigma: float = 0.0) -> np.ndarray:
     array([[4, 1]])
     """
     x, y = _pair(x, y)
-    sorted_columns = _mass_reference(reference, x.shape[1])
-    sigma = _sigma(sigma)
-    x_lower, x_upper = sorted_columns.positions(x, sigma)
-    y_lower, y_upper = sorted_columns.positions(y, sigma)
-    return np.maximum(x_upper[:, None, :], y_upper[None, :, :]) - np.minimum(
-        x_lower[:, None, :], y_lower[None, :, :]
-    )
+    return np.concatenate([mass for _, mass, _ in _mass_blocks(x, y, reference, sigma)], axis=0)
 
 
 def mass_based(x, y, *, reference, p: float = 2.0, sigma: float = 0.0) -> np.ndarray:
@@ -386,17 +394,9 @@ def mass_based(x, y, *, reference, p: float = 2.0, sigma: float = 0.0) -> np.nda
     """
     x, y = _pair(x, y)
     p = _exponent(p)
-    sorted_columns = _mass_reference(reference, x.shape[1])
-    sigma = _sigma(sigma)
-    x_lower, x_upper = sorted_columns.positions(x, sigma)
-    y_lower, y_upper = sorted_columns.positions(y, sigma)
     result = np.empty((x.shape[0], y.shape[0]))
-    for rows in _blocks(x.shape[0], y.shape[0], x.shape[1]):
-        mass = np.maximum(x_upper[rows, None, :], y_upper[None, :, :]) - np.minimum(
-            x_lower[rows, None, :], y_lower[None, :, :]
-        )
-        share = mass / sorted_columns.size
-        result[rows] = np.mean(share**p, axis=2) ** (1.0 / p)
+    for rows, mass, size in _mass_blocks(x, y, reference, sigma):
+        result[rows] = np.mean((mass / size) ** p, axis=2) ** (1.0 / p)
     return result
 
 
@@ -425,15 +425,8 @@ def hybrid_mass(
     """
     x, y = _pair(x, y)
     p = _exponent(p)
-    sorted_columns = _mass_reference(reference, x.shape[1])
-    sigma = _sigma(sigma)
-    x_lower, x_upper = sorted_columns.positions(x, sigma)
-    y_lower, y_upper = sorted_columns.positions(y, sigma)
     result = np.empty((x.shape[0], y.shape[0]))
-    for rows in _blocks(x.shape[0], y.shape[0], x.shape[1]):
-        mass = np.maximum(x_upper[rows, None, :], y_upper[None, :, :]) - np.minimum(
-            x_lower[rows, None, :], y_lower[None, :, :]
-        )
+    for rows, mass, _ in _mass_blocks(x, y, reference, sigma):
         weight = np.log(np.maximum(mass, 1)) if log_mass else mass
         terms = np.abs(x[rows, None, :] - y[None, :, :]) * weight
         result[rows] = (terms**p).sum(axis=2) ** (1.0 / p)

@@ -317,21 +317,7 @@ def _headline(summary: Mapping) -> list[str]:
 
 
 def _figures(figures: Mapping[str, Path]) -> list[str]:
-    if not figures:
-        return [
-            "<h2>Figures</h2>",
-            "<p>Not drawn (<code>--no-figures</code>).</p>",
-        ]
-    parts = ["<h2>Figures</h2>"]
-    for name in sorted(figures):
-        data = base64.b64encode(Path(figures[name]).read_bytes()).decode("ascii")
-        caption = html.escape(_CAPTIONS.get(name, name))
-        parts.append(
-            f'<figure id="{name}"><img alt="{html.escape(name)}" '
-            f'src="data:image/png;base64,{data}"><figcaption>{caption} '
-            f"(<code>figures/{name}.pdf</code>)</figcaption></figure>"
-        )
-    return parts
+    return _figure_list({name: figures[name] for name in sorted(figures)}, _CAPTIONS)
 
 
 def _extremes(table: pd.DataFrame) -> list[str]:
