@@ -57,6 +57,7 @@ from .evaluation import (
     EvaluationOptions,
     evaluate_rankings,
     metric_direction,
+    score_ranking,
     write_evaluation,
 )
 from .hpatches import evaluate_hpatches, hpatches_average_precision, read_hpatches_task
@@ -186,6 +187,7 @@ __all__ = [
     "rating_distribution",
     "read_hpatches_task",
     "resolve_distance",
+    "score_ranking",
     "second_tier",
     "simulate_study",
     "summarize_family",

@@ -49,6 +49,7 @@ __all__ = [
     "EvaluationOptions",
     "evaluate_rankings",
     "metric_direction",
+    "score_ranking",
     "write_evaluation",
 ]
 

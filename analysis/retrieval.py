@@ -497,9 +497,21 @@ def _read_trec_slowly(path: Path) -> dict:
                 docs.append(fields[2])
                 scores.append(value)
         except UnicodeDecodeError:
-            raise InputError(f"{path}, line {number + 1}: not UTF-8 text") from None
+            raise InputError(f"{path}, line {_undecodable_line(path)}: not UTF-8 text") from None
     return {"query_id": pd.Categorical(queries), "doc_id": pd.Categorical(docs),
             "score": np.asarray(scores, dtype=np.float64)}  # fmt: skip
+
+
+def _undecodable_line(path: Path) -> int:
+    """The number of the first line that is not UTF-8 (the decoder reads ahead, so the
+    line being parsed when it fails is not the one)."""
+    with path.open("rb") as stream:
+        for number, raw in enumerate(stream, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return number
+    return 1
 
 
 def _read_table(path: Path, first: str):
@@ -528,27 +540,29 @@ def _read_table_slowly(path: Path, delimiter: str, header: list[str]) -> dict:
 
     where = {c: header.index(c) for c in _TABLE_COLUMNS}
     values = {c: [] for c in _TABLE_COLUMNS}
-    with path.open("r", encoding="utf-8", newline="") as stream:
-        reader = csv.reader(stream, delimiter=delimiter)
-        next(reader)
-        for fields in reader:
-            number = reader.line_num
-            if not any(f.strip() for f in fields):
-                continue
-            if len(fields) != len(header):
-                raise InputError(
-                    f"{path}, line {number}: {len(fields)} fields; expected {len(header)} as in "
-                    "the header"
-                )
-            value = _float(fields[where["score"]])
-            if value is None:
-                raise InputError(
-                    f"{path}, line {number}: score: got {fields[where['score']]!r}; expected a "
-                    "number"
-                )
-            values["sketch_id"].append(fields[where["sketch_id"]].strip())
-            values["image_id"].append(fields[where["image_id"]].strip())
-            values["score"].append(value)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}, line {_undecodable_line(path)}: not UTF-8 text") from None
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    next(reader)
+    for fields in reader:
+        number = reader.line_num
+        if not any(f.strip() for f in fields):
+            continue
+        if len(fields) != len(header):
+            raise InputError(
+                f"{path}, line {number}: {len(fields)} fields; expected {len(header)} as in "
+                "the header"
+            )
+        value = _float(fields[where["score"]])
+        if value is None:
+            raise InputError(
+                f"{path}, line {number}: score: got {fields[where['score']]!r}; expected a number"
+            )
+        values["sketch_id"].append(fields[where["sketch_id"]].strip())
+        values["image_id"].append(fields[where["image_id"]].strip())
+        values["score"].append(value)
     return {"sketch_id": pd.Categorical(values["sketch_id"]),
             "image_id": pd.Categorical(values["image_id"]),
             "score": np.asarray(values["score"], dtype=np.float64)}  # fmt: skip

@@ -285,3 +285,17 @@ def test_baseline_refuses_to_overwrite_and_checks_the_distance(study, tmp_path, 
         assert main([*arguments, "--overwrite", "--collection", "all"]) == 0
     lines = target.read_text().splitlines()
     assert len(lines) == 4 * 32  # every sketch ranks all 32 images of the set
+
+
+@pytest.mark.parametrize(
+    "content, name, line",
+    [(b"s01 Q0 x 1 0.5 t\ns01 Q0 \xff 2 0.4 t\n", "run.txt", 2),
+     (b"sketch_id,image_id,score\ns01,x,0.5\ns01,\xff,0.2\n", "run.csv", 3)],
+)  # fmt: skip
+def test_runs_that_are_not_utf8_name_the_line(study, tmp_path, capsys, content, name, line):
+    gt = study / "analysis" / "ground_truth.csv"
+    sketch = pd.read_csv(gt)["sketch_id"].iloc[0]
+    path = tmp_path / name
+    path.write_bytes(content.replace(b"s01", sketch.encode()))
+    assert main(["evaluate", "--ground-truth", str(gt), str(path), "--out", str(tmp_path)]) == 2
+    assert f"{path}, line {line}: not UTF-8 text" in capsys.readouterr().err
