@@ -119,6 +119,8 @@ def test_trec_measures_equal_trec_eval(seed, ties, tmp_path):
         np.testing.assert_allclose(values[measure], expected, rtol=0, atol=1e-12, err_msg=measure)
 
 
+# ranx's own numba kernel warns about an integer cast when it is first compiled.
+@pytest.mark.filterwarnings("ignore:unsafe cast from uint64 to int64")
 @pytest.mark.parametrize("ties", [False, True])
 def test_trec_measures_equal_ranx(ties, tmp_path):
     from ranx import Qrels, Run, evaluate
