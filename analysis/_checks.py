@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from pathlib import Path
 
-__all__ = ["InputError", "check_option"]
+__all__ = ["InputError", "check_option", "read_utf8"]
 
 
 class InputError(ValueError):
@@ -42,3 +43,23 @@ def check_option(name: str, value: object, allowed: Iterable[object]) -> object:
         if close:
             message += f" (did you mean {close[0]!r}?)"
     raise InputError(message)
+
+
+def read_utf8(path: Path) -> tuple[bytes, str]:
+    """The bytes of a text file and their UTF-8 text (a byte-order mark dropped).
+
+    A file that cannot be read, or is not UTF-8, raises :class:`InputError`
+    naming the file and, for the latter, the line and the byte at fault.
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise InputError(f"{path}: cannot be read ({error.strerror or error})") from None
+    try:
+        return raw, raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise InputError(
+            f"{path}: line {line}: not UTF-8 (byte 0x{raw[error.start]:02x}); "
+            "expected a UTF-8 text file"
+        ) from None

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._checks import InputError
+from ._checks import InputError, read_utf8
 
 __all__ = [
     "PHASES",
@@ -289,18 +289,7 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, SourceFile]:
 
 def _read_text(path: Path, *, bids: bool) -> _RawFile:
     """Read, decode and check one file up to its header."""
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise InputError(f"{path}: cannot be read ({error.strerror or error})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
-        raise InputError(
-            f"{path}: line {line}: not UTF-8 (byte 0x{raw[error.start]:02x}); "
-            "expected a UTF-8 text file"
-        ) from None
+    raw, text = read_utf8(path)
     if not text.strip():
         raise InputError(f"{path}: the file is empty; expected a header line and one row per pair")
 

@@ -24,13 +24,13 @@ from __future__ import annotations
 import hashlib
 import io
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ._checks import InputError
+from ._checks import InputError, read_utf8
 
 __all__ = [
     "GroundTruth",
@@ -65,6 +65,7 @@ class GroundTruth:
     mean_rating: np.ndarray
     source: str = "ground truth"
     sha256: str | None = None
+    lines: int = 0
 
     @property
     def judged(self) -> np.ndarray:
@@ -127,23 +128,15 @@ def load_ground_truth(path: str | Path) -> GroundTruth:
     them) are left out.
     """
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise InputError(f"{path}: cannot be read ({error.strerror or error})") from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise InputError(f"{path}, line {line}: not UTF-8 text") from None
+    data, text = read_utf8(path)
     if not text.strip():
         raise InputError(f"{path}: empty; expected a ground truth table with a header")
     header = text.split("\n", 1)[0]
     sep = "\t" if "\t" in header else ","
     frame = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False,
                         skip_blank_lines=False)  # fmt: skip
-    return ground_truth_from_frame(frame, source=str(path),
-                                   sha256=hashlib.sha256(data).hexdigest())  # fmt: skip
+    truth = ground_truth_from_frame(frame, source=str(path))
+    return replace(truth, sha256=hashlib.sha256(data).hexdigest(), lines=len(text.splitlines()))
 
 
 def ground_truth_from_frame(
@@ -266,8 +259,7 @@ def load_run(
         truth, sketch_id, image_id, score, name=name or path.stem,
         lower_is_better=lower_is_better, locate=locate,
     )  # fmt: skip
-    return Ranking(ranking.name, ranking.score, ranking.rank, ranking.n_returned,
-                   str(path), digest, lines)  # fmt: skip
+    return replace(ranking, source=str(path), sha256=digest, lines=lines)
 
 
 def ranking_from_scores(

@@ -101,6 +101,14 @@ def _undefined_without_relevant(values: np.ndarray, n_relevant: np.ndarray) -> n
     return np.where(n_relevant > 0, values, np.nan)
 
 
+def _recall_within(rank, relevant, times: int) -> np.ndarray:
+    """Relevant images among the first ``times`` x C positions, divided by C."""
+    rank, relevant = _arrays(rank, _relevant(relevant), "relevant")
+    c = _n_relevant(relevant)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return _undefined_without_relevant(_hits_within(rank, relevant, times * c) / c, c)
+
+
 def _sorted_relevant_ranks(rank: np.ndarray, relevant: np.ndarray) -> np.ndarray:
     """Each sketch's relevant ranks in increasing order, inf where not returned or padding."""
     return np.sort(np.where(relevant & ~np.isnan(rank), rank, np.inf), axis=1)
@@ -246,10 +254,7 @@ def r_precision(rank, relevant) -> np.ndarray:
     >>> r_precision([[1, 3, 2]], [[True, True, False]])
     array([0.5])
     """
-    rank, relevant = _arrays(rank, _relevant(relevant), "relevant")
-    c = _n_relevant(relevant)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return _undefined_without_relevant(_hits_within(rank, relevant, c) / c, c)
+    return _recall_within(rank, relevant, 1)
 
 
 # --- SHREC -----------------------------------------------------------------------------------
@@ -283,10 +288,7 @@ def second_tier(rank, relevant) -> np.ndarray:
     >>> second_tier([[1, 4, 5]], [[True, True, False]])
     array([1.])
     """
-    rank, relevant = _arrays(rank, _relevant(relevant), "relevant")
-    c = _n_relevant(relevant)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return _undefined_without_relevant(_hits_within(rank, relevant, 2 * c) / c, c)
+    return _recall_within(rank, relevant, 2)
 
 
 def e_measure(rank, relevant, *, k: int = 32) -> np.ndarray:

@@ -603,7 +603,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             "name": "",
             "path": str(args.ground_truth),
             "sha256": truth.sha256,
-            "lines": len(truth.table()) + 1,
+            "lines": truth.lines,
         }
     ]
     files += [
