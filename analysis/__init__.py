@@ -9,7 +9,6 @@ and HPatches-format scoring. Nothing here imports PsychoPy, and only
 ``analysis.figures`` imports matplotlib, when figures are drawn.
 """
 
-from ._checks import InputError, check_option
 from .agreement import (
     KendallTauResult,
     KendallWResult,
@@ -22,6 +21,7 @@ from .agreement import (
     pairwise_kendall_tau,
 )
 from .baseline import baseline_scores, edge_orientation_histogram, write_trec_run
+from .checks import InputError, check_option
 from .comparison import (
     BootstrapResult,
     PermutationResult,

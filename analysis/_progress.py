@@ -1,19 +1,12 @@
-"""A one-line progress bar on stderr, for long runs started from a terminal."""
+"""Deprecated alias of :mod:`analysis.progress`, kept for old imports."""
 
-from __future__ import annotations
+import warnings
 
-import sys
+from .progress import *  # noqa: F403
+from .progress import __all__  # noqa: F401
 
-__all__ = ["progress_bar"]
-
-
-def progress_bar(label: str, done: int, total: int, *, show: bool = True) -> None:
-    """Redraw ``label [####......] done/total`` in place; end the line when done."""
-    if not show:
-        return
-    width = 30
-    filled = int(width * done / max(total, 1))
-    sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-    if done >= total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
+warnings.warn(
+    "analysis._progress is deprecated; import analysis.progress instead",
+    DeprecationWarning,
+    stacklevel=2,
+)

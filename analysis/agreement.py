@@ -16,7 +16,7 @@ import pandas as pd
 from scipy import special
 
 from . import _kernels
-from ._checks import InputError, check_option
+from .checks import InputError, check_option
 from .ratings import rating_cube
 
 __all__ = [

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._checks import InputError
+from .checks import InputError
 from .distances import bin_similarity, distance_matrix, resolve_distance
 
 __all__ = [
@@ -132,7 +132,7 @@ def baseline_scores(
     The reference set of the Mahalanobis and mass-based distances is the
     descriptors of every sketch and image scored.
     """
-    from ._checks import check_option
+    from .checks import check_option
 
     check_option("collection", collection, ("own", "all"))
     for name in distances:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ._checks import InputError
+from .checks import InputError
 
 __all__ = [
     "BEH_COLUMNS",

@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ._checks import InputError
+from .checks import InputError
 
 __all__ = [
     "BootstrapResult",

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from . import _kernels
-from ._checks import check_option
+from .checks import check_option
 from .ratings import rating_cube
 
 __all__ = [

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._checks import InputError
+from .checks import InputError
 
 __all__ = [
     "DISTANCES",
@@ -483,7 +483,7 @@ DISTANCES: dict[str, tuple[Callable[..., np.ndarray], dict]] = {
 
 def resolve_distance(name: str) -> tuple[Callable[..., np.ndarray], dict]:
     """The function and fixed options of a distance name (see :func:`distance_matrix`)."""
-    from ._checks import check_option
+    from .checks import check_option
 
     if name not in DISTANCES and re.fullmatch(r"l\d+(\.\d+)?", str(name)):
         p = float(name[1:])

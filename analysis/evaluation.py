@@ -13,17 +13,16 @@ given as a fraction.
 from __future__ import annotations
 
 import json
-import platform
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from . import _kernels
-from ._checks import InputError, check_option
+from .checks import InputError, check_option
 from .comparison import bootstrap_mean, compare_systems
+from .provenance import software_versions
 from .retrieval import GroundTruth, Ranking
 from .retrieval_metrics import (
     RECALL_LEVELS,
@@ -316,16 +315,6 @@ def _mark_significant(summary: pd.DataFrame, comparisons: pd.DataFrame) -> pd.Da
     return summary
 
 
-def _versions() -> dict:
-    versions = {"python": platform.python_version()}
-    for name in ("sbir-study", "numpy", "pandas", "scipy", "statsmodels", "pyarrow"):
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "unknown"
-    return versions
-
-
 def write_evaluation(evaluation: Evaluation, out: str | Path, *, figures: bool = True) -> dict:
     """Write the evaluation to ``out``; returns the headline numbers (``evaluation.json``).
 
@@ -366,7 +355,7 @@ def write_evaluation(evaluation: Evaluation, out: str | Path, *, figures: bool =
         "human_ceiling": evaluation.human is not None,
         "options": asdict(evaluation.options),
         "inputs": evaluation.inputs,
-        "software": _versions(),
+        "software": software_versions(),
         "headline": headline,
     }
     written = {}

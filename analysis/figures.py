@@ -25,7 +25,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from .ratings import SCALE
+from .paper import SCALE
 
 __all__ = [
     "FIGURES",

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._checks import InputError
+from .checks import InputError
 
 __all__ = [
     "HPatchesTask",

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import json
 import math
-import platform
 from dataclasses import asdict, dataclass
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from . import _kernels
-from ._checks import InputError, check_option
 from .agreement import inter_rater_tau_by_sketch, kendall_w_by_sketch
+from .checks import InputError, check_option
 from .consensus import (
     anchoring_consistency,
     consensus_ground_truth,
@@ -22,6 +20,7 @@ from .consensus import (
     write_qrels,
 )
 from .distribution import binned_medians, box_summary, rating_distribution
+from .provenance import software_versions
 from .ratings import Provenance
 from .report import write_report
 from .significance import summarize_family
@@ -163,7 +162,7 @@ def analyze_ratings(
             "max": _number(pairwise_summary["tau_median"].max()),
         },
         "sources": [asdict(source) for source in provenance.sources],
-        "software": _software(),
+        "software": software_versions(),
     }
     figure_files = {}
     if figures:
@@ -300,13 +299,3 @@ def _number(value) -> float | None:
     """A float for JSON, None for NaN."""
     value = float(value)
     return None if math.isnan(value) else value
-
-
-def _software() -> dict:
-    versions = {"python": platform.python_version()}
-    for package in ("sbir-study", "numpy", "pandas", "scipy"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = None
-    return versions

@@ -30,8 +30,8 @@ import pandas as pd
 from scipy import special
 
 from . import _kernels
-from ._checks import InputError
-from ._progress import progress_bar
+from .checks import InputError
+from .progress import progress_bar
 from .significance import wilson_interval
 from .simulate import RaterModel, StudyDesign, main_block_ratings
 

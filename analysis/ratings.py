@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._checks import InputError, read_utf8
+from .checks import InputError, read_utf8
+from .paper import SCALE
 
 __all__ = [
     "PHASES",
@@ -53,7 +54,6 @@ RATING_COLUMNS = (
 )
 REQUIRED_COLUMNS = ("participant", "sketch_id", "image_id", "rating")
 PHASES = ("anchor_demo", "anchor_repeat", "main", "practice")
-SCALE = (1, 7)
 # Phases in which a participant rates each pair at most once.
 _ONCE_PER_PHASE = ("main", "anchor_repeat")
 # Cells meaning "no value" in numeric columns; DESIGN.md names n/a and the empty

@@ -14,17 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["PAPER", "write_evaluation_report", "write_report"]
+from .paper import IMAGES_PER_SKETCH, PUBLISHED
 
-#: The published values (Eitz et al. 2011, Sec. 3.3), for the side-by-side table.
-PAPER = {
-    "anchoring": 0.774,
-    "pairwise": 0.86,
-    "consensus": 0.99,
-    "bin4_sd": 1.4692,
-    "n_sketches": 31,
-    "n_participants": 28,
-}
+__all__ = ["write_evaluation_report", "write_report"]
 
 _CAPTIONS = {
     "fig4_anchoring": (
@@ -261,6 +253,11 @@ def _what_was_analysed(summary: Mapping) -> list[str]:
     ]
 
 
+def _published(family: str) -> str:
+    """A published share as the paper writes it (77.4%, 86%)."""
+    return f"{100 * PUBLISHED[family]:g}%"
+
+
 def _headline(summary: Mapping) -> list[str]:
     bins = {b["bin"]: b for b in summary.get("bins", [])}
     sds = {k: b["sd"] for k, b in bins.items() if b["sd"] is not None}
@@ -279,9 +276,9 @@ def _headline(summary: Mapping) -> list[str]:
         )
 
     rows = [
-        family("anchoring", "anchoring correlations significant", "77.4%"),
-        family("pairwise", "inter-user correlations significant", "86%"),
-        family("consensus", "participant vs consensus significant", "99%"),
+        family("anchoring", "anchoring correlations significant", _published("anchoring")),
+        family("pairwise", "inter-user correlations significant", _published("pairwise")),
+        family("consensus", "participant vs consensus significant", _published("consensus")),
         family(
             "consensus_loo", "participant vs consensus without the participant", "(not reported)"
         ),
@@ -290,14 +287,14 @@ def _headline(summary: Mapping) -> list[str]:
             f"{w['n_significant']} of {w['n_sketches']}",
             "",
             f"W from {_num(w['min'])} to {_num(w['max'])}, median {_num(w['median'])}",
-            "all 31",
+            f"all {PUBLISHED['n_sketches']}",
         ),
         (
             "sd of the ratings in bin 4",
             _num(sds.get(4), 4),
             "",
             f"largest spread in bin {largest}" if largest else "",
-            "1.4692 (largest of the bins)",
+            f"{PUBLISHED['bin4_sd']:.4f} (largest of the bins)",
         ),
         (
             "bins with the smallest spread",
@@ -309,7 +306,8 @@ def _headline(summary: Mapping) -> list[str]:
     ]
     return [
         "<h2>Headline numbers beside the paper's</h2>",
-        "<p>Published values: Eitz et al. 2011, Sec. 3.3 (28 participants, 31 sketches x 40 "
+        f"<p>Published values: Eitz et al. 2011, Sec. 3.3 ({PUBLISHED['n_participants']} "
+        f"participants, {PUBLISHED['n_sketches']} sketches x {IMAGES_PER_SKETCH} "
         "images). Intervals are Wilson 95% intervals of the share; they treat the tests as "
         "independent, which correlations sharing raters are not.</p>",
         _table(["statistic", "this study", "95% interval", "detail", "paper"], rows),

@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._checks import InputError, read_utf8
+from .checks import InputError, read_utf8
+from .provenance import file_digest
 
 __all__ = [
     "GroundTruth",
@@ -246,7 +247,7 @@ def load_run(
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file; expected a retrieval run")
-    digest, lines = _digest_and_lines(path)
+    digest, lines = file_digest(path)
     if lines == 0:
         raise InputError(f"{path}: empty; expected a TREC run or a sketch_id,image_id,score table")
     first = _first_line(path)
@@ -376,18 +377,6 @@ def ranking_from_scores(
 
 
 # --- parsing ---------------------------------------------------------------------------------
-
-
-def _digest_and_lines(path: Path) -> tuple[str, int]:
-    digest = hashlib.sha256()
-    lines = 0
-    last = b"\n"
-    with path.open("rb") as stream:
-        while chunk := stream.read(1 << 22):
-            digest.update(chunk)
-            lines += chunk.count(b"\n")
-            last = chunk[-1:]
-    return digest.hexdigest(), lines + (last != b"\n")
 
 
 def _first_line(path: Path) -> str:

@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _kernels
-from ._checks import InputError, check_option
+from .checks import InputError, check_option
 
 __all__ = [
     "TauResult",

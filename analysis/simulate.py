@@ -57,9 +57,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import bids
-from ._checks import InputError
-from .ratings import SCALE
+from . import bids, paper
+from .checks import InputError
+from .paper import SCALE
 
 __all__ = [
     "RaterModel",
@@ -74,15 +74,15 @@ __all__ = [
 class StudyDesign:
     """Size and timing of a simulated study; the defaults are the paper's."""
 
-    participants: int = 28
-    sketches: int = 31
-    images_per_sketch: int = 40
-    anchor_sketches: int = 3
-    anchor_images: int = 7
+    participants: int = paper.PARTICIPANTS
+    sketches: int = paper.SKETCHES
+    images_per_sketch: int = paper.IMAGES_PER_SKETCH
+    anchor_sketches: int = paper.ANCHOR_SKETCHES
+    anchor_images: int = paper.ANCHOR_IMAGES
     #: Anchor repeats go after this fraction of the main block ("the later part").
     anchor_repeat_from: float = 0.5
-    stimulus_s: float = 2.0
-    blank_s: float = 1.0
+    stimulus_s: float = paper.STIMULUS_S
+    blank_s: float = paper.BLANK_S
 
     def __post_init__(self) -> None:
         for name, minimum in (

@@ -44,8 +44,9 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
-from analysis._checks import InputError, check_option
-from analysis._progress import progress_bar
+from analysis import paper
+from analysis.checks import InputError, check_option
+from analysis.progress import progress_bar
 
 from .manifest import write_checksums, write_manifest
 
@@ -59,10 +60,10 @@ _SUPERSAMPLE = 2
 class SetDesign:
     """Size of a generated set; the defaults are the paper's (Sec. 2.2 and 2.3.1)."""
 
-    sketches: int = 31
-    images_per_sketch: int = 40
-    anchor_sketches: int = 3
-    anchor_images: int = 7
+    sketches: int = paper.SKETCHES
+    images_per_sketch: int = paper.IMAGES_PER_SKETCH
+    anchor_sketches: int = paper.ANCHOR_SKETCHES
+    anchor_images: int = paper.ANCHOR_IMAGES
     width: int = 320
     height: int = 240
     #: ``main`` for a study set; ``candidate`` for a pilot pool, whose similarities are skewed

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis._checks import InputError, check_option
+from analysis.checks import InputError, check_option
 
 from .manifest import CHECKSUMS, MANIFEST, write_checksums, write_manifest
 
@@ -49,7 +49,7 @@ def import_set(folder: str | Path, *, role: str = "main", overwrite: bool = Fals
     Path
         The manifest written. Problems (an unknown file type, a sketch without
         images, images without a sketch, two files for one id, a bad
-        ``anchors.csv``) raise :class:`~analysis._checks.InputError` naming
+        ``anchors.csv``) raise :class:`~analysis.checks.InputError` naming
         the file, and nothing is written.
     """
     folder = Path(folder)

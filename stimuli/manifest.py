@@ -30,7 +30,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis._checks import InputError
+from analysis.checks import InputError
+from analysis.provenance import sha256_file as file_sha256
 
 __all__ = [
     "CHECKSUMS",
@@ -51,13 +52,11 @@ CHECKSUMS = "SHA256SUMS"
 MANIFEST_COLUMNS = ("sketch_id", "image_id", "sketch_path", "image_path", "role")
 ROLES = ("main", "anchor", "candidate")
 
-_CHUNK = 1 << 20
-
 
 def read_manifest(folder: str | Path) -> pd.DataFrame:
     """The manifest of the set in ``folder``, every cell as text.
 
-    Raises :class:`~analysis._checks.InputError` (exit 2 on the command line)
+    Raises :class:`~analysis.checks.InputError` (exit 2 on the command line)
     when the file is missing or unreadable, or lacks a required column.
     """
     path = Path(folder) / MANIFEST
@@ -100,15 +99,6 @@ def write_manifest(folder: str | Path, table: pd.DataFrame) -> Path:
     return path
 
 
-def file_sha256(path: str | Path) -> str:
-    """The SHA-256 of a file's bytes, as 64 lower-case hex digits."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        while chunk := stream.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def write_checksums(folder: str | Path, paths: Iterable[str]) -> Path:
     """Write ``SHA256SUMS`` for the given files of the set (relative paths, ``/``-separated).
 
@@ -127,7 +117,7 @@ def read_checksums(folder: str | Path) -> tuple[dict[str, str], list[str]]:
 
     Returns ``(checksums, problems)``: each listed path mapped to its
     expected hex digest, and one message per malformed or repeated line.
-    A missing file raises :class:`~analysis._checks.InputError`.
+    A missing file raises :class:`~analysis.checks.InputError`.
     """
     path = Path(folder) / CHECKSUMS
     try:

@@ -43,7 +43,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis._checks import InputError
+from analysis import paper
+from analysis.checks import InputError
 
 from .manifest import MANIFEST, write_checksums, write_manifest
 from .validate import AnchorDesign, load_set
@@ -169,8 +170,8 @@ def select_pairs(
     pool: pd.DataFrame,
     ratings: pd.DataFrame,
     *,
-    sketches: int = 31,
-    images_per_sketch: int = 40,
+    sketches: int = paper.SKETCHES,
+    images_per_sketch: int = paper.IMAGES_PER_SKETCH,
     seed: int = 0,
 ) -> Selection:
     """Choose K sketches and N images each from a pilot over the candidate pool.
@@ -289,8 +290,8 @@ def write_selection(
     ratings: pd.DataFrame,
     out: str | Path,
     *,
-    sketches: int = 31,
-    images_per_sketch: int = 40,
+    sketches: int = paper.SKETCHES,
+    images_per_sketch: int = paper.IMAGES_PER_SKETCH,
     seed: int = 0,
     anchors: AnchorDesign | None = None,
 ) -> Selection:

@@ -3,7 +3,7 @@
 :func:`validate_set` reads a set folder and lists every problem it finds,
 one line each, naming the file or the manifest line; :func:`load_set` is what
 the rest of the toolkit calls: it returns the checked set or raises
-:class:`~analysis._checks.InputError` with the first problem.
+:class:`~analysis.checks.InputError` with the first problem.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 import pandas as pd
 
-from analysis._checks import InputError
+from analysis import paper
+from analysis.checks import InputError
 
 from .manifest import (
     CHECKSUMS,
@@ -41,8 +42,8 @@ class AnchorDesign:
     ``candidate`` pairs) is never required to have anchors.
     """
 
-    sketches: int = 3
-    images: int = 7
+    sketches: int = paper.ANCHOR_SKETCHES
+    images: int = paper.ANCHOR_IMAGES
 
     def __post_init__(self) -> None:
         if self.sketches < 0:
@@ -211,7 +212,7 @@ def load_set(folder: str | Path, anchors: AnchorDesign | None = None) -> Stimulu
     own block, whatever its number of sketches, as long as each anchor sketch
     has the same number of images with ratings spread over the scale.
 
-    Raises :class:`~analysis._checks.InputError` with the first problem (and
+    Raises :class:`~analysis.checks.InputError` with the first problem (and
     how many more there are) when the set is not valid.
     """
     if anchors is None:

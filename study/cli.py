@@ -12,19 +12,12 @@ import argparse
 import sys
 import traceback
 import warnings
-from importlib import metadata
 from pathlib import Path
 
-from analysis._checks import InputError
+from analysis.checks import InputError
+from analysis.provenance import toolkit_version
 
 PROG = "sbir-study"
-
-
-def _version() -> str:
-    try:
-        return metadata.version("sbir-study")
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def _at_least(minimum: int):
@@ -62,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Run, simulate and analyse sketch/image rating studies (Eitz et al. 2011).",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {toolkit_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
 
     analyze = commands.add_parser(
@@ -365,7 +358,7 @@ def _stimuli_generate(args: argparse.Namespace) -> int:
         role="candidate" if args.pool else "main",
     )
     folder = generate_set(args.out, design, args.seed, progress=sys.stderr.isatty(),
-                          version=_version())  # fmt: skip
+                          version=toolkit_version())  # fmt: skip
     from stimuli import AnchorDesign
 
     report = validate_set(folder, AnchorDesign(args.anchor_sketches, args.anchor_images))
@@ -706,7 +699,7 @@ def _baseline(args: argparse.Namespace) -> int:
         if path.exists() and not args.overwrite:
             raise InputError(f"{path}: exists; pass --overwrite to replace it")
     stimulus_set = load_set(args.stimuli)
-    from analysis._progress import progress_bar
+    from analysis.progress import progress_bar
 
     def progress(done: int, total: int) -> None:
         progress_bar("descriptors", done, total, show=sys.stderr.isatty())
@@ -859,7 +852,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
         shutil.rmtree(out)
     path = write_simulated_dataset(out, design, model, args.seed, flat=args.flat,
-                                   version=_version(), stimuli=stimuli,
+                                   version=toolkit_version(), stimuli=stimuli,
                                    stimulus_digest=digest)  # fmt: skip
     kind = "ratings table" if args.flat else "BIDS dataset"
     on = f" on {args.stimuli} (set digest {digest[:12]}...)" if digest else ""

@@ -7,7 +7,7 @@ documented in ``protocols/README.md``; a setting left out takes the default of
 the paper's replication (Eitz et al. 2011, Sec. 2.3). The session loop reads
 only the :class:`Protocol` object, never the TOML dictionary.
 
-Problems are :class:`~analysis._checks.InputError` naming the file and the
+Problems are :class:`~analysis.checks.InputError` naming the file and the
 key: an unknown key (with the closest valid one), a wrong type, a negative or
 zero duration, an invalid choice.
 """
@@ -21,7 +21,7 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis._checks import InputError
+from analysis.checks import InputError
 
 __all__ = [
     "Anchoring",
@@ -139,7 +139,7 @@ class Protocol:
 def load_protocol(path: str | Path) -> Protocol:
     """Read and check a protocol file.
 
-    Raises :class:`~analysis._checks.InputError` naming the file and key.
+    Raises :class:`~analysis.checks.InputError` naming the file and key.
     """
     path = Path(path)
     try:

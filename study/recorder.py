@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import bids
-from analysis._checks import InputError
+from analysis.checks import InputError
 
 __all__ = ["SESSION_COLUMNS", "SessionRecorder"]
 

@@ -27,16 +27,15 @@ response time, and take the same path as real ones.
 
 from __future__ import annotations
 
-import platform
 import time
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from analysis._checks import InputError
+from analysis.checks import InputError
+from analysis.provenance import SESSION_PACKAGES, software_versions
 
 from .protocol import Protocol, protocol_dict
 from .recorder import SessionRecorder
@@ -57,16 +56,6 @@ class SessionOutcome:
     planned: int
     timing_mode: str  # "frames" or "clock"
     refresh_hz: float | None
-
-
-def _versions() -> dict:
-    versions = {"python": platform.python_version()}
-    for name in ("sbir-study", "psychopy", "psychtoolbox", "numpy", "pandas"):
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "unknown"
-    return versions
 
 
 def _keyboard():
@@ -191,7 +180,7 @@ def run_session(
 
     ``stimulus_set`` is a :class:`stimuli.StimulusSet` (checked). Returns a
     :class:`SessionOutcome`; bad input raises
-    :class:`~analysis._checks.InputError`.
+    :class:`~analysis.checks.InputError`.
     """
     from analysis import bids
 
@@ -243,7 +232,7 @@ def run_session(
             "TimingMode": mode,
             "KeyboardBackend": "ptb",
             "Simulated": bool(simulate),
-            "Software": _versions(),
+            "Software": software_versions(SESSION_PACKAGES),
         }
         order = trials[["trial", "phase", "sketch_id", "image_id"]].itertuples(index=False)
         recorder = SessionRecorder.open(data, label, task=protocol.task, session=session,

@@ -18,7 +18,7 @@ import secrets
 import numpy as np
 import pandas as pd
 
-from analysis._checks import InputError
+from analysis.checks import InputError
 
 from .protocol import Protocol
 
