@@ -1,0 +1,143 @@
+"""What a trial records, as a pure function of the key events around it.
+
+The participant may press several rating keys while a pair is shown and
+during the black screen after it, changing their mind (Sec. 2.3: "The rating
+could be submitted and changed during the total of 2 seconds of stimulus or
+the 1 second of blank screen, but not afterwards"). The recorded rating is the
+last rating key pressed before the response window closes; the response time
+is that press's time from stimulus onset.
+
+Both sessions use this module: the lab session (PsychoPy, key-down times from
+the Psychtoolbox backend) and the browser session (``performance.now()``
+times of each keydown, scored on the server). Whatever order a keyboard
+backend returns its events in, the result depends only on their times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "KeyEvent",
+    "TrialResponse",
+    "event_stream",
+    "format_presses",
+    "rating_key_map",
+    "score_trial",
+]
+
+
+@dataclass(frozen=True, order=True)
+class KeyEvent:
+    """One key-down: when (seconds, on the session's clock) and which key."""
+
+    t: float
+    name: str
+
+
+@dataclass(frozen=True)
+class TrialResponse:
+    """What a trial records of the participant's presses.
+
+    ``rating`` and ``rt`` are None when no rating key was pressed inside the
+    window; ``presses`` lists every rating press inside it, in time order, as
+    ``(rating, seconds from onset)``.
+    """
+
+    rating: int | None
+    rt: float | None
+    presses: tuple[tuple[int, float], ...]
+
+    @property
+    def n_presses(self) -> int:
+        return len(self.presses)
+
+
+def rating_key_map(keys: Sequence[str], *, keypad: bool = True) -> dict[str, int]:
+    """Key name -> rating: ``keys[0]`` is rating 1; with ``keypad``, ``num_<d>`` as ``<d>``.
+
+    Examples
+    --------
+    >>> rating_key_map(["1", "2", "3"])
+    {'1': 1, '2': 2, '3': 3, 'num_1': 1, 'num_2': 2, 'num_3': 3}
+    """
+    mapping = {name: rating for rating, name in enumerate(keys, start=1)}
+    if keypad:
+        mapping |= {f"num_{name}": rating for name, rating in list(mapping.items())
+                    if name.isdigit()}  # fmt: skip
+    return mapping
+
+
+def event_stream(events: Iterable[KeyEvent | tuple[str, float]]) -> tuple[KeyEvent, ...]:
+    """The events ordered by their own time, each once.
+
+    A backend may report one key-down twice (on press and again on release)
+    and in any order across polls; an event is the pair (key, time), and two
+    events at the same instant keep the order they arrived in.
+
+    Examples
+    --------
+    >>> event_stream([("3", 0.9), ("2", 0.4), ("3", 0.9)])
+    (KeyEvent(t=0.4, name='2'), KeyEvent(t=0.9, name='3'))
+    """
+    seen: set[tuple[str, float]] = set()
+    stream = []
+    for event in events:
+        if not isinstance(event, KeyEvent):
+            event = KeyEvent(t=float(event[1]), name=str(event[0]))
+        ident = (event.name, event.t)
+        if ident not in seen:
+            seen.add(ident)
+            stream.append(event)
+    stream.sort(key=lambda e: e.t)  # stable: simultaneous events keep their arrival order
+    return tuple(stream)
+
+
+def score_trial(
+    events: Iterable[KeyEvent | tuple[str, float]],
+    onset: float,
+    window_end: float,
+    key_map: Mapping[str, int],
+) -> TrialResponse:
+    """The trial's final rating, response time and presses.
+
+    Parameters
+    ----------
+    events
+        Key-downs as :class:`KeyEvent` or ``(name, time)``, in any order,
+        possibly repeated; times on the same clock as ``onset``.
+    onset, window_end
+        The response window ``[onset, window_end)``: a press at the onset
+        counts, a press at the very instant the window closes does not.
+    key_map
+        Rating key name -> rating (:func:`rating_key_map`); other keys are
+        ignored.
+
+    Examples
+    --------
+    A participant presses 3, then changes their mind to 2; a press after the
+    window (at 3.0 s) is too late:
+
+    >>> keys = rating_key_map(["1", "2", "3", "4", "5", "6", "7"])
+    >>> r = score_trial([("2", 10.9), ("3", 10.5), ("p", 10.6), ("5", 13.0)], 10.0, 13.0, keys)
+    >>> r.rating, round(r.rt, 3), r.presses
+    (2, 0.9, ((3, 0.5), (2, 0.9)))
+    """
+    inside = [e for e in event_stream(events) if e.name in key_map and onset <= e.t < window_end]
+    presses = tuple((key_map[e.name], e.t - onset) for e in inside)
+    if not presses:
+        return TrialResponse(None, None, ())
+    rating, rt = presses[-1]
+    return TrialResponse(rating, rt, presses)
+
+
+def format_presses(presses: Sequence[tuple[int, float]]) -> str | None:
+    """The ``presses`` column: ``rating@seconds`` in time order, or None for no press.
+
+    Examples
+    --------
+    >>> format_presses(((3, 0.5), (2, 0.91234)))
+    '3@0.5000 2@0.9123'
+    """
+    return " ".join(f"{rating}@{t:.4f}" for rating, t in presses) or None
