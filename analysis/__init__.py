@@ -20,22 +20,35 @@ from .agreement import (
     kendall_w_by_sketch,
     pairwise_kendall_tau,
 )
-from .baseline import baseline_scores, edge_orientation_histogram, write_trec_run
 from .checks import InputError, check_option
-from .comparison import (
-    BootstrapResult,
-    PermutationResult,
-    bootstrap_mean,
-    compare_systems,
-    paired_permutation_test,
-)
 from .consensus import (
     anchoring_consistency,
     consensus_ground_truth,
     rater_vs_consensus,
     write_qrels,
 )
-from .distances import (
+from .distribution import binned_medians, rating_distribution
+from .pipeline import AnalysisOptions, analyze_ratings
+from .ratings import (
+    PHASES,
+    RATING_COLUMNS,
+    Provenance,
+    RatingCube,
+    RatingsWarning,
+    SourceFile,
+    load_ratings,
+    rating_cube,
+    validate_ratings,
+)
+from .retrieval.baseline import baseline_scores, edge_orientation_histogram, write_trec_run
+from .retrieval.comparison import (
+    BootstrapResult,
+    PermutationResult,
+    bootstrap_mean,
+    compare_systems,
+    paired_permutation_test,
+)
+from .retrieval.distances import (
     DISTANCES,
     bin_similarity,
     chi_square,
@@ -50,39 +63,16 @@ from .distances import (
     quadratic_form,
     resolve_distance,
 )
-from .distribution import binned_medians, rating_distribution
-from .evaluation import (
+from .retrieval.evaluation import (
     HUMAN,
     Evaluation,
     EvaluationOptions,
     evaluate_rankings,
-    metric_direction,
     score_ranking,
     write_evaluation,
 )
-from .hpatches import evaluate_hpatches, hpatches_average_precision, read_hpatches_task
-from .pipeline import AnalysisOptions, analyze_ratings
-from .ratings import (
-    PHASES,
-    RATING_COLUMNS,
-    Provenance,
-    RatingCube,
-    RatingsWarning,
-    SourceFile,
-    load_ratings,
-    rating_cube,
-    validate_ratings,
-)
-from .retrieval import (
-    GroundTruth,
-    Ranking,
-    RunWarning,
-    ground_truth_from_frame,
-    load_ground_truth,
-    load_run,
-    ranking_from_scores,
-)
-from .retrieval_metrics import (
+from .retrieval.hpatches import evaluate_hpatches, hpatches_average_precision, read_hpatches_task
+from .retrieval.metrics import (
     TauResult,
     average_precision,
     average_rank,
@@ -90,6 +80,7 @@ from .retrieval_metrics import (
     dcg_shrec,
     e_measure,
     first_tier,
+    metric_direction,
     ndcg,
     nearest_neighbor,
     percentage_similarity_ranking,
@@ -98,6 +89,15 @@ from .retrieval_metrics import (
     precision_at_recall,
     r_precision,
     second_tier,
+)
+from .retrieval.runs import (
+    GroundTruth,
+    Ranking,
+    RunWarning,
+    ground_truth_from_frame,
+    load_ground_truth,
+    load_run,
+    ranking_from_scores,
 )
 from .significance import (
     FamilySummary,

@@ -1,12 +1,5 @@
-"""Deprecated alias of :mod:`analysis.checks`, kept for old imports."""
+"""Moved; this old import path still works, with a DeprecationWarning."""
 
-import warnings
+from analysis._moved import moved
 
-from .checks import *  # noqa: F403
-from .checks import __all__  # noqa: F401
-
-warnings.warn(
-    "analysis._checks is deprecated; import analysis.checks instead",
-    DeprecationWarning,
-    stacklevel=2,
-)
+moved(__name__, "analysis.checks")

@@ -1,12 +1,5 @@
-"""Deprecated alias of :mod:`analysis.progress`, kept for old imports."""
+"""Moved; this old import path still works, with a DeprecationWarning."""
 
-import warnings
+from analysis._moved import moved
 
-from .progress import *  # noqa: F403
-from .progress import __all__  # noqa: F401
-
-warnings.warn(
-    "analysis._progress is deprecated; import analysis.progress instead",
-    DeprecationWarning,
-    stacklevel=2,
-)
+moved(__name__, "analysis.progress")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -30,6 +31,7 @@ __all__ = [
     "PAIRWISE_FULL_LIMIT",
     "AnalysisOptions",
     "analyze_ratings",
+    "format_summary",
     "sketch_agreement",
 ]
 
@@ -78,7 +80,7 @@ def analyze_ratings(
     ``pairwise_tau_summary.csv``, ``sketch_agreement.csv`` (sketches ranked by
     their median inter-user tau_b, the best and worst marked: the paper's
     Fig. 9), ``kendall_w.csv``, ``consensus_tau.csv``, ``anchoring.csv``,
-    ``bins.csv``, ``rating_distribution.csv``, ``summary.json`` (``DESIGN.md``
+    ``bins.csv``, ``rating_distribution.csv``, ``summary.json`` (``docs/formats.md``
     lists their columns) and ``report.html``. With ``figures``, also Figs. 4-8
     in ``figures/`` (Fig. 9 as thumbnails when ``sketch_images`` maps sketch
     ids to image files); ``pilot``, the ratings of a pilot study, is drawn
@@ -299,3 +301,41 @@ def _number(value) -> float | None:
     """A float for JSON, None for NaN."""
     value = float(value)
     return None if math.isnan(value) else value
+
+
+#: The test families of ``summary.json``, as the analysis' summary names them.
+_FAMILY_NAMES = (
+    ("anchoring", "anchoring vs prescribed ratings"),
+    ("pairwise", "inter-user"),
+    ("consensus", "participant vs consensus"),
+    ("consensus_loo", "participant vs consensus (leave-one-out)"),
+)
+
+
+def format_summary(summary: Mapping, out: str | Path) -> str:
+    """The lines ``sbir-study analyze`` prints: the headline numbers and where the files are."""
+    out = Path(out)
+    label = " (simulated data)" if summary["simulated"] else ""
+    lines = [
+        f"Analysed {summary['n_participants']} participants, {summary['n_sketches']} sketches, "
+        f"{summary['n_pairs']} pairs{label}; alternative {summary['alternative']}, "
+        f"alpha {summary['alpha']}."
+    ]
+    for family, name in _FAMILY_NAMES:
+        stats = summary[family]
+        if stats["n_tests"]:
+            lines.append(
+                f"  {name}: {stats['share_significant']:.1%} of {stats['n_tests']} tau_b "
+                f"significant (95% CI {stats['wilson_low']:.1%}-{stats['wilson_high']:.1%})"
+            )
+    w = summary["kendall_w"]
+    median = "n/a" if w["median"] is None else f"{w['median']:.3f}"
+    lines.append(
+        f"  Kendall's W: {w['n_significant']} of {w['n_sketches']} sketches significant, "
+        f"median W {median}"
+    )
+    lines.append(f"Ground truth: {out / 'ground_truth.csv'}; tables and summary.json in {out}")
+    if summary["figures"]:
+        lines.append(f"Figures: {out / 'figures'} ({', '.join(summary['figures'])})")
+    lines.append(f"Report: {out / 'report.html'} (open it in a browser)")
+    return "\n".join(lines)

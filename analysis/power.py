@@ -24,6 +24,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -35,7 +36,7 @@ from .progress import progress_bar
 from .significance import wilson_interval
 from .simulate import RaterModel, StudyDesign, main_block_ratings
 
-__all__ = ["PowerOptions", "power_analysis", "summarize_power"]
+__all__ = ["PowerOptions", "format_power", "power_analysis", "summarize_power", "write_power"]
 
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -163,3 +164,28 @@ def _replication(task) -> list[tuple]:
         rows.append((index, k, w_significant / len(panel), float(tau_median), float(tau_p05),
                      share, high - low))  # fmt: skip
     return rows
+
+
+def write_power(runs: pd.DataFrame, summary: pd.DataFrame, out: str | Path) -> Path:
+    """Write ``power_runs.csv``, ``power.csv`` and ``power.png``/``.pdf`` into ``out``."""
+    from .figures import write_power_figure
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs.to_csv(out / "power_runs.csv", index=False)
+    summary.to_csv(out / "power.csv", index=False)
+    write_power_figure(summary, out / "power")
+    return out
+
+
+def format_power(summary: pd.DataFrame, options: PowerOptions, out: str | Path) -> str:
+    """The lines ``sbir-study power`` prints: the table per participant count."""
+    out = Path(out)
+    shown = ["participants", "w_significant_share", "tau_median", "tau_p05", "interuser_share",
+             "interuser_range_width"]  # fmt: skip
+    return "\n".join([
+        f"{options.replications} replications per count, reference panel of "
+        f"{options.reference}, seed {options.seed}:",
+        summary[shown].round(3).to_string(index=False),
+        f"Table: {out / 'power.csv'}; figure: {out / 'power.png'}",
+    ])  # fmt: skip

@@ -64,6 +64,7 @@ from .paper import SCALE
 __all__ = [
     "RaterModel",
     "StudyDesign",
+    "design_for_set",
     "main_block_ratings",
     "simulate_study",
     "write_simulated_dataset",
@@ -416,3 +417,22 @@ def _readme(design: StudyDesign, seed: int) -> str:
         f"sbir-study simulate with seed {seed}. The generative model is described in "
         "the analysis.simulate module of sbir-study and in each _beh.json sidecar.\n"
     )
+
+
+def design_for_set(manifest: pd.DataFrame, participants: int) -> StudyDesign:
+    """The design of a simulation on a stimulus set: its sizes come from the manifest.
+
+    ``manifest`` is the set's manifest, its anchor rows left in (anchoring) or
+    taken out (a study without anchoring).
+    """
+    rated = manifest[manifest["role"] != "anchor"]
+    per_sketch = rated.groupby("sketch_id").size()
+    anchors = manifest[manifest["role"] == "anchor"]
+    return StudyDesign(
+        participants=participants,
+        sketches=int(per_sketch.size),
+        images_per_sketch=max(int(per_sketch.max()), 2),
+        anchor_sketches=int(anchors["sketch_id"].nunique()),
+        anchor_images=max(int(anchors.groupby("sketch_id").size().max()), 2)
+        if len(anchors) else paper.ANCHOR_IMAGES,
+    )  # fmt: skip

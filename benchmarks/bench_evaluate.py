@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.distances import mass_based
-from analysis.evaluation import EvaluationOptions, score_ranking
-from analysis.retrieval import ground_truth_from_frame, load_run
+from analysis.retrieval.distances import mass_based
+from analysis.retrieval.evaluation import EvaluationOptions, score_ranking
+from analysis.retrieval.runs import ground_truth_from_frame, load_run
 
 
 def best_of(function, repeat: int) -> tuple[float, float, object]:

@@ -6,8 +6,8 @@ import scipy.stats
 from scipy.spatial import distance as sd
 
 from analysis import InputError
-from analysis.baseline import descriptor_similarity
-from analysis.distances import (
+from analysis.retrieval.baseline import descriptor_similarity
+from analysis.retrieval.distances import (
     DISTANCES,
     bin_similarity,
     chi_square,

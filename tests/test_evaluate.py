@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from analysis import load_ratings
-from analysis.baseline import edge_orientation_histogram, write_trec_run
-from analysis.evaluation import EvaluationOptions, evaluate_rankings
-from analysis.retrieval import (
+from analysis.retrieval.baseline import edge_orientation_histogram, write_trec_run
+from analysis.retrieval.evaluation import EvaluationOptions, evaluate_rankings
+from analysis.retrieval.runs import (
     RunWarning,
     ground_truth_from_frame,
     load_ground_truth,

@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 
 from analysis import InputError
-from analysis.hpatches import evaluate_hpatches, hpatches_average_precision
+from analysis.retrieval.hpatches import evaluate_hpatches, hpatches_average_precision
 from study.cli import main
 
 DATA = Path(__file__).parent / "data" / "hpatches"

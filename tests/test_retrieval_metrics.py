@@ -12,9 +12,8 @@ import pytest
 import scipy.stats
 
 from analysis import InputError
-from analysis.baseline import write_trec_run
-from analysis.retrieval import ground_truth_from_frame, load_run
-from analysis.retrieval_metrics import (
+from analysis.retrieval.baseline import write_trec_run
+from analysis.retrieval.metrics import (
     average_precision,
     average_rank,
     consensus_tau_b,
@@ -30,6 +29,7 @@ from analysis.retrieval_metrics import (
     r_precision,
     second_tier,
 )
+from analysis.retrieval.runs import ground_truth_from_frame, load_run
 
 RELEVANT_BELOW = 3.5
 

@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .checks import InputError, read_utf8
-from .provenance import file_digest
+from ..checks import InputError, read_utf8
+from ..provenance import file_digest
 
 __all__ = [
     "GroundTruth",

@@ -1,0 +1,22 @@
+"""Old import paths of modules that moved: each still works, with a DeprecationWarning."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import warnings
+from types import ModuleType
+
+
+def moved(old: str, new: str) -> ModuleType:
+    """Make ``import old`` give the module ``new`` itself, and warn the importer.
+
+    The warning is attributed to the line that imported the old path, so
+    Python shows it there (``warnings`` itself skips the import machinery's
+    frames; the old module's own frame is skipped here).
+    """
+    # stacklevel 3: this function, the old module, then the line importing it.
+    warnings.warn(f"{old} is deprecated; import {new} instead", DeprecationWarning, stacklevel=3)
+    module = importlib.import_module(new)
+    sys.modules[old] = module
+    return module

@@ -1,0 +1,421 @@
+"""Scoring retrieval systems against the ground truth: the work of ``sbir-study evaluate``.
+
+For each system (one run) and sketch, every measure of
+:mod:`analysis.retrieval_metrics`; per system and measure, the mean over the
+sketches with a bootstrap interval; between every two systems, paired tests
+over the sketches (:mod:`analysis.comparison`); and, from the participants'
+ratings when given, the human ceiling: each participant's tau_b against the
+consensus of the others, the level "an ideal system would perform similar
+to" (Eitz et al. 2011, Sec. 3.2), against which each system's tau_b is also
+given as a fraction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import _kernels
+from ..checks import InputError, check_option
+from ..provenance import software_versions
+from .comparison import bootstrap_mean, compare_systems
+from .metrics import (
+    MEASURES,
+    RECALL_LEVELS,
+    RunView,
+    measure,
+    measure_values,
+    metric_direction,
+    precision_at_recall,
+)
+from .runs import GroundTruth, Ranking
+
+__all__ = [
+    "HUMAN",
+    "Evaluation",
+    "EvaluationOptions",
+    "evaluate_files",
+    "evaluate_rankings",
+    "format_evaluation",
+    "score_ranking",
+    "write_evaluation",
+]
+
+#: The name under which the participants (leave-one-out) appear beside the systems.
+HUMAN = "human"
+#: The measures of each system that ``evaluation.json`` lists.
+_HEADLINE = tuple(m.name for m in MEASURES if m.headline)
+
+
+@dataclass(frozen=True)
+class EvaluationOptions:
+    """Options of :func:`evaluate_rankings`."""
+
+    relevant_below: float = 3.5
+    cutoffs: tuple[int, ...] = (5, 10, 20)
+    alternative: str = "greater"
+    alpha: float = 0.05
+    bootstrap: int = 10_000
+    permutations: int = 10_000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_option("alternative", self.alternative, _kernels.ALTERNATIVES)
+        if not 1.0 < self.relevant_below <= 7.0:
+            raise InputError(
+                f"relevant_below: expected a mean rating above 1 and at most 7, got "
+                f"{self.relevant_below!r}"
+            )
+        if not self.cutoffs or any(not isinstance(k, int) or k < 1 for k in self.cutoffs):
+            raise InputError(f"cutoffs: expected whole numbers >= 1, got {self.cutoffs!r}")
+        if not 0.0 < self.alpha < 1.0:
+            raise InputError(f"alpha: expected a level between 0 and 1, got {self.alpha!r}")
+        for name in ("bootstrap", "permutations"):
+            if getattr(self, name) < 100:
+                raise InputError(f"{name}: expected at least 100 resamples")
+
+
+@dataclass
+class Evaluation:
+    """The tables of one evaluation (see :func:`write_evaluation` for the files)."""
+
+    per_sketch: pd.DataFrame
+    summary: pd.DataFrame
+    comparisons: pd.DataFrame
+    pr_curve: pd.DataFrame
+    human: pd.DataFrame | None
+    options: EvaluationOptions
+    inputs: dict = field(default_factory=dict)
+
+
+def _ratings_layout(ratings: pd.DataFrame, truth: GroundTruth, relevant_below: float):
+    """The main-phase ratings as (sketches, participants, images) aligned with ``truth``,
+    after checking that their consensus is the ground truth."""
+    from ..consensus import consensus_ground_truth
+    from ..ratings import rating_cube
+
+    consensus = consensus_ground_truth(ratings).dropna(subset=["mean_rating"])
+    mine = truth.table()
+    merged = mine.merge(consensus[["sketch_id", "image_id", "mean_rating"]].astype(
+        {"sketch_id": str, "image_id": str}), on=["sketch_id", "image_id"], how="outer",
+        suffixes=("_truth", "_ratings"), indicator=True)  # fmt: skip
+    only = merged[merged["_merge"] != "both"]
+    if not only.empty:
+        row = only.iloc[0]
+        where = "the ground truth" if row["_merge"] == "left_only" else "the ratings"
+        other = "the ratings" if row["_merge"] == "left_only" else "the ground truth"
+        raise InputError(
+            f"ratings: the pair ({row['sketch_id']}, {row['image_id']}) is in {where} but not "
+            f"in {other}; expected the ratings the ground truth was computed from"
+        )
+    off = (merged["mean_rating_truth"] - merged["mean_rating_ratings"]).abs() > 1e-6
+    if off.any():
+        row = merged[off].iloc[0]
+        raise InputError(
+            f"ratings: the pair ({row['sketch_id']}, {row['image_id']}) has mean rating "
+            f"{row['mean_rating_ratings']:.6g} in the ratings but {row['mean_rating_truth']:.6g} "
+            "in the ground truth; expected the ratings the ground truth was computed from"
+        )
+    cube = rating_cube(ratings[ratings["phase"] == "main"])
+    cube_sketch = pd.Index(np.asarray(cube.sketches, dtype=str))
+    width = truth.mean_rating.shape[1]
+    given = np.full((len(truth.sketches), len(cube.participants), width), np.nan)
+    for s, (sketch, images) in enumerate(zip(truth.sketches, truth.images, strict=True)):
+        c = cube_sketch.get_loc(str(sketch))
+        at = pd.Index(np.asarray(cube.images[c], dtype=str)).get_indexer(images.astype(str))
+        given[s, :, : len(images)] = cube.values[c][:, at]
+    with np.errstate(invalid="ignore"):
+        weight = (given < relevant_below).sum(axis=1).astype(np.float64)
+    weight[~truth.judged] = np.nan
+    return given, weight
+
+
+def score_ranking(
+    truth: GroundTruth,
+    ranking: Ranking,
+    options: EvaluationOptions = EvaluationOptions(),
+    *,
+    ratings: np.ndarray | None = None,
+    weight: np.ndarray | None = None,
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Every measure of one ranking, per sketch; and its precision-recall curve.
+
+    Returns ``({metric: values per sketch}, precision at RECALL_LEVELS per sketch)``.
+    ``ratings`` (sketches x participants x images) and ``weight`` (participants
+    judging each image relevant) add ``pwh@k`` and ``psr``.
+    """
+    relevant = truth.relevant(options.relevant_below)
+    view = RunView(
+        rank=ranking.rank, score=ranking.score, n_returned=ranking.n_returned,
+        mean_rating=truth.mean_rating, grade=truth.grade, relevant=relevant,
+        judged=truth.judged, alternative=options.alternative, weight=weight, ratings=ratings,
+    )  # fmt: skip
+    values = measure_values(view, options.cutoffs)
+    return values, precision_at_recall(ranking.rank, relevant, RECALL_LEVELS)
+
+
+def evaluate_rankings(
+    truth: GroundTruth,
+    rankings: list[Ranking],
+    options: EvaluationOptions = EvaluationOptions(),
+    *,
+    ratings: pd.DataFrame | None = None,
+) -> Evaluation:
+    """Score every ranking, summarise, compare, and (with ``ratings``) set the human ceiling.
+
+    Parameters
+    ----------
+    truth : GroundTruth
+    rankings : list of Ranking
+        One per system, with distinct names (``"human"`` is reserved).
+    ratings : DataFrame, optional
+        The validated ratings the ground truth was computed from (checked):
+        they give the human ceiling, ``pwh@k`` and ``psr``.
+    """
+    if not rankings:
+        raise InputError("runs: expected at least one retrieval run")
+    names = [r.name for r in rankings]
+    for name in names:
+        if name == HUMAN:
+            raise InputError(f"run name {HUMAN!r}: reserved for the participants; pass --name")
+        if names.count(name) > 1:
+            raise InputError(f"run name {name!r}: given to two runs; name them apart with --name")
+    given = weight = None
+    human = None
+    if ratings is not None:
+        given, weight = _ratings_layout(ratings, truth, options.relevant_below)
+        from ..consensus import rater_vs_consensus
+
+        human = rater_vs_consensus(ratings, alternative=options.alternative)
+        human = human[["participant", "sketch_id", "tau_b_loo", "p_value_loo", "n_items"]]
+
+    frames, curves = [], []
+    sketches = np.asarray(truth.sketches, dtype=object)
+    for ranking in rankings:
+        values, curve = score_ranking(truth, ranking, options, ratings=given, weight=weight)
+        for metric, per_sketch in values.items():
+            frames.append(pd.DataFrame({"system": ranking.name, "sketch_id": sketches,
+                                        "metric": metric, "value": per_sketch}))  # fmt: skip
+        curves.append(pd.DataFrame({
+            "system": ranking.name,
+            "recall": RECALL_LEVELS,
+            "precision": np.nanmean(curve, axis=0) if np.isfinite(curve).any()
+            else np.full(RECALL_LEVELS.size, np.nan),
+            "n_sketches": np.isfinite(curve).sum(axis=0),
+        }))  # fmt: skip
+    if human is not None:
+        per_sketch_human = human.groupby("sketch_id", observed=True)["tau_b_loo"].mean()
+        per_sketch_human.index = per_sketch_human.index.astype(str)
+        per_sketch_human = per_sketch_human.reindex(pd.Index(sketches).astype(str))
+        frames.append(pd.DataFrame({"system": HUMAN, "sketch_id": sketches, "metric": "tau_b",
+                                    "value": per_sketch_human.to_numpy()}))  # fmt: skip
+    per_sketch = pd.concat(frames, ignore_index=True)
+    summary = _summarise(per_sketch, names, options)
+    summarised = [m for m in dict.fromkeys(per_sketch["metric"]) if measure(m).summarised]
+    systems_only = per_sketch[per_sketch["system"] != HUMAN]
+    comparisons = compare_systems(systems_only, metrics=summarised, alpha=options.alpha,
+                                  n_resamples=options.permutations, seed=options.seed)  # fmt: skip
+    summary = _mark_significant(summary, comparisons)
+    return Evaluation(per_sketch, summary, comparisons, pd.concat(curves, ignore_index=True),
+                      human, options)  # fmt: skip
+
+
+def _summarise(per_sketch: pd.DataFrame, names: list[str], options) -> pd.DataFrame:
+    from scipy import stats
+
+    rows = []
+    for (system, metric), group in per_sketch.groupby(["system", "metric"], sort=False):
+        if not measure(metric).summarised:
+            continue
+        result = bootstrap_mean(group["value"], n_resamples=options.bootstrap, seed=options.seed)
+        rows.append({"system": system, "metric": metric, "mean": result.mean,
+                     "ci_low": result.ci_low, "ci_high": result.ci_high,
+                     "n_sketches": result.n, "better": metric_direction(metric)})  # fmt: skip
+    tau = per_sketch[per_sketch["metric"] == "tau_b"].pivot(
+        index="sketch_id", columns="system", values="value"
+    )
+    if HUMAN in tau.columns:
+        for system in names:
+            pair = tau[[system, HUMAN]].dropna()
+            row = {"system": system, "metric": "tau_b_human_fraction", "mean": np.nan,
+                   "ci_low": np.nan, "ci_high": np.nan, "n_sketches": len(pair),
+                   "better": metric_direction("tau_b_human_fraction")}  # fmt: skip
+            if len(pair) >= 1 and pair[HUMAN].mean() != 0:
+                row["mean"] = pair[system].mean() / pair[HUMAN].mean()
+            if len(pair) >= 2 and np.ptp(pair[system]) + np.ptp(pair[HUMAN]) > 0:
+                interval = stats.bootstrap(
+                    (pair[system].to_numpy(), pair[HUMAN].to_numpy()),
+                    lambda a, b, axis: np.mean(a, axis=axis) / np.mean(b, axis=axis),
+                    paired=True, vectorized=True, method="percentile",
+                    n_resamples=options.bootstrap, rng=np.random.default_rng(options.seed),
+                ).confidence_interval  # fmt: skip
+                row["ci_low"], row["ci_high"] = float(interval.low), float(interval.high)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _mark_significant(summary: pd.DataFrame, comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Add ``significantly_better_than``: the systems each one beats on the metric, by the
+    Holm-corrected paired permutation test."""
+    beats: dict[tuple[str, str], list[str]] = {}
+    for row in comparisons[comparisons["significant"].astype(bool)].itertuples(index=False):
+        a_better = row.mean_difference > 0
+        if metric_direction(row.metric) == "lower":
+            a_better = not a_better
+        winner, loser = (row.system_a, row.system_b) if a_better else (row.system_b, row.system_a)
+        beats.setdefault((winner, row.metric), []).append(loser)
+    summary = summary.copy()
+    pairs = zip(summary["system"], summary["metric"], strict=True)
+    summary["significantly_better_than"] = [";".join(beats.get(pair, [])) for pair in pairs]
+    return summary
+
+
+def write_evaluation(evaluation: Evaluation, out: str | Path, *, figures: bool = True) -> dict:
+    """Write the evaluation to ``out``; returns the headline numbers (``evaluation.json``).
+
+    Files: ``per_sketch.csv`` (``system, sketch_id, metric, value``),
+    ``summary.csv`` (``system, metric, mean, ci_low, ci_high, n_sketches, better,
+    significantly_better_than``), ``comparisons.csv`` (paired tests),
+    ``pr_curve.csv`` (mean precision at each recall level), ``human_ceiling.csv``
+    (with ratings: each participant's leave-one-out tau_b per sketch),
+    ``evaluation.json`` (inputs with SHA-256, options, software, headline per
+    system), ``report.html`` and, with ``figures``, ``figures/`` (per-sketch
+    tau_b and the precision-recall curves).
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    evaluation.per_sketch.to_csv(out / "per_sketch.csv", index=False)
+    evaluation.summary.to_csv(out / "summary.csv", index=False)
+    evaluation.comparisons.to_csv(out / "comparisons.csv", index=False)
+    evaluation.pr_curve.to_csv(out / "pr_curve.csv", index=False)
+    if evaluation.human is not None:
+        evaluation.human.to_csv(out / "human_ceiling.csv", index=False)
+    summary = evaluation.summary
+    headline = {}
+    for system in dict.fromkeys(summary["system"]):
+        rows = summary[summary["system"] == system].set_index("metric")
+        entry = {}
+        for metric in _HEADLINE:
+            if metric in rows.index:
+                entry[metric] = {k: _plain(rows.loc[metric, k])
+                                 for k in ("mean", "ci_low", "ci_high", "n_sketches")}  # fmt: skip
+        if "tau_b" in rows.index and system != HUMAN:
+            entry["tau_b"]["significantly_better_than"] = [
+                s for s in str(rows.loc["tau_b", "significantly_better_than"]).split(";") if s
+            ]
+        headline[system] = entry
+    result = {
+        "systems": [s for s in dict.fromkeys(summary["system"]) if s != HUMAN],
+        "n_sketches": int(evaluation.per_sketch["sketch_id"].nunique()),
+        "human_ceiling": evaluation.human is not None,
+        "options": asdict(evaluation.options),
+        "inputs": evaluation.inputs,
+        "software": software_versions(),
+        "headline": headline,
+    }
+    written = {}
+    if figures:
+        from ..figures import write_evaluation_figures
+
+        written = write_evaluation_figures(out / "figures", evaluation.per_sketch,
+                                           evaluation.pr_curve, evaluation.summary)  # fmt: skip
+    result["figures"] = sorted(written)
+    (out / "evaluation.json").write_text(json.dumps(result, indent=2, allow_nan=False) + "\n",
+                                         encoding="utf-8")  # fmt: skip
+    from .report import write_evaluation_report
+
+    write_evaluation_report(out / "report.html", result, evaluation.summary,
+                            evaluation.comparisons, written)  # fmt: skip
+    return result
+
+
+def _plain(value):
+    if isinstance(value, np.integer | int):
+        return int(value)
+    value = float(value)
+    return None if np.isnan(value) else value
+
+
+def evaluate_files(
+    ground_truth: str | Path,
+    runs: Sequence[str | Path],
+    options: EvaluationOptions = EvaluationOptions(),
+    *,
+    names: Sequence[str] | None = None,
+    ratings: str | Path | None = None,
+    lower_is_better: bool = False,
+) -> Evaluation:
+    """Load a ground truth, runs and (optionally) ratings from files and score the runs.
+
+    The files read are recorded in ``Evaluation.inputs`` with their SHA-256
+    and line counts (``evaluation.json`` lists them). ``names`` gives each
+    run's system name, in order (default: each file's name without its
+    extension).
+    """
+    from ..ratings import load_ratings
+    from .runs import load_ground_truth, load_run
+
+    if names is not None and len(names) != len(runs):
+        raise InputError(
+            f"--name: given {len(names)} times for {len(runs)} runs; expected one name "
+            "per run, in order"
+        )
+    truth = load_ground_truth(ground_truth)
+    rankings = [
+        load_run(path, truth, lower_is_better=lower_is_better, name=name)
+        for path, name in zip(runs, names or [None] * len(runs), strict=True)
+    ]
+    table = load_ratings(ratings) if ratings is not None else None
+    evaluation = evaluate_rankings(truth, rankings, options, ratings=table)
+    files = [{"role": "ground truth", "name": "", "path": str(ground_truth),
+              "sha256": truth.sha256, "lines": truth.lines}]  # fmt: skip
+    files += [{"role": "run", "name": r.name, "path": r.source, "sha256": r.sha256,
+               "lines": r.lines} for r in rankings]  # fmt: skip
+    if table is not None:
+        for source in getattr(table.attrs.get("provenance"), "sources", ()):
+            files.append({"role": "ratings", "name": "", "path": source.path,
+                          "sha256": source.sha256, "lines": source.rows})  # fmt: skip
+    evaluation.inputs = {"files": files, "lower_is_better": lower_is_better,
+                         "command": "sbir-study evaluate"}  # fmt: skip
+    return evaluation
+
+
+def format_evaluation(evaluation: Evaluation, out: str | Path) -> str:
+    """The lines ``sbir-study evaluate`` prints: each system's tau_b and headline measures."""
+    out = Path(out)
+    options = evaluation.options
+    summary = evaluation.summary.set_index(["system", "metric"])
+    n_systems = evaluation.summary.loc[evaluation.summary["system"] != HUMAN, "system"].nunique()
+    lines = [
+        f"Scored {n_systems} system(s) on {evaluation.per_sketch['sketch_id'].nunique()} "
+        f"sketches (relevant: mean rating below {options.relevant_below:g}):"
+    ]
+    order = summary.xs("tau_b", level="metric")["mean"].sort_values(ascending=False).index
+    for system in order:
+        row = summary.loc[(system, "tau_b")]
+        text = f"  {system:<24} tau_b {row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+        if system == HUMAN:
+            text += "  (participants, each against the others' consensus)"
+        else:
+            if (system, "tau_b_human_fraction") in summary.index:
+                text += f"  {summary.loc[(system, 'tau_b_human_fraction'), 'mean']:.0%} of human"
+            text += (
+                f"  ndcg {summary.loc[(system, 'ndcg'), 'mean']:.3f}"
+                f"  ap {summary.loc[(system, 'ap'), 'mean']:.3f}"
+            )
+        lines.append(text)
+    tau = evaluation.comparisons[evaluation.comparisons["metric"] == "tau_b"]
+    lines.append(
+        f"  {int(tau['significant'].sum())} of {len(tau)} pairs of systems differ significantly "
+        f"in tau_b (paired permutation test, Holm, alpha {options.alpha:g})"
+    )
+    lines.append(
+        f"Tables: {out / 'summary.csv'}, per_sketch.csv, comparisons.csv; "
+        f"report: {out / 'report.html'}"
+    )
+    return "\n".join(lines)

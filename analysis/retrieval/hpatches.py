@@ -1,0 +1,273 @@
+"""Scoring patch and image retrieval in the HPatches benchmark's file formats.
+
+A task ``NAME`` is three files (HPatches retrieval benchmark, README):
+
+* ``NAME.benchmark``: line 1 the comma-separated patch-images of the pool,
+  then one query patch per line;
+* ``NAME.labels``: line 1 the same pool, then per query the query followed by
+  the patches that correspond to it (the same physical surface);
+* ``NAME.results`` (one folder per descriptor): line 1 the same pool, then per
+  query, in the benchmark's order, the query followed by the ``top`` (50)
+  patches most similar to it, best first.
+
+Average precision is that of the benchmark's 2016 scoring code: over ranks 2
+to top + 1 (rank 1 is the query itself), divided by the number of positives
+retrieved there, not by all true correspondences; 0 when none is retrieved.
+A retrieved patch is a positive for *patch* retrieval when the labels list it
+for the query, and for *image* retrieval (the relaxed criterion) when it comes
+from the query's image sequence (the name before the first dot, e.g.
+``v_bricks`` of ``v_bricks.e1.85``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..checks import InputError
+
+__all__ = [
+    "HPatchesTask",
+    "evaluate_hpatches",
+    "format_hpatches",
+    "hpatches_average_precision",
+    "read_hpatches_task",
+    "sequence_of",
+    "write_hpatches",
+]
+
+
+@dataclass(frozen=True)
+class HPatchesTask:
+    """One benchmark task: its pool of patch-images, queries and correspondences."""
+
+    name: str
+    pool: str
+    queries: tuple[str, ...]
+    labels: dict[str, frozenset[str]]
+
+
+def sequence_of(patch: str) -> str:
+    """The image sequence a patch comes from: its name up to the first dot.
+
+    >>> sequence_of("v_bricks.e1.85")
+    'v_bricks'
+    """
+    return patch.split(".", 1)[0]
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise InputError(f"{path}: cannot be read ({error.strerror or error})") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text") from None
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        raise InputError(f"{path}: empty; expected the list of patch-images on line 1")
+    return lines
+
+
+def _entries(path: Path, number: int, line: str) -> list[str]:
+    entries = [entry.strip() for entry in line.split(",")]
+    if any(not entry for entry in entries):
+        raise InputError(f"{path}, line {number}: an empty entry; expected comma-separated names")
+    return entries
+
+
+def _pool(line: str) -> str:
+    return ",".join(entry.strip() for entry in line.split(","))
+
+
+def read_hpatches_task(benchmark: str | Path) -> HPatchesTask:
+    """Read ``NAME.benchmark`` and the ``NAME.labels`` beside it."""
+    benchmark = Path(benchmark)
+    labels_path = benchmark.with_suffix(".labels")
+    lines = _lines(benchmark)
+    pool = _pool(lines[0])
+    queries = []
+    for number, line in enumerate(lines[1:], start=2):
+        entries = _entries(benchmark, number, line)
+        if len(entries) != 1:
+            raise InputError(
+                f"{benchmark}, line {number}: {len(entries)} entries; expected one query patch"
+            )
+        queries.append(entries[0])
+    if not queries:
+        raise InputError(f"{benchmark}: no query patches after line 1")
+    if not labels_path.is_file():
+        raise InputError(f"{labels_path}: missing; expected the labels beside {benchmark.name}")
+    label_lines = _lines(labels_path)
+    if _pool(label_lines[0]) != pool:
+        raise InputError(
+            f"{labels_path}, line 1: the pool of patch-images differs from line 1 of "
+            f"{benchmark.name}; expected the same list"
+        )
+    labels: dict[str, frozenset[str]] = {}
+    for number, line in enumerate(label_lines[1:], start=2):
+        entries = _entries(labels_path, number, line)
+        query = entries[0]
+        if query in labels:
+            raise InputError(f"{labels_path}, line {number}: query {query!r} is labelled twice")
+        labels[query] = frozenset(entries[1:]) - {query}
+    missing = [q for q in queries if q not in labels]
+    if missing:
+        raise InputError(
+            f"{labels_path}: no labels for query {missing[0]!r} of {benchmark.name}; expected a "
+            "line for every query"
+        )
+    return HPatchesTask(benchmark.stem, pool, tuple(queries), labels)
+
+
+def hpatches_average_precision(positive) -> np.ndarray:
+    """AP of each row of ``positive`` (queries x retrieved, best first, the query itself
+    already left out): precision at each positive, averaged over the positives retrieved.
+
+    Examples
+    --------
+    >>> hpatches_average_precision([[True, False, True, False], [False, False, False, False]])
+    array([0.83333333, 0.        ])
+    """
+    positive = np.atleast_2d(np.asarray(positive, dtype=bool))
+    hits = np.cumsum(positive, axis=1)
+    rank = np.arange(1, positive.shape[1] + 1)
+    found = hits[:, -1] if positive.shape[1] else np.zeros(positive.shape[0])
+    total = np.where(positive, hits / rank, 0.0).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(found > 0, total / np.maximum(found, 1), 0.0)
+
+
+def _score_results(task: HPatchesTask, results: Path, top: int) -> pd.DataFrame:
+    lines = _lines(results)
+    if _pool(lines[0]) != task.pool:
+        raise InputError(
+            f"{results}, line 1: the pool of patch-images differs from line 1 of "
+            f"{task.name}.benchmark; expected it copied unchanged"
+        )
+    body = lines[1:]
+    if len(body) != len(task.queries):
+        raise InputError(
+            f"{results}: {len(body)} result lines; expected one per query of "
+            f"{task.name}.benchmark ({len(task.queries)})"
+        )
+    patch = np.zeros((len(body), top), dtype=bool)
+    image = np.zeros((len(body), top), dtype=bool)
+    for row, (number, line, query) in enumerate(
+        zip(range(2, len(body) + 2), body, task.queries, strict=True)
+    ):
+        entries = _entries(results, number, line)
+        if entries[0] != query:
+            raise InputError(
+                f"{results}, line {number}: starts with {entries[0]!r}; expected the query "
+                f"{query!r} (line {number} of {task.name}.benchmark) first"
+            )
+        if len(entries) != top + 1:
+            raise InputError(
+                f"{results}, line {number}: {len(entries)} entries; expected the query and "
+                f"{top} retrieved patches ({top + 1})"
+            )
+        retrieved = entries[1:]
+        positives = task.labels[query]
+        sequence = sequence_of(query)
+        patch[row] = [p in positives for p in retrieved]
+        image[row] = [p != query and sequence_of(p) == sequence for p in retrieved]
+    return pd.DataFrame(
+        {
+            "task": task.name,
+            "query": list(task.queries),
+            "ap_patch": hpatches_average_precision(patch),
+            "ap_image": hpatches_average_precision(image),
+            "n_positive_patch": patch.sum(axis=1),
+            "n_positive_image": image.sum(axis=1),
+        }
+    )
+
+
+def evaluate_hpatches(
+    benchmark_dir: str | Path, results_dir: str | Path, *, top: int = 50
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Score every ``*.results`` of ``results_dir`` against its task in ``benchmark_dir``.
+
+    ``results_dir`` holds one descriptor's ``*.results`` files, or one folder
+    per descriptor (each scored as its own system). Returns ``(per_query,
+    summary)``: ``descriptor, task, query, ap_patch, ap_image,
+    n_positive_patch, n_positive_image`` and ``descriptor, task, n_queries,
+    map_patch, map_image``. A benchmark task without results is skipped with a
+    warning; a results file without a benchmark task is an error.
+    """
+    benchmark_dir, results_dir = Path(benchmark_dir), Path(results_dir)
+    if not isinstance(top, int) or top < 1:
+        raise InputError(f"top: expected a whole number >= 1, got {top!r}")
+    for folder, what in ((benchmark_dir, "benchmark"), (results_dir, "results")):
+        if not folder.is_dir():
+            raise InputError(f"{folder}: not a folder; expected the {what} folder")
+    tasks = {p.stem: p for p in sorted(benchmark_dir.glob("*.benchmark"))}
+    if not tasks:
+        raise InputError(f"{benchmark_dir}: no *.benchmark files")
+    if any(results_dir.glob("*.results")):
+        descriptors = {results_dir.name: results_dir}
+    else:
+        descriptors = {d.name: d for d in sorted(results_dir.iterdir())
+                       if d.is_dir() and any(d.glob("*.results"))}  # fmt: skip
+    if not descriptors:
+        raise InputError(
+            f"{results_dir}: no *.results files, in it or in its subfolders (one per descriptor)"
+        )
+    read = {}
+    frames = []
+    for descriptor, folder in descriptors.items():
+        results = {p.stem: p for p in sorted(folder.glob("*.results"))}
+        for stem, path in results.items():
+            if stem not in tasks:
+                raise InputError(
+                    f"{path}: no task {stem}.benchmark in {benchmark_dir}; expected results "
+                    "named after their benchmark task"
+                )
+        skipped = sorted(set(tasks) - set(results))
+        if skipped:
+            warnings.warn(
+                f"{folder}: no results for {len(skipped)} task(s) ({', '.join(skipped[:3])}"
+                f"{', ...' if len(skipped) > 3 else ''}); scored the others",
+                UserWarning,
+                stacklevel=2,
+            )
+        for stem, path in results.items():
+            if stem not in read:
+                read[stem] = read_hpatches_task(tasks[stem])
+            scored = _score_results(read[stem], path, top)
+            scored.insert(0, "descriptor", descriptor)
+            frames.append(scored)
+    per_query = pd.concat(frames, ignore_index=True)
+    summary = (
+        per_query.groupby(["descriptor", "task"], sort=False)
+        .agg(
+            n_queries=("query", "size"),
+            map_patch=("ap_patch", "mean"),
+            map_image=("ap_image", "mean"),
+        )
+        .reset_index()
+    )
+    return per_query, summary
+
+
+def write_hpatches(per_query: pd.DataFrame, summary: pd.DataFrame, out: str | Path) -> Path:
+    """Write ``hpatches_per_query.csv`` and ``hpatches_summary.csv`` into the folder ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    per_query.to_csv(out / "hpatches_per_query.csv", index=False)
+    summary.to_csv(out / "hpatches_summary.csv", index=False)
+    return out
+
+
+def format_hpatches(summary: pd.DataFrame, top: int) -> str:
+    """The table ``sbir-study evaluate-hpatches`` prints: mAP in percent per task."""
+    shown = summary.copy()
+    shown[["map_patch", "map_image"]] = (100 * shown[["map_patch", "map_image"]]).round(2)
+    return f"mAP (%) over ranks 2 to {top + 1} per task:\n{shown.to_string(index=False)}"

@@ -1,0 +1,70 @@
+"""``sbir-study analyze``: the paper's statistics, the ground truth, figures and report."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .common import add_alpha, add_alternative
+
+__all__ = ["register"]
+
+
+def register(commands) -> None:
+    parser = commands.add_parser(
+        "analyze",
+        help="statistics, ground truth and report from a BIDS dataset or a ratings table",
+        description="Read a BIDS dataset (every sub-*/beh/*_beh.tsv) or a flat CSV/TSV ratings "
+        "table and write the statistics tables, the consensus ground truth and summary.json "
+        "to --out.",
+    )
+    parser.add_argument("input", type=Path, help="BIDS dataset folder or ratings table")
+    parser.add_argument("--out", type=Path, required=True, help="folder for the results")
+    add_alternative(parser)
+    add_alpha(parser)
+    parser.add_argument(
+        "--pairwise",
+        choices=("auto", "full", "summary"),
+        default="auto",
+        help="inter-user table: every pair of participants (full) or per-sketch summaries; "
+        "auto gives the full table up to 500 raters per sketch (default: auto)",
+    )
+    parser.add_argument(
+        "--no-figures",
+        action="store_true",
+        help="skip Figs. 4-9 (tables, summary.json and report.html are still written)",
+    )
+    parser.add_argument(
+        "--pilot",
+        type=Path,
+        default=None,
+        help="ratings of a pilot study (BIDS folder or table), drawn beside the final "
+        "study in fig7_distribution",
+    )
+    parser.add_argument(
+        "--stimuli",
+        type=Path,
+        default=None,
+        help="stimulus set folder (with manifest.csv): adds thumbnails of the best and worst "
+        "agreed sketches (fig9_extremes)",
+    )
+    parser.set_defaults(handler=analyze)
+
+
+def analyze(args: argparse.Namespace) -> int:
+    from analysis import AnalysisOptions, analyze_ratings, load_ratings
+    from analysis.pipeline import format_summary
+
+    options = AnalysisOptions(alternative=args.alternative, alpha=args.alpha,
+                              pairwise=args.pairwise)  # fmt: skip
+    ratings = load_ratings(args.input)
+    pilot = load_ratings(args.pilot) if args.pilot is not None else None
+    sketch_images = None
+    if args.stimuli is not None:
+        from stimuli.manifest import sketch_image_paths
+
+        sketch_images = sketch_image_paths(args.stimuli)
+    summary = analyze_ratings(ratings, args.out, options, figures=not args.no_figures,
+                              pilot=pilot, sketch_images=sketch_images)  # fmt: skip
+    print(format_summary(summary, args.out))
+    return 0

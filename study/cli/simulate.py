@@ -1,0 +1,140 @@
+"""``sbir-study simulate``: a BIDS dataset (or one table) of simulated participants."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+from analysis import paper
+
+from .common import InputError, add_seed, count, positive_int
+
+__all__ = ["register"]
+
+
+def register(commands) -> None:
+    parser = commands.add_parser(
+        "simulate",
+        help="write a BIDS dataset of simulated participants",
+        description="Simulate participants rating sketch/image pairs with the model documented "
+        "in analysis.simulate, and write a BIDS dataset (or one flat table with --flat). The "
+        f"defaults are the paper's design: {paper.PARTICIPANTS} participants, "
+        f"{paper.SKETCHES} sketches x {paper.IMAGES_PER_SKETCH} images, anchoring with "
+        f"{paper.ANCHOR_SKETCHES} sketches x {paper.ANCHOR_IMAGES} images.",
+    )
+    parser.add_argument(
+        "--out", type=Path, required=True, help="dataset folder (or file with --flat)"
+    )
+    parser.add_argument("--participants", type=positive_int, default=paper.PARTICIPANTS)
+    parser.add_argument(
+        "--stimuli",
+        type=Path,
+        default=None,
+        help="a stimulus set whose pairs the participants rate (its latent similarity, when "
+        "recorded, sets each pair's latent rating); replaces --sketches and --images",
+    )
+    parser.add_argument("--sketches", type=positive_int, default=None,
+                        help=f"default: {paper.SKETCHES}")  # fmt: skip
+    parser.add_argument("--images", type=positive_int, default=None,
+                        help=f"images per sketch (default: {paper.IMAGES_PER_SKETCH})")  # fmt: skip
+    parser.add_argument(
+        "--anchor-sketches",
+        type=count,
+        default=None,
+        help=f"default: {paper.ANCHOR_SKETCHES}; with --stimuli only 0 is allowed (leave the "
+        "set's anchors out, as in a pilot)",
+    )
+    parser.add_argument("--anchor-images", type=positive_int, default=None,
+                        help=f"default: {paper.ANCHOR_IMAGES}")  # fmt: skip
+    parser.add_argument("--miss-rate", type=float, default=None, help="share of missed responses")
+    add_seed(parser)
+    parser.add_argument(
+        "--flat", action="store_true", help="write one CSV/TSV ratings table instead of BIDS"
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing simulated dataset at --out (never a recorded one)",
+    )
+    parser.set_defaults(handler=simulate)
+
+
+def simulate(args: argparse.Namespace) -> int:
+    from analysis.provenance import toolkit_version
+    from analysis.simulate import RaterModel, StudyDesign, write_simulated_dataset
+
+    stimuli, digest = None, None
+    if args.stimuli is not None:
+        design, stimuli, digest = _set_design(args)
+    else:
+        design = StudyDesign(
+            participants=args.participants,
+            sketches=args.sketches or paper.SKETCHES,
+            images_per_sketch=args.images or paper.IMAGES_PER_SKETCH,
+            anchor_sketches=paper.ANCHOR_SKETCHES if args.anchor_sketches is None
+            else args.anchor_sketches,
+            anchor_images=args.anchor_images or paper.ANCHOR_IMAGES,
+        )  # fmt: skip
+    model = RaterModel() if args.miss_rate is None else RaterModel(miss_rate=args.miss_rate)
+    _clear_target(args.out, flat=args.flat, overwrite=args.overwrite)
+    path = write_simulated_dataset(args.out, design, model, args.seed, flat=args.flat,
+                                   version=toolkit_version(), stimuli=stimuli,
+                                   stimulus_digest=digest)  # fmt: skip
+    kind = "ratings table" if args.flat else "BIDS dataset"
+    on = f" on {args.stimuli} (set digest {digest[:12]}...)" if digest else ""
+    print(
+        f"Simulated {design.participants} participants x {design.sketches} sketches x "
+        f"{design.images_per_sketch} images{on} (seed {args.seed}); {kind} written to {path}"
+    )
+    return 0
+
+
+def _set_design(args: argparse.Namespace):
+    """The design of a simulation on a stimulus set: sizes from the set, not from flags."""
+    from analysis.simulate import design_for_set
+    from stimuli import load_set
+
+    for flag, value in (("--sketches", args.sketches), ("--images", args.images),
+                        ("--anchor-images", args.anchor_images)):  # fmt: skip
+        if value is not None:
+            raise InputError(f"{flag}: the stimulus set fixes the design; drop {flag}")
+    if args.anchor_sketches not in (None, 0):
+        raise InputError("--anchor-sketches: with --stimuli only 0 is allowed (no anchoring)")
+    stimulus_set = load_set(args.stimuli)
+    manifest = stimulus_set.manifest
+    if args.anchor_sketches == 0:
+        manifest = manifest[manifest["role"] != "anchor"]
+    return design_for_set(manifest, args.participants), manifest, stimulus_set.digest
+
+
+def _clear_target(out: Path, *, flat: bool, overwrite: bool) -> None:
+    """Refuse an existing target, or with ``overwrite`` remove a dataset simulate wrote."""
+    if flat:
+        if out.exists() and not overwrite:
+            raise InputError(f"{out}: exists; choose another --out or pass --overwrite")
+        return
+    if not (out.exists() and any(out.iterdir())):
+        return
+    if not overwrite:
+        raise InputError(
+            f"{out}: exists and is not empty; choose another --out or pass --overwrite"
+        )
+    if not _is_simulated_dataset(out):
+        raise InputError(
+            f"{out}: holds data that sbir-study simulate did not write; it is never "
+            "overwritten, choose another --out"
+        )
+    shutil.rmtree(out)
+
+
+def _is_simulated_dataset(root: Path) -> bool:
+    try:
+        description = json.loads((root / "dataset_description.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return any(
+        "sbir-study simulate" in str(entry.get("Description", ""))
+        for entry in description.get("GeneratedBy", [])
+    )
