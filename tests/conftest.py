@@ -1,10 +1,10 @@
-from pathlib import Path
+"""Fixtures shared by the whole test suite (helpers to import are in tests/helpers.py)."""
 
-import pandas as pd
+import shutil
+
 import pytest
 
-DATA = Path(__file__).parent / "data"
-R_REFERENCE = DATA / "r_reference"
+from tests.helpers import DATA, SMALL_SET
 
 
 @pytest.fixture(scope="session")
@@ -15,8 +15,37 @@ def small_ratings():
     return load_ratings(DATA / "ratings_small.csv")
 
 
-def r_reference(name: str) -> pd.DataFrame:
-    """A table written by tests/r/reference.R (R 4.2, base packages)."""
-    return pd.read_csv(
-        R_REFERENCE / name, dtype={"participant": str, "participant_a": str, "participant_b": str}
-    )
+@pytest.fixture(scope="session")
+def small_set(tmp_path_factory):
+    """A small generated stimulus set (tests.helpers.SMALL_SET, seed 7); never modified."""
+    from stimuli import generate_set
+
+    return generate_set(tmp_path_factory.mktemp("generated") / "set", SMALL_SET, seed=7)
+
+
+@pytest.fixture
+def set_copy(small_set, tmp_path):
+    """A copy of the small set that a test may damage."""
+    return shutil.copytree(small_set, tmp_path / "set")
+
+
+@pytest.fixture(scope="session")
+def retrieval_study(tmp_path_factory):
+    """A generated set, six simulated participants on it, its analysis and three baseline runs.
+
+    The folder holds ``set/``, ``data/`` (BIDS), ``analysis/`` (with ground_truth.csv) and
+    ``runs/`` (``l1.run``, ``chi2.run``, ``linf.run``).
+    """
+    from stimuli import SetDesign, generate_set
+    from study.cli import main
+
+    root = tmp_path_factory.mktemp("evaluate")
+    design = SetDesign(sketches=4, images_per_sketch=8, anchor_sketches=0, width=96, height=72)
+    stimuli = generate_set(root / "set", design, seed=3)
+    assert main(["simulate", "--stimuli", str(stimuli), "--participants", "6", "--out",
+                 str(root / "data"), "--seed", "3"]) == 0  # fmt: skip
+    assert main(["analyze", str(root / "data"), "--out", str(root / "analysis"),
+                 "--no-figures"]) == 0  # fmt: skip
+    assert main(["baseline", "--stimuli", str(stimuli), "--distance", "l1,chi2,linf",
+                 "--out", str(root / "runs")]) == 0  # fmt: skip
+    return root

@@ -4,7 +4,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.stats
-from conftest import r_reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -17,6 +16,7 @@ from analysis import (
     kendall_w_by_sketch,
     pairwise_kendall_tau,
 )
+from tests.helpers import r_reference
 
 ALTERNATIVES = {"greater": "p_greater", "two-sided": "p_two_sided", "less": "p_less"}
 

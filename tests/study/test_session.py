@@ -102,7 +102,7 @@ def wait_for(condition, timeout=60.0, what="the session"):
         time.sleep(0.02)
 
 
-VALIDATOR = Path(__file__).parents[1] / ".node" / "node_modules" / ".bin" / "bids-validator"
+VALIDATOR = Path(__file__).parents[2] / ".node" / "node_modules" / ".bin" / "bids-validator"
 
 
 def assert_valid_bids(root: Path) -> None:

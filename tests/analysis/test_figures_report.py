@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 import scipy.stats
 from matplotlib import cbook
-from test_ratings import assert_input_error, run_cli
 
 from analysis import StudyDesign, load_ratings, simulate_study
 from analysis.distribution import box_summary
 from analysis.figures import FIGURES, tau_threshold
 from analysis.pipeline import AnalysisOptions, analyze_ratings, sketch_agreement
+from tests.helpers import assert_input_error, run_cli
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -10,7 +10,7 @@ from analysis import InputError
 from study.protocol import Protocol, load_protocol
 from study.trials import build_trials
 
-PROTOCOLS = Path(__file__).parents[1] / "protocols"
+PROTOCOLS = Path(__file__).parents[2] / "protocols"
 
 
 @pytest.mark.parametrize("name", ["eitz2011", "pilot", "demo"])

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "scripts"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "scripts"))
 from calibrate_simulator import TARGETS, paper_statistics
 
 from analysis import RaterModel

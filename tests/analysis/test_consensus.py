@@ -3,7 +3,6 @@
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import r_reference
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
@@ -19,6 +18,7 @@ from analysis import (
     wilson_interval,
     write_qrels,
 )
+from tests.helpers import r_reference
 
 
 def test_ground_truth_matches_r(small_ratings):

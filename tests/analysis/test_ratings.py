@@ -1,7 +1,5 @@
 """Loading ratings: every bad input through the command line, and the tolerated cut-off line."""
 
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -16,25 +14,10 @@ from analysis import (
     write_simulated_dataset,
 )
 from analysis.simulate import StudyDesign
+from tests.helpers import assert_input_error, run_cli
 
 HEADER = "participant,sketch_id,image_id,phase,rating,rt,anchor_rating,trial\n"
 GOOD_ROWS = "01,s1,a,main,2,1.2,n/a,1\n01,s1,b,main,5,0.9,n/a,2\n"
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "study.cli", *args], capture_output=True, text=True, check=False
-    )
-
-
-def assert_input_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    """Exit status 2 and exactly one line on stderr, naming what it should."""
-    assert result.returncode == 2, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,63 @@
+"""sbir-study analyze end to end: the files of the design, options, bad options."""
+
+import json
+
+import pandas as pd
+
+from tests.helpers import run_cli
+
+DESIGN_COLUMNS = {
+    "ground_truth.csv": ["sketch_id", "image_id", "mean_rating", "median_rating", "sd_rating",
+                         "n_ratings", "rank"],
+    "pairwise_tau.csv": ["sketch_id", "participant_a", "participant_b", "tau_b", "p_value",
+                         "n_items"],
+    "kendall_w.csv": ["sketch_id", "w", "chi2", "df", "p_value", "f", "f_df1", "f_df2",
+                      "f_p_value", "n_raters", "n_items"],
+    "consensus_tau.csv": ["participant", "sketch_id", "tau_b", "p_value", "tau_b_loo",
+                          "p_value_loo"],
+    "anchoring.csv": ["participant", "sketch_id", "tau_b", "p_value", "n_items"],
+    "bins.csv": ["bin", "n_ratings", "mean", "sd"],
+}  # fmt: skip
+
+
+def test_analyze_writes_design_files(analysed):
+    root, stdout = analysed
+    out = root / "out"
+    for name, columns in DESIGN_COLUMNS.items():
+        table = pd.read_csv(out / name)
+        assert list(table.columns[: len(columns)]) == columns, name
+    assert len(pd.read_csv(out / "pairwise_tau.csv")) == 4 * 15  # 4 sketches x C(6, 2)
+    qrels = (out / "ground_truth.qrels").read_text().splitlines()
+    assert len(qrels) == 48 and all(len(line.split()) == 4 for line in qrels)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n_participants"] == 6 and summary["n_sketches"] == 4
+    assert summary["n_pairs"] == 48 and summary["simulated"] is True
+    assert summary["alternative"] == "greater" and summary["alpha"] == 0.05
+    for family in ("pairwise", "consensus", "consensus_loo", "anchoring"):
+        assert {"n_tests", "n_significant", "share_significant", "wilson_low", "wilson_high",
+                "n_significant_bh"} <= set(summary[family])  # fmt: skip
+    assert {"min", "median", "max", "n_significant"} <= set(summary["kendall_w"])
+    assert [b["bin"] for b in summary["bins"]] == list(range(1, 8))
+    assert len(summary["sources"]) == 6 and all(len(s["sha256"]) == 64 for s in summary["sources"])
+    assert "simulated" in stdout and "ground_truth.csv" in stdout
+
+
+def test_pairwise_summary_mode_and_options(analysed, tmp_path):
+    root, _ = analysed
+    result = run_cli("analyze", str(root / "data"), "--out", str(tmp_path), "--pairwise",
+                     "summary", "--alternative", "two-sided", "--alpha", "0.01")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / "pairwise_tau.csv").exists()
+    summary_table = pd.read_csv(tmp_path / "pairwise_tau_summary.csv")
+    assert len(summary_table) == 4 and (summary_table["n_pairs"] == 15).all()
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["pairwise_table"] == "summary" and summary["alpha"] == 0.01
+    assert summary["alternative"] == "two-sided"
+
+
+def test_bad_options_exit_2(analysed, tmp_path):
+    root, _ = analysed
+    result = run_cli("analyze", str(root / "data"), "--out", str(tmp_path), "--alpha", "2")
+    assert result.returncode == 2 and "--alpha" in result.stderr
+    result = run_cli("analyze", str(root / "data"), "--out", str(tmp_path), "--alternative", "up")
+    assert result.returncode == 2 and "--alternative" in result.stderr
