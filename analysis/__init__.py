@@ -9,12 +9,13 @@ and HPatches-format scoring. Nothing here imports PsychoPy, and only
 ``analysis.figures`` imports matplotlib, when figures are drawn.
 """
 
+from ._moved import renamed
 from .agreement import (
     KendallTauResult,
     KendallWResult,
     PairwiseTauResult,
-    inter_rater_tau,
-    inter_rater_tau_by_sketch,
+    inter_user_tau,
+    inter_user_tau_by_sketch,
     kendall_tau_b,
     kendall_w,
     kendall_w_by_sketch,
@@ -67,8 +68,8 @@ from .retrieval.evaluation import (
     HUMAN,
     Evaluation,
     EvaluationOptions,
-    evaluate_rankings,
-    score_ranking,
+    evaluate_runs,
+    score_run,
     write_evaluation,
 )
 from .retrieval.hpatches import evaluate_hpatches, hpatches_average_precision, read_hpatches_task
@@ -76,7 +77,6 @@ from .retrieval.metrics import (
     TauResult,
     average_precision,
     average_rank,
-    consensus_tau_b,
     dcg_shrec,
     e_measure,
     first_tier,
@@ -89,15 +89,16 @@ from .retrieval.metrics import (
     precision_at_recall,
     r_precision,
     second_tier,
+    system_tau_b,
 )
 from .retrieval.runs import (
     GroundTruth,
-    Ranking,
+    Run,
     RunWarning,
     ground_truth_from_frame,
     load_ground_truth,
     load_run,
-    ranking_from_scores,
+    run_from_scores,
 )
 from .significance import (
     FamilySummary,
@@ -124,10 +125,10 @@ __all__ = [
     "PairwiseTauResult",
     "PermutationResult",
     "Provenance",
-    "Ranking",
     "RaterModel",
     "RatingCube",
     "RatingsWarning",
+    "Run",
     "RunWarning",
     "SourceFile",
     "StudyDesign",
@@ -145,21 +146,20 @@ __all__ = [
     "chi_square",
     "compare_systems",
     "consensus_ground_truth",
-    "consensus_tau_b",
     "cosine",
     "dcg_shrec",
     "distance_matrix",
     "e_measure",
     "edge_orientation_histogram",
     "evaluate_hpatches",
-    "evaluate_rankings",
+    "evaluate_runs",
     "first_tier",
     "ground_truth_from_frame",
     "histogram_intersection",
     "hpatches_average_precision",
     "hybrid_mass",
-    "inter_rater_tau",
-    "inter_rater_tau_by_sketch",
+    "inter_user_tau",
+    "inter_user_tau_by_sketch",
     "kendall_tau_b",
     "kendall_w",
     "kendall_w_by_sketch",
@@ -181,16 +181,17 @@ __all__ = [
     "precision_at_recall",
     "quadratic_form",
     "r_precision",
-    "ranking_from_scores",
     "rater_vs_consensus",
     "rating_cube",
     "rating_distribution",
     "read_hpatches_task",
     "resolve_distance",
-    "score_ranking",
+    "run_from_scores",
+    "score_run",
     "second_tier",
     "simulate_study",
     "summarize_family",
+    "system_tau_b",
     "validate_ratings",
     "wilson_interval",
     "write_evaluation",
@@ -198,3 +199,19 @@ __all__ = [
     "write_simulated_dataset",
     "write_trec_run",
 ]
+
+
+# Old names, still answering with a DeprecationWarning.
+__getattr__ = renamed(
+    "analysis",
+    {
+        "inter_rater_tau": "inter_user_tau",
+        "inter_rater_tau_by_sketch": "inter_user_tau_by_sketch",
+        "consensus_tau_b": "system_tau_b",
+        "Ranking": "Run",
+        "ranking_from_scores": "run_from_scores",
+        "evaluate_rankings": "evaluate_runs",
+        "score_ranking": "score_run",
+    },
+    globals(),
+)

@@ -20,3 +20,19 @@ def moved(old: str, new: str) -> ModuleType:
     module = importlib.import_module(new)
     sys.modules[old] = module
     return module
+
+
+def renamed(module: str, names: dict[str, str], namespace: dict):
+    """A module ``__getattr__`` that still answers to old names, with a DeprecationWarning.
+
+    ``names`` maps each old name to its new one in ``namespace`` (the module's globals).
+    """
+
+    def __getattr__(name: str):
+        if name in names:
+            warnings.warn(f"{module}.{name} is deprecated; use {module}.{names[name]}",
+                          DeprecationWarning, stacklevel=2)  # fmt: skip
+            return namespace[names[name]]
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__

@@ -16,6 +16,7 @@ import pandas as pd
 from scipy import special
 
 from . import _kernels
+from ._moved import renamed
 from .checks import InputError, check_option
 from .ratings import rating_cube
 
@@ -23,8 +24,8 @@ __all__ = [
     "KendallTauResult",
     "KendallWResult",
     "PairwiseTauResult",
-    "inter_rater_tau",
-    "inter_rater_tau_by_sketch",
+    "inter_user_tau",
+    "inter_user_tau_by_sketch",
     "kendall_tau_b",
     "kendall_w",
     "kendall_w_by_sketch",
@@ -254,7 +255,7 @@ def kendall_w(ratings) -> KendallWResult:
     )
 
 
-def inter_rater_tau(ratings: pd.DataFrame, *, alternative: str = "greater") -> pd.DataFrame:
+def inter_user_tau(ratings: pd.DataFrame, *, alternative: str = "greater") -> pd.DataFrame:
     """Inter-user tau_b for every sketch and every pair of participants.
 
     Parameters
@@ -271,7 +272,7 @@ def inter_rater_tau(ratings: pd.DataFrame, *, alternative: str = "greater") -> p
         least one rated image of it.
     """
     parts = []
-    for sketch_id, participants, result in inter_rater_tau_by_sketch(
+    for sketch_id, participants, result in inter_user_tau_by_sketch(
         ratings, alternative=alternative
     ):
         a, b = np.triu_indices(len(participants), 1)
@@ -292,7 +293,7 @@ def inter_rater_tau(ratings: pd.DataFrame, *, alternative: str = "greater") -> p
     return pd.concat(parts, ignore_index=True) if parts else _empty_pairwise()
 
 
-def inter_rater_tau_by_sketch(ratings: pd.DataFrame, *, alternative: str = "greater"):
+def inter_user_tau_by_sketch(ratings: pd.DataFrame, *, alternative: str = "greater"):
     """Yield ``(sketch_id, participants, PairwiseTauResult)`` for each sketch of the main phase.
 
     ``participants`` are those who rated at least one image of the sketch, in
@@ -352,3 +353,11 @@ def kendall_w_by_sketch(ratings: pd.DataFrame) -> pd.DataFrame:
         "n_raters", "n_items", "n_raters_excluded",
     ]  # fmt: skip
     return pd.DataFrame(rows, columns=columns)
+
+
+# Old names, still answering with a DeprecationWarning.
+__getattr__ = renamed(
+    "analysis.agreement",
+    {"inter_rater_tau": "inter_user_tau", "inter_rater_tau_by_sketch": "inter_user_tau_by_sketch"},
+    globals(),
+)

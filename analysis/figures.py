@@ -292,9 +292,9 @@ def plot_power(summary: pd.DataFrame, *, axes: Sequence[Axes]) -> Sequence[Axes]
     middle.set_ylabel("W significant")
     middle.legend(fontsize="small", loc="lower right")
     middle.set_title("Kendall's W significant")
-    right.fill_between(k, summary["interuser_share_p025"], summary["interuser_share_p975"],
+    right.fill_between(k, summary["inter_user_share_p025"], summary["inter_user_share_p975"],
                        alpha=0.25, label="95% of replications")  # fmt: skip
-    right.plot(k, summary["interuser_share"], "o-", label="mean")
+    right.plot(k, summary["inter_user_share"], "o-", label="mean")
     right.set_ylabel("share of inter-user τ_b significant")
     right.legend(fontsize="small", loc="lower right")
     right.set_title("Inter-user correlations significant")

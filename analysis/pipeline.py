@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from . import _kernels
-from .agreement import inter_rater_tau_by_sketch, kendall_w_by_sketch
+from .agreement import inter_user_tau_by_sketch, kendall_w_by_sketch
 from .checks import InputError, check_option
 from .consensus import (
     anchoring_consistency,
@@ -226,7 +226,7 @@ def _write_pairwise(
     pvalues, summary_rows, buffered, boxes = [], [], [], []
     n_buffered = 0
     header = True
-    for sketch_id, participants, result in inter_rater_tau_by_sketch(
+    for sketch_id, participants, result in inter_user_tau_by_sketch(
         ratings, alternative=alternative
     ):
         a, b = np.triu_indices(len(participants), 1)

@@ -69,7 +69,7 @@ def power_analysis(options: PowerOptions = PowerOptions(), *, jobs: int = 1,
     """Simulate the replications and return one row per (replication, count).
 
     Columns: ``replication, participants, w_significant_share, tau_median,
-    tau_p05, interuser_share, interuser_wilson_width`` (tau_*: median and 5th
+    tau_p05, inter_user_share, inter_user_wilson_width`` (tau_*: median and 5th
     percentile over the sketches of tau_b against the reference panel).
     :func:`summarize_power` reduces them to one row per count.
     """
@@ -98,7 +98,7 @@ def power_analysis(options: PowerOptions = PowerOptions(), *, jobs: int = 1,
             rows.extend(_replication(task))
             progress_bar("replications", done, len(tasks), show=progress)
     columns = ["replication", "participants", "w_significant_share", "tau_median", "tau_p05",
-               "interuser_share", "interuser_wilson_width"]  # fmt: skip
+               "inter_user_share", "inter_user_wilson_width"]  # fmt: skip
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -110,9 +110,9 @@ def summarize_power(runs: pd.DataFrame) -> pd.DataFrame:
     ``tau_median`` and ``tau_p05``, the medians over replications of the
     median and of the 5th percentile over sketches of tau_b between the
     panel's consensus and the reference panel's;
-    ``interuser_share`` (mean), ``interuser_share_p025``/``_p975`` and
-    ``interuser_range_width`` (the 95% range of the share over replications),
-    and ``interuser_wilson_width`` (mean width of one study's Wilson interval).
+    ``inter_user_share`` (mean), ``inter_user_share_p025``/``_p975`` and
+    ``inter_user_range_width`` (the 95% range of the share over replications),
+    and ``inter_user_wilson_width`` (mean width of one study's Wilson interval).
     """
     grouped = runs.groupby("participants", sort=True)
     table = pd.DataFrame(
@@ -122,13 +122,15 @@ def summarize_power(runs: pd.DataFrame) -> pd.DataFrame:
             "w_all_significant": grouped["w_significant_share"].apply(lambda s: (s == 1).mean()),
             "tau_median": grouped["tau_median"].median(),
             "tau_p05": grouped["tau_p05"].median(),
-            "interuser_share": grouped["interuser_share"].mean(),
-            "interuser_share_p025": grouped["interuser_share"].quantile(0.025),
-            "interuser_share_p975": grouped["interuser_share"].quantile(0.975),
-            "interuser_wilson_width": grouped["interuser_wilson_width"].mean(),
+            "inter_user_share": grouped["inter_user_share"].mean(),
+            "inter_user_share_p025": grouped["inter_user_share"].quantile(0.025),
+            "inter_user_share_p975": grouped["inter_user_share"].quantile(0.975),
+            "inter_user_wilson_width": grouped["inter_user_wilson_width"].mean(),
         }
     )
-    table["interuser_range_width"] = table["interuser_share_p975"] - table["interuser_share_p025"]
+    table["inter_user_range_width"] = (
+        table["inter_user_share_p975"] - table["inter_user_share_p025"]
+    )
     return table.reset_index()
 
 
@@ -181,8 +183,8 @@ def write_power(runs: pd.DataFrame, summary: pd.DataFrame, out: str | Path) -> P
 def format_power(summary: pd.DataFrame, options: PowerOptions, out: str | Path) -> str:
     """The lines ``sbir-study power`` prints: the table per participant count."""
     out = Path(out)
-    shown = ["participants", "w_significant_share", "tau_median", "tau_p05", "interuser_share",
-             "interuser_range_width"]  # fmt: skip
+    shown = ["participants", "w_significant_share", "tau_median", "tau_p05", "inter_user_share",
+             "inter_user_range_width"]  # fmt: skip
     return "\n".join([
         f"{options.replications} replications per count, reference panel of "
         f"{options.reference}, seed {options.seed}:",

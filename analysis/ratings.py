@@ -1,6 +1,6 @@
 """Reading and validating the ratings table, the one link between a study and its analysis.
 
-A ratings table has one row per presented sketch/image pair (``DESIGN.md``):
+A ratings table has one row per presented sketch/image pair (``docs/formats.md``):
 ``participant, sketch_id, image_id, phase, rating, rt, anchor_rating, trial``
 plus any extra columns, which are kept. It comes from one flat CSV/TSV file or
 from a BIDS dataset, every ``sub-*/beh/*_beh.tsv`` (and ``sub-*/ses-*/beh/``)
@@ -56,7 +56,7 @@ REQUIRED_COLUMNS = ("participant", "sketch_id", "image_id", "rating")
 PHASES = ("anchor_demo", "anchor_repeat", "main", "practice")
 # Phases in which a participant rates each pair at most once.
 _ONCE_PER_PHASE = ("main", "anchor_repeat")
-# Cells meaning "no value" in numeric columns; DESIGN.md names n/a and the empty
+# Cells meaning "no value" in numeric columns; docs/formats.md names n/a and the empty
 # cell, R writes NA and pandas NaN.
 _MISSING = frozenset({"", "n/a", "NA", "NaN", "nan"})
 _BIDS_PATTERNS = ("sub-*/beh/*_beh.tsv", "sub-*/ses-*/beh/*_beh.tsv")

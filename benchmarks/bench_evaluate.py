@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.retrieval.distances import mass_based
-from analysis.retrieval.evaluation import EvaluationOptions, score_ranking
+from analysis.retrieval.evaluation import EvaluationOptions, score_run
 from analysis.retrieval.runs import ground_truth_from_frame, load_run
 
 
@@ -69,7 +69,7 @@ def write_benchmark(folder: Path, sketches: int, images: int, judged: int, seed:
 
 def ours(folder: Path, truth):
     ranking = load_run(folder / "run.txt", truth)
-    values, _curve = score_ranking(truth, ranking, EvaluationOptions(cutoffs=(10,)))
+    values, _curve = score_run(truth, ranking, EvaluationOptions(cutoffs=(10,)))
     return values
 
 

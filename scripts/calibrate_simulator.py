@@ -31,7 +31,7 @@ from analysis import (
     StudyDesign,
     anchoring_consistency,
     binned_medians,
-    inter_rater_tau,
+    inter_user_tau,
     kendall_w_by_sketch,
     rater_vs_consensus,
     simulate_study,
@@ -55,7 +55,7 @@ def paper_statistics(model: RaterModel, seed: int, alpha: float = 0.05) -> dict:
         w = kendall_w_by_sketch(trials)
         return {
             "anchoring": float((anchoring_consistency(trials)["p_value"] < alpha).mean()),
-            "interuser": float((inter_rater_tau(trials)["p_value"] < alpha).mean()),
+            "interuser": float((inter_user_tau(trials)["p_value"] < alpha).mean()),
             "consensus": float((rater_vs_consensus(trials)["p_value"] < alpha).mean()),
             "bin4_sd": float(bins.loc[4]),
             "ends_smallest": bool(max(bins.loc[1], bins.loc[7]) < bins.loc[2:6].min()),

@@ -16,6 +16,7 @@ This subpackage uses the study's core (:mod:`analysis.consensus`,
 :mod:`analysis.ratings`, ...); the core never imports it.
 """
 
+from .._moved import renamed
 from .baseline import baseline_scores, edge_orientation_histogram, write_trec_run
 from .comparison import (
     BootstrapResult,
@@ -43,8 +44,8 @@ from .evaluation import (
     HUMAN,
     Evaluation,
     EvaluationOptions,
-    evaluate_rankings,
-    score_ranking,
+    evaluate_runs,
+    score_run,
     write_evaluation,
 )
 from .hpatches import evaluate_hpatches, hpatches_average_precision, read_hpatches_task
@@ -54,7 +55,6 @@ from .metrics import (
     TauResult,
     average_precision,
     average_rank,
-    consensus_tau_b,
     dcg_shrec,
     e_measure,
     first_tier,
@@ -68,15 +68,16 @@ from .metrics import (
     precision_at_recall,
     r_precision,
     second_tier,
+    system_tau_b,
 )
 from .runs import (
     GroundTruth,
-    Ranking,
+    Run,
     RunWarning,
     ground_truth_from_frame,
     load_ground_truth,
     load_run,
-    ranking_from_scores,
+    run_from_scores,
 )
 
 __all__ = [
@@ -89,7 +90,7 @@ __all__ = [
     "GroundTruth",
     "Measure",
     "PermutationResult",
-    "Ranking",
+    "Run",
     "RunWarning",
     "TauResult",
     "average_precision",
@@ -99,14 +100,13 @@ __all__ = [
     "bootstrap_mean",
     "chi_square",
     "compare_systems",
-    "consensus_tau_b",
     "cosine",
     "dcg_shrec",
     "distance_matrix",
     "e_measure",
     "edge_orientation_histogram",
     "evaluate_hpatches",
-    "evaluate_rankings",
+    "evaluate_runs",
     "first_tier",
     "ground_truth_from_frame",
     "histogram_intersection",
@@ -129,11 +129,26 @@ __all__ = [
     "precision_at_recall",
     "quadratic_form",
     "r_precision",
-    "ranking_from_scores",
     "read_hpatches_task",
     "resolve_distance",
-    "score_ranking",
+    "run_from_scores",
+    "score_run",
     "second_tier",
+    "system_tau_b",
     "write_evaluation",
     "write_trec_run",
 ]
+
+
+# Old names, still answering with a DeprecationWarning.
+__getattr__ = renamed(
+    "analysis.retrieval",
+    {
+        "consensus_tau_b": "system_tau_b",
+        "Ranking": "Run",
+        "ranking_from_scores": "run_from_scores",
+        "evaluate_rankings": "evaluate_runs",
+        "score_ranking": "score_run",
+    },
+    globals(),
+)

@@ -174,16 +174,16 @@ def compare_systems(
     -------
     DataFrame
         ``metric, system_a, system_b, n_sketches, mean_a, mean_b, mean_difference
-        (a - b), wilcoxon_statistic, wilcoxon_p, wilcoxon_p_holm, permutation_p,
-        permutation_p_holm, significant``; ``significant`` when the
+        (a - b), wilcoxon_statistic, wilcoxon_p_value, wilcoxon_p_value_holm, permutation_p_value,
+        permutation_p_value_holm, significant``; ``significant`` when the
         Holm-corrected permutation p-value is below ``alpha``. Each pair uses
         the sketches where both systems have a value.
     """
     from statsmodels.stats.multitest import multipletests
 
     columns = ["metric", "system_a", "system_b", "n_sketches", "mean_a", "mean_b",
-               "mean_difference", "wilcoxon_statistic", "wilcoxon_p", "wilcoxon_p_holm",
-               "permutation_p", "permutation_p_holm", "significant"]  # fmt: skip
+               "mean_difference", "wilcoxon_statistic", "wilcoxon_p_value", "wilcoxon_p_value_holm",
+               "permutation_p_value", "permutation_p_value_holm", "significant"]  # fmt: skip
     if metrics is None:
         metrics = list(dict.fromkeys(per_sketch["metric"]))
     rows = []
@@ -206,22 +206,22 @@ def compare_systems(
                 patterns_for[d.size] = _sign_patterns(d.size, n_resamples, seed)
             patterns, exact = patterns_for[d.size]
             observed = float(d.mean())
-            permutation_p = _permutation_pvalue(observed, patterns @ d / d.size, exact)
-            statistic, wilcoxon_p = _wilcoxon(d)
+            permutation_p_value = _permutation_pvalue(observed, patterns @ d / d.size, exact)
+            statistic, wilcoxon_p_value = _wilcoxon(d)
             found.append([metric, first, second, int(d.size), float(a[both].mean()),
-                          float(b[both].mean()), observed, statistic, wilcoxon_p,
-                          permutation_p])  # fmt: skip
+                          float(b[both].mean()), observed, statistic, wilcoxon_p_value,
+                          permutation_p_value])  # fmt: skip
         table = pd.DataFrame(found, columns=["metric", "system_a", "system_b", "n_sketches",
                                              "mean_a", "mean_b", "mean_difference",
-                                             "wilcoxon_statistic", "wilcoxon_p",
-                                             "permutation_p"])  # fmt: skip
-        for test in ("wilcoxon_p", "permutation_p"):
+                                             "wilcoxon_statistic", "wilcoxon_p_value",
+                                             "permutation_p_value"])  # fmt: skip
+        for test in ("wilcoxon_p_value", "permutation_p_value"):
             adjusted = np.full(len(table), np.nan)
             tested = table[test].notna().to_numpy()
             if tested.any():
                 adjusted[tested] = multipletests(table.loc[tested, test], method="holm")[1]
             table[f"{test}_holm"] = adjusted
-        table["significant"] = table["permutation_p_holm"] < alpha
+        table["significant"] = table["permutation_p_value_holm"] < alpha
         rows.append(table)
     if not rows:
         return pd.DataFrame(columns=columns)

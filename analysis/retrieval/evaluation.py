@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _kernels
+from .._moved import renamed
 from ..checks import InputError, check_option
 from ..provenance import software_versions
 from .comparison import bootstrap_mean, compare_systems
@@ -33,16 +34,16 @@ from .metrics import (
     metric_direction,
     precision_at_recall,
 )
-from .runs import GroundTruth, Ranking
+from .runs import GroundTruth, Run
 
 __all__ = [
     "HUMAN",
     "Evaluation",
     "EvaluationOptions",
     "evaluate_files",
-    "evaluate_rankings",
+    "evaluate_runs",
     "format_evaluation",
-    "score_ranking",
+    "score_run",
     "write_evaluation",
 ]
 
@@ -135,15 +136,15 @@ def _ratings_layout(ratings: pd.DataFrame, truth: GroundTruth, relevant_below: f
     return given, weight
 
 
-def score_ranking(
+def score_run(
     truth: GroundTruth,
-    ranking: Ranking,
+    run: Run,
     options: EvaluationOptions = EvaluationOptions(),
     *,
     ratings: np.ndarray | None = None,
     weight: np.ndarray | None = None,
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Every measure of one ranking, per sketch; and its precision-recall curve.
+    """Every measure of one run, per sketch; and its precision-recall curve.
 
     Returns ``({metric: values per sketch}, precision at RECALL_LEVELS per sketch)``.
     ``ratings`` (sketches x participants x images) and ``weight`` (participants
@@ -151,35 +152,35 @@ def score_ranking(
     """
     relevant = truth.relevant(options.relevant_below)
     view = RunView(
-        rank=ranking.rank, score=ranking.score, n_returned=ranking.n_returned,
+        rank=run.rank, score=run.score, n_returned=run.n_returned,
         mean_rating=truth.mean_rating, grade=truth.grade, relevant=relevant,
         judged=truth.judged, alternative=options.alternative, weight=weight, ratings=ratings,
     )  # fmt: skip
     values = measure_values(view, options.cutoffs)
-    return values, precision_at_recall(ranking.rank, relevant, RECALL_LEVELS)
+    return values, precision_at_recall(run.rank, relevant, RECALL_LEVELS)
 
 
-def evaluate_rankings(
+def evaluate_runs(
     truth: GroundTruth,
-    rankings: list[Ranking],
+    runs: list[Run],
     options: EvaluationOptions = EvaluationOptions(),
     *,
     ratings: pd.DataFrame | None = None,
 ) -> Evaluation:
-    """Score every ranking, summarise, compare, and (with ``ratings``) set the human ceiling.
+    """Score every run, summarise, compare, and (with ``ratings``) set the human ceiling.
 
     Parameters
     ----------
     truth : GroundTruth
-    rankings : list of Ranking
+    runs : list of Run
         One per system, with distinct names (``"human"`` is reserved).
     ratings : DataFrame, optional
         The validated ratings the ground truth was computed from (checked):
         they give the human ceiling, ``pwh@k`` and ``psr``.
     """
-    if not rankings:
+    if not runs:
         raise InputError("runs: expected at least one retrieval run")
-    names = [r.name for r in rankings]
+    names = [r.name for r in runs]
     for name in names:
         if name == HUMAN:
             raise InputError(f"run name {HUMAN!r}: reserved for the participants; pass --name")
@@ -196,13 +197,13 @@ def evaluate_rankings(
 
     frames, curves = [], []
     sketches = np.asarray(truth.sketches, dtype=object)
-    for ranking in rankings:
-        values, curve = score_ranking(truth, ranking, options, ratings=given, weight=weight)
+    for run in runs:
+        values, curve = score_run(truth, run, options, ratings=given, weight=weight)
         for metric, per_sketch in values.items():
-            frames.append(pd.DataFrame({"system": ranking.name, "sketch_id": sketches,
+            frames.append(pd.DataFrame({"system": run.name, "sketch_id": sketches,
                                         "metric": metric, "value": per_sketch}))  # fmt: skip
         curves.append(pd.DataFrame({
-            "system": ranking.name,
+            "system": run.name,
             "recall": RECALL_LEVELS,
             "precision": np.nanmean(curve, axis=0) if np.isfinite(curve).any()
             else np.full(RECALL_LEVELS.size, np.nan),
@@ -343,7 +344,7 @@ def _plain(value):
 
 def evaluate_files(
     ground_truth: str | Path,
-    runs: Sequence[str | Path],
+    run_files: Sequence[str | Path],
     options: EvaluationOptions = EvaluationOptions(),
     *,
     names: Sequence[str] | None = None,
@@ -360,22 +361,22 @@ def evaluate_files(
     from ..ratings import load_ratings
     from .runs import load_ground_truth, load_run
 
-    if names is not None and len(names) != len(runs):
+    if names is not None and len(names) != len(run_files):
         raise InputError(
-            f"--name: given {len(names)} times for {len(runs)} runs; expected one name "
+            f"--name: given {len(names)} times for {len(run_files)} runs; expected one name "
             "per run, in order"
         )
     truth = load_ground_truth(ground_truth)
-    rankings = [
+    runs = [
         load_run(path, truth, lower_is_better=lower_is_better, name=name)
-        for path, name in zip(runs, names or [None] * len(runs), strict=True)
+        for path, name in zip(run_files, names or [None] * len(run_files), strict=True)
     ]
     table = load_ratings(ratings) if ratings is not None else None
-    evaluation = evaluate_rankings(truth, rankings, options, ratings=table)
+    evaluation = evaluate_runs(truth, runs, options, ratings=table)
     files = [{"role": "ground truth", "name": "", "path": str(ground_truth),
               "sha256": truth.sha256, "lines": truth.lines}]  # fmt: skip
     files += [{"role": "run", "name": r.name, "path": r.source, "sha256": r.sha256,
-               "lines": r.lines} for r in rankings]  # fmt: skip
+               "lines": r.lines} for r in runs]  # fmt: skip
     if table is not None:
         for source in getattr(table.attrs.get("provenance"), "sources", ()):
             files.append({"role": "ratings", "name": "", "path": source.path,
@@ -419,3 +420,9 @@ def format_evaluation(evaluation: Evaluation, out: str | Path) -> str:
         f"report: {out / 'report.html'}"
     )
     return "\n".join(lines)
+
+
+# Old names, still answering with a DeprecationWarning.
+__getattr__ = renamed("analysis.retrieval.evaluation",
+                      {"evaluate_rankings": "evaluate_runs", "score_ranking": "score_run"},
+                      globals())  # fmt: skip

@@ -9,7 +9,7 @@ not grow with the size of the collection a run ranks.
 
 Families:
 
-* Rank correlation with people (the paper's Sec. 3.2): :func:`consensus_tau_b`.
+* Rank correlation with people (the paper's Sec. 3.2): :func:`system_tau_b`.
 * trec_eval's measures: :func:`ndcg` (graded: gain = qrels grade, discount
   log2(rank + 1), ideal DCG over all judged images), :func:`precision_at_k`,
   :func:`average_precision`, :func:`r_precision` (binary relevance).
@@ -34,6 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _kernels
+from .._moved import renamed
 from ..checks import InputError, check_option
 
 __all__ = [
@@ -44,7 +45,6 @@ __all__ = [
     "TauResult",
     "average_precision",
     "average_rank",
-    "consensus_tau_b",
     "dcg_shrec",
     "e_measure",
     "first_tier",
@@ -60,6 +60,7 @@ __all__ = [
     "r_precision",
     "report_columns",
     "second_tier",
+    "system_tau_b",
 ]
 
 
@@ -128,7 +129,7 @@ def _sorted_relevant_ranks(rank: np.ndarray, relevant: np.ndarray) -> np.ndarray
 # --- people ----------------------------------------------------------------------------------
 
 
-def consensus_tau_b(score, mean_rating, *, alternative: str = "greater") -> TauResult:
+def system_tau_b(score, mean_rating, *, alternative: str = "greater") -> TauResult:
     """Kendall's tau_b between a system's scores and the consensus, per sketch.
 
     Parameters
@@ -162,7 +163,7 @@ def consensus_tau_b(score, mean_rating, *, alternative: str = "greater") -> TauR
 
     Examples
     --------
-    >>> result = consensus_tau_b([[0.9, 0.5, 0.1, np.nan]], [[1.0, 2.5, 6.0, 7.0]])
+    >>> result = system_tau_b([[0.9, 0.5, 0.1, np.nan]], [[1.0, 2.5, 6.0, 7.0]])
     >>> round(float(result.statistic[0]), 6)
     1.0
     """
@@ -558,7 +559,7 @@ class RunView:
 
     @cached_property
     def tau(self) -> TauResult:
-        return consensus_tau_b(self.score, self.mean_rating, alternative=self.alternative)
+        return system_tau_b(self.score, self.mean_rating, alternative=self.alternative)
 
     @cached_property
     def judged_ranks(self) -> np.ndarray:
@@ -603,7 +604,7 @@ class Measure:
 MEASURES: tuple[Measure, ...] = (
     Measure("tau_b", "tau_b", "higher", "scores", lambda v, k: v.tau.statistic,
             "Eitz et al. 2011, Sec. 3.2", headline=True),
-    Measure("tau_b_pvalue", "p of tau_b", "lower", "scores", lambda v, k: v.tau.pvalue,
+    Measure("tau_b_p_value", "p of tau_b", "lower", "scores", lambda v, k: v.tau.pvalue,
             "Eitz et al. 2011, Sec. 3.1.2", summarised=False, in_report=False),
     Measure("tau_b_human_fraction", "of human", "higher", "systems", None,
             "Eitz et al. 2011, Sec. 3.2 (an ideal system performs like people)", headline=True),
@@ -697,3 +698,7 @@ def report_columns(cutoffs: Sequence[int]) -> list[tuple[str, str]]:
         else:
             columns.append((row.name, row.label))
     return columns
+
+
+# Old names, still answering with a DeprecationWarning.
+__getattr__ = renamed("analysis.retrieval.metrics", {"consensus_tau_b": "system_tau_b"}, globals())

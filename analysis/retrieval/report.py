@@ -104,9 +104,10 @@ def _evaluationtable(summary: pd.DataFrame, cutoffs: Sequence[int]) -> list[str]
 def _significant_differences(comparisons: pd.DataFrame, alpha: float) -> list[str]:
     tau = comparisons[comparisons["metric"] == "tau_b"]
     rows = [
-        (r.system_a, r.system_b, r.n_sketches, num(r.mean_difference), p_text(r.permutation_p_holm),
-         p_text(r.wilcoxon_p_holm), "yes" if r.significant else "no")
-        for r in tau.sort_values("permutation_p").itertuples()
+        (r.system_a, r.system_b, r.n_sketches, num(r.mean_difference),
+         p_text(r.permutation_p_value_holm), p_text(r.wilcoxon_p_value_holm),
+         "yes" if r.significant else "no")
+        for r in tau.sort_values("permutation_p_value").itertuples()
     ]  # fmt: skip
     header = ["system a", "system b", "sketches", "mean a - b", "permutation p (Holm)",
               "Wilcoxon p (Holm)", "significant"]  # fmt: skip

@@ -1,6 +1,6 @@
 """The ground truth and retrieval runs, laid out for scoring.
 
-A retrieval run ranks images for each sketch (``DESIGN.md``): a TREC run
+A retrieval run ranks images for each sketch (``docs/formats.md``): a TREC run
 (``query_id Q0 doc_id rank score tag``, higher score = more similar, as
 trec_eval reads it) or a CSV/TSV table ``sketch_id, image_id, score``. Only the
 ground truth's images of each sketch (the *judged* images) matter for the
@@ -30,17 +30,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._moved import renamed
 from ..checks import InputError, read_utf8
 from ..provenance import file_digest
 
 __all__ = [
     "GroundTruth",
-    "Ranking",
+    "Run",
     "RunWarning",
     "ground_truth_from_frame",
     "load_ground_truth",
     "load_run",
-    "ranking_from_scores",
+    "run_from_scores",
 ]
 
 _TREC_FIELDS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
@@ -97,7 +98,7 @@ class GroundTruth:
 
 
 @dataclass(frozen=True)
-class Ranking:
+class Run:
     """One system's run reduced to the judged images, aligned with a :class:`GroundTruth`.
 
     ``score[s, j]`` is the run's score for judged image j of sketch s (higher =
@@ -223,7 +224,7 @@ def load_run(
     *,
     lower_is_better: bool = False,
     name: str | None = None,
-) -> Ranking:
+) -> Run:
     """Read a retrieval run (TREC run or CSV/TSV table) and rank it against ``truth``.
 
     Parameters
@@ -256,14 +257,14 @@ def load_run(
         sketch_id, image_id, score, locate = _read_table(path, first)
     else:
         sketch_id, image_id, score, locate = _read_trec(path, first)
-    ranking = ranking_from_scores(
+    run = run_from_scores(
         truth, sketch_id, image_id, score, name=name or path.stem,
         lower_is_better=lower_is_better, locate=locate,
     )  # fmt: skip
-    return replace(ranking, source=str(path), sha256=digest, lines=lines)
+    return replace(run, source=str(path), sha256=digest, lines=lines)
 
 
-def ranking_from_scores(
+def run_from_scores(
     truth: GroundTruth,
     sketch_id,
     image_id,
@@ -272,7 +273,7 @@ def ranking_from_scores(
     name: str = "system",
     lower_is_better: bool = False,
     locate=None,
-) -> Ranking:
+) -> Run:
     """Rank a run given as three parallel arrays (one entry per returned image).
 
     ``sketch_id`` and ``image_id`` may be arrays of strings or pandas
@@ -283,7 +284,7 @@ def ranking_from_scores(
     --------
     >>> truth = ground_truth_from_frame(pd.DataFrame({
     ...     "sketch_id": "s", "image_id": ["a", "b", "c"], "mean_rating": [1.0, 4.0, 7.0]}))
-    >>> r = ranking_from_scores(truth, ["s"] * 4, ["x", "b", "a", "y"], [0.9, 0.5, 0.5, 0.1])
+    >>> r = run_from_scores(truth, ["s"] * 4, ["x", "b", "a", "y"], [0.9, 0.5, 0.5, 0.1])
     >>> r.rank  # b before a: equal scores, ids in decreasing order (trec_eval)
     array([[ 3.,  2., nan]])
     >>> int(r.n_returned[0])
@@ -373,7 +374,7 @@ def ranking_from_scores(
             own = id_order[doc_code[judged_rows[s, columns[k]]]]
             position[k] += np.count_nonzero(id_order[doc_code[tied]] > own)
         rank[s, columns] = position
-    return Ranking(name, judged_score, rank, n_returned.astype(np.int64))
+    return Run(name, judged_score, rank, n_returned.astype(np.int64))
 
 
 # --- parsing ---------------------------------------------------------------------------------
@@ -555,3 +556,11 @@ def _float(text: str) -> float | None:
         return float(text)
     except ValueError:
         return None
+
+
+# Old names, still answering with a DeprecationWarning.
+__getattr__ = renamed(
+    "analysis.retrieval.runs",
+    {"Ranking": "Run", "ranking_from_scores": "run_from_scores"},
+    globals(),
+)

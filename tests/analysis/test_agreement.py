@@ -10,7 +10,7 @@ from hypothesis.extra.numpy import arrays
 
 from analysis import (
     InputError,
-    inter_rater_tau,
+    inter_user_tau,
     kendall_tau_b,
     kendall_w,
     kendall_w_by_sketch,
@@ -24,7 +24,7 @@ ALTERNATIVES = {"greater": "p_greater", "two-sided": "p_two_sided", "less": "p_l
 @pytest.mark.parametrize("alternative", list(ALTERNATIVES))
 def test_inter_rater_tau_matches_r(small_ratings, alternative):
     # Reference: R cor.test(method = "kendall", exact = FALSE), tests/r/reference.R section 1.
-    ours = inter_rater_tau(small_ratings, alternative=alternative)
+    ours = inter_user_tau(small_ratings, alternative=alternative)
     reference = r_reference("pairwise.csv")
     merged = ours.merge(reference, on=["sketch_id", "participant_a", "participant_b"])
     assert len(merged) == len(reference) == len(ours) == 3 * 28

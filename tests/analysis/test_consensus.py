@@ -11,7 +11,7 @@ from analysis import (
     benjamini_hochberg_count,
     binned_medians,
     consensus_ground_truth,
-    inter_rater_tau,
+    inter_user_tau,
     rater_vs_consensus,
     rating_distribution,
     summarize_family,
@@ -110,7 +110,7 @@ def test_families_match_r(small_ratings):
     reference = r_reference("families.csv").set_index("family")
     consensus = rater_vs_consensus(small_ratings)
     families = {
-        "pairwise": inter_rater_tau(small_ratings)["p_value"],
+        "pairwise": inter_user_tau(small_ratings)["p_value"],
         "consensus": consensus["p_value"],
         "consensus_loo": consensus["p_value_loo"],
         "anchoring": anchoring_consistency(small_ratings)["p_value"],

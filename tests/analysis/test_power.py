@@ -25,6 +25,6 @@ def test_power_is_reproducible_whatever_the_jobs():
 def test_more_participants_give_a_closer_ground_truth():
     summary = summarize_power(power_analysis(SMALL)).set_index("participants")
     assert summary.loc[12, "tau_median"] > summary.loc[3, "tau_median"]
-    assert summary.loc[12, "interuser_wilson_width"] < summary.loc[3, "interuser_wilson_width"]
+    assert summary.loc[12, "inter_user_wilson_width"] < summary.loc[3, "inter_user_wilson_width"]
     assert summary["w_significant_share"].between(0, 1).all()
-    assert np.all(summary["interuser_share_p025"] <= summary["interuser_share_p975"])
+    assert np.all(summary["inter_user_share_p025"] <= summary["inter_user_share_p975"])

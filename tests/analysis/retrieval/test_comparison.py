@@ -83,15 +83,15 @@ def test_compare_systems_holm_and_wilcoxon():
     # scipy.stats.wilcoxon on the same differences.
     reference = scipy.stats.wilcoxon(systems["a"] - systems["b"])
     assert ab["wilcoxon_statistic"] == reference.statistic
-    assert ab["wilcoxon_p"] == pytest.approx(reference.pvalue)
+    assert ab["wilcoxon_p_value"] == pytest.approx(reference.pvalue)
     # Holm over three pairs: the smallest p times 3, then monotone.
-    p = table["permutation_p"].to_numpy()
+    p = table["permutation_p_value"].to_numpy()
     order = np.argsort(p)
     holm = np.maximum.accumulate(np.minimum(1, p[order] * np.array([3, 2, 1])))
-    np.testing.assert_allclose(table["permutation_p_holm"].to_numpy()[order], holm)
+    np.testing.assert_allclose(table["permutation_p_value_holm"].to_numpy()[order], holm)
     assert table["significant"].tolist() == [True, True, False]
     # A system identical on every sketch: nothing to test, p = 1.
     same = per_sketch.replace({"system": {"c": "d"}})
     same = pd.concat([per_sketch, same[same["system"] == "d"]])
     cd = compare_systems(same, n_resamples=1_000).query("system_a == 'c' and system_b == 'd'")
-    assert cd["wilcoxon_p"].iloc[0] == 1.0 and cd["permutation_p"].iloc[0] == 1.0
+    assert cd["wilcoxon_p_value"].iloc[0] == 1.0 and cd["permutation_p_value"].iloc[0] == 1.0

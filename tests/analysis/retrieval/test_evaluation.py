@@ -6,13 +6,13 @@ import pandas as pd
 import pytest
 
 from analysis.retrieval.baseline import edge_orientation_histogram, write_trec_run
-from analysis.retrieval.evaluation import EvaluationOptions, evaluate_rankings
+from analysis.retrieval.evaluation import EvaluationOptions, evaluate_runs
 from analysis.retrieval.runs import (
     RunWarning,
     ground_truth_from_frame,
     load_ground_truth,
     load_run,
-    ranking_from_scores,
+    run_from_scores,
 )
 
 
@@ -35,7 +35,7 @@ def test_runs_rank_ties_like_trec_eval_and_missing_sketches_warn(tmp_path):
                           "mean_rating": [1, 5, 2]})  # fmt: skip
     truth = ground_truth_from_frame(frame)
     with pytest.warns(RunWarning, match="ranks no image for 1 ground-truth sketch"):
-        ranking = ranking_from_scores(truth, ["s", "s", "s"], ["a", "b", "z"], [1.0, 1.0, 2.0])
+        ranking = run_from_scores(truth, ["s", "s", "s"], ["a", "b", "z"], [1.0, 1.0, 2.0])
     assert ranking.rank[0].tolist() == [3.0, 2.0]  # z first; then b before a (ids descending)
     assert np.isnan(ranking.rank[1]).all() and ranking.n_returned.tolist() == [3, 0]
 
@@ -45,11 +45,11 @@ def test_a_perfect_system_beats_a_reversed_one_on_every_measure():
     rows = [(f"s{s}", f"i{i}", rng.uniform(1, 7)) for s in range(12) for i in range(15)]
     frame = pd.DataFrame(rows, columns=["sketch_id", "image_id", "mean_rating"])
     truth = ground_truth_from_frame(frame)
-    perfect = ranking_from_scores(truth, frame["sketch_id"], frame["image_id"],
+    perfect = run_from_scores(truth, frame["sketch_id"], frame["image_id"],
                                   -frame["mean_rating"], name="perfect")  # fmt: skip
-    reversed_ = ranking_from_scores(truth, frame["sketch_id"], frame["image_id"],
+    reversed_ = run_from_scores(truth, frame["sketch_id"], frame["image_id"],
                                     frame["mean_rating"], name="reversed")  # fmt: skip
-    evaluation = evaluate_rankings(truth, [perfect, reversed_],
+    evaluation = evaluate_runs(truth, [perfect, reversed_],
                                    EvaluationOptions(bootstrap=200, permutations=500))  # fmt: skip
     summary = evaluation.summary.set_index(["system", "metric"])
     assert summary.loc[("perfect", "tau_b"), "mean"] == pytest.approx(1.0)

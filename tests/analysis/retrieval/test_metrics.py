@@ -16,7 +16,6 @@ from analysis.retrieval.baseline import write_trec_run
 from analysis.retrieval.metrics import (
     average_precision,
     average_rank,
-    consensus_tau_b,
     dcg_shrec,
     e_measure,
     first_tier,
@@ -28,6 +27,7 @@ from analysis.retrieval.metrics import (
     precision_at_recall,
     r_precision,
     second_tier,
+    system_tau_b,
 )
 from analysis.retrieval.runs import ground_truth_from_frame, load_run
 
@@ -150,7 +150,7 @@ def test_trec_measures_equal_ranx(ties, tmp_path):
 def test_tau_b_equals_scipy_with_unreturned_images_tied_last(ties, tmp_path):
     truth_frame, run_frame = random_benchmark(11, ties=ties)
     truth, ranking, _, _ = ours(truth_frame, run_frame, tmp_path)
-    result = consensus_tau_b(ranking.score, truth.mean_rating)
+    result = system_tau_b(ranking.score, truth.mean_rating)
     scores = run_dict(run_frame)
     for s, sketch in enumerate(truth.sketches):
         images = truth.images[s]

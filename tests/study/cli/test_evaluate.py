@@ -34,7 +34,7 @@ def test_evaluate_writes_every_table_with_the_human_ceiling(retrieval_study, tmp
     per_sketch = pd.read_csv(out / "per_sketch.csv")
     assert per_sketch.columns.tolist() == ["system", "sketch_id", "metric", "value"]
     metrics = set(per_sketch["metric"])
-    assert {"tau_b", "tau_b_pvalue", "ndcg", "ndcg@10", "p@5", "ap", "r_precision", "nn", "ft",
+    assert {"tau_b", "tau_b_p_value", "ndcg", "ndcg@10", "p@5", "ap", "r_precision", "nn", "ft",
             "st", "e@32", "dcg_shrec", "avg_rank", "pwh@10", "psr"} <= metrics  # fmt: skip
     assert set(per_sketch["system"]) == {"l1", "chi2", "human"}
     assert per_sketch.groupby(["system", "metric"]).size().max() == 4  # one value per sketch
@@ -56,7 +56,9 @@ def test_evaluate_writes_every_table_with_the_human_ceiling(retrieval_study, tmp
         analysed.groupby("sketch_id")["tau_b_loo"].mean().mean()
     )
     comparisons = pd.read_csv(out / "comparisons.csv")
-    assert {"wilcoxon_p_holm", "permutation_p_holm", "significant"} <= set(comparisons.columns)
+    assert {"wilcoxon_p_value_holm", "permutation_p_value_holm", "significant"} <= set(
+        comparisons.columns
+    )
     assert set(comparisons["system_a"]) | set(comparisons["system_b"]) == {"l1", "chi2"}
     curve = pd.read_csv(out / "pr_curve.csv")
     assert len(curve) == 2 * 20 and curve["recall"].max() == 1.0
