@@ -132,20 +132,8 @@ def rater_vs_consensus(ratings: pd.DataFrame, *, alternative: str = "greater") -
     rows = values.reshape(-1, values.shape[2])
     tau, p, n = _kernels.paired_rows_tau_b(rows, inclusive.reshape(rows.shape), alternative)
     tau_loo, p_loo, _ = _kernels.paired_rows_tau_b(rows, others.reshape(rows.shape), alternative)
-    sketch_index, participant_index = np.divmod(np.arange(rows.shape[0]), len(cube.participants))
-    table = pd.DataFrame(
-        {
-            "participant": cube.participants[participant_index],
-            "sketch_id": cube.sketches[sketch_index],
-            "tau_b": tau,
-            "p_value": p,
-            "tau_b_loo": tau_loo,
-            "p_value_loo": p_loo,
-            "n_items": n,
-        }
-    )
-    table = table[rated.any(axis=2).reshape(-1)]
-    return table.sort_values(["participant", "sketch_id"], kind="stable").reset_index(drop=True)
+    return _per_participant_and_sketch(cube, rated.any(axis=2), tau_b=tau, p_value=p,
+                                       tau_b_loo=tau_loo, p_value_loo=p_loo, n_items=n)  # fmt: skip
 
 
 def anchoring_consistency(ratings: pd.DataFrame, *, alternative: str = "greater") -> pd.DataFrame:
@@ -178,16 +166,18 @@ def anchoring_consistency(ratings: pd.DataFrame, *, alternative: str = "greater"
     prescribed = rating_cube(repeats, "anchor_rating")
     rows = given.values.reshape(-1, given.values.shape[2])
     tau, p, n = _kernels.paired_rows_tau_b(rows, prescribed.values.reshape(rows.shape), alternative)
-    sketch_index, participant_index = np.divmod(np.arange(rows.shape[0]), len(given.participants))
-    table = pd.DataFrame(
-        {
-            "participant": given.participants[participant_index],
-            "sketch_id": given.sketches[sketch_index],
-            "tau_b": tau,
-            "p_value": p,
-            "n_items": n,
-        }
-    )
-    shown = (~np.isnan(prescribed.values)).any(axis=2).reshape(-1)
-    table = table[shown]
+    shown = (~np.isnan(prescribed.values)).any(axis=2)
+    return _per_participant_and_sketch(given, shown, tau_b=tau, p_value=p, n_items=n)
+
+
+def _per_participant_and_sketch(cube, kept: np.ndarray, **columns) -> pd.DataFrame:
+    """A table of per-(sketch, participant) values, flattened in the cube's order.
+
+    ``kept`` (sketches x participants) marks the rows to keep; the table is
+    sorted by participant, then sketch.
+    """
+    sketch_index, participant_index = np.divmod(np.arange(kept.size), len(cube.participants))
+    table = pd.DataFrame({"participant": cube.participants[participant_index],
+                          "sketch_id": cube.sketches[sketch_index], **columns})  # fmt: skip
+    table = table[kept.reshape(-1)]
     return table.sort_values(["participant", "sketch_id"], kind="stable").reset_index(drop=True)

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from . import _kernels
+from . import _kernels, paper
 from .checks import InputError
 from .progress import progress_bar
 from .significance import wilson_interval
@@ -45,7 +45,7 @@ _THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS
 class PowerOptions:
     """What :func:`power_analysis` simulates."""
 
-    counts: tuple[int, ...] = (5, 10, 15, 20, 28, 40)
+    counts: tuple[int, ...] = (5, 10, 15, 20, paper.PARTICIPANTS, 40)
     replications: int = 100
     reference: int = 100
     alpha: float = 0.05

@@ -169,20 +169,15 @@ def validate_set(
                 f"{first_line[key]}"
             )
 
-    sketch_files = manifest.groupby("sketch_id", sort=False)["sketch_path"].unique()
-    for sketch_id, paths in sketch_files.items():
-        if len(paths) > 1:
-            problems.append(
-                f"{where}: sketch {sketch_id} has {len(paths)} files ({', '.join(paths)}); "
-                "expected one"
-            )
-    roles = manifest.groupby("sketch_id", sort=False)["role"].unique()
-    for sketch_id, used in roles.items():
-        if len(used) > 1:
-            problems.append(
-                f"{where}: sketch {sketch_id} is in roles {', '.join(sorted(used))}; expected "
-                "each sketch in one role"
-            )
+    for column, found, expected in (
+        ("sketch_path", "has {n} files ({values})", "expected one"),
+        ("role", "is in roles {values}", "expected each sketch in one role"),
+    ):
+        for sketch_id, values in manifest.groupby("sketch_id", sort=False)[column].unique().items():
+            if len(values) > 1:
+                listed = ", ".join(values if column == "sketch_path" else sorted(values))
+                found_here = found.format(n=len(values), values=listed)
+                problems.append(f"{where}: sketch {sketch_id} {found_here}; {expected}")
     with_images = set(manifest.loc[~declared, "sketch_id"])
     for line, sketch_id in zip(lines[declared.to_numpy()], manifest.loc[declared, "sketch_id"],
                                strict=True):  # fmt: skip

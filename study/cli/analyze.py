@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import add_alpha, add_alternative
+from .common import add_alpha, add_alternative, options_from
 
 __all__ = ["register"]
 
@@ -55,8 +55,7 @@ def analyze(args: argparse.Namespace) -> int:
     from analysis import AnalysisOptions, analyze_ratings, load_ratings
     from analysis.pipeline import format_summary
 
-    options = AnalysisOptions(alternative=args.alternative, alpha=args.alpha,
-                              pairwise=args.pairwise)  # fmt: skip
+    options = options_from(AnalysisOptions, args)
     ratings = load_ratings(args.input)
     pilot = load_ratings(args.pilot) if args.pilot is not None else None
     sketch_images = None

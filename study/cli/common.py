@@ -9,9 +9,9 @@ turns it into the one line and exit status 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from analysis.checks import InputError
 
@@ -26,6 +26,7 @@ __all__ = [
     "count",
     "count_min2",
     "error",
+    "options_from",
     "positive_int",
     "probability",
     "progress_callback",
@@ -121,6 +122,15 @@ def add_anchor_design(parser: argparse.ArgumentParser, *, minimum_images: int = 
     )
 
 
+def options_from(cls, args: argparse.Namespace, **given):
+    """An options dataclass whose fields come from the options of the same name.
+
+    ``given`` sets the fields whose option has another name (or none).
+    """
+    names = [f.name for f in dataclasses.fields(cls) if f.name not in given]
+    return cls(**{name: getattr(args, name) for name in names if hasattr(args, name)}, **given)
+
+
 def error(message: str) -> None:
     """One line on stderr, as every bad input is reported."""
     print(f"{PROG}: error: {message}", file=sys.stderr)
@@ -136,8 +146,3 @@ def progress_callback(label: str) -> Callable[[int, int], None]:
         progress_bar(label, done, total, show=show)
 
     return progress
-
-
-def out_path(text: str) -> Path:
-    """An option type for an output path (kept as given; checked by the command)."""
-    return Path(text)

@@ -10,6 +10,7 @@ from .common import (
     add_alternative,
     add_seed,
     at_least,
+    options_from,
     positive_int,
     progress_callback,
     whole_numbers,
@@ -163,15 +164,7 @@ def evaluate(args: argparse.Namespace) -> int:
         write_evaluation,
     )
 
-    options = EvaluationOptions(
-        relevant_below=args.relevant_below,
-        cutoffs=args.cutoffs,
-        alternative=args.alternative,
-        alpha=args.alpha,
-        bootstrap=args.bootstrap,
-        permutations=args.permutations,
-        seed=args.seed,
-    )
+    options = options_from(EvaluationOptions, args)
     evaluation = evaluate_files(
         args.ground_truth, args.runs, options, names=args.name, ratings=args.ratings,
         lower_is_better=args.lower_is_better,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from analysis import paper
 
-from .common import add_alpha, add_seed, positive_int, whole_numbers
+from .common import add_alpha, add_seed, options_from, positive_int, whole_numbers
 
 __all__ = ["register"]
 
@@ -56,14 +56,8 @@ def power(args: argparse.Namespace) -> int:
     )
     from analysis.simulate import StudyDesign
 
-    options = PowerOptions(
-        counts=args.participants,
-        replications=args.replications,
-        reference=args.reference,
-        alpha=args.alpha,
-        seed=args.seed,
-        design=StudyDesign(sketches=args.sketches, images_per_sketch=args.images),
-    )
+    design = StudyDesign(sketches=args.sketches, images_per_sketch=args.images)
+    options = options_from(PowerOptions, args, counts=args.participants, design=design)
     runs = power_analysis(options, jobs=args.jobs, progress=sys.stderr.isatty())
     summary = summarize_power(runs)
     write_power(runs, summary, args.out)

@@ -14,6 +14,7 @@ from .common import (
     count,
     count_min2,
     error,
+    options_from,
     positive_int,
 )
 
@@ -139,15 +140,8 @@ def generate_command(args: argparse.Namespace) -> int:
     from analysis.provenance import toolkit_version
     from stimuli import SetDesign, generate_set, validate_set
 
-    design = SetDesign(
-        sketches=args.sketches,
-        images_per_sketch=args.images,
-        anchor_sketches=args.anchor_sketches,
-        anchor_images=args.anchor_images,
-        width=args.width,
-        height=args.height,
-        role="candidate" if args.pool else "main",
-    )
+    design = options_from(SetDesign, args, images_per_sketch=args.images,
+                          role="candidate" if args.pool else "main")  # fmt: skip
     folder = generate_set(args.out, design, args.seed, progress=sys.stderr.isatty(),
                           version=toolkit_version())  # fmt: skip
     report = validate_set(folder, _anchor_design(args))
