@@ -96,7 +96,8 @@ class TrialIn(_Model):
     onset: Time
     blank_onset: Time
     next_onset: Time
-    session_start: Time
+    # The page's clock restarts with a reload: a resumed session began before its zero.
+    session_start: Annotated[float, Field(allow_inf_nan=False, ge=-1e9, le=1e9)]
     frames: Annotated[list[Time], Field(max_length=5000)]
     events: Annotated[list[KeyEventIn], Field(max_length=500)]
     paused_before: Annotated[float, Field(allow_inf_nan=False, ge=0.0, le=1e7)]

@@ -70,6 +70,7 @@ async function intake(config, resuming) {
       type: jsPsychHtmlButtonResponse,
       stimulus: `<div class="sbir-text"><h2>Consent</h2>${paragraphs(config.online.consent)}</div>`,
       choices: ["I agree", "I do not agree"],
+      button_html: (choice, index) => `<button class="jspsych-btn" id="sbir-consent-${index}">${choice}</button>`,
       on_finish: (data) => { result.consent = data.response === 0; },
     });
     if (config.online.details) {

@@ -1,0 +1,258 @@
+"""Fixtures of the online-session tests: a stimulus set, protocols, a real `serve` on the
+loopback, a private PostgreSQL server and headless Chromium driven by Selenium."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from stimuli import SetDesign, generate_set
+
+ADMIN_TOKEN = "admin-token-for-tests-0123456789"
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def write_protocol(folder: Path, name: str = "protocol.toml", **tables) -> Path:
+    """A protocol file: task sbirtest, short timing, plus the given tables' settings."""
+    settings = {
+        "timing": {"stimulus_s": 0.6, "blank_s": 0.4, "anchor_demo_s": 0.6},
+        "display": {"fullscreen": False},
+        "online": {"stimulus_px": 200},
+    }
+    for table, values in tables.items():
+        settings.setdefault(table, {}).update(values)
+    lines = ['name = "online-test"', 'task = "sbirtest"']
+    for table, values in settings.items():
+        lines.append(f"[{table}]")
+        for key, value in values.items():
+            lines.append(f"{key} = {_toml(value)}")
+    path = folder / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return repr(value)
+
+
+@pytest.fixture(scope="session")
+def online_set(tmp_path_factory) -> Path:
+    """2 sketches x 4 images and one anchor sketch of 3 images (rated 1, 4, 7)."""
+    folder = tmp_path_factory.mktemp("online-set") / "set"
+    design = SetDesign(sketches=2, images_per_sketch=4, anchor_sketches=1, anchor_images=3,
+                       width=96, height=72)  # fmt: skip
+    return generate_set(folder, design, seed=7)
+
+
+class Server:
+    """`sbir-study serve` in a subprocess on 127.0.0.1 (killed at the end)."""
+
+    def __init__(self, protocol: Path, stimuli: Path, data: Path, db: str | None = None,
+                 workers: int = 1, port: int | None = None) -> None:  # fmt: skip
+        self.protocol, self.stimuli, self.data, self.db = protocol, stimuli, data, db
+        self.workers = workers
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.process: subprocess.Popen | None = None
+        self.log = data.parent / f"serve-{self.port}.log"
+
+    def start(self, timeout: float = 60.0) -> Server:
+        command = [sys.executable, "-m", "study.cli", "serve", "--protocol", str(self.protocol),
+                   "--stimuli", str(self.stimuli), "--data", str(self.data), "--port",
+                   str(self.port), "--workers", str(self.workers)]  # fmt: skip
+        if self.db:
+            command += ["--db", self.db]
+        environment = {**os.environ, "SBIR_STUDY_ADMIN_TOKEN": ADMIN_TOKEN}
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                            env=environment, start_new_session=True)  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"serve exited {self.process.returncode}: "
+                                     f"{self.log.read_text()[-2000:]}")  # fmt: skip
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(self.url + "healthz", timeout=1.0).status_code == 200:
+                    return self
+            time.sleep(0.1)
+        self.stop()
+        raise AssertionError(f"serve did not answer within {timeout} s: {self.log.read_text()}")
+
+    def kill(self) -> None:
+        """SIGKILL the server and its workers (the whole process group), as a crash would."""
+        if self.process and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def admin(self, path: str) -> httpx.Response:
+        return httpx.get(self.url + path, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+                         timeout=30.0)  # fmt: skip
+
+
+@pytest.fixture
+def start_server():
+    """Start `serve` processes; every one is stopped at the end of the test."""
+    started: list[Server] = []
+
+    def start(*args, **kwargs) -> Server:
+        server = Server(*args, **kwargs).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+class Postgres:
+    """A private PostgreSQL server: initdb in a temporary folder, 127.0.0.1 only, run as
+    the unprivileged user ``nobody`` (the tests may run as root, which PostgreSQL refuses)."""
+
+    def __init__(self) -> None:
+        self.bindir = _postgres_bindir()
+        self.folder = Path(tempfile.mkdtemp(prefix="sbir-pg-"))
+        self.port = free_port()
+        self.user = pwd.getpwnam("nobody") if os.geteuid() == 0 else None
+        self.process: subprocess.Popen | None = None
+
+    def _as_user(self):
+        if self.user is None:
+            return None
+        uid, gid = self.user.pw_uid, self.user.pw_gid
+
+        def demote():
+            os.setgid(gid)
+            os.setuid(uid)
+
+        return demote
+
+    def start(self) -> Postgres:
+        data = self.folder / "data"
+        os.chmod(self.folder, 0o755)
+        if self.user is not None:
+            os.chown(self.folder, self.user.pw_uid, self.user.pw_gid)
+        subprocess.run([str(self.bindir / "initdb"), "-D", str(data), "-U", "sbir", "-A", "trust",
+                        "-E", "UTF8", "--no-sync"], check=True, capture_output=True,
+                       preexec_fn=self._as_user(), cwd=self.folder)  # fmt: skip
+        command = [str(self.bindir / "postgres"), "-D", str(data), "-p", str(self.port),
+                   "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={self.folder}",
+                   "-c", "max_connections=300", "-c", "shared_buffers=64MB"]  # fmt: skip
+        self.log = open(self.folder / "postgres.log", "ab")  # noqa: SIM115
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT,
+                                        preexec_fn=self._as_user(), cwd=self.folder)  # fmt: skip
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            ready = subprocess.run([str(self.bindir / "pg_isready"), "-h", "127.0.0.1", "-p",
+                                    str(self.port)], capture_output=True)  # fmt: skip
+            if ready.returncode == 0:
+                break
+            assert self.process.poll() is None, (self.folder / "postgres.log").read_text()
+            time.sleep(0.2)
+        else:
+            raise AssertionError("PostgreSQL did not start")
+        self.counter = 0
+        return self
+
+    def new_database(self) -> str:
+        """A fresh, empty database's address."""
+        self.counter += 1
+        name = f"study{self.counter}"
+        subprocess.run([str(self.bindir / "createdb"), "-h", "127.0.0.1", "-p", str(self.port),
+                        "-U", "sbir", name], check=True, capture_output=True)  # fmt: skip
+        return f"postgresql://sbir@127.0.0.1:{self.port}/{name}"
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)  # fast shutdown
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _postgres_bindir() -> Path:
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"))
+    assert found, "PostgreSQL is not installed (Debian package postgresql); make install does it"
+    return found[-1].parent
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    server = Postgres().start()
+    yield server
+    server.stop()
+
+
+def chromium(width: int = 1400, height: int = 1000, screen: tuple[int, int] = (1920, 1200)):
+    """Headless Chromium under Selenium, with the flags that keep it off the network; its
+    window is ``width`` x ``height`` on a screen of ``screen`` (what full screen gives)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    assert Path(CHROMIUM).exists(), "Chromium is missing (Debian chromium); make install does it"
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    profile = tempfile.mkdtemp(prefix="sbir-chromium-")
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={profile}",
+                 f"--window-size={width},{height}",
+                 f"--screen-info={{0,0 {screen[0]}x{screen[1]}}}"):  # fmt: skip
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    driver.profile_folder = profile
+    return driver
+
+
+@pytest.fixture
+def browser():
+    drivers = []
+
+    def make(**kwargs):
+        driver = chromium(**kwargs)
+        drivers.append(driver)
+        return driver
+
+    yield make
+    for driver in drivers:
+        with contextlib.suppress(Exception):
+            driver.quit()
+        shutil.rmtree(driver.profile_folder, ignore_errors=True)
