@@ -36,6 +36,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .service import OnlineStudy, ServiceError
 
@@ -133,6 +134,8 @@ class EnvironmentIn(_Model):
 
 
 class SessionIn(_Model):
+    participant: Annotated[str, Field(min_length=1, max_length=64)]
+    token: Annotated[str, Field(min_length=32, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
     url_parameters: UrlParametersIn = UrlParametersIn()
     details: DetailsIn = DetailsIn()
     environment: EnvironmentIn = EnvironmentIn()
@@ -159,7 +162,11 @@ def web_assets() -> dict[str, Path]:
 
 
 class _BodyLimit:
-    """Refuse (413) a request body above ``limit`` bytes, declared or streamed."""
+    """Refuse (413) a request body above ``limit`` bytes, declared or streamed.
+
+    A streamed body that grows past the limit is answered at once; the app
+    then sees the client gone, and whatever it would answer is dropped.
+    """
 
     def __init__(self, app, limit: int) -> None:
         self.app, self.limit = app, limit
@@ -167,28 +174,31 @@ class _BodyLimit:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        message = f"request body: expected at most {self.limit} bytes"
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            return await _refuse(send, 413, f"request body: expected at most {self.limit} bytes")
+            return await _refuse(send, 413, message)
         seen = 0
+        refused = False
 
         async def limited():
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
+            nonlocal seen, refused
+            if refused:
+                return {"type": "http.disconnect"}
+            incoming = await receive()
+            if incoming["type"] == "http.request":
+                seen += len(incoming.get("body", b""))
                 if seen > self.limit:
-                    raise _TooLarge()
-            return message
+                    refused = True
+                    await _refuse(send, 413, message)
+                    return {"type": "http.disconnect"}
+            return incoming
 
-        try:
-            return await self.app(scope, limited, send)
-        except _TooLarge:
-            return await _refuse(send, 413, f"request body: expected at most {self.limit} bytes")
+        async def guarded(outgoing):
+            if not refused:
+                await send(outgoing)
 
-
-class _TooLarge(Exception):
-    pass
+        return await self.app(scope, limited, guarded)
 
 
 async def _refuse(send, status: int, message: str) -> None:
@@ -233,6 +243,12 @@ def create_app(study: OnlineStudy, admin_token: str, *, max_body: int = 65_536) 
         if first.get("type") == "json_invalid":
             message = "request body: expected a JSON object"
         return JSONResponse({"error": message}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, error: StarletteHTTPException):
+        message = "no such page" if error.status_code == 404 else str(error.detail)
+        return JSONResponse({"error": message}, status_code=error.status_code,
+                            headers=getattr(error, "headers", None))
 
     @app.exception_handler(ServiceError)
     async def _refused(request: Request, error: ServiceError):
@@ -297,19 +313,17 @@ def create_app(study: OnlineStudy, admin_token: str, *, max_body: int = 65_536) 
     async def api_config():
         return config
 
-    @app.post("/api/sessions", status_code=201)
+    @app.post("/api/sessions")
     async def start(body: SessionIn):
-        url = body.url_parameters
-        label = url.PROLIFIC_PID or url.participant
-        environment = body.environment.model_dump()
-        state, token = await run_in_threadpool(
+        state, created = await run_in_threadpool(
             study.create_session,
-            label,
+            body.participant,
+            body.token,
             details=body.details.model_dump(),
-            environment=environment,
-            url_parameters=url.model_dump(exclude_none=True),
+            environment=body.environment.model_dump(),
+            url_parameters=body.url_parameters.model_dump(exclude_none=True),
         )
-        return {**state, "token": token}
+        return JSONResponse(state, status_code=201 if created else 200)
 
     @app.get("/api/sessions/{session_id}")
     async def resume(session_id: str, request: Request):

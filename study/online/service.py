@@ -26,6 +26,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -35,6 +36,7 @@ from sqlalchemy.exc import IntegrityError
 
 from analysis import bids
 from analysis.checks import InputError
+from analysis.provenance import software_versions
 
 from ..protocol import Protocol, protocol_dict
 from ..responses import format_presses, rating_key_map, score_trial
@@ -45,6 +47,24 @@ from .keys import BROWSER_CODES, browser_key_name
 from .storage import sessions, studies, trials
 
 __all__ = ["OnlineStudy", "ServiceError", "TrialRecord", "stimulus_pixels"]
+
+#: The libraries of the server that shape a stored trial (recorded with every session).
+ONLINE_PACKAGES = ("sbir-study", "numpy", "pandas", "fastapi", "starlette", "pydantic",
+                   "uvicorn", "sqlalchemy", "alembic", "psycopg")  # fmt: skip
+
+
+def web_versions() -> dict[str, str]:
+    """The versions of jsPsych and its plugins the page runs, from the installed packages."""
+    folder = Path(__file__).parent / "web" / "node_modules"
+    versions = {}
+    for package in sorted([folder / "jspsych", *folder.glob("@jspsych/*")]):
+        try:
+            meta = json.loads((package / "package.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        versions[meta.get("name", package.name)] = str(meta.get("version", "unknown"))
+    return versions
+
 
 #: Session states: running, complete (every trial stored), incomplete (ended with the quit key).
 STATUSES = ("running", "complete", "incomplete")
@@ -234,61 +254,62 @@ class OnlineStudy:
     # --- sessions ---
     def create_session(
         self,
-        participant: str | None,
+        participant: str,
+        token: str,
         *,
         details: Mapping,
         environment: Mapping,
         url_parameters: Mapping,
-    ) -> tuple[dict, str]:
-        """Start a participant's session: a list, a seed, the trial order and a token.
+    ) -> tuple[dict, bool]:
+        """Start a participant's session: a list, a seed, the trial order.
 
-        Returns the session's state (:meth:`session_state`) and the token
-        that alone may write to it. A label that already has a session is
-        refused (409): the session continues only in the browser holding its
-        token, so no one else can write under that label.
+        The browser draws the session's ``token`` (and the label, when the
+        address gives none) before asking, and keeps them, so the request is
+        idempotent: asked again with the same label and token (an answer lost
+        on the way), it returns the same session. A label that has a session
+        under another token is refused (409): no one else can write under it.
+        Returns the session's state and whether it was created now.
         """
-        if participant is not None:
-            try:
-                bids.check_label(participant)
-            except InputError as error:
-                raise ServiceError(422, str(error)) from None
-        token = secrets.token_urlsafe(32)
+        try:
+            bids.check_label(participant)
+        except InputError as error:
+            raise ServiceError(422, str(error)) from None
         online = self.protocol.online
-        for _attempt in range(5):
-            label = participant or f"web{secrets.token_hex(6)}"
-            now = storage.now()
-            with self.engine.begin() as connection:
-                self._lock_lists(connection)
-                taken = connection.execute(
-                    sa.select(sessions.c.id).where(
-                        (sessions.c.study_id == self.study_id) & (sessions.c.participant == label)
-                    )
-                ).first()
-                if taken is not None:
-                    if participant is None:
-                        continue  # a drawn label that exists: draw again
+        now = storage.now()
+        with self.engine.begin() as connection:
+            self._lock_lists(connection)
+            taken = connection.execute(
+                sa.select(sessions.c.id, sessions.c.token_sha256).where(
+                    (sessions.c.study_id == self.study_id) & (sessions.c.participant == participant)
+                )
+            ).first()
+            if taken is not None:
+                if hmac.compare_digest(taken.token_sha256, _digest(token)):
+                    session_id = taken.id
+                    created = False
+                else:
                     raise ServiceError(
                         409,
-                        f"participant {label!r} has already started this study; the session "
-                        "continues only in the browser that started it (ask the experimenter)",
+                        f"participant {participant!r} has already started this study; the "
+                        "session continues only in the browser that started it (ask the "
+                        "experimenter)",
                     )
+            else:
                 index = choose_list(
                     self._raters(connection, now), len(self.lists), online.raters_per_list
                 )
                 if index is None:
                     raise ServiceError(409, "the study is full: every list has its raters")
                 seed = draw_seed()
-                order = build_trials(
-                    self.protocol,
-                    list_manifest(self.stimulus_set.manifest, self.lists, index),
-                    seed,
-                )
+                manifest = list_manifest(self.stimulus_set.manifest, self.lists, index)
+                order = build_trials(self.protocol, manifest, seed)
                 session_id = secrets.token_hex(16)
+                software = {**software_versions(ONLINE_PACKAGES), **web_versions()}
                 connection.execute(
                     sessions.insert().values(
                         id=session_id,
                         study_id=self.study_id,
-                        participant=label,
+                        participant=participant,
                         token_sha256=_digest(token),
                         list_index=index,
                         seed=seed,
@@ -299,12 +320,12 @@ class OnlineStudy:
                         last_seen_at=now,
                         finished_at=None,
                         details=storage.dumps(dict(details)),
-                        environment=storage.dumps(dict(environment)),
+                        environment=storage.dumps({**environment, "software": software}),
                         url_parameters=storage.dumps(dict(url_parameters)),
                     )
                 )
-            return self.session_state(session_id, token), token
-        raise ServiceError(503, "could not draw a free participant label; try again")
+                created = True
+        return self.session_state(session_id, token), created
 
     def _lock_lists(self, connection) -> None:
         """Serialise list choices (SQLite: the IMMEDIATE transaction already does)."""

@@ -56,6 +56,16 @@ function urlParameters() {
   return found;
 }
 
+function randomHex(bytes) {
+  const values = crypto.getRandomValues(new Uint8Array(bytes));
+  return Array.from(values, (v) => v.toString(16).padStart(2, "0")).join("");
+}
+
+function randomToken() {
+  const values = crypto.getRandomValues(new Uint8Array(32));
+  return btoa(String.fromCharCode(...values)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
 function savedSessionKey(config) {
   return `sbir-session:${config.study}:${config.task}`;
 }
@@ -314,19 +324,31 @@ async function main() {
   }
   let token = saved ? saved.token : null;
   if (!state) {
-    const answer = await api("POST", "api/sessions", {
-      url_parameters: parameters, details: intakeResult.details, environment: environment(intakeResult.check),
-    });
-    if (!answer.ok) {
+    // The token (and a label when the address has none) are drawn here and kept before
+    // asking, so that asking again after a lost answer finds the same session.
+    const pending = JSON.parse(localStorage.getItem(`${key}:pending`) || "null");
+    const start = pending && (!label || pending.participant === label) ? pending
+      : { participant: label || `web${randomHex(6)}`, token: randomToken() };
+    localStorage.setItem(`${key}:pending`, JSON.stringify(start));
+    let answer = null;
+    for (let attempt = 0; attempt < 8; attempt += 1) {
+      answer = await api("POST", "api/sessions", {
+        participant: start.participant, token: start.token, url_parameters: parameters,
+        details: intakeResult.details, environment: environment(intakeResult.check),
+      }).catch(() => null);
+      if (answer && answer.status < 500) break;
+      await new Promise((done) => setTimeout(done, 500 * 2 ** attempt));
+    }
+    if (!answer || !answer.ok) {
       page(`<div class="sbir-text"><p>${escapeHtml((answer.content && answer.content.error) || "The session could not start.")}</p></div>`);
       window.sbir.phase = "refused";
       window.sbir.error = answer.content;
       return;
     }
     state = answer.content;
-    token = state.token;
-    delete state.token;
+    token = start.token;
     localStorage.setItem(key, JSON.stringify({ session_id: state.session_id, token, participant: state.participant }));
+    localStorage.removeItem(`${key}:pending`);
   }
   state.environment = environment(intakeResult.check);
   const status = await trialsPart(config, state, token);
