@@ -256,6 +256,11 @@ def _add_online(commands) -> None:
         "--overwrite", action="store_true",
         help="replace an earlier export-online of --out (nothing else)",
     )  # fmt: skip
+    export.add_argument(
+        "--with-lab", type=Path, action="append", default=[], metavar="DATASET",
+        help="a BIDS dataset of lab sessions (sbir-study run) to copy in beside the online ones "
+        "(repeatable; read only)",
+    )  # fmt: skip
     export.set_defaults(handler=_export_online)
 
 
@@ -272,7 +277,8 @@ def _serve(args: argparse.Namespace) -> int:
 def _export_online(args: argparse.Namespace) -> int:
     from study.online import export_online
 
-    done = export_online(args.db, args.out, study=args.study, overwrite=args.overwrite)
+    done = export_online(args.db, args.out, study=args.study, overwrite=args.overwrite,
+                         with_lab=args.with_lab)  # fmt: skip
     print(f"Exported {done.participants} participants ({done.complete} complete), {done.trials} "
           f"trials of {done.study!r} to {done.out}"
           + (f"; {done.skipped_empty} sessions without a trial left out" if done.skipped_empty

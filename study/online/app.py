@@ -247,8 +247,11 @@ def create_app(study: OnlineStudy, admin_token: str, *, max_body: int = 65_536) 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, error: StarletteHTTPException):
         message = "no such page" if error.status_code == 404 else str(error.detail)
-        return JSONResponse({"error": message}, status_code=error.status_code,
-                            headers=getattr(error, "headers", None))
+        return JSONResponse(
+            {"error": message},
+            status_code=error.status_code,
+            headers=getattr(error, "headers", None),
+        )
 
     @app.exception_handler(ServiceError)
     async def _refused(request: Request, error: ServiceError):

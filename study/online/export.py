@@ -26,7 +26,7 @@ import shutil
 import tempfile
 import time
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,12 +84,20 @@ class ExportSummary:
 
 
 def export_online(
-    url: str, out: str | Path, *, study: int | None = None, overwrite: bool = False
+    url: str,
+    out: str | Path,
+    *,
+    study: int | None = None,
+    overwrite: bool = False,
+    with_lab: Sequence[str | Path] = (),
 ) -> ExportSummary:
     """Export the sessions of one study in the database at ``url`` to the BIDS folder ``out``.
 
     ``study`` is the study's id (``sbir-study export-online`` lists them
-    when the database holds several). Raises
+    when the database holds several). ``with_lab`` are BIDS datasets of lab
+    sessions (``sbir-study run``) copied in beside the online ones, so that
+    one dataset holds both arms of a study (they are read, never changed; a
+    label in both is refused). Raises
     :class:`~analysis.checks.InputError` for a database without a study, an
     ambiguous study, or an ``out`` that may not be replaced.
     """
@@ -101,7 +109,7 @@ def export_online(
         out.parent.mkdir(parents=True, exist_ok=True)
         temporary = Path(tempfile.mkdtemp(prefix=f".{out.name}.export-", dir=out.parent))
         try:
-            summary = write_dataset(engine, study_id, temporary)
+            summary = write_dataset(engine, study_id, temporary, with_lab=with_lab)
             _move_into_place(temporary, out)
         except BaseException:
             shutil.rmtree(temporary, ignore_errors=True)
@@ -198,7 +206,9 @@ def _move_into_place(temporary: Path, out: Path) -> None:
     shutil.rmtree(old)
 
 
-def write_dataset(engine: Engine, study_id: int, root: Path) -> ExportSummary:
+def write_dataset(
+    engine: Engine, study_id: int, root: Path, *, with_lab: Sequence[str | Path] = ()
+) -> ExportSummary:
     """Write the study's sessions as a BIDS dataset into the empty folder ``root``."""
     with engine.connect() as connection:
         study = (
@@ -254,7 +264,18 @@ def write_dataset(engine: Engine, study_id: int, root: Path) -> ExportSummary:
     _write_json(root / "dataset_description.json", description, written, root)
     _write_text(root / "README", _README, written, root)
     participants = pd.DataFrame(people, columns=["participant_id", *PARTICIPANT_COLUMNS])
-    participants["age"] = participants["age"].astype("Int64")
+    participants["age"] = participants["age"].astype("Int64").astype(object)
+    described = {
+        "participant_id": {"Description": "Participant label (sub-<label>)."},
+        **PARTICIPANT_COLUMNS,
+    }
+    for lab in with_lab:
+        table, descriptions = _copy_lab(
+            Path(lab), root, set(participants["participant_id"]), written
+        )
+        participants = pd.concat([participants, table], ignore_index=True)
+        described = {**descriptions, **described}
+        people.extend(table.to_dict("records"))
     _write_text(
         root / "participants.tsv",
         participants.to_csv(sep="\t", index=False, na_rep="n/a", lineterminator="\n"),
@@ -274,6 +295,39 @@ def write_dataset(engine: Engine, study_id: int, root: Path) -> ExportSummary:
         json.dumps({"files": written}, indent=2, sort_keys=True) + "\n", encoding="utf-8"
     )
     return ExportSummary(root, study["name"], len(people), n_trials, complete, empty)
+
+
+def _copy_lab(lab: Path, root: Path, taken: set[str], written: dict):
+    """Copy a lab dataset's sessions into ``root``; its participants.tsv rows and descriptions."""
+    table_path = lab / "participants.tsv"
+    try:
+        table = pd.read_csv(table_path, sep="\t", dtype=str, keep_default_na=False)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        raise InputError(
+            f"{table_path}: cannot be read as a BIDS participants table "
+            f"({error}); --with-lab expects a dataset of sbir-study run"
+        ) from None
+    if "participant_id" not in table.columns:
+        raise InputError(f"{table_path}: line 1: missing column 'participant_id'")
+    for line, label in enumerate(table["participant_id"], start=2):
+        if label in taken:
+            raise InputError(
+                f"{table_path}: line {line}: {label} is also an online participant; "
+                "a label may be in one arm only"
+            )
+        folder = lab / label
+        if not (folder / "beh").is_dir():
+            raise InputError(f"{folder}: no beh folder; {table_path} line {line} lists it")
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                relative = path.relative_to(lab).as_posix()
+                _write_text(root / relative, path.read_text(encoding="utf-8"), written, root)
+        taken.add(label)
+    try:
+        descriptions = json.loads((lab / "participants.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        descriptions = {}
+    return table.replace({"": None}), descriptions
 
 
 def _beh_table(label: str, group: pd.DataFrame) -> pd.DataFrame:

@@ -39,8 +39,14 @@ class LoadResult:
         return (self.created + self.duplicates) / self.elapsed if self.elapsed else 0.0
 
 
-def _report(trial: dict, number: int, pace: float, stimulus_s: float, rng: random.Random,
-            keys: tuple[str, ...]) -> tuple[dict, int | None]:  # fmt: skip
+def _report(
+    trial: dict,
+    number: int,
+    pace: float,
+    stimulus_s: float,
+    rng: random.Random,
+    keys: tuple[str, ...],
+) -> tuple[dict, int | None]:
     """A plausible trial report (times on a simulated page clock) and its rating."""
     onset = 10.0 + (number - 1) * pace
     blank_onset = onset + stimulus_s
@@ -56,14 +62,29 @@ def _report(trial: dict, number: int, pace: float, stimulus_s: float, rng: rando
         rating = None
     frames = [onset, blank_onset, next_onset]
     return {
-        "sketch_id": trial["sketch_id"], "image_id": trial["image_id"], "onset": onset,
-        "blank_onset": blank_onset, "next_onset": next_onset, "session_start": 9.0,
-        "frames": frames, "events": events, "paused_before": 0.0, "rating": rating,
-    }, rating  # fmt: skip
+        "sketch_id": trial["sketch_id"],
+        "image_id": trial["image_id"],
+        "onset": onset,
+        "blank_onset": blank_onset,
+        "next_onset": next_onset,
+        "session_start": 9.0,
+        "frames": frames,
+        "events": events,
+        "paused_before": 0.0,
+        "rating": rating,
+    }, rating
 
 
-async def _participant(client, label: str, pace: float, stimulus_s: float, deadline: float,
-                       result: LoadResult, rng: random.Random, keys: tuple[str, ...]) -> None:  # fmt: skip
+async def _participant(
+    client,
+    label: str,
+    pace: float,
+    stimulus_s: float,
+    deadline: float,
+    result: LoadResult,
+    rng: random.Random,
+    keys: tuple[str, ...],
+) -> None:
     token = secrets.token_urlsafe(32)
     body = {"participant": label, "token": token, "environment": {"refresh_hz": 60.0}}
     state = await _until_answered(client, "POST", "api/sessions", body, None, deadline, result)
@@ -79,8 +100,9 @@ async def _participant(client, label: str, pace: float, stimulus_s: float, deadl
             return
         report, rating = _report(trial, number, pace, stimulus_s, rng, keys)
         path = f"api/sessions/{state['session_id']}/trials/{number}"
-        answer = await _until_answered(client, "PUT", path, report, headers, deadline + 30.0,
-                                       result, trial=(label, number))  # fmt: skip
+        answer = await _until_answered(
+            client, "PUT", path, report, headers, deadline + 30.0, result, trial=(label, number)
+        )
         if answer is None:
             return
         result.acknowledged[(label, number)] = rating
@@ -114,8 +136,16 @@ async def _until_answered(client, method, path, body, headers, deadline, result,
     return None
 
 
-async def _run(base_url: str, participants: int, duration_s: float, pace_s: float,
-               stimulus_s: float, seed: int, keys: tuple[str, ...], ramp_s: float) -> LoadResult:  # fmt: skip
+async def _run(
+    base_url: str,
+    participants: int,
+    duration_s: float,
+    pace_s: float,
+    stimulus_s: float,
+    seed: int,
+    keys: tuple[str, ...],
+    ramp_s: float,
+) -> LoadResult:
     import httpx
 
     result = LoadResult(participants=participants)
@@ -128,17 +158,26 @@ async def _run(base_url: str, participants: int, duration_s: float, pace_s: floa
         async def one(k: int) -> None:
             await asyncio.sleep(ramp_s * k / max(participants, 1))
             rng = random.Random(seed * 1_000_003 + k)
-            await _participant(client, f"load{k:05d}", pace_s, stimulus_s, deadline, result, rng,
-                               keys)  # fmt: skip
+            await _participant(
+                client, f"load{k:05d}", pace_s, stimulus_s, deadline, result, rng, keys
+            )
 
         await asyncio.gather(*(one(k) for k in range(participants)))
     result.elapsed = time.monotonic() - start
     return result
 
 
-def run_load(base_url: str, participants: int, duration_s: float, *, pace_s: float = 3.0,
-             stimulus_s: float = 2.0, seed: int = 0, keys: tuple[str, ...] = tuple("1234567"),
-             ramp_s: float = 5.0) -> LoadResult:  # fmt: skip
+def run_load(
+    base_url: str,
+    participants: int,
+    duration_s: float,
+    *,
+    pace_s: float = 3.0,
+    stimulus_s: float = 2.0,
+    seed: int = 0,
+    keys: tuple[str, ...] = tuple("1234567"),
+    ramp_s: float = 5.0,
+) -> LoadResult:
     """Run ``participants`` simulated participants against ``base_url`` for ``duration_s``.
 
     Each sends one trial every ``pace_s`` seconds (the protocol's stimulus
@@ -146,5 +185,15 @@ def run_load(base_url: str, participants: int, duration_s: float, *, pace_s: flo
     sent after ``duration_s`` but to finish a trial already begun (at most 30
     s more of retries).
     """
-    return asyncio.run(_run(base_url.rstrip("/") + "/", participants, duration_s, pace_s,
-                            stimulus_s, seed, keys, ramp_s))  # fmt: skip
+    return asyncio.run(
+        _run(
+            base_url.rstrip("/") + "/",
+            participants,
+            duration_s,
+            pace_s,
+            stimulus_s,
+            seed,
+            keys,
+            ramp_s,
+        )
+    )

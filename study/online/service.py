@@ -49,8 +49,18 @@ from .storage import sessions, studies, trials
 __all__ = ["OnlineStudy", "ServiceError", "TrialRecord", "stimulus_pixels"]
 
 #: The libraries of the server that shape a stored trial (recorded with every session).
-ONLINE_PACKAGES = ("sbir-study", "numpy", "pandas", "fastapi", "starlette", "pydantic",
-                   "uvicorn", "sqlalchemy", "alembic", "psycopg")  # fmt: skip
+ONLINE_PACKAGES = (
+    "sbir-study",
+    "numpy",
+    "pandas",
+    "fastapi",
+    "starlette",
+    "pydantic",
+    "uvicorn",
+    "sqlalchemy",
+    "alembic",
+    "psycopg",
+)
 
 
 def web_versions() -> dict[str, str]:
@@ -88,7 +98,7 @@ def stimulus_pixels(protocol: Protocol) -> tuple[int, int]:
     Examples
     --------
     >>> stimulus_pixels(Protocol())
-    (623, 52)
+    (621, 52)
     """
     display = protocol.display
     per_cm = display.resolution[0] / display.width_cm

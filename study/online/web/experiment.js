@@ -262,12 +262,11 @@ async function trialsPart(config, state, token) {
 }
 
 async function finish(session, status, token) {
-  await new Promise((done) => setTimeout(done, 200)); // the last trial's record is queued
-  await session.sender.drain();
+  await session.settled(); // the last trial recorded and every trial acknowledged
   for (let attempt = 0; ; attempt += 1) {
     const answer = await api("POST", `api/sessions/${session.state.session_id}/finish`, { status }, token).catch(() => null);
     if (answer && answer.ok) return answer.content;
-    if (answer && answer.status >= 400 && answer.status < 500) {
+    if (answer && answer.status >= 400 && answer.status < 500 && (answer.status !== 409 || attempt >= 5)) {
       throw new Error(answer.content ? answer.content.error : `finish refused (${answer.status})`);
     }
     await new Promise((done) => setTimeout(done, Math.min(1000 * 2 ** attempt, 15000)));

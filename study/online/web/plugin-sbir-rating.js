@@ -146,6 +146,7 @@ class SbirSession {
     this.period = 1 / 60;
     this.intervals = [];
     this.pending = null;
+    this.closing = 0; // records being put together (their key events still arriving)
     this.nextOnsetTarget = 0;
     this.sessionStart = null;
     this.pausedBefore = 0;
@@ -212,6 +213,7 @@ class SbirSession {
     const frames = this.frames.filter((t) => t >= pending.onset && t <= ts);
     this.frames = [ts];
     const windowEnd = pending.blankOnset + this.config.timing.blank_s;
+    this.closing += 1;
     // Key events are delivered a little after their time stamp: collect them a moment later.
     setTimeout(() => {
       const events = this.events.filter((e) => e.t >= pending.onset && e.t < windowEnd + 0.05);
@@ -230,7 +232,14 @@ class SbirSession {
         rating: pending.trial.phase === "anchor_demo" ? null : scored.rating,
       };
       this.sender.push(pending.trial.trial, body);
+      this.closing -= 1;
     }, 60);
+  }
+
+  /** Resolves when the last trial is recorded and every record acknowledged. */
+  async settled() {
+    while (this.pending || this.closing) await new Promise((done) => setTimeout(done, 20));
+    await this.sender.drain();
   }
 
   /** A pair is on screen from `ts`: the previous trial (if any) is complete. */
