@@ -85,6 +85,7 @@ class Baseline(Server):
         super().__init__(Path(), Path(), folder / "data")
         self.folder = folder
         self.file = folder / "trials.jsonl"
+        folder.mkdir(parents=True, exist_ok=True)
         (folder / "baseline_app.py").write_text(_BASELINE)
 
     def start(self, timeout: float = 30.0):
@@ -92,12 +93,25 @@ class Baseline(Server):
 
         import httpx
 
-        command = [sys.executable, "-m", "uvicorn", "baseline_app:app", "--port", str(self.port),
-                   "--log-level", "warning"]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "baseline_app:app",
+            "--port",
+            str(self.port),
+            "--log-level",
+            "warning",
+        ]
         environment = {**os.environ, "BASELINE_FILE": str(self.file)}
-        self.process = subprocess.Popen(command, cwd=self.folder, env=environment,
-                                        start_new_session=True, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL)  # fmt: skip
+        self.process = subprocess.Popen(
+            command,
+            cwd=self.folder,
+            env=environment,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with contextlib.suppress(httpx.HTTPError):
@@ -109,34 +123,55 @@ class Baseline(Server):
 
 def percentiles(values) -> dict:
     array = np.asarray(values) * 1000.0
-    return {"p50_ms": round(float(np.percentile(array, 50)), 2),
-            "p99_ms": round(float(np.percentile(array, 99)), 2),
-            "max_ms": round(float(array.max()), 2)}  # fmt: skip
+    return {
+        "p50_ms": round(float(np.percentile(array, 50)), 2),
+        "p99_ms": round(float(np.percentile(array, 99)), 2),
+        "max_ms": round(float(array.max()), 2),
+    }
 
 
 def load_run(name, server, args, db_url=None, baseline_file=None) -> dict:
+    restart = {}
+
     def kill_and_restart():
         time.sleep(args.duration / 2)
         server.kill()
         time.sleep(1.0)
+        began = time.monotonic()
         server.start()
+        restart["seconds"] = round(time.monotonic() - began, 2)
 
     killer = threading.Thread(target=kill_and_restart)
     killer.start()
-    result = run_load(server.url, args.participants, args.duration, pace_s=args.pace,
-                      stimulus_s=args.pace * 2 / 3, seed=7, ramp_s=args.pace)  # fmt: skip
+    result = run_load(
+        server.url,
+        args.participants,
+        args.duration,
+        pace_s=args.pace,
+        stimulus_s=args.pace * 2 / 3,
+        seed=7,
+        ramp_s=args.pace,
+    )
     killer.join()
-    row = {"server": name, "participants": args.participants, "acknowledged":
-           len(result.acknowledged), "retries": result.retries,
-           "acknowledged_again": result.duplicates, "refused": len(result.refused),
-           "throughput_per_s": round(len(result.acknowledged) / result.elapsed, 1),
-           **percentiles(result.latencies)}  # fmt: skip
+    row = {
+        "server": name,
+        "participants": args.participants,
+        "acknowledged": len(result.acknowledged),
+        "retries": result.retries,
+        "acknowledged_again": result.duplicates,
+        "refused": len(result.refused),
+        "throughput_per_s": round(len(result.acknowledged) / result.elapsed, 1),
+        **percentiles(result.latencies),
+    }
     if db_url is not None:
         engine = open_database(db_url)
         with engine.connect() as connection:
-            stored = connection.execute(sa.text(
-                "SELECT s.participant, t.trial FROM trials t JOIN sessions s "
-                "ON s.id = t.session_id")).all()  # fmt: skip
+            stored = connection.execute(
+                sa.text(
+                    "SELECT s.participant, t.trial FROM trials t JOIN sessions s "
+                    "ON s.id = t.session_id"
+                )
+            ).all()
         engine.dispose()
         keys = [tuple(r) for r in stored]
     else:
@@ -167,20 +202,34 @@ def browser_run(folder: Path, stimuli: Path, trials: int) -> dict:
             for at in sorted(rng.uniform(0.08, 0.92) for _ in range(rng.randint(1, 3))):
                 participant.key_at(str(rng.randint(1, 7)), onset + at, trial["trial"])
         windows = driver.execute_script("return window.sbir.session.onsets")
+        participant.wait(
+            lambda: driver.execute_script(
+                "const s = window.sbir.session; return s.sender.queue.length === 0 && !s.closing"
+                " && s.sender.acknowledged >= arguments[0]",
+                len(planned) - 1,
+            ),
+            timeout=60,
+            what="the records acknowledged",
+        )
     finally:
         driver.quit()
         time.sleep(1.0)
         server.stop()
     engine = open_database(f"sqlite:///{folder / 'browser-data' / 'online.sqlite3'}")
     with engine.connect() as connection:
-        stored = {r.trial: r for r in connection.execute(sa.text(
-            "SELECT trial, rt, presses, stim_duration, blank_duration FROM trials"))}  # fmt: skip
+        stored = {
+            r.trial: r
+            for r in connection.execute(
+                sa.text("SELECT trial, rt, presses, stim_duration, blank_duration FROM trials")
+            )
+        }
     engine.dispose()
     press_errors, rt_errors, slow = [], [], 0
     for window in windows[: len(stored)]:
         row = stored[window["trial"]]
-        sent = [p for p in participant.presses
-                if window["onset"] <= p.page_time < window["window_end"]]  # fmt: skip
+        sent = [
+            p for p in participant.presses if window["onset"] <= p.page_time < window["window_end"]
+        ]
         recorded = [float(item.split("@")[1]) for item in (row.presses or "").split()]
         assert len(recorded) == len(sent), (window, recorded, sent)
         for value, press in zip(recorded, sent, strict=True):
@@ -193,13 +242,21 @@ def browser_run(folder: Path, stimuli: Path, trials: int) -> dict:
 
     def stats(values):
         array = np.abs(np.asarray(values)) * 1000.0
-        return {"n": len(values), "median_ms": round(float(np.median(array)), 2),
-                "p99_ms": round(float(np.percentile(array, 99)), 2),
-                "max_ms": round(float(array.max()), 2)}  # fmt: skip
+        return {
+            "n": len(values),
+            "median_ms": round(float(np.median(array)), 2),
+            "p99_ms": round(float(np.percentile(array, 99)), 2),
+            "max_ms": round(float(array.max()), 2),
+        }
 
-    row = {"trials": len(stored), "press_error": stats(press_errors), "rt_error": stats(rt_errors),
-           "stimulus_duration_error": stats(stim), "blank_duration_error": stats(blank),
-           "presses_sent_slowly": slow}  # fmt: skip
+    row = {
+        "trials": len(stored),
+        "press_error": stats(press_errors),
+        "rt_error": stats(rt_errors),
+        "stimulus_duration_error": stats(stim),
+        "blank_duration_error": stats(blank),
+        "presses_sent_slowly": slow,
+    }
     print(json.dumps(row), flush=True)
     return row
 
@@ -209,34 +266,47 @@ def main() -> None:
     parser.add_argument("--participants", type=int, default=500)
     parser.add_argument("--duration", type=float, default=120.0)
     parser.add_argument("--pace", type=float, default=3.0)
+    parser.add_argument(
+        "--ramp", type=float, default=30.0, help="participants arrive evenly over this many seconds"
+    )
     parser.add_argument("--trials", type=int, default=120)
     parser.add_argument("--skip", choices=("load", "browser"), action="append", default=[])
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-online-"))
     try:
-        stimuli = generate_set(folder / "set", SetDesign(sketches=31, images_per_sketch=40,
-                                                         anchor_sketches=3, width=96,
-                                                         height=72), seed=1)  # fmt: skip
+        stimuli = generate_set(
+            folder / "set",
+            SetDesign(sketches=31, images_per_sketch=40, anchor_sketches=3, width=96, height=72),
+            seed=1,
+        )
         results = {}
         if "load" not in args.skip:
-            protocol = write_protocol(folder, name="load.toml", timing={
-                "stimulus_s": args.pace * 2 / 3, "blank_s": args.pace / 3})  # fmt: skip
+            protocol = write_protocol(
+                folder,
+                name="load.toml",
+                timing={"stimulus_s": args.pace * 2 / 3, "blank_s": args.pace / 3},
+            )
             baseline = Baseline(folder / "baseline")
-            (folder / "baseline").mkdir()
             baseline.start()
-            results["baseline"] = load_run("save_data (append to a file)", baseline, args,
-                                           baseline_file=baseline.file)  # fmt: skip
+            results["baseline"] = load_run(
+                "save_data (append to a file)", baseline, args, baseline_file=baseline.file
+            )
             baseline.stop()
             sqlite = Server(protocol, stimuli, folder / "sqlite", port=free_port()).start()
-            results["sqlite"] = load_run("serve, SQLite", sqlite, args,
-                                         db_url=f"sqlite:///{folder / 'sqlite' / 'online.sqlite3'}")
+            results["sqlite"] = load_run(
+                "serve, SQLite",
+                sqlite,
+                args,
+                db_url=f"sqlite:///{folder / 'sqlite' / 'online.sqlite3'}",
+            )
             sqlite.stop()
             postgres = Postgres().start()
             try:
                 url = postgres.new_database()
                 server = Server(protocol, stimuli, folder / "pg", db=url, workers=2).start()
-                results["postgresql"] = load_run("serve, PostgreSQL, 2 workers", server, args,
-                                                 db_url=url)  # fmt: skip
+                results["postgresql"] = load_run(
+                    "serve, PostgreSQL, 2 workers", server, args, db_url=url
+                )
                 server.stop()
             finally:
                 postgres.stop()

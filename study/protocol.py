@@ -321,7 +321,7 @@ def _check_online(online: Online, fail) -> None:
         fail("online.completion_code", "up to 64 letters, digits, '-' or '_'", code)
     url = online.completion_url
     if url and not (url.startswith(("https://", "http://")) and " " not in url):
-        fail("online.completion_url", "an http(s):// address without spaces, or \"\"", url)
+        fail("online.completion_url", 'an http(s):// address without spaces, or ""', url)
     if not online.dropout_after_s > 0:
         fail("online.dropout_after_s", "a number of seconds above 0", online.dropout_after_s)
     if online.raters_per_list < 0:

@@ -146,7 +146,7 @@ def _choose_study(engine: Engine, study: int | None) -> int:
             f"--db: {engine.url.render_as_string()}: holds no online study "
             "(sbir-study serve creates one)"
         )
-    with engine.connect() as connection:
+    with storage.reading(engine) as connection:
         rows = connection.execute(
             sa.select(
                 studies.c.id, studies.c.name, studies.c.task, studies.c.stimulus_digest
@@ -210,7 +210,7 @@ def write_dataset(
     engine: Engine, study_id: int, root: Path, *, with_lab: Sequence[str | Path] = ()
 ) -> ExportSummary:
     """Write the study's sessions as a BIDS dataset into the empty folder ``root``."""
-    with engine.connect() as connection:
+    with storage.reading(engine) as connection:
         study = (
             connection.execute(sa.select(studies).where(studies.c.id == study_id)).mappings().one()
         )

@@ -16,6 +16,7 @@ session uses.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import itertools
@@ -142,7 +143,7 @@ class OnlineStudy:
     engine: Engine
     protocol_file: str = ""
     study_id: int = 0
-    _orders: dict = field(default_factory=dict, repr=False)
+    _sessions: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     # --- set-up ---
@@ -314,7 +315,7 @@ class OnlineStudy:
                 manifest = list_manifest(self.stimulus_set.manifest, self.lists, index)
                 order = build_trials(self.protocol, manifest, seed)
                 session_id = secrets.token_hex(16)
-                software = {**software_versions(ONLINE_PACKAGES), **web_versions()}
+                software = _software()
                 connection.execute(
                     sessions.insert().values(
                         id=session_id,
@@ -355,40 +356,38 @@ class OnlineStudy:
         return {int(index): int(count) for index, count in rows}
 
     def authorise(self, session_id: str, token: str | None) -> dict:
-        """The session's row if ``token`` is its token; else 401/403/404."""
+        """The session's fixed facts if ``token`` is its token; else 401/403/404.
+
+        A session's token, trial order and environment never change once it
+        is created, so they are read once per process and kept.
+        """
         if not token:
             raise ServiceError(401, "missing the session token (Authorization: Bearer TOKEN)")
-        with self.engine.connect() as connection:
-            row = (
-                connection.execute(
-                    sa.select(sessions).where(
-                        (sessions.c.id == session_id) & (sessions.c.study_id == self.study_id)
-                    )
-                )
-                .mappings()
-                .first()
-            )
-        if row is None:
-            raise ServiceError(404, f"no session {session_id!r} in this study")
-        if not hmac.compare_digest(row["token_sha256"], _digest(token)):
+        session = self._sessions.get(session_id)
+        if session is None:
+            with storage.reading(self.engine) as connection:
+                found = connection.execute(_SESSION, {"sid": session_id, "study": self.study_id})
+                row = found.mappings().first()
+            if row is None:
+                raise ServiceError(404, f"no session {session_id!r} in this study")
+            session = dict(row)
+            session["order"] = json.loads(session.pop("trial_order"))
+            with self._lock:
+                if len(self._sessions) > 50_000:
+                    self._sessions.clear()
+                self._sessions[session_id] = session
+        if not hmac.compare_digest(session["token_sha256"], _digest(token)):
             raise ServiceError(403, f"the token does not belong to session {session_id!r}")
-        return dict(row)
+        return session
 
     def order(self, session: Mapping) -> list[list]:
-        """The session's trial order (cached: it never changes)."""
-        cached = self._orders.get(session["id"])
-        if cached is None:
-            cached = json.loads(session["trial_order"])
-            with self._lock:
-                if len(self._orders) > 20_000:
-                    self._orders.clear()
-                self._orders[session["id"]] = cached
-        return cached
+        """The session's trial order."""
+        return session["order"]
 
     def session_state(self, session_id: str, token: str) -> dict:
         """What the browser needs to run or resume the session."""
         session = self.authorise(session_id, token)
-        with self.engine.connect() as connection:
+        with storage.reading(self.engine) as connection:
             stored = connection.execute(
                 sa.select(
                     trials.c.trial, trials.c.onset, trials.c.stim_duration, trials.c.blank_duration
@@ -396,11 +395,12 @@ class OnlineStudy:
                 .where(trials.c.session_id == session_id)
                 .order_by(trials.c.trial)
             ).all()
+            status = connection.execute(_STATUS, {"sid": session_id}).scalar_one()
         last = stored[-1] if stored else None
         state = {
             "session_id": session_id,
             "participant": session["participant"],
-            "status": session["status"],
+            "status": status,
             "list": session["list_index"],
             "trials": [
                 {
@@ -418,7 +418,7 @@ class OnlineStudy:
             "next_trial": (last.trial + 1) if last else 1,
             "resumed_at": (last.onset + last.stim_duration + last.blank_duration) if last else 0.0,
         }
-        if session["status"] == "complete":
+        if status == "complete":
             state["completion"] = self.completion()
         return state
 
@@ -533,31 +533,19 @@ class OnlineStudy:
             "payload_sha256": digest,
             "received_at": now,
         }
+        key = {"sid": session_id, "trial": trial}
         with self.engine.begin() as connection:
-            existing = connection.execute(
-                sa.select(trials.c.payload_sha256).where(
-                    (trials.c.session_id == session_id) & (trials.c.trial == trial)
-                )
-            ).first()
-            if existing is None:
-                status = connection.execute(
-                    sa.select(sessions.c.status).where(sessions.c.id == session_id)
-                ).scalar_one()
-                if status != "running":
-                    raise ServiceError(
-                        409, f"session {session_id!r} is {status}; it takes no more trials"
-                    )
-                inserted = connection.execute(_insert_ignore(connection, values)).rowcount
-                connection.execute(
-                    sessions.update().where(sessions.c.id == session_id).values(last_seen_at=now)
-                )
+            status = connection.execute(_STATUS, {"sid": session_id}).scalar_one()
+            if status == "running":
+                inserted = connection.execute(_insert_ignore(connection), values).rowcount
                 if inserted:
+                    connection.execute(_SEEN, {"sid": session_id, "now": now})
                     return True
-                existing = connection.execute(
-                    sa.select(trials.c.payload_sha256).where(
-                        (trials.c.session_id == session_id) & (trials.c.trial == trial)
-                    )
-                ).first()
+            existing = connection.execute(_PAYLOAD, key).first()
+            if existing is None:
+                raise ServiceError(
+                    409, f"session {session_id!r} is {status}; it takes no more trials"
+                )
         if existing[0] != digest:
             raise ServiceError(
                 409,
@@ -606,7 +594,7 @@ class OnlineStudy:
         """Participants started, complete, quit, dropped out and running; trials; timing errors."""
         now = storage.now()
         cutoff = now - self.protocol.online.dropout_after_s
-        with self.engine.connect() as connection:
+        with storage.reading(self.engine) as connection:
             rows = connection.execute(
                 sa.select(
                     sessions.c.status,
@@ -685,41 +673,64 @@ def _timing_errors(rows: Sequence, timing) -> dict:
     }
 
 
-def _insert_ignore(connection, values: Mapping):
-    """INSERT that does nothing when the (session, trial) row exists (both dialects)."""
-    if connection.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    return (
-        insert(trials)
-        .values(**values)
-        .on_conflict_do_nothing(index_elements=["session_id", "trial"])
-    )
+_SESSION = sa.select(
+    sessions.c.id,
+    sessions.c.participant,
+    sessions.c.token_sha256,
+    sessions.c.n_trials,
+    sessions.c.trial_order,
+    sessions.c.environment,
+    sessions.c.list_index,
+).where((sessions.c.id == sa.bindparam("sid")) & (sessions.c.study_id == sa.bindparam("study")))
+_STATUS = sa.select(sessions.c.status).where(sessions.c.id == sa.bindparam("sid"))
+_SEEN = (
+    sessions.update()
+    .where(sessions.c.id == sa.bindparam("sid"))
+    .values(last_seen_at=sa.bindparam("now"))
+)
+_PAYLOAD = sa.select(trials.c.payload_sha256).where(
+    (trials.c.session_id == sa.bindparam("sid")) & (trials.c.trial == sa.bindparam("trial"))
+)
+_INSERTS: dict = {}
+
+
+def _insert_ignore(connection):
+    """INSERT of a trial that does nothing when its (session, trial) row exists."""
+    dialect = connection.dialect.name
+    statement = _INSERTS.get(dialect)
+    if statement is None:
+        if dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        statement = insert(trials).on_conflict_do_nothing(index_elements=["session_id", "trial"])
+        _INSERTS[dialect] = statement
+    return statement
 
 
 def _order_rows(order: pd.DataFrame) -> list[list]:
-    rows = []
-    for row in order.itertuples(index=False):
-        anchor = None if pd.isna(row.anchor_rating) else int(row.anchor_rating)
-        rows.append(
-            [
-                int(row.trial),
-                row.phase,
-                row.sketch_id,
-                row.image_id,
-                anchor,
-                row.sketch_path,
-                row.image_path,
-            ]
+    anchor = order["anchor_rating"]
+    ratings = [None if pd.isna(a) else int(a) for a in anchor.tolist()]
+    columns = ["trial", "phase", "sketch_id", "image_id", "sketch_path", "image_path"]
+    return [
+        [int(t), phase, s, i, a, sp, ip]
+        for (t, phase, s, i, sp, ip), a in zip(
+            order[columns].itertuples(index=False, name=None), ratings, strict=True
         )
-    return rows
+    ]
 
 
+@functools.lru_cache(maxsize=100_000)
 def _url(path: str) -> str:
     from urllib.parse import quote
 
     return "stimuli/" + quote(path)
+
+
+@functools.cache
+def _software() -> dict[str, str]:
+    """The server's and the page's software versions (fixed while the process runs)."""
+    return {**software_versions(ONLINE_PACKAGES), **web_versions()}
 
 
 def _digest(token: str) -> str:

@@ -35,6 +35,7 @@ __all__ = [
     "metadata",
     "migrate",
     "open_database",
+    "reading",
     "sessions",
     "studies",
     "trials",
@@ -174,7 +175,15 @@ def _sqlite_pragmas(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _begin(connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # Writers take the lock at BEGIN, so they queue rather than fail half-way; readers
+        # (reading()) take none: in WAL mode they never block a writer.
+        reader = connection.get_execution_options().get("sbir_read_only", False)
+        connection.exec_driver_sql("BEGIN" if reader else "BEGIN IMMEDIATE")
+
+
+def reading(engine: Engine):
+    """A connection for reading only (on SQLite, one that takes no write lock)."""
+    return engine.connect().execution_options(sbir_read_only=True)
 
 
 def migrate(engine: Engine) -> None:

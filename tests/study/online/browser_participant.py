@@ -76,8 +76,13 @@ class Participant:
     def key(self, name: str, trial: int = 0) -> float:
         """Press and release a key now; returns the page time at which it was sent."""
         key, code, key_code = KEYS[name]
-        down = {"type": "keyDown", "key": key, "code": code, "windowsVirtualKeyCode": key_code,
-                "nativeVirtualKeyCode": key_code}  # fmt: skip
+        down = {
+            "type": "keyDown",
+            "key": key,
+            "code": code,
+            "windowsVirtualKeyCode": key_code,
+            "nativeVirtualKeyCode": key_code,
+        }
         if len(key) == 1:
             down["text"] = key
         sent = self.page_now()
@@ -106,7 +111,8 @@ class Participant:
             for name in ("sex", "handedness"):
                 if details.get(name):
                     Select(self.driver.find_element(By.ID, f"sbir-{name}")).select_by_value(
-                        details[name])
+                        details[name]
+                    )
             self.click("#jspsych-survey-html-form-next")
         self.click("#jspsych-fullscreen-btn")
 
@@ -115,7 +121,8 @@ class Participant:
             "const s = window.sbir.session; return s && {onsets: s.onsets, current: s.current,"
             " queued: s.sender.queue.length, acknowledged: s.sender.acknowledged,"
             " state: {session_id: s.state.session_id, participant: s.state.participant,"
-            " trials: s.state.trials}}")  # fmt: skip
+            " trials: s.state.trials}}"
+        )
 
     def start_trials(self) -> None:
         """Press space on the instructions once they are up."""
@@ -128,7 +135,8 @@ class Participant:
 
         def found():
             onsets = self.driver.execute_script(
-                "return window.sbir.session ? window.sbir.session.onsets : []")
+                "return window.sbir.session ? window.sbir.session.onsets : []"
+            )
             hits = [o for o in onsets if o["trial"] == trial]
             return hits[-1] if hits else None
 

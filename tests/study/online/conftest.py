@@ -64,16 +64,24 @@ def _toml(value) -> str:
 def online_set(tmp_path_factory) -> Path:
     """2 sketches x 4 images and one anchor sketch of 3 images (rated 1, 4, 7)."""
     folder = tmp_path_factory.mktemp("online-set") / "set"
-    design = SetDesign(sketches=2, images_per_sketch=4, anchor_sketches=1, anchor_images=3,
-                       width=96, height=72)  # fmt: skip
+    design = SetDesign(
+        sketches=2, images_per_sketch=4, anchor_sketches=1, anchor_images=3, width=96, height=72
+    )
     return generate_set(folder, design, seed=7)
 
 
 class Server:
     """`sbir-study serve` in a subprocess on 127.0.0.1 (killed at the end)."""
 
-    def __init__(self, protocol: Path, stimuli: Path, data: Path, db: str | None = None,
-                 workers: int = 1, port: int | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        protocol: Path,
+        stimuli: Path,
+        data: Path,
+        db: str | None = None,
+        workers: int = 1,
+        port: int | None = None,
+    ) -> None:
         self.protocol, self.stimuli, self.data, self.db = protocol, stimuli, data, db
         self.workers = workers
         self.port = port or free_port()
@@ -82,20 +90,39 @@ class Server:
         self.log = data.parent / f"serve-{self.port}.log"
 
     def start(self, timeout: float = 60.0) -> Server:
-        command = [sys.executable, "-m", "study.cli", "serve", "--protocol", str(self.protocol),
-                   "--stimuli", str(self.stimuli), "--data", str(self.data), "--port",
-                   str(self.port), "--workers", str(self.workers)]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "study.cli",
+            "serve",
+            "--protocol",
+            str(self.protocol),
+            "--stimuli",
+            str(self.stimuli),
+            "--data",
+            str(self.data),
+            "--port",
+            str(self.port),
+            "--workers",
+            str(self.workers),
+        ]
         if self.db:
             command += ["--db", self.db]
         environment = {**os.environ, "SBIR_STUDY_ADMIN_TOKEN": ADMIN_TOKEN}
         with open(self.log, "ab") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                            env=environment, start_new_session=True)  # fmt: skip
+            self.process = subprocess.Popen(
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=environment,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise AssertionError(f"serve exited {self.process.returncode}: "
-                                     f"{self.log.read_text()[-2000:]}")  # fmt: skip
+                raise AssertionError(
+                    f"serve exited {self.process.returncode}: {self.log.read_text()[-2000:]}"
+                )
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(self.url + "healthz", timeout=1.0).status_code == 200:
                     return self
@@ -120,8 +147,9 @@ class Server:
                 self.kill()
 
     def admin(self, path: str) -> httpx.Response:
-        return httpx.get(self.url + path, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
-                         timeout=30.0)  # fmt: skip
+        return httpx.get(
+            self.url + path, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=30.0
+        )
 
 
 @pytest.fixture
@@ -166,19 +194,53 @@ class Postgres:
         os.chmod(self.folder, 0o755)
         if self.user is not None:
             os.chown(self.folder, self.user.pw_uid, self.user.pw_gid)
-        subprocess.run([str(self.bindir / "initdb"), "-D", str(data), "-U", "sbir", "-A", "trust",
-                        "-E", "UTF8", "--no-sync"], check=True, capture_output=True,
-                       preexec_fn=self._as_user(), cwd=self.folder)  # fmt: skip
-        command = [str(self.bindir / "postgres"), "-D", str(data), "-p", str(self.port),
-                   "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={self.folder}",
-                   "-c", "max_connections=300", "-c", "shared_buffers=64MB"]  # fmt: skip
-        self.log = open(self.folder / "postgres.log", "ab")  # noqa: SIM115
-        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT,
-                                        preexec_fn=self._as_user(), cwd=self.folder)  # fmt: skip
+        subprocess.run(
+            [
+                str(self.bindir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "sbir",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+            check=True,
+            capture_output=True,
+            preexec_fn=self._as_user(),
+            cwd=self.folder,
+        )
+        command = [
+            str(self.bindir / "postgres"),
+            "-D",
+            str(data),
+            "-p",
+            str(self.port),
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            f"unix_socket_directories={self.folder}",
+            "-c",
+            "max_connections=300",
+            "-c",
+            "shared_buffers=64MB",
+        ]
+        self.log = open(self.folder / "postgres.log", "ab")
+        self.process = subprocess.Popen(
+            command,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=self._as_user(),
+            cwd=self.folder,
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            ready = subprocess.run([str(self.bindir / "pg_isready"), "-h", "127.0.0.1", "-p",
-                                    str(self.port)], capture_output=True)  # fmt: skip
+            ready = subprocess.run(
+                [str(self.bindir / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port)],
+                capture_output=True,
+            )
             if ready.returncode == 0:
                 break
             assert self.process.poll() is None, (self.folder / "postgres.log").read_text()
@@ -192,8 +254,20 @@ class Postgres:
         """A fresh, empty database's address."""
         self.counter += 1
         name = f"study{self.counter}"
-        subprocess.run([str(self.bindir / "createdb"), "-h", "127.0.0.1", "-p", str(self.port),
-                        "-U", "sbir", name], check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            [
+                str(self.bindir / "createdb"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-U",
+                "sbir",
+                name,
+            ],
+            check=True,
+            capture_output=True,
+        )
         return f"postgresql://sbir@127.0.0.1:{self.port}/{name}"
 
     def stop(self) -> None:
@@ -231,11 +305,20 @@ def chromium(width: int = 1400, height: int = 1000, screen: tuple[int, int] = (1
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     profile = tempfile.mkdtemp(prefix="sbir-chromium-")
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={profile}",
-                 f"--window-size={width},{height}",
-                 f"--screen-info={{0,0 {screen[0]}x{screen[1]}}}"):  # fmt: skip
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={profile}",
+        f"--window-size={width},{height}",
+        f"--screen-info={{0,0 {screen[0]}x{screen[1]}}}",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
     driver.profile_folder = profile

@@ -7,6 +7,7 @@ rating and press list), and the recorded times must match the sent ones.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 import statistics
@@ -46,8 +47,9 @@ def expected_records(presses, windows) -> dict[int, list[tuple[int, float]]]:
             continue
         for window in windows:
             if window["onset"] <= press.page_time < window["window_end"]:
-                expected[window["trial"]].append((SCALE_KEYS[press.name],
-                                                  press.page_time - window["onset"]))  # fmt: skip
+                expected[window["trial"]].append(
+                    (SCALE_KEYS[press.name], press.page_time - window["onset"])
+                )
     return expected
 
 
@@ -148,18 +150,31 @@ def test_browser_participant_every_rating_exact_and_times_measured(
     stim_errors = (stored["stim_duration"].to_numpy() - stim_planned).tolist()
     blank_errors = (stored["blank_duration"] - blank_s).tolist()
     # Pair after pair with no screen between: each onset one window after the previous one.
-    follows = [(a, b) for a, b in zip(trials, trials[1:], strict=False)
-               if b["trial"] not in (after, rated[0]["trial"])]  # fmt: skip
-    schedule_errors = [page_onset[b["trial"]] - page_onset[a["trial"]]
-                       - (0.6 if a["phase"] == "anchor_demo" else stimulus_s) - blank_s
-                       for a, b in follows]  # fmt: skip
-    print(f"\nrecorded rt - sent (s): {rt_summary}\nevery press: {press_summary}"
-          f"\nstimulus duration - planned: {summary(stim_errors)}"
-          f"\nblank duration - planned: {summary(blank_errors)}"
-          f"\nonset - previous onset - {window} s: {summary(schedule_errors)}"
-          f"\nper trial (ms): " + json.dumps([[t["trial"], round(s * 1000, 2), round(b * 1000, 2)]
-                                              for t, s, b in zip(trials, stim_errors,
-                                                                 blank_errors, strict=True)]))  # fmt: skip
+    follows = [
+        (a, b)
+        for a, b in itertools.pairwise(trials)
+        if b["trial"] not in (after, rated[0]["trial"])
+    ]
+    schedule_errors = [
+        page_onset[b["trial"]]
+        - page_onset[a["trial"]]
+        - (0.6 if a["phase"] == "anchor_demo" else stimulus_s)
+        - blank_s
+        for a, b in follows
+    ]
+    print(
+        f"\nrecorded rt - sent (s): {rt_summary}\nevery press: {press_summary}"
+        f"\nstimulus duration - planned: {summary(stim_errors)}"
+        f"\nblank duration - planned: {summary(blank_errors)}"
+        f"\nonset - previous onset - {window} s: {summary(schedule_errors)}"
+        f"\nper trial (ms): "
+        + json.dumps(
+            [
+                [t["trial"], round(s * 1000, 2), round(b * 1000, 2)]
+                for t, s, b in zip(trials, stim_errors, blank_errors, strict=True)
+            ]
+        )
+    )
     print(f"DevTools key command round trip: {summary(send_times)}")
     # The goals: median under 5 ms, max under one frame + 5 ms (of the presses whose command
     # returned within 10 ms; a slower one is bounded by its round trip, checked above).
@@ -212,8 +227,11 @@ def test_reload_mid_session_resumes_at_the_next_unrecorded_trial(
     resumed_at = participant.onset_of(5)  # the same order, from trial 5
     assert participant.driver.execute_script("return window.sbir.session.onsets")[0]["trial"] == 5
     for trial in trials[4:]:
-        onset = resumed_at["onset"] if trial["trial"] == 5 else participant.onset_of(
-            trial["trial"])["onset"]  # fmt: skip
+        onset = (
+            resumed_at["onset"]
+            if trial["trial"] == 5
+            else participant.onset_of(trial["trial"])["onset"]
+        )
         participant.key_at("6", onset + 0.2, trial["trial"])
     participant.wait(lambda: participant.phase() == "complete", timeout=30, what="the end")
     stored = stored_trials(data)
@@ -278,17 +296,21 @@ def test_completion_redirects_and_a_second_browser_cannot_take_the_label(
     target = "http://127.0.0.1:{port}/healthz?cc=DONE42"
     data = tmp_path / "data"
     port = __import__("conftest").free_port()
-    protocol = write_protocol(tmp_path, anchoring={"enabled": False, "repeat": False},
-                              timing={"stimulus_s": 0.2, "blank_s": 0.2},
-                              online={"completion_url": target.format(port=port)})  # fmt: skip
+    protocol = write_protocol(
+        tmp_path,
+        anchoring={"enabled": False, "repeat": False},
+        timing={"stimulus_s": 0.2, "blank_s": 0.2},
+        online={"completion_url": target.format(port=port)},
+    )
     server = start_server(protocol, online_set, data, port=port)
     participant = Participant(browser(), server.url)
     participant.open("?PROLIFIC_PID=abc123def")
     participant.intake({})
     participant.start_trials()
     participant.wait(lambda: participant.phase() == "complete", timeout=30, what="the end")
-    participant.wait(lambda: "cc=DONE42" in participant.driver.current_url, timeout=10,
-                     what="the redirect")  # fmt: skip
+    participant.wait(
+        lambda: "cc=DONE42" in participant.driver.current_url, timeout=10, what="the redirect"
+    )
     other = Participant(browser(), server.url)
     other.open("?PROLIFIC_PID=abc123def")
     other.intake({})
@@ -319,32 +341,47 @@ def test_the_page_scores_and_names_keys_as_the_server_does(
     key_map = rating_key_map([str(k) for k in range(1, 8)], keypad=True)
 
     if probe == "names":
-        @settings(max_examples=60, deadline=None,
-                  suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+
+        @settings(
+            max_examples=60,
+            deadline=None,
+            suppress_health_check=[HealthCheck.function_scoped_fixture],
+        )
         @given(st.lists(st.tuples(codes, keys), min_size=1, max_size=40))
         def check(pairs):
             names = driver.execute_script(
-                "return arguments[0].map(([c, k]) => sbirKeyName(c, k, arguments[1]))",
-                pairs, table)  # fmt: skip
+                "return arguments[0].map(([c, k]) => sbirKeyName(c, k, arguments[1]))", pairs, table
+            )
             assert names == [browser_key_name(c, k) for c, k in pairs]
     else:
         times = st.floats(0.0, 4.0, allow_nan=False).map(lambda t: round(t, 4))
         events = st.lists(st.tuples(codes, keys, times), max_size=25)
 
-        @settings(max_examples=60, deadline=None,
-                  suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+        @settings(
+            max_examples=60,
+            deadline=None,
+            suppress_health_check=[HealthCheck.function_scoped_fixture],
+        )
         @given(events, times, times)
         def check(events, onset, length):
             window_end = onset + length
             records = [{"code": c, "key": k, "t": t} for c, k, t in events]
             page = driver.execute_script(
                 "return sbirScore(arguments[0], arguments[1], arguments[2], arguments[3],"
-                " arguments[4])", records, onset, window_end, key_map, table)  # fmt: skip
+                " arguments[4])",
+                records,
+                onset,
+                window_end,
+                key_map,
+                table,
+            )
             named = [(browser_key_name(c, k), t) for c, k, t in events]
-            expected = score_trial([e for e in named if e[0] is not None], onset, window_end,
-                                   key_map)  # fmt: skip
+            expected = score_trial(
+                [e for e in named if e[0] is not None], onset, window_end, key_map
+            )
             assert page["rating"] == expected.rating
             assert [tuple(p) for p in page["presses"]] == [
-                (r, pytest.approx(t, abs=1e-12)) for r, t in expected.presses]
+                (r, pytest.approx(t, abs=1e-12)) for r, t in expected.presses
+            ]
 
     check()

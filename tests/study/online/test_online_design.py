@@ -18,9 +18,18 @@ from study.protocol import Online, Protocol, load_protocol
 
 
 def test_the_online_table_defaults_and_loads(tmp_path):
-    protocol = load_protocol(write_protocol(tmp_path, online={
-        "subset": "pairs", "lists": 4, "completion_code": "C0DE-1", "raters_per_list": 10,
-        "completion_url": "https://app.prolific.com/submissions/complete?cc=C0DE-1"}))  # fmt: skip
+    protocol = load_protocol(
+        write_protocol(
+            tmp_path,
+            online={
+                "subset": "pairs",
+                "lists": 4,
+                "completion_code": "C0DE-1",
+                "raters_per_list": 10,
+                "completion_url": "https://app.prolific.com/submissions/complete?cc=C0DE-1",
+            },
+        )
+    )
     assert protocol.online.lists == 4 and protocol.online.subset == "pairs"
     assert Protocol().online == Online()
     for name in ("eitz2011", "pilot", "demo"):
@@ -60,8 +69,9 @@ def manifests():
         rows = [(f"s{k}", f"s{k}i{j}", "main") for k, n in enumerate(sizes) for j in range(n)]
         rows += [("anc", f"anc{j}", "anchor") for j in range(3)]
         table = pd.DataFrame(rows, columns=["sketch_id", "image_id", "role"])
-        table["anchor_rating"] = ["" if r == "main" else str(1 + 3 * (k % 3))
-                                  for k, r in enumerate(table["role"])]  # fmt: skip
+        table["anchor_rating"] = [
+            "" if r == "main" else str(1 + 3 * (k % 3)) for k, r in enumerate(table["role"])
+        ]
         table["sketch_path"] = table["sketch_id"] + ".png"
         table["image_path"] = table["image_id"] + ".png"
         return table
@@ -91,17 +101,21 @@ def test_lists_split_the_main_pairs_evenly(manifest, subset, lists, seed):
         counts = [part["sketch_id"].nunique() for part in parts]
         assert max(counts) - min(counts) <= 1
         for part in parts:  # whole sketches
-            assert (part.groupby("sketch_id").size() == per_sketch[part["sketch_id"].unique()]).all()
+            assert (
+                part.groupby("sketch_id").size() == per_sketch[part["sketch_id"].unique()]
+            ).all()
     else:
         assert max(sizes) - min(sizes) <= 1
-        for sketch, total in per_sketch.items():
+        for sketch, _total in per_sketch.items():
             shares = [int((part["sketch_id"] == sketch).sum()) for part in parts]
             assert max(shares) - min(shares) <= 1 and min(shares) >= 2
     # The split depends on the seed only: every server process deals the same lists.
     again = split_lists(protocol, manifest.sample(frac=1.0, random_state=1).sort_index())
     assert [list(p.index) for p in again] == [list(p.index) for p in parts]
     shown = list_manifest(manifest, parts, 0)
-    assert set(shown.index) == set(parts[0].index) | set(manifest.index[manifest["role"] == "anchor"])
+    assert set(shown.index) == set(parts[0].index) | set(
+        manifest.index[manifest["role"] == "anchor"]
+    )
 
 
 @given(st.lists(st.integers(0, 50), min_size=1, max_size=12), st.integers(0, 60))
@@ -126,14 +140,21 @@ def test_every_psychopy_key_name_can_come_from_a_browser():
 @given(st.text(max_size=12), st.text(max_size=3))
 def test_browser_key_names_are_psychopy_names_or_none(code, key):
     name = browser_key_name(code, key)
-    assert name is None or name in set(BROWSER_CODES.values()) | {c.lower() for c in
-                                                                 "ABCDEFGHIJKLMNOPQRSTUVWXYZ"}  # fmt: skip
+    assert name is None or name in set(BROWSER_CODES.values()) | {
+        c.lower() for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    }
     if code in BROWSER_CODES:
         assert name == BROWSER_CODES[code]
 
 
-@pytest.mark.parametrize("display", [{}, {"resolution": (1280, 800), "width_cm": 33.0},
-                                     {"distance_cm": 57.0, "stimulus_deg": 8.0, "gap_deg": 2.0}])  # fmt: skip
+@pytest.mark.parametrize(
+    "display",
+    [
+        {},
+        {"resolution": (1280, 800), "width_cm": 33.0},
+        {"distance_cm": 57.0, "stimulus_deg": 8.0, "gap_deg": 2.0},
+    ],
+)
 def test_stimulus_pixels_are_psychopys_degrees(display):
     """The page shows the pair at the size PsychoPy's deg2pix gives the lab window."""
     from psychopy import monitors

@@ -25,18 +25,27 @@ def assert_valid_bids(root: Path) -> None:
     assert VALIDATOR.exists(), f"{VALIDATOR} is missing; make install installs it"
     result = subprocess.run([str(VALIDATOR), str(root), "--json"], capture_output=True, text=True)
     found = json.loads(result.stdout)
-    errors = [(e["key"], e["reason"], [f["file"]["relativePath"] for f in e["files"]][:3])
-              for e in found["issues"]["errors"]]  # fmt: skip
+    errors = [
+        (e["key"], e["reason"], [f["file"]["relativePath"] for f in e["files"]][:3])
+        for e in found["issues"]["errors"]
+    ]
     assert not errors, errors
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "study.cli", *args], capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "study.cli", *args], capture_output=True, text=True, timeout=300
+    )
 
 
-def fill(client, label: str, *, stop_after: int | None = None, finish: str | None = "complete",
-         details=None):  # fmt: skip
+def fill(
+    client,
+    label: str,
+    *,
+    stop_after: int | None = None,
+    finish: str | None = "complete",
+    details=None,
+):
     """A participant over HTTP: rates every trial (or the first ``stop_after``)."""
     answer, token = start(client, label, details=details or {})
     state = answer.json()
@@ -45,26 +54,36 @@ def fill(client, label: str, *, stop_after: int | None = None, finish: str | Non
         if stop_after is not None and number > stop_after:
             break
         presses = [] if number % 5 == 0 else [(str(1 + (number * 3 + len(label)) % 7), 0.3)]
-        put = client.put(f"/api/sessions/{state['session_id']}/trials/{number}",
-                         json=report(trial, number, presses), headers=headers)  # fmt: skip
+        put = client.put(
+            f"/api/sessions/{state['session_id']}/trials/{number}",
+            json=report(trial, number, presses),
+            headers=headers,
+        )
         assert put.status_code == 201, put.text
     if finish:
-        client.post(f"/api/sessions/{state['session_id']}/finish", json={"status": finish},
-                    headers=headers)  # fmt: skip
+        client.post(
+            f"/api/sessions/{state['session_id']}/finish", json={"status": finish}, headers=headers
+        )
     return state
 
 
 def test_an_incomplete_design_exports_valid_bids_that_analyze_reads(tmp_path, online_set):
     client = make_client(tmp_path, online_set, online={"subset": "pairs", "lists": 2})
-    for label, details in (("a1", {"age": 30, "sex": "male"}), ("a2", {"handedness": "right"}),
-                           ("a3", {}), ("a4", {"age": 71})):  # fmt: skip
+    for label, details in (
+        ("a1", {"age": 30, "sex": "male"}),
+        ("a2", {"handedness": "right"}),
+        ("a3", {}),
+        ("a4", {"age": 71}),
+    ):
         fill(client, label, details=details)
     fill(client, "quit5", stop_after=6, finish="incomplete")
     start(client, "nothing6")  # consented, never rated: no files
     out = tmp_path / "bids"
     done = cli("export-online", "--db", f"sqlite:///{client.db}", "--out", str(out))
     assert done.returncode == 0, done.stderr
-    assert "5 participants (4 complete)" in done.stdout and "1 sessions without a trial" in done.stdout
+    assert (
+        "5 participants (4 complete)" in done.stdout and "1 sessions without a trial" in done.stdout
+    )
     assert_valid_bids(out)
     for tsv in sorted(out.glob("sub-*/beh/*_beh.tsv")):
         table = pd.read_csv(tsv, sep="\t", dtype=str, keep_default_na=False)
@@ -73,11 +92,16 @@ def test_an_incomplete_design_exports_valid_bids_that_analyze_reads(tmp_path, on
         sidecar = json.loads(tsv.with_suffix(".json").read_text())
         assert sidecar["Mode"] == "online"
         assert sidecar["TrialOrder"][: len(table)] == [
-            [int(r.trial), r.phase, r.sketch_id, r.image_id] for r in table.itertuples()]
+            [int(r.trial), r.phase, r.sketch_id, r.image_id] for r in table.itertuples()
+        ]
         assert set(SESSION_COLUMNS) <= set(sidecar)
     people = pd.read_csv(out / "participants.tsv", sep="\t", dtype=str, keep_default_na=False)
-    assert people.to_dict("records")[0] == {"participant_id": "sub-a1", "age": "30",
-                                            "sex": "male", "handedness": "n/a"}  # fmt: skip
+    assert people.to_dict("records")[0] == {
+        "participant_id": "sub-a1",
+        "age": "30",
+        "sex": "male",
+        "handedness": "n/a",
+    }
     ratings = load_ratings(out)
     main = ratings[ratings["phase"] == "main"]
     # Each participant rated half of every sketch's images: missing cells, by design.
@@ -124,8 +148,9 @@ def test_the_target_is_refused_or_replaced_only_when_it_is_an_earlier_export(tmp
 
 
 def test_export_names_bad_input(tmp_path, online_set):
-    missing = cli("export-online", "--db", f"sqlite:///{tmp_path}/none.sqlite3", "--out",
-                  str(tmp_path / "x"))  # fmt: skip
+    missing = cli(
+        "export-online", "--db", f"sqlite:///{tmp_path}/none.sqlite3", "--out", str(tmp_path / "x")
+    )
     assert missing.returncode == 2 and "holds no online study" in missing.stderr
     wrong = cli("export-online", "--db", "mysql://x@y/z", "--out", str(tmp_path / "x"))
     assert wrong.returncode == 2 and "not supported" in wrong.stderr
@@ -142,11 +167,25 @@ def test_export_names_bad_input(tmp_path, online_set):
     OnlineStudy.open(other.study.protocol, other.study.stimulus_set, client.study.engine)
     ambiguous = cli("export-online", "--db", f"sqlite:///{client.db}", "--out", str(tmp_path / "y"))
     assert ambiguous.returncode == 2 and "choose one" in ambiguous.stderr
-    chosen = cli("export-online", "--db", f"sqlite:///{client.db}", "--out", str(tmp_path / "y"),
-                 "--study", "1")  # fmt: skip
+    chosen = cli(
+        "export-online",
+        "--db",
+        f"sqlite:///{client.db}",
+        "--out",
+        str(tmp_path / "y"),
+        "--study",
+        "1",
+    )
     assert chosen.returncode == 0, chosen.stderr
-    absent = cli("export-online", "--db", f"sqlite:///{client.db}", "--out", str(tmp_path / "z"),
-                 "--study", "7")  # fmt: skip
+    absent = cli(
+        "export-online",
+        "--db",
+        f"sqlite:///{client.db}",
+        "--out",
+        str(tmp_path / "z"),
+        "--study",
+        "7",
+    )
     assert absent.returncode == 2 and "no study 7" in absent.stderr
 
 
@@ -157,17 +196,40 @@ def test_a_browser_and_a_lab_participant_give_the_same_columns_analyzed_alike(
     Chromium and one in the PsychoPy session (`run --simulate` under Xvfb), one dataset."""
     from browser_participant import Participant
 
-    protocol = write_protocol(tmp_path, timing={"stimulus_s": 0.4, "blank_s": 0.3,
-                                                "anchor_demo_s": 0.4})  # fmt: skip
+    protocol = write_protocol(
+        tmp_path, timing={"stimulus_s": 0.4, "blank_s": 0.3, "anchor_demo_s": 0.4}
+    )
     lab = tmp_path / "lab"
     xvfb = shutil.which("xvfb-run")
     assert xvfb, "xvfb-run is missing (Debian xvfb); make install installs it"
-    recorded = subprocess.Popen([xvfb, "-a", "-s", "-screen 0 1280x1024x24", sys.executable, "-m",
-                                 "study.cli", "run", "--protocol", str(protocol), "--stimuli",
-                                 str(online_set), "--participant", "lab01", "--data", str(lab),
-                                 "--windowed", "--simulate", "--seed", "5"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ})  # fmt: skip
+    recorded = subprocess.Popen(
+        [
+            xvfb,
+            "-a",
+            "-s",
+            "-screen 0 1280x1024x24",
+            sys.executable,
+            "-m",
+            "study.cli",
+            "run",
+            "--protocol",
+            str(protocol),
+            "--stimuli",
+            str(online_set),
+            "--participant",
+            "lab01",
+            "--data",
+            str(lab),
+            "--windowed",
+            "--simulate",
+            "--seed",
+            "5",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
     data = tmp_path / "data"
     server = start_server(protocol, online_set, data)
     participant = Participant(browser(), server.url)
@@ -183,11 +245,18 @@ def test_a_browser_and_a_lab_participant_give_the_same_columns_analyzed_alike(
         if trial["phase"] != "anchor_demo":
             participant.key_at(str(1 + trial["trial"] % 7), onset + 0.2, trial["trial"])
     participant.wait(lambda: participant.phase() == "complete", timeout=30, what="the end")
-    out, err = recorded.communicate(timeout=180)
+    _out, err = recorded.communicate(timeout=180)
     assert recorded.returncode == 0, err
     mixed = tmp_path / "mixed"
-    done = cli("export-online", "--db", f"sqlite:///{data / 'online.sqlite3'}", "--out",
-               str(mixed), "--with-lab", str(lab))  # fmt: skip
+    done = cli(
+        "export-online",
+        "--db",
+        f"sqlite:///{data / 'online.sqlite3'}",
+        "--out",
+        str(mixed),
+        "--with-lab",
+        str(lab),
+    )
     assert done.returncode == 0, done.stderr
     assert_valid_bids(mixed)
     web = pd.read_csv(next(mixed.glob("sub-web01/beh/*.tsv")), sep="\t", dtype=str)
@@ -195,28 +264,37 @@ def test_a_browser_and_a_lab_participant_give_the_same_columns_analyzed_alike(
     assert list(web.columns) == list(lab_table.columns) == list(SESSION_COLUMNS)
     # The same protocol, set and the lab's trial-list rule: the same pairs in each phase.
     for phase in ("anchor_demo", "main", "anchor_repeat"):
-        pairs = [set(map(tuple, t.loc[t["phase"] == phase, ["sketch_id", "image_id"]].values))
-                 for t in (web, lab_table)]  # fmt: skip
+        pairs = [
+            set(map(tuple, t.loc[t["phase"] == phase, ["sketch_id", "image_id"]].values))
+            for t in (web, lab_table)
+        ]
         assert pairs[0] == pairs[1], phase
     ratings = load_ratings(mixed)
     by_person = ratings.groupby("participant")
     assert set(by_person.groups) == {"web01", "lab01"}
     assert by_person["rating"].count().to_dict() == {
         "lab01": int(lab_table.loc[lab_table["phase"] != "anchor_demo", "rating"].ne("n/a").sum()),
-        "web01": int(web.loc[web["phase"] != "anchor_demo", "rating"].ne("n/a").sum())}
-    kinds = [{c: str(t) if t != "category" else "category" for c, t in table.dtypes.items()}
-             for table in (ratings, load_ratings(lab))]  # fmt: skip
+        "web01": int(web.loc[web["phase"] != "anchor_demo", "rating"].ne("n/a").sum()),
+    }
+    kinds = [
+        {c: str(t) if t != "category" else "category" for c, t in table.dtypes.items()}
+        for table in (ratings, load_ratings(lab))
+    ]
     assert kinds[0] == kinds[1]
     analysis = tmp_path / "analysis"
     analyzed = cli("analyze", str(mixed), "--out", str(analysis), "--no-figures")
     assert analyzed.returncode == 0, analyzed.stderr
     summary = json.loads((analysis / "summary.json").read_text())
     assert summary["n_participants"] == 2
-    pairwise = pd.read_csv(analysis / "pairwise_tau.csv", dtype={"participant_a": str,
-                                                                  "participant_b": str})  # fmt: skip
-    assert set(pairwise[["participant_a", "participant_b"]].itertuples(index=False,
-                                                                    name=None)) == {("lab01", "web01")}  # fmt: skip
-    sidecars = {p.parent.parent.name: json.loads(p.read_text()) for p in mixed.glob("sub-*/beh/*.json")}
+    pairwise = pd.read_csv(
+        analysis / "pairwise_tau.csv", dtype={"participant_a": str, "participant_b": str}
+    )
+    assert set(pairwise[["participant_a", "participant_b"]].itertuples(index=False, name=None)) == {
+        ("lab01", "web01")
+    }
+    sidecars = {
+        p.parent.parent.name: json.loads(p.read_text()) for p in mixed.glob("sub-*/beh/*.json")
+    }
     assert sidecars["sub-web01"]["Mode"] == "online"
     assert sidecars["sub-web01"]["Protocol"] == sidecars["sub-lab01"]["Protocol"]
     assert sidecars["sub-web01"]["StimulusSetDigest"] == sidecars["sub-lab01"]["StimulusSetDigest"]

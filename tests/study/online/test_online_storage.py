@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
@@ -42,10 +41,14 @@ def test_migrations_build_the_declared_schema(database):
 def test_migrations_started_together_do_not_collide(postgres):
     """Three hosts starting at once (three processes): one migrates, the others wait."""
     url = postgres.new_database()
-    script = ("import sys; from study.online import storage; "
-              "storage.migrate(storage.open_database(sys.argv[1]))")  # fmt: skip
-    runs = [subprocess.Popen([sys.executable, "-c", script, url], stderr=subprocess.PIPE,
-                             text=True) for _ in range(3)]  # fmt: skip
+    script = (
+        "import sys; from study.online import storage; "
+        "storage.migrate(storage.open_database(sys.argv[1]))"
+    )
+    runs = [
+        subprocess.Popen([sys.executable, "-c", script, url], stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
     for run in runs:
         _, err = run.communicate(timeout=120)
         assert run.returncode == 0, err
@@ -64,12 +67,15 @@ def test_sqlite_is_durable_and_serialised(tmp_path):
     engine.dispose()
 
 
-@pytest.mark.parametrize(("url", "words"), [
-    ("mysql://u@h/d", "not supported"),
-    ("not a url", "not a database address"),
-    ("sqlite://", "not an in-memory one"),
-    ("postgresql://nobody@127.0.0.1:1/none", "cannot open"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("mysql://u@h/d", "not supported"),
+        ("not a url", "not a database address"),
+        ("sqlite://", "not an in-memory one"),
+        ("postgresql://nobody@127.0.0.1:1/none", "cannot open"),
+    ],
+)
 def test_bad_database_addresses_are_named(url, words):
     with pytest.raises(InputError, match=words):
         storage.open_database(url)
