@@ -51,6 +51,7 @@ from study.online.storage import open_database
 _BASELINE = textwrap.dedent('''
     """save_data as the jsPsych documentation has it: append what is posted to a file."""
     import os
+    import time
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse
     from starlette.routing import Route
@@ -58,10 +59,13 @@ _BASELINE = textwrap.dedent('''
     PATH = os.environ["BASELINE_FILE"]
 
     async def save(request):
+        began = time.perf_counter()
         body = await request.body()
         with open(PATH, "ab") as handle:
             handle.write(request.url.path.encode() + b"\\t" + body + b"\\n")
-        return JSONResponse({"ok": True}, status_code=201)
+        took = (time.perf_counter() - began) * 1000
+        return JSONResponse({"ok": True}, status_code=201,
+                            headers={"Server-Timing": f"app;dur={took:.2f}"})
 
     async def start(request):
         body = await request.json()
@@ -121,7 +125,9 @@ class Baseline(Server):
         raise RuntimeError("the baseline did not start")
 
 
-def percentiles(values) -> dict:
+def percentiles(values) -> dict | None:
+    if not len(values):
+        return None
     array = np.asarray(values) * 1000.0
     return {
         "p50_ms": round(float(np.percentile(array, 50)), 2),
@@ -134,7 +140,7 @@ def load_run(name, server, args, db_url=None, baseline_file=None) -> dict:
     restart = {}
 
     def kill_and_restart():
-        time.sleep(args.duration / 2)
+        time.sleep(args.ramp + (args.duration - args.ramp) / 2)
         server.kill()
         time.sleep(1.0)
         began = time.monotonic()
@@ -150,7 +156,8 @@ def load_run(name, server, args, db_url=None, baseline_file=None) -> dict:
         pace_s=args.pace,
         stimulus_s=args.pace * 2 / 3,
         seed=7,
-        ramp_s=args.pace,
+        ramp_s=args.ramp,
+        processes=args.clients,
     )
     killer.join()
     row = {
@@ -161,7 +168,9 @@ def load_run(name, server, args, db_url=None, baseline_file=None) -> dict:
         "acknowledged_again": result.duplicates,
         "refused": len(result.refused),
         "throughput_per_s": round(len(result.acknowledged) / result.elapsed, 1),
-        **percentiles(result.latencies),
+        "restart_s": restart.get("seconds"),
+        "round_trip": percentiles(result.latencies),
+        "server_time": percentiles(result.server_times) if result.server_times else None,
     }
     if db_url is not None:
         engine = open_database(db_url)
@@ -264,11 +273,20 @@ def browser_run(folder: Path, stimuli: Path, trials: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--participants", type=int, default=500)
-    parser.add_argument("--duration", type=float, default=120.0)
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=180.0,
+        help="seconds in all: the arrivals (--ramp), then all posting",
+    )
     parser.add_argument("--pace", type=float, default=3.0)
     parser.add_argument(
-        "--ramp", type=float, default=30.0, help="participants arrive evenly over this many seconds"
+        "--ramp",
+        type=float,
+        default=60.0,
+        help="participants arrive evenly over this many seconds (default 60)",
     )
+    parser.add_argument("--clients", type=int, default=3, help="client processes")
     parser.add_argument("--trials", type=int, default=120)
     parser.add_argument("--skip", choices=("load", "browser"), action="append", default=[])
     args = parser.parse_args()

@@ -28,6 +28,7 @@ import base64
 import hashlib
 import hmac
 import json
+import time
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -161,6 +162,34 @@ def web_assets() -> dict[str, Path]:
     return files
 
 
+class _Headers:
+    """Security headers on every answer, no caching of the API, and the time the server took
+    (``Server-Timing: app;dur=MS``), so that a load test can tell it from the network's."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        began = time.perf_counter()
+        path = scope.get("path", "")
+        private = path.startswith(("/api/", "/admin"))
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers += [(k.lower().encode(), v.encode()) for k, v in _SECURITY.items()]
+                if private:
+                    headers.append((b"cache-control", b"no-store"))
+                took = (time.perf_counter() - began) * 1000.0
+                headers.append((b"server-timing", f"app;dur={took:.2f}".encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        return await self.app(scope, receive, send_with_headers)
+
+
 class _BodyLimit:
     """Refuse (413) a request body above ``limit`` bytes, declared or streamed.
 
@@ -256,14 +285,6 @@ def create_app(study: OnlineStudy, admin_token: str, *, max_body: int = 65_536) 
     @app.exception_handler(ServiceError)
     async def _refused(request: Request, error: ServiceError):
         return JSONResponse({"error": str(error)}, status_code=error.status)
-
-    @app.middleware("http")
-    async def _headers(request: Request, call_next):
-        response = await call_next(request)
-        response.headers.update(_SECURITY)
-        if request.url.path.startswith("/api/") or request.url.path.startswith("/admin"):
-            response.headers["Cache-Control"] = "no-store"
-        return response
 
     def _file(name: str) -> Response:
         path = files.get(name)
@@ -390,6 +411,7 @@ def create_app(study: OnlineStudy, admin_token: str, *, max_body: int = 65_536) 
 
     app.state.study = study
     app.add_middleware(_BodyLimit, limit=max_body)
+    app.add_middleware(_Headers)
     return app
 
 

@@ -32,7 +32,20 @@ class LoadResult:
     refused: list = field(default_factory=list)
     retries: int = 0
     latencies: list = field(default_factory=list)  # seconds of every answered trial request
+    server_times: list = field(default_factory=list)  # what the server says it took (s)
     elapsed: float = 0.0
+
+    def merge(self, other: LoadResult) -> None:
+        self.participants += other.participants
+        self.sessions.update(other.sessions)
+        self.acknowledged.update(other.acknowledged)
+        self.created += other.created
+        self.duplicates += other.duplicates
+        self.refused += other.refused
+        self.retries += other.retries
+        self.latencies += other.latencies
+        self.server_times += other.server_times
+        self.elapsed = max(self.elapsed, other.elapsed)
 
     @property
     def throughput(self) -> float:
@@ -121,6 +134,9 @@ async def _until_answered(client, method, path, body, headers, deadline, result,
             answer = None
         if answer is not None and answer.status_code < 500:
             result.latencies.append(time.perf_counter() - sent)
+            timing = answer.headers.get("server-timing", "")
+            if "dur=" in timing:
+                result.server_times.append(float(timing.split("dur=")[1].split(",")[0]) / 1000)
             if answer.is_success:
                 if trial is not None:
                     if answer.status_code == 201:
@@ -138,33 +154,40 @@ async def _until_answered(client, method, path, body, headers, deadline, result,
 
 async def _run(
     base_url: str,
-    participants: int,
+    indices: list[int],
+    total: int,
     duration_s: float,
     pace_s: float,
     stimulus_s: float,
     seed: int,
     keys: tuple[str, ...],
     ramp_s: float,
+    start_at: float,
 ) -> LoadResult:
     import httpx
 
-    result = LoadResult(participants=participants)
-    limits = httpx.Limits(max_connections=participants + 10, max_keepalive_connections=participants)
+    result = LoadResult(participants=len(indices))
+    limits = httpx.Limits(max_connections=len(indices) + 10, max_keepalive_connections=len(indices))
     timeout = httpx.Timeout(30.0, connect=5.0)
+    await asyncio.sleep(max(0.0, start_at - time.time()))
     start = time.monotonic()
     deadline = start + duration_s
     async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=timeout) as client:
 
         async def one(k: int) -> None:
-            await asyncio.sleep(ramp_s * k / max(participants, 1))
+            await asyncio.sleep(ramp_s * k / max(total, 1))
             rng = random.Random(seed * 1_000_003 + k)
             await _participant(
                 client, f"load{k:05d}", pace_s, stimulus_s, deadline, result, rng, keys
             )
 
-        await asyncio.gather(*(one(k) for k in range(participants)))
+        await asyncio.gather(*(one(k) for k in indices))
     result.elapsed = time.monotonic() - start
     return result
+
+
+def _run_share(*args) -> LoadResult:
+    return asyncio.run(_run(*args))
 
 
 def run_load(
@@ -177,23 +200,33 @@ def run_load(
     seed: int = 0,
     keys: tuple[str, ...] = tuple("1234567"),
     ramp_s: float = 5.0,
+    processes: int = 1,
 ) -> LoadResult:
     """Run ``participants`` simulated participants against ``base_url`` for ``duration_s``.
 
     Each sends one trial every ``pace_s`` seconds (the protocol's stimulus
-    plus blank); starts are spread over ``ramp_s``. Bounded: no request is
-    sent after ``duration_s`` but to finish a trial already begun (at most 30
-    s more of retries).
+    plus blank); starts are spread evenly over ``ramp_s``. ``processes`` > 1
+    shares the participants among that many client processes, so that the
+    clients, not only the server, keep the pace. Bounded: no trial is begun
+    after ``duration_s``, and one begun is retried for at most 30 s more.
     """
-    return asyncio.run(
-        _run(
-            base_url.rstrip("/") + "/",
-            participants,
-            duration_s,
-            pace_s,
-            stimulus_s,
-            seed,
-            keys,
-            ramp_s,
-        )
-    )
+    base = base_url.rstrip("/") + "/"
+    shares = [list(range(j, participants, processes)) for j in range(processes)]
+    start_at = time.time() + (1.0 if processes > 1 else 0.0)
+    arguments = [
+        (base, share, participants, duration_s, pace_s, stimulus_s, seed, keys, ramp_s, start_at)
+        for share in shares
+        if share
+    ]
+    if len(arguments) == 1:
+        return _run_share(*arguments[0])
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(len(arguments), mp_context=context) as pool:
+        parts = list(pool.map(_run_share, *zip(*arguments, strict=True)))
+    result = LoadResult(participants=0)
+    for part in parts:
+        result.merge(part)
+    return result

@@ -144,6 +144,7 @@ class OnlineStudy:
     protocol_file: str = ""
     study_id: int = 0
     _sessions: dict = field(default_factory=dict, repr=False)
+    _manifests: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     # --- set-up ---
@@ -173,6 +174,14 @@ class OnlineStudy:
         manifest = self.stimulus_set.manifest
         names = set(manifest["sketch_path"]) | set(manifest["image_path"])
         return {name: checksums[name] for name in names if name in checksums}
+
+    def _list_manifest(self, index: int) -> pd.DataFrame:
+        """The manifest a participant of list ``index`` sees (kept: it never changes)."""
+        kept = self._manifests.get(index)
+        if kept is None:
+            kept = list_manifest(self.stimulus_set.manifest, self.lists, index)
+            self._manifests[index] = kept
+        return kept
 
     def _register(self) -> int:
         digest = hashlib.sha256(self.protocol_json.encode("utf-8")).hexdigest()
@@ -312,8 +321,7 @@ class OnlineStudy:
                 if index is None:
                     raise ServiceError(409, "the study is full: every list has its raters")
                 seed = draw_seed()
-                manifest = list_manifest(self.stimulus_set.manifest, self.lists, index)
-                order = build_trials(self.protocol, manifest, seed)
+                order = build_trials(self.protocol, self._list_manifest(index), seed)
                 session_id = secrets.token_hex(16)
                 software = _software()
                 connection.execute(
@@ -709,15 +717,20 @@ def _insert_ignore(connection):
 
 
 def _order_rows(order: pd.DataFrame) -> list[list]:
-    anchor = order["anchor_rating"]
-    ratings = [None if pd.isna(a) else int(a) for a in anchor.tolist()]
-    columns = ["trial", "phase", "sketch_id", "image_id", "sketch_path", "image_path"]
-    return [
-        [int(t), phase, s, i, a, sp, ip]
-        for (t, phase, s, i, sp, ip), a in zip(
-            order[columns].itertuples(index=False, name=None), ratings, strict=True
-        )
+    columns = [
+        "trial",
+        "phase",
+        "sketch_id",
+        "image_id",
+        "anchor_rating",
+        "sketch_path",
+        "image_path",
     ]
+    rows = order[columns].to_numpy(dtype=object).tolist()
+    for row in rows:
+        row[0] = int(row[0])
+        row[4] = None if pd.isna(row[4]) else int(row[4])
+    return rows
 
 
 @functools.lru_cache(maxsize=100_000)

@@ -385,3 +385,33 @@ def test_the_page_scores_and_names_keys_as_the_server_does(
             ]
 
     check()
+
+
+def test_scheduled_breaks_come_after_every_so_many_rated_pairs(
+    online_set, tmp_path, start_server, browser
+):
+    protocol = write_protocol(
+        tmp_path,
+        anchoring={"enabled": False, "repeat": False},
+        timing={"stimulus_s": 0.3, "blank_s": 0.2},
+        pauses={"break_every": 3},
+    )
+    data = tmp_path / "data"
+    server = start_server(protocol, online_set, data)
+    participant = Participant(browser(), server.url)
+    participant.open("?participant=breaker")
+    participant.intake({})
+    participant.start_trials()
+    trials = participant.session()["state"]["trials"]
+    for trial in trials:
+        participant.onset_of(trial["trial"])
+        if trial["trial"] % 3 == 0 and trial["trial"] < len(trials):
+            participant.wait(lambda: participant.phase() == "pause", what="the break")
+            time.sleep(0.4)
+            participant.key("space")
+    participant.wait(lambda: participant.phase() == "complete", timeout=30, what="the end")
+    paused = stored_trials(data).set_index("trial")["paused_before"]
+    after_break = [t for t in paused.index if t > 1 and (t - 1) % 3 == 0]
+    assert after_break == [4, 7]
+    assert (paused.loc[after_break] > 0.35).all(), paused.tolist()
+    assert (paused.drop(index=after_break) == 0).all(), paused.tolist()

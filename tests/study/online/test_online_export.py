@@ -299,3 +299,30 @@ def test_a_browser_and_a_lab_participant_give_the_same_columns_analyzed_alike(
     assert sidecars["sub-web01"]["Protocol"] == sidecars["sub-lab01"]["Protocol"]
     assert sidecars["sub-web01"]["StimulusSetDigest"] == sidecars["sub-lab01"]["StimulusSetDigest"]
     assert pytest.approx(60, abs=30) == sidecars["sub-web01"]["MeasuredRefreshRate"]
+
+
+def test_an_interrupted_export_leaves_the_previous_one_whole(tmp_path, online_set, monkeypatch):
+    from study.online import export
+
+    client = make_client(tmp_path, online_set)
+    fill(client, "d1")
+    db = f"sqlite:///{client.db}"
+    out = tmp_path / "bids"
+    export.export_online(db, out)
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    fill(client, "d2")
+    calls = {"n": 0}
+    original = export._write_text
+
+    def failing(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt  # as Ctrl-C half-way through
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(export, "_write_text", failing)
+    with pytest.raises(KeyboardInterrupt):
+        export.export_online(db, out, overwrite=True)
+    after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
