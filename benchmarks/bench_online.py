@@ -42,7 +42,7 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "study" / "online"))
 from browser_participant import Participant
-from conftest import Postgres, Server, chromium, free_port, write_protocol
+from online_fixtures import Postgres, Server, chromium, free_port, write_protocol
 
 from stimuli import SetDesign, generate_set
 from study.online.loadtest import run_load

@@ -16,7 +16,7 @@ import time
 import pandas as pd
 import pytest
 from browser_participant import Participant, summary
-from conftest import write_protocol
+from online_fixtures import browser, free_port, online_set, start_server, write_protocol
 
 from study.online.keys import browser_key_name
 
@@ -295,7 +295,7 @@ def test_completion_redirects_and_a_second_browser_cannot_take_the_label(
     """Prolific's flow: the label from the URL, then back to the platform's address."""
     target = "http://127.0.0.1:{port}/healthz?cc=DONE42"
     data = tmp_path / "data"
-    port = __import__("conftest").free_port()
+    port = free_port()
     protocol = write_protocol(
         tmp_path,
         anchoring={"enabled": False, "repeat": False},

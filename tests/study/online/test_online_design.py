@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pandas as pd
 import pytest
-from conftest import write_protocol
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from online_fixtures import write_protocol
 
 from analysis.checks import InputError
 from study.online.assignment import choose_list, list_manifest, split_lists

@@ -11,8 +11,15 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import write_protocol
-from test_online_server import make_client, report, start
+from online_fixtures import (
+    browser,
+    make_client,
+    online_set,
+    report,
+    start,
+    start_server,
+    write_protocol,
+)
 
 from analysis import load_ratings
 from study.recorder import SESSION_COLUMNS

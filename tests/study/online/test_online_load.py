@@ -11,7 +11,7 @@ import time
 
 import pytest
 import sqlalchemy as sa
-from conftest import write_protocol
+from online_fixtures import online_set, postgres, start_server, write_protocol
 
 from study.online.loadtest import run_load
 from study.online.storage import open_database

@@ -11,64 +11,9 @@ import time
 import zipfile
 
 import pytest
-from conftest import ADMIN_TOKEN, write_protocol
-from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from study.online.server import ServeSettings, build_app
-from study.responses import rating_key_map, score_trial
-
-
-def make_client(tmp_path, online_set, **tables):
-    protocol = write_protocol(tmp_path, **tables)
-    db = tmp_path / "online.sqlite3"
-    app, study = build_app(
-        ServeSettings(
-            protocol=str(protocol),
-            stimuli=str(online_set),
-            db=f"sqlite:///{db}",
-            admin_token=ADMIN_TOKEN,
-            max_body=65_536,
-        )
-    )
-    client = TestClient(app)
-    client.db = db
-    client.study = study
-    return client
-
-
-def start(client, label="p01", token=None, **extra):
-    token = token or secrets.token_urlsafe(32)
-    answer = client.post("/api/sessions", json={"participant": label, "token": token, **extra})
-    return answer, token
-
-
-def report(trial: dict, number: int, presses=(), *, rating="auto", stimulus_s=0.6, blank_s=0.4):
-    """A trial report as the page sends it: presses are (key, seconds from onset)."""
-    onset = 5.0 + number
-    blank_onset = onset + stimulus_s
-    events = [{"code": f"Digit{k}", "key": k, "t": onset + t} for k, t in presses]
-    if rating == "auto":
-        scored = score_trial(
-            [(k, onset + t) for k, t in presses],
-            onset,
-            blank_onset + blank_s,
-            rating_key_map([str(k) for k in range(1, 8)]),
-        )
-        rating = None if trial["phase"] == "anchor_demo" else scored.rating
-    return {
-        "sketch_id": trial["sketch_id"],
-        "image_id": trial["image_id"],
-        "onset": onset,
-        "blank_onset": blank_onset,
-        "next_onset": blank_onset + blank_s,
-        "session_start": 5.0,
-        "frames": [onset, blank_onset, blank_onset + blank_s],
-        "events": events,
-        "paused_before": 0.0,
-        "rating": rating,
-    }
+from online_fixtures import ADMIN_TOKEN, make_client, online_set, report, start
 
 
 def counts(client) -> tuple[int, int]:

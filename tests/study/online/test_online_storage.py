@@ -9,6 +9,7 @@ import sys
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from online_fixtures import postgres
 
 from analysis.checks import InputError
 from study.online import storage

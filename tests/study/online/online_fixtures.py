@@ -1,11 +1,16 @@
-"""Fixtures of the online-session tests: a stimulus set, protocols, a real `serve` on the
-loopback, a private PostgreSQL server and headless Chromium driven by Selenium."""
+"""Fixtures and helpers of the online-session tests: a stimulus set, protocols, a real
+`serve` on the loopback, a private PostgreSQL server, headless Chromium under Selenium.
+
+Each test module imports the fixtures it uses: a conftest.py here would be imported as the
+module ``conftest`` and replace the suite's own, which other test modules import from.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import socket
@@ -17,8 +22,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 
 from stimuli import SetDesign, generate_set
+from study.online.server import ServeSettings, build_app
+from study.responses import rating_key_map, score_trial
 
 ADMIN_TOKEN = "admin-token-for-tests-0123456789"
 CHROMIUM = "/usr/bin/chromium"
@@ -339,3 +347,54 @@ def browser():
         with contextlib.suppress(Exception):
             driver.quit()
         shutil.rmtree(driver.profile_folder, ignore_errors=True)
+
+
+def make_client(tmp_path, online_set, **tables):
+    protocol = write_protocol(tmp_path, **tables)
+    db = tmp_path / "online.sqlite3"
+    app, study = build_app(
+        ServeSettings(
+            protocol=str(protocol),
+            stimuli=str(online_set),
+            db=f"sqlite:///{db}",
+            admin_token=ADMIN_TOKEN,
+            max_body=65_536,
+        )
+    )
+    client = TestClient(app)
+    client.db = db
+    client.study = study
+    return client
+
+
+def start(client, label="p01", token=None, **extra):
+    token = token or secrets.token_urlsafe(32)
+    answer = client.post("/api/sessions", json={"participant": label, "token": token, **extra})
+    return answer, token
+
+
+def report(trial: dict, number: int, presses=(), *, rating="auto", stimulus_s=0.6, blank_s=0.4):
+    """A trial report as the page sends it: presses are (key, seconds from onset)."""
+    onset = 5.0 + number
+    blank_onset = onset + stimulus_s
+    events = [{"code": f"Digit{k}", "key": k, "t": onset + t} for k, t in presses]
+    if rating == "auto":
+        scored = score_trial(
+            [(k, onset + t) for k, t in presses],
+            onset,
+            blank_onset + blank_s,
+            rating_key_map([str(k) for k in range(1, 8)]),
+        )
+        rating = None if trial["phase"] == "anchor_demo" else scored.rating
+    return {
+        "sketch_id": trial["sketch_id"],
+        "image_id": trial["image_id"],
+        "onset": onset,
+        "blank_onset": blank_onset,
+        "next_onset": blank_onset + blank_s,
+        "session_start": 5.0,
+        "frames": [onset, blank_onset, blank_onset + blank_s],
+        "events": events,
+        "paused_before": 0.0,
+        "rating": rating,
+    }
