@@ -222,6 +222,7 @@ def browser_run(folder: Path, stimuli: Path, trials: int) -> dict:
         )
     finally:
         driver.quit()
+        shutil.rmtree(driver.profile_folder, ignore_errors=True)
         time.sleep(1.0)
         server.stop()
     engine = open_database(f"sqlite:///{folder / 'browser-data' / 'online.sqlite3'}")
