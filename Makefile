@@ -5,6 +5,8 @@
 # make test  - install everything and run the test suite
 # make session - a demo rating session in a PsychoPy window (under Xvfb, answered by a
 #              simulated participant, when there is no display)
+# make serve-demo - the demo protocol as an online study on http://127.0.0.1:8000/ (status page
+#              /admin); Ctrl-C stops it, build/demo/online keeps what was recorded
 # Both create the virtual environment .venv and install what is missing, apt packages included.
 
 PYTHON ?= python3
@@ -18,21 +20,27 @@ NODE   := .node
 BIDS_VALIDATOR := 1.15.0
 
 # Debian packages the project needs at run or test time: a virtual X display with Mesa for
-# PsychoPy's window, and the libraries of Psychtoolbox's keyboard backend.
-APT_PACKAGES := xvfb xauth libgl1-mesa-dri libjack-jackd2-0 libasound2
+# PsychoPy's window, and the libraries of Psychtoolbox's keyboard backend; Chromium and its
+# driver for the browser session's tests, PostgreSQL for the multi-server database's tests.
+APT_PACKAGES := xvfb xauth libgl1-mesa-dri libjack-jackd2-0 libasound2 chromium chromium-driver \
+	postgresql
+WEB    := study/online/web
 
-.PHONY: run test session lint bench install clean
+.PHONY: run test session serve-demo lint bench install clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile scripts/ensure-apt.sh
+$(STAMP): pyproject.toml Makefile scripts/ensure-apt.sh $(WEB)/package.json $(WEB)/package-lock.json
 	@bash scripts/ensure-apt.sh $(APT_PACKAGES)
+	@command -v npm >/dev/null 2>&1 || bash scripts/ensure-apt.sh nodejs npm
+	@# jsPsych and its plugins for the browser session, as pinned by the lockfile; installed
+	@# before pip so that the package data holds them.
+	npm ci --silent --no-audit --no-fund --prefix $(WEB)
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "sbir-study needs Python 3.11 or newer, found " + sys.version.split()[0]'
 	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || bash scripts/ensure-apt.sh python3-venv
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
-	@command -v npm >/dev/null 2>&1 || bash scripts/ensure-apt.sh nodejs npm
 	@# The BIDS validator checks the recorded datasets in the tests (tests/test_session.py).
 	@test -x $(NODE)/node_modules/.bin/bids-validator || npm install --silent --no-audit \
 		--no-fund --prefix $(NODE) bids-validator@$(BIDS_VALIDATOR)
@@ -71,6 +79,12 @@ session: $(STAMP)
 			--windowed --simulate; \
 	fi
 	$(BIN)/sbir-study analyze $(DEMO)/session --out $(DEMO)/session-analysis --no-figures
+
+serve-demo: $(STAMP)
+	@test -f $(DEMO)/online-stimuli/SHA256SUMS || $(BIN)/sbir-study stimuli generate \
+		--out $(DEMO)/online-stimuli --sketches 4 --images 10 --anchor-sketches 1 --seed $(SEED)
+	$(BIN)/sbir-study serve --protocol protocols/demo.toml --stimuli $(DEMO)/online-stimuli \
+		--data $(DEMO)/online --host 127.0.0.1 --port 8000
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

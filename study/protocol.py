@@ -2,7 +2,8 @@
 
 A protocol file has top-level keys (``name``, ``task``, ``description``) and
 one table per topic: ``[timing]``, ``[response]``, ``[anchoring]``,
-``[pauses]``, ``[display]`` and ``[instructions]``. Every setting is
+``[pauses]``, ``[display]``, ``[instructions]`` and ``[online]`` (the browser
+session of ``sbir-study serve``). Every setting is
 documented in ``protocols/README.md``; a setting left out takes the default of
 the paper's replication (Eitz et al. 2011, Sec. 2.3). The session loop reads
 only the :class:`Protocol` object, never the TOML dictionary.
@@ -27,6 +28,7 @@ __all__ = [
     "Anchoring",
     "Display",
     "Instructions",
+    "Online",
     "Pauses",
     "Protocol",
     "Response",
@@ -114,6 +116,46 @@ class Instructions:
     end: str = "Thank you! The session is complete."
 
 
+#: How an online participant's share of the main pairs is chosen (``Online.subset``).
+ONLINE_SUBSETS = ("all", "sketches", "pairs")
+
+
+@dataclass(frozen=True)
+class Online:
+    """The browser session (``sbir-study serve``); the lab session ignores this table."""
+
+    #: ``all``: every participant rates every main pair; ``sketches``: the sketches are split
+    #: into ``lists`` groups and a participant rates the pairs of one group; ``pairs``: each
+    #: sketch's images are dealt over ``lists`` lists and a participant rates one list.
+    subset: str = "all"
+    #: How many lists the main pairs are split into; each participant gets the list with the
+    #: fewest raters, so every pair gets the same number of raters.
+    lists: int = 1
+    #: Seed of the split into lists (fixed, so that every server process deals the same lists).
+    list_seed: int = 0
+    #: Width of the sketch and of the image, each, in CSS pixels; 0 derives it from
+    #: ``[display]`` (``stimulus_deg`` at ``distance_cm`` on that screen).
+    stimulus_px: int = 0
+    #: The consent text shown before anything is recorded (HTML paragraphs allowed).
+    consent: str = (
+        "You are invited to rate how well images match sketches. The session takes the "
+        "time stated in the study description. Your ratings, response times and the "
+        "details you give next are stored under a participant label without your name. "
+        "You may stop at any time with Escape."
+    )
+    #: Ask the participant details (age, sex, handedness), as the lab session does.
+    details: bool = True
+    #: Completion code shown at the end of a complete session ("" for none).
+    completion_code: str = ""
+    #: Address the browser goes to at the end of a complete session ("" to stay on the page).
+    completion_url: str = ""
+    #: Seconds without contact after which a running session counts as dropped out and its
+    #: list goes to the next participant.
+    dropout_after_s: float = 1800.0
+    #: Complete sessions per list at which the study takes no more participants (0: no limit).
+    raters_per_list: int = 0
+
+
 @dataclass(frozen=True)
 class Protocol:
     #: Short name of the protocol (recorded with every session).
@@ -129,6 +171,7 @@ class Protocol:
     pauses: Pauses = field(default_factory=Pauses)
     display: Display = field(default_factory=Display)
     instructions: Instructions = field(default_factory=Instructions)
+    online: Online = field(default_factory=Online)
 
     @property
     def scale(self) -> tuple[int, int]:
@@ -254,6 +297,32 @@ def _check(protocol: Protocol, path: Path) -> None:
         fail("display.background", "three numbers in -1..1 (PsychoPy RGB)", display.background)
     if not protocol.task.isalnum() or not protocol.task.isascii():
         fail("task", "a BIDS label of letters and digits", protocol.task)
+    _check_online(protocol.online, fail)
     roles = ("main", "candidate")
     if not protocol.main_roles or any(r not in roles for r in protocol.main_roles):
         fail("main_roles", f"a list of {' and/or '.join(roles)}", list(protocol.main_roles))
+
+
+def _check_online(online: Online, fail) -> None:
+    if online.subset not in ONLINE_SUBSETS:
+        fail("online.subset", f"one of {', '.join(ONLINE_SUBSETS)}", online.subset)
+    if online.lists < 1:
+        fail("online.lists", "a whole number >= 1", online.lists)
+    if online.subset == "all" and online.lists != 1:
+        fail("online.lists", "1 with subset = \"all\" (or subset \"sketches\" or \"pairs\")",
+             online.lists)  # fmt: skip
+    if online.list_seed < 0:
+        fail("online.list_seed", "a whole number >= 0", online.list_seed)
+    if online.stimulus_px < 0 or online.stimulus_px > 4096:
+        fail("online.stimulus_px", "0 (from [display]) or a width of 1..4096 CSS pixels",
+             online.stimulus_px)  # fmt: skip
+    code = online.completion_code
+    if len(code) > 64 or not all(c.isascii() and (c.isalnum() or c in "-_") for c in code):
+        fail("online.completion_code", "up to 64 letters, digits, '-' or '_'", code)
+    url = online.completion_url
+    if url and not (url.startswith(("https://", "http://")) and " " not in url):
+        fail("online.completion_url", 'an http(s):// address without spaces, or ""', url)
+    if not online.dropout_after_s > 0:
+        fail("online.dropout_after_s", "a number of seconds above 0", online.dropout_after_s)
+    if online.raters_per_list < 0:
+        fail("online.raters_per_list", "0 (no limit) or a whole number", online.raters_per_list)

@@ -9,6 +9,7 @@ module                        subcommands
 :mod:`study.cli.evaluate`     ``evaluate``, ``evaluate-hpatches``, ``baseline``
 :mod:`study.cli.stimuli`      ``stimuli generate | validate | import | select``
 :mod:`study.cli.power`        ``power``
+:mod:`study.cli.serve`        ``serve``, ``export-online`` (the session in a browser)
 :mod:`study.cli.common`       what they share: option types, messages, progress
 ============================  ===========================================
 
@@ -29,13 +30,13 @@ import warnings
 from analysis.checks import InputError
 from analysis.provenance import toolkit_version
 
-from . import analyze, evaluate, power, run, simulate, stimuli
+from . import analyze, evaluate, power, run, serve, simulate, stimuli
 from .common import PROG, error
 
 __all__ = ["build_parser", "main"]
 
 #: The command families, in the order ``--help`` lists them.
-_FAMILIES = (analyze, simulate, power, stimuli, evaluate, run)
+_FAMILIES = (analyze, simulate, power, stimuli, evaluate, run, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

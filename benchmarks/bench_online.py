@@ -1,0 +1,345 @@
+"""The online session under load and in a real browser, on the loopback only.
+
+1. Load: ``--participants`` simulated participants (study.online.loadtest: the page's
+   retry-until-acknowledged queue, over HTTP) each post one trial every ``--pace`` seconds
+   (the paper's 2 s + 1 s) for ``--duration`` seconds against a real ``sbir-study serve``:
+   on SQLite (one process), and on a private PostgreSQL server (two worker processes).
+   Halfway through, the server is killed with SIGKILL and started again. Reported: trials
+   acknowledged and stored, lost (acknowledged but not stored) and stored twice, request
+   latency p50/p99 and throughput.
+
+   Beside it, in the same run, what a jsPsych study is usually given to save its data: an
+   endpoint that appends each posted trial to a file (the ``save_data`` script of the
+   jsPsych documentation, here as a Starlette route under the same uvicorn), with the same
+   clients, load and kill. It answers faster; it stores a retried trial twice and keeps no
+   order or ownership.
+
+2. Browser: one participant in headless Chromium rates ``--trials`` pairs (0.6 s + 0.4 s),
+   one to three key presses per trial at random times, sent through the DevTools protocol.
+   Reported: recorded time - sent time of every press and of each final rating (rt), and
+   the measured stimulus and blank durations against the protocol's.
+
+    python benchmarks/bench_online.py [--participants 500] [--duration 120] [--trials 120]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import sqlalchemy as sa
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from stimuli import SetDesign, generate_set
+from study.online.loadtest import run_load
+from study.online.storage import open_database
+from tests.study.online.browser_participant import Participant
+from tests.study.online.support import (
+    Postgres,
+    Server,
+    chromium,
+    free_port,
+    write_protocol,
+)
+
+_BASELINE = textwrap.dedent('''
+    """save_data as the jsPsych documentation has it: append what is posted to a file."""
+    import os
+    import time
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    PATH = os.environ["BASELINE_FILE"]
+
+    async def save(request):
+        began = time.perf_counter()
+        body = await request.body()
+        with open(PATH, "ab") as handle:
+            handle.write(request.url.path.encode() + b"\\t" + body + b"\\n")
+        took = (time.perf_counter() - began) * 1000
+        return JSONResponse({"ok": True}, status_code=201,
+                            headers={"Server-Timing": f"app;dur={took:.2f}"})
+
+    async def start(request):
+        body = await request.json()
+        trials = [{"trial": k, "phase": "main", "sketch_id": "s", "image_id": f"i{k}"}
+                  for k in range(1, 2000)]
+        return JSONResponse({"session_id": body["participant"], "trials": trials}, 201)
+
+    async def health(request):
+        return JSONResponse("ok")
+
+    app = Starlette(routes=[Route("/api/sessions", start, methods=["POST"]),
+                            Route("/api/sessions/{sid}/trials/{n}", save, methods=["PUT"]),
+                            Route("/healthz", health)])
+''')
+
+
+class Baseline(Server):
+    """The save_data endpoint under uvicorn (killed and restarted like ours)."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(Path(), Path(), folder / "data")
+        self.folder = folder
+        self.file = folder / "trials.jsonl"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "baseline_app.py").write_text(_BASELINE)
+
+    def start(self, timeout: float = 30.0):
+        import contextlib
+
+        import httpx
+
+        command = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "baseline_app:app",
+            "--port",
+            str(self.port),
+            "--log-level",
+            "warning",
+        ]
+        environment = {**os.environ, "BASELINE_FILE": str(self.file)}
+        self.process = subprocess.Popen(
+            command,
+            cwd=self.folder,
+            env=environment,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(self.url + "healthz", timeout=1.0).status_code == 200:
+                    return self
+            time.sleep(0.1)
+        raise RuntimeError("the baseline did not start")
+
+
+def percentiles(values) -> dict | None:
+    if not len(values):
+        return None
+    array = np.asarray(values) * 1000.0
+    return {
+        "p50_ms": round(float(np.percentile(array, 50)), 2),
+        "p99_ms": round(float(np.percentile(array, 99)), 2),
+        "max_ms": round(float(array.max()), 2),
+    }
+
+
+def load_run(name, server, args, db_url=None, baseline_file=None) -> dict:
+    restart = {}
+
+    def kill_and_restart():
+        time.sleep(args.ramp + (args.duration - args.ramp) / 2)
+        server.kill()
+        time.sleep(1.0)
+        began = time.monotonic()
+        server.start()
+        restart["seconds"] = round(time.monotonic() - began, 2)
+
+    killer = threading.Thread(target=kill_and_restart)
+    killer.start()
+    result = run_load(
+        server.url,
+        args.participants,
+        args.duration,
+        pace_s=args.pace,
+        stimulus_s=args.pace * 2 / 3,
+        seed=7,
+        ramp_s=args.ramp,
+        processes=args.clients,
+    )
+    killer.join()
+    row = {
+        "server": name,
+        "participants": args.participants,
+        "acknowledged": len(result.acknowledged),
+        "retries": result.retries,
+        "acknowledged_again": result.duplicates,
+        "refused": len(result.refused),
+        "throughput_per_s": round(len(result.acknowledged) / result.elapsed, 1),
+        "restart_s": restart.get("seconds"),
+        "round_trip": percentiles(result.latencies),
+        "server_time": percentiles(result.server_times) if result.server_times else None,
+    }
+    if db_url is not None:
+        engine = open_database(db_url)
+        with engine.connect() as connection:
+            stored = connection.execute(
+                sa.text(
+                    "SELECT s.participant, t.trial FROM trials t JOIN sessions s "
+                    "ON s.id = t.session_id"
+                )
+            ).all()
+        engine.dispose()
+        keys = [tuple(r) for r in stored]
+    else:
+        keys = []
+        for line in baseline_file.read_text().splitlines():
+            path = line.split("\t", 1)[0].split("/")
+            keys.append((path[3], int(path[5])))
+    row["stored"] = len(set(keys))
+    row["stored_twice"] = len(keys) - len(set(keys))
+    row["lost"] = sum(1 for key in result.acknowledged if key not in set(keys))
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def browser_run(folder: Path, stimuli: Path, trials: int) -> dict:
+    protocol = write_protocol(folder, anchoring={"enabled": False, "repeat": False})
+    server = Server(protocol, stimuli, folder / "browser-data").start()
+    driver = chromium()
+    rng = random.Random(11)
+    try:
+        participant = Participant(driver, server.url)
+        participant.open("?participant=bench")
+        participant.intake({})
+        participant.start_trials()
+        planned = participant.session()["state"]["trials"][:trials]
+        for trial in planned:
+            onset = participant.onset_of(trial["trial"])["onset"]
+            for at in sorted(rng.uniform(0.08, 0.92) for _ in range(rng.randint(1, 3))):
+                participant.key_at(str(rng.randint(1, 7)), onset + at, trial["trial"])
+        windows = driver.execute_script("return window.sbir.session.onsets")
+        participant.wait(
+            lambda: driver.execute_script(
+                "const s = window.sbir.session; return s.sender.queue.length === 0 && !s.closing"
+                " && s.sender.acknowledged >= arguments[0]",
+                len(planned) - 1,
+            ),
+            timeout=60,
+            what="the records acknowledged",
+        )
+    finally:
+        driver.quit()
+        shutil.rmtree(driver.profile_folder, ignore_errors=True)
+        time.sleep(1.0)
+        server.stop()
+    engine = open_database(f"sqlite:///{folder / 'browser-data' / 'online.sqlite3'}")
+    with engine.connect() as connection:
+        stored = {
+            r.trial: r
+            for r in connection.execute(
+                sa.text("SELECT trial, rt, presses, stim_duration, blank_duration FROM trials")
+            )
+        }
+    engine.dispose()
+    press_errors, rt_errors, slow = [], [], 0
+    for window in windows[: len(stored)]:
+        row = stored[window["trial"]]
+        sent = [
+            p for p in participant.presses if window["onset"] <= p.page_time < window["window_end"]
+        ]
+        recorded = [float(item.split("@")[1]) for item in (row.presses or "").split()]
+        assert len(recorded) == len(sent), (window, recorded, sent)
+        for value, press in zip(recorded, sent, strict=True):
+            press_errors.append(value - (press.page_time - window["onset"]))
+            slow += press.sent_within > 0.010
+        if sent:
+            rt_errors.append(row.rt - (sent[-1].page_time - window["onset"]))
+    stim = [stored[k].stim_duration - 0.6 for k in stored]
+    blank = [stored[k].blank_duration - 0.4 for k in stored if k < max(stored)]
+
+    def stats(values):
+        array = np.abs(np.asarray(values)) * 1000.0
+        return {
+            "n": len(values),
+            "median_ms": round(float(np.median(array)), 2),
+            "p99_ms": round(float(np.percentile(array, 99)), 2),
+            "max_ms": round(float(array.max()), 2),
+        }
+
+    row = {
+        "trials": len(stored),
+        "press_error": stats(press_errors),
+        "rt_error": stats(rt_errors),
+        "stimulus_duration_error": stats(stim),
+        "blank_duration_error": stats(blank),
+        "presses_sent_slowly": slow,
+    }
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--participants", type=int, default=500)
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=180.0,
+        help="seconds in all: the arrivals (--ramp), then all posting",
+    )
+    parser.add_argument("--pace", type=float, default=3.0)
+    parser.add_argument(
+        "--ramp",
+        type=float,
+        default=60.0,
+        help="participants arrive evenly over this many seconds (default 60)",
+    )
+    parser.add_argument("--clients", type=int, default=3, help="client processes")
+    parser.add_argument("--trials", type=int, default=120)
+    parser.add_argument("--skip", choices=("load", "browser"), action="append", default=[])
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="bench-online-"))
+    try:
+        stimuli = generate_set(
+            folder / "set",
+            SetDesign(sketches=31, images_per_sketch=40, anchor_sketches=3, width=96, height=72),
+            seed=1,
+        )
+        results = {}
+        if "load" not in args.skip:
+            protocol = write_protocol(
+                folder,
+                name="load.toml",
+                timing={"stimulus_s": args.pace * 2 / 3, "blank_s": args.pace / 3},
+            )
+            baseline = Baseline(folder / "baseline")
+            baseline.start()
+            results["baseline"] = load_run(
+                "save_data (append to a file)", baseline, args, baseline_file=baseline.file
+            )
+            baseline.stop()
+            sqlite = Server(protocol, stimuli, folder / "sqlite", port=free_port()).start()
+            results["sqlite"] = load_run(
+                "serve, SQLite",
+                sqlite,
+                args,
+                db_url=f"sqlite:///{folder / 'sqlite' / 'online.sqlite3'}",
+            )
+            sqlite.stop()
+            postgres = Postgres().start()
+            try:
+                url = postgres.new_database()
+                server = Server(protocol, stimuli, folder / "pg", db=url, workers=2).start()
+                results["postgresql"] = load_run(
+                    "serve, PostgreSQL, 2 workers", server, args, db_url=url
+                )
+                server.stop()
+            finally:
+                postgres.stop()
+        if "browser" not in args.skip:
+            results["browser"] = browser_run(folder, stimuli, args.trials)
+        print(json.dumps(results, indent=2))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

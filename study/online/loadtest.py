@@ -1,0 +1,232 @@
+"""Simulated online participants over HTTP, to load-test a server as the browsers would.
+
+Each participant starts a session (token and label drawn on its side, as the
+page does), then sends its trials one after another at the protocol's pace,
+each as soon as its window closes, keeping an unacknowledged trial and
+retrying it with back-off (connection errors, 5xx, a server being restarted)
+before the next, exactly as the page's queue does. Every request's latency
+and outcome is recorded, so that a run can be checked against the database:
+every acknowledged trial stored, none twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import secrets
+import time
+from dataclasses import dataclass, field
+
+__all__ = ["LoadResult", "run_load"]
+
+
+@dataclass
+class LoadResult:
+    """What a load run did, seen from the clients."""
+
+    participants: int = 0
+    sessions: dict = field(default_factory=dict)  # label -> session id
+    acknowledged: dict = field(default_factory=dict)  # (label, trial) -> claimed rating
+    created: int = 0
+    duplicates: int = 0
+    refused: list = field(default_factory=list)
+    retries: int = 0
+    latencies: list = field(default_factory=list)  # seconds of every answered trial request
+    server_times: list = field(default_factory=list)  # what the server says it took (s)
+    elapsed: float = 0.0
+
+    def merge(self, other: LoadResult) -> None:
+        self.participants += other.participants
+        self.sessions.update(other.sessions)
+        self.acknowledged.update(other.acknowledged)
+        self.created += other.created
+        self.duplicates += other.duplicates
+        self.refused += other.refused
+        self.retries += other.retries
+        self.latencies += other.latencies
+        self.server_times += other.server_times
+        self.elapsed = max(self.elapsed, other.elapsed)
+
+    @property
+    def throughput(self) -> float:
+        return (self.created + self.duplicates) / self.elapsed if self.elapsed else 0.0
+
+
+def _report(
+    trial: dict,
+    number: int,
+    pace: float,
+    stimulus_s: float,
+    rng: random.Random,
+    keys: tuple[str, ...],
+) -> tuple[dict, int | None]:
+    """A plausible trial report (times on a simulated page clock) and its rating."""
+    onset = 10.0 + (number - 1) * pace
+    blank_onset = onset + stimulus_s
+    next_onset = onset + pace
+    presses = sorted(rng.uniform(0.05, pace - 0.05) for _ in range(rng.randint(0, 3)))
+    events = []
+    rating = None
+    for at in presses:
+        value = rng.randint(1, len(keys))
+        events.append({"code": f"Digit{keys[value - 1]}", "key": keys[value - 1], "t": onset + at})
+        rating = value
+    if trial["phase"] == "anchor_demo":
+        rating = None
+    frames = [onset, blank_onset, next_onset]
+    return {
+        "sketch_id": trial["sketch_id"],
+        "image_id": trial["image_id"],
+        "onset": onset,
+        "blank_onset": blank_onset,
+        "next_onset": next_onset,
+        "session_start": 9.0,
+        "frames": frames,
+        "events": events,
+        "paused_before": 0.0,
+        "rating": rating,
+    }, rating
+
+
+async def _participant(
+    client,
+    label: str,
+    pace: float,
+    stimulus_s: float,
+    deadline: float,
+    result: LoadResult,
+    rng: random.Random,
+    keys: tuple[str, ...],
+) -> None:
+    token = secrets.token_urlsafe(32)
+    body = {"participant": label, "token": token, "environment": {"refresh_hz": 60.0}}
+    state = await _until_answered(client, "POST", "api/sessions", body, None, deadline, result)
+    if state is None:
+        return
+    result.sessions[label] = state["session_id"]
+    headers = {"Authorization": f"Bearer {token}"}
+    started = time.monotonic()
+    for number, trial in enumerate(state["trials"], start=1):
+        due = started + number * pace  # sent when its window closes
+        await asyncio.sleep(max(0.0, due - time.monotonic()))
+        if time.monotonic() >= deadline:
+            return
+        report, rating = _report(trial, number, pace, stimulus_s, rng, keys)
+        path = f"api/sessions/{state['session_id']}/trials/{number}"
+        answer = await _until_answered(
+            client, "PUT", path, report, headers, deadline + 30.0, result, trial=(label, number)
+        )
+        if answer is None:
+            return
+        result.acknowledged[(label, number)] = rating
+
+
+async def _until_answered(client, method, path, body, headers, deadline, result, trial=None):
+    """Send until a 2xx (returned) or a 4xx (recorded as refused); back-off on the rest."""
+    import httpx
+
+    delay = 0.1
+    while time.monotonic() < deadline:
+        sent = time.perf_counter()
+        try:
+            answer = await client.request(method, path, json=body, headers=headers)
+        except httpx.HTTPError:
+            answer = None
+        if answer is not None and answer.status_code < 500:
+            result.latencies.append(time.perf_counter() - sent)
+            timing = answer.headers.get("server-timing", "")
+            if "dur=" in timing:
+                result.server_times.append(float(timing.split("dur=")[1].split(",")[0]) / 1000)
+            if answer.is_success:
+                if trial is not None:
+                    if answer.status_code == 201:
+                        result.created += 1
+                    else:
+                        result.duplicates += 1
+                return answer.json()
+            result.refused.append((trial or path, answer.status_code, answer.text[:200]))
+            return None
+        result.retries += 1
+        await asyncio.sleep(delay * (0.5 + random.random()))
+        delay = min(delay * 2, 2.0)
+    return None
+
+
+async def _run(
+    base_url: str,
+    indices: list[int],
+    total: int,
+    duration_s: float,
+    pace_s: float,
+    stimulus_s: float,
+    seed: int,
+    keys: tuple[str, ...],
+    ramp_s: float,
+    start_at: float,
+) -> LoadResult:
+    import httpx
+
+    result = LoadResult(participants=len(indices))
+    limits = httpx.Limits(max_connections=len(indices) + 10, max_keepalive_connections=len(indices))
+    timeout = httpx.Timeout(30.0, connect=5.0)
+    await asyncio.sleep(max(0.0, start_at - time.time()))
+    start = time.monotonic()
+    deadline = start + duration_s
+    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=timeout) as client:
+
+        async def one(k: int) -> None:
+            await asyncio.sleep(ramp_s * k / max(total, 1))
+            rng = random.Random(seed * 1_000_003 + k)
+            await _participant(
+                client, f"load{k:05d}", pace_s, stimulus_s, deadline, result, rng, keys
+            )
+
+        await asyncio.gather(*(one(k) for k in indices))
+    result.elapsed = time.monotonic() - start
+    return result
+
+
+def _run_share(*args) -> LoadResult:
+    return asyncio.run(_run(*args))
+
+
+def run_load(
+    base_url: str,
+    participants: int,
+    duration_s: float,
+    *,
+    pace_s: float = 3.0,
+    stimulus_s: float = 2.0,
+    seed: int = 0,
+    keys: tuple[str, ...] = tuple("1234567"),
+    ramp_s: float = 5.0,
+    processes: int = 1,
+) -> LoadResult:
+    """Run ``participants`` simulated participants against ``base_url`` for ``duration_s``.
+
+    Each sends one trial every ``pace_s`` seconds (the protocol's stimulus
+    plus blank); starts are spread evenly over ``ramp_s``. ``processes`` > 1
+    shares the participants among that many client processes, so that the
+    clients, not only the server, keep the pace. Bounded: no trial is begun
+    after ``duration_s``, and one begun is retried for at most 30 s more.
+    """
+    base = base_url.rstrip("/") + "/"
+    shares = [list(range(j, participants, processes)) for j in range(processes)]
+    start_at = time.time() + (1.0 if processes > 1 else 0.0)
+    arguments = [
+        (base, share, participants, duration_s, pace_s, stimulus_s, seed, keys, ramp_s, start_at)
+        for share in shares
+        if share
+    ]
+    if len(arguments) == 1:
+        return _run_share(*arguments[0])
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(len(arguments), mp_context=context) as pool:
+        parts = list(pool.map(_run_share, *zip(*arguments, strict=True)))
+    result = LoadResult(participants=0)
+    for part in parts:
+        result.merge(part)
+    return result

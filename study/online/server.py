@@ -1,0 +1,141 @@
+"""``sbir-study serve``: check the protocol and the set, migrate the database, run uvicorn.
+
+One process serves the embedded SQLite database; ``workers`` > 1 starts
+several uvicorn worker processes, each building the same app from the
+settings passed in the environment (:func:`app_from_environment`). Several
+hosts behind a proxy each run ``serve`` against the same PostgreSQL database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from analysis.checks import InputError
+
+__all__ = ["ServeSettings", "app_from_environment", "build_app", "serve"]
+
+_ENVIRONMENT = "SBIR_STUDY_ONLINE_SETTINGS"
+TOKEN_VARIABLE = "SBIR_STUDY_ADMIN_TOKEN"
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """What a server process needs to build the app."""
+
+    protocol: str
+    stimuli: str
+    db: str
+    admin_token: str
+    max_body: int = 65_536
+
+
+def build_app(settings: ServeSettings):
+    """Load and check everything, migrate the schema, and return the app (and the study)."""
+    from ..protocol import load_protocol
+    from ..session import stimulus_set_for
+    from .app import create_app, web_assets
+    from .service import OnlineStudy
+    from .storage import open_database
+
+    protocol = load_protocol(settings.protocol)
+    stimulus_set = stimulus_set_for(settings.stimuli, protocol)
+    web_assets()
+    engine = open_database(settings.db)
+    study = OnlineStudy.open(protocol, stimulus_set, engine, protocol_file=settings.protocol)
+    return create_app(study, settings.admin_token, max_body=settings.max_body), study
+
+
+def app_from_environment():
+    """The app of a uvicorn worker process (settings from the parent's environment)."""
+    settings = ServeSettings(**json.loads(os.environ[_ENVIRONMENT]))
+    return build_app(settings)[0]
+
+
+def admin_token(data: Path, token_file: Path | None) -> tuple[str, str]:
+    """The admin token and where it came from: a file, the environment, or a new one."""
+    if token_file is not None:
+        try:
+            token = token_file.read_text(encoding="utf-8").strip()
+        except OSError as error:
+            raise InputError(f"{token_file}: cannot be read ({error.strerror})") from None
+        if len(token) < 16:
+            raise InputError(f"{token_file}: expected an admin token of at least 16 characters")
+        return token, str(token_file)
+    if os.environ.get(TOKEN_VARIABLE):
+        token = os.environ[TOKEN_VARIABLE].strip()
+        if len(token) < 16:
+            raise InputError(f"{TOKEN_VARIABLE}: expected at least 16 characters")
+        return token, TOKEN_VARIABLE
+    path = data / "admin-token"
+    if path.exists():
+        return path.read_text(encoding="utf-8").strip(), str(path)
+    token = secrets.token_urlsafe(24)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(token + "\n")
+    return token, str(path)
+
+
+def serve(
+    protocol: str | Path,
+    stimuli: str | Path,
+    data: str | Path,
+    *,
+    db: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int = 1,
+    admin_token_file: str | Path | None = None,
+    max_body: int = 65_536,
+    proxy_headers: bool = False,
+    forwarded_allow_ips: str = "127.0.0.1",
+    root_path: str = "",
+) -> None:
+    """Serve the protocol's browser session until interrupted (see ``sbir-study serve --help``)."""
+    import uvicorn
+
+    from .storage import default_url
+
+    data = Path(data)
+    if data.exists() and not data.is_dir():
+        raise InputError(f"--data: {data} is not a folder")
+    data.mkdir(parents=True, exist_ok=True)
+    token, token_source = admin_token(data, Path(admin_token_file) if admin_token_file else None)
+    settings = ServeSettings(
+        protocol=str(protocol),
+        stimuli=str(stimuli),
+        db=db or default_url(data),
+        admin_token=token,
+        max_body=max_body,
+    )
+    app, study = build_app(settings)  # checks everything (and migrates) before any worker starts
+    where = f"http://{host}:{port}{root_path}/"
+    print(
+        f"Serving {study.protocol.name!r} on the set {study.stimulus_set.folder} (digest "
+        f"{study.stimulus_set.digest[:12]}...), {len(study.lists)} list(s), database "
+        f"{study.engine.url.render_as_string()}",
+        flush=True,
+    )
+    print(f"Participants: {where}  (add ?PROLIFIC_PID=... or ?participant=LABEL)", flush=True)
+    print(f"Status: {where}admin (admin token in {token_source})", flush=True)
+    options = {
+        "host": host,
+        "port": port,
+        "proxy_headers": proxy_headers,
+        "forwarded_allow_ips": forwarded_allow_ips,
+        "root_path": root_path,
+        "log_level": "warning",
+        "timeout_graceful_shutdown": 10,
+    }
+    if workers > 1:
+        study.engine.dispose()
+        os.environ[_ENVIRONMENT] = json.dumps(asdict(settings))
+        uvicorn.run(
+            "study.online.server:app_from_environment", factory=True, workers=workers, **options
+        )
+    else:
+        uvicorn.run(app, **options)

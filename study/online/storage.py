@@ -1,0 +1,215 @@
+"""The online study's database: SQLite in the data folder, or PostgreSQL for several servers.
+
+Three tables (created and upgraded by Alembic, never by hand):
+
+``studies``
+    one row per (protocol, stimulus set) ever served from this database;
+``sessions``
+    one row per participant of a study: label, token digest, list, seed, the
+    trial order, status and the details and browser it reported;
+``trials``
+    one row per recorded trial, keyed by (session, trial): a retry of the
+    same trial finds its row and changes nothing.
+
+SQLite runs in WAL mode with ``synchronous=FULL`` (a committed trial survives
+a crash of the process or the machine) and every transaction begins
+``IMMEDIATE``, so that writers queue instead of failing half-way. PostgreSQL
+serialises the choice of a list with a transaction-scoped advisory lock.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, OperationalError
+
+from analysis.checks import InputError
+
+__all__ = [
+    "LIST_LOCK",
+    "metadata",
+    "migrate",
+    "open_database",
+    "reading",
+    "sessions",
+    "studies",
+    "trials",
+]
+
+#: Key of PostgreSQL's advisory lock that serialises list assignment (and migrations).
+LIST_LOCK = 180_018
+
+metadata = sa.MetaData()
+
+studies = sa.Table(
+    "studies",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("task", sa.String(64), nullable=False),
+    sa.Column("protocol_json", sa.Text, nullable=False),
+    sa.Column("protocol_sha256", sa.String(64), nullable=False),
+    sa.Column("protocol_file", sa.Text, nullable=False),
+    sa.Column("stimulus_digest", sa.String(64), nullable=False),
+    sa.Column("stimulus_set", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("protocol_sha256", "stimulus_digest", name="uq_studies_protocol_set"),
+)
+
+sessions = sa.Table(
+    "sessions",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("study_id", sa.Integer, sa.ForeignKey("studies.id"), nullable=False),
+    sa.Column("participant", sa.String(64), nullable=False),
+    sa.Column("token_sha256", sa.String(64), nullable=False),
+    sa.Column("list_index", sa.Integer, nullable=False),
+    sa.Column("seed", sa.BigInteger, nullable=False),
+    sa.Column("n_trials", sa.Integer, nullable=False),
+    sa.Column("trial_order", sa.Text, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("last_seen_at", sa.Float, nullable=False),
+    sa.Column("finished_at", sa.Float, nullable=True),
+    sa.Column("details", sa.Text, nullable=False),
+    sa.Column("environment", sa.Text, nullable=False),
+    sa.Column("url_parameters", sa.Text, nullable=False),
+    sa.UniqueConstraint("study_id", "participant", name="uq_sessions_study_participant"),
+)
+sa.Index(
+    "ix_sessions_study_list_status", sessions.c.study_id, sessions.c.list_index, sessions.c.status
+)
+
+trials = sa.Table(
+    "trials",
+    metadata,
+    sa.Column("session_id", sa.String(32), sa.ForeignKey("sessions.id"), primary_key=True),
+    sa.Column("trial", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("phase", sa.String(16), nullable=False),
+    sa.Column("sketch_id", sa.String(200), nullable=False),
+    sa.Column("image_id", sa.String(200), nullable=False),
+    sa.Column("rating", sa.Integer, nullable=True),
+    sa.Column("rt", sa.Float, nullable=True),
+    sa.Column("anchor_rating", sa.Integer, nullable=True),
+    sa.Column("onset", sa.Float, nullable=False),
+    sa.Column("stim_duration", sa.Float, nullable=False),
+    sa.Column("blank_duration", sa.Float, nullable=False),
+    sa.Column("dropped_frames", sa.Integer, nullable=True),
+    sa.Column("n_presses", sa.Integer, nullable=False),
+    sa.Column("presses", sa.Text, nullable=True),
+    sa.Column("paused_before", sa.Float, nullable=False),
+    sa.Column("page_onset", sa.Float, nullable=False),
+    sa.Column("page_window_end", sa.Float, nullable=False),
+    sa.Column("events", sa.Text, nullable=False),
+    sa.Column("payload_sha256", sa.String(64), nullable=False),
+    sa.Column("received_at", sa.Float, nullable=False),
+)
+
+
+def default_url(data: str | Path) -> str:
+    """The embedded database of a data folder: ``<data>/online.sqlite3``."""
+    return f"sqlite:///{Path(data).resolve() / 'online.sqlite3'}"
+
+
+def open_database(url: str) -> Engine:
+    """An engine for ``url`` (``sqlite:///FILE`` or ``postgresql://...``), checked by connecting.
+
+    Raises :class:`~analysis.checks.InputError` for another kind of address
+    or a database that cannot be reached.
+    """
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise InputError(
+            f"--db: {url!r} is not a database address; expected sqlite:///FILE or "
+            "postgresql://USER@HOST:PORT/NAME"
+        ) from None
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        if not parsed.database or parsed.database == ":memory:":
+            raise InputError("--db: expected a SQLite file (sqlite:///FILE), not an in-memory one")
+        engine = sa.create_engine(
+            parsed,
+            connect_args={"timeout": 60, "check_same_thread": False},
+            pool_size=20,
+            max_overflow=20,
+        )
+        _sqlite_pragmas(engine)
+    elif backend == "postgresql":
+        engine = sa.create_engine(
+            parsed.set(drivername="postgresql+psycopg"),
+            pool_size=10,
+            max_overflow=20,
+            pool_pre_ping=True,
+        )
+    else:
+        raise InputError(
+            f"--db: {backend!r} databases are not supported; expected sqlite:///FILE or "
+            "postgresql://USER@HOST:PORT/NAME"
+        )
+    try:
+        with engine.connect() as connection:
+            connection.exec_driver_sql("SELECT 1")
+    except OperationalError as error:
+        reason = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
+        raise InputError(f"--db: cannot open {parsed.render_as_string()}: {reason}") from None
+    return engine
+
+
+def _sqlite_pragmas(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection, record) -> None:
+        # The driver's own transaction handling is off so that BEGIN IMMEDIATE below is ours.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=60000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection) -> None:
+        # Writers take the lock at BEGIN, so they queue rather than fail half-way; readers
+        # (reading()) take none: in WAL mode they never block a writer.
+        reader = connection.get_execution_options().get("sbir_read_only", False)
+        connection.exec_driver_sql("BEGIN" if reader else "BEGIN IMMEDIATE")
+
+
+def reading(engine: Engine):
+    """A connection for reading only (on SQLite, one that takes no write lock)."""
+    return engine.connect().execution_options(sbir_read_only=True)
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the newest revision (Alembic, ``study/online/migrations``)."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+
+
+def schema_revision(engine: Engine) -> str | None:
+    """The schema's Alembic revision, or None for a database without the schema."""
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()
+
+
+def dumps(value) -> str:
+    """JSON as stored: compact, keys sorted, so equal values are equal text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def now() -> float:
+    return time.time()

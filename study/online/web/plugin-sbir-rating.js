@@ -1,0 +1,361 @@
+/*
+ * sbir-study's trial for jsPsych 8: a sketch/image pair for `shown_s`, black for `blank_s`,
+ * the rating keys changeable until the window closes; every key-down recorded with its
+ * performance.now() time. Frame-timed with requestAnimationFrame.
+ *
+ * Timing convention: a change made to the page in the animation-frame callback of time t
+ * is on screen from the next frame, whose callback time is taken as the change's onset
+ * (so onsets and durations are frame times, as PsychoPy's flip times are). The stimulus is
+ * hidden in the callback at which `shown_s` minus one frame has elapsed, so it stays on for
+ * round(shown_s / frame) frames; the trial ends two frames before its blank is over and the
+ * next trial makes its pair visible one frame before, so that a pair follows the blank of
+ * the previous one on the frame it is due.
+ *
+ * The record is not computed here: the session sends the key events, the frame times and
+ * the window to the server, which scores it with the lab session's rule
+ * (study.responses.score_trial). The browser scores it too (SbirSession.score), only so that
+ * the server can check that both agree.
+ */
+/* global jsPsychModule */
+"use strict";
+
+/** PsychoPy's name of a browser key-down (see study/online/keys.py), or null. */
+function sbirKeyName(code, key, table) {
+  if (Object.prototype.hasOwnProperty.call(table, code)) return table[code];
+  if (key === " ") return "space";
+  if (key === "Escape" || key === "Esc") return "escape";
+  if (key === "Enter") return "return";
+  if (key.length === 1 && /^[A-Za-z0-9]$/.test(key)) return key.toLowerCase();
+  return null;
+}
+
+/** The last rating key in [onset, windowEnd): {rating, rt, presses}, as score_trial does. */
+function sbirScore(events, onset, windowEnd, ratingKeys, table) {
+  const seen = new Set();
+  const stream = [];
+  for (const event of events) {
+    const name = sbirKeyName(event.code, event.key, table);
+    if (name === null) continue;
+    const ident = name + "\u0000" + event.t;
+    if (seen.has(ident)) continue;
+    seen.add(ident);
+    stream.push({ name, t: event.t });
+  }
+  stream.sort((a, b) => a.t - b.t); // stable: simultaneous events keep their arrival order
+  const presses = stream
+    .filter((e) => Object.prototype.hasOwnProperty.call(ratingKeys, e.name))
+    .filter((e) => onset <= e.t && e.t < windowEnd)
+    .map((e) => [ratingKeys[e.name], e.t - onset]);
+  if (!presses.length) return { rating: null, rt: null, presses };
+  const last = presses[presses.length - 1];
+  return { rating: last[0], rt: last[1], presses };
+}
+
+/** Trials the server has not acknowledged, kept in localStorage and sent with back-off. */
+class SbirSender {
+  constructor(sessionId, token) {
+    this.url = (trial) => `api/sessions/${sessionId}/trials/${trial}`;
+    this.token = token;
+    this.storageKey = `sbir-queue:${sessionId}`;
+    this.refusedKey = `sbir-refused:${sessionId}`;
+    this.queue = JSON.parse(localStorage.getItem(this.storageKey) || "[]");
+    this.sending = false;
+    this.delay = 0.25;
+    this.acknowledged = 0;
+    this.attempts = 0;
+  }
+
+  save() {
+    localStorage.setItem(this.storageKey, JSON.stringify(this.queue));
+  }
+
+  push(trial, body) {
+    this.queue.push({ trial, body });
+    this.save();
+    this.kick();
+  }
+
+  highestQueued() {
+    return this.queue.reduce((most, item) => Math.max(most, item.trial), 0);
+  }
+
+  async kick() {
+    if (this.sending) return;
+    this.sending = true;
+    try {
+      while (this.queue.length) {
+        const item = this.queue[0];
+        let answer = null;
+        this.attempts += 1;
+        try {
+          answer = await fetch(this.url(item.trial), {
+            method: "PUT",
+            headers: { "Content-Type": "application/json", Authorization: `Bearer ${this.token}` },
+            body: JSON.stringify(item.body),
+            cache: "no-store",
+          });
+        } catch (error) {
+          answer = null; // offline, server restarting: retry
+        }
+        if (answer && answer.ok) {
+          this.queue.shift();
+          this.save();
+          this.acknowledged += 1;
+          this.delay = 0.25;
+          continue;
+        }
+        if (answer && answer.status >= 400 && answer.status < 500 && ![408, 425, 429].includes(answer.status)) {
+          // Refused for good (the server says why): keep it aside, never resend it.
+          let reason = "";
+          try { reason = (await answer.json()).error; } catch (error) { reason = String(answer.status); }
+          const refused = JSON.parse(localStorage.getItem(this.refusedKey) || "[]");
+          refused.push({ trial: item.trial, status: answer.status, error: reason });
+          localStorage.setItem(this.refusedKey, JSON.stringify(refused));
+          console.error(`trial ${item.trial} refused: ${reason}`);
+          this.queue.shift();
+          this.save();
+          continue;
+        }
+        await new Promise((done) => setTimeout(done, this.delay * (0.5 + Math.random()) * 1000));
+        this.delay = Math.min(this.delay * 2, 15);
+      }
+    } finally {
+      this.sending = false;
+    }
+  }
+
+  /** Resolves when every queued trial is acknowledged (retrying for as long as it takes). */
+  async drain() {
+    while (this.queue.length) {
+      this.kick();
+      await new Promise((done) => setTimeout(done, 100));
+    }
+  }
+}
+
+/** One participant's running session: the key log, the frame log and the pending trial. */
+class SbirSession {
+  constructor(config, state, token) {
+    this.config = config;
+    this.state = state;
+    this.table = config.response.key_names;
+    this.ratingKeys = config.response.rating_keys;
+    this.sender = new SbirSender(state.session_id, token);
+    this.events = [];
+    this.frames = [];
+    this.period = 1 / 60;
+    this.intervals = [];
+    this.pending = null;
+    this.closing = 0; // records being put together (their key events still arriving)
+    this.nextOnsetTarget = 0;
+    this.sessionStart = null;
+    this.pausedBefore = 0;
+    this.pauseRequested = false;
+    this.quitRequested = false;
+    this.onsets = []; // for the tests: [{trial, onset, window_end}] on the page's clock (s)
+    this.current = null;
+    this.prepared = new Map();
+    const control = config.response;
+    this.listener = (event) => {
+      if (event.repeat) return; // a held key repeats; PsychoPy reports one press per key-down
+      const t = event.timeStamp / 1000;
+      this.events.push({ code: event.code || "", key: event.key || "", t });
+      const name = sbirKeyName(event.code || "", event.key || "", this.table);
+      if (this.current) {
+        if (name === control.pause_key && config.pauses.allowed) this.pauseRequested = true;
+        if (name === control.quit_key) this.quitRequested = true;
+      }
+    };
+    document.addEventListener("keydown", this.listener, { capture: true });
+    document.addEventListener("fullscreenchange", () => {
+      // Leaving full screen (a browser takes Escape for that) asks to end, as the quit key does.
+      if (!document.fullscreenElement && this.current) this.quitRequested = true;
+    });
+  }
+
+  frame(ts) {
+    const last = this.frames.length ? this.frames[this.frames.length - 1] : null;
+    this.frames.push(ts);
+    if (last !== null && ts > last) {
+      this.intervals.push(ts - last);
+      if (this.intervals.length > 30) this.intervals.shift();
+      const sorted = [...this.intervals].sort((a, b) => a - b);
+      this.period = sorted[Math.floor(sorted.length / 2)];
+    }
+  }
+
+  prepare(index) {
+    if (index >= this.state.trials.length || this.prepared.has(index)) return;
+    const trial = this.state.trials[index];
+    const images = [trial.sketch_url, trial.image_url].map((url) => {
+      const image = new Image();
+      image.src = url;
+      image.decode().catch(() => {});
+      image.draggable = false;
+      return image;
+    });
+    this.prepared.set(index, images);
+  }
+
+  take(index) {
+    this.prepare(index);
+    const images = this.prepared.get(index);
+    this.prepared.delete(index);
+    return images;
+  }
+
+  /** The pending trial's window has closed and the next screen is up at `ts`: send it. */
+  closePending(ts) {
+    const pending = this.pending;
+    if (!pending) return;
+    this.pending = null;
+    this.frame(ts);
+    const frames = this.frames.filter((t) => t >= pending.onset && t <= ts);
+    this.frames = [ts];
+    const windowEnd = pending.blankOnset + this.config.timing.blank_s;
+    this.closing += 1;
+    // Key events are delivered a little after their time stamp: collect them a moment later.
+    setTimeout(() => {
+      const events = this.events.filter((e) => e.t >= pending.onset && e.t < windowEnd + 0.05);
+      this.events = this.events.filter((e) => e.t >= windowEnd);
+      const scored = sbirScore(events, pending.onset, windowEnd, this.ratingKeys, this.table);
+      const body = {
+        sketch_id: pending.trial.sketch_id,
+        image_id: pending.trial.image_id,
+        onset: pending.onset,
+        blank_onset: pending.blankOnset,
+        next_onset: ts,
+        session_start: this.sessionStart,
+        frames,
+        events,
+        paused_before: pending.pausedBefore,
+        rating: pending.trial.phase === "anchor_demo" ? null : scored.rating,
+      };
+      this.sender.push(pending.trial.trial, body);
+      this.closing -= 1;
+    }, 60);
+  }
+
+  /** Resolves when the last trial is recorded and every record acknowledged. */
+  async settled() {
+    while (this.pending || this.closing) await new Promise((done) => setTimeout(done, 20));
+    await this.sender.drain();
+  }
+
+  /** A pair is on screen from `ts`: the previous trial (if any) is complete. */
+  startTrial(ts) {
+    if (this.pending) this.closePending(ts);
+    else this.frames = [ts];
+    this.sessionStart ??= ts;
+  }
+
+  /** A message screen is on (two frames after its page change): it ends the pending blank. */
+  messageShown() {
+    requestAnimationFrame(() => requestAnimationFrame((ts) => this.closePending(ts / 1000)));
+    this.nextOnsetTarget = 0;
+  }
+}
+
+var jsPsychSbirRating = (function (jspsych) {
+  const info = {
+    name: "sbir-rating",
+    version: "1.0.0",
+    parameters: {
+      /** Index of the trial in the session's trial list (0-based). */
+      index: { type: jspsych.ParameterType.INT, default: undefined },
+    },
+    data: {
+      trial: { type: jspsych.ParameterType.INT },
+      onset: { type: jspsych.ParameterType.FLOAT },
+      blank_onset: { type: jspsych.ParameterType.FLOAT },
+    },
+  };
+
+  class SbirRatingPlugin {
+    constructor(jsPsych) {
+      this.jsPsych = jsPsych;
+    }
+
+    trial(display_element, parameters) {
+      const session = window.sbir.session;
+      const config = session.config;
+      const trial = session.state.trials[parameters.index];
+      const shown = trial.phase === "anchor_demo" ? config.timing.anchor_demo_s : config.timing.stimulus_s;
+      const blank = config.timing.blank_s;
+      const [sketch, image] = session.take(parameters.index);
+      const display = config.display;
+      const [r, g, b] = display.background.map((c) => Math.round(((c + 1) / 2) * 255));
+      const stage = document.createElement("div");
+      stage.className = "sbir-stage";
+      stage.style.background = `rgb(${r}, ${g}, ${b})`;
+      stage.style.gap = `${display.gap_px}px`;
+      for (const element of [sketch, image]) {
+        element.className = "sbir-picture";
+        element.style.width = `${display.stimulus_px}px`;
+        stage.appendChild(element);
+      }
+      if (trial.phase === "anchor_demo") {
+        const label = document.createElement("div");
+        label.className = "sbir-label";
+        label.style.top = `calc(50% + ${Math.round(display.stimulus_px / 2)}px)`;
+        label.textContent = `Rating: ${trial.anchor_rating}`;
+        stage.appendChild(label);
+      }
+      display_element.innerHTML = "";
+      display_element.appendChild(stage);
+      session.prepare(parameters.index + 1); // decoded while this pair is on
+
+      const earliest = session.nextOnsetTarget;
+      let step = "waiting";
+      let onset = null;
+      let blankOnset = null;
+      const tick = (now) => {
+        const ts = now / 1000;
+        const period = session.period;
+        if (step === "waiting") {
+          if (ts >= earliest) {
+            stage.style.visibility = "visible";
+            step = "showing";
+          }
+          session.frame(ts);
+        } else if (step === "showing") {
+          onset = ts;
+          session.startTrial(ts);
+          session.current = { trial: trial.trial, onset };
+          session.onsets.push({ trial: trial.trial, onset, window_end: null });
+          step = "stimulus";
+          if (ts >= onset + shown - 1.5 * period) {
+            stage.style.visibility = "hidden";
+            step = "hiding";
+          }
+        } else if (step === "stimulus") {
+          session.frame(ts);
+          if (ts >= onset + shown - 1.5 * period) {
+            stage.style.visibility = "hidden";
+            step = "hiding";
+          }
+        } else if (step === "hiding") {
+          session.frame(ts);
+          blankOnset = ts;
+          session.onsets[session.onsets.length - 1].window_end = blankOnset + blank;
+          step = "blank";
+        } else if (step === "blank") {
+          session.frame(ts);
+        }
+        if (step === "blank" && ts >= blankOnset + blank - 2.5 * period) {
+          session.pending = { trial, onset, blankOnset, pausedBefore: session.pausedBefore };
+          session.pausedBefore = 0;
+          session.nextOnsetTarget = blankOnset + blank - 1.5 * period;
+          session.current = null;
+          display_element.innerHTML = "";
+          this.jsPsych.finishTrial({ trial: trial.trial, onset, blank_onset: blankOnset });
+          return;
+        }
+        requestAnimationFrame(tick);
+      };
+      requestAnimationFrame(tick);
+    }
+  }
+  SbirRatingPlugin.info = info;
+  return SbirRatingPlugin;
+})(jsPsychModule);

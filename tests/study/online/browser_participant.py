@@ -1,0 +1,156 @@
+"""A simulated participant in a real browser: clicks through the intake and presses keys at
+known times through the DevTools protocol (Input.dispatchKeyEvent), as a keyboard would."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+
+# KeyboardEvent fields of the keys the tests press: key name -> (key, code, keyCode).
+KEYS = {
+    **{str(d): (str(d), f"Digit{d}", 48 + d) for d in range(10)},
+    **{f"num_{d}": (str(d), f"Numpad{d}", 96 + d) for d in range(10)},
+    "space": (" ", "Space", 32),
+    "escape": ("Escape", "Escape", 27),
+    "p": ("p", "KeyP", 80),
+    "y": ("y", "KeyY", 89),
+    "n": ("n", "KeyN", 78),
+}
+
+
+@dataclass
+class Press:
+    name: str
+    trial: int
+    page_time: float  # when it was sent, on the page's performance.now() clock (s)
+    sent_within: float = 0.0  # how long the DevTools command took to return (s)
+
+
+@dataclass
+class Participant:
+    driver: object
+    url: str
+    presses: list[Press] = field(default_factory=list)
+    offset_ms: float = 0.0  # page epoch (timeOrigin + now) minus this process's time.time()
+
+    def open(self, query: str = "") -> None:
+        self.driver.get(self.url + query)
+        self.calibrate()
+
+    def calibrate(self) -> None:
+        """Offset of the page's clock from time.time(), from the closest of 15 round trips."""
+        samples = []
+        for _ in range(15):
+            before = time.time()
+            page = self.driver.execute_script("return performance.timeOrigin + performance.now()")
+            after = time.time()
+            samples.append((after - before, page - (before + after) / 2 * 1000.0))
+        self.offset_ms = min(samples)[1]
+        self.origin_ms = self.driver.execute_script("return performance.timeOrigin")
+
+    def page_now(self) -> float:
+        return (time.time() * 1000.0 + self.offset_ms - self.origin_ms) / 1000.0
+
+    def phase(self) -> str:
+        return self.driver.execute_script("return window.sbir && window.sbir.phase")
+
+    def wait(self, condition, timeout: float = 30.0, what: str = "the page") -> object:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = condition()
+            if value:
+                return value
+            time.sleep(0.02)
+        raise AssertionError(f"timed out waiting for {what} (phase {self.phase()!r})")
+
+    def click(self, css: str, timeout: float = 30.0) -> None:
+        from selenium.webdriver.common.by import By
+
+        def found():
+            elements = self.driver.find_elements(By.CSS_SELECTOR, css)
+            return elements[0] if elements else None
+
+        self.wait(found, timeout, css).click()
+
+    def key(self, name: str, trial: int = 0) -> float:
+        """Press and release a key now; returns the page time at which it was sent."""
+        key, code, key_code = KEYS[name]
+        down = {
+            "type": "keyDown",
+            "key": key,
+            "code": code,
+            "windowsVirtualKeyCode": key_code,
+            "nativeVirtualKeyCode": key_code,
+        }
+        if len(key) == 1:
+            down["text"] = key
+        sent = self.page_now()
+        self.driver.execute_cdp_cmd("Input.dispatchKeyEvent", down)
+        returned = self.page_now()
+        self.driver.execute_cdp_cmd("Input.dispatchKeyEvent", {**down, "type": "keyUp"})
+        self.presses.append(Press(name, trial, sent, returned - sent))
+        return sent
+
+    def key_at(self, name: str, page_time: float, trial: int) -> float:
+        while (remaining := page_time - self.page_now()) > 0:
+            time.sleep(min(remaining, 0.002) if remaining < 0.01 else remaining - 0.008)
+        return self.key(name, trial)
+
+    def intake(self, details: dict | None = None) -> None:
+        """Consent, details, full screen; the window check runs by itself."""
+        self.wait(lambda: self.phase() == "intake", what="the intake")
+        self.click("#sbir-consent-0")
+        if details is not None:
+            from selenium.webdriver.common.by import By
+            from selenium.webdriver.support.ui import Select
+
+            self.wait(lambda: self.driver.find_elements(By.ID, "sbir-age"), what="the details")
+            if details.get("age") is not None:
+                self.driver.find_element(By.ID, "sbir-age").send_keys(str(details["age"]))
+            for name in ("sex", "handedness"):
+                if details.get(name):
+                    Select(self.driver.find_element(By.ID, f"sbir-{name}")).select_by_value(
+                        details[name]
+                    )
+            self.click("#jspsych-survey-html-form-next")
+        self.click("#jspsych-fullscreen-btn")
+
+    def session(self) -> dict:
+        return self.driver.execute_script(
+            "const s = window.sbir.session; return s && {onsets: s.onsets, current: s.current,"
+            " queued: s.sender.queue.length, acknowledged: s.sender.acknowledged,"
+            " state: {session_id: s.state.session_id, participant: s.state.participant,"
+            " trials: s.state.trials}}"
+        )
+
+    def start_trials(self) -> None:
+        """Press space on the instructions once they are up."""
+        self.wait(lambda: self.phase() == "instructions", timeout=60, what="the instructions")
+        time.sleep(0.2)
+        self.key("space")
+
+    def onset_of(self, trial: int, timeout: float = 15.0) -> dict:
+        """Wait for trial ``trial`` to be on screen; its {trial, onset, window_end}."""
+
+        def found():
+            onsets = self.driver.execute_script(
+                "return window.sbir.session ? window.sbir.session.onsets : []"
+            )
+            hits = [o for o in onsets if o["trial"] == trial]
+            return hits[-1] if hits else None
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            hit = found()
+            if hit:
+                return hit
+            time.sleep(0.003)
+        raise AssertionError(f"trial {trial} did not start (phase {self.phase()!r})")
+
+
+def summary(values: list[float]) -> dict:
+    if not values:
+        return {"n": 0}
+    absolute = [abs(v) for v in values]
+    return {"n": len(values), "median_abs": statistics.median(absolute), "max_abs": max(absolute)}

@@ -1,0 +1,349 @@
+"""Helpers of the online-session tests: a stimulus set, protocols, a real
+`serve` on the loopback, a private PostgreSQL server, headless Chromium under Selenium.
+
+The fixtures themselves are in conftest.py beside this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+from fastapi.testclient import TestClient
+
+from study.online.server import ServeSettings, build_app
+from study.responses import rating_key_map, score_trial
+
+ADMIN_TOKEN = "admin-token-for-tests-0123456789"
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def write_protocol(folder: Path, name: str = "protocol.toml", **tables) -> Path:
+    """A protocol file: task sbirtest, short timing, plus the given tables' settings."""
+    settings = {
+        "timing": {"stimulus_s": 0.6, "blank_s": 0.4, "anchor_demo_s": 0.6},
+        "display": {"fullscreen": False},
+        "online": {"stimulus_px": 200},
+    }
+    for table, values in tables.items():
+        settings.setdefault(table, {}).update(values)
+    lines = ['name = "online-test"', 'task = "sbirtest"']
+    for table, values in settings.items():
+        lines.append(f"[{table}]")
+        for key, value in values.items():
+            lines.append(f"{key} = {_toml(value)}")
+    path = folder / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return repr(value)
+
+
+class Server:
+    """`sbir-study serve` in a subprocess on 127.0.0.1 (killed at the end)."""
+
+    def __init__(
+        self,
+        protocol: Path,
+        stimuli: Path,
+        data: Path,
+        db: str | None = None,
+        workers: int = 1,
+        port: int | None = None,
+    ) -> None:
+        self.protocol, self.stimuli, self.data, self.db = protocol, stimuli, data, db
+        self.workers = workers
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.process: subprocess.Popen | None = None
+        self.log = data.parent / f"serve-{self.port}.log"
+
+    def start(self, timeout: float = 60.0) -> Server:
+        command = [
+            sys.executable,
+            "-m",
+            "study.cli",
+            "serve",
+            "--protocol",
+            str(self.protocol),
+            "--stimuli",
+            str(self.stimuli),
+            "--data",
+            str(self.data),
+            "--port",
+            str(self.port),
+            "--workers",
+            str(self.workers),
+        ]
+        if self.db:
+            command += ["--db", self.db]
+        environment = {**os.environ, "SBIR_STUDY_ADMIN_TOKEN": ADMIN_TOKEN}
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=environment,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(
+                    f"serve exited {self.process.returncode}: {self.log.read_text()[-2000:]}"
+                )
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(self.url + "healthz", timeout=1.0).status_code == 200:
+                    return self
+            time.sleep(0.1)
+        self.stop()
+        raise AssertionError(f"serve did not answer within {timeout} s: {self.log.read_text()}")
+
+    def kill(self) -> None:
+        """SIGKILL the server and its workers (the whole process group), as a crash would."""
+        if self.process and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def admin(self, path: str) -> httpx.Response:
+        return httpx.get(
+            self.url + path, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=30.0
+        )
+
+
+class Postgres:
+    """A private PostgreSQL server: initdb in a temporary folder, 127.0.0.1 only, run as
+    the unprivileged user ``nobody`` (the tests may run as root, which PostgreSQL refuses)."""
+
+    def __init__(self) -> None:
+        self.bindir = _postgres_bindir()
+        self.folder = Path(tempfile.mkdtemp(prefix="sbir-pg-"))
+        self.port = free_port()
+        self.user = pwd.getpwnam("nobody") if os.geteuid() == 0 else None
+        self.process: subprocess.Popen | None = None
+
+    def _as_user(self):
+        if self.user is None:
+            return None
+        uid, gid = self.user.pw_uid, self.user.pw_gid
+
+        def demote():
+            os.setgid(gid)
+            os.setuid(uid)
+
+        return demote
+
+    def start(self) -> Postgres:
+        data = self.folder / "data"
+        os.chmod(self.folder, 0o755)
+        if self.user is not None:
+            os.chown(self.folder, self.user.pw_uid, self.user.pw_gid)
+        subprocess.run(
+            [
+                str(self.bindir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "sbir",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+            check=True,
+            capture_output=True,
+            preexec_fn=self._as_user(),
+            cwd=self.folder,
+        )
+        command = [
+            str(self.bindir / "postgres"),
+            "-D",
+            str(data),
+            "-p",
+            str(self.port),
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            f"unix_socket_directories={self.folder}",
+            "-c",
+            "max_connections=300",
+            "-c",
+            "shared_buffers=64MB",
+        ]
+        self.log = open(self.folder / "postgres.log", "ab")
+        self.process = subprocess.Popen(
+            command,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=self._as_user(),
+            cwd=self.folder,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            ready = subprocess.run(
+                [str(self.bindir / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port)],
+                capture_output=True,
+            )
+            if ready.returncode == 0:
+                break
+            assert self.process.poll() is None, (self.folder / "postgres.log").read_text()
+            time.sleep(0.2)
+        else:
+            raise AssertionError("PostgreSQL did not start")
+        self.counter = 0
+        return self
+
+    def new_database(self) -> str:
+        """A fresh, empty database's address."""
+        self.counter += 1
+        name = f"study{self.counter}"
+        subprocess.run(
+            [
+                str(self.bindir / "createdb"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-U",
+                "sbir",
+                name,
+            ],
+            check=True,
+            capture_output=True,
+        )
+        return f"postgresql://sbir@127.0.0.1:{self.port}/{name}"
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)  # fast shutdown
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _postgres_bindir() -> Path:
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"))
+    assert found, "PostgreSQL is not installed (Debian package postgresql); make install does it"
+    return found[-1].parent
+
+
+def chromium(width: int = 1400, height: int = 1000, screen: tuple[int, int] = (1920, 1200)):
+    """Headless Chromium under Selenium, with the flags that keep it off the network; its
+    window is ``width`` x ``height`` on a screen of ``screen`` (what full screen gives)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    assert Path(CHROMIUM).exists(), "Chromium is missing (Debian chromium); make install does it"
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    profile = tempfile.mkdtemp(prefix="sbir-chromium-")
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={profile}",
+        f"--window-size={width},{height}",
+        f"--screen-info={{0,0 {screen[0]}x{screen[1]}}}",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    driver.profile_folder = profile
+    return driver
+
+
+def make_client(tmp_path, online_set, **tables):
+    protocol = write_protocol(tmp_path, **tables)
+    db = tmp_path / "online.sqlite3"
+    app, study = build_app(
+        ServeSettings(
+            protocol=str(protocol),
+            stimuli=str(online_set),
+            db=f"sqlite:///{db}",
+            admin_token=ADMIN_TOKEN,
+            max_body=65_536,
+        )
+    )
+    client = TestClient(app)
+    client.db = db
+    client.study = study
+    return client
+
+
+def start(client, label="p01", token=None, **extra):
+    token = token or secrets.token_urlsafe(32)
+    answer = client.post("/api/sessions", json={"participant": label, "token": token, **extra})
+    return answer, token
+
+
+def report(trial: dict, number: int, presses=(), *, rating="auto", stimulus_s=0.6, blank_s=0.4):
+    """A trial report as the page sends it: presses are (key, seconds from onset)."""
+    onset = 5.0 + number
+    blank_onset = onset + stimulus_s
+    events = [{"code": f"Digit{k}", "key": k, "t": onset + t} for k, t in presses]
+    if rating == "auto":
+        scored = score_trial(
+            [(k, onset + t) for k, t in presses],
+            onset,
+            blank_onset + blank_s,
+            rating_key_map([str(k) for k in range(1, 8)]),
+        )
+        rating = None if trial["phase"] == "anchor_demo" else scored.rating
+    return {
+        "sketch_id": trial["sketch_id"],
+        "image_id": trial["image_id"],
+        "onset": onset,
+        "blank_onset": blank_onset,
+        "next_onset": blank_onset + blank_s,
+        "session_start": 5.0,
+        "frames": [onset, blank_onset, blank_onset + blank_s],
+        "events": events,
+        "paused_before": 0.0,
+        "rating": rating,
+    }

@@ -1,0 +1,335 @@
+"""The server's HTTP contract, in process: sessions, idempotent trials, refusals, admin."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import secrets
+import sqlite3
+import time
+import zipfile
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.study.online.support import ADMIN_TOKEN, make_client, report, start
+
+
+def counts(client) -> tuple[int, int]:
+    with sqlite3.connect(client.db) as connection:
+        return (
+            connection.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
+            connection.execute("SELECT COUNT(*) FROM trials").fetchone()[0],
+        )
+
+
+def rows(client, sql: str):
+    with sqlite3.connect(client.db) as connection:
+        return connection.execute(sql).fetchall()
+
+
+@pytest.fixture
+def client(tmp_path, online_set):
+    return make_client(tmp_path, online_set, online={"completion_code": "OK123"})
+
+
+def test_a_session_over_http_from_start_to_completion(client):
+    answer, token = start(client)
+    assert answer.status_code == 201
+    state = answer.json()
+    assert state["next_trial"] == 1 and state["stored"] == 0 and "token" not in state
+    # Asked again with the same label and token (an answer lost): the same session.
+    again = client.post("/api/sessions", json={"participant": "p01", "token": token})
+    assert again.status_code == 200 and again.json()["session_id"] == state["session_id"]
+    # Another browser under the same label: refused, nothing created.
+    assert start(client, "p01")[0].status_code == 409
+    session = state["session_id"]
+    headers = {"Authorization": f"Bearer {token}"}
+    trials = state["trials"]
+    url = f"/api/sessions/{session}/trials"
+    first = report(trials[0], 1, [("3", 0.2)])
+    assert client.put(f"{url}/1", json=first, headers=headers).status_code == 201
+    # A retry of the same trial: acknowledged, not stored twice.
+    assert client.put(f"{url}/1", json=first, headers=headers).json()["duplicate"] is True
+    # The same trial with other data: refused, the stored row unchanged.
+    changed = client.put(f"{url}/1", json=report(trials[0], 1, [("5", 0.3)]), headers=headers)
+    assert changed.status_code == 409 and "nothing was changed" in changed.json()["error"]
+    assert rows(client, "SELECT n_presses, presses FROM trials") == [(1, "3@0.2000")]
+    early = client.post(
+        f"/api/sessions/{session}/finish", json={"status": "complete"}, headers=headers
+    )
+    assert early.status_code == 409 and "1 of" in early.json()["error"]
+    for number, trial in enumerate(trials[1:], start=2):
+        presses = [("2", 0.1), ("6", 0.5)] if trial["phase"] != "anchor_demo" else []
+        answer = client.put(f"{url}/{number}", json=report(trial, number, presses), headers=headers)
+        assert answer.status_code == 201, answer.json()
+    resumed = client.get(f"/api/sessions/{session}", headers=headers).json()
+    assert resumed["next_trial"] == len(trials) + 1
+    done = client.post(
+        f"/api/sessions/{session}/finish", json={"status": "complete"}, headers=headers
+    ).json()
+    assert done == {
+        "status": "complete",
+        "stored": len(trials),
+        "completion": {"code": "OK123", "url": None},
+    }
+    late = client.put(f"{url}/1", json=report(trials[0], 1, [("4", 0.2)]), headers=headers)
+    assert late.status_code == 409
+    ratings = rows(client, "SELECT phase, rating, rt FROM trials WHERE trial > 1")
+    assert {(phase, rating) for phase, rating, _ in ratings} <= {
+        ("anchor_demo", None),
+        ("main", 6),
+        ("anchor_repeat", 6),
+    }
+    assert all(rt == pytest.approx(0.5) for phase, _, rt in ratings if phase != "anchor_demo")
+
+
+def _other_session(client):
+    _, token_a = start(client, "alice")
+    answer_b, token_b = start(client, "bob")
+    return answer_b.json(), token_a, token_b
+
+
+BAD_TRIALS = {
+    "a rating outside the scale": (lambda body: body.update(rating=9), 1, 422, "rating"),
+    "a rating of zero": (lambda body: body.update(rating=0), 1, 422, "rating"),
+    "a rating the keys do not give": (
+        lambda body: body.update(rating=2),
+        1,
+        422,
+        "the key events give",
+    ),
+    "a trial index past the end": (lambda body: None, 999, 422, "trial: expected 1.."),
+    "a trial index of 0": (lambda body: None, 0, 422, "trial"),
+    "another trial's pair": (lambda body: body.update(image_id="zz"), 1, 422, "shows"),
+    "times out of order": (lambda body: body.update(blank_onset=1.0), 1, 422, "times"),
+    "a time that is not finite": (lambda body: body.update(onset=float("inf")), 1, 422, "onset"),
+    "an unknown field": (lambda body: body.update(extra=1), 1, 422, "extra"),
+    "a missing field": (lambda body: body.pop("events"), 1, 422, "events"),
+    "too many events": (
+        lambda body: body.update(events=[{"code": "", "key": "x", "t": 1.0}] * 501),
+        1,
+        422,
+        "events",
+    ),
+    "a key name too long": (
+        lambda body: body["events"].append({"code": "D" * 40, "key": "1", "t": 6.2}),
+        1,
+        422,
+        "code",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_TRIALS))
+def test_bad_trials_are_refused_with_a_clear_message_and_nothing_stored(client, case):
+    change, number, status, words = BAD_TRIALS[case]
+    state, _, token_b = _other_session(client)
+    body = report(state["trials"][0], 1, [("3", 0.2)])
+    change(body)
+    before = counts(client)
+    answer = client.put(
+        f"/api/sessions/{state['session_id']}/trials/{number}",
+        content=json.dumps(body),
+        headers={"Authorization": f"Bearer {token_b}", "Content-Type": "application/json"},
+    )
+    assert answer.status_code == status, answer.text
+    assert words in answer.json()["error"]
+    assert "\n" not in answer.json()["error"]
+    assert counts(client) == before
+
+
+def test_a_token_writes_only_its_own_session(client):
+    state, token_a, token_b = _other_session(client)
+    body = report(state["trials"][0], 1, [("3", 0.2)])
+    url = f"/api/sessions/{state['session_id']}/trials/1"
+    assert (
+        client.put(url, json=body, headers={"Authorization": f"Bearer {token_a}"}).status_code
+        == 403
+    )
+    assert client.put(url, json=body).status_code == 401
+    assert (
+        client.get(
+            f"/api/sessions/{state['session_id']}", headers={"Authorization": f"Bearer {token_a}"}
+        ).status_code
+        == 403
+    )
+    assert (
+        client.put(
+            "/api/sessions/nosuchsession/trials/1",
+            json=body,
+            headers={"Authorization": f"Bearer {token_b}"},
+        ).status_code
+        == 404
+    )
+    assert counts(client) == (2, 0)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../manifest.csv",
+        "SHA256SUMS",
+        "manifest.csv",
+        "%2e%2e/%2e%2e/etc/passwd",
+        "/etc/passwd",
+        "sketches/../../set/manifest.csv",
+        "sketches/nope.png",
+    ],
+)
+def test_only_the_sets_images_are_served(client, path):
+    answer = client.get(f"/stimuli/{path}")
+    assert answer.status_code == 404
+    assert answer.json()["error"]  # "no stimulus ... in the set", or no such page at all
+
+
+def test_images_are_served_with_their_checksum(client, online_set):
+    state = start(client)[0].json()
+    trial = state["trials"][0]
+    answer = client.get("/" + trial["sketch_url"])
+    assert answer.status_code == 200
+    assert (
+        answer.content == (online_set / trial["sketch_url"].removeprefix("stimuli/")).read_bytes()
+    )
+    checksums = dict(
+        line.split("  ")[::-1] for line in (online_set / "SHA256SUMS").read_text().splitlines()
+    )
+    assert (
+        answer.headers["etag"].strip('"') == checksums[trial["sketch_url"].removeprefix("stimuli/")]
+    )
+
+
+def test_oversized_bodies_are_refused_before_they_are_read(client):
+    state, _, token = _other_session(client)
+    url = f"/api/sessions/{state['session_id']}/trials/1"
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    declared = client.put(url, content=b"{" + b" " * 70_000 + b"}", headers=headers)
+    assert declared.status_code == 413 and "65536 bytes" in declared.json()["error"]
+
+    def chunks():  # no Content-Length: counted as it streams
+        for _ in range(100):
+            yield b" " * 1000
+
+    streamed = client.put(url, content=chunks(), headers=headers)
+    assert streamed.status_code == 413
+    assert client.post("/api/sessions", content=b"x" * 100_000).status_code == 413
+    assert counts(client) == (2, 0)
+
+
+@pytest.mark.parametrize("label", ["has space", "ab-1", "", "ü1", "a" * 65])
+def test_labels_that_are_not_bids_labels_are_refused(client, label):
+    answer, _ = start(client, label)
+    assert answer.status_code == 422
+    assert counts(client) == (0, 0)
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_any_report_is_stored_as_scored_or_refused_with_4xx(client, data):
+    """Generated reports (times, keys, claims) never crash the server: either stored, with the
+    lab rule's rating, or refused with a 4xx and nothing stored."""
+    label = f"h{secrets.token_hex(6)}"
+    answer, token = start(client, label)
+    state = answer.json()
+    number = data.draw(st.integers(1, len(state["trials"])), label="trial")
+    trial = state["trials"][number - 1]
+    times = st.floats(-1.0, 20.0, allow_nan=False)
+    onset = data.draw(times, label="onset")
+    presses = data.draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["1", "4", "7", "8", "a"]), st.floats(-1.0, 2.0, allow_nan=False)
+            )
+        ),
+        label="keys",
+    )
+    body = report(trial, number, presses)
+    body["onset"] = onset
+    body["frames"][0] = onset
+    if data.draw(st.booleans(), label="wrong claim"):
+        body["rating"] = data.draw(st.one_of(st.none(), st.integers(-3, 12)))
+    before = counts(client)[1]
+    put = client.put(
+        f"/api/sessions/{state['session_id']}/trials/{number}",
+        json=body,
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert put.status_code in (201, 409, 422), put.text
+    if put.status_code == 201:
+        stored = rows(
+            client, f"SELECT rating FROM trials WHERE session_id = '{state['session_id']}'"
+        )
+        assert stored == [(body["rating"],)]
+        assert counts(client)[1] == before + 1
+    else:
+        assert counts(client)[1] == before
+
+
+def test_admin_routes_need_the_admin_token(client):
+    assert client.get("/api/admin/status").status_code == 401
+    assert (
+        client.get("/api/admin/status", headers={"Authorization": "Bearer wrong"}).status_code
+        == 401
+    )
+    assert client.get("/admin").status_code == 401
+    basic = base64.b64encode(f"lab:{ADMIN_TOKEN}".encode()).decode()
+    page = client.get("/admin", headers={"Authorization": f"Basic {basic}"})
+    assert page.status_code == 200 and "Participants" in page.text
+    state, token = start(client)
+    trial = state.json()["trials"][0]
+    client.put(
+        f"/api/sessions/{state.json()['session_id']}/trials/1",
+        json=report(trial, 1),
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    status = client.get("/api/admin/status", headers=admin).json()
+    assert status["participants"]["started"] == 1 and status["trials_stored"] == 1
+    assert status["timing_error_ms"]["median"] == pytest.approx(0.0, abs=1e-6)
+    archive = zipfile.ZipFile(
+        io.BytesIO(client.get("/api/admin/export.zip", headers=admin).content)
+    )
+    assert "sub-p01/beh/sub-p01_task-sbirtest_beh.tsv" in archive.namelist()
+
+
+def test_lists_are_filled_in_turn_and_dropouts_release_theirs(tmp_path, online_set):
+    client = make_client(
+        tmp_path,
+        online_set,
+        online={"subset": "pairs", "lists": 2, "dropout_after_s": 0.5, "raters_per_list": 2},
+    )
+    lists = [start(client, f"p{k}")[0].json()["list"] for k in range(4)]
+    assert lists == [0, 1, 0, 1]
+    assert start(client, "p5")[0].status_code == 409  # full: two raters per list
+    time.sleep(0.6)  # everyone silent: counted as dropped out, their lists free again
+    assert start(client, "p6")[0].json()["list"] == 0
+    status = client.get("/api/admin/status", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert status.json()["participants"]["dropped_out"] == 4
+
+
+def test_pairs_of_a_list_make_the_trial_list(tmp_path, online_set):
+    """Each list's participant sees the anchors and that list's pairs, in the trial order
+    build_trials gives for the recorded seed."""
+    from study.online.assignment import list_manifest
+    from study.trials import build_trials
+
+    client = make_client(tmp_path, online_set, online={"subset": "sketches", "lists": 2})
+    study = client.study
+    for label in ("a1", "a2"):
+        state = start(client, label)[0].json()
+        seed = rows(client, f"SELECT seed FROM sessions WHERE participant = '{label}'")[0][0]
+        expected = build_trials(
+            study.protocol,
+            list_manifest(study.stimulus_set.manifest, study.lists, state["list"]),
+            seed,
+        )
+        got = [(t["trial"], t["phase"], t["sketch_id"], t["image_id"]) for t in state["trials"]]
+        assert got == list(
+            expected[["trial", "phase", "sketch_id", "image_id"]].itertuples(index=False, name=None)
+        )
+        main = {t["sketch_id"] for t in state["trials"] if t["phase"] == "main"}
+        assert len(main) == 1  # one whole sketch of the two
