@@ -18,6 +18,7 @@ from .consensus import (
     anchoring_consistency,
     consensus_ground_truth,
     rater_vs_consensus,
+    write_binary_qrels,
     write_qrels,
 )
 from .distribution import binned_medians, box_summary, rating_distribution
@@ -88,7 +89,8 @@ def analyze_ratings(
 ) -> dict:
     """Compute every statistic of the paper's Sec. 3 and write the tables to ``out``.
 
-    Writes ``ground_truth.csv``, ``ground_truth.qrels``, ``pairwise_tau.csv``
+    Writes ``ground_truth.csv``, ``ground_truth.qrels`` (graded),
+    ``ground_truth_binary.qrels`` (relevant: mean rating below 3.5), ``pairwise_tau.csv``
     (or only ``pairwise_tau_summary.csv`` above :data:`PAIRWISE_FULL_LIMIT`
     raters per sketch, unless ``options.pairwise == "full"``),
     ``pairwise_tau_summary.csv``, ``sketch_agreement.csv`` (sketches ranked by
@@ -111,6 +113,7 @@ def analyze_ratings(
     ground_truth = consensus_ground_truth(ratings)
     ground_truth.to_csv(out / "ground_truth.csv", index=False)
     write_qrels(ground_truth, out / "ground_truth.qrels")
+    write_binary_qrels(ground_truth, out / "ground_truth_binary.qrels")
 
     raters_per_sketch = int(main.groupby("sketch_id")["participant"].nunique().max())
     full = options.pairwise == "full" or (
