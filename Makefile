@@ -18,8 +18,10 @@ NODE   := .node
 BIDS_VALIDATOR := 1.15.0
 
 # Debian packages the project needs at run or test time: a virtual X display with Mesa for
-# PsychoPy's window, and the libraries of Psychtoolbox's keyboard backend.
-APT_PACKAGES := xvfb xauth libgl1-mesa-dri libjack-jackd2-0 libasound2
+# PsychoPy's window, the libraries of Psychtoolbox's keyboard backend, and GNU Octave, in
+# which the tests run the HPatches reference scoring code (about 120 packages without
+# recommends; under a minute to install here).
+APT_PACKAGES := xvfb xauth libgl1-mesa-dri libjack-jackd2-0 libasound2 octave
 
 .PHONY: run test session lint bench install clean
 

@@ -377,8 +377,9 @@ def evaluate_files(
         )
     truth = load_ground_truth(ground_truth)
     runs = [
-        load_run(path, truth, lower_is_better=lower_is_better, name=name,
-                 score_precision=score_precision)
+        load_run(
+            path, truth, lower_is_better=lower_is_better, name=name, score_precision=score_precision
+        )
         for path, name in zip(run_files, names or [None] * len(run_files), strict=True)
     ]
     table = load_ratings(ratings) if ratings is not None else None
