@@ -23,7 +23,7 @@ from .consensus import (
 )
 from .distribution import binned_medians, box_summary, rating_distribution
 from .provenance import software_versions
-from .ratings import Provenance
+from .ratings import Provenance, check_text_labels
 from .report import raters_range, write_report
 from .significance import summarize_family
 
@@ -102,6 +102,7 @@ def analyze_ratings(
     ids to image files); ``pilot``, the ratings of a pilot study, is drawn
     beside the final study in Fig. 7. Returns the summary.
     """
+    check_text_labels(ratings)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     provenance = ratings.attrs.get("provenance", Provenance())

@@ -86,3 +86,17 @@ def test_labels_stay_text_through_the_command_line(flat_tables, tmp_path):
     assert result.returncode == 0, result.stderr
     assert _texts(out / "participants.csv", "participant") == set(LABELS.values())
     assert "Analysed 4 participants" in result.stdout
+
+
+def test_a_table_whose_labels_were_read_as_numbers_is_refused(flat_tables, tmp_path):
+    # pandas.read_csv with its default types has already made 01 and 1 the same number:
+    # analysing it would merge two participants, so it is an error naming the column.
+    from analysis import AnalysisOptions, InputError, analyze_ratings, validate_ratings
+
+    numbers = pd.read_csv(flat_tables[0])
+    assert numbers["participant"].nunique() == 2  # 01, 1 and 001 are one participant now
+    with pytest.raises(InputError, match="participant: the labels are numbers"):
+        analyze_ratings(numbers, tmp_path / "out", AnalysisOptions())
+    with pytest.raises(InputError, match="dtype=str"):
+        validate_ratings(numbers)
+    assert not (tmp_path / "out").exists()
