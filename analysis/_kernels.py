@@ -368,12 +368,13 @@ def skillings_mack(
     dealt = np.sort(np.where(observed, centred, np.inf), axis=1)
     dealt[np.isinf(dealt)] = 0.0
     tolerance = 100.0 * np.finfo(np.float64).eps * abs(statistic)
+    missing_key = np.where(observed, 0.0, 2.0)
     at_least = 0
     block = max(1, _PERMUTATION_CELLS // (blocks * treatments))
     for start in range(0, permutations, block):
         size = min(block, permutations - start)
         keys = rng.random((size, blocks, treatments))
-        keys[:, ~observed] = 2.0
+        keys += missing_key
         order = np.argsort(keys, axis=2)
         shuffled = np.empty((size, blocks, treatments))
         np.put_along_axis(shuffled, order, np.broadcast_to(dealt, shuffled.shape), axis=2)

@@ -674,15 +674,17 @@ def krippendorff_alpha_overall(
     """
     check_option("level", level, _kernels.ALPHA_LEVELS)
     _check_resampling(n_resamples, confidence_level)
-    main = ratings.loc[ratings["phase"] == "main", ["participant", "sketch_id", "image_id",
-                                                    "rating"]]  # fmt: skip
-    main = main[main["rating"].notna()]
+    rating = ratings["rating"].to_numpy(dtype=np.float64, na_value=np.nan)
+    used = (ratings["phase"] == "main").to_numpy() & ~np.isnan(rating)
+    # Integer codes of the identifiers (categoricals after validation: no string work).
+    sketch, _ = pd.factorize(ratings["sketch_id"][used])
+    image, images = pd.factorize(ratings["image_id"][used])
+    participant, _ = pd.factorize(ratings["participant"][used])
+    pair_code, pairs = pd.factorize(sketch.astype(np.int64) * max(len(images), 1) + image)
     domain = np.arange(SCALE[0], SCALE[1] + 1, dtype=np.float64)
-    pair_code, _ = pd.MultiIndex.from_arrays([main["sketch_id"], main["image_id"]]).factorize()
-    rating = main["rating"].to_numpy(dtype=np.int64) - SCALE[0]
-    n_pairs = int(pair_code.max(initial=-1)) + 1
-    counts = np.bincount(pair_code * domain.size + rating,
-                         minlength=n_pairs * domain.size).reshape(n_pairs, domain.size)  # fmt: skip
+    value = rating[used].astype(np.int64) - SCALE[0]
+    cells = np.bincount(pair_code * domain.size + value, minlength=len(pairs) * domain.size)
+    counts = cells.reshape(len(pairs), domain.size)
     pairable = counts.sum(axis=1) >= 2
     rng = np.random.default_rng(seed)
     statistic, low, high = _alpha_with_interval(
@@ -690,7 +692,7 @@ def krippendorff_alpha_overall(
     )
     in_pairable = pairable[pair_code]
     return KrippendorffAlphaResult(
-        statistic, low, high, level, int(main.loc[in_pairable, "participant"].nunique()),
+        statistic, low, high, level, int(np.unique(participant[in_pairable]).size),
         int(pairable.sum()), int(in_pairable.sum()),
     )  # fmt: skip
 
