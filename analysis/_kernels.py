@@ -354,7 +354,9 @@ def skillings_mack(
     centred = np.where(observed, weight * (ranks - centre), 0.0)
     a = centred.sum(axis=0)
     together = observed.astype(np.float64)
-    lam = together.T @ together
+    # A small product (treatments^2 of a blocks-long sum): einsum's own loop, not BLAS,
+    # whose threads cost more than the product on a busy machine.
+    lam = np.einsum("bi,bj->ij", together, together)
     sigma = -lam
     np.fill_diagonal(sigma, lam.sum(axis=1) - np.diag(lam))
     inverse = np.linalg.pinv(sigma, hermitian=True)

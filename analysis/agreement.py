@@ -711,13 +711,15 @@ def _value_counts(values: np.ndarray, domain: np.ndarray | None = None):
     given = values[~np.isnan(values)]
     if domain is None:
         domain = np.unique(given)
-    elif np.isin(given, domain, invert=True).any():
-        raise InputError(f"ratings: expected values among {domain.tolist()}")
     index = np.searchsorted(domain, values)
-    counts = np.zeros((values.shape[1], domain.size), dtype=np.int64)
+    if given.size:
+        found = domain[np.clip(index, 0, domain.size - 1)]
+        if (found != values)[~np.isnan(values)].any():
+            raise InputError(f"ratings: expected values among {domain.tolist()}")
     rows, columns = np.nonzero(~np.isnan(values))
-    np.add.at(counts, (columns, index[rows, columns]), 1)
-    return domain, counts
+    cells = np.bincount(columns * domain.size + index[rows, columns],
+                        minlength=values.shape[1] * domain.size)  # fmt: skip
+    return domain, cells.reshape(values.shape[1], domain.size)
 
 
 def _alpha_with_interval(units, domain, level, n_resamples, confidence_level, rng):
