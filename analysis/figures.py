@@ -317,7 +317,7 @@ def plot_power(summary: pd.DataFrame, *, axes: Sequence[Axes]) -> Sequence[Axes]
     middle.plot(k, summary["w_significant_share"], "o-", label="mean share of sketches")
     middle.plot(k, summary["w_all_significant"], "s--", label="studies with all sketches")
     middle.set_ylim(-0.02, 1.05)
-    middle.set_ylabel("W significant")
+    middle.set_ylabel("W significant (over the raters who rated every image)")
     middle.legend(fontsize="small", loc="lower right")
     middle.set_title("Kendall's W significant")
     right.fill_between(k, summary["inter_user_share_p025"], summary["inter_user_share_p975"],

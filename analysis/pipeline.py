@@ -262,13 +262,15 @@ def participant_table(ratings: pd.DataFrame, consensus: pd.DataFrame) -> pd.Data
 def sketch_agreement(pairwise_summary: pd.DataFrame, w_table: pd.DataFrame) -> pd.DataFrame:
     """Sketches ranked by their median inter-user tau_b, with the best and worst marked.
 
-    Returns ``sketch_id, tau_median, tau_q25, tau_q75, w, rank, group``: rank 1
-    is the sketch people agreed on most; ``group`` is ``best`` for the top
-    :data:`N_EXTREMES`, ``worst`` for the bottom ones (worst last), else empty.
-    The paper's Fig. 9 shows four of each.
+    Returns ``sketch_id, tau_median, tau_q25, tau_q75, w, rank, group`` and,
+    when ``w_table`` has them, ``n_raters, n_raters_all`` (W stands on k of m
+    raters): rank 1 is the sketch people agreed on most; ``group`` is ``best``
+    for the top :data:`N_EXTREMES`, ``worst`` for the bottom ones (worst last),
+    else empty. The paper's Fig. 9 shows four of each.
     """
+    raters = [c for c in ("n_raters", "n_raters_all") if c in w_table]
     table = pairwise_summary[["sketch_id", "tau_median", "tau_q25", "tau_q75"]].merge(
-        w_table[["sketch_id", "w"]], on="sketch_id", how="left"
+        w_table[["sketch_id", "w", *raters]], on="sketch_id", how="left"
     )
     table = table.sort_values(["tau_median", "sketch_id"], ascending=[False, True],
                               na_position="last", ignore_index=True)  # fmt: skip
@@ -279,7 +281,8 @@ def sketch_agreement(pairwise_summary: pd.DataFrame, w_table: pd.DataFrame) -> p
     if n:
         group[len(table) - n :] = "worst"
     table["group"] = group
-    return table
+    return table[["sketch_id", "tau_median", "tau_q25", "tau_q75", "w", "rank", "group",
+                  *raters]]  # fmt: skip
 
 
 def _write_pairwise(

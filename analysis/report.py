@@ -236,15 +236,20 @@ def _extremes(agreement: pd.DataFrame) -> list[str]:
     marked = agreement[agreement["group"] != ""]
     rows = [
         (r.group, r.sketch_id, r.rank, num(r.tau_median), num(r.tau_q25), num(r.tau_q75),
-         num(r.w))
+         num(r.w), f"{r.n_raters} of {r.n_raters_all}")
         for r in marked.itertuples()
     ]  # fmt: skip
     return [
         "<h2>Best and worst agreement (the paper's Fig. 9)</h2>",
         "<p>Sketches ranked by the median inter-user tau_b; all of them in "
-        "<code>sketch_agreement.csv</code>.</p>",
-        table(["group", "sketch", "rank", "median tau_b", "25th pct", "75th pct", "W"], rows),
+        "<code>sketch_agreement.csv</code>. W stands on the participants who rated every "
+        "image of the sketch (k of m).</p>",
+        table(_EXTREMES_HEADER, rows),
     ]
+
+
+_EXTREMES_HEADER = ("group", "sketch", "rank", "median tau_b", "25th pct", "75th pct", "W",
+                    "W over k of m")  # fmt: skip
 
 
 def _agreement_table(kendall_w: pd.DataFrame, alpha: float) -> list[str]:

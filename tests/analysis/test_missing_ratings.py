@@ -152,9 +152,9 @@ def test_skillings_mack_published_examples():
     assert round(result.statistic, 3) == 15.493
     assert result.df == 3 and round(result.pvalue, 4) == 0.0014
     assert (result.n_raters, result.n_items) == (9, 4)
-    # PMCMRplus::skillingsMackTest documentation example (Brady 1969): its output
-    # "Skillings-Mack chi-squared = 13.281, df = 2, p-value = 0.001306" (13.28095 and
-    # 0.001306405 to the digits quoted in tlsfuzzer's tests of its own implementation).
+    # PMCMRplus::skillingsMackTest on its documentation example (Brady 1969): statistic
+    # 13.28095, df 2, p-value 0.001306405 (as quoted, to these digits, by the tests of
+    # tlsfuzzer's Skillings-Mack implementation, which check themselves against it).
     result = skillings_mack(RHYTHMICITY)
     assert result.statistic == pytest.approx(13.28095, abs=5e-6)
     assert result.pvalue == pytest.approx(0.001306405, rel=1e-6)
