@@ -200,3 +200,24 @@ def test_per_query_ap_equals_the_reference(tmp_path):
     random = per_query[per_query["task"] != "edge"]
     assert (random["ap_patch"] == 0).any() and (random["ap_image"] == 0).any()
     assert (random["ap_image"] > random["ap_patch"]).any()
+
+
+def test_a_missing_reference_fails_saying_where_it_looked(tmp_path, monkeypatch):
+    import tests.analysis.retrieval.test_hpatches_reference as module
+
+    checkout = tmp_path / "work" / "checkout"
+    checkout.mkdir(parents=True)
+    monkeypatch.setattr(module, "ROOT", checkout)
+    monkeypatch.setenv(ENVIRONMENT, str(tmp_path / "nowhere"))
+    with pytest.raises(pytest.fail.Exception) as failure:
+        find_reference()
+    message = str(failure.value)
+    assert str(tmp_path / "nowhere") in message
+    assert str(checkout / "shared" / "references" / "hpatches") in message
+    assert str(tmp_path / "work" / "shared" / "references" / "hpatches") in message
+    # Found beside the checkout, the way CI and the worktrees have it.
+    beside = tmp_path / "work" / "shared" / "references" / "hpatches"
+    beside.mkdir(parents=True)
+    (beside / "retrieval_eval.m").write_text("% placeholder for the test\n")
+    monkeypatch.delenv(ENVIRONMENT)
+    assert find_reference() == beside
