@@ -1,6 +1,7 @@
 """Analysis of sketch/image rating studies (Eitz et al. 2011, Sec. 3).
 
-Loading and validating ratings, rank agreement (Kendall's tau_b and W), the
+Loading and validating ratings, rank agreement (Kendall's tau_b and W, and over
+every rating Krippendorff's alpha and the Skillings-Mack test), the
 consensus ground truth, anchoring consistency, the distribution of ratings,
 significance summaries of test families, and simulated raters; and scoring
 retrieval runs against the ground truth: the runs and their measures, distance
