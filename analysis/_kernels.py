@@ -365,22 +365,29 @@ def skillings_mack(
     if permutations <= 0 or rng is None or df == 0:
         return statistic, df, blocks, float("nan")
 
-    # Each block's observed centred ranks, sorted, then dealt to its observed cells in
-    # random order (missing cells get random keys above every observed one).
-    dealt = np.sort(np.where(observed, centred, np.inf), axis=1)
-    dealt[np.isinf(dealt)] = 0.0
+    # Each block's centred ranks shuffled among the cells it observed (Fisher-Yates on each
+    # row, rng.permuted): a complete block over all treatments, a block with gaps over its
+    # observed treatments only, its shuffled values then put in place by one product with
+    # a 0/1 matrix (row m of the gap blocks' observed cells -> its treatment). A* sums them.
+    complete = observed.all(axis=1)
+    full = centred[complete]
+    gap_values = [row[seen] for row, seen in zip(centred[~complete], observed[~complete],
+                                                 strict=True)]  # fmt: skip
+    gap_cells = np.nonzero(observed[~complete])[1]
+    place = np.zeros((gap_cells.size, treatments))
+    place[np.arange(gap_cells.size), gap_cells] = 1.0
     tolerance = 100.0 * np.finfo(np.float64).eps * abs(statistic)
-    missing_key = np.where(observed, 0.0, 2.0)
     at_least = 0
     block = max(1, _PERMUTATION_CELLS // (blocks * treatments))
     for start in range(0, permutations, block):
         size = min(block, permutations - start)
-        keys = rng.random((size, blocks, treatments))
-        keys += missing_key
-        order = np.argsort(keys, axis=2)
-        shuffled = np.empty((size, blocks, treatments))
-        np.put_along_axis(shuffled, order, np.broadcast_to(dealt, shuffled.shape), axis=2)
-        a_star = shuffled.sum(axis=1)
+        a_star = np.zeros((size, treatments))
+        if full.size:
+            a_star += rng.permuted(np.broadcast_to(full, (size, *full.shape)), axis=2).sum(axis=1)
+        if gap_values:
+            shuffled = [rng.permuted(np.broadcast_to(v, (size, v.size)), axis=1)
+                        for v in gap_values]  # fmt: skip
+            a_star += np.concatenate(shuffled, axis=1) @ place
         sm_star = np.einsum("pi,ij,pj->p", a_star, inverse, a_star)
         at_least += int(np.count_nonzero(sm_star >= statistic - tolerance))
     return statistic, df, blocks, (1.0 + at_least) / (1.0 + permutations)
