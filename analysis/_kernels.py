@@ -313,7 +313,9 @@ def bootstrap_alpha(
         drawn = rng.integers(0, n_units, size=(size, n_units))
         cells = (np.arange(size)[:, None] * n_units + drawn).ravel()
         weights = np.bincount(cells, minlength=size * n_units).reshape(size, n_units)
-        o = (weights @ flat).reshape(size, width, width)
+        # einsum's own loop rather than BLAS: BLAS threads left spinning after a call slow
+        # the single-threaded work that follows on a 2-core machine.
+        o = np.einsum("ru,uv->rv", weights.astype(np.float64), flat).reshape(size, width, width)
         alphas[start : start + size] = alpha_from_coincidences(o, values, level)
     return alphas
 
@@ -367,15 +369,15 @@ def skillings_mack(
 
     # Each block's centred ranks shuffled among the cells it observed (Fisher-Yates on each
     # row, rng.permuted): a complete block over all treatments, a block with gaps over its
-    # observed treatments only, its shuffled values then put in place by one product with
-    # a 0/1 matrix (row m of the gap blocks' observed cells -> its treatment). A* sums them.
+    # observed treatments only. The gap blocks' shuffled values, side by side, are summed
+    # per treatment by one reduceat over their cells sorted by treatment. A* sums it all.
     complete = observed.all(axis=1)
     full = centred[complete]
     gap_values = [row[seen] for row, seen in zip(centred[~complete], observed[~complete],
                                                  strict=True)]  # fmt: skip
     gap_cells = np.nonzero(observed[~complete])[1]
-    place = np.zeros((gap_cells.size, treatments))
-    place[np.arange(gap_cells.size), gap_cells] = 1.0
+    by_cell = np.argsort(gap_cells, kind="stable")
+    cells_present, starts = np.unique(gap_cells[by_cell], return_index=True)
     tolerance = 100.0 * np.finfo(np.float64).eps * abs(statistic)
     at_least = 0
     block = max(1, _PERMUTATION_CELLS // (blocks * treatments))
@@ -387,7 +389,8 @@ def skillings_mack(
         if gap_values:
             shuffled = [rng.permuted(np.broadcast_to(v, (size, v.size)), axis=1)
                         for v in gap_values]  # fmt: skip
-            a_star += np.concatenate(shuffled, axis=1) @ place
+            columns = np.concatenate(shuffled, axis=1)[:, by_cell]
+            a_star[:, cells_present] += np.add.reduceat(columns, starts, axis=1)
         sm_star = np.einsum("pi,ij,pj->p", a_star, inverse, a_star)
         at_least += int(np.count_nonzero(sm_star >= statistic - tolerance))
     return statistic, df, blocks, (1.0 + at_least) / (1.0 + permutations)
