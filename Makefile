@@ -83,6 +83,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_pairwise.py
 	$(BIN)/python benchmarks/bench_analyze.py
+	$(BIN)/python benchmarks/bench_agreement.py
 	$(BIN)/python benchmarks/bench_figures_power.py
 	$(BIN)/python benchmarks/bench_stimuli.py
 	$(BIN)/python benchmarks/bench_session.py

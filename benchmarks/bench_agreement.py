@@ -8,7 +8,7 @@ on the resampled units' value counts.
 
 * paper scale: 28 participants x 31 sketches x 40 images, 1% missed;
 * crowd scale: 2,000 and 10,000 participants x 1,240 pairs, 1% missed (the ratings
-  table as ``analyze`` holds it; 10,000 raters as a flat table of 12.4 million rows).
+  table as ``analyze`` holds it after loading: 12.4 million rows at 10,000 raters).
 
     python benchmarks/bench_agreement.py [--skip-10000]
 """
