@@ -53,7 +53,7 @@ run: $(STAMP)
 	$(BIN)/sbir-study evaluate --ground-truth $(RETRIEVAL)/analysis/ground_truth.csv \
 		--ratings $(RETRIEVAL)/data --out $(RETRIEVAL)/evaluation $(RETRIEVAL)/runs/*.run
 	@echo
-	@echo "Ground truth:      $(DEMO)/analysis/ground_truth.csv (and ground_truth.qrels for trec_eval)"
+	@echo "Ground truth:      $(DEMO)/analysis/ground_truth.csv (ground_truth.qrels and ground_truth_binary.qrels for trec_eval)"
 	@echo "Statistics tables: $(DEMO)/analysis/*.csv, headline numbers in $(DEMO)/analysis/summary.json"
 	@echo "Figures:           $(DEMO)/analysis/figures/ (Figs. 4-8, .png and .pdf)"
 	@echo "Report:            $(DEMO)/analysis/report.html (open it in a browser)"
