@@ -16,11 +16,11 @@ on the resampled units' value counts.
 from __future__ import annotations
 
 import argparse
-import time
 
 import krippendorff
 import numpy as np
 import pandas as pd
+from bench_pairwise import best_of  # the script's folder is on the path
 
 from analysis.agreement import agreement_by_sketch, krippendorff_alpha_overall
 
@@ -52,12 +52,7 @@ def ratio(theirs: float, ours: float) -> str:
 
 
 def timed(function, repeat: int = 1) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = function()
-        best = min(best, time.perf_counter() - start)
-    return best, result
+    return best_of(function, repeat)
 
 
 def package_bootstrap(matrix: np.ndarray, resamples: int, seed: int) -> float:
