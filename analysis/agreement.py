@@ -621,6 +621,24 @@ def agreement_by_sketch(
     References
     ----------
     Eitz et al. (2011), Sec. 3.3.2; Krippendorff (2011); Skillings and Mack (1981).
+
+    Examples
+    --------
+    Three participants rate four images of one sketch; the third misses one:
+
+    >>> table = pd.DataFrame({"participant": np.repeat(["01", "02", "03"], 4),
+    ...                       "sketch_id": "s", "image_id": list("abcd") * 3, "phase": "main",
+    ...                       "rating": [1, 3, 5, 7, 2, 3, 6, 7, 1, np.nan, 4, 6]})
+    >>> row = agreement_by_sketch(table, n_resamples=0, permutations=0).iloc[0]
+    >>> int(row.n_raters), int(row.n_raters_all), int(row.n_ratings)  # W over 2 of 3
+    (2, 3, 11)
+    >>> [round(float(row[c]), 4) for c in ("w", "alpha_ordinal", "skillings_mack")]
+    [1.0, 0.9074, 7.9454]
+    >>> import krippendorff  # the ordinal alpha over all three, as the package computes it
+    >>> round(float(krippendorff.alpha([[1, 3, 5, 7], [2, 3, 6, 7], [1, np.nan, 4, 6]],
+    ...                                level_of_measurement="ordinal",
+    ...                                value_domain=list(range(1, 8)))), 4)
+    0.9074
     """
     _check_resampling(n_resamples, confidence_level)
     if not (isinstance(permutations, int | np.integer) and permutations >= 0):
