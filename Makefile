@@ -21,9 +21,10 @@ BIDS_VALIDATOR := 1.15.0
 
 # Debian packages the project needs at run or test time: a virtual X display with Mesa for
 # PsychoPy's window, and the libraries of Psychtoolbox's keyboard backend; Chromium and its
-# driver for the browser session's tests, PostgreSQL for the multi-server database's tests.
+# driver for the browser session's tests, PostgreSQL for the multi-server database's tests,
+# and GNU Octave, in which the tests run the HPatches reference scoring code.
 APT_PACKAGES := xvfb xauth libgl1-mesa-dri libjack-jackd2-0 libasound2 chromium chromium-driver \
-	postgresql
+	postgresql octave
 WEB    := study/online/web
 
 .PHONY: run test session serve-demo lint bench install clean
@@ -59,7 +60,7 @@ run: $(STAMP)
 	$(BIN)/sbir-study evaluate --ground-truth $(RETRIEVAL)/analysis/ground_truth.csv \
 		--ratings $(RETRIEVAL)/data --out $(RETRIEVAL)/evaluation $(RETRIEVAL)/runs/*.run
 	@echo
-	@echo "Ground truth:      $(DEMO)/analysis/ground_truth.csv (and ground_truth.qrels for trec_eval)"
+	@echo "Ground truth:      $(DEMO)/analysis/ground_truth.csv (ground_truth.qrels and ground_truth_binary.qrels for trec_eval)"
 	@echo "Statistics tables: $(DEMO)/analysis/*.csv, headline numbers in $(DEMO)/analysis/summary.json"
 	@echo "Figures:           $(DEMO)/analysis/figures/ (Figs. 4-8, .png and .pdf)"
 	@echo "Report:            $(DEMO)/analysis/report.html (open it in a browser)"
@@ -95,6 +96,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_pairwise.py
 	$(BIN)/python benchmarks/bench_analyze.py
+	$(BIN)/python benchmarks/bench_agreement.py
 	$(BIN)/python benchmarks/bench_figures_power.py
 	$(BIN)/python benchmarks/bench_stimuli.py
 	$(BIN)/python benchmarks/bench_session.py

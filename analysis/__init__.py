@@ -1,6 +1,7 @@
 """Analysis of sketch/image rating studies (Eitz et al. 2011, Sec. 3).
 
-Loading and validating ratings, rank agreement (Kendall's tau_b and W), the
+Loading and validating ratings, rank agreement (Kendall's tau_b and W, and over
+every rating Krippendorff's alpha and the Skillings-Mack test), the
 consensus ground truth, anchoring consistency, the distribution of ratings,
 significance summaries of test families, and simulated raters; and scoring
 retrieval runs against the ground truth: the runs and their measures, distance
@@ -13,13 +14,19 @@ from ._moved import renamed
 from .agreement import (
     KendallTauResult,
     KendallWResult,
+    KrippendorffAlphaResult,
     PairwiseTauResult,
+    SkillingsMackResult,
+    agreement_by_sketch,
     inter_user_tau,
     inter_user_tau_by_sketch,
     kendall_tau_b,
     kendall_w,
     kendall_w_by_sketch,
+    krippendorff_alpha,
+    krippendorff_alpha_overall,
     pairwise_kendall_tau,
+    skillings_mack,
 )
 from .checks import InputError, check_option
 from .consensus import (
@@ -122,6 +129,7 @@ __all__ = [
     "InputError",
     "KendallTauResult",
     "KendallWResult",
+    "KrippendorffAlphaResult",
     "PairwiseTauResult",
     "PermutationResult",
     "Provenance",
@@ -130,9 +138,11 @@ __all__ = [
     "RatingsWarning",
     "Run",
     "RunWarning",
+    "SkillingsMackResult",
     "SourceFile",
     "StudyDesign",
     "TauResult",
+    "agreement_by_sketch",
     "analyze_ratings",
     "anchoring_consistency",
     "average_precision",
@@ -163,6 +173,8 @@ __all__ = [
     "kendall_tau_b",
     "kendall_w",
     "kendall_w_by_sketch",
+    "krippendorff_alpha",
+    "krippendorff_alpha_overall",
     "load_ground_truth",
     "load_ratings",
     "load_run",
@@ -190,6 +202,7 @@ __all__ = [
     "score_run",
     "second_tier",
     "simulate_study",
+    "skillings_mack",
     "summarize_family",
     "system_tau_b",
     "validate_ratings",

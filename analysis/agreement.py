@@ -1,10 +1,16 @@
-"""Rank agreement: Kendall's tau_b between raters and Kendall's W among them.
+"""Rank agreement: Kendall's tau_b between raters, and agreement among all of them.
 
 The statistics of Sec. 3.1 and 3.3.2 of Eitz et al. (2011). Significance
 follows the paper: one-sided, P(tau >= tau_observed) under no correlation, from
 the normal approximation with the tie-corrected variance (the variance that
 ``scipy.stats.kendalltau`` and R's ``cor.test(method = "kendall", exact =
 FALSE)`` use). ``alternative="two-sided"`` and ``"less"`` are available.
+
+Agreement among all raters of a sketch comes three ways (``docs/formats.md``,
+``kendall_w.csv``): Kendall's W, as in the paper, needs raters who rated every
+image, so a rater who missed one response window of a sketch leaves it;
+Krippendorff's alpha (ordinal and interval) and the Skillings-Mack test use
+every rating there is.
 """
 
 from __future__ import annotations
@@ -17,20 +23,33 @@ from scipy import special
 
 from . import _kernels
 from ._moved import renamed
-from .checks import InputError, check_option
+from .checks import InputError, check_option, float_array
+from .paper import SCALE
 from .ratings import rating_cube
 
 __all__ = [
+    "AGREEMENT_COLUMNS",
+    "PERMUTATION_RATERS_LIMIT",
     "KendallTauResult",
     "KendallWResult",
+    "KrippendorffAlphaResult",
     "PairwiseTauResult",
+    "SkillingsMackResult",
+    "agreement_by_sketch",
     "inter_user_tau",
     "inter_user_tau_by_sketch",
     "kendall_tau_b",
     "kendall_w",
     "kendall_w_by_sketch",
+    "krippendorff_alpha",
+    "krippendorff_alpha_overall",
     "pairwise_kendall_tau",
+    "skillings_mack",
 ]
+
+#: Above this many raters of a sketch the Skillings-Mack test gives only its chi-square
+#: p-value: the approximation is good there, and each permutation costs raters x images.
+PERMUTATION_RATERS_LIMIT = 50
 
 
 class KendallTauResult(NamedTuple):
@@ -63,6 +82,37 @@ class KendallWResult(NamedTuple):
     n_raters: int
     n_items: int
     n_raters_excluded: int
+
+
+class KrippendorffAlphaResult(NamedTuple):
+    """Krippendorff's alpha with its percentile bootstrap interval.
+
+    ``n_raters`` raters gave the ``n_values`` pairable values (values of units
+    that at least two raters rated) to ``n_units`` units.
+    """
+
+    statistic: float
+    ci_low: float
+    ci_high: float
+    level: str
+    n_raters: int
+    n_units: int
+    n_values: int
+
+
+class SkillingsMackResult(NamedTuple):
+    """The Skillings-Mack test: its statistic, chi-square and permutation p-values.
+
+    ``n_raters`` counts the raters (blocks) with at least two ratings, the ones
+    the test uses; ``permutation_pvalue`` is NaN when not computed.
+    """
+
+    statistic: float
+    df: int
+    pvalue: float
+    permutation_pvalue: float
+    n_raters: int
+    n_items: int
 
 
 def kendall_tau_b(x, y, *, alternative: str = "greater") -> KendallTauResult:
@@ -108,8 +158,8 @@ def kendall_tau_b(x, y, *, alternative: str = "greater") -> KendallTauResult:
     from scipy import stats
 
     check_option("alternative", alternative, _kernels.ALTERNATIVES)
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
+    x = float_array(x, "x")
+    y = float_array(y, "y")
     if x.ndim != 1 or x.shape != y.shape:
         raise InputError(
             f"x, y: expected two 1-D lists of the same length, got shapes {x.shape} and {y.shape}"
@@ -171,7 +221,7 @@ def pairwise_kendall_tau(ratings, *, alternative: str = "greater") -> PairwiseTa
            [3, 3, 3]])
     """
     check_option("alternative", alternative, _kernels.ALTERNATIVES)
-    values = np.asarray(ratings, dtype=np.float64)
+    values = float_array(ratings)
     if values.ndim != 2:
         raise InputError(
             f"ratings: expected a raters x items array, got {values.ndim} dimension(s)"
@@ -186,7 +236,8 @@ def kendall_w(ratings) -> KendallWResult:
     ----------
     ratings : array_like, raters x items
         A rater with any missing item (NaN) is left out; how many were left
-        out is reported in ``n_raters_excluded``.
+        out is reported in ``n_raters_excluded``. Any integer or float dtype,
+        pandas' nullable ones (``Int64``, ...) included; ``pd.NA`` is missing.
 
     Returns
     -------
@@ -222,7 +273,7 @@ def kendall_w(ratings) -> KendallWResult:
     >>> round(float(scipy.stats.friedmanchisquare(*np.array(ratings).T).statistic), 4)
     7.0
     """
-    values = np.asarray(ratings, dtype=np.float64)
+    values = float_array(ratings)
     if values.ndim != 2:
         raise InputError(
             f"ratings: expected a raters x items array, got {values.ndim} dimension(s)"
@@ -253,6 +304,167 @@ def kendall_w(ratings) -> KendallWResult:
         n_items=n,
         n_raters_excluded=excluded,
     )
+
+
+def krippendorff_alpha(
+    ratings,
+    *,
+    level: str = "ordinal",
+    n_resamples: int = 1000,
+    confidence_level: float = 0.95,
+    seed: int = 0,
+) -> KrippendorffAlphaResult:
+    """Krippendorff's alpha over every rating, missing cells and all.
+
+    Parameters
+    ----------
+    ratings : array_like, raters x units
+        NaN (or ``pd.NA``) where a rater did not rate a unit; any integer or
+        float dtype. A unit rated by fewer than two raters is not pairable and
+        does not count.
+    level : {"ordinal", "interval", "nominal", "ratio"}
+        The metric: ``"ordinal"`` for the 7-point scale read as ranks,
+        ``"interval"`` for it read as equally spaced numbers.
+    n_resamples : int
+        Bootstrap resamples of the interval (0: no interval).
+    confidence_level : float
+    seed : int
+        Seed of the resampling: the same input gives the same interval.
+
+    Returns
+    -------
+    KrippendorffAlphaResult
+        ``statistic`` (1 = perfect agreement, 0 = agreement at chance level),
+        ``ci_low`` and ``ci_high``, and the raters, units and values it rests on.
+        NaN where every pairable value is the same.
+
+    Notes
+    -----
+    With o_ck the coincidences of values c and k within units (each unit of
+    m_u ratings adds n_uc n_uk / (m_u - 1), minus n_uc / (m_u - 1) on the
+    diagonal), n_c their marginals, n = sum n_c and delta^2_ck the metric's
+    squared distance,
+
+        alpha = 1 - (n - 1) sum_ck o_ck delta^2_ck / sum_ck n_c n_k delta^2_ck.
+
+    interval: delta^2 = (c - k)^2; ordinal: delta^2 = (sum_{g=c..k} n_g -
+    (n_c + n_k) / 2)^2; nominal: 1 for c != k; ratio: ((c - k) / (c + k))^2.
+
+    The interval is a percentile bootstrap over the units: units are drawn
+    with replacement (the unit, here a sketch/image pair, is what a
+    replication would draw anew), and each resample's alpha is computed from
+    the drawn units' coincidences. Krippendorff's own bootstrap resamples
+    pairable values as if they were independent, which ratings of one unit
+    are not.
+
+    References
+    ----------
+    K. Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability",
+    Sec. C-F; A. F. Hayes and K. Krippendorff (2007), Communication Methods
+    and Measures 1(1).
+
+    Examples
+    --------
+    Krippendorff's (2011) reliability data (4 observers, 12 units, missing values):
+
+    >>> data = [[1, 2, 3, 3, 2, 1, 4, 1, 2, np.nan, np.nan, np.nan],
+    ...         [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, np.nan, 3],
+    ...         [np.nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, np.nan],
+    ...         [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, np.nan]]
+    >>> round(krippendorff_alpha(data, level="ordinal", n_resamples=0).statistic, 3)
+    0.815
+    >>> round(krippendorff_alpha(data, level="interval", n_resamples=0).statistic, 3)
+    0.849
+    >>> import krippendorff
+    >>> round(float(krippendorff.alpha(data, level_of_measurement="interval")), 3)
+    0.849
+    """
+    check_option("level", level, _kernels.ALPHA_LEVELS)
+    _check_resampling(n_resamples, confidence_level)
+    values = float_array(ratings)
+    if values.ndim != 2:
+        raise InputError(
+            f"ratings: expected a raters x units array, got {values.ndim} dimension(s)"
+        )
+    domain, counts = _value_counts(values)
+    rng = np.random.default_rng(seed)
+    statistic, low, high = _alpha_with_interval(
+        _kernels.unit_coincidences(counts), domain, level, n_resamples, confidence_level, rng
+    )
+    pairable = (~np.isnan(values)).sum(axis=0) >= 2
+    given = ~np.isnan(values[:, pairable])
+    return KrippendorffAlphaResult(statistic, low, high, level, int(given.any(axis=1).sum()),
+                                   int(pairable.sum()), int(given.sum()))  # fmt: skip
+
+
+def skillings_mack(ratings, *, permutations: int = 0, seed: int = 0) -> SkillingsMackResult:
+    """The Skillings-Mack test: Friedman's test generalised to missing ratings.
+
+    Parameters
+    ----------
+    ratings : array_like, raters x items
+        Raters are the blocks, items (a sketch's images) the treatments; NaN
+        (or ``pd.NA``) where a rater did not rate an item. Raters with fewer
+        than two ratings carry no ranking and are left out.
+    permutations : int
+        Random permutations for the permutation p-value (0: none).
+    seed : int
+        Seed of the permutations.
+
+    Returns
+    -------
+    SkillingsMackResult
+        ``statistic`` (SM), ``df`` (the rank of its covariance matrix, n - 1 for
+        a connected design), ``pvalue`` from the chi-square distribution,
+        ``permutation_pvalue`` and the raters and items it rests on.
+
+    Notes
+    -----
+    Each rater's ratings are ranked 1..k_i (ties share their average rank) and
+    a missing item gets the middle rank (k_i + 1) / 2. With
+    A_j = sum_i sqrt(12 / (k_i + 1)) (r_ij - (k_i + 1) / 2), lambda_st the
+    number of raters who rated both s and t, and Sigma the matrix with
+    Sigma_st = -lambda_st and Sigma_tt = sum_{s != t} lambda_st,
+    SM = A' Sigma^- A (a generalised inverse), approximately chi-square with
+    rank(Sigma) degrees of freedom. Without missing ratings and without ties
+    it is Friedman's statistic. Sigma is the covariance without ties, as in
+    the published test and its R implementations: with the many ties of a
+    7-point scale the chi-square p-value is conservative. The permutation
+    p-value is not: it shuffles each rater's ranks among the items that
+    rater rated (keeping the missing pattern and the ties), and is
+    (1 + #{SM* >= SM}) / (1 + permutations), a valid p-value for any number
+    of permutations.
+
+    References
+    ----------
+    J. H. Skillings and G. A. Mack (1981), "On the use of a Friedman-type
+    statistic in balanced and unbalanced block designs", Technometrics 23(2),
+    171-177; M. Chatfield and A. Mander (2009), Stata Journal 9(2), 299-305.
+
+    Examples
+    --------
+    Skillings and Mack (1981), Table 1: four methods of assembling a product
+    (columns) in nine blocks, four values missing:
+
+    >>> y = np.array([[3.2, 4.1, 3.8, 4.2], [3.1, 3.9, 3.4, 4.0], [4.3, 3.5, 4.6, 4.8],
+    ...               [3.5, 3.6, 3.9, 4.0], [3.6, 4.2, 3.7, 3.9], [4.5, 4.7, 3.7, np.nan],
+    ...               [np.nan, 4.2, 3.4, np.nan], [4.3, 4.6, 4.4, 4.9],
+    ...               [3.5, np.nan, 3.7, 3.9]])
+    >>> result = skillings_mack(y)
+    >>> round(result.statistic, 3), result.df, round(result.pvalue, 4)
+    (15.493, 3, 0.0014)
+    """
+    if not (isinstance(permutations, int | np.integer) and permutations >= 0):
+        raise InputError(f"permutations: expected a whole number >= 0, got {permutations!r}")
+    values = float_array(ratings)
+    if values.ndim != 2:
+        raise InputError(
+            f"ratings: expected a raters x items array, got {values.ndim} dimension(s)"
+        )
+    rng = np.random.default_rng(seed) if permutations else None
+    statistic, df, blocks, permutation_p = _kernels.skillings_mack(values, permutations, rng)
+    pvalue = float(special.chdtrc(df, statistic)) if df > 0 else float("nan")
+    return SkillingsMackResult(statistic, df, pvalue, permutation_p, blocks, values.shape[1])
 
 
 def inter_user_tau(ratings: pd.DataFrame, *, alternative: str = "greater") -> pd.DataFrame:
@@ -337,22 +549,212 @@ def kendall_w_by_sketch(ratings: pd.DataFrame) -> pd.DataFrame:
         ``sketch_id, w, chi2, df, p_value, f, f_df1, f_df2, f_p_value,
         n_raters, n_items, n_raters_excluded``. For each sketch only the
         participants who rated every one of its images enter W;
-        ``n_raters_excluded`` counts those left out.
+        ``n_raters_excluded`` counts those left out. :func:`agreement_by_sketch`
+        adds the statistics that use every rating.
+    """
+    rows = [(sketch_id, *kendall_w(matrix)) for _, sketch_id, matrix in _sketch_matrices(ratings)]
+    return pd.DataFrame(rows, columns=list(AGREEMENT_COLUMNS[:12]))
+
+
+def _sketch_matrices(ratings: pd.DataFrame):
+    """Yield ``(index, sketch_id, raters x images)`` for each sketch of the main phase.
+
+    The raters of a sketch are the participants who rated at least one of its
+    images: one who never saw it is not a rater of it.
     """
     main = ratings[ratings["phase"] == "main"]
+    if main.empty:
+        return
+    cube = rating_cube(main)
+    for index, sketch_id in enumerate(cube.sketches):
+        matrix = cube.sketch(index)
+        yield index, sketch_id, matrix[~np.isnan(matrix).all(axis=1)]
+
+
+#: The columns of :func:`agreement_by_sketch` (``kendall_w.csv``), in order.
+AGREEMENT_COLUMNS = (
+    "sketch_id", "w", "chi2", "df", "p_value", "f", "f_df1", "f_df2", "f_p_value",
+    "n_raters", "n_items", "n_raters_excluded", "n_raters_all", "n_ratings",
+    "alpha_ordinal", "alpha_ordinal_ci_low", "alpha_ordinal_ci_high",
+    "alpha_interval", "alpha_interval_ci_low", "alpha_interval_ci_high",
+    "skillings_mack", "skillings_mack_df", "skillings_mack_p_value",
+    "skillings_mack_permutation_p_value", "skillings_mack_n_raters",
+)  # fmt: skip
+_ALPHA_TABLE_LEVELS = ("ordinal", "interval")
+
+
+def agreement_by_sketch(
+    ratings: pd.DataFrame,
+    *,
+    n_resamples: int = 1000,
+    permutations: int = 1000,
+    seed: int = 0,
+    confidence_level: float = 0.95,
+) -> pd.DataFrame:
+    """Kendall's W, Krippendorff's alpha and the Skillings-Mack test for every sketch.
+
+    Parameters
+    ----------
+    ratings : DataFrame
+        A validated ratings table (:func:`~analysis.load_ratings`); the main
+        phase is used.
+    n_resamples : int
+        Bootstrap resamples of each alpha's interval (0: none).
+    permutations : int
+        Permutations of the Skillings-Mack permutation p-value, computed for
+        sketches with at most :data:`PERMUTATION_RATERS_LIMIT` raters (0: none).
+    seed : int
+        Seed of the resampling and the permutations; the same input and seed
+        give the same table.
+
+    Returns
+    -------
+    DataFrame
+        The columns :data:`AGREEMENT_COLUMNS`, one row per sketch. The raters of
+        a sketch are the m = ``n_raters_all`` participants who rated at least
+        one of its images. ``w`` and its tests stand on the k = ``n_raters``
+        of them who rated every image (``n_raters_excluded`` = m - k), as in
+        the paper; ``alpha_*`` on all m and every one of their
+        ``n_ratings`` ratings; ``skillings_mack*`` on the
+        ``skillings_mack_n_raters`` who rated at least two images.
+
+    References
+    ----------
+    Eitz et al. (2011), Sec. 3.3.2; Krippendorff (2011); Skillings and Mack (1981).
+
+    Examples
+    --------
+    Three participants rate four images of one sketch; the third misses one:
+
+    >>> table = pd.DataFrame({"participant": np.repeat(["01", "02", "03"], 4),
+    ...                       "sketch_id": "s", "image_id": list("abcd") * 3, "phase": "main",
+    ...                       "rating": [1, 3, 5, 7, 2, 3, 6, 7, 1, np.nan, 4, 6]})
+    >>> row = agreement_by_sketch(table, n_resamples=0, permutations=0).iloc[0]
+    >>> int(row.n_raters), int(row.n_raters_all), int(row.n_ratings)  # W over 2 of 3
+    (2, 3, 11)
+    >>> [round(float(row[c]), 4) for c in ("w", "alpha_ordinal", "skillings_mack")]
+    [1.0, 0.9074, 7.9454]
+    >>> import krippendorff  # the ordinal alpha over all three, as the package computes it
+    >>> round(float(krippendorff.alpha([[1, 3, 5, 7], [2, 3, 6, 7], [1, np.nan, 4, 6]],
+    ...                                level_of_measurement="ordinal",
+    ...                                value_domain=list(range(1, 8)))), 4)
+    0.9074
+    """
+    _check_resampling(n_resamples, confidence_level)
+    if not (isinstance(permutations, int | np.integer) and permutations >= 0):
+        raise InputError(f"permutations: expected a whole number >= 0, got {permutations!r}")
+    domain = np.arange(SCALE[0], SCALE[1] + 1, dtype=np.float64)
     rows = []
-    if not main.empty:
-        cube = rating_cube(main)
-        for index, sketch_id in enumerate(cube.sketches):
-            matrix = cube.sketch(index)
-            # A participant who never saw the sketch is not a rater of it.
-            matrix = matrix[~np.isnan(matrix).all(axis=1)]
-            rows.append((sketch_id, *kendall_w(matrix)))
-    columns = [
-        "sketch_id", "w", "chi2", "df", "p_value", "f", "f_df1", "f_df2", "f_p_value",
-        "n_raters", "n_items", "n_raters_excluded",
-    ]  # fmt: skip
-    return pd.DataFrame(rows, columns=columns)
+    for index, sketch_id, matrix in _sketch_matrices(ratings):
+        # One stream per sketch: a sketch's intervals do not depend on the others.
+        rng = np.random.default_rng([seed, index])
+        units = _kernels.unit_coincidences(_value_counts(matrix, domain)[1])
+        alphas = [_alpha_with_interval(units, domain, level, n_resamples, confidence_level, rng)
+                  for level in _ALPHA_TABLE_LEVELS]  # fmt: skip
+        test = skillings_mack(
+            matrix,
+            permutations=permutations if len(matrix) <= PERMUTATION_RATERS_LIMIT else 0,
+            seed=int(rng.integers(2**63)),
+        )
+        rows.append((sketch_id, *kendall_w(matrix), len(matrix), int((~np.isnan(matrix)).sum()),
+                     *alphas[0], *alphas[1], test.statistic, test.df, test.pvalue,
+                     test.permutation_pvalue, test.n_raters))  # fmt: skip
+    return pd.DataFrame(rows, columns=list(AGREEMENT_COLUMNS))
+
+
+def krippendorff_alpha_overall(
+    ratings: pd.DataFrame,
+    *,
+    level: str = "ordinal",
+    n_resamples: int = 1000,
+    confidence_level: float = 0.95,
+    seed: int = 0,
+) -> KrippendorffAlphaResult:
+    """Krippendorff's alpha of a whole study: every sketch/image pair of the main phase a unit.
+
+    Computed from each pair's count of every rating (no participants x
+    pairs matrix is built, so it costs the same for 28 raters as for 10,000);
+    the interval is a percentile bootstrap over the pairs (see
+    :func:`krippendorff_alpha`).
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"participant": ["1", "2", "3"] * 2, "phase": "main",
+    ...                       "sketch_id": "s", "image_id": ["a"] * 3 + ["b"] * 3,
+    ...                       "rating": [1, 1, 2, 6, 7, 7]})
+    >>> result = krippendorff_alpha_overall(table, level="interval", n_resamples=0)
+    >>> round(result.statistic, 4), result.n_units, result.n_values
+    (0.9621, 2, 6)
+    >>> import krippendorff  # the same study as a raters x pairs matrix
+    >>> round(float(krippendorff.alpha([[1, 6], [1, 7], [2, 7]],
+    ...                                level_of_measurement="interval")), 4)
+    0.9621
+    """
+    check_option("level", level, _kernels.ALPHA_LEVELS)
+    _check_resampling(n_resamples, confidence_level)
+    rating = ratings["rating"].to_numpy(dtype=np.float64, na_value=np.nan)
+    used = (ratings["phase"] == "main").to_numpy() & ~np.isnan(rating)
+    # Integer codes of the identifiers (categoricals after validation: no string work).
+    sketch, _ = pd.factorize(ratings["sketch_id"][used])
+    image, images = pd.factorize(ratings["image_id"][used])
+    participant, _ = pd.factorize(ratings["participant"][used])
+    pair_code, pairs = pd.factorize(sketch.astype(np.int64) * max(len(images), 1) + image)
+    domain = np.arange(SCALE[0], SCALE[1] + 1, dtype=np.float64)
+    value = rating[used].astype(np.int64) - SCALE[0]
+    cells = np.bincount(pair_code * domain.size + value, minlength=len(pairs) * domain.size)
+    counts = cells.reshape(len(pairs), domain.size)
+    pairable = counts.sum(axis=1) >= 2
+    rng = np.random.default_rng(seed)
+    statistic, low, high = _alpha_with_interval(
+        _kernels.unit_coincidences(counts), domain, level, n_resamples, confidence_level, rng
+    )
+    in_pairable = pairable[pair_code]
+    return KrippendorffAlphaResult(
+        statistic, low, high, level, int(np.unique(participant[in_pairable]).size),
+        int(pairable.sum()), int(in_pairable.sum()),
+    )  # fmt: skip
+
+
+def _check_resampling(n_resamples, confidence_level) -> None:
+    if not (isinstance(n_resamples, int | np.integer) and n_resamples >= 0):
+        raise InputError(f"n_resamples: expected a whole number >= 0, got {n_resamples!r}")
+    if not 0.0 < confidence_level < 1.0:
+        raise InputError(
+            f"confidence_level: expected a number between 0 and 1, got {confidence_level!r}"
+        )
+
+
+def _value_counts(values: np.ndarray, domain: np.ndarray | None = None):
+    """The value domain (sorted) and each column's count of every value: units x values."""
+    given = values[~np.isnan(values)]
+    if domain is None:
+        domain = np.unique(given)
+    index = np.searchsorted(domain, values)
+    if given.size:
+        found = domain[np.clip(index, 0, domain.size - 1)]
+        if (found != values)[~np.isnan(values)].any():
+            raise InputError(f"ratings: expected values among {domain.tolist()}")
+    rows, columns = np.nonzero(~np.isnan(values))
+    cells = np.bincount(columns * domain.size + index[rows, columns],
+                        minlength=values.shape[1] * domain.size)  # fmt: skip
+    return domain, cells.reshape(values.shape[1], domain.size)
+
+
+def _alpha_with_interval(units, domain, level, n_resamples, confidence_level, rng):
+    """alpha of the units' summed coincidences and its percentile bootstrap interval."""
+    nan = float("nan")
+    if units.shape[0] == 0:
+        return nan, nan, nan
+    statistic = float(_kernels.alpha_from_coincidences(units.sum(axis=0), domain, level))
+    if n_resamples == 0 or np.isnan(statistic):
+        return statistic, nan, nan
+    resampled = _kernels.bootstrap_alpha(units, domain, level, n_resamples, rng)
+    resampled = resampled[~np.isnan(resampled)]
+    if resampled.size == 0:
+        return statistic, nan, nan
+    tail = (1.0 - confidence_level) / 2.0
+    low, high = np.quantile(resampled, [tail, 1.0 - tail])
+    return statistic, float(low), float(high)
 
 
 # Old names, still answering with a DeprecationWarning.

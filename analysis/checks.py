@@ -11,7 +11,9 @@ import difflib
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["InputError", "check_option", "read_utf8"]
+import numpy as np
+
+__all__ = ["InputError", "check_option", "float_array", "read_utf8"]
 
 
 class InputError(ValueError):
@@ -63,3 +65,39 @@ def read_utf8(path: Path) -> tuple[bytes, str]:
             f"{path}: line {line}: not UTF-8 (byte 0x{raw[error.start]:02x}); "
             "expected a UTF-8 text file"
         ) from None
+
+
+def float_array(values, name: str = "ratings") -> np.ndarray:
+    """``values`` as a float64 array with NaN for every missing cell.
+
+    Accepts NumPy arrays and nested lists of any integer or float dtype, and
+    pandas DataFrames and Series of any integer or float dtype, the nullable
+    ones (``Int64``, ``Float64``, ...) included: ``pd.NA`` and ``None`` become NaN.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> float_array(pd.DataFrame({"a": pd.array([1, None], dtype="Int64"), "b": [2.0, 3.0]}))
+    array([[ 1.,  2.],
+           [nan,  3.]])
+    >>> float_array([[1, pd.NA], [2, 3]])
+    array([[ 1., nan],
+           [ 2.,  3.]])
+    """
+    import pandas as pd
+
+    if isinstance(values, pd.DataFrame | pd.Series | pd.Index | pd.api.extensions.ExtensionArray):
+        try:
+            return values.to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError):
+            raise InputError(f"{name}: expected numbers or missing values") from None
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        pass
+    cells = np.asarray(values, dtype=object)
+    missing = pd.isna(cells)
+    try:
+        return np.where(missing, np.nan, np.where(missing, 0.0, cells).astype(np.float64))
+    except (TypeError, ValueError):
+        raise InputError(f"{name}: expected numbers or missing values") from None

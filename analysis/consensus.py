@@ -20,11 +20,17 @@ from .checks import check_option
 from .ratings import rating_cube
 
 __all__ = [
+    "RELEVANT_BELOW",
     "anchoring_consistency",
     "consensus_ground_truth",
     "rater_vs_consensus",
+    "write_binary_qrels",
     "write_qrels",
 ]
+
+#: Binary relevance: an image is relevant to its sketch when its mean rating is below this,
+#: the middle of the 7-point scale. Equivalent to a qrels grade of at least 4.
+RELEVANT_BELOW = 3.5
 
 
 def consensus_ground_truth(ratings: pd.DataFrame) -> pd.DataFrame:
@@ -88,6 +94,38 @@ def write_qrels(ground_truth: pd.DataFrame, path: str | Path) -> None:
     lines = [
         f"{sketch} 0 {image} {g}\n"
         for sketch, image, g in zip(rated["sketch_id"], rated["image_id"], grade, strict=True)
+    ]
+    Path(path).write_text("".join(lines), encoding="utf-8")
+
+
+def write_binary_qrels(
+    ground_truth: pd.DataFrame, path: str | Path, *, relevant_below: float = RELEVANT_BELOW
+) -> None:
+    """Write binary TREC qrels: ``sketch_id 0 image_id 1`` for a relevant image, else 0.
+
+    Relevant: mean rating below ``relevant_below`` (3.5: the middle of the
+    scale), the judgement ``sbir-study evaluate`` uses for P@k, AP, R-precision
+    and SHREC's measures. trec_eval, ranx and ir_measures count relevance >= 1
+    as relevant, so given this file they compute those measures as ``evaluate``
+    does. Pairs nobody rated are left out.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "binary.qrels"
+    >>> truth = pd.DataFrame({"sketch_id": "s", "image_id": ["a", "b", "c"],
+    ...                       "mean_rating": [1.5, 3.5, 6.0]})
+    >>> write_binary_qrels(truth, path)
+    >>> print(path.read_text(), end="")
+    s 0 a 1
+    s 0 b 0
+    s 0 c 0
+    """
+    rated = ground_truth.dropna(subset=["mean_rating"])
+    relevant = (rated["mean_rating"].to_numpy(dtype=np.float64) < relevant_below).astype(int)
+    lines = [
+        f"{sketch} 0 {image} {r}\n"
+        for sketch, image, r in zip(rated["sketch_id"], rated["image_id"], relevant, strict=True)
     ]
     Path(path).write_text("".join(lines), encoding="utf-8")
 

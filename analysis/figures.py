@@ -136,42 +136,69 @@ def plot_interuser(
     ``boxes`` holds one :func:`analysis.distribution.box_summary` per sketch
     (with a ``label``, the sketch id), in the order to draw; median line, box
     from the 25th to the 75th percentile, whiskers to 1.5 IQR, outliers as red
-    plus signs, as in the paper.
+    plus signs, as in the paper. ``kendall_w`` is the table of
+    :func:`analysis.agreement.agreement_by_sketch` (or of ``kendall_w_by_sketch``);
+    when it has ``alpha_ordinal``, Krippendorff's ordinal alpha over all raters
+    is drawn beside W as a blue diamond. The legend says over how many raters
+    W stands (k of m).
     """
     stats = [dict(box) for box in boxes]
     positions = np.arange(1, len(stats) + 1)
     ax.bxp(stats, positions=positions, showfliers=True, widths=0.6,
            flierprops={"marker": "+", "markeredgecolor": "red", "markersize": 5},
            medianprops={"color": "C0", "linewidth": 1.5})  # fmt: skip
-    w = kendall_w.set_index(kendall_w["sketch_id"].astype(str))["w"]
-    w_values = [w.get(str(box["label"]), np.nan) for box in stats]
+    table = kendall_w.set_index(kendall_w["sketch_id"].astype(str))
+    labels = [str(box["label"]) for box in stats]
+    w_values = table["w"].reindex(labels).to_numpy(dtype=float)
     ax.plot(positions, w_values, "o", markerfacecolor="none", markeredgecolor="black",
-            markersize=6, label="Kendall's W")  # fmt: skip
+            markersize=6)  # fmt: skip
+    handles = [Line2D([], [], color="C0"), Line2D([], [], marker="+", color="red", linestyle=""),
+               Line2D([], [], marker="o", markerfacecolor="none", markeredgecolor="black",
+                      linestyle="")]  # fmt: skip
+    names = ["median τ_b (box: 25th-75th percentile)", "outlier (beyond 1.5 IQR)",
+             f"Kendall's W, {_raters_text(table)}"]  # fmt: skip
+    if "alpha_ordinal" in table:
+        alpha = table["alpha_ordinal"].reindex(labels).to_numpy(dtype=float)
+        ax.plot(positions, alpha, "D", color="C0", markersize=4)
+        handles.append(Line2D([], [], marker="D", color="C0", linestyle="", markersize=4))
+        names.append("Krippendorff's α (ordinal), all raters")
     ax.axhline(0.0, color="0.8", linewidth=0.8, zorder=0)
-    ax.set_xticks(positions, [str(box["label"]) for box in stats], rotation=90, fontsize="small")
+    ax.set_xticks(positions, labels, rotation=90, fontsize="small")
     ax.set_xlim(0.3, len(stats) + 0.7)
     ax.set_xlabel("sketch")
-    ax.set_ylabel("Kendall's τ_b between participants / W")
+    ax.set_ylabel("Kendall's τ_b between participants / W / α")
     # Headroom above tau = 1 for the legend, so it never covers a box.
     low = min(-0.2, _finite_min([b["whislo"] for b in stats]) - 0.05)
     ax.set_ylim(low, 1.3)
     ax.set_yticks(np.round(np.arange(np.ceil(low * 5) / 5, 1.01, 0.2), 1))
-    ax.legend(
-        [Line2D([], [], color="C0"), Line2D([], [], marker="+", color="red", linestyle=""),
-         Line2D([], [], marker="o", markerfacecolor="none", markeredgecolor="black",
-                linestyle="")],
-        ["median τ_b (box: 25th-75th percentile)", "outlier (beyond 1.5 IQR)", "Kendall's W"],
-        loc="upper center", ncol=3, fontsize="small", framealpha=0.9,
-    )  # fmt: skip
+    # One row of legend on a wide figure, two on a narrow one.
+    columns = len(names) if ax.figure.get_figwidth() >= 12 else 2
+    ax.legend(handles, names, loc="upper center", ncol=columns, fontsize="small",
+              framealpha=0.9)  # fmt: skip
     ax.set_title("Agreement between participants, per sketch")
     return ax
 
 
-def plot_vs_consensus(consensus: pd.DataFrame, *, ax: Axes, loo: bool = True) -> Axes:
+def _raters_text(table: pd.DataFrame) -> str:
+    """'k of m raters who rated every image': the raters Kendall's W stands on."""
+    k = table["n_raters"].dropna()
+    if "n_raters_all" not in table or k.empty:
+        return "raters who rated every image"
+    m = table["n_raters_all"].dropna()
+
+    def span(values) -> str:
+        low, high = int(values.min()), int(values.max())
+        return str(low) if low == high else f"{low}-{high}"
+
+    return f"over the {span(k)} of {span(m)} raters who rated every image"
+
+
+def plot_vs_consensus(consensus: pd.DataFrame, *, ax: Axes, loo: bool = False) -> Axes:
     """Fig. 6: per participant, the distribution of per-sketch tau_b against the consensus.
 
-    ``loo`` (default) uses the consensus without the participant
-    (``tau_b_loo``); ``loo=False`` the paper's inclusive one (``tau_b``).
+    By default the paper's statistic: the consensus includes the participant
+    (column ``tau_b``); ``loo=True`` draws the consensus of the other
+    participants only (``tau_b_loo``).
     """
     column = "tau_b_loo" if loo else "tau_b"
     participants = sorted(consensus["participant"].astype(str).unique())
@@ -183,9 +210,10 @@ def plot_vs_consensus(consensus: pd.DataFrame, *, ax: Axes, loo: bool = True) ->
     _participant_axis(ax, participants)
     low = _finite_min([d.min() for d in data if d.size])
     ax.set_ylim(min(0.0, low - 0.05), 1.02)
-    variant = "leave-one-out consensus" if loo else "consensus including the participant"
-    ax.set_ylabel(f"τ_b with the {variant}")
-    ax.set_title("Each participant against the consensus ground truth (one value per sketch)")
+    variant = ("the consensus of the other participants (leave-one-out)" if loo
+               else "the consensus, participant included (as in the paper)")  # fmt: skip
+    ax.set_ylabel("τ_b with the consensus")
+    ax.set_title(f"Each participant against {variant}", fontsize="medium")
     return ax
 
 
@@ -289,7 +317,7 @@ def plot_power(summary: pd.DataFrame, *, axes: Sequence[Axes]) -> Sequence[Axes]
     middle.plot(k, summary["w_significant_share"], "o-", label="mean share of sketches")
     middle.plot(k, summary["w_all_significant"], "s--", label="studies with all sketches")
     middle.set_ylim(-0.02, 1.05)
-    middle.set_ylabel("W significant")
+    middle.set_ylabel("W significant (over the raters who rated every image)")
     middle.legend(fontsize="small", loc="lower right")
     middle.set_title("Kendall's W significant")
     right.fill_between(k, summary["inter_user_share_p025"], summary["inter_user_share_p975"],
@@ -457,8 +485,13 @@ def write_figures(
     plot_interuser(boxes, kendall_w, ax=figure.add_subplot())
     written["fig5_interuser"] = _save(figure, folder / "fig5_interuser")
 
-    figure = Figure(figsize=(min(wide, 24.0), 4.5), layout="constrained")
-    plot_vs_consensus(consensus, ax=figure.add_subplot())
+    figure = Figure(figsize=(min(wide, 24.0), 8.0), layout="constrained")
+    inclusive, leave_one_out = figure.subplots(2, 1, sharey=True)
+    plot_vs_consensus(consensus, ax=inclusive)
+    plot_vs_consensus(consensus, ax=leave_one_out, loo=True)
+    # One scale for both panels, low enough for either.
+    low = _finite_min([consensus["tau_b"].min(), consensus["tau_b_loo"].min()])
+    inclusive.set_ylim(min(0.0, low - 0.05), 1.02)
     written["fig6_vs_consensus"] = _save(figure, folder / "fig6_vs_consensus")
 
     figure = Figure(figsize=(6.5, 4.2), layout="constrained")

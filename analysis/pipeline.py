@@ -12,18 +12,19 @@ import numpy as np
 import pandas as pd
 
 from . import _kernels
-from .agreement import inter_user_tau_by_sketch, kendall_w_by_sketch
+from .agreement import agreement_by_sketch, inter_user_tau_by_sketch, krippendorff_alpha_overall
 from .checks import InputError, check_option
 from .consensus import (
     anchoring_consistency,
     consensus_ground_truth,
     rater_vs_consensus,
+    write_binary_qrels,
     write_qrels,
 )
 from .distribution import binned_medians, box_summary, rating_distribution
 from .provenance import software_versions
-from .ratings import Provenance
-from .report import write_report
+from .ratings import Provenance, check_text_labels
+from .report import raters_range, write_report
 from .significance import summarize_family
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "AnalysisOptions",
     "analyze_ratings",
     "format_summary",
+    "participant_table",
     "sketch_agreement",
 ]
 
@@ -48,11 +50,20 @@ PAIRWISE_MODES = ("auto", "full", "summary")
 
 @dataclass(frozen=True)
 class AnalysisOptions:
-    """Options of :func:`analyze_ratings`."""
+    """Options of :func:`analyze_ratings`.
+
+    ``bootstrap`` resamples give the intervals of Krippendorff's alpha,
+    ``permutations`` the Skillings-Mack permutation p-values (sketches with at
+    most :data:`~analysis.agreement.PERMUTATION_RATERS_LIMIT` raters); both are
+    drawn from ``seed``, so the same ratings give the same files.
+    """
 
     alternative: str = "greater"
     alpha: float = 0.05
     pairwise: str = "auto"
+    bootstrap: int = 1000
+    permutations: int = 1000
+    seed: int = 0
 
     def __post_init__(self) -> None:
         check_option("alternative", self.alternative, _kernels.ALTERNATIVES)
@@ -61,6 +72,10 @@ class AnalysisOptions:
             raise InputError(
                 f"alpha: expected a significance level between 0 and 1, got {self.alpha!r}"
             )
+        for name in ("bootstrap", "permutations", "seed"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value >= 0):
+                raise InputError(f"{name}: expected a whole number >= 0, got {value!r}")
 
 
 def analyze_ratings(
@@ -74,7 +89,8 @@ def analyze_ratings(
 ) -> dict:
     """Compute every statistic of the paper's Sec. 3 and write the tables to ``out``.
 
-    Writes ``ground_truth.csv``, ``ground_truth.qrels``, ``pairwise_tau.csv``
+    Writes ``ground_truth.csv``, ``ground_truth.qrels`` (graded),
+    ``ground_truth_binary.qrels`` (relevant: mean rating below 3.5), ``pairwise_tau.csv``
     (or only ``pairwise_tau_summary.csv`` above :data:`PAIRWISE_FULL_LIMIT`
     raters per sketch, unless ``options.pairwise == "full"``),
     ``pairwise_tau_summary.csv``, ``sketch_agreement.csv`` (sketches ranked by
@@ -86,6 +102,7 @@ def analyze_ratings(
     ids to image files); ``pilot``, the ratings of a pilot study, is drawn
     beside the final study in Fig. 7. Returns the summary.
     """
+    check_text_labels(ratings)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     provenance = ratings.attrs.get("provenance", Provenance())
@@ -97,6 +114,7 @@ def analyze_ratings(
     ground_truth = consensus_ground_truth(ratings)
     ground_truth.to_csv(out / "ground_truth.csv", index=False)
     write_qrels(ground_truth, out / "ground_truth.qrels")
+    write_binary_qrels(ground_truth, out / "ground_truth_binary.qrels")
 
     raters_per_sketch = int(main.groupby("sketch_id")["participant"].nunique().max())
     full = options.pairwise == "full" or (
@@ -104,13 +122,21 @@ def analyze_ratings(
     )
     pairwise_p, pairwise_summary, boxes = _write_pairwise(ratings, out, alternative, alpha, full)
 
-    w_table = kendall_w_by_sketch(ratings)
+    w_table = agreement_by_sketch(ratings, n_resamples=options.bootstrap,
+                                  permutations=options.permutations, seed=options.seed)  # fmt: skip
     w_table.to_csv(out / "kendall_w.csv", index=False)
+    overall_alpha = {
+        level: krippendorff_alpha_overall(ratings, level=level, n_resamples=options.bootstrap,
+                                          seed=options.seed)
+        for level in ("ordinal", "interval")
+    }  # fmt: skip
     extremes = sketch_agreement(pairwise_summary, w_table)
     extremes.to_csv(out / "sketch_agreement.csv", index=False)
 
     consensus = rater_vs_consensus(ratings, alternative=alternative)
     consensus.to_csv(out / "consensus_tau.csv", index=False)
+    participants = participant_table(ratings, consensus)
+    participants.to_csv(out / "participants.csv", index=False)
 
     anchoring = anchoring_consistency(ratings, alternative=alternative)
     anchoring.to_csv(out / "anchoring.csv", index=False)
@@ -144,7 +170,10 @@ def analyze_ratings(
             "n_significant": int((w_table["p_value"] < alpha).sum()),
             "n_sketches": len(w_table),
             "n_raters_excluded": int(w_table["n_raters_excluded"].sum()),
+            **_rater_range(w_table),
         },
+        "krippendorff_alpha": _alpha_summary(overall_alpha, w_table, options),
+        "skillings_mack": _skillings_mack_summary(w_table, alpha, options),
         "bins": [
             {
                 "bin": int(row.bin),
@@ -185,20 +214,63 @@ def analyze_ratings(
         )
     summary["figures"] = sorted(figure_files)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    write_report(out / "report.html", summary, w_table, extremes, figure_files)
+    write_report(out / "report.html", summary, w_table, extremes, figure_files, participants)
     return summary
+
+
+def participant_table(ratings: pd.DataFrame, consensus: pd.DataFrame) -> pd.DataFrame:
+    """Per participant: main-block trials, missed windows, complete sketches, consensus tau_b.
+
+    Returns ``participant, n_trials, n_ratings, n_missing, n_sketches,
+    n_sketches_complete, tau_b_median, tau_b_loo_median``: ``n_sketches``
+    counts the sketches the participant rated at least one image of,
+    ``n_sketches_complete`` those they rated every image of (the sketches whose
+    Kendall's W they enter); the medians are over the sketches of
+    :func:`~analysis.consensus.rater_vs_consensus`.
+    """
+    from .ratings import rating_cube
+
+    main = ratings[ratings["phase"] == "main"]
+    columns = ["participant", "n_trials", "n_ratings", "n_missing", "n_sketches",
+               "n_sketches_complete", "tau_b_median", "tau_b_loo_median"]  # fmt: skip
+    if main.empty:
+        return pd.DataFrame(columns=columns)
+    cube = rating_cube(main)
+    rated = np.zeros(len(cube.participants), dtype=np.int64)
+    complete = np.zeros(len(cube.participants), dtype=np.int64)
+    for index in range(len(cube.sketches)):
+        given = ~np.isnan(cube.sketch(index))
+        rated += given.any(axis=1)
+        complete += given.all(axis=1)
+    per_row = main.groupby("participant", observed=True)["rating"]
+    labels = pd.Index(cube.participants, name="participant")
+    medians = consensus.groupby(consensus["participant"].astype(str))[["tau_b", "tau_b_loo"]]
+    medians = medians.median().reindex(labels.astype(str))
+    table = pd.DataFrame({
+        "participant": cube.participants,
+        "n_trials": per_row.size().reindex(labels).to_numpy(),
+        "n_ratings": per_row.count().reindex(labels).to_numpy(),
+        "n_sketches": rated,
+        "n_sketches_complete": complete,
+        "tau_b_median": medians["tau_b"].to_numpy(),
+        "tau_b_loo_median": medians["tau_b_loo"].to_numpy(),
+    })  # fmt: skip
+    table.insert(3, "n_missing", table["n_trials"] - table["n_ratings"])
+    return table[columns]
 
 
 def sketch_agreement(pairwise_summary: pd.DataFrame, w_table: pd.DataFrame) -> pd.DataFrame:
     """Sketches ranked by their median inter-user tau_b, with the best and worst marked.
 
-    Returns ``sketch_id, tau_median, tau_q25, tau_q75, w, rank, group``: rank 1
-    is the sketch people agreed on most; ``group`` is ``best`` for the top
-    :data:`N_EXTREMES`, ``worst`` for the bottom ones (worst last), else empty.
-    The paper's Fig. 9 shows four of each.
+    Returns ``sketch_id, tau_median, tau_q25, tau_q75, w, rank, group`` and,
+    when ``w_table`` has them, ``n_raters, n_raters_all`` (W stands on k of m
+    raters): rank 1 is the sketch people agreed on most; ``group`` is ``best``
+    for the top :data:`N_EXTREMES`, ``worst`` for the bottom ones (worst last),
+    else empty. The paper's Fig. 9 shows four of each.
     """
+    raters = [c for c in ("n_raters", "n_raters_all") if c in w_table]
     table = pairwise_summary[["sketch_id", "tau_median", "tau_q25", "tau_q75"]].merge(
-        w_table[["sketch_id", "w"]], on="sketch_id", how="left"
+        w_table[["sketch_id", "w", *raters]], on="sketch_id", how="left"
     )
     table = table.sort_values(["tau_median", "sketch_id"], ascending=[False, True],
                               na_position="last", ignore_index=True)  # fmt: skip
@@ -209,7 +281,8 @@ def sketch_agreement(pairwise_summary: pd.DataFrame, w_table: pd.DataFrame) -> p
     if n:
         group[len(table) - n :] = "worst"
     table["group"] = group
-    return table
+    return table[["sketch_id", "tau_median", "tau_q25", "tau_q75", "w", "rank", "group",
+                  *raters]]  # fmt: skip
 
 
 def _write_pairwise(
@@ -297,6 +370,58 @@ _EMPTY_PAIRWISE = pd.DataFrame(
 )
 
 
+def _rater_range(w_table: pd.DataFrame) -> dict:
+    """Over how many raters the W of the sketches stand: k (complete) of m (all), least and most."""
+    return {
+        "n_raters_min": _count(w_table["n_raters"].min()),
+        "n_raters_max": _count(w_table["n_raters"].max()),
+        "n_raters_all_min": _count(w_table["n_raters_all"].min()),
+        "n_raters_all_max": _count(w_table["n_raters_all"].max()),
+    }
+
+
+def _alpha_summary(overall: Mapping, w_table: pd.DataFrame, options: AnalysisOptions) -> dict:
+    summary = {}
+    for level, result in overall.items():
+        column = w_table[f"alpha_{level}"]
+        summary[level] = {
+            "alpha": _number(result.statistic),
+            "ci_low": _number(result.ci_low),
+            "ci_high": _number(result.ci_high),
+            "by_sketch": {"min": _number(column.min()), "median": _number(column.median()),
+                          "max": _number(column.max())},
+        }  # fmt: skip
+    first = next(iter(overall.values()))
+    summary.update(
+        n_raters=first.n_raters,
+        n_units=first.n_units,
+        n_values=first.n_values,
+        bootstrap={"method": "percentile, sketch/image pairs resampled",
+                   "resamples": options.bootstrap, "seed": options.seed},
+    )  # fmt: skip
+    return summary
+
+
+def _skillings_mack_summary(w_table: pd.DataFrame, alpha: float, options) -> dict:
+    permuted = w_table["skillings_mack_permutation_p_value"].notna()
+    return {
+        "n_sketches": int(w_table["skillings_mack_p_value"].notna().sum()),
+        "n_significant": int((w_table["skillings_mack_p_value"] < alpha).sum()),
+        "n_permutation_tested": int(permuted.sum()),
+        "n_significant_permutation": int(
+            (w_table["skillings_mack_permutation_p_value"] < alpha).sum()
+        ),
+        "permutations": options.permutations,
+        "n_raters_min": _count(w_table["skillings_mack_n_raters"].min()),
+        "n_raters_max": _count(w_table["skillings_mack_n_raters"].max()),
+    }
+
+
+def _count(value) -> int | None:
+    """An int for JSON, None for a missing value (no sketches)."""
+    return None if pd.isna(value) else int(value)
+
+
 def _number(value) -> float | None:
     """A float for JSON, None for NaN."""
     value = float(value)
@@ -310,6 +435,12 @@ _FAMILY_NAMES = (
     ("consensus", "participant vs consensus"),
     ("consensus_loo", "participant vs consensus (leave-one-out)"),
 )
+
+
+def _interval_text(level: Mapping) -> str:
+    if level["ci_low"] is None:
+        return "no interval"
+    return f"95% CI {level['ci_low']:.3f}-{level['ci_high']:.3f}"
 
 
 def format_summary(summary: Mapping, out: str | Path) -> str:
@@ -332,8 +463,24 @@ def format_summary(summary: Mapping, out: str | Path) -> str:
     median = "n/a" if w["median"] is None else f"{w['median']:.3f}"
     lines.append(
         f"  Kendall's W: {w['n_significant']} of {w['n_sketches']} sketches significant, "
-        f"median W {median}"
+        f"median W {median}, over the {raters_range(w)} participants who rated every image"
     )
+    alpha = summary.get("krippendorff_alpha")
+    if alpha and alpha["ordinal"]["alpha"] is not None:
+        ordinal, interval = alpha["ordinal"], alpha["interval"]
+        lines.append(
+            f"  Krippendorff's alpha over all {alpha['n_raters']} participants and "
+            f"{alpha['n_values']} ratings: ordinal {ordinal['alpha']:.3f} "
+            f"({_interval_text(ordinal)}), interval {interval['alpha']:.3f} "
+            f"({_interval_text(interval)})"
+        )
+    sm = summary.get("skillings_mack")
+    if sm:
+        lines.append(
+            f"  Skillings-Mack: {sm['n_significant']} of {sm['n_sketches']} sketches significant "
+            f"(chi-square), {sm['n_significant_permutation']} of {sm['n_permutation_tested']} "
+            "by permutation"
+        )
     lines.append(f"Ground truth: {out / 'ground_truth.csv'}; tables and summary.json in {out}")
     if summary["figures"]:
         lines.append(f"Figures: {out / 'figures'} ({', '.join(summary['figures'])})")

@@ -36,6 +36,7 @@ __all__ = [
     "RatingCube",
     "RatingsWarning",
     "SourceFile",
+    "check_text_labels",
     "load_ratings",
     "rating_cube",
     "validate_ratings",
@@ -149,6 +150,7 @@ def validate_ratings(frame: pd.DataFrame) -> pd.DataFrame:
     ``frame`` may carry ``_source`` and ``_line`` columns naming where each row
     came from; they are used in messages and dropped from the result.
     """
+    check_text_labels(frame)
     frame = frame.copy()
     if "_source" not in frame:
         frame["_source"] = "<table>"
@@ -177,6 +179,36 @@ def validate_ratings(frame: pd.DataFrame) -> pd.DataFrame:
 
     extra = [c for c in frame.columns if c not in RATING_COLUMNS and c not in ("_source", "_line")]
     return frame[list(RATING_COLUMNS) + extra].reset_index(drop=True)
+
+
+def check_text_labels(frame: pd.DataFrame) -> None:
+    """Refuse a table whose participant, sketch or image labels were read as numbers.
+
+    A table read with ``pandas.read_csv`` and its default types has turned the
+    label ``01`` into the number 1 (and ``01`` and ``1`` into one participant):
+    what was written cannot be recovered, so such a table is an error, not a
+    guess. Read it with :func:`load_ratings`, or with ``dtype=str``.
+
+    Examples
+    --------
+    >>> check_text_labels(pd.DataFrame({"participant": ["01"], "sketch_id": ["s"]}))
+    >>> check_text_labels(pd.DataFrame({"participant": [1], "sketch_id": ["s"]}))
+    Traceback (most recent call last):
+    ...
+    analysis.checks.InputError: participant: the labels are numbers (int64), so 01 has \
+already become 1; expected text labels: read the table with analysis.load_ratings, or \
+pandas.read_csv(..., dtype=str)
+    """
+    for column in ("participant", "sketch_id", "image_id"):
+        if column in frame and (
+            pd.api.types.is_numeric_dtype(frame[column])
+            or pd.api.types.is_bool_dtype(frame[column])
+        ):
+            raise InputError(
+                f"{column}: the labels are numbers ({frame[column].dtype}), so 01 has already "
+                "become 1; expected text labels: read the table with analysis.load_ratings, "
+                "or pandas.read_csv(..., dtype=str)"
+            )
 
 
 def _labels(column: pd.Series) -> pd.Categorical:

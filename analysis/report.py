@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from .html import figure_list, num, p_text, page_head, share, table
+from .agreement import PERMUTATION_RATERS_LIMIT
+from .html import figure_list, isnan, num, p_text, page_head, share, table
 from .paper import IMAGES_PER_SKETCH, PUBLISHED
 
-__all__ = ["write_report"]
+__all__ = ["raters_range", "write_report"]
 
 _CAPTIONS = {
     "fig4_anchoring": (
@@ -25,11 +26,16 @@ _CAPTIONS = {
     "fig5_interuser": (
         "Fig. 5. Per sketch, the tau_b between every pair of participants: median line, box "
         "from the 25th to the 75th percentile, whiskers to 1.5 IQR, outliers as red plus "
-        "signs; Kendall's W of all participants as a black circle."
+        "signs; Kendall's W as a black circle, over the {k_of_m} participants who rated every "
+        "image of the sketch; Krippendorff's ordinal alpha over all participants and every "
+        "rating as a blue diamond."
     ),
     "fig6_vs_consensus": (
         "Fig. 6. Per participant, the tau_b of their ratings of each sketch's images against "
-        "the consensus ranking (the mean rating of the other participants)."
+        "the consensus ranking. Top: the consensus is the mean rating of all participants, "
+        "the participant included, as in the paper (the share significant is compared with "
+        "the paper's 99%). Bottom: leave-one-out, the mean rating of the other participants "
+        "only, which does not reward a participant for agreeing with their own share of it."
     ),
     "fig7_distribution": (
         "Fig. 7. Share of ratings at each point of the scale, against the uniform share."
@@ -42,14 +48,28 @@ _CAPTIONS = {
 }
 
 
+def raters_range(w: Mapping) -> str:
+    """ "k of m" for the W of a study: "13-24 of 28", or "28 of 28" when the same everywhere."""
+    if w.get("n_raters_min") is None:
+        return "n/a"
+
+    return (f"{_span(w['n_raters_min'], w['n_raters_max'])} of "
+            f"{_span(w['n_raters_all_min'], w['n_raters_all_max'])}")  # fmt: skip
+
+
 def write_report(
     path: str | Path,
     summary: Mapping,
     kendall_w: pd.DataFrame,
     sketch_agreement: pd.DataFrame,
     figures: Mapping[str, Path],
+    participants: pd.DataFrame | None = None,
 ) -> Path:
-    """Write the report page to ``path`` from an analysis' summary, tables and figure files."""
+    """Write the report page to ``path`` from an analysis' summary, tables and figure files.
+
+    ``kendall_w`` is the agreement table (``kendall_w.csv``), ``participants``
+    the per-participant table (``participants.csv``) when there is one.
+    """
     path = Path(path)
     parts = [
         *page_head("sbir-study analysis report"),
@@ -63,9 +83,11 @@ def write_report(
     parts.append("<h1>Sketch/image rating study: analysis report</h1>")
     parts += _what_was_analysed(summary)
     parts += _headline(summary)
-    parts += _figures(figures)
+    parts += _figures(figures, summary)
     parts += _extremes(sketch_agreement)
-    parts += _w_table(kendall_w, summary["alpha"])
+    parts += _agreement_table(kendall_w, summary["alpha"])
+    if participants is not None:
+        parts += _participants(participants)
     parts += _provenance(summary)
     parts.append("</body></html>")
     path.write_text("\n".join(parts) + "\n", encoding="utf-8")
@@ -112,20 +134,31 @@ def _headline(summary: Mapping) -> list[str]:
             paper,
         )
 
+    n = summary["n_participants"]
     rows = [
         family("anchoring", "anchoring correlations significant", _published("anchoring")),
         family("pairwise", "inter-user correlations significant", _published("pairwise")),
-        family("consensus", "participant vs consensus significant", _published("consensus")),
         family(
-            "consensus_loo", "participant vs consensus without the participant", "(not reported)"
+            "consensus",
+            f"participant vs consensus of all {n} participants, the participant included "
+            "(as in the paper), significant",
+            _published("consensus"),
+        ),
+        family(
+            "consensus_loo",
+            f"participant vs consensus of the other {n - 1} participants (leave-one-out), "
+            "significant",
+            "(not reported: the paper's consensus includes the participant)",
         ),
         (
-            "sketches with Kendall's W significant",
+            f"sketches with Kendall's W significant (W over the {raters_range(w)} participants "
+            "who rated every image of the sketch)",
             f"{w['n_significant']} of {w['n_sketches']}",
             "",
             f"W from {num(w['min'])} to {num(w['max'])}, median {num(w['median'])}",
-            f"all {PUBLISHED['n_sketches']}",
+            f"all {PUBLISHED['n_sketches']} (over all {PUBLISHED['n_participants']})",
         ),
+        *_every_rating_rows(summary),
         (
             "sd of the ratings in bin 4",
             num(sds.get(4), 4),
@@ -151,38 +184,130 @@ def _headline(summary: Mapping) -> list[str]:
     ]
 
 
-def _figures(figures: Mapping[str, Path]) -> list[str]:
-    return figure_list({name: figures[name] for name in sorted(figures)}, _CAPTIONS)
+def _every_rating_rows(summary: Mapping) -> list[tuple]:
+    """The headline rows of the statistics that use every rating (none in the paper)."""
+    rows = []
+    alpha = summary.get("krippendorff_alpha")
+    if alpha:
+        for level in ("ordinal", "interval"):
+            result = alpha[level]
+            interval = ("" if result["ci_low"] is None
+                        else f"{num(result['ci_low'])} to {num(result['ci_high'])}")  # fmt: skip
+            by_sketch = result["by_sketch"]
+            rows.append((
+                f"Krippendorff's alpha ({level}), all sketch/image pairs, over all "
+                f"{alpha['n_raters']} participants and their {alpha['n_values']} ratings",
+                num(result["alpha"]),
+                interval,
+                f"per sketch from {num(by_sketch['min'])} to {num(by_sketch['max'])}, "
+                f"median {num(by_sketch['median'])}",
+                "(not reported)",
+            ))  # fmt: skip
+    sm = summary.get("skillings_mack")
+    if sm:
+        rows.append((
+            "sketches with the Skillings-Mack test significant (over the "
+            f"{_span(sm['n_raters_min'], sm['n_raters_max'])} participants with at least two "
+            "ratings of the sketch)",
+            f"{sm['n_significant']} of {sm['n_sketches']}",
+            "",
+            f"chi-square approximation; by permutation {sm['n_significant_permutation']} of "
+            f"{sm['n_permutation_tested']} ({sm['permutations']} permutations)",
+            "(not reported)",
+        ))  # fmt: skip
+    return rows
+
+
+def _span(low, high) -> str:
+    if low is None:
+        return "n/a"
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def _figures(figures: Mapping[str, Path], summary: Mapping) -> list[str]:
+    captions = dict(_CAPTIONS)
+    captions["fig5_interuser"] = captions["fig5_interuser"].format(
+        k_of_m=raters_range(summary["kendall_w"])
+    )
+    return figure_list({name: figures[name] for name in sorted(figures)}, captions)
 
 
 def _extremes(agreement: pd.DataFrame) -> list[str]:
     marked = agreement[agreement["group"] != ""]
     rows = [
         (r.group, r.sketch_id, r.rank, num(r.tau_median), num(r.tau_q25), num(r.tau_q75),
-         num(r.w))
+         num(r.w), f"{r.n_raters} of {r.n_raters_all}")
         for r in marked.itertuples()
     ]  # fmt: skip
     return [
         "<h2>Best and worst agreement (the paper's Fig. 9)</h2>",
         "<p>Sketches ranked by the median inter-user tau_b; all of them in "
-        "<code>sketch_agreement.csv</code>.</p>",
-        table(["group", "sketch", "rank", "median tau_b", "25th pct", "75th pct", "W"], rows),
+        "<code>sketch_agreement.csv</code>. W stands on the participants who rated every "
+        "image of the sketch (k of m).</p>",
+        table(_EXTREMES_HEADER, rows),
     ]
 
 
-def _w_table(kendall_w: pd.DataFrame, alpha: float) -> list[str]:
+_EXTREMES_HEADER = ("group", "sketch", "rank", "median tau_b", "25th pct", "75th pct", "W",
+                    "W over k of m")  # fmt: skip
+
+
+def _agreement_table(kendall_w: pd.DataFrame, alpha: float) -> list[str]:
+    def interval(low, high) -> str:
+        return "" if isnan(low) else f"{num(low)} to {num(high)}"
+
     rows = [
-        (r.sketch_id, num(r.w), num(r.chi2, 1), r.df, p_text(r.p_value), r.n_raters,
-         r.n_raters_excluded, "yes" if r.p_value < alpha else "no")
+        (r.sketch_id, f"{r.n_raters} of {r.n_raters_all}", num(r.w), p_text(r.p_value),
+         num(r.alpha_ordinal), interval(r.alpha_ordinal_ci_low, r.alpha_ordinal_ci_high),
+         num(r.alpha_interval), interval(r.alpha_interval_ci_low, r.alpha_interval_ci_high),
+         f"{r.n_ratings}", f"{num(r.skillings_mack, 1)} ({r.skillings_mack_df})",
+         p_text(r.skillings_mack_p_value), p_text(r.skillings_mack_permutation_p_value),
+         f"{r.skillings_mack_n_raters} of {r.n_raters_all}")
         for r in kendall_w.itertuples()
     ]  # fmt: skip
     return [
-        "<h2>Kendall's W per sketch</h2>",
-        "<p>Tie-corrected W over the participants who rated every image of the sketch; "
-        "chi-square test with n - 1 degrees of freedom (F test in "
-        "<code>kendall_w.csv</code>).</p>",
-        table(["sketch", "W", "chi2", "df", "p", "raters", "left out", f"p < {alpha:g}"], rows),
+        "<h2>Agreement per sketch: Kendall's W, Krippendorff's alpha, Skillings-Mack</h2>",
+        "<p>Each sketch's raters are the participants who rated at least one of its images "
+        "(m). Kendall's W (tie-corrected, chi-square test with n - 1 degrees of freedom, as "
+        "in the paper) stands on the k of them who rated every image: a participant who "
+        "missed one response window leaves it. Krippendorff's alpha (ordinal: the scale as "
+        "ranks; interval: as equally spaced numbers) uses every rating of all m, with a 95% "
+        "percentile bootstrap interval over the sketch's images. The Skillings-Mack test, "
+        "Friedman's test generalised to missing ratings, uses every participant with at "
+        "least two ratings of the sketch; its chi-square p-value is conservative with the "
+        "ties of a 7-point scale, the permutation p-value is not (computed for sketches with "
+        f"at most {PERMUTATION_RATERS_LIMIT} raters). Significance level {alpha:g}; the F test "
+        "of W is in <code>kendall_w.csv</code>.</p>",
+        table(_AGREEMENT_HEADER, rows),
     ]
+
+
+_AGREEMENT_HEADER = (
+    "sketch", "W over k of m", "W", "p (W)", "alpha ordinal", "95% interval", "alpha interval",
+    "95% interval", "ratings", "SM (df)", "p (SM)", "p (SM, permutation)", "SM over",
+)  # fmt: skip
+
+
+def _participants(participants: pd.DataFrame) -> list[str]:
+    rows = [
+        (r.participant, r.n_trials, r.n_missing, f"{r.n_sketches_complete} of {r.n_sketches}",
+         num(r.tau_b_median), num(r.tau_b_loo_median))
+        for r in participants.itertuples()
+    ]  # fmt: skip
+    return [
+        "<h2>Participants</h2>",
+        "<p>Main-block trials and missed response windows per participant; the sketches of "
+        "which they rated every image (those their ratings enter Kendall's W for); and the "
+        "median over the sketches of their tau_b against the consensus, inclusive (as in the "
+        "paper) and leave-one-out. All of it in <code>participants.csv</code>.</p>",
+        table(_PARTICIPANT_HEADER, rows),
+    ]
+
+
+_PARTICIPANT_HEADER = (
+    "participant", "trials", "missed", "sketches complete", "median tau_b vs consensus",
+    "median tau_b, leave-one-out",
+)  # fmt: skip
 
 
 def _provenance(summary: Mapping) -> list[str]:

@@ -5,14 +5,17 @@ kept the 31 sketches whose pilot ratings were closest to uniform over the
 scale and, for each, sub-sampled exactly 40 images "biasing the sub-sample
 towards a uniform distribution of ratings". This module does the same:
 
-1. **Sketch spread.** For sketch s, c_sk is the number of pilot ratings at
-   scale point k divided by the number of pilot participants who rated the
-   sketch (the ratings one person gives at k), and
-   sigma_s = sqrt(mean_k (c_sk - N/7)^2), the standard deviation of those
-   counts around the N/7 a uniform distribution over N images gives
-   (40/7 = 5.71 in the paper). The sketches with the largest sigma are
-   dropped until K remain (ties: the earlier sketch id stays). Sketches with
-   fewer than N rated candidates cannot give N images and are dropped first.
+1. **Sketch spread.** For sketch s, with n_sk its pilot ratings at scale
+   point k, c_sk = N n_sk / sum_k n_sk is the count at k of an N-image sample
+   rated like the sketch's candidates, and sigma_s = sqrt(mean_k (c_sk - N/7)^2)
+   the standard deviation of those counts around the N/7 a uniform
+   distribution over N images gives (40/7 = 5.71 in the paper). The sketches
+   with the largest sigma are dropped until K remain (ties: the earlier
+   sketch id stays). Sketches with fewer than N rated candidates cannot give
+   N images and are dropped first. Counting a sketch's ratings as they are
+   (or per pilot participant) would make sigma grow with the number of
+   candidates, so that it ranked pool sizes, not uniformity: the paper's
+   target 40/7 is a count of an N-image sample, so the counts are scaled to N.
 2. **Image sub-sample, stratified by pilot median.** Each candidate image
    is placed at the scale point nearest its median pilot rating (a half goes
    to the worse point). The N images are shared out over the seven points as
@@ -73,8 +76,8 @@ class Selection:
         with ``pilot_median`` and ``pilot_level`` added.
     sketches : DataFrame
         One row per pool sketch: ``sketch_id, n_candidates, n_rated,
-        n_pilot_raters, sigma, selected, sigma_selected`` and the per-person
-        counts ``count_1 .. count_7`` of the pool.
+        n_pilot_raters, sigma, selected, sigma_selected`` and the pool's
+        counts ``count_1 .. count_7`` (its rating shares scaled to N images).
     distribution : DataFrame
         ``dataset, rating, count, share`` for ``pool``, ``selection`` and
         ``uniform``: the data of the paper's Fig. 7.
@@ -85,18 +88,28 @@ class Selection:
     distribution: pd.DataFrame
 
 
-def rating_counts(ratings: pd.DataFrame) -> pd.DataFrame:
-    """Per sketch: the number of ratings at each scale point per pilot participant.
+def rating_counts(ratings: pd.DataFrame, images_per_sketch: int) -> pd.DataFrame:
+    """Per sketch: the count at each scale point of an N-image sample rated like the pilot.
 
     Returns a table indexed by ``sketch_id`` with columns ``count_1 ..
-    count_7`` (ratings at k divided by the number of participants who rated
-    any image of the sketch) and ``n_pilot_raters``.
+    count_7``, c_k = N n_k / sum_k n_k with n_k the sketch's pilot ratings at
+    k (its shares of the ratings, scaled to ``images_per_sketch`` = N), and
+    ``n_pilot_raters``, the participants who rated any image of the sketch.
+
+    Examples
+    --------
+    Eight ratings of one sketch, two of them 7; scaled to N = 40 images:
+
+    >>> pilot = pd.DataFrame({"participant": "1", "sketch_id": "s1",
+    ...                       "rating": [1, 2, 3, 4, 5, 6, 7, 7]})
+    >>> rating_counts(pilot, 40).iloc[0].tolist()
+    [5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 10.0, 1.0]
     """
     given = ratings.dropna(subset=["rating"])
     table = pd.crosstab(given["sketch_id"], given["rating"].astype(int))
     table = table.reindex(columns=LEVELS, fill_value=0)
     raters = given.groupby("sketch_id", observed=True)["participant"].nunique()
-    counts = table.div(raters.reindex(table.index), axis=0)
+    counts = table.div(table.sum(axis=1), axis=0) * images_per_sketch
     counts.columns = [f"count_{k}" for k in LEVELS]
     counts["n_pilot_raters"] = raters.reindex(table.index).to_numpy()
     counts.index = counts.index.astype(str)
@@ -104,17 +117,20 @@ def rating_counts(ratings: pd.DataFrame) -> pd.DataFrame:
 
 
 def sketch_spread(counts: pd.DataFrame, images_per_sketch: int) -> pd.Series:
-    """sigma_s: the root-mean-square deviation of the per-person counts from N / 7.
+    """sigma_s: the root-mean-square deviation of the counts c_k from N / 7.
+
+    ``counts`` is :func:`rating_counts`' table (counts of an N-image sample).
 
     Examples
     --------
-    Four ratings at 1, two at 7 and one at each other point, by one person;
-    N = 7 images gives the uniform target 1 per point:
+    Four ratings at 1, two at 7 and one at each other point, scaled to N = 7
+    images (counts 7/11 of those), against the uniform target 1 per point:
+    deviations (17, -4, -4, -4, -4, -4, 3) / 11.
 
-    >>> counts = pd.DataFrame([[4, 1, 1, 1, 1, 1, 2]], index=["s1"],
+    >>> counts = pd.DataFrame([np.array([4, 1, 1, 1, 1, 1, 2]) * 7 / 11], index=["s1"],
     ...                       columns=[f"count_{k}" for k in range(1, 8)])
-    >>> round(float(sketch_spread(counts, 7)["s1"]), 6)  # sqrt((9 + 1) / 7)
-    1.195229
+    >>> round(float(sketch_spread(counts, 7)["s1"]), 6)  # sqrt(378 / (7 * 121))
+    0.668043
     """
     values = counts[[f"count_{k}" for k in LEVELS]].to_numpy(dtype=float)
     target = images_per_sketch / len(LEVELS)
@@ -214,7 +230,7 @@ def select_pairs(
     medians = pilot.groupby(["sketch_id", "image_id"])["rating"].median().dropna()
     level = np.clip(np.floor(medians.to_numpy(dtype=float) + 0.5), 1, 7).astype(int)
     levels = pd.Series(level, index=medians.index, name="pilot_level")
-    counts = rating_counts(pilot).reindex(candidates["sketch_id"].unique())
+    counts = rating_counts(pilot, images_per_sketch).reindex(candidates["sketch_id"].unique())
     spread = sketch_spread(counts.fillna(0.0), images_per_sketch)
     table = counts.assign(
         n_candidates=candidates.groupby("sketch_id").size(),
@@ -257,7 +273,7 @@ def select_pairs(
         ["_s", "image_id"], kind="stable").drop(columns="_s").reset_index(drop=True)  # fmt: skip
 
     in_selection = pd.MultiIndex.from_frame(pilot[["sketch_id", "image_id"]]).isin(chosen_index)
-    selected_counts = rating_counts(pilot[in_selection])
+    selected_counts = rating_counts(pilot[in_selection], images_per_sketch)
     table["selected"] = table.index.isin(kept)
     table["sigma_selected"] = sketch_spread(selected_counts, images_per_sketch).reindex(table.index)
     table = table.reset_index()[

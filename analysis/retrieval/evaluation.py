@@ -23,6 +23,7 @@ import pandas as pd
 from .. import _kernels
 from .._moved import renamed
 from ..checks import InputError, check_option
+from ..consensus import RELEVANT_BELOW, write_binary_qrels
 from ..provenance import software_versions
 from .comparison import bootstrap_mean, compare_systems
 from .metrics import (
@@ -55,9 +56,9 @@ _HEADLINE = tuple(m.name for m in MEASURES if m.headline)
 
 @dataclass(frozen=True)
 class EvaluationOptions:
-    """Options of :func:`evaluate_rankings`."""
+    """Options of :func:`evaluate_runs`."""
 
-    relevant_below: float = 3.5
+    relevant_below: float = RELEVANT_BELOW
     cutoffs: tuple[int, ...] = (5, 10, 20)
     alternative: str = "greater"
     alpha: float = 0.05
@@ -92,6 +93,7 @@ class Evaluation:
     human: pd.DataFrame | None
     options: EvaluationOptions
     inputs: dict = field(default_factory=dict)
+    truth: GroundTruth | None = None
 
 
 def _ratings_layout(ratings: pd.DataFrame, truth: GroundTruth, relevant_below: float):
@@ -223,7 +225,7 @@ def evaluate_runs(
                                   n_resamples=options.permutations, seed=options.seed)  # fmt: skip
     summary = _mark_significant(summary, comparisons)
     return Evaluation(per_sketch, summary, comparisons, pd.concat(curves, ignore_index=True),
-                      human, options)  # fmt: skip
+                      human, options, truth=truth)  # fmt: skip
 
 
 def _summarise(per_sketch: pd.DataFrame, names: list[str], options) -> pd.DataFrame:
@@ -284,6 +286,8 @@ def write_evaluation(evaluation: Evaluation, out: str | Path, *, figures: bool =
     significantly_better_than``), ``comparisons.csv`` (paired tests),
     ``pr_curve.csv`` (mean precision at each recall level), ``human_ceiling.csv``
     (with ratings: each participant's leave-one-out tau_b per sketch),
+    ``ground_truth_binary.qrels`` (the binary relevance of this evaluation, for
+    trec_eval, ranx and ir_measures),
     ``evaluation.json`` (inputs with SHA-256, options, software, headline per
     system), ``report.html`` and, with ``figures``, ``figures/`` (per-sketch
     tau_b and the precision-recall curves).
@@ -296,6 +300,9 @@ def write_evaluation(evaluation: Evaluation, out: str | Path, *, figures: bool =
     evaluation.pr_curve.to_csv(out / "pr_curve.csv", index=False)
     if evaluation.human is not None:
         evaluation.human.to_csv(out / "human_ceiling.csv", index=False)
+    if evaluation.truth is not None:
+        write_binary_qrels(evaluation.truth.table(), out / "ground_truth_binary.qrels",
+                           relevant_below=evaluation.options.relevant_below)  # fmt: skip
     summary = evaluation.summary
     headline = {}
     for system in dict.fromkeys(summary["system"]):
@@ -350,13 +357,15 @@ def evaluate_files(
     names: Sequence[str] | None = None,
     ratings: str | Path | None = None,
     lower_is_better: bool = False,
+    score_precision: str = "float32",
 ) -> Evaluation:
     """Load a ground truth, runs and (optionally) ratings from files and score the runs.
 
     The files read are recorded in ``Evaluation.inputs`` with their SHA-256
     and line counts (``evaluation.json`` lists them). ``names`` gives each
     run's system name, in order (default: each file's name without its
-    extension).
+    extension). ``score_precision`` is how scores are compared when a run is
+    put in order (:func:`~analysis.retrieval.runs.load_run`).
     """
     from ..ratings import load_ratings
     from .runs import load_ground_truth, load_run
@@ -368,7 +377,9 @@ def evaluate_files(
         )
     truth = load_ground_truth(ground_truth)
     runs = [
-        load_run(path, truth, lower_is_better=lower_is_better, name=name)
+        load_run(
+            path, truth, lower_is_better=lower_is_better, name=name, score_precision=score_precision
+        )
         for path, name in zip(run_files, names or [None] * len(run_files), strict=True)
     ]
     table = load_ratings(ratings) if ratings is not None else None
@@ -382,6 +393,7 @@ def evaluate_files(
             files.append({"role": "ratings", "name": "", "path": source.path,
                           "sha256": source.sha256, "lines": source.rows})  # fmt: skip
     evaluation.inputs = {"files": files, "lower_is_better": lower_is_better,
+                         "score_precision": score_precision,
                          "command": "sbir-study evaluate"}  # fmt: skip
     return evaluation
 

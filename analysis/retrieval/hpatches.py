@@ -4,19 +4,29 @@ A task ``NAME`` is three files (HPatches retrieval benchmark, README):
 
 * ``NAME.benchmark``: line 1 the comma-separated patch-images of the pool,
   then one query patch per line;
-* ``NAME.labels``: line 1 the same pool, then per query the query followed by
-  the patches that correspond to it (the same physical surface);
+* ``NAME.labels``: line 1 the same pool, then, line for line with the
+  benchmark's queries, the query followed by the patches that correspond to it
+  (the same physical surface);
 * ``NAME.results`` (one folder per descriptor): line 1 the same pool, then per
   query, in the benchmark's order, the query followed by the ``top`` (50)
   patches most similar to it, best first.
 
-Average precision is that of the benchmark's 2016 scoring code: over ranks 2
-to top + 1 (rank 1 is the query itself), divided by the number of positives
-retrieved there, not by all true correspondences; 0 when none is retrieved.
-A retrieved patch is a positive for *patch* retrieval when the labels list it
-for the query, and for *image* retrieval (the relaxed criterion) when it comes
-from the query's image sequence (the name before the first dot, e.g.
-``v_bricks`` of ``v_bricks.e1.85``).
+Average precision is that of the benchmark's 2016 scoring code
+(``retrieval_eval.m`` with VLFeat's ``vl_pr``): over ranks 2 to top + 1 (rank
+1 is the query itself), divided by the number of positives retrieved there,
+not by all true correspondences; 0 when none is retrieved. A patch is named
+``sequence.image.patch`` (``v_bricks.e1.85``). A retrieved patch is a positive
+for *patch* retrieval when it is one of the patches of the query's labels line
+(the query included: the query retrieved again after rank 1 counts as
+correct), and for *image* retrieval (the relaxed criterion) when its
+patch-image (``v_bricks.e1``) is the patch-image of one of them: the images of
+the labelled correspondences, not every image of the sequence, which differ
+when a labels line lists only some of a sequence's images.
+
+The reference's mAP is ``mean`` of a vector with one element per line of the
+benchmark file whose first element (the header line) is never assigned, so it
+divides the sum of the N queries' APs by N + 1; ``map_patch`` and
+``map_image`` here are means over the N queries (``docs/evaluation.md``).
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ __all__ = [
     "evaluate_hpatches",
     "format_hpatches",
     "hpatches_average_precision",
+    "image_of",
     "read_hpatches_task",
     "sequence_of",
     "write_hpatches",
@@ -43,12 +54,17 @@ __all__ = [
 
 @dataclass(frozen=True)
 class HPatchesTask:
-    """One benchmark task: its pool of patch-images, queries and correspondences."""
+    """One benchmark task: its pool of patch-images, queries and correspondences.
+
+    ``labels[i]`` is the patches of the labels line of query ``queries[i]``
+    (the same line number in both files, as the reference pairs them), the
+    query included, as the reference scores them.
+    """
 
     name: str
     pool: str
     queries: tuple[str, ...]
-    labels: dict[str, frozenset[str]]
+    labels: tuple[frozenset[str], ...]
 
 
 def sequence_of(patch: str) -> str:
@@ -58,6 +74,25 @@ def sequence_of(patch: str) -> str:
     'v_bricks'
     """
     return patch.split(".", 1)[0]
+
+
+def image_of(patch: str) -> str:
+    """The patch-image a patch comes from: its name without the patch number.
+
+    >>> image_of("v_bricks.e1.85")
+    'v_bricks.e1'
+    """
+    return patch.rsplit(".", 1)[0]
+
+
+def _check_names(path: Path, number: int, names: list[str]) -> None:
+    """Every name is ``sequence.image.patch``, as the reference requires."""
+    for name in names:
+        if name.count(".") != 2 or any(not part for part in name.split(".")):
+            raise InputError(
+                f"{path}, line {number}: {name!r} is not a patch name; expected "
+                "sequence.image.patch (e.g. v_bricks.e1.85)"
+            )
 
 
 def _lines(path: Path) -> list[str]:
@@ -99,6 +134,7 @@ def read_hpatches_task(benchmark: str | Path) -> HPatchesTask:
             raise InputError(
                 f"{benchmark}, line {number}: {len(entries)} entries; expected one query patch"
             )
+        _check_names(benchmark, number, entries)
         queries.append(entries[0])
     if not queries:
         raise InputError(f"{benchmark}: no query patches after line 1")
@@ -110,20 +146,22 @@ def read_hpatches_task(benchmark: str | Path) -> HPatchesTask:
             f"{labels_path}, line 1: the pool of patch-images differs from line 1 of "
             f"{benchmark.name}; expected the same list"
         )
-    labels: dict[str, frozenset[str]] = {}
-    for number, line in enumerate(label_lines[1:], start=2):
-        entries = _entries(labels_path, number, line)
-        query = entries[0]
-        if query in labels:
-            raise InputError(f"{labels_path}, line {number}: query {query!r} is labelled twice")
-        labels[query] = frozenset(entries[1:]) - {query}
-    missing = [q for q in queries if q not in labels]
-    if missing:
+    if len(label_lines) != len(lines):
         raise InputError(
-            f"{labels_path}: no labels for query {missing[0]!r} of {benchmark.name}; expected a "
-            "line for every query"
+            f"{labels_path}: {len(label_lines) - 1} labels lines; expected one per query of "
+            f"{benchmark.name} ({len(queries)}), in the same order"
         )
-    return HPatchesTask(benchmark.stem, pool, tuple(queries), labels)
+    labels = []
+    for number, (line, query) in enumerate(zip(label_lines[1:], queries, strict=True), start=2):
+        entries = _entries(labels_path, number, line)
+        _check_names(labels_path, number, entries)
+        if query not in entries:
+            raise InputError(
+                f"{labels_path}, line {number}: does not list the query {query!r} (line "
+                f"{number} of {benchmark.name}); expected the query and its correspondences"
+            )
+        labels.append(frozenset(entries))
+    return HPatchesTask(benchmark.stem, pool, tuple(queries), tuple(labels))
 
 
 def hpatches_average_precision(positive) -> np.ndarray:
@@ -157,10 +195,11 @@ def _score_results(task: HPatchesTask, results: Path, top: int) -> pd.DataFrame:
             f"{results}: {len(body)} result lines; expected one per query of "
             f"{task.name}.benchmark ({len(task.queries)})"
         )
+    pool = frozenset(task.pool.split(","))
     patch = np.zeros((len(body), top), dtype=bool)
     image = np.zeros((len(body), top), dtype=bool)
-    for row, (number, line, query) in enumerate(
-        zip(range(2, len(body) + 2), body, task.queries, strict=True)
+    for row, (number, line, query, positives) in enumerate(
+        zip(range(2, len(body) + 2), body, task.queries, task.labels, strict=True)
     ):
         entries = _entries(results, number, line)
         if entries[0] != query:
@@ -173,11 +212,17 @@ def _score_results(task: HPatchesTask, results: Path, top: int) -> pd.DataFrame:
                 f"{results}, line {number}: {len(entries)} entries; expected the query and "
                 f"{top} retrieved patches ({top + 1})"
             )
+        _check_names(results, number, entries)
+        outside = [p for p in entries if image_of(p) not in pool]
+        if outside:
+            raise InputError(
+                f"{results}, line {number}: {outside[0]!r} is not from a patch-image of the "
+                f"pool (line 1 of {task.name}.benchmark)"
+            )
         retrieved = entries[1:]
-        positives = task.labels[query]
-        sequence = sequence_of(query)
+        images = {image_of(p) for p in positives}
         patch[row] = [p in positives for p in retrieved]
-        image[row] = [p != query and sequence_of(p) == sequence for p in retrieved]
+        image[row] = [image_of(p) in images for p in retrieved]
     return pd.DataFrame(
         {
             "task": task.name,
@@ -198,9 +243,11 @@ def evaluate_hpatches(
     ``results_dir`` holds one descriptor's ``*.results`` files, or one folder
     per descriptor (each scored as its own system). Returns ``(per_query,
     summary)``: ``descriptor, task, query, ap_patch, ap_image,
-    n_positive_patch, n_positive_image`` and ``descriptor, task, n_queries,
-    map_patch, map_image``. A benchmark task without results is skipped with a
-    warning; a results file without a benchmark task is an error.
+    n_positive_patch, n_positive_image`` (each query's AP equal to the
+    reference code's) and ``descriptor, task, n_queries, map_patch,
+    map_image`` (means over the N queries; the reference divides by N + 1).
+    A benchmark task without results is skipped with a warning; a results
+    file without a benchmark task is an error.
     """
     benchmark_dir, results_dir = Path(benchmark_dir), Path(results_dir)
     if not isinstance(top, int) or top < 1:

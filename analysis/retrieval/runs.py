@@ -10,9 +10,14 @@ all any measure of :mod:`analysis.retrieval_metrics` needs, however large the
 collection the run ranks.
 
 Positions follow trec_eval: images in decreasing score, ties broken by image
-id in decreasing string order. Judged images a run does not return rank after
-every returned one, tied with each other (for tau_b) or not retrieved at all
-(for the trec_eval and SHREC measures, as trec_eval treats them).
+id in decreasing string order, the scores compared as trec_eval compares them:
+trec_eval up to 9.0.8 (the version inside pytrec_eval and most published
+numbers) reads each score into a single-precision float, so two scores equal
+in float32 are a tie for it; trec_eval 10.0 reads doubles. ``score_precision``
+chooses (default ``"float32"``). Judged images a run does not return rank
+after every returned one, tied with each other (for tau_b) or not retrieved at
+all (for the trec_eval and SHREC measures, as trec_eval treats them). tau_b
+compares the scores as written (double precision), as scipy does.
 
 Runs are parsed with Apache Arrow's CSV reader, which is many times faster
 than a line-by-line parser on runs of millions of lines; when it rejects a
@@ -31,10 +36,11 @@ import numpy as np
 import pandas as pd
 
 from .._moved import renamed
-from ..checks import InputError, read_utf8
+from ..checks import InputError, check_option, read_utf8
 from ..provenance import file_digest
 
 __all__ = [
+    "SCORE_PRECISIONS",
     "GroundTruth",
     "Run",
     "RunWarning",
@@ -45,6 +51,9 @@ __all__ = [
 ]
 
 _TREC_FIELDS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
+#: How scores are compared when a run is put in order: as trec_eval 9 (single precision,
+#: ``TEXT_RESULTS.sim`` is a float) or trec_eval 10 (double).
+SCORE_PRECISIONS = ("float32", "float64")
 _TABLE_COLUMNS = ("sketch_id", "image_id", "score")
 _MISSING = frozenset({"", "n/a", "NA", "NaN", "nan"})
 
@@ -103,9 +112,10 @@ class Run:
 
     ``score[s, j]`` is the run's score for judged image j of sketch s (higher =
     more similar, after ``lower_is_better`` is applied) and ``rank[s, j]`` its
-    1-based position in the run's order for that sketch; both NaN where the run
-    does not return the image (and for padding). ``n_returned[s]`` is the
-    number of images the run returns for sketch s, judged or not.
+    1-based position in the run's order for that sketch (scores compared at
+    ``score_precision``); both NaN where the run does not return the image (and
+    for padding). ``n_returned[s]`` is the number of images the run returns for
+    sketch s, judged or not.
     """
 
     name: str
@@ -115,6 +125,7 @@ class Run:
     source: str = ""
     sha256: str | None = None
     lines: int = 0
+    score_precision: str = "float32"
 
 
 # --- the ground truth ------------------------------------------------------------------------
@@ -224,6 +235,7 @@ def load_run(
     *,
     lower_is_better: bool = False,
     name: str | None = None,
+    score_precision: str = "float32",
 ) -> Run:
     """Read a retrieval run (TREC run or CSV/TSV table) and rank it against ``truth``.
 
@@ -238,6 +250,9 @@ def load_run(
         The scores are distances: smaller means more similar.
     name : str, optional
         The system's name; default, the file name without its extension.
+    score_precision : {"float32", "float64"}
+        How scores are compared when the run is put in order: ``"float32"`` as
+        trec_eval 9 (and pytrec_eval), ``"float64"`` as trec_eval 10.
 
     Bad input raises :class:`~analysis.InputError` naming the file and line: a
     line with the wrong number of fields, a score that is not a finite
@@ -259,7 +274,7 @@ def load_run(
         sketch_id, image_id, score, locate = _read_trec(path, first)
     run = run_from_scores(
         truth, sketch_id, image_id, score, name=name or path.stem,
-        lower_is_better=lower_is_better, locate=locate,
+        lower_is_better=lower_is_better, locate=locate, score_precision=score_precision,
     )  # fmt: skip
     return replace(run, source=str(path), sha256=digest, lines=lines)
 
@@ -273,12 +288,15 @@ def run_from_scores(
     name: str = "system",
     lower_is_better: bool = False,
     locate=None,
+    score_precision: str = "float32",
 ) -> Run:
     """Rank a run given as three parallel arrays (one entry per returned image).
 
     ``sketch_id`` and ``image_id`` may be arrays of strings or pandas
     Categoricals (faster for millions of rows); ``locate(row)`` names row
-    ``row`` in error messages (default: ``"row N"``).
+    ``row`` in error messages (default: ``"row N"``). Positions compare the
+    scores rounded to ``score_precision``, as trec_eval does (see the module
+    notes); ``Run.score`` keeps them in double precision.
 
     Examples
     --------
@@ -289,7 +307,17 @@ def run_from_scores(
     array([[ 3.,  2., nan]])
     >>> int(r.n_returned[0])
     4
+
+    Scores equal in single precision are a tie for trec_eval 9:
+
+    >>> near = run_from_scores(truth, ["s", "s"], ["a", "b"], [0.1 + 1e-12, 0.1])
+    >>> near.rank, near.score[0, 0] > near.score[0, 1]
+    (array([[ 2.,  1., nan]]), np.True_)
+    >>> run_from_scores(truth, ["s", "s"], ["a", "b"], [0.1 + 1e-12, 0.1],
+    ...                 score_precision="float64").rank
+    array([[ 1.,  2., nan]])
     """
+    check_option("score_precision", score_precision, SCORE_PRECISIONS)
     if locate is None:
 
         def locate(row: int) -> str:
@@ -354,6 +382,11 @@ def run_from_scores(
     returned = judged_rows >= 0
     judged_score = np.where(returned, score[np.maximum(judged_rows, 0)], np.nan)
     rank = np.full((n_sketches, width), np.nan)
+    # trec_eval 9 stores each score in a float (TEXT_RESULTS.sim) and sorts on it; the
+    # double-to-float rounding of the parsed value is what atof-then-assign does there.
+    with np.errstate(over="ignore"):  # beyond float32's range: infinite there too
+        key = score.astype(np.float32).astype(np.float64) if score_precision == "float32" else score
+    judged_key = np.where(returned, key[np.maximum(judged_rows, 0)], np.nan)
 
     # Decreasing string order of the image ids breaks ties in score (trec_eval).
     id_order = np.empty(len(doc_names), dtype=np.int64)
@@ -362,10 +395,10 @@ def run_from_scores(
     ends = np.cumsum(n_returned)
     for s in np.flatnonzero(returned.any(axis=1)):
         rows = by_sketch[ends[s] - n_returned[s] : ends[s]]
-        group_score = score[rows]
+        group_score = key[rows]
         ordered = np.sort(group_score)
         columns = np.flatnonzero(returned[s])
-        values = judged_score[s, columns]
+        values = judged_key[s, columns]
         left = np.searchsorted(ordered, values, side="left")
         right = np.searchsorted(ordered, values, side="right")
         position = len(ordered) - right + 1.0  # 1 + the number of higher scores
@@ -374,7 +407,8 @@ def run_from_scores(
             own = id_order[doc_code[judged_rows[s, columns[k]]]]
             position[k] += np.count_nonzero(id_order[doc_code[tied]] > own)
         rank[s, columns] = position
-    return Run(name, judged_score, rank, n_returned.astype(np.int64))
+    return Run(name, judged_score, rank, n_returned.astype(np.int64),
+               score_precision=score_precision)  # fmt: skip
 
 
 # --- parsing ---------------------------------------------------------------------------------

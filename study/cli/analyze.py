@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import add_alpha, add_alternative, options_from
+from .common import add_alpha, add_alternative, add_seed, count, options_from
 
 __all__ = ["register"]
 
 
 def register(commands) -> None:
+    from analysis.agreement import PERMUTATION_RATERS_LIMIT
+
     parser = commands.add_parser(
         "analyze",
         help="statistics, ground truth and report from a BIDS dataset or a ratings table",
@@ -29,6 +31,21 @@ def register(commands) -> None:
         help="inter-user table: every pair of participants (full) or per-sketch summaries; "
         "auto gives the full table up to 500 raters per sketch (default: auto)",
     )
+    parser.add_argument(
+        "--bootstrap",
+        type=count,
+        default=1000,
+        help="bootstrap resamples of the intervals of Krippendorff's alpha, sketch/image "
+        "pairs drawn with replacement; 0 for none (default: 1000)",
+    )
+    parser.add_argument(
+        "--permutations",
+        type=count,
+        default=1000,
+        help="permutations of the Skillings-Mack permutation p-value, for sketches with at "
+        f"most {PERMUTATION_RATERS_LIMIT} raters; 0 for none (default: 1000)",
+    )
+    add_seed(parser)
     parser.add_argument(
         "--no-figures",
         action="store_true",

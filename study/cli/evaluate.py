@@ -78,7 +78,14 @@ def _register_evaluate(commands) -> None:
         type=_rating_threshold,
         default=3.5,
         help="binary relevance for P@k, AP, R-precision and SHREC's measures: a mean rating "
-        "below this (default: 3.5)",
+        "below this (default: 3.5); written to --out as ground_truth_binary.qrels",
+    )
+    parser.add_argument(
+        "--score-precision",
+        choices=("float32", "float64"),
+        default="float32",
+        help="how scores are compared when a run is put in order: float32 as trec_eval 9 and "
+        "pytrec_eval read them (default), float64 as trec_eval 10",
     )
     parser.add_argument(
         "--cutoffs",
@@ -167,7 +174,7 @@ def evaluate(args: argparse.Namespace) -> int:
     options = options_from(EvaluationOptions, args)
     evaluation = evaluate_files(
         args.ground_truth, args.runs, options, names=args.name, ratings=args.ratings,
-        lower_is_better=args.lower_is_better,
+        lower_is_better=args.lower_is_better, score_precision=args.score_precision,
     )  # fmt: skip
     write_evaluation(evaluation, args.out, figures=not args.no_figures)
     print(format_evaluation(evaluation, args.out))

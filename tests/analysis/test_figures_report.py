@@ -14,7 +14,8 @@ from matplotlib import cbook
 from analysis import StudyDesign, load_ratings, simulate_study
 from analysis.distribution import box_summary
 from analysis.figures import FIGURES, tau_threshold
-from analysis.pipeline import AnalysisOptions, analyze_ratings, sketch_agreement
+from analysis.html import share
+from analysis.pipeline import AnalysisOptions, analyze_ratings, format_summary, sketch_agreement
 from tests.helpers import assert_input_error, run_cli
 
 
@@ -113,6 +114,82 @@ def test_figures_and_report_are_written(small_study, tmp_path):
     assert "SIMULATED DATA" not in page
     best = pd.read_csv(tmp_path / "sketch_agreement.csv")
     assert set(best["group"].fillna("")) == {"best", "worst", ""}
+
+
+def _with_gaps(ratings, share, seed):
+    """The ratings with a share of main-block ratings missed (as missed windows are)."""
+    rng = np.random.default_rng(seed)
+    ratings = ratings.copy()
+    main = (ratings["phase"] == "main").to_numpy()
+    missed = main & (rng.random(len(ratings)) < share)
+    ratings.loc[missed, "rating"] = pd.NA
+    return ratings
+
+
+def test_every_agreement_number_says_over_how_many_raters(small_study, tmp_path):
+    _, ratings = small_study
+    ratings = _with_gaps(ratings, 0.04, seed=3)
+    summary = analyze_ratings(ratings, tmp_path, AnalysisOptions(bootstrap=200, permutations=200))
+    table = pd.read_csv(tmp_path / "kendall_w.csv")
+    assert (table["n_raters"] < table["n_raters_all"]).any()  # raters were left out of W
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    k_low, k_high = table["n_raters"].min(), table["n_raters"].max()
+    k = str(k_low) if k_low == k_high else f"{k_low}-{k_high}"
+    k_of_m = f"{k} of 6"
+    # The headline row of W, the Fig. 5 caption, the per-sketch table and the printed summary.
+    assert f"W over the {k_of_m} participants who rated every image" in page
+    assert f"over the {k_of_m} participants who rated every image of the sketch;" in page
+    for row in table.itertuples():
+        assert f"<td>{row.n_raters} of {row.n_raters_all}</td>" in page
+    alpha = summary["krippendorff_alpha"]
+    assert f"over all 6 participants and their {alpha['n_values']} ratings" in page
+    assert "participants with at least two ratings of the sketch" in page
+    printed = format_summary(summary, tmp_path)
+    assert f"over the {k_of_m} participants who rated every image" in printed
+    assert "Krippendorff's alpha over all 6 participants" in printed
+
+
+def test_fig6_compares_like_with_like(small_study, tmp_path):
+    _, ratings = small_study
+    summary = analyze_ratings(ratings, tmp_path, AnalysisOptions(bootstrap=0, permutations=0))
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    # The paper's 99% stands beside the inclusive statistic (the paper's), not the
+    # leave-one-out one, which the paper did not report.
+    inclusive = share(summary["consensus"]["share_significant"])
+    loo = share(summary["consensus_loo"]["share_significant"])
+    row = re.search(r"<tr><td>participant vs consensus of all 6 participants, the participant "
+                    r"included \(as in the paper\), significant</td>(.*?)</tr>", page)  # fmt: skip
+    assert row and inclusive in row.group(1) and "99%" in row.group(1)
+    row = re.search(r"<tr><td>participant vs consensus of the other 5 participants "
+                    r"\(leave-one-out\), significant</td>(.*?)</tr>", page)  # fmt: skip
+    assert row and loo in row.group(1) and "99%" not in row.group(1)
+    assert "Top: the consensus is the mean rating of all participants" in page
+    assert "Bottom: leave-one-out" in page
+
+
+def test_fig6_draws_the_papers_statistic_and_leave_one_out():
+    from matplotlib.figure import Figure
+
+    from analysis.figures import plot_vs_consensus
+
+    consensus = pd.DataFrame(
+        {
+            "participant": ["01", "01", "02", "02"],
+            "sketch_id": ["a", "b"] * 2,
+            "tau_b": [0.9, 0.8, 0.7, 0.6],
+            "tau_b_loo": [0.5, 0.4, 0.3, 0.2],
+        }
+    )
+    figure = Figure()
+    inclusive, loo = figure.subplots(2, 1)
+    plot_vs_consensus(consensus, ax=inclusive)  # the default: the paper's inclusive tau_b
+    plot_vs_consensus(consensus, ax=loo, loo=True)
+    medians = [line.get_ydata()[0] for line in inclusive.lines if line.get_color() == "C0"]
+    assert medians == pytest.approx([0.85, 0.65])
+    medians = [line.get_ydata()[0] for line in loo.lines if line.get_color() == "C0"]
+    assert medians == pytest.approx([0.45, 0.25])
+    assert "participant included" in inclusive.get_title()
+    assert "leave-one-out" in loo.get_title()
 
 
 def test_simulated_input_is_labelled_at_the_top(tmp_path):

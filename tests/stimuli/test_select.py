@@ -6,7 +6,8 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+import scipy.stats
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from analysis import InputError, load_ratings
@@ -37,12 +38,16 @@ def _pool_and_pilot(ratings_by_sketch, raters=2):
     )
 
 
-# Worked by hand with N = 7 (uniform target: 1 rating per point and person):
-#   A: 1 2 3 4 5 6 7 7   counts 1 1 1 1 1 1 2   sigma = sqrt(1/7)  = 0.378
-#   B: 1 1 2 3 4 5 6 7   counts 2 1 1 1 1 1 1   sigma = sqrt(1/7)  = 0.378
-#   C: 1 2 7 7 7 7 7 7   counts 1 1 0 0 0 0 6   sigma = sqrt(29/7) = 2.035
-#   D: 1 2 3 4 5 6 7     counts 1 1 1 1 1 1 1   sigma = 0
-#   E: 1 2 3 4 5 6       only 6 candidates: cannot give 7 images, dropped first
+# Worked by hand with N = 7 (uniform target: 1 per point): the counts c_k are the shares of
+# the sketch's ratings scaled to 7 images.
+#   A: 1 2 3 4 5 6 7 7   shares (1 1 1 1 1 1 2)/8, c = 7/8 x that, deviations
+#                        (-1 -1 -1 -1 -1 -1 6)/8: sigma = sqrt(42/448) = 0.306
+#   B: 1 1 2 3 4 5 6 7   the same shares at other points: sigma = 0.306
+#   C: 1 2 7 7 7 7 7 7   c = (7 7 0 0 0 0 42)/8, deviations (-1 -1 -8 -8 -8 -8 34)/8:
+#                        sigma = sqrt(1414/448) = 1.777
+#   D: 1 2 3 4 5 6 7     c = 1 everywhere: sigma = 0
+#   E: 1 2 3 4 5 6       c = (7 7 7 7 7 7 0)/6, deviations (1 1 1 1 1 1 -6)/6:
+#                        sigma = sqrt(42/252) = 0.408; only 6 candidates: dropped first
 HAND = {
     "A": [1, 2, 3, 4, 5, 6, 7, 7],
     "B": [1, 1, 2, 3, 4, 5, 6, 7],
@@ -54,9 +59,9 @@ HAND = {
 
 def test_sketch_spread_matches_the_hand_computed_example():
     _, pilot = _pool_and_pilot(HAND)
-    sigma = sketch_spread(rating_counts(pilot), 7)
-    expected = {"A": np.sqrt(1 / 7), "B": np.sqrt(1 / 7), "C": np.sqrt(29 / 7), "D": 0.0,
-                "E": np.sqrt(1 / 7)}  # fmt: skip
+    sigma = sketch_spread(rating_counts(pilot, 7), 7)
+    expected = {"A": np.sqrt(42 / 448), "B": np.sqrt(42 / 448), "C": np.sqrt(1414 / 448),
+                "D": 0.0, "E": np.sqrt(42 / 252)}  # fmt: skip
     assert sigma.to_dict() == pytest.approx(expected)
 
 
@@ -75,6 +80,66 @@ def test_select_keeps_the_smallest_sigma_sketches(keep, expected):
         a = selection.pairs[selection.pairs["sketch_id"] == "A"]
         assert sorted(a["pilot_level"]) == list(range(1, 8))
         assert table.loc["A", "sigma_selected"] == 0.0
+
+
+def _distance_to_uniform_l2(ratings):
+    """The Euclidean distance of a list of ratings' shares from the uniform 1/7 (numpy only)."""
+    shares = np.bincount(np.asarray(ratings), minlength=8)[1:] / len(ratings)
+    return float(np.linalg.norm(shares - 1 / 7))
+
+
+def _pool_ratings(size, moved):
+    """size ratings spread as evenly as possible over 1..7, then ``moved`` of them moved to 7."""
+    counts = np.full(7, size // 7)
+    counts[: size % 7] += 1
+    for j in range(moved):
+        counts[j % 6] -= 1
+        counts[6] += 1
+    return list(np.repeat(np.arange(1, 8), counts))
+
+
+def test_unequal_pools_keep_the_most_uniform_sketches():
+    # Twelve sketches with 23 to 43 candidates each; the larger pools are the more uniform
+    # (0 to 5 ratings moved to 7). Every K from 1 to 11 must keep the K most uniform.
+    sizes = np.linspace(23, 43, 12).round().astype(int)
+    ratings = {f"s{i:02d}": _pool_ratings(n, round(5 * (11 - i) / 11))
+               for i, n in enumerate(sizes)}  # fmt: skip
+    pool, pilot = _pool_and_pilot(ratings, raters=3)
+    l2 = {sketch: _distance_to_uniform_l2(r) for sketch, r in ratings.items()}
+    total_variation = {s: distance_to_uniform(np.bincount(r, minlength=8)[1:] / len(r))
+                       for s, r in ratings.items()}  # fmt: skip
+    # Both measures of uniformity order the sketches the same way here.
+    most_uniform = sorted(l2, key=l2.get)
+    assert most_uniform == sorted(total_variation, key=total_variation.get)
+    assert scipy.stats.spearmanr(sizes, list(l2.values())).statistic < -0.95
+    # The spread of raw counts around 20/7 (what a count that is not scaled to the sample
+    # measures) grows with the pool, and would keep other sketches at every K.
+    raw = {s: np.sqrt(((np.bincount(r, minlength=8)[1:] - 20 / 7) ** 2).mean())
+           for s, r in ratings.items()}  # fmt: skip
+    by_raw = sorted(raw, key=raw.get)
+    for keep in range(1, 12):
+        selection = select_pairs(pool, pilot, sketches=keep, images_per_sketch=20, seed=0)
+        kept = sorted(selection.pairs["sketch_id"].unique())
+        assert kept == sorted(most_uniform[:keep]), keep
+        assert kept != sorted(by_raw[:keep]), keep
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_kept_sketches_are_the_most_uniform_whatever_the_pool_sizes(data):
+    n_sketches = data.draw(st.integers(3, 9))
+    ratings = {}
+    for i in range(n_sketches):
+        size = data.draw(st.integers(10, 45))
+        ratings[f"s{i}"] = data.draw(st.lists(st.integers(1, 7), min_size=size, max_size=size))
+    keep = data.draw(st.integers(1, n_sketches - 1))
+    l2 = {sketch: _distance_to_uniform_l2(r) for sketch, r in ratings.items()}
+    ordered = sorted(l2, key=lambda sketch: (l2[sketch], sketch))
+    # Near-ties between the last kept and the first dropped sketch are left to rounding.
+    assume(abs(l2[ordered[keep]] - l2[ordered[keep - 1]]) > 1e-9)
+    pool, pilot = _pool_and_pilot(ratings, raters=data.draw(st.integers(1, 3)))
+    selection = select_pairs(pool, pilot, sketches=keep, images_per_sketch=10, seed=0)
+    assert sorted(selection.pairs["sketch_id"].unique()) == sorted(ordered[:keep])
 
 
 def test_select_needs_enough_candidates():
@@ -141,17 +206,13 @@ def test_select_end_to_end_is_closer_to_uniform_than_the_pool(tmp_path):
     first = main["image_path"].iloc[0]
     assert os.path.samefile(out / first, pool / first)
 
-    # The kept sketches are the 8 smallest-sigma ones, recomputed here from the pilot directly.
+    # The kept sketches are the 8 whose pilot ratings are closest to uniform, recomputed here
+    # from the pilot directly.
     given_ = pilot.dropna(subset=["rating"])
-    per_person = (
-        given_.groupby(["sketch_id", "rating"], observed=True)
-        .size()
-        .unstack(fill_value=0)
-        .reindex(columns=range(1, 8), fill_value=0)
-        / given_.groupby("sketch_id", observed=True)["participant"].nunique().to_numpy()[:, None]
-    )
-    sigma = np.sqrt(((per_person - 14 / 7) ** 2).mean(axis=1))
-    assert sorted(main["sketch_id"].unique()) == sorted(sigma.sort_values().index[:8].astype(str))
+    distance = {sketch: _distance_to_uniform_l2(group["rating"].astype(int))
+                for sketch, group in given_.groupby("sketch_id", observed=True)}  # fmt: skip
+    closest = sorted(distance, key=lambda sketch: (distance[sketch], sketch))[:8]
+    assert sorted(main["sketch_id"].unique()) == sorted(map(str, closest))
 
     # Closer to uniform than the pool, for the pilot's own ratings of the chosen pairs.
     table = pd.read_csv(out / "selection_distribution.csv")
@@ -161,8 +222,11 @@ def test_select_end_to_end_is_closer_to_uniform_than_the_pool(tmp_path):
     # (seed 2: 0.178 and 0.102; with 3 pilot raters and 336 ratings chosen, sampling noise in
     # the distance is about 0.03.)
     assert chosen_distance < 0.75 * pool_distance, (pool_distance, chosen_distance)
-    # ... and per sketch, each kept sketch's spread shrank.
+    # ... and the kept sketches' spread shrank: sigma is of shares scaled to 14 images on both
+    # sides, so pool and selection compare directly (seed 2: mean 0.90 -> 0.61; a sketch
+    # that was already near uniform may come out a little less so, its images being chosen
+    # by their 3-rater medians).
     sketches = pd.read_csv(out / "selection_sketches.csv")
     kept = sketches[sketches["selected"]]
-    assert (kept["sigma_selected"] < kept["sigma"]).all()
+    assert kept["sigma_selected"].mean() < 0.8 * kept["sigma"].mean()
     assert json.loads((out / "selection.json").read_text())["PoolDigest"] == set_digest(pool)

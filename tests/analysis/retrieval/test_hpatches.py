@@ -3,7 +3,9 @@
 tests/data/hpatches holds one task of three queries, scored with --top 5 (the
 query, then five retrieved patches). The APs below are worked out by hand from
 the definition of the benchmark's 2016 scoring code (ranks 2 to 6; divided by
-the positives retrieved there, not by all true correspondences):
+the positives retrieved there, not by all true correspondences; an image is
+correct when it is the image of a labelled patch). The reference code itself is
+run in test_hpatches_reference.py:
 
 query i_a.ref.1 (labels i_a.e1.1, i_a.e2.1, i_a.e3.1)
   retrieved  i_a.e1.1  v_b.ref.3  i_a.e1.5  i_a.e2.1  v_b.e1.7

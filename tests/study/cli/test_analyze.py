@@ -37,6 +37,16 @@ def test_analyze_writes_design_files(analysed):
         assert {"n_tests", "n_significant", "share_significant", "wilson_low", "wilson_high",
                 "n_significant_bh"} <= set(summary[family])  # fmt: skip
     assert {"min", "median", "max", "n_significant"} <= set(summary["kendall_w"])
+    assert {"n_raters_min", "n_raters_max", "n_raters_all_min", "n_raters_all_max"} <= set(
+        summary["kendall_w"]
+    )
+    alpha = summary["krippendorff_alpha"]
+    for level in ("ordinal", "interval"):
+        assert {"alpha", "ci_low", "ci_high", "by_sketch"} <= set(alpha[level])
+        assert alpha[level]["ci_low"] < alpha[level]["alpha"] < alpha[level]["ci_high"]
+    assert alpha["n_raters"] == 6 and alpha["bootstrap"]["resamples"] == 1000
+    assert summary["skillings_mack"]["n_sketches"] == 4
+    assert summary["skillings_mack"]["n_permutation_tested"] == 4  # 6 raters: permuted
     assert [b["bin"] for b in summary["bins"]] == list(range(1, 8))
     assert len(summary["sources"]) == 6 and all(len(s["sha256"]) == 64 for s in summary["sources"])
     assert "simulated" in stdout and "ground_truth.csv" in stdout
@@ -55,9 +65,36 @@ def test_pairwise_summary_mode_and_options(analysed, tmp_path):
     assert summary["alternative"] == "two-sided"
 
 
+def test_agreement_columns_and_seeded_resampling(analysed, tmp_path):
+    from analysis.agreement import AGREEMENT_COLUMNS
+
+    root, _ = analysed
+    first = pd.read_csv(root / "out" / "kendall_w.csv")
+    assert list(first.columns) == list(AGREEMENT_COLUMNS)
+    assert (first["n_raters"] + first["n_raters_excluded"] == first["n_raters_all"]).all()
+    # The same ratings and seed give the same file; another seed other intervals.
+    again = run_cli("analyze", str(root / "data"), "--out", str(tmp_path / "again"),
+                    "--no-figures")  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "again" / "kendall_w.csv").read_bytes() == (
+        root / "out" / "kendall_w.csv"
+    ).read_bytes()
+    other = run_cli("analyze", str(root / "data"), "--out", str(tmp_path / "other"),
+                    "--no-figures", "--seed", "7", "--bootstrap", "0",
+                    "--permutations", "0")  # fmt: skip
+    assert other.returncode == 0, other.stderr
+    table = pd.read_csv(tmp_path / "other" / "kendall_w.csv")
+    assert table["alpha_ordinal_ci_low"].isna().all()
+    assert table["skillings_mack_permutation_p_value"].isna().all()
+    pd.testing.assert_series_equal(table["alpha_ordinal"], first["alpha_ordinal"])
+    assert "Krippendorff's alpha" in again.stdout and "Skillings-Mack" in again.stdout
+
+
 def test_bad_options_exit_2(analysed, tmp_path):
     root, _ = analysed
     result = run_cli("analyze", str(root / "data"), "--out", str(tmp_path), "--alpha", "2")
     assert result.returncode == 2 and "--alpha" in result.stderr
     result = run_cli("analyze", str(root / "data"), "--out", str(tmp_path), "--alternative", "up")
     assert result.returncode == 2 and "--alternative" in result.stderr
+    result = run_cli("analyze", str(root / "data"), "--out", str(tmp_path), "--bootstrap", "-1")
+    assert result.returncode == 2 and "--bootstrap" in result.stderr

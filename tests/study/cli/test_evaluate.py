@@ -79,6 +79,26 @@ def test_the_same_seed_gives_the_same_files(retrieval_study, tmp_path):
         assert (tmp_path / "one" / table).read_bytes() == (tmp_path / "two" / table).read_bytes()
 
 
+def test_score_precision_and_the_binary_judgement_are_recorded(retrieval_study, tmp_path, capsys):
+    out = tmp_path / "eval"
+    assert evaluate(retrieval_study, out, "--no-figures", "--score-precision", "float64",
+                    "--relevant-below", "3") == 0  # fmt: skip
+    record = json.loads((out / "evaluation.json").read_text())
+    assert record["inputs"]["score_precision"] == "float64"
+    assert record["options"]["relevant_below"] == 3.0
+    # The binary judgement written is the one used: mean rating below 3.
+    truth = pd.read_csv(retrieval_study / "analysis" / "ground_truth.csv")
+    qrels = pd.read_csv(out / "ground_truth_binary.qrels", sep=" ", header=None,
+                        names=["sketch_id", "zero", "image_id", "relevant"])  # fmt: skip
+    merged = qrels.merge(truth, on=["sketch_id", "image_id"])
+    assert len(merged) == len(truth) and (merged["zero"] == 0).all()
+    assert (merged["relevant"] == (merged["mean_rating"] < 3).astype(int)).all()
+    with pytest.raises(SystemExit) as exit_status:  # argparse's own exit for a bad choice
+        evaluate(retrieval_study, tmp_path / "x", "--score-precision", "float16")
+    assert exit_status.value.code == 2
+    assert "--score-precision" in capsys.readouterr().err
+
+
 def test_without_ratings_there_is_no_human_row(retrieval_study, tmp_path):
     out = tmp_path / "eval"
     assert evaluate(retrieval_study, out, "--no-figures") == 0
