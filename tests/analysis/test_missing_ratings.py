@@ -2,8 +2,9 @@
 
 References: the worked example of Krippendorff (2011), "Computing Krippendorff's
 Alpha-Reliability" (its published alphas), the `krippendorff` package (PyPI) on
-random data, the published Skillings-Mack examples, SciPy's Friedman test and an
-exact enumeration of the permutation distribution.
+random data, the R package Skillings.Mack (tests/r/skillings_mack.R), the published
+Skillings-Mack examples, SciPy's Friedman test and an exact enumeration of the permutation
+distribution.
 """
 
 import itertools
@@ -24,6 +25,7 @@ from analysis.agreement import (
     krippendorff_alpha_overall,
     skillings_mack,
 )
+from tests.helpers import DATA
 
 NAN = np.nan
 # Krippendorff (2011), Sec. C "Nominal data, any number of observers, missing values":
@@ -159,6 +161,25 @@ def test_skillings_mack_published_examples():
     assert result.statistic == pytest.approx(13.28095, abs=5e-6)
     assert result.pvalue == pytest.approx(0.001306405, rel=1e-6)
     assert result.df == 2
+
+
+SKILLINGS_MACK_R = (
+    pd.read_csv(DATA / "r_reference" / "skillings_mack.csv", dtype={"design": str})
+    .set_index("design")
+)
+
+
+@pytest.mark.parametrize("design", SKILLINGS_MACK_R.index)
+def test_skillings_mack_equals_the_r_package(design):
+    # tests/r/skillings_mack.R: the R package Skillings.Mack (Ski.Mack 1.11, R 4.2.2) on
+    # Skillings and Mack's Table 1 and on five 7-point designs with ties and missing cells
+    # (6 to 40 raters, 5 to 20 items); statistic, df and chi-square p-value.
+    matrix = pd.read_csv(DATA / "r_reference" / f"skillings_mack_{design}.csv").to_numpy(float)
+    expected = SKILLINGS_MACK_R.loc[design]
+    result = skillings_mack(matrix)
+    assert result.statistic == pytest.approx(expected["statistic"], rel=1e-9)
+    assert result.df == expected["df"]
+    assert result.pvalue == pytest.approx(expected["p_value"], rel=1e-7, abs=1e-300)
 
 
 def test_skillings_mack_with_ties_and_unbalanced_missing_cells():
