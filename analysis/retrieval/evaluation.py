@@ -23,6 +23,7 @@ import pandas as pd
 from .. import _kernels
 from .._moved import renamed
 from ..checks import InputError, check_option
+from ..outputs import output_folder
 from ..provenance import software_versions
 from .comparison import bootstrap_mean, compare_systems
 from .metrics import (
@@ -276,7 +277,9 @@ def _mark_significant(summary: pd.DataFrame, comparisons: pd.DataFrame) -> pd.Da
     return summary
 
 
-def write_evaluation(evaluation: Evaluation, out: str | Path, *, figures: bool = True) -> dict:
+def write_evaluation(
+    evaluation: Evaluation, out: str | Path, *, figures: bool = True, overwrite: bool = False
+) -> dict:
     """Write the evaluation to ``out``; returns the headline numbers (``evaluation.json``).
 
     Files: ``per_sketch.csv`` (``system, sketch_id, metric, value``),
@@ -287,9 +290,17 @@ def write_evaluation(evaluation: Evaluation, out: str | Path, *, figures: bool =
     ``evaluation.json`` (inputs with SHA-256, options, software, headline per
     system), ``report.html`` and, with ``figures``, ``figures/`` (per-sketch
     tau_b and the precision-recall curves).
+
+    ``out`` is written as every output is (``docs/outputs.md``): aside, then
+    moved into place when complete; an existing ``out`` only with
+    ``overwrite``, and only when an earlier ``evaluate`` wrote it.
     """
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    inputs = [entry["path"] for entry in evaluation.inputs.get("files", [])]
+    with output_folder(out, "evaluate", overwrite=overwrite, inputs=inputs) as folder:
+        return _write_evaluation_into(evaluation, folder, figures=figures)
+
+
+def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: bool) -> dict:
     evaluation.per_sketch.to_csv(out / "per_sketch.csv", index=False)
     evaluation.summary.to_csv(out / "summary.csv", index=False)
     evaluation.comparisons.to_csv(out / "comparisons.csv", index=False)
