@@ -242,7 +242,7 @@ def open_image(path: str | Path) -> Image.Image:
     ...     open_image(folder / "huge.png")
     ... except InputError as error:
     ...     print(str(error).split(": ", 1)[1])
-    declares 10000 x 6000 pixels (60,000,000); expected at most 50,000,000 (a decompression bomb?)
+    declares 60,000,000 pixels (10000 x 6000); expected at most 50,000,000 (a decompression bomb?)
     """
     from PIL import Image, UnidentifiedImageError
 
@@ -253,9 +253,11 @@ def open_image(path: str | Path) -> Image.Image:
         try:
             image = Image.open(path)
         except (Image.DecompressionBombError, Image.DecompressionBombWarning) as error:
+            declared = re.search(r"\((\d+) pixels\)", str(error))
+            count = f"{int(declared.group(1)):,}" if declared else f"over {MAX_IMAGE_PIXELS:,}"
             raise InputError(
-                f"{path}: declares more than {MAX_IMAGE_PIXELS:,} pixels ({error}); "
-                "expected a stimulus image"
+                f"{path}: declares {count} pixels; expected at most {MAX_IMAGE_PIXELS:,} "
+                "(a decompression bomb?)"
             ) from None
         except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as error:
             reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
@@ -264,7 +266,7 @@ def open_image(path: str | Path) -> Image.Image:
     if width * height > MAX_IMAGE_PIXELS:
         image.close()
         raise InputError(
-            f"{path}: declares {width} x {height} pixels ({width * height:,}); expected at "
+            f"{path}: declares {width * height:,} pixels ({width} x {height}); expected at "
             f"most {MAX_IMAGE_PIXELS:,} (a decompression bomb?)"
         )
     return image

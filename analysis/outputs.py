@@ -200,14 +200,19 @@ def _check_name(target: Path, absolute: Path) -> Path:
 
 def _describe(folder: Path) -> str | None:
     """What a folder is, if it is one of the folders never written into."""
+    kind = None
+    if _is_bids(folder):
+        kind = "a BIDS dataset"
+    elif (folder / "manifest.csv").is_file() and (folder / "SHA256SUMS").is_file():
+        kind = "a stimulus set"
     record = read_record(folder)
     if record is not None:
-        return f"the output of sbir-study {record.command}"
-    if (folder / "dataset_description.json").is_file() or _has_sessions(folder):
-        return "a BIDS dataset"
-    if (folder / "manifest.csv").is_file() and (folder / "SHA256SUMS").is_file():
-        return "a stimulus set"
-    return None
+        return f"the output of sbir-study {record.command}" + (f" ({kind})" if kind else "")
+    return kind
+
+
+def _is_bids(folder: Path) -> bool:
+    return (folder / "dataset_description.json").is_file() or _has_sessions(folder)
 
 
 def _has_sessions(folder: Path) -> bool:
@@ -238,7 +243,7 @@ def _check_place(target: Path, absolute: Path, inputs: Iterable[str | Path],
             )
         if not inside_inputs and source in real.parents and source.is_dir():
             derivatives = source / "derivatives"
-            if not (_describe(source) == "a BIDS dataset" and real.is_relative_to(derivatives)):
+            if not (_is_bids(source) and real.is_relative_to(derivatives)):
                 raise InputError(
                     f"{target}: is inside the input folder {given}; choose a folder outside it "
                     "(or the dataset's derivatives/)"
@@ -249,7 +254,7 @@ def _check_place(target: Path, absolute: Path, inputs: Iterable[str | Path],
         what = _describe(above)
         if what is None:
             continue
-        if what == "a BIDS dataset" and real.is_relative_to(above / "derivatives"):
+        if _is_bids(above) and real.is_relative_to(above / "derivatives"):
             continue
         raise InputError(
             f"{target}: is inside {above}, {what}; nothing is written into it, choose a folder "
@@ -378,7 +383,7 @@ def check_dataset_folder(folder: str | Path, command: str) -> Path:
         if not absolute.is_dir():
             raise InputError(f"{folder}: exists and is a file; expected a BIDS dataset folder")
         what = _describe(absolute)
-        if what is not None and what != "a BIDS dataset":
+        if what is not None and what != "a BIDS dataset":  # never a set or an output
             raise InputError(
                 f"{folder}: is {what}; sbir-study {command} records sessions only into a BIDS "
                 "dataset of its own, choose another folder"

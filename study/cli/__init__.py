@@ -36,16 +36,9 @@ import sys
 import threading
 import warnings
 
-from analysis.checks import InputError
-from analysis.provenance import toolkit_version
-
-from . import analyze, evaluate, power, run, simulate, stimuli
-from .common import PROG, Parser, error, internal_error, unrecognized
-
 __all__ = ["build_parser", "main"]
 
-#: The command families, in the order ``--help`` lists them.
-_FAMILIES = (analyze, simulate, power, stimuli, evaluate, run)
+PROG = "sbir-study"
 #: Signals that end a command cleanly (its temporary output removed), with their exit status.
 _ENDING = {signal.SIGTERM: 143, signal.SIGHUP: 129}
 
@@ -58,14 +51,21 @@ class Interrupted(BaseException):
         self.number = number
 
 
-def build_parser() -> Parser:
+def build_parser():
+    """The ``sbir-study`` parser (a :class:`~study.cli.common.Parser`) with every subcommand."""
+    from analysis.provenance import toolkit_version
+
+    from . import analyze, evaluate, power, run, simulate, stimuli
+    from .common import Parser
+
     parser = Parser(
         prog=PROG,
         description="Run, simulate and analyse sketch/image rating studies (Eitz et al. 2011).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {toolkit_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
-    for family in _FAMILIES:
+    # The command families, in the order --help lists them.
+    for family in (analyze, simulate, power, stimuli, evaluate, run):
         family.register(commands)
     return parser
 
@@ -79,22 +79,22 @@ def _raise_interrupted(number, frame) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
-    if extra:
-        unrecognized(parser, args, extra)
     # Only the main thread may set handlers (a program calling main() from another keeps its own).
     ending = _ENDING if threading.current_thread() is threading.main_thread() else {}
     previous = {number: signal.getsignal(number) for number in ending}
     for number in ending:
         signal.signal(number, _raise_interrupted)
+    # Everything after the handlers, imports included: an interrupt at any moment is one line.
     try:
+        from .common import unrecognized
+
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            unrecognized(parser, args, extra)
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             return args.handler(args)
-    except InputError as problem:
-        error(str(problem))
-        return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted (SIGINT); nothing half-written was kept", file=sys.stderr)
         return 130
@@ -102,19 +102,30 @@ def main(argv: list[str] | None = None) -> int:
         name = signal.Signals(interrupted.number).name
         print(f"{PROG}: interrupted ({name}); nothing half-written was kept", file=sys.stderr)
         return _ENDING[interrupted.number]
-    except OSError as problem:
-        if problem.filename is None:
-            return internal_error(argv)
+    except Exception as problem:
+        return _failed(problem, argv)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _failed(problem: Exception, argv: list[str] | None) -> int:
+    """The one line and exit status of a failed command (called while handling ``problem``)."""
+    from analysis.checks import InputError
+
+    from .common import error, internal_error
+
+    if isinstance(problem, InputError):
+        error(str(problem))
+        return 2
+    if isinstance(problem, OSError) and problem.filename is not None:
+        # The operating system refused a path: exists, not a folder, read-only, no space...
         where = problem.filename
         if problem.filename2 is not None:
             where = f"{where} -> {problem.filename2}"
         error(f"{where}: {problem.strerror or problem}")
         return 2
-    except Exception:
-        return internal_error(argv)
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+    return internal_error(argv)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from analysis.checks import InputError
 
+from . import PROG
+
 __all__ = [
     "PROG",
     "InputError",
@@ -44,8 +46,6 @@ __all__ = [
     "unrecognized",
     "whole_numbers",
 ]
-
-PROG = "sbir-study"
 
 
 class Parser(argparse.ArgumentParser):
