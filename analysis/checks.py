@@ -114,18 +114,23 @@ def bad_ids(values: Iterable[object], *, participant: bool = False) -> np.ndarra
     >>> bad_ids(["01", "P7", "p-1"], participant=True).tolist()
     [False, False, True]
     """
+    pattern = _LABEL if participant else _ID
+    values = values if isinstance(values, list | tuple | np.ndarray) else list(values)
+    if len(values) <= 1024:
+        return np.fromiter(
+            (not (isinstance(v, str) and pattern.fullmatch(v)) for v in values),
+            dtype=bool,
+            count=len(values),
+        )
     import pandas as pd
 
-    codes, uniques = pd.factorize(pd.Series(list(values), dtype=object), use_na_sentinel=False)
-    text = pd.Series(uniques, dtype=object)
-    is_text = text.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
-    matched = np.zeros(len(text), dtype=bool)
-    if is_text.any():
-        pattern = _LABEL if participant else _ID
-        matched[is_text] = (
-            text[is_text].astype(str).str.fullmatch(pattern.pattern).to_numpy(dtype=bool)
-        )
-    return ~matched[codes]
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
+    bad = np.fromiter(
+        (not (isinstance(v, str) and pattern.fullmatch(v)) for v in uniques),
+        dtype=bool,
+        count=len(uniques),
+    )
+    return bad[codes]
 
 
 def check_id(value: object, what: str = "id", *, participant: bool = False) -> str:

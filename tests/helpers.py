@@ -23,6 +23,33 @@ def r_reference(name: str) -> pd.DataFrame:
     )
 
 
+#: The installed command, as a user runs it. (``python -m study.cli`` puts the working
+#: folder first on the import path, where an output folder named ``analysis`` would shadow
+#: the package: tests that run in a folder of outputs use this.)
+SBIR_STUDY = [str(Path(sys.executable).with_name("sbir-study"))]
+if not Path(SBIR_STUDY[0]).exists():
+    SBIR_STUDY = [sys.executable, "-P", "-m", "study.cli"]
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every entry under ``root``: a file's SHA-256, a link's target, a folder's mark."""
+    import hashlib
+    import os
+
+    entries = {}
+    for base, folders, files in os.walk(root, followlinks=False):
+        for name in folders + files:
+            path = Path(base) / name
+            relative = str(path.relative_to(root))
+            if path.is_symlink():
+                entries[relative] = "-> " + os.readlink(path)
+            elif path.is_dir():
+                entries[relative] = "folder"
+            else:
+                entries[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return entries
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     """``sbir-study ARGS`` in a fresh process, as a user runs it."""
     return subprocess.run(

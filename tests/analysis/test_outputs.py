@@ -299,19 +299,6 @@ def test_a_file_too_large_for_the_limit_leaves_the_old_output(tmp_path):
     assert tree(tmp_path) == before
 
 
-@pytest.fixture
-def mounted(tmp_path):
-    """A 1 MB tmpfs at tmp_path/mnt, for a file system that is full or read-only."""
-    mount = tmp_path / "mnt"
-    mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
-                          capture_output=True)  # fmt: skip
-    if made.returncode != 0:
-        pytest.skip("mounting a tmpfs needs privileges this machine does not give")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
 def test_no_space_left_leaves_the_old_output(mounted):
     _old_output(mounted / "out")
     before = tree(mounted)

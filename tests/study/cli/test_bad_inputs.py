@@ -16,7 +16,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tests.helpers import HPATCHES, ROOT, SMALL_SET
+from tests.helpers import HPATCHES, ROOT, SBIR_STUDY, SMALL_SET, snapshot
 
 
 @dataclass(frozen=True)
@@ -493,16 +492,9 @@ CASES = [
 # --- the world -----------------------------------------------------------------------------
 
 
-#: The installed command, as a user runs it (``python -m`` would put the working folder,
-#: which holds an ``analysis`` output folder, before the packages on the import path).
-COMMAND = [str(Path(sys.executable).with_name("sbir-study"))]
-if not Path(COMMAND[0]).exists():
-    COMMAND = [sys.executable, "-P", "-m", "study.cli"]
-
-
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "SBIR_STUDY_LOG_DIR": str(cwd.parent / "logs")}
-    return subprocess.run([*COMMAND, *args], capture_output=True, text=True, check=False,
+    return subprocess.run([*SBIR_STUDY, *args], capture_output=True, text=True, check=False,
                           cwd=cwd, env=env)  # fmt: skip
 
 
@@ -553,22 +545,6 @@ def world(tmp_path_factory):
             else:
                 path.write_bytes(content.encode("utf-8"))
     return world
-
-
-def snapshot(root: Path) -> dict[str, str]:
-    """Every entry under ``root``: a file's SHA-256, a link's target, a folder's mark."""
-    entries = {}
-    for base, folders, files in os.walk(root, followlinks=False):
-        for name in folders + files:
-            path = Path(base) / name
-            relative = str(path.relative_to(root))
-            if path.is_symlink():
-                entries[relative] = "-> " + os.readlink(path)
-            elif path.is_dir():
-                entries[relative] = "folder"
-            else:
-                entries[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return entries
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ import json
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,17 +23,17 @@ import pytest
 from PIL import Image
 
 from analysis.outputs import RECORD, TEMP_PREFIX
+from tests.helpers import SBIR_STUDY
 
-COMMAND = [str(Path(sys.executable).with_name("sbir-study"))]
-if not Path(COMMAND[0]).exists():
-    COMMAND = [sys.executable, "-P", "-m", "study.cli"]
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 #: One seed for the moments: random, and the same on every machine.
 MOMENTS = random.Random(20111)
 
 
 def _run(args, cwd):
-    return subprocess.run([*COMMAND, *args], capture_output=True, text=True, cwd=cwd, check=False)
+    return subprocess.run(
+        [*SBIR_STUDY, *args], capture_output=True, text=True, cwd=cwd, check=False
+    )
 
 
 def _files(folder: Path) -> dict[str, str]:
@@ -179,7 +178,7 @@ def test_an_interrupted_command_leaves_the_old_output_or_the_new(scenarios, name
         extra = scenario.root / "lab" / "images" / "duck" / f"duck-new{number}{when}.png"
         Image.new("RGB", (64, 48), (number, 1, 2)).save(extra)
     old = _state(scenario.paths())
-    process = subprocess.Popen([*COMMAND, *scenario.args, "--overwrite"], cwd=scenario.root,
+    process = subprocess.Popen([*SBIR_STUDY, *scenario.args, "--overwrite"], cwd=scenario.root,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)  # fmt: skip
     moment = _signal_at_a_moment(process, scenario, number, when)
@@ -202,7 +201,7 @@ def test_an_interrupted_command_leaves_the_old_output_or_the_new(scenarios, name
     if number == signal.SIGKILL:
         # What a killed run leaves, the next run removes (and says so).
         left = scenario.leftovers()
-        again = subprocess.run([*COMMAND, *scenario.args, "--overwrite"], cwd=scenario.root,
+        again = subprocess.run([*SBIR_STUDY, *scenario.args, "--overwrite"], cwd=scenario.root,
                                capture_output=True, text=True)  # fmt: skip
         assert again.returncode == 0, again.stderr
         assert scenario.complete(scenario.expected)
