@@ -61,6 +61,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import tempfile
 import time
 import warnings
@@ -333,8 +334,6 @@ def _check_own(target: Path, record: OutputRecord, command: str, overwrite: bool
 
 
 def _is_file(status: os.stat_result) -> bool:
-    import stat
-
     return stat.S_ISREG(status.st_mode)
 
 
@@ -465,6 +464,9 @@ def _make_temporary(absolute: Path, command: str) -> Path:
     try:
         parent.mkdir(parents=True, exist_ok=True)
         temporary = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=parent))
+        # mkdtemp makes the folder private (0700); the output gets the mode a folder made
+        # with mkdir would have, or that of the folder it replaces.
+        os.chmod(temporary, _folder_mode(absolute))
     except OSError as error:
         where = error.filename or parent
         raise InputError(
@@ -480,6 +482,14 @@ def _make_temporary(absolute: Path, command: str) -> Path:
             f"{absolute}: cannot be written ({error.strerror}); choose another --out"
         ) from None
     return temporary
+
+
+def _folder_mode(target: Path) -> int:
+    if target.is_dir() and not target.is_symlink():
+        return stat.S_IMODE(target.stat().st_mode)
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o777 & ~umask
 
 
 def _sha256(path: Path, *, sync: bool = False) -> str:
@@ -547,9 +557,25 @@ def _replace_folder(temporary: Path, target: Path) -> None:
     os.rename(aside, temporary)
 
 
+def _syncfs(folder: Path) -> bool:
+    """Flush the file system holding ``folder`` to disk in one call (Linux ``syncfs``);
+    False where the system does not offer it."""
+    try:
+        call = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return False
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        return call(descriptor) == 0
+    finally:
+        os.close(descriptor)
+
+
 def _seal(folder: Path, files: Iterable[str], command: str, target: Path) -> str:
     """Flush every file to disk and return the text of the final record."""
-    hashes = {name: _sha256(folder / name, sync=True) for name in sorted(files)}
+    # One syncfs flushes thousands of files (a BIDS dataset) far faster than one fsync each.
+    synced = _syncfs(folder)
+    hashes = {name: _sha256(folder / name, sync=not synced) for name in sorted(files)}
     record = OutputRecord(command, target.name, hashes, _version(), _now(), complete=True,
                           pid=os.getpid(), host=socket.gethostname())  # fmt: skip
     return record.to_json()
@@ -652,8 +678,9 @@ def output_folder(
     def commit(temporary: Path):
         text = _seal(temporary, _listing(temporary), command, plan.target)
         (temporary / RECORD).write_text(text, encoding="utf-8")
-        for base, _, _ in os.walk(temporary):
-            _fsync_folder(Path(base))
+        if not _syncfs(temporary):
+            for base, _, _ in os.walk(temporary):
+                _fsync_folder(Path(base))
         # Checked again (hashes included) just before, and unchanged (names, sizes, times)
         # at the moment of the move: what is replaced is still only this command's output.
         again = _plan_folder(target, command, overwrite, inputs)
@@ -713,7 +740,8 @@ def output_files(
             raise RuntimeError(f"sbir-study {command} did not write {missing[0]}")
         record_path = temporary / f".{plan.target.name}{RECORD}"
         record_path.write_text(_seal(temporary, names, command, plan.target), encoding="utf-8")
-        _fsync_folder(temporary)
+        if not _syncfs(temporary):
+            _fsync_folder(temporary)
         again = _plan_files(target, companions, command, overwrite, inputs, inside_inputs)
         paths = [parent / name for name in names]
         state = _snapshot(paths)

@@ -125,6 +125,17 @@ def test_replacing_without_renameat2_gives_the_same_result(tmp_path, monkeypatch
     assert leftovers(tmp_path) == []
 
 
+def test_a_new_folder_gets_the_mode_mkdir_gives_and_a_replaced_one_keeps_its_own(tmp_path):
+    (tmp_path / "plain").mkdir()  # what the umask gives a new folder, as mkdir -p would
+    with output_folder(tmp_path / "out", "power") as folder:
+        write(folder, {"a.csv": "1"})
+    assert (tmp_path / "out").stat().st_mode == (tmp_path / "plain").stat().st_mode
+    os.chmod(tmp_path / "out", 0o750)
+    with output_folder(tmp_path / "out", "power", overwrite=True) as folder:
+        write(folder, {"a.csv": "2"})
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o750
+
+
 def test_an_empty_folder_is_filled_without_overwrite(tmp_path):
     (tmp_path / "out").mkdir()
     with output_folder(tmp_path / "out", "power") as folder:
