@@ -266,6 +266,7 @@ def open_image(path: str | Path) -> Image.Image:
             ) from None
         except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as error:
             reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+            reason = reason.replace(f" {str(path)!r}", "").replace(str(path), "the file")
             raise InputError(f"{path}: cannot be read as an image ({reason})") from None
     width, height = image.size
     if width * height > MAX_IMAGE_PIXELS:

@@ -87,7 +87,8 @@ RECORD = ".sbir-study-output.json"
 #: Temporary folders beside a target start with this.
 TEMP_PREFIX = ".sbir-study-tmp-"
 _RECORD_FORMAT = 1
-_HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+_HELD_SIGNALS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                 if hasattr(signal, name)}  # fmt: skip
 _CHUNK = 1 << 22
 
 

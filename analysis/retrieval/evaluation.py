@@ -111,15 +111,16 @@ def _ratings_layout(ratings: pd.DataFrame, truth: GroundTruth, relevant_below: f
         row = only.iloc[0]
         where = "the ground truth" if row["_merge"] == "left_only" else "the ratings"
         other = "the ratings" if row["_merge"] == "left_only" else "the ground truth"
+        pair = f"({row['sketch_id']}, {row['image_id']})"
         raise InputError(
-            f"ratings: the pair ({row['sketch_id']}, {row['image_id']}) is in {where} but not "
-            f"in {other}; expected the ratings the ground truth was computed from"
+            f"{_named(ratings)}: the pair {pair} is in {where} but not in {other}; expected "
+            "the ratings the ground truth was computed from"
         )
     off = (merged["mean_rating_truth"] - merged["mean_rating_ratings"]).abs() > 1e-6
     if off.any():
         row = merged[off].iloc[0]
         raise InputError(
-            f"ratings: the pair ({row['sketch_id']}, {row['image_id']}) has mean rating "
+            f"{_named(ratings)}: the pair ({row['sketch_id']}, {row['image_id']}) has mean rating "
             f"{row['mean_rating_ratings']:.6g} in the ratings but {row['mean_rating_truth']:.6g} "
             "in the ground truth; expected the ratings the ground truth was computed from"
         )
@@ -135,6 +136,17 @@ def _ratings_layout(ratings: pd.DataFrame, truth: GroundTruth, relevant_below: f
         weight = (given < relevant_below).sum(axis=1).astype(np.float64)
     weight[~truth.judged] = np.nan
     return given, weight
+
+
+def _named(ratings: pd.DataFrame) -> str:
+    """The ratings as messages name them: their file, or their BIDS dataset's folder."""
+    sources = getattr(ratings.attrs.get("provenance"), "sources", ())
+    if len(sources) == 1:
+        return sources[0].path
+    for folder in Path(sources[0].path).parents if sources else ():
+        if folder.name.startswith("sub-"):
+            return str(folder.parent)
+    return "ratings"
 
 
 def score_run(

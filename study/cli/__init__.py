@@ -40,7 +40,8 @@ __all__ = ["build_parser", "main"]
 
 PROG = "sbir-study"
 #: Signals that end a command cleanly (its temporary output removed), with their exit status.
-_ENDING = {signal.SIGTERM: 143, signal.SIGHUP: 129}
+_ENDING = {getattr(signal, name): status for name, status in (("SIGTERM", 143), ("SIGHUP", 129))
+           if hasattr(signal, name)}  # fmt: skip
 
 
 class Interrupted(BaseException):

@@ -34,6 +34,7 @@ __all__ = [
     "add_overwrite",
     "add_seed",
     "at_least",
+    "between",
     "count",
     "count_min2",
     "error",
@@ -158,6 +159,24 @@ def at_least(minimum: int) -> Callable[[str], int]:
         return value
 
     return whole_number
+
+
+def between(minimum: int, maximum: int) -> Callable[[str], int]:
+    """An option type: a whole number from ``minimum`` to ``maximum``."""
+    whole_number = at_least(minimum)
+
+    def bounded(text: str) -> int:
+        try:
+            value = whole_number(text)
+        except argparse.ArgumentTypeError:
+            value = None
+        if value is None or value > maximum:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number {minimum}..{maximum}, got {text!r}"
+            )
+        return value
+
+    return bounded
 
 
 positive_int = at_least(1)

@@ -12,8 +12,7 @@ from .common import (
     add_anchor_design,
     add_overwrite,
     add_seed,
-    count,
-    count_min2,
+    between,
     error,
     options_from,
     positive_int,
@@ -54,13 +53,17 @@ def register(commands) -> None:
         f"{paper.SCALE[0]}..{paper.SCALE[1]}. The same seed gives the same bytes.",
     )
     generate.add_argument("--out", type=Path, required=True, help="new folder for the set")
-    generate.add_argument("--sketches", type=positive_int, default=paper.SKETCHES)
-    generate.add_argument("--images", type=count_min2, default=paper.IMAGES_PER_SKETCH,
+    # The bounds of stimuli.SetDesign, checked here so that a message names the option.
+    generate.add_argument("--sketches", type=between(1, 10_000), default=paper.SKETCHES)
+    generate.add_argument("--images", type=between(2, 10_000), default=paper.IMAGES_PER_SKETCH,
                           help="images per sketch")  # fmt: skip
-    generate.add_argument("--anchor-sketches", type=count, default=paper.ANCHOR_SKETCHES)
-    generate.add_argument("--anchor-images", type=count_min2, default=paper.ANCHOR_IMAGES)
-    generate.add_argument("--width", type=positive_int, default=320, help="pixels (default 320)")
-    generate.add_argument("--height", type=positive_int, default=240, help="pixels (default 240)")
+    generate.add_argument("--anchor-sketches", type=between(0, 100),
+                          default=paper.ANCHOR_SKETCHES)  # fmt: skip
+    generate.add_argument("--anchor-images", type=between(2, 7), default=paper.ANCHOR_IMAGES)
+    generate.add_argument("--width", type=between(64, 4096), default=320,
+                          help="pixels (default 320)")  # fmt: skip
+    generate.add_argument("--height", type=between(64, 4096), default=240,
+                          help="pixels (default 240)")  # fmt: skip
     add_seed(generate)
     generate.add_argument(
         "--pool",

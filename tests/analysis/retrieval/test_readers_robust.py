@@ -5,10 +5,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.checks import bad_ids
+from analysis.checks import InputError, bad_ids
+from analysis.retrieval.baseline import write_trec_run
 from analysis.retrieval.hpatches import evaluate_hpatches
 from analysis.retrieval.runs import ground_truth_from_frame, load_ground_truth, load_run
 from tests.helpers import reads_or_refuses, table_bytes
@@ -116,3 +118,13 @@ def test_a_well_formed_hpatches_task_still_scores():
         per_query, _ = evaluate_hpatches(root / "b", root / "r", top=2)
     # One positive (v_a.e2.1) at rank 2 of the list after the query: AP = 1/2 (hand-computed).
     assert per_query["ap_patch"].tolist() == [0.5]
+
+
+@pytest.mark.parametrize("column, bad", [("sketch_id", "s 1"), ("image_id", "a\tb"),
+                                         ("image_id", "x\ny")])  # fmt: skip
+def test_a_trec_run_never_carries_an_unchecked_id(tmp_path, column, bad):
+    run = pd.DataFrame({"sketch_id": ["s1", "s1"], "image_id": ["a", "b"], "score": [1.0, 0.5]})
+    run.loc[1, column] = bad
+    with pytest.raises(InputError, match=f"{column}: expected an id"):
+        write_trec_run(run, tmp_path / "x.run", tag="t")
+    assert not (tmp_path / "x.run").exists()
