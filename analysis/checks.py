@@ -47,6 +47,7 @@ __all__ = [
     "check_option",
     "check_participant",
     "open_image",
+    "read_table",
     "read_utf8",
 ]
 
@@ -218,6 +219,50 @@ def read_utf8(path: Path) -> tuple[bytes, str]:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return raw, text
+
+
+def read_table(text: str, where, *, sep: str = ",", drop_blank: bool = False):
+    """A CSV/TSV table (``text``, from :func:`read_utf8`) as a DataFrame of text cells.
+
+    ``where(line)`` names line ``line`` of the file in messages (``"x.csv: line 3"``).
+    A row with too many fields, a file without a header, and a column named twice
+    raise :class:`InputError` naming the line. With ``drop_blank``, empty lines are
+    left out. ``DataFrame.attrs["lines"]`` holds the file's line of every row (the
+    header is line 1), for messages about the rows.
+
+    Examples
+    --------
+    >>> table = read_table("a,b\\n1,2\\n\\n3,4\\n", lambda n: f"t.csv: line {n}", drop_blank=True)
+    >>> table["a"].tolist(), table.attrs["lines"]
+    (['1', '3'], [2, 4])
+    """
+    import io
+
+    import pandas as pd
+
+    try:
+        table = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False,
+                            skip_blank_lines=False)  # fmt: skip
+    except pd.errors.ParserError as error:
+        found = re.search(r"Expected (\\d+) fields in line (\\d+), saw (\\d+)", str(error))
+        if found:
+            expected, line, seen = found.groups()
+            raise InputError(f"{where(line)}: expected {expected} fields, found {seen}") from None
+        reason = str(error).strip().splitlines()[0]
+        raise InputError(f"{where(1)}: cannot be read as a table ({reason})") from None
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{where(1)}: empty; expected a header line") from None
+    # pandas renames a repeated column "name.1".
+    columns = [str(c) for c in table.columns]
+    twice = [c for c in columns if re.fullmatch(r".+\\.\\d+", c) and c.rsplit(".", 1)[0] in columns]
+    if twice:
+        raise InputError(f"{where(1)}: column {twice[0].rsplit('.', 1)[0]!r} appears twice")
+    lines = np.arange(2, len(table) + 2)
+    if drop_blank and len(table):
+        blank = (table == "").all(axis=1).to_numpy()
+        table, lines = table[~blank].reset_index(drop=True), lines[~blank]
+    table.attrs["lines"] = lines.tolist()
+    return table
 
 
 def _line_of(raw: bytes, offset: int) -> int:

@@ -390,17 +390,8 @@ def write_simulated_dataset(
     return root
 
 
-def _write_simulated(
-    root: str | Path,
-    design: StudyDesign = StudyDesign(),
-    model: RaterModel = RaterModel(),
-    seed: int = 0,
-    *,
-    flat: bool = False,
-    version: str = "",
-    stimuli: pd.DataFrame | None = None,
-    stimulus_digest: str | None = None,
-) -> Path:
+def _write_simulated(root: Path, design: StudyDesign, model: RaterModel, seed: int, *, flat: bool,
+                     version: str, stimuli, stimulus_digest) -> Path:  # fmt: skip
     """The work of :func:`write_simulated_dataset`, into ``root`` (the temporary folder, or
     the table's temporary path with ``flat``)."""
     trials, participants = simulate_study(design, model, seed, stimuli=stimuli)

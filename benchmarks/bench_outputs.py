@@ -24,7 +24,12 @@ import pandas as pd
 
 from analysis import load_ratings
 from analysis.pipeline import AnalysisOptions, _analyze_into, analyze_ratings
-from analysis.simulate import StudyDesign, _write_simulated, write_simulated_dataset
+from analysis.simulate import (
+    RaterModel,
+    StudyDesign,
+    _write_simulated,
+    write_simulated_dataset,
+)
 
 
 def timed(ours, plain, repeat: int) -> tuple[list[float], list[float]]:
@@ -78,7 +83,8 @@ def main() -> None:
             write_simulated_dataset(folder / f"s{next(counter)}", design, seed=3)
 
         def simulate_straight() -> None:
-            _write_simulated(folder / f"t{next(counter)}", design, seed=3)
+            _write_simulated(folder / f"t{next(counter)}", design, RaterModel(), 3, flat=False,
+                             version="", stimuli=None, stimulus_digest=None)  # fmt: skip
 
         rows.append(("simulate, 300 participants (BIDS)",
                      *timed(simulate_policy, simulate_straight, args.repeat)))  # fmt: skip

@@ -21,12 +21,11 @@ interrupted import, leaves the folder exactly as it was.
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pandas as pd
 
-from analysis.checks import ID_RULE, InputError, bad_ids, check_option, read_utf8
+from analysis.checks import ID_RULE, InputError, bad_ids, check_option, read_table, read_utf8
 
 from .manifest import CHECKSUMS, MANIFEST, write_checksums, write_manifest
 
@@ -172,11 +171,7 @@ def _relative(root: Path, path: Path) -> str:
 
 def _with_anchors(manifest: pd.DataFrame, anchors_file: Path) -> pd.DataFrame:
     _, text = read_utf8(anchors_file)
-    try:
-        anchors = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else "empty"
-        raise InputError(f"{anchors_file}: cannot be read as a CSV table ({reason})") from None
+    anchors = read_table(text, lambda line: f"{anchors_file}: line {line}", drop_blank=True)
     for column in ("sketch_id", "image_id", "anchor_rating"):
         if column not in anchors.columns:
             raise InputError(
@@ -184,7 +179,7 @@ def _with_anchors(manifest: pd.DataFrame, anchors_file: Path) -> pd.DataFrame:
                 "image_id, anchor_rating"
             )
     known = set(zip(manifest["sketch_id"], manifest["image_id"], strict=True))
-    for line, row in enumerate(anchors.itertuples(index=False), start=2):
+    for line, row in zip(anchors.attrs["lines"], anchors.itertuples(index=False), strict=True):
         if (row.sketch_id, row.image_id) not in known:
             raise InputError(
                 f"{anchors_file}: line {line}: pair ({row.sketch_id}, {row.image_id}) has no "
@@ -197,7 +192,7 @@ def _with_anchors(manifest: pd.DataFrame, anchors_file: Path) -> pd.DataFrame:
             )
     duplicated = anchors.duplicated(["sketch_id", "image_id"])
     if duplicated.any():
-        line = int(duplicated.to_numpy().argmax()) + 2
+        line = anchors.attrs["lines"][int(duplicated.to_numpy().argmax())]
         raise InputError(f"{anchors_file}: line {line}: pair listed twice")
     prescribed = anchors.set_index(["sketch_id", "image_id"])["anchor_rating"]
     is_anchor = manifest["sketch_id"].isin(set(anchors["sketch_id"]))

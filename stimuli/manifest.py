@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import io
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pandas as pd
 
-from analysis.checks import InputError, read_utf8
+from analysis.checks import InputError, read_table, read_utf8
 from analysis.provenance import sha256_file as file_sha256
 
 __all__ = [
@@ -71,25 +70,7 @@ def read_manifest(folder: str | Path, *, path: str | Path | None = None) -> pd.D
     _, text = read_utf8(source)
     if not text.strip():
         raise InputError(f"{shown}: is empty; expected a header line")
-    try:
-        table = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
-    except pd.errors.ParserError as error:
-        match = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(error))
-        if match:
-            expected, line, seen = match.groups()
-            raise InputError(
-                f"{shown}: line {line}: expected {expected} fields, found {seen}"
-            ) from None
-        reason = str(error).strip().splitlines()[0]
-        raise InputError(f"{shown}: cannot be read as a CSV table ({reason})") from None
-    except pd.errors.EmptyDataError:
-        raise InputError(f"{shown}: is empty; expected a header line") from None
-    duplicated = [c for c in table.columns if re.fullmatch(r".+\.\d+", str(c))
-                  and str(c).rsplit(".", 1)[0] in table.columns]  # fmt: skip
-    if duplicated:
-        raise InputError(
-            f"{shown}: line 1: column {duplicated[0].rsplit('.', 1)[0]!r} appears twice"
-        )
+    table = read_table(text, lambda line: f"{shown}: line {line}", drop_blank=True)
     path = shown
     missing = [c for c in MANIFEST_COLUMNS if c not in table.columns]
     if missing:

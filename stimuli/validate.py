@@ -158,7 +158,8 @@ def _validate(
         return report
 
     where = folder / MANIFEST
-    lines = pd.RangeIndex(2, len(manifest) + 2)  # line 1 is the header
+    # The file's own line of each row (line 1 is the header; empty lines are skipped).
+    lines = pd.Index(manifest.attrs.get("lines", range(2, len(manifest) + 2)))
     problems = report.problems
     # A row with neither image id nor image path declares a sketch alone (a sketch without
     # images, reported below rather than as two empty cells).
@@ -261,7 +262,7 @@ def anchor_block(manifest: pd.DataFrame) -> AnchorDesign:
 
 
 def _check_anchor_ratings(
-    manifest: pd.DataFrame, lines: pd.RangeIndex, where: Path, problems: list[str]
+    manifest: pd.DataFrame, lines: pd.Index, where: Path, problems: list[str]
 ) -> None:
     is_anchor = (manifest["role"] == "anchor").to_numpy()
     if "anchor_rating" not in manifest.columns:
@@ -288,7 +289,7 @@ def _check_anchor_ratings(
 def _check_paths(
     folder: Path,
     manifest: pd.DataFrame,
-    lines: pd.RangeIndex,
+    lines: pd.Index,
     declared: pd.Series,
     check_images: bool,
     problems: list[str],

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .._moved import renamed
-from ..checks import ID_RULE, InputError, bad_ids, check_input_file, read_utf8
+from ..checks import ID_RULE, InputError, bad_ids, check_input_file, read_table, read_utf8
 from ..provenance import file_digest
 
 __all__ = [
@@ -136,24 +136,7 @@ def load_ground_truth(path: str | Path) -> GroundTruth:
         raise InputError(f"{path}: empty; expected a ground truth table with a header")
     header = text.split("\n", 1)[0]
     sep = "\t" if "\t" in header else ","
-    try:
-        frame = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False,
-                            skip_blank_lines=False)  # fmt: skip
-    except pd.errors.ParserError as error:
-        match = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(error))
-        if match:
-            expected, line, seen = match.groups()
-            raise InputError(
-                f"{path}, line {line}: expected {expected} fields, found {seen}"
-            ) from None
-        reason = str(error).strip().splitlines()[0]
-        raise InputError(f"{path}: cannot be parsed as a table ({reason})") from None
-    except pd.errors.EmptyDataError:
-        raise InputError(f"{path}: empty; expected a ground truth table with a header") from None
-    twice = [c for c in frame.columns if re.fullmatch(r".+\.\d+", str(c))
-             and str(c).rsplit(".", 1)[0] in frame.columns]  # fmt: skip
-    if twice:
-        raise InputError(f"{path}, line 1: column {twice[0].rsplit('.', 1)[0]!r} appears twice")
+    frame = read_table(text, lambda line: f"{path}, line {line}", sep=sep)
     truth = ground_truth_from_frame(frame, source=str(path))
     return replace(truth, sha256=hashlib.sha256(data).hexdigest(), lines=len(text.splitlines()))
 

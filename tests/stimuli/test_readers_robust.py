@@ -119,3 +119,16 @@ def test_an_image_just_below_the_limit_is_read(tmp_path):
     Image.new("1", (width, 5_000)).save(tmp_path / "big.png")
     with open_image(tmp_path / "big.png") as image:
         assert image.size == (width, 5_000)
+
+
+def test_a_manifest_line_is_the_files_own_line(set_copy):
+    """Empty lines and CR-only line ends do not shift the line a message names."""
+    lines = (set_copy / "manifest.csv").read_text().splitlines()
+    cells = lines[-1].split(",")
+    cells[4] = "star"
+    text = "\r".join([*lines[:3], "", "", *lines[3:-1], ",".join(cells)]) + "\r"
+    (set_copy / "manifest.csv").write_text(text, newline="")
+    report = validate_set(set_copy)
+    assert f"{set_copy / 'manifest.csv'}: line {len(lines) + 2}: role 'star'" in " ".join(
+        report.problems
+    )
