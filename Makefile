@@ -67,7 +67,7 @@ run: $(STAMP)
 	@echo "Retrieval:         $(RETRIEVAL)/evaluation/report.html (the baseline under every distance)"
 
 session: $(STAMP)
-	rm -rf $(DEMO)/session-stimuli $(DEMO)/session
+	rm -rf $(DEMO)/session-stimuli $(DEMO)/session $(DEMO)/session-analysis
 	$(BIN)/sbir-study stimuli generate --out $(DEMO)/session-stimuli --sketches 4 --images 10 \
 		--anchor-sketches 1 --seed $(SEED)
 	@if [ -n "$$DISPLAY" ]; then \

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .checks import InputError
+from .checks import check_participant
 
 __all__ = [
     "BEH_COLUMNS",
@@ -95,10 +95,9 @@ BEH_COLUMNS: dict[str, dict] = {
 
 
 def check_label(label: str, what: str = "participant") -> str:
-    """Return ``label`` if it is a valid BIDS label (letters and digits only)."""
-    if not label or not label.isalnum() or not label.isascii():
-        raise InputError(f"{what}: expected a BIDS label of letters and digits only, got {label!r}")
-    return label
+    """Return ``label`` if it is a valid BIDS label (letters and digits only): the
+    participant rule of :func:`analysis.checks.check_participant`."""
+    return check_participant(label, what)
 
 
 def beh_path(root: str | Path, label: str, task: str = TASK) -> Path:

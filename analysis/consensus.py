@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from . import _kernels
-from .checks import check_option
+from .checks import bad_ids, check_id, check_option
 from .ratings import rating_cube
 
 __all__ = [
@@ -87,9 +87,15 @@ def write_qrels(ground_truth: pd.DataFrame, path: str | Path) -> None:
 
     grade = 7 - round(mean_rating), so 6 is the best match and 0 the worst;
     a mean halfway between two ratings rounds to the worse one (3.5 -> 4), a
-    conservative grade. Pairs nobody rated are left out.
+    conservative grade. Pairs nobody rated are left out. Every id is checked
+    first (:func:`~analysis.checks.check_id`); nothing is written if one is bad.
     """
     rated = ground_truth.dropna(subset=["mean_rating"])
+    for column in ("sketch_id", "image_id"):
+        # A space or a line break in an id would forge fields or lines of the qrels.
+        bad = bad_ids(rated[column].astype(str))
+        if bad.any():
+            check_id(rated[column].astype(str).to_numpy()[bad][0], f"{path}: {column}")
     grade = 7 - np.floor(rated["mean_rating"].to_numpy() + 0.5).astype(int)
     lines = [
         f"{sketch} 0 {image} {g}\n"

@@ -271,6 +271,10 @@ def plot_bins(bins: pd.DataFrame, *, axes: Sequence[Axes]) -> Sequence[Axes]:
     return axes
 
 
+#: Longest side, in pixels, of a sketch drawn in Fig. 9.
+_THUMBNAIL = 512
+
+
 def plot_sketch_extremes(
     extremes: pd.DataFrame, images: Mapping[str, Path], *, axes: Sequence[Axes]
 ) -> Sequence[Axes]:
@@ -280,7 +284,7 @@ def plot_sketch_extremes(
     ``tau_median``; ``images`` maps a sketch id to its image file. ``axes``
     is a grid with one row per group.
     """
-    from matplotlib.image import imread
+    from .checks import open_image
 
     grid = np.asarray(axes, dtype=object).reshape(2, -1)
     for row, group in enumerate(("best", "worst")):
@@ -292,7 +296,11 @@ def plot_sketch_extremes(
             entry = chosen.iloc[col]
             path = images.get(str(entry["sketch_id"]))
             if path is not None and Path(path).exists():
-                ax.imshow(imread(path), cmap="gray")
+                # Through Pillow with the pixel limit checked from the header, and reduced
+                # to a thumbnail: a set's file is never decoded unbounded.
+                with open_image(path) as picture:
+                    picture.thumbnail((_THUMBNAIL, _THUMBNAIL))
+                    ax.imshow(np.asarray(picture.convert("RGB")))
             ax.set_title(f"{group}: {entry['sketch_id']}\nmedian τ_b {entry['tau_median']:.2f}",
                          fontsize="small")  # fmt: skip
     return axes

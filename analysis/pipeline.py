@@ -22,6 +22,7 @@ from .consensus import (
     write_qrels,
 )
 from .distribution import binned_medians, box_summary, rating_distribution
+from .outputs import output_folder
 from .provenance import software_versions
 from .ratings import Provenance, check_text_labels
 from .report import raters_range, write_report
@@ -86,6 +87,7 @@ def analyze_ratings(
     figures: bool = True,
     pilot: pd.DataFrame | None = None,
     sketch_images: dict[str, Path] | None = None,
+    overwrite: bool = False,
 ) -> dict:
     """Compute every statistic of the paper's Sec. 3 and write the tables to ``out``.
 
@@ -101,10 +103,29 @@ def analyze_ratings(
     in ``figures/`` (Fig. 9 as thumbnails when ``sketch_images`` maps sketch
     ids to image files); ``pilot``, the ratings of a pilot study, is drawn
     beside the final study in Fig. 7. Returns the summary.
+
+    ``out`` is written as every output is (``docs/outputs.md``): aside, then
+    moved into place when complete; an existing ``out`` only with
+    ``overwrite``, and only when an earlier ``analyze`` wrote it.
     """
     check_text_labels(ratings)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    inputs = [s.path for t in (ratings, pilot) if t is not None
+              for s in t.attrs.get("provenance", Provenance()).sources]  # fmt: skip
+    inputs += list((sketch_images or {}).values())
+    with output_folder(out, "analyze", overwrite=overwrite, inputs=inputs) as folder:
+        return _analyze_into(folder, ratings, options, figures=figures, pilot=pilot,
+                             sketch_images=sketch_images)  # fmt: skip
+
+
+def _analyze_into(
+    out: Path,
+    ratings: pd.DataFrame,
+    options: AnalysisOptions,
+    *,
+    figures: bool,
+    pilot: pd.DataFrame | None,
+    sketch_images: dict[str, Path] | None,
+) -> dict:
     provenance = ratings.attrs.get("provenance", Provenance())
     alpha, alternative = options.alpha, options.alternative
     main = ratings[ratings["phase"] == "main"]
@@ -293,9 +314,6 @@ def _write_pairwise(
     Returns every p-value, the summary and one box-plot summary per sketch.
     """
     table_path = out / "pairwise_tau.csv"
-    if not full and table_path.exists():
-        # A table from an earlier full run would no longer match the summary.
-        table_path.unlink()
     pvalues, summary_rows, buffered, boxes = [], [], [], []
     n_buffered = 0
     header = True

@@ -168,16 +168,19 @@ def _replication(task) -> list[tuple]:
     return rows
 
 
-def write_power(runs: pd.DataFrame, summary: pd.DataFrame, out: str | Path) -> Path:
-    """Write ``power_runs.csv``, ``power.csv`` and ``power.png``/``.pdf`` into ``out``."""
+def write_power(
+    runs: pd.DataFrame, summary: pd.DataFrame, out: str | Path, *, overwrite: bool = False
+) -> Path:
+    """Write ``power_runs.csv``, ``power.csv`` and ``power.png``/``.pdf`` into ``out``, as
+    every output is written (``docs/outputs.md``)."""
     from .figures import write_power_figure
+    from .outputs import output_folder
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    runs.to_csv(out / "power_runs.csv", index=False)
-    summary.to_csv(out / "power.csv", index=False)
-    write_power_figure(summary, out / "power")
-    return out
+    with output_folder(out, "power", overwrite=overwrite) as folder:
+        runs.to_csv(folder / "power_runs.csv", index=False)
+        summary.to_csv(folder / "power.csv", index=False)
+        write_power_figure(summary, folder / "power")
+    return Path(out)
 
 
 def format_power(summary: pd.DataFrame, options: PowerOptions, out: str | Path) -> str:

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .checks import InputError, read_utf8
+from .checks import ID_RULE, PARTICIPANT_RULE, InputError, bad_ids, read_utf8
 from .paper import SCALE
 
 __all__ = [
@@ -131,10 +131,14 @@ def load_ratings(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     if path.is_dir():
         frame, sources, simulated = _read_bids(path)
-    elif path.exists():
+    elif path.is_file():
         frame, source = _read_file(path)
         sources = [source]
         simulated = _sidecar_says_simulated(path.with_suffix(".json"))
+    elif path.exists():
+        raise InputError(
+            f"{path}: is not a regular file; expected a ratings table or a BIDS dataset"
+        )
     else:
         raise InputError(
             f"{path}: no such file or folder; expected a ratings table or a BIDS dataset"
@@ -158,6 +162,12 @@ def validate_ratings(frame: pd.DataFrame) -> pd.DataFrame:
     for column in ("participant", "sketch_id", "image_id"):
         frame[column] = _labels(frame[column])
         _fail_where(frame, frame[column].isin(("", "n/a")), column, "a non-empty label")
+        # The id rule (docs/formats.md), checked once per distinct id.
+        categories = frame[column].cat.categories
+        bad = bad_ids(categories, participant=column == "participant")
+        if bad.any():
+            rule = PARTICIPANT_RULE if column == "participant" else ID_RULE
+            _fail_where(frame, frame[column].isin(categories[bad]), column, rule)
 
     if "phase" not in frame:
         frame["phase"] = "main"
@@ -281,10 +291,11 @@ def _read_bids(root: Path) -> tuple[pd.DataFrame, list[SourceFile], bool]:
         raise InputError(
             f"{root}: no sub-*/beh/*_beh.tsv files; expected a BIDS dataset of rating sessions"
         )
-    files = [_read_text(path, bids=True) for path in paths]
+    files = [_read_text(path, bids=True, label=_participant_of(root, path)) for path in paths]
     frame = _parse(files)
-    labels = np.repeat([f.path.name.split("_")[0].removeprefix("sub-") for f in files],
-                       [f.n_rows for f in files])  # fmt: skip
+    # Each row's label came with it through the parse: files are parsed grouped by header,
+    # not in file order.
+    labels = frame.pop("_label").to_numpy(dtype=object)
     if "participant" not in frame:
         frame.insert(0, "participant", labels)
     else:
@@ -302,6 +313,25 @@ def _read_bids(root: Path) -> tuple[pd.DataFrame, list[SourceFile], bool]:
     return frame, [f.source for f in files], simulated
 
 
+def _participant_of(root: Path, path: Path) -> str:
+    """The participant label of a BIDS ``_beh.tsv`` file, from its name, which must agree
+    with the ``sub-<label>`` folder it is in and follow the participant rule."""
+    folder = path.relative_to(root).parts[0]
+    name = path.name
+    label = name.split("_", 1)[0].removeprefix("sub-")
+    if not name.startswith("sub-") or bad_ids([label], participant=True)[0]:
+        raise InputError(
+            f"{path}: the file name does not start with sub-<label>_ ({PARTICIPANT_RULE}); "
+            "expected sub-<label>_task-<task>_beh.tsv"
+        )
+    if folder != f"sub-{label}":
+        raise InputError(
+            f"{path}: the file name says participant {label!r} but it is in {folder}/; "
+            "expected each session under its own participant's folder"
+        )
+    return label
+
+
 @dataclass(frozen=True)
 class _RawFile:
     """A decoded ratings file: its header fields and the text after the header."""
@@ -312,6 +342,7 @@ class _RawFile:
     body: str
     n_rows: int
     source: SourceFile
+    label: str | None = None  # a BIDS file's participant, from its name
 
 
 def _read_file(path: Path) -> tuple[pd.DataFrame, SourceFile]:
@@ -319,7 +350,7 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, SourceFile]:
     return _parse([raw]), raw.source
 
 
-def _read_text(path: Path, *, bids: bool) -> _RawFile:
+def _read_text(path: Path, *, bids: bool, label: str | None = None) -> _RawFile:
     """Read, decode and check one file up to its header."""
     raw, text = read_utf8(path)
     if not text.strip():
@@ -355,7 +386,7 @@ def _read_text(path: Path, *, bids: bool) -> _RawFile:
     _check_field_counts(path, body, sep, len(names))
     n_lines = body.count("\n")
     source = SourceFile(str(path), hashlib.sha256(raw).hexdigest(), n_lines)
-    return _RawFile(path, sep, names, body, n_lines, source)
+    return _RawFile(path, sep, names, body, n_lines, source, label)
 
 
 def _parse(files: list[_RawFile]) -> pd.DataFrame:
@@ -403,6 +434,9 @@ def _parse(files: list[_RawFile]) -> pd.DataFrame:
             :rows
         ]
         frame["_line"] = np.concatenate([np.arange(2, f.n_rows + 2) for f in members])[:rows]
+        if members[0].label is not None:
+            frame["_label"] = np.repeat([f.label for f in members],
+                                        [f.n_rows for f in members])[:rows]  # fmt: skip
         blank = (frame[list(names)].fillna("") == "").all(axis=1)
         frames.append(frame[~blank])
     return (

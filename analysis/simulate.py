@@ -341,6 +341,12 @@ def _session(
     return trials, float(bias), float(noise)
 
 
+def sidecar_name(table: str | Path) -> str:
+    """The name of the JSON sidecar beside a flat ratings table (``ratings.csv`` ->
+    ``ratings.json``), which :func:`~analysis.load_ratings` reads."""
+    return Path(table).with_suffix(".json").name
+
+
 def write_simulated_dataset(
     root: str | Path,
     design: StudyDesign = StudyDesign(),
@@ -351,17 +357,43 @@ def write_simulated_dataset(
     version: str = "",
     stimuli: pd.DataFrame | None = None,
     stimulus_digest: str | None = None,
+    overwrite: bool = False,
 ) -> Path:
     """Simulate a study and write it as a BIDS dataset (or one flat table with ``flat``).
 
     Every file is marked as simulated: ``"Simulated": true`` with the design,
     model parameters and seed in each ``_beh.json`` sidecar (or in the JSON
-    file beside a flat table), which :func:`~analysis.load_ratings` reads.
-    With ``stimuli`` (a set's manifest), the participants rate that set's
-    pairs (see :func:`simulate_study`); ``stimulus_digest`` is then recorded
-    in every sidecar as ``StimulusSetDigest``. Returns the dataset root (or
-    the table's path).
+    file beside a flat table, :func:`sidecar_name`), which
+    :func:`~analysis.load_ratings` reads. With ``stimuli`` (a set's
+    manifest), the participants rate that set's pairs (see
+    :func:`simulate_study`); ``stimulus_digest`` is then recorded in every
+    sidecar as ``StimulusSetDigest``. The dataset (or the table and its
+    sidecar) is written as every output is (``docs/outputs.md``): aside, then
+    moved into place when complete; an existing one is replaced only with
+    ``overwrite``, and only when an earlier ``simulate`` wrote it. Returns
+    the dataset root (or the table's path).
     """
+    from .outputs import output_files, output_folder
+
+    root = Path(root)
+    settings = dict(design=design, model=model, seed=seed, flat=flat, version=version,
+                    stimuli=stimuli, stimulus_digest=stimulus_digest)  # fmt: skip
+    if flat:
+        if sidecar_name(root) == root.name:
+            raise InputError(f"{root}: expected a table name ending in .csv or .tsv")
+        with output_files(root, "simulate", companions=[sidecar_name(root)],
+                          overwrite=overwrite) as (table, _):  # fmt: skip
+            _write_simulated(table, **settings)
+    else:
+        with output_folder(root, "simulate", overwrite=overwrite) as folder:
+            _write_simulated(folder, **settings)
+    return root
+
+
+def _write_simulated(root: Path, design: StudyDesign, model: RaterModel, seed: int, *, flat: bool,
+                     version: str, stimuli, stimulus_digest) -> Path:  # fmt: skip
+    """The work of :func:`write_simulated_dataset`, into ``root`` (the temporary folder, or
+    the table's temporary path with ``flat``)."""
     trials, participants = simulate_study(design, model, seed, stimuli=stimuli)
     provenance = {
         "Simulated": True,

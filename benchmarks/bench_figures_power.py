@@ -41,8 +41,8 @@ def main() -> None:
         rows = []
         for name, extra in (("analyze, tables only (--no-figures)", ["--no-figures"]),
                             ("analyze with figures and report", [])):  # fmt: skip
-            runs = [seconds([*cli, "analyze", str(data), "--out", str(folder / "out"), *extra])
-                    for _ in range(args.repeat)]  # fmt: skip
+            runs = [seconds([*cli, "analyze", str(data), "--out", str(folder / "out"), *extra,
+                             "--overwrite"]) for _ in range(args.repeat)]  # fmt: skip
             rows.append((name, runs))
         for jobs in (1, 2):
             run = seconds([*cli, "power", "--out", str(folder / f"power{jobs}"),

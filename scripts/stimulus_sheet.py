@@ -14,6 +14,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from analysis.checks import open_image
 from stimuli import load_set
 
 
@@ -37,7 +38,7 @@ def contact_sheet(folder: Path, sketch_ids: list[str], images: int, cell: int = 
         top = row * (height + 18)
         files = [pairs["sketch_path"].iloc[0], *pairs["image_path"]]
         for column, relative in enumerate(files):
-            with Image.open(folder / relative) as image:
+            with open_image(folder / relative) as image:  # its size checked from the header
                 thumb = image.convert("RGB").resize((cell - 4, height - 4))
             left = column * cell + (8 if column else 0)
             sheet.paste(thumb, (left + 2, top + 2))

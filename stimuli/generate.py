@@ -97,18 +97,26 @@ def latent_rating(similarity):
 
 def generate_set(
     folder: str | Path, design: SetDesign = SetDesign(), seed: int = 0, *,
-    progress: bool = False, version: str = "",
+    progress: bool = False, version: str = "", overwrite: bool = False,
 ) -> Path:  # fmt: skip
-    """Draw a stimulus set into ``folder`` (which must not exist or be empty).
+    """Draw a stimulus set into ``folder``.
 
     Writes ``sketches/<sketch_id>.png``, ``images/<sketch_id>/<image_id>.jpg``,
     ``manifest.csv`` (with ``latent_similarity`` and ``changes``),
-    ``generator.json`` (the design and seed) and ``SHA256SUMS``. Returns the
-    folder.
+    ``generator.json`` (the design and seed) and ``SHA256SUMS``, as every
+    output is written (``docs/outputs.md``): aside, then moved into place when
+    complete; an existing ``folder`` only with ``overwrite``, and only when an
+    earlier ``stimuli generate`` wrote it. Returns the folder.
     """
-    folder = Path(folder)
-    if folder.exists() and any(folder.iterdir()):
-        raise InputError(f"{folder}: exists and is not empty; expected a new folder")
+    from analysis.outputs import output_folder
+
+    with output_folder(folder, "stimuli generate", overwrite=overwrite) as staging:
+        _draw_set(staging, design, seed, progress=progress, version=version)
+    return Path(folder)
+
+
+def _draw_set(folder: Path, design: SetDesign, seed: int, *, progress: bool,
+              version: str) -> None:  # fmt: skip
     root = np.random.SeedSequence(seed)
     anchor_root, main_root = root.spawn(2)
     plans = [
@@ -145,7 +153,6 @@ def generate_set(
     files = [*manifest["sketch_path"].unique(), *manifest["image_path"], "manifest.csv",
              GENERATOR_FILE]  # fmt: skip
     write_checksums(folder, files)
-    return folder
 
 
 def _draw_sketch(folder: Path, sketch_id: str, role: str, stream: np.random.SeedSequence,

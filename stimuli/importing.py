@@ -10,7 +10,13 @@ The folder convention::
 and moves, renames or changes no other file. Sketches named in
 ``anchors.csv`` are anchor sketches and every one of their images needs a
 prescribed rating there; all other sketches get the role given (``main`` for a
-study, ``candidate`` for a pilot pool).
+study, ``candidate`` for a pilot pool). File names without their extension
+are the ids, and follow the id rule of :mod:`analysis.checks`.
+
+The new manifest and checksums are checked as a whole set (every image
+opened, its size bounded) before either is put in place, and then put in
+place together (``docs/outputs.md``): a set that would not validate, or an
+interrupted import, leaves the folder exactly as it was.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.checks import InputError, check_option
+from analysis.checks import ID_RULE, InputError, bad_ids, check_option, read_table, read_utf8
 
 from .manifest import CHECKSUMS, MANIFEST, write_checksums, write_manifest
 
@@ -30,7 +36,9 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff", ".we
 _IGNORED = {"Thumbs.db", "desktop.ini"}
 
 
-def import_set(folder: str | Path, *, role: str = "main", overwrite: bool = False) -> Path:
+def import_set(
+    folder: str | Path, *, role: str = "main", overwrite: bool = False, anchors=None
+) -> Path:
     """Write the manifest and checksums of a set laid out by the folder convention.
 
     Parameters
@@ -41,27 +49,60 @@ def import_set(folder: str | Path, *, role: str = "main", overwrite: bool = Fals
         ``main`` (a study set) or ``candidate`` (a pilot pool) for every
         sketch that is not an anchor sketch.
     overwrite
-        Replace an existing ``manifest.csv`` and ``SHA256SUMS`` (after files
-        were added or removed); without it, an existing manifest is an error.
+        Replace the ``manifest.csv`` and ``SHA256SUMS`` of an earlier import
+        (after files were added or removed); without it, an existing manifest
+        is an error, and with it a manifest that ``stimuli import`` did not
+        write (a generated set's, one written by hand) is never replaced.
+    anchors : stimuli.AnchorDesign, optional
+        The anchor block the set must have (default: the one ``anchors.csv``
+        declares, as :func:`~stimuli.load_set` accepts it).
 
     Returns
     -------
     Path
         The manifest written. Problems (an unknown file type, a sketch without
-        images, images without a sketch, two files for one id, a bad
-        ``anchors.csv``) raise :class:`~analysis.checks.InputError` naming
-        the file, and nothing is written.
+        images, images without a sketch, two files for one id, an id that
+        breaks the id rule, a bad ``anchors.csv``, an image that cannot be
+        read or is too large, anything :func:`~stimuli.validate_set` finds)
+        raise :class:`~analysis.checks.InputError` naming the file, and
+        nothing is written.
     """
+    from analysis.outputs import check_target, output_files
+
+    from .validate import _validate, anchor_block
+
     folder = Path(folder)
     check_option("role", role, ("main", "candidate"))
     if not folder.is_dir():
-        raise InputError(f"{folder}: no such folder; expected a set with sketches/ and images/")
-    for name in (MANIFEST, CHECKSUMS):
-        if (folder / name).exists() and not overwrite:
+        what = "is not a folder" if folder.exists() else "no such folder"
+        raise InputError(f"{folder}: {what}; expected a set with sketches/ and images/")
+    writing = dict(companions=[CHECKSUMS], overwrite=overwrite, inside_inputs=True)
+    try:
+        check_target(folder / MANIFEST, "stimuli import", folder=False, **writing)
+    except InputError as error:
+        if not overwrite and "pass --overwrite" in str(error):
             raise InputError(
-                f"{folder / name}: exists; the set was imported before (pass --overwrite to "
-                "import it again)"
-            )
+                f"{folder / MANIFEST}: exists; the set was imported before (pass --overwrite "
+                "to import it again)"
+            ) from None
+        raise
+    manifest = _manifest(folder, role)
+    extra = [ANCHORS] if (folder / ANCHORS).exists() else []
+    listed = [*manifest["sketch_path"], *manifest["image_path"], MANIFEST, *extra]
+    with output_files(folder / MANIFEST, "stimuli import", **writing) as (new, sums):
+        write_manifest(new.parent, manifest)
+        write_checksums(folder, listed, into=sums, staged={MANIFEST: new})
+        report = _validate(folder, anchors or anchor_block(manifest), check_images=True,
+                           staged={MANIFEST: new, CHECKSUMS: sums})  # fmt: skip
+        if not report.ok:
+            more = len(report.problems) - 1
+            also = f"and {more} more; " if more else ""
+            raise InputError(f"{report.problems[0]} ({also}nothing was written)")
+    return folder / MANIFEST
+
+
+def _manifest(folder: Path, role: str) -> pd.DataFrame:
+    """The manifest of the set laid out in ``folder``, from its files and ``anchors.csv``."""
     for sub in ("sketches", "images"):
         if not (folder / sub).is_dir():
             raise InputError(f"{folder / sub}: no such folder; expected {sub}/ in the set")
@@ -99,10 +140,7 @@ def import_set(folder: str | Path, *, role: str = "main", overwrite: bool = Fals
     anchors_file = folder / ANCHORS
     if anchors_file.exists():
         manifest = _with_anchors(manifest, anchors_file)
-    path = write_manifest(folder, manifest)
-    extra = [ANCHORS] if anchors_file.exists() else []
-    write_checksums(folder, [*manifest["sketch_path"], *manifest["image_path"], MANIFEST, *extra])
-    return path
+    return manifest
 
 
 def _entries(folder: Path) -> list[Path]:
@@ -119,8 +157,8 @@ def _by_stem(root: Path, folder: Path) -> dict[str, Path]:
                 f"{path}: expected an image file ({', '.join(IMAGE_SUFFIXES)}) in {folder.name}/"
             )
         stem = path.stem
-        if any(c.isspace() for c in stem) or "\\" in stem:
-            raise InputError(f"{path}: expected a file name without spaces (it becomes an id)")
+        if bad_ids([stem])[0]:
+            raise InputError(f"{path}: expected a file name that is {ID_RULE} and an extension")
         if stem in found:
             raise InputError(f"{path}: id {stem!r} has two files ({found[stem].name}, {path.name})")
         found[stem] = path
@@ -132,10 +170,8 @@ def _relative(root: Path, path: Path) -> str:
 
 
 def _with_anchors(manifest: pd.DataFrame, anchors_file: Path) -> pd.DataFrame:
-    try:
-        anchors = pd.read_csv(anchors_file, dtype=str, keep_default_na=False)
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-        raise InputError(f"{anchors_file}: cannot be read as a CSV table ({error})") from None
+    _, text = read_utf8(anchors_file)
+    anchors = read_table(text, lambda line: f"{anchors_file}: line {line}", drop_blank=True)
     for column in ("sketch_id", "image_id", "anchor_rating"):
         if column not in anchors.columns:
             raise InputError(
@@ -143,7 +179,7 @@ def _with_anchors(manifest: pd.DataFrame, anchors_file: Path) -> pd.DataFrame:
                 "image_id, anchor_rating"
             )
     known = set(zip(manifest["sketch_id"], manifest["image_id"], strict=True))
-    for line, row in enumerate(anchors.itertuples(index=False), start=2):
+    for line, row in zip(anchors.attrs["lines"], anchors.itertuples(index=False), strict=True):
         if (row.sketch_id, row.image_id) not in known:
             raise InputError(
                 f"{anchors_file}: line {line}: pair ({row.sketch_id}, {row.image_id}) has no "
@@ -156,7 +192,7 @@ def _with_anchors(manifest: pd.DataFrame, anchors_file: Path) -> pd.DataFrame:
             )
     duplicated = anchors.duplicated(["sketch_id", "image_id"])
     if duplicated.any():
-        line = int(duplicated.to_numpy().argmax()) + 2
+        line = anchors.attrs["lines"][int(duplicated.to_numpy().argmax())]
         raise InputError(f"{anchors_file}: line {line}: pair listed twice")
     prescribed = anchors.set_index(["sketch_id", "image_id"])["anchor_rating"]
     is_anchor = manifest["sketch_id"].isin(set(anchors["sketch_id"]))

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pandas as pd
 
-from analysis.checks import InputError
+from analysis.checks import InputError, read_table, read_utf8
 from analysis.provenance import sha256_file as file_sha256
 
 __all__ = [
@@ -53,24 +53,25 @@ MANIFEST_COLUMNS = ("sketch_id", "image_id", "sketch_path", "image_path", "role"
 ROLES = ("main", "anchor", "candidate")
 
 
-def read_manifest(folder: str | Path) -> pd.DataFrame:
+def read_manifest(folder: str | Path, *, path: str | Path | None = None) -> pd.DataFrame:
     """The manifest of the set in ``folder``, every cell as text.
 
+    ``path`` reads the manifest from another file (one about to be written).
     Raises :class:`~analysis.checks.InputError` (exit 2 on the command line)
-    when the file is missing or unreadable, or lacks a required column.
+    when the file is missing, unreadable or not a UTF-8 CSV table, or lacks a
+    required column; a message names the line (the header is line 1).
     """
-    path = Path(folder) / MANIFEST
-    try:
-        table = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file; expected the stimulus set's manifest") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a folder; expected the stimulus set's manifest") from None
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError) as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise InputError(f"{path}: cannot be read as a CSV table ({reason})") from None
-    except pd.errors.EmptyDataError:
-        raise InputError(f"{path}: is empty; expected a header line") from None
+    shown = Path(folder) / MANIFEST
+    source = Path(path) if path is not None else shown
+    if source.is_dir():
+        raise InputError(f"{shown}: is a folder; expected the stimulus set's manifest")
+    if not source.exists():
+        raise InputError(f"{shown}: no such file; expected the stimulus set's manifest")
+    _, text = read_utf8(source)
+    if not text.strip():
+        raise InputError(f"{shown}: is empty; expected a header line")
+    table = read_table(text, lambda line: f"{shown}: line {line}", drop_blank=True)
+    path = shown
     missing = [c for c in MANIFEST_COLUMNS if c not in table.columns]
     if missing:
         raise InputError(
@@ -99,36 +100,49 @@ def write_manifest(folder: str | Path, table: pd.DataFrame) -> Path:
     return path
 
 
-def write_checksums(folder: str | Path, paths: Iterable[str]) -> Path:
+def write_checksums(
+    folder: str | Path,
+    paths: Iterable[str],
+    *,
+    into: str | Path | None = None,
+    staged: Mapping[str, Path] | None = None,
+) -> Path:
     """Write ``SHA256SUMS`` for the given files of the set (relative paths, ``/``-separated).
 
     Each file is listed once, sorted by path, in ``sha256sum``'s text format
-    (``<hex>  <path>``).
+    (``<hex>  <path>``). ``into`` writes the listing to another file, and
+    ``staged`` maps a path of the set to the file that is about to be written
+    there (``stimuli import`` lists the manifest it has not yet put in place).
     """
     folder = Path(folder)
-    lines = [f"{file_sha256(folder / p)}  {p}\n" for p in sorted(set(paths)) if p != CHECKSUMS]
-    path = folder / CHECKSUMS
+    staged = staged or {}
+    lines = [f"{file_sha256(staged.get(p, folder / p))}  {p}\n" for p in sorted(set(paths))
+             if p != CHECKSUMS]  # fmt: skip
+    path = Path(into) if into is not None else folder / CHECKSUMS
     path.write_bytes("".join(lines).encode("utf-8"))
     return path
 
 
-def read_checksums(folder: str | Path) -> tuple[dict[str, str], list[str]]:
+def read_checksums(
+    folder: str | Path, *, path: str | Path | None = None
+) -> tuple[dict[str, str], list[str]]:
     """The entries of ``SHA256SUMS`` and the problems found reading it.
 
     Returns ``(checksums, problems)``: each listed path mapped to its
     expected hex digest, and one message per malformed or repeated line.
-    A missing file raises :class:`~analysis.checks.InputError`.
+    ``path`` reads the listing from another file (one about to be written).
+    A missing, unreadable or non-UTF-8 file raises
+    :class:`~analysis.checks.InputError`.
     """
-    path = Path(folder) / CHECKSUMS
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    shown = Path(folder) / CHECKSUMS
+    source = Path(path) if path is not None else shown
+    if not source.exists():
         raise InputError(
-            f"{path}: no such file; expected a sha256sum listing of every file of the set "
+            f"{shown}: no such file; expected a sha256sum listing of every file of the set "
             "(sbir-study stimuli import writes one)"
-        ) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: cannot be read ({error})") from None
+        )
+    _, text = read_utf8(source)
+    path = shown
     checksums: dict[str, str] = {}
     problems: list[str] = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -150,20 +164,24 @@ def read_checksums(folder: str | Path) -> tuple[dict[str, str], list[str]]:
     return checksums, problems
 
 
-def set_digest(folder: str | Path) -> str:
+def set_digest(folder: str | Path, *, staged: Mapping[str, Path] | None = None) -> str:
     """The digest that identifies a stimulus set: SHA-256 over its manifest and checksums.
 
     Equal to ``sha256sum manifest.csv SHA256SUMS | sha256sum`` run in the set
     folder. Since ``SHA256SUMS`` lists every image, a change to any file of
-    the set changes the digest.
+    the set changes the digest. ``staged`` maps either name to the file that
+    is about to be written there.
     """
     folder = Path(folder)
-    listing = "".join(f"{file_sha256(folder / name)}  {name}\n" for name in (MANIFEST, CHECKSUMS))
+    staged = staged or {}
+    listing = "".join(f"{file_sha256(staged.get(name, folder / name))}  {name}\n"
+                      for name in (MANIFEST, CHECKSUMS))  # fmt: skip
     return hashlib.sha256(listing.encode("utf-8")).hexdigest()
 
 
 def sketch_image_paths(folder: str | Path) -> dict[str, Path]:
-    """Each sketch id of the set mapped to its image file (inside ``folder``)."""
-    folder = Path(folder)
-    table = read_manifest(folder).drop_duplicates("sketch_id")
-    return {row.sketch_id: folder / row.sketch_path for row in table.itertuples()}
+    """Each sketch id of the set in ``folder`` mapped to its image file, after the set is
+    validated (:func:`stimuli.load_set`: paths inside the set, checksums, image sizes)."""
+    from .validate import load_set
+
+    return load_set(folder).sketch_paths()

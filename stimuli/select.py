@@ -310,26 +310,39 @@ def write_selection(
     images_per_sketch: int = paper.IMAGES_PER_SKETCH,
     seed: int = 0,
     anchors: AnchorDesign | None = None,
+    overwrite: bool = False,
 ) -> Selection:
     """Select from the pool in ``pool_folder`` and write the selected set to ``out``.
 
-    ``out`` (new or empty) receives the same files as the pool (hard links
-    where the file system allows, copies where it does not), a manifest of
-    the selected pairs plus the pool's anchor pairs, ``SHA256SUMS``,
+    ``out`` receives the same files as the pool (hard links where the file
+    system allows, copies where it does not), a manifest of the selected
+    pairs plus the pool's anchor pairs, ``SHA256SUMS``,
     ``selection_sketches.csv``, ``selection_distribution.csv`` and
-    ``selection.json`` (the pool's digest, K, N and the seed).
+    ``selection.json`` (the pool's digest, K, N and the seed). It is written
+    as every output is (``docs/outputs.md``): aside, then moved into place
+    when complete; an existing ``out`` only with ``overwrite``, and only when
+    an earlier ``stimuli select`` wrote it.
     """
-    import json
+    from analysis.outputs import check_target, output_folder
 
+    inputs = [pool_folder, *(s.path for s in getattr(ratings.attrs.get("provenance"),
+                                                     "sources", ()))]  # fmt: skip
+    check_target(out, "stimuli select", overwrite=overwrite, inputs=inputs)
     pool = load_set(pool_folder, anchors or AnchorDesign())
-    out = Path(out)
-    if out.exists() and any(out.iterdir()):
-        raise InputError(f"{out}: exists and is not empty; expected a new folder")
     selection = select_pairs(pool.manifest, ratings, sketches=sketches,
                              images_per_sketch=images_per_sketch, seed=seed)  # fmt: skip
+    with output_folder(out, "stimuli select", overwrite=overwrite, inputs=inputs) as folder:
+        _write_selected(pool, pool_folder, selection, folder, sketches=sketches,
+                        images_per_sketch=images_per_sketch, seed=seed)  # fmt: skip
+    return selection
+
+
+def _write_selected(pool, pool_folder, selection: Selection, out: Path, *, sketches: int,
+                    images_per_sketch: int, seed: int) -> None:  # fmt: skip
+    import json
+
     manifest = pd.concat([pool.pairs("anchor"), selection.pairs], ignore_index=True)
     manifest = manifest.fillna({"pilot_median": "", "pilot_level": ""})
-    out.mkdir(parents=True, exist_ok=True)
     files = sorted(set(manifest["sketch_path"]) | set(manifest["image_path"]))
     for relative in files:
         _link(pool.path(relative), out / relative)
@@ -349,7 +362,6 @@ def write_selection(
     (out / "selection.json").write_text(json.dumps(about, indent=2) + "\n", encoding="utf-8")
     write_checksums(out, [*files, MANIFEST, "selection_sketches.csv",
                           "selection_distribution.csv", "selection.json"])  # fmt: skip
-    return selection
 
 
 def _shares(selection: Selection, dataset: str) -> np.ndarray:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import paper
-from analysis.checks import InputError
+from analysis.checks import ID_RULE, InputError, bad_ids, open_image
 
 from .manifest import (
     CHECKSUMS,
@@ -74,6 +74,11 @@ class StimulusSet:
         """A manifest path as a path on disk."""
         return self.folder / relative
 
+    def sketch_paths(self) -> dict[str, Path]:
+        """Each sketch id mapped to its file (checked: inside the set, listed, bounded)."""
+        first = self.manifest.drop_duplicates("sketch_id")
+        return {row.sketch_id: self.path(row.sketch_path) for row in first.itertuples()}
+
 
 @dataclass
 class SetReport:
@@ -115,43 +120,56 @@ def validate_set(
     """Check a stimulus set and report every problem found.
 
     Checks, each problem one line naming the file or manifest line: the
-    manifest's columns, ids, roles and prescribed ratings; duplicate pairs; a
-    sketch given two files; paths that are absolute, contain ``..`` or lead
-    (through a symlink) outside the set folder; missing or unreadable image
-    files; ``SHA256SUMS`` (malformed lines, files not listed, checksum
-    mismatches); a sketch in two roles or without images; and an anchor block
-    that is not whole (``anchors``: the number of anchor sketches, each with
-    images carrying the prescribed ratings :attr:`AnchorDesign.ratings`).
+    manifest's columns, ids (the id rule of :mod:`analysis.checks`), roles
+    and prescribed ratings; duplicate pairs; a sketch given two files; paths
+    that are absolute, contain ``..`` or lead (through a symlink) outside the
+    set folder; missing or unreadable image files, and images whose header
+    declares more than :data:`analysis.checks.MAX_IMAGE_PIXELS` pixels;
+    ``SHA256SUMS`` (malformed lines, files not listed, checksum mismatches);
+    a sketch in two roles or without images; and an anchor block that is not
+    whole (``anchors``: the number of anchor sketches, each with images
+    carrying the prescribed ratings :attr:`AnchorDesign.ratings`).
 
     ``check_images=False`` skips opening the images (the checksums still
     prove they are the listed files).
     """
-    folder = Path(folder)
+    return _validate(Path(folder), anchors, check_images=check_images)
+
+
+def _validate(
+    folder: Path,
+    anchors: AnchorDesign,
+    *,
+    check_images: bool,
+    staged: dict[str, Path] | None = None,
+) -> SetReport:
+    """:func:`validate_set`, with ``manifest.csv`` and ``SHA256SUMS`` read from ``staged``
+    (name -> file) when given: ``stimuli import`` checks the set it is about to write."""
+    staged = staged or {}
     report = SetReport(folder=folder)
     if not folder.is_dir():
-        report.problems.append(f"{folder}: no such folder; expected a stimulus set")
+        what = "is not a folder" if folder.exists() else "no such folder"
+        report.problems.append(f"{folder}: {what}; expected a stimulus set")
         return report
     try:
-        manifest = read_manifest(folder)
+        manifest = read_manifest(folder, path=staged.get(MANIFEST))
     except InputError as error:
         report.problems.append(str(error))
         return report
 
     where = folder / MANIFEST
-    lines = pd.RangeIndex(2, len(manifest) + 2)  # line 1 is the header
+    # The file's own line of each row (line 1 is the header; empty lines are skipped).
+    lines = pd.Index(manifest.attrs.get("lines", range(2, len(manifest) + 2)))
     problems = report.problems
     # A row with neither image id nor image path declares a sketch alone (a sketch without
     # images, reported below rather than as two empty cells).
     declared = (manifest["image_id"] == "") & (manifest["image_path"] == "")
     for column in ("sketch_id", "image_id"):
-        for line, value, alone in zip(lines, manifest[column], declared, strict=True):
-            if column == "image_id" and alone:
-                continue
-            if not value or any(c.isspace() for c in value):
-                problems.append(
-                    f"{where}: line {line}: {column} {value!r}: expected a non-empty id "
-                    "without spaces"
-                )
+        bad = bad_ids(manifest[column])
+        if column == "image_id":
+            bad &= ~declared.to_numpy()
+        for line, value in zip(lines[bad], manifest.loc[bad, column], strict=True):
+            problems.append(f"{where}: line {line}: {column} {value!r}: expected {ID_RULE}")
     for line, role in zip(lines, manifest["role"], strict=True):
         if role not in ROLES:
             problems.append(
@@ -186,7 +204,7 @@ def validate_set(
 
     files = _check_paths(folder, manifest, lines, declared, check_images, problems)
     named = set(manifest["sketch_path"]) | set(manifest["image_path"])
-    _check_checksums(folder, files, named, problems)
+    _check_checksums(folder, files, named, problems, staged)
     _check_anchor_block(manifest, anchors, where, problems)
 
     counts = manifest.loc[~declared].groupby("role")
@@ -196,7 +214,7 @@ def validate_set(
     report.n_anchor_sketches = manifest.loc[manifest["role"] == "anchor", "sketch_id"].nunique()
     report.n_anchor_images = int(counts.size().get("anchor", 0))
     if report.ok:
-        report.digest = set_digest(folder)
+        report.digest = set_digest(folder, staged=staged)
     return report
 
 
@@ -230,6 +248,12 @@ def _own_anchor_block(folder: str | Path) -> AnchorDesign:
         listed = read_manifest(folder)
     except InputError:
         return AnchorDesign()  # validate_set reports the problem
+    return anchor_block(listed)
+
+
+def anchor_block(manifest: pd.DataFrame) -> AnchorDesign:
+    """The anchor block a manifest declares (its anchor sketches and images per sketch)."""
+    listed = manifest
     per_sketch = listed[listed["role"] == "anchor"].groupby("sketch_id").size()
     if per_sketch.empty:
         return AnchorDesign(sketches=0)
@@ -238,7 +262,7 @@ def _own_anchor_block(folder: str | Path) -> AnchorDesign:
 
 
 def _check_anchor_ratings(
-    manifest: pd.DataFrame, lines: pd.RangeIndex, where: Path, problems: list[str]
+    manifest: pd.DataFrame, lines: pd.Index, where: Path, problems: list[str]
 ) -> None:
     is_anchor = (manifest["role"] == "anchor").to_numpy()
     if "anchor_rating" not in manifest.columns:
@@ -265,7 +289,7 @@ def _check_anchor_ratings(
 def _check_paths(
     folder: Path,
     manifest: pd.DataFrame,
-    lines: pd.RangeIndex,
+    lines: pd.Index,
     declared: pd.Series,
     check_images: bool,
     problems: list[str],
@@ -293,9 +317,7 @@ def _check_paths(
         if check_images:
             error = _unreadable(target)
             if error:
-                problems.append(
-                    f"{target}: cannot be read as an image ({error}) (manifest line {line})"
-                )
+                problems.append(f"{target}: {error} (manifest line {line})")
                 continue
         files.add(path)
     return files
@@ -305,8 +327,8 @@ def _unsafe(path: str, root: Path, folder: Path) -> str | None:
     """Why a manifest path is not a safe path inside the set, or None."""
     if not path:
         return "expected a path relative to the set folder, got an empty cell"
-    if "\\" in path or "\n" in path:
-        return "expected a path with '/' as separator and no backslash or line break"
+    if "\\" in path or any(ord(c) < 32 or ord(c) == 127 for c in path):
+        return "expected a path with '/' as separator and no backslash or control character"
     pure = PurePosixPath(path)
     if pure.is_absolute() or (len(path) > 1 and path[1] == ":"):
         return "expected a path relative to the set folder, not an absolute path"
@@ -319,20 +341,23 @@ def _unsafe(path: str, root: Path, folder: Path) -> str | None:
 
 
 def _unreadable(path: Path) -> str | None:
-    from PIL import Image, UnidentifiedImageError
-
+    """Why ``path`` is not an image to show, or None: its header is read and its size
+    checked before anything is decoded (:func:`analysis.checks.open_image`)."""
     try:
-        with Image.open(path) as image:
+        with open_image(path) as image:
             image.verify()
-    except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as error:
-        return str(error) or type(error).__name__
+    except InputError as error:
+        return str(error).removeprefix(f"{path}: ")
+    except (OSError, SyntaxError, ValueError) as error:
+        return f"cannot be read as an image ({str(error) or type(error).__name__})"
     return None
 
 
-def _check_checksums(folder: Path, files: set[str], named: set[str], problems: list[str]) -> None:
+def _check_checksums(folder: Path, files: set[str], named: set[str], problems: list[str],
+                     staged: dict[str, Path]) -> None:  # fmt: skip
     """Check SHA256SUMS; ``files`` are the manifest's good paths, ``named`` all it names."""
     try:
-        checksums, malformed = read_checksums(folder)
+        checksums, malformed = read_checksums(folder, path=staged.get(CHECKSUMS))
     except InputError as error:
         problems.append(str(error))
         return
@@ -342,7 +367,7 @@ def _check_checksums(folder: Path, files: set[str], named: set[str], problems: l
         if path not in checksums:
             problems.append(f"{sums}: {path} is not listed; expected every file of the set")
     for path, expected in checksums.items():
-        target = folder / path
+        target = staged.get(path, folder / path)
         if _unsafe(path, folder.resolve(), folder):
             if path not in named:  # else the manifest's line says it already
                 problems.append(f"{sums}: {path!r}: expected a path inside the set folder")

@@ -1,6 +1,7 @@
 """Fixtures shared by the whole test suite (helpers to import are in tests/helpers.py)."""
 
 import shutil
+import subprocess
 
 import pytest
 
@@ -49,3 +50,21 @@ def retrieval_study(tmp_path_factory):
     assert main(["baseline", "--stimuli", str(stimuli), "--distance", "l1,chi2,linf",
                  "--out", str(root / "runs")]) == 0  # fmt: skip
     return root
+
+
+@pytest.fixture
+def mounted(tmp_path):
+    """A 1 MB tmpfs at tmp_path/mnt: a file system that fills up, or is made read-only.
+
+    Mounting needs the privilege to; where the tests run without it, the tests that
+    need a real full or read-only file system are skipped, and say why (those with
+    ``RLIMIT_FSIZE`` in tests/analysis/test_outputs.py still make writes fail).
+    """
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                          capture_output=True, check=False)  # fmt: skip
+    if made.returncode != 0:
+        pytest.skip("mounting a tmpfs needs privileges this machine does not give")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)

@@ -23,6 +23,33 @@ def r_reference(name: str) -> pd.DataFrame:
     )
 
 
+#: The installed command, as a user runs it. (``python -m study.cli`` puts the working
+#: folder first on the import path, where an output folder named ``analysis`` would shadow
+#: the package: tests that run in a folder of outputs use this.)
+SBIR_STUDY = [str(Path(sys.executable).with_name("sbir-study"))]
+if not Path(SBIR_STUDY[0]).exists():
+    SBIR_STUDY = [sys.executable, "-P", "-m", "study.cli"]
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every entry under ``root``: a file's SHA-256, a link's target, a folder's mark."""
+    import hashlib
+    import os
+
+    entries = {}
+    for base, folders, files in os.walk(root, followlinks=False):
+        for name in folders + files:
+            path = Path(base) / name
+            relative = str(path.relative_to(root))
+            if path.is_symlink():
+                entries[relative] = "-> " + os.readlink(path)
+            elif path.is_dir():
+                entries[relative] = "folder"
+            else:
+                entries[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return entries
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     """``sbir-study ARGS`` in a fresh process, as a user runs it."""
     return subprocess.run(
@@ -51,3 +78,56 @@ SMALL_SET = _small_set_design()
 
 #: One HPatches task of three queries, checked by hand (tests/analysis/retrieval/test_hpatches.py).
 HPATCHES = DATA / "hpatches"
+
+
+def reads_or_refuses(read, *args, **kwargs):
+    """``read(*args, **kwargs)``, or None when it refuses the input with an InputError.
+
+    Any other exception fails the test: a reader meets bad bytes with one clear
+    message, never a traceback. Warnings about the input are allowed.
+    """
+    import warnings
+
+    from analysis.checks import InputError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return read(*args, **kwargs)
+        except InputError as error:
+            message = str(error)
+            assert message and "\n" not in message.strip(), message
+            return None
+
+
+def table_bytes(tokens, *, separators=(",", "\t", " ")):
+    """A hypothesis strategy of table-like bytes: lines of fields drawn from ``tokens`` and
+    from arbitrary text, joined by separators, with every kind of line end, quotes, NULs,
+    byte-order marks and invalid UTF-8 mixed in."""
+    from hypothesis import strategies as st
+
+    field = st.one_of(
+        st.sampled_from(list(tokens)),
+        st.text(max_size=6),
+        st.sampled_from(["", '"', '"a,b"', "n/a", "NaN", "inf", "-1", "1e309", "\x00", " ", "..",
+                         "../x", "a b", "é", "7.0", "2"]),
+    )  # fmt: skip
+    line = st.builds(
+        lambda fields, sep: sep.join(fields),
+        st.lists(field, max_size=9),
+        st.sampled_from(separators),
+    )
+    text = st.builds(
+        lambda lines, end, last: end.join(lines) + (end if last else ""),
+        st.lists(line, max_size=8),
+        st.sampled_from(["\n", "\r\n", "\r"]),
+        st.booleans(),
+    )
+    encoded = text.map(lambda t: t.encode("utf-8", "surrogatepass"))
+    return st.one_of(
+        encoded,
+        st.builds(lambda head, body: head + body, st.sampled_from([b"\xef\xbb\xbf", b"\xff\xfe"]),
+                  encoded),
+        st.binary(max_size=64),
+        st.builds(lambda a, b: a + b"\xff" + b, encoded, encoded),
+    )  # fmt: skip

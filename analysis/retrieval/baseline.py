@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..checks import InputError
+from ..checks import InputError, bad_ids, check_id, open_image
 from .distances import bin_similarity, distance_matrix, resolve_distance
 
 __all__ = [
@@ -56,12 +56,12 @@ def edge_orientation_histogram(path: str | Path, *, grid: int = 4, bins: int = 8
     from scipy import ndimage
 
     try:
-        with Image.open(path) as picture:
+        with open_image(path) as picture:  # its size checked before decoding
             picture = picture.convert("L")
             scale = SIDE / max(picture.size)
             size = (max(1, round(picture.width * scale)), max(1, round(picture.height * scale)))
             grey = np.asarray(picture.resize(size, Image.Resampling.BILINEAR), dtype=np.float64)
-    except OSError as error:
+    except (OSError, SyntaxError, ValueError) as error:
         raise InputError(f"{path}: cannot be read as an image ({error})") from None
     grey = ndimage.gaussian_filter(grey / 255.0, 1.0)
     gx = ndimage.sobel(grey, axis=1)
@@ -183,9 +183,16 @@ def write_trec_run(run: pd.DataFrame, path: str | Path, tag: str) -> Path:
 
     Per sketch, images by decreasing score, ties by decreasing image id; the
     rank column counts from 1. Scores are written with 17 significant digits,
-    so that they read back exactly.
+    so that they read back exactly. Every id and the tag are checked first
+    (:func:`~analysis.checks.check_id`): an id with a space or a line break
+    would forge fields or lines.
     """
     path = Path(path)
+    for column in ("sketch_id", "image_id"):
+        bad = bad_ids(run[column])
+        if bad.any():
+            check_id(run[column].to_numpy()[bad][0], f"{path}: {column}")
+    check_id(tag, f"{path}: tag")
     frame = run.copy()
     frame["_id"] = frame["image_id"].astype(str)
     frame = frame.sort_values(["sketch_id", "score", "_id"], ascending=[True, False, False],
@@ -209,7 +216,7 @@ def parse_distances(text: str) -> list[str]:
         return list(DISTANCES)
     names = [name.strip() for name in text.split(",") if name.strip()]
     if not names:
-        raise InputError(f"distance: got {text!r}; expected a distance name, names, or all")
+        raise InputError(f"--distance: got {text!r}; expected a distance name, names, or all")
     for name in names:
         try:
             resolve_distance(name)
@@ -231,19 +238,30 @@ def write_baseline_runs(
 
     ``stimulus_set`` is a checked set (``stimuli.load_set``). With one
     distance and an ``out`` that is not a folder, ``out`` is the run file;
-    otherwise ``out`` is a folder with ``<distance>.run`` files. Returns
-    ``{distance: path}``.
+    otherwise ``out`` is a folder with ``<distance>.run`` files. Either is
+    written as every output is (``docs/outputs.md``): aside, then moved into
+    place when complete; an existing ``out`` only with ``overwrite``, and
+    only when an earlier ``baseline`` wrote it. Returns ``{distance: path}``.
     """
+    from ..outputs import output_files, output_folder
+
     out = Path(out)
     single = len(distances) == 1 and not out.is_dir()
-    targets = {distances[0]: out} if single else {name: out / f"{name}.run" for name in distances}
-    for path in targets.values():
-        if path.exists() and not overwrite:
-            raise InputError(f"{path}: exists; pass --overwrite to replace it")
-    runs = baseline_scores(stimulus_set.manifest, stimulus_set.folder, distances,
-                           collection=collection, progress=progress)  # fmt: skip
-    if not single:
-        out.mkdir(parents=True, exist_ok=True)
-    for name, path in targets.items():
-        write_trec_run(runs[name], path, tag=f"baseline-eoh-{name}")
-    return targets
+    inputs = [stimulus_set.folder]
+    if single:
+        writing = output_files(out, "baseline", overwrite=overwrite, inputs=inputs)
+    else:
+        writing = output_folder(out, "baseline", overwrite=overwrite, inputs=inputs)
+    with writing as written:
+        folder = written[0].parent if single else written
+        runs = baseline_scores(stimulus_set.manifest, stimulus_set.folder, distances,
+                               collection=collection, progress=progress)  # fmt: skip
+        for name in distances:
+            path = written[0] if single else folder / f"{name}.run"
+            write_trec_run(runs[name], path, tag=f"baseline-eoh-{_tag(name)}")
+    return {distances[0]: out} if single else {name: out / f"{name}.run" for name in distances}
+
+
+def _tag(distance: str) -> str:
+    """The distance's name as a TREC run tag (no spaces)."""
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in distance)

@@ -24,6 +24,7 @@ from .. import _kernels
 from .._moved import renamed
 from ..checks import InputError, check_option
 from ..consensus import RELEVANT_BELOW, write_binary_qrels
+from ..outputs import output_folder
 from ..provenance import software_versions
 from .comparison import bootstrap_mean, compare_systems
 from .metrics import (
@@ -112,15 +113,16 @@ def _ratings_layout(ratings: pd.DataFrame, truth: GroundTruth, relevant_below: f
         row = only.iloc[0]
         where = "the ground truth" if row["_merge"] == "left_only" else "the ratings"
         other = "the ratings" if row["_merge"] == "left_only" else "the ground truth"
+        pair = f"({row['sketch_id']}, {row['image_id']})"
         raise InputError(
-            f"ratings: the pair ({row['sketch_id']}, {row['image_id']}) is in {where} but not "
-            f"in {other}; expected the ratings the ground truth was computed from"
+            f"{_named(ratings)}: the pair {pair} is in {where} but not in {other}; expected "
+            "the ratings the ground truth was computed from"
         )
     off = (merged["mean_rating_truth"] - merged["mean_rating_ratings"]).abs() > 1e-6
     if off.any():
         row = merged[off].iloc[0]
         raise InputError(
-            f"ratings: the pair ({row['sketch_id']}, {row['image_id']}) has mean rating "
+            f"{_named(ratings)}: the pair ({row['sketch_id']}, {row['image_id']}) has mean rating "
             f"{row['mean_rating_ratings']:.6g} in the ratings but {row['mean_rating_truth']:.6g} "
             "in the ground truth; expected the ratings the ground truth was computed from"
         )
@@ -136,6 +138,17 @@ def _ratings_layout(ratings: pd.DataFrame, truth: GroundTruth, relevant_below: f
         weight = (given < relevant_below).sum(axis=1).astype(np.float64)
     weight[~truth.judged] = np.nan
     return given, weight
+
+
+def _named(ratings: pd.DataFrame) -> str:
+    """The ratings as messages name them: their file, or their BIDS dataset's folder."""
+    sources = getattr(ratings.attrs.get("provenance"), "sources", ())
+    if len(sources) == 1:
+        return sources[0].path
+    for folder in Path(sources[0].path).parents if sources else ():
+        if folder.name.startswith("sub-"):
+            return str(folder.parent)
+    return "ratings"
 
 
 def score_run(
@@ -278,7 +291,9 @@ def _mark_significant(summary: pd.DataFrame, comparisons: pd.DataFrame) -> pd.Da
     return summary
 
 
-def write_evaluation(evaluation: Evaluation, out: str | Path, *, figures: bool = True) -> dict:
+def write_evaluation(
+    evaluation: Evaluation, out: str | Path, *, figures: bool = True, overwrite: bool = False
+) -> dict:
     """Write the evaluation to ``out``; returns the headline numbers (``evaluation.json``).
 
     Files: ``per_sketch.csv`` (``system, sketch_id, metric, value``),
@@ -291,9 +306,17 @@ def write_evaluation(evaluation: Evaluation, out: str | Path, *, figures: bool =
     ``evaluation.json`` (inputs with SHA-256, options, software, headline per
     system), ``report.html`` and, with ``figures``, ``figures/`` (per-sketch
     tau_b and the precision-recall curves).
+
+    ``out`` is written as every output is (``docs/outputs.md``): aside, then
+    moved into place when complete; an existing ``out`` only with
+    ``overwrite``, and only when an earlier ``evaluate`` wrote it.
     """
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    inputs = [entry["path"] for entry in evaluation.inputs.get("files", [])]
+    with output_folder(out, "evaluate", overwrite=overwrite, inputs=inputs) as folder:
+        return _write_evaluation_into(evaluation, folder, figures=figures)
+
+
+def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: bool) -> dict:
     evaluation.per_sketch.to_csv(out / "per_sketch.csv", index=False)
     evaluation.summary.to_csv(out / "summary.csv", index=False)
     evaluation.comparisons.to_csv(out / "comparisons.csv", index=False)

@@ -32,6 +32,7 @@ divides the sum of the N queries' APs by N + 1; ``map_patch`` and
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -304,13 +305,25 @@ def evaluate_hpatches(
     return per_query, summary
 
 
-def write_hpatches(per_query: pd.DataFrame, summary: pd.DataFrame, out: str | Path) -> Path:
-    """Write ``hpatches_per_query.csv`` and ``hpatches_summary.csv`` into the folder ``out``."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    per_query.to_csv(out / "hpatches_per_query.csv", index=False)
-    summary.to_csv(out / "hpatches_summary.csv", index=False)
-    return out
+def write_hpatches(
+    per_query: pd.DataFrame,
+    summary: pd.DataFrame,
+    out: str | Path,
+    *,
+    overwrite: bool = False,
+    inputs: Sequence[str | Path] = (),
+) -> Path:
+    """Write ``hpatches_per_query.csv`` and ``hpatches_summary.csv`` into the folder ``out``.
+
+    ``out`` is written as every output is (``docs/outputs.md``); ``inputs``
+    (the benchmark and results folders) are never targets.
+    """
+    from ..outputs import output_folder
+
+    with output_folder(out, "evaluate-hpatches", overwrite=overwrite, inputs=inputs) as folder:
+        per_query.to_csv(folder / "hpatches_per_query.csv", index=False)
+        summary.to_csv(folder / "hpatches_summary.csv", index=False)
+    return Path(out)
 
 
 def format_hpatches(summary: pd.DataFrame, top: int) -> str:

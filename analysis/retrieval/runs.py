@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,7 +37,15 @@ import numpy as np
 import pandas as pd
 
 from .._moved import renamed
-from ..checks import InputError, check_option, read_utf8
+from ..checks import (
+    ID_RULE,
+    InputError,
+    bad_ids,
+    check_input_file,
+    check_option,
+    read_table,
+    read_utf8,
+)
 from ..provenance import file_digest
 
 __all__ = [
@@ -140,14 +149,13 @@ def load_ground_truth(path: str | Path) -> GroundTruth:
     from 1 to 7, a pair listed twice. Pairs with no mean rating (nobody rated
     them) are left out.
     """
-    path = Path(path)
+    path = check_input_file(path, "a ground truth table (ground_truth.csv)")
     data, text = read_utf8(path)
     if not text.strip():
         raise InputError(f"{path}: empty; expected a ground truth table with a header")
     header = text.split("\n", 1)[0]
     sep = "\t" if "\t" in header else ","
-    frame = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False,
-                        skip_blank_lines=False)  # fmt: skip
+    frame = read_table(text, lambda line: f"{path}, line {line}", sep=sep)
     truth = ground_truth_from_frame(frame, source=str(path))
     return replace(truth, sha256=hashlib.sha256(data).hexdigest(), lines=len(text.splitlines()))
 
@@ -185,6 +193,12 @@ def ground_truth_from_frame(
         if empty.any():
             row = int(np.flatnonzero(empty)[0])
             raise InputError(f"{source}, line {row + 2}: {column}: empty; expected an id")
+        bad = bad_ids(values)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise InputError(
+                f"{source}, line {row + 2}: {column}: expected {ID_RULE}, got {values.iloc[row]!r}"
+            )
         ids[column] = values.to_numpy(dtype=object)
     raw = frame["mean_rating"]
     text = raw.astype(str).str.strip()
@@ -260,10 +274,11 @@ def load_run(
     one sketch. A ground-truth sketch the run does not rank at all is a
     :class:`RunWarning`; its judged images count as not returned.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file; expected a retrieval run")
-    digest, lines = file_digest(path)
+    path = check_input_file(path, "a retrieval run (TREC run or sketch_id,image_id,score table)")
+    try:
+        digest, lines = file_digest(path)
+    except OSError as error:
+        raise InputError(f"{path}: cannot be read ({error.strerror or error})") from None
     if lines == 0:
         raise InputError(f"{path}: empty; expected a TREC run or a sketch_id,image_id,score table")
     first = _first_line(path)
@@ -326,6 +341,12 @@ def run_from_scores(
     score = np.asarray(score, dtype=np.float64)
     query = pd.Categorical(sketch_id)
     doc = pd.Categorical(image_id)
+    for column, values in (("sketch_id", query), ("image_id", doc)):
+        # The id rule, once per distinct id; a run's ids go into tables and reports.
+        bad = bad_ids(values.categories)
+        if bad.any():
+            row = int(np.flatnonzero(bad[np.asarray(values.codes)])[0])
+            raise InputError(f"{locate(row)}: {column}: expected {ID_RULE}, got {values[row]!r}")
     if not (len(query) == len(doc) == len(score)):
         raise InputError(
             f"{name}: sketch_id, image_id and score differ in length "
@@ -415,14 +436,18 @@ def run_from_scores(
 
 
 def _first_line(path: Path) -> str:
+    """The first non-blank line (LF, CR LF or a lone CR ending it)."""
     with path.open("rb") as stream:
-        for raw in stream:
+        for number, raw in enumerate(stream, start=1):
             try:
-                line = raw.decode("utf-8-sig")
+                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
             except UnicodeDecodeError:
-                raise InputError(f"{path}, line 1: not UTF-8 text") from None
-            if line.strip():
-                return line.rstrip("\r\n")
+                raise InputError(
+                    f"{path}, line {_undecodable_line(path)}: not UTF-8 text"
+                ) from None
+            for line in re.split(r"\r\n|\r|\n", text):
+                if line.strip():
+                    return line
     raise InputError(f"{path}: empty; expected a TREC run or a sketch_id,image_id,score table")
 
 
@@ -432,9 +457,10 @@ def _line_locator(path: Path, *, header: bool):
 
     def locate(row: int) -> str:
         seen = -1 if header else 0
-        with path.open("rb") as stream:
-            for number, raw in enumerate(stream, start=1):
-                if raw.strip():
+        # Universal newlines: LF, CR LF and a lone CR end a line, as for the parser.
+        with path.open("r", encoding="utf-8-sig", errors="replace") as stream:
+            for number, line in enumerate(stream, start=1):
+                if line.strip():
                     if seen == row:
                         return f"{path}, line {number}"
                     seen += 1
@@ -492,7 +518,7 @@ def _read_trec(path: Path, first: str):
 def _read_trec_slowly(path: Path) -> dict:
     """Line by line: name the first bad line, else parse runs of irregular whitespace."""
     queries, docs, scores = [], [], []
-    with path.open("r", encoding="utf-8", errors="strict", newline="") as stream:
+    with path.open("r", encoding="utf-8-sig", errors="strict", newline="") as stream:
         try:
             for number, line in enumerate(stream, start=1):
                 fields = line.split()
@@ -521,12 +547,12 @@ def _read_trec_slowly(path: Path) -> dict:
 def _undecodable_line(path: Path) -> int:
     """The number of the first line that is not UTF-8 (the decoder reads ahead, so the
     line being parsed when it fails is not the one)."""
-    with path.open("rb") as stream:
-        for number, raw in enumerate(stream, start=1):
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError:
-                return number
+    raw = path.read_bytes()
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        head = raw[: error.start]
+        return head.replace(b"\r\n", b"\n").replace(b"\r", b"\n").count(b"\n") + 1
     return 1
 
 

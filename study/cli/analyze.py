@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import add_alpha, add_alternative, add_seed, count, options_from
+from .common import add_alpha, add_alternative, add_overwrite, add_seed, count, options_from
 
 __all__ = ["register"]
 
@@ -63,24 +63,29 @@ def register(commands) -> None:
         type=Path,
         default=None,
         help="stimulus set folder (with manifest.csv): adds thumbnails of the best and worst "
-        "agreed sketches (fig9_extremes)",
+        "agreed sketches (fig9_extremes); the set is validated first",
     )
+    add_overwrite(parser)
     parser.set_defaults(handler=analyze)
 
 
 def analyze(args: argparse.Namespace) -> int:
     from analysis import AnalysisOptions, analyze_ratings, load_ratings
+    from analysis.outputs import check_target
     from analysis.pipeline import format_summary
 
     options = options_from(AnalysisOptions, args)
+    inputs = [p for p in (args.input, args.pilot, args.stimuli) if p is not None]
+    check_target(args.out, "analyze", overwrite=args.overwrite, inputs=inputs)
     ratings = load_ratings(args.input)
     pilot = load_ratings(args.pilot) if args.pilot is not None else None
     sketch_images = None
     if args.stimuli is not None:
-        from stimuli.manifest import sketch_image_paths
+        from stimuli import load_set
 
-        sketch_images = sketch_image_paths(args.stimuli)
+        sketch_images = load_set(args.stimuli).sketch_paths()
     summary = analyze_ratings(ratings, args.out, options, figures=not args.no_figures,
-                              pilot=pilot, sketch_images=sketch_images)  # fmt: skip
+                              pilot=pilot, sketch_images=sketch_images,
+                              overwrite=args.overwrite)  # fmt: skip
     print(format_summary(summary, args.out))
     return 0

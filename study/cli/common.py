@@ -1,39 +1,149 @@
-"""What every subcommand shares: option types, common options, messages and progress.
+"""What every subcommand shares: the parser, option types, common options, messages, the log.
 
 Exit status: 0 on success, 2 on bad input (one line on stderr naming the file,
-line, field or option), 1 on an internal error. Handlers raise
-:class:`~analysis.checks.InputError` for bad input; :func:`study.cli.main`
-turns it into the one line and exit status 2.
+line, field or option), 1 on an internal error (one line naming the log file
+with the traceback). Handlers raise :class:`~analysis.checks.InputError` for
+bad input; :func:`study.cli.main` turns it into the one line and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
+import difflib
+import os
+import re
 import sys
-from collections.abc import Callable
+import tempfile
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from analysis.checks import InputError
+
+from . import PROG
 
 __all__ = [
     "PROG",
     "InputError",
+    "Parser",
     "add_alpha",
     "add_alternative",
     "add_anchor_design",
+    "add_overwrite",
     "add_seed",
     "at_least",
+    "between",
     "count",
     "count_min2",
     "error",
+    "internal_error",
+    "log_folder",
     "options_from",
     "positive_int",
     "probability",
     "progress_callback",
+    "unrecognized",
     "whole_numbers",
 ]
 
-PROG = "sbir-study"
+
+class Parser(argparse.ArgumentParser):
+    """argparse without abbreviations, whose errors are one line with a suggestion.
+
+    ``--part`` is not taken for ``--participants``: a misspelled option is an
+    error naming the closest valid one, and no usage block is printed.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        choice = re.search(r"invalid choice: '(.*?)' \(choose from (.*)\)$", message)
+        if choice:
+            allowed = re.findall(r"'(.*?)'", choice.group(2))
+            message += _did_you_mean(choice.group(1), allowed)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _did_you_mean(given: str, allowed: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` for the allowed value closest to ``given``, or nothing."""
+    starting = [a for a in allowed if a.startswith(given)] if len(given) > 2 else []
+    close = starting if len(starting) == 1 else difflib.get_close_matches(given, allowed, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    """The (sub)parser that the parsed command line ended in."""
+    while True:
+        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not actions or getattr(args, actions[0].dest, None) not in actions[0].choices:
+            return parser
+        parser = actions[0].choices[getattr(args, actions[0].dest)]
+
+
+def unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]):
+    """Exit 2 with one line naming the first argument nobody takes (and the closest option)."""
+    chosen = _chosen(parser, args)
+    options = [s for a in chosen._actions for s in a.option_strings if s.startswith("--")]
+    flags = [a for a in extra if a.startswith("-") and not _is_number(a)]
+    if flags:
+        given = flags[0].split("=", 1)[0]
+        chosen.error(f"unrecognized option {given!r}{_did_you_mean(given, options)}")
+    chosen.error(f"unexpected argument {extra[0]!r}")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def log_folder() -> Path:
+    """Where internal errors are logged: ``$SBIR_STUDY_LOG_DIR``, else
+    ``$XDG_STATE_HOME/sbir-study/logs`` (``~/.local/state/sbir-study/logs``);
+    never a folder of the user's data."""
+    given = os.environ.get("SBIR_STUDY_LOG_DIR")
+    if given:
+        return Path(given)
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(Path.home(), ".local", "state")
+    return Path(state) / "sbir-study" / "logs"
+
+
+def internal_error(argv: Sequence[str] | None) -> int:
+    """Log the exception being handled with its traceback, say where in one line; returns 1."""
+    kind, value, _ = sys.exc_info()
+    from analysis.provenance import toolkit_version
+
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    arguments = list(argv if argv is not None else sys.argv[1:])
+    text = (
+        f"sbir-study {toolkit_version()}, Python {sys.version.split()[0]}\n"
+        f"command: {PROG} {' '.join(map(str, arguments))}\n\n{traceback.format_exc()}"
+    )
+    for folder in (log_folder(), Path(tempfile.gettempdir()) / "sbir-study-logs"):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            log = folder / f"internal-error-{stamp}-{os.getpid()}.log"
+            log.write_text(text, encoding="utf-8")
+            break
+        except OSError:
+            continue
+    else:
+        print(text, file=sys.stderr, end="")
+        log = "the traceback above"
+    summary = str(value).strip().splitlines()[0][:200] if str(value).strip() else ""
+    name = kind.__name__ if kind else "error"
+    print(
+        f"{PROG}: internal error ({name}{': ' + summary if summary else ''}); the traceback is in "
+        f"{log}; please report it",
+        file=sys.stderr,
+    )
+    return 1
 
 
 def at_least(minimum: int) -> Callable[[str], int]:
@@ -49,6 +159,24 @@ def at_least(minimum: int) -> Callable[[str], int]:
         return value
 
     return whole_number
+
+
+def between(minimum: int, maximum: int) -> Callable[[str], int]:
+    """An option type: a whole number from ``minimum`` to ``maximum``."""
+    whole_number = at_least(minimum)
+
+    def bounded(text: str) -> int:
+        try:
+            value = whole_number(text)
+        except argparse.ArgumentTypeError:
+            value = None
+        if value is None or value > maximum:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number {minimum}..{maximum}, got {text!r}"
+            )
+        return value
+
+    return bounded
 
 
 positive_int = at_least(1)
@@ -96,6 +224,16 @@ def add_alternative(parser: argparse.ArgumentParser) -> None:
 
 def add_alpha(parser: argparse.ArgumentParser, what: str = "significance level") -> None:
     parser.add_argument("--alpha", type=probability, default=0.05, help=f"{what} (default: 0.05)")
+
+
+def add_overwrite(parser: argparse.ArgumentParser, what: str = "results") -> None:
+    """``--overwrite``: replace an earlier output of the same command (docs/outputs.md)."""
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help=f"replace the {what} an earlier run of this command wrote at --out; never "
+        "anything else (another command's output, a file it did not write)",
+    )
 
 
 def add_seed(parser: argparse.ArgumentParser) -> None:

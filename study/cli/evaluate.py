@@ -6,8 +6,10 @@ import argparse
 from pathlib import Path
 
 from .common import (
+    InputError,
     add_alpha,
     add_alternative,
+    add_overwrite,
     add_seed,
     at_least,
     options_from,
@@ -105,6 +107,7 @@ def _register_evaluate(commands) -> None:
     )
     add_seed(parser)
     parser.add_argument("--no-figures", action="store_true", help="skip figures/")
+    add_overwrite(parser)
     parser.set_defaults(handler=evaluate)
 
 
@@ -132,6 +135,7 @@ def _register_hpatches(commands) -> None:
         default=None,
         help="folder for hpatches_per_query.csv and hpatches_summary.csv",
     )
+    add_overwrite(parser, "tables")
     parser.set_defaults(handler=evaluate_hpatches)
 
 
@@ -159,11 +163,12 @@ def _register_baseline(commands) -> None:
         help="own: each sketch ranks its own images (the benchmark's protocol); all: every "
         "image of the set (default: own)",
     )
-    parser.add_argument("--overwrite", action="store_true", help="replace existing run files")
+    add_overwrite(parser, "runs")
     parser.set_defaults(handler=baseline)
 
 
 def evaluate(args: argparse.Namespace) -> int:
+    from analysis.outputs import check_target
     from analysis.retrieval.evaluation import (
         EvaluationOptions,
         evaluate_files,
@@ -172,21 +177,29 @@ def evaluate(args: argparse.Namespace) -> int:
     )
 
     options = options_from(EvaluationOptions, args)
+    inputs = [args.ground_truth, *args.runs, *([args.ratings] if args.ratings else [])]
+    check_target(args.out, "evaluate", overwrite=args.overwrite, inputs=inputs)
     evaluation = evaluate_files(
         args.ground_truth, args.runs, options, names=args.name, ratings=args.ratings,
         lower_is_better=args.lower_is_better, score_precision=args.score_precision,
     )  # fmt: skip
-    write_evaluation(evaluation, args.out, figures=not args.no_figures)
+    write_evaluation(evaluation, args.out, figures=not args.no_figures, overwrite=args.overwrite)
     print(format_evaluation(evaluation, args.out))
     return 0
 
 
 def evaluate_hpatches(args: argparse.Namespace) -> int:
+    from analysis.outputs import check_target
     from analysis.retrieval.hpatches import evaluate_hpatches, format_hpatches, write_hpatches
 
+    inputs = [args.benchmark_dir, args.results_dir]
+    if args.out is not None:
+        check_target(args.out, "evaluate-hpatches", overwrite=args.overwrite, inputs=inputs)
+    elif args.overwrite:
+        raise InputError("--overwrite: there is no --out to overwrite; drop --overwrite")
     per_query, summary = evaluate_hpatches(args.benchmark_dir, args.results_dir, top=args.top)
     if args.out is not None:
-        write_hpatches(per_query, summary, args.out)
+        write_hpatches(per_query, summary, args.out, overwrite=args.overwrite, inputs=inputs)
     print(format_hpatches(summary, args.top))
     if args.out is not None:
         print(f"Tables: {args.out / 'hpatches_summary.csv'}, hpatches_per_query.csv")
@@ -194,10 +207,14 @@ def evaluate_hpatches(args: argparse.Namespace) -> int:
 
 
 def baseline(args: argparse.Namespace) -> int:
+    from analysis.outputs import check_target
     from analysis.retrieval.baseline import parse_distances, write_baseline_runs
     from stimuli import load_set
 
     distances = parse_distances(args.distance)
+    single = len(distances) == 1 and not args.out.is_dir()
+    check_target(args.out, "baseline", folder=not single, overwrite=args.overwrite,
+                 inputs=[args.stimuli])  # fmt: skip
     stimulus_set = load_set(args.stimuli)
     targets = write_baseline_runs(stimulus_set, distances, args.out, collection=args.collection,
                                   overwrite=args.overwrite,

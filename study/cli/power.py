@@ -8,7 +8,14 @@ from pathlib import Path
 
 from analysis import paper
 
-from .common import add_alpha, add_seed, options_from, positive_int, whole_numbers
+from .common import (
+    add_alpha,
+    add_overwrite,
+    add_seed,
+    options_from,
+    positive_int,
+    whole_numbers,
+)
 
 __all__ = ["register"]
 
@@ -43,10 +50,12 @@ def register(commands) -> None:
     add_alpha(parser)
     add_seed(parser)
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
+    add_overwrite(parser)
     parser.set_defaults(handler=power)
 
 
 def power(args: argparse.Namespace) -> int:
+    from analysis.outputs import check_target
     from analysis.power import (
         PowerOptions,
         format_power,
@@ -56,10 +65,11 @@ def power(args: argparse.Namespace) -> int:
     )
     from analysis.simulate import StudyDesign
 
+    check_target(args.out, "power", overwrite=args.overwrite)
     design = StudyDesign(sketches=args.sketches, images_per_sketch=args.images)
     options = options_from(PowerOptions, args, counts=args.participants, design=design)
     runs = power_analysis(options, jobs=args.jobs, progress=sys.stderr.isatty())
     summary = summarize_power(runs)
-    write_power(runs, summary, args.out)
+    write_power(runs, summary, args.out, overwrite=args.overwrite)
     print(format_power(summary, options, args.out))
     return 0

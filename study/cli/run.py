@@ -36,11 +36,17 @@ def register(commands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from analysis.checks import check_input_file, check_participant
+    from analysis.outputs import check_dataset_folder
     from study.protocol import load_protocol
     from study.session import run_session, stimulus_set_for
 
+    # Every input is checked before a window opens.
+    check_input_file(args.protocol, "a protocol (.toml)")
     protocol = load_protocol(args.protocol)
     stimulus_set = stimulus_set_for(args.stimuli, protocol)
+    check_participant(args.participant, "--participant")
+    check_dataset_folder(args.data, "run")
     if args.resume and args.seed is not None:
         raise InputError("--seed: a resumed session uses its recorded seed; drop --seed")
     outcome = run_session(

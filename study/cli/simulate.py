@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 from pathlib import Path
 
 from analysis import paper
@@ -51,20 +49,35 @@ def register(commands) -> None:
     parser.add_argument("--miss-rate", type=float, default=None, help="share of missed responses")
     add_seed(parser)
     parser.add_argument(
-        "--flat", action="store_true", help="write one CSV/TSV ratings table instead of BIDS"
+        "--flat",
+        action="store_true",
+        help="write one ratings table (--out ending in .csv or .tsv) and its .json sidecar "
+        "instead of a BIDS dataset",
     )
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace an existing simulated dataset at --out (never a recorded one)",
+        help="replace a dataset (or table) that an earlier simulate wrote at --out; never a "
+        "recorded one, nor a file simulate did not write",
     )
     parser.set_defaults(handler=simulate)
 
 
 def simulate(args: argparse.Namespace) -> int:
+    from analysis.outputs import check_target
     from analysis.provenance import toolkit_version
-    from analysis.simulate import RaterModel, StudyDesign, write_simulated_dataset
+    from analysis.simulate import RaterModel, StudyDesign, sidecar_name, write_simulated_dataset
 
+    if args.flat and args.out.suffix.lower() not in (".csv", ".tsv"):
+        raise InputError(
+            f"--out: {args.out}: expected a table name ending in .csv or .tsv with --flat"
+        )
+    inputs = [args.stimuli] if args.stimuli is not None else []
+    companions = [sidecar_name(args.out)] if args.flat else []
+    check_target(args.out, "simulate", folder=not args.flat, companions=companions,
+                 overwrite=args.overwrite, inputs=inputs)  # fmt: skip
+    if args.miss_rate is not None and not 0.0 <= args.miss_rate < 1.0:
+        raise InputError(f"--miss-rate: expected a share from 0 to below 1, got {args.miss_rate}")
     stimuli, digest = None, None
     if args.stimuli is not None:
         design, stimuli, digest = _set_design(args)
@@ -78,10 +91,9 @@ def simulate(args: argparse.Namespace) -> int:
             anchor_images=args.anchor_images or paper.ANCHOR_IMAGES,
         )  # fmt: skip
     model = RaterModel() if args.miss_rate is None else RaterModel(miss_rate=args.miss_rate)
-    _clear_target(args.out, flat=args.flat, overwrite=args.overwrite)
     path = write_simulated_dataset(args.out, design, model, args.seed, flat=args.flat,
                                    version=toolkit_version(), stimuli=stimuli,
-                                   stimulus_digest=digest)  # fmt: skip
+                                   stimulus_digest=digest, overwrite=args.overwrite)  # fmt: skip
     kind = "ratings table" if args.flat else "BIDS dataset"
     on = f" on {args.stimuli} (set digest {digest[:12]}...)" if digest else ""
     print(
@@ -107,34 +119,3 @@ def _set_design(args: argparse.Namespace):
     if args.anchor_sketches == 0:
         manifest = manifest[manifest["role"] != "anchor"]
     return design_for_set(manifest, args.participants), manifest, stimulus_set.digest
-
-
-def _clear_target(out: Path, *, flat: bool, overwrite: bool) -> None:
-    """Refuse an existing target, or with ``overwrite`` remove a dataset simulate wrote."""
-    if flat:
-        if out.exists() and not overwrite:
-            raise InputError(f"{out}: exists; choose another --out or pass --overwrite")
-        return
-    if not (out.exists() and any(out.iterdir())):
-        return
-    if not overwrite:
-        raise InputError(
-            f"{out}: exists and is not empty; choose another --out or pass --overwrite"
-        )
-    if not _is_simulated_dataset(out):
-        raise InputError(
-            f"{out}: holds data that sbir-study simulate did not write; it is never "
-            "overwritten, choose another --out"
-        )
-    shutil.rmtree(out)
-
-
-def _is_simulated_dataset(root: Path) -> bool:
-    try:
-        description = json.loads((root / "dataset_description.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return any(
-        "sbir-study simulate" in str(entry.get("Description", ""))
-        for entry in description.get("GeneratedBy", [])
-    )

@@ -10,9 +10,9 @@ from analysis import paper
 
 from .common import (
     add_anchor_design,
+    add_overwrite,
     add_seed,
-    count,
-    count_min2,
+    between,
     error,
     options_from,
     positive_int,
@@ -53,13 +53,17 @@ def register(commands) -> None:
         f"{paper.SCALE[0]}..{paper.SCALE[1]}. The same seed gives the same bytes.",
     )
     generate.add_argument("--out", type=Path, required=True, help="new folder for the set")
-    generate.add_argument("--sketches", type=positive_int, default=paper.SKETCHES)
-    generate.add_argument("--images", type=count_min2, default=paper.IMAGES_PER_SKETCH,
+    # The bounds of stimuli.SetDesign, checked here so that a message names the option.
+    generate.add_argument("--sketches", type=between(1, 10_000), default=paper.SKETCHES)
+    generate.add_argument("--images", type=between(2, 10_000), default=paper.IMAGES_PER_SKETCH,
                           help="images per sketch")  # fmt: skip
-    generate.add_argument("--anchor-sketches", type=count, default=paper.ANCHOR_SKETCHES)
-    generate.add_argument("--anchor-images", type=count_min2, default=paper.ANCHOR_IMAGES)
-    generate.add_argument("--width", type=positive_int, default=320, help="pixels (default 320)")
-    generate.add_argument("--height", type=positive_int, default=240, help="pixels (default 240)")
+    generate.add_argument("--anchor-sketches", type=between(0, 100),
+                          default=paper.ANCHOR_SKETCHES)  # fmt: skip
+    generate.add_argument("--anchor-images", type=between(2, 7), default=paper.ANCHOR_IMAGES)
+    generate.add_argument("--width", type=between(64, 4096), default=320,
+                          help="pixels (default 320)")  # fmt: skip
+    generate.add_argument("--height", type=between(64, 4096), default=240,
+                          help="pixels (default 240)")  # fmt: skip
     add_seed(generate)
     generate.add_argument(
         "--pool",
@@ -67,6 +71,7 @@ def register(commands) -> None:
         help="a candidate pool for a pilot (role candidate, mostly poor matches) instead of "
         "a study set; 'stimuli select' chooses the study's pairs from it",
     )
+    add_overwrite(generate, "set")
     generate.set_defaults(handler=generate_command)
 
     import_ = actions.add_parser(
@@ -89,7 +94,8 @@ def register(commands) -> None:
     import_.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace the manifest and checksums of an earlier import",
+        help="replace the manifest and checksums of an earlier import (never a manifest "
+        "that stimuli import did not write)",
     )
     import_.set_defaults(handler=import_command)
 
@@ -111,6 +117,7 @@ def register(commands) -> None:
     select.add_argument("--images", type=positive_int, default=paper.IMAGES_PER_SKETCH,
                         help=f"N (default: {paper.IMAGES_PER_SKETCH})")  # fmt: skip
     add_seed(select)
+    add_overwrite(select, "selected set")
     select.set_defaults(handler=select_command)
 
 
@@ -143,7 +150,7 @@ def generate_command(args: argparse.Namespace) -> int:
     design = options_from(SetDesign, args, images_per_sketch=args.images,
                           role="candidate" if args.pool else "main")  # fmt: skip
     folder = generate_set(args.out, design, args.seed, progress=sys.stderr.isatty(),
-                          version=toolkit_version())  # fmt: skip
+                          version=toolkit_version(), overwrite=args.overwrite)  # fmt: skip
     report = validate_set(folder, _anchor_design(args))
     if not report.ok:
         raise RuntimeError(f"the generated set does not validate: {report.problems[0]}")
@@ -154,24 +161,25 @@ def generate_command(args: argparse.Namespace) -> int:
 def import_command(args: argparse.Namespace) -> int:
     from stimuli import import_set, validate_set
 
-    manifest = import_set(args.folder, role=args.role, overwrite=args.overwrite)
-    report = validate_set(args.folder, _anchor_design(args))
-    if not report.ok:
-        _report_problems(report)
-        error(f"{manifest} was written, but the set does not validate")
-        return 2
+    import_set(args.folder, role=args.role, overwrite=args.overwrite,
+               anchors=_anchor_design(args))  # fmt: skip
+    report = validate_set(args.folder, _anchor_design(args), check_images=False)
     print(f"Imported {report.summary()}")
     return 0
 
 
 def select_command(args: argparse.Namespace) -> int:
     from analysis import load_ratings
+    from analysis.outputs import check_target
     from stimuli import distance_to_uniform, write_selection
 
+    check_target(args.out, "stimuli select", overwrite=args.overwrite,
+                 inputs=[args.pool, args.pilot])  # fmt: skip
     ratings = load_ratings(args.pilot)
     selection = write_selection(args.pool, ratings, args.out, sketches=args.sketches,
                                 images_per_sketch=args.images, seed=args.seed,
-                                anchors=_anchor_design(args))  # fmt: skip
+                                anchors=_anchor_design(args),
+                                overwrite=args.overwrite)  # fmt: skip
     table = selection.distribution.pivot(index="rating", columns="dataset", values="share")
     dropped = int((~selection.sketches["selected"]).sum())
     print(

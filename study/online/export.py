@@ -9,20 +9,18 @@ screen and window size, the refresh estimate, the participant's list and the
 URL parameters of a crowd platform. ``participants.tsv`` holds the details
 the participant gave (age, sex, handedness).
 
-The dataset is written into a temporary folder beside ``out`` and moved into
-place when complete. An existing ``out`` is refused unless ``overwrite``, and
-then only when it is an earlier export that holds nothing but the files that
-export wrote (listed, with their SHA-256, in ``.sbir-export-online.json``).
+The dataset is written as every output is (:mod:`analysis.outputs`,
+``docs/outputs.md``): into a temporary folder beside ``out``, moved into place
+when complete with its output record; an existing ``out`` is refused unless
+``overwrite``, and then only when it is an earlier export holding nothing but
+the files that export wrote.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import math
-import os
-import shutil
 import tempfile
 import time
 import zipfile
@@ -36,16 +34,13 @@ from sqlalchemy.engine import Engine
 
 from analysis import bids
 from analysis.checks import InputError
-from analysis.provenance import sha256_file, toolkit_version
+from analysis.provenance import toolkit_version
 
 from ..recorder import SESSION_COLUMNS
 from . import storage
 from .storage import sessions, studies, trials
 
-__all__ = ["LISTING", "ExportSummary", "export_online", "export_zip", "write_dataset"]
-
-#: The export's own list of the files it wrote (path -> SHA-256), at the dataset root.
-LISTING = ".sbir-export-online.json"
+__all__ = ["ExportSummary", "export_online", "export_zip", "write_dataset"]
 
 _GENERATED_BY = "sbir-study export-online"
 
@@ -101,19 +96,14 @@ def export_online(
     :class:`~analysis.checks.InputError` for a database without a study, an
     ambiguous study, or an ``out`` that may not be replaced.
     """
+    from analysis.outputs import output_folder
+
     out = Path(out)
     engine = storage.open_database(url)
     try:
         study_id = _choose_study(engine, study)
-        _check_target(out, overwrite)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        temporary = Path(tempfile.mkdtemp(prefix=f".{out.name}.export-", dir=out.parent))
-        try:
-            summary = write_dataset(engine, study_id, temporary, with_lab=with_lab)
-            _move_into_place(temporary, out)
-        except BaseException:
-            shutil.rmtree(temporary, ignore_errors=True)
-            raise
+        with output_folder(out, "export-online", overwrite=overwrite, inputs=with_lab) as folder:
+            summary = write_dataset(engine, study_id, folder, with_lab=with_lab)
     finally:
         engine.dispose()
     return ExportSummary(
@@ -167,45 +157,6 @@ def _choose_study(engine: Engine, study: int | None) -> int:
     return study
 
 
-def _check_target(out: Path, overwrite: bool) -> None:
-    if not out.exists():
-        return
-    if not overwrite:
-        raise InputError(f"{out}: exists; choose another --out or pass --overwrite")
-    if not out.is_dir():
-        raise InputError(
-            f"{out}: is not a folder written by export-online; it is never overwritten"
-        )
-    listing = out / LISTING
-    try:
-        written = json.loads(listing.read_text(encoding="utf-8"))["files"]
-    except (OSError, ValueError, KeyError, TypeError):
-        raise InputError(
-            f"{out}: holds data that sbir-study export-online did not write (no "
-            f"{LISTING}); it is never overwritten, choose another --out"
-        ) from None
-    for path in sorted(out.rglob("*")):
-        if path.is_dir() or path == listing:
-            continue
-        relative = path.relative_to(out).as_posix()
-        if written.get(relative) != sha256_file(path):
-            raise InputError(
-                f"{path}: was not written by export-online (or was changed since); "
-                f"{out} is never overwritten, choose another --out"
-            )
-
-
-def _move_into_place(temporary: Path, out: Path) -> None:
-    """Replace ``out`` by ``temporary``; an interruption leaves the old export whole."""
-    if not out.exists():
-        os.rename(temporary, out)
-        return
-    old = out.with_name(f".{out.name}.replaced-{int(time.time())}")
-    os.rename(out, old)
-    os.rename(temporary, out)
-    shutil.rmtree(old)
-
-
 def write_dataset(
     engine: Engine, study_id: int, root: Path, *, with_lab: Sequence[str | Path] = ()
 ) -> ExportSummary:
@@ -234,7 +185,6 @@ def write_dataset(
     task = study["task"]
     by_session = {key: group for key, group in stored.groupby("session_id", sort=False)}
     people, n_trials, complete, empty = [], 0, 0, 0
-    written: dict[str, str] = {}
     for session in rows:
         group = by_session.get(session["id"])
         if group is None or group.empty:
@@ -243,10 +193,8 @@ def write_dataset(
         label = bids.check_label(session["participant"])
         path = bids.beh_path(root, label, task)
         table = _beh_table(label, group)
-        _write(path, table, written, root)
-        _write_json(
-            path.with_suffix(".json"), _sidecar(study, protocol, session, len(group)), written, root
-        )
+        _write(path, table)
+        _write_json(path.with_suffix(".json"), _sidecar(study, protocol, session, len(group)))
         details = json.loads(session["details"])
         people.append(
             {"participant_id": f"sub-{label}", **{c: details.get(c) for c in PARTICIPANT_COLUMNS}}
@@ -261,8 +209,8 @@ def write_dataset(
             {"Name": "sbir-study", "Version": toolkit_version(), "Description": _GENERATED_BY}
         ],
     }
-    _write_json(root / "dataset_description.json", description, written, root)
-    _write_text(root / "README", _README, written, root)
+    _write_json(root / "dataset_description.json", description)
+    _write_text(root / "README", _README)
     participants = pd.DataFrame(people, columns=["participant_id", *PARTICIPANT_COLUMNS])
     participants["age"] = participants["age"].astype("Int64").astype(object)
     described = {
@@ -270,34 +218,19 @@ def write_dataset(
         **PARTICIPANT_COLUMNS,
     }
     for lab in with_lab:
-        table, descriptions = _copy_lab(
-            Path(lab), root, set(participants["participant_id"]), written
-        )
+        table, descriptions = _copy_lab(Path(lab), root, set(participants["participant_id"]))
         participants = pd.concat([participants, table], ignore_index=True)
         described = {**descriptions, **described}
         people.extend(table.to_dict("records"))
     _write_text(
         root / "participants.tsv",
         participants.to_csv(sep="\t", index=False, na_rep="n/a", lineterminator="\n"),
-        written,
-        root,
     )
-    _write_json(
-        root / "participants.json",
-        {
-            "participant_id": {"Description": "Participant label (sub-<label>)."},
-            **PARTICIPANT_COLUMNS,
-        },
-        written,
-        root,
-    )
-    (root / LISTING).write_text(
-        json.dumps({"files": written}, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-    )
+    _write_json(root / "participants.json", described)
     return ExportSummary(root, study["name"], len(people), n_trials, complete, empty)
 
 
-def _copy_lab(lab: Path, root: Path, taken: set[str], written: dict):
+def _copy_lab(lab: Path, root: Path, taken: set[str]):
     """Copy a lab dataset's sessions into ``root``; its participants.tsv rows and descriptions."""
     table_path = lab / "participants.tsv"
     try:
@@ -321,7 +254,7 @@ def _copy_lab(lab: Path, root: Path, taken: set[str], written: dict):
         for path in sorted(folder.rglob("*")):
             if path.is_file():
                 relative = path.relative_to(lab).as_posix()
-                _write_text(root / relative, path.read_text(encoding="utf-8"), written, root)
+                _write_text(root / relative, path.read_text(encoding="utf-8"))
         taken.add(label)
     try:
         descriptions = json.loads((lab / "participants.json").read_text(encoding="utf-8"))
@@ -354,7 +287,7 @@ def cell(value) -> str:
     return text
 
 
-def _write(path: Path, table: pd.DataFrame, written: dict, root: Path) -> None:
+def _write(path: Path, table: pd.DataFrame) -> None:
     lines = ["\t".join(table.columns)]
     integer_columns = {"trial", "rating", "anchor_rating", "dropped_frames", "n_presses"}
     for row in table.itertuples(index=False):
@@ -364,7 +297,7 @@ def _write(path: Path, table: pd.DataFrame, written: dict, root: Path) -> None:
                 value = int(value)
             cells.append(cell(value))
         lines.append("\t".join(cells))
-    _write_text(path, "\n".join(lines) + "\n", written, root)
+    _write_text(path, "\n".join(lines) + "\n")
 
 
 def _sidecar(study: Mapping, protocol: dict, session: Mapping, n_stored: int) -> dict:
@@ -421,15 +354,10 @@ def _iso(epoch: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(epoch))
 
 
-def _write_text(path: Path, text: str, written: dict, root: Path) -> None:
+def _write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = text.encode("utf-8")
-    with open(path, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    written[path.relative_to(root).as_posix()] = hashlib.sha256(data).hexdigest()
+    path.write_bytes(text.encode("utf-8"))  # flushed to disk with the rest when moved into place
 
 
-def _write_json(path: Path, content, written: dict, root: Path) -> None:
-    _write_text(path, json.dumps(content, indent=2) + "\n", written, root)
+def _write_json(path: Path, content) -> None:
+    _write_text(path, json.dumps(content, indent=2) + "\n")

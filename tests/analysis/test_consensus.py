@@ -7,6 +7,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
 from analysis import (
+    InputError,
     anchoring_consistency,
     benjamini_hochberg_count,
     binned_medians,
@@ -144,3 +145,17 @@ def test_bh_count_matches_statsmodels(seed):
     for alpha in (0.01, 0.05, 0.2):
         expected = int(multipletests(p, alpha=alpha, method="fdr_bh")[0].sum())
         assert benjamini_hochberg_count(p, alpha) == expected
+
+
+@pytest.mark.parametrize(
+    "column, bad",
+    [("sketch_id", "s 1"), ("image_id", "a\nb"), ("image_id", "../x"), ("sketch_id", "s\x001")],
+)
+def test_qrels_never_carry_an_unchecked_id(tmp_path, column, bad):
+    """A space or a line break in an id would forge a field or a line of the qrels."""
+    truth = pd.DataFrame({"sketch_id": ["s1", "s1"], "image_id": ["a", "b"],
+                          "mean_rating": [1.0, 2.0]})  # fmt: skip
+    truth.loc[1, column] = bad
+    with pytest.raises(InputError, match=f"{column}: expected an id"):
+        write_qrels(truth, tmp_path / "x.qrels")
+    assert not (tmp_path / "x.qrels").exists()

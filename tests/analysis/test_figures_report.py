@@ -220,15 +220,16 @@ def test_pilot_is_drawn_beside_the_final_study(small_study, tmp_path):
 def test_stimuli_thumbnails_and_missing_manifest(small_study, tmp_path):
     from matplotlib.image import imsave
 
+    from stimuli import AnchorDesign, import_set
+
     root, ratings = small_study
     stimuli = tmp_path / "set"
-    (stimuli / "sketches").mkdir(parents=True)
-    rows = []
     for sketch in sorted(ratings["sketch_id"].astype(str).unique()):
+        (stimuli / "images" / sketch).mkdir(parents=True)
+        (stimuli / "sketches").mkdir(exist_ok=True)
         imsave(stimuli / "sketches" / f"{sketch}.png", np.eye(16), cmap="gray")
-        rows.append((sketch, "i1", f"sketches/{sketch}.png", "images/i1.png", "main"))
-    pd.DataFrame(rows, columns=["sketch_id", "image_id", "sketch_path", "image_path", "role"]
-                 ).to_csv(stimuli / "manifest.csv", index=False)  # fmt: skip
+        imsave(stimuli / "images" / sketch / "i1.png", np.eye(16)[::-1], cmap="gray")
+    import_set(stimuli, anchors=AnchorDesign(sketches=0))
     result = run_cli("analyze", str(root / "ratings.csv"), "--out", str(tmp_path / "out"),
                      "--stimuli", str(stimuli))  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -236,7 +237,7 @@ def test_stimuli_thumbnails_and_missing_manifest(small_study, tmp_path):
 
     result = run_cli("analyze", str(root / "ratings.csv"), "--out", str(tmp_path / "out2"),
                      "--stimuli", str(tmp_path / "nowhere"))  # fmt: skip
-    assert_input_error(result, "manifest.csv", "no such file")
+    assert_input_error(result, "nowhere", "no such folder; expected a stimulus set")
 
 
 def test_computation_never_imports_matplotlib(small_study, tmp_path):

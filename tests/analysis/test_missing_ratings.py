@@ -163,10 +163,9 @@ def test_skillings_mack_published_examples():
     assert result.df == 2
 
 
-SKILLINGS_MACK_R = (
-    pd.read_csv(DATA / "r_reference" / "skillings_mack.csv", dtype={"design": str})
-    .set_index("design")
-)
+SKILLINGS_MACK_R = pd.read_csv(
+    DATA / "r_reference" / "skillings_mack.csv", dtype={"design": str}
+).set_index("design")
 
 
 @pytest.mark.parametrize("design", SKILLINGS_MACK_R.index)

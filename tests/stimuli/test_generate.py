@@ -94,6 +94,6 @@ def test_latent_similarity_is_monotone_with_an_image_distance(tmp_path):
 
 def test_generate_refuses_a_folder_that_is_not_empty(small_set):
     result = run_cli("stimuli", "generate", "--out", str(small_set))
-    assert_input_error(result, str(small_set), "not empty")
+    assert_input_error(result, str(small_set), "exists", "pass --overwrite")
     result = run_cli("stimuli", "generate", "--out", str(small_set) + "x", "--anchor-images", "9")
-    assert_input_error(result, "anchor_images", "2..7")
+    assert_input_error(result, "--anchor-images", "2..7")

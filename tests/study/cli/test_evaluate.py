@@ -206,7 +206,9 @@ def test_baseline_refuses_to_overwrite_and_checks_the_distance(retrieval_study, 
                  "--out", str(target)]  # fmt: skip
     assert main(arguments) == 0 and target.is_file()
     assert main(arguments) == 2
-    assert "exists; pass --overwrite" in capsys.readouterr().err
+    assert "exists (the output of an earlier sbir-study baseline); pass --overwrite" in (
+        capsys.readouterr().err
+    )
     assert main([*arguments[:4], "cosin", "--out", str(tmp_path / "x.run")]) == 2
     assert "did you mean 'cosine'" in capsys.readouterr().err
     with warnings.catch_warnings():
@@ -228,5 +230,6 @@ def test_runs_that_are_not_utf8_name_the_line(
     sketch = pd.read_csv(gt)["sketch_id"].iloc[0]
     path = tmp_path / name
     path.write_bytes(content.replace(b"s01", sketch.encode()))
-    assert main(["evaluate", "--ground-truth", str(gt), str(path), "--out", str(tmp_path)]) == 2
+    out = tmp_path / "out"
+    assert main(["evaluate", "--ground-truth", str(gt), str(path), "--out", str(out)]) == 2
     assert f"{path}, line {line}: not UTF-8 text" in capsys.readouterr().err

@@ -12,7 +12,7 @@ def test_simulate_never_overwrites_recorded_data(analysed, tmp_path):
     root, _ = analysed
     data = root / "data"
     before = {p: p.read_bytes() for p in data.rglob("*") if p.is_file()}
-    assert_input_error(run_cli("simulate", "--out", str(data)), str(data), "not empty")
+    assert_input_error(run_cli("simulate", "--out", str(data)), str(data), "pass --overwrite")
     # --overwrite replaces a simulated dataset, never anything else.
     recorded = tmp_path / "recorded"
     (recorded / "sub-01").mkdir(parents=True)
