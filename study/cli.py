@@ -199,21 +199,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed", type=_count, default=None,
         help="the participant's order seed (default: drawn at random and recorded)",
     )  # fmt: skip
+    details = run.add_argument_group(
+        "participant details",
+        "those the protocol records (participants.details) and these do not give are asked on "
+        "screen before the instructions; written to participants.tsv ('n/a': prefer not to say)",
+    )
+    details.add_argument("--age", default=None, help="whole years")
+    details.add_argument("--sex", default=None, help="F, M or O (female, male, other)")
+    details.add_argument("--handedness", default=None, help="R, L or A (right, left, both)")
     run.set_defaults(handler=_run)
     return parser
 
 
 def _run(args: argparse.Namespace) -> int:
-    from study.protocol import load_protocol
-    from study.session import run_session, stimulus_set_for
+    from study.session import run_from_files
 
-    protocol = load_protocol(args.protocol)
-    stimulus_set = stimulus_set_for(args.stimuli, protocol)
-    if args.resume and args.seed is not None:
-        raise InputError("--seed: a resumed session uses its recorded seed; drop --seed")
-    outcome = run_session(
-        protocol, stimulus_set, args.participant, args.data, protocol_file=args.protocol,
-        resume=args.resume, simulate=args.simulate, windowed=args.windowed, seed=args.seed,
+    outcome = run_from_files(
+        args.protocol, args.stimuli, args.participant, args.data, resume=args.resume,
+        simulate=args.simulate, windowed=args.windowed, seed=args.seed,
+        details={"age": args.age, "sex": args.sex, "handedness": args.handedness},
     )  # fmt: skip
     refresh = f"{outcome.refresh_hz:.1f} Hz" if outcome.refresh_hz else "unmeasurable"
     print(

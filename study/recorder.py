@@ -27,14 +27,17 @@ import pandas as pd
 
 from analysis import bids
 from analysis.checks import InputError
+from analysis.provenance import toolkit_version
 
-__all__ = ["SESSION_COLUMNS", "SessionRecorder"]
+from .participants import DETAILS, details_description
+
+__all__ = ["SESSION_COLUMNS", "SessionRecorder", "check_dataset_folder", "recorded_details"]
 
 #: The columns of a recorded session's ``_beh.tsv``, in file order.
 SESSION_COLUMNS = (
-    "participant", "trial", "phase", "sketch_id", "image_id", "rating", "rt", "anchor_rating",
-    "onset", "onset_monotonic", "stim_duration", "blank_duration", "dropped_frames",
-    "n_presses", "presses", "paused_before",
+    "participant", "trial", "phase", "sketch_id", "image_id", "sketch_file", "image_file",
+    "rating", "rt", "anchor_rating", "onset_planned", "onset", "onset_monotonic",
+    "stim_duration", "blank_duration", "dropped_frames", "n_presses", "presses", "paused_before",
 )  # fmt: skip
 
 _README = """Ratings of sketch/image pairs recorded with sbir-study (the rating study of
@@ -98,6 +101,8 @@ class SessionRecorder:
         session: Mapping,
         trial_order: Sequence[Sequence],
         resume: bool = False,
+        details: Mapping[str, str] | None = None,
+        dataset: Mapping | None = None,
     ) -> SessionRecorder:
         """Start (or, with ``resume``, continue) a participant's session under ``root``.
 
@@ -106,7 +111,10 @@ class SessionRecorder:
         ``(trial, phase, sketch_id, image_id)`` of the trial list. A session
         that exists is refused without ``resume``; with it, the recorded
         ``Protocol``, ``StimulusSetDigest`` and ``TrialOrder`` must equal the
-        given ones.
+        given ones. ``details`` (detail name -> value, see
+        :mod:`study.participants`) go into the participant's row of
+        ``participants.tsv``; ``dataset`` (``Name``, ``Authors``) into a new
+        dataset's ``dataset_description.json``.
         """
         root = Path(root)
         label = bids.check_label(participant)
@@ -119,7 +127,7 @@ class SessionRecorder:
             )
         if resume and not path.exists():
             raise InputError(f"{path}: no session of participant {label!r} to resume")
-        _start_dataset(root, label)
+        _start_dataset(root, label, details or {}, dataset or {})
         if resume:
             sidecar, recorded = _resume(path, session, order)
             sidecar["Resumed"] = [*sidecar.get("Resumed", []), {
@@ -175,32 +183,105 @@ def _plain(value):
     return value
 
 
-def _start_dataset(root: Path, label: str) -> None:
+def check_dataset_folder(root: str | Path) -> Path:
+    """Check that sessions can be recorded under ``root``, before anything is shown.
+
+    ``root`` is a new or empty folder, or a BIDS dataset (it has
+    ``dataset_description.json``, and a readable ``participants.tsv`` if any).
+    A folder that holds other files is refused: it is someone else's, and
+    nothing in it is touched.
+    """
+    root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise InputError(f"{root}: --data: expected a folder for the BIDS dataset, found a file")
+    if root.is_dir():
+        description = root / "dataset_description.json"
+        if not description.exists() and any(root.iterdir()):
+            raise InputError(
+                f"{root}: --data: the folder holds files but no dataset_description.json, so it "
+                "is not a BIDS dataset; choose a new or empty folder, or a dataset of earlier "
+                "sessions"
+            )
+        if description.exists():
+            try:
+                json.loads(description.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as error:
+                raise InputError(f"{description}: cannot be read as JSON ({error})") from None
+        _read_participants(root / "participants.tsv")
+    existing = root
+    while not existing.exists():
+        existing = existing.parent
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"{root}: --data: {existing} is not writable")
+    return root
+
+
+def recorded_details(root: str | Path, label: str) -> dict[str, str]:
+    """The details ``participants.tsv`` holds for participant ``label`` (empty if none)."""
+    table = _read_participants(Path(root) / "participants.tsv")
+    if table is None:
+        return {}
+    rows = table[table["participant_id"] == f"sub-{label}"]
+    if rows.empty:
+        return {}
+    return {c: rows.iloc[0][c] for c in table.columns if c in DETAILS}
+
+
+def _read_participants(path: Path) -> pd.DataFrame | None:
+    if not path.exists():
+        return None
+    try:
+        table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    except (OSError, ValueError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: cannot be read as a table ({error})") from None
+    if "participant_id" not in table.columns:
+        raise InputError(f"{path}: line 1: expected a participant_id column")
+    return table
+
+
+def _start_dataset(root: Path, label: str, details: Mapping[str, str], dataset: Mapping) -> None:
     """Create the dataset files that do not exist yet and add the participant."""
     root.mkdir(parents=True, exist_ok=True)
     if not (root / "dataset_description.json").exists():
         description = {
-            "Name": "sbir-study rating sessions",
+            "Name": dataset.get("Name") or "sbir-study rating sessions",
             "BIDSVersion": bids.BIDS_VERSION,
             "DatasetType": "raw",
-            "GeneratedBy": [{"Name": "sbir-study", "Description": "sbir-study run"}],
         }
+        if dataset.get("Authors"):
+            description["Authors"] = list(dataset["Authors"])
+        description["GeneratedBy"] = [
+            {"Name": "sbir-study", "Version": toolkit_version(), "Description": "sbir-study run"}
+        ]
         _replace_atomically(root / "dataset_description.json",
                             json.dumps(description, indent=2) + "\n")  # fmt: skip
     if not (root / "README").exists():
         _replace_atomically(root / "README", _README)
     participants = root / "participants.tsv"
-    if participants.exists():
-        table = pd.read_csv(participants, sep="\t", dtype=str, keep_default_na=False)
-    else:
+    table = _read_participants(participants)
+    if table is None:
         table = pd.DataFrame({"participant_id": pd.Series(dtype=str)})
     if f"sub-{label}" not in set(table["participant_id"]):
-        table = pd.concat([table, pd.DataFrame({"participant_id": [f"sub-{label}"]})])
+        row = {"participant_id": f"sub-{label}", **details}
+        table = pd.concat([table, pd.DataFrame([row], dtype=str)], ignore_index=True)
+        # Detail columns in a fixed order after participant_id, other columns as they were.
+        known = [c for c in DETAILS if c in table.columns]
+        others = [c for c in table.columns if c != "participant_id" and c not in DETAILS]
+        table = table[["participant_id", *others, *known]]
         text = table.fillna("n/a").to_csv(sep="\t", index=False, lineterminator="\n")
         _replace_atomically(participants, text)
-    if not (root / "participants.json").exists():
-        described = {"participant_id": {"Description": "Participant label (sub-<label>)."}}
-        _replace_atomically(root / "participants.json", json.dumps(described, indent=2) + "\n")
+    sidecar = root / "participants.json"
+    described = {}
+    if sidecar.exists():
+        try:
+            described = json.loads(sidecar.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise InputError(f"{sidecar}: cannot be read as JSON ({error})") from None
+    wanted = {"participant_id": {"Description": "Participant label (sub-<label>)."},
+              **details_description([c for c in DETAILS if c in table.columns])}  # fmt: skip
+    missing = {k: v for k, v in wanted.items() if k not in described}
+    if missing or not sidecar.exists():
+        _replace_atomically(sidecar, json.dumps({**described, **missing}, indent=2) + "\n")
 
 
 def _resume(path: Path, session: Mapping, order: list) -> tuple[dict, int]:
