@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
-from session_harness import Keyboard, beh_file, realtime, start_session, wait_for, xvfb
+from session_harness import Keyboard, beh_file, realtime, start_session, xvfb
 
 from stimuli import SetDesign, generate_set
 from study.protocol import load_protocol
@@ -110,10 +110,8 @@ def session_run(folder: Path, stimuli: Path, load: int, seed: int,
         with xvfb(nice=x_nice) as display:
             session = start_session(display, PROTOCOL, stimuli, data, "--seed", str(seed),
                                     "--age", "n/a", "--sex", "n/a")  # fmt: skip
+            session.wait_line("the session begins when the participant presses space")
             sidecar = beh_file(data, protocol.task).with_suffix(".json")
-            wait_for(lambda: sidecar.exists() or session.poll() is not None, timeout=120)
-            if session.poll() is not None:
-                raise RuntimeError(session.communicate()[1])
             order = pd.DataFrame(json.loads(sidecar.read_text())["TrialOrder"],
                                  columns=["trial", "phase", "sketch_id", "image_id"])  # fmt: skip
             keys = Keyboard(display)
@@ -134,8 +132,8 @@ def session_run(folder: Path, stimuli: Path, load: int, seed: int,
                 if phase == "anchor_demo" and following != "anchor_demo":
                     planned = keys.tap("space", at=planned + 0.5).t + timing.blank_s
             keys.tap("space", at=planned + 0.5)  # the end screen
-            _, err = session.communicate(timeout=120)
-            if session.returncode != 0:
+            status, _, err = session.finish(timeout=120)
+            if status != 0:
                 raise RuntimeError(err)
     finally:
         for worker in workers:

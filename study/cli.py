@@ -218,6 +218,7 @@ def _run(args: argparse.Namespace) -> int:
         args.protocol, args.stimuli, args.participant, args.data, resume=args.resume,
         simulate=args.simulate, windowed=args.windowed, seed=args.seed,
         details={"age": args.age, "sex": args.sex, "handedness": args.handedness},
+        progress=lambda line: print(line, flush=True),
     )  # fmt: skip
     refresh = f"{outcome.refresh_hz:.1f} Hz" if outcome.refresh_hz else "unmeasurable"
     print(

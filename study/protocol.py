@@ -331,8 +331,8 @@ def _check_keys(protocol: Protocol, path: Path) -> None:
     named += [("response.pause_key", response.pause_key), ("response.quit_key", response.quit_key)]
     for where, name in named:
         if name not in known:
-            close = difflib.get_close_matches(name.lower(), sorted(known), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            close = _closest_key(name, known)
+            hint = f"; did you mean {close!r}?" if close else ""
             raise InputError(
                 f"{path}: {where}: {name!r} is not a key name the keyboard backend reports{hint} "
                 "(protocols/README.md lists them)"
@@ -347,6 +347,20 @@ def _check_keys(protocol: Protocol, path: Path) -> None:
         _claim(jobs, name, f"rating {rating}", "response.keys", path)
     _claim(jobs, response.pause_key, "the pause key", "response.pause_key", path)
     _claim(jobs, response.quit_key, "the quit key", "response.quit_key", path)
+
+
+def _closest_key(name: str, known: frozenset[str]) -> str | None:
+    """The backend's name for a key spelled another common way, or the most similar name."""
+    spelled = name.strip().lower()
+    for prefix in ("numpad_", "numpad", "keypad_", "keypad", "kp_", "kp"):
+        if spelled.startswith(prefix) and len(spelled) > len(prefix):
+            spelled = "num_" + spelled[len(prefix) :]
+            break
+    spelled = {"esc": "escape", "enter": "return", "spacebar": "space"}.get(spelled, spelled)
+    if spelled in known:
+        return spelled
+    close = difflib.get_close_matches(spelled, sorted(known), n=1)
+    return close[0] if close else None
 
 
 def _claim(jobs: dict[str, str], name: str, job: str, where: str, path: Path) -> None:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import bisect
 import json
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -93,11 +94,13 @@ def run_from_files(
     windowed: bool = False,
     seed: int | None = None,
     details: Mapping[str, str | None] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> SessionOutcome:
     """``sbir-study run``: check every input, then run the session (see the module docstring).
 
     Bad input, a missing display included, raises
     :class:`~analysis.checks.InputError` before any window opens.
+    ``progress`` receives one line for the experimenter at each stage.
     """
     protocol = load_protocol(protocol_file)
     stimulus_set = stimulus_set_for(stimuli, protocol)
@@ -105,7 +108,7 @@ def run_from_files(
         raise InputError("--seed: a resumed session uses its recorded seed; drop --seed")
     return run_session(protocol, stimulus_set, participant, data, protocol_file=protocol_file,
                        resume=resume, simulate=simulate, windowed=windowed, seed=seed,
-                       details=details)  # fmt: skip
+                       details=details, progress=progress)  # fmt: skip
 
 
 def run_session(
@@ -120,16 +123,20 @@ def run_session(
     windowed: bool = False,
     seed: int | None = None,
     details: Mapping[str, str | None] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> SessionOutcome:
     """Run (or resume) one participant's session; see the module docstring.
 
     ``stimulus_set`` is a :class:`stimuli.StimulusSet` (checked);
     ``details`` maps ``age``, ``sex``, ``handedness`` to the values given on
     the command line (None: not given, asked on screen unless ``simulate``).
+    ``progress`` receives one line for the experimenter at each stage.
     Returns a :class:`SessionOutcome`; bad input raises
     :class:`~analysis.checks.InputError`.
     """
     from analysis import bids
+
+    say = progress or (lambda line: None)
 
     check_dataset_folder(data)
     label = bids.check_label(participant)
@@ -152,6 +159,12 @@ def run_session(
     from .display import require_display
 
     require_display()
+    if not protocol.dataset.authors and not (Path(data) / "dataset_description.json").exists():
+        warnings.warn(
+            f"the protocol {protocol.name!r} names no authors ([dataset] authors); the new "
+            "dataset's dataset_description.json will name none",
+            stacklevel=2,
+        )
     from psychopy import core, logging
 
     logging.console.setLevel(logging.ERROR)
@@ -183,10 +196,13 @@ def run_session(
         mode = "frames" if frames_ok else "clock"
         loop = _Loop(win, kb, protocol, stimulus_set, trials, label, mode, refresh, core,
                      responder_plan)  # fmt: skip
+        say(f"Window open ({mode} timing, refresh {refresh or 0:.1f} Hz).")
         wanted = [d for d in protocol.participants.details if d not in given]
         if resume or simulate:
             answered = {name: MISSING for name in wanted}  # recorded at the start, or nobody
         else:
+            if wanted:
+                say(f"Asking the participant on screen: {', '.join(wanted)}.")
             answered = loop.ask_details(wanted)
             if answered is None:
                 return SessionOutcome(path, "incomplete", 0, len(trials), mode, refresh)
@@ -210,6 +226,10 @@ def run_session(
         recorder = SessionRecorder.open(data, label, task=protocol.task, session=session,
                                         trial_order=list(order), resume=resume,
                                         details={**given, **answered}, dataset=dataset)  # fmt: skip
+        say(
+            f"Recording to {recorder.path}; the instructions are on screen, the session begins "
+            "when the participant presses space."
+        )
         status = loop.run(recorder)
         recorder.finish(status, TrialsRecorded=loop.recorded)
     finally:
@@ -346,12 +366,15 @@ class _Screen:
     """Flips at planned times: by counting refreshes (frames mode) or by the clock."""
 
     def __init__(self, win, mode: str, frame_s: float, core, tick: Callable[[], None]) -> None:
-        import pyglet.gl
-
         self.win, self.mode, self.frame, self.core, self.tick = win, mode, frame_s, core, tick
-        self._finish = pyglet.gl.glFinish
         self.delays: deque[float] = deque(maxlen=15)  # flip call -> return, clock mode
         self.last_flip = core.getTime()
+
+    def _finish(self) -> None:
+        """Wait until OpenGL has rendered everything drawn so far."""
+        import pyglet.gl
+
+        pyglet.gl.glFinish()
 
     def wait_until(self, deadline: float) -> None:
         """Poll the keys until ``deadline``, sleeping in short steps, spinning at the end."""
@@ -384,7 +407,10 @@ class _Screen:
         """
         if self.mode == "frames":
             flips = [self.last_flip]
-            while not next_refresh_is_due(self.last_flip, self.frame, deadline):
+            # (The clock, too: a flip that stopped waiting for the refresh must not loop forever.)
+            while not next_refresh_is_due(self.last_flip, self.frame, deadline) and (
+                self.core.getTime() < deadline - self.frame / 2
+            ):
                 current()
                 self.last_flip = self.win.flip()
                 flips.append(self.last_flip)

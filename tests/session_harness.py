@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,15 +135,87 @@ def wait_until(at: float) -> None:
         pass
 
 
-def start_session(display: str, protocol: Path, stimuli: Path, data: Path, *extra: str,
-                  participant: str = "01") -> subprocess.Popen:  # fmt: skip
-    """``sbir-study run`` in a window on ``display``, as a subprocess."""
-    env = {**os.environ, "DISPLAY": display}
+class Session:
+    """``sbir-study run`` in a window on a display, as a subprocess whose output is followed."""
+
+    def __init__(self, command: list[str], env: dict) -> None:
+        self.process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True)  # fmt: skip
+        self.lines: list[str] = []
+        self.errors: list[str] = []
+        self._readers = [
+            threading.Thread(target=self._read, args=(stream, into), daemon=True)
+            for stream, into in ((self.process.stdout, self.lines),
+                                 (self.process.stderr, self.errors))
+        ]  # fmt: skip
+        for reader in self._readers:
+            reader.start()
+
+    @staticmethod
+    def _read(stream, into: list[str]) -> None:
+        for line in stream:
+            into.append(line)
+
+    def wait_line(self, text: str, timeout: float = 120.0) -> str:
+        """Wait until the session prints a line containing ``text``; return it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for line in self.lines:
+                if text in line:
+                    return line
+            if self.process.poll() is not None:
+                time.sleep(0.1)  # let the readers drain
+                if not any(text in line for line in self.lines):
+                    errors = "".join(self.errors)[-2000:]
+                    raise RuntimeError(f"the session ended ({self.process.returncode}) before "
+                                       f"printing {text!r}: {errors}")  # fmt: skip
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the session did not print {text!r}")
+            time.sleep(0.02)
+
+    def finish(self, timeout: float = 120.0) -> tuple[int, str, str]:
+        """Wait for the session to end: exit status, stdout, stderr."""
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise
+        for reader in self._readers:
+            reader.join(10)
+        return self.process.returncode, "".join(self.lines), "".join(self.errors)
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+
+def start_session(display: str | None, protocol: Path, stimuli: Path, data: Path, *extra: str,
+                  participant: str = "01", windowed: bool = True) -> Session:  # fmt: skip
+    """``sbir-study run`` in a window on ``display`` (None: no DISPLAY at all)."""
+    env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
+    if display is not None:
+        env["DISPLAY"] = display
     command = [sys.executable, "-m", "study.cli", "run", "--protocol", str(protocol),
                "--stimuli", str(stimuli), "--participant", participant, "--data", str(data),
-               "--windowed", *extra]  # fmt: skip
-    return subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+               *(["--windowed"] if windowed else []), *extra]  # fmt: skip
+    return Session(command, env)
+
+
+@contextlib.contextmanager
+def realtime_priority():
+    """Real-time priority for this thread inside the block (where allowed), normal after it."""
+    try:
+        before = os.sched_getscheduler(0), os.sched_getparam(0)
+    except (OSError, AttributeError):
+        yield False
+        return
+    raised = realtime()
+    try:
+        yield raised
+    finally:
+        if raised:
+            os.sched_setscheduler(0, before[0], before[1])
 
 
 def beh_file(data: Path, task: str, participant: str = "01") -> Path:

@@ -141,3 +141,72 @@ def test_sigkill_keeps_every_written_trial_and_resume_completes_the_session(tmp_
     sidecar = json.loads(tsv.with_suffix(".json").read_text())
     assert sidecar["SessionStatus"] == "complete"
     assert sidecar["Resumed"][0]["FromTrial"] == len(before) + 1
+
+
+# --- Participants, dataset description, and folders that hold someone's data ---------------
+
+from study.recorder import check_dataset_folder, recorded_details  # noqa: E402
+
+
+def _open_as(root, label, details=None, dataset=None):
+    return SessionRecorder.open(root, label, task="sbirdemo", session=SESSION, trial_order=ORDER,
+                                details=details, dataset=dataset)  # fmt: skip
+
+
+def test_participant_details_and_their_description(tmp_path):
+    dataset = {"Name": "Lab X replication", "Authors": ["A. Tester", "B. Tester"]}
+    _open_as(tmp_path, "01", {"age": "25", "sex": "F", "handedness": "n/a"}, dataset).finish(
+        "complete"
+    )
+    _open_as(tmp_path, "002", {"age": "n/a", "sex": "M"}).finish("complete")
+    table = pd.read_csv(tmp_path / "participants.tsv", sep="\t", dtype=str, keep_default_na=False)
+    assert table.to_dict("list") == {
+        "participant_id": ["sub-01", "sub-002"],  # labels stay text: 01 is not 1
+        "age": ["25", "n/a"], "sex": ["F", "M"], "handedness": ["n/a", "n/a"]}  # fmt: skip
+    described = json.loads((tmp_path / "participants.json").read_text())
+    assert described["age"]["Units"] == "year"
+    assert described["sex"]["Levels"] == {"F": "female", "M": "male", "O": "other"}
+    assert described["handedness"]["Levels"] == {"R": "right", "L": "left", "A": "ambidextrous"}
+    description = json.loads((tmp_path / "dataset_description.json").read_text())
+    assert description["Name"] == "Lab X replication"
+    assert description["Authors"] == ["A. Tester", "B. Tester"]
+    assert recorded_details(tmp_path, "01") == {"age": "25", "sex": "F", "handedness": "n/a"}
+    assert recorded_details(tmp_path, "03") == {}
+
+
+def test_existing_participants_file_is_kept_whole(tmp_path):
+    # Written elsewhere, with Windows line endings and a column of its own.
+    (tmp_path / "dataset_description.json").write_text('{"Name": "x", "BIDSVersion": "1.9.0"}')
+    (tmp_path / "participants.tsv").write_bytes(b"participant_id\tgroup\r\nsub-07x\tpilot\r\n")
+    (tmp_path / "participants.json").write_text('{"group": {"Description": "Lab group."}}')
+    _open_as(tmp_path, "08", {"age": "31"}).finish("complete")
+    table = pd.read_csv(tmp_path / "participants.tsv", sep="\t", dtype=str, keep_default_na=False)
+    assert table.to_dict("list") == {"participant_id": ["sub-07x", "sub-08"],
+                                     "group": ["pilot", "n/a"], "age": ["n/a", "31"]}  # fmt: skip
+    described = json.loads((tmp_path / "participants.json").read_text())
+    assert described["group"] == {"Description": "Lab group."} and "age" in described
+    assert json.loads((tmp_path / "dataset_description.json").read_text())["Name"] == "x"
+
+
+def test_data_folders_that_cannot_hold_a_session_are_refused_untouched(tmp_path):
+    check_dataset_folder(tmp_path / "new" / "deeper")  # a new folder: fine
+    check_dataset_folder(tmp_path)  # an empty one: fine
+    someone = tmp_path / "someone"
+    someone.mkdir()
+    (someone / "thesis.docx").write_bytes(b"precious")
+    with pytest.raises(InputError, match=r"holds files but no dataset_description\.json"):
+        check_dataset_folder(someone)
+    assert [p.name for p in someone.iterdir()] == ["thesis.docx"]
+    a_file = tmp_path / "data.tsv"
+    a_file.write_text("x")
+    with pytest.raises(InputError, match="expected a folder for the BIDS dataset, found a file"):
+        check_dataset_folder(a_file)
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "dataset_description.json").write_text("{not json")
+    with pytest.raises(InputError, match=r"dataset_description.json: cannot be read as JSON"):
+        check_dataset_folder(broken)
+    (broken / "dataset_description.json").write_text("{}")
+    (broken / "participants.tsv").write_text("subject\n01\n")
+    with pytest.raises(InputError, match=r"participants.tsv: line 1: expected a participant_id"):
+        check_dataset_folder(broken)
