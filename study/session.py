@@ -524,7 +524,13 @@ class _Loop:
         self.text.text = text
         self.text.draw()
 
+    def _black(self) -> float:
+        """The black screen, now (after a waiting screen, until the next pair)."""
+        self.black.draw()
+        return self.screen.flip()
+
     def _message(self, text: str) -> float:
+        self.win.clearBuffer()  # a clock-timed flip leaves the back buffer as it was
         self._draw_message(text)
         return self.screen.flip()
 
@@ -676,7 +682,7 @@ class _Loop:
         outcome, answered = self._waiting_screens([intro], None)
         if outcome == "quit":
             return "incomplete"
-        self.screen.flip()  # black until the first pair
+        self._black()  # until the first pair
         # The session's time zero is the key press that began it; a resumed session goes on
         # from where its record ends, after one blank.
         self.session_start = answered - (resumed_at or 0.0)
@@ -730,7 +736,7 @@ class _Loop:
                         return "incomplete"
                     if outcome == "end":
                         return "complete"
-                    self.screen.flip()  # black until the pair
+                    self._black()  # until the pair
                     nominal, plan = plan, answered + timing.blank_s
                     paused += plan - nominal
                     controls_since = answered
