@@ -257,7 +257,9 @@ def main() -> None:
     protocol = load_protocol(PROTOCOL)
     timing = protocol.timing
     results = []
-    with tempfile.TemporaryDirectory() as folder:
+    # Not under /tmp: an hour-long run must not lose its stimulus set to a cleaner of /tmp.
+    (ROOT / "build").mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="bench-session-", dir=ROOT / "build") as folder:
         folder = Path(folder)
         design = SetDesign(sketches=args.sketches, images_per_sketch=args.images,
                            anchor_sketches=args.anchor_sketches)  # fmt: skip

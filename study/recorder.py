@@ -90,6 +90,7 @@ class SessionRecorder:
         #: Trials on disk before this process started (0 for a new session).
         self.recorded = recorded
         self._handle = open(path, "a", encoding="utf-8", newline="\n")
+        self._keys = None  # the key log, opened with the first keys
 
     @classmethod
     def open(
@@ -152,16 +153,37 @@ class SessionRecorder:
         _replace_atomically(path.with_suffix(".json"), json.dumps(sidecar, indent=2) + "\n")
         return cls(path, sidecar, recorded)
 
-    def append(self, row: Mapping) -> None:
-        """Write one trial as one line and force it to disk before returning."""
+    def append(self, row: Mapping, keys: Sequence[tuple[str, float, float]] = ()) -> None:
+        """Write one trial as one line and force it to disk before returning.
+
+        ``keys`` are the key-downs received since the last trial, as ``(key,
+        monotonic time, seconds from the session's start)``: they go to the
+        session's key log first (``sourcedata/sub-<label>/..._keys.tsv``,
+        every key the session received, in the order received), so a trial
+        on disk can always be scored again from the keys behind it.
+        """
+        if keys:
+            if self._keys is None:
+                self._keys = _open_key_log(self.key_log)
+            self._keys.write("".join(f"{k}\t{t:.6f}\t{s:.6f}\n" for k, t, s in keys))
+            self._keys.flush()
+            os.fsync(self._keys.fileno())
         line = "\t".join(_cell(row.get(c)) for c in SESSION_COLUMNS) + "\n"
         self._handle.write(line)
         self._handle.flush()
         os.fsync(self._handle.fileno())
 
+    @property
+    def key_log(self) -> Path:
+        """Every key-down the session received: ``sourcedata/sub-<label>/<name>_keys.tsv``."""
+        return self.path.parents[2] / "sourcedata" / self.path.parent.parent.name / (
+            self.path.name.replace("_beh.tsv", "_keys.tsv"))  # fmt: skip
+
     def finish(self, status: str, **entries) -> None:
-        """Close the file and complete the sidecar (``complete`` or ``incomplete``)."""
+        """Close the files and complete the sidecar (``complete`` or ``incomplete``)."""
         self._handle.close()
+        if self._keys is not None:
+            self._keys.close()
         self.sidecar.update(entries)
         self.sidecar["SessionStatus"] = status
         self.sidecar["SessionEnd"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -172,6 +194,16 @@ class SessionRecorder:
     def recorded_rows(self) -> pd.DataFrame:
         """The trials on disk, as text."""
         return pd.read_csv(self.path, sep="\t", dtype=str, keep_default_na=False)
+
+
+def _open_key_log(path: Path):
+    """The key log, for appending (a header when new; a resumed session goes on below)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new = not path.exists()
+    handle = open(path, "a", encoding="utf-8", newline="\n")
+    if new:
+        handle.write("key\tonset_monotonic\tsession_time\n")
+    return handle
 
 
 def _plain(value):

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 import time
 import warnings
 from collections import deque
@@ -69,6 +70,8 @@ _QUIT_ANSWERS = {"y": True, "n": False}
 _PREPARE_S = 0.025
 # A flip is called this much before its deadline, less the measured time a flip takes.
 _SPIN_S = 0.003
+# After a response window closes, keys pressed before it closed are awaited this long.
+_SETTLE_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -230,8 +233,22 @@ def run_session(
             f"Recording to {recorder.path}; the instructions are on screen, the session begins "
             "when the participant presses space."
         )
-        status = loop.run(recorder)
-        recorder.finish(status, TrialsRecorded=loop.recorded)
+        try:
+            status = loop.run(recorder)
+        except BaseException as error:
+            # Whatever stops the session (a stimulus file gone, Ctrl-C, a bug), every trial so
+            # far is on disk; the sidecar says the session stopped, and why.
+            recorder.finish("incomplete", TrialsRecorded=loop.recorded,
+                            RatingKeysReceivedLate=loop.late_keys,
+                            StoppedBy=f"{type(error).__name__}: {error}")  # fmt: skip
+            if isinstance(error, OSError) and getattr(error, "filename", None):
+                raise InputError(
+                    f"{error.filename}: {error.strerror or error} during the session; its "
+                    f"{loop.recorded} trials so far are recorded in {recorder.path} (continue "
+                    "with --resume once the file is back)"
+                ) from None
+            raise
+        recorder.finish(status, TrialsRecorded=loop.recorded, RatingKeysReceivedLate=loop.late_keys)
     finally:
         win.close()
         if realtime:
@@ -243,10 +260,11 @@ def _details_on_resume(data, label: str, given: dict[str, str]) -> dict[str, str
     """Details were recorded when the session began; given again, they must agree."""
     recorded = recorded_details(data, label)
     for name, value in given.items():
-        if recorded.get(name, MISSING) not in (value, MISSING):
+        if recorded.get(name, MISSING) != value:
             raise InputError(
-                f"--{name}: participants.tsv records {recorded[name]!r} for sub-{label}, not "
-                f"{value!r}; a resumed session keeps what was recorded"
+                f"--{name}: participants.tsv records {recorded.get(name, MISSING)!r} for "
+                f"sub-{label}, not {value!r}; a resumed session keeps what was recorded (leave "
+                f"--{name} out, or correct participants.tsv by hand)"
             )
     return {}
 
@@ -278,9 +296,12 @@ class _KeyStream:
     the pair (name, time stamp). Times are the backend's, on PsychoPy's clock.
     """
 
-    def __init__(self, kb) -> None:
+    def __init__(self, kb, controls: set[str]) -> None:
         self.kb = kb
         self.events: list[KeyEvent] = []  # sorted by time
+        self.received: list[KeyEvent] = []  # in the order they came in
+        self.controls: list[KeyEvent] = []  # the pause and quit keys among them
+        self._control_names = controls
         self._seen: set[tuple[str, float]] = set()
 
     def poll(self) -> None:
@@ -288,8 +309,11 @@ class _KeyStream:
             ident = (key.name, float(key.tDown))
             if ident not in self._seen:
                 self._seen.add(ident)
-                bisect.insort(self.events, KeyEvent(t=ident[1], name=ident[0]),
-                              key=lambda e: e.t)  # fmt: skip
+                event = KeyEvent(t=ident[1], name=ident[0])
+                bisect.insort(self.events, event, key=lambda e: e.t)
+                self.received.append(event)
+                if event.name in self._control_names:
+                    self.controls.append(event)
 
     def since(self, t: float) -> list[KeyEvent]:
         """The events at or after ``t`` (what scoring a window needs, without the whole past)."""
@@ -451,19 +475,27 @@ class _Loop:
         self.set, self.trials, self.label = stimulus_set, trials, label
         self.offset = _clock_offset(core)
         frame = 1.0 / refresh if mode == "frames" and refresh else 1.0 / 60.0
-        self.keys = _KeyStream(kb)
+        response = protocol.response
+        self.control_keys = {response.quit_key}
+        if protocol.pauses.allowed:
+            self.control_keys.add(response.pause_key)
+        self.keys = _KeyStream(kb, self.control_keys)
+        self._handled: set[KeyEvent] = set()  # control presses that took effect
         self.responder = (
             _Responder(kb, answers, protocol.response.keys) if answers is not None else None
         )
         self.screen = _Screen(win, mode, frame, core, self._tick)
         self.key_map = protocol.key_map
-        response = protocol.response
-        self.control_keys = {response.quit_key}
-        if protocol.pauses.allowed:
-            self.control_keys.add(response.pause_key)
         self.black = visual.Rect(win, width=2.0, height=2.0, units="norm", fillColor="black",
                                  lineColor="black")  # fmt: skip
         self.text = visual.TextStim(win, text="", height=0.8, wrapWidth=30, color="white")
+        # One laid-out text per waiting screen: laying out a text takes far longer than a
+        # frame, and a waiting screen may replace a pair at its planned flip.
+        self.screens = {
+            kind: visual.TextStim(win, text=_screen_text(kind, protocol), height=0.8,
+                                  wrapWidth=30, color="white")
+            for kind in ("quit", "pause", "main", "anchoring", "end")
+        }  # fmt: skip
         display = protocol.display
         half = (display.stimulus_deg + display.gap_deg) / 2
         self._slots = [
@@ -476,6 +508,10 @@ class _Loop:
         self._turn = 0
         self.recorder = None
         self.recorded = 0
+        self._logged = 0  # keys written to the key log
+        self._checked = 0  # keys looked at for late arrival
+        self._scored_until = -math.inf  # the end of the last trial written
+        self.late_keys = 0
         self.session_start = 0.0
         self._warm_up()
 
@@ -492,8 +528,9 @@ class _Loop:
             row["phase"], row["anchor_rating"] = "anchor_demo", 1  # the label is drawn too
             _draw_all(self._stimuli(row))
             self.win.flip()
-        self._draw_message(self.protocol.instructions.main)
-        self.win.flip()
+        for screen in self.screens.values():
+            screen.draw()
+            self.win.flip()
         for _ in range(12):
             self.win.clearBuffer()
             self.black.draw()
@@ -527,6 +564,12 @@ class _Loop:
     def _black(self) -> float:
         """The black screen, now (after a waiting screen, until the next pair)."""
         self.black.draw()
+        return self.screen.flip()
+
+    def _show(self, kind: str) -> float:
+        """A waiting screen (its text laid out in advance), now."""
+        self.win.clearBuffer()
+        self.screens[kind].draw()
         return self.screen.flip()
 
     def _message(self, text: str) -> float:
@@ -589,14 +632,11 @@ class _Loop:
         screen. Every screen but the question itself also accepts the quit key,
         which asks the question; a "no" returns to the screen.
         """
-        instructions = self.protocol.instructions
-        texts = {"pause": instructions.pause, "main": instructions.main,
-                 "anchoring": instructions.anchoring, "end": instructions.end}  # fmt: skip
         quit_key = self.protocol.response.quit_key
         answered = self.core.getTime()
         for number, kind in enumerate(kinds):
             if number or shown is None:
-                shown = self._message(_QUIT_TEXT if kind == "quit" else texts[kind])
+                shown = self._show(kind)
             while True:
                 if kind == "quit":
                     event = self._answer(set(_QUIT_ANSWERS), shown)
@@ -608,10 +648,10 @@ class _Loop:
                 answered = event.t
                 if event.name == CONTINUE_KEY:
                     break
-                decision = self._answer(set(_QUIT_ANSWERS), self._message(_QUIT_TEXT))
+                decision = self._answer(set(_QUIT_ANSWERS), self._show("quit"))
                 if _QUIT_ANSWERS[decision.name]:
                     return "quit", decision.t
-                shown = self._message(texts[kind])
+                shown = self._show(kind)
             if kind == "end":
                 return "end", answered
         return "go", answered
@@ -688,7 +728,7 @@ class _Loop:
         self.session_start = answered - (resumed_at or 0.0)
         plan = answered + timing.blank_s
         paused = timing.blank_s if resumed_at is not None else 0.0
-        controls_since = answered
+        self._handle_controls_before(answered)
         pending: dict | None = None  # the trial whose response window is open
         main_done = int((phases[:start] != "anchor_demo").sum())
         index = start
@@ -696,50 +736,38 @@ class _Loop:
             # A boundary: the flip at `plan` closes the open trial's window and shows the next
             # pair, or a waiting screen (scheduled, or asked for with a control key).
             screens = self._scheduled(index - 1, main_done) if pending is not None else []
-            chosen = [screens[0] if screens else "pair"]
+            chosen = [screens[0] if screens else "pair"]  # what is on screen after the flip
 
-            def last_look(screens=screens, since=controls_since, chosen=chosen):
+            def last_look(screens=screens, chosen=chosen):
                 self.keys.poll()
-                presses = control_presses(self.keys.since(since), since, float("inf"),
-                                          self.control_keys)  # fmt: skip
-                wanted = self._with_controls(screens, presses)
+                wanted = self._with_controls(screens, self._controls(float("inf")))
                 if not wanted or wanted[0] == chosen[0]:
                     return None
                 chosen[0] = wanted[0]
-                return lambda: self._draw_message(_screen_text(wanted[0], self.protocol))
+                return self.screens[wanted[0]].draw
 
             if screens:
-                text = _screen_text(screens[0], self.protocol)
-                draw = lambda text=text: self._draw_message(text)  # noqa: E731
+                draw = self.screens[screens[0]].draw
             else:
                 draw = lambda stims=stims: _draw_all(stims)  # noqa: E731
             flipped, dropped_onset, _ = self.screen.present(
                 draw, plan, current=self.black.draw, last_look=last_look if pending else None
             )
             if pending is not None:
-                # Every key-down before the flip is in the stream now (the backend stamps a
-                # key when it receives it), and the simulated participant's are pressed.
-                if self.responder is not None:
-                    self.responder.act(flipped)
-                self.keys.poll()
-                presses = control_presses(self.keys.since(controls_since), controls_since,
-                                          flipped, self.control_keys)  # fmt: skip
-                wanted = self._with_controls(screens, presses)
+                following_s = _shown_s(trials.iloc[index], timing) if index < len(trials) else 1
+                wanted, shown = self._settle(flipped, screens, chosen, following_s)
                 self._close(pending, flipped)
                 pending = None
-                controls_since = flipped
                 if wanted:
-                    # A pair flipped in the instant a control key came in is withdrawn at once.
-                    shown = flipped if chosen[0] == wanted[0] else None
                     outcome, answered = self._waiting_screens(wanted, shown)
                     if outcome == "quit":
                         return "incomplete"
                     if outcome == "end":
                         return "complete"
                     self._black()  # until the pair
+                    self._handle_controls_before(answered)
                     nominal, plan = plan, answered + timing.blank_s
                     paused += plan - nominal
-                    controls_since = answered
                     continue
             # The pair is on screen: trial `index` has begun.
             row = trials.iloc[index]
@@ -748,7 +776,7 @@ class _Loop:
                 self.responder.plan(index, onset)
             if row.phase != "anchor_demo":
                 main_done += 1
-            shown_s = timing.anchor_demo_s if row.phase == "anchor_demo" else timing.stimulus_s
+            shown_s = _shown_s(row, timing)
             following = self._stimuli(trials.iloc[index + 1]) if index + 1 < len(trials) else []
             blank_onset, dropped_blank, _ = self.screen.present(
                 self.black.draw, onset + shown_s, current=lambda stims=stims: _draw_all(stims)
@@ -762,11 +790,55 @@ class _Loop:
             stims = following
             index += 1
 
+    def _controls(self, upto: float) -> tuple[KeyEvent, ...]:
+        """Control-key presses before ``upto`` that have not taken effect yet."""
+        presses = control_presses(self.keys.controls, -math.inf, upto, self.control_keys)
+        return tuple(e for e in presses if e not in self._handled)
+
+    def _handle_controls_before(self, t: float) -> None:
+        """Control keys pressed before ``t`` (on a waiting screen, say) take no further effect."""
+        self._handled.update(self._controls(t))
+
+    def _settle(self, flipped: float, screens: list[str], chosen: list[str], following_s: float):
+        """The waiting screens after the trial whose window closed at ``flipped``.
+
+        A key pressed just before the flip can reach the session after it: the
+        backend stamps it with the time the X server took it in, and delivers
+        it a moment later. So the keys are followed for a while after the flip
+        (``_SETTLE_S``, at most half the next stimulus) before the trial is
+        scored; a pause or quit key pressed before the flip that turns up in
+        that time still takes effect now: the pair just shown is withdrawn and
+        comes again, whole, after the waiting screens. Returns the waiting
+        screens and the flip time of the first one if it is on screen already.
+        """
+        until = flipped + min(_SETTLE_S, 0.5 * following_s)
+        shown = flipped if chosen[0] != "pair" else None
+        while True:
+            if self.responder is not None:
+                self.responder.act(self.core.getTime())
+            self.keys.poll()
+            presses = self._controls(flipped)
+            wanted = self._with_controls(screens, presses)
+            if wanted and wanted[0] != chosen[0]:
+                chosen[0] = wanted[0]
+                shown = self._show(wanted[0])
+            if self.core.getTime() >= until:
+                break
+            time.sleep(0.001)
+        self._handled.update(presses)
+        return wanted, shown
+
     def _close(self, pending: dict, window_end: float) -> None:
         """Score the trial whose window closed at ``window_end`` and write it."""
         row = pending["row"]
         onset = pending["onset"]
+        # A rating key that turns up only after the trial it was pressed in was written cannot
+        # change that record: it is counted (and in the key log, whence it can be scored).
+        arrived = self.keys.received[self._checked :]
+        self._checked = len(self.keys.received)
+        self.late_keys += sum(e.name in self.key_map and e.t < self._scored_until for e in arrived)
         response = score_trial(self.keys.since(onset), onset, window_end, self.key_map)
+        self._scored_until = window_end
         rated = row.phase != "anchor_demo"
         record = {
             "participant": self.label,
@@ -789,7 +861,10 @@ class _Loop:
             "presses": format_presses(response.presses),
             "paused_before": pending["paused"],
         }
-        self.recorder.append(record)
+        logged = self.keys.received[self._logged :]
+        self._logged += len(logged)
+        self.recorder.append(record, [(e.name, e.t + self.offset, e.t - self.session_start)
+                                      for e in logged])  # fmt: skip
         self.recorded += 1
 
     def _resumed_at(self) -> float:
@@ -810,6 +885,11 @@ def _screen_text(kind: str, protocol: Protocol) -> str:
     instructions = protocol.instructions
     return {"quit": _QUIT_TEXT, "pause": instructions.pause, "main": instructions.main,
             "anchoring": instructions.anchoring, "end": instructions.end}[kind]  # fmt: skip
+
+
+def _shown_s(row, timing) -> float:
+    """How long a trial's pair is shown."""
+    return timing.anchor_demo_s if row.phase == "anchor_demo" else timing.stimulus_s
 
 
 def _draw_all(stims) -> None:

@@ -40,7 +40,7 @@ def xvfb(screen: str = "1920x1200x24", nice: int = 0):
     read, write = os.pipe()
     command = [program, "-displayfd", str(write), "-screen", "0", screen, "-nolisten", "tcp"]
     server = subprocess.Popen(command, pass_fds=(write,), stderr=subprocess.DEVNULL,
-                              preexec_fn=(lambda: os.nice(nice)) if nice else None)  # fmt: skip
+                              preexec_fn=(lambda: _nice(nice)) if nice else None)  # fmt: skip
     os.close(write)
     try:
         with os.fdopen(read) as stream:
@@ -49,6 +49,13 @@ def xvfb(screen: str = "1920x1200x24", nice: int = 0):
     finally:
         server.terminate()
         server.wait()
+
+
+def _nice(increment: int) -> None:
+    try:
+        os.nice(increment)
+    except PermissionError:
+        pass  # runs at the default priority where raising it is not allowed
 
 
 def realtime() -> bool:

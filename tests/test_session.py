@@ -36,7 +36,10 @@ VALIDATOR = Path(__file__).parents[1] / ".node" / "node_modules" / ".bin" / "bid
 
 @pytest.fixture(scope="module")
 def display():
-    with xvfb() as name:
+    # The X server is the display and the keyboard here: it runs ahead of other processes
+    # (where allowed), as hardware would, so that a busy shared machine does not delay the
+    # key presses these tests time to the millisecond.
+    with xvfb(nice=-10) as name:
         yield name
 
 
@@ -48,7 +51,7 @@ def protocol_file(folder: Path, stimulus_s: float, blank_s: float, anchoring: bo
         f"[timing]\nstimulus_s = {stimulus_s}\nblank_s = {blank_s}\nanchor_demo_s = {stimulus_s}\n"
         f"[anchoring]\nenabled = {str(anchoring).lower()}\nrepeat = {str(anchoring).lower()}\n"
         "[participants]\ndetails = []\n"
-        '[dataset]\nname = "Window tests"\nauthors = ["A. Tester"]\n'
+        '[dataset]\nname = "Window tests"\nauthors = ["A. Tester", "B. Tester"]\n'
         "[display]\nfullscreen = false\nresolution = [800, 600]\n" + extra
     )
     return path
@@ -119,7 +122,7 @@ SCRIPTED = {
     8: [(0.10, "a"), (0.30, "x")],  # no rating key at all
     9: [(0.30, "6"), (WINDOW - 0.015, "num_2"), (WINDOW + 0.012, "5")],  # the 5: next trial's
     10: [(0.30, "3"), (WINDOW - 0.012, "p")],  # pause in the last 20 ms
-    20: [(0.006, "p"), (0.20, "num_7"), (0.60, "1")],  # pause in the first instants
+    20: [(0.015, "p"), (0.20, "num_7"), (0.60, "1")],  # pause in the first instants
     30: [(0.25, "2"), (WINDOW - 0.010, "escape")],  # quit question; n and y together: n first
     40: [(0.30, "escape"), (0.45, "5"), (0.50, "p")],  # question (n), then the pause
     50: [(0.20, "4"), (0.40, "p"), (0.55, "6"), (WINDOW - 0.011, "num_1")],  # pause in a change
@@ -210,7 +213,7 @@ def test_random_multi_press_sequences_in_a_real_window(display, tmp_path):
     assert sidecar["SessionStatus"] == "incomplete" and sidecar["TimingMode"] == "clock"
     assert sidecar["KeyboardBackend"] == "ptb"
     warnings = assert_valid_bids(data)
-    assert "NO_AUTHORS" not in warnings
+    assert not {"NO_AUTHORS", "TOO_FEW_AUTHORS"} & set(warnings), warnings
     from analysis import load_ratings
 
     ratings = load_ratings(data)

@@ -80,6 +80,7 @@ def test_no_display_is_one_line_and_nothing_is_written(protocol, stimulus_set, t
         ("age", ["--age: expected whole years from 1 to 120 or n/a, got 'thirty'"]),
         ("sex", ["--sex: expected one of F (female), M (male), O (other) or n/a, got 'x'"]),
         ("handedness", ["--handedness: the protocol does not record handedness"]),
+        ("resume-details", ["--age: participants.tsv records '31' for sub-01, not '30'"]),
     ],
 )  # fmt: skip
 def test_every_check_that_needs_no_window_comes_first(case, fragments, protocol, stimulus_set,
@@ -121,6 +122,14 @@ def test_every_check_that_needs_no_window_comes_first(case, fragments, protocol,
         arguments["--sex"] = "x"
     elif case == "handedness":
         arguments["--handedness"] = "R"
+    elif case == "resume-details":
+        tsv = data / "sub-01" / "beh" / "sub-01_task-sbirtest_beh.tsv"
+        tsv.parent.mkdir(parents=True)
+        (data / "dataset_description.json").write_text('{"Name": "x", "BIDSVersion": "1.9.0"}')
+        (data / "participants.tsv").write_text("participant_id\tage\tsex\nsub-01\t31\tF\n")
+        tsv.write_text("participant\ttrial\n01\t1\n")
+        tsv.with_suffix(".json").write_text('{"Seed": 4}')
+        flags.append("--resume")
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     status = main(["run", *(str(v) for item in arguments.items() for v in item), *flags])
     captured = capsys.readouterr()
