@@ -247,7 +247,8 @@ def main() -> None:
     parser.add_argument("--load", type=int, default=2, help="busy processes in the loaded run")
     parser.add_argument(
         "--runs", default="quiet,loaded",
-        help="runs in order: quiet, loaded, loaded-xnice (loaded, the X server at nice -10)",
+        help="runs in order: quiet, loaded, loaded-xrt (loaded, the X server at real-time "
+        "priority)",
     )  # fmt: skip
     parser.add_argument("--writes", type=int, default=1240)
     parser.add_argument("--seed", type=int, default=2011)
@@ -266,7 +267,7 @@ def main() -> None:
         stimuli = generate_set(folder / "set", design, seed=args.seed)
         for name in args.runs.split(","):
             load = args.load if name.startswith("loaded") else 0
-            x_nice = -10 if name.endswith("xnice") else 0
+            x_nice = -10 if name.endswith("xrt") else 0
             started = time.strftime("%Y-%m-%d %H:%M")
             with open("/proc/loadavg") as handle:
                 before = handle.read().split()[:3]

@@ -37,8 +37,9 @@ VALIDATOR = Path(__file__).parents[1] / ".node" / "node_modules" / ".bin" / "bid
 @pytest.fixture(scope="module")
 def display():
     # The X server is the display and the keyboard here: it runs ahead of other processes
-    # (where allowed), as hardware would, so that a busy shared machine does not delay the
-    # key presses these tests time to the millisecond.
+    # (at real-time priority where allowed), as hardware would, so that a busy shared machine
+    # does not delay the key presses these tests time to the millisecond. (How the session
+    # fares beside busy processes with an ordinary X server: benchmarks/bench_session.py.)
     with xvfb(nice=-10) as name:
         yield name
 
