@@ -32,9 +32,13 @@ def next_refresh_is_due(last_flip: float, frame_s: float, deadline: float) -> bo
     False
     >>> next_refresh_is_due(2.0 - frame, frame, 2.0)
     True
-    >>> next_refresh_is_due(2.0 - 1.6 * frame, frame, 2.0)
+
+    With the refreshes 0.4 frame before and 0.6 frame after the deadline, the
+    one before is nearer; 0.6 before and 0.4 after, the one after:
+
+    >>> next_refresh_is_due(2.0 - 1.4 * frame, frame, 2.0)
     True
-    >>> next_refresh_is_due(2.0 - 2.6 * frame, frame, 2.0)
+    >>> next_refresh_is_due(2.0 - 1.6 * frame, frame, 2.0)
     False
     """
     return last_flip + frame_s >= deadline - frame_s / 2
