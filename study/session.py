@@ -23,14 +23,20 @@ Design -> initialise -> run -> end:
   the session goes into one stream ordered by its own time; what a trial
   records is :func:`study.responses.score_trial` of that stream, so the last
   rating key pressed before the window closes is the rating, whatever order
-  the keyboard returned the presses in. A pause or quit key pressed at any
+  the keyboard returned the presses in. The backend stamps a key with the
+  time the X server took it in and delivers it a moment later, so a trial is
+  scored a short while (``_SETTLE_S``) after its window closed, with every
+  key pressed before the close in hand. A pause or quit key pressed at any
   instant of a trial takes effect right after that trial: the next screen is
   chosen with a last look at the keys just before its flip, and a press in
-  the very last instant, after the next pair was already flipped, withdraws
-  that pair within a frame (it is shown again, whole, after the pause). Each
-  trial is written (one line, fsync) just after its window has closed.
+  the very last instant that turns up after the next pair was flipped
+  withdraws that pair at once (it is shown again, whole, after the pause).
+  Each trial is written (one line, fsync) as soon as it is scored, after the
+  keys behind it go to the session's key log (``sourcedata/``).
 * **End.** The end screen waits for the space bar; the sidecar is completed
-  (status, trials recorded).
+  (status, trials recorded, rating keys that arrived too late for their trial
+  if any). A session stopped by an error is completed as incomplete, with
+  what stopped it.
 
 ``simulate=True`` lets a simulated participant answer, with the rater model
 of :mod:`analysis.simulate` (the one ``sbir-study simulate`` uses): its key
