@@ -155,6 +155,7 @@ def test_random_multi_press_sequences_in_a_real_window(display, tmp_path):
     resumed_from = {}  # trial -> the key press its planned onset was set from
     with realtime_priority():
         start = begin(session, keys)
+        every = [("space", start)]  # every key pressed, answers to waiting screens included
         onset = start + BLANK_S  # trial 1 is planned one blank after the space bar
         for trial in range(1, recorded_trials + 1):
             plan = SCRIPTED.get(trial) or random_presses(rng)
@@ -162,6 +163,7 @@ def test_random_multi_press_sequences_in_a_real_window(display, tmp_path):
             window_end = onset + WINDOW
             if trial in ANSWERS:
                 answers = keys.play([(window_end + t, key) for t, key in ANSWERS[trial]])
+                every += [(p.key, p.t) for p in answers]
                 if trial in DECIDES:
                     decided = answers[DECIDES[trial]].t
                     resumed_from[trial + 1] = decided
@@ -212,7 +214,15 @@ def test_random_multi_press_sequences_in_a_real_window(display, tmp_path):
     assert np.median(onset_error) < 0.002
     sidecar = json.loads(beh_file(data, TASK).with_suffix(".json").read_text())
     assert sidecar["SessionStatus"] == "incomplete" and sidecar["TimingMode"] == "clock"
-    assert sidecar["KeyboardBackend"] == "ptb"
+    assert sidecar["KeyboardBackend"] == "ptb" and sidecar["RatingKeysReceivedLate"] == 0
+    # The key log has every key the session received up to the last trial it wrote: each
+    # press made before the end of trial 62's window, once, at its time.
+    log = pd.read_csv(data / "sourcedata" / "sub-01" / f"sub-01_task-{TASK}_keys.tsv", sep="\t",
+                      dtype={"key": str})  # fmt: skip
+    made_before = sorted((t, key) for key, t in made + every if t < ends[-1] - 0.002)
+    logged = sorted(zip(log["onset_monotonic"], log["key"], strict=True))[: len(made_before)]
+    assert [k for _, k in logged] == [k for _, k in made_before]
+    assert max(abs(a - b) for (a, _), (b, _) in zip(logged, made_before, strict=True)) < 0.005
     warnings = assert_valid_bids(data)
     assert not {"NO_AUTHORS", "TOO_FEW_AUTHORS"} & set(warnings), warnings
     from analysis import load_ratings
@@ -332,6 +342,40 @@ def test_a_simulated_session_rates_as_the_simulated_dataset(display, tmp_path):
     rated = simulated["rt"].notna()
     assert rated.sum() >= 10
     assert (recorded["rt"][rated] - simulated["rt"][rated]).abs().max() < 1e-5
+
+
+def test_a_stimulus_file_gone_mid_session_stops_it_cleanly_and_resume_goes_on(display,
+                                                                            tmp_path):  # fmt: skip
+    stimuli = generate_set(tmp_path / "set", SetDesign(sketches=2, images_per_sketch=6,
+                                                       anchor_sketches=0, width=96, height=72),
+                           seed=6)  # fmt: skip
+    protocol = protocol_file(tmp_path, 0.3, 0.15, anchoring=False)
+    data = tmp_path / "data"
+    session = start_session(display, protocol, stimuli, data, "--simulate", "--seed", "9")
+    tsv = beh_file(data, TASK)
+    wait_for(lambda: tsv.exists() and len(tsv.read_text().splitlines()) > 3, what="3 trials")
+    order = json.loads(tsv.with_suffix(".json").read_text())["TrialOrder"]
+    # Every image the session has yet to load: one of them is gone when its turn comes.
+    later = {row[3] for row in order[6:]}
+    moved = []
+    for image in sorted((stimuli / "images").rglob("*.jpg")):
+        if image.stem in later:
+            moved.append((image, image.with_suffix(".away")))
+            image.rename(moved[-1][1])
+    status, _, err = session.finish(timeout=60)
+    assert status == 2, err
+    message = err.strip().splitlines()[-1]
+    assert "during the session" in message and "--resume" in message, err
+    sidecar = json.loads(tsv.with_suffix(".json").read_text())
+    recorded = read_trials(data)
+    assert sidecar["SessionStatus"] == "incomplete" and "StoppedBy" in sidecar
+    assert sidecar["TrialsRecorded"] == len(recorded) >= 3
+    for image, away in moved:
+        away.rename(image)
+    resumed = start_session(display, protocol, stimuli, data, "--simulate", "--resume")
+    status, _, err = resumed.finish(timeout=60)
+    assert status == 0, err
+    assert read_trials(data)["trial"].tolist() == list(range(1, len(order) + 1))
 
 
 def test_refuses_to_start_without_the_psychtoolbox_keyboard(monkeypatch):
