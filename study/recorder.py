@@ -200,6 +200,8 @@ def _open_key_log(path: Path):
     """The key log, for appending (a header when new; a resumed session goes on below)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     new = not path.exists()
+    if not new:
+        _keep_whole_lines(path, keep_in=path.parent)  # a key cut off by a crash: kept aside
     handle = open(path, "a", encoding="utf-8", newline="\n")
     if new:
         handle.write("key\tonset_monotonic\tsession_time\n")
@@ -350,14 +352,18 @@ def _resume(path: Path, session: Mapping, order: list) -> tuple[dict, int]:
     return sidecar, recorded
 
 
-def _keep_whole_lines(path: Path) -> int:
-    """Move a line cut off by a crash to sourcedata/; return the number of whole trial lines."""
+def _keep_whole_lines(path: Path, keep_in: Path | None = None) -> int:
+    """Move a line cut off by a crash to sourcedata/; return the number of whole trial lines.
+
+    ``keep_in`` is the folder for the cut line (default: the participant's
+    folder under ``sourcedata/``, for a ``_beh.tsv``).
+    """
     data = path.read_bytes()
     end = data.rfind(b"\n") + 1
     if end < len(data):
         fragment = data[end:]
-        keep = path.parents[2] / "sourcedata" / path.parent.parent.name / (
-            f"{path.stem}_cut-{int(time.time())}.txt")  # fmt: skip
+        folder = keep_in or path.parents[2] / "sourcedata" / path.parent.parent.name
+        keep = folder / f"{path.stem}_cut-{int(time.time())}.txt"
         keep.parent.mkdir(parents=True, exist_ok=True)
         with open(keep, "wb") as handle:
             handle.write(fragment)

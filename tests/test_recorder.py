@@ -210,3 +210,19 @@ def test_data_folders_that_cannot_hold_a_session_are_refused_untouched(tmp_path)
     (broken / "participants.tsv").write_text("subject\n01\n")
     with pytest.raises(InputError, match=r"participants.tsv: line 1: expected a participant_id"):
         check_dataset_folder(broken)
+
+
+def test_key_log_goes_on_after_a_cut_line(tmp_path):
+    recorder = _open(tmp_path)
+    recorder.append(_row(1, "s1", "i1"), [("3", 1000.5, 0.5), ("p", 1000.9, 0.9)])
+    recorder.finish("incomplete")
+    log = recorder.key_log
+    assert log == tmp_path / "sourcedata" / "sub-07" / "sub-07_task-sbirdemo_keys.tsv"
+    with open(log, "a") as handle:
+        handle.write("4\t1001.2")  # a crash in the middle of a line
+    resumed = _open(tmp_path, resume=True)
+    resumed.append(_row(2, "s2", "i2"), [("5", 1003.1, 3.1)])
+    resumed.finish("complete")
+    table = pd.read_csv(log, sep="\t", dtype={"key": str})
+    assert table["key"].tolist() == ["3", "p", "5"]
+    assert [p.name for p in log.parent.glob("*_cut-*.txt")] != []
