@@ -51,6 +51,14 @@ BEH_COLUMNS: dict[str, dict] = {
     },
     "sketch_id": {"Description": "Identifier of the sketch (the query)."},
     "image_id": {"Description": "Identifier of the image shown with the sketch."},
+    "sketch_file": {
+        "Description": "The sketch's image file, as a path inside the stimulus set (its "
+        "manifest.csv and SHA256SUMS); the set is identified by StimulusSetDigest."
+    },
+    "image_file": {
+        "Description": "The image's file, as a path inside the stimulus set (its manifest.csv "
+        "and SHA256SUMS); the set is identified by StimulusSetDigest."
+    },
     "rating": {
         "Description": "Final rating of the pair given in the response window; n/a when "
         "no rating key was pressed.",
@@ -69,22 +77,49 @@ BEH_COLUMNS: dict[str, dict] = {
         "Units": "s",
     },
     "anchor_rating": {"Description": "Prescribed rating of an anchor pair; n/a for other pairs."},
-    "onset": {"Description": "Stimulus onset from the start of the session.", "Units": "s"},
-    "onset_monotonic": {
-        "Description": "Stimulus-onset flip time on the system monotonic clock (the clock of "
-        "Python's time.monotonic()).",
+    "onset_planned": {
+        "Description": "When the stimulus was due, from the start of the session (the "
+        "session's key press that ended the first instructions): the previous trial's planned "
+        "onset plus its stimulus and blank durations plus paused_before. Planned onsets do not "
+        "move when a flip is late.",
         "Units": "s",
     },
-    "stim_duration": {"Description": "Measured duration of the stimulus.", "Units": "s"},
-    "blank_duration": {"Description": "Measured duration of the black screen.", "Units": "s"},
-    "dropped_frames": {"Description": "Frames dropped during the trial."},
+    "onset": {
+        "Description": "Actual stimulus onset (the time of the flip that showed the pair), from "
+        "the start of the session.",
+        "Units": "s",
+    },
+    "onset_monotonic": {
+        "Description": "Actual stimulus-onset flip time on the system monotonic clock (the "
+        "clock of Python's time.monotonic()).",
+        "Units": "s",
+    },
+    "stim_duration": {
+        "Description": "Measured duration of the stimulus, from its onset flip to the flip of "
+        "the black screen.",
+        "Units": "s",
+    },
+    "blank_duration": {
+        "Description": "Measured duration of the black screen, until the flip of the next "
+        "screen (which closes the response window).",
+        "Units": "s",
+    },
+    "dropped_frames": {
+        "Description": "Frames lost in the trial's flips: with vertical sync, refreshes missed "
+        "between consecutive flips; timed by the clock (TimingMode clock), whole 60 Hz frame "
+        "periods a flip came after its deadline."
+    },
     "n_presses": {"Description": "Number of rating key presses in the response window."},
     "presses": {
-        "Description": "Every rating key press in the response window as key@seconds from "
-        "stimulus onset, separated by spaces."
+        "Description": "Every rating key press in the response window, in the order they were "
+        "pressed, as rating@seconds from stimulus onset, separated by spaces (the top-row and "
+        "keypad keys of one rating are the same rating)."
     },
     "paused_before": {
-        "Description": "Duration of the pause taken before this trial; 0 when none.",
+        "Description": "How far the session's timeline moved before this trial: the time spent "
+        "in a pause or scheduled break, in the question whether to end the session (also when "
+        "answered no), on instruction screens and drawing them, and the black screen after "
+        "them; 0 when none.",
         "Units": "s",
     },
     "latent_rating": {

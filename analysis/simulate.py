@@ -36,7 +36,19 @@ The session follows the paper's design (Sec. 2.3): the anchor pairs are shown
 first with their prescribed ratings (``anchor_demo``, not rated), then the main
 pairs in a random order per participant, with each anchor pair inserted again
 at a random place after the first ``anchor_repeat_from`` of the main block
-(``anchor_repeat``).
+(``anchor_repeat``); the order is :func:`analysis.trial_order.session_order`,
+the rule of ``sbir-study run``.
+
+One model for every simulated participant: :func:`rate_trials` draws the
+ratings and response times of one session, and both ``sbir-study simulate``
+(:func:`simulate_study`) and a session run with ``sbir-study run --simulate``
+(:func:`simulated_responses`) call it. Participant k of a simulated study has
+a session seed (``Seed`` in its sidecar, as a recorded session has): it draws
+the order as ``run`` draws it from its seed, and the ratings from the stream
+``[seed, 1]``. A set's pair-level draws (sketch ambiguity, latent ratings
+the set does not record) come from the set's own content. So ``run
+--simulate --seed S`` on a set rates exactly as the simulated participant
+with seed S of any ``simulate --stimuli`` dataset of that set.
 
 The default parameters are set so that the statistics look like the paper's
 (most inter-user and anchoring correlations significant, W significant for
@@ -44,12 +56,14 @@ every sketch, the largest spread mid-scale); ``docs/simulation.md`` records
 how they were chosen.
 
 Random numbers come from one :class:`numpy.random.SeedSequence`: one child
-stream for the stimuli, one per participant, so the data of participant k does
-not depend on how many participants are simulated.
+stream for a made-up design's stimuli, one per participant (its session
+seed), so the data of participant k does not depend on how many participants
+are simulated.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -60,13 +74,17 @@ import pandas as pd
 from . import bids, paper
 from .checks import InputError
 from .paper import SCALE
+from .trial_order import session_order
 
 __all__ = [
     "RaterModel",
     "StudyDesign",
     "design_for_set",
     "main_block_ratings",
+    "participant_seed",
+    "rate_trials",
     "simulate_study",
+    "simulated_responses",
     "write_simulated_dataset",
 ]
 
@@ -163,8 +181,8 @@ def simulate_study(
         ``stim_duration``, ``blank_duration``, ``n_presses``, ``presses``) and
         ``latent_rating``.
     participants : DataFrame
-        ``participant, rater_bias, rater_noise``: each simulated participant's
-        parameters.
+        ``participant, rater_bias, rater_noise, session_seed``: each simulated
+        participant's parameters and seed.
 
     Examples
     --------
@@ -178,16 +196,26 @@ def simulate_study(
     dtype: int64
     """
     streams = np.random.SeedSequence(seed).spawn(design.participants + 1)
-    rng = np.random.default_rng(streams[0])
-    pairs = _pairs(design, rng, model) if stimuli is None else _set_pairs(stimuli, rng, model)
+    if stimuli is None:
+        pairs = _pairs(design, np.random.default_rng(streams[0]), model)
+    else:
+        pairs = _set_pairs(stimuli, model)
     sessions, people = [], []
     for index, stream in enumerate(streams[1:]):
         label = f"{index + 1:0{max(2, len(str(design.participants)))}d}"
-        trials, bias, noise = _session(label, pairs, design, model, np.random.default_rng(stream))
+        session_seed = participant_seed(stream)
+        trials, bias, noise = _session(label, pairs, design, model, session_seed)
         sessions.append(trials)
-        people.append((label, bias, noise))
-    participants = pd.DataFrame(people, columns=["participant", "rater_bias", "rater_noise"])
+        people.append((label, bias, noise, session_seed))
+    participants = pd.DataFrame(
+        people, columns=["participant", "rater_bias", "rater_noise", "session_seed"]
+    )
     return pd.concat(sessions, ignore_index=True), participants
+
+
+def participant_seed(stream: np.random.SeedSequence) -> int:
+    """A participant's session seed from its stream: 63 bits, as ``sbir-study run`` draws one."""
+    return int(stream.generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
 def _pairs(design: StudyDesign, rng: np.random.Generator, model: RaterModel) -> pd.DataFrame:
@@ -212,8 +240,18 @@ def _pairs(design: StudyDesign, rng: np.random.Generator, model: RaterModel) -> 
     return pairs
 
 
-def _set_pairs(manifest: pd.DataFrame, rng: np.random.Generator, model: RaterModel) -> pd.DataFrame:
-    """The pairs of a stimulus set with their latent ratings and sketch ambiguity."""
+def _set_pairs(manifest: pd.DataFrame, model: RaterModel) -> pd.DataFrame:
+    """The pairs of a stimulus set with their latent ratings and sketch ambiguity.
+
+    The draws (ambiguity, latent ratings the set does not record) come from a
+    generator seeded by the set's content, so every simulation of one set,
+    ``run --simulate`` included, sees the same pairs.
+    """
+    columns = [c for c in ("sketch_id", "image_id", "role", "anchor_rating", "latent_similarity")
+               if c in manifest.columns]  # fmt: skip
+    content = manifest[columns].astype(str).to_csv(index=False, lineterminator="\n")
+    entropy = int.from_bytes(hashlib.sha256(content.encode("utf-8")).digest()[:16], "big")
+    rng = np.random.default_rng(entropy)
     pairs = manifest[["sketch_id", "image_id"]].astype(str).copy()
     is_anchor = (manifest["role"] == "anchor").to_numpy()
     pairs["role"] = np.where(is_anchor, "anchor", "main")
@@ -274,47 +312,93 @@ def main_block_ratings(
     return ratings
 
 
+def rate_trials(
+    trials: pd.DataFrame, model: RaterModel, rng: np.random.Generator, *, window_s: float
+) -> pd.DataFrame:
+    """One simulated participant's ratings and response times for a session's trials.
+
+    The rater model of the module docstring, for trials in presentation
+    order: ``trials`` has ``phase``, ``latent`` (the pair's noise-free
+    rating) and ``ambiguity`` (its sketch's). ``anchor_demo`` trials are not
+    rated; an ``anchor_repeat`` is perceived with the participant's own
+    disagreement with the prescribed rating.
+
+    Returns
+    -------
+    DataFrame
+        ``rating`` (Int64; missing when not rated or missed), ``rt``
+        (seconds, 0.1 ms resolution; missing likewise), ``perceived``, one row
+        per trial in the same order, and in ``attrs`` the participant's
+        ``rater_bias`` and ``rater_noise``.
+    """
+    bias = rng.normal(0.0, model.bias_sd)
+    noise = model.noise * rng.lognormal(0.0, model.noise_sd_log)
+    phase = trials["phase"].to_numpy()
+    repeat = phase == "anchor_repeat"
+    # The participant's own view of each anchor pair, which the prescription does not erase.
+    perceived = trials["latent"].to_numpy(dtype=float).copy()
+    perceived[repeat] += rng.normal(0.0, model.anchor_disagreement_sd, repeat.sum())
+    shape = _mid_scale(perceived, model)
+    sigma = noise * trials["ambiguity"].to_numpy(dtype=float) * shape
+    response = perceived + bias + sigma * rng.standard_normal(len(trials))
+    rating = np.clip(np.rint(response), SCALE[0], SCALE[1])
+    mid = (shape - 1.0) / max(model.mid_scale_noise - 1.0, 1e-12)
+    rt = model.rt_median * (1.0 + model.rt_mid_slowdown * mid)
+    rt = np.clip(rt * rng.lognormal(0.0, model.rt_sd_log, len(trials)), 0.2, window_s - 0.01)
+    missed = rng.random(len(trials)) < model.miss_rate
+    no_rating = missed | (phase == "anchor_demo")
+    answers = pd.DataFrame({
+        "rating": pd.array(np.where(no_rating, np.nan, rating), dtype="Float64").astype("Int64"),
+        "rt": np.where(no_rating, np.nan, np.round(rt, 4)),
+        "perceived": perceived,
+    }, index=trials.index)  # fmt: skip
+    answers.attrs.update(rater_bias=float(bias), rater_noise=float(noise))
+    return answers
+
+
+def simulated_responses(
+    manifest: pd.DataFrame,
+    trials: pd.DataFrame,
+    model: RaterModel,
+    seed: int,
+    *,
+    window_s: float,
+) -> pd.DataFrame:
+    """What the simulated participant with session seed ``seed`` answers in a session of a set.
+
+    ``manifest`` is the stimulus set's; ``trials`` the session's trial list
+    (``phase``, ``sketch_id``, ``image_id``, in presentation order, as
+    ``sbir-study run`` builds it from ``seed``). The same pairs and the same
+    draws as :func:`simulate_study` with ``stimuli=manifest``: the simulated
+    participant whose sidecar records ``Seed`` = ``seed`` gave these ratings.
+    Returns :func:`rate_trials`'s table, indexed like ``trials``.
+    """
+    pairs = _set_pairs(manifest, model).set_index(["sketch_id", "image_id"])
+    keys = pd.MultiIndex.from_arrays(
+        [trials["sketch_id"].astype(str), trials["image_id"].astype(str)]
+    )
+    known = pairs.reindex(keys)
+    if known["latent"].isna().any():
+        raise InputError("trials: a pair of the trial list is not in the stimulus set's manifest")
+    table = pd.DataFrame({"phase": trials["phase"].to_numpy(),
+                          "latent": known["latent"].to_numpy(dtype=float),
+                          "ambiguity": known["ambiguity"].to_numpy(dtype=float)},
+                         index=trials.index)  # fmt: skip
+    return rate_trials(table, model, np.random.default_rng([seed, 1]), window_s=window_s)
+
+
 def _session(
     label: str,
     pairs: pd.DataFrame,
     design: StudyDesign,
     model: RaterModel,
-    rng: np.random.Generator,
+    session_seed: int,
 ) -> tuple[pd.DataFrame, float, float]:
-    bias = rng.normal(0.0, model.bias_sd)
-    noise = model.noise * rng.lognormal(0.0, model.noise_sd_log)
-    is_anchor = (pairs["role"] == "anchor").to_numpy()
-    # The participant's own view of each anchor pair, which the prescription does not erase.
-    perceived = pairs["latent"].to_numpy(dtype=float).copy()
-    perceived[is_anchor] += rng.normal(0.0, model.anchor_disagreement_sd, is_anchor.sum())
-    pairs = pairs.assign(perceived=perceived)
-
-    anchors = pairs[pairs["role"] == "anchor"]
-    main = pairs[pairs["role"] == "main"].iloc[rng.permutation((pairs["role"] == "main").sum())]
-    # Each anchor pair goes back at a random place in the later part of the main block.
-    start = int(np.ceil(design.anchor_repeat_from * len(main)))
-    slots = rng.integers(start, len(main) + 1, size=len(anchors))
-    # A repeat in slot k is shown just before main trial k (slot len(main): at the end).
-    keys = np.concatenate([np.arange(len(main)), slots - 0.5])
-    block = pd.concat([main, anchors]).iloc[np.argsort(keys, kind="stable")]
-    phase = np.where(block["role"] == "anchor", "anchor_repeat", "main")
-    order = pd.concat([anchors.assign(phase="anchor_demo"), block.assign(phase=phase)])
-    order = order.reset_index(drop=True)
-
-    latent = order["latent"].to_numpy()
-    perceived = order["perceived"].to_numpy()
-    shape = _mid_scale(perceived, model)
-    sigma = noise * order["ambiguity"].to_numpy() * shape
-    response = perceived + bias + sigma * rng.standard_normal(len(order))
-    rating = np.clip(np.rint(response), SCALE[0], SCALE[1])
-    mid = (shape - 1.0) / max(model.mid_scale_noise - 1.0, 1e-12)
+    order = session_order(pairs, np.random.default_rng(session_seed),
+                          repeat_from=design.anchor_repeat_from)  # fmt: skip
     trial_s = design.stimulus_s + design.blank_s
-    rt = model.rt_median * (1.0 + model.rt_mid_slowdown * mid)
-    rt = np.clip(rt * rng.lognormal(0.0, model.rt_sd_log, len(order)), 0.2, trial_s - 0.01)
-    missed = rng.random(len(order)) < model.miss_rate
-    demo = (order["phase"] == "anchor_demo").to_numpy()
-    no_rating = missed | demo
-
+    answers = rate_trials(order, model, np.random.default_rng([session_seed, 1]), window_s=trial_s)
+    rated = answers["rating"].notna().to_numpy()
     trials = pd.DataFrame(
         {
             "participant": label,
@@ -322,23 +406,21 @@ def _session(
             "phase": order["phase"],
             "sketch_id": order["sketch_id"],
             "image_id": order["image_id"],
-            "rating": pd.array(np.where(no_rating, np.nan, rating), dtype="Float64").astype(
-                "Int64"
-            ),
-            "rt": np.where(no_rating, np.nan, np.round(rt, 4)),
+            "rating": answers["rating"],
+            "rt": answers["rt"],
             "anchor_rating": order["anchor_rating"].astype("Int64"),
             "onset": np.round(np.arange(len(order)) * trial_s, 4),
             "stim_duration": design.stimulus_s,
             "blank_duration": design.blank_s,
-            "n_presses": np.where(no_rating, 0, 1),
+            "n_presses": np.where(rated, 1, 0),
             "presses": [
-                "n/a" if skip else f"{int(r)}@{t:.4f}"
-                for skip, r, t in zip(no_rating, rating, rt, strict=True)
+                f"{int(r)}@{t:.4f}" if ok else "n/a"
+                for ok, r, t in zip(rated, answers["rating"].fillna(0), answers["rt"], strict=True)
             ],
-            "latent_rating": np.round(latent, 4),
+            "latent_rating": np.round(order["latent"].to_numpy(dtype=float), 4),
         }
     )
-    return trials, float(bias), float(noise)
+    return trials, answers.attrs["rater_bias"], answers.attrs["rater_noise"]
 
 
 def sidecar_name(table: str | Path) -> str:
@@ -435,8 +517,9 @@ def _write_simulated(root: Path, design: StudyDesign, model: RaterModel, seed: i
             "rater_noise": {"Description": "Simulated rating noise (sd at the scale ends)."},
         },
     )
+    seeds = dict(zip(participants["participant"], participants["session_seed"], strict=True))
     for label, session in trials.groupby("participant", sort=True):
-        bids.write_beh(root, label, session, provenance)
+        bids.write_beh(root, label, session, {**provenance, "Seed": int(seeds[label])})
     return root
 
 

@@ -2,21 +2,25 @@
 
 A protocol file has top-level keys (``name``, ``task``, ``description``) and
 one table per topic: ``[timing]``, ``[response]``, ``[anchoring]``,
-``[pauses]``, ``[display]``, ``[instructions]`` and ``[online]`` (the browser
-session of ``sbir-study serve``). Every setting is
-documented in ``protocols/README.md``; a setting left out takes the default of
-the paper's replication (Eitz et al. 2011, Sec. 2.3). The session loop reads
-only the :class:`Protocol` object, never the TOML dictionary.
+``[pauses]``, ``[display]``, ``[participants]``, ``[dataset]``,
+``[instructions]`` and ``[online]`` (the browser session of ``sbir-study
+serve``). Every setting is documented in ``protocols/README.md``; a setting
+left out takes the default of the paper's replication (Eitz et al. 2011, Sec.
+2.3). The session loop reads only the :class:`Protocol` object, never the TOML
+dictionary.
 
 Problems are :class:`~analysis.checks.InputError` naming the file and the
-key: an unknown key (with the closest valid one), a wrong type, a negative or
-zero duration, an invalid choice.
+key: an unknown key (with the closest valid one), a wrong type, a duration
+that is not a finite number in :data:`DURATION_RANGE_S`, a key name the
+keyboard backend cannot report (with the closest one it can), a key given
+two jobs, an invalid choice.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import tomllib
 import typing
 from dataclasses import dataclass, field
@@ -24,18 +28,31 @@ from pathlib import Path
 
 from analysis.checks import InputError
 
+from .participants import DETAILS
+from .responses import rating_key_map
+
 __all__ = [
+    "CONTINUE_KEY",
+    "DURATION_RANGE_S",
     "Anchoring",
+    "Dataset",
     "Display",
     "Instructions",
     "Online",
+    "Participants",
     "Pauses",
     "Protocol",
     "Response",
     "Timing",
+    "backend_key_names",
     "load_protocol",
     "protocol_dict",
 ]
+
+#: Durations a protocol may set (seconds): from 3 frames at 60 Hz to a minute.
+DURATION_RANGE_S = (0.05, 60.0)
+#: The key that ends every instruction, pause and end screen.
+CONTINUE_KEY = "space"
 
 
 @dataclass(frozen=True)
@@ -101,6 +118,21 @@ class Display:
 
 
 @dataclass(frozen=True)
+class Participants:
+    #: Details asked before the instructions (or given on the command line) and written to
+    #: participants.tsv: any of "age", "sex", "handedness". The paper reports age and sex.
+    details: tuple[str, ...] = ("age", "sex")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    #: The dataset's name in dataset_description.json (written by the first session).
+    name: str = "Sketch/image similarity ratings (replication of Eitz et al. 2011)"
+    #: The people who made the dataset, for dataset_description.json.
+    authors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Instructions:
     anchoring: str = (
         "You will first see example pairs of a sketch and an image, each with the rating "
@@ -113,7 +145,7 @@ class Instructions:
         "pair appears.\n\nPress P to pause at any time. Press space to begin."
     )
     pause: str = "Paused. Press space to continue."
-    end: str = "Thank you! The session is complete."
+    end: str = "Thank you! The session is complete.\n\nPress space to close."
 
 
 #: How an online participant's share of the main pairs is chosen (``Online.subset``).
@@ -170,6 +202,8 @@ class Protocol:
     anchoring: Anchoring = field(default_factory=Anchoring)
     pauses: Pauses = field(default_factory=Pauses)
     display: Display = field(default_factory=Display)
+    participants: Participants = field(default_factory=Participants)
+    dataset: Dataset = field(default_factory=Dataset)
     instructions: Instructions = field(default_factory=Instructions)
     online: Online = field(default_factory=Online)
 
@@ -177,6 +211,11 @@ class Protocol:
     def scale(self) -> tuple[int, int]:
         """The rating scale: 1 .. the number of response keys."""
         return 1, len(self.response.keys)
+
+    @property
+    def key_map(self) -> dict[str, int]:
+        """Rating key name -> rating, the keypad's digits included when ``keypad`` is on."""
+        return rating_key_map(self.response.keys, keypad=self.response.keypad)
 
 
 def load_protocol(path: str | Path) -> Protocol:
@@ -255,30 +294,39 @@ def _convert(hint, value, path: Path, where: str):
     raise TypeError(f"unsupported setting type {hint}")
 
 
+def backend_key_names() -> frozenset[str]:
+    """The key names PsychoPy's Psychtoolbox keyboard backend reports on this platform.
+
+    PsychoPy maps the backend's key codes to names with one table per
+    platform (``psychopy.hardware.keyboard.keyNames``); a key that is not in
+    it can never be reported, so a protocol naming it could never be answered.
+    """
+    from psychopy.hardware import keyboard
+
+    return frozenset(keyboard.keyNames.values())
+
+
 def _check(protocol: Protocol, path: Path) -> None:
     def fail(key: str, expected: str, value) -> None:
         raise InputError(f"{path}: {key}: expected {expected}, got {value!r}")
 
+    def bounded(key: str, value: float, low: float, high: float, *, low_open=False) -> None:
+        above = value > low if low_open else value >= low
+        if not (math.isfinite(value) and above and value <= high):
+            left = "(" if low_open else "["
+            fail(key, f"a finite number in {left}{low:g}, {high:g}]", value)
+
     timing = protocol.timing
+    low, high = DURATION_RANGE_S
     for key in ("stimulus_s", "blank_s", "anchor_demo_s"):
-        if not getattr(timing, key) > 0:
-            fail(f"timing.{key}", "a duration above 0 s", getattr(timing, key))
-    if timing.frame_jitter_ms < 0:
-        fail("timing.frame_jitter_ms", "a number >= 0", timing.frame_jitter_ms)
+        value = getattr(timing, key)
+        if not (math.isfinite(value) and low <= value <= high):
+            fail(f"timing.{key}", f"a duration from {low:g} s to {high:g} s", value)
+    bounded("timing.frame_jitter_ms", timing.frame_jitter_ms, 0.0, 100.0)
     low, high = timing.refresh_range_hz
-    if not 0 < low < high:
-        fail("timing.refresh_range_hz", "[low, high] with 0 < low < high", [low, high])
-    keys = protocol.response.keys
-    if not 2 <= len(keys) <= 9:
-        fail("response.keys", "2 to 9 keys, one per scale point", list(keys))
-    if len(set(keys)) != len(keys):
-        fail("response.keys", "distinct keys", list(keys))
-    for key in ("pause_key", "quit_key"):
-        value = getattr(protocol.response, key)
-        if not value or value in keys:
-            fail(f"response.{key}", "a key that is not a rating key", value)
-    if protocol.response.pause_key == protocol.response.quit_key:
-        fail("response.quit_key", "a key other than the pause key", protocol.response.quit_key)
+    if not (math.isfinite(low) and math.isfinite(high) and 0 < low < high <= 1000):
+        fail("timing.refresh_range_hz", "[low, high] with 0 < low < high <= 1000 Hz", [low, high])
+    _check_keys(protocol, path)
     if not 0.0 <= protocol.anchoring.repeat_from < 1.0:
         fail("anchoring.repeat_from", "a fraction in [0, 1)", protocol.anchoring.repeat_from)
     if protocol.pauses.break_every < 0:
@@ -286,13 +334,13 @@ def _check(protocol: Protocol, path: Path) -> None:
             "pauses.break_every", "0 (no breaks) or a number of trials", protocol.pauses.break_every
         )
     display = protocol.display
-    if min(display.resolution) < 1:
-        fail("display.resolution", "[width, height] in pixels", list(display.resolution))
-    for key in ("width_cm", "distance_cm", "stimulus_deg"):
-        if not getattr(display, key) > 0:
-            fail(f"display.{key}", "a number above 0", getattr(display, key))
-    if display.gap_deg < 0:
-        fail("display.gap_deg", "a number >= 0", display.gap_deg)
+    if not all(1 <= n <= 32768 for n in display.resolution):
+        fail("display.resolution", "[width, height] in pixels (1 to 32768)",
+             list(display.resolution))  # fmt: skip
+    bounded("display.width_cm", display.width_cm, 0.0, 1000.0, low_open=True)
+    bounded("display.distance_cm", display.distance_cm, 0.0, 10000.0, low_open=True)
+    bounded("display.stimulus_deg", display.stimulus_deg, 0.0, 90.0, low_open=True)
+    bounded("display.gap_deg", display.gap_deg, 0.0, 90.0)
     if not all(-1.0 <= c <= 1.0 for c in display.background):
         fail("display.background", "three numbers in -1..1 (PsychoPy RGB)", display.background)
     if not protocol.task.isalnum() or not protocol.task.isascii():
@@ -301,6 +349,70 @@ def _check(protocol: Protocol, path: Path) -> None:
     roles = ("main", "candidate")
     if not protocol.main_roles or any(r not in roles for r in protocol.main_roles):
         fail("main_roles", f"a list of {' and/or '.join(roles)}", list(protocol.main_roles))
+    details = protocol.participants.details
+    for name in details:
+        if name not in DETAILS:
+            close = difflib.get_close_matches(name, list(DETAILS), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            fail("participants.details", f"a list of {', '.join(DETAILS)}{hint}", list(details))
+    if len(set(details)) != len(details):
+        fail("participants.details", "each detail once", list(details))
+    if not protocol.dataset.name.strip():
+        fail("dataset.name", "a name for dataset_description.json", protocol.dataset.name)
+    if any(not a.strip() for a in protocol.dataset.authors):
+        fail("dataset.authors", "a list of names", list(protocol.dataset.authors))
+
+
+def _check_keys(protocol: Protocol, path: Path) -> None:
+    """Every key a name the backend reports, and no key with two jobs."""
+    response = protocol.response
+    keys = response.keys
+    if not 2 <= len(keys) <= 9:
+        raise InputError(f"{path}: response.keys: expected 2 to 9 keys, one per scale point, "
+                         f"got {list(keys)!r}")  # fmt: skip
+    known = backend_key_names()
+    named = [(f"response.keys[{k}]", name) for k, name in enumerate(keys)]
+    named += [("response.pause_key", response.pause_key), ("response.quit_key", response.quit_key)]
+    for where, name in named:
+        if name not in known:
+            close = _closest_key(name, known)
+            hint = f"; did you mean {close!r}?" if close else ""
+            raise InputError(
+                f"{path}: {where}: {name!r} is not a key name the keyboard backend reports{hint} "
+                "(protocols/README.md lists them)"
+            )
+    repeated = sorted({name for name in keys if keys.count(name) > 1})
+    if repeated:
+        raise InputError(f"{path}: response.keys: expected distinct keys (one per scale point), "
+                         f"got {repeated[0]!r} twice")  # fmt: skip
+    # Each key has one job; the keypad's digits rate like the top row's when keypad is on.
+    jobs: dict[str, str] = {CONTINUE_KEY: "the continue key of every instruction screen"}
+    for name, rating in protocol.key_map.items():
+        _claim(jobs, name, f"rating {rating}", "response.keys", path)
+    _claim(jobs, response.pause_key, "the pause key", "response.pause_key", path)
+    _claim(jobs, response.quit_key, "the quit key", "response.quit_key", path)
+
+
+def _closest_key(name: str, known: frozenset[str]) -> str | None:
+    """The backend's name for a key spelled another common way, or the most similar name."""
+    spelled = name.strip().lower()
+    for prefix in ("numpad_", "numpad", "keypad_", "keypad", "kp_", "kp"):
+        if spelled.startswith(prefix) and len(spelled) > len(prefix):
+            spelled = "num_" + spelled[len(prefix) :]
+            break
+    spelled = {"esc": "escape", "enter": "return", "spacebar": "space"}.get(spelled, spelled)
+    if spelled in known:
+        return spelled
+    close = difflib.get_close_matches(spelled, sorted(known), n=1)
+    return close[0] if close else None
+
+
+def _claim(jobs: dict[str, str], name: str, job: str, where: str, path: Path) -> None:
+    if name in jobs:
+        raise InputError(
+            f"{path}: {where}: {name!r} is already {jobs[name]}; expected each key to have one job"
+        )
+    jobs[name] = job
 
 
 def _check_online(online: Online, fail) -> None:

@@ -27,14 +27,17 @@ import pandas as pd
 
 from analysis import bids
 from analysis.checks import InputError
+from analysis.provenance import toolkit_version
 
-__all__ = ["SESSION_COLUMNS", "SessionRecorder"]
+from .participants import DETAILS, details_description
+
+__all__ = ["SESSION_COLUMNS", "SessionRecorder", "check_dataset_folder", "recorded_details"]
 
 #: The columns of a recorded session's ``_beh.tsv``, in file order.
 SESSION_COLUMNS = (
-    "participant", "trial", "phase", "sketch_id", "image_id", "rating", "rt", "anchor_rating",
-    "onset", "onset_monotonic", "stim_duration", "blank_duration", "dropped_frames",
-    "n_presses", "presses", "paused_before",
+    "participant", "trial", "phase", "sketch_id", "image_id", "sketch_file", "image_file",
+    "rating", "rt", "anchor_rating", "onset_planned", "onset", "onset_monotonic",
+    "stim_duration", "blank_duration", "dropped_frames", "n_presses", "presses", "paused_before",
 )  # fmt: skip
 
 _README = """Ratings of sketch/image pairs recorded with sbir-study (the rating study of
@@ -87,6 +90,7 @@ class SessionRecorder:
         #: Trials on disk before this process started (0 for a new session).
         self.recorded = recorded
         self._handle = open(path, "a", encoding="utf-8", newline="\n")
+        self._keys = None  # the key log, opened with the first keys
 
     @classmethod
     def open(
@@ -98,6 +102,8 @@ class SessionRecorder:
         session: Mapping,
         trial_order: Sequence[Sequence],
         resume: bool = False,
+        details: Mapping[str, str] | None = None,
+        dataset: Mapping | None = None,
     ) -> SessionRecorder:
         """Start (or, with ``resume``, continue) a participant's session under ``root``.
 
@@ -106,7 +112,10 @@ class SessionRecorder:
         ``(trial, phase, sketch_id, image_id)`` of the trial list. A session
         that exists is refused without ``resume``; with it, the recorded
         ``Protocol``, ``StimulusSetDigest`` and ``TrialOrder`` must equal the
-        given ones.
+        given ones. ``details`` (detail name -> value, see
+        :mod:`study.participants`) go into the participant's row of
+        ``participants.tsv``; ``dataset`` (``Name``, ``Authors``) into a new
+        dataset's ``dataset_description.json``.
         """
         root = Path(root)
         label = bids.check_label(participant)
@@ -119,7 +128,7 @@ class SessionRecorder:
             )
         if resume and not path.exists():
             raise InputError(f"{path}: no session of participant {label!r} to resume")
-        _start_dataset(root, label)
+        _start_dataset(root, label, details or {}, dataset or {})
         if resume:
             sidecar, recorded = _resume(path, session, order)
             sidecar["Resumed"] = [*sidecar.get("Resumed", []), {
@@ -144,16 +153,37 @@ class SessionRecorder:
         _replace_atomically(path.with_suffix(".json"), json.dumps(sidecar, indent=2) + "\n")
         return cls(path, sidecar, recorded)
 
-    def append(self, row: Mapping) -> None:
-        """Write one trial as one line and force it to disk before returning."""
+    def append(self, row: Mapping, keys: Sequence[tuple[str, float, float]] = ()) -> None:
+        """Write one trial as one line and force it to disk before returning.
+
+        ``keys`` are the key-downs received since the last trial, as ``(key,
+        monotonic time, seconds from the session's start)``: they go to the
+        session's key log first (``sourcedata/sub-<label>/..._keys.tsv``,
+        every key the session received, in the order received), so a trial
+        on disk can always be scored again from the keys behind it.
+        """
+        if keys:
+            if self._keys is None:
+                self._keys = _open_key_log(self.key_log)
+            self._keys.write("".join(f"{k}\t{t:.6f}\t{s:.6f}\n" for k, t, s in keys))
+            self._keys.flush()
+            os.fsync(self._keys.fileno())
         line = "\t".join(_cell(row.get(c)) for c in SESSION_COLUMNS) + "\n"
         self._handle.write(line)
         self._handle.flush()
         os.fsync(self._handle.fileno())
 
+    @property
+    def key_log(self) -> Path:
+        """Every key-down the session received: ``sourcedata/sub-<label>/<name>_keys.tsv``."""
+        return self.path.parents[2] / "sourcedata" / self.path.parent.parent.name / (
+            self.path.name.replace("_beh.tsv", "_keys.tsv"))  # fmt: skip
+
     def finish(self, status: str, **entries) -> None:
-        """Close the file and complete the sidecar (``complete`` or ``incomplete``)."""
+        """Close the files and complete the sidecar (``complete`` or ``incomplete``)."""
         self._handle.close()
+        if self._keys is not None:
+            self._keys.close()
         self.sidecar.update(entries)
         self.sidecar["SessionStatus"] = status
         self.sidecar["SessionEnd"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -166,6 +196,18 @@ class SessionRecorder:
         return pd.read_csv(self.path, sep="\t", dtype=str, keep_default_na=False)
 
 
+def _open_key_log(path: Path):
+    """The key log, for appending (a header when new; a resumed session goes on below)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new = not path.exists()
+    if not new:
+        _keep_whole_lines(path, keep_in=path.parent)  # a key cut off by a crash: kept aside
+    handle = open(path, "a", encoding="utf-8", newline="\n")
+    if new:
+        handle.write("key\tonset_monotonic\tsession_time\n")
+    return handle
+
+
 def _plain(value):
     """A JSON-friendly scalar (numpy and pandas scalars become Python ones)."""
     if value is None or value is pd.NA:
@@ -175,32 +217,107 @@ def _plain(value):
     return value
 
 
-def _start_dataset(root: Path, label: str) -> None:
+def check_dataset_folder(root: str | Path) -> Path:
+    """Check that sessions can be recorded under ``root``, before anything is shown.
+
+    ``root`` is a new or empty folder, or a BIDS dataset (it has
+    ``dataset_description.json``, and a readable ``participants.tsv`` if any),
+    in a place the output policy allows (:func:`analysis.outputs.check_dataset_folder`).
+    A folder that holds other files is refused: it is someone else's, and
+    nothing in it is touched.
+    """
+    from analysis.outputs import check_dataset_folder as check_place
+
+    # Where it is: never a file, ".", a stimulus set or another command's output.
+    root = check_place(root, "run")
+    if root.is_dir():
+        description = root / "dataset_description.json"
+        if not description.exists() and any(root.iterdir()):
+            raise InputError(
+                f"{root}: --data: the folder holds files but no dataset_description.json, so it "
+                "is not a BIDS dataset; choose a new or empty folder, or a dataset of earlier "
+                "sessions"
+            )
+        if description.exists():
+            try:
+                json.loads(description.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as error:
+                raise InputError(f"{description}: cannot be read as JSON ({error})") from None
+        _read_participants(root / "participants.tsv")
+    existing = root
+    while not existing.exists():
+        existing = existing.parent
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"{root}: --data: {existing} is not writable")
+    return root
+
+
+def recorded_details(root: str | Path, label: str) -> dict[str, str]:
+    """The details ``participants.tsv`` holds for participant ``label`` (empty if none)."""
+    table = _read_participants(Path(root) / "participants.tsv")
+    if table is None:
+        return {}
+    rows = table[table["participant_id"] == f"sub-{label}"]
+    if rows.empty:
+        return {}
+    return {c: rows.iloc[0][c] for c in table.columns if c in DETAILS}
+
+
+def _read_participants(path: Path) -> pd.DataFrame | None:
+    if not path.exists():
+        return None
+    try:
+        table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    except (OSError, ValueError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: cannot be read as a table ({error})") from None
+    if "participant_id" not in table.columns:
+        raise InputError(f"{path}: line 1: expected a participant_id column")
+    return table
+
+
+def _start_dataset(root: Path, label: str, details: Mapping[str, str], dataset: Mapping) -> None:
     """Create the dataset files that do not exist yet and add the participant."""
     root.mkdir(parents=True, exist_ok=True)
     if not (root / "dataset_description.json").exists():
         description = {
-            "Name": "sbir-study rating sessions",
+            "Name": dataset.get("Name") or "sbir-study rating sessions",
             "BIDSVersion": bids.BIDS_VERSION,
             "DatasetType": "raw",
-            "GeneratedBy": [{"Name": "sbir-study", "Description": "sbir-study run"}],
         }
+        if dataset.get("Authors"):
+            description["Authors"] = list(dataset["Authors"])
+        description["GeneratedBy"] = [
+            {"Name": "sbir-study", "Version": toolkit_version(), "Description": "sbir-study run"}
+        ]
         _replace_atomically(root / "dataset_description.json",
                             json.dumps(description, indent=2) + "\n")  # fmt: skip
     if not (root / "README").exists():
         _replace_atomically(root / "README", _README)
     participants = root / "participants.tsv"
-    if participants.exists():
-        table = pd.read_csv(participants, sep="\t", dtype=str, keep_default_na=False)
-    else:
+    table = _read_participants(participants)
+    if table is None:
         table = pd.DataFrame({"participant_id": pd.Series(dtype=str)})
     if f"sub-{label}" not in set(table["participant_id"]):
-        table = pd.concat([table, pd.DataFrame({"participant_id": [f"sub-{label}"]})])
+        row = {"participant_id": f"sub-{label}", **details}
+        table = pd.concat([table, pd.DataFrame([row], dtype=str)], ignore_index=True)
+        # Detail columns in a fixed order after participant_id, other columns as they were.
+        known = [c for c in DETAILS if c in table.columns]
+        others = [c for c in table.columns if c != "participant_id" and c not in DETAILS]
+        table = table[["participant_id", *others, *known]]
         text = table.fillna("n/a").to_csv(sep="\t", index=False, lineterminator="\n")
         _replace_atomically(participants, text)
-    if not (root / "participants.json").exists():
-        described = {"participant_id": {"Description": "Participant label (sub-<label>)."}}
-        _replace_atomically(root / "participants.json", json.dumps(described, indent=2) + "\n")
+    sidecar = root / "participants.json"
+    described = {}
+    if sidecar.exists():
+        try:
+            described = json.loads(sidecar.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise InputError(f"{sidecar}: cannot be read as JSON ({error})") from None
+    wanted = {"participant_id": {"Description": "Participant label (sub-<label>)."},
+              **details_description([c for c in DETAILS if c in table.columns])}  # fmt: skip
+    missing = {k: v for k, v in wanted.items() if k not in described}
+    if missing or not sidecar.exists():
+        _replace_atomically(sidecar, json.dumps({**described, **missing}, indent=2) + "\n")
 
 
 def _resume(path: Path, session: Mapping, order: list) -> tuple[dict, int]:
@@ -211,7 +328,9 @@ def _resume(path: Path, session: Mapping, order: list) -> tuple[dict, int]:
         raise InputError(f"{sidecar_path}: cannot be read ({error}); cannot resume") from None
     for key, what in (("StimulusSetDigest", "stimulus set"), ("Protocol", "protocol")):
         given = json.loads(json.dumps(session.get(key)))  # as JSON keeps it: tuples are lists
-        where, recorded, now = _difference(sidecar.get(key), given, key)
+        # Settings added to the protocol after the session was recorded took their defaults.
+        default = _protocol_defaults() if key == "Protocol" else _ABSENT
+        where, recorded, now = _difference(sidecar.get(key), given, key, default)
         if where is not None:
             raise InputError(
                 f"{sidecar_path}: {where}: the session was recorded with another {what}; resume "
@@ -237,14 +356,24 @@ def _resume(path: Path, session: Mapping, order: list) -> tuple[dict, int]:
     return sidecar, recorded
 
 
-def _keep_whole_lines(path: Path) -> int:
-    """Move a line cut off by a crash to sourcedata/; return the number of whole trial lines."""
+def _protocol_defaults() -> dict:
+    from .protocol import Protocol, protocol_dict
+
+    return json.loads(json.dumps(protocol_dict(Protocol())))
+
+
+def _keep_whole_lines(path: Path, keep_in: Path | None = None) -> int:
+    """Move a line cut off by a crash to sourcedata/; return the number of whole trial lines.
+
+    ``keep_in`` is the folder for the cut line (default: the participant's
+    folder under ``sourcedata/``, for a ``_beh.tsv``).
+    """
     data = path.read_bytes()
     end = data.rfind(b"\n") + 1
     if end < len(data):
         fragment = data[end:]
-        keep = path.parents[2] / "sourcedata" / path.parent.parent.name / (
-            f"{path.stem}_cut-{int(time.time())}.txt")  # fmt: skip
+        folder = keep_in or path.parents[2] / "sourcedata" / path.parent.parent.name
+        keep = folder / f"{path.stem}_cut-{int(time.time())}.txt"
         keep.parent.mkdir(parents=True, exist_ok=True)
         with open(keep, "wb") as handle:
             handle.write(fragment)
@@ -258,11 +387,32 @@ def _keep_whole_lines(path: Path) -> int:
     return max(lines - 1, 0)
 
 
-def _difference(recorded, given, where: str):
-    """The first place where two JSON values differ: (path, recorded, given), or Nones."""
+_ABSENT = object()
+
+
+def _difference(recorded, given, where: str, default=_ABSENT):
+    """The first place where two JSON values differ: (path, recorded, given), or Nones.
+
+    ``default`` holds the values a setting takes when left out: a setting the
+    record does not have (it was recorded before the setting existed) matches
+    a given value equal to its default, and no other.
+
+    Examples
+    --------
+    >>> _difference({"a": 1}, {"a": 1, "b": 2}, "P", {"a": 0, "b": 2})
+    (None, None, None)
+    >>> _difference({"a": 1}, {"a": 1, "b": 3}, "P", {"a": 0, "b": 2})
+    ('P.b', None, 3)
+    """
     if isinstance(recorded, dict) and isinstance(given, dict):
         for key in sorted(set(recorded) | set(given)):
-            found = _difference(recorded.get(key), given.get(key), f"{where}.{key}")
+            below = default.get(key, _ABSENT) if isinstance(default, dict) else _ABSENT
+            if key not in recorded and below is not _ABSENT:
+                found = _difference(below, given.get(key), f"{where}.{key}")
+                if found[0] is not None:
+                    return found[0], None, found[2]
+                continue
+            found = _difference(recorded.get(key), given.get(key), f"{where}.{key}", below)
             if found[0] is not None:
                 return found
         return None, None, None

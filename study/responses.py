@@ -15,13 +15,16 @@ backend returns its events in, the result depends only on their times.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = [
     "KeyEvent",
     "TrialResponse",
+    "control_presses",
     "event_stream",
+    "first_press",
     "format_presses",
     "rating_key_map",
     "score_trial",
@@ -74,7 +77,8 @@ def event_stream(events: Iterable[KeyEvent | tuple[str, float]]) -> tuple[KeyEve
 
     A backend may report one key-down twice (on press and again on release)
     and in any order across polls; an event is the pair (key, time), and two
-    events at the same instant keep the order they arrived in.
+    events at the same instant keep the order they arrived in. A time that is
+    not finite is an error (``ValueError``), never silently dropped.
 
     Examples
     --------
@@ -86,6 +90,9 @@ def event_stream(events: Iterable[KeyEvent | tuple[str, float]]) -> tuple[KeyEve
     for event in events:
         if not isinstance(event, KeyEvent):
             event = KeyEvent(t=float(event[1]), name=str(event[0]))
+        if not math.isfinite(event.t):
+            # A press without a time cannot be placed before or after anything.
+            raise ValueError(f"key event {event.name!r} has no finite time ({event.t!r})")
         ident = (event.name, event.t)
         if ident not in seen:
             seen.add(ident)
@@ -141,3 +148,55 @@ def format_presses(presses: Sequence[tuple[int, float]]) -> str | None:
     '3@0.5000 2@0.9123'
     """
     return " ".join(f"{rating}@{t:.4f}" for rating, t in presses) or None
+
+
+def control_presses(
+    events: Iterable[KeyEvent | tuple[str, float]],
+    start: float,
+    end: float,
+    keys: Iterable[str],
+) -> tuple[KeyEvent, ...]:
+    """The presses of control keys (pause, quit) in ``[start, end)``, in time order.
+
+    The session asks this once a trial's response window has closed at
+    ``end``, with ``start`` the moment up to which control keys were already
+    dealt with: a press at any instant of the trial, its last frame included,
+    takes effect after that trial, and none is seen twice.
+
+    Examples
+    --------
+    A pause asked for 2 ms before the window closed counts; one at the very
+    instant the next pair appeared belongs to the next trial:
+
+    >>> control_presses([("p", 12.998), ("escape", 13.0), ("3", 12.5)], 10.0, 13.0,
+    ...                 {"p", "escape"})
+    (KeyEvent(t=12.998, name='p'),)
+    """
+    names = set(keys)
+    return tuple(e for e in event_stream(events) if e.name in names and start <= e.t < end)
+
+
+def first_press(
+    events: Iterable[KeyEvent | tuple[str, float]],
+    since: float,
+    keys: Iterable[str],
+) -> KeyEvent | None:
+    """The earliest press of one of ``keys`` at or after ``since`` (by time), or None.
+
+    This answers a waiting screen: "space" to go on, or ``y``/``n`` at the
+    question whether to end the session. When both ``y`` and ``n`` arrive in
+    one poll of the keyboard, the one pressed first decides, whatever order
+    the backend returned them in.
+
+    Examples
+    --------
+    >>> first_press([("y", 5.0042), ("n", 5.0031), ("y", 4.9)], 5.0, {"y", "n"})
+    KeyEvent(t=5.0031, name='n')
+    >>> first_press([("y", 4.9)], 5.0, {"y", "n"}) is None
+    True
+    """
+    names = set(keys)
+    for event in event_stream(events):
+        if event.name in names and event.t >= since:
+            return event
+    return None

@@ -2,32 +2,57 @@
 
 Design -> initialise -> run -> end:
 
-* **Design.** The protocol and the stimulus set are checked, the
-  participant's seed is drawn (or, on resume, read back) and the trial list
-  built (:func:`study.trials.build_trials`).
+* **Design.** Everything that needs no window is checked first, in this
+  order: the protocol, the stimulus set, the ``--data`` folder, the
+  participant label, an existing session, the participant details given on
+  the command line. Then the display (:func:`study.display.require_display`):
+  without one, the session stops with one line before PsychoPy opens
+  anything. The participant's seed is drawn (or, on resume, read back) and
+  the trial list built (:func:`study.trials.build_trials`).
 * **Initialise.** The window is opened with a monitor definition from the
   protocol (stimuli sized in degrees of visual angle); its refresh is
   measured. Durations are counted in frames when the refresh rate is stable
   and plausible, and timed by the clock otherwise (a virtual display without
   vertical sync). The keyboard must be PsychoPy's Psychtoolbox backend, which
   time-stamps each key-down itself; without it the session refuses to start.
+  Details the protocol records and the command line did not give are asked
+  on screen.
 * **Run.** Each pair is shown side by side for ``stimulus_s``, then black for
-  ``blank_s``, then the next pair at once. Presses of the rating keys from
-  stimulus onset until the blank ends count; the last one is the rating. Each
-  trial is written (one line, fsync) just after the next stimulus onset, so
-  that writing never delays an onset. The pause key pauses after the current
-  response window; the quit key asks for confirmation and ends the session,
-  marked incomplete, with everything recorded.
-* **End.** The sidecar is completed (status, frame statistics).
+  ``blank_s``, then the next pair. Onsets are planned on one timeline
+  (:mod:`study.schedule`), so lateness never accumulates. Every key-down of
+  the session goes into one stream ordered by its own time; what a trial
+  records is :func:`study.responses.score_trial` of that stream, so the last
+  rating key pressed before the window closes is the rating, whatever order
+  the keyboard returned the presses in. The backend stamps a key with the
+  time the X server took it in and delivers it a moment later, so a trial is
+  scored a short while (``_SETTLE_S``) after its window closed, with every
+  key pressed before the close in hand. A pause or quit key pressed at any
+  instant of a trial takes effect right after that trial: the next screen is
+  chosen with a last look at the keys just before its flip, and a press in
+  the very last instant that turns up after the next pair was flipped
+  withdraws that pair at once (it is shown again, whole, after the pause).
+  Each trial is written (one line, fsync) as soon as it is scored, after the
+  keys behind it go to the session's key log (``sourcedata/``).
+* **End.** The end screen waits for the space bar; the sidecar is completed
+  (status, trials recorded, rating keys that arrived too late for their trial
+  if any). A session stopped by an error is completed as incomplete, with
+  what stopped it.
 
-``simulate=True`` lets a simulated participant answer: its key presses go
-through the keyboard device's ``makeResponse``, time-stamped at the simulated
-response time, and take the same path as real ones.
+``simulate=True`` lets a simulated participant answer, with the rater model
+of :mod:`analysis.simulate` (the one ``sbir-study simulate`` uses): its key
+presses go through the keyboard device's ``makeResponse``, time-stamped at the
+simulated response time, and take the same path as real ones.
 """
 
 from __future__ import annotations
 
+import bisect
+import json
+import math
 import time
+import warnings
+from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,13 +62,22 @@ import pandas as pd
 from analysis.checks import InputError
 from analysis.provenance import SESSION_PACKAGES, software_versions
 
-from .protocol import Protocol, protocol_dict
-from .recorder import SessionRecorder
+from .participants import DETAILS, MISSING, check_details
+from .protocol import CONTINUE_KEY, Protocol, load_protocol, protocol_dict
+from .recorder import SessionRecorder, check_dataset_folder, recorded_details
+from .responses import KeyEvent, control_presses, first_press, format_presses, score_trial
+from .schedule import dropped_frames, late_frames, next_refresh_is_due
 from .trials import build_trials, draw_seed
 
-__all__ = ["SessionOutcome", "dropped_frames", "run_session"]
+__all__ = ["SessionOutcome", "run_from_files", "run_session", "stimulus_set_for"]
 
-_SPACE = "space"
+_QUIT_ANSWERS = {"y": True, "n": False}
+# Clock-timed flips: the next screen is drawn and rendered this long before it is due.
+_PREPARE_S = 0.025
+# A flip is called this much before its deadline, less the measured time a flip takes.
+_SPIN_S = 0.003
+# After a response window closes, keys pressed before it closed are awaited this long.
+_SETTLE_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -56,6 +90,192 @@ class SessionOutcome:
     planned: int
     timing_mode: str  # "frames" or "clock"
     refresh_hz: float | None
+
+
+def run_from_files(
+    protocol_file: str | Path,
+    stimuli: str | Path,
+    participant: str,
+    data: str | Path,
+    *,
+    resume: bool = False,
+    simulate: bool = False,
+    windowed: bool = False,
+    seed: int | None = None,
+    details: Mapping[str, str | None] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> SessionOutcome:
+    """``sbir-study run``: check every input, then run the session (see the module docstring).
+
+    Bad input, a missing display included, raises
+    :class:`~analysis.checks.InputError` before any window opens.
+    ``progress`` receives one line for the experimenter at each stage.
+    """
+    from analysis.checks import check_participant
+
+    protocol = load_protocol(protocol_file)
+    stimulus_set = stimulus_set_for(stimuli, protocol)
+    check_participant(participant, "--participant")
+    if resume and seed is not None:
+        raise InputError("--seed: a resumed session uses its recorded seed; drop --seed")
+    return run_session(protocol, stimulus_set, participant, data, protocol_file=protocol_file,
+                       resume=resume, simulate=simulate, windowed=windowed, seed=seed,
+                       details=details, progress=progress)  # fmt: skip
+
+
+def run_session(
+    protocol: Protocol,
+    stimulus_set,
+    participant: str,
+    data: str | Path,
+    *,
+    protocol_file: str | Path = "",
+    resume: bool = False,
+    simulate: bool = False,
+    windowed: bool = False,
+    seed: int | None = None,
+    details: Mapping[str, str | None] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> SessionOutcome:
+    """Run (or resume) one participant's session; see the module docstring.
+
+    ``stimulus_set`` is a :class:`stimuli.StimulusSet` (checked);
+    ``details`` maps ``age``, ``sex``, ``handedness`` to the values given on
+    the command line (None: not given, asked on screen unless ``simulate``).
+    ``progress`` receives one line for the experimenter at each stage.
+    Returns a :class:`SessionOutcome`; bad input raises
+    :class:`~analysis.checks.InputError`.
+    """
+    from analysis import bids
+
+    say = progress or (lambda line: None)
+
+    check_dataset_folder(data)
+    label = bids.check_label(participant)
+    path = bids.beh_path(data, label, protocol.task)
+    if resume:
+        seed = _recorded_seed(path)
+    elif path.exists():
+        raise InputError(
+            f"{path}: a session of participant {label!r} is already recorded; it is never "
+            "overwritten (pass --resume to continue it, or choose another --participant)"
+        )
+    given = check_details(dict(details or {}), protocol.participants.details)
+    if resume:
+        given = _details_on_resume(data, label, given)
+    if seed is None:
+        seed = draw_seed()
+    trials = build_trials(protocol, stimulus_set.manifest, seed)
+    responder_plan = _simulated_answers(protocol, stimulus_set, trials, seed) if simulate else None
+
+    from .display import require_display
+
+    require_display()
+    if not protocol.dataset.authors and not (Path(data) / "dataset_description.json").exists():
+        warnings.warn(
+            f"the protocol {protocol.name!r} names no authors ([dataset] authors); the new "
+            "dataset's dataset_description.json will name none",
+            stacklevel=2,
+        )
+    from psychopy import core, logging
+
+    logging.console.setLevel(logging.ERROR)
+    # Real-time priority (where the system allows it) before the keyboard and the window
+    # start their threads, so that those inherit it.
+    realtime = bool(core.rush(True))
+    kb = _keyboard()
+
+    from psychopy import monitors, visual
+
+    display = protocol.display
+    monitor = monitors.Monitor("sbir-study", width=display.width_cm, distance=display.distance_cm)
+    monitor.setSizePix(list(display.resolution))
+    fullscreen = display.fullscreen and not windowed
+    size = (
+        list(display.resolution)
+        if fullscreen
+        else [min(display.resolution[0], 1280), min(display.resolution[1], 800)]
+    )
+    win = visual.Window(size=size, fullscr=fullscreen, monitor=monitor, units="deg",
+                        color=display.background, colorSpace="rgb", allowGUI=not fullscreen,
+                        waitBlanking=True, checkTiming=False)  # fmt: skip
+    loop = None
+    try:
+        refresh, jitter = _measure_refresh(win)
+        low, high = protocol.timing.refresh_range_hz
+        frames_ok = refresh is not None and low <= refresh <= high
+        frames_ok = frames_ok and jitter <= protocol.timing.frame_jitter_ms
+        mode = "frames" if frames_ok else "clock"
+        loop = _Loop(win, kb, protocol, stimulus_set, trials, label, mode, refresh, core,
+                     responder_plan)  # fmt: skip
+        say(f"Window open ({mode} timing, refresh {refresh or 0:.1f} Hz).")
+        wanted = [d for d in protocol.participants.details if d not in given]
+        if resume or simulate:
+            answered = {name: MISSING for name in wanted}  # recorded at the start, or nobody
+        else:
+            if wanted:
+                say(f"Asking the participant on screen: {', '.join(wanted)}.")
+            answered = loop.ask_details(wanted)
+            if answered is None:
+                return SessionOutcome(path, "incomplete", 0, len(trials), mode, refresh)
+        session = {
+            "TaskName": protocol.task,
+            "Protocol": protocol_dict(protocol),
+            "ProtocolFile": str(protocol_file),
+            "StimulusSet": str(stimulus_set.folder),
+            "StimulusSetDigest": stimulus_set.digest,
+            "Seed": int(seed),
+            "MeasuredRefreshRate": refresh,
+            "FramePeriodJitterMs": jitter,
+            "TimingMode": mode,
+            "KeyboardBackend": "ptb",
+            "RealtimePriority": realtime,
+            "Simulated": bool(simulate),
+            "Software": software_versions(SESSION_PACKAGES),
+        }
+        order = trials[["trial", "phase", "sketch_id", "image_id"]].itertuples(index=False)
+        dataset = {"Name": protocol.dataset.name, "Authors": list(protocol.dataset.authors)}
+        recorder = SessionRecorder.open(data, label, task=protocol.task, session=session,
+                                        trial_order=list(order), resume=resume,
+                                        details={**given, **answered}, dataset=dataset)  # fmt: skip
+        say(
+            f"Recording to {recorder.path}; the instructions are on screen, the session begins "
+            "when the participant presses space."
+        )
+        try:
+            status = loop.run(recorder)
+        except BaseException as error:
+            # Whatever stops the session (a stimulus file gone, Ctrl-C, a bug), every trial so
+            # far is on disk; the sidecar says the session stopped, and why.
+            recorder.finish("incomplete", TrialsRecorded=loop.recorded,
+                            RatingKeysReceivedLate=loop.late_keys,
+                            StoppedBy=f"{type(error).__name__}: {error}")  # fmt: skip
+            if isinstance(error, OSError) and getattr(error, "filename", None):
+                raise InputError(
+                    f"{error.filename}: {error.strerror or error} during the session; its "
+                    f"{loop.recorded} trials so far are recorded in {recorder.path} (continue "
+                    "with --resume once the file is back)"
+                ) from None
+            raise
+        recorder.finish(status, TrialsRecorded=loop.recorded, RatingKeysReceivedLate=loop.late_keys)
+    finally:
+        win.close()
+        if realtime:
+            core.rush(False)
+    return SessionOutcome(path, status, loop.recorded, len(trials), mode, refresh)
+
+
+def _details_on_resume(data, label: str, given: dict[str, str]) -> dict[str, str]:
+    """Details were recorded when the session began; given again, they must agree."""
+    recorded = recorded_details(data, label)
+    for name, value in given.items():
+        if recorded.get(name, MISSING) != value:
+            raise InputError(
+                f"--{name}: participants.tsv records {recorded.get(name, MISSING)!r} for "
+                f"sub-{label}, not {value!r}; a resumed session keeps what was recorded (leave "
+                f"--{name} out, or correct participants.tsv by hand)"
+            )
+    return {}
 
 
 def _keyboard():
@@ -76,57 +296,54 @@ def _keyboard():
     return kb
 
 
-class _Keys:
-    """Every key press since the session began, each once, time-stamped by the backend.
+class _KeyStream:
+    """Every key-down of the session, each once, in the order of its own time stamp.
 
     ``getKeys(waitRelease=False)`` returns keys still held; a tap between two
     polls only comes back with ``waitRelease=True``, and a key returned on
-    press comes back again on release: both are collected and de-duplicated.
+    press comes back again on release: both are collected, and one key-down is
+    the pair (name, time stamp). Times are the backend's, on PsychoPy's clock.
     """
 
-    def __init__(self, kb) -> None:
+    def __init__(self, kb, controls: set[str]) -> None:
         self.kb = kb
-        self.presses: list[tuple[str, float]] = []  # (name, tDown on the default clock)
+        self.events: list[KeyEvent] = []  # sorted by time
+        self.received: list[KeyEvent] = []  # in the order they came in
+        self.controls: list[KeyEvent] = []  # the pause and quit keys among them
+        self._control_names = controls
         self._seen: set[tuple[str, float]] = set()
 
     def poll(self) -> None:
         for key in [*self.kb.getKeys(waitRelease=False), *self.kb.getKeys(waitRelease=True)]:
-            ident = (key.name, round(float(key.tDown), 6))
+            ident = (key.name, float(key.tDown))
             if ident not in self._seen:
                 self._seen.add(ident)
-                self.presses.append((key.name, float(key.tDown)))
+                event = KeyEvent(t=ident[1], name=ident[0])
+                bisect.insort(self.events, event, key=lambda e: e.t)
+                self.received.append(event)
+                if event.name in self._control_names:
+                    self.controls.append(event)
 
-    def between(self, start: float, end: float, names) -> list[tuple[str, float]]:
-        return sorted((n, t) for n, t in self.presses if start <= t < end and n in names)
+    def since(self, t: float) -> list[KeyEvent]:
+        """The events at or after ``t`` (what scoring a window needs, without the whole past)."""
+        return self.events[bisect.bisect_left(self.events, t, key=lambda e: e.t) :]
 
 
 class _Responder:
-    """A simulated participant answering through the keyboard device's ``makeResponse``."""
+    """A simulated participant pressing keys through the keyboard device's ``makeResponse``."""
 
-    def __init__(self, kb, trials: pd.DataFrame, manifest: pd.DataFrame, protocol: Protocol,
-                 seed: int) -> None:  # fmt: skip
-        from analysis.simulate import RaterModel
-
+    def __init__(self, kb, answers: pd.DataFrame, key_names: tuple[str, ...]) -> None:
         self.kb = kb
-        model = RaterModel()
-        rng = np.random.default_rng([seed, 1])
-        bias = rng.normal(0.0, model.bias_sd)
-        noise = model.noise * rng.lognormal(0.0, model.noise_sd_log)
-        latent = _latent_ratings(trials, manifest, rng)
-        response = latent + bias + noise * rng.standard_normal(len(trials))
-        low, high = protocol.scale
-        self.ratings = np.clip(np.rint(response), low, high).astype(int)
-        window = protocol.timing.stimulus_s + protocol.timing.blank_s
-        rt = model.rt_median * rng.lognormal(0.0, model.rt_sd_log, len(trials))
-        self.rts = np.clip(rt, 0.15, window - 0.05)
-        self.missed = rng.random(len(trials)) < model.miss_rate
-        self.keys = protocol.response.keys
+        self.answers = answers  # rating (or NA) and rt per trial, in trial order
+        self.key_names = key_names
         self._due: list[tuple[float, str]] = []
 
     def plan(self, index: int, onset: float) -> None:
-        """Press the trial's rating key at onset + rt (unless this response is missed)."""
-        if not self.missed[index]:
-            self.schedule(self.keys[self.ratings[index] - 1], onset + float(self.rts[index]))
+        """Press the trial's rating key at onset + rt (unless the model misses this one)."""
+        rating = self.answers["rating"].iloc[index]
+        if not pd.isna(rating):
+            rt = float(self.answers["rt"].iloc[index])
+            self.schedule(self.key_names[int(rating) - 1], onset + rt)
 
     def schedule(self, name: str, at: float) -> None:
         self._due.append((at, name))
@@ -138,19 +355,12 @@ class _Responder:
             self._due.remove((at, name))
 
 
-def _latent_ratings(trials: pd.DataFrame, manifest: pd.DataFrame, rng) -> np.ndarray:
-    """Each trial's noise-free rating: 7 - 6 s for a set with latent similarity, else drawn."""
-    latent = np.full(len(trials), np.nan)
-    if "latent_similarity" in manifest.columns:
-        similarity = manifest.set_index(["sketch_id", "image_id"])["latent_similarity"]
-        keys = pd.MultiIndex.from_frame(trials[["sketch_id", "image_id"]])
-        values = pd.to_numeric(similarity.reindex(keys), errors="coerce").to_numpy(dtype=float)
-        latent = 7.0 - 6.0 * values
-    prescribed = trials["anchor_rating"].to_numpy(dtype=float, na_value=np.nan)
-    latent = np.where(np.isnan(latent), prescribed, latent)
-    unknown = np.isnan(latent)
-    latent[unknown] = rng.uniform(1.0, 7.0, unknown.sum())
-    return latent
+def _simulated_answers(protocol: Protocol, stimulus_set, trials: pd.DataFrame, seed: int):
+    """The simulated participant's rating and response time per trial (analysis.simulate)."""
+    from analysis.simulate import RaterModel, simulated_responses
+
+    window = protocol.timing.stimulus_s + protocol.timing.blank_s
+    return simulated_responses(stimulus_set.manifest, trials, RaterModel(), seed, window_s=window)
 
 
 def _measure_refresh(win, frames: int = 60) -> tuple[float | None, float]:
@@ -164,91 +374,7 @@ def _measure_refresh(win, frames: int = 60) -> tuple[float | None, float]:
     return float(1.0 / periods.mean()), float(periods.std() * 1000.0)
 
 
-def run_session(
-    protocol: Protocol,
-    stimulus_set,
-    participant: str,
-    data: str | Path,
-    *,
-    protocol_file: str | Path = "",
-    resume: bool = False,
-    simulate: bool = False,
-    windowed: bool = False,
-    seed: int | None = None,
-) -> SessionOutcome:
-    """Run (or resume) one participant's session; see the module docstring.
-
-    ``stimulus_set`` is a :class:`stimuli.StimulusSet` (checked). Returns a
-    :class:`SessionOutcome`; bad input raises
-    :class:`~analysis.checks.InputError`.
-    """
-    from analysis import bids
-
-    label = bids.check_label(participant)
-    path = bids.beh_path(data, label, protocol.task)
-    if resume:
-        seed = _recorded_seed(path)
-    elif path.exists():
-        raise InputError(
-            f"{path}: a session of participant {label!r} is already recorded; it is never "
-            "overwritten (pass --resume to continue it, or choose another --participant)"
-        )
-    if seed is None:
-        seed = draw_seed()
-    trials = build_trials(protocol, stimulus_set.manifest, seed)
-    kb = _keyboard()
-
-    from psychopy import core, logging, monitors, visual
-
-    logging.console.setLevel(logging.ERROR)
-    display = protocol.display
-    monitor = monitors.Monitor("sbir-study", width=display.width_cm, distance=display.distance_cm)
-    monitor.setSizePix(list(display.resolution))
-    fullscreen = display.fullscreen and not windowed
-    size = (
-        list(display.resolution)
-        if fullscreen
-        else [min(display.resolution[0], 1280), min(display.resolution[1], 800)]
-    )
-    win = visual.Window(size=size, fullscr=fullscreen, monitor=monitor, units="deg",
-                        color=display.background, colorSpace="rgb", allowGUI=not fullscreen,
-                        waitBlanking=True, checkTiming=False)  # fmt: skip
-    try:
-        refresh, jitter = _measure_refresh(win)
-        low, high = protocol.timing.refresh_range_hz
-        frames_ok = refresh is not None and low <= refresh <= high
-        frames_ok = frames_ok and jitter <= protocol.timing.frame_jitter_ms
-        mode = "frames" if frames_ok else "clock"
-        offset = _clock_offset(core)
-        session = {
-            "TaskName": protocol.task,
-            "Protocol": protocol_dict(protocol),
-            "ProtocolFile": str(protocol_file),
-            "StimulusSet": str(stimulus_set.folder),
-            "StimulusSetDigest": stimulus_set.digest,
-            "Seed": int(seed),
-            "MeasuredRefreshRate": refresh,
-            "FramePeriodJitterMs": jitter,
-            "TimingMode": mode,
-            "KeyboardBackend": "ptb",
-            "Simulated": bool(simulate),
-            "Software": software_versions(SESSION_PACKAGES),
-        }
-        order = trials[["trial", "phase", "sketch_id", "image_id"]].itertuples(index=False)
-        recorder = SessionRecorder.open(data, label, task=protocol.task, session=session,
-                                        trial_order=list(order), resume=resume)  # fmt: skip
-        loop = _Loop(win, kb, protocol, stimulus_set, trials, recorder, label, mode, refresh,
-                     offset, core, simulate, seed)  # fmt: skip
-        status = loop.run()
-        recorder.finish(status, TrialsRecorded=loop.recorded)
-    finally:
-        win.close()
-    return SessionOutcome(path, status, loop.recorded, len(trials), mode, refresh)
-
-
 def _recorded_seed(path: Path) -> int:
-    import json
-
     sidecar = path.with_suffix(".json")
     if not path.exists():
         raise InputError(f"{path}: no session to resume")
@@ -269,312 +395,515 @@ def _clock_offset(core) -> float:
     return best[1]
 
 
+class _Screen:
+    """Flips at planned times: by counting refreshes (frames mode) or by the clock."""
+
+    def __init__(self, win, mode: str, frame_s: float, core, tick: Callable[[], None]) -> None:
+        self.win, self.mode, self.frame, self.core, self.tick = win, mode, frame_s, core, tick
+        self.delays: deque[float] = deque(maxlen=15)  # flip call -> return, clock mode
+        self.last_flip = core.getTime()
+
+    def _finish(self) -> None:
+        """Wait until OpenGL has rendered everything drawn so far."""
+        import pyglet.gl
+
+        pyglet.gl.glFinish()
+
+    def wait_until(self, deadline: float) -> None:
+        """Poll the keys until ``deadline``, sleeping in short steps, spinning at the end."""
+        while (remaining := deadline - self.core.getTime()) > _SPIN_S:
+            self.tick()
+            time.sleep(min(remaining - _SPIN_S, 0.002))
+        while self.core.getTime() < deadline:
+            pass
+
+    def flip(self) -> float:
+        """Flip now (a screen whose timing does not matter: it waits for a key)."""
+        self.last_flip = self.win.flip()
+        self.tick()
+        return self.last_flip
+
+    def present(
+        self,
+        draw: Callable[[], None],
+        deadline: float,
+        *,
+        current: Callable[[], None],
+        last_look: Callable[[], Callable[[], None] | None] | None = None,
+    ) -> tuple[float, int, bool]:
+        """Show ``draw`` from the refresh nearest ``deadline`` (clock: at ``deadline``).
+
+        ``current`` redraws what is on screen until then (frames mode);
+        ``last_look``, called just before the flip, may return another screen
+        to show instead. Returns the flip time, the frames lost, and whether
+        the other screen was shown.
+        """
+        if self.mode == "frames":
+            flips = [self.last_flip]
+            # (The clock, too: a flip that stopped waiting for the refresh must not loop forever.)
+            while not next_refresh_is_due(self.last_flip, self.frame, deadline) and (
+                self.core.getTime() < deadline - self.frame / 2
+            ):
+                current()
+                self.last_flip = self.win.flip()
+                flips.append(self.last_flip)
+                self.tick()
+            other = last_look() if last_look else None
+            (other or draw)()
+            self.last_flip = self.win.flip()
+            self.tick()
+            return self.last_flip, dropped_frames([*flips, self.last_flip], self.frame), bool(other)
+        self.wait_until(deadline - _PREPARE_S)
+        # Clear, draw and render now, so that the flip at the deadline only swaps.
+        self.win.clearBuffer()
+        draw()
+        self._finish()
+        lead = float(np.median(self.delays)) if self.delays else 0.0
+        self.wait_until(deadline - lead)
+        other = last_look() if last_look else None
+        if other:
+            self.win.clearBuffer()
+            other()
+        called = self.core.getTime()
+        self.last_flip = self.win.flip(clearBuffer=False)
+        if not other:
+            self.delays.append(self.last_flip - called)
+        self.tick()
+        return self.last_flip, late_frames(self.last_flip, deadline, self.frame), bool(other)
+
+
 class _Loop:
     """The trial loop; every screen change is a flip whose time is recorded."""
 
-    def __init__(self, win, kb, protocol, stimulus_set, trials, recorder, label, mode, refresh,
-                 offset, core, simulate, seed) -> None:  # fmt: skip
+    def __init__(self, win, kb, protocol: Protocol, stimulus_set, trials: pd.DataFrame,
+                 label: str, mode: str, refresh: float | None, core,
+                 answers: pd.DataFrame | None) -> None:  # fmt: skip
         from psychopy import visual
 
-        self.win, self.kb, self.protocol, self.core = win, kb, protocol, core
-        self.set, self.trials, self.recorder, self.label = stimulus_set, trials, recorder, label
-        self.mode, self.offset = mode, offset
-        self.frame = 1.0 / refresh if refresh else 1.0 / 60.0
-        self.keys = _Keys(kb)
-        rating_keys = {name: k + 1 for k, name in enumerate(protocol.response.keys)}
-        if protocol.response.keypad:
-            rating_keys.update({f"num_{name}": k for name, k in list(rating_keys.items())
-                                if name.isdigit()})  # fmt: skip
-        self.rating_keys = rating_keys
-        self.responder = (_Responder(kb, trials, stimulus_set.manifest, protocol, seed)
-                          if simulate else None)  # fmt: skip
+        self.win, self.protocol, self.core = win, protocol, core
+        self.set, self.trials, self.label = stimulus_set, trials, label
+        self.offset = _clock_offset(core)
+        frame = 1.0 / refresh if mode == "frames" and refresh else 1.0 / 60.0
+        response = protocol.response
+        self.control_keys = {response.quit_key}
+        if protocol.pauses.allowed:
+            self.control_keys.add(response.pause_key)
+        self.keys = _KeyStream(kb, self.control_keys)
+        self._handled: set[KeyEvent] = set()  # control presses that took effect
+        self.responder = (
+            _Responder(kb, answers, protocol.response.keys) if answers is not None else None
+        )
+        self.screen = _Screen(win, mode, frame, core, self._tick)
+        self.key_map = protocol.key_map
         self.black = visual.Rect(win, width=2.0, height=2.0, units="norm", fillColor="black",
                                  lineColor="black")  # fmt: skip
         self.text = visual.TextStim(win, text="", height=0.8, wrapWidth=30, color="white")
-        self.rating_label = visual.TextStim(win, text="", height=1.2, pos=(0, -7), color="white")
+        # One laid-out text per waiting screen: laying out a text takes far longer than a
+        # frame, and a waiting screen may replace a pair at its planned flip.
+        self.screens = {
+            kind: visual.TextStim(win, text=_screen_text(kind, protocol), height=0.8,
+                                  wrapWidth=30, color="white")
+            for kind in ("quit", "pause", "main", "anchoring", "end")
+        }  # fmt: skip
         display = protocol.display
         half = (display.stimulus_deg + display.gap_deg) / 2
-        self.positions = ((-half, 0.0), (half, 0.0))
-        self.recorded = recorder.recorded
+        self._slots = [
+            (visual.ImageStim(win, image=None, pos=(-half, 0.0)),
+             visual.ImageStim(win, image=None, pos=(half, 0.0)),
+             visual.TextStim(win, text="", height=1.2, pos=(0, -0.5 * display.stimulus_deg),
+                             color="white"))
+            for _ in range(2)
+        ]  # fmt: skip
+        self._turn = 0
+        self.recorder = None
+        self.recorded = 0
+        self._logged = 0  # keys written to the key log
+        self._checked = 0  # keys looked at for late arrival
+        self._scored_until = -math.inf  # the end of the last trial written
+        self.late_keys = 0
         self.session_start = 0.0
-        self._pending: dict | None = None
-        self._paused_for = 0.0
-        self._seen_upto = 0.0  # control keys before this time were handled already
-        self._flip_delays: list[float] = []
-        # Draw each kind of screen once, so that no first-time cost lands inside a trial.
-        self.black.draw()
-        self.text.text = protocol.instructions.main
-        self.text.draw()
-        win.flip()
-        for _ in range(10):  # and learn how long a flip takes to return
-            self.black.draw()
-            called = core.getTime()
-            self._flip_delays.append(win.flip() - called)
+        self._warm_up()
 
-    # --- time and keys ---
+    def _warm_up(self) -> None:
+        """Draw every kind of screen once and learn how long a flip takes, before any trial.
+
+        First draws compile shaders and upload textures; none of that may land
+        inside a trial. The time a clock-timed flip takes to return is
+        learned from a few black screens, so that the first trial's flips
+        already come on time.
+        """
+        for slot in range(2):
+            row = self.trials.iloc[slot % len(self.trials)].copy()
+            row["phase"], row["anchor_rating"] = "anchor_demo", 1  # the label is drawn too
+            _draw_all(self._stimuli(row))
+            self.win.flip()
+        for screen in self.screens.values():
+            screen.draw()
+            self.win.flip()
+        for _ in range(12):
+            self.win.clearBuffer()
+            self.black.draw()
+            self.screen._finish()
+            called = self.core.getTime()
+            self.screen.delays.append(self.win.flip(clearBuffer=False) - called)
+            time.sleep(0.01)
+        self.black.draw()
+        self.screen.flip()
+
+    # --- keys ---
     def _tick(self) -> None:
         if self.responder is not None:
             self.responder.act(self.core.getTime())
         self.keys.poll()
 
-    def _wait_until(self, deadline: float) -> None:
-        """Poll keys until ``deadline`` on the default clock (sleeping in short steps)."""
-        while (remaining := deadline - self.core.getTime()) > 0:
+    def _answer(self, keys: set[str], shown: float) -> KeyEvent:
+        """Wait for the first press of one of ``keys`` at or after ``shown``."""
+        if self.responder is not None and CONTINUE_KEY in keys:
+            self.responder.schedule(CONTINUE_KEY, shown + 0.3)  # reads, then goes on
+        while (event := first_press(self.keys.since(shown), shown, keys)) is None:
             self._tick()
-            if remaining > 0.004:
-                self.core.wait(min(remaining - 0.003, 0.002), hogCPUperiod=0)
+            time.sleep(0.001)
+        return event
 
-    def _show(self, draw, start: float, duration: float, choose_next) -> tuple[float, int | None]:
-        """Keep a screen from ``start`` for ``duration``, then flip to the next one.
-
-        ``choose_next`` is called shortly before the end (a frame, or 20 ms in
-        clock mode) and draws the next screen into the back buffer, so that the
-        flip itself is all that happens at the deadline. Frames mode: the
-        duration in whole frames, redrawn each frame. Clock mode: the flip is
-        timed by the clock. Returns the next screen's flip time and the frames
-        dropped (None in clock mode, where frames are not counted).
-        """
-        if self.mode == "frames":
-            frames = max(1, round(duration / self.frame))
-            flips = [start]
-            for _ in range(frames - 1):
-                draw()
-                flips.append(self.win.flip())
-                self._tick()
-            choose_next()
-            flipped = self.win.flip()
-            flips.append(flipped)
-            self._tick()
-            return flipped, dropped_frames(flips, self.frame)
-        deadline = start + duration
-        self._wait_until(deadline - 0.02)
-        choose_next()
-        flipped = self._flip_at(deadline)
-        self._tick()
-        return flipped, None
-
-    def _flip_at(self, deadline: float) -> float:
-        """Flip so that the flip's time stamp falls on ``deadline`` (clock mode).
-
-        A flip's time stamp is taken when the swap returns; without vertical
-        sync that is a few milliseconds after the call. The call is made that
-        much early: the median of the last 15 measured delays.
-        """
-        delays = self._flip_delays
-        self._wait_until(deadline - (float(np.median(delays)) if delays else 0.0))
-        called = self.core.getTime()
-        flipped = self.win.flip()
-        delays.append(flipped - called)
-        del delays[:-15]
-        return flipped
-
-    # --- screens ---
+    # --- screens that wait for a key ---
     def _draw_message(self, text: str) -> None:
         self.text.text = text
         self.text.draw()
 
-    def _await(self, keys: set[str], shown: float) -> tuple[str, float]:
-        """Wait for one of ``keys`` after a message shown at ``shown``; the key and the wait."""
-        self._close_pending(shown)
-        if self.responder is not None and _SPACE in keys:
-            self.responder.schedule(_SPACE, shown + 0.3)
-        while True:
-            self._tick()
-            answer = self.keys.between(shown, float("inf"), keys)
-            if answer:
-                break
-            self.core.wait(0.001, hogCPUperiod=0)
-        self._seen_upto = self.core.getTime()
-        return answer[0][0], self._seen_upto - shown
+    def _black(self) -> float:
+        """The black screen, now (after a waiting screen, until the next pair)."""
+        self.black.draw()
+        return self.screen.flip()
 
-    def _message(self, text: str, keys: set[str]) -> tuple[str, float]:
-        """Show ``text`` now until one of ``keys``; the key and how long it was shown."""
+    def _show(self, kind: str) -> float:
+        """A waiting screen (its text laid out in advance), now."""
+        self.win.clearBuffer()
+        self.screens[kind].draw()
+        return self.screen.flip()
+
+    def _message(self, text: str) -> float:
+        self.win.clearBuffer()  # a clock-timed flip leaves the back buffer as it was
         self._draw_message(text)
-        return self._await(keys, self.win.flip())
+        return self.screen.flip()
 
+    def ask_details(self, wanted: list[str]) -> dict[str, str] | None:
+        """Ask each detail on screen; None if the participant chose to end instead."""
+        answers = {}
+        for name in wanted:
+            detail = DETAILS[name]
+            if detail.keys is None:
+                value = self._type_number(detail.question)
+            else:
+                shown = self._message(detail.question)
+                keys = {*detail.keys, self.protocol.response.quit_key}
+                event = self._answer(keys, shown)
+                value = detail.keys.get(event.name)
+            if value is None:
+                return None
+            answers[name] = value
+        return answers
+
+    def _type_number(self, question: str) -> str | None:
+        """A whole number typed with the digit keys (Enter confirms, Enter alone: n/a)."""
+        from .participants import AGE_RANGE
+
+        digits = {str(d): str(d) for d in range(10)} | {f"num_{d}": str(d) for d in range(10)}
+        keys = {*digits, "backspace", "return", "num_enter", self.protocol.response.quit_key}
+        typed, note = "", ""
+        shown = self._message(f"{question}\n\n_")
+        used = 0  # presses since the question appeared are taken in order, each once
+        while True:
+            presses = [e for e in self.keys.since(shown) if e.name in keys]
+            if len(presses) <= used:
+                self._tick()
+                time.sleep(0.001)
+                continue
+            event = presses[used]
+            used += 1
+            if event.name == self.protocol.response.quit_key:
+                return None
+            if event.name in digits and len(typed) < 3:
+                typed += digits[event.name]
+            elif event.name == "backspace":
+                typed = typed[:-1]
+            elif event.name in ("return", "num_enter"):
+                if not typed:
+                    return MISSING
+                if AGE_RANGE[0] <= int(typed) <= AGE_RANGE[1]:
+                    return str(int(typed))
+                typed, note = "", f"Please type a number from {AGE_RANGE[0]} to {AGE_RANGE[1]}."
+            self._message(f"{question}\n\n{typed or '_'}\n\n{note}")
+
+    def _waiting_screens(self, kinds: list[str], shown: float | None) -> tuple[str, float]:
+        """Show each waiting screen until it is answered; ("go" | "quit" | "end", answer time).
+
+        ``shown`` is the flip time of the first screen if it is already on
+        screen. Every screen but the question itself also accepts the quit key,
+        which asks the question; a "no" returns to the screen.
+        """
+        quit_key = self.protocol.response.quit_key
+        answered = self.core.getTime()
+        for number, kind in enumerate(kinds):
+            if number or shown is None:
+                shown = self._show(kind)
+            while True:
+                if kind == "quit":
+                    event = self._answer(set(_QUIT_ANSWERS), shown)
+                    if _QUIT_ANSWERS[event.name]:
+                        return "quit", event.t
+                    answered = event.t
+                    break
+                event = self._answer({CONTINUE_KEY, quit_key}, shown)
+                answered = event.t
+                if event.name == CONTINUE_KEY:
+                    break
+                decision = self._answer(set(_QUIT_ANSWERS), self._show("quit"))
+                if _QUIT_ANSWERS[decision.name]:
+                    return "quit", decision.t
+                shown = self._show(kind)
+            if kind == "end":
+                return "end", answered
+        return "go", answered
+
+    # --- the pairs ---
     def _stimuli(self, row) -> list:
+        """The pair of ``row`` ready to draw, on the next of two reused sets of stimuli.
+
+        Two sets take turns (the pair on screen, the next one loading), so a
+        session of any length keeps two textures per image, not one per trial.
+        """
         from PIL import Image
-        from psychopy import visual
 
+        self._turn = 1 - self._turn
+        sketch, image, label = self._slots[self._turn]
         width = self.protocol.display.stimulus_deg
-        stims = []
-        for relative, pos in zip((row.sketch_path, row.image_path), self.positions, strict=True):
+        for stim, relative in ((sketch, row.sketch_path), (image, row.image_path)):
             path = self.set.path(relative)
-            with Image.open(path) as image:
-                aspect = image.height / image.width
-            stims.append(visual.ImageStim(self.win, image=str(path), pos=pos,
-                                          size=(width, width * aspect)))  # fmt: skip
+            with Image.open(path) as opened:
+                aspect = opened.height / opened.width
+            stim.image = str(path)
+            stim.size = (width, width * aspect)
         if row.phase == "anchor_demo":
-            label = visual.TextStim(self.win, text=f"Rating: {row.anchor_rating}", height=1.2,
-                                    pos=(0, -0.5 * width), color="white")  # fmt: skip
-            stims.append(label)
-        return stims
+            label.text = f"Rating: {row.anchor_rating}"
+            return [sketch, image, label]
+        return [sketch, image]
 
-    # --- the session ---
-    def run(self) -> str:
+    def _scheduled(self, index: int, main_done: int) -> list[str]:
+        """The waiting screens due after trial ``index`` whatever was pressed."""
+        trials = self.trials
+        if index + 1 == len(trials):
+            return ["end"]
+        screens = []
+        every = self.protocol.pauses.break_every
+        if every and trials["phase"].iloc[index] != "anchor_demo" and main_done % every == 0:
+            screens.append("pause")
+        demo_ends = trials["phase"].iloc[index] == "anchor_demo"
+        if demo_ends and trials["phase"].iloc[index + 1] != "anchor_demo":
+            screens.append("main")
+        return screens
+
+    def _with_controls(self, screens: list[str], presses) -> list[str]:
+        """The waiting screens once the control keys pressed in the trial are added."""
+        if screens == ["end"]:
+            return screens  # every trial is recorded: the session is complete anyway
+        names = {event.name for event in presses}
+        response = self.protocol.response
+        added = []
+        if response.quit_key in names:
+            added.append("quit")
+        if response.pause_key in names and self.protocol.pauses.allowed and "pause" not in screens:
+            added.append("pause")
+        return [*added, *screens]
+
+    def run(self, recorder: SessionRecorder) -> str:
+        """Run the trials from the first unrecorded one; "complete" or "incomplete"."""
+        self.recorder = recorder
+        self.recorded = recorder.recorded
         trials = self.trials
         start = self.recorded
         if start >= len(trials):
             return "complete"
-        phases = trials["phase"].to_numpy()
-        rated = np.flatnonzero(phases != "anchor_demo")
-        first_rated = int(rated[0]) if rated.size else len(trials)
-        resumed_at = self._resumed_onset() if self.recorded else 0.0
-        instructions = self.protocol.instructions
-        stims = self._stimuli(trials.iloc[start])  # loaded before, so the first pair is prompt
-        self._message(instructions.anchoring if phases[start] == "anchor_demo"
-                      else instructions.main, {_SPACE})  # fmt: skip
-        self.session_start = self.core.getTime() - resumed_at
         timing = self.protocol.timing
-        quit_text = "End the session now? Everything so far is saved.\n\nY = end, N = go on"
-        self._draw_all(stims)
-        onset = self.win.flip()
-        main_done = 0
-        for index in range(start, len(trials)):
+        phases = trials["phase"].to_numpy()
+        resumed_at = self._resumed_at() if start else None
+        intro = "anchoring" if phases[start] == "anchor_demo" else "main"
+        stims = self._stimuli(trials.iloc[start])  # loaded before, so the first pair is prompt
+        outcome, answered = self._waiting_screens([intro], None)
+        if outcome == "quit":
+            return "incomplete"
+        self._black()  # until the first pair
+        # The session's time zero is the key press that began it; a resumed session goes on
+        # from where its record ends, after one blank.
+        self.session_start = answered - (resumed_at or 0.0)
+        plan = answered + timing.blank_s
+        paused = timing.blank_s if resumed_at is not None else 0.0
+        self._handle_controls_before(answered)
+        pending: dict | None = None  # the trial whose response window is open
+        main_done = int((phases[:start] != "anchor_demo").sum())
+        index = start
+        while True:
+            # A boundary: the flip at `plan` closes the open trial's window and shows the next
+            # pair, or a waiting screen (scheduled, or asked for with a control key).
+            screens = self._scheduled(index - 1, main_done) if pending is not None else []
+            chosen = [screens[0] if screens else "pair"]  # what is on screen after the flip
+
+            def last_look(screens=screens, chosen=chosen):
+                self.keys.poll()
+                wanted = self._with_controls(screens, self._controls(float("inf")))
+                if not wanted or wanted[0] == chosen[0]:
+                    return None
+                chosen[0] = wanted[0]
+                return self.screens[wanted[0]].draw
+
+            if screens:
+                draw = self.screens[screens[0]].draw
+            else:
+                draw = lambda stims=stims: _draw_all(stims)  # noqa: E731
+            flipped, dropped_onset, _ = self.screen.present(
+                draw, plan, current=self.black.draw, last_look=last_look if pending else None
+            )
+            if pending is not None:
+                following_s = _shown_s(trials.iloc[index], timing) if index < len(trials) else 1
+                wanted, shown = self._settle(flipped, screens, chosen, following_s)
+                self._close(pending, flipped)
+                pending = None
+                if wanted:
+                    outcome, answered = self._waiting_screens(wanted, shown)
+                    if outcome == "quit":
+                        return "incomplete"
+                    if outcome == "end":
+                        return "complete"
+                    self._black()  # until the pair
+                    self._handle_controls_before(answered)
+                    nominal, plan = plan, answered + timing.blank_s
+                    paused += plan - nominal
+                    continue
+            # The pair is on screen: trial `index` has begun.
             row = trials.iloc[index]
-            self._close_pending(onset)
+            onset = flipped
             if self.responder is not None and row.phase != "anchor_demo":
                 self.responder.plan(index, onset)
             if row.phase != "anchor_demo":
                 main_done += 1
-            shown_for = timing.anchor_demo_s if row.phase == "anchor_demo" else timing.stimulus_s
-            blank_onset, dropped = self._show(lambda stims=stims: self._draw_all(stims), onset,
-                                              shown_for, self.black.draw)  # fmt: skip
-            last = index + 1 == len(trials)
-            following = [] if last else self._stimuli(trials.iloc[index + 1])
-            screens = []  # what waits for a key after this trial, in order
-
-            def choose_next(row=row, following=following, screens=screens, last=last,
-                            index=index, main_done=main_done):  # fmt: skip
-                # Shortly before the window closes: the next pair, or the first waiting screen.
-                pause, quit_ = self._control_keys()
-                if quit_:
-                    screens.append(("quit", quit_text, {"y", "n"}))
-                if last:
-                    screens.append(("end", instructions.end, set()))
-                else:
-                    every = self.protocol.pauses.break_every
-                    scheduled = bool(every) and row.phase != "anchor_demo" and (
-                        main_done % every == 0)  # fmt: skip
-                    if pause or scheduled:
-                        screens.append(("pause", instructions.pause, {_SPACE}))
-                    if index + 1 == first_rated:
-                        screens.append(("main", instructions.main, {_SPACE}))
-                if screens:
-                    self._draw_message(screens[0][1])
-                else:
-                    self._draw_all(following)
-
-            next_flip, dropped_blank = self._show(self.black.draw, blank_onset, timing.blank_s,
-                                                  choose_next)  # fmt: skip
-            self.keys.poll()
-            self._pending = self._row(row, onset, blank_onset, blank_onset + timing.blank_s,
-                                      _sum(dropped, dropped_blank))  # fmt: skip
-            self._paused_for = 0.0
-            shown = next_flip
-            ended = False
-            for number, (kind, text, keys) in enumerate(screens):
-                if number:
-                    self._draw_message(text)
-                    shown = self.win.flip()
-                if kind == "end":
-                    self._close_pending(shown)
-                    self.core.wait(0.5 if self.responder is None else 0.05)
-                    return "complete"
-                answer, waited = self._await(keys, shown)
-                if kind == "quit":
-                    if answer == "y":
-                        ended = True
-                        break
-                    continue
-                self._paused_for += waited
-            if ended:
-                return "incomplete"
+            shown_s = _shown_s(row, timing)
+            following = self._stimuli(trials.iloc[index + 1]) if index + 1 < len(trials) else []
+            blank_onset, dropped_blank, _ = self.screen.present(
+                self.black.draw, onset + shown_s, current=lambda stims=stims: _draw_all(stims)
+            )
+            pending = {
+                "row": row, "planned": plan, "onset": onset, "blank_onset": blank_onset,
+                "dropped": dropped_onset + dropped_blank, "paused": paused,
+            }  # fmt: skip
+            paused = 0.0
+            plan = plan + shown_s + timing.blank_s
             stims = following
-            if screens:
-                self._draw_all(stims)
-                onset = self.win.flip()
-            else:
-                onset = next_flip
-        return "complete"
+            index += 1
 
-    def _draw_all(self, stims) -> None:
-        for stim in stims:
-            stim.draw()
+    def _controls(self, upto: float) -> tuple[KeyEvent, ...]:
+        """Control-key presses before ``upto`` that have not taken effect yet."""
+        presses = control_presses(self.keys.controls, -math.inf, upto, self.control_keys)
+        return tuple(e for e in presses if e not in self._handled)
 
-    def _control_keys(self) -> tuple[bool, bool]:
-        """Whether the pause or quit key was pressed since the last check."""
-        self.keys.poll()
-        response = self.protocol.response
-        now = self.core.getTime()
-        control = {response.pause_key, response.quit_key}
-        pressed = {name for name, _ in self.keys.between(self._seen_upto, now, control)}
-        self._seen_upto = now
-        return (response.pause_key in pressed and self.protocol.pauses.allowed,
-                response.quit_key in pressed)  # fmt: skip
+    def _handle_controls_before(self, t: float) -> None:
+        """Control keys pressed before ``t`` (on a waiting screen, say) take no further effect."""
+        self._handled.update(self._controls(t))
 
-    def _row(self, row, onset: float, blank_onset: float, window_end: float, dropped) -> dict:
-        presses = self.keys.between(onset, window_end, self.rating_keys)
-        final = presses[-1] if presses and row.phase != "anchor_demo" else None
-        return {
+    def _settle(self, flipped: float, screens: list[str], chosen: list[str], following_s: float):
+        """The waiting screens after the trial whose window closed at ``flipped``.
+
+        A key pressed just before the flip can reach the session after it: the
+        backend stamps it with the time the X server took it in, and delivers
+        it a moment later. So the keys are followed for a while after the flip
+        (``_SETTLE_S``, at most half the next stimulus) before the trial is
+        scored; a pause or quit key pressed before the flip that turns up in
+        that time still takes effect now: the pair just shown is withdrawn and
+        comes again, whole, after the waiting screens. Returns the waiting
+        screens and the flip time of the first one if it is on screen already.
+        """
+        until = flipped + min(_SETTLE_S, 0.5 * following_s)
+        shown = flipped if chosen[0] != "pair" else None
+        while True:
+            if self.responder is not None:
+                self.responder.act(self.core.getTime())
+            self.keys.poll()
+            presses = self._controls(flipped)
+            wanted = self._with_controls(screens, presses)
+            if wanted and wanted[0] != chosen[0]:
+                chosen[0] = wanted[0]
+                shown = self._show(wanted[0])
+            if self.core.getTime() >= until:
+                break
+            time.sleep(0.001)
+        self._handled.update(presses)
+        return wanted, shown
+
+    def _close(self, pending: dict, window_end: float) -> None:
+        """Score the trial whose window closed at ``window_end`` and write it."""
+        row = pending["row"]
+        onset = pending["onset"]
+        # A rating key that turns up only after the trial it was pressed in was written cannot
+        # change that record: it is counted (and in the key log, whence it can be scored).
+        arrived = self.keys.received[self._checked :]
+        self._checked = len(self.keys.received)
+        self.late_keys += sum(e.name in self.key_map and e.t < self._scored_until for e in arrived)
+        response = score_trial(self.keys.since(onset), onset, window_end, self.key_map)
+        self._scored_until = window_end
+        rated = row.phase != "anchor_demo"
+        record = {
             "participant": self.label,
             "trial": int(row.trial),
             "phase": row.phase,
             "sketch_id": row.sketch_id,
             "image_id": row.image_id,
-            "rating": self.rating_keys[final[0]] if final else None,
-            "rt": final[1] - onset if final else None,
+            "sketch_file": row.sketch_path,
+            "image_file": row.image_path,
+            "rating": response.rating if rated else None,
+            "rt": response.rt if rated else None,
             "anchor_rating": None if pd.isna(row.anchor_rating) else int(row.anchor_rating),
+            "onset_planned": pending["planned"] - self.session_start,
             "onset": onset - self.session_start,
             "onset_monotonic": onset + self.offset,
-            "stim_duration": blank_onset - onset,
-            "_blank_onset": blank_onset,
-            "dropped_frames": dropped,
-            "n_presses": len(presses),
-            "presses": " ".join(f"{self.rating_keys[n]}@{t - onset:.4f}" for n, t in presses)
-            or None,
-            "paused_before": self._paused_for,
+            "stim_duration": pending["blank_onset"] - onset,
+            "blank_duration": window_end - pending["blank_onset"],
+            "dropped_frames": pending["dropped"],
+            "n_presses": response.n_presses,
+            "presses": format_presses(response.presses),
+            "paused_before": pending["paused"],
         }
-
-    def _close_pending(self, blank_end: float) -> None:
-        """Write the previous trial, now that its blank has ended (at ``blank_end``)."""
-        row = self._pending
-        if row is None:
-            return
-        row["blank_duration"] = blank_end - row.pop("_blank_onset")
-        self.recorder.append(row)
+        logged = self.keys.received[self._logged :]
+        self._logged += len(logged)
+        self.recorder.append(record, [(e.name, e.t + self.offset, e.t - self.session_start)
+                                      for e in logged])  # fmt: skip
         self.recorded += 1
-        self._pending = None
 
-    def _resumed_onset(self) -> float:
-        """Where the onset column continues after a resume: the end of the last recorded trial."""
+    def _resumed_at(self) -> float:
+        """Where a resumed session's timeline goes on: the planned onset after the last trial."""
         last = self.recorder.recorded_rows().iloc[-1]
+        timing = self.protocol.timing
+        shown = timing.anchor_demo_s if last["phase"] == "anchor_demo" else timing.stimulus_s
         try:
-            return sum(float(last[c]) for c in ("onset", "stim_duration", "blank_duration"))
-        except ValueError:
+            return float(last["onset_planned"]) + shown + timing.blank_s
+        except (KeyError, ValueError):
             return 0.0
 
 
-def dropped_frames(flip_times, frame_period: float) -> int:
-    """Refreshes missed between consecutive flips: an interval of k periods missed k - 1.
-
-    PsychoPy's own counter (``Window.nDroppedFrames``) counts only while
-    ``recordFrameIntervals`` is on, and one per late interval however late it
-    was; this counts each missed refresh, which is what lengthens a stimulus.
-
-    Examples
-    --------
-    >>> dropped_frames([0.0, 1 / 60, 2 / 60, 4 / 60, 5 / 60], 1 / 60)
-    1
-    """
-    intervals = np.diff(np.asarray(flip_times, dtype=np.float64))
-    return int(np.maximum(np.rint(intervals / frame_period) - 1.0, 0.0).sum())
+_QUIT_TEXT = "End the session now? Everything so far is saved.\n\nY = end, N = go on"
 
 
-def _sum(*counts):
-    """Dropped frames of a trial; None when durations were timed by the clock."""
-    known = [c for c in counts if c is not None]
-    return sum(known) if known else None
+def _screen_text(kind: str, protocol: Protocol) -> str:
+    instructions = protocol.instructions
+    return {"quit": _QUIT_TEXT, "pause": instructions.pause, "main": instructions.main,
+            "anchoring": instructions.anchoring, "end": instructions.end}[kind]  # fmt: skip
+
+
+def _shown_s(row, timing) -> float:
+    """How long a trial's pair is shown."""
+    return timing.anchor_demo_s if row.phase == "anchor_demo" else timing.stimulus_s
+
+
+def _draw_all(stims) -> None:
+    for stim in stims:
+        stim.draw()
 
 
 def stimulus_set_for(folder: str | Path, protocol: Protocol):

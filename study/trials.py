@@ -1,14 +1,11 @@
 """The trial list of a session: a pure function of (protocol, stimulus set, seed).
 
 Built up front, recorded in the session's sidecar and re-derived on resume;
-testable without a window. The paper's order (Sec. 2.3 and 2.3.1):
-
-1. ``anchor_demo``: the anchor pairs, sketch by sketch, each image with its
-   prescribed rating on screen, from rating 1 to the last (not rated);
-2. the main block: every main pair exactly once, in a random order;
-3. ``anchor_repeat``: every anchor pair once more, each inserted at a random
-   place in the later part of the main block (after the first
-   ``anchoring.repeat_from`` of it).
+testable without a window. The order is the paper's (Sec. 2.3 and 2.3.1),
+drawn by :func:`analysis.trial_order.session_order`, the rule the simulator
+uses too: anchor pairs first with their prescribed ratings (``anchor_demo``),
+then the main block in a random order, with each anchor pair repeated at a
+random place in its later part (``anchor_repeat``).
 """
 
 from __future__ import annotations
@@ -19,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.checks import InputError
+from analysis.trial_order import session_order
 
 from .protocol import Protocol
 
@@ -66,29 +64,15 @@ def build_trials(protocol: Protocol, manifest: pd.DataFrame, seed: int) -> pd.Da
     """
     if not isinstance(seed, int | np.integer) or seed < 0:
         raise InputError(f"seed: expected a whole number >= 0, got {seed!r}")
-    rng = np.random.default_rng(seed)
-    main = manifest[manifest["role"].isin(protocol.main_roles)]
-    if main.empty:
+    if not manifest["role"].isin(protocol.main_roles).any():
         raise InputError(
             f"stimulus set: no pairs with role {' or '.join(protocol.main_roles)}; the protocol "
             f"{protocol.name!r} rates those"
         )
-    anchors = manifest[manifest["role"] == "anchor"]
-    if "anchor_rating" in anchors.columns and len(anchors):
-        order = pd.to_numeric(anchors["anchor_rating"])
-        anchors = anchors.assign(_r=order).sort_values(["sketch_id", "_r"], kind="stable")
-    if not protocol.anchoring.enabled:
-        anchors = anchors.iloc[:0]
-
-    block = main.iloc[rng.permutation(len(main))].assign(phase="main")
-    if protocol.anchoring.repeat and len(anchors):
-        start = int(np.ceil(protocol.anchoring.repeat_from * len(block)))
-        # A repeat drawn into slot k is shown just before main trial k (slot len: at the end).
-        slots = rng.integers(start, len(block) + 1, size=len(anchors))
-        keys = np.concatenate([np.arange(len(block)), slots - 0.5])
-        repeats = anchors.assign(phase="anchor_repeat")
-        block = pd.concat([block, repeats]).iloc[np.argsort(keys, kind="stable")]
-    trials = pd.concat([anchors.assign(phase="anchor_demo"), block], ignore_index=True)
+    anchoring = protocol.anchoring
+    trials = session_order(manifest, np.random.default_rng(seed), main_roles=protocol.main_roles,
+                           anchoring=anchoring.enabled, repeat=anchoring.repeat,
+                           repeat_from=anchoring.repeat_from)  # fmt: skip
     trials["trial"] = np.arange(1, len(trials) + 1)
     if "anchor_rating" in trials.columns:
         prescribed = pd.to_numeric(trials["anchor_rating"].replace({"": None, "n/a": None}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import InputError, count
+from .common import count
 
 __all__ = ["register"]
 
@@ -32,26 +32,28 @@ def register(commands) -> None:
         "--seed", type=count, default=None,
         help="the participant's order seed (default: drawn at random and recorded)",
     )  # fmt: skip
+    details = parser.add_argument_group(
+        "participant details",
+        "those the protocol records ([participants] details) and these do not give are asked on "
+        "screen before the instructions; written to participants.tsv ('n/a': prefer not to say)",
+    )
+    details.add_argument("--age", default=None, help="whole years")
+    details.add_argument("--sex", default=None, help="F, M or O (female, male, other)")
+    details.add_argument("--handedness", default=None, help="R, L or A (right, left, both)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.checks import check_input_file, check_participant
-    from analysis.outputs import check_dataset_folder
-    from study.protocol import load_protocol
-    from study.session import run_session, stimulus_set_for
+    from analysis.checks import check_input_file
+    from study.session import run_from_files
 
-    # Every input is checked before a window opens.
+    # Every input (and the display) is checked before a window opens.
     check_input_file(args.protocol, "a protocol (.toml)")
-    protocol = load_protocol(args.protocol)
-    stimulus_set = stimulus_set_for(args.stimuli, protocol)
-    check_participant(args.participant, "--participant")
-    check_dataset_folder(args.data, "run")
-    if args.resume and args.seed is not None:
-        raise InputError("--seed: a resumed session uses its recorded seed; drop --seed")
-    outcome = run_session(
-        protocol, stimulus_set, args.participant, args.data, protocol_file=args.protocol,
-        resume=args.resume, simulate=args.simulate, windowed=args.windowed, seed=args.seed,
+    outcome = run_from_files(
+        args.protocol, args.stimuli, args.participant, args.data, resume=args.resume,
+        simulate=args.simulate, windowed=args.windowed, seed=args.seed,
+        details={"age": args.age, "sex": args.sex, "handedness": args.handedness},
+        progress=lambda line: print(line, flush=True),
     )  # fmt: skip
     refresh = f"{outcome.refresh_hz:.1f} Hz" if outcome.refresh_hz else "unmeasurable"
     print(

@@ -7,7 +7,8 @@ cells written as the lab recorder writes them, and a sidecar with the lab
 session's entries plus the online ones: ``Mode`` (``online``), the browser,
 screen and window size, the refresh estimate, the participant's list and the
 URL parameters of a crowd platform. ``participants.tsv`` holds the details
-the participant gave (age, sex, handedness).
+the participant gave (age, sex, handedness), spelled and described as the lab
+session records them (:mod:`study.participants`).
 
 The dataset is written as every output is (:mod:`analysis.outputs`,
 ``docs/outputs.md``): into a temporary folder beside ``out``, moved into place
@@ -36,6 +37,7 @@ from analysis import bids
 from analysis.checks import InputError
 from analysis.provenance import toolkit_version
 
+from ..participants import DETAILS, check_details, details_description
 from ..recorder import SESSION_COLUMNS
 from . import storage
 from .storage import sessions, studies, trials
@@ -52,20 +54,8 @@ sidecar, which also holds the protocol, the stimulus-set digest, the seed, the
 trial order, the participant's list of pairs and the browser and screen.
 """
 
+
 #: participants.tsv columns beside participant_id, with their sidecar descriptions.
-PARTICIPANT_COLUMNS = {
-    "age": {"Description": "Age the participant gave.", "Units": "year"},
-    "sex": {
-        "Description": "Sex the participant gave.",
-        "Levels": {"male": "male", "female": "female", "other": "other"},
-    },
-    "handedness": {
-        "Description": "Handedness the participant gave.",
-        "Levels": {"right": "right", "left": "left", "ambidextrous": "ambidextrous"},
-    },
-}
-
-
 @dataclass(frozen=True)
 class ExportSummary:
     """What :func:`export_online` wrote."""
@@ -195,10 +185,7 @@ def write_dataset(
         table = _beh_table(label, group)
         _write(path, table)
         _write_json(path.with_suffix(".json"), _sidecar(study, protocol, session, len(group)))
-        details = json.loads(session["details"])
-        people.append(
-            {"participant_id": f"sub-{label}", **{c: details.get(c) for c in PARTICIPANT_COLUMNS}}
-        )
+        people.append({"participant_id": f"sub-{label}", **_details(session["details"])})
         n_trials += len(group)
         complete += session["status"] == "complete"
     description = {
@@ -211,11 +198,10 @@ def write_dataset(
     }
     _write_json(root / "dataset_description.json", description)
     _write_text(root / "README", _README)
-    participants = pd.DataFrame(people, columns=["participant_id", *PARTICIPANT_COLUMNS])
-    participants["age"] = participants["age"].astype("Int64").astype(object)
+    participants = pd.DataFrame(people, columns=["participant_id", *DETAILS])
     described = {
         "participant_id": {"Description": "Participant label (sub-<label>)."},
-        **PARTICIPANT_COLUMNS,
+        **details_description(DETAILS),
     }
     for lab in with_lab:
         table, descriptions = _copy_lab(Path(lab), root, set(participants["participant_id"]))
@@ -228,6 +214,13 @@ def write_dataset(
     )
     _write_json(root / "participants.json", described)
     return ExportSummary(root, study["name"], len(people), n_trials, complete, empty)
+
+
+def _details(stored: str) -> dict[str, str | None]:
+    """The details a browser participant gave, spelled as the lab session records them."""
+    given = json.loads(stored)
+    text = {name: None if given.get(name) is None else str(given[name]) for name in DETAILS}
+    return {name: None for name in DETAILS} | check_details(text, tuple(DETAILS))
 
 
 def _copy_lab(lab: Path, root: Path, taken: set[str]):

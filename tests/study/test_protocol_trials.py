@@ -42,23 +42,57 @@ def test_the_replication_protocol_is_the_paper_design():
         ("nmae = 'x'\n", ["unknown key 'nmae'", "did you mean 'name'?"]),
         ("[timing]\nzzz = 1\n", ["unknown key 'timing.zzz'", "expected one of timing.stimulus_s"]),
         ("[timing]\nstimulus_s = 'two'\n", ["timing.stimulus_s: expected a number, got 'two'"]),
-        ("[timing]\nblank_s = -1.0\n", ["timing.blank_s: expected a duration above 0 s, got -1.0"]),
-        ("[timing]\nstimulus_s = 0\n", ["timing.stimulus_s: expected a duration above 0 s"]),
+        ("[timing]\nblank_s = -1.0\n", ["timing.blank_s: expected a duration from 0.05 s to "
+                                        "60 s, got -1.0"]),
+        ("[timing]\nstimulus_s = 0\n", ["timing.stimulus_s: expected a duration from 0.05 s"]),
+        ("[timing]\nstimulus_s = inf\n", ["timing.stimulus_s: expected a duration from 0.05 s "
+                                          "to 60 s, got inf"]),
+        ("[timing]\nstimulus_s = 1e308\n", ["timing.stimulus_s: expected a duration from "
+                                            "0.05 s to 60 s, got 1e+308"]),
+        ("[timing]\nanchor_demo_s = nan\n", ["timing.anchor_demo_s: expected a duration from "
+                                             "0.05 s to 60 s, got nan"]),
+        ("[timing]\nblank_s = -inf\n", ["timing.blank_s: expected a duration", "got -inf"]),
+        ("[timing]\nblank_s = 0.01\n", ["timing.blank_s: expected a duration from 0.05 s"]),
+        ("[timing]\nframe_jitter_ms = inf\n", ["timing.frame_jitter_ms: expected a finite "
+                                               "number in [0, 100]"]),
+        ("[timing]\nrefresh_range_hz = [50, inf]\n", ["timing.refresh_range_hz: expected"]),
         ("[timing]\nstimulus_s = true\n", ["timing.stimulus_s: expected a number, got True"]),
         ("[timing]\nrefresh_range_hz = [60]\n", ["timing.refresh_range_hz: expected a list of 2"]),
         ("[timing]\nrefresh_range_hz = [60, 50]\n", ["0 < low < high"]),
         ("[response]\nkeys = ['1', '1']\n", ["response.keys: expected distinct keys"]),
         ("[response]\nkeys = ['1']\n", ["response.keys: expected 2 to 9 keys"]),
         ("[response]\nkeys = [1, 2]\n", ["response.keys: expected a string, got 1"]),
-        ("[response]\npause_key = '3'\n", ["response.pause_key: expected a key that is not a "
-                                           "rating key"]),
-        ("[response]\nquit_key = 'p'\n", ["response.quit_key: expected a key other than the "
-                                          "pause key"]),
+        ("[response]\npause_key = '3'\n", ["response.pause_key: '3' is already rating 3; "
+                                           "expected each key to have one job"]),
+        ("[response]\npause_key = 'num_3'\n", ["response.pause_key: 'num_3' is already "
+                                               "rating 3"]),
+        ("[response]\nquit_key = 'p'\n", ["response.quit_key: 'p' is already the pause key"]),
+        ("[response]\nquit_key = 'space'\n", ["response.quit_key: 'space' is already the "
+                                              "continue key"]),
+        ("[response]\nkeys = ['1', '2', 'space']\n", ["response.keys: 'space' is already"]),
+        ("[response]\nquit_key = 'esc'\n", ["response.quit_key: 'esc' is not a key name the "
+                                            "keyboard backend reports; did you mean 'escape'?"]),
+        ("[response]\npause_key = 'P'\n", ["response.pause_key: 'P' is not a key name",
+                                           "did you mean 'p'?"]),
+        ("[response]\nkeys = ['1', '2', 'numpad3']\n", ["response.keys[2]: 'numpad3' is not a "
+                                                        "key name", "did you mean 'num_3'?"]),
+        ("[response]\nkeys = ['1', '2', '']\n", ["response.keys[2]: '' is not a key name"]),
         ("[anchoring]\nenabled = 'yes'\n", ["anchoring.enabled: expected true or false"]),
         ("[anchoring]\nrepeat_from = 1.0\n", ["anchoring.repeat_from: expected a fraction"]),
         ("[pauses]\nbreak_every = 2.5\n", ["pauses.break_every: expected a whole number"]),
         ("[pauses]\nbreak_every = -1\n", ["pauses.break_every: expected 0 (no breaks)"]),
-        ("[display]\ndistance_cm = 0\n", ["display.distance_cm: expected a number above 0"]),
+        ("[display]\ndistance_cm = 0\n", ["display.distance_cm: expected a finite number in "
+                                          "(0, 10000]"]),
+        ("[display]\nwidth_cm = inf\n", ["display.width_cm: expected a finite number"]),
+        ("[display]\nresolution = [0, 1200]\n", ["display.resolution: expected [width, height]"]),
+        ("[participants]\ndetails = ['age', 'gender']\n", ["participants.details: expected a "
+                                                           "list of age, sex, handedness"]),
+        ("[participants]\ndetails = ['handednes']\n", ["did you mean 'handedness'?"]),
+        ("[participants]\ndetails = ['age', 'age']\n", ["participants.details: expected each "
+                                                        "detail once"]),
+        ("[dataset]\nauthors = ['A. B', ' ']\n", ["dataset.authors: expected a list of names"]),
+        ("[dataset]\nauthor = ['A. B']\n", ["unknown key 'dataset.author'", "did you mean "
+                                            "'dataset.authors'?"]),
         ("[display]\nbackground = [0, 0, 2]\n", ["display.background: expected three numbers"]),
         ("timing = 3\n", ["timing: expected a table [timing]"]),
         ("task = 'my-task'\n", ["task: expected a BIDS label"]),
@@ -76,6 +110,19 @@ def test_protocol_errors_name_the_key(tmp_path, text, fragments):
     assert "\n" not in message
     for fragment in fragments:
         assert fragment in message, message
+
+
+def test_every_key_name_the_backend_reports_is_accepted(tmp_path):
+    from study.protocol import backend_key_names
+
+    names = sorted(backend_key_names() - {"space", "p", "escape"})
+    assert {"1", "num_1", "escape", "space", "return", "f1"} <= backend_key_names()
+    for name in names:
+        if name.removeprefix("num_") in "1234567" and name[-1].isdigit():
+            continue  # a rating key already
+        path = tmp_path / "ok.toml"
+        path.write_text(f"[response]\npause_key = {name!r}\n")
+        assert load_protocol(path).response.pause_key == name
 
 
 def test_missing_protocol_file(tmp_path):
@@ -156,3 +203,69 @@ def test_pilot_protocol_rates_candidates_without_anchors(tmp_path):
         build_trials(Protocol(), manifest, seed=1)
     with pytest.raises(InputError, match="seed: expected a whole number >= 0"):
         build_trials(pilot, manifest, seed=-3)
+
+
+# --- Any value: accepted exactly when it can be a study, else one line naming the key -------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from study.protocol import DURATION_RANGE_S, backend_key_names  # noqa: E402
+
+
+def _toml_number(value: float) -> str:
+    if value != value:
+        return "nan"
+    if value in (float("inf"), float("-inf")):
+        return "inf" if value > 0 else "-inf"
+    return repr(float(value))
+
+
+FIXTURE_OK = [HealthCheck.function_scoped_fixture]  # tmp_path is only a place to write to
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(
+    key=st.sampled_from(["stimulus_s", "blank_s", "anchor_demo_s"]),
+    value=st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.floats(0.0, 70.0),
+        st.sampled_from([0.05, 60.0, 0.0499, 60.0001]),
+    ),
+)
+def test_any_duration_is_accepted_only_in_range(tmp_path, key, value):  # fmt: skip
+    path = tmp_path / "p.toml"
+    path.write_text(f"[timing]\n{key} = {_toml_number(value)}\n")
+    low, high = DURATION_RANGE_S
+    if low <= value <= high:
+        assert getattr(load_protocol(path).timing, key) == value
+    else:
+        with pytest.raises(InputError, match=rf"^{path}: timing\.{key}: expected a duration from "
+                           r"0\.05 s to 60 s, got .+$"):  # fmt: skip
+            load_protocol(path)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(
+    name=st.one_of(st.sampled_from(sorted(backend_key_names())), st.text(min_size=0, max_size=8))
+)
+def test_any_pause_key_name_is_a_backend_name_with_one_job(tmp_path, name):  # fmt: skip
+    path = tmp_path / "p.toml"
+    path.write_text(f"[response]\npause_key = {_toml_string(name)}\n")
+    taken = {*Protocol().key_map, "space", "escape"}
+    if name in backend_key_names() and name not in taken:
+        assert load_protocol(path).response.pause_key == name
+        return
+    with pytest.raises(InputError) as error:
+        load_protocol(path)
+    message = str(error.value)
+    # The default quit key taken as pause key: the quit key is the one that finds it taken.
+    field = "quit_key" if name == "escape" else "pause_key"
+    assert message.startswith(f"{path}: response.{field}: ") and "\n" not in message
+
+
+def _toml_string(text: str) -> str:
+    import json
+
+    # A JSON string is a TOML basic string, once DEL (which JSON leaves raw) is escaped.
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007F")

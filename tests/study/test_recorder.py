@@ -84,6 +84,27 @@ def test_resume_checks_set_protocol_and_order(tmp_path):
     assert resumed.sidecar["Resumed"][0]["FromTrial"] == 4
 
 
+def test_a_session_recorded_before_a_protocol_setting_existed_resumes_at_its_default(tmp_path):
+    # A lab upgrades between two sittings of one participant: the recorded protocol lacks
+    # the sections added since ([online], [dataset], ...). They took their defaults then.
+    from study.protocol import Protocol, protocol_dict
+
+    now = json.loads(json.dumps(protocol_dict(Protocol())))
+    old = {key: value for key, value in now.items() if key not in ("online", "dataset")}
+    old["timing"] = {k: v for k, v in now["timing"].items() if k != "refresh_range_hz"}
+    recorder = _open(tmp_path, session={**SESSION, "Protocol": old})
+    recorder.append(_row(1, "s1", "i1"))
+    recorder.finish("incomplete")
+    assert _open(tmp_path, resume=True, session={**SESSION, "Protocol": now}).recorded == 1
+    # ... but not when the given value of a missing setting is not its default.
+    changed = {**now, "online": {**now["online"], "lists": now["online"]["lists"] + 1}}
+    with pytest.raises(InputError, match=r"Protocol.online.lists: .*another protocol"):
+        _open(tmp_path, resume=True, session={**SESSION, "Protocol": changed})
+    moved = {**now, "timing": {**now["timing"], "refresh_range_hz": [40.0, 250.0]}}
+    with pytest.raises(InputError, match=r"Protocol.timing.refresh_range_hz: "):
+        _open(tmp_path, resume=True, session={**SESSION, "Protocol": moved})
+
+
 def test_a_cut_line_is_kept_aside_and_the_whole_lines_are_resumed(tmp_path):
     recorder = _open(tmp_path)
     for trial, _, sketch, image in ORDER[:4]:
@@ -141,3 +162,88 @@ def test_sigkill_keeps_every_written_trial_and_resume_completes_the_session(tmp_
     sidecar = json.loads(tsv.with_suffix(".json").read_text())
     assert sidecar["SessionStatus"] == "complete"
     assert sidecar["Resumed"][0]["FromTrial"] == len(before) + 1
+
+
+# --- Participants, dataset description, and folders that hold someone's data ---------------
+
+from study.recorder import check_dataset_folder, recorded_details  # noqa: E402
+
+
+def _open_as(root, label, details=None, dataset=None):
+    return SessionRecorder.open(root, label, task="sbirdemo", session=SESSION, trial_order=ORDER,
+                                details=details, dataset=dataset)  # fmt: skip
+
+
+def test_participant_details_and_their_description(tmp_path):
+    dataset = {"Name": "Lab X replication", "Authors": ["A. Tester", "B. Tester"]}
+    _open_as(tmp_path, "01", {"age": "25", "sex": "F", "handedness": "n/a"}, dataset).finish(
+        "complete"
+    )
+    _open_as(tmp_path, "002", {"age": "n/a", "sex": "M"}).finish("complete")
+    table = pd.read_csv(tmp_path / "participants.tsv", sep="\t", dtype=str, keep_default_na=False)
+    assert table.to_dict("list") == {
+        "participant_id": ["sub-01", "sub-002"],  # labels stay text: 01 is not 1
+        "age": ["25", "n/a"], "sex": ["F", "M"], "handedness": ["n/a", "n/a"]}  # fmt: skip
+    described = json.loads((tmp_path / "participants.json").read_text())
+    assert described["age"]["Units"] == "year"
+    assert described["sex"]["Levels"] == {"F": "female", "M": "male", "O": "other"}
+    assert described["handedness"]["Levels"] == {"R": "right", "L": "left", "A": "ambidextrous"}
+    description = json.loads((tmp_path / "dataset_description.json").read_text())
+    assert description["Name"] == "Lab X replication"
+    assert description["Authors"] == ["A. Tester", "B. Tester"]
+    assert recorded_details(tmp_path, "01") == {"age": "25", "sex": "F", "handedness": "n/a"}
+    assert recorded_details(tmp_path, "03") == {}
+
+
+def test_existing_participants_file_is_kept_whole(tmp_path):
+    # Written elsewhere, with Windows line endings and a column of its own.
+    (tmp_path / "dataset_description.json").write_text('{"Name": "x", "BIDSVersion": "1.9.0"}')
+    (tmp_path / "participants.tsv").write_bytes(b"participant_id\tgroup\r\nsub-07x\tpilot\r\n")
+    (tmp_path / "participants.json").write_text('{"group": {"Description": "Lab group."}}')
+    _open_as(tmp_path, "08", {"age": "31"}).finish("complete")
+    table = pd.read_csv(tmp_path / "participants.tsv", sep="\t", dtype=str, keep_default_na=False)
+    assert table.to_dict("list") == {"participant_id": ["sub-07x", "sub-08"],
+                                     "group": ["pilot", "n/a"], "age": ["n/a", "31"]}  # fmt: skip
+    described = json.loads((tmp_path / "participants.json").read_text())
+    assert described["group"] == {"Description": "Lab group."} and "age" in described
+    assert json.loads((tmp_path / "dataset_description.json").read_text())["Name"] == "x"
+
+
+def test_data_folders_that_cannot_hold_a_session_are_refused_untouched(tmp_path):
+    check_dataset_folder(tmp_path / "new" / "deeper")  # a new folder: fine
+    check_dataset_folder(tmp_path)  # an empty one: fine
+    someone = tmp_path / "someone"
+    someone.mkdir()
+    (someone / "thesis.docx").write_bytes(b"precious")
+    with pytest.raises(InputError, match=r"holds files but no dataset_description\.json"):
+        check_dataset_folder(someone)
+    assert [p.name for p in someone.iterdir()] == ["thesis.docx"]
+    a_file = tmp_path / "data.tsv"
+    a_file.write_text("x")
+    with pytest.raises(InputError, match="exists and is a file; expected a BIDS dataset folder"):
+        check_dataset_folder(a_file)
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "dataset_description.json").write_text("{not json")
+    with pytest.raises(InputError, match=r"dataset_description.json: cannot be read as JSON"):
+        check_dataset_folder(broken)
+    (broken / "dataset_description.json").write_text("{}")
+    (broken / "participants.tsv").write_text("subject\n01\n")
+    with pytest.raises(InputError, match=r"participants.tsv: line 1: expected a participant_id"):
+        check_dataset_folder(broken)
+
+
+def test_key_log_goes_on_after_a_cut_line(tmp_path):
+    recorder = _open(tmp_path)
+    recorder.append(_row(1, "s1", "i1"), [("3", 1000.5, 0.5), ("p", 1000.9, 0.9)])
+    recorder.finish("incomplete")
+    log = recorder.key_log
+    assert log == tmp_path / "sourcedata" / "sub-07" / "sub-07_task-sbirdemo_keys.tsv"
+    with open(log, "a") as handle:
+        handle.write("4\t1001.2")  # a crash in the middle of a line
+    resumed = _open(tmp_path, resume=True)
+    resumed.append(_row(2, "s2", "i2"), [("5", 1003.1, 3.1)])
+    resumed.finish("complete")
+    table = pd.read_csv(log, sep="\t", dtype={"key": str})
+    assert table["key"].tolist() == ["3", "p", "5"]
+    assert [p.name for p in log.parent.glob("*_cut-*.txt")] != []

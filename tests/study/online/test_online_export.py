@@ -95,12 +95,16 @@ def test_an_incomplete_design_exports_valid_bids_that_analyze_reads(tmp_path, on
         ]
         assert set(SESSION_COLUMNS) <= set(sidecar)
     people = pd.read_csv(out / "participants.tsv", sep="\t", dtype=str, keep_default_na=False)
+    # Spelled as the lab session records them (M for "male"), described by the same levels.
     assert people.to_dict("records")[0] == {
         "participant_id": "sub-a1",
         "age": "30",
-        "sex": "male",
+        "sex": "M",
         "handedness": "n/a",
     }
+    assert people.loc[1, "handedness"] == "R"
+    described = json.loads((out / "participants.json").read_text())
+    assert described["sex"]["Levels"] == {"F": "female", "M": "male", "O": "other"}
     ratings = load_ratings(out)
     main = ratings[ratings["phase"] == "main"]
     # Each participant rated half of every sketch's images: missing cells, by design.

@@ -1,0 +1,132 @@
+"""The participant details a paper reports: age, sex and handedness.
+
+Which details a study records is a protocol setting (``participants.details``,
+any of :data:`DETAILS`, all optional). Each is either given on the command
+line (``sbir-study run --age 24 --sex F --handedness R``) or asked on screen
+before the instructions, and written to the dataset's ``participants.tsv``;
+``participants.json`` describes every column and its levels, in the terms of
+the BIDS specification (``sex``: M, F, O; ``handedness``: R, L, A; ``age`` in
+years). "Prefer not to say" is recorded as ``n/a``, like any missing value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from analysis.checks import InputError
+
+__all__ = ["AGE_RANGE", "DETAILS", "Detail", "check_details", "details_description"]
+
+#: Ages the session accepts, in whole years.
+AGE_RANGE = (1, 120)
+MISSING = "n/a"
+
+
+@dataclass(frozen=True)
+class Detail:
+    """One participant detail: its ``participants.tsv`` column, question and answers."""
+
+    name: str
+    description: str
+    #: On screen: answer key -> recorded value (None for a typed number).
+    keys: Mapping[str, str] | None
+    #: Recorded value -> its meaning, for participants.json (None for a number).
+    levels: Mapping[str, str] | None
+    question: str
+    units: str | None = None
+
+
+DETAILS: dict[str, Detail] = {
+    "age": Detail(
+        name="age",
+        description="Age of the participant at the session.",
+        keys=None,
+        levels=None,
+        units="year",
+        question="How old are you (in years)?\n\nType the number and press Enter.\n"
+        "Press Enter alone if you prefer not to say.",
+    ),
+    "sex": Detail(
+        name="sex",
+        description="Sex of the participant, as they reported it.",
+        keys={"f": "F", "m": "M", "o": "O", "n": MISSING},
+        levels={"F": "female", "M": "male", "O": "other"},
+        question="Your sex?\n\nF = female    M = male    O = other\n\nN = prefer not to say",
+    ),
+    "handedness": Detail(
+        name="handedness",
+        description="Handedness of the participant, as they reported it.",
+        keys={"r": "R", "l": "L", "a": "A", "n": MISSING},
+        levels={"R": "right", "L": "left", "A": "ambidextrous"},
+        question="Which hand do you write with?\n\nR = right    L = left    A = both equally\n\n"
+        "N = prefer not to say",
+    ),
+}
+
+# What the command line accepts for each level, case-insensitively.
+_SPELLINGS = {
+    "sex": {"f": "F", "female": "F", "m": "M", "male": "M", "o": "O", "other": "O"},
+    "handedness": {"r": "R", "right": "R", "l": "L", "left": "L", "a": "A", "ambidextrous": "A"},
+}
+
+
+def check_details(given: Mapping[str, str | None], wanted: tuple[str, ...]) -> dict[str, str]:
+    """The details given on the command line, checked and spelled as recorded.
+
+    ``given`` maps detail name -> text (None: not given); ``wanted`` is the
+    protocol's ``participants.details``. A detail the protocol does not
+    record, or a value outside its levels, is an
+    :class:`~analysis.checks.InputError` naming the option.
+
+    Examples
+    --------
+    >>> check_details({"age": "24", "sex": "female", "handedness": None}, ("age", "sex"))
+    {'age': '24', 'sex': 'F'}
+    >>> check_details({"sex": "n/a"}, ("sex",))
+    {'sex': 'n/a'}
+    """
+    checked = {}
+    for name, text in given.items():
+        if text is None:
+            continue
+        if name not in wanted:
+            recorded = ", ".join(wanted) if wanted else "none"
+            raise InputError(
+                f"--{name}: the protocol does not record {name} (its participants.details: "
+                f"{recorded})"
+            )
+        value = text.strip()
+        if value.lower() in ("n/a", "na", "none", ""):
+            checked[name] = MISSING
+        elif name == "age":
+            checked[name] = _age(value)
+        else:
+            spelled = _SPELLINGS[name].get(value.lower())
+            if spelled is None:
+                levels = DETAILS[name].levels or {}
+                allowed = ", ".join(f"{k} ({v})" for k, v in levels.items())
+                raise InputError(f"--{name}: expected one of {allowed} or n/a, got {text!r}")
+            checked[name] = spelled
+    return checked
+
+
+def _age(text: str) -> str:
+    low, high = AGE_RANGE
+    if not text.isascii() or not text.isdigit() or not low <= int(text) <= high:
+        raise InputError(f"--age: expected whole years from {low} to {high} or n/a, got {text!r}")
+    return str(int(text))
+
+
+def details_description(names) -> dict[str, dict]:
+    """The ``participants.json`` entries of the detail columns ``names``."""
+    described = {}
+    for name in names:
+        detail = DETAILS[name]
+        entry: dict = {"Description": detail.description}
+        if detail.levels:
+            entry["Levels"] = dict(detail.levels)
+        if detail.units:
+            entry["Units"] = detail.units
+        described[name] = entry
+    return described
