@@ -11,6 +11,9 @@ Retrieval: Benchmark and Bag-of-Features Descriptors", IEEE TVCG 17(11), 2011.
 
 from __future__ import annotations
 
+import numbers
+from dataclasses import dataclass
+
 __all__ = [
     "ANCHOR_IMAGES",
     "ANCHOR_SKETCHES",
@@ -22,6 +25,7 @@ __all__ = [
     "SCALE",
     "SKETCHES",
     "STIMULUS_S",
+    "PairDesign",
 ]
 
 #: Participants of the final study (Sec. 3.3).
@@ -57,3 +61,45 @@ PUBLISHED_DESCRIPTOR_TAU = {
     "spark": 0.217,
     "SHoG": 0.277,
 }
+
+
+@dataclass(frozen=True)
+class PairDesign:
+    """The pairs of a study: sketches x images each, and the anchoring block; the paper's sizes.
+
+    The one definition of a design's size: a generated stimulus set
+    (:class:`stimuli.SetDesign`) and a simulated study
+    (:class:`analysis.simulate.StudyDesign`) extend it with what is theirs.
+    A size out of range raises :class:`~analysis.checks.InputError` naming it.
+
+    Examples
+    --------
+    >>> PairDesign().sketches * PairDesign().images_per_sketch
+    1240
+    >>> from analysis.checks import InputError
+    >>> try:
+    ...     PairDesign(anchor_images=9)
+    ... except InputError as error:
+    ...     print(error)
+    anchor_images: expected a whole number 2..7, got 9
+    """
+
+    sketches: int = SKETCHES
+    images_per_sketch: int = IMAGES_PER_SKETCH
+    anchor_sketches: int = ANCHOR_SKETCHES
+    #: Anchor images per anchor sketch: at most one per scale point.
+    anchor_images: int = ANCHOR_IMAGES
+
+    def __post_init__(self) -> None:
+        from .checks import InputError
+
+        for name, low, high in (
+            ("sketches", 1, 10_000),
+            ("images_per_sketch", 2, 10_000),
+            ("anchor_sketches", 0, 100),
+            ("anchor_images", 2, SCALE[1] - SCALE[0] + 1),
+        ):
+            value = getattr(self, name)
+            whole = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+            if not whole or not low <= value <= high:
+                raise InputError(f"{name}: expected a whole number {low}..{high}, got {value!r}")

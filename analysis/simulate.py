@@ -90,35 +90,21 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class StudyDesign:
-    """Size and timing of a simulated study; the defaults are the paper's."""
+class StudyDesign(paper.PairDesign):
+    """Size and timing of a simulated study: the pairs (:class:`analysis.paper.PairDesign`),
+    the participants and the durations; the defaults are the paper's."""
 
     participants: int = paper.PARTICIPANTS
-    sketches: int = paper.SKETCHES
-    images_per_sketch: int = paper.IMAGES_PER_SKETCH
-    anchor_sketches: int = paper.ANCHOR_SKETCHES
-    anchor_images: int = paper.ANCHOR_IMAGES
     #: Anchor repeats go after this fraction of the main block ("the later part").
     anchor_repeat_from: float = 0.5
     stimulus_s: float = paper.STIMULUS_S
     blank_s: float = paper.BLANK_S
 
     def __post_init__(self) -> None:
-        for name, minimum in (
-            ("participants", 1),
-            ("sketches", 1),
-            ("images_per_sketch", 2),
-            ("anchor_sketches", 0),
-            ("anchor_images", 2),
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int | np.integer) or value < minimum:
-                raise InputError(f"{name}: expected an integer >= {minimum}, got {value!r}")
-        if self.anchor_images > SCALE[1] - SCALE[0] + 1 and self.anchor_sketches:
-            raise InputError(
-                f"anchor_images: expected at most {SCALE[1]} (one per scale point), "
-                f"got {self.anchor_images}"
-            )
+        super().__post_init__()
+        value = self.participants
+        if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < 1:
+            raise InputError(f"participants: expected a whole number >= 1, got {value!r}")
         if not 0.0 <= self.anchor_repeat_from < 1.0:
             raise InputError(
                 f"anchor_repeat_from: expected a fraction in [0, 1), got {self.anchor_repeat_from}"

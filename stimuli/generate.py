@@ -57,13 +57,10 @@ _SUPERSAMPLE = 2
 
 
 @dataclass(frozen=True)
-class SetDesign:
-    """Size of a generated set; the defaults are the paper's (Sec. 2.2 and 2.3.1)."""
+class SetDesign(paper.PairDesign):
+    """Size of a generated set: the pairs (the paper's by default, Sec. 2.2 and 2.3.1) and
+    the images' size in pixels."""
 
-    sketches: int = paper.SKETCHES
-    images_per_sketch: int = paper.IMAGES_PER_SKETCH
-    anchor_sketches: int = paper.ANCHOR_SKETCHES
-    anchor_images: int = paper.ANCHOR_IMAGES
     width: int = 320
     height: int = 240
     #: ``main`` for a study set; ``candidate`` for a pilot pool, whose similarities are skewed
@@ -72,15 +69,9 @@ class SetDesign:
     role: str = "main"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check_option("role", self.role, ("main", "candidate"))
-        for name, low, high in (
-            ("sketches", 1, 10_000),
-            ("images_per_sketch", 2, 10_000),
-            ("anchor_sketches", 0, 100),
-            ("anchor_images", 2, 7),
-            ("width", 64, 4096),
-            ("height", 64, 4096),
-        ):
+        for name, low, high in (("width", 64, 4096), ("height", 64, 4096)):
             value = getattr(self, name)
             if not isinstance(value, int) or not low <= value <= high:
                 raise InputError(f"{name}: expected a whole number {low}..{high}, got {value!r}")

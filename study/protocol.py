@@ -26,6 +26,7 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analysis import paper
 from analysis.checks import InputError
 
 from .participants import DETAILS
@@ -58,11 +59,11 @@ CONTINUE_KEY = "space"
 @dataclass(frozen=True)
 class Timing:
     #: Seconds the sketch/image pair is shown.
-    stimulus_s: float = 2.0
+    stimulus_s: float = paper.STIMULUS_S
     #: Seconds of black screen after it; the rating can be given or changed until it ends.
-    blank_s: float = 1.0
+    blank_s: float = paper.BLANK_S
     #: Seconds an anchor pair is shown in the anchoring phase, with its prescribed rating.
-    anchor_demo_s: float = 3.0
+    anchor_demo_s: float = paper.STIMULUS_S + paper.BLANK_S
     #: Count frames only if the measured frame period varies by less than this (ms, sd).
     frame_jitter_ms: float = 1.0
     #: ... and the measured refresh rate is within this range (Hz); else time by the clock.

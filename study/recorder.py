@@ -31,7 +31,13 @@ from analysis.provenance import toolkit_version
 
 from .participants import DETAILS, details_description
 
-__all__ = ["SESSION_COLUMNS", "SessionRecorder", "check_dataset_folder", "recorded_details"]
+__all__ = [
+    "SESSION_COLUMNS",
+    "SessionRecorder",
+    "check_dataset_folder",
+    "format_cell",
+    "recorded_details",
+]
 
 #: The columns of a recorded session's ``_beh.tsv``, in file order.
 SESSION_COLUMNS = (
@@ -67,7 +73,12 @@ def _replace_atomically(path: Path, text: str) -> None:
     _fsync_dir(path.parent)
 
 
-def _cell(value) -> str:
+def format_cell(value) -> str:
+    """A cell of a ``_beh.tsv`` line: floats with 6 decimals, ``n/a`` for none.
+
+    >>> [format_cell(v) for v in (0.5, None, 3, "4@0.5")]
+    ['0.500000', 'n/a', '3', '4@0.5']
+    """
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     if isinstance(value, float):
@@ -168,7 +179,7 @@ class SessionRecorder:
             self._keys.write("".join(f"{k}\t{t:.6f}\t{s:.6f}\n" for k, t, s in keys))
             self._keys.flush()
             os.fsync(self._keys.fileno())
-        line = "\t".join(_cell(row.get(c)) for c in SESSION_COLUMNS) + "\n"
+        line = "\t".join(format_cell(row.get(c)) for c in SESSION_COLUMNS) + "\n"
         self._handle.write(line)
         self._handle.flush()
         os.fsync(self._handle.fileno())

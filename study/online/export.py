@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import tempfile
 import time
 import zipfile
@@ -38,7 +37,7 @@ from analysis.checks import InputError
 from analysis.provenance import toolkit_version
 
 from ..participants import DETAILS, check_details, details_description
-from ..recorder import SESSION_COLUMNS
+from ..recorder import SESSION_COLUMNS, format_cell
 from . import storage
 from .storage import sessions, studies, trials
 
@@ -268,18 +267,6 @@ def _beh_table(label: str, group: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
-def cell(value) -> str:
-    """A cell as the lab session's recorder writes it: floats with 6 decimals, n/a for none."""
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.6f}"
-    text = str(value)
-    if "\t" in text or "\n" in text:
-        raise ValueError(f"a cell may not hold a tab or line break: {text!r}")
-    return text
-
-
 def _write(path: Path, table: pd.DataFrame) -> None:
     lines = ["\t".join(table.columns)]
     integer_columns = {"trial", "rating", "anchor_rating", "dropped_frames", "n_presses"}
@@ -288,7 +275,7 @@ def _write(path: Path, table: pd.DataFrame) -> None:
         for column, value in zip(table.columns, row, strict=True):
             if column in integer_columns and value is not None and not pd.isna(value):
                 value = int(value)
-            cells.append(cell(value))
+            cells.append(format_cell(value))
         lines.append("\t".join(cells))
     _write_text(path, "\n".join(lines) + "\n")
 
