@@ -28,6 +28,9 @@ from study.responses import rating_key_map, score_trial
 ADMIN_TOKEN = "admin-token-for-tests-0123456789"
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
+#: Seconds a test waits for a finished session's end page: the page retries the last
+#: acknowledgements with back-off (1, 2, 4, 8, 15 s), which a busy machine can need.
+END_S = 120.0
 
 
 def free_port() -> int:

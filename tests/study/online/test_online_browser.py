@@ -18,7 +18,7 @@ import pytest
 
 from study.online.keys import browser_key_name
 from tests.study.online.browser_participant import Participant, summary
-from tests.study.online.support import free_port, write_protocol
+from tests.study.online.support import END_S, free_port, write_protocol
 
 FRAME = 1.0 / 60.0
 SCALE_KEYS = {str(k): k for k in range(1, 8)} | {f"num_{k}": k for k in range(1, 8)}
@@ -104,7 +104,7 @@ def test_browser_participant_every_rating_exact_and_times_measured(
             participant.key("space")
 
     run_trials(participant, trials, plan)
-    participant.wait(lambda: participant.phase() == "complete", timeout=30, what="the end")
+    participant.wait(lambda: participant.phase() == "complete", timeout=END_S, what="the end")
     finished = participant.driver.execute_script("return window.sbir.finished")
     assert finished["completion"]["code"] == "SBIR2011"
     code = participant.driver.find_element("id", "sbir-code").text
@@ -233,7 +233,7 @@ def test_reload_mid_session_resumes_at_the_next_unrecorded_trial(
             else participant.onset_of(trial["trial"])["onset"]
         )
         participant.key_at("6", onset + 0.2, trial["trial"])
-    participant.wait(lambda: participant.phase() == "complete", timeout=30, what="the end")
+    participant.wait(lambda: participant.phase() == "complete", timeout=END_S, what="the end")
     stored = stored_trials(data)
     assert stored["trial"].tolist() == list(range(1, len(trials) + 1))
     assert stored[["trial", "sketch_id", "image_id"]].apply(tuple, axis=1).tolist() == order
@@ -307,7 +307,7 @@ def test_completion_redirects_and_a_second_browser_cannot_take_the_label(
     participant.open("?PROLIFIC_PID=abc123def")
     participant.intake({})
     participant.start_trials()
-    participant.wait(lambda: participant.phase() == "complete", timeout=30, what="the end")
+    participant.wait(lambda: participant.phase() == "complete", timeout=END_S, what="the end")
     participant.wait(
         lambda: "cc=DONE42" in participant.driver.current_url, timeout=10, what="the redirect"
     )
@@ -409,7 +409,7 @@ def test_scheduled_breaks_come_after_every_so_many_rated_pairs(
             participant.wait(lambda: participant.phase() == "pause", what="the break")
             time.sleep(0.4)
             participant.key("space")
-    participant.wait(lambda: participant.phase() == "complete", timeout=30, what="the end")
+    participant.wait(lambda: participant.phase() == "complete", timeout=END_S, what="the end")
     paused = stored_trials(data).set_index("trial")["paused_before"]
     after_break = [t for t in paused.index if t > 1 and (t - 1) % 3 == 0]
     assert after_break == [4, 7]

@@ -14,7 +14,7 @@ import pytest
 
 from analysis import load_ratings
 from study.recorder import SESSION_COLUMNS
-from tests.study.online.support import make_client, report, start, write_protocol
+from tests.study.online.support import END_S, make_client, report, start, write_protocol
 
 VALIDATOR = Path(__file__).parents[3] / ".node" / "node_modules" / ".bin" / "bids-validator"
 
@@ -247,7 +247,7 @@ def test_a_browser_and_a_lab_participant_give_the_same_columns_analyzed_alike(
         onset = participant.onset_of(trial["trial"])["onset"]
         if trial["phase"] != "anchor_demo":
             participant.key_at(str(1 + trial["trial"] % 7), onset + 0.2, trial["trial"])
-    participant.wait(lambda: participant.phase() == "complete", timeout=30, what="the end")
+    participant.wait(lambda: participant.phase() == "complete", timeout=END_S, what="the end")
     _out, err = recorded.communicate(timeout=180)
     assert recorded.returncode == 0, err
     mixed = tmp_path / "mixed"
