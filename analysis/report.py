@@ -12,7 +12,19 @@ from pathlib import Path
 import pandas as pd
 
 from .agreement import PERMUTATION_RATERS_LIMIT
-from .html import figure_list, isnan, num, p_text, page_head, share, table
+from .html import (
+    at_floor,
+    collapsed,
+    figure_list,
+    isnan,
+    num,
+    p_text,
+    page_head,
+    share,
+    simulated_banner,
+    software_table,
+    table,
+)
 from .paper import IMAGES_PER_SKETCH, PUBLISHED
 
 __all__ = ["raters_range", "write_report"]
@@ -75,17 +87,14 @@ def write_report(
         *page_head("sbir-study analysis report"),
     ]
     if summary.get("simulated"):
-        parts.append(
-            '<p class="banner">SIMULATED DATA: these ratings were produced by '
-            "<code>sbir-study simulate</code>, not by people. The numbers show what the "
-            "pipeline computes, not a finding.</p>"
-        )
+        parts.append(simulated_banner("these ratings"))
     parts.append("<h1>Sketch/image rating study: analysis report</h1>")
     parts += _what_was_analysed(summary)
     parts += _headline(summary)
     parts += _figures(figures, summary)
     parts += _extremes(sketch_agreement)
-    parts += _agreement_table(kendall_w, summary["alpha"])
+    permutations = (summary.get("skillings_mack") or {}).get("permutations") or 0
+    parts += _agreement_table(kendall_w, summary["alpha"], permutations)
     if participants is not None:
         parts += _participants(participants)
     parts += _provenance(summary)
@@ -96,7 +105,8 @@ def write_report(
 
 def _what_was_analysed(summary: Mapping) -> list[str]:
     phases = summary.get("phases", {})
-    rows = [(phase, counts["n_trials"], counts["n_missing"]) for phase, counts in phases.items()]
+    rows = [(phase, counts["n_trials"], _missing_text(phase, counts))
+            for phase, counts in phases.items()]  # fmt: skip
     alternative = {
         "greater": "one-sided, P(tau >= observed), as in the paper",
         "two-sided": "two-sided",
@@ -108,8 +118,22 @@ def _what_was_analysed(summary: Mapping) -> list[str]:
         f"{summary['n_pairs']} sketch/image pairs in the main block. Significance level "
         f"&alpha; = {summary['alpha']:g}; tau_b tests {alternative}, normal approximation "
         "with the tie-corrected variance.</p>",
-        table(["phase", "trials", "missing responses"], rows),
+        table(["phase", "trials", "missed responses"], rows),
     ]
+
+
+#: Phases whose trials are shown with their rating and not rated, by design.
+_NOT_RATED = {
+    "anchor_demo": "none expected: not rated by design (each pair is shown with its "
+    "prescribed rating)"
+}
+
+
+def _missing_text(phase: str, counts: Mapping) -> str | int:
+    """A phase's missed responses; for a phase rated by nobody, why there are none."""
+    if phase in _NOT_RATED and counts["n_missing"] == counts["n_trials"]:
+        return _NOT_RATED[phase]
+    return counts["n_missing"]
 
 
 def _published(family: str) -> str:
@@ -252,20 +276,26 @@ _EXTREMES_HEADER = ("group", "sketch", "rank", "median tau_b", "25th pct", "75th
                     "W over k of m")  # fmt: skip
 
 
-def _agreement_table(kendall_w: pd.DataFrame, alpha: float) -> list[str]:
+def _agreement_table(kendall_w: pd.DataFrame, alpha: float, permutations: int) -> list[str]:
     def interval(low, high) -> str:
         return "" if isnan(low) else f"{num(low)} to {num(high)}"
+
+    # (1 + #{SM* >= SM}) / (1 + permutations) is never below 1 / (1 + permutations).
+    floor = 1.0 / (1 + permutations) if permutations else float("nan")
+
+    def permutation_p(value) -> str:
+        return p_text(value) + (" ‡" if at_floor(value, floor) else "")
 
     rows = [
         (r.sketch_id, f"{r.n_raters} of {r.n_raters_all}", num(r.w), p_text(r.p_value),
          num(r.alpha_ordinal), interval(r.alpha_ordinal_ci_low, r.alpha_ordinal_ci_high),
          num(r.alpha_interval), interval(r.alpha_interval_ci_low, r.alpha_interval_ci_high),
          f"{r.n_ratings}", f"{num(r.skillings_mack, 1)} ({r.skillings_mack_df})",
-         p_text(r.skillings_mack_p_value), p_text(r.skillings_mack_permutation_p_value),
+         p_text(r.skillings_mack_p_value), permutation_p(r.skillings_mack_permutation_p_value),
          f"{r.skillings_mack_n_raters} of {r.n_raters_all}")
         for r in kendall_w.itertuples()
     ]  # fmt: skip
-    return [
+    parts = [
         "<h2>Agreement per sketch: Kendall's W, Krippendorff's alpha, Skillings-Mack</h2>",
         "<p>Each sketch's raters are the participants who rated at least one of its images "
         "(m). Kendall's W (tie-corrected, chi-square test with n - 1 degrees of freedom, as "
@@ -280,6 +310,16 @@ def _agreement_table(kendall_w: pd.DataFrame, alpha: float) -> list[str]:
         "of W is in <code>kendall_w.csv</code>.</p>",
         table(_AGREEMENT_HEADER, rows),
     ]
+    floored = kendall_w["skillings_mack_permutation_p_value"].map(lambda p: at_floor(p, floor))
+    if floored.any():
+        parts.append(
+            f'<p class="note">‡ At the floor: with {permutations} permutations the smallest '
+            f"permutation p-value there is, 1/({permutations} + 1) = {p_text(floor)}, was "
+            f"reached ({int(floored.sum())} of {len(kendall_w)} sketches); the exact p-value "
+            "may be smaller still. More permutations (<code>--permutations</code>) lower the "
+            "floor.</p>"
+        )
+    return parts
 
 
 _AGREEMENT_HEADER = (
@@ -300,8 +340,17 @@ def _participants(participants: pd.DataFrame) -> list[str]:
         "which they rated every image (those their ratings enter Kendall's W for); and the "
         "median over the sketches of their tau_b against the consensus, inclusive (as in the "
         "paper) and leave-one-out. All of it in <code>participants.csv</code>.</p>",
-        table(_PARTICIPANT_HEADER, rows),
+        collapsed(
+            f"{len(rows)} participants",
+            table(_PARTICIPANT_HEADER, rows),
+            open_up_to=_PARTICIPANTS_OPEN_UP_TO,
+            n=len(rows),
+        ),
     ]
+
+
+#: A paper-sized study's participants are listed open; a crowd's fold away.
+_PARTICIPANTS_OPEN_UP_TO = 60
 
 
 _PARTICIPANT_HEADER = (
@@ -310,11 +359,22 @@ _PARTICIPANT_HEADER = (
 )  # fmt: skip
 
 
+#: Lists up to this long are shown open; longer ones fold away under their count.
+_OPEN_UP_TO = 10
+
+
 def _provenance(summary: Mapping) -> list[str]:
     sources = [(s["path"], s["sha256"], s["rows"]) for s in summary.get("sources", [])]
-    software = [(k, v or "not installed") for k, v in summary.get("software", {}).items()]
+    files = table(["file", "SHA-256", "lines"], sources, classes={0: "path", 1: "hash"})
     return [
         "<h2>Inputs and software</h2>",
-        table(["file", "SHA-256", "lines"], sources),
-        table(["software", "version"], software),
+        collapsed(
+            f"{len(sources)} input file{'s' if len(sources) != 1 else ''} with their SHA-256 "
+            "(also in summary.json)",
+            files,
+            open_up_to=_OPEN_UP_TO,
+            n=len(sources),
+        ),
+        "<p>The software that computed the numbers and drew the figures:</p>",
+        software_table(summary.get("software", {})),
     ]
