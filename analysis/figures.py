@@ -498,7 +498,8 @@ def plot_system_summary(
     rows = summary[summary["metric"] == metric]
     systems = rows[rows["system"] != human]
     ascending = systems["better"].iloc[0] == "lower" if len(systems) else False
-    systems = systems.sort_values("mean", ascending=not ascending)
+    # Best first, so that it is drawn on top.
+    systems = systems.sort_values("mean", ascending=ascending)
     y = np.arange(len(systems))[::-1]
     low = (systems["mean"] - systems["ci_low"]).to_numpy(dtype=float)
     high = (systems["ci_high"] - systems["mean"]).to_numpy(dtype=float)
@@ -510,12 +511,13 @@ def plot_system_summary(
         person = people.iloc[0]
         band = ax.axvspan(person["ci_low"], person["ci_high"], color="0.85", zorder=0)
         line = ax.axvline(person["mean"], color="black", linewidth=1.5)
-        # Below the axes, never over a system's interval.
-        ax.legend([line, band], [
-            f"participants' mean, each against the others' consensus ({person['mean']:.3f})",
-            "its 95% bootstrap interval over the sketches",
-        ], loc="upper center", bbox_to_anchor=(0.5, -0.2 - 0.6 / max(len(systems), 1)),
-            fontsize="small", frameon=False, ncol=1)  # fmt: skip
+        # Under the figure (outside the axes), never over a system's interval.
+        ax.figure.legend(
+            [line, band],
+            [f"participants' mean, each against the others' consensus ({person['mean']:.3f})",
+             "its 95% bootstrap interval over the sketches"],
+            loc="outside lower center", fontsize="small", frameon=False,
+        )  # fmt: skip
     ax.set_ylim(-0.7, len(systems) - 0.3)
     ax.set_xlabel(f"mean {metric} over the sketches (95% bootstrap interval)")
     ax.set_title(f"Systems by mean {metric}")
@@ -552,7 +554,7 @@ def write_evaluation_figures(
     written = {}
     if summary is not None:
         n = summary.loc[summary["metric"] == "tau_b", "system"].nunique()
-        figure = Figure(figsize=(7.5, 1.2 + 0.35 * n), layout="constrained")
+        figure = Figure(figsize=(7.5, 1.7 + 0.35 * n), layout="constrained")
         plot_system_summary(summary, ax=figure.add_subplot())
         written["systems_tau"] = _save(figure, folder / "systems_tau")
     n_sketches = per_sketch["sketch_id"].nunique()

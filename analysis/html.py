@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -35,7 +36,8 @@ h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 2em;
      border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.92em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
-th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f3f3f3; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.hash { font-family: ui-monospace, monospace; font-size: 0.85em; word-break: break-all; }
 td.path { overflow-wrap: anywhere; }
 .wide { overflow-x: auto; }
@@ -52,7 +54,7 @@ code { font-size: 0.9em; }
   body { max-width: none; margin: 0; padding: 0; font-size: 9pt; line-height: 1.3; }
   h2 { break-after: avoid; }
   .wide { overflow: visible; }
-  table { font-size: 7pt; width: 100%; }
+  table { font-size: 7pt; }
   th, td { padding: 0.15em 0.3em; }
   tr, figure, .banner { break-inside: avoid; }
   figure img { max-height: 230mm; object-fit: contain; }
@@ -103,13 +105,25 @@ def table(
     for row in rows:
         cells = []
         for index, value in enumerate(row):
-            numeric = isinstance(value, int | float) and not isinstance(value, bool)
-            name = classes.get(index, "num" if numeric else "")
+            name = classes.get(index, "num" if _numeric(value) else "")
             cls = f' class="{name}"' if name else ""
             cells.append(f"<td{cls}>{html.escape(str(value))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (f'<div class="wide"><table><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table></div>")  # fmt: skip
+
+
+#: A number as the pages write it: 0.44, 1.73e-35, 12%, 9.99e-04 ‡ (at its floor).
+_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?%?( ‡)?")
+
+
+def _numeric(value) -> bool:
+    """Whether a cell holds one number (right-aligned, never broken across lines)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return True
+    return isinstance(value, str) and _NUMBER.fullmatch(value) is not None
 
 
 def collapsed(summary: str, content: str, *, open_up_to: int | None = None, n: int = 0) -> str:

@@ -268,7 +268,7 @@ def _extremes(agreement: pd.DataFrame) -> list[str]:
         "<p>Sketches ranked by the median inter-user tau_b; all of them in "
         "<code>sketch_agreement.csv</code>. W stands on the participants who rated every "
         "image of the sketch (k of m).</p>",
-        table(_EXTREMES_HEADER, rows),
+        table(_EXTREMES_HEADER, rows, classes=_TEXT_AT_1),
     ]
 
 
@@ -308,7 +308,7 @@ def _agreement_table(kendall_w: pd.DataFrame, alpha: float, permutations: int) -
         "ties of a 7-point scale, the permutation p-value is not (computed for sketches with "
         f"at most {PERMUTATION_RATERS_LIMIT} raters). Significance level {alpha:g}; the F test "
         "of W is in <code>kendall_w.csv</code>.</p>",
-        table(_AGREEMENT_HEADER, rows),
+        table(_AGREEMENT_HEADER, rows, classes=_TEXT_AT_0),
     ]
     floored = kendall_w["skillings_mack_permutation_p_value"].map(lambda p: at_floor(p, floor))
     if floored.any():
@@ -342,7 +342,7 @@ def _participants(participants: pd.DataFrame) -> list[str]:
         "paper) and leave-one-out. All of it in <code>participants.csv</code>.</p>",
         collapsed(
             f"{len(rows)} participants",
-            table(_PARTICIPANT_HEADER, rows),
+            table(_PARTICIPANT_HEADER, rows, classes=_TEXT_AT_0),
             open_up_to=_PARTICIPANTS_OPEN_UP_TO,
             n=len(rows),
         ),
@@ -359,6 +359,8 @@ _PARTICIPANT_HEADER = (
 )  # fmt: skip
 
 
+#: A column of ids (participant, sketch) is text even when an id is all digits ("01").
+_TEXT_AT_0, _TEXT_AT_1 = {0: ""}, {1: ""}
 #: Lists up to this long are shown open; longer ones fold away under their count.
 _OPEN_UP_TO = 10
 

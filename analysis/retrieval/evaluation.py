@@ -450,9 +450,11 @@ def format_evaluation(evaluation: Evaluation, out: str | Path) -> str:
     options = evaluation.options
     summary = evaluation.summary.set_index(["system", "metric"])
     n_systems = evaluation.summary.loc[evaluation.summary["system"] != HUMAN, "system"].nunique()
+    simulated = " against a ground truth from simulated ratings" if evaluation.inputs.get(
+        "simulated") else ""  # fmt: skip
     lines = [
         f"Scored {n_systems} system(s) on {evaluation.per_sketch['sketch_id'].nunique()} "
-        f"sketches (relevant: mean rating below {options.relevant_below:g}):"
+        f"sketches{simulated} (relevant: mean rating below {options.relevant_below:g}):"
     ]
     order = summary.xs("tau_b", level="metric")["mean"].sort_values(ascending=False).index
     for system in order:
