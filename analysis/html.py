@@ -44,7 +44,7 @@ td.path { overflow-wrap: anywhere; }
 .banner { background: #fff3cd; border: 2px solid #c9a227; padding: 0.7em 1em;
           font-weight: bold; }
 .note { font-size: 0.9em; color: #444; }
-figure { margin: 1.5em 0; } figure img { max-width: 100%; height: auto;
+figure { margin: 1.5em 0; } figure img { max-width: 100%; height: auto; box-sizing: border-box;
                                          border: 1px solid #eee; }
 figcaption { font-size: 0.9em; color: #444; }
 details > summary { cursor: pointer; margin: 0.6em 0; }

@@ -34,7 +34,8 @@ def register(commands) -> None:
         type=Path,
         default=None,
         help="a stimulus set whose pairs the participants rate (its latent similarity, when "
-        "recorded, sets each pair's latent rating); replaces --sketches and --images",
+        "recorded, sets each pair's latent rating); replaces --sketches and --images "
+        "(default: none, the paper's design without images)",
     )
     parser.add_argument("--sketches", type=positive_int, default=None,
                         help=f"sketches (default: {paper.SKETCHES})")  # fmt: skip
