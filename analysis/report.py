@@ -33,12 +33,15 @@ _CAPTIONS = {
     "fig4_anchoring": (
         "Fig. 4. For each participant, tau_b between their ratings of the anchor pairs during "
         "the experiment and the prescribed anchor ratings, one marker per anchor sketch; "
-        "hollow markers are not significant."
+        "hollow markers are not significant. With more than 60 participants: the participants "
+        "sorted by their median over the anchor sketches, the medians as a line in a band "
+        "from each one's lowest to highest tau_b."
     ),
     "fig5_interuser": (
         "Fig. 5. Per sketch, the tau_b between every pair of participants: median line, box "
         "from the 25th to the 75th percentile, whiskers to 1.5 IQR, outliers as red plus "
-        "signs; Kendall's W as a black circle, over the {k_of_m} participants who rated every "
+        "signs (a red line spanning them beyond 5,000 correlations per sketch); Kendall's W "
+        "as a black circle, over the {k_of_m} participants who rated every "
         "image of the sketch; Krippendorff's ordinal alpha over all participants and every "
         "rating as a blue diamond."
     ),
@@ -47,7 +50,9 @@ _CAPTIONS = {
         "the consensus ranking. Top: the consensus is the mean rating of all participants, "
         "the participant included, as in the paper (the share significant is compared with "
         "the paper's 99%). Bottom: leave-one-out, the mean rating of the other participants "
-        "only, which does not reward a participant for agreeing with their own share of it."
+        "only, which does not reward a participant for agreeing with their own share of it. "
+        "With more than 60 participants, each panel sorts them by their median and draws the "
+        "medians as a line in bands of their 25th-75th and 5th-95th percentiles."
     ),
     "fig7_distribution": (
         "Fig. 7. Share of ratings at each point of the scale, against the uniform share."
