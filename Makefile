@@ -22,9 +22,11 @@ BIDS_VALIDATOR := 1.15.0
 # Debian packages the project needs at run or test time: a virtual X display with Mesa for
 # PsychoPy's window, and the libraries of Psychtoolbox's keyboard backend; Chromium and its
 # driver for the browser session's tests, PostgreSQL for the multi-server database's tests,
-# and GNU Octave, in which the tests run the HPatches reference scoring code.
+# GNU Octave, in which the tests run the HPatches reference scoring code; poppler-utils
+# (pdffonts, pdfinfo, pdftoppm), with which the tests read the fonts of the figures' PDFs
+# and the pages of a report printed by Chromium.
 APT_PACKAGES := xvfb xauth libgl1-mesa-dri libjack-jackd2-0 libasound2 chromium chromium-driver \
-	postgresql octave
+	postgresql octave poppler-utils
 WEB    := study/online/web
 
 .PHONY: run test session serve-demo lint bench install clean

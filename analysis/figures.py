@@ -25,10 +25,12 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from .checks import check_option
 from .paper import SCALE
 
 __all__ = [
     "FIGURES",
+    "PARTICIPANT_VIEW_LIMIT",
     "plot_anchoring",
     "plot_bins",
     "plot_distribution",
@@ -39,6 +41,7 @@ __all__ = [
     "plot_system_summary",
     "plot_system_tau",
     "plot_vs_consensus",
+    "system_colours",
     "tau_threshold",
     "write_evaluation_figures",
     "write_figures",
@@ -57,6 +60,19 @@ FIGURES = (
 _LEVELS = np.arange(SCALE[0], SCALE[1] + 1)
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 _DPI = 150
+#: Up to this many participants, Figs. 4 and 6 draw each participant at a labelled
+#: place; beyond it, one tick per participant merges into a black band and a box per
+#: person is a few pixels wide, so they draw the distribution over the participants
+#: sorted by their median (``view="aggregate"``).
+PARTICIPANT_VIEW_LIMIT = 60
+#: Correlations per sketch beyond which Fig. 5 draws the range of the outliers, not each.
+_FLIER_POINTS_LIMIT = 5000
+#: In the aggregate view, the bands are running medians over about this share of the
+#: participants: at 2,000 a band is 10 participants wide, under a pixel each otherwise.
+_BAND_SMOOTHING = 1 / 200
+#: Font embedding of the PDFs: TrueType (42), which journals accept, instead of
+#: matplotlib's default Type 3. Set on each save, never globally.
+_PDF_FONTS = {"pdf.fonttype": 42, "ps.fonttype": 42}
 
 
 def tau_threshold(n_items: int, alpha: float = 0.05, alternative: str = "greater") -> float:
@@ -85,15 +101,56 @@ def plot_anchoring(
     ax: Axes,
     alpha: float = 0.05,
     alternative: str = "greater",
+    view: str = "auto",
 ) -> Axes:
     """Fig. 4: per participant, tau_b between the anchor repeats and the prescribed ratings.
 
-    One marker per anchor sketch; filled when the correlation is significant
-    at ``alpha``, hollow when not. The dashed line is the significance
-    threshold for the anchor block's size without ties.
+    ``view="each"`` draws one marker per participant and anchor sketch; filled
+    when the correlation is significant at ``alpha``, hollow when not.
+    ``view="aggregate"`` sorts the participants by their median tau_b over the
+    anchor sketches and draws that median as a line, with a band from each
+    participant's lowest to highest tau_b. ``"auto"`` (the default) is
+    ``"each"`` up to :data:`PARTICIPANT_VIEW_LIMIT` participants. The dashed line
+    is the significance threshold for the anchor block's size without ties.
+    Ratings without anchor repeats give axes that say so instead of being empty.
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> table = pd.DataFrame({"participant": ["01", "02"], "sketch_id": ["a", "a"],
+    ...                       "tau_b": [0.9, 0.4], "p_value": [0.01, 0.2], "n_items": [7, 7]})
+    >>> ax = plot_anchoring(table, ax=Figure().add_subplot())
+    >>> [label.get_text() for label in ax.get_xticklabels()]
+    ['01', '02']
     """
+    check_option("view", view, _VIEWS)
     table = anchoring.dropna(subset=["tau_b"])
+    ax.set_title("Anchoring: ratings of the anchor pairs during the experiment")
+    if table.empty:
+        return _nothing_to_draw(
+            ax,
+            "No anchor repeats in these ratings: the study had no anchoring phase (or no "
+            "anchor pair was rated again in the main block), so there is nothing to compare "
+            "with the prescribed ratings.",
+        )
     participants = sorted(anchoring["participant"].astype(str).unique())
+    n_items = int(anchoring["n_items"].max())
+    threshold = tau_threshold(n_items, alpha, alternative)
+    if _aggregate(view, len(participants)):
+        handles, labels = _anchoring_aggregate(table, ax, alpha)
+    else:
+        handles, labels = _anchoring_each(anchoring, table, participants, ax, alpha)
+    if np.isfinite(threshold):
+        ax.axhline(threshold, color="0.3", linestyle="--", linewidth=1)
+        handles.append(Line2D([], [], color="0.3", linestyle="--"))
+        labels.append(f"significance threshold (n = {n_items}, no ties, α = {alpha:g})")
+    ax.legend(handles, labels, loc="lower left", fontsize="small", framealpha=0.9)
+    ax.set_ylim(-1.05, 1.05)
+    ax.set_ylabel("Kendall's τ_b with the prescribed ratings")
+    return ax
+
+
+def _anchoring_each(anchoring, table, participants, ax, alpha) -> tuple[list, list]:
     position = {p: i + 1 for i, p in enumerate(participants)}
     sketches = sorted(anchoring["sketch_id"].astype(str).unique())
     for k, sketch in enumerate(sketches):
@@ -107,22 +164,30 @@ def plot_anchoring(
                    color=color, s=28, label=f"anchor {sketch}", zorder=3)  # fmt: skip
         ax.scatter(x[~significant], rows["tau_b"].to_numpy()[~significant], marker=marker,
                    facecolors="none", edgecolors=color, s=28, zorder=3)  # fmt: skip
-    n_items = int(anchoring["n_items"].max()) if len(anchoring) else 0
-    threshold = tau_threshold(n_items, alpha, alternative)
     handles, labels = ax.get_legend_handles_labels()
-    if np.isfinite(threshold):
-        ax.axhline(threshold, color="0.3", linestyle="--", linewidth=1)
-        handles.append(Line2D([], [], color="0.3", linestyle="--"))
-        labels.append(f"significance threshold (n = {n_items}, no ties, α = {alpha:g})")
     handles.append(Line2D([], [], marker="o", linestyle="", markerfacecolor="none",
                           markeredgecolor="0.3"))  # fmt: skip
     labels.append("hollow: not significant")
-    ax.legend(handles, labels, loc="lower left", fontsize="small", framealpha=0.9)
     _participant_axis(ax, participants)
-    ax.set_ylim(-1.05, 1.05)
-    ax.set_ylabel("Kendall's τ_b with the prescribed ratings")
-    ax.set_title("Anchoring: ratings of the anchor pairs during the experiment")
-    return ax
+    return handles, labels
+
+
+def _anchoring_aggregate(table, ax, alpha) -> tuple[list, list]:
+    spread = _by_participant(table, "tau_b", (0, 50, 100))
+    x = np.arange(1, len(spread[50]) + 1)
+    window, note = _smoothing(len(x))
+    band = ax.fill_between(x, _running_median(spread[0], window),
+                           _running_median(spread[100], window), step="mid", color="C0",
+                           alpha=0.25, linewidth=0)  # fmt: skip
+    (median,) = ax.plot(x, spread[50], color="C0", linewidth=1.2, drawstyle="steps-mid")
+    significant = float((table["p_value"] < alpha).mean())
+    n_sketches = table["sketch_id"].nunique()
+    _rank_axis(ax, len(spread[50]), "τ_b over their anchor sketches")
+    return [median, band], [
+        f"median over the {n_sketches} anchor sketches "
+        f"({100 * significant:.1f}% of all {len(table)} correlations significant)",
+        f"lowest to highest anchor sketch{note}",
+    ]
 
 
 def plot_interuser(
@@ -144,18 +209,32 @@ def plot_interuser(
     """
     stats = [dict(box) for box in boxes]
     positions = np.arange(1, len(stats) + 1)
-    ax.bxp(stats, positions=positions, showfliers=True, widths=0.6,
+    # Past a few thousand correlations per sketch the outliers are a solid red bar of
+    # plus signs (and only the most extreme were kept): their range says the same, legibly.
+    ranges = max((int(box.get("n", 0)) for box in stats), default=0) > _FLIER_POINTS_LIMIT
+    ax.bxp(stats, positions=positions, showfliers=not ranges, widths=0.6,
            flierprops={"marker": "+", "markeredgecolor": "red", "markersize": 5},
            medianprops={"color": "C0", "linewidth": 1.5})  # fmt: skip
+    if ranges:
+        for x, box in zip(positions, stats, strict=True):
+            fliers = np.asarray(box["fliers"], dtype=float)
+            low, high = fliers[fliers < box["whislo"]], fliers[fliers > box["whishi"]]
+            if low.size:
+                ax.vlines(x, low.min(), box["whislo"], color="red", linewidth=1.2)
+            if high.size:
+                ax.vlines(x, box["whishi"], high.max(), color="red", linewidth=1.2)
     table = kendall_w.set_index(kendall_w["sketch_id"].astype(str))
     labels = [str(box["label"]) for box in stats]
     w_values = table["w"].reindex(labels).to_numpy(dtype=float)
     ax.plot(positions, w_values, "o", markerfacecolor="none", markeredgecolor="black",
             markersize=6)  # fmt: skip
-    handles = [Line2D([], [], color="C0"), Line2D([], [], marker="+", color="red", linestyle=""),
+    outlier = (Line2D([], [], color="red") if ranges
+               else Line2D([], [], marker="+", color="red", linestyle=""))  # fmt: skip
+    handles = [Line2D([], [], color="C0"), outlier,
                Line2D([], [], marker="o", markerfacecolor="none", markeredgecolor="black",
                       linestyle="")]  # fmt: skip
-    names = ["median τ_b (box: 25th-75th percentile)", "outlier (beyond 1.5 IQR)",
+    names = ["median τ_b (box: 25th-75th percentile)",
+             "range of the outliers (beyond 1.5 IQR)" if ranges else "outlier (beyond 1.5 IQR)",
              f"Kendall's W, {_raters_text(table)}"]  # fmt: skip
     if "alpha_ordinal" in table:
         alpha = table["alpha_ordinal"].reindex(labels).to_numpy(dtype=float)
@@ -168,7 +247,9 @@ def plot_interuser(
     ax.set_xlabel("sketch")
     ax.set_ylabel("Kendall's τ_b between participants / W / α")
     # Headroom above tau = 1 for the legend, so it never covers a box.
-    low = min(-0.2, _finite_min([b["whislo"] for b in stats]) - 0.05)
+    lowest = [b["whislo"] for b in stats]
+    lowest += [np.min(b["fliers"]) for b in stats if np.size(b["fliers"])]
+    low = min(-0.2, _finite_min(lowest) - 0.05)
     ax.set_ylim(low, 1.3)
     ax.set_yticks(np.round(np.arange(np.ceil(low * 5) / 5, 1.01, 0.2), 1))
     # One row of legend on a wide figure, two on a narrow one.
@@ -193,27 +274,53 @@ def _raters_text(table: pd.DataFrame) -> str:
     return f"over the {span(k)} of {span(m)} raters who rated every image"
 
 
-def plot_vs_consensus(consensus: pd.DataFrame, *, ax: Axes, loo: bool = False) -> Axes:
+def plot_vs_consensus(
+    consensus: pd.DataFrame, *, ax: Axes, loo: bool = False, view: str = "auto"
+) -> Axes:
     """Fig. 6: per participant, the distribution of per-sketch tau_b against the consensus.
 
     By default the paper's statistic: the consensus includes the participant
     (column ``tau_b``); ``loo=True`` draws the consensus of the other
-    participants only (``tau_b_loo``).
+    participants only (``tau_b_loo``). ``view="each"`` draws one box per
+    participant, as in the paper; ``view="aggregate"`` sorts the participants by
+    their median and draws the medians as a line in bands of their 25th-75th and
+    5th-95th percentiles over the sketches. ``"auto"`` (the default) is
+    ``"each"`` up to :data:`PARTICIPANT_VIEW_LIMIT` participants.
     """
+    check_option("view", view, _VIEWS)
     column = "tau_b_loo" if loo else "tau_b"
     participants = sorted(consensus["participant"].astype(str).unique())
-    by_participant = consensus.groupby(consensus["participant"].astype(str))[column]
-    data = [by_participant.get_group(p).dropna().to_numpy() for p in participants]
-    ax.boxplot(data, positions=np.arange(1, len(data) + 1), widths=0.6,
-               flierprops={"marker": "+", "markeredgecolor": "red", "markersize": 5},
-               medianprops={"color": "C0", "linewidth": 1.5})  # fmt: skip
-    _participant_axis(ax, participants)
-    low = _finite_min([d.min() for d in data if d.size])
-    ax.set_ylim(min(0.0, low - 0.05), 1.02)
     variant = ("the consensus of the other participants (leave-one-out)" if loo
                else "the consensus, participant included (as in the paper)")  # fmt: skip
-    ax.set_ylabel("τ_b with the consensus")
     ax.set_title(f"Each participant against {variant}", fontsize="medium")
+    ax.set_ylabel("τ_b with the consensus")
+    values = consensus[column].to_numpy(dtype=float)
+    if not np.isfinite(values).any():
+        return _nothing_to_draw(ax, "No participant has a finite τ_b against the consensus.")
+    if _aggregate(view, len(participants)):
+        spread = _by_participant(consensus, column, (5, 25, 50, 75, 95))
+        x = np.arange(1, len(spread[50]) + 1)
+        window, note = _smoothing(len(x))
+        outer = ax.fill_between(x, _running_median(spread[5], window),
+                                _running_median(spread[95], window), step="mid", color="C0",
+                                alpha=0.15, linewidth=0)  # fmt: skip
+        inner = ax.fill_between(x, _running_median(spread[25], window),
+                                _running_median(spread[75], window), step="mid", color="C0",
+                                alpha=0.35, linewidth=0)  # fmt: skip
+        (median,) = ax.plot(x, spread[50], color="C0", linewidth=1.2, drawstyle="steps-mid")
+        _rank_axis(ax, len(spread[50]), "τ_b over the sketches")
+        ax.legend([median, inner, outer], ["each participant's median over the sketches",
+                                           f"25th-75th percentile{note}",
+                                           f"5th-95th percentile{note}"],
+                  loc="lower right", fontsize="small", framealpha=0.9)  # fmt: skip
+    else:
+        by_participant = consensus.groupby(consensus["participant"].astype(str))[column]
+        data = [by_participant.get_group(p).dropna().to_numpy() for p in participants]
+        ax.boxplot(data, positions=np.arange(1, len(data) + 1), widths=0.6,
+                   flierprops={"marker": "+", "markeredgecolor": "red", "markersize": 5},
+                   medianprops={"color": "C0", "linewidth": 1.5})  # fmt: skip
+        _participant_axis(ax, participants)
+    ax.set_ylim(min(0.0, _finite_min(values) - 0.05), 1.02)
     return ax
 
 
@@ -363,7 +470,7 @@ def plot_system_tau(per_sketch: pd.DataFrame, *, ax: Axes, human: str = "human")
     order_by = tau[human] if human in tau else tau[systems].mean(axis=1)
     tau = tau.loc[order_by.sort_values(ascending=False, na_position="last").index]
     x = np.arange(len(tau))
-    colours = _system_colours(len(systems))
+    colours = system_colours(len(systems))
     for system, colour, marker in zip(systems, colours, itertools.cycle(_MARKERS), strict=False):
         values = tau[system].to_numpy(dtype=float)
         ax.plot(x, values, color=colour, marker=marker, markersize=4, linewidth=0.7, alpha=0.85,
@@ -391,7 +498,8 @@ def plot_system_summary(
     rows = summary[summary["metric"] == metric]
     systems = rows[rows["system"] != human]
     ascending = systems["better"].iloc[0] == "lower" if len(systems) else False
-    systems = systems.sort_values("mean", ascending=not ascending)
+    # Best first, so that it is drawn on top.
+    systems = systems.sort_values("mean", ascending=ascending)
     y = np.arange(len(systems))[::-1]
     low = (systems["mean"] - systems["ci_low"]).to_numpy(dtype=float)
     high = (systems["ci_high"] - systems["mean"]).to_numpy(dtype=float)
@@ -401,10 +509,15 @@ def plot_system_summary(
     people = rows[rows["system"] == human]
     if len(people):
         person = people.iloc[0]
-        ax.axvspan(person["ci_low"], person["ci_high"], color="0.85", zorder=0)
-        ax.axvline(person["mean"], color="black", linewidth=1.5,
-                   label=f"participants, leave-one-out ({person['mean']:.3f})")  # fmt: skip
-        ax.legend(loc="lower right", fontsize="small")
+        band = ax.axvspan(person["ci_low"], person["ci_high"], color="0.85", zorder=0)
+        line = ax.axvline(person["mean"], color="black", linewidth=1.5)
+        # Under the figure (outside the axes), never over a system's interval.
+        ax.figure.legend(
+            [line, band],
+            [f"participants' mean, each against the others' consensus ({person['mean']:.3f})",
+             "its 95% bootstrap interval over the sketches"],
+            loc="outside lower center", fontsize="small", frameon=False,
+        )  # fmt: skip
     ax.set_ylim(-0.7, len(systems) - 0.3)
     ax.set_xlabel(f"mean {metric} over the sketches (95% bootstrap interval)")
     ax.set_title(f"Systems by mean {metric}")
@@ -414,7 +527,7 @@ def plot_system_summary(
 def plot_precision_recall(pr_curve: pd.DataFrame, *, ax: Axes) -> Axes:
     """Each system's precision at recall levels 0.05 .. 1.0, averaged over the sketches."""
     systems = list(dict.fromkeys(pr_curve["system"]))
-    for system, colour, marker in zip(systems, _system_colours(len(systems)),
+    for system, colour, marker in zip(systems, system_colours(len(systems)),
                                       itertools.cycle(_MARKERS), strict=False):  # fmt: skip
         curve = pr_curve[pr_curve["system"] == system]
         ax.plot(curve["recall"], curve["precision"], color=colour, marker=marker, markersize=3.5,
@@ -441,7 +554,7 @@ def write_evaluation_figures(
     written = {}
     if summary is not None:
         n = summary.loc[summary["metric"] == "tau_b", "system"].nunique()
-        figure = Figure(figsize=(7.5, 1.2 + 0.35 * n), layout="constrained")
+        figure = Figure(figsize=(7.5, 1.7 + 0.35 * n), layout="constrained")
         plot_system_summary(summary, ax=figure.add_subplot())
         written["systems_tau"] = _save(figure, folder / "systems_tau")
     n_sketches = per_sketch["sketch_id"].nunique()
@@ -454,11 +567,28 @@ def write_evaluation_figures(
     return written
 
 
-def _system_colours(n: int) -> list:
-    from matplotlib import colormaps
+def system_colours(n: int) -> list[str]:
+    """Colours for ``n`` systems: distinct and colour-blind safe up to 10.
 
-    palette = colormaps["tab10" if n <= 10 else "tab20"]
-    return [palette(i % palette.N) for i in range(max(n, 1))]
+    Up to 10 systems, matplotlib's ``petroff10`` sequence (Petroff 2021, "Accessible
+    color sequences for data visualization", arXiv:2107.02270), chosen so that every
+    two stay apart under the common colour-vision deficiencies; black and grey are
+    left to the participants. Beyond 10, ``tab20`` (distinct, no longer colour-blind
+    safe; the line markers still tell the systems apart).
+
+    Examples
+    --------
+    >>> system_colours(3)
+    ['#3f90da', '#ffa90e', '#bd1f01']
+    """
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+    from matplotlib.style import library
+
+    if n <= 10:
+        return library["petroff10"]["axes.prop_cycle"].by_key()["color"][: max(n, 0)]
+    palette = colormaps["tab20"]
+    return [to_hex(palette(i % palette.N)) for i in range(n)]
 
 
 def write_figures(
@@ -474,19 +604,28 @@ def write_figures(
     alternative: str = "greater",
     extremes: pd.DataFrame | None = None,
     sketch_images: Mapping[str, Path] | None = None,
+    participant_view: str = "auto",
 ) -> dict[str, Path]:
     """Draw Figs. 4-8 (and Fig. 9 when sketch images are given) as ``.png`` and ``.pdf``.
 
-    Returns the PNG path of each figure, by name (see :data:`FIGURES`).
+    ``participant_view`` is the ``view`` of Figs. 4 and 6 (:func:`plot_anchoring`):
+    ``"auto"`` draws each participant up to :data:`PARTICIPANT_VIEW_LIMIT`, the
+    distribution over the participants beyond. The PDFs embed their fonts as
+    TrueType. Returns the PNG path of each figure, by name (see :data:`FIGURES`).
     """
+    check_option("participant_view", participant_view, _VIEWS)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     n_participants = max(anchoring["participant"].nunique(), consensus["participant"].nunique())
-    wide = max(8.0, 0.32 * n_participants + 2.0)
+    # One labelled place per participant in the per-participant view; the aggregate view
+    # needs no more width than a paper figure.
+    each = not _aggregate(participant_view, n_participants)
+    wide = max(8.0, 0.32 * n_participants + 2.0) if each else 10.0
     written = {}
 
     figure = Figure(figsize=(min(wide, 24.0), 4.5), layout="constrained")
-    plot_anchoring(anchoring, ax=figure.add_subplot(), alpha=alpha, alternative=alternative)
+    plot_anchoring(anchoring, ax=figure.add_subplot(), alpha=alpha, alternative=alternative,
+                   view=participant_view)  # fmt: skip
     written["fig4_anchoring"] = _save(figure, folder / "fig4_anchoring")
 
     figure = Figure(figsize=(max(8.0, 0.3 * len(boxes) + 2.0), 4.8), layout="constrained")
@@ -495,11 +634,12 @@ def write_figures(
 
     figure = Figure(figsize=(min(wide, 24.0), 8.0), layout="constrained")
     inclusive, leave_one_out = figure.subplots(2, 1, sharey=True)
-    plot_vs_consensus(consensus, ax=inclusive)
-    plot_vs_consensus(consensus, ax=leave_one_out, loo=True)
+    plot_vs_consensus(consensus, ax=inclusive, view=participant_view)
+    plot_vs_consensus(consensus, ax=leave_one_out, loo=True, view=participant_view)
     # One scale for both panels, low enough for either.
     low = _finite_min([consensus["tau_b"].min(), consensus["tau_b_loo"].min()])
     inclusive.set_ylim(min(0.0, low - 0.05), 1.02)
+    leave_one_out.set_ylim(min(0.0, low - 0.05), 1.02)
     written["fig6_vs_consensus"] = _save(figure, folder / "fig6_vs_consensus")
 
     figure = Figure(figsize=(6.5, 4.2), layout="constrained")
@@ -519,9 +659,75 @@ def write_figures(
 
 
 def _save(figure: Figure, stem: Path) -> Path:
-    figure.savefig(stem.with_suffix(".png"), dpi=_DPI)
-    figure.savefig(stem.with_suffix(".pdf"))
+    from matplotlib import rc_context
+
+    with rc_context(_PDF_FONTS):
+        figure.savefig(stem.with_suffix(".png"), dpi=_DPI)
+        figure.savefig(stem.with_suffix(".pdf"))
     return stem.with_suffix(".png")
+
+
+_VIEWS = ("auto", "each", "aggregate")
+
+
+def _aggregate(view: str, n_participants: int) -> bool:
+    return view == "aggregate" or (view == "auto" and n_participants > PARTICIPANT_VIEW_LIMIT)
+
+
+def _by_participant(table: pd.DataFrame, column: str, percentiles: Sequence[int]) -> dict:
+    """Each participant's percentiles of ``column``, participants sorted by their median.
+
+    Returns a mapping percentile -> array, one entry per participant with a finite value.
+    """
+    values = table[["participant", column]].dropna()
+    grouped = values.groupby(values["participant"].astype(str), sort=False)[column]
+    spread = grouped.quantile([q / 100 for q in percentiles]).unstack()
+    spread.columns = list(percentiles)
+    # The median breaks ties by the participant label, so the order is reproducible.
+    median = grouped.median()
+    order = pd.DataFrame({"median": median, "label": median.index}).sort_values(
+        ["median", "label"], kind="stable"
+    )
+    spread = spread.loc[order.index]
+    return {q: spread[q].to_numpy(dtype=float) for q in percentiles}
+
+
+def _smoothing(n: int) -> tuple[int, str]:
+    """The running-median window of the bands for ``n`` participants, and its legend note."""
+    window = max(1, round(n * _BAND_SMOOTHING))
+    window += 1 - window % 2  # odd, so the window is centred on its participant
+    if window == 1:
+        return 1, ""
+    return window, f" (running median over {window} neighbouring participants)"
+
+
+def _running_median(values: np.ndarray, window: int) -> np.ndarray:
+    """The centred running median of ``values`` (shorter windows at the ends)."""
+    if window <= 1:
+        return values
+    return (pd.Series(values).rolling(window, center=True, min_periods=1).median()
+            .to_numpy(dtype=float))  # fmt: skip
+
+
+def _rank_axis(ax: Axes, n: int, what: str) -> None:
+    """The x axis of an aggregate view: participants by rank, a handful of ticks."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=10, integer=True))
+    ax.set_xlim(0.5, n + 0.5)
+    ax.set_xlabel(f"{n} participants, sorted by their median {what} (rank)")
+    ax.axhline(0.0, color="0.8", linewidth=0.8, zorder=0)
+
+
+def _nothing_to_draw(ax: Axes, message: str) -> Axes:
+    """Axes that say why they are empty, instead of empty axes a reader might misread."""
+    import textwrap
+
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.text(0.5, 0.5, textwrap.fill(message, 70), transform=ax.transAxes, ha="center",
+            va="center", fontsize="medium", color="0.25")  # fmt: skip
+    return ax
 
 
 def _participant_axis(ax: Axes, participants: Sequence[str]) -> None:

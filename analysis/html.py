@@ -10,10 +10,24 @@ from __future__ import annotations
 import base64
 import html
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["STYLE", "figure_list", "isnan", "num", "p_text", "page_head", "share", "table"]
+__all__ = [
+    "STYLE",
+    "at_floor",
+    "collapsed",
+    "figure_list",
+    "isnan",
+    "num",
+    "p_text",
+    "page_head",
+    "share",
+    "simulated_banner",
+    "software_table",
+    "table",
+]
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto;
@@ -22,12 +36,29 @@ h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 2em;
      border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.92em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
-th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f3f3f3; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.hash { font-family: ui-monospace, monospace; font-size: 0.85em; word-break: break-all; }
+td.path { overflow-wrap: anywhere; }
+.wide { overflow-x: auto; }
 .banner { background: #fff3cd; border: 2px solid #c9a227; padding: 0.7em 1em;
           font-weight: bold; }
-figure { margin: 1.5em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
+.note { font-size: 0.9em; color: #444; }
+figure { margin: 1.5em 0; } figure img { max-width: 100%; height: auto; box-sizing: border-box;
+                                         border: 1px solid #eee; }
 figcaption { font-size: 0.9em; color: #444; }
+details > summary { cursor: pointer; margin: 0.6em 0; }
 code { font-size: 0.9em; }
+@page { size: A4; margin: 12mm; }
+@media print {
+  body { max-width: none; margin: 0; padding: 0; font-size: 9pt; line-height: 1.3; }
+  h2 { break-after: avoid; }
+  .wide { overflow: visible; }
+  table { font-size: 7pt; }
+  th, td { padding: 0.15em 0.3em; }
+  tr, figure, .banner { break-inside: avoid; }
+  figure img { max-height: 230mm; object-fit: contain; }
+}
 """
 
 
@@ -56,17 +87,74 @@ def figure_list(figures: Mapping[str, Path], captions: Mapping[str, str]) -> lis
     return parts
 
 
-def table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
+def table(
+    header: Sequence[str], rows: Sequence[Sequence], classes: Mapping[int, str] | None = None
+) -> str:
+    """An HTML table; numbers right-aligned; ``classes`` gives a column (by index) a class
+    (``"hash"``, ``"path"``: long unbroken text allowed to wrap so the table fits a page).
+
+    Examples
+    --------
+    >>> page = table(["a", "b"], [(1, "x")], classes={1: "hash"})
+    >>> page[page.index("<tbody>") :]
+    '<tbody><tr><td class="num">1</td><td class="hash">x</td></tr></tbody></table></div>'
+    """
+    classes = classes or {}
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
     body = []
     for row in rows:
         cells = []
-        for value in row:
-            numeric = isinstance(value, int | float) and not isinstance(value, bool)
-            cls = ' class="num"' if numeric else ""
+        for index, value in enumerate(row):
+            name = classes.get(index, "num" if _numeric(value) else "")
+            cls = f' class="{name}"' if name else ""
             cells.append(f"<td{cls}>{html.escape(str(value))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return (f'<div class="wide"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>")  # fmt: skip
+
+
+#: A number as the pages write it: 0.44, 1.73e-35, 12%, 9.99e-04 ‡ (at its floor).
+_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?%?( ‡)?")
+
+
+def _numeric(value) -> bool:
+    """Whether a cell holds one number (right-aligned, never broken across lines)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return True
+    return isinstance(value, str) and _NUMBER.fullmatch(value) is not None
+
+
+def collapsed(summary: str, content: str, *, open_up_to: int | None = None, n: int = 0) -> str:
+    """``content`` under a ``<details>`` element headed by ``summary``; open when it holds at
+    most ``open_up_to`` entries (``n``), so a short list shows and a long one folds away.
+
+    Examples
+    --------
+    >>> collapsed("3 files", "<p>...</p>", open_up_to=5, n=3)
+    '<details open><summary>3 files</summary><p>...</p></details>'
+    """
+    opened = " open" if open_up_to is not None and n <= open_up_to else ""
+    return f"<details{opened}><summary>{html.escape(summary)}</summary>{content}</details>"
+
+
+def simulated_banner(what: str) -> str:
+    """The banner at the top of a report made from simulated ratings.
+
+    ``what`` says where the page's numbers come from (e.g. "these ratings").
+    """
+    return (
+        f'<p class="banner">SIMULATED DATA: {html.escape(what)} were produced by '
+        "<code>sbir-study simulate</code>, not by people (their own records say so). The "
+        "numbers show what the pipeline computes, not a finding.</p>"
+    )
+
+
+def software_table(software: Mapping[str, str | None]) -> str:
+    """The versions of the software that made the numbers and figures of a page."""
+    rows = [(name, version or "not installed") for name, version in software.items()]
+    return table(["software", "version"], rows)
 
 
 def share(value) -> str:
@@ -81,6 +169,19 @@ def p_text(value) -> str:
     if value is None or isnan(value):
         return "n/a"
     return f"{value:.2e}" if value < 1e-3 else f"{value:.4f}"
+
+
+def at_floor(value, floor: float) -> bool:
+    """Whether a resampling p-value sits at the smallest value its test can give.
+
+    Examples
+    --------
+    >>> at_floor(1 / 1001, 1 / 1001), at_floor(2 / 1001, 1 / 1001), at_floor(None, 0.1)
+    (True, False, False)
+    """
+    if value is None or isnan(value) or isnan(floor):
+        return False
+    return float(value) <= floor * (1 + 1e-9)
 
 
 def isnan(value) -> bool:

@@ -12,7 +12,19 @@ from pathlib import Path
 import pandas as pd
 
 from .agreement import PERMUTATION_RATERS_LIMIT
-from .html import figure_list, isnan, num, p_text, page_head, share, table
+from .html import (
+    at_floor,
+    collapsed,
+    figure_list,
+    isnan,
+    num,
+    p_text,
+    page_head,
+    share,
+    simulated_banner,
+    software_table,
+    table,
+)
 from .paper import IMAGES_PER_SKETCH, PUBLISHED
 
 __all__ = ["raters_range", "write_report"]
@@ -21,12 +33,15 @@ _CAPTIONS = {
     "fig4_anchoring": (
         "Fig. 4. For each participant, tau_b between their ratings of the anchor pairs during "
         "the experiment and the prescribed anchor ratings, one marker per anchor sketch; "
-        "hollow markers are not significant."
+        "hollow markers are not significant. With more than 60 participants: the participants "
+        "sorted by their median over the anchor sketches, the medians as a line in a band "
+        "from each one's lowest to highest tau_b."
     ),
     "fig5_interuser": (
         "Fig. 5. Per sketch, the tau_b between every pair of participants: median line, box "
         "from the 25th to the 75th percentile, whiskers to 1.5 IQR, outliers as red plus "
-        "signs; Kendall's W as a black circle, over the {k_of_m} participants who rated every "
+        "signs (a red line spanning them beyond 5,000 correlations per sketch); Kendall's W "
+        "as a black circle, over the {k_of_m} participants who rated every "
         "image of the sketch; Krippendorff's ordinal alpha over all participants and every "
         "rating as a blue diamond."
     ),
@@ -35,7 +50,9 @@ _CAPTIONS = {
         "the consensus ranking. Top: the consensus is the mean rating of all participants, "
         "the participant included, as in the paper (the share significant is compared with "
         "the paper's 99%). Bottom: leave-one-out, the mean rating of the other participants "
-        "only, which does not reward a participant for agreeing with their own share of it."
+        "only, which does not reward a participant for agreeing with their own share of it. "
+        "With more than 60 participants, each panel sorts them by their median and draws the "
+        "medians as a line in bands of their 25th-75th and 5th-95th percentiles."
     ),
     "fig7_distribution": (
         "Fig. 7. Share of ratings at each point of the scale, against the uniform share."
@@ -75,17 +92,14 @@ def write_report(
         *page_head("sbir-study analysis report"),
     ]
     if summary.get("simulated"):
-        parts.append(
-            '<p class="banner">SIMULATED DATA: these ratings were produced by '
-            "<code>sbir-study simulate</code>, not by people. The numbers show what the "
-            "pipeline computes, not a finding.</p>"
-        )
+        parts.append(simulated_banner("these ratings"))
     parts.append("<h1>Sketch/image rating study: analysis report</h1>")
     parts += _what_was_analysed(summary)
     parts += _headline(summary)
     parts += _figures(figures, summary)
     parts += _extremes(sketch_agreement)
-    parts += _agreement_table(kendall_w, summary["alpha"])
+    permutations = (summary.get("skillings_mack") or {}).get("permutations") or 0
+    parts += _agreement_table(kendall_w, summary["alpha"], permutations)
     if participants is not None:
         parts += _participants(participants)
     parts += _provenance(summary)
@@ -96,7 +110,8 @@ def write_report(
 
 def _what_was_analysed(summary: Mapping) -> list[str]:
     phases = summary.get("phases", {})
-    rows = [(phase, counts["n_trials"], counts["n_missing"]) for phase, counts in phases.items()]
+    rows = [(phase, counts["n_trials"], _missing_text(phase, counts))
+            for phase, counts in phases.items()]  # fmt: skip
     alternative = {
         "greater": "one-sided, P(tau >= observed), as in the paper",
         "two-sided": "two-sided",
@@ -108,8 +123,22 @@ def _what_was_analysed(summary: Mapping) -> list[str]:
         f"{summary['n_pairs']} sketch/image pairs in the main block. Significance level "
         f"&alpha; = {summary['alpha']:g}; tau_b tests {alternative}, normal approximation "
         "with the tie-corrected variance.</p>",
-        table(["phase", "trials", "missing responses"], rows),
+        table(["phase", "trials", "missed responses"], rows),
     ]
+
+
+#: Phases whose trials are shown with their rating and not rated, by design.
+_NOT_RATED = {
+    "anchor_demo": "none expected: not rated by design (each pair is shown with its "
+    "prescribed rating)"
+}
+
+
+def _missing_text(phase: str, counts: Mapping) -> str | int:
+    """A phase's missed responses; for a phase rated by nobody, why there are none."""
+    if phase in _NOT_RATED and counts["n_missing"] == counts["n_trials"]:
+        return _NOT_RATED[phase]
+    return counts["n_missing"]
 
 
 def _published(family: str) -> str:
@@ -244,7 +273,7 @@ def _extremes(agreement: pd.DataFrame) -> list[str]:
         "<p>Sketches ranked by the median inter-user tau_b; all of them in "
         "<code>sketch_agreement.csv</code>. W stands on the participants who rated every "
         "image of the sketch (k of m).</p>",
-        table(_EXTREMES_HEADER, rows),
+        table(_EXTREMES_HEADER, rows, classes=_TEXT_AT_1),
     ]
 
 
@@ -252,20 +281,26 @@ _EXTREMES_HEADER = ("group", "sketch", "rank", "median tau_b", "25th pct", "75th
                     "W over k of m")  # fmt: skip
 
 
-def _agreement_table(kendall_w: pd.DataFrame, alpha: float) -> list[str]:
+def _agreement_table(kendall_w: pd.DataFrame, alpha: float, permutations: int) -> list[str]:
     def interval(low, high) -> str:
         return "" if isnan(low) else f"{num(low)} to {num(high)}"
+
+    # (1 + #{SM* >= SM}) / (1 + permutations) is never below 1 / (1 + permutations).
+    floor = 1.0 / (1 + permutations) if permutations else float("nan")
+
+    def permutation_p(value) -> str:
+        return p_text(value) + (" ‡" if at_floor(value, floor) else "")
 
     rows = [
         (r.sketch_id, f"{r.n_raters} of {r.n_raters_all}", num(r.w), p_text(r.p_value),
          num(r.alpha_ordinal), interval(r.alpha_ordinal_ci_low, r.alpha_ordinal_ci_high),
          num(r.alpha_interval), interval(r.alpha_interval_ci_low, r.alpha_interval_ci_high),
          f"{r.n_ratings}", f"{num(r.skillings_mack, 1)} ({r.skillings_mack_df})",
-         p_text(r.skillings_mack_p_value), p_text(r.skillings_mack_permutation_p_value),
+         p_text(r.skillings_mack_p_value), permutation_p(r.skillings_mack_permutation_p_value),
          f"{r.skillings_mack_n_raters} of {r.n_raters_all}")
         for r in kendall_w.itertuples()
     ]  # fmt: skip
-    return [
+    parts = [
         "<h2>Agreement per sketch: Kendall's W, Krippendorff's alpha, Skillings-Mack</h2>",
         "<p>Each sketch's raters are the participants who rated at least one of its images "
         "(m). Kendall's W (tie-corrected, chi-square test with n - 1 degrees of freedom, as "
@@ -278,8 +313,18 @@ def _agreement_table(kendall_w: pd.DataFrame, alpha: float) -> list[str]:
         "ties of a 7-point scale, the permutation p-value is not (computed for sketches with "
         f"at most {PERMUTATION_RATERS_LIMIT} raters). Significance level {alpha:g}; the F test "
         "of W is in <code>kendall_w.csv</code>.</p>",
-        table(_AGREEMENT_HEADER, rows),
+        table(_AGREEMENT_HEADER, rows, classes=_TEXT_AT_0),
     ]
+    floored = kendall_w["skillings_mack_permutation_p_value"].map(lambda p: at_floor(p, floor))
+    if floored.any():
+        parts.append(
+            f'<p class="note">‡ At the floor: with {permutations} permutations the smallest '
+            f"permutation p-value there is, 1/({permutations} + 1) = {p_text(floor)}, was "
+            f"reached ({int(floored.sum())} of {len(kendall_w)} sketches); the exact p-value "
+            "may be smaller still. More permutations (<code>--permutations</code>) lower the "
+            "floor.</p>"
+        )
+    return parts
 
 
 _AGREEMENT_HEADER = (
@@ -300,8 +345,17 @@ def _participants(participants: pd.DataFrame) -> list[str]:
         "which they rated every image (those their ratings enter Kendall's W for); and the "
         "median over the sketches of their tau_b against the consensus, inclusive (as in the "
         "paper) and leave-one-out. All of it in <code>participants.csv</code>.</p>",
-        table(_PARTICIPANT_HEADER, rows),
+        collapsed(
+            f"{len(rows)} participants",
+            table(_PARTICIPANT_HEADER, rows, classes=_TEXT_AT_0),
+            open_up_to=_PARTICIPANTS_OPEN_UP_TO,
+            n=len(rows),
+        ),
     ]
+
+
+#: A paper-sized study's participants are listed open; a crowd's fold away.
+_PARTICIPANTS_OPEN_UP_TO = 60
 
 
 _PARTICIPANT_HEADER = (
@@ -310,11 +364,24 @@ _PARTICIPANT_HEADER = (
 )  # fmt: skip
 
 
+#: A column of ids (participant, sketch) is text even when an id is all digits ("01").
+_TEXT_AT_0, _TEXT_AT_1 = {0: ""}, {1: ""}
+#: Lists up to this long are shown open; longer ones fold away under their count.
+_OPEN_UP_TO = 10
+
+
 def _provenance(summary: Mapping) -> list[str]:
     sources = [(s["path"], s["sha256"], s["rows"]) for s in summary.get("sources", [])]
-    software = [(k, v or "not installed") for k, v in summary.get("software", {}).items()]
+    files = table(["file", "SHA-256", "lines"], sources, classes={0: "path", 1: "hash"})
     return [
         "<h2>Inputs and software</h2>",
-        table(["file", "SHA-256", "lines"], sources),
-        table(["software", "version"], software),
+        collapsed(
+            f"{len(sources)} input file{'s' if len(sources) != 1 else ''} with their SHA-256 "
+            "(also in summary.json)",
+            files,
+            open_up_to=_OPEN_UP_TO,
+            n=len(sources),
+        ),
+        "<p>The software that computed the numbers and drew the figures:</p>",
+        software_table(summary.get("software", {})),
     ]

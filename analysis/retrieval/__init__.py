@@ -24,6 +24,7 @@ from .comparison import (
     bootstrap_mean,
     compare_systems,
     paired_permutation_test,
+    permutation_p_value_floor,
 )
 from .distances import (
     DISTANCES,
@@ -125,6 +126,7 @@ __all__ = [
     "paired_permutation_test",
     "percentage_similarity_ranking",
     "percentage_weighted_hits",
+    "permutation_p_value_floor",
     "precision_at_k",
     "precision_at_recall",
     "quadratic_form",

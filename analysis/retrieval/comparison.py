@@ -33,6 +33,7 @@ __all__ = [
     "bootstrap_mean",
     "compare_systems",
     "paired_permutation_test",
+    "permutation_p_value_floor",
 ]
 
 
@@ -95,11 +96,35 @@ def bootstrap_mean(
 def _sign_patterns(n: int, n_resamples: int, seed: int) -> tuple[np.ndarray, bool]:
     """Sign flips for n pairs: all 2^n patterns when that is at most ``n_resamples``
     (an exact test), else ``n_resamples`` random ones."""
-    if n < 63 and 2**n <= n_resamples:
+    if _enumerates(n, n_resamples):
         patterns = np.array(list(itertools.product((1.0, -1.0), repeat=n))).reshape(-1, n)
         return patterns, True
     rng = np.random.default_rng(seed)
     return rng.choice((1.0, -1.0), size=(n_resamples, n)), False
+
+
+def _enumerates(n: int, n_resamples: int) -> bool:
+    """Whether the test over n pairs enumerates all 2^n sign patterns (an exact test)."""
+    return n < 63 and 2**n <= n_resamples
+
+
+def permutation_p_value_floor(n: int, n_resamples: int = 10_000) -> float:
+    """The smallest p-value :func:`paired_permutation_test` can give for ``n`` pairs.
+
+    Two-sided: 2/(n_resamples + 1) with random sign flips (twice the one-sided
+    floor 1/(n_resamples + 1)), 2/2^n when all 2^n patterns are enumerated.
+    A p-value at the floor says only that the exact p-value is no larger.
+
+    Examples
+    --------
+    >>> permutation_p_value_floor(31, 10_000) == 2 / 10_001
+    True
+    >>> permutation_p_value_floor(5, 10_000)
+    0.0625
+    """
+    if _enumerates(int(n), n_resamples):
+        return min(1.0, 2.0 / 2 ** int(n))
+    return min(1.0, 2.0 / (n_resamples + 1))
 
 
 def _permutation_pvalue(observed: float, null: np.ndarray, exact: bool) -> float:

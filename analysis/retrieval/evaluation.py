@@ -344,6 +344,7 @@ def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: bool) 
         "systems": [s for s in dict.fromkeys(summary["system"]) if s != HUMAN],
         "n_sketches": int(evaluation.per_sketch["sketch_id"].nunique()),
         "human_ceiling": evaluation.human is not None,
+        "simulated": bool(evaluation.inputs.get("simulated", False)),
         "options": asdict(evaluation.options),
         "inputs": evaluation.inputs,
         "software": software_versions(),
@@ -415,10 +416,32 @@ def evaluate_files(
         for source in getattr(table.attrs.get("provenance"), "sources", ()):
             files.append({"role": "ratings", "name": "", "path": source.path,
                           "sha256": source.sha256, "lines": source.rows})  # fmt: skip
+    provenance = table.attrs.get("provenance") if table is not None else None
+    simulated = bool(getattr(provenance, "simulated", False))
     evaluation.inputs = {"files": files, "lower_is_better": lower_is_better,
                          "score_precision": score_precision,
+                         "simulated": simulated or _simulated_ground_truth(ground_truth, truth),
                          "command": "sbir-study evaluate"}  # fmt: skip
     return evaluation
+
+
+def _simulated_ground_truth(path: str | Path, truth: GroundTruth) -> bool:
+    """Whether ``analyze`` made this ground truth from simulated ratings, by its own records:
+    the output record of its folder lists this very file (same SHA-256), and the
+    ``summary.json`` beside it says ``simulated``."""
+    from ..outputs import read_record
+
+    folder = Path(path).parent
+    record = read_record(folder)
+    if record is None or record.command != "analyze":
+        return False
+    if record.files.get(Path(path).name) != truth.sha256:
+        return False
+    try:
+        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return bool(isinstance(summary, dict) and summary.get("simulated"))
 
 
 def format_evaluation(evaluation: Evaluation, out: str | Path) -> str:
@@ -427,9 +450,11 @@ def format_evaluation(evaluation: Evaluation, out: str | Path) -> str:
     options = evaluation.options
     summary = evaluation.summary.set_index(["system", "metric"])
     n_systems = evaluation.summary.loc[evaluation.summary["system"] != HUMAN, "system"].nunique()
+    simulated = " against a ground truth from simulated ratings" if evaluation.inputs.get(
+        "simulated") else ""  # fmt: skip
     lines = [
         f"Scored {n_systems} system(s) on {evaluation.per_sketch['sketch_id'].nunique()} "
-        f"sketches (relevant: mean rating below {options.relevant_below:g}):"
+        f"sketches{simulated} (relevant: mean rating below {options.relevant_below:g}):"
     ]
     order = summary.xs("tau_b", level="metric")["mean"].sort_values(ascending=False).index
     for system in order:

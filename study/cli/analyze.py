@@ -56,14 +56,15 @@ def register(commands) -> None:
         type=Path,
         default=None,
         help="ratings of a pilot study (BIDS folder or table), drawn beside the final "
-        "study in fig7_distribution",
+        "study in fig7_distribution (default: none, the final study alone)",
     )
     parser.add_argument(
         "--stimuli",
         type=Path,
         default=None,
         help="stimulus set folder (with manifest.csv): adds thumbnails of the best and worst "
-        "agreed sketches (fig9_extremes); the set is validated first",
+        "agreed sketches (fig9_extremes); the set is validated first (default: none, no "
+        "Fig. 9)",
     )
     add_overwrite(parser)
     parser.set_defaults(handler=analyze)

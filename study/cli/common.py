@@ -26,6 +26,7 @@ from . import PROG
 
 __all__ = [
     "PROG",
+    "HelpFormatter",
     "InputError",
     "Parser",
     "add_alpha",
@@ -49,15 +50,46 @@ __all__ = [
 ]
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """``--help`` that shows every option's default.
+
+    Like :class:`argparse.ArgumentDefaultsHelpFormatter`, but an option whose
+    help already states its default (in words, e.g. "default: 0.05, as in the
+    paper") is left as written, a default of several values is shown as it is
+    typed (``5,10,20``), and flags, required options and options without a
+    default are left alone.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            "default" in text
+            or not action.option_strings
+            or action.required
+            or default is None
+            or default is False
+            or default == ""
+            or default is argparse.SUPPRESS
+        ):
+            return text
+        shown = ",".join(map(str, default)) if isinstance(default, tuple | list) else str(default)
+        # argparse %-formats the help: a literal % in a default must be doubled.
+        shown = shown.replace("%", "%%")
+        return f"{text} (default: {shown})" if text else f"(default: {shown})"
+
+
 class Parser(argparse.ArgumentParser):
     """argparse without abbreviations, whose errors are one line with a suggestion.
 
     ``--part`` is not taken for ``--participants``: a misspelled option is an
-    error naming the closest valid one, and no usage block is printed.
+    error naming the closest valid one, and no usage block is printed. Every
+    subcommand's ``--help`` shows the defaults (:class:`HelpFormatter`).
     """
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):

@@ -60,7 +60,8 @@ def _register_evaluate(commands) -> None:
         type=Path,
         default=None,
         help="the ratings the ground truth came from (BIDS dataset or table): adds the human "
-        "ceiling (each participant against the others' consensus), pwh@k and psr",
+        "ceiling (each participant against the others' consensus), pwh@k and psr (default: "
+        "none, no human ceiling)",
     )
     parser.add_argument(
         "--name",
@@ -133,7 +134,8 @@ def _register_hpatches(commands) -> None:
         "--out",
         type=Path,
         default=None,
-        help="folder for hpatches_per_query.csv and hpatches_summary.csv",
+        help="folder for hpatches_per_query.csv and hpatches_summary.csv (default: none, "
+        "the mAP is only printed)",
     )
     add_overwrite(parser, "tables")
     parser.set_defaults(handler=evaluate_hpatches)

@@ -30,7 +30,7 @@ def register(commands) -> None:
         "analysis.simulate, the paper's design) and report the share of sketches with "
         "Kendall's W significant, tau_b between the consensus of that many participants and "
         "that of a large reference panel, and the share of significant inter-user "
-        "correlations with its 95%% range. Writes power.csv, power_runs.csv and "
+        "correlations with its 95% range. Writes power.csv, power_runs.csv and "
         "power.png/.pdf to --out.",
     )
     parser.add_argument("--out", type=Path, required=True, help="folder for the results")
@@ -40,11 +40,13 @@ def register(commands) -> None:
         default=_COUNTS,
         help=f"comma-separated participant counts (default: {','.join(map(str, _COUNTS))})",
     )
-    parser.add_argument("--replications", type=positive_int, default=100)
+    parser.add_argument("--replications", type=positive_int, default=100,
+                        help="simulated studies per participant count")  # fmt: skip
     parser.add_argument(
         "--reference", type=positive_int, default=100, help="raters in the reference panel"
     )
-    parser.add_argument("--sketches", type=positive_int, default=paper.SKETCHES)
+    parser.add_argument("--sketches", type=positive_int, default=paper.SKETCHES,
+                        help="sketches per simulated study")  # fmt: skip
     parser.add_argument("--images", type=positive_int, default=paper.IMAGES_PER_SKETCH,
                         help="images per sketch")  # fmt: skip
     add_alpha(parser)

@@ -32,7 +32,7 @@ def register(commands) -> None:
         "PORT/NAME lets several servers share one study",
     )  # fmt: skip
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    serve.add_argument("--port", type=positive_int, default=8000)
+    serve.add_argument("--port", type=positive_int, default=8000, help="TCP port to listen on")
     serve.add_argument("--workers", type=positive_int, default=1, help="server processes")
     serve.add_argument(
         "--admin-token-file", type=Path, default=None,
@@ -43,8 +43,14 @@ def register(commands) -> None:
         "--proxy-headers", action="store_true",
         help="trust X-Forwarded-* headers from --forwarded-allow-ips (behind a proxy)",
     )  # fmt: skip
-    serve.add_argument("--forwarded-allow-ips", default="127.0.0.1")
-    serve.add_argument("--root-path", default="", help="path prefix the proxy serves under")
+    serve.add_argument(
+        "--forwarded-allow-ips",
+        default="127.0.0.1",
+        help="comma-separated addresses of the proxies trusted with --proxy-headers",
+    )
+    serve.add_argument(
+        "--root-path", default="", help="path prefix the proxy serves under (default: none: /)"
+    )
     serve.set_defaults(handler=serve_command)
 
     export = commands.add_parser(
@@ -57,7 +63,8 @@ def register(commands) -> None:
                         help="database address (sqlite:///FILE or postgresql://...)")  # fmt: skip
     export.add_argument("--out", type=Path, required=True, help="BIDS dataset folder to write")
     export.add_argument("--study", type=positive_int, default=None,
-                        help="the study's id, when the database holds several")  # fmt: skip
+                        help="the study's id, when the database holds several (default: the "
+                        "only one)")  # fmt: skip
     export.add_argument(
         "--overwrite", action="store_true",
         help="replace an earlier export-online of --out (nothing else)",

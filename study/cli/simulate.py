@@ -13,6 +13,8 @@ __all__ = ["register"]
 
 
 def register(commands) -> None:
+    from analysis.simulate import RaterModel  # already loaded with analysis.paper
+
     parser = commands.add_parser(
         "simulate",
         help="write a BIDS dataset of simulated participants",
@@ -25,16 +27,18 @@ def register(commands) -> None:
     parser.add_argument(
         "--out", type=Path, required=True, help="dataset folder (or file with --flat)"
     )
-    parser.add_argument("--participants", type=positive_int, default=paper.PARTICIPANTS)
+    parser.add_argument("--participants", type=positive_int, default=paper.PARTICIPANTS,
+                        help="simulated participants")  # fmt: skip
     parser.add_argument(
         "--stimuli",
         type=Path,
         default=None,
         help="a stimulus set whose pairs the participants rate (its latent similarity, when "
-        "recorded, sets each pair's latent rating); replaces --sketches and --images",
+        "recorded, sets each pair's latent rating); replaces --sketches and --images "
+        "(default: none, the paper's design without images)",
     )
     parser.add_argument("--sketches", type=positive_int, default=None,
-                        help=f"default: {paper.SKETCHES}")  # fmt: skip
+                        help=f"sketches (default: {paper.SKETCHES})")  # fmt: skip
     parser.add_argument("--images", type=positive_int, default=None,
                         help=f"images per sketch (default: {paper.IMAGES_PER_SKETCH})")  # fmt: skip
     parser.add_argument(
@@ -46,7 +50,12 @@ def register(commands) -> None:
     )
     parser.add_argument("--anchor-images", type=positive_int, default=None,
                         help=f"default: {paper.ANCHOR_IMAGES}")  # fmt: skip
-    parser.add_argument("--miss-rate", type=float, default=None, help="share of missed responses")
+    parser.add_argument(
+        "--miss-rate",
+        type=float,
+        default=None,
+        help=f"share of missed responses (default: the rater model's, {RaterModel().miss_rate:g})",
+    )
     add_seed(parser)
     parser.add_argument(
         "--flat",

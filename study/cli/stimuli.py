@@ -54,12 +54,16 @@ def register(commands) -> None:
     )
     generate.add_argument("--out", type=Path, required=True, help="new folder for the set")
     # The bounds of stimuli.SetDesign, checked here so that a message names the option.
-    generate.add_argument("--sketches", type=between(1, 10_000), default=paper.SKETCHES)
+    generate.add_argument("--sketches", type=between(1, 10_000), default=paper.SKETCHES,
+                          help="sketches of the main block")  # fmt: skip
     generate.add_argument("--images", type=between(2, 10_000), default=paper.IMAGES_PER_SKETCH,
                           help="images per sketch")  # fmt: skip
     generate.add_argument("--anchor-sketches", type=between(0, 100),
-                          default=paper.ANCHOR_SKETCHES)  # fmt: skip
-    generate.add_argument("--anchor-images", type=between(2, 7), default=paper.ANCHOR_IMAGES)
+                          default=paper.ANCHOR_SKETCHES,
+                          help="anchor sketches; 0 for a set without anchoring")  # fmt: skip
+    generate.add_argument("--anchor-images", type=between(2, 7), default=paper.ANCHOR_IMAGES,
+                          help="images per anchor sketch, prescribed ratings spread over the "
+                          "scale")  # fmt: skip
     generate.add_argument("--width", type=between(64, 4096), default=320,
                           help="pixels (default 320)")  # fmt: skip
     generate.add_argument("--height", type=between(64, 4096), default=240,

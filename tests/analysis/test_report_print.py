@@ -1,0 +1,226 @@
+"""Reports a reader trusts: what they say, and that they print on A4 with nothing cut off.
+
+The reports are printed by headless Chromium, as a reader's browser prints them, and
+measured there; the PDF's page size is read by pdfinfo (poppler-utils).
+"""
+
+import base64
+import json
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.helpers import run_cli
+
+#: A4 at CSS's 96 px per inch, less the reports' 12 mm page margins: the width printed.
+A4_CONTENT_PX = (210 - 2 * 12) / 25.4 * 96
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    """A simulated BIDS study (anchoring included), its analysis and an evaluation of 3 runs."""
+    root = tmp_path_factory.mktemp("reports")
+    data = root / "data with a long folder name for the file table"
+    result = run_cli(
+        "simulate",
+        "--out",
+        str(data),
+        "--participants",
+        "12",
+        "--sketches",
+        "4",
+        "--images",
+        "8",
+        "--seed",
+        "3",
+    )
+    assert result.returncode == 0, result.stderr
+    result = run_cli(
+        "analyze",
+        str(data),
+        "--out",
+        str(root / "analysis"),
+        "--bootstrap",
+        "50",
+        "--permutations",
+        "20",
+    )
+    assert result.returncode == 0, result.stderr
+    truth = pd.read_csv(root / "analysis" / "ground_truth.csv")
+    rng = np.random.default_rng(0)
+    runs = []
+    for k, noise in enumerate((0.3, 1.0, 3.0)):
+        run = truth[["sketch_id", "image_id"]].assign(
+            score=-truth["mean_rating"] + rng.normal(0, noise, len(truth))
+        )
+        runs.append(root / f"engine{k}.csv")
+        run.to_csv(runs[-1], index=False)
+    result = run_cli(
+        "evaluate",
+        "--ground-truth",
+        str(root / "analysis" / "ground_truth.csv"),
+        "--ratings",
+        str(data),
+        "--out",
+        str(root / "evaluation"),
+        "--bootstrap",
+        "200",
+        "--permutations",
+        "100",
+        *map(str, runs),
+    )
+    assert result.returncode == 0, result.stderr
+    # The same evaluation from the ground truth alone: simulated by analyze's own records.
+    result = run_cli(
+        "evaluate",
+        "--ground-truth",
+        str(root / "analysis" / "ground_truth.csv"),
+        "--out",
+        str(root / "evaluation-truth-only"),
+        "--bootstrap",
+        "200",
+        "--permutations",
+        "100",
+        *map(str, runs),
+    )
+    assert result.returncode == 0, result.stderr
+    return root
+
+
+def _page(path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def test_analysis_report_text_reads(reports):
+    page = _page(reports / "analysis" / "report.html")
+    body = page[page.index("<body>") :]
+    assert body.index("SIMULATED DATA") < body.index("<h1>")
+    # The demonstration phase is not rated by design: never "missing 252/252".
+    row = re.search(r"<tr><td>anchor_demo</td>(.*?)</tr>", page).group(1)
+    assert "not rated by design" in row
+    # 12 participants' BIDS files: the hashes fold away under their count.
+    assert re.search(r"<details><summary>1[23] input files with their SHA-256", page)
+    for library in ("numpy", "scipy", "pandas", "statsmodels", "matplotlib", "pyarrow"):
+        assert f"<td>{library}</td>" in page
+    # 20 permutations: a permutation p-value of 1/21 sits at the floor, and says so.
+    table = pd.read_csv(reports / "analysis" / "kendall_w.csv")
+    floored = np.isclose(table["skillings_mack_permutation_p_value"], 1 / 21)
+    assert floored.any()
+    assert f"1/(20 + 1) = {1 / 21:.4f}, was reached ({floored.sum()} of {len(table)}" in page
+
+
+def test_evaluation_report_text_reads(reports):
+    page = _page(reports / "evaluation" / "report.html")
+    body = page[page.index("<body>") :]
+    assert body.index("SIMULATED DATA") < body.index("<h1>")
+    assert "Its p-value is one-sided, P(tau >= observed), as in the paper." in page
+    assert "its p-value is greater" not in page
+    # Why a system can beat simulated people, in the report itself, with the paper's figure.
+    assert "a demonstration of the pipeline, not of the systems" in page
+    assert "mean tau_b of 0.277" in page
+    assert "grey band its 95% bootstrap interval" in page
+    result = json.loads((reports / "evaluation" / "evaluation.json").read_text())
+    assert result["simulated"] is True
+    # Without --ratings, the ground truth's own analysis record still says simulated.
+    assert "SIMULATED DATA" in _page(reports / "evaluation-truth-only" / "report.html")
+
+
+def test_banner_needs_the_records_of_the_ground_truth_it_names(reports, tmp_path):
+    # A copy of the ground truth outside its analysis folder has no record: no banner
+    # (nothing in it says simulated), and the report does not guess.
+    copy = tmp_path / "truth" / "ground_truth.csv"
+    copy.parent.mkdir()
+    shutil.copy(reports / "analysis" / "ground_truth.csv", copy)
+    run = reports / "engine0.csv"
+    result = run_cli(
+        "evaluate",
+        "--ground-truth",
+        str(copy),
+        "--out",
+        str(tmp_path / "ev"),
+        "--bootstrap",
+        "100",
+        "--permutations",
+        "100",
+        str(run),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "SIMULATED DATA" not in _page(tmp_path / "ev" / "report.html")
+    assert "simulated ratings" not in result.stdout
+
+
+def test_permutation_floor_is_stated_where_reached(reports):
+    page = _page(reports / "evaluation" / "report.html")
+    comparisons = pd.read_csv(reports / "evaluation" / "comparisons.csv")
+    tau = comparisons[comparisons["metric"] == "tau_b"]
+    # 100 random sign flips over 4 sketches: 2^4 = 16 patterns are enumerated instead,
+    # so the smallest two-sided p-value is 2/16 (scipy.stats.permutation_test gives the same).
+    from scipy import stats
+
+    exact = stats.permutation_test(
+        (np.array([0.1, 0.2, 0.3, 0.4]),), np.mean, permutation_type="samples"
+    ).pvalue
+    assert exact == pytest.approx(2 / 16)
+    floored = np.isclose(tau["permutation_p_value"], 2 / 16)
+    if floored.any():
+        assert f"{int(floored.sum())} of {len(tau)} permutation p-values are the smallest" in page
+    else:
+        assert "At the floor" not in page
+
+
+def _chromium():
+    from tests.study.online.support import chromium
+
+    return chromium(width=1200, height=1000)
+
+
+def _print_layout(driver, page) -> dict:
+    """Open ``page`` laid out for print on an A4 page's width; measure what overflows."""
+    driver.get(page.as_uri())
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+    driver.execute_cdp_cmd("Emulation.setScrollbarsHidden", {"hidden": True})  # paper has none
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": round(A4_CONTENT_PX), "height": 1100, "deviceScaleFactor": 1, "mobile": False},
+    )
+    return driver.execute_script("""
+        const width = document.documentElement.clientWidth;
+        const wide = [];
+        for (const element of document.body.querySelectorAll("*")) {
+            const box = element.getBoundingClientRect();
+            if (box.width > 0 && box.right > width + 0.5) {
+                wide.push(element.tagName + " " + element.textContent.slice(0, 40));
+            }
+        }
+        return {width: width, scroll: document.documentElement.scrollWidth, wide: wide,
+                images: Array.from(document.images).map(i => i.getBoundingClientRect().width)};
+    """)
+
+
+@pytest.mark.parametrize("report", ["analysis", "evaluation"])
+def test_report_prints_on_a4_with_nothing_cut_off(reports, report, tmp_path):
+    driver = _chromium()
+    try:
+        layout = _print_layout(driver, reports / report / "report.html")
+        pdf = base64.b64decode(
+            driver.execute_cdp_cmd(
+                "Page.printToPDF", {"preferCSSPageSize": True, "printBackground": True}
+            )["data"]
+        )
+    finally:
+        driver.quit()
+    assert layout["width"] == round(A4_CONTENT_PX)
+    assert layout["scroll"] <= layout["width"], layout["wide"][:5]
+    assert layout["wide"] == []
+    # Figures scale down to the page; there is one per figure file.
+    assert layout["images"] and max(layout["images"]) <= layout["width"]
+    (tmp_path / "report.pdf").write_bytes(pdf)
+    info = subprocess.run(
+        ["pdfinfo", str(tmp_path / "report.pdf")], capture_output=True, text=True, check=True
+    ).stdout
+    assert re.search(r"Page size:\s+59[45]\.\d+ x 841\.\d+ pts \(A4\)", info), info
+    assert int(re.search(r"Pages:\s+(\d+)", info).group(1)) >= 2
