@@ -37,9 +37,17 @@ def register(commands) -> None:
         "those the protocol records ([participants] details) and these do not give are asked on "
         "screen before the instructions; written to participants.tsv ('n/a': prefer not to say)",
     )
-    details.add_argument("--age", default=None, help="whole years")
-    details.add_argument("--sex", default=None, help="F, M or O (female, male, other)")
-    details.add_argument("--handedness", default=None, help="R, L or A (right, left, both)")
+    details.add_argument(
+        "--age", default=None, help="whole years (default: asked on screen if recorded)"
+    )
+    details.add_argument(
+        "--sex", default=None,
+        help="F, M or O (female, male, other; default: asked on screen if recorded)",
+    )  # fmt: skip
+    details.add_argument(
+        "--handedness", default=None,
+        help="R, L or A (right, left, both; default: asked on screen if recorded)",
+    )  # fmt: skip
     parser.set_defaults(handler=run)
 
 
