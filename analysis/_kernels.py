@@ -20,6 +20,9 @@ ALTERNATIVES = ("greater", "two-sided", "less")
 # Sign arrays are built in column blocks of about this many bytes, so that the
 # O(raters x items^2) intermediate of the pairwise kernel stays bounded.
 _BLOCK_BYTES = 64 * 2**20
+# Rater pairs per block of the pairwise kernel: its dozen block-sized arrays stay
+# within a few hundred MiB at any number of raters.
+_PAIR_CELLS = 1 << 22
 
 
 def normal_pvalue(z: np.ndarray, alternative: str) -> np.ndarray:
@@ -122,66 +125,91 @@ def _pair_signs(x: np.ndarray, first: np.ndarray, second: np.ndarray, dtype) -> 
     return signs
 
 
-def pairwise_tau_b(x: np.ndarray, alternative: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """tau_b, p-value and shared-item count for every pair of rows of ``x``.
+def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR_CELLS):
+    """tau_b, p-value and shared-item count for every pair a < b of rows of ``x``, in blocks.
+
+    Yields ``(a, b, tau, p, n)``: row indices (int32) and the statistics of
+    the pairs of one block of rows against every later row, pairs that share
+    no item left out. No raters x raters matrix is ever made: a block holds
+    about ``cells`` pairs, so memory stays bounded at any number of raters.
 
     With S_r the vector of sign(x_ri - x_rj) over item pairs i < j (0 where r
     lacks either item), concordant minus discordant pairs for raters a, b is the
-    dot product S_a . S_b, so all pairs come from one matrix product. Tie terms
-    restricted to the items both raters gave come from one product per distinct
-    value: T[a, b, v] = #{items rated v by a and rated by b}.
+    dot product S_a . S_b, so a block of pairs is one matrix product. The tie
+    terms over the items both raters gave come from the power sums
+    P_k = sum_v t_v^k of the tie-group sizes t_v (items rated v by a, rated
+    by b), one product per distinct value: sum t(t-1)/2 = (P_2 - n)/2,
+    sum t(t-1)(t-2) = P_3 - 3 P_2 + 2n, sum t(t-1)(2t+5) = 2 P_3 + 3 P_2 - 5n.
     """
     raters, items = x.shape
     valid = (~np.isnan(x)).astype(np.float32)
-    n_common = valid @ valid.T
-
     first, second = np.triu_indices(items, 1)
-    n_pairs = first.size
-    # The products are sums of +-1 and 0 over the item pairs: exact in float32
-    # while the count of item pairs stays below 2**24.
-    dtype = np.float32 if n_pairs < 2**24 else np.float64
-    block = max(1, _BLOCK_BYTES // (max(raters, 1) * np.dtype(dtype).itemsize))
-    con_minus_dis = np.zeros((raters, raters), dtype=np.float64)
-    for start in range(0, n_pairs, block):
-        signs = _pair_signs(x, first[start : start + block], second[start : start + block], dtype)
-        con_minus_dis += signs @ signs.T
-
-    # Tie terms per ordered pair (a, b) over the items both rated; exact in
-    # float32 while their largest sum, about 3 items^3, stays below 2**24.
-    tie_dtype = np.float32 if 3 * items**3 < 2**24 else np.float64
+    # Sums of +-1 and 0 over the item pairs, and power sums up to items^3: exact in
+    # float32 while they stay below 2**24.
+    dtype = np.float32 if max(first.size, items**3) < 2**24 else np.float64
+    signs = _pair_signs(x, first, second, dtype)
+    valid = valid.astype(dtype, copy=False)
     ranks = dense_ranks(x)
-    valid_t = valid.T.astype(tie_dtype)
-    xtie, x0, x1 = (np.zeros((raters, raters), dtype=tie_dtype) for _ in range(3))
-    counts, tt, scratch = (np.empty((raters, raters), dtype=tie_dtype) for _ in range(3))
-    for value in range(int(ranks.max(initial=-1)) + 1):
-        np.matmul((ranks == value).astype(tie_dtype), valid_t, out=counts)
-        np.subtract(counts, 1.0, out=tt)
-        tt *= counts  # t (t - 1)
-        xtie += tt
-        np.subtract(counts, 2.0, out=scratch)
-        scratch *= tt
-        x0 += scratch
-        np.multiply(counts, 2.0, out=scratch)
-        scratch += 5.0
-        scratch *= tt
-        x1 += scratch
-    xtie /= 2.0
-    del counts, tt, scratch
+    by_value = [(ranks == v).astype(dtype) for v in range(int(ranks.max(initial=-1)) + 1)]
+    rows_per_block = max(1, cells // max(raters, 1))
+    for start in range(0, raters, rows_per_block):
+        stop = min(start + rows_per_block, raters)
+        rows, later = slice(start, stop), slice(start, raters)
+        n = valid[rows] @ valid[later].T
+        con_minus_dis = signs[rows] @ signs[later].T
+        x_p2, x_p3, y_p2, y_p3 = (np.zeros_like(n) for _ in range(4))
+        for onehot in by_value:
+            for counts, p2, p3 in ((onehot[rows] @ valid[later].T, x_p2, x_p3),
+                                   (valid[rows] @ onehot[later].T, y_p2, y_p3)):  # fmt: skip
+                power = counts * counts
+                p2 += power
+                power *= counts
+                p3 += power
+        keep = n > 0
+        keep &= np.arange(start, raters)[None, :] > np.arange(start, stop)[:, None]
+        a, b = np.nonzero(keep)
+        n, con_minus_dis = n[keep].astype(np.float64), con_minus_dis[keep].astype(np.float64)
+        x_p2, x_p3, y_p2, y_p3 = (term[keep].astype(np.float64)
+                                  for term in (x_p2, x_p3, y_p2, y_p3))  # fmt: skip
+        tau, p = tau_b_from_counts(
+            con_minus_dis,
+            n,
+            ((x_p2 - n) / 2.0, x_p3 - 3.0 * x_p2 + 2.0 * n, 2.0 * x_p3 + 3.0 * x_p2 - 5.0 * n),
+            ((y_p2 - n) / 2.0, y_p3 - 3.0 * y_p2 + 2.0 * n, 2.0 * y_p3 + 3.0 * y_p2 - 5.0 * n),
+            alternative,
+        )
+        yield (a + start).astype(np.int32), (b + start).astype(np.int32), tau, p, n.astype(np.int32)
 
-    # tau and p are symmetric: compute them on the upper triangle and mirror.
-    a, b = np.triu_indices(raters)
-    upper_tau, upper_p = tau_b_from_counts(
-        con_minus_dis[a, b],
-        n_common[a, b],
-        (xtie[a, b], x0[a, b], x1[a, b]),
-        (xtie[b, a], x0[b, a], x1[b, a]),
-        alternative,
-    )
-    tau = np.empty((raters, raters))
-    pvalue = np.empty((raters, raters))
-    tau[a, b] = tau[b, a] = upper_tau
-    pvalue[a, b] = pvalue[b, a] = upper_p
-    return tau, pvalue, n_common.astype(np.int64)
+
+def pairwise_tau_b(x: np.ndarray, alternative: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """tau_b, p-value and shared-item count for every pair of rows of ``x``, as matrices.
+
+    The blocks of :func:`pairwise_tau_b_blocks`, mirrored; the diagonal is
+    each row against itself (NaN where undefined).
+    """
+    raters = x.shape[0]
+    tau = np.full((raters, raters), np.nan)
+    pvalue = np.full((raters, raters), np.nan)
+    n_common = np.zeros((raters, raters), dtype=np.int64)
+    for a, b, block_tau, block_p, n in pairwise_tau_b_blocks(x, alternative):
+        tau[a, b] = tau[b, a] = block_tau
+        pvalue[a, b] = pvalue[b, a] = block_p
+        n_common[a, b] = n_common[b, a] = n
+    # A rater against itself: every item it gave, tau 1 unless all its ratings are tied.
+    own = (~np.isnan(x)).sum(axis=1)
+    diagonal = np.arange(raters)
+    n_common[diagonal, diagonal] = own
+    self_tau, self_p = tau_b_from_counts(*_self_counts(x, own), alternative)
+    tau[diagonal, diagonal] = self_tau
+    pvalue[diagonal, diagonal] = self_p
+    return tau, pvalue, n_common
+
+
+def _self_counts(x: np.ndarray, own: np.ndarray):
+    """Pair counts of each row against itself, for the diagonal of :func:`pairwise_tau_b`."""
+    ties = tie_sums(tie_group_sizes(x))
+    n = own.astype(np.float64)
+    return n * (n - 1.0) / 2.0 - ties[0], n, ties, ties
 
 
 def paired_rows_tau_b(

@@ -82,22 +82,29 @@ def benjamini_hochberg_count(pvalues, alpha: float = 0.05) -> int:
     >>> int(multipletests([0.01, 0.02, 0.03, 0.04, 0.2], alpha=0.05, method="fdr_bh")[0].sum())
     4
     """
-    p = np.array(pvalues, dtype=np.float64).ravel()
-    p = p[~np.isnan(p)]
-    m = p.size
-    if m == 0:
-        return 0
+    p = np.asarray(pvalues, dtype=np.float64).ravel()
+    m = int(np.count_nonzero(~np.isnan(p)))
+    # No sort (tens of millions of p-values at crowd scale): with N(k) = #{p <= k alpha / m},
+    # the answer is the largest k with N(k) >= k, and k <- N(k) from k = m falls to it
+    # (N is non-decreasing, so every step stays at or above the answer and never rises).
+    # Each step keeps only the p-values still below the threshold, so the passes shrink.
+    # The threshold is (k / m) alpha, as statsmodels' multipletests computes it.
+    k = m
+    for _ in range(_BH_STEPS):
+        if not k:
+            return 0
+        p = p[p <= (k / m) * alpha]  # NaN compares False and drops out
+        if p.size == k:
+            return k
+        k = p.size
+    # p-values lined up just above their thresholds fall one by one: sort what is left.
     p.sort()
-    # Compare in chunks so that no second full-size array is made.
-    chunk = 1 << 22
-    last = 0
-    for start in range(0, m, chunk):
-        thresholds = np.arange(start + 1, min(start + chunk, m) + 1, dtype=np.float64)
-        thresholds *= alpha / m
-        passed = np.flatnonzero(p[start : start + chunk] <= thresholds)
-        if passed.size:
-            last = start + int(passed[-1]) + 1
-    return last
+    passed = np.flatnonzero(p <= np.arange(1, p.size + 1) / m * alpha)
+    return int(passed[-1]) + 1 if passed.size else 0
+
+
+#: Counting passes of :func:`benjamini_hochberg_count` before it sorts instead.
+_BH_STEPS = 20
 
 
 def summarize_family(pvalues, alpha: float = 0.05) -> FamilySummary:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from analysis import paper
@@ -149,7 +148,7 @@ def generate_command(args: argparse.Namespace) -> int:
 
     design = options_from(SetDesign, args, images_per_sketch=args.images,
                           role="candidate" if args.pool else "main")  # fmt: skip
-    folder = generate_set(args.out, design, args.seed, progress=sys.stderr.isatty(),
+    folder = generate_set(args.out, design, args.seed, progress=None,
                           version=toolkit_version(), overwrite=args.overwrite)  # fmt: skip
     report = validate_set(folder, _anchor_design(args))
     if not report.ok:
