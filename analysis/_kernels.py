@@ -151,26 +151,38 @@ def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR
     valid = valid.astype(dtype, copy=False)
     ranks = dense_ranks(x)
     by_value = [(ranks == v).astype(dtype) for v in range(int(ranks.max(initial=-1)) + 1)]
+    # Over a pair whose other rater gave every item, a rater's tie groups are its own:
+    # products only for the raters with gaps (a third of them at a 1% miss rate).
+    own = [
+        sum((onehot.sum(axis=1, dtype=np.float64) ** k for onehot in by_value), np.zeros(raters))
+        for k in (2, 3)
+    ]
+    gaps = ~(valid > 0).all(axis=1)
     rows_per_block = max(1, cells // max(raters, 1))
     for start in range(0, raters, rows_per_block):
         stop = min(start + rows_per_block, raters)
         rows, later = slice(start, stop), slice(start, raters)
         n = valid[rows] @ valid[later].T
         con_minus_dis = signs[rows] @ signs[later].T
-        x_p2, x_p3, y_p2, y_p3 = (np.zeros_like(n) for _ in range(4))
-        for onehot in by_value:
-            for counts, p2, p3 in ((onehot[rows] @ valid[later].T, x_p2, x_p3),
-                                   (valid[rows] @ onehot[later].T, y_p2, y_p3)):  # fmt: skip
-                power = counts * counts
-                p2 += power
-                power *= counts
-                p3 += power
-        keep = n > 0
-        keep &= np.arange(start, raters)[None, :] > np.arange(start, stop)[:, None]
-        a, b = np.nonzero(keep)
-        n, con_minus_dis = n[keep].astype(np.float64), con_minus_dis[keep].astype(np.float64)
-        x_p2, x_p3, y_p2, y_p3 = (term[keep].astype(np.float64)
-                                  for term in (x_p2, x_p3, y_p2, y_p3))  # fmt: skip
+        a, b, flat = _upper_pairs(stop - start, raters - start)
+        shared = n.ravel()[flat] > 0
+        if not shared.all():
+            a, b, flat = a[shared], b[shared], flat[shared]
+        n = n.ravel()[flat].astype(np.float64)
+        con_minus_dis = con_minus_dis.ravel()[flat].astype(np.float64)
+        # x: the row rater's ties over the items the column rater also gave; y: the reverse.
+        x_p2, x_p3 = (term[a + start] for term in own)
+        y_p2, y_p3 = (term[b + start] for term in own)
+        column_gaps = np.flatnonzero(gaps[later])
+        if column_gaps.size:
+            x2, x3 = _power_sums(by_value, valid, rows, start + column_gaps, columns=True)
+            hit, where = _among(b, column_gaps, raters - start)
+            x_p2[hit], x_p3[hit] = x2[a[hit], where], x3[a[hit], where]
+        row_gaps = np.flatnonzero(gaps[rows])
+        if row_gaps.size:
+            y2, y3 = _power_sums(by_value, valid, start + row_gaps, later, columns=False)
+            hit, where = _among(a, row_gaps, stop - start)
+            y_p2[hit], y_p3[hit] = y2[where, b[hit]], y3[where, b[hit]]
         tau, p = tau_b_from_counts(
             con_minus_dis,
             n,
@@ -179,6 +191,45 @@ def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR
             alternative,
         )
         yield (a + start).astype(np.int32), (b + start).astype(np.int32), tau, p, n.astype(np.int32)
+
+
+def _upper_pairs(rows: int, columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row, column and flat index of the cells j > i of a rows x columns block, row by row.
+
+    The block's row i is rater start + i and its column j rater start + j, so
+    these are the pairs a < b; built from counts rather than a mask (``np.nonzero``
+    of a block-sized mask costs more than the statistics' arithmetic).
+    """
+    per_row = np.maximum(columns - 1 - np.arange(rows), 0)
+    a = np.repeat(np.arange(rows), per_row)
+    first = np.cumsum(per_row) - per_row  # each row's first entry in the output
+    b = np.arange(a.size) - np.repeat(first - np.arange(rows) - 1, per_row)
+    return a, b, a * columns + b
+
+
+def _power_sums(by_value, valid, first, second, *, columns: bool):
+    """P_2 and P_3 of the tie-group sizes of ``first``'s raters over the items each of
+    ``second``'s also gave (``columns``), or of ``second``'s over ``first``'s (not)."""
+    p2 = p3 = np.zeros((valid[first].shape[0], valid[second].shape[0]), dtype=valid.dtype)
+    for onehot in by_value:
+        if columns:
+            counts = onehot[first] @ valid[second].T
+        else:
+            counts = valid[first] @ onehot[second].T
+        power = counts * counts
+        p2 = p2 + power
+        power *= counts
+        p3 = p3 + power
+    return p2, p3
+
+
+def _among(index: np.ndarray, chosen: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Which entries of ``index`` (positions < ``size``) are in ``chosen``, and where in it."""
+    position = np.full(size, -1)
+    position[chosen] = np.arange(chosen.size)
+    where = position[index]
+    hit = where >= 0
+    return hit, where[hit]
 
 
 def pairwise_tau_b(x: np.ndarray, alternative: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -132,16 +132,16 @@ def _analyze_into(
     pilot: pd.DataFrame | None,
     sketch_images: dict[str, Path] | None,
 ) -> dict:
-    provenance = ratings.attrs.get("provenance", Provenance())
     alpha, alternative = options.alpha, options.alternative
     main = ratings[ratings["phase"] == "main"]
     if main.empty:
         raise InputError("ratings: no rows of phase 'main'; expected the main block of a study")
 
-    ground_truth = consensus_ground_truth(ratings)
-    ground_truth.to_csv(out / "ground_truth.csv", index=False)
-    write_qrels(ground_truth, out / "ground_truth.qrels")
-    write_binary_qrels(ground_truth, out / "ground_truth_binary.qrels")
+    with progress.step("ground truth"):
+        ground_truth = consensus_ground_truth(ratings)
+        ground_truth.to_csv(out / "ground_truth.csv", index=False)
+        write_qrels(ground_truth, out / "ground_truth.qrels")
+        write_binary_qrels(ground_truth, out / "ground_truth_binary.qrels")
 
     raters = main.groupby("sketch_id", observed=True)["participant"].nunique().to_numpy()
     full = options.pairwise == "full" or (
@@ -149,27 +149,33 @@ def _analyze_into(
     )
     pairwise_p, pairwise_summary, boxes = _write_pairwise(ratings, out, alternative, alpha, full)
 
-    w_table = agreement_by_sketch(ratings, n_resamples=options.bootstrap,
-                                  permutations=options.permutations, seed=options.seed)  # fmt: skip
-    w_table.to_csv(out / "kendall_w.csv", index=False)
-    overall_alpha = {
-        level: krippendorff_alpha_overall(ratings, level=level, n_resamples=options.bootstrap,
-                                          seed=options.seed)
-        for level in ("ordinal", "interval")
-    }  # fmt: skip
+    with progress.step("Kendall's W, Krippendorff's alpha, Skillings-Mack"):
+        w_table = agreement_by_sketch(
+            ratings,
+            n_resamples=options.bootstrap,
+            permutations=options.permutations,
+            seed=options.seed,
+        )
+        w_table.to_csv(out / "kendall_w.csv", index=False)
+        overall_alpha = {
+            level: krippendorff_alpha_overall(ratings, level=level, n_resamples=options.bootstrap,
+                                              seed=options.seed)
+            for level in ("ordinal", "interval")
+        }  # fmt: skip
     extremes = sketch_agreement(pairwise_summary, w_table)
     extremes.to_csv(out / "sketch_agreement.csv", index=False)
 
-    consensus = rater_vs_consensus(ratings, alternative=alternative)
-    consensus.to_csv(out / "consensus_tau.csv", index=False)
-    participants = participant_table(ratings, consensus)
-    participants.to_csv(out / "participants.csv", index=False)
+    with progress.step("participants vs consensus, anchoring, bins"):
+        consensus = rater_vs_consensus(ratings, alternative=alternative)
+        consensus.to_csv(out / "consensus_tau.csv", index=False)
+        participants = participant_table(ratings, consensus)
+        participants.to_csv(out / "participants.csv", index=False)
 
-    anchoring = anchoring_consistency(ratings, alternative=alternative)
-    anchoring.to_csv(out / "anchoring.csv", index=False)
+        anchoring = anchoring_consistency(ratings, alternative=alternative)
+        anchoring.to_csv(out / "anchoring.csv", index=False)
 
-    bins = binned_medians(ratings)
-    bins.to_csv(out / "bins.csv", index=False)
+        bins = binned_medians(ratings)
+        bins.to_csv(out / "bins.csv", index=False)
 
     distributions = {"final": rating_distribution(ratings)}
     if pilot is not None:
@@ -179,7 +185,52 @@ def _analyze_into(
     )
     distribution.to_csv(out / "rating_distribution.csv", index=False)
 
-    summary = {
+    with progress.step("significance summaries"):
+        summary = _summary(
+            ratings,
+            main,
+            ground_truth,
+            pairwise_p,
+            consensus,
+            anchoring,
+            w_table,
+            overall_alpha,
+            bins,
+            full,
+            pairwise_summary,
+            options,
+        )
+    figure_files = {}
+    if figures:
+        from .figures import write_figures  # matplotlib only when drawing
+
+        with progress.step("figures"):
+            figure_files = write_figures(
+                out / "figures",
+                anchoring=anchoring,
+                boxes=boxes,
+                kendall_w=w_table,
+                consensus=consensus,
+                distributions=distributions,
+                bins=bins,
+                alpha=alpha,
+                alternative=alternative,
+                extremes=extremes[extremes["group"] != ""],
+                sketch_images=sketch_images,
+            )
+    summary["figures"] = sorted(figure_files)
+    with progress.step("summary.json, report.html"):
+        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        write_report(out / "report.html", summary, w_table, extremes, figure_files, participants)
+    return summary
+
+
+def _summary(ratings, main, ground_truth, pairwise_p, consensus, anchoring, w_table,
+             overall_alpha, bins, full, pairwise_summary, options) -> dict:  # fmt: skip
+    """The contents of ``summary.json`` (``docs/formats.md``), but for its list of figures."""
+    alpha, alternative = options.alpha, options.alternative
+    provenance = ratings.attrs.get("provenance", Provenance())
+    return {
         "n_participants": int(ratings["participant"].nunique()),
         "n_sketches": int(main["sketch_id"].nunique()),
         "n_pairs": len(ground_truth),
@@ -222,27 +273,6 @@ def _analyze_into(
         "sources": [asdict(source) for source in provenance.sources],
         "software": software_versions(),
     }
-    figure_files = {}
-    if figures:
-        from .figures import write_figures  # matplotlib only when drawing
-
-        figure_files = write_figures(
-            out / "figures",
-            anchoring=anchoring,
-            boxes=boxes,
-            kendall_w=w_table,
-            consensus=consensus,
-            distributions=distributions,
-            bins=bins,
-            alpha=alpha,
-            alternative=alternative,
-            extremes=extremes[extremes["group"] != ""],
-            sketch_images=sketch_images,
-        )
-    summary["figures"] = sorted(figure_files)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    write_report(out / "report.html", summary, w_table, extremes, figure_files, participants)
-    return summary
 
 
 def participant_table(ratings: pd.DataFrame, consensus: pd.DataFrame) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -52,10 +53,11 @@ def enabled() -> bool:
     return stream is not None and hasattr(stream, "isatty") and stream.isatty()
 
 
-def _bar(label: str, total: float | None, unit: str, show: bool | None):
+def _bar(label: str, total: float | None, unit: str, show: bool | None, **style):
     from tqdm import tqdm  # only when drawing is possible: importing tqdm costs time
 
     return tqdm(
+        **style,
         total=total,
         desc=label,
         unit=unit,
@@ -125,16 +127,32 @@ def track(
 
 @contextmanager
 def step(label: str, *, show: bool | None = None):
-    """One stage of unknown length: ``label`` with its elapsed time, done when the block ends.
+    """One stage of unknown length: ``label`` and a clock that runs until the block ends.
 
     Examples
     --------
     >>> with step("reading", show=False):
     ...     pass
     """
-    with task(label, total=1, unit="step", show=show) as bar:
+    if not (enabled() if show is None else show):
         yield
-        bar.update(1)
+        return
+    bar = _bar(label, None, "", True, bar_format="{desc}: {elapsed}")
+    finished = threading.Event()
+
+    def tick() -> None:  # the clock must run while the stage holds the main thread
+        while not finished.wait(_MIN_INTERVAL * 2.5):
+            bar.refresh()
+
+    clock = threading.Thread(target=tick, daemon=True)
+    clock.start()
+    try:
+        yield
+    finally:
+        finished.set()
+        clock.join()
+        bar.bar_format = "{desc}: done in {elapsed}"
+        bar.close()
 
 
 def counter(label: str, *, unit: str = "it", show: bool | None = None):

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import progress
 from .checks import ID_RULE, PARTICIPANT_RULE, InputError, bad_ids, read_utf8
 from .paper import SCALE
 
@@ -132,7 +133,8 @@ def load_ratings(path: str | Path) -> pd.DataFrame:
     if path.is_dir():
         frame, sources, simulated = _read_bids(path)
     elif path.is_file():
-        frame, source = _read_file(path)
+        with progress.step(f"reading {path.name}"):
+            frame, source = _read_file(path)
         sources = [source]
         simulated = _sidecar_says_simulated(path.with_suffix(".json"))
     elif path.exists():
@@ -143,7 +145,8 @@ def load_ratings(path: str | Path) -> pd.DataFrame:
         raise InputError(
             f"{path}: no such file or folder; expected a ratings table or a BIDS dataset"
         )
-    ratings = validate_ratings(frame)
+    with progress.step("checking ratings"):
+        ratings = validate_ratings(frame)
     ratings.attrs["provenance"] = Provenance(tuple(sources), simulated)
     return ratings
 
@@ -291,8 +294,10 @@ def _read_bids(root: Path) -> tuple[pd.DataFrame, list[SourceFile], bool]:
         raise InputError(
             f"{root}: no sub-*/beh/*_beh.tsv files; expected a BIDS dataset of rating sessions"
         )
-    files = [_read_text(path, bids=True, label=_participant_of(root, path)) for path in paths]
-    frame = _parse(files)
+    files = [_read_text(path, bids=True, label=_participant_of(root, path))
+             for path in progress.track(paths, "reading session files", unit="file")]  # fmt: skip
+    with progress.step("parsing session files"):
+        frame = _parse(files)
     # Each row's label came with it through the parse: files are parsed grouped by header,
     # not in file order.
     labels = frame.pop("_label").to_numpy(dtype=object)

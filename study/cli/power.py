@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from analysis import paper
+from analysis.progress import step
 
 from .common import (
     add_alpha,
@@ -69,6 +70,7 @@ def power(args: argparse.Namespace) -> int:
     options = options_from(PowerOptions, args, counts=args.participants, design=design)
     runs = power_analysis(options, jobs=args.jobs, progress=None)
     summary = summarize_power(runs)
-    write_power(runs, summary, args.out, overwrite=args.overwrite)
+    with step("writing"):
+        write_power(runs, summary, args.out, overwrite=args.overwrite)
     print(format_power(summary, options, args.out))
     return 0
