@@ -56,6 +56,7 @@ def enabled() -> bool:
 def _bar(label: str, total: float | None, unit: str, show: bool | None, **style):
     from tqdm import tqdm  # only when drawing is possible: importing tqdm costs time
 
+    known = _width() > 0  # a fresh pseudo-terminal reports 0 x 0: draw 80 x 24 there
     return tqdm(
         **style,
         total=total,
@@ -64,9 +65,19 @@ def _bar(label: str, total: float | None, unit: str, show: bool | None, **style)
         file=sys.stderr,
         leave=True,
         mininterval=_MIN_INTERVAL,
-        dynamic_ncols=True,
+        dynamic_ncols=known,
+        ncols=None if known else 80,
+        nrows=None if known else 24,
         disable=not (enabled() if show is None else show),
     )
+
+
+def _width() -> int:
+    """Columns of the terminal stderr is on; 0 when it does not say."""
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return 0
 
 
 class _Silent:

@@ -305,9 +305,13 @@ def _read_bids(root: Path) -> tuple[pd.DataFrame, list[SourceFile], bool]:
         frame.insert(0, "participant", labels)
     else:
         # A file without the column (BIDS from another tool) takes its sub- label.
-        given = frame["participant"].fillna(pd.Series(labels, index=frame.index)).str.strip()
+        # Stripped once per distinct value, not once per row.
+        codes, distinct = pd.factorize(frame["participant"], use_na_sentinel=True)
+        stripped = np.array([value.strip() for value in distinct] + [None], dtype=object)
+        given = stripped[codes]  # code -1 (a missing cell) picks the None at the end
+        given = np.where(codes < 0, labels, given)
         frame["participant"] = given
-        wrong = (given != labels).to_numpy()
+        wrong = given != labels
         if wrong.any():
             row = frame.loc[wrong].iloc[0]
             raise InputError(
@@ -435,14 +439,22 @@ def _parse(files: list[_RawFile]) -> pd.DataFrame:
             )
         # A quoted CSV field may span lines (one file only; checked above for several).
         rows = len(frame)
-        frame["_source"] = np.repeat([str(f.path) for f in members], [f.n_rows for f in members])[
-            :rows
-        ]
+        # Which file each row came from, as codes into the files: a text column of
+        # millions of repeated paths costs more to build than the parse itself.
+        member = np.repeat(np.arange(len(members)), [f.n_rows for f in members])[:rows]
+        frame["_source"] = pd.Categorical.from_codes(member, [str(f.path) for f in members])
         frame["_line"] = np.concatenate([np.arange(2, f.n_rows + 2) for f in members])[:rows]
         if members[0].label is not None:
-            frame["_label"] = np.repeat([f.label for f in members],
-                                        [f.n_rows for f in members])[:rows]  # fmt: skip
-        blank = (frame[list(names)].fillna("") == "").all(axis=1)
+            distinct = dict.fromkeys(f.label for f in members)
+            code_of = {label: code for code, label in enumerate(distinct)}
+            codes = np.array([code_of[f.label] for f in members])
+            frame["_label"] = pd.Categorical.from_codes(codes[member], list(code_of))
+        # A blank line reads as a row of empty fields: only rows whose first field is empty
+        # can be one, so the other fields are compared on those rows alone.
+        maybe = (frame[names[0]].fillna("") == "").to_numpy()
+        blank = np.zeros(rows, dtype=bool)
+        if maybe.any():
+            blank[maybe] = (frame.loc[maybe, list(names)].fillna("") == "").all(axis=1).to_numpy()
         frames.append(frame[~blank])
     return (
         pd.concat(frames, ignore_index=True)
