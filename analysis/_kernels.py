@@ -12,6 +12,8 @@ second, half the time budget of a whole paper-scale analysis.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy import special
 
@@ -118,8 +120,19 @@ def average_ranks(x: np.ndarray) -> np.ndarray:
     return ranks
 
 
+def _exact_float32(x: np.ndarray) -> np.ndarray:
+    """``x`` in single precision when that is exact (ratings: small whole numbers), else as
+    it is: the item-pair differences then move half the bytes, with the same signs."""
+    if x.dtype == np.float32 or x.size == 0:
+        return x
+    single = x.astype(np.float32)
+    same = (single == x) | np.isnan(x)
+    return single if same.all() else x
+
+
 def _pair_signs(x: np.ndarray, first: np.ndarray, second: np.ndarray, dtype) -> np.ndarray:
     """sign(x_i - x_j) for the item pairs (first, second); 0 where either is missing."""
+    x = _exact_float32(x)
     signs = np.sign(x[:, first] - x[:, second]).astype(dtype, copy=False)
     signs[np.isnan(signs)] = 0.0
     return signs
@@ -162,8 +175,9 @@ def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR
     for start in range(0, raters, rows_per_block):
         stop = min(start + rows_per_block, raters)
         rows, later = slice(start, stop), slice(start, raters)
-        n = valid[rows] @ valid[later].T
         con_minus_dis = signs[rows] @ signs[later].T
+        with _one_blas_thread():
+            n = valid[rows] @ valid[later].T
         a, b, flat = _upper_pairs(stop - start, raters - start)
         shared = n.ravel()[flat] > 0
         if not shared.all():
@@ -174,15 +188,16 @@ def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR
         x_p2, x_p3 = (term[a + start] for term in own)
         y_p2, y_p3 = (term[b + start] for term in own)
         column_gaps = np.flatnonzero(gaps[later])
-        if column_gaps.size:
-            x2, x3 = _power_sums(by_value, valid, rows, start + column_gaps, columns=True)
-            hit, where = _among(b, column_gaps, raters - start)
-            x_p2[hit], x_p3[hit] = x2[a[hit], where], x3[a[hit], where]
         row_gaps = np.flatnonzero(gaps[rows])
-        if row_gaps.size:
-            y2, y3 = _power_sums(by_value, valid, start + row_gaps, later, columns=False)
-            hit, where = _among(a, row_gaps, stop - start)
-            y_p2[hit], y_p3[hit] = y2[where, b[hit]], y3[where, b[hit]]
+        with _one_blas_thread():
+            if column_gaps.size:
+                x2, x3 = _power_sums(by_value, valid, rows, start + column_gaps, columns=True)
+                hit, where = _among(b, column_gaps, raters - start)
+                x_p2[hit], x_p3[hit] = x2[a[hit], where], x3[a[hit], where]
+            if row_gaps.size:
+                y2, y3 = _power_sums(by_value, valid, start + row_gaps, later, columns=False)
+                hit, where = _among(a, row_gaps, stop - start)
+                y_p2[hit], y_p3[hit] = y2[where, b[hit]], y3[where, b[hit]]
         tau, p = tau_b_from_counts(
             con_minus_dis,
             n,
@@ -191,6 +206,19 @@ def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR
             alternative,
         )
         yield (a + start).astype(np.int32), (b + start).astype(np.int32), tau, p, n.astype(np.int32)
+
+
+def _one_blas_thread():
+    """BLAS on one thread for the block: the products with 40 terms per cell are too small
+    for threads to pay, and on a busy machine waiting for them made them 18x slower."""
+    return _blas_threads().limit(limits=1, user_api="blas")
+
+
+@functools.cache
+def _blas_threads():
+    from threadpoolctl import ThreadpoolController  # found once: finding the libraries costs
+
+    return ThreadpoolController()
 
 
 def _upper_pairs(rows: int, columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -17,6 +17,7 @@ otherwise write.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from bench_analyze import run  # one child process: seconds and peak MiB
+from bench_analyze import run_usage  # one child process: seconds, peak MiB, CPU seconds
 
 # The console script a user runs, from the same environment.
 CLI = [str(Path(sys.executable).with_name("sbir-study"))]
@@ -35,10 +36,15 @@ def size_mib(path: Path) -> float:
     return sum(p.stat().st_size for p in files) / 2**20
 
 
-def line(name: str, seconds: float, peak: float | str, note: str = "") -> str:
+def line(name: str, seconds: float, peak: float | str = "-", note: str = "",
+         cpu: float | None = None) -> None:  # fmt: skip
     peak = f"{peak:.0f}" if isinstance(peak, float) else peak
-    print(f"| {name} | {seconds:.1f} | {peak} | {note} |", flush=True)
-    return name
+    cpu_text = "-" if cpu is None else f"{cpu:.1f}"
+    print(f"| {name} | {seconds:.1f} | {cpu_text} | {peak} | {note} |", flush=True)
+
+
+def run(command: list[str]) -> tuple[float, float, float]:
+    return run_usage(command)
 
 
 def read_bids_with_pandas(root: Path) -> float:
@@ -115,7 +121,8 @@ def main() -> None:
     parser.add_argument("--large-sketches", type=int, default=31)
     args = parser.parse_args()
 
-    print("| run | seconds | peak MiB | ratio / note |\n|---|---|---|---|")
+    print("| run | wall s | CPU s | peak MiB | ratio / note |\n|---|---|---|---|---|")
+    print(f"(load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())})")
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         for raters in [int(r) for r in args.switch.split(",") if r]:
@@ -123,20 +130,39 @@ def main() -> None:
             run([*CLI, "simulate", "--flat", "--out", str(table), "--participants",
                  str(raters), "--seed", "1"])  # fmt: skip
             out = folder / f"a{raters}"
-            seconds, peak = run([*CLI, "analyze", str(table), "--out", str(out), "--no-figures"])
-            table_file = "pairwise_tau.parquet" if (out / "pairwise_tau.parquet").exists() else "-"
-            line(f"analyze --no-figures, {raters} raters (flat)", seconds, peak,
-                 f"output {size_mib(out):.0f} MiB; all-pairs table: {table_file}")  # fmt: skip
+            seconds, peak, cpu = run(
+                [*CLI, "analyze", str(table), "--out", str(out), "--no-figures"]
+            )
+            written = "written" if (out / "pairwise_tau.parquet").exists() else "summary only"
+            note = f"output {size_mib(out):.0f} MiB; pairwise_tau.parquet: {written}"
+            line(f"analyze --no-figures, {raters} raters (flat)", seconds, peak, note, cpu=cpu)
 
         bids = folder / "bids"
-        seconds, peak = run([*CLI, "simulate", "--out", str(bids), "--participants",
+        seconds, peak, cpu = run([*CLI, "simulate", "--out", str(bids), "--participants",
                              str(args.raters), "--seed", "1"])  # fmt: skip
-        line(f"simulate, {args.raters} raters, BIDS ({size_mib(bids):.0f} MiB)", seconds, peak)
-        seconds, peak = run([*CLI, "analyze", str(bids), "--out", str(folder / "t"),
+        line(
+            f"simulate, {args.raters} raters, BIDS ({size_mib(bids):.0f} MiB)",
+            seconds,
+            peak,
+            cpu=cpu,
+        )
+        seconds, peak, cpu = run([*CLI, "analyze", str(bids), "--out", str(folder / "t"),
                              "--no-figures"])  # fmt: skip
-        line(f"analyze --no-figures, {args.raters} raters, BIDS", seconds, peak, "goal < 15 s")
-        seconds, peak = run([*CLI, "analyze", str(bids), "--out", str(folder / "f")])
-        line(f"analyze with figures, {args.raters} raters, BIDS", seconds, peak, "goal < 30 s")
+        line(
+            f"analyze --no-figures, {args.raters} raters, BIDS",
+            seconds,
+            peak,
+            "goal < 15 s",
+            cpu=cpu,
+        )
+        seconds, peak, cpu = run([*CLI, "analyze", str(bids), "--out", str(folder / "f")])
+        line(
+            f"analyze with figures, {args.raters} raters, BIDS",
+            seconds,
+            peak,
+            "goal < 30 s",
+            cpu=cpu,
+        )
 
         from analysis import load_ratings
 
@@ -155,15 +181,15 @@ def main() -> None:
 
         if args.large:
             large = folder / "large.csv"
-            seconds, peak = run([*CLI, "simulate", "--flat", "--out", str(large),
+            seconds, peak, cpu = run([*CLI, "simulate", "--flat", "--out", str(large),
                                  "--participants", str(args.large), "--sketches",
                                  str(args.large_sketches), "--seed", "1"])  # fmt: skip
             line(f"simulate --flat, {args.large} raters x {args.large_sketches} sketches",
-                 seconds, peak, f"{size_mib(large):.0f} MiB")  # fmt: skip
-            seconds, peak = run([*CLI, "analyze", str(large), "--out", str(folder / "l"),
+                 seconds, peak, f"{size_mib(large):.0f} MiB", cpu=cpu)  # fmt: skip
+            seconds, peak, cpu = run([*CLI, "analyze", str(large), "--out", str(folder / "l"),
                                  "--no-figures"])  # fmt: skip
             line(f"analyze --no-figures, {args.large} raters x {args.large_sketches} sketches",
-                 seconds, peak, "goal < 90 s, < 8 GiB (31 sketches)")  # fmt: skip
+                 seconds, peak, "goal < 90 s, < 8 GiB (31 sketches)", cpu=cpu)  # fmt: skip
 
 
 if __name__ == "__main__":
