@@ -12,6 +12,7 @@ second, half the time budget of a whole paper-scale analysis.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import numpy as np
@@ -176,7 +177,8 @@ def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR
         stop = min(start + rows_per_block, raters)
         rows, later = slice(start, stop), slice(start, raters)
         con_minus_dis = signs[rows] @ signs[later].T
-        with _one_blas_thread():
+        cells = (stop - start) * (raters - start)
+        with _one_blas_thread(cells):
             n = valid[rows] @ valid[later].T
         a, b, flat = _upper_pairs(stop - start, raters - start)
         shared = n.ravel()[flat] > 0
@@ -189,7 +191,7 @@ def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR
         y_p2, y_p3 = (term[b + start] for term in own)
         column_gaps = np.flatnonzero(gaps[later])
         row_gaps = np.flatnonzero(gaps[rows])
-        with _one_blas_thread():
+        with _one_blas_thread(cells):
             if column_gaps.size:
                 x2, x3 = _power_sums(by_value, valid, rows, start + column_gaps, columns=True)
                 hit, where = _among(b, column_gaps, raters - start)
@@ -208,10 +210,17 @@ def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR
         yield (a + start).astype(np.int32), (b + start).astype(np.int32), tau, p, n.astype(np.int32)
 
 
-def _one_blas_thread():
-    """BLAS on one thread for the block: the products with 40 terms per cell are too small
-    for threads to pay, and on a busy machine waiting for them made them 18x slower."""
+def _one_blas_thread(cells: int):
+    """BLAS on one thread for a block of ``cells`` pairs: the products with 40 terms per
+    cell are too small for threads to pay, and on a busy machine waiting for them made
+    them 18x slower. Small blocks go as they are: finding the BLAS libraries to limit
+    costs more (about 0.08 s, once) than a paper-sized study's products."""
+    if cells < _THREAD_LIMIT_CELLS:
+        return contextlib.nullcontext()
     return _blas_threads().limit(limits=1, user_api="blas")
+
+
+_THREAD_LIMIT_CELLS = 1 << 17
 
 
 @functools.cache

@@ -124,8 +124,10 @@ def command_line(folder: Path, truth_frame: pd.DataFrame, repeat: int) -> dict:
     cli = [str(Path(sys.executable).with_name("sbir-study")), "evaluate", "--ground-truth",
            str(folder / "ground_truth.csv"), str(folder / "run.txt")]  # fmt: skip
     results = {}
-    for name, extra in (("tables (--no-figures)", ["--no-figures"]), ("with figures", [])):
-        runs = [run([*cli, "--out", str(folder / f"cli{k}"), *extra]) for k in range(repeat)]
+    for case, (name, extra) in enumerate((("tables (--no-figures)", ["--no-figures"]),
+                                          ("with figures", []))):  # fmt: skip
+        runs = [run([*cli, "--out", str(folder / f"cli{case}-{k}"), *extra])
+                for k in range(repeat)]  # fmt: skip
         seconds = sorted(s for s, _ in runs)
         results[name] = (seconds[0], float(np.median(seconds)), max(m for _, m in runs))
     return results

@@ -65,8 +65,9 @@ def pairwise_comparison(table: Path, sketches: int = 1, sample: int = 2000) -> N
     from analysis import inter_user_tau_pairs, load_ratings
 
     ratings = load_ratings(table)
-    keep = ratings["sketch_id"].isin(sorted(ratings["sketch_id"].unique())[:sketches])
-    ratings = ratings[keep & (ratings["phase"] == "main")]
+    ratings = ratings[ratings["phase"] == "main"]
+    first = sorted(ratings["sketch_id"].astype(str).unique())[:sketches]
+    ratings = ratings[ratings["sketch_id"].astype(str).isin(first)]
     start = time.perf_counter()
     pairs = next(inter_user_tau_pairs(ratings))
     ours = time.perf_counter() - start

@@ -237,3 +237,21 @@ def test_pair_blocks_match_scipy_for_every_pair(x, cells, alternative):
     shares = {(i, j) for i in range(len(x)) for j in range(i + 1, len(x))
               if (~np.isnan(x[i]) & ~np.isnan(x[j])).any()}  # fmt: skip
     assert seen == shares
+
+
+def test_pair_blocks_with_blas_limited_match_scipy(monkeypatch):
+    # The one-thread BLAS path taken at crowd scale, forced on a small matrix; reference
+    # scipy.stats.kendalltau (asymptotic) on the items both raters gave.
+    from analysis import _kernels
+
+    monkeypatch.setattr(_kernels, "_THREAD_LIMIT_CELLS", 0)
+    rng = np.random.default_rng(3)
+    x = rng.integers(1, 8, size=(12, 10)).astype(float)
+    x[rng.random(x.shape) < 0.15] = np.nan
+    for a, b, tau, p, _ in _kernels.pairwise_tau_b_blocks(x, "greater", cells=20):
+        for i, j, t, pv in zip(a, b, tau, p, strict=True):
+            both = ~np.isnan(x[i]) & ~np.isnan(x[j])
+            expected = scipy.stats.kendalltau(x[i][both], x[j][both], alternative="greater",
+                                              method="asymptotic")  # fmt: skip
+            assert t == pytest.approx(expected.statistic, abs=1e-12)
+            assert pv == pytest.approx(expected.pvalue, abs=1e-12)
