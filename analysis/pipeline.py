@@ -376,7 +376,20 @@ def _write_pairwise(
         ],
     )  # fmt: skip
     summary.to_csv(out / "pairwise_tau_summary.csv", index=False)
-    return (np.concatenate(pvalues) if pvalues else np.empty(0)), summary, boxes
+    return _concatenate_consuming(pvalues), summary, boxes
+
+
+def _concatenate_consuming(parts: list[np.ndarray]) -> np.ndarray:
+    """One array of ``parts``, each freed once copied: tens of millions of p-values at
+    crowd scale, which ``np.concatenate`` would hold twice at its peak."""
+    joined = np.empty(sum(part.size for part in parts))
+    position = 0
+    parts.reverse()
+    while parts:
+        part = parts.pop()
+        joined[position : position + part.size] = part
+        position += part.size
+    return joined
 
 
 def _n_sketches(ratings: pd.DataFrame) -> int:

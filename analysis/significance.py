@@ -136,9 +136,8 @@ def summarize_family(pvalues, alpha: float = 0.05) -> FamilySummary:
     (0.2077, 0.9385)
     """
     p = np.asarray(pvalues, dtype=np.float64).ravel()
-    defined = ~np.isnan(p)
-    n_tests = int(defined.sum())
-    n_significant = int((p[defined] < alpha).sum())
+    n_tests = int(np.count_nonzero(~np.isnan(p)))
+    n_significant = int(np.count_nonzero(p < alpha))  # NaN compares False: no copy of p
     low, high = wilson_interval(n_significant, n_tests)
     return FamilySummary(
         n_tests=n_tests,
