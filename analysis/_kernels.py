@@ -177,8 +177,8 @@ def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR
         stop = min(start + rows_per_block, raters)
         rows, later = slice(start, stop), slice(start, raters)
         con_minus_dis = signs[rows] @ signs[later].T
-        cells = (stop - start) * (raters - start)
-        with _one_blas_thread(cells):
+        block_cells = (stop - start) * (raters - start)
+        with _one_blas_thread(block_cells):
             n = valid[rows] @ valid[later].T
         a, b, flat = _upper_pairs(stop - start, raters - start)
         shared = n.ravel()[flat] > 0
@@ -191,7 +191,7 @@ def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR
         y_p2, y_p3 = (term[b + start] for term in own)
         column_gaps = np.flatnonzero(gaps[later])
         row_gaps = np.flatnonzero(gaps[rows])
-        with _one_blas_thread(cells):
+        with _one_blas_thread(block_cells):
             if column_gaps.size:
                 x2, x3 = _power_sums(by_value, valid, rows, start + column_gaps, columns=True)
                 hit, where = _among(b, column_gaps, raters - start)
