@@ -191,7 +191,24 @@ def validate_ratings(frame: pd.DataFrame) -> pd.DataFrame:
     _check_unique_pairs(frame)
 
     extra = [c for c in frame.columns if c not in RATING_COLUMNS and c not in ("_source", "_line")]
+    for column in extra:
+        frame[column] = _compact_text(frame[column])
     return frame[list(RATING_COLUMNS) + extra].reset_index(drop=True)
+
+
+def _compact_text(column: pd.Series) -> pd.Series:
+    """An extra column, still text, as a categorical when its values repeat.
+
+    A session file's timing columns (onset, durations, press counts) repeat a few
+    thousand values over millions of rows; as Python strings they held about a
+    gigabyte of a 2,000-participant study. Columns of mostly distinct values stay as
+    they are: a categorical of them would save nothing.
+    """
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    if len(uniques) > len(column) // 2:
+        return column
+    return pd.Series(pd.Categorical.from_codes(codes, uniques), index=column.index,
+                     name=column.name)  # fmt: skip
 
 
 def check_text_labels(frame: pd.DataFrame) -> None:
