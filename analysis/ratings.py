@@ -106,7 +106,8 @@ def load_ratings(path: str | Path) -> pd.DataFrame:
         categoricals with sorted categories, stripped of surrounding blanks;
         ``phase`` defaults to ``"main"``; ``rating`` and ``anchor_rating`` are
         nullable integers, ``rt`` float) followed by any extra columns (as
-        text). ``DataFrame.attrs["provenance"]`` is a :class:`Provenance`:
+        text; a categorical of the text where values repeat, as a session's
+        timing columns do). ``DataFrame.attrs["provenance"]`` is a :class:`Provenance`:
         each file's path, SHA-256 and row count, and whether the data's
         metadata says ``sbir-study simulate`` produced it.
 
