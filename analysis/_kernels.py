@@ -12,6 +12,9 @@ second, half the time budget of a whole paper-scale analysis.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+
 import numpy as np
 from scipy import special
 
@@ -20,6 +23,9 @@ ALTERNATIVES = ("greater", "two-sided", "less")
 # Sign arrays are built in column blocks of about this many bytes, so that the
 # O(raters x items^2) intermediate of the pairwise kernel stays bounded.
 _BLOCK_BYTES = 64 * 2**20
+# Rater pairs per block of the pairwise kernel: its dozen block-sized arrays stay
+# within a few hundred MiB at any number of raters.
+_PAIR_CELLS = 1 << 22
 
 
 def normal_pvalue(z: np.ndarray, alternative: str) -> np.ndarray:
@@ -115,73 +121,183 @@ def average_ranks(x: np.ndarray) -> np.ndarray:
     return ranks
 
 
+def _exact_float32(x: np.ndarray) -> np.ndarray:
+    """``x`` in single precision when that is exact (ratings: small whole numbers), else as
+    it is: the item-pair differences then move half the bytes, with the same signs."""
+    if x.dtype == np.float32 or x.size == 0:
+        return x
+    single = x.astype(np.float32)
+    same = (single == x) | np.isnan(x)
+    return single if same.all() else x
+
+
 def _pair_signs(x: np.ndarray, first: np.ndarray, second: np.ndarray, dtype) -> np.ndarray:
     """sign(x_i - x_j) for the item pairs (first, second); 0 where either is missing."""
+    x = _exact_float32(x)
     signs = np.sign(x[:, first] - x[:, second]).astype(dtype, copy=False)
     signs[np.isnan(signs)] = 0.0
     return signs
 
 
-def pairwise_tau_b(x: np.ndarray, alternative: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """tau_b, p-value and shared-item count for every pair of rows of ``x``.
+def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR_CELLS):
+    """tau_b, p-value and shared-item count for every pair a < b of rows of ``x``, in blocks.
+
+    Yields ``(a, b, tau, p, n)``: row indices (int32) and the statistics of
+    the pairs of one block of rows against every later row, pairs that share
+    no item left out. No raters x raters matrix is ever made: a block holds
+    about ``cells`` pairs, so memory stays bounded at any number of raters.
 
     With S_r the vector of sign(x_ri - x_rj) over item pairs i < j (0 where r
     lacks either item), concordant minus discordant pairs for raters a, b is the
-    dot product S_a . S_b, so all pairs come from one matrix product. Tie terms
-    restricted to the items both raters gave come from one product per distinct
-    value: T[a, b, v] = #{items rated v by a and rated by b}.
+    dot product S_a . S_b, so a block of pairs is one matrix product. The tie
+    terms over the items both raters gave come from the power sums
+    P_k = sum_v t_v^k of the tie-group sizes t_v (items rated v by a, rated
+    by b), one product per distinct value: sum t(t-1)/2 = (P_2 - n)/2,
+    sum t(t-1)(t-2) = P_3 - 3 P_2 + 2n, sum t(t-1)(2t+5) = 2 P_3 + 3 P_2 - 5n.
     """
     raters, items = x.shape
     valid = (~np.isnan(x)).astype(np.float32)
-    n_common = valid @ valid.T
-
     first, second = np.triu_indices(items, 1)
-    n_pairs = first.size
-    # The products are sums of +-1 and 0 over the item pairs: exact in float32
-    # while the count of item pairs stays below 2**24.
-    dtype = np.float32 if n_pairs < 2**24 else np.float64
-    block = max(1, _BLOCK_BYTES // (max(raters, 1) * np.dtype(dtype).itemsize))
-    con_minus_dis = np.zeros((raters, raters), dtype=np.float64)
-    for start in range(0, n_pairs, block):
-        signs = _pair_signs(x, first[start : start + block], second[start : start + block], dtype)
-        con_minus_dis += signs @ signs.T
-
-    # Tie terms per ordered pair (a, b) over the items both rated; exact in
-    # float32 while their largest sum, about 3 items^3, stays below 2**24.
-    tie_dtype = np.float32 if 3 * items**3 < 2**24 else np.float64
+    # Sums of +-1 and 0 over the item pairs, and power sums up to items^3: exact in
+    # float32 while they stay below 2**24.
+    dtype = np.float32 if max(first.size, items**3) < 2**24 else np.float64
+    signs = _pair_signs(x, first, second, dtype)
+    valid = valid.astype(dtype, copy=False)
     ranks = dense_ranks(x)
-    valid_t = valid.T.astype(tie_dtype)
-    xtie, x0, x1 = (np.zeros((raters, raters), dtype=tie_dtype) for _ in range(3))
-    counts, tt, scratch = (np.empty((raters, raters), dtype=tie_dtype) for _ in range(3))
-    for value in range(int(ranks.max(initial=-1)) + 1):
-        np.matmul((ranks == value).astype(tie_dtype), valid_t, out=counts)
-        np.subtract(counts, 1.0, out=tt)
-        tt *= counts  # t (t - 1)
-        xtie += tt
-        np.subtract(counts, 2.0, out=scratch)
-        scratch *= tt
-        x0 += scratch
-        np.multiply(counts, 2.0, out=scratch)
-        scratch += 5.0
-        scratch *= tt
-        x1 += scratch
-    xtie /= 2.0
-    del counts, tt, scratch
+    by_value = [(ranks == v).astype(dtype) for v in range(int(ranks.max(initial=-1)) + 1)]
+    # Over a pair whose other rater gave every item, a rater's tie groups are its own:
+    # products only for the raters with gaps (a third of them at a 1% miss rate).
+    own = [
+        sum((onehot.sum(axis=1, dtype=np.float64) ** k for onehot in by_value), np.zeros(raters))
+        for k in (2, 3)
+    ]
+    gaps = ~(valid > 0).all(axis=1)
+    rows_per_block = max(1, cells // max(raters, 1))
+    for start in range(0, raters, rows_per_block):
+        stop = min(start + rows_per_block, raters)
+        rows, later = slice(start, stop), slice(start, raters)
+        con_minus_dis = signs[rows] @ signs[later].T
+        block_cells = (stop - start) * (raters - start)
+        with _one_blas_thread(block_cells):
+            n = valid[rows] @ valid[later].T
+        a, b, flat = _upper_pairs(stop - start, raters - start)
+        shared = n.ravel()[flat] > 0
+        if not shared.all():
+            a, b, flat = a[shared], b[shared], flat[shared]
+        n = n.ravel()[flat].astype(np.float64)
+        con_minus_dis = con_minus_dis.ravel()[flat].astype(np.float64)
+        # x: the row rater's ties over the items the column rater also gave; y: the reverse.
+        x_p2, x_p3 = (term[a + start] for term in own)
+        y_p2, y_p3 = (term[b + start] for term in own)
+        column_gaps = np.flatnonzero(gaps[later])
+        row_gaps = np.flatnonzero(gaps[rows])
+        with _one_blas_thread(block_cells):
+            if column_gaps.size:
+                x2, x3 = _power_sums(by_value, valid, rows, start + column_gaps, columns=True)
+                hit, where = _among(b, column_gaps, raters - start)
+                x_p2[hit], x_p3[hit] = x2[a[hit], where], x3[a[hit], where]
+            if row_gaps.size:
+                y2, y3 = _power_sums(by_value, valid, start + row_gaps, later, columns=False)
+                hit, where = _among(a, row_gaps, stop - start)
+                y_p2[hit], y_p3[hit] = y2[where, b[hit]], y3[where, b[hit]]
+        tau, p = tau_b_from_counts(
+            con_minus_dis,
+            n,
+            ((x_p2 - n) / 2.0, x_p3 - 3.0 * x_p2 + 2.0 * n, 2.0 * x_p3 + 3.0 * x_p2 - 5.0 * n),
+            ((y_p2 - n) / 2.0, y_p3 - 3.0 * y_p2 + 2.0 * n, 2.0 * y_p3 + 3.0 * y_p2 - 5.0 * n),
+            alternative,
+        )
+        yield (a + start).astype(np.int32), (b + start).astype(np.int32), tau, p, n.astype(np.int32)
 
-    # tau and p are symmetric: compute them on the upper triangle and mirror.
-    a, b = np.triu_indices(raters)
-    upper_tau, upper_p = tau_b_from_counts(
-        con_minus_dis[a, b],
-        n_common[a, b],
-        (xtie[a, b], x0[a, b], x1[a, b]),
-        (xtie[b, a], x0[b, a], x1[b, a]),
-        alternative,
-    )
-    tau = np.empty((raters, raters))
-    pvalue = np.empty((raters, raters))
-    tau[a, b] = tau[b, a] = upper_tau
-    pvalue[a, b] = pvalue[b, a] = upper_p
-    return tau, pvalue, n_common.astype(np.int64)
+
+def _one_blas_thread(cells: int):
+    """BLAS on one thread for a block of ``cells`` pairs: the products with 40 terms per
+    cell are too small for threads to pay, and on a busy machine waiting for them made
+    them 18x slower. Small blocks go as they are: finding the BLAS libraries to limit
+    costs more (about 0.08 s, once) than a paper-sized study's products."""
+    if cells < _THREAD_LIMIT_CELLS:
+        return contextlib.nullcontext()
+    return _blas_threads().limit(limits=1, user_api="blas")
+
+
+_THREAD_LIMIT_CELLS = 1 << 17
+
+
+@functools.cache
+def _blas_threads():
+    from threadpoolctl import ThreadpoolController  # found once: finding the libraries costs
+
+    return ThreadpoolController()
+
+
+def _upper_pairs(rows: int, columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row, column and flat index of the cells j > i of a rows x columns block, row by row.
+
+    The block's row i is rater start + i and its column j rater start + j, so
+    these are the pairs a < b; built from counts rather than a mask (``np.nonzero``
+    of a block-sized mask costs more than the statistics' arithmetic).
+    """
+    per_row = np.maximum(columns - 1 - np.arange(rows), 0)
+    a = np.repeat(np.arange(rows), per_row)
+    first = np.cumsum(per_row) - per_row  # each row's first entry in the output
+    b = np.arange(a.size) - np.repeat(first - np.arange(rows) - 1, per_row)
+    return a, b, a * columns + b
+
+
+def _power_sums(by_value, valid, first, second, *, columns: bool):
+    """P_2 and P_3 of the tie-group sizes of ``first``'s raters over the items each of
+    ``second``'s also gave (``columns``), or of ``second``'s over ``first``'s (not)."""
+    p2 = p3 = np.zeros((valid[first].shape[0], valid[second].shape[0]), dtype=valid.dtype)
+    for onehot in by_value:
+        if columns:
+            counts = onehot[first] @ valid[second].T
+        else:
+            counts = valid[first] @ onehot[second].T
+        power = counts * counts
+        p2 = p2 + power
+        power *= counts
+        p3 = p3 + power
+    return p2, p3
+
+
+def _among(index: np.ndarray, chosen: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Which entries of ``index`` (positions < ``size``) are in ``chosen``, and where in it."""
+    position = np.full(size, -1)
+    position[chosen] = np.arange(chosen.size)
+    where = position[index]
+    hit = where >= 0
+    return hit, where[hit]
+
+
+def pairwise_tau_b(x: np.ndarray, alternative: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """tau_b, p-value and shared-item count for every pair of rows of ``x``, as matrices.
+
+    The blocks of :func:`pairwise_tau_b_blocks`, mirrored; the diagonal is
+    each row against itself (NaN where undefined).
+    """
+    raters = x.shape[0]
+    tau = np.full((raters, raters), np.nan)
+    pvalue = np.full((raters, raters), np.nan)
+    n_common = np.zeros((raters, raters), dtype=np.int64)
+    for a, b, block_tau, block_p, n in pairwise_tau_b_blocks(x, alternative):
+        tau[a, b] = tau[b, a] = block_tau
+        pvalue[a, b] = pvalue[b, a] = block_p
+        n_common[a, b] = n_common[b, a] = n
+    # A rater against itself: every item it gave, tau 1 unless all its ratings are tied.
+    own = (~np.isnan(x)).sum(axis=1)
+    diagonal = np.arange(raters)
+    n_common[diagonal, diagonal] = own
+    self_tau, self_p = tau_b_from_counts(*_self_counts(x, own), alternative)
+    tau[diagonal, diagonal] = self_tau
+    pvalue[diagonal, diagonal] = self_p
+    return tau, pvalue, n_common
+
+
+def _self_counts(x: np.ndarray, own: np.ndarray):
+    """Pair counts of each row against itself, for the diagonal of :func:`pairwise_tau_b`."""
+    ties = tie_sums(tie_group_sizes(x))
+    n = own.astype(np.float64)
+    return n * (n - 1.0) / 2.0 - ties[0], n, ties, ties
 
 
 def paired_rows_tau_b(

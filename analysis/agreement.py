@@ -34,10 +34,12 @@ __all__ = [
     "KendallWResult",
     "KrippendorffAlphaResult",
     "PairwiseTauResult",
+    "SketchPairsResult",
     "SkillingsMackResult",
     "agreement_by_sketch",
     "inter_user_tau",
     "inter_user_tau_by_sketch",
+    "inter_user_tau_pairs",
     "kendall_tau_b",
     "kendall_w",
     "kendall_w_by_sketch",
@@ -63,6 +65,21 @@ class KendallTauResult(NamedTuple):
 class PairwiseTauResult(NamedTuple):
     """tau_b, p-values and shared-item counts for every pair of raters (raters x raters)."""
 
+    statistic: np.ndarray
+    pvalue: np.ndarray
+    n_items: np.ndarray
+
+
+class SketchPairsResult(NamedTuple):
+    """Inter-user tau_b of one sketch, one entry per pair of participants sharing an image.
+
+    ``participant_a`` and ``participant_b`` index ``participants`` (a < b).
+    """
+
+    sketch_id: str
+    participants: np.ndarray
+    participant_a: np.ndarray
+    participant_b: np.ndarray
     statistic: np.ndarray
     pvalue: np.ndarray
     n_items: np.ndarray
@@ -483,26 +500,53 @@ def inter_user_tau(ratings: pd.DataFrame, *, alternative: str = "greater") -> pd
         one row per sketch and unordered pair of participants who share at
         least one rated image of it.
     """
-    parts = []
-    for sketch_id, participants, result in inter_user_tau_by_sketch(
-        ratings, alternative=alternative
-    ):
-        a, b = np.triu_indices(len(participants), 1)
-        shared = result.n_items[a, b] > 0
-        a, b = a[shared], b[shared]
-        parts.append(
-            pd.DataFrame(
-                {
-                    "sketch_id": sketch_id,
-                    "participant_a": participants[a],
-                    "participant_b": participants[b],
-                    "tau_b": result.statistic[a, b],
-                    "p_value": result.pvalue[a, b],
-                    "n_items": result.n_items[a, b],
-                }
-            )
+    parts = [
+        pd.DataFrame(
+            {
+                "sketch_id": pairs.sketch_id,
+                "participant_a": pairs.participants[pairs.participant_a],
+                "participant_b": pairs.participants[pairs.participant_b],
+                "tau_b": pairs.statistic,
+                "p_value": pairs.pvalue,
+                "n_items": pairs.n_items.astype(np.int64),
+            }
         )
+        for pairs in inter_user_tau_pairs(ratings, alternative=alternative)
+    ]
     return pd.concat(parts, ignore_index=True) if parts else _empty_pairwise()
+
+
+def inter_user_tau_pairs(ratings: pd.DataFrame, *, alternative: str = "greater"):
+    """Yield a :class:`SketchPairsResult` for each sketch of the main phase.
+
+    The pairs of participants who share at least one rated image of the
+    sketch, a < b in the order of ``participants`` (those who rated at least
+    one image of it). No participants x participants matrix is made, so this
+    runs at any number of raters in memory proportional to the pairs of one
+    sketch.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"participant": ["1", "1", "1", "2", "2", "2"],
+    ...                       "sketch_id": "s", "image_id": list("abcabc"),
+    ...                       "rating": [1, 2, 3, 1, 3, 2], "phase": "main"})
+    >>> pairs = next(inter_user_tau_pairs(table))
+    >>> pairs.participants.tolist(), round(float(pairs.statistic[0]), 4)
+    (['1', '2'], 0.3333)
+    """
+    check_option("alternative", alternative, _kernels.ALTERNATIVES)
+    main = ratings[ratings["phase"] == "main"]
+    if main.empty:
+        return
+    cube = rating_cube(main)
+    for index, sketch_id in enumerate(cube.sketches):
+        matrix = cube.sketch(index)
+        rated = ~np.isnan(matrix).all(axis=1)
+        blocks = list(_kernels.pairwise_tau_b_blocks(matrix[rated], alternative))
+        if not blocks:  # nobody rated any image of the sketch
+            blocks = [(np.empty(0, np.int32),) * 2 + (np.empty(0),) * 2 + (np.empty(0, np.int32),)]
+        columns = [np.concatenate(column) for column in zip(*blocks, strict=True)]
+        yield SketchPairsResult(sketch_id, cube.participants[rated], *columns)
 
 
 def inter_user_tau_by_sketch(ratings: pd.DataFrame, *, alternative: str = "greater"):

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import _kernels
-from .agreement import agreement_by_sketch, inter_user_tau_by_sketch, krippendorff_alpha_overall
+from . import _kernels, progress
+from .agreement import agreement_by_sketch, inter_user_tau_pairs, krippendorff_alpha_overall
 from .checks import InputError, check_option
 from .consensus import (
     anchoring_consistency,
@@ -30,7 +30,8 @@ from .significance import summarize_family
 
 __all__ = [
     "N_EXTREMES",
-    "PAIRWISE_FULL_LIMIT",
+    "PAIRWISE_FULL_ROWS",
+    "PAIRWISE_TABLE",
     "AnalysisOptions",
     "analyze_ratings",
     "format_summary",
@@ -43,9 +44,14 @@ N_EXTREMES = 4
 #: Fliers kept per sketch for the inter-user box plot at crowd scale.
 _MAX_FLIERS = 2000
 
-#: Above this many raters per sketch the inter-user table (raters^2 / 2 rows per
-#: sketch) is replaced by per-sketch summaries unless asked for in full.
-PAIRWISE_FULL_LIMIT = 500
+#: The inter-user table of every pair of participants (``docs/formats.md``).
+PAIRWISE_TABLE = "pairwise_tau.parquet"
+#: ``--pairwise auto`` writes the inter-user table while it has at most this many rows
+#: (about 800 raters of 31 sketches; raters^2 / 2 rows per sketch); above, only the
+#: per-sketch summary, which is always written. Writing 10 million rows as Parquet takes
+#: about a second and 100 MB (``benchmarks/RESULTS.md``), so no size is much slower or
+#: bigger on disk than the next.
+PAIRWISE_FULL_ROWS = 10_000_000
 PAIRWISE_MODES = ("auto", "full", "summary")
 
 
@@ -92,9 +98,9 @@ def analyze_ratings(
     """Compute every statistic of the paper's Sec. 3 and write the tables to ``out``.
 
     Writes ``ground_truth.csv``, ``ground_truth.qrels`` (graded),
-    ``ground_truth_binary.qrels`` (relevant: mean rating below 3.5), ``pairwise_tau.csv``
-    (or only ``pairwise_tau_summary.csv`` above :data:`PAIRWISE_FULL_LIMIT`
-    raters per sketch, unless ``options.pairwise == "full"``),
+    ``ground_truth_binary.qrels`` (relevant: mean rating below 3.5), ``pairwise_tau.parquet``
+    (with ``options.pairwise == "full"``, or ``"auto"`` while it has at most
+    :data:`PAIRWISE_FULL_ROWS` rows),
     ``pairwise_tau_summary.csv``, ``sketch_agreement.csv`` (sketches ranked by
     their median inter-user tau_b, the best and worst marked: the paper's
     Fig. 9), ``kendall_w.csv``, ``consensus_tau.csv``, ``anchoring.csv``,
@@ -126,44 +132,50 @@ def _analyze_into(
     pilot: pd.DataFrame | None,
     sketch_images: dict[str, Path] | None,
 ) -> dict:
-    provenance = ratings.attrs.get("provenance", Provenance())
     alpha, alternative = options.alpha, options.alternative
     main = ratings[ratings["phase"] == "main"]
     if main.empty:
         raise InputError("ratings: no rows of phase 'main'; expected the main block of a study")
 
-    ground_truth = consensus_ground_truth(ratings)
-    ground_truth.to_csv(out / "ground_truth.csv", index=False)
-    write_qrels(ground_truth, out / "ground_truth.qrels")
-    write_binary_qrels(ground_truth, out / "ground_truth_binary.qrels")
+    with progress.step("ground truth"):
+        ground_truth = consensus_ground_truth(ratings)
+        ground_truth.to_csv(out / "ground_truth.csv", index=False)
+        write_qrels(ground_truth, out / "ground_truth.qrels")
+        write_binary_qrels(ground_truth, out / "ground_truth_binary.qrels")
 
-    raters_per_sketch = int(main.groupby("sketch_id")["participant"].nunique().max())
+    raters = main.groupby("sketch_id", observed=True)["participant"].nunique().to_numpy()
     full = options.pairwise == "full" or (
-        options.pairwise == "auto" and raters_per_sketch <= PAIRWISE_FULL_LIMIT
+        options.pairwise == "auto" and int((raters * (raters - 1) // 2).sum()) <= PAIRWISE_FULL_ROWS
     )
     pairwise_p, pairwise_summary, boxes = _write_pairwise(ratings, out, alternative, alpha, full)
 
-    w_table = agreement_by_sketch(ratings, n_resamples=options.bootstrap,
-                                  permutations=options.permutations, seed=options.seed)  # fmt: skip
-    w_table.to_csv(out / "kendall_w.csv", index=False)
-    overall_alpha = {
-        level: krippendorff_alpha_overall(ratings, level=level, n_resamples=options.bootstrap,
-                                          seed=options.seed)
-        for level in ("ordinal", "interval")
-    }  # fmt: skip
+    with progress.step("Kendall's W, Krippendorff's alpha, Skillings-Mack"):
+        w_table = agreement_by_sketch(
+            ratings,
+            n_resamples=options.bootstrap,
+            permutations=options.permutations,
+            seed=options.seed,
+        )
+        w_table.to_csv(out / "kendall_w.csv", index=False)
+        overall_alpha = {
+            level: krippendorff_alpha_overall(ratings, level=level, n_resamples=options.bootstrap,
+                                              seed=options.seed)
+            for level in ("ordinal", "interval")
+        }  # fmt: skip
     extremes = sketch_agreement(pairwise_summary, w_table)
     extremes.to_csv(out / "sketch_agreement.csv", index=False)
 
-    consensus = rater_vs_consensus(ratings, alternative=alternative)
-    consensus.to_csv(out / "consensus_tau.csv", index=False)
-    participants = participant_table(ratings, consensus)
-    participants.to_csv(out / "participants.csv", index=False)
+    with progress.step("participants vs consensus, anchoring, bins"):
+        consensus = rater_vs_consensus(ratings, alternative=alternative)
+        consensus.to_csv(out / "consensus_tau.csv", index=False)
+        participants = participant_table(ratings, consensus)
+        participants.to_csv(out / "participants.csv", index=False)
 
-    anchoring = anchoring_consistency(ratings, alternative=alternative)
-    anchoring.to_csv(out / "anchoring.csv", index=False)
+        anchoring = anchoring_consistency(ratings, alternative=alternative)
+        anchoring.to_csv(out / "anchoring.csv", index=False)
 
-    bins = binned_medians(ratings)
-    bins.to_csv(out / "bins.csv", index=False)
+        bins = binned_medians(ratings)
+        bins.to_csv(out / "bins.csv", index=False)
 
     distributions = {"final": rating_distribution(ratings)}
     if pilot is not None:
@@ -173,7 +185,52 @@ def _analyze_into(
     )
     distribution.to_csv(out / "rating_distribution.csv", index=False)
 
-    summary = {
+    with progress.step("significance summaries"):
+        summary = _summary(
+            ratings,
+            main,
+            ground_truth,
+            pairwise_p,
+            consensus,
+            anchoring,
+            w_table,
+            overall_alpha,
+            bins,
+            full,
+            pairwise_summary,
+            options,
+        )
+    figure_files = {}
+    if figures:
+        from .figures import write_figures  # matplotlib only when drawing
+
+        with progress.step("figures"):
+            figure_files = write_figures(
+                out / "figures",
+                anchoring=anchoring,
+                boxes=boxes,
+                kendall_w=w_table,
+                consensus=consensus,
+                distributions=distributions,
+                bins=bins,
+                alpha=alpha,
+                alternative=alternative,
+                extremes=extremes[extremes["group"] != ""],
+                sketch_images=sketch_images,
+            )
+    summary["figures"] = sorted(figure_files)
+    with progress.step("summary.json, report.html"):
+        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        write_report(out / "report.html", summary, w_table, extremes, figure_files, participants)
+    return summary
+
+
+def _summary(ratings, main, ground_truth, pairwise_p, consensus, anchoring, w_table,
+             overall_alpha, bins, full, pairwise_summary, options) -> dict:  # fmt: skip
+    """The contents of ``summary.json`` (``docs/formats.md``), but for its list of figures."""
+    alpha, alternative = options.alpha, options.alternative
+    provenance = ratings.attrs.get("provenance", Provenance())
+    return {
         "n_participants": int(ratings["participant"].nunique()),
         "n_sketches": int(main["sketch_id"].nunique()),
         "n_pairs": len(ground_truth),
@@ -216,27 +273,6 @@ def _analyze_into(
         "sources": [asdict(source) for source in provenance.sources],
         "software": software_versions(),
     }
-    figure_files = {}
-    if figures:
-        from .figures import write_figures  # matplotlib only when drawing
-
-        figure_files = write_figures(
-            out / "figures",
-            anchoring=anchoring,
-            boxes=boxes,
-            kendall_w=w_table,
-            consensus=consensus,
-            distributions=distributions,
-            bins=bins,
-            alpha=alpha,
-            alternative=alternative,
-            extremes=extremes[extremes["group"] != ""],
-            sketch_images=sketch_images,
-        )
-    summary["figures"] = sorted(figure_files)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    write_report(out / "report.html", summary, w_table, extremes, figure_files, participants)
-    return summary
 
 
 def participant_table(ratings: pd.DataFrame, consensus: pd.DataFrame) -> pd.DataFrame:
@@ -309,46 +345,29 @@ def sketch_agreement(pairwise_summary: pd.DataFrame, w_table: pd.DataFrame) -> p
 def _write_pairwise(
     ratings: pd.DataFrame, out: Path, alternative: str, alpha: float, full: bool
 ) -> tuple[np.ndarray, pd.DataFrame, list[dict]]:
-    """Write the inter-user table and its per-sketch summary.
+    """Write the inter-user table (with ``full``) and its per-sketch summary.
 
-    Returns every p-value, the summary and one box-plot summary per sketch.
+    The table is Parquet (``docs/formats.md``): one row group per sketch,
+    written as the sketch's pairs are computed, so neither the statistics nor
+    the writing ever hold more than one sketch's pairs. Returns every p-value,
+    the summary and one box-plot summary per sketch.
     """
-    table_path = out / "pairwise_tau.csv"
-    pvalues, summary_rows, buffered, boxes = [], [], [], []
-    n_buffered = 0
-    header = True
-    for sketch_id, participants, result in inter_user_tau_by_sketch(
-        ratings, alternative=alternative
-    ):
-        a, b = np.triu_indices(len(participants), 1)
-        shared = result.n_items[a, b] > 0
-        a, b = a[shared], b[shared]
-        tau, p = result.statistic[a, b], result.pvalue[a, b]
-        pvalues.append(p)
-        numbers, box = _tau_summary(tau, p, alpha)
-        summary_rows.append((sketch_id, a.size, *numbers))
-        boxes.append({**box, "label": str(sketch_id)})
-        if not full:
-            continue
-        buffered.append(
-            pd.DataFrame(
-                {
-                    "sketch_id": sketch_id,
-                    "participant_a": participants[a],
-                    "participant_b": participants[b],
-                    "tau_b": tau,
-                    "p_value": p,
-                    "n_items": result.n_items[a, b],
-                }
-            )
-        )
-        n_buffered += a.size
-        # Written in large pieces: one write per sketch costs more than the statistics.
-        if n_buffered >= 1_000_000:
-            _append_csv(buffered, table_path, header)
-            buffered, n_buffered, header = [], 0, False
-    if full:
-        _append_csv(buffered, table_path, header)
+    pvalues, summary_rows, boxes = [], [], []
+    writer = _PairwiseWriter(out / PAIRWISE_TABLE) if full else None
+    try:
+        for pairs in progress.track(
+            inter_user_tau_pairs(ratings, alternative=alternative), "inter-user tau_b",
+            total=_n_sketches(ratings), unit="sketch",
+        ):  # fmt: skip
+            pvalues.append(pairs.pvalue)
+            numbers, box = _tau_summary(pairs.statistic, pairs.pvalue, alpha)
+            summary_rows.append((pairs.sketch_id, pairs.pvalue.size, *numbers))
+            boxes.append({**box, "label": str(pairs.sketch_id)})
+            if writer is not None:
+                writer.write(pairs)
+    finally:
+        if writer is not None:
+            writer.close()
     summary = pd.DataFrame(
         summary_rows,
         columns=[
@@ -357,7 +376,67 @@ def _write_pairwise(
         ],
     )  # fmt: skip
     summary.to_csv(out / "pairwise_tau_summary.csv", index=False)
-    return (np.concatenate(pvalues) if pvalues else np.empty(0)), summary, boxes
+    return _concatenate_consuming(pvalues), summary, boxes
+
+
+def _concatenate_consuming(parts: list[np.ndarray]) -> np.ndarray:
+    """One array of ``parts``, each freed once copied: tens of millions of p-values at
+    crowd scale, which ``np.concatenate`` would hold twice at its peak."""
+    joined = np.empty(sum(part.size for part in parts))
+    position = 0
+    parts.reverse()
+    while parts:
+        part = parts.pop()
+        joined[position : position + part.size] = part
+        position += part.size
+    return joined
+
+
+def _n_sketches(ratings: pd.DataFrame) -> int:
+    main = ratings["sketch_id"][ratings["phase"] == "main"]
+    return int(main.nunique())
+
+
+class _PairwiseWriter:
+    """``pairwise_tau.parquet``, one row group per sketch, the labels as text dictionaries."""
+
+    def __init__(self, path: Path) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self._pa = pa
+        label = pa.dictionary(pa.int32(), pa.string())
+        self._schema = pa.schema([("sketch_id", label), ("participant_a", label),
+                                  ("participant_b", label), ("tau_b", pa.float64()),
+                                  ("p_value", pa.float64()), ("n_items", pa.int32())])  # fmt: skip
+        # Dictionaries for the labels only, and statistics for sketch_id only (readers can skip
+        # row groups by sketch): on the floats both cost more time than they save space.
+        # Snappy rather than zstd: a twentieth larger, half the time (benchmarks/RESULTS.md).
+        labels = ["sketch_id", "participant_a", "participant_b"]
+        self._writer = pq.ParquetWriter(
+            path, self._schema, compression="snappy", use_dictionary=labels,
+            write_statistics=["sketch_id"],
+        )  # fmt: skip
+
+    def write(self, pairs) -> None:
+        pa = self._pa
+        labels = pa.array(np.asarray(pairs.participants, dtype=object).astype(str), pa.string())
+        size = pairs.participant_a.size
+        sketch = pa.DictionaryArray.from_arrays(np.zeros(size, np.int32),
+                                                pa.array([str(pairs.sketch_id)]))  # fmt: skip
+        columns = [
+            sketch,
+            pa.DictionaryArray.from_arrays(pairs.participant_a.astype(np.int32), labels),
+            pa.DictionaryArray.from_arrays(pairs.participant_b.astype(np.int32), labels),
+            pa.array(pairs.statistic, pa.float64()),
+            pa.array(pairs.pvalue, pa.float64()),
+            pa.array(pairs.n_items.astype(np.int32), pa.int32()),
+        ]
+        if size:
+            self._writer.write_table(pa.Table.from_arrays(columns, schema=self._schema))
+
+    def close(self) -> None:
+        self._writer.close()
 
 
 def _tau_summary(tau: np.ndarray, p: np.ndarray, alpha: float) -> tuple[tuple[float, ...], dict]:
@@ -375,17 +454,6 @@ def _tau_summary(tau: np.ndarray, p: np.ndarray, alpha: float) -> tuple[tuple[fl
     numbers = (tau.min(), q05, box["q1"], box["med"], box["q3"], q95, tau.max(),
                (p[defined] < alpha).mean())  # fmt: skip
     return tuple(map(float, numbers)), box
-
-
-def _append_csv(parts: list[pd.DataFrame], path: Path, header: bool) -> None:
-    if parts or header:
-        table = pd.concat(parts, ignore_index=True) if parts else _EMPTY_PAIRWISE
-        table.to_csv(path, mode="w" if header else "a", header=header, index=False)
-
-
-_EMPTY_PAIRWISE = pd.DataFrame(
-    columns=["sketch_id", "participant_a", "participant_b", "tau_b", "p_value", "n_items"]
-)
 
 
 def _rater_range(w_table: pd.DataFrame) -> dict:

@@ -32,7 +32,7 @@ from scipy import special
 
 from . import _kernels, paper
 from .checks import InputError
-from .progress import progress_bar
+from .progress import counter
 from .significance import wilson_interval
 from .simulate import RaterModel, StudyDesign, main_block_ratings
 
@@ -65,7 +65,7 @@ class PowerOptions:
 
 
 def power_analysis(options: PowerOptions = PowerOptions(), *, jobs: int = 1,
-                   progress: bool = False) -> pd.DataFrame:  # fmt: skip
+                   progress: bool | None = False) -> pd.DataFrame:  # fmt: skip
     """Simulate the replications and return one row per (replication, count).
 
     Columns: ``replication, participants, w_significant_share, tau_median,
@@ -75,6 +75,7 @@ def power_analysis(options: PowerOptions = PowerOptions(), *, jobs: int = 1,
     """
     seeds = np.random.SeedSequence(options.seed).spawn(options.replications)
     tasks = [(options, r, seed) for r, seed in enumerate(seeds)]
+    report = counter("replications", show=progress)
     rows: list[tuple] = []
     if jobs > 1:
         # Fresh workers whose BLAS uses one thread each: the workers are the
@@ -92,11 +93,11 @@ def power_analysis(options: PowerOptions = PowerOptions(), *, jobs: int = 1,
         with pool:
             for done, result in enumerate(pool.map(_replication, tasks, chunksize=4), 1):
                 rows.extend(result)
-                progress_bar("replications", done, len(tasks), show=progress)
+                report(done, len(tasks))
     else:
         for done, task in enumerate(tasks, 1):
             rows.extend(_replication(task))
-            progress_bar("replications", done, len(tasks), show=progress)
+            report(done, len(tasks))
     columns = ["replication", "participants", "w_significant_share", "tau_median", "tau_p05",
                "inter_user_share", "inter_user_wilson_width"]  # fmt: skip
     return pd.DataFrame(rows, columns=columns)

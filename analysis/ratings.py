@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import progress
 from .checks import ID_RULE, PARTICIPANT_RULE, InputError, bad_ids, read_utf8
 from .paper import SCALE
 
@@ -105,7 +106,8 @@ def load_ratings(path: str | Path) -> pd.DataFrame:
         categoricals with sorted categories, stripped of surrounding blanks;
         ``phase`` defaults to ``"main"``; ``rating`` and ``anchor_rating`` are
         nullable integers, ``rt`` float) followed by any extra columns (as
-        text). ``DataFrame.attrs["provenance"]`` is a :class:`Provenance`:
+        text; a categorical of the text where values repeat, as a session's
+        timing columns do). ``DataFrame.attrs["provenance"]`` is a :class:`Provenance`:
         each file's path, SHA-256 and row count, and whether the data's
         metadata says ``sbir-study simulate`` produced it.
 
@@ -132,7 +134,8 @@ def load_ratings(path: str | Path) -> pd.DataFrame:
     if path.is_dir():
         frame, sources, simulated = _read_bids(path)
     elif path.is_file():
-        frame, source = _read_file(path)
+        with progress.step(f"reading {path.name}"):
+            frame, source = _read_file(path)
         sources = [source]
         simulated = _sidecar_says_simulated(path.with_suffix(".json"))
     elif path.exists():
@@ -143,7 +146,8 @@ def load_ratings(path: str | Path) -> pd.DataFrame:
         raise InputError(
             f"{path}: no such file or folder; expected a ratings table or a BIDS dataset"
         )
-    ratings = validate_ratings(frame)
+    with progress.step("checking ratings"):
+        ratings = validate_ratings(frame)
     ratings.attrs["provenance"] = Provenance(tuple(sources), simulated)
     return ratings
 
@@ -188,7 +192,24 @@ def validate_ratings(frame: pd.DataFrame) -> pd.DataFrame:
     _check_unique_pairs(frame)
 
     extra = [c for c in frame.columns if c not in RATING_COLUMNS and c not in ("_source", "_line")]
+    for column in extra:
+        frame[column] = _compact_text(frame[column])
     return frame[list(RATING_COLUMNS) + extra].reset_index(drop=True)
+
+
+def _compact_text(column: pd.Series) -> pd.Series:
+    """An extra column, still text, as a categorical when its values repeat.
+
+    A session file's timing columns (onset, durations, press counts) repeat a few
+    thousand values over millions of rows; as Python strings they held about a
+    gigabyte of a 2,000-participant study. Columns of mostly distinct values stay as
+    they are: a categorical of them would save nothing.
+    """
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    if len(uniques) > len(column) // 2:
+        return column
+    return pd.Series(pd.Categorical.from_codes(codes, uniques), index=column.index,
+                     name=column.name)  # fmt: skip
 
 
 def check_text_labels(frame: pd.DataFrame) -> None:
@@ -291,8 +312,10 @@ def _read_bids(root: Path) -> tuple[pd.DataFrame, list[SourceFile], bool]:
         raise InputError(
             f"{root}: no sub-*/beh/*_beh.tsv files; expected a BIDS dataset of rating sessions"
         )
-    files = [_read_text(path, bids=True, label=_participant_of(root, path)) for path in paths]
-    frame = _parse(files)
+    files = [_read_text(path, bids=True, label=_participant_of(root, path))
+             for path in progress.track(paths, "reading session files", unit="file")]  # fmt: skip
+    with progress.step("parsing session files"):
+        frame = _parse(files)
     # Each row's label came with it through the parse: files are parsed grouped by header,
     # not in file order.
     labels = frame.pop("_label").to_numpy(dtype=object)
@@ -300,9 +323,13 @@ def _read_bids(root: Path) -> tuple[pd.DataFrame, list[SourceFile], bool]:
         frame.insert(0, "participant", labels)
     else:
         # A file without the column (BIDS from another tool) takes its sub- label.
-        given = frame["participant"].fillna(pd.Series(labels, index=frame.index)).str.strip()
+        # Stripped once per distinct value, not once per row.
+        codes, distinct = pd.factorize(frame["participant"], use_na_sentinel=True)
+        stripped = np.array([value.strip() for value in distinct] + [None], dtype=object)
+        given = stripped[codes]  # code -1 (a missing cell) picks the None at the end
+        given = np.where(codes < 0, labels, given)
         frame["participant"] = given
-        wrong = (given != labels).to_numpy()
+        wrong = given != labels
         if wrong.any():
             row = frame.loc[wrong].iloc[0]
             raise InputError(
@@ -430,14 +457,22 @@ def _parse(files: list[_RawFile]) -> pd.DataFrame:
             )
         # A quoted CSV field may span lines (one file only; checked above for several).
         rows = len(frame)
-        frame["_source"] = np.repeat([str(f.path) for f in members], [f.n_rows for f in members])[
-            :rows
-        ]
+        # Which file each row came from, as codes into the files: a text column of
+        # millions of repeated paths costs more to build than the parse itself.
+        member = np.repeat(np.arange(len(members)), [f.n_rows for f in members])[:rows]
+        frame["_source"] = pd.Categorical.from_codes(member, [str(f.path) for f in members])
         frame["_line"] = np.concatenate([np.arange(2, f.n_rows + 2) for f in members])[:rows]
         if members[0].label is not None:
-            frame["_label"] = np.repeat([f.label for f in members],
-                                        [f.n_rows for f in members])[:rows]  # fmt: skip
-        blank = (frame[list(names)].fillna("") == "").all(axis=1)
+            distinct = dict.fromkeys(f.label for f in members)
+            code_of = {label: code for code, label in enumerate(distinct)}
+            codes = np.array([code_of[f.label] for f in members])
+            frame["_label"] = pd.Categorical.from_codes(codes[member], list(code_of))
+        # A blank line reads as a row of empty fields: only rows whose first field is empty
+        # can be one, so the other fields are compared on those rows alone.
+        maybe = (frame[names[0]].fillna("") == "").to_numpy()
+        blank = np.zeros(rows, dtype=bool)
+        if maybe.any():
+            blank[maybe] = (frame.loc[maybe, list(names)].fillna("") == "").all(axis=1).to_numpy()
         frames.append(frame[~blank])
     return (
         pd.concat(frames, ignore_index=True)

@@ -82,22 +82,43 @@ def benjamini_hochberg_count(pvalues, alpha: float = 0.05) -> int:
     >>> int(multipletests([0.01, 0.02, 0.03, 0.04, 0.2], alpha=0.05, method="fdr_bh")[0].sum())
     4
     """
-    p = np.array(pvalues, dtype=np.float64).ravel()
-    p = p[~np.isnan(p)]
-    m = p.size
+    p = np.asarray(pvalues, dtype=np.float64).ravel()
+    m = int(np.count_nonzero(~np.isnan(p)))
+
+    # No sort (tens of millions of p-values at crowd scale). With N(k) = #{p <= (k / m) alpha}
+    # (the threshold as statsmodels' multipletests computes it) the answer is the largest k
+    # with N(k) >= k. From k = m, k <- N(k) never rises and never passes below the answer
+    # (N is non-decreasing), but it creeps down geometrically; after a few steps a lower
+    # bound L (any k with N(k) >= k) is guessed from the step sizes, and only the p-values
+    # between the thresholds of L and k are sorted to find the answer between them.
+    def count(k: int) -> int:
+        return int(np.count_nonzero(p <= (k / m) * alpha))  # NaN compares False
+
     if m == 0:
         return 0
-    p.sort()
-    # Compare in chunks so that no second full-size array is made.
-    chunk = 1 << 22
-    last = 0
-    for start in range(0, m, chunk):
-        thresholds = np.arange(start + 1, min(start + chunk, m) + 1, dtype=np.float64)
-        thresholds *= alpha / m
-        passed = np.flatnonzero(p[start : start + chunk] <= thresholds)
-        if passed.size:
-            last = start + int(passed[-1]) + 1
-    return last
+    high, step, ratio = m, m, 1.0
+    for _ in range(_BH_STEPS):
+        below = count(high)
+        if below in (high, 0):
+            return below
+        ratio = min((high - below) / step, 0.9)
+        high, step = below, high - below
+    # What is left of a geometric descent, twice over; widened until it is a lower bound.
+    gap = max(int(2 * step * ratio / (1.0 - ratio)), 1)
+    while True:
+        low = max(high - gap, 0)
+        base = count(low)
+        if base >= low:
+            break
+        gap *= 4
+    window = np.sort(p[(p > (low / m) * alpha) & (p <= (high / m) * alpha)])
+    candidates = np.arange(low, high + 1)
+    reached = base + np.searchsorted(window, candidates / m * alpha, side="right")
+    return int(candidates[reached >= candidates].max())
+
+
+#: Counting passes of :func:`benjamini_hochberg_count` before it bounds the answer from below.
+_BH_STEPS = 6
 
 
 def summarize_family(pvalues, alpha: float = 0.05) -> FamilySummary:
@@ -115,9 +136,8 @@ def summarize_family(pvalues, alpha: float = 0.05) -> FamilySummary:
     (0.2077, 0.9385)
     """
     p = np.asarray(pvalues, dtype=np.float64).ravel()
-    defined = ~np.isnan(p)
-    n_tests = int(defined.sum())
-    n_significant = int((p[defined] < alpha).sum())
+    n_tests = int(np.count_nonzero(~np.isnan(p)))
+    n_significant = int(np.count_nonzero(p < alpha))  # NaN compares False: no copy of p
     low, high = wilson_interval(n_significant, n_tests)
     return FamilySummary(
         n_tests=n_tests,

@@ -28,6 +28,16 @@ from analysis.simulate import StudyDesign, write_simulated_dataset
 
 def run(command: list[str]) -> tuple[float, float]:
     """Seconds and peak resident memory (MiB) of one child process."""
+    seconds, peak, _ = run_usage(command)
+    return seconds, peak
+
+
+def run_usage(command: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, peak resident memory (MiB) and CPU seconds (user + system) of one child.
+
+    CPU time is steadier than wall time on a shared machine; on 2 cores the wall time of a
+    quiet machine lies between CPU / 2 (all threaded) and CPU (all single-threaded).
+    """
     start = time.perf_counter()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
@@ -38,7 +48,7 @@ def run(command: list[str]) -> tuple[float, float]:
     seconds = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"failed: {' '.join(command)}")
-    return seconds, usage.ru_maxrss / 1024
+    return seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def measure(command: list[str], repeat: int) -> dict:

@@ -114,6 +114,25 @@ def direct_mass_based(x, y, reference, p=2.0):
     return result
 
 
+def command_line(folder: Path, truth_frame: pd.DataFrame, repeat: int) -> dict:
+    """What a user sees: ``sbir-study evaluate`` on the same run, imports and writing included."""
+    import sys
+
+    from bench_analyze import run  # one child process: seconds and peak MiB
+
+    truth_frame.to_csv(folder / "ground_truth.csv", index=False)
+    cli = [str(Path(sys.executable).with_name("sbir-study")), "evaluate", "--ground-truth",
+           str(folder / "ground_truth.csv"), str(folder / "run.txt")]  # fmt: skip
+    results = {}
+    for case, (name, extra) in enumerate((("tables (--no-figures)", ["--no-figures"]),
+                                          ("with figures", []))):  # fmt: skip
+        runs = [run([*cli, "--out", str(folder / f"cli{case}-{k}"), *extra])
+                for k in range(repeat)]  # fmt: skip
+        seconds = sorted(s for s, _ in runs)
+        results[name] = (seconds[0], float(np.median(seconds)), max(m for _, m in runs))
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sketches", type=int, default=31)
@@ -134,6 +153,7 @@ def main() -> None:
         ours_best, ours_median, values = best_of(lambda: ours(folder, truth), args.repeat)
         trec_best, trec_median, trec = best_of(lambda: with_pytrec_eval(folder), args.repeat)
         ranx_best, ranx_median, ranx = best_of(lambda: with_ranx(folder), 2)
+        from_cli = command_line(folder, truth_frame, args.repeat)
 
         sketches = list(truth.sketches)
         pairs = {"ndcg": "ndcg", "ndcg@10": "ndcg_cut_10", "p@10": "P_10", "ap": "map",
@@ -159,6 +179,12 @@ def main() -> None:
         print(f"| ranx: Run.from_file + evaluate (5 measures; 2 runs) | {ranx_best:.2f} | "
               f"{ranx_median:.2f} | {ranx_median / ours_median:.1f}x slower | "
               f"{ranx_difference:.1e} (ties ordered otherwise) |")  # fmt: skip
+        print()
+        print("| `sbir-study evaluate` from the command line (fresh process) | best s | "
+              "median s | peak MiB |")  # fmt: skip
+        print("|---|---|---|---|")
+        for name, (best, median, peak) in from_cli.items():
+            print(f"| {name} | {best:.2f} | {median:.2f} | {peak:.0f} |")
 
     rng = np.random.default_rng(7)
     reference = rng.random((10_000, 500))

@@ -46,7 +46,7 @@ from PIL import Image, ImageDraw
 
 from analysis import paper
 from analysis.checks import InputError, check_option
-from analysis.progress import progress_bar
+from analysis.progress import counter
 
 from .manifest import write_checksums, write_manifest
 
@@ -88,7 +88,7 @@ def latent_rating(similarity):
 
 def generate_set(
     folder: str | Path, design: SetDesign = SetDesign(), seed: int = 0, *,
-    progress: bool = False, version: str = "", overwrite: bool = False,
+    progress: bool | None = False, version: str = "", overwrite: bool = False,
 ) -> Path:  # fmt: skip
     """Draw a stimulus set into ``folder``.
 
@@ -106,7 +106,7 @@ def generate_set(
     return Path(folder)
 
 
-def _draw_set(folder: Path, design: SetDesign, seed: int, *, progress: bool,
+def _draw_set(folder: Path, design: SetDesign, seed: int, *, progress: bool | None,
               version: str) -> None:  # fmt: skip
     root = np.random.SeedSequence(seed)
     anchor_root, main_root = root.spawn(2)
@@ -123,10 +123,11 @@ def _draw_set(folder: Path, design: SetDesign, seed: int, *, progress: bool,
         design.images_per_sketch
     )
     done = 0
+    report = counter("drawing pairs", show=progress)
     for sketch_id, role, stream in plans:
         rows.extend(_draw_sketch(folder, sketch_id, role, stream, design))
         done += design.anchor_images if role == "anchor" else design.images_per_sketch
-        progress_bar("drawing pairs", done, total, show=progress)
+        report(done, total)
     manifest = pd.DataFrame(
         rows,
         columns=["sketch_id", "image_id", "sketch_path", "image_path", "role", "anchor_rating",

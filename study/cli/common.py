@@ -308,11 +308,6 @@ def error(message: str) -> None:
 
 def progress_callback(label: str) -> Callable[[int, int], None]:
     """A ``progress(done, total)`` callback that draws a bar on a terminal, else nothing."""
-    from analysis.progress import progress_bar
+    from analysis.progress import counter
 
-    show = sys.stderr.isatty()
-
-    def progress(done: int, total: int) -> None:
-        progress_bar(label, done, total, show=show)
-
-    return progress
+    return counter(label)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from analysis.progress import step
+
 from .common import (
     InputError,
     add_alpha,
@@ -181,11 +183,14 @@ def evaluate(args: argparse.Namespace) -> int:
     options = options_from(EvaluationOptions, args)
     inputs = [args.ground_truth, *args.runs, *([args.ratings] if args.ratings else [])]
     check_target(args.out, "evaluate", overwrite=args.overwrite, inputs=inputs)
-    evaluation = evaluate_files(
-        args.ground_truth, args.runs, options, names=args.name, ratings=args.ratings,
-        lower_is_better=args.lower_is_better, score_precision=args.score_precision,
-    )  # fmt: skip
-    write_evaluation(evaluation, args.out, figures=not args.no_figures, overwrite=args.overwrite)
+    with step(f"scoring {len(args.runs)} run(s)"):
+        evaluation = evaluate_files(
+            args.ground_truth, args.runs, options, names=args.name, ratings=args.ratings,
+            lower_is_better=args.lower_is_better, score_precision=args.score_precision,
+        )  # fmt: skip
+    with step("writing tables, figures and report"):
+        write_evaluation(evaluation, args.out, figures=not args.no_figures,
+                         overwrite=args.overwrite)  # fmt: skip
     print(format_evaluation(evaluation, args.out))
     return 0
 
@@ -199,7 +204,8 @@ def evaluate_hpatches(args: argparse.Namespace) -> int:
         check_target(args.out, "evaluate-hpatches", overwrite=args.overwrite, inputs=inputs)
     elif args.overwrite:
         raise InputError("--overwrite: there is no --out to overwrite; drop --overwrite")
-    per_query, summary = evaluate_hpatches(args.benchmark_dir, args.results_dir, top=args.top)
+    with step("scoring HPatches results"):
+        per_query, summary = evaluate_hpatches(args.benchmark_dir, args.results_dir, top=args.top)
     if args.out is not None:
         write_hpatches(per_query, summary, args.out, overwrite=args.overwrite, inputs=inputs)
     print(format_hpatches(summary, args.top))
@@ -217,7 +223,8 @@ def baseline(args: argparse.Namespace) -> int:
     single = len(distances) == 1 and not args.out.is_dir()
     check_target(args.out, "baseline", folder=not single, overwrite=args.overwrite,
                  inputs=[args.stimuli])  # fmt: skip
-    stimulus_set = load_set(args.stimuli)
+    with step("checking the stimulus set"):
+        stimulus_set = load_set(args.stimuli)
     targets = write_baseline_runs(stimulus_set, distances, args.out, collection=args.collection,
                                   overwrite=args.overwrite,
                                   progress=progress_callback("descriptors"))  # fmt: skip

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from analysis import paper
+from analysis.progress import step
 
 from .common import (
     add_alpha,
@@ -70,8 +70,9 @@ def power(args: argparse.Namespace) -> int:
     check_target(args.out, "power", overwrite=args.overwrite)
     design = StudyDesign(sketches=args.sketches, images_per_sketch=args.images)
     options = options_from(PowerOptions, args, counts=args.participants, design=design)
-    runs = power_analysis(options, jobs=args.jobs, progress=sys.stderr.isatty())
+    runs = power_analysis(options, jobs=args.jobs, progress=None)
     summary = summarize_power(runs)
-    write_power(runs, summary, args.out, overwrite=args.overwrite)
+    with step("writing"):
+        write_power(runs, summary, args.out, overwrite=args.overwrite)
     print(format_power(summary, options, args.out))
     return 0

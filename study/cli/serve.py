@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from analysis.progress import step
+
 from .common import positive_int
 
 __all__ = ["register"]
@@ -90,8 +92,9 @@ def serve_command(args: argparse.Namespace) -> int:
 def export_command(args: argparse.Namespace) -> int:
     from study.online import export_online
 
-    done = export_online(args.db, args.out, study=args.study, overwrite=args.overwrite,
-                         with_lab=args.with_lab)  # fmt: skip
+    with step("exporting sessions"):
+        done = export_online(args.db, args.out, study=args.study, overwrite=args.overwrite,
+                             with_lab=args.with_lab)  # fmt: skip
     left_out = (
         f"; {done.skipped_empty} sessions without a trial left out" if done.skipped_empty else ""
     )

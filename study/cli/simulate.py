@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from analysis import paper
+from analysis.progress import step
 
 from .common import InputError, add_seed, count, positive_int
 
@@ -100,9 +101,11 @@ def simulate(args: argparse.Namespace) -> int:
             anchor_images=args.anchor_images or paper.ANCHOR_IMAGES,
         )  # fmt: skip
     model = RaterModel() if args.miss_rate is None else RaterModel(miss_rate=args.miss_rate)
-    path = write_simulated_dataset(args.out, design, model, args.seed, flat=args.flat,
-                                   version=toolkit_version(), stimuli=stimuli,
-                                   stimulus_digest=digest, overwrite=args.overwrite)  # fmt: skip
+    with step(f"simulating {design.participants} participants"):
+        path = write_simulated_dataset(
+            args.out, design, model, args.seed, flat=args.flat, version=toolkit_version(),
+            stimuli=stimuli, stimulus_digest=digest, overwrite=args.overwrite,
+        )  # fmt: skip
     kind = "ratings table" if args.flat else "BIDS dataset"
     on = f" on {args.stimuli} (set digest {digest[:12]}...)" if digest else ""
     print(

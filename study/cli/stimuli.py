@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from analysis import paper
+from analysis.progress import step
 
 from .common import (
     add_anchor_design,
@@ -140,7 +140,8 @@ def _report_problems(report) -> int:
 def validate_command(args: argparse.Namespace) -> int:
     from stimuli import validate_set
 
-    report = validate_set(args.folder, _anchor_design(args), check_images=not args.no_open)
+    with step("validating the stimulus set"):
+        report = validate_set(args.folder, _anchor_design(args), check_images=not args.no_open)
     if not report.ok:
         return _report_problems(report)
     print(report.summary())
@@ -153,9 +154,10 @@ def generate_command(args: argparse.Namespace) -> int:
 
     design = options_from(SetDesign, args, images_per_sketch=args.images,
                           role="candidate" if args.pool else "main")  # fmt: skip
-    folder = generate_set(args.out, design, args.seed, progress=sys.stderr.isatty(),
+    folder = generate_set(args.out, design, args.seed, progress=None,
                           version=toolkit_version(), overwrite=args.overwrite)  # fmt: skip
-    report = validate_set(folder, _anchor_design(args))
+    with step("validating the stimulus set"):
+        report = validate_set(folder, _anchor_design(args))
     if not report.ok:
         raise RuntimeError(f"the generated set does not validate: {report.problems[0]}")
     print(f"Generated (seed {args.seed}) {report.summary()}")
@@ -165,9 +167,10 @@ def generate_command(args: argparse.Namespace) -> int:
 def import_command(args: argparse.Namespace) -> int:
     from stimuli import import_set, validate_set
 
-    import_set(args.folder, role=args.role, overwrite=args.overwrite,
-               anchors=_anchor_design(args))  # fmt: skip
-    report = validate_set(args.folder, _anchor_design(args), check_images=False)
+    with step("importing the stimulus set"):
+        import_set(args.folder, role=args.role, overwrite=args.overwrite,
+                   anchors=_anchor_design(args))  # fmt: skip
+        report = validate_set(args.folder, _anchor_design(args), check_images=False)
     print(f"Imported {report.summary()}")
     return 0
 
@@ -180,10 +183,11 @@ def select_command(args: argparse.Namespace) -> int:
     check_target(args.out, "stimuli select", overwrite=args.overwrite,
                  inputs=[args.pool, args.pilot])  # fmt: skip
     ratings = load_ratings(args.pilot)
-    selection = write_selection(args.pool, ratings, args.out, sketches=args.sketches,
-                                images_per_sketch=args.images, seed=args.seed,
-                                anchors=_anchor_design(args),
-                                overwrite=args.overwrite)  # fmt: skip
+    with step("selecting pairs"):
+        selection = write_selection(args.pool, ratings, args.out, sketches=args.sketches,
+                                    images_per_sketch=args.images, seed=args.seed,
+                                    anchors=_anchor_design(args),
+                                    overwrite=args.overwrite)  # fmt: skip
     table = selection.distribution.pivot(index="rating", columns="dataset", values="share")
     dropped = int((~selection.sketches["selected"]).sum())
     print(

@@ -201,3 +201,57 @@ def test_kendall_w_bounded_and_one_for_identical_raters(ratings):
     row = ratings[0]
     if len(np.unique(row)) > 1:
         assert kendall_w(np.tile(row, (4, 1))).statistic == pytest.approx(1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    arrays(np.float64, st.tuples(st.integers(1, 9), st.integers(2, 9)),
+           elements=st.one_of(st.integers(1, 7).map(float), st.just(np.nan))),
+    st.integers(1, 20),
+    st.sampled_from(["greater", "two-sided", "less"]),
+)  # fmt: skip
+def test_pair_blocks_match_scipy_for_every_pair(x, cells, alternative):
+    # Reference: scipy.stats.kendalltau (asymptotic, tie-corrected) on the items both raters
+    # gave; tiny blocks (a few pairs each) so that every block boundary is crossed.
+    from analysis import _kernels
+
+    seen = set()
+    for a, b, tau, p, n in _kernels.pairwise_tau_b_blocks(x, alternative, cells=cells):
+        for i, j, t, pv, k in zip(a, b, tau, p, n, strict=True):
+            assert i < j and (i, j) not in seen
+            seen.add((i, j))
+            both = ~np.isnan(x[i]) & ~np.isnan(x[j])
+            assert k == both.sum()
+            if k < 2 or np.ptp(x[i][both]) == 0 or np.ptp(x[j][both]) == 0:
+                assert np.isnan(t) and np.isnan(pv)
+                continue
+            if k == 2:  # scipy's asymptotic variance divides by n - 2: tau only, p undefined
+                expected = scipy.stats.kendalltau(x[i][both], x[j][both])
+                assert t == pytest.approx(expected.statistic, abs=1e-12) and np.isnan(pv)
+                continue
+            expected = scipy.stats.kendalltau(
+                x[i][both], x[j][both], alternative=alternative, method="asymptotic"
+            )
+            assert t == pytest.approx(expected.statistic, abs=1e-12)
+            assert pv == pytest.approx(expected.pvalue, abs=1e-12, nan_ok=True)
+    shares = {(i, j) for i in range(len(x)) for j in range(i + 1, len(x))
+              if (~np.isnan(x[i]) & ~np.isnan(x[j])).any()}  # fmt: skip
+    assert seen == shares
+
+
+def test_pair_blocks_with_blas_limited_match_scipy(monkeypatch):
+    # The one-thread BLAS path taken at crowd scale, forced on a small matrix; reference
+    # scipy.stats.kendalltau (asymptotic) on the items both raters gave.
+    from analysis import _kernels
+
+    monkeypatch.setattr(_kernels, "_THREAD_LIMIT_CELLS", 0)
+    rng = np.random.default_rng(3)
+    x = rng.integers(1, 8, size=(12, 10)).astype(float)
+    x[rng.random(x.shape) < 0.15] = np.nan
+    for a, b, tau, p, _ in _kernels.pairwise_tau_b_blocks(x, "greater", cells=20):
+        for i, j, t, pv in zip(a, b, tau, p, strict=True):
+            both = ~np.isnan(x[i]) & ~np.isnan(x[j])
+            expected = scipy.stats.kendalltau(x[i][both], x[j][both], alternative="greater",
+                                              method="asymptotic")  # fmt: skip
+            assert t == pytest.approx(expected.statistic, abs=1e-12)
+            assert pv == pytest.approx(expected.pvalue, abs=1e-12)

@@ -9,8 +9,6 @@ from tests.helpers import run_cli
 DESIGN_COLUMNS = {
     "ground_truth.csv": ["sketch_id", "image_id", "mean_rating", "median_rating", "sd_rating",
                          "n_ratings", "rank"],
-    "pairwise_tau.csv": ["sketch_id", "participant_a", "participant_b", "tau_b", "p_value",
-                         "n_items"],
     "kendall_w.csv": ["sketch_id", "w", "chi2", "df", "p_value", "f", "f_df1", "f_df2",
                       "f_p_value", "n_raters", "n_items"],
     "consensus_tau.csv": ["participant", "sketch_id", "tau_b", "p_value", "tau_b_loo",
@@ -26,7 +24,10 @@ def test_analyze_writes_design_files(analysed):
     for name, columns in DESIGN_COLUMNS.items():
         table = pd.read_csv(out / name)
         assert list(table.columns[: len(columns)]) == columns, name
-    assert len(pd.read_csv(out / "pairwise_tau.csv")) == 4 * 15  # 4 sketches x C(6, 2)
+    pairs = pd.read_parquet(out / "pairwise_tau.parquet")
+    assert list(pairs.columns) == ["sketch_id", "participant_a", "participant_b", "tau_b",
+                                   "p_value", "n_items"]  # fmt: skip
+    assert len(pairs) == 4 * 15  # 4 sketches x C(6, 2)
     qrels = (out / "ground_truth.qrels").read_text().splitlines()
     assert len(qrels) == 48 and all(len(line.split()) == 4 for line in qrels)
     summary = json.loads((out / "summary.json").read_text())
@@ -57,7 +58,7 @@ def test_pairwise_summary_mode_and_options(analysed, tmp_path):
     result = run_cli("analyze", str(root / "data"), "--out", str(tmp_path), "--pairwise",
                      "summary", "--alternative", "two-sided", "--alpha", "0.01")  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert not (tmp_path / "pairwise_tau.csv").exists()
+    assert not (tmp_path / "pairwise_tau.parquet").exists()
     summary_table = pd.read_csv(tmp_path / "pairwise_tau_summary.csv")
     assert len(summary_table) == 4 and (summary_table["n_pairs"] == 15).all()
     summary = json.loads((tmp_path / "summary.json").read_text())

@@ -289,9 +289,7 @@ def test_a_browser_and_a_lab_participant_give_the_same_columns_analyzed_alike(
     assert analyzed.returncode == 0, analyzed.stderr
     summary = json.loads((analysis / "summary.json").read_text())
     assert summary["n_participants"] == 2
-    pairwise = pd.read_csv(
-        analysis / "pairwise_tau.csv", dtype={"participant_a": str, "participant_b": str}
-    )
+    pairwise = pd.read_parquet(analysis / "pairwise_tau.parquet")
     assert set(pairwise[["participant_a", "participant_b"]].itertuples(index=False, name=None)) == {
         ("lab01", "web01")
     }
