@@ -271,7 +271,10 @@ def _summary(ratings, main, ground_truth, pairwise_p, consensus, anchoring, w_ta
             "max": _number(pairwise_summary["tau_median"].max()),
         },
         "sources": [asdict(source) for source in provenance.sources],
-        "software": software_versions(),
+        "software": {
+            **software_versions(),
+            **{f"{name} (sessions)": v for name, v in provenance.session_software},
+        },
     }
 
 

@@ -83,6 +83,10 @@ class Provenance:
 
     sources: tuple[SourceFile, ...] = ()
     simulated: bool = False
+    #: The libraries that ran the sessions, as their sidecars record them (``Software``):
+    #: (package, its versions over the sessions, comma-separated), for the ones an analysis
+    #: does not itself use (PsychoPy, Psychtoolbox, Pillow).
+    session_software: tuple[tuple[str, str], ...] = ()
 
     def __deepcopy__(self, memo) -> Provenance:
         # Immutable: pandas deep-copies attrs on every operation, sharing is enough.
@@ -133,11 +137,13 @@ def load_ratings(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     if path.is_dir():
         frame, sources, simulated = _read_bids(path)
+        sidecars = [Path(s.path).with_suffix(".json") for s in sources]
     elif path.is_file():
         with progress.step(f"reading {path.name}"):
             frame, source = _read_file(path)
         sources = [source]
         simulated = _sidecar_says_simulated(path.with_suffix(".json"))
+        sidecars = [path.with_suffix(".json")]
     elif path.exists():
         raise InputError(
             f"{path}: is not a regular file; expected a ratings table or a BIDS dataset"
@@ -148,7 +154,7 @@ def load_ratings(path: str | Path) -> pd.DataFrame:
         )
     with progress.step("checking ratings"):
         ratings = validate_ratings(frame)
-    ratings.attrs["provenance"] = Provenance(tuple(sources), simulated)
+    ratings.attrs["provenance"] = Provenance(tuple(sources), simulated, _session_software(sidecars))
     return ratings
 
 
@@ -524,6 +530,24 @@ def _separator(path: Path, header: str) -> str:
     if suffix == ".csv":
         return ","
     return "\t" if "\t" in header else ","
+
+
+def _session_software(sidecars) -> tuple[tuple[str, str], ...]:
+    """The session libraries the sidecars record (see :attr:`Provenance.session_software`)."""
+    from .provenance import ANALYSIS_PACKAGES, SESSION_PACKAGES
+
+    versions: dict[str, set[str]] = {}
+    for path in sidecars:
+        try:
+            recorded = json.loads(path.read_text(encoding="utf-8")).get("Software")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if not isinstance(recorded, dict):
+            continue
+        for package in SESSION_PACKAGES:
+            if package not in ANALYSIS_PACKAGES and isinstance(recorded.get(package), str):
+                versions.setdefault(package, set()).add(recorded[package])
+    return tuple((p, ", ".join(sorted(versions[p]))) for p in SESSION_PACKAGES if p in versions)
 
 
 def _sidecar_says_simulated(path: Path) -> bool:

@@ -382,6 +382,7 @@ def _provenance(summary: Mapping) -> list[str]:
             open_up_to=_OPEN_UP_TO,
             n=len(sources),
         ),
-        "<p>The software that computed the numbers and drew the figures:</p>",
+        "<p>The software that computed the numbers and drew the figures, and (marked 'sessions') "
+        "the libraries that ran the rating sessions, as their sidecars record them:</p>",
         software_table(summary.get("software", {})),
     ]

@@ -136,6 +136,28 @@ def test_bids_dataset_loads_every_session(small_dataset):
     assert len(ratings.attrs["provenance"].sources) == 3
 
 
+def test_the_libraries_that_ran_the_sessions_reach_the_summary(small_dataset, tmp_path):
+    # Two sessions recorded by different PsychoPy versions, one by an older toolkit that
+    # recorded no software: the summary lists both versions beside the analysis libraries.
+    import json
+
+    sidecars = sorted(small_dataset.glob("sub-*/beh/*_beh.json"))
+    for path, version in zip(sidecars, ("2025.2.1", "2025.1.0", None), strict=True):
+        content = json.loads(path.read_text())
+        content.pop("Software", None)
+        if version:
+            content["Software"] = {"python": "3.11.2", "psychopy": version, "numpy": "2.0"}
+        path.write_text(json.dumps(content))
+    ratings = load_ratings(small_dataset)
+    assert ratings.attrs["provenance"].session_software == (("psychopy", "2025.1.0, 2025.2.1"),)
+    assert (
+        run_cli("analyze", small_dataset, "--out", tmp_path / "out", "--no-figures").returncode == 0
+    )
+    software = json.loads((tmp_path / "out" / "summary.json").read_text())["software"]
+    assert software["psychopy (sessions)"] == "2025.1.0, 2025.2.1"
+    assert "numpy" in software and "numpy (sessions)" not in software
+
+
 def test_cut_off_last_line_is_dropped_with_a_warning(small_dataset):
     path = next(small_dataset.glob("sub-02/beh/*_beh.tsv"))
     lines = path.read_text().splitlines(keepends=True)
