@@ -195,7 +195,7 @@ def test_export_names_bad_input(tmp_path, online_set):
 def test_a_browser_and_a_lab_participant_give_the_same_columns_analyzed_alike(
     online_set, tmp_path, start_server, browser
 ):
-    """The issue's measure of done: one protocol and set, a participant in headless
+    """One study online and in the lab: one protocol and set, a participant in headless
     Chromium and one in the PsychoPy session (`run --simulate` under Xvfb), one dataset."""
     from tests.study.online.browser_participant import Participant
 
