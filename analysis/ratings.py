@@ -109,11 +109,11 @@ def load_ratings(path: str | Path) -> pd.DataFrame:
         first (``participant``, ``sketch_id``, ``image_id`` and ``phase`` are
         categoricals with sorted categories, stripped of surrounding blanks;
         ``phase`` defaults to ``"main"``; ``rating`` and ``anchor_rating`` are
-        nullable integers, ``rt`` float) followed by any extra columns (as
-        text; a categorical of the text where values repeat, as a session's
-        timing columns do). ``DataFrame.attrs["provenance"]`` is a :class:`Provenance`:
-        each file's path, SHA-256 and row count, and whether the data's
-        metadata says ``sbir-study simulate`` produced it.
+        nullable integers, ``rt`` float) followed by any extra columns (their
+        text, as categoricals: a session's timing columns repeat few values).
+        ``DataFrame.attrs["provenance"]`` is a :class:`Provenance`: each file's
+        path, SHA-256 and row count, whether the data's metadata says ``sbir-study
+        simulate`` produced it, and the session libraries the sidecars record.
 
     Raises
     ------
@@ -204,16 +204,15 @@ def validate_ratings(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _compact_text(column: pd.Series) -> pd.Series:
-    """An extra column, still text, as a categorical when its values repeat.
+    """An extra column, still text, as a categorical of its values.
 
     A session file's timing columns (onset, durations, press counts) repeat a few
     thousand values over millions of rows; as Python strings they held about a
-    gigabyte of a 2,000-participant study. Columns of mostly distinct values stay as
-    they are: a categorical of them would save nothing.
+    gigabyte of a 2,000-participant study. Every extra column is a categorical,
+    whatever its values, so that two datasets with the same columns (a lab and an
+    online arm, say) load with the same types.
     """
     codes, uniques = pd.factorize(column, use_na_sentinel=True)
-    if len(uniques) > len(column) // 2:
-        return column
     return pd.Series(pd.Categorical.from_codes(codes, uniques), index=column.index,
                      name=column.name)  # fmt: skip
 
