@@ -81,10 +81,13 @@ def realtime() -> bool:
 
 @dataclass(frozen=True)
 class Press:
-    """A key press the keyboard made: which key, and when it went down (monotonic s)."""
+    """A key press the keyboard made: which key, when it was sent (monotonic s), and when
+    the X server had taken it (its answer to the sync after the request; the key went down
+    between the two)."""
 
     key: str
     t: float
+    acked: float = float("nan")
 
 
 class Keyboard:
@@ -107,7 +110,7 @@ class Keyboard:
             self._codes[key] = code
         return self._codes[key]
 
-    def _send(self, key: str, down: bool) -> float:
+    def _send(self, key: str, down: bool) -> tuple[float, float]:
         from Xlib import X
         from Xlib.ext import xtest
 
@@ -115,7 +118,7 @@ class Keyboard:
         at = time.monotonic()
         xtest.fake_input(self.display, X.KeyPress if down else X.KeyRelease, code)
         self.display.sync()
-        return at
+        return at, time.monotonic()
 
     def play(self, events, *, hold: float = 0.006) -> list[Press]:
         """Press each ``(monotonic time, key)`` at its time, releasing it ``hold`` later.
@@ -132,9 +135,9 @@ class Keyboard:
         made = []
         for at, key, down in pending:
             wait_until(at)
-            sent = self._send(key, down)
+            sent, acked = self._send(key, down)
             if down:
-                made.append(Press(key, sent))
+                made.append(Press(key, sent, acked))
         return made
 
     def tap(self, key: str, at: float | None = None, hold: float = 0.03) -> Press:

@@ -152,6 +152,7 @@ def test_random_multi_press_sequences_in_a_real_window(display, tmp_path):
     keys = Keyboard(display)
     rng = np.random.default_rng(2011)
     made = []  # every press as made: (key, monotonic time)
+    acked = {}  # press time -> when the X server had taken it
     resumed_from = {}  # trial -> the key press its planned onset was set from
     with realtime_priority():
         start = begin(session, keys)
@@ -159,7 +160,9 @@ def test_random_multi_press_sequences_in_a_real_window(display, tmp_path):
         onset = start + BLANK_S  # trial 1 is planned one blank after the space bar
         for trial in range(1, recorded_trials + 1):
             plan = SCRIPTED.get(trial) or random_presses(rng)
-            made += [(p.key, p.t) for p in keys.play([(onset + t, key) for t, key in plan])]
+            played = keys.play([(onset + t, key) for t, key in plan])
+            made += [(p.key, p.t) for p in played]
+            acked.update({p.t: p.acked for p in played})
             window_end = onset + WINDOW
             if trial in ANSWERS:
                 answers = keys.play([(window_end + t, key) for t, key in ANSWERS[trial]])
@@ -180,23 +183,40 @@ def test_random_multi_press_sequences_in_a_real_window(display, tmp_path):
     ends = starts + trials["stim_duration"].to_numpy() + trials["blank_duration"].to_numpy()
     presses = [(key, t, rating_of(key)) for key, t in made if rating_of(key) is not None]
     n_checked = 0
+    # A press within EDGE of a window's recorded edge cannot be told from one on the other
+    # side (the edges are flip times measured to the sub-millisecond): it may be recorded in
+    # either trial, but in exactly one; every other press in the trial it fell in.
+    edge = 0.0015
+    claimed = []  # the edge presses the trials recorded
     for trial, start_t, end_t in zip(trials.index, starts, ends, strict=True):
         row = trials.loc[trial]
-        for _, t, _ in presses:
-            # A press within 1.5 ms of a window edge cannot be told from one on the other side.
-            assert min(abs(t - start_t), abs(t - end_t)) > 0.0015, (trial, t - start_t)
-        inside = [(r, t) for _, t, r in presses if start_t <= t < end_t]
-        assert row["n_presses"] == len(inside), (trial, row.to_dict(), inside)
-        if not inside:
-            assert pd.isna(row["rating"]) and pd.isna(row["rt"]) and pd.isna(row["presses"])
+        near = [(r, t) for _, t, r in presses
+                if min(abs(t - start_t), abs(t - end_t)) <= edge]  # fmt: skip
+        inside = [(r, t) for _, t, r in presses
+                  if start_t <= t < end_t and (r, t) not in near]  # fmt: skip
+        listed = [] if pd.isna(row["presses"]) else row["presses"].split()
+        recorded = [(int(r), start_t + float(offset)) for r, offset in
+                    (item.split("@") for item in listed)]  # fmt: skip
+        assert row["n_presses"] == len(recorded), (trial, row.to_dict())
+        # Each recorded press is a press made (same rating, within 5 ms), in time order.
+        matched = []
+        for rating, t in recorded:
+            # Within 5 ms of the press, or of the X server's taking it when the test's own
+            # request was slow to reach it (the key went down in between).
+            made_here = [(r, u) for r, u in inside + near if r == rating
+                         and u - 0.005 < t < max(u, acked.get(u, u)) + 0.005]  # fmt: skip
+            assert made_here, (trial, rating, t - start_t, start_t, row["presses"], inside, near)
+            matched.append(min(made_here, key=lambda press: abs(press[1] - t)))
+        assert [u for _, u in matched] == sorted(u for _, u in matched), trial
+        assert set(inside) <= set(matched), (trial, inside, matched)  # none missed
+        claimed += [press for press in matched if press in near]
+        if not recorded:
+            assert pd.isna(row["rating"]) and pd.isna(row["rt"])
             continue
-        listed = [item.split("@") for item in row["presses"].split()]
-        assert [int(r) for r, _ in listed] == [r for r, _ in inside], (trial, row["presses"])
-        for (_, offset), (_, t) in zip(listed, inside, strict=True):
-            assert abs(start_t + float(offset) - t) < 0.005, (trial, start_t + float(offset) - t)
-        assert row["rating"] == inside[-1][0]
-        assert abs(start_t + row["rt"] - inside[-1][1]) < 0.005
-        n_checked += len(inside)
+        assert row["rating"] == recorded[-1][0]
+        assert abs(row["rt"] - (recorded[-1][1] - start_t)) < 1e-4
+        n_checked += len(recorded)
+    assert len(claimed) == len(set(claimed))  # an edge press in one trial only
     assert n_checked > 120  # many presses, several per trial
 
     # Pauses and questions took effect right after the trial they were asked in, each once.
@@ -222,7 +242,11 @@ def test_random_multi_press_sequences_in_a_real_window(display, tmp_path):
     made_before = sorted((t, key) for key, t in made + every if t < ends[-1] - 0.002)
     logged = sorted(zip(log["onset_monotonic"], log["key"], strict=True))[: len(made_before)]
     assert [k for _, k in logged] == [k for _, k in made_before]
-    assert max(abs(a - b) for (a, _), (b, _) in zip(logged, made_before, strict=True)) < 0.005
+    for (logged_t, key), (sent, _) in zip(logged, made_before, strict=True):
+        # Within 5 ms of the press, or of the X server's taking it (see above).
+        assert sent - 0.005 < logged_t < max(sent, acked.get(sent, sent)) + 0.005, (key, sent)
+    slow = sum(acked[t] - t > 0.005 for t in acked)
+    assert slow <= len(acked) // 10, f"{slow} of {len(acked)} presses took over 5 ms to send"
     warnings = assert_valid_bids(data)
     assert not {"NO_AUTHORS", "TOO_FEW_AUTHORS"} & set(warnings), warnings
     from analysis import load_ratings
