@@ -534,6 +534,17 @@ def inter_user_tau_pairs(ratings: pd.DataFrame, *, alternative: str = "greater")
     >>> pairs.participants.tolist(), round(float(pairs.statistic[0]), 4)
     (['1', '2'], 0.3333)
     """
+    for sketch_id, participants, matrix in _rated_by_sketch(ratings, alternative):
+        blocks = list(_kernels.pairwise_tau_b_blocks(matrix, alternative))
+        if not blocks:  # nobody rated any image of the sketch
+            blocks = [(np.empty(0, np.int32),) * 2 + (np.empty(0),) * 2 + (np.empty(0, np.int32),)]
+        columns = [np.concatenate(column) for column in zip(*blocks, strict=True)]
+        yield SketchPairsResult(sketch_id, participants, *columns)
+
+
+def _rated_by_sketch(ratings: pd.DataFrame, alternative: str):
+    """Yield ``(sketch_id, participants, matrix)`` of the main phase, one sketch at a time:
+    the raters who rated at least one image of the sketch, and their rows of ratings."""
     check_option("alternative", alternative, _kernels.ALTERNATIVES)
     main = ratings[ratings["phase"] == "main"]
     if main.empty:
@@ -542,11 +553,7 @@ def inter_user_tau_pairs(ratings: pd.DataFrame, *, alternative: str = "greater")
     for index, sketch_id in enumerate(cube.sketches):
         matrix = cube.sketch(index)
         rated = ~np.isnan(matrix).all(axis=1)
-        blocks = list(_kernels.pairwise_tau_b_blocks(matrix[rated], alternative))
-        if not blocks:  # nobody rated any image of the sketch
-            blocks = [(np.empty(0, np.int32),) * 2 + (np.empty(0),) * 2 + (np.empty(0, np.int32),)]
-        columns = [np.concatenate(column) for column in zip(*blocks, strict=True)]
-        yield SketchPairsResult(sketch_id, cube.participants[rated], *columns)
+        yield sketch_id, cube.participants[rated], matrix[rated]
 
 
 def inter_user_tau_by_sketch(ratings: pd.DataFrame, *, alternative: str = "greater"):
@@ -556,18 +563,11 @@ def inter_user_tau_by_sketch(ratings: pd.DataFrame, *, alternative: str = "great
     the order of the result's rows and columns. The matrices of one sketch at a
     time: at crowd scale the full table would not fit in memory.
     """
-    check_option("alternative", alternative, _kernels.ALTERNATIVES)
-    main = ratings[ratings["phase"] == "main"]
-    if main.empty:
-        return
-    cube = rating_cube(main)
-    for index, sketch_id in enumerate(cube.sketches):
-        matrix = cube.sketch(index)
-        rated = ~np.isnan(matrix).all(axis=1)
+    for sketch_id, participants, matrix in _rated_by_sketch(ratings, alternative):
         yield (
             sketch_id,
-            cube.participants[rated],
-            PairwiseTauResult(*_kernels.pairwise_tau_b(matrix[rated], alternative)),
+            participants,
+            PairwiseTauResult(*_kernels.pairwise_tau_b(matrix, alternative)),
         )
 
 
