@@ -90,7 +90,7 @@ serve-demo: $(STAMP)
 		--data $(DEMO)/online --host 127.0.0.1 --port 8000
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --tb=short -rfE
 
 lint: $(STAMP)
 	$(BIN)/ruff check analysis study stimuli tests benchmarks
