@@ -15,6 +15,7 @@ every rating there is.
 
 from __future__ import annotations
 
+import zlib
 from typing import NamedTuple
 
 import numpy as np
@@ -83,6 +84,8 @@ class SketchPairsResult(NamedTuple):
     statistic: np.ndarray
     pvalue: np.ndarray
     n_items: np.ndarray
+    #: Participants who rated the sketch; more than ``participants`` when a sample was drawn.
+    n_raters_total: int = 0
 
 
 class KendallWResult(NamedTuple):
@@ -516,7 +519,13 @@ def inter_user_tau(ratings: pd.DataFrame, *, alternative: str = "greater") -> pd
     return pd.concat(parts, ignore_index=True) if parts else _empty_pairwise()
 
 
-def inter_user_tau_pairs(ratings: pd.DataFrame, *, alternative: str = "greater"):
+def inter_user_tau_pairs(
+    ratings: pd.DataFrame,
+    *,
+    alternative: str = "greater",
+    max_raters: int | None = None,
+    seed: int = 0,
+):
     """Yield a :class:`SketchPairsResult` for each sketch of the main phase.
 
     The pairs of participants who share at least one rated image of the
@@ -524,6 +533,14 @@ def inter_user_tau_pairs(ratings: pd.DataFrame, *, alternative: str = "greater")
     one image of it). No participants x participants matrix is made, so this
     runs at any number of raters in memory proportional to the pairs of one
     sketch.
+
+    With ``max_raters``, a sketch rated by more participants than that gives
+    the pairs among ``max_raters`` of them drawn at random without
+    replacement (each sketch its own draw, from ``seed`` and the sketch id,
+    whatever other sketches the table holds): every pair of raters is equally
+    likely to be in the sample, so the distribution of tau_b over the sampled
+    pairs estimates the one over all pairs, at a cost that no longer grows with
+    the square of the crowd. ``n_raters_total`` says how many there were.
 
     Examples
     --------
@@ -534,12 +551,19 @@ def inter_user_tau_pairs(ratings: pd.DataFrame, *, alternative: str = "greater")
     >>> pairs.participants.tolist(), round(float(pairs.statistic[0]), 4)
     (['1', '2'], 0.3333)
     """
+    if max_raters is not None and not (isinstance(max_raters, int) and max_raters >= 2):
+        raise InputError(f"max_raters: expected a whole number >= 2, got {max_raters!r}")
     for sketch_id, participants, matrix in _rated_by_sketch(ratings, alternative):
+        n_raters_total = participants.size
+        if max_raters is not None and n_raters_total > max_raters:
+            rng = np.random.default_rng([seed, zlib.crc32(str(sketch_id).encode("utf-8"))])
+            chosen = np.sort(rng.choice(n_raters_total, size=max_raters, replace=False))
+            participants, matrix = participants[chosen], matrix[chosen]
         blocks = list(_kernels.pairwise_tau_b_blocks(matrix, alternative))
         if not blocks:  # nobody rated any image of the sketch
             blocks = [(np.empty(0, np.int32),) * 2 + (np.empty(0),) * 2 + (np.empty(0, np.int32),)]
         columns = [np.concatenate(column) for column in zip(*blocks, strict=True)]
-        yield SketchPairsResult(sketch_id, participants, *columns)
+        yield SketchPairsResult(sketch_id, participants, *columns, n_raters_total)
 
 
 def _rated_by_sketch(ratings: pd.DataFrame, alternative: str):

@@ -53,6 +53,13 @@ PAIRWISE_TABLE = "pairwise_tau.parquet"
 #: bigger on disk than the next.
 PAIRWISE_FULL_ROWS = 10_000_000
 PAIRWISE_MODES = ("auto", "full", "summary")
+#: Above this many raters of a sketch, its inter-user tau_b is computed over the pairs among
+#: this many of them drawn at random (:func:`~analysis.agreement.inter_user_tau_pairs`):
+#: 1,999,000 pairs a sketch at most, where 10,000 raters would give 50 million. Up to 2,000
+#: raters every pair enters, as in the paper; how far a sample's quantiles and share
+#: significant lie from every pair's is measured in ``benchmarks/RESULTS.md``.
+#: ``None`` for every pair at any size.
+PAIRWISE_RATERS = 2000
 
 
 @dataclass(frozen=True)
@@ -61,8 +68,10 @@ class AnalysisOptions:
 
     ``bootstrap`` resamples give the intervals of Krippendorff's alpha,
     ``permutations`` the Skillings-Mack permutation p-values (sketches with at
-    most :data:`~analysis.agreement.PERMUTATION_RATERS_LIMIT` raters); both are
-    drawn from ``seed``, so the same ratings give the same files.
+    most :data:`~analysis.agreement.PERMUTATION_RATERS_LIMIT` raters);
+    ``pairwise_raters`` caps the raters of a sketch whose pairs enter the
+    inter-user tau_b (:data:`PAIRWISE_RATERS`; ``None``: every pair). All three
+    draw from ``seed``, so the same ratings give the same files.
     """
 
     alternative: str = "greater"
@@ -71,6 +80,7 @@ class AnalysisOptions:
     bootstrap: int = 1000
     permutations: int = 1000
     seed: int = 0
+    pairwise_raters: int | None = PAIRWISE_RATERS
 
     def __post_init__(self) -> None:
         check_option("alternative", self.alternative, _kernels.ALTERNATIVES)
@@ -83,6 +93,10 @@ class AnalysisOptions:
             value = getattr(self, name)
             if not (isinstance(value, int) and value >= 0):
                 raise InputError(f"{name}: expected a whole number >= 0, got {value!r}")
+        cap = self.pairwise_raters
+        whole = isinstance(cap, int) and not isinstance(cap, bool)
+        if cap is not None and not (whole and cap >= 2):
+            raise InputError(f"pairwise_raters: expected a whole number >= 2 or None, got {cap!r}")
 
 
 def analyze_ratings(
@@ -144,10 +158,12 @@ def _analyze_into(
         write_binary_qrels(ground_truth, out / "ground_truth_binary.qrels")
 
     raters = main.groupby("sketch_id", observed=True)["participant"].nunique().to_numpy()
+    if options.pairwise_raters is not None:
+        raters = np.minimum(raters, options.pairwise_raters)
     full = options.pairwise == "full" or (
         options.pairwise == "auto" and int((raters * (raters - 1) // 2).sum()) <= PAIRWISE_FULL_ROWS
     )
-    pairwise_p, pairwise_summary, boxes = _write_pairwise(ratings, out, alternative, alpha, full)
+    pairwise_p, pairwise_summary, boxes = _write_pairwise(ratings, out, options, full)
 
     with progress.step("Kendall's W, Krippendorff's alpha, Skillings-Mack"):
         w_table = agreement_by_sketch(
@@ -266,6 +282,13 @@ def _summary(ratings, main, ground_truth, pairwise_p, consensus, anchoring, w_ta
             for phase, group in ratings.groupby("phase", sort=True)
         },
         "pairwise_table": "full" if full else "summary",
+        "pairwise_raters": {
+            "max": options.pairwise_raters,
+            "n_sketches_sampled": int(
+                (pairwise_summary["n_raters"] < pairwise_summary["n_raters_all"]).sum()
+            ),
+            "seed": options.seed,
+        },
         "pairwise_tau_median_by_sketch": {
             "min": _number(pairwise_summary["tau_median"].min()),
             "max": _number(pairwise_summary["tau_median"].max()),
@@ -346,7 +369,7 @@ def sketch_agreement(pairwise_summary: pd.DataFrame, w_table: pd.DataFrame) -> p
 
 
 def _write_pairwise(
-    ratings: pd.DataFrame, out: Path, alternative: str, alpha: float, full: bool
+    ratings: pd.DataFrame, out: Path, options: AnalysisOptions, full: bool
 ) -> tuple[np.ndarray, pd.DataFrame, list[dict]]:
     """Write the inter-user table (with ``full``) and its per-sketch summary.
 
@@ -357,14 +380,18 @@ def _write_pairwise(
     """
     pvalues, summary_rows, boxes = [], [], []
     writer = _PairwiseWriter(out / PAIRWISE_TABLE) if full else None
+    pairs_of_sketches = inter_user_tau_pairs(
+        ratings, alternative=options.alternative, max_raters=options.pairwise_raters,
+        seed=options.seed,
+    )  # fmt: skip
     try:
         for pairs in progress.track(
-            inter_user_tau_pairs(ratings, alternative=alternative), "inter-user tau_b",
-            total=_n_sketches(ratings), unit="sketch",
-        ):  # fmt: skip
+            pairs_of_sketches, "inter-user tau_b", total=_n_sketches(ratings), unit="sketch"
+        ):
             pvalues.append(pairs.pvalue)
-            numbers, box = _tau_summary(pairs.statistic, pairs.pvalue, alpha)
-            summary_rows.append((pairs.sketch_id, pairs.pvalue.size, *numbers))
+            numbers, box = _tau_summary(pairs.statistic, pairs.pvalue, options.alpha)
+            summary_rows.append((pairs.sketch_id, pairs.pvalue.size, pairs.participants.size,
+                                 pairs.n_raters_total, *numbers))  # fmt: skip
             boxes.append({**box, "label": str(pairs.sketch_id)})
             if writer is not None:
                 writer.write(pairs)
@@ -374,8 +401,8 @@ def _write_pairwise(
     summary = pd.DataFrame(
         summary_rows,
         columns=[
-            "sketch_id", "n_pairs", "tau_min", "tau_q05", "tau_q25", "tau_median", "tau_q75",
-            "tau_q95", "tau_max", "share_significant",
+            "sketch_id", "n_pairs", "n_raters", "n_raters_all", "tau_min", "tau_q05", "tau_q25",
+            "tau_median", "tau_q75", "tau_q95", "tau_max", "share_significant",
         ],
     )  # fmt: skip
     summary.to_csv(out / "pairwise_tau_summary.csv", index=False)

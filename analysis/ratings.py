@@ -289,10 +289,15 @@ def rating_cube(ratings: pd.DataFrame, column: str = "rating") -> RatingCube:
     participant_code, participants = pd.factorize(ratings["participant"], sort=True)
     image_code, image_names = pd.factorize(ratings["image_id"], sort=True)
     # Pairs sorted by sketch, then image: a pair's position within its sketch is
-    # its index among all pairs minus the index of its sketch's first pair.
-    pairs, pair_index = np.unique(
-        sketch_code.astype(np.int64) * len(image_names) + image_code, return_inverse=True
-    )
+    # its index among all pairs minus the index of its sketch's first pair. The keys are
+    # small whole numbers, so the distinct ones and each row's index among them come from
+    # one pass over a table of every possible key (what np.unique(..., return_inverse=True)
+    # gives, without sorting millions of rows).
+    key = sketch_code.astype(np.int64) * len(image_names) + image_code
+    present = np.zeros(len(sketches) * len(image_names), dtype=bool)
+    present[key] = True
+    pairs = np.flatnonzero(present)
+    pair_index = (np.cumsum(present) - 1)[key]
     starts = np.searchsorted(pairs, np.arange(len(sketches) + 1) * len(image_names))
     position = pair_index - starts[sketch_code]
     image_names = np.asarray(image_names, dtype=object)
@@ -431,13 +436,17 @@ def _parse(files: list[_RawFile]) -> pd.DataFrame:
         groups.setdefault((file.sep, file.names), []).append(file)
     frames = []
     for (sep, names), members in groups.items():
-        text = sep.join(names) + "\n" + "".join(f.body for f in members)
+        # Bytes, not a StringIO: that would hold the text again at four bytes a character.
+        text = (sep.join(names) + "\n" + "".join(f.body for f in members)).encode("utf-8")
         try:
             frame = pd.read_csv(
-                io.StringIO(text),
+                io.BytesIO(text),
+                encoding="utf-8",
                 sep=sep,
                 # Plain Python strings: converting millions of cells to the
-                # Arrow-backed string type costs more than the parse itself.
+                # Arrow-backed string type costs more than the parse itself. (Not
+                # dtype="category": pandas 3 turns categories that look like numbers
+                # into numbers, the label 01 into 1.)
                 dtype=object,
                 keep_default_na=False,
                 na_filter=False,
@@ -455,6 +464,7 @@ def _parse(files: list[_RawFile]) -> pd.DataFrame:
             raise InputError(
                 f"{path}: line {line}: expected {expected} fields, found {seen}"
             ) from None
+        del text  # the parsed table no longer needs it; at crowd scale it is a gigabyte
         frame.columns = list(names)
         if len(members) > 1 and len(frame) != sum(f.n_rows for f in members):
             raise InputError(

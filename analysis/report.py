@@ -38,7 +38,8 @@ _CAPTIONS = {
         "from each one's lowest to highest tau_b."
     ),
     "fig5_interuser": (
-        "Fig. 5. Per sketch, the tau_b between every pair of participants: median line, box "
+        "Fig. 5. Per sketch, the tau_b between every pair of participants{sample}: median "
+        "line, box "
         "from the 25th to the 75th percentile, whiskers to 1.5 IQR, outliers as red plus "
         "signs (a red line spanning them beyond 5,000 correlations per sketch); Kendall's W "
         "as a black circle, over the {k_of_m} participants who rated every "
@@ -166,7 +167,7 @@ def _headline(summary: Mapping) -> list[str]:
     n = summary["n_participants"]
     rows = [
         family("anchoring", "anchoring correlations significant", _published("anchoring")),
-        family("pairwise", "inter-user correlations significant", _published("pairwise")),
+        family("pairwise", _pairwise_label(summary), _published("pairwise")),
         family(
             "consensus",
             f"participant vs consensus of all {n} participants, the participant included "
@@ -213,6 +214,19 @@ def _headline(summary: Mapping) -> list[str]:
     ]
 
 
+def _pairwise_label(summary: dict) -> str:
+    """The inter-user row's label; it says so when the pairs are a sample."""
+    cap = summary.get("pairwise_raters", {})
+    sampled = cap.get("n_sketches_sampled", 0)
+    if not sampled:
+        return "inter-user correlations significant"
+    return (
+        f"inter-user correlations significant (in {sampled} of {summary['n_sketches']} sketches "
+        f"over the pairs among {cap['max']:,} raters drawn at random, seed {cap['seed']}: "
+        "analyze --pairwise-raters)"
+    )
+
+
 def _every_rating_rows(summary: Mapping) -> list[tuple]:
     """The headline rows of the statistics that use every rating (none in the paper)."""
     rows = []
@@ -255,8 +269,15 @@ def _span(low, high) -> str:
 
 def _figures(figures: Mapping[str, Path], summary: Mapping) -> list[str]:
     captions = dict(_CAPTIONS)
+    cap = summary.get("pairwise_raters", {})
+    sample = (
+        f" (of {cap['max']:,} participants drawn at random where more rated the sketch: "
+        f"{cap['n_sketches_sampled']} sketches)"
+        if cap.get("n_sketches_sampled")
+        else ""
+    )
     captions["fig5_interuser"] = captions["fig5_interuser"].format(
-        k_of_m=raters_range(summary["kendall_w"])
+        k_of_m=raters_range(summary["kendall_w"]), sample=sample
     )
     return figure_list({name: figures[name] for name in sorted(figures)}, captions)
 

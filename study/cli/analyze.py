@@ -5,14 +5,22 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import add_alpha, add_alternative, add_overwrite, add_seed, count, options_from
+from .common import (
+    add_alpha,
+    add_alternative,
+    add_overwrite,
+    add_seed,
+    count,
+    count_min2,
+    options_from,
+)
 
 __all__ = ["register"]
 
 
 def register(commands) -> None:
     from analysis.agreement import PERMUTATION_RATERS_LIMIT
-    from analysis.pipeline import PAIRWISE_FULL_ROWS
+    from analysis.pipeline import PAIRWISE_FULL_ROWS, PAIRWISE_RATERS
 
     parser = commands.add_parser(
         "analyze",
@@ -33,6 +41,16 @@ def register(commands) -> None:
         f"(full), never (summary), or while it has at most {PAIRWISE_FULL_ROWS:,} rows, about "
         "800 raters on 31 sketches (auto); pairwise_tau_summary.csv is always written "
         "(default: auto)",
+    )
+    parser.add_argument(
+        "--pairwise-raters",
+        type=_raters_or_all,
+        default=PAIRWISE_RATERS,
+        metavar="N|all",
+        help="a sketch rated by more than N participants gets its inter-user tau_b from the "
+        "pairs among N of them drawn at random (from --seed; the numbers drawn are in "
+        "pairwise_tau_summary.csv and summary.json); all: every pair at any size "
+        f"(default: {PAIRWISE_RATERS})",
     )
     parser.add_argument(
         "--bootstrap",
@@ -71,6 +89,18 @@ def register(commands) -> None:
     )
     add_overwrite(parser)
     parser.set_defaults(handler=analyze)
+
+
+def _raters_or_all(text: str) -> int | None:
+    """``--pairwise-raters``: a whole number >= 2, or ``all`` (no cap)."""
+    if text.strip().lower() == "all":
+        return None
+    try:
+        return count_min2(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number >= 2 or 'all', got {text!r}"
+        ) from None
 
 
 def analyze(args: argparse.Namespace) -> int:

@@ -1,0 +1,48 @@
+"""The sketches x participants x images array every agreement statistic starts from.
+
+Reference: ``pandas.DataFrame.pivot_table`` of the same rows, one sketch at a time.
+"""
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analysis.ratings import rating_cube
+
+
+@st.composite
+def tables(draw):
+    """Rows of (participant, sketch, image, rating): sketches with their own images, any
+    subset of the cells present, ratings 1..7 or missing, rows in any order."""
+    n_sketches = draw(st.integers(1, 4))
+    images = {f"s {k}": [f"i{k}_{j}" for j in range(draw(st.integers(1, 5)))]
+              for k in range(n_sketches)}  # fmt: skip
+    participants = [f"p{k:02d}" for k in range(draw(st.integers(1, 5)))]
+    cells = [(p, s, i) for p in participants for s, names in images.items() for i in names]
+    kept = draw(st.lists(st.sampled_from(cells), min_size=1, unique=True))
+    ratings = draw(st.lists(st.one_of(st.integers(1, 7), st.none()), min_size=len(kept),
+                            max_size=len(kept)))  # fmt: skip
+    frame = pd.DataFrame(kept, columns=["participant", "sketch_id", "image_id"])
+    return frame.assign(rating=pd.array(ratings, dtype="Int64"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(tables())
+def test_the_cube_holds_each_rating_where_the_pivot_puts_it(table):
+    cube = rating_cube(table)
+    assert cube.sketches.tolist() == sorted(table["sketch_id"].unique())
+    assert cube.participants.tolist() == sorted(table["participant"].unique())
+    for index, sketch in enumerate(cube.sketches):
+        rows = table[table["sketch_id"] == sketch]
+        expected = rows.pivot_table(index="participant", columns="image_id", values="rating",
+                                    aggfunc="first", dropna=False)  # fmt: skip
+        expected = expected.reindex(index=cube.participants, columns=sorted(rows["image_id"]
+                                                                            .unique()))  # fmt: skip
+        assert cube.images[index].tolist() == expected.columns.tolist()
+        got = cube.sketch(index)
+        np.testing.assert_array_equal(got, expected.to_numpy(dtype=float, na_value=np.nan))
+    width = max(len(names) for names in cube.images)
+    assert cube.values.shape == (len(cube.sketches), len(cube.participants), width)
+    for index, names in enumerate(cube.images):  # padding beyond a sketch's own images
+        assert np.isnan(cube.values[index, :, len(names) :]).all()
