@@ -35,6 +35,7 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=5)
     args = parser.parse_args()
     ratings = load_ratings(args.table)
+    ratings = ratings[ratings["phase"] == "main"]
     keep = sorted(ratings["sketch_id"].unique())[: args.sketches]
     ratings = ratings[ratings["sketch_id"].isin(keep)]
     start = time.process_time()
