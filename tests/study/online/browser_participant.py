@@ -62,7 +62,15 @@ class Participant:
             if value:
                 return value
             time.sleep(0.02)
-        raise AssertionError(f"timed out waiting for {what} (phase {self.phase()!r})")
+        error = self.driver.execute_script("return window.sbir && window.sbir.error")
+        refused = self.driver.execute_script(
+            "return Object.keys(localStorage).filter((k) => k.startsWith('sbir-refused'))"
+            ".map((k) => localStorage.getItem(k))"
+        )
+        raise AssertionError(
+            f"timed out waiting for {what} (phase {self.phase()!r}; page error {error!r}; "
+            f"trials the server refused: {refused!r})"
+        )
 
     def click(self, css: str, timeout: float = 30.0) -> None:
         from selenium.webdriver.common.by import By

@@ -247,7 +247,10 @@ def test_a_browser_and_a_lab_participant_give_the_same_columns_analyzed_alike(
         onset = participant.onset_of(trial["trial"])["onset"]
         if trial["phase"] != "anchor_demo":
             participant.key_at(str(1 + trial["trial"] % 7), onset + 0.2, trial["trial"])
-    participant.wait(lambda: participant.phase() == "complete", timeout=END_S, what="the end")
+    try:
+        participant.wait(lambda: participant.phase() == "complete", timeout=END_S, what="the end")
+    except AssertionError as failure:  # what the server said about each request, to see why
+        raise AssertionError(f"{failure}\nserve's log:\n{server.log.read_text()[-4000:]}") from None
     _out, err = recorded.communicate(timeout=180)
     assert recorded.returncode == 0, err
     mixed = tmp_path / "mixed"
