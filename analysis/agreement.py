@@ -24,7 +24,7 @@ from scipy import special
 
 from . import _kernels
 from ._moved import renamed
-from .checks import InputError, check_option, float_array
+from .checks import InputError, check_option, check_whole_number, float_array
 from .paper import SCALE
 from .ratings import rating_cube
 
@@ -551,8 +551,7 @@ def inter_user_tau_pairs(
     >>> pairs.participants.tolist(), round(float(pairs.statistic[0]), 4)
     (['1', '2'], 0.3333)
     """
-    if max_raters is not None and not (isinstance(max_raters, int) and max_raters >= 2):
-        raise InputError(f"max_raters: expected a whole number >= 2, got {max_raters!r}")
+    check_whole_number("max_raters", max_raters, 2, none_ok=True)
     for sketch_id, participants, matrix in _rated_by_sketch(ratings, alternative):
         n_raters_total = participants.size
         if max_raters is not None and n_raters_total > max_raters:

@@ -46,6 +46,7 @@ __all__ = [
     "check_input_file",
     "check_option",
     "check_participant",
+    "check_whole_number",
     "float_array",
     "open_image",
     "read_table",
@@ -98,6 +99,32 @@ def check_option(name: str, value: object, allowed: Iterable[object]) -> object:
         if close:
             message += f" (did you mean {close[0]!r}?)"
     raise InputError(message)
+
+
+def check_whole_number(name: str, value: object, minimum: int, *, none_ok: bool = False):
+    """Return ``value`` if it is a whole number >= ``minimum`` (or None with ``none_ok``).
+
+    ``True`` and ``False`` are not numbers here, nor is ``2.0``.
+
+    Examples
+    --------
+    >>> check_whole_number("max_raters", 5, 2)
+    5
+    >>> try:
+    ...     check_whole_number("max_raters", True, 2, none_ok=True)
+    ... except InputError as error:
+    ...     print(error)
+    max_raters: expected a whole number >= 2 or None, got True
+    """
+    if value is None and none_ok:
+        return value
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    if not (whole and value >= minimum):
+        alternative = " or None" if none_ok else ""
+        raise InputError(
+            f"{name}: expected a whole number >= {minimum}{alternative}, got {value!r}"
+        )
+    return value
 
 
 # --- ids ---------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pandas as pd
 
 from . import _kernels, progress
 from .agreement import agreement_by_sketch, inter_user_tau_pairs, krippendorff_alpha_overall
-from .checks import InputError, check_option
+from .checks import InputError, check_option, check_whole_number
 from .consensus import (
     anchoring_consistency,
     consensus_ground_truth,
@@ -93,10 +93,7 @@ class AnalysisOptions:
             value = getattr(self, name)
             if not (isinstance(value, int) and value >= 0):
                 raise InputError(f"{name}: expected a whole number >= 0, got {value!r}")
-        cap = self.pairwise_raters
-        whole = isinstance(cap, int) and not isinstance(cap, bool)
-        if cap is not None and not (whole and cap >= 2):
-            raise InputError(f"pairwise_raters: expected a whole number >= 2 or None, got {cap!r}")
+        check_whole_number("pairwise_raters", self.pairwise_raters, 2, none_ok=True)
 
 
 def analyze_ratings(
