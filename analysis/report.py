@@ -214,16 +214,21 @@ def _headline(summary: Mapping) -> list[str]:
     ]
 
 
-def _pairwise_label(summary: dict) -> str:
-    """The inter-user row's label; it says so when the pairs are a sample."""
+def _pairwise_sample(summary: Mapping) -> Mapping | None:
+    """``summary.json``'s ``pairwise_raters`` when some sketch's pairs are a sample, else None."""
     cap = summary.get("pairwise_raters", {})
-    sampled = cap.get("n_sketches_sampled", 0)
-    if not sampled:
+    return cap if cap.get("n_sketches_sampled") else None
+
+
+def _pairwise_label(summary: Mapping) -> str:
+    """The inter-user row's label; it says so when the pairs are a sample."""
+    cap = _pairwise_sample(summary)
+    if cap is None:
         return "inter-user correlations significant"
     return (
-        f"inter-user correlations significant (in {sampled} of {summary['n_sketches']} sketches "
-        f"over the pairs among {cap['max']:,} raters drawn at random, seed {cap['seed']}: "
-        "analyze --pairwise-raters)"
+        f"inter-user correlations significant (in {cap['n_sketches_sampled']} of "
+        f"{summary['n_sketches']} sketches over the pairs among {cap['max']:,} raters drawn "
+        f"at random, seed {cap['seed']}: analyze --pairwise-raters)"
     )
 
 
@@ -269,12 +274,12 @@ def _span(low, high) -> str:
 
 def _figures(figures: Mapping[str, Path], summary: Mapping) -> list[str]:
     captions = dict(_CAPTIONS)
-    cap = summary.get("pairwise_raters", {})
+    cap = _pairwise_sample(summary)
     sample = (
-        f" (of {cap['max']:,} participants drawn at random where more rated the sketch: "
+        ""
+        if cap is None
+        else f" (of {cap['max']:,} participants drawn at random where more rated the sketch: "
         f"{cap['n_sketches_sampled']} sketches)"
-        if cap.get("n_sketches_sampled")
-        else ""
     )
     captions["fig5_interuser"] = captions["fig5_interuser"].format(
         k_of_m=raters_range(summary["kendall_w"]), sample=sample
