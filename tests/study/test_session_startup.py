@@ -66,6 +66,15 @@ def test_no_display_is_one_line_and_nothing_is_written(protocol, stimulus_set, t
     assert not data.exists()
 
 
+def recorded_session(data):
+    """A dataset holding one started session of sub-01 (one trial); its _beh.tsv."""
+    tsv = data / "sub-01" / "beh" / "sub-01_task-sbirtest_beh.tsv"
+    tsv.parent.mkdir(parents=True)
+    (data / "dataset_description.json").write_text('{"Name": "x", "BIDSVersion": "1.9.0"}')
+    tsv.write_text("participant\ttrial\n01\t1\n")
+    return tsv
+
+
 @pytest.mark.parametrize(
     "case,fragments",
     [
@@ -108,10 +117,7 @@ def test_every_check_that_needs_no_window_comes_first(case, fragments, protocol,
     elif case == "label":
         arguments["--participant"] = "0 1"
     elif case == "existing":
-        tsv = data / "sub-01" / "beh" / "sub-01_task-sbirtest_beh.tsv"
-        tsv.parent.mkdir(parents=True)
-        (data / "dataset_description.json").write_text('{"Name": "x", "BIDSVersion": "1.9.0"}')
-        tsv.write_text("participant\ttrial\n01\t1\n")
+        recorded_session(data)
     elif case == "resume-nothing":
         flags.append("--resume")
     elif case == "resume-seed":
@@ -123,11 +129,8 @@ def test_every_check_that_needs_no_window_comes_first(case, fragments, protocol,
     elif case == "handedness":
         arguments["--handedness"] = "R"
     elif case == "resume-details":
-        tsv = data / "sub-01" / "beh" / "sub-01_task-sbirtest_beh.tsv"
-        tsv.parent.mkdir(parents=True)
-        (data / "dataset_description.json").write_text('{"Name": "x", "BIDSVersion": "1.9.0"}')
+        tsv = recorded_session(data)
         (data / "participants.tsv").write_text("participant_id\tage\tsex\nsub-01\t31\tF\n")
-        tsv.write_text("participant\ttrial\n01\t1\n")
         tsv.with_suffix(".json").write_text('{"Seed": 4}')
         flags.append("--resume")
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
