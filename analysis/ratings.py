@@ -14,6 +14,7 @@ writing leaves behind; that partial row is dropped, the complete ones kept.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import itertools
@@ -213,7 +214,9 @@ def _compact_text(column: pd.Series) -> pd.Series:
     online arm, say) load with the same types.
     """
     codes, uniques = pd.factorize(column, use_na_sentinel=True)
-    return pd.Series(pd.Categorical.from_codes(codes, uniques), index=column.index,
+    # Python strings as categories whichever reader gave the column (Arrow's gives str).
+    categories = pd.Index(np.asarray(uniques, dtype=object), dtype=object)
+    return pd.Series(pd.Categorical.from_codes(codes, categories), index=column.index,
                      name=column.name)  # fmt: skip
 
 
@@ -377,9 +380,21 @@ class _RawFile:
     sep: str
     names: tuple[str, ...]
     body: str
-    n_rows: int
+    n_rows: int  # lines after the header, blank ones included
     source: SourceFile
     label: str | None = None  # a BIDS file's participant, from its name
+    # No quoting to honour (TSV, or CSV without a quote character): every line is one row,
+    # so Arrow's reader may parse it.
+    plain: bool = False
+    # Whether the field counts were checked line by line (else Arrow checks them).
+    counted: bool = False
+
+    def row_lines(self) -> np.ndarray:
+        """The line numbers of the rows Arrow's reader gives: every non-empty line."""
+        data = np.frombuffer(self.body.encode("utf-8"), dtype=np.uint8)
+        ends = np.flatnonzero(data == ord("\n"))
+        empty = np.diff(ends, prepend=-1) == 1
+        return np.arange(2, self.n_rows + 2)[~empty]
 
 
 def _read_file(path: Path) -> tuple[pd.DataFrame, SourceFile]:
@@ -406,7 +421,9 @@ def _read_text(path: Path, *, bids: bool, label: str | None = None) -> _RawFile:
     header, _, body = text.partition("\n")
     header = header.rstrip("\r")
     sep = _separator(path, header)
-    names = tuple(name.strip() for name in header.split(sep))
+    # A CSV header may quote its names (R's write.csv does); TSV has no quoting.
+    fields = next(csv.reader([header])) if sep == "," and '"' in header else header.split(sep)
+    names = tuple(name.strip() for name in fields)
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise InputError(f"{path}: line 1: column {duplicated[0]!r} appears twice in the header")
@@ -420,75 +437,58 @@ def _read_text(path: Path, *, bids: bool, label: str | None = None) -> _RawFile:
         body += "\n"
     if not body.strip():
         raise InputError(f"{path}: has a header but no rows; expected one row per presented pair")
-    _check_field_counts(path, body, sep, len(names))
+    plain = sep == "\t" or '"' not in body  # (line ends are \n only: read_utf8)
+    if not plain:
+        _check_field_counts(path, body, sep, len(names))
     n_lines = body.count("\n")
     source = SourceFile(str(path), hashlib.sha256(raw).hexdigest(), n_lines)
-    return _RawFile(path, sep, names, body, n_lines, source, label)
+    return _RawFile(path, sep, names, body, n_lines, source, label, plain, counted=not plain)
 
 
 def _parse(files: list[_RawFile]) -> pd.DataFrame:
     """Parse files as tables, those with the same header in one pass, and check field counts.
 
-    Adds ``_source`` and ``_line`` (the line in its file) to every row.
+    Every column is read as text. Files without quoting to honour are parsed by
+    Arrow's CSV reader straight into dictionary-encoded columns (categoricals): a
+    crowd-scale study repeats a few thousand distinct cells over millions of rows,
+    and a Python string per cell cost more than the parse itself. Files with quoted
+    CSV fields go through pandas' reader. Adds ``_source`` and ``_line`` (the line
+    in its file) to every row.
     """
     groups: dict[tuple, list[_RawFile]] = {}
     for file in files:
         groups.setdefault((file.sep, file.names), []).append(file)
     frames = []
     for (sep, names), members in groups.items():
-        # Bytes, not a StringIO: that would hold the text again at four bytes a character.
-        text = (sep.join(names) + "\n" + "".join(f.body for f in members)).encode("utf-8")
-        try:
-            frame = pd.read_csv(
-                io.BytesIO(text),
-                encoding="utf-8",
-                sep=sep,
-                # Plain Python strings: converting millions of cells to the
-                # Arrow-backed string type costs more than the parse itself. (Not
-                # dtype="category": pandas 3 turns categories that look like numbers
-                # into numbers, the label 01 into 1.)
-                dtype=object,
-                keep_default_na=False,
-                na_filter=False,
-                skip_blank_lines=False,
-                quoting=3 if sep == "\t" else 0,  # BIDS TSV has no quoting
-            )
-        except pd.errors.ParserError as error:
-            match = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(error))
-            if not match:
-                raise InputError(
-                    f"{members[0].path}: cannot be parsed as a table ({error})"
-                ) from None
-            expected, line, seen = map(int, match.groups())
-            path, line = _locate(members, line)
-            raise InputError(
-                f"{path}: line {line}: expected {expected} fields, found {seen}"
-            ) from None
-        del text  # the parsed table no longer needs it; at crowd scale it is a gigabyte
-        frame.columns = list(names)
-        if len(members) > 1 and len(frame) != sum(f.n_rows for f in members):
+        if all(f.plain for f in members):
+            frame = _parse_plain(sep, names, members)
+            lines = [np.arange(2, f.n_rows + 2) for f in members]
+            if len(frame) < sum(f.n_rows for f in members):  # empty lines gave no row
+                lines = [f.row_lines() for f in members]
+        else:
+            for f in members:
+                if not f.counted:
+                    _check_field_counts(f.path, f.body, sep, len(names))
+            frame = _parse_quoted(sep, names, members)
+            lines = [np.arange(2, f.n_rows + 2) for f in members]
+        rows = len(frame)
+        if len(members) > 1 and rows != sum(len(n) for n in lines):
             raise InputError(
                 f"{members[0].path}: cannot be parsed as a table (rows do not match lines)"
             )
         # A quoted CSV field may span lines (one file only; checked above for several).
-        rows = len(frame)
         # Which file each row came from, as codes into the files: a text column of
         # millions of repeated paths costs more to build than the parse itself.
-        member = np.repeat(np.arange(len(members)), [f.n_rows for f in members])[:rows]
+        member = np.repeat(np.arange(len(members)), [len(n) for n in lines])[:rows]
         frame["_source"] = pd.Categorical.from_codes(member, [str(f.path) for f in members])
-        frame["_line"] = np.concatenate([np.arange(2, f.n_rows + 2) for f in members])[:rows]
+        frame["_line"] = np.concatenate(lines)[:rows]
         if members[0].label is not None:
             distinct = dict.fromkeys(f.label for f in members)
             code_of = {label: code for code, label in enumerate(distinct)}
             codes = np.array([code_of[f.label] for f in members])
             frame["_label"] = pd.Categorical.from_codes(codes[member], list(code_of))
-        # A blank line reads as a row of empty fields: only rows whose first field is empty
-        # can be one, so the other fields are compared on those rows alone.
-        maybe = (frame[names[0]].fillna("") == "").to_numpy()
-        blank = np.zeros(rows, dtype=bool)
-        if maybe.any():
-            blank[maybe] = (frame.loc[maybe, list(names)].fillna("") == "").all(axis=1).to_numpy()
-        frames.append(frame[~blank])
+        blank = _blank_rows(frame, names)
+        frames.append(frame[~blank] if blank.any() else frame)
     return (
         pd.concat(frames, ignore_index=True)
         if len(frames) > 1
@@ -496,12 +496,92 @@ def _parse(files: list[_RawFile]) -> pd.DataFrame:
     )
 
 
+def _parse_plain(sep: str, names: tuple[str, ...], members: list[_RawFile]) -> pd.DataFrame:
+    """Files without quoting, by Arrow's reader: every cell as text, each column a categorical.
+
+    Empty lines give no row (:meth:`_RawFile.row_lines` numbers the others); a
+    line with another number of fields than the header is an error, located by
+    :func:`_check_field_counts`.
+    """
+    import pyarrow as pa
+    from pyarrow import csv as arrow_csv
+
+    text = "".join(f.body for f in members).encode("utf-8")
+    as_text = pa.dictionary(pa.int32(), pa.string())
+    try:
+        table = arrow_csv.read_csv(
+            io.BytesIO(text),
+            read_options=arrow_csv.ReadOptions(column_names=list(names), block_size=1 << 24),
+            parse_options=arrow_csv.ParseOptions(
+                delimiter=sep, quote_char=False, escape_char=False, ignore_empty_lines=True
+            ),
+            convert_options=arrow_csv.ConvertOptions(
+                column_types=dict.fromkeys(names, as_text),
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+                null_values=[],
+            ),
+        )
+    except pa.ArrowInvalid as error:
+        for f in members:
+            _check_field_counts(f.path, f.body, sep, len(names))
+        raise InputError(f"{members[0].path}: cannot be parsed as a table ({error})") from None
+    del text  # at crowd scale it is a gigabyte
+    return table.to_pandas()
+
+
+def _parse_quoted(sep: str, names: tuple[str, ...], members: list[_RawFile]) -> pd.DataFrame:
+    """Files that may quote fields, by pandas' reader: every cell a Python string."""
+    # Bytes, not a StringIO: that would hold the text again at four bytes a character. The
+    # header is a placeholder of as many fields (a quoted name may hold a separator).
+    header = sep.join(f"c{k}" for k in range(len(names)))
+    text = (header + "\n" + "".join(f.body for f in members)).encode("utf-8")
+    try:
+        frame = pd.read_csv(
+            io.BytesIO(text),
+            encoding="utf-8",
+            sep=sep,
+            # (Not dtype="category": pandas 3 turns categories that look like numbers
+            # into numbers, the label 01 into 1.)
+            dtype=object,
+            keep_default_na=False,
+            na_filter=False,
+            skip_blank_lines=False,
+            quoting=3 if sep == "\t" else 0,  # BIDS TSV has no quoting
+        )
+    except pd.errors.ParserError as error:
+        match = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(error))
+        if not match:
+            raise InputError(f"{members[0].path}: cannot be parsed as a table ({error})") from None
+        expected, line, seen = map(int, match.groups())
+        path, line = _locate(members, line)
+        raise InputError(f"{path}: line {line}: expected {expected} fields, found {seen}") from None
+    frame.columns = list(names)
+    return frame
+
+
+def _blank_rows(frame: pd.DataFrame, names: tuple[str, ...]) -> np.ndarray:
+    """Rows whose every field is empty (a line of separators, or a blank line pandas kept).
+
+    Only rows whose first field is empty can be one, so the other fields are
+    compared on those rows alone.
+    """
+    first = frame[names[0]]
+    maybe = (first.isna() | (first == "")).to_numpy()
+    blank = np.zeros(len(frame), dtype=bool)
+    if maybe.any():
+        part = frame.loc[maybe, list(names)]
+        blank[maybe] = (part.isna() | (part == "")).all(axis=1).to_numpy()
+    return blank
+
+
 def _check_field_counts(path: Path, body: str, sep: str, n_fields: int) -> None:
-    """Fail on the first non-blank line with fewer fields than the header.
+    """Fail on the first non-empty line with another number of fields than the header.
 
     pandas pads a short row with empty cells, which would read as missing
     ratings; separators are counted on the raw bytes instead. A CSV line with a
-    quote may hold a quoted separator and is left to the parser.
+    quote may hold a quoted separator and is left to the parser. An empty line is
+    no row.
     """
     data = np.frombuffer(body.encode("utf-8"), dtype=np.uint8)
     line_end = np.flatnonzero(data == ord("\n"))
@@ -512,11 +592,11 @@ def _check_field_counts(path: Path, body: str, sep: str, n_fields: int) -> None:
         return np.diff(np.searchsorted(position, line_end), prepend=0)
 
     separators = per_line(sep)
-    short = (separators + 1 < n_fields) & (line_end > line_start)
+    wrong = (separators + 1 != n_fields) & (line_end > line_start)
     if sep != "\t":
-        short &= per_line('"') == 0
-    if short.any():
-        first = int(np.flatnonzero(short)[0])
+        wrong &= per_line('"') == 0
+    if wrong.any():
+        first = int(np.flatnonzero(wrong)[0])
         raise InputError(
             f"{path}: line {first + 2}: expected {n_fields} fields, found {separators[first] + 1}"
         )

@@ -1,0 +1,175 @@
+"""The table reader gives every cell exactly as written, with the line it came from.
+
+Unquoted tables (every BIDS file, and CSV without a quote character) are parsed by
+Arrow's CSV reader; the oracle here is Python's own ``str.split`` of each line, which
+knows nothing of either reader. Quoted CSV goes through pandas and is checked against
+the standard library's ``csv`` module.
+"""
+
+import csv
+import io
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analysis import InputError
+from analysis.ratings import _parse, _read_text
+
+HEADER = ["participant", "sketch_id", "image_id", "rating"]
+
+# Cells as users write them: labels that look like numbers, blanks, n/a, spaces around a
+# value, text that pandas or Arrow might be tempted to convert.
+cells = st.one_of(
+    st.sampled_from(["01", "1", "1.0", "", " ", " 2 ", "n/a", "NA", "NaN", "true", "1e309",
+                     "é", "s 1", "a'b", "2024-01-01", "-0", "0x10", "#", "\\"]),
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r\t,\""),
+            max_size=5),
+)  # fmt: skip
+
+
+def _table(draw, sep):
+    extra = draw(st.integers(0, 2))
+    names = HEADER + [f"x{k}" for k in range(extra)]
+    n_fields = len(names)
+    lines = []
+    for _ in range(draw(st.integers(1, 12))):
+        kind = draw(st.sampled_from(["row", "row", "row", "empty", "short", "long"]))
+        if kind == "empty":
+            lines.append("")
+            continue
+        count = {"row": n_fields, "short": n_fields - 1, "long": n_fields + 1}[kind]
+        fields = [draw(cells) for _ in range(count)]
+        lines.append(sep.join(fields))
+    return names, lines
+
+
+@st.composite
+def plain_tables(draw):
+    sep = draw(st.sampled_from(["\t", ","]))
+    names, lines = _table(draw, sep)
+    if sep == "\t":  # TSV has no quoting: a quote is text
+        lines = [line.replace("a'b", 'a"b') for line in lines]
+    end = draw(st.sampled_from(["\n", "\r\n"]))
+    last_end = draw(st.booleans())
+    text = end.join([sep.join(names), *lines]) + (end if last_end else "")
+    return sep, names, lines, text
+
+
+def _expected(names, lines, sep):
+    """Rows and their line numbers by str.split, or the first line with a wrong count."""
+    rows, numbers = [], []
+    for number, line in enumerate(lines, start=2):
+        if line == "":
+            continue
+        fields = line.split(sep)
+        if len(fields) != len(names):
+            return None, (number, len(fields))
+        if all(f == "" for f in fields):
+            continue  # a line of separators only is a blank row
+        rows.append(fields)
+        numbers.append(number)
+    return (rows, numbers), None
+
+
+@settings(max_examples=300, deadline=None)
+@given(plain_tables())
+def test_unquoted_tables_read_cell_for_cell_with_their_line_numbers(table):
+    sep, names, lines, text = table
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / ("r.tsv" if sep == "\t" else "r.csv")
+        path.write_bytes(text.encode("utf-8"))
+        expected, wrong = _expected(names, lines, sep)
+        if expected is not None and not "".join(lines).strip():
+            with pytest.raises(InputError, match="no rows"):
+                _read_text(path, bids=False)
+            return
+        raw = _read_text(path, bids=False)
+        assert raw.plain
+        if wrong is not None:
+            number, found = wrong
+            with pytest.raises(InputError) as error:
+                _parse([raw])
+            assert str(error.value) == (
+                f"{path}: line {number}: expected {len(names)} fields, found {found}"
+            )
+            return
+        frame = _parse([raw])
+        rows, numbers = expected
+        assert list(frame.columns[: len(names)]) == names
+        got = [[str(frame[c].iloc[k]) for c in names] for k in range(len(frame))]
+        assert got == rows
+        assert frame["_line"].tolist() == numbers
+        assert set(frame["_source"].astype(str)) <= {str(path)}
+
+
+def test_several_files_keep_their_own_lines_and_names(tmp_path):
+    """Files parsed in one pass: each row keeps its file and line, empty lines aside."""
+    first = tmp_path / "sub-01" / "beh" / "sub-01_task-x_beh.tsv"
+    second = tmp_path / "sub-02" / "beh" / "sub-02_task-x_beh.tsv"
+    for path in (first, second):
+        path.parent.mkdir(parents=True)
+    first.write_bytes(b"sketch_id\timage_id\trating\n\ns1\ta\t3\ns1\tb\tn/a\n")
+    second.write_bytes(b"sketch_id\timage_id\trating\r\ns1\ta\t 7\r\n\r\n\r\ns1\tb\t1\r\n")
+    files = [_read_text(p, bids=True, label=p.name[4:6]) for p in (first, second)]
+    frame = _parse(files)
+    assert frame["rating"].tolist() == ["3", "n/a", " 7", "1"]
+    assert frame["_line"].tolist() == [3, 4, 2, 5]
+    assert frame["_source"].astype(str).tolist() == [str(first)] * 2 + [str(second)] * 2
+    assert frame["_label"].astype(str).tolist() == ["01", "01", "02", "02"]
+
+
+def test_a_wrong_field_count_names_its_file_and_line_among_many(tmp_path):
+    paths = []
+    for k in range(1, 4):
+        path = tmp_path / f"sub-0{k}" / "beh" / f"sub-0{k}_task-x_beh.tsv"
+        path.parent.mkdir(parents=True)
+        body = "s1\ta\t3\n" * 5 + ("s1\tb\t3\textra\n" if k == 2 else "")
+        path.write_text("sketch_id\timage_id\trating\n" + body)
+        paths.append(path)
+    files = [_read_text(p, bids=True, label=p.name[4:6]) for p in paths]
+    with pytest.raises(InputError) as error:
+        _parse(files)
+    assert str(error.value) == f"{paths[1]}: line 7: expected 3 fields, found 4"
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.one_of(cells, st.sampled_from(['"', 'a,b', 'say "hi"', ""])),
+                 min_size=4, max_size=4),
+        min_size=1, max_size=8,
+    )
+)  # fmt: skip
+def test_quoted_csv_reads_as_the_csv_module_writes_it(rows):
+    """CSV with quotes (pandas' reader) against the standard library's writer."""
+    rows = [r for r in rows if any(r)] or [["01", "s", "a", "3"]]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL)
+    writer.writerow(HEADER)
+    writer.writerows(rows)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "r.csv"
+        path.write_text(out.getvalue(), encoding="utf-8")
+        raw = _read_text(path, bids=False)
+        assert not raw.plain
+        frame = _parse([raw])
+    expected = [r for r in csv.reader(io.StringIO(out.getvalue()))][1:]
+    assert [[str(frame[c].iloc[k]) for c in HEADER] for k in range(len(frame))] == expected
+
+
+def test_a_header_quoted_as_r_writes_it(tmp_path):
+    """R's write.csv quotes every name and text cell; a name may hold the separator."""
+    path = tmp_path / "r.csv"
+    path.write_text(
+        '"participant","sketch_id","image_id","rating","note, free"\n'
+        '"01","s1","a",3,"x, y"\n"01","s1","b",NA,""\n',
+        encoding="utf-8",
+    )
+    frame = _parse([_read_text(path, bids=False)])
+    assert list(frame.columns[:5]) == [*HEADER, "note, free"]
+    assert frame["participant"].tolist() == ["01", "01"]
+    assert frame["note, free"].tolist() == ["x, y", ""]
+    assert frame["rating"].tolist() == ["3", "NA"]
