@@ -12,8 +12,11 @@ second, half the time budget of a whole paper-scale analysis.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy import special
@@ -25,7 +28,7 @@ ALTERNATIVES = ("greater", "two-sided", "less")
 _BLOCK_BYTES = 64 * 2**20
 # Rater pairs per block of the pairwise kernel: its dozen block-sized arrays stay
 # within a few hundred MiB at any number of raters.
-_PAIR_CELLS = 1 << 22
+_PAIR_CELLS = 1 << 20
 
 
 def normal_pvalue(z: np.ndarray, alternative: str) -> np.ndarray:
@@ -131,12 +134,29 @@ def _exact_float32(x: np.ndarray) -> np.ndarray:
     return single if same.all() else x
 
 
-def _pair_signs(x: np.ndarray, first: np.ndarray, second: np.ndarray, dtype) -> np.ndarray:
-    """sign(x_i - x_j) for the item pairs (first, second); 0 where either is missing."""
+def _pair_signs(x: np.ndarray, dtype) -> np.ndarray:
+    """sign(x_i - x_j) for every item pair i < j of each row; 0 where either is missing.
+
+    The pairs are ordered by their distance j - i (all pairs one apart, then two
+    apart, ...): each distance is one comparison of two shifted views of ``x``,
+    with no gathered copies. Only dot products of these rows are ever taken, so
+    any order of the pairs serves, as long as it is the same for every row.
+    """
     x = _exact_float32(x)
-    signs = np.sign(x[:, first] - x[:, second]).astype(dtype, copy=False)
-    signs[np.isnan(signs)] = 0.0
-    return signs
+    rows, items = x.shape
+    signs = np.empty((rows, items * (items - 1) // 2), dtype=np.int8)
+    start = 0
+    for distance in range(1, items):
+        earlier, later = x[:, :-distance], x[:, distance:]
+        stop = start + items - distance
+        # A comparison with NaN is false both ways: a missing item gives 0.
+        np.subtract(
+            np.greater(earlier, later).view(np.int8),
+            np.less(earlier, later).view(np.int8),
+            out=signs[:, start:stop],
+        )
+        start = stop
+    return signs.astype(dtype)
 
 
 def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR_CELLS):
@@ -157,11 +177,10 @@ def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR
     """
     raters, items = x.shape
     valid = (~np.isnan(x)).astype(np.float32)
-    first, second = np.triu_indices(items, 1)
     # Sums of +-1 and 0 over the item pairs, and power sums up to items^3: exact in
     # float32 while they stay below 2**24.
-    dtype = np.float32 if max(first.size, items**3) < 2**24 else np.float64
-    signs = _pair_signs(x, first, second, dtype)
+    dtype = np.float32 if max(items * (items - 1) // 2, items**3) < 2**24 else np.float64
+    signs = _pair_signs(x, dtype)
     valid = valid.astype(dtype, copy=False)
     ranks = dense_ranks(x)
     by_value = [(ranks == v).astype(dtype) for v in range(int(ranks.max(initial=-1)) + 1)]
@@ -208,6 +227,50 @@ def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR
             alternative,
         )
         yield (a + start).astype(np.int32), (b + start).astype(np.int32), tau, p, n.astype(np.int32)
+
+
+def in_order(work, jobs, *, weight, threshold: float = 2e6):
+    """``work(*job)`` for each of ``jobs``, yielded in order, on every core once it pays.
+
+    NumPy's array operations and the BLAS products release the interpreter
+    lock, so the jobs of a crowd-scale study (one sketch each: millions of rater
+    pairs) run side by side on threads, one per core, with one job computed
+    ahead per core. When the first job weighs less than ``threshold`` (a
+    paper-sized study, where starting threads costs more than it saves), or on
+    one core, they run one after the other: the results are the same either way.
+    While threads run, BLAS is held to one thread each, so the cores are not
+    asked for more threads than they have.
+    """
+    workers = _cores()
+    jobs = iter(jobs)
+    first = next(jobs, None)
+    if first is None:
+        return
+    if workers < 2 or weight(first) < threshold:
+        yield work(*first)
+        for job in jobs:
+            yield work(*job)
+        return
+    ahead = collections.deque()
+    with _blas_threads().limit(limits=1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
+        try:
+            ahead.append(pool.submit(work, *first))
+            for job in jobs:
+                ahead.append(pool.submit(work, *job))
+                if len(ahead) > workers:
+                    yield ahead.popleft().result()
+            while ahead:
+                yield ahead.popleft().result()
+        finally:
+            for future in ahead:  # the consumer stopped early: start nothing more
+                future.cancel()
+
+
+def _cores() -> int:
+    """The cores this process may run on (at most 8: each thread holds a sketch's pairs)."""
+    if hasattr(os, "sched_getaffinity"):
+        return min(len(os.sched_getaffinity(0)), 8)
+    return min(os.cpu_count() or 1, 8)
 
 
 def _one_blas_thread(cells: int):
@@ -313,13 +376,15 @@ def paired_rows_tau_b(
     y = np.where(both, y, np.nan)
     n = both.sum(axis=1)
 
-    first, second = np.triu_indices(items, 1)
+    n_pairs = items * (items - 1) // 2
+    # Sums of n_pairs terms +-1 and 0: exact in float32 while n_pairs < 2**24.
+    dtype = np.float32 if n_pairs < 2**24 else np.float64
     con_minus_dis = np.empty(rows, dtype=np.float64)
-    block = max(1, _BLOCK_BYTES // (max(first.size, 1) * 8))
+    block = max(1, _BLOCK_BYTES // (max(n_pairs, 1) * 8))
     for start in range(0, rows, block):
         part = slice(start, start + block)
-        sx = _pair_signs(x[part], first, second, np.float64)
-        sy = _pair_signs(y[part], first, second, np.float64)
+        sx = _pair_signs(x[part], dtype)
+        sy = _pair_signs(y[part], dtype)
         con_minus_dis[part] = np.einsum("ij,ij->i", sx, sy)
 
     tau, pvalue = tau_b_from_counts(

@@ -552,17 +552,26 @@ def inter_user_tau_pairs(
     (['1', '2'], 0.3333)
     """
     check_whole_number("max_raters", max_raters, 2, none_ok=True)
-    for sketch_id, participants, matrix in _rated_by_sketch(ratings, alternative):
-        n_raters_total = participants.size
-        if max_raters is not None and n_raters_total > max_raters:
-            rng = np.random.default_rng([seed, zlib.crc32(str(sketch_id).encode("utf-8"))])
-            chosen = np.sort(rng.choice(n_raters_total, size=max_raters, replace=False))
-            participants, matrix = participants[chosen], matrix[chosen]
+
+    def sketches():
+        for sketch_id, participants, matrix in _rated_by_sketch(ratings, alternative):
+            n_raters_total = participants.size
+            if max_raters is not None and n_raters_total > max_raters:
+                rng = np.random.default_rng([seed, zlib.crc32(str(sketch_id).encode("utf-8"))])
+                chosen = np.sort(rng.choice(n_raters_total, size=max_raters, replace=False))
+                participants, matrix = participants[chosen], matrix[chosen]
+            yield sketch_id, participants, matrix, n_raters_total
+
+    def pairs_of(sketch_id, participants, matrix, n_raters_total) -> SketchPairsResult:
         blocks = list(_kernels.pairwise_tau_b_blocks(matrix, alternative))
         if not blocks:  # nobody rated any image of the sketch
             blocks = [(np.empty(0, np.int32),) * 2 + (np.empty(0),) * 2 + (np.empty(0, np.int32),)]
         columns = [np.concatenate(column) for column in zip(*blocks, strict=True)]
-        yield SketchPairsResult(sketch_id, participants, *columns, n_raters_total)
+        return SketchPairsResult(sketch_id, participants, *columns, n_raters_total)
+
+    yield from _kernels.in_order(
+        pairs_of, sketches(), weight=lambda job: job[2].shape[0] ** 2, threshold=2.5e5
+    )
 
 
 def _rated_by_sketch(ratings: pd.DataFrame, alternative: str):

@@ -115,7 +115,9 @@ def rating_distribution(ratings: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def box_summary(values, *, whis: float = 1.5, max_fliers: int | None = None) -> dict:
+def box_summary(
+    values, *, whis: float = 1.5, max_fliers: int | None = None, quartiles=None
+) -> dict:
     """The numbers a Tukey box plot draws, for the finite entries of ``values``.
 
     Quartiles by linear interpolation; whiskers at the most extreme data within
@@ -125,6 +127,8 @@ def box_summary(values, *, whis: float = 1.5, max_fliers: int | None = None) -> 
     from a summary when the data themselves are too many to keep (the
     inter-user correlations of a crowd-scale study). With ``max_fliers``, at
     most that many fliers are kept: the most extreme half from each side.
+    ``quartiles`` are the 25th, 50th and 75th percentiles when the caller has
+    them already (with other quantiles of the same data, in one selection).
 
     Examples
     --------
@@ -138,7 +142,7 @@ def box_summary(values, *, whis: float = 1.5, max_fliers: int | None = None) -> 
         nan = float("nan")
         return {"med": nan, "q1": nan, "q3": nan, "whislo": nan, "whishi": nan,
                 "fliers": np.empty(0), "mean": nan, "n": 0}  # fmt: skip
-    q1, med, q3 = np.percentile(data, [25, 50, 75])
+    q1, med, q3 = np.percentile(data, [25, 50, 75]) if quartiles is None else quartiles
     reach = whis * (q3 - q1)
     inside = data[(data >= q1 - reach) & (data <= q3 + reach)]
     whislo = float(inside.min()) if inside.size else float(q1)

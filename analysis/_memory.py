@@ -1,0 +1,35 @@
+"""Giving memory freed by one large step back to the system before the next (private).
+
+glibc's allocator keeps the heap blocks a program frees for its own later use,
+and Arrow's memory pool keeps its own; at crowd scale that is hundreds of MiB
+(the text of the session files once they are parsed, a sketch's rater pairs
+once they are summarised) that no later step reuses but that count in the
+process's peak memory. :func:`release_freed` hands them back.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import sys
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS, Windows)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def release_freed() -> None:
+    """Return the memory freed so far to the operating system, where the allocator can."""
+    arrow = sys.modules.get("pyarrow")
+    if arrow is not None:
+        arrow.default_memory_pool().release_unused()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
