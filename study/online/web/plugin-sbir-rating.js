@@ -149,6 +149,7 @@ class SbirSession {
     this.closing = 0; // records being put together (their key events still arriving)
     this.nextOnsetTarget = 0;
     this.sessionStart = null;
+    this.firstPair = true; // the page's first pair is yet to come
     this.pausedBefore = 0;
     this.pauseRequested = false;
     this.quitRequested = false;
@@ -246,7 +247,15 @@ class SbirSession {
   startTrial(ts) {
     if (this.pending) this.closePending(ts);
     else this.frames = [ts];
-    this.sessionStart ??= ts;
+    if (this.firstPair) {
+      // A frame is stamped with the time it began; on a busy page that can come before the
+      // key press that began the trials, whose performance.now() set sessionStart. The
+      // session's clock starts no later than the page's first pair, which comes no earlier
+      // than where the session stopped (0 unless resumed): no onset is ever before it.
+      const latest = ts - (this.state.resumed_at || 0);
+      if (this.sessionStart === null || this.sessionStart > latest) this.sessionStart = latest;
+      this.firstPair = false;
+    }
   }
 
   /** A message screen is on (two frames after its page change): it ends the pending blank. */

@@ -412,3 +412,42 @@ def test_scheduled_breaks_come_after_every_so_many_rated_pairs(
     assert after_break == [4, 7]
     assert (paused.loc[after_break] > 0.35).all(), paused.tolist()
     assert (paused.drop(index=after_break) == 0).all(), paused.tolist()
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_frames_stamped_before_the_key_that_began_the_trials_lose_no_trial(
+    online_set, tmp_path, start_server, browser, resume
+):
+    """A busy page runs its animation frames late, each stamped with the time its frame
+    began: the first pair's onset can be stamped before the key press that ended the
+    instructions, which the page reads from performance.now(). Played here by moving
+    performance.now() 0.5 s ahead of the frame clock before that press (and again after a
+    reload): every trial is still stored, no onset before the session's start."""
+    protocol = write_protocol(
+        tmp_path, anchoring={"enabled": False, "repeat": False},
+        timing={"stimulus_s": 0.3, "blank_s": 0.2},
+    )  # fmt: skip
+    data = tmp_path / "data"
+    server = start_server(protocol, online_set, data)
+    participant = Participant(browser(), server.url)
+    ahead = "const real = performance.now.bind(performance); performance.now = () => real() + 500;"
+    participant.open("?participant=lateframes")
+    participant.intake({})
+    participant.wait(lambda: participant.phase() == "instructions", what="the instructions")
+    participant.driver.execute_script(ahead)
+    participant.start_trials()
+    trials = participant.session()["state"]["trials"]
+    if resume:
+        participant.onset_of(4)
+        participant.driver.refresh()
+        participant.calibrate()
+        participant.wait(lambda: participant.phase() == "intake", what="the page after reload")
+        participant.click("#jspsych-fullscreen-btn")
+        participant.wait(lambda: participant.phase() == "instructions", what="welcome back")
+        participant.driver.execute_script(ahead)
+        participant.start_trials()
+    participant.wait(lambda: participant.phase() == "complete", timeout=END_S, what="the end")
+    stored = stored_trials(data)
+    assert stored["trial"].tolist() == [t["trial"] for t in trials]
+    assert (stored["onset"] >= 0).all(), stored["onset"].tolist()
+    assert stored["onset"].is_monotonic_increasing, stored["onset"].tolist()
