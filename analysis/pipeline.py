@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from .consensus import (
 from .distribution import binned_medians, box_summary, rating_distribution
 from .outputs import output_folder
 from .provenance import software_versions
-from .ratings import Provenance, check_text_labels
+from .ratings import RATING_COLUMNS, Provenance, check_text_labels
 from .report import raters_range, write_report
 from .significance import summarize_family
 
@@ -44,6 +45,8 @@ __all__ = [
 N_EXTREMES = 4
 #: Fliers kept per sketch for the inter-user box plot at crowd scale.
 _MAX_FLIERS = 2000
+# Inter-user pairs from which they are computed beside the other statistics (a few seconds).
+_PAIRS_BESIDE = 5_000_000
 
 #: The inter-user table of every pair of participants (``docs/formats.md``).
 PAIRWISE_TABLE = "pairwise_tau.parquet"
@@ -145,6 +148,9 @@ def _analyze_into(
     sketch_images: dict[str, Path] | None,
 ) -> dict:
     alpha, alternative = options.alpha, options.alternative
+    # The statistics read the rating columns only: a session's extra columns (timing,
+    # presses) would be copied along by every selection of rows.
+    ratings = ratings[[c for c in RATING_COLUMNS if c in ratings]]
     main = ratings[ratings["phase"] == "main"]
     if main.empty:
         raise InputError("ratings: no rows of phase 'main'; expected the main block of a study")
@@ -161,43 +167,16 @@ def _analyze_into(
     full = options.pairwise == "full" or (
         options.pairwise == "auto" and int((raters * (raters - 1) // 2).sum()) <= PAIRWISE_FULL_ROWS
     )
-    pairwise_p, pairwise_summary, boxes = _write_pairwise(ratings, out, options, full)
-
-    with progress.step("Kendall's W, Krippendorff's alpha, Skillings-Mack"):
-        w_table = agreement_by_sketch(
-            ratings,
-            n_resamples=options.bootstrap,
-            permutations=options.permutations,
-            seed=options.seed,
-        )
-        w_table.to_csv(out / "kendall_w.csv", index=False)
-        overall_alpha = {
-            level: krippendorff_alpha_overall(ratings, level=level, n_resamples=options.bootstrap,
-                                              seed=options.seed)
-            for level in ("ordinal", "interval")
-        }  # fmt: skip
+    # At crowd scale the inter-user pairs are computed on threads of their own while the
+    # other statistics are computed here: each side alone leaves a core idle much of the time.
+    pairs = int((raters * (raters - 1) // 2).sum())
+    with ThreadPoolExecutor(1) if pairs >= _PAIRS_BESIDE else _InThisThread() as pool:
+        pairwise = pool.submit(_write_pairwise, ratings, out, options, full)
+        others = _other_statistics(out, ratings, options, pilot)
+        pairwise_p, pairwise_summary, boxes = pairwise.result()
+    w_table, overall_alpha, consensus, participants, anchoring, bins, distributions = others
     extremes = sketch_agreement(pairwise_summary, w_table)
     extremes.to_csv(out / "sketch_agreement.csv", index=False)
-
-    with progress.step("participants vs consensus, anchoring, bins"):
-        consensus = rater_vs_consensus(ratings, alternative=alternative)
-        consensus.to_csv(out / "consensus_tau.csv", index=False)
-        participants = participant_table(ratings, consensus)
-        participants.to_csv(out / "participants.csv", index=False)
-
-        anchoring = anchoring_consistency(ratings, alternative=alternative)
-        anchoring.to_csv(out / "anchoring.csv", index=False)
-
-        bins = binned_medians(ratings)
-        bins.to_csv(out / "bins.csv", index=False)
-
-    distributions = {"final": rating_distribution(ratings)}
-    if pilot is not None:
-        distributions = {"pilot": rating_distribution(pilot), **distributions}
-    distribution = pd.concat(
-        [table.assign(dataset=name) for name, table in distributions.items()], ignore_index=True
-    )
-    distribution.to_csv(out / "rating_distribution.csv", index=False)
 
     with progress.step("significance summaries"):
         summary = _summary(
@@ -364,6 +343,62 @@ def sketch_agreement(pairwise_summary: pd.DataFrame, w_table: pd.DataFrame) -> p
     table["group"] = group
     return table[["sketch_id", "tau_median", "tau_q25", "tau_q75", "w", "rank", "group",
                   *raters]]  # fmt: skip
+
+
+def _other_statistics(out: Path, ratings: pd.DataFrame, options: AnalysisOptions, pilot):
+    """Every statistic but the inter-user pairs, each table written as it is computed."""
+    with progress.step("Kendall's W, Krippendorff's alpha, Skillings-Mack"):
+        w_table = agreement_by_sketch(
+            ratings,
+            n_resamples=options.bootstrap,
+            permutations=options.permutations,
+            seed=options.seed,
+        )
+        w_table.to_csv(out / "kendall_w.csv", index=False)
+        overall_alpha = {
+            level: krippendorff_alpha_overall(ratings, level=level, n_resamples=options.bootstrap,
+                                              seed=options.seed)
+            for level in ("ordinal", "interval")
+        }  # fmt: skip
+
+    with progress.step("participants vs consensus, anchoring, bins"):
+        consensus = rater_vs_consensus(ratings, alternative=options.alternative)
+        consensus.to_csv(out / "consensus_tau.csv", index=False)
+        participants = participant_table(ratings, consensus)
+        participants.to_csv(out / "participants.csv", index=False)
+
+        anchoring = anchoring_consistency(ratings, alternative=options.alternative)
+        anchoring.to_csv(out / "anchoring.csv", index=False)
+
+        bins = binned_medians(ratings)
+        bins.to_csv(out / "bins.csv", index=False)
+
+    distributions = {"final": rating_distribution(ratings)}
+    if pilot is not None:
+        distributions = {"pilot": rating_distribution(pilot), **distributions}
+    distribution = pd.concat(
+        [table.assign(dataset=name) for name, table in distributions.items()], ignore_index=True
+    )
+    distribution.to_csv(out / "rating_distribution.csv", index=False)
+    return w_table, overall_alpha, consensus, participants, anchoring, bins, distributions
+
+
+class _InThisThread:
+    """An executor that runs what it is given at once, in the calling thread."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def submit(self, work, *args):
+        future = Future()
+        try:
+            future.set_result(work(*args))
+        except BaseException as error:  # handed to the caller by result(), as a thread does
+            future.set_exception(error)
+        return future
 
 
 def _write_pairwise(

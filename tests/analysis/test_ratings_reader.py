@@ -173,3 +173,16 @@ def test_a_header_quoted_as_r_writes_it(tmp_path):
     assert frame["participant"].tolist() == ["01", "01"]
     assert frame["note, free"].tolist() == ["x, y", ""]
     assert frame["rating"].tolist() == ["3", "NA"]
+
+
+@pytest.mark.parametrize("sep, suffix", [(",", ".csv"), ("\t", ".tsv")])
+def test_a_trailing_separator_on_every_row_is_refused_not_shifted(tmp_path, sep, suffix):
+    """pandas reads a table whose every row has one field more than its header with the
+    first column as the index: every label moves one column left and the ratings are lost.
+    The reader refuses it on its first line."""
+    path = tmp_path / f"r{suffix}"
+    rows = ["participant", "sketch_id", "image_id", "rating"], ["01", "s1", "a", "3", ""]
+    path.write_text("\n".join(sep.join(r) for r in (*rows, rows[1])) + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        _parse([_read_text(path, bids=False)])
+    assert str(error.value) == f"{path}: line 2: expected 4 fields, found 5"
