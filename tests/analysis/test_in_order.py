@@ -85,3 +85,35 @@ def test_inter_user_pairs_on_threads_equal_scipy():
         np.testing.assert_allclose(first.statistic[k], expected.statistic, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(first.pvalue[k], expected.pvalue, rtol=1e-9, atol=1e-15)
         assert first.n_items[k] == both.sum()
+
+
+def test_analyze_on_threads_writes_the_files_it_writes_alone(tmp_path, monkeypatch):
+    """The crowd-scale path (pairs on threads, beside the other statistics) forced on a
+    small study: every table byte for byte the one-thread path's."""
+    from analysis import AnalysisOptions, analyze_ratings, pipeline
+    from analysis.simulate import StudyDesign, simulate_study
+
+    trials, _ = simulate_study(StudyDesign(sketches=5, images_per_sketch=8, participants=14),
+                               seed=6)  # fmt: skip
+    analyze_ratings(trials, tmp_path / "alone", AnalysisOptions(), figures=False)
+
+    original = _kernels.in_order
+    monkeypatch.setattr(_kernels, "in_order", lambda work, jobs, *, weight, threshold=0:
+                        original(work, jobs, weight=weight, threshold=0))  # fmt: skip
+    monkeypatch.setattr(pipeline, "_PAIRS_BESIDE", 0)
+    where = []
+    write_pairwise = pipeline._write_pairwise
+
+    def traced(*args):
+        where.append(threading.get_ident())
+        return write_pairwise(*args)
+
+    monkeypatch.setattr(pipeline, "_write_pairwise", traced)
+    analyze_ratings(trials, tmp_path / "threads", AnalysisOptions(), figures=False)
+    assert where and where[0] != threading.get_ident()
+    files = sorted(p.name for p in (tmp_path / "alone").iterdir()
+                   if p.suffix in (".csv", ".qrels", ".parquet"))  # fmt: skip
+    assert "pairwise_tau.parquet" in files and "consensus_tau.csv" in files
+    for name in files:
+        alone = (tmp_path / "alone" / name).read_bytes()
+        assert (tmp_path / "threads" / name).read_bytes() == alone, name
