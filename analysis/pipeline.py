@@ -164,12 +164,12 @@ def _analyze_into(
     raters = main.groupby("sketch_id", observed=True)["participant"].nunique().to_numpy()
     if options.pairwise_raters is not None:
         raters = np.minimum(raters, options.pairwise_raters)
+    pairs = int((raters * (raters - 1) // 2).sum())
     full = options.pairwise == "full" or (
-        options.pairwise == "auto" and int((raters * (raters - 1) // 2).sum()) <= PAIRWISE_FULL_ROWS
+        options.pairwise == "auto" and pairs <= PAIRWISE_FULL_ROWS
     )
     # At crowd scale the inter-user pairs are computed on threads of their own while the
     # other statistics are computed here: each side alone leaves a core idle much of the time.
-    pairs = int((raters * (raters - 1) // 2).sum())
     with ThreadPoolExecutor(1) if pairs >= _PAIRS_BESIDE else _InThisThread() as pool:
         pairwise = pool.submit(_write_pairwise, ratings, out, options, full)
         others = _other_statistics(out, ratings, options, pilot)
