@@ -439,6 +439,8 @@ def _read_text(path: Path, *, bids: bool, label: str | None = None) -> _RawFile:
     if body and not body.endswith("\n"):
         body += "\n"
     if not body.strip():
+        # Only blanks below the header: a line with the wrong count is named first.
+        _check_field_counts(path, body, sep, len(names))
         raise InputError(f"{path}: has a header but no rows; expected one row per presented pair")
     plain = sep == "\t" or '"' not in body  # (line ends are \n only: read_utf8)
     if not plain:
