@@ -19,7 +19,9 @@ Routes (all relative, so that the study can sit under a path behind a proxy):
 
 Every refusal is a 4xx answer with ``{"error": "<one line naming the field>"}``.
 Request bodies above ``max_body`` bytes are refused (413) before they are read
-whole.
+whole. Every refusal of a request to the API is also written to serve's log (logger
+``study.online``, one line with the method, path, status and that message), so that
+the experimenter sees a participant's trial refused, not only the participant's page.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Annotated, Literal
@@ -44,6 +47,10 @@ from .service import OnlineStudy, ServiceError
 __all__ = ["VENDOR", "WEB", "create_app", "web_assets"]
 
 WEB = Path(__file__).parent / "web"
+
+#: Where refusals are written (``sbir-study serve`` sends it to stderr with uvicorn's own).
+LOG = logging.getLogger("study.online")
+_REFUSED = "sbir_study.refused"  # in a request's scope once its refusal is logged
 
 #: The page's third-party scripts: served name -> file under ``web/node_modules`` (npm ci).
 VENDOR = {
@@ -206,6 +213,7 @@ class _BodyLimit:
         message = f"request body: expected at most {self.limit} bytes"
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            _log_refusal(scope, 413, message)
             return await _refuse(send, 413, message)
         seen = 0
         refused = False
@@ -219,6 +227,7 @@ class _BodyLimit:
                 seen += len(incoming.get("body", b""))
                 if seen > self.limit:
                     refused = True
+                    _log_refusal(scope, 413, message)
                     await _refuse(send, 413, message)
                     return {"type": "http.disconnect"}
             return incoming
@@ -228,6 +237,20 @@ class _BodyLimit:
                 await send(outgoing)
 
         return await self.app(scope, limited, guarded)
+
+
+def _log_refusal(scope: dict, status: int, message: str) -> None:
+    """One line in serve's log for a refused API request (the page's files are not logged).
+
+    Once, with what the client was told: after a body refused for its size, the app's own
+    answer (it sees the client gone) is never sent, and is not logged either.
+    """
+    if scope.get(_REFUSED):
+        return
+    scope[_REFUSED] = True
+    path = scope.get("path", "")
+    if path.startswith("/api/"):
+        LOG.warning("refused %s %s (%d): %s", scope.get("method", ""), path, status, message)
 
 
 async def _refuse(send, status: int, message: str) -> None:
@@ -271,11 +294,14 @@ def create_app(study: OnlineStudy, admin_token: str, *, max_body: int = 65_536) 
         message = f"{_where(first.get('loc', ()))}: {first.get('msg', 'invalid')}"
         if first.get("type") == "json_invalid":
             message = "request body: expected a JSON object"
+        _log_refusal(request.scope, 422, message)
         return JSONResponse({"error": message}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, error: StarletteHTTPException):
         message = "no such page" if error.status_code == 404 else str(error.detail)
+        if 400 <= error.status_code < 500:
+            _log_refusal(request.scope, error.status_code, message)
         return JSONResponse(
             {"error": message},
             status_code=error.status_code,
@@ -284,6 +310,7 @@ def create_app(study: OnlineStudy, admin_token: str, *, max_body: int = 65_536) 
 
     @app.exception_handler(ServiceError)
     async def _refused(request: Request, error: ServiceError):
+        _log_refusal(request.scope, error.status, str(error))
         return JSONResponse({"error": str(error)}, status_code=error.status)
 
     def _file(name: str) -> Response:
@@ -318,6 +345,7 @@ def create_app(study: OnlineStudy, admin_token: str, *, max_body: int = 65_536) 
         if data is None:
             data = await run_in_threadpool(study.stimulus_set.path(path).read_bytes)
             if hashlib.sha256(data).hexdigest() != expected:
+                LOG.error("stimulus %r changed on disk since the set was checked; not served", path)
                 return JSONResponse(
                     {
                         "error": f"stimulus {path!r} changed on disk since the "

@@ -8,6 +8,7 @@ hosts behind a proxy each run ``serve`` against the same PostgreSQL database.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import secrets
@@ -80,6 +81,20 @@ def admin_token(data: Path, token_file: Path | None) -> tuple[str, str]:
     return token, str(path)
 
 
+def log_config() -> dict:
+    """uvicorn's logging set-up, plus the app's refusals (logger ``study.online``) beside
+    uvicorn's own warnings on stderr, in every worker."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["loggers"]["study.online"] = {
+        "handlers": ["default"],
+        "level": "INFO",
+        "propagate": False,
+    }
+    return config
+
+
 def serve(
     protocol: str | Path,
     stimuli: str | Path,
@@ -129,6 +144,7 @@ def serve(
         "forwarded_allow_ips": forwarded_allow_ips,
         "root_path": root_path,
         "log_level": "warning",
+        "log_config": log_config(),
         "timeout_graceful_shutdown": 10,
     }
     if workers > 1:

@@ -6,15 +6,23 @@ import base64
 import io
 import json
 import secrets
+import shutil
 import sqlite3
 import time
 import zipfile
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.study.online.support import ADMIN_TOKEN, make_client, report, start
+from tests.study.online.support import (
+    ADMIN_TOKEN,
+    make_client,
+    report,
+    start,
+    write_protocol,
+)
 
 
 def counts(client) -> tuple[int, int]:
@@ -23,6 +31,15 @@ def counts(client) -> tuple[int, int]:
             connection.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
             connection.execute("SELECT COUNT(*) FROM trials").fetchone()[0],
         )
+
+
+def refusals(caplog) -> list[str]:
+    """The refusals the app wrote to its log (logger ``study.online``)."""
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == "study.online" and record.levelname == "WARNING"
+    ]
 
 
 def rows(client, sql: str):
@@ -124,14 +141,16 @@ BAD_TRIALS = {
 
 
 @pytest.mark.parametrize("case", list(BAD_TRIALS))
-def test_bad_trials_are_refused_with_a_clear_message_and_nothing_stored(client, case):
+def test_bad_trials_are_refused_with_a_clear_message_and_nothing_stored(client, case, caplog):
     change, number, status, words = BAD_TRIALS[case]
     state, _, token_b = _other_session(client)
     body = report(state["trials"][0], 1, [("3", 0.2)])
     change(body)
     before = counts(client)
+    caplog.clear()
+    path = f"/api/sessions/{state['session_id']}/trials/{number}"
     answer = client.put(
-        f"/api/sessions/{state['session_id']}/trials/{number}",
+        path,
         content=json.dumps(body),
         headers={"Authorization": f"Bearer {token_b}", "Content-Type": "application/json"},
     )
@@ -139,6 +158,8 @@ def test_bad_trials_are_refused_with_a_clear_message_and_nothing_stored(client, 
     assert words in answer.json()["error"]
     assert "\n" not in answer.json()["error"]
     assert counts(client) == before
+    # The experimenter sees it too: one warning naming the request and the same reason.
+    assert refusals(caplog) == [f"refused PUT {path} ({status}): {answer.json()['error']}"]
 
 
 def test_a_token_writes_only_its_own_session(client):
@@ -201,8 +222,9 @@ def test_images_are_served_with_their_checksum(client, online_set):
     )
 
 
-def test_oversized_bodies_are_refused_before_they_are_read(client):
+def test_oversized_bodies_are_refused_before_they_are_read(client, caplog):
     state, _, token = _other_session(client)
+    caplog.clear()
     url = f"/api/sessions/{state['session_id']}/trials/1"
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     declared = client.put(url, content=b"{" + b" " * 70_000 + b"}", headers=headers)
@@ -216,6 +238,47 @@ def test_oversized_bodies_are_refused_before_they_are_read(client):
     assert streamed.status_code == 413
     assert client.post("/api/sessions", content=b"x" * 100_000).status_code == 413
     assert counts(client) == (2, 0)
+    limit = "(413): request body: expected at most 65536 bytes"
+    assert refusals(caplog) == [
+        f"refused PUT {url} {limit}",
+        f"refused PUT {url} {limit}",
+        f"refused POST /api/sessions {limit}",
+    ]
+
+
+def test_an_image_changed_on_disk_after_the_check_is_not_served(tmp_path, online_set, caplog):
+    copy = tmp_path / "set"
+    shutil.copytree(online_set, copy)
+    client = make_client(tmp_path, copy)
+    trial = start(client)[0].json()["trials"][0]
+    name = trial["sketch_url"].removeprefix("stimuli/")
+    (copy / name).write_bytes((copy / name).read_bytes() + b"\0")
+    caplog.clear()
+    answer = client.get("/" + trial["sketch_url"])
+    assert answer.status_code == 500
+    assert answer.json()["error"] == (
+        f"stimulus {name!r} changed on disk since the set was checked; it is not served"
+    )
+    assert [(r.name, r.levelname) for r in caplog.records] == [("study.online", "ERROR")]
+    assert name in caplog.records[0].getMessage()
+
+
+def test_serve_writes_every_refusal_to_its_log(tmp_path, online_set, start_server):
+    """A real `serve`: a participant's refused trial reaches the experimenter's terminal."""
+    protocol = write_protocol(tmp_path)
+    server = start_server(protocol, online_set, tmp_path / "data")
+    with httpx.Client(base_url=server.url, timeout=10) as http:
+        state, token = start(http, "p01")
+        state = state.json()
+        path = f"/api/sessions/{state['session_id']}/trials/1"
+        body = report(state["trials"][0], 1, [("3", 0.2)], rating=9)
+        answer = http.put(path, json=body, headers={"Authorization": f"Bearer {token}"})
+        assert answer.status_code == 422
+        good = report(state["trials"][0], 1, [("3", 0.2)])
+        assert http.put(path, json=good, headers={"Authorization": f"Bearer {token}"}).is_success
+    line = f"refused PUT {path} (422): {answer.json()['error']}"
+    log = server.log.read_text()
+    assert [row for row in log.splitlines() if "refused" in row] == [f"WARNING:  {line}"], log
 
 
 @pytest.mark.parametrize("label", ["has space", "ab-1", "", "ü1", "a" * 65])
