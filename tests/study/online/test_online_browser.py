@@ -267,6 +267,37 @@ def test_escape_asks_and_ends_incomplete_with_everything_saved(
     assert stored_sessions(data)["status"].tolist() == ["incomplete"]
 
 
+def test_leaving_full_screen_asks_as_escape_does(online_set, tmp_path, start_server, browser):
+    """In full screen a browser takes Escape to leave full screen, and the page may never see
+    the key; leaving full screen (here through the page's own API, which fires the same
+    event) asks the quit question. Going on returns to full screen; ending keeps every
+    trial stored."""
+    protocol = write_protocol(tmp_path, anchoring={"enabled": False, "repeat": False})
+    data = tmp_path / "data"
+    server = start_server(protocol, online_set, data)
+    participant = Participant(browser(), server.url)
+    full_screen = "return Boolean(document.fullscreenElement)"
+    participant.open("?participant=leaver")
+    participant.intake({})
+    participant.start_trials()
+    onset = participant.onset_of(1)["onset"]
+    assert participant.driver.execute_script(full_screen)
+    participant.key_at("num_5", onset + 0.2, 1)
+    participant.driver.execute_script("document.exitFullscreen()")
+    participant.wait(lambda: participant.phase() == "quit", what="the question")
+    participant.key("n")  # go on
+    onset = participant.onset_of(2)["onset"]
+    participant.wait(lambda: participant.driver.execute_script(full_screen), what="full screen")
+    participant.driver.execute_script("document.exitFullscreen()")
+    participant.wait(lambda: participant.phase() == "quit", what="the question again")
+    participant.key("y")
+    participant.wait(lambda: participant.phase() == "ended", what="the end")
+    stored = stored_trials(data)
+    assert stored["trial"].tolist() == [1, 2]
+    assert stored["rating"].tolist()[0] == 5
+    assert stored_sessions(data)["status"].tolist() == ["incomplete"]
+
+
 def test_a_window_too_small_or_no_consent_records_nothing(
     online_set, tmp_path, start_server, browser
 ):
