@@ -52,6 +52,20 @@ def expected_records(presses, windows) -> dict[int, list[tuple[int, float]]]:
     return expected
 
 
+def past_the_intake(query, tmp_path, online_set, start_server, browser, **tables):
+    """A browser participant opened with ``query`` on a fresh `serve` of a protocol with
+    ``tables`` (anchoring off unless given), consent and details done: (participant, the
+    server's data folder)."""
+    tables.setdefault("anchoring", {"enabled": False, "repeat": False})
+    protocol = write_protocol(tmp_path, **tables)
+    data = tmp_path / "data"
+    server = start_server(protocol, online_set, data)
+    participant = Participant(browser(), server.url)
+    participant.open(query)
+    participant.intake({})
+    return participant, data
+
+
 def run_trials(participant: Participant, trials: list[dict], plan, *, first_rated_space=True):
     """Go through ``trials``: ``plan(trial, onset, window_end)`` presses keys for each."""
     seen_rated = False
@@ -198,12 +212,9 @@ def test_browser_participant_every_rating_exact_and_times_measured(
 def test_reload_mid_session_resumes_at_the_next_unrecorded_trial(
     online_set, tmp_path, start_server, browser
 ):
-    protocol = write_protocol(tmp_path, anchoring={"enabled": False, "repeat": False})
-    data = tmp_path / "data"
-    server = start_server(protocol, online_set, data)
-    participant = Participant(browser(), server.url)
-    participant.open("?participant=reloader1")
-    participant.intake({})
+    participant, data = past_the_intake(
+        "?participant=reloader1", tmp_path, online_set, start_server, browser
+    )
     participant.start_trials()
     trials = participant.session()["state"]["trials"]
     order = [(t["trial"], t["sketch_id"], t["image_id"]) for t in trials]
@@ -244,12 +255,9 @@ def test_reload_mid_session_resumes_at_the_next_unrecorded_trial(
 def test_escape_asks_and_ends_incomplete_with_everything_saved(
     online_set, tmp_path, start_server, browser
 ):
-    protocol = write_protocol(tmp_path, anchoring={"enabled": False, "repeat": False})
-    data = tmp_path / "data"
-    server = start_server(protocol, online_set, data)
-    participant = Participant(browser(), server.url)
-    participant.open("?participant=quitter")
-    participant.intake({})
+    participant, data = past_the_intake(
+        "?participant=quitter", tmp_path, online_set, start_server, browser
+    )
     participant.start_trials()
     onset = participant.onset_of(1)["onset"]
     participant.key_at("num_3", onset + 0.2, 1)
@@ -272,13 +280,10 @@ def test_leaving_full_screen_asks_as_escape_does(online_set, tmp_path, start_ser
     the key; leaving full screen (here through the page's own API, which fires the same
     event) asks the quit question. Going on returns to full screen; ending keeps every
     trial stored."""
-    protocol = write_protocol(tmp_path, anchoring={"enabled": False, "repeat": False})
-    data = tmp_path / "data"
-    server = start_server(protocol, online_set, data)
-    participant = Participant(browser(), server.url)
+    participant, data = past_the_intake(
+        "?participant=leaver", tmp_path, online_set, start_server, browser
+    )
     full_screen = "return Boolean(document.fullscreenElement)"
-    participant.open("?participant=leaver")
-    participant.intake({})
     participant.start_trials()
     onset = participant.onset_of(1)["onset"]
     assert participant.driver.execute_script(full_screen)
@@ -418,17 +423,10 @@ def test_the_page_scores_and_names_keys_as_the_server_does(
 def test_scheduled_breaks_come_after_every_so_many_rated_pairs(
     online_set, tmp_path, start_server, browser
 ):
-    protocol = write_protocol(
-        tmp_path,
-        anchoring={"enabled": False, "repeat": False},
-        timing={"stimulus_s": 0.3, "blank_s": 0.2},
-        pauses={"break_every": 3},
-    )
-    data = tmp_path / "data"
-    server = start_server(protocol, online_set, data)
-    participant = Participant(browser(), server.url)
-    participant.open("?participant=breaker")
-    participant.intake({})
+    participant, data = past_the_intake(
+        "?participant=breaker", tmp_path, online_set, start_server, browser,
+        timing={"stimulus_s": 0.3, "blank_s": 0.2}, pauses={"break_every": 3},
+    )  # fmt: skip
     participant.start_trials()
     trials = participant.session()["state"]["trials"]
     for trial in trials:
@@ -454,16 +452,11 @@ def test_frames_stamped_before_the_key_that_began_the_trials_lose_no_trial(
     instructions, which the page reads from performance.now(). Played here by moving
     performance.now() 0.5 s ahead of the frame clock before that press (and again after a
     reload): every trial is still stored, no onset before the session's start."""
-    protocol = write_protocol(
-        tmp_path, anchoring={"enabled": False, "repeat": False},
+    participant, data = past_the_intake(
+        "?participant=lateframes", tmp_path, online_set, start_server, browser,
         timing={"stimulus_s": 0.3, "blank_s": 0.2},
     )  # fmt: skip
-    data = tmp_path / "data"
-    server = start_server(protocol, online_set, data)
-    participant = Participant(browser(), server.url)
     ahead = "const real = performance.now.bind(performance); performance.now = () => real() + 500;"
-    participant.open("?participant=lateframes")
-    participant.intake({})
     participant.wait(lambda: participant.phase() == "instructions", what="the instructions")
     participant.driver.execute_script(ahead)
     participant.start_trials()
