@@ -380,11 +380,35 @@ def test_a_simulated_session_rates_as_the_simulated_dataset(display, tmp_path):
     recorded = read_trials(data)
     columns = ["trial", "phase", "sketch_id", "image_id"]
     pd.testing.assert_frame_equal(recorded[columns], simulated[columns])
-    pd.testing.assert_series_equal(recorded["rating"].astype("Float64"),
-                                   simulated["rating"].astype("Float64"))  # fmt: skip
+    # The simulated participant presses each rating key at its trial's onset + the model's
+    # rt, which the model keeps 10 ms inside the nominal window. The session scores by the
+    # lab rule in the window it gave: from the pair's onset to the next pair's, which keeps
+    # to plan, so an onset late by more than 10 ms (a busy machine) leaves such a press
+    # after the window, in the next trial's, as it would a real participant's. Expected:
+    # the last simulated press inside each recorded window, found here from the recorded
+    # onsets and durations alone.
     rated = simulated["rt"].notna()
     assert rated.sum() >= 10
-    assert (recorded["rt"][rated] - simulated["rt"][rated]).abs().max() < 1e-5
+    presses = sorted(
+        (recorded["onset"][i] + simulated["rt"][i], int(simulated["rating"][i]))
+        for i in recorded.index[rated]
+    )
+    ends = recorded["onset"] + recorded["stim_duration"] + recorded["blank_duration"]
+    scored = recorded.index[recorded["phase"] != "anchor_demo"]
+    expected = pd.DataFrame({"rating": np.nan, "rt": np.nan}, index=scored)
+    for i in scored:
+        inside = [(t, r) for t, r in presses if recorded["onset"][i] <= t < ends[i]]
+        if inside:
+            expected.loc[i] = inside[-1][1], inside[-1][0] - recorded["onset"][i]
+    assert recorded["rating"][~recorded.index.isin(scored)].isna().all()
+    got = recorded.loc[scored, ["rating", "rt"]].astype(float)
+    context = recorded[["trial", "onset", "onset_planned", "rt"]].assign(model=simulated["rt"])
+    assert np.allclose(got, expected, rtol=0, atol=1e-5, equal_nan=True), (got, expected, context)
+    # Most presses are inside their own trial's window, with the model's rating and rt.
+    own = (recorded["rating"] == simulated["rating"]) & (
+        (recorded["rt"] - simulated["rt"]).abs() < 1e-5
+    )
+    assert own[rated].sum() >= rated.sum() - 2, own
 
 
 def test_a_stimulus_file_gone_mid_session_stops_it_cleanly_and_resume_goes_on(display,
