@@ -213,8 +213,7 @@ class _BodyLimit:
         message = f"request body: expected at most {self.limit} bytes"
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            _log_refusal(scope, 413, message)
-            return await _refuse(send, 413, message)
+            return await _refuse(scope, send, 413, message)
         seen = 0
         refused = False
 
@@ -227,8 +226,7 @@ class _BodyLimit:
                 seen += len(incoming.get("body", b""))
                 if seen > self.limit:
                     refused = True
-                    _log_refusal(scope, 413, message)
-                    await _refuse(send, 413, message)
+                    await _refuse(scope, send, 413, message)
                     return {"type": "http.disconnect"}
             return incoming
 
@@ -253,7 +251,16 @@ def _log_refusal(scope: dict, status: int, message: str) -> None:
         LOG.warning("refused %s %s (%d): %s", scope.get("method", ""), path, status, message)
 
 
-async def _refuse(send, status: int, message: str) -> None:
+def _refusal(request: Request, status: int, message: str, headers=None) -> JSONResponse:
+    """The app's answer ``{"error": message}``; a 4xx is also written to serve's log."""
+    if 400 <= status < 500:
+        _log_refusal(request.scope, status, message)
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+async def _refuse(scope: dict, send, status: int, message: str) -> None:
+    """Answer ``{"error": message}`` from the middleware, before the app; logged as above."""
+    _log_refusal(scope, status, message)
     body = json.dumps({"error": message}).encode()
     await send(
         {
@@ -294,24 +301,16 @@ def create_app(study: OnlineStudy, admin_token: str, *, max_body: int = 65_536) 
         message = f"{_where(first.get('loc', ()))}: {first.get('msg', 'invalid')}"
         if first.get("type") == "json_invalid":
             message = "request body: expected a JSON object"
-        _log_refusal(request.scope, 422, message)
-        return JSONResponse({"error": message}, status_code=422)
+        return _refusal(request, 422, message)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, error: StarletteHTTPException):
         message = "no such page" if error.status_code == 404 else str(error.detail)
-        if 400 <= error.status_code < 500:
-            _log_refusal(request.scope, error.status_code, message)
-        return JSONResponse(
-            {"error": message},
-            status_code=error.status_code,
-            headers=getattr(error, "headers", None),
-        )
+        return _refusal(request, error.status_code, message, getattr(error, "headers", None))
 
     @app.exception_handler(ServiceError)
     async def _refused(request: Request, error: ServiceError):
-        _log_refusal(request.scope, error.status, str(error))
-        return JSONResponse({"error": str(error)}, status_code=error.status)
+        return _refusal(request, error.status, str(error))
 
     def _file(name: str) -> Response:
         path = files.get(name)
@@ -345,14 +344,11 @@ def create_app(study: OnlineStudy, admin_token: str, *, max_body: int = 65_536) 
         if data is None:
             data = await run_in_threadpool(study.stimulus_set.path(path).read_bytes)
             if hashlib.sha256(data).hexdigest() != expected:
-                LOG.error("stimulus %r changed on disk since the set was checked; not served", path)
-                return JSONResponse(
-                    {
-                        "error": f"stimulus {path!r} changed on disk since the "
-                        "set was checked; it is not served"
-                    },
-                    status_code=500,
+                message = (
+                    f"stimulus {path!r} changed on disk since the set was checked; it is not served"
                 )
+                LOG.error("%s", message)
+                return JSONResponse({"error": message}, status_code=500)
             cache[path] = data
         media = "image/png" if path.lower().endswith(".png") else "image/jpeg"
         return Response(
