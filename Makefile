@@ -43,7 +43,7 @@ $(STAMP): pyproject.toml Makefile scripts/ensure-apt.sh $(WEB)/package.json $(WE
 	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || bash scripts/ensure-apt.sh python3-venv
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[all,test]'
 	@# The BIDS validator checks the recorded datasets in the tests (tests/test_session.py).
 	@test -x $(NODE)/node_modules/.bin/bids-validator || npm install --silent --no-audit \
 		--no-fund --prefix $(NODE) bids-validator@$(BIDS_VALIDATOR)
@@ -90,10 +90,10 @@ serve-demo: $(STAMP)
 		--data $(DEMO)/online --host 127.0.0.1 --port 8000
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q --tb=short -rfE
+	$(BIN)/python -m pytest -q --tb=short -rfE --durations=25
 
 lint: $(STAMP)
-	$(BIN)/ruff check analysis study stimuli tests benchmarks
+	$(BIN)/ruff check .
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_pairwise.py

@@ -1,6 +1,6 @@
 """Vectorised numeric kernels for the rank statistics (private).
 
-The public functions in :mod:`analysis.agreement` validate their input and call
+The public functions in :mod:`sbir_study.analysis.agreement` validate their input and call
 these. Everything here takes plain float arrays in which NaN marks a missing
 value, and follows scipy.stats term for term so that the results agree with
 ``scipy.stats.kendalltau(method="asymptotic")`` and ``scipy.stats.rankdata`` to

@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from sbir_study.foundation.checks import InputError, check_option, check_whole_number, float_array
+from sbir_study.foundation.paper import SCALE
+
 from . import _kernels
-from ._moved import renamed
-from .checks import InputError, check_option, check_whole_number, float_array
-from .paper import SCALE
 from .ratings import rating_cube
 
 __all__ = [
@@ -39,7 +39,6 @@ __all__ = [
     "SkillingsMackResult",
     "agreement_by_sketch",
     "inter_user_tau",
-    "inter_user_tau_by_sketch",
     "inter_user_tau_pairs",
     "kendall_tau_b",
     "kendall_w",
@@ -493,7 +492,7 @@ def inter_user_tau(ratings: pd.DataFrame, *, alternative: str = "greater") -> pd
     Parameters
     ----------
     ratings : DataFrame
-        A validated ratings table (:func:`~analysis.load_ratings`); the main
+        A validated ratings table (:func:`~sbir_study.analysis.load_ratings`); the main
         phase is used.
 
     Returns
@@ -552,9 +551,10 @@ def inter_user_tau_pairs(
     (['1', '2'], 0.3333)
     """
     check_whole_number("max_raters", max_raters, 2, none_ok=True)
+    check_option("alternative", alternative, _kernels.ALTERNATIVES)
 
     def sketches():
-        for sketch_id, participants, matrix in _rated_by_sketch(ratings, alternative):
+        for _, sketch_id, participants, matrix in _sketch_matrices(ratings):
             n_raters_total = participants.size
             if max_raters is not None and n_raters_total > max_raters:
                 rng = np.random.default_rng([seed, zlib.crc32(str(sketch_id).encode("utf-8"))])
@@ -572,35 +572,6 @@ def inter_user_tau_pairs(
     yield from _kernels.in_order(
         pairs_of, sketches(), weight=lambda job: job[2].shape[0] ** 2, threshold=2.5e5
     )
-
-
-def _rated_by_sketch(ratings: pd.DataFrame, alternative: str):
-    """Yield ``(sketch_id, participants, matrix)`` of the main phase, one sketch at a time:
-    the raters who rated at least one image of the sketch, and their rows of ratings."""
-    check_option("alternative", alternative, _kernels.ALTERNATIVES)
-    main = ratings[ratings["phase"] == "main"]
-    if main.empty:
-        return
-    cube = rating_cube(main)
-    for index, sketch_id in enumerate(cube.sketches):
-        matrix = cube.sketch(index)
-        rated = ~np.isnan(matrix).all(axis=1)
-        yield sketch_id, cube.participants[rated], matrix[rated]
-
-
-def inter_user_tau_by_sketch(ratings: pd.DataFrame, *, alternative: str = "greater"):
-    """Yield ``(sketch_id, participants, PairwiseTauResult)`` for each sketch of the main phase.
-
-    ``participants`` are those who rated at least one image of the sketch, in
-    the order of the result's rows and columns. The matrices of one sketch at a
-    time: at crowd scale the full table would not fit in memory.
-    """
-    for sketch_id, participants, matrix in _rated_by_sketch(ratings, alternative):
-        yield (
-            sketch_id,
-            participants,
-            PairwiseTauResult(*_kernels.pairwise_tau_b(matrix, alternative)),
-        )
 
 
 def _empty_pairwise() -> pd.DataFrame:
@@ -628,12 +599,13 @@ def kendall_w_by_sketch(ratings: pd.DataFrame) -> pd.DataFrame:
         ``n_raters_excluded`` counts those left out. :func:`agreement_by_sketch`
         adds the statistics that use every rating.
     """
-    rows = [(sketch_id, *kendall_w(matrix)) for _, sketch_id, matrix in _sketch_matrices(ratings)]
+    rows = [(sketch_id, *kendall_w(matrix))
+            for _, sketch_id, _, matrix in _sketch_matrices(ratings)]  # fmt: skip
     return pd.DataFrame(rows, columns=list(AGREEMENT_COLUMNS[:12]))
 
 
 def _sketch_matrices(ratings: pd.DataFrame):
-    """Yield ``(index, sketch_id, raters x images)`` for each sketch of the main phase.
+    """Yield ``(index, sketch_id, raters, raters x images)`` for each sketch of the main phase.
 
     The raters of a sketch are the participants who rated at least one of its
     images: one who never saw it is not a rater of it.
@@ -644,7 +616,8 @@ def _sketch_matrices(ratings: pd.DataFrame):
     cube = rating_cube(main)
     for index, sketch_id in enumerate(cube.sketches):
         matrix = cube.sketch(index)
-        yield index, sketch_id, matrix[~np.isnan(matrix).all(axis=1)]
+        rated = ~np.isnan(matrix).all(axis=1)
+        yield index, sketch_id, cube.participants[rated], matrix[rated]
 
 
 #: The columns of :func:`agreement_by_sketch` (``kendall_w.csv``), in order.
@@ -672,7 +645,7 @@ def agreement_by_sketch(
     Parameters
     ----------
     ratings : DataFrame
-        A validated ratings table (:func:`~analysis.load_ratings`); the main
+        A validated ratings table (:func:`~sbir_study.analysis.load_ratings`); the main
         phase is used.
     n_resamples : int
         Bootstrap resamples of each alpha's interval (0: none).
@@ -721,7 +694,7 @@ def agreement_by_sketch(
         raise InputError(f"permutations: expected a whole number >= 0, got {permutations!r}")
     domain = np.arange(SCALE[0], SCALE[1] + 1, dtype=np.float64)
     rows = []
-    for index, sketch_id, matrix in _sketch_matrices(ratings):
+    for index, sketch_id, _, matrix in _sketch_matrices(ratings):
         # One stream per sketch: a sketch's intervals do not depend on the others.
         rng = np.random.default_rng([seed, index])
         units = _kernels.unit_coincidences(_value_counts(matrix, domain)[1])
@@ -831,11 +804,3 @@ def _alpha_with_interval(units, domain, level, n_resamples, confidence_level, rn
     tail = (1.0 - confidence_level) / 2.0
     low, high = np.quantile(resampled, [tail, 1.0 - tail])
     return statistic, float(low), float(high)
-
-
-# Old names, still answering with a DeprecationWarning.
-__getattr__ = renamed(
-    "analysis.agreement",
-    {"inter_rater_tau": "inter_user_tau", "inter_rater_tau_by_sketch": "inter_user_tau_by_sketch"},
-    globals(),
-)

@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sbir_study.foundation.checks import bad_ids, check_id, check_option
+
 from . import _kernels
-from .checks import bad_ids, check_id, check_option
 from .ratings import rating_cube
 
 __all__ = [
@@ -88,7 +89,7 @@ def write_qrels(ground_truth: pd.DataFrame, path: str | Path) -> None:
     grade = 7 - round(mean_rating), so 6 is the best match and 0 the worst;
     a mean halfway between two ratings rounds to the worse one (3.5 -> 4), a
     conservative grade. Pairs nobody rated are left out. Every id is checked
-    first (:func:`~analysis.checks.check_id`); nothing is written if one is bad.
+    first (:func:`~sbir_study.foundation.checks.check_id`); nothing is written if one is bad.
     """
     rated = ground_truth.dropna(subset=["mean_rating"])
     for column in ("sketch_id", "image_id"):

@@ -7,7 +7,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .paper import SCALE
+from sbir_study.foundation.paper import SCALE
+
 from .ratings import PHASES, rating_cube
 
 __all__ = ["binned_medians", "box_summary", "rating_distribution"]

@@ -2,7 +2,7 @@
 
 Every ``plot_*`` function draws on the matplotlib ``Axes`` it is given and
 returns it, so the figures can be composed, restyled or embedded; they take the
-tables :func:`analysis.analyze_ratings` writes, not raw ratings.
+tables :func:`sbir_study.analysis.analyze_ratings` writes, not raw ratings.
 :func:`write_figures` lays out the standard files (``.png`` and ``.pdf``).
 
 This is the only module of :mod:`analysis` that imports matplotlib. It uses the
@@ -25,8 +25,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from .checks import check_option
-from .paper import SCALE
+from sbir_study.foundation.checks import check_option
+from sbir_study.foundation.paper import SCALE
 
 __all__ = [
     "FIGURES",
@@ -198,11 +198,11 @@ def plot_interuser(
 ) -> Axes:
     """Fig. 5: per sketch, box plots of the inter-user tau_b and Kendall's W as black circles.
 
-    ``boxes`` holds one :func:`analysis.distribution.box_summary` per sketch
+    ``boxes`` holds one :func:`sbir_study.analysis.distribution.box_summary` per sketch
     (with a ``label``, the sketch id), in the order to draw; median line, box
     from the 25th to the 75th percentile, whiskers to 1.5 IQR, outliers as red
     plus signs, as in the paper. ``kendall_w`` is the table of
-    :func:`analysis.agreement.agreement_by_sketch` (or of ``kendall_w_by_sketch``);
+    :func:`sbir_study.analysis.agreement.agreement_by_sketch` (or of ``kendall_w_by_sketch``);
     when it has ``alpha_ordinal``, Krippendorff's ordinal alpha over all raters
     is drawn beside W as a blue diamond. The legend says over how many raters
     W stands (k of m).
@@ -328,7 +328,7 @@ def plot_distribution(distributions: Mapping[str, pd.DataFrame], *, ax: Axes) ->
     """Fig. 7: share of ratings at each scale point per dataset, against the uniform share.
 
     ``distributions`` maps a label (e.g. ``"pilot"``, ``"final"``) to a
-    :func:`analysis.rating_distribution` table; the main phase is drawn.
+    :func:`sbir_study.analysis.rating_distribution` table; the main phase is drawn.
     """
     width = 0.8 / max(len(distributions), 1)
     for k, (label, table) in enumerate(distributions.items()):
@@ -391,7 +391,7 @@ def plot_sketch_extremes(
     ``tau_median``; ``images`` maps a sketch id to its image file. ``axes``
     is a grid with one row per group.
     """
-    from .checks import open_image
+    from sbir_study.foundation.checks import open_image
 
     grid = np.asarray(axes, dtype=object).reshape(2, -1)
     for row, group in enumerate(("best", "worst")):
@@ -416,7 +416,7 @@ def plot_sketch_extremes(
 def plot_power(summary: pd.DataFrame, *, axes: Sequence[Axes]) -> Sequence[Axes]:
     """How the study's statistics improve with the number of participants.
 
-    ``summary`` is :func:`analysis.power.summarize_power`'s table. Left: tau_b
+    ``summary`` is :func:`sbir_study.analysis.power.summarize_power`'s table. Left: tau_b
     between the panel's consensus and a large reference panel's (median and
     5th percentile over sketches); middle: share of sketches with W
     significant; right: share of significant inter-user tau_b with its 95%

@@ -12,10 +12,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import _kernels, progress
-from ._memory import release_freed
+from sbir_study.foundation import progress
+from sbir_study.foundation.checks import InputError, check_option, check_whole_number
+from sbir_study.foundation.memory import release_freed
+from sbir_study.foundation.outputs import output_folder
+from sbir_study.foundation.provenance import software_versions
+
+from . import _kernels
 from .agreement import agreement_by_sketch, inter_user_tau_pairs, krippendorff_alpha_overall
-from .checks import InputError, check_option, check_whole_number
 from .consensus import (
     anchoring_consistency,
     consensus_ground_truth,
@@ -24,8 +28,6 @@ from .consensus import (
     write_qrels,
 )
 from .distribution import binned_medians, box_summary, rating_distribution
-from .outputs import output_folder
-from .provenance import software_versions
 from .ratings import RATING_COLUMNS, Provenance, check_text_labels
 from .report import raters_range, write_report
 from .significance import summarize_family
@@ -58,7 +60,7 @@ PAIRWISE_TABLE = "pairwise_tau.parquet"
 PAIRWISE_FULL_ROWS = 10_000_000
 PAIRWISE_MODES = ("auto", "full", "summary")
 #: Above this many raters of a sketch, its inter-user tau_b is computed over the pairs among
-#: this many of them drawn at random (:func:`~analysis.agreement.inter_user_tau_pairs`):
+#: this many of them drawn at random (:func:`~sbir_study.analysis.agreement.inter_user_tau_pairs`):
 #: 1,999,000 pairs a sketch at most, where 10,000 raters would give 50 million. Up to 2,000
 #: raters every pair enters, as in the paper; how far a sample's quantiles and share
 #: significant lie from every pair's is measured in ``benchmarks/RESULTS.md``.
@@ -72,7 +74,7 @@ class AnalysisOptions:
 
     ``bootstrap`` resamples give the intervals of Krippendorff's alpha,
     ``permutations`` the Skillings-Mack permutation p-values (sketches with at
-    most :data:`~analysis.agreement.PERMUTATION_RATERS_LIMIT` raters);
+    most :data:`~sbir_study.analysis.agreement.PERMUTATION_RATERS_LIMIT` raters);
     ``pairwise_raters`` caps the raters of a sketch whose pairs enter the
     inter-user tau_b (:data:`PAIRWISE_RATERS`; ``None``: every pair). All three
     draw from ``seed``, so the same ratings give the same files.
@@ -286,7 +288,7 @@ def participant_table(ratings: pd.DataFrame, consensus: pd.DataFrame) -> pd.Data
     counts the sketches the participant rated at least one image of,
     ``n_sketches_complete`` those they rated every image of (the sketches whose
     Kendall's W they enter); the medians are over the sketches of
-    :func:`~analysis.consensus.rater_vs_consensus`.
+    :func:`~sbir_study.analysis.consensus.rater_vs_consensus`.
     """
     from .ratings import rating_cube
 
@@ -509,7 +511,7 @@ def _tau_summary(tau: np.ndarray, p: np.ndarray, alpha: float) -> tuple[tuple[fl
     """Summaries of the defined tau_b of one sketch, their quartiles computed once.
 
     Returns (min, 5/25/50/75/95th percentiles, max, share significant) and the
-    box-plot summary (:func:`~analysis.distribution.box_summary`).
+    box-plot summary (:func:`~sbir_study.analysis.distribution.box_summary`).
     """
     defined = ~np.isnan(p)
     tau = tau[defined]

@@ -1,7 +1,7 @@
 """How many participants a replication needs: the study's statistics by simulation.
 
 For each replication a fresh stimulus set and a fresh pool of raters are drawn
-from the rater model of :mod:`analysis.simulate`. The first ``k`` raters form
+from the rater model of :mod:`sbir_study.analysis.simulate`. The first ``k`` raters form
 the panel of a study with ``k`` participants (so the panels of one replication
 are nested, which makes the comparison between counts sharper); a separate
 reference panel of ``reference`` raters stands in for "everybody". For each
@@ -30,9 +30,11 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from . import _kernels, paper
-from .checks import InputError
-from .progress import counter
+from sbir_study.foundation import paper
+from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.progress import counter
+
+from . import _kernels
 from .significance import wilson_interval
 from .simulate import RaterModel, StudyDesign, main_block_ratings
 
@@ -174,8 +176,9 @@ def write_power(
 ) -> Path:
     """Write ``power_runs.csv``, ``power.csv`` and ``power.png``/``.pdf`` into ``out``, as
     every output is written (``docs/outputs.md``)."""
+    from sbir_study.foundation.outputs import output_folder
+
     from .figures import write_power_figure
-    from .outputs import output_folder
 
     with output_folder(out, "power", overwrite=overwrite) as folder:
         runs.to_csv(folder / "power_runs.csv", index=False)

@@ -6,7 +6,7 @@ plus any extra columns, which are kept. It comes from one flat CSV/TSV file or
 from a BIDS dataset, every ``sub-*/beh/*_beh.tsv`` (and ``sub-*/ses-*/beh/``)
 under its root.
 
-Every problem is reported as an :class:`~analysis.InputError` naming the file,
+Every problem is reported as an :class:`~sbir_study.foundation.checks.InputError` naming the file,
 the line and the field. One exception is tolerated with a warning: a BIDS file
 whose last line has no line end, which is what a session that crashed while
 writing leaves behind; that partial row is dropped, the complete ones kept.
@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import progress
-from ._memory import release_freed
-from .checks import ID_RULE, PARTICIPANT_RULE, InputError, bad_ids, read_utf8
-from .paper import SCALE
+from sbir_study.foundation import progress
+from sbir_study.foundation.checks import ID_RULE, PARTICIPANT_RULE, InputError, bad_ids, read_utf8
+from sbir_study.foundation.memory import release_freed
+from sbir_study.foundation.paper import SCALE
 
 __all__ = [
     "PHASES",
@@ -237,9 +237,9 @@ def check_text_labels(frame: pd.DataFrame) -> None:
     >>> check_text_labels(pd.DataFrame({"participant": [1], "sketch_id": ["s"]}))
     Traceback (most recent call last):
     ...
-    analysis.checks.InputError: participant: the labels are numbers (int64), so 01 has \
-already become 1; expected text labels: read the table with analysis.load_ratings, or \
-pandas.read_csv(..., dtype=str)
+    sbir_study.foundation.checks.InputError: participant: the labels are numbers (int64), so 01 \
+has already become 1; expected text labels: read the table with \
+sbir_study.analysis.load_ratings, or pandas.read_csv(..., dtype=str)
     """
     for column in ("participant", "sketch_id", "image_id"):
         if column in frame and (
@@ -248,8 +248,8 @@ pandas.read_csv(..., dtype=str)
         ):
             raise InputError(
                 f"{column}: the labels are numbers ({frame[column].dtype}), so 01 has already "
-                "become 1; expected text labels: read the table with analysis.load_ratings, "
-                "or pandas.read_csv(..., dtype=str)"
+                "become 1; expected text labels: read the table with "
+                "sbir_study.analysis.load_ratings, or pandas.read_csv(..., dtype=str)"
             )
 
 
@@ -628,7 +628,7 @@ def _separator(path: Path, header: str) -> str:
 
 def _session_software(sidecars) -> tuple[tuple[str, str], ...]:
     """The session libraries the sidecars record (see :attr:`Provenance.session_software`)."""
-    from .provenance import ANALYSIS_PACKAGES, SESSION_PACKAGES
+    from sbir_study.foundation.provenance import ANALYSIS_PACKAGES, SESSION_PACKAGES
 
     versions: dict[str, set[str]] = {}
     for path in sidecars:

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .agreement import PERMUTATION_RATERS_LIMIT
-from .html import (
+from sbir_study.foundation.html import (
     at_floor,
     collapsed,
     figure_list,
@@ -25,7 +24,9 @@ from .html import (
     software_table,
     table,
 )
-from .paper import IMAGES_PER_SKETCH, PUBLISHED
+from sbir_study.foundation.paper import IMAGES_PER_SKETCH, PUBLISHED
+
+from .agreement import PERMUTATION_RATERS_LIMIT
 
 __all__ = ["raters_range", "write_report"]
 

@@ -36,7 +36,7 @@ The session follows the paper's design (Sec. 2.3): the anchor pairs are shown
 first with their prescribed ratings (``anchor_demo``, not rated), then the main
 pairs in a random order per participant, with each anchor pair inserted again
 at a random place after the first ``anchor_repeat_from`` of the main block
-(``anchor_repeat``); the order is :func:`analysis.trial_order.session_order`,
+(``anchor_repeat``); the order is :func:`sbir_study.foundation.trial_order.session_order`,
 the rule of ``sbir-study run``.
 
 One model for every simulated participant: :func:`rate_trials` draws the
@@ -71,10 +71,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import bids, paper
-from .checks import InputError
-from .paper import SCALE
-from .trial_order import session_order
+from sbir_study.foundation import bids, paper
+from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.paper import SCALE
+from sbir_study.foundation.trial_order import session_order
 
 __all__ = [
     "RaterModel",
@@ -91,8 +91,9 @@ __all__ = [
 
 @dataclass(frozen=True)
 class StudyDesign(paper.PairDesign):
-    """Size and timing of a simulated study: the pairs (:class:`analysis.paper.PairDesign`),
-    the participants and the durations; the defaults are the paper's."""
+    """Size and timing of a simulated study: the pairs
+    (:class:`~sbir_study.foundation.paper.PairDesign`), the participants and the durations;
+    the defaults are the paper's."""
 
     participants: int = paper.PARTICIPANTS
     #: Anchor repeats go after this fraction of the main block ("the later part").
@@ -411,7 +412,7 @@ def _session(
 
 def sidecar_name(table: str | Path) -> str:
     """The name of the JSON sidecar beside a flat ratings table (``ratings.csv`` ->
-    ``ratings.json``), which :func:`~analysis.load_ratings` reads."""
+    ``ratings.json``), which :func:`~sbir_study.analysis.load_ratings` reads."""
     return Path(table).with_suffix(".json").name
 
 
@@ -432,7 +433,7 @@ def write_simulated_dataset(
     Every file is marked as simulated: ``"Simulated": true`` with the design,
     model parameters and seed in each ``_beh.json`` sidecar (or in the JSON
     file beside a flat table, :func:`sidecar_name`), which
-    :func:`~analysis.load_ratings` reads. With ``stimuli`` (a set's
+    :func:`~sbir_study.analysis.load_ratings` reads. With ``stimuli`` (a set's
     manifest), the participants rate that set's pairs (see
     :func:`simulate_study`); ``stimulus_digest`` is then recorded in every
     sidecar as ``StimulusSetDigest``. The dataset (or the table and its
@@ -441,7 +442,7 @@ def write_simulated_dataset(
     ``overwrite``, and only when an earlier ``simulate`` wrote it. Returns
     the dataset root (or the table's path).
     """
-    from .outputs import output_files, output_folder
+    from sbir_study.foundation.outputs import output_files, output_folder
 
     root = Path(root)
     settings = dict(design=design, model=model, seed=seed, flat=flat, version=version,
@@ -516,7 +517,7 @@ def _readme(design: StudyDesign, seed: int) -> str:
         f"sketches x {design.images_per_sketch} images, with an anchoring block of "
         f"{design.anchor_sketches} sketches x {design.anchor_images} images, written by "
         f"sbir-study simulate with seed {seed}. The generative model is described in "
-        "the analysis.simulate module of sbir-study and in each _beh.json sidecar.\n"
+        "the sbir_study.analysis.simulate module of sbir-study and in each _beh.json sidecar.\n"
     )
 
 

@@ -1,6 +1,6 @@
 """Krippendorff's alpha and the Skillings-Mack test at paper and crowd scale.
 
-Side by side, in one run: ``analysis.krippendorff_alpha_overall`` and
+Side by side, in one run: ``sbir_study.analysis.krippendorff_alpha_overall`` and
 ``agreement_by_sketch`` against the ``krippendorff`` package (PyPI), the library a user
 would otherwise call, on the same ratings; the package has no bootstrap, so its
 interval is timed as what a user would write: the package called once per resample
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from bench_pairwise import best_of  # the script's folder is on the path
 
-from analysis.agreement import agreement_by_sketch, krippendorff_alpha_overall
+from sbir_study.analysis.agreement import agreement_by_sketch, krippendorff_alpha_overall
 
 SKETCHES, IMAGES = 31, 40
 

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from analysis.simulate import StudyDesign, write_simulated_dataset
+from sbir_study.analysis.simulate import StudyDesign, write_simulated_dataset
 
 
 def run(command: list[str]) -> tuple[float, float]:
@@ -74,7 +74,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--skip-crowd", action="store_true")
     args = parser.parse_args()
-    cli = [sys.executable, "-m", "study.cli"]
+    cli = [sys.executable, "-m", "sbir_study"]
 
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from bench_evaluate import write_benchmark
 
-CLI = [sys.executable, "-m", "study.cli"]
+CLI = [sys.executable, "-m", "sbir_study"]
 
 
 def seconds(*arguments: str) -> float:

@@ -9,7 +9,7 @@ otherwise run, in one process.
      P.10, map, Rprec) on graded and binary qrels,
    * ranx: Run.from_file + evaluate (the same measures), best of fewer repeats.
    The values must agree (checked) and analysis be at least as fast as pytrec_eval.
-2. m_p over a reference set of 10,000 vectors of 500 dimensions: analysis.mass_based
+2. m_p over a reference set of 10,000 vectors of 500 dimensions: sbir_study.analysis.mass_based
    (columns sorted once, binary search) against the direct count of the definition
    (every reference value compared per pair and dimension); goal at least 50x faster.
 
@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.retrieval.distances import mass_based
-from analysis.retrieval.evaluation import EvaluationOptions, score_run
-from analysis.retrieval.runs import ground_truth_from_frame, load_run
+from sbir_study.analysis.retrieval.distances import mass_based
+from sbir_study.analysis.retrieval.evaluation import EvaluationOptions, score_run
+from sbir_study.analysis.retrieval.runs import ground_truth_from_frame, load_run
 
 
 def best_of(function, repeat: int) -> tuple[float, float, object]:
@@ -202,7 +202,7 @@ def main() -> None:
     print("| m_p, 10,000 x 500 reference | pairs | seconds (median) | ms per pair | ratio |")
     print("|---|---|---|---|---|")
     print(
-        "| analysis.mass_based (sorted columns, binary search; sorting included) | "
+        "| sbir_study.analysis.mass_based (sorted columns, binary search; sorting included) | "
         f"{len(x) * len(y):,} | {fast_median:.2f} | {1000 * per_pair_fast:.3f} | 1 |"
     )
     print(f"| direct count of the definition | {pairs_direct[0] * pairs_direct[1]} | "

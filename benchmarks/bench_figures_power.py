@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from analysis.simulate import StudyDesign, write_simulated_dataset
+from sbir_study.analysis.simulate import StudyDesign, write_simulated_dataset
 
 
 def seconds(command: list[str]) -> float:
@@ -34,7 +34,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    cli = [sys.executable, "-m", "study.cli"]
+    cli = [sys.executable, "-m", "sbir_study"]
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         data = write_simulated_dataset(folder / "paper", StudyDesign(), seed=2011)

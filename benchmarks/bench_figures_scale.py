@@ -1,8 +1,8 @@
 """Time to draw the figures of ``analyze`` at paper and crowd scale, per-participant vs aggregate.
 
 For 28, 300 and 2,000 simulated participants (the paper's design otherwise), the
-tables are computed once by :func:`analysis.analyze_ratings`; then
-:func:`analysis.figures.write_figures` draws Figs. 4-8 (PNG and PDF) from the same
+tables are computed once by :func:`sbir_study.analysis.analyze_ratings`; then
+:func:`sbir_study.analysis.figures.write_figures` draws Figs. 4-8 (PNG and PDF) from the same
 tables twice, alternating:
 
 * ``each``: one box or marker column per participant with its own tick label, the
@@ -29,7 +29,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from analysis import (
+from sbir_study.analysis import (
     AnalysisOptions,
     StudyDesign,
     analyze_ratings,

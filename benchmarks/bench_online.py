@@ -1,6 +1,6 @@
 """The online session under load and in a real browser, on the loopback only.
 
-1. Load: ``--participants`` simulated participants (study.online.loadtest: the page's
+1. Load: ``--participants`` simulated participants (sbir_study.study.online.loadtest: the page's
    retry-until-acknowledged queue, over HTTP) each post one trial every ``--pace`` seconds
    (the paper's 2 s + 1 s) for ``--duration`` seconds against a real ``sbir-study serve``:
    on SQLite (one process), and on a private PostgreSQL server (two worker processes).
@@ -41,9 +41,9 @@ import numpy as np
 import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from stimuli import SetDesign, generate_set
-from study.online.loadtest import run_load
-from study.online.storage import open_database
+from sbir_study.stimuli import SetDesign, generate_set
+from sbir_study.study.online.loadtest import run_load
+from sbir_study.study.online.storage import open_database
 from tests.study.online.browser_participant import Participant
 from tests.study.online.support import (
     Postgres,

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import load_ratings
-from analysis.pipeline import AnalysisOptions, _analyze_into, analyze_ratings
-from analysis.simulate import (
+from sbir_study.analysis import load_ratings
+from sbir_study.analysis.pipeline import AnalysisOptions, _analyze_into, analyze_ratings
+from sbir_study.analysis.simulate import (
     RaterModel,
     StudyDesign,
     _write_simulated,

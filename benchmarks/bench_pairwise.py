@@ -1,4 +1,4 @@
-"""Inter-user tau_b for every pair of raters: analysis.pairwise_kendall_tau against
+"""Inter-user tau_b for every pair of raters: sbir_study.analysis.pairwise_kendall_tau against
 the libraries a user would otherwise reach for, in one run.
 
 * a loop of scipy.stats.kendalltau(method="asymptotic") over the pairs (tau and p),
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
-from analysis import pairwise_kendall_tau
+from sbir_study.analysis import pairwise_kendall_tau
 
 
 def best_of(function, repeat: int) -> tuple[float, object]:
@@ -72,7 +72,7 @@ def main() -> None:
     print(f"pairwise tau_b, {args.raters} raters x {args.items} items ({pairs} pairs, 1% missing)")
     print("| implementation | seconds | ratio to pairwise_kendall_tau | max abs difference |")
     print("|---|---|---|---|")
-    print(f"| analysis.pairwise_kendall_tau (tau and p) | {ours_s:.4f} | 1 | - |")
+    print(f"| sbir_study.analysis.pairwise_kendall_tau (tau and p) | {ours_s:.4f} | 1 | - |")
     print(f"| loop of scipy.stats.kendalltau (tau and p) | {loop_s:.2f} | "
           f"{loop_s / ours_s:.0f}x slower | tau {tau_error:.1e}, p {p_error:.1e} |")  # fmt: skip
     print(f"| pandas DataFrame.corr(method='kendall') (tau only) | {pandas_s:.2f} | "

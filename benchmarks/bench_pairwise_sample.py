@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis import inter_user_tau_pairs, load_ratings
+from sbir_study.analysis import inter_user_tau_pairs, load_ratings
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 

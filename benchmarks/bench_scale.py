@@ -62,7 +62,7 @@ def pairwise_comparison(table: Path, sketches: int = 1, sample: int = 2000) -> N
     """One sketch's all-pairs table: ours against a SciPy loop and a pandas CSV."""
     import scipy.stats
 
-    from analysis import inter_user_tau_pairs, load_ratings
+    from sbir_study.analysis import inter_user_tau_pairs, load_ratings
 
     ratings = load_ratings(table)
     ratings = ratings[ratings["phase"] == "main"]
@@ -97,7 +97,7 @@ def pairwise_comparison(table: Path, sketches: int = 1, sample: int = 2000) -> N
                           "tau_b": pairs.statistic, "p_value": pairs.pvalue,
                           "n_items": pairs.n_items})  # fmt: skip
     with tempfile.TemporaryDirectory() as folder:
-        from analysis.pipeline import _PairwiseWriter
+        from sbir_study.analysis.pipeline import _PairwiseWriter
 
         start = time.perf_counter()
         writer = _PairwiseWriter(Path(folder) / "pairs.parquet")
@@ -165,7 +165,7 @@ def main() -> None:
             cpu=cpu,
         )
 
-        from analysis import load_ratings
+        from sbir_study.analysis import load_ratings
 
         start = time.perf_counter()
         load_ratings(bids)

@@ -15,7 +15,7 @@
    from the first trials to the last, the stimulus and blank durations, the
    frames counted as dropped, and the error of every logged press time
    (``onset_monotonic`` + seconds from onset) against the injected one.
-2. The per-trial write: :class:`study.recorder.SessionRecorder.append` (one
+2. The per-trial write: :class:`sbir_study.study.recorder.SessionRecorder.append` (one
    line, flush, fsync) beside what a PsychoPy script does to keep its data
    after every trial, ``ExperimentHandler.saveAsWideText`` after each
    ``nextEntry`` (it rewrites the whole file), both for ``--writes`` trials.
@@ -43,9 +43,9 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from stimuli import SetDesign, generate_set
-from study.protocol import load_protocol
-from study.recorder import SessionRecorder
+from sbir_study.stimuli import SetDesign, generate_set
+from sbir_study.study.protocol import load_protocol
+from sbir_study.study.recorder import SessionRecorder
 from tests.study.session_harness import Keyboard, beh_file, realtime, start_session, xvfb
 
 ROOT = Path(__file__).parents[1]

@@ -33,7 +33,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    cli = [sys.executable, "-m", "study.cli", "stimuli"]
+    cli = [sys.executable, "-m", "sbir_study", "stimuli"]
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)

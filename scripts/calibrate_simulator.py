@@ -1,6 +1,6 @@
 """How the simulated raters' defaults were chosen: a grid search against the paper.
 
-For each candidate setting of :class:`analysis.RaterModel`, simulate the paper's
+For each candidate setting of :class:`sbir_study.analysis.RaterModel`, simulate the paper's
 design (28 participants, 31 sketches x 40 images, anchoring) over several seeds
 and compute the statistics the paper publishes (Eitz et al. 2011, Sec. 3.3):
 
@@ -26,7 +26,7 @@ import warnings
 
 import numpy as np
 
-from analysis import (
+from sbir_study.analysis import (
     RaterModel,
     StudyDesign,
     anchoring_consistency,

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from analysis.checks import open_image
-from stimuli import load_set
+from sbir_study.foundation.checks import open_image
+from sbir_study.stimuli import load_set
 
 
 def contact_sheet(folder: Path, sketch_ids: list[str], images: int, cell: int = 160) -> Image.Image:

@@ -44,9 +44,9 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
-from analysis import paper
-from analysis.checks import InputError, check_option
-from analysis.progress import counter
+from sbir_study.foundation import paper
+from sbir_study.foundation.checks import InputError, check_option
+from sbir_study.foundation.progress import counter
 
 from .manifest import write_checksums, write_manifest
 
@@ -99,7 +99,7 @@ def generate_set(
     complete; an existing ``folder`` only with ``overwrite``, and only when an
     earlier ``stimuli generate`` wrote it. Returns the folder.
     """
-    from analysis.outputs import output_folder
+    from sbir_study.foundation.outputs import output_folder
 
     with output_folder(folder, "stimuli generate", overwrite=overwrite) as staging:
         _draw_set(staging, design, seed, progress=progress, version=version)

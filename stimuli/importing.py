@@ -11,7 +11,7 @@ and moves, renames or changes no other file. Sketches named in
 ``anchors.csv`` are anchor sketches and every one of their images needs a
 prescribed rating there; all other sketches get the role given (``main`` for a
 study, ``candidate`` for a pilot pool). File names without their extension
-are the ids, and follow the id rule of :mod:`analysis.checks`.
+are the ids, and follow the id rule of :mod:`sbir_study.foundation.checks`.
 
 The new manifest and checksums are checked as a whole set (every image
 opened, its size bounded) before either is put in place, and then put in
@@ -25,7 +25,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.checks import ID_RULE, InputError, bad_ids, check_option, read_table, read_utf8
+from sbir_study.foundation.checks import (
+    ID_RULE,
+    InputError,
+    bad_ids,
+    check_option,
+    read_table,
+    read_utf8,
+)
 
 from .manifest import CHECKSUMS, MANIFEST, write_checksums, write_manifest
 
@@ -53,9 +60,9 @@ def import_set(
         (after files were added or removed); without it, an existing manifest
         is an error, and with it a manifest that ``stimuli import`` did not
         write (a generated set's, one written by hand) is never replaced.
-    anchors : stimuli.AnchorDesign, optional
+    anchors : sbir_study.stimuli.AnchorDesign, optional
         The anchor block the set must have (default: the one ``anchors.csv``
-        declares, as :func:`~stimuli.load_set` accepts it).
+        declares, as :func:`~sbir_study.stimuli.load_set` accepts it).
 
     Returns
     -------
@@ -63,11 +70,11 @@ def import_set(
         The manifest written. Problems (an unknown file type, a sketch without
         images, images without a sketch, two files for one id, an id that
         breaks the id rule, a bad ``anchors.csv``, an image that cannot be
-        read or is too large, anything :func:`~stimuli.validate_set` finds)
-        raise :class:`~analysis.checks.InputError` naming the file, and
+        read or is too large, anything :func:`~sbir_study.stimuli.validate_set` finds)
+        raise :class:`~sbir_study.foundation.checks.InputError` naming the file, and
         nothing is written.
     """
-    from analysis.outputs import check_target, output_files
+    from sbir_study.foundation.outputs import check_target, output_files
 
     from .validate import _validate, anchor_block
 

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.checks import InputError, read_table, read_utf8
-from analysis.provenance import sha256_file as file_sha256
+from sbir_study.foundation.checks import InputError, read_table, read_utf8
+from sbir_study.foundation.provenance import sha256_file as file_sha256
 
 __all__ = [
     "CHECKSUMS",
@@ -42,7 +42,6 @@ __all__ = [
     "read_checksums",
     "read_manifest",
     "set_digest",
-    "sketch_image_paths",
     "write_checksums",
     "write_manifest",
 ]
@@ -57,7 +56,7 @@ def read_manifest(folder: str | Path, *, path: str | Path | None = None) -> pd.D
     """The manifest of the set in ``folder``, every cell as text.
 
     ``path`` reads the manifest from another file (one about to be written).
-    Raises :class:`~analysis.checks.InputError` (exit 2 on the command line)
+    Raises :class:`~sbir_study.foundation.checks.InputError` (exit 2 on the command line)
     when the file is missing, unreadable or not a UTF-8 CSV table, or lacks a
     required column; a message names the line (the header is line 1).
     """
@@ -132,7 +131,7 @@ def read_checksums(
     expected hex digest, and one message per malformed or repeated line.
     ``path`` reads the listing from another file (one about to be written).
     A missing, unreadable or non-UTF-8 file raises
-    :class:`~analysis.checks.InputError`.
+    :class:`~sbir_study.foundation.checks.InputError`.
     """
     shown = Path(folder) / CHECKSUMS
     source = Path(path) if path is not None else shown
@@ -177,11 +176,3 @@ def set_digest(folder: str | Path, *, staged: Mapping[str, Path] | None = None) 
     listing = "".join(f"{file_sha256(staged.get(name, folder / name))}  {name}\n"
                       for name in (MANIFEST, CHECKSUMS))  # fmt: skip
     return hashlib.sha256(listing.encode("utf-8")).hexdigest()
-
-
-def sketch_image_paths(folder: str | Path) -> dict[str, Path]:
-    """Each sketch id of the set in ``folder`` mapped to its image file, after the set is
-    validated (:func:`stimuli.load_set`: paths inside the set, checksums, image sizes)."""
-    from .validate import load_set
-
-    return load_set(folder).sketch_paths()

@@ -46,8 +46,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import paper
-from analysis.checks import InputError
+from sbir_study.foundation import paper
+from sbir_study.foundation.checks import InputError
 
 from .manifest import MANIFEST, write_checksums, write_manifest
 from .validate import AnchorDesign, load_set
@@ -197,7 +197,7 @@ def select_pairs(
     pool
         The pool's manifest (rows with role ``candidate`` are the candidates).
     ratings
-        The pilot's ratings, as :func:`analysis.load_ratings` returns them;
+        The pilot's ratings, as :func:`sbir_study.analysis.load_ratings` returns them;
         rows of phase ``main`` are used.
     sketches, images_per_sketch
         K and N (the paper: 31 and 40).
@@ -323,7 +323,7 @@ def write_selection(
     when complete; an existing ``out`` only with ``overwrite``, and only when
     an earlier ``stimuli select`` wrote it.
     """
-    from analysis.outputs import check_target, output_folder
+    from sbir_study.foundation.outputs import check_target, output_folder
 
     inputs = [pool_folder, *(s.path for s in getattr(ratings.attrs.get("provenance"),
                                                      "sources", ()))]  # fmt: skip

@@ -3,7 +3,7 @@
 :func:`validate_set` reads a set folder and lists every problem it finds,
 one line each, naming the file or the manifest line; :func:`load_set` is what
 the rest of the toolkit calls: it returns the checked set or raises
-:class:`~analysis.checks.InputError` with the first problem.
+:class:`~sbir_study.foundation.checks.InputError` with the first problem.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 import pandas as pd
 
-from analysis import paper
-from analysis.checks import ID_RULE, InputError, bad_ids, open_image
+from sbir_study.foundation import paper
+from sbir_study.foundation.checks import ID_RULE, InputError, bad_ids, open_image
 
 from .manifest import (
     CHECKSUMS,
@@ -120,11 +120,11 @@ def validate_set(
     """Check a stimulus set and report every problem found.
 
     Checks, each problem one line naming the file or manifest line: the
-    manifest's columns, ids (the id rule of :mod:`analysis.checks`), roles
+    manifest's columns, ids (the id rule of :mod:`sbir_study.foundation.checks`), roles
     and prescribed ratings; duplicate pairs; a sketch given two files; paths
     that are absolute, contain ``..`` or lead (through a symlink) outside the
     set folder; missing or unreadable image files, and images whose header
-    declares more than :data:`analysis.checks.MAX_IMAGE_PIXELS` pixels;
+    declares more than :data:`sbir_study.foundation.checks.MAX_IMAGE_PIXELS` pixels;
     ``SHA256SUMS`` (malformed lines, files not listed, checksum mismatches);
     a sketch in two roles or without images; and an anchor block that is not
     whole (``anchors``: the number of anchor sketches, each with images
@@ -225,7 +225,7 @@ def load_set(folder: str | Path, anchors: AnchorDesign | None = None) -> Stimulu
     own block, whatever its number of sketches, as long as each anchor sketch
     has the same number of images with ratings spread over the scale.
 
-    Raises :class:`~analysis.checks.InputError` with the first problem (and
+    Raises :class:`~sbir_study.foundation.checks.InputError` with the first problem (and
     how many more there are) when the set is not valid.
     """
     if anchors is None:
@@ -342,7 +342,7 @@ def _unsafe(path: str, root: Path, folder: Path) -> str | None:
 
 def _unreadable(path: Path) -> str | None:
     """Why ``path`` is not an image to show, or None: its header is read and its size
-    checked before anything is decoded (:func:`analysis.checks.open_image`)."""
+    checked before anything is decoded (:func:`sbir_study.foundation.checks.open_image`)."""
     try:
         with open_image(path) as image:
             image.verify()

@@ -1,8 +1,26 @@
-"""The rating session and the ``sbir-study`` command line.
+"""The rating study: protocols, trial lists, the lab session and the online session.
 
-The PsychoPy experiment (protocols, trial lists, the session loop and its
-crash-safe recorder) lives here; PsychoPy is imported only by the modules that
-open a window, so the command line and the analysis start without it.
+Protocols (:mod:`.protocol`), trial lists (:mod:`.trials`, a pure function of
+protocol, stimulus set and seed), a trial's record from its key events
+(:mod:`.responses`), the PsychoPy session (:mod:`.session`) and its crash-safe
+recorder (:mod:`.recorder`); the browser session and its server
+(:mod:`.online`). PsychoPy is imported only when a window opens, and the
+web stack only by :mod:`.online`.
 """
 
-__all__: list[str] = []
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submodules=[
+        "display",
+        "online",
+        "participants",
+        "protocol",
+        "recorder",
+        "responses",
+        "schedule",
+        "session",
+        "trials",
+    ],
+)

@@ -14,7 +14,7 @@ import sys
 import threading
 from collections.abc import Mapping
 
-from analysis.checks import InputError
+from sbir_study.foundation.checks import InputError
 
 __all__ = ["require_display"]
 

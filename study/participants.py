@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from analysis.checks import InputError
+from sbir_study.foundation.checks import InputError
 
 __all__ = ["AGE_RANGE", "DETAILS", "Detail", "check_details", "details_description"]
 
@@ -77,7 +77,7 @@ def check_details(given: Mapping[str, str | None], wanted: tuple[str, ...]) -> d
     ``given`` maps detail name -> text (None: not given); ``wanted`` is the
     protocol's ``participants.details``. A detail the protocol does not
     record, or a value outside its levels, is an
-    :class:`~analysis.checks.InputError` naming the option.
+    :class:`~sbir_study.foundation.checks.InputError` naming the option.
 
     Examples
     --------

@@ -9,7 +9,7 @@ left out takes the default of the paper's replication (Eitz et al. 2011, Sec.
 2.3). The session loop reads only the :class:`Protocol` object, never the TOML
 dictionary.
 
-Problems are :class:`~analysis.checks.InputError` naming the file and the
+Problems are :class:`~sbir_study.foundation.checks.InputError` naming the file and the
 key: an unknown key (with the closest valid one), a wrong type, a duration
 that is not a finite number in :data:`DURATION_RANGE_S`, a key name the
 keyboard backend cannot report (with the closest one it can), a key given
@@ -26,8 +26,8 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis import paper
-from analysis.checks import InputError
+from sbir_study.foundation import paper
+from sbir_study.foundation.checks import InputError
 
 from .participants import DETAILS
 from .responses import rating_key_map
@@ -222,7 +222,7 @@ class Protocol:
 def load_protocol(path: str | Path) -> Protocol:
     """Read and check a protocol file.
 
-    Raises :class:`~analysis.checks.InputError` naming the file and key.
+    Raises :class:`~sbir_study.foundation.checks.InputError` naming the file and key.
     """
     path = Path(path)
     try:

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import bids
-from analysis.checks import InputError
-from analysis.provenance import toolkit_version
+from sbir_study.foundation import bids
+from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.provenance import toolkit_version
 
 from .participants import DETAILS, details_description
 
@@ -124,7 +124,7 @@ class SessionRecorder:
         that exists is refused without ``resume``; with it, the recorded
         ``Protocol``, ``StimulusSetDigest`` and ``TrialOrder`` must equal the
         given ones. ``details`` (detail name -> value, see
-        :mod:`study.participants`) go into the participant's row of
+        :mod:`sbir_study.study.participants`) go into the participant's row of
         ``participants.tsv``; ``dataset`` (``Name``, ``Authors``) into a new
         dataset's ``dataset_description.json``.
         """
@@ -233,11 +233,12 @@ def check_dataset_folder(root: str | Path) -> Path:
 
     ``root`` is a new or empty folder, or a BIDS dataset (it has
     ``dataset_description.json``, and a readable ``participants.tsv`` if any),
-    in a place the output policy allows (:func:`analysis.outputs.check_dataset_folder`).
+    in a place the output policy allows
+    (:func:`~sbir_study.foundation.outputs.check_dataset_folder`).
     A folder that holds other files is refused: it is someone else's, and
     nothing in it is touched.
     """
-    from analysis.outputs import check_dataset_folder as check_place
+    from sbir_study.foundation.outputs import check_dataset_folder as check_place
 
     # Where it is: never a file, ".", a stimulus set or another command's output.
     root = check_place(root, "run")

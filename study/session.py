@@ -5,10 +5,10 @@ Design -> initialise -> run -> end:
 * **Design.** Everything that needs no window is checked first, in this
   order: the protocol, the stimulus set, the ``--data`` folder, the
   participant label, an existing session, the participant details given on
-  the command line. Then the display (:func:`study.display.require_display`):
+  the command line. Then the display (:func:`sbir_study.study.display.require_display`):
   without one, the session stops with one line before PsychoPy opens
   anything. The participant's seed is drawn (or, on resume, read back) and
-  the trial list built (:func:`study.trials.build_trials`).
+  the trial list built (:func:`sbir_study.study.trials.build_trials`).
 * **Initialise.** The window is opened with a monitor definition from the
   protocol (stimuli sized in degrees of visual angle); its refresh is
   measured. Durations are counted in frames when the refresh rate is stable
@@ -19,9 +19,9 @@ Design -> initialise -> run -> end:
   on screen.
 * **Run.** Each pair is shown side by side for ``stimulus_s``, then black for
   ``blank_s``, then the next pair. Onsets are planned on one timeline
-  (:mod:`study.schedule`), so lateness never accumulates. Every key-down of
+  (:mod:`sbir_study.study.schedule`), so lateness never accumulates. Every key-down of
   the session goes into one stream ordered by its own time; what a trial
-  records is :func:`study.responses.score_trial` of that stream, so the last
+  records is :func:`sbir_study.study.responses.score_trial` of that stream, so the last
   rating key pressed before the window closes is the rating, whatever order
   the keyboard returned the presses in. The backend stamps a key with the
   time the X server took it in and delivers it a moment later, so a trial is
@@ -39,7 +39,7 @@ Design -> initialise -> run -> end:
   what stopped it.
 
 ``simulate=True`` lets a simulated participant answer, with the rater model
-of :mod:`analysis.simulate` (the one ``sbir-study simulate`` uses): its key
+of :mod:`sbir_study.analysis.simulate` (the one ``sbir-study simulate`` uses): its key
 presses go through the keyboard device's ``makeResponse``, time-stamped at the
 simulated response time, and take the same path as real ones.
 """
@@ -59,17 +59,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.checks import InputError
-from analysis.provenance import SESSION_PACKAGES, software_versions
+from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.provenance import SESSION_PACKAGES, software_versions
 
 from .participants import DETAILS, MISSING, check_details
 from .protocol import CONTINUE_KEY, Protocol, load_protocol, protocol_dict
 from .recorder import SessionRecorder, check_dataset_folder, recorded_details
 from .responses import KeyEvent, control_presses, first_press, format_presses, score_trial
 from .schedule import dropped_frames, late_frames, next_refresh_is_due
-from .trials import build_trials, draw_seed
+from .trials import build_trials, draw_seed, stimulus_set_for
 
-__all__ = ["SessionOutcome", "run_from_files", "run_session", "stimulus_set_for"]
+__all__ = ["SessionOutcome", "run_from_files", "run_session"]
 
 _QUIT_ANSWERS = {"y": True, "n": False}
 # Clock-timed flips: the next screen is drawn and rendered this long before it is due.
@@ -108,10 +108,10 @@ def run_from_files(
     """``sbir-study run``: check every input, then run the session (see the module docstring).
 
     Bad input, a missing display included, raises
-    :class:`~analysis.checks.InputError` before any window opens.
+    :class:`~sbir_study.foundation.checks.InputError` before any window opens.
     ``progress`` receives one line for the experimenter at each stage.
     """
-    from analysis.checks import check_participant
+    from sbir_study.foundation.checks import check_participant
 
     protocol = load_protocol(protocol_file)
     stimulus_set = stimulus_set_for(stimuli, protocol)
@@ -139,14 +139,14 @@ def run_session(
 ) -> SessionOutcome:
     """Run (or resume) one participant's session; see the module docstring.
 
-    ``stimulus_set`` is a :class:`stimuli.StimulusSet` (checked);
+    ``stimulus_set`` is a :class:`sbir_study.stimuli.StimulusSet` (checked);
     ``details`` maps ``age``, ``sex``, ``handedness`` to the values given on
     the command line (None: not given, asked on screen unless ``simulate``).
     ``progress`` receives one line for the experimenter at each stage.
     Returns a :class:`SessionOutcome`; bad input raises
-    :class:`~analysis.checks.InputError`.
+    :class:`~sbir_study.foundation.checks.InputError`.
     """
-    from analysis import bids
+    from sbir_study.foundation import bids
 
     say = progress or (lambda line: None)
 
@@ -357,7 +357,7 @@ class _Responder:
 
 def _simulated_answers(protocol: Protocol, stimulus_set, trials: pd.DataFrame, seed: int):
     """The simulated participant's rating and response time per trial (analysis.simulate)."""
-    from analysis.simulate import RaterModel, simulated_responses
+    from sbir_study.analysis.simulate import RaterModel, simulated_responses
 
     window = protocol.timing.stimulus_s + protocol.timing.blank_s
     return simulated_responses(stimulus_set.manifest, trials, RaterModel(), seed, window_s=window)
@@ -904,16 +904,3 @@ def _shown_s(row, timing) -> float:
 def _draw_all(stims) -> None:
     for stim in stims:
         stim.draw()
-
-
-def stimulus_set_for(folder: str | Path, protocol: Protocol):
-    """Load and check the stimulus set, with the anchor pairs the protocol needs."""
-    from stimuli import load_set
-
-    stimulus_set = load_set(folder)
-    if protocol.anchoring.enabled and stimulus_set.pairs("anchor").empty:
-        raise InputError(
-            f"{folder}: the protocol {protocol.name!r} has anchoring, but the set has no anchor "
-            "pairs (set anchoring.enabled = false, or use a set with an anchor block)"
-        )
-    return stimulus_set

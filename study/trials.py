@@ -2,7 +2,7 @@
 
 Built up front, recorded in the session's sidecar and re-derived on resume;
 testable without a window. The order is the paper's (Sec. 2.3 and 2.3.1),
-drawn by :func:`analysis.trial_order.session_order`, the rule the simulator
+drawn by :func:`sbir_study.foundation.trial_order.session_order`, the rule the simulator
 uses too: anchor pairs first with their prescribed ratings (``anchor_demo``),
 then the main block in a random order, with each anchor pair repeated at a
 random place in its later part (``anchor_repeat``).
@@ -11,16 +11,17 @@ random place in its later part (``anchor_repeat``).
 from __future__ import annotations
 
 import secrets
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from analysis.checks import InputError
-from analysis.trial_order import session_order
+from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.trial_order import session_order
 
 from .protocol import Protocol
 
-__all__ = ["TRIAL_COLUMNS", "build_trials", "draw_seed"]
+__all__ = ["TRIAL_COLUMNS", "build_trials", "draw_seed", "stimulus_set_for"]
 
 TRIAL_COLUMNS = ("trial", "phase", "sketch_id", "image_id", "anchor_rating", "sketch_path",
                  "image_path")  # fmt: skip
@@ -39,7 +40,7 @@ def build_trials(protocol: Protocol, manifest: pd.DataFrame, seed: int) -> pd.Da
     protocol
         Which roles form the main block and how anchoring works.
     manifest
-        The stimulus set's manifest (``stimuli.load_set(...).manifest``).
+        The stimulus set's manifest (``sbir_study.stimuli.load_set(...).manifest``).
     seed
         The participant's seed: the same seed gives the same order.
 
@@ -51,7 +52,7 @@ def build_trials(protocol: Protocol, manifest: pd.DataFrame, seed: int) -> pd.Da
 
     Examples
     --------
-    >>> from study.protocol import Protocol
+    >>> from sbir_study.study.protocol import Protocol
     >>> manifest = pd.DataFrame({
     ...     "sketch_id": ["a", "a", "s", "s", "s", "s"],
     ...     "image_id": ["a1", "a2", "s1", "s2", "s3", "s4"],
@@ -80,3 +81,16 @@ def build_trials(protocol: Protocol, manifest: pd.DataFrame, seed: int) -> pd.Da
     else:
         trials["anchor_rating"] = pd.array([pd.NA] * len(trials), dtype="Int64")
     return trials[list(TRIAL_COLUMNS)]
+
+
+def stimulus_set_for(folder: str | Path, protocol: Protocol):
+    """Load and check the stimulus set, with the anchor pairs the protocol needs."""
+    from sbir_study.stimuli import load_set
+
+    stimulus_set = load_set(folder)
+    if protocol.anchoring.enabled and stimulus_set.pairs("anchor").empty:
+        raise InputError(
+            f"{folder}: the protocol {protocol.name!r} has anchoring, but the set has no anchor "
+            "pairs (set anchoring.enabled = false, or use a set with an anchor block)"
+        )
+    return stimulus_set

@@ -7,11 +7,21 @@ import pytest
 
 from tests.helpers import DATA, SMALL_SET
 
+#: The markers (pyproject.toml) that the fixtures a test uses give it.
+_MARKER_OF_FIXTURE = {"display": "realtime", "browser": "browser", "postgres": "postgresql"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        for fixture, marker in _MARKER_OF_FIXTURE.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(marker)
+
 
 @pytest.fixture(scope="session")
 def small_ratings():
     """The fixture table that tests/r/reference.R analyses."""
-    from analysis import load_ratings
+    from sbir_study.analysis import load_ratings
 
     return load_ratings(DATA / "ratings_small.csv")
 
@@ -19,7 +29,7 @@ def small_ratings():
 @pytest.fixture(scope="session")
 def small_set(tmp_path_factory):
     """A small generated stimulus set (tests.helpers.SMALL_SET, seed 7); never modified."""
-    from stimuli import generate_set
+    from sbir_study.stimuli import generate_set
 
     return generate_set(tmp_path_factory.mktemp("generated") / "set", SMALL_SET, seed=7)
 
@@ -37,8 +47,8 @@ def retrieval_study(tmp_path_factory):
     The folder holds ``set/``, ``data/`` (BIDS), ``analysis/`` (with ground_truth.csv) and
     ``runs/`` (``l1.run``, ``chi2.run``, ``linf.run``).
     """
-    from stimuli import SetDesign, generate_set
-    from study.cli import main
+    from sbir_study.cli import main
+    from sbir_study.stimuli import SetDesign, generate_set
 
     root = tmp_path_factory.mktemp("evaluate")
     design = SetDesign(sketches=4, images_per_sketch=8, anchor_sketches=0, width=96, height=72)

@@ -23,12 +23,11 @@ def r_reference(name: str) -> pd.DataFrame:
     )
 
 
-#: The installed command, as a user runs it. (``python -m study.cli`` puts the working
-#: folder first on the import path, where an output folder named ``analysis`` would shadow
-#: the package: tests that run in a folder of outputs use this.)
+#: The installed command, as a user runs it (the console script; ``python -P -m sbir_study``,
+#: which keeps the working folder off the import path, where the script is missing).
 SBIR_STUDY = [str(Path(sys.executable).with_name("sbir-study"))]
 if not Path(SBIR_STUDY[0]).exists():
-    SBIR_STUDY = [sys.executable, "-P", "-m", "study.cli"]
+    SBIR_STUDY = [sys.executable, "-P", "-m", "sbir_study"]
 
 
 def snapshot(root: Path) -> dict[str, str]:
@@ -53,7 +52,7 @@ def snapshot(root: Path) -> dict[str, str]:
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     """``sbir-study ARGS`` in a fresh process, as a user runs it."""
     return subprocess.run(
-        [sys.executable, "-m", "study.cli", *args], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "sbir_study", *args], capture_output=True, text=True, check=False
     )
 
 
@@ -68,7 +67,7 @@ def assert_input_error(result: subprocess.CompletedProcess, *fragments: str) -> 
 
 
 def _small_set_design():
-    from stimuli import SetDesign
+    from sbir_study.stimuli import SetDesign
 
     return SetDesign(sketches=3, images_per_sketch=6, width=96, height=72)
 
@@ -88,7 +87,7 @@ def reads_or_refuses(read, *args, **kwargs):
     """
     import warnings
 
-    from analysis.checks import InputError
+    from sbir_study.foundation.checks import InputError
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

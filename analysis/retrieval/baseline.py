@@ -1,7 +1,7 @@
 """A simple baseline engine: edge-orientation histograms on a grid, ranked by a distance.
 
 It gives the toolkit a system to score out of the box, and with the distance
-measures of :mod:`analysis.distances` it repeats the comparison of distance
+measures of :mod:`.distances` it repeats the comparison of distance
 metrics that Zhang (2019, ch. 12) discusses and that the benchmarking method
 of the thesis in the project's sources carries out: the same descriptor, every
 distance, scored against the consensus.
@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..checks import InputError, bad_ids, check_id, open_image
+from sbir_study.foundation.checks import InputError, bad_ids, check_id, open_image
+
 from .distances import bin_similarity, distance_matrix, resolve_distance
 
 __all__ = [
@@ -115,7 +116,7 @@ def baseline_scores(
     folder : path
         The set's folder, against which the manifest's paths are relative.
     distances : sequence of str
-        Names from :data:`analysis.distances.DISTANCES`, or ``l<p>`` for any
+        Names from :data:`.distances.DISTANCES`, or ``l<p>`` for any
         Minkowski exponent.
     collection : {"own", "all"}
         ``"own"``: each sketch ranks its own images (the benchmark's protocol,
@@ -134,7 +135,7 @@ def baseline_scores(
     The reference set of the Mahalanobis and mass-based distances is the
     descriptors of every sketch and image scored.
     """
-    from ..checks import check_option
+    from sbir_study.foundation.checks import check_option
 
     check_option("collection", collection, ("own", "all"))
     for name in distances:
@@ -184,7 +185,7 @@ def write_trec_run(run: pd.DataFrame, path: str | Path, tag: str) -> Path:
     Per sketch, images by decreasing score, ties by decreasing image id; the
     rank column counts from 1. Scores are written with 17 significant digits,
     so that they read back exactly. Every id and the tag are checked first
-    (:func:`~analysis.checks.check_id`): an id with a space or a line break
+    (:func:`~sbir_study.foundation.checks.check_id`): an id with a space or a line break
     would forge fields or lines.
     """
     path = Path(path)
@@ -236,14 +237,14 @@ def write_baseline_runs(
 ) -> dict[str, Path]:
     """Rank a stimulus set's images under each distance and write one TREC run per distance.
 
-    ``stimulus_set`` is a checked set (``stimuli.load_set``). With one
+    ``stimulus_set`` is a checked set (``sbir_study.stimuli.load_set``). With one
     distance and an ``out`` that is not a folder, ``out`` is the run file;
     otherwise ``out`` is a folder with ``<distance>.run`` files. Either is
     written as every output is (``docs/outputs.md``): aside, then moved into
     place when complete; an existing ``out`` only with ``overwrite``, and
     only when an earlier ``baseline`` wrote it. Returns ``{distance: path}``.
     """
-    from ..outputs import output_files, output_folder
+    from sbir_study.foundation.outputs import output_files, output_folder
 
     out = Path(out)
     single = len(distances) == 1 and not out.is_dir()

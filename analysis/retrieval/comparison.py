@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..checks import InputError
+from sbir_study.foundation.checks import InputError
 
 __all__ = [
     "BootstrapResult",

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..checks import InputError
+from sbir_study.foundation.checks import InputError
 
 __all__ = [
     "DISTANCES",
@@ -483,7 +483,7 @@ DISTANCES: dict[str, tuple[Callable[..., np.ndarray], dict]] = {
 
 def resolve_distance(name: str) -> tuple[Callable[..., np.ndarray], dict]:
     """The function and fixed options of a distance name (see :func:`distance_matrix`)."""
-    from ..checks import check_option
+    from sbir_study.foundation.checks import check_option
 
     if name not in DISTANCES and re.fullmatch(r"l\d+(\.\d+)?", str(name)):
         p = float(name[1:])

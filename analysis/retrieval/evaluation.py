@@ -1,9 +1,9 @@
 """Scoring retrieval systems against the ground truth: the work of ``sbir-study evaluate``.
 
 For each system (one run) and sketch, every measure of
-:mod:`analysis.retrieval_metrics`; per system and measure, the mean over the
+:mod:`.metrics`; per system and measure, the mean over the
 sketches with a bootstrap interval; between every two systems, paired tests
-over the sketches (:mod:`analysis.comparison`); and, from the participants'
+over the sketches (:mod:`.comparison`); and, from the participants'
 ratings when given, the human ceiling: each participant's tau_b against the
 consensus of the others, the level "an ideal system would perform similar
 to" (Eitz et al. 2011, Sec. 3.2), against which each system's tau_b is also
@@ -20,12 +20,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sbir_study.foundation.checks import InputError, check_option
+from sbir_study.foundation.outputs import output_folder
+from sbir_study.foundation.provenance import software_versions
+
 from .. import _kernels
-from .._moved import renamed
-from ..checks import InputError, check_option
 from ..consensus import RELEVANT_BELOW, write_binary_qrels
-from ..outputs import output_folder
-from ..provenance import software_versions
 from .comparison import bootstrap_mean, compare_systems
 from .metrics import (
     MEASURES,
@@ -389,7 +389,7 @@ def evaluate_files(
     and line counts (``evaluation.json`` lists them). ``names`` gives each
     run's system name, in order (default: each file's name without its
     extension). ``score_precision`` is how scores are compared when a run is
-    put in order (:func:`~analysis.retrieval.runs.load_run`).
+    put in order (:func:`~sbir_study.analysis.retrieval.runs.load_run`).
     """
     from ..ratings import load_ratings
     from .runs import load_ground_truth, load_run
@@ -429,7 +429,7 @@ def _simulated_ground_truth(path: str | Path, truth: GroundTruth) -> bool:
     """Whether ``analyze`` made this ground truth from simulated ratings, by its own records:
     the output record of its folder lists this very file (same SHA-256), and the
     ``summary.json`` beside it says ``simulated``."""
-    from ..outputs import read_record
+    from sbir_study.foundation.outputs import read_record
 
     folder = Path(path).parent
     record = read_record(folder)
@@ -480,9 +480,3 @@ def format_evaluation(evaluation: Evaluation, out: str | Path) -> str:
         f"report: {out / 'report.html'}"
     )
     return "\n".join(lines)
-
-
-# Old names, still answering with a DeprecationWarning.
-__getattr__ = renamed("analysis.retrieval.evaluation",
-                      {"evaluate_rankings": "evaluate_runs", "score_ranking": "score_run"},
-                      globals())  # fmt: skip

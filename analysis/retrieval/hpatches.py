@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..checks import InputError
+from sbir_study.foundation.checks import InputError
 
 __all__ = [
     "HPatchesTask",
@@ -318,7 +318,7 @@ def write_hpatches(
     ``out`` is written as every output is (``docs/outputs.md``); ``inputs``
     (the benchmark and results folders) are never targets.
     """
-    from ..outputs import output_folder
+    from sbir_study.foundation.outputs import output_folder
 
     with output_folder(out, "evaluate-hpatches", overwrite=overwrite, inputs=inputs) as folder:
         per_query.to_csv(folder / "hpatches_per_query.csv", index=False)

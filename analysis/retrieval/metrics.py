@@ -1,7 +1,7 @@
 """Measures of a retrieval run against the ground truth, one function per measure.
 
 Every measure takes the run reduced to the judged images (see
-:mod:`analysis.retrieval`): arrays of shape (sketches, judged images) holding
+:mod:`sbir_study.analysis.retrieval`): arrays of shape (sketches, judged images) holding
 each judged image's ``rank`` (1-based position in the run, NaN where the run
 does not return it, and for padding) and its relevance, and returns one value
 per sketch. Nothing here loops over the run's other images, so the cost does
@@ -33,9 +33,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from sbir_study.foundation.checks import InputError, check_option
+
 from .. import _kernels
-from .._moved import renamed
-from ..checks import InputError, check_option
 
 __all__ = [
     "MEASURES",
@@ -698,7 +698,3 @@ def report_columns(cutoffs: Sequence[int]) -> list[tuple[str, str]]:
         else:
             columns.append((row.name, row.label))
     return columns
-
-
-# Old names, still answering with a DeprecationWarning.
-__getattr__ = renamed("analysis.retrieval.metrics", {"consensus_tau_b": "system_tau_b"}, globals())

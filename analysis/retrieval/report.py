@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..html import (
+from sbir_study.foundation.html import (
     at_floor,
     collapsed,
     figure_list,
@@ -19,7 +19,8 @@ from ..html import (
     software_table,
     table,
 )
-from ..paper import PUBLISHED_DESCRIPTOR_TAU
+from sbir_study.foundation.paper import PUBLISHED_DESCRIPTOR_TAU
+
 from .comparison import permutation_p_value_floor
 from .metrics import report_columns
 

@@ -6,7 +6,7 @@ trec_eval reads it) or a CSV/TSV table ``sketch_id, image_id, score``. Only the
 ground truth's images of each sketch (the *judged* images) matter for the
 measures, so a run is reduced to, per sketch and judged image, its score and
 its position in the run; with the number of images the run returned, that is
-all any measure of :mod:`analysis.retrieval_metrics` needs, however large the
+all any measure of :mod:`.metrics` needs, however large the
 collection the run ranks.
 
 Positions follow trec_eval: images in decreasing score, ties broken by image
@@ -36,8 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._moved import renamed
-from ..checks import (
+from sbir_study.foundation.checks import (
     ID_RULE,
     InputError,
     bad_ids,
@@ -46,7 +45,7 @@ from ..checks import (
     read_table,
     read_utf8,
 )
-from ..provenance import file_digest
+from sbir_study.foundation.provenance import file_digest
 
 __all__ = [
     "SCORE_PRECISIONS",
@@ -95,7 +94,7 @@ class GroundTruth:
     @property
     def grade(self) -> np.ndarray:
         """The qrels grade 7 - round(mean_rating) (6 best, 0 worst; halves round to the
-        worse grade), as ``analysis.write_qrels`` writes it; NaN for padding."""
+        worse grade), as ``sbir_study.analysis.write_qrels`` writes it; NaN for padding."""
         return 7.0 - np.floor(self.mean_rating + 0.5)
 
     def relevant(self, below: float) -> np.ndarray:
@@ -144,7 +143,7 @@ def load_ground_truth(path: str | Path) -> GroundTruth:
     """Read ``ground_truth.csv`` as ``analyze`` writes it (``sketch_id, image_id, mean_rating``
     and any other columns, which are ignored).
 
-    Bad input raises :class:`~analysis.InputError` naming the file, line and
+    Bad input raises :class:`~sbir_study.foundation.checks.InputError` naming the file, line and
     field: a missing column, an empty id, a mean rating that is not a number
     from 1 to 7, a pair listed twice. Pairs with no mean rating (nobody rated
     them) are left out.
@@ -268,7 +267,7 @@ def load_run(
         How scores are compared when the run is put in order: ``"float32"`` as
         trec_eval 9 (and pytrec_eval), ``"float64"`` as trec_eval 10.
 
-    Bad input raises :class:`~analysis.InputError` naming the file and line: a
+    Bad input raises :class:`~sbir_study.foundation.checks.InputError` naming the file and line: a
     line with the wrong number of fields, a score that is not a finite
     number, a sketch the ground truth does not have, an image listed twice for
     one sketch. A ground-truth sketch the run does not rank at all is a
@@ -616,11 +615,3 @@ def _float(text: str) -> float | None:
         return float(text)
     except ValueError:
         return None
-
-
-# Old names, still answering with a DeprecationWarning.
-__getattr__ = renamed(
-    "analysis.retrieval.runs",
-    {"Ranking": "Run", "ranking_from_scores": "run_from_scores"},
-    globals(),
-)

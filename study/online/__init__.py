@@ -4,7 +4,7 @@
 whose one custom plugin shows each sketch/image pair for ``stimulus_s`` and
 black for ``blank_s``, frame-timed with ``requestAnimationFrame``, and
 records every key-down; the server scores each trial with the lab session's
-rule (:mod:`study.responses`) and stores it once in SQLite or PostgreSQL
+rule (:mod:`sbir_study.study.responses`) and stores it once in SQLite or PostgreSQL
 (:mod:`.storage`). ``sbir-study export-online`` (:func:`export_online`)
 writes the BIDS dataset that ``sbir-study analyze`` reads.
 
@@ -12,32 +12,28 @@ Modules: :mod:`.assignment` (which pairs a participant rates),
 :mod:`.keys` (browser key names), :mod:`.service` (the operations),
 :mod:`.app` (HTTP), :mod:`.storage` (database and migrations),
 :mod:`.export` (BIDS), :mod:`.status` (the experimenter's page),
-:mod:`.server` (``serve``).
+:mod:`.server` (``serve``). Nothing here imports PsychoPy.
 """
 
-from .assignment import choose_list, list_manifest, split_lists
-from .keys import BROWSER_CODES, browser_key_name
+import lazy_loader
 
-__all__ = [
-    "BROWSER_CODES",
-    "browser_key_name",
-    "choose_list",
-    "export_online",
-    "list_manifest",
-    "serve",
-    "split_lists",
-]
-
-
-def serve(*args, **kwargs):
-    """Run ``sbir-study serve`` (see :func:`study.online.server.serve`)."""
-    from .server import serve as _serve
-
-    return _serve(*args, **kwargs)
-
-
-def export_online(*args, **kwargs):
-    """Run ``sbir-study export-online`` (see :func:`study.online.export.export_online`)."""
-    from .export import export_online as _export
-
-    return _export(*args, **kwargs)
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submodules=[
+        "app",
+        "assignment",
+        "export",
+        "keys",
+        "loadtest",
+        "server",
+        "service",
+        "status",
+        "storage",
+    ],
+    submod_attrs={
+        "assignment": ["choose_list", "list_manifest", "split_lists"],
+        "export": ["export_online"],
+        "keys": ["BROWSER_CODES", "browser_key_name"],
+        "server": ["serve"],
+    },
+)

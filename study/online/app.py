@@ -1,4 +1,4 @@
-"""The HTTP side of the online study: a FastAPI app over :class:`~study.online.service.OnlineStudy`.
+"""The HTTP side of the online study: a FastAPI app over :class:`~.service.OnlineStudy`.
 
 Routes (all relative, so that the study can sit under a path behind a proxy):
 
@@ -20,7 +20,7 @@ Routes (all relative, so that the study can sit under a path behind a proxy):
 Every refusal is a 4xx answer with ``{"error": "<one line naming the field>"}``.
 Request bodies above ``max_body`` bytes are refused (413) before they are read
 whole. Every refusal of a request to the API is also written to serve's log (logger
-``study.online``, one line with the method, path, status and that message), so that
+``sbir_study.study.online``, one line with the method, path, status and that message), so that
 the experimenter sees a participant's trial refused, not only the participant's page.
 """
 
@@ -49,7 +49,7 @@ __all__ = ["VENDOR", "WEB", "create_app", "web_assets"]
 WEB = Path(__file__).parent / "web"
 
 #: Where refusals are written (``sbir-study serve`` sends it to stderr with uvicorn's own).
-LOG = logging.getLogger("study.online")
+LOG = logging.getLogger("sbir_study.study.online")
 _REFUSED = "sbir_study.refused"  # in a request's scope once its refusal is logged
 
 #: The page's third-party scripts: served name -> file under ``web/node_modules`` (npm ci).
@@ -155,7 +155,7 @@ class FinishIn(_Model):
 
 def web_assets() -> dict[str, Path]:
     """Every file the page needs -> its path; refuses to start when npm's files are missing."""
-    from analysis.checks import InputError
+    from sbir_study.foundation.checks import InputError
 
     files = {f"vendor/{n}": WEB / "node_modules" / r for n, r in VENDOR.items()}
     files |= {f"static/{name}": WEB / relative for name, relative in OWN.items()}

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.checks import InputError
+from sbir_study.foundation.checks import InputError
 
 from ..protocol import Protocol
 
@@ -62,7 +62,7 @@ def split_lists(protocol: Protocol, manifest: pd.DataFrame) -> list[pd.DataFrame
     Examples
     --------
     >>> from dataclasses import replace
-    >>> from study.protocol import Online, Protocol
+    >>> from sbir_study.study.protocol import Online, Protocol
     >>> manifest = pd.DataFrame({"sketch_id": ["a"] * 4 + ["b"] * 4,
     ...                          "image_id": [f"i{k}" for k in range(8)], "role": "main"})
     >>> protocol = replace(Protocol(), online=Online(subset="pairs", lists=2))
@@ -117,7 +117,7 @@ def list_manifest(
 ) -> pd.DataFrame:
     """The manifest a participant of list ``index`` sees: the anchor pairs and that list.
 
-    :func:`study.trials.build_trials` on this manifest gives the participant's
+    :func:`sbir_study.study.trials.build_trials` on this manifest gives the participant's
     trial list (with ``subset = "all"`` it is the whole manifest's list).
     """
     anchors = manifest[manifest["role"] == "anchor"]

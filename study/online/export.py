@@ -1,16 +1,16 @@
 """The online sessions of a database as the BIDS dataset that ``sbir-study analyze`` reads.
 
 Each session becomes ``sub-<label>/beh/sub-<label>_task-<task>_beh.tsv`` with
-exactly the lab session's columns (:data:`study.recorder.SESSION_COLUMNS`,
+exactly the lab session's columns (:data:`sbir_study.study.recorder.SESSION_COLUMNS`,
 ``n/a`` where a column does not apply to a browser: ``onset_monotonic``),
 cells written as the lab recorder writes them, and a sidecar with the lab
 session's entries plus the online ones: ``Mode`` (``online``), the browser,
 screen and window size, the refresh estimate, the participant's list and the
 URL parameters of a crowd platform. ``participants.tsv`` holds the details
 the participant gave (age, sex, handedness), spelled and described as the lab
-session records them (:mod:`study.participants`).
+session records them (:mod:`sbir_study.study.participants`).
 
-The dataset is written as every output is (:mod:`analysis.outputs`,
+The dataset is written as every output is (:mod:`sbir_study.foundation.outputs`,
 ``docs/outputs.md``): into a temporary folder beside ``out``, moved into place
 when complete with its output record; an existing ``out`` is refused unless
 ``overwrite``, and then only when it is an earlier export holding nothing but
@@ -32,9 +32,9 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from analysis import bids
-from analysis.checks import InputError
-from analysis.provenance import toolkit_version
+from sbir_study.foundation import bids
+from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.provenance import toolkit_version
 
 from ..participants import DETAILS, check_details, details_description
 from ..recorder import SESSION_COLUMNS, format_cell
@@ -82,10 +82,10 @@ def export_online(
     sessions (``sbir-study run``) copied in beside the online ones, so that
     one dataset holds both arms of a study (they are read, never changed; a
     label in both is refused). Raises
-    :class:`~analysis.checks.InputError` for a database without a study, an
+    :class:`~sbir_study.foundation.checks.InputError` for a database without a study, an
     ambiguous study, or an ``out`` that may not be replaced.
     """
-    from analysis.outputs import output_folder
+    from sbir_study.foundation.outputs import output_folder
 
     out = Path(out)
     engine = storage.open_database(url)
@@ -321,7 +321,7 @@ def _sidecar(study: Mapping, protocol: dict, session: Mapping, n_stored: int) ->
         if isinstance(refresh, int | float) and low <= refresh <= high
         else "clock",
         "KeyboardBackend": "browser KeyboardEvent.timeStamp (performance.now() clock); names "
-        "from KeyboardEvent.code as in study.online.keys",
+        "from KeyboardEvent.code as in sbir_study.study.online.keys",
         "ClockNote": "onset_monotonic is n/a: a browser has no access to the system's monotonic "
         "clock; onsets are frame times of requestAnimationFrame on performance.now().",
         "CrowdPlatform": {k: url[k] for k in ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID") if k in url}

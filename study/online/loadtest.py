@@ -47,10 +47,6 @@ class LoadResult:
         self.server_times += other.server_times
         self.elapsed = max(self.elapsed, other.elapsed)
 
-    @property
-    def throughput(self) -> float:
-        return (self.created + self.duplicates) / self.elapsed if self.elapsed else 0.0
-
 
 def _report(
     trial: dict,

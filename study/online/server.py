@@ -15,7 +15,7 @@ import secrets
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from analysis.checks import InputError
+from sbir_study.foundation.checks import InputError
 
 __all__ = ["ServeSettings", "app_from_environment", "build_app", "serve"]
 
@@ -37,7 +37,7 @@ class ServeSettings:
 def build_app(settings: ServeSettings):
     """Load and check everything, migrate the schema, and return the app (and the study)."""
     from ..protocol import load_protocol
-    from ..session import stimulus_set_for
+    from ..trials import stimulus_set_for
     from .app import create_app, web_assets
     from .service import OnlineStudy
     from .storage import open_database
@@ -82,12 +82,12 @@ def admin_token(data: Path, token_file: Path | None) -> tuple[str, str]:
 
 
 def log_config() -> dict:
-    """uvicorn's logging set-up, plus the app's refusals (logger ``study.online``) beside
+    """uvicorn's logging set-up, plus the app's refusals (logger ``sbir_study.study.online``) beside
     uvicorn's own warnings on stderr, in every worker."""
     from uvicorn.config import LOGGING_CONFIG
 
     config = copy.deepcopy(LOGGING_CONFIG)
-    config["loggers"]["study.online"] = {
+    config["loggers"]["sbir_study.study.online"] = {
         "handlers": ["default"],
         "level": "INFO",
         "propagate": False,
@@ -151,7 +151,10 @@ def serve(
         study.engine.dispose()
         os.environ[_ENVIRONMENT] = json.dumps(asdict(settings))
         uvicorn.run(
-            "study.online.server:app_from_environment", factory=True, workers=workers, **options
+            "sbir_study.study.online.server:app_from_environment",
+            factory=True,
+            workers=workers,
+            **options,
         )
     else:
         uvicorn.run(app, **options)

@@ -9,8 +9,8 @@ with and one line naming the field at fault.
 The trial record follows the lab session's rule by construction: the browser
 sends every key-down with its ``performance.now()`` time and the trial's
 frame times, and the record is computed here with
-:func:`study.responses.score_trial` (the last rating key before the window
-closes) and :func:`study.session.dropped_frames`, the functions the lab
+:func:`sbir_study.study.responses.score_trial` (the last rating key before the window
+closes) and :func:`sbir_study.study.schedule.dropped_frames`, the functions the lab
 session uses.
 """
 
@@ -35,9 +35,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from analysis import bids
-from analysis.checks import InputError
-from analysis.provenance import software_versions
+from sbir_study.foundation import bids
+from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.provenance import software_versions
 
 from ..protocol import Protocol, protocol_dict
 from ..responses import format_presses, rating_key_map, score_trial
@@ -75,10 +75,6 @@ def web_versions() -> dict[str, str]:
             continue
         versions[meta.get("name", package.name)] = str(meta.get("version", "unknown"))
     return versions
-
-
-#: Session states: running, complete (every trial stored), incomplete (ended with the quit key).
-STATUSES = ("running", "complete", "incomplete")
 
 
 class ServiceError(Exception):
@@ -139,7 +135,7 @@ class OnlineStudy:
     """A protocol on a stimulus set, served from one database (see the module docstring)."""
 
     protocol: Protocol
-    stimulus_set: object  # stimuli.StimulusSet
+    stimulus_set: object  # sbir_study.stimuli.StimulusSet
     engine: Engine
     protocol_file: str = ""
     study_id: int = 0
@@ -168,7 +164,7 @@ class OnlineStudy:
     @cached_property
     def stimulus_files(self) -> dict[str, str]:
         """Every image file the set's manifest names -> its SHA-256 (from ``SHA256SUMS``)."""
-        from stimuli.manifest import read_checksums
+        from sbir_study.stimuli.manifest import read_checksums
 
         checksums, _ = read_checksums(self.stimulus_set.folder)
         manifest = self.stimulus_set.manifest
@@ -493,7 +489,7 @@ class OnlineStudy:
         refresh = self._refresh(session)
         dropped = None
         if refresh is not None and len(frames) >= 2:
-            from ..session import dropped_frames
+            from ..schedule import dropped_frames
 
             dropped = dropped_frames(frames, 1.0 / refresh)
         return TrialRecord(

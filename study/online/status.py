@@ -8,7 +8,7 @@ __all__ = ["status_page"]
 
 
 def status_page(status: dict) -> str:
-    """The status (:meth:`~study.online.service.OnlineStudy.status`) as a small HTML page.
+    """The status (:meth:`~.service.OnlineStudy.status`) as a small HTML page.
 
     Examples
     --------

@@ -28,7 +28,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
 
-from analysis.checks import InputError
+from sbir_study.foundation.checks import InputError
 
 __all__ = [
     "LIST_LOCK",
@@ -119,7 +119,7 @@ def default_url(data: str | Path) -> str:
 def open_database(url: str) -> Engine:
     """An engine for ``url`` (``sqlite:///FILE`` or ``postgresql://...``), checked by connecting.
 
-    Raises :class:`~analysis.checks.InputError` for another kind of address
+    Raises :class:`~sbir_study.foundation.checks.InputError` for another kind of address
     or a database that cannot be reached.
     """
     try:

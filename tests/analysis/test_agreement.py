@@ -8,14 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from analysis import (
-    InputError,
+from sbir_study.analysis import (
     inter_user_tau,
     kendall_tau_b,
     kendall_w,
     kendall_w_by_sketch,
     pairwise_kendall_tau,
 )
+from sbir_study.foundation.checks import InputError
 from tests.helpers import r_reference
 
 ALTERNATIVES = {"greater": "p_greater", "two-sided": "p_two_sided", "less": "p_less"}
@@ -213,7 +213,7 @@ def test_kendall_w_bounded_and_one_for_identical_raters(ratings):
 def test_pair_blocks_match_scipy_for_every_pair(x, cells, alternative):
     # Reference: scipy.stats.kendalltau (asymptotic, tie-corrected) on the items both raters
     # gave; tiny blocks (a few pairs each) so that every block boundary is crossed.
-    from analysis import _kernels
+    from sbir_study.analysis import _kernels
 
     seen = set()
     for a, b, tau, p, n in _kernels.pairwise_tau_b_blocks(x, alternative, cells=cells):
@@ -242,7 +242,7 @@ def test_pair_blocks_match_scipy_for_every_pair(x, cells, alternative):
 def test_pair_blocks_with_blas_limited_match_scipy(monkeypatch):
     # The one-thread BLAS path taken at crowd scale, forced on a small matrix; reference
     # scipy.stats.kendalltau (asymptotic) on the items both raters gave.
-    from analysis import _kernels
+    from sbir_study.analysis import _kernels
 
     monkeypatch.setattr(_kernels, "_THREAD_LIMIT_CELLS", 0)
     rng = np.random.default_rng(3)

@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[2] / "scripts"))
 from calibrate_simulator import TARGETS, paper_statistics
 
-from analysis import RaterModel
+from sbir_study.analysis import RaterModel
 
 SEEDS = [101, 202, 303, 404, 505]
 

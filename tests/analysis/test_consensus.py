@@ -8,8 +8,7 @@ from hypothesis import strategies as st
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from analysis import (
-    InputError,
+from sbir_study.analysis import (
     anchoring_consistency,
     benjamini_hochberg_count,
     binned_medians,
@@ -21,6 +20,7 @@ from analysis import (
     wilson_interval,
     write_qrels,
 )
+from sbir_study.foundation.checks import InputError
 from tests.helpers import r_reference
 
 

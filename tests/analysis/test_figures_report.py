@@ -11,11 +11,16 @@ import pytest
 import scipy.stats
 from matplotlib import cbook
 
-from analysis import StudyDesign, load_ratings, simulate_study
-from analysis.distribution import box_summary
-from analysis.figures import FIGURES, tau_threshold
-from analysis.html import share
-from analysis.pipeline import AnalysisOptions, analyze_ratings, format_summary, sketch_agreement
+from sbir_study.analysis import StudyDesign, load_ratings, simulate_study
+from sbir_study.analysis.distribution import box_summary
+from sbir_study.analysis.figures import FIGURES, tau_threshold
+from sbir_study.analysis.pipeline import (
+    AnalysisOptions,
+    analyze_ratings,
+    format_summary,
+    sketch_agreement,
+)
+from sbir_study.foundation.html import share
 from tests.helpers import assert_input_error, run_cli
 
 
@@ -170,7 +175,7 @@ def test_fig6_compares_like_with_like(small_study, tmp_path):
 def test_fig6_draws_the_papers_statistic_and_leave_one_out():
     from matplotlib.figure import Figure
 
-    from analysis.figures import plot_vs_consensus
+    from sbir_study.analysis.figures import plot_vs_consensus
 
     consensus = pd.DataFrame(
         {
@@ -220,7 +225,7 @@ def test_pilot_is_drawn_beside_the_final_study(small_study, tmp_path):
 def test_stimuli_thumbnails_and_missing_manifest(small_study, tmp_path):
     from matplotlib.image import imsave
 
-    from stimuli import AnchorDesign, import_set
+    from sbir_study.stimuli import AnchorDesign, import_set
 
     root, ratings = small_study
     stimuli = tmp_path / "set"

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
-from analysis.figures import (
+from sbir_study.analysis.figures import (
     PARTICIPANT_VIEW_LIMIT,
     plot_anchoring,
     plot_system_summary,
@@ -109,7 +109,7 @@ def test_aggregate_view_draws_each_participants_median_in_order(n, sketches, see
 
 
 def test_view_is_checked():
-    from analysis.checks import InputError
+    from sbir_study.foundation.checks import InputError
 
     with pytest.raises(InputError, match="view"):
         plot_vs_consensus(_consensus(3), ax=Figure().add_subplot(), view="boxes")

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from analysis import _kernels
-from analysis.agreement import inter_user_tau_pairs
+from sbir_study.analysis import _kernels
+from sbir_study.analysis.agreement import inter_user_tau_pairs
 
 
 def _work(k, delay):
@@ -90,8 +90,8 @@ def test_inter_user_pairs_on_threads_equal_scipy():
 def test_analyze_on_threads_writes_the_files_it_writes_alone(tmp_path, monkeypatch):
     """The crowd-scale path (pairs on threads, beside the other statistics) forced on a
     small study: every table byte for byte the one-thread path's."""
-    from analysis import AnalysisOptions, analyze_ratings, pipeline
-    from analysis.simulate import StudyDesign, simulate_study
+    from sbir_study.analysis import AnalysisOptions, analyze_ratings, pipeline
+    from sbir_study.analysis.simulate import StudyDesign, simulate_study
 
     trials, _ = simulate_study(StudyDesign(sketches=5, images_per_sketch=8, participants=14),
                                seed=6)  # fmt: skip

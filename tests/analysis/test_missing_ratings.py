@@ -17,14 +17,15 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis import InputError, kendall_w, kendall_w_by_sketch, validate_ratings
-from analysis.agreement import (
+from sbir_study.analysis import kendall_w, kendall_w_by_sketch, validate_ratings
+from sbir_study.analysis.agreement import (
     AGREEMENT_COLUMNS,
     agreement_by_sketch,
     krippendorff_alpha,
     krippendorff_alpha_overall,
     skillings_mack,
 )
+from sbir_study.foundation.checks import InputError
 from tests.helpers import DATA
 
 NAN = np.nan
@@ -87,8 +88,8 @@ def test_each_bootstrap_resample_is_alpha_of_the_drawn_units():
     # The bootstrap reweights the units' coincidences; the same draw, given to the
     # package as a matrix with the drawn units as columns (repeats included), must
     # give the same alpha.
-    from analysis import _kernels
-    from analysis.agreement import _value_counts
+    from sbir_study.analysis import _kernels
+    from sbir_study.analysis.agreement import _value_counts
 
     rng = np.random.default_rng(5)
     ratings = np.clip(np.rint(rng.uniform(1, 7, 30) + rng.normal(0, 1.2, (9, 30))), 1, 7)

@@ -1,6 +1,6 @@
 """Inter-user tau_b over the pairs among a random sample of a sketch's raters (crowd scale).
 
-Above ``max_raters`` raters of a sketch, :func:`analysis.inter_user_tau_pairs`
+Above ``max_raters`` raters of a sketch, :func:`sbir_study.analysis.inter_user_tau_pairs`
 draws that many of them and gives every pair among them; each pair's tau_b and
 p-value are those of the two raters over the items both gave (reference:
 ``scipy.stats.kendalltau``, asymptotic, tie-corrected), the draw is fixed by
@@ -17,9 +17,9 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis import AnalysisOptions, analyze_ratings, inter_user_tau_pairs
-from analysis.checks import InputError
-from analysis.simulate import StudyDesign, simulate_study
+from sbir_study.analysis import AnalysisOptions, analyze_ratings, inter_user_tau_pairs
+from sbir_study.analysis.simulate import StudyDesign, simulate_study
+from sbir_study.foundation.checks import InputError
 from tests.helpers import run_cli
 
 

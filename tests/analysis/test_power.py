@@ -4,8 +4,8 @@ participants."""
 import numpy as np
 import pandas as pd
 
-from analysis import StudyDesign
-from analysis.power import PowerOptions, power_analysis, summarize_power
+from sbir_study.analysis import StudyDesign
+from sbir_study.analysis.power import PowerOptions, power_analysis, summarize_power
 
 SMALL = PowerOptions(
     counts=(3, 12), replications=4, reference=30, seed=8,

@@ -12,17 +12,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.simulate import (
+from sbir_study.analysis.simulate import (
     RaterModel,
     StudyDesign,
     simulate_study,
     simulated_responses,
     write_simulated_dataset,
 )
-from analysis.trial_order import session_order
-from stimuli import SetDesign, generate_set, load_set
-from study.protocol import Protocol
-from study.trials import build_trials
+from sbir_study.foundation.trial_order import session_order
+from sbir_study.stimuli import SetDesign, generate_set, load_set
+from sbir_study.study.protocol import Protocol
+from sbir_study.study.trials import build_trials
 
 
 @pytest.fixture(scope="module")

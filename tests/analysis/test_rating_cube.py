@@ -8,7 +8,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.ratings import rating_cube
+from sbir_study.analysis.ratings import rating_cube
 
 
 @st.composite

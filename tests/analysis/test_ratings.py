@@ -6,14 +6,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import (
-    InputError,
+from sbir_study.analysis import (
     RatingsWarning,
     load_ratings,
     simulate_study,
     write_simulated_dataset,
 )
-from analysis.simulate import StudyDesign
+from sbir_study.analysis.simulate import StudyDesign
+from sbir_study.foundation.checks import InputError
 from tests.helpers import assert_input_error, run_cli
 
 HEADER = "participant,sketch_id,image_id,phase,rating,rt,anchor_rating,trial\n"

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from analysis import InputError
-from analysis.ratings import _parse, _read_text
+from sbir_study.analysis.ratings import _parse, _read_text
+from sbir_study.foundation.checks import InputError
 
 HEADER = ["participant", "sketch_id", "image_id", "rating"]
 

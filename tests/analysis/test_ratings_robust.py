@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis import InputError, load_ratings
-from analysis.checks import bad_ids
+from sbir_study.analysis import load_ratings
+from sbir_study.foundation.checks import InputError, bad_ids
 from tests.helpers import reads_or_refuses, table_bytes
 
 COLUMNS = ["participant", "sketch_id", "image_id", "phase", "rating", "rt", "trial"]

@@ -202,6 +202,7 @@ def _print_layout(driver, page) -> dict:
 
 
 @pytest.mark.parametrize("report", ["analysis", "evaluation"])
+@pytest.mark.browser
 def test_report_prints_on_a4_with_nothing_cut_off(reports, report, tmp_path):
     driver = _chromium()
     try:

@@ -5,8 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import InputError, binned_medians, simulate_study
-from analysis.simulate import RaterModel, StudyDesign
+from sbir_study.analysis import binned_medians, simulate_study
+from sbir_study.analysis.simulate import RaterModel, StudyDesign
+from sbir_study.foundation.checks import InputError
 
 
 def test_simulation_is_reproducible_and_per_participant():

@@ -8,13 +8,8 @@ import pandas as pd
 from PIL import Image
 from scipy import ndimage, stats
 
-from stimuli import (
-    SetDesign,
-    generate_set,
-    read_manifest,
-    set_digest,
-)
-from stimuli.manifest import read_checksums
+from sbir_study.stimuli import SetDesign, generate_set, read_manifest, set_digest
+from sbir_study.stimuli.manifest import read_checksums
 from tests.helpers import SMALL_SET as SMALL
 from tests.helpers import assert_input_error, run_cli
 

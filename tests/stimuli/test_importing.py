@@ -7,10 +7,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from stimuli import (
-    import_set,
-    read_manifest,
-)
+from sbir_study.stimuli import import_set, read_manifest
 from tests.helpers import assert_input_error, run_cli
 
 

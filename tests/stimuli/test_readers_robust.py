@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from analysis.checks import MAX_IMAGE_PIXELS, InputError, bad_ids, open_image
-from stimuli import AnchorDesign, import_set, load_set, validate_set
+from sbir_study.foundation.checks import MAX_IMAGE_PIXELS, InputError, bad_ids, open_image
+from sbir_study.stimuli import AnchorDesign, import_set, load_set, validate_set
 from tests.helpers import reads_or_refuses, table_bytes
 
 TOKENS = ["sketch_id", "image_id", "sketch_path", "image_path", "role", "anchor_rating", "main",

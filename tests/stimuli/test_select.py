@@ -10,8 +10,9 @@ import scipy.stats
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from analysis import InputError, load_ratings
-from stimuli import (
+from sbir_study.analysis import load_ratings
+from sbir_study.foundation.checks import InputError
+from sbir_study.stimuli import (
     SetDesign,
     distance_to_uniform,
     generate_set,
@@ -19,7 +20,7 @@ from stimuli import (
     select_pairs,
     set_digest,
 )
-from stimuli.select import quotas, rating_counts, sketch_spread
+from sbir_study.stimuli.select import quotas, rating_counts, sketch_spread
 from tests.helpers import run_cli
 
 

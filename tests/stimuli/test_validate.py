@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from analysis import InputError
-from stimuli import (
+from sbir_study.foundation.checks import InputError
+from sbir_study.stimuli import (
     AnchorDesign,
     SetDesign,
     generate_set,
@@ -19,7 +19,7 @@ from stimuli import (
     validate_set,
     write_checksums,
 )
-from stimuli.manifest import read_checksums
+from sbir_study.stimuli.manifest import read_checksums
 from tests.helpers import run_cli
 
 
@@ -186,7 +186,7 @@ def test_many_problems_one_line_each_and_load_set_names_the_first(set_copy):
     result = run_cli("stimuli", "validate", str(set_copy))
     assert_problems(result, *manifest["image_path"].iloc[21:24])
     with pytest.raises(InputError, match="more problems; sbir-study stimuli validate"):
-        from stimuli import load_set
+        from sbir_study.stimuli import load_set
 
         load_set(set_copy)
 

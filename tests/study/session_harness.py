@@ -214,7 +214,7 @@ def start_session(display: str | None, protocol: Path, stimuli: Path, data: Path
     env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
     if display is not None:
         env["DISPLAY"] = display
-    command = [sys.executable, "-m", "study.cli", "run", "--protocol", str(protocol),
+    command = [sys.executable, "-m", "sbir_study", "run", "--protocol", str(protocol),
                "--stimuli", str(stimuli), "--participant", participant, "--data", str(data),
                *(["--windowed"] if windowed else []), *extra]  # fmt: skip
     return Session(command, env)

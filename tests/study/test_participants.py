@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analysis import InputError
-from study.participants import AGE_RANGE, check_details, details_description
+from sbir_study.foundation.checks import InputError
+from sbir_study.study.participants import AGE_RANGE, check_details, details_description
 
 ALL = ("age", "sex", "handedness")
 SEX = {"f": "F", "female": "F", "m": "M", "male": "M", "o": "O", "other": "O"}

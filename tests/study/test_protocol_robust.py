@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from study.protocol import Protocol, load_protocol
+from sbir_study.study.protocol import Protocol, load_protocol
 from tests.helpers import ROOT, reads_or_refuses, table_bytes
 
 LITERALS = ["1", "0", "-1", "2.5", "1e309", "-inf", "nan", "true", "false", '"x"', '""',

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import InputError
-from study.protocol import Protocol, load_protocol
-from study.trials import build_trials
+from sbir_study.foundation.checks import InputError
+from sbir_study.study.protocol import Protocol, load_protocol
+from sbir_study.study.trials import build_trials
 
 PROTOCOLS = Path(__file__).parents[2] / "protocols"
 
@@ -113,7 +113,7 @@ def test_protocol_errors_name_the_key(tmp_path, text, fragments):
 
 
 def test_every_key_name_the_backend_reports_is_accepted(tmp_path):
-    from study.protocol import backend_key_names
+    from sbir_study.study.protocol import backend_key_names
 
     names = sorted(backend_key_names() - {"space", "p", "escape"})
     assert {"1", "num_1", "escape", "space", "return", "f1"} <= backend_key_names()
@@ -210,7 +210,7 @@ def test_pilot_protocol_rates_candidates_without_anchors(tmp_path):
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from study.protocol import DURATION_RANGE_S, backend_key_names  # noqa: E402
+from sbir_study.study.protocol import DURATION_RANGE_S, backend_key_names  # noqa: E402
 
 
 def _toml_number(value: float) -> str:

@@ -10,8 +10,9 @@ import time
 import pandas as pd
 import pytest
 
-from analysis import InputError, load_ratings
-from study.recorder import SESSION_COLUMNS, SessionRecorder
+from sbir_study.analysis import load_ratings
+from sbir_study.foundation.checks import InputError
+from sbir_study.study.recorder import SESSION_COLUMNS, SessionRecorder
 
 ORDER = [(k, "main", f"s{k % 3}", f"i{k}") for k in range(1, 41)]
 SESSION = {"Protocol": {"name": "demo"}, "StimulusSetDigest": "ab" * 32, "Seed": 5}
@@ -87,7 +88,7 @@ def test_resume_checks_set_protocol_and_order(tmp_path):
 def test_a_session_recorded_before_a_protocol_setting_existed_resumes_at_its_default(tmp_path):
     # A lab upgrades between two sittings of one participant: the recorded protocol lacks
     # the sections added since ([online], [dataset], ...). They took their defaults then.
-    from study.protocol import Protocol, protocol_dict
+    from sbir_study.study.protocol import Protocol, protocol_dict
 
     now = json.loads(json.dumps(protocol_dict(Protocol())))
     old = {key: value for key, value in now.items() if key not in ("online", "dataset")}
@@ -166,7 +167,7 @@ def test_sigkill_keeps_every_written_trial_and_resume_completes_the_session(tmp_
 
 # --- Participants, dataset description, and folders that hold someone's data ---------------
 
-from study.recorder import check_dataset_folder, recorded_details  # noqa: E402
+from sbir_study.study.recorder import check_dataset_folder, recorded_details  # noqa: E402
 
 
 def _open_as(root, label, details=None, dataset=None):

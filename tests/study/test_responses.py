@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from study.responses import (
+from sbir_study.study.responses import (
     KeyEvent,
     control_presses,
     event_stream,

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stimuli import SetDesign, generate_set
+from sbir_study.stimuli import SetDesign, generate_set
 from tests.study.session_harness import (
     Keyboard,
     beh_file,
@@ -268,7 +268,7 @@ def test_random_multi_press_sequences_in_a_real_window(display, tmp_path):
     assert sidecar["KeyboardBackend"] == "ptb" and sidecar["RatingKeysReceivedLate"] == 0
     warnings = assert_valid_bids(data)
     assert not {"NO_AUTHORS", "TOO_FEW_AUTHORS"} & set(warnings), warnings
-    from analysis import load_ratings
+    from sbir_study.analysis import load_ratings
 
     ratings = load_ratings(data)
     assert ratings["rating"].notna().sum() == trials["rating"].notna().sum()
@@ -359,8 +359,8 @@ def test_sigkill_mid_block_then_resume(display, tmp_path):
 def test_a_simulated_session_rates_as_the_simulated_dataset(display, tmp_path):
     # One rater model: participant 01 of a simulated dataset of a set has a session seed in
     # its sidecar; `run --simulate --seed` with it gives the same order and ratings.
-    from analysis.simulate import StudyDesign, write_simulated_dataset
-    from stimuli import load_set
+    from sbir_study.analysis.simulate import StudyDesign, write_simulated_dataset
+    from sbir_study.stimuli import load_set
 
     stimuli = generate_set(tmp_path / "set", SetDesign(sketches=1, images_per_sketch=5,
                                                        anchor_sketches=1, width=96, height=72),
@@ -448,8 +448,8 @@ def test_a_stimulus_file_gone_mid_session_stops_it_cleanly_and_resume_goes_on(di
 def test_refuses_to_start_without_the_psychtoolbox_keyboard(monkeypatch):
     from psychopy.hardware import keyboard
 
-    from analysis import InputError
-    from study.session import _keyboard
+    from sbir_study.foundation.checks import InputError
+    from sbir_study.study.session import _keyboard
 
     monkeypatch.setattr(keyboard, "havePTB", False)
     with pytest.raises(InputError, match=r"Psychtoolbox backend cannot load .* libjack-jackd2-0 "

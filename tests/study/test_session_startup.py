@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from stimuli import SetDesign, generate_set
+from sbir_study.stimuli import SetDesign, generate_set
 
 ROOT = Path(__file__).parents[2]
 
@@ -39,7 +39,7 @@ def run(*arguments, display=None):
     env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
     if display is not None:
         env["DISPLAY"] = display
-    return subprocess.run([sys.executable, "-m", "study.cli", "run", *map(str, arguments)],
+    return subprocess.run([sys.executable, "-m", "sbir_study", "run", *map(str, arguments)],
                           env=env, cwd=ROOT, capture_output=True, text=True,
                           timeout=120)  # fmt: skip
 
@@ -97,7 +97,7 @@ def test_every_check_that_needs_no_window_comes_first(case, fragments, protocol,
     # Without a display: each of these must be reported, not the missing display. (In this
     # process, through the command line's entry point: the subprocess above shows the same
     # entry point ends cleanly.)
-    from study.cli import main
+    from sbir_study.cli import main
 
     monkeypatch.delenv("DISPLAY", raising=False)
     data = tmp_path / "data"

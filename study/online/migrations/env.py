@@ -2,11 +2,11 @@
 
 from alembic import context
 
-from study.online.storage import LIST_LOCK, metadata
+from sbir_study.study.online.storage import LIST_LOCK, metadata
 
 connection = context.config.attributes.get("connection")
 if connection is None:
-    raise RuntimeError("run the migrations through study.online.storage.migrate(engine)")
+    raise RuntimeError("run the migrations through sbir_study.study.online.storage.migrate(engine)")
 
 context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
 with context.begin_transaction():

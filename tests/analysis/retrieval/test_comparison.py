@@ -6,7 +6,11 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from analysis.retrieval.comparison import bootstrap_mean, compare_systems, paired_permutation_test
+from sbir_study.analysis.retrieval.comparison import (
+    bootstrap_mean,
+    compare_systems,
+    paired_permutation_test,
+)
 
 
 def scipy_paired_p(a, b, **options):

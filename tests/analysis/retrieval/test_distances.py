@@ -5,9 +5,8 @@ import pytest
 import scipy.stats
 from scipy.spatial import distance as sd
 
-from analysis import InputError
-from analysis.retrieval.baseline import descriptor_similarity
-from analysis.retrieval.distances import (
+from sbir_study.analysis.retrieval.baseline import descriptor_similarity
+from sbir_study.analysis.retrieval.distances import (
     DISTANCES,
     bin_similarity,
     chi_square,
@@ -21,6 +20,7 @@ from analysis.retrieval.distances import (
     minkowski,
     quadratic_form,
 )
+from sbir_study.foundation.checks import InputError
 
 
 @pytest.fixture(scope="module")

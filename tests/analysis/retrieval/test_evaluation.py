@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.retrieval.baseline import edge_orientation_histogram, write_trec_run
-from analysis.retrieval.evaluation import EvaluationOptions, evaluate_runs
-from analysis.retrieval.runs import (
+from sbir_study.analysis.retrieval.baseline import edge_orientation_histogram, write_trec_run
+from sbir_study.analysis.retrieval.evaluation import EvaluationOptions, evaluate_runs
+from sbir_study.analysis.retrieval.runs import (
     RunWarning,
     ground_truth_from_frame,
     load_ground_truth,
@@ -63,7 +63,7 @@ def test_a_perfect_system_beats_a_reversed_one_on_every_measure():
 
 
 def test_baseline_descriptor_and_ranking_follow_the_latent_similarity(retrieval_study):
-    from stimuli import load_set
+    from sbir_study.stimuli import load_set
 
     stimulus_set = load_set(retrieval_study / "set")
     manifest = stimulus_set.manifest

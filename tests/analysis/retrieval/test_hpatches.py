@@ -24,8 +24,8 @@ import shutil
 import numpy as np
 import pytest
 
-from analysis import InputError
-from analysis.retrieval.hpatches import evaluate_hpatches, hpatches_average_precision
+from sbir_study.analysis.retrieval.hpatches import evaluate_hpatches, hpatches_average_precision
+from sbir_study.foundation.checks import InputError
 from tests.helpers import HPATCHES as DATA
 
 AP_PATCH = [0.75, 0.2, 0.0]

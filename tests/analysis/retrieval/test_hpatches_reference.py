@@ -24,8 +24,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.retrieval.hpatches import evaluate_hpatches
+from sbir_study.analysis.retrieval.hpatches import evaluate_hpatches
 from tests.helpers import DATA, ROOT
+
+pytestmark = pytest.mark.octave
 
 TOP = 50  # the reference requires the query and 50 retrieved patches per line
 ENVIRONMENT = "SBIR_HPATCHES_REFERENCE"

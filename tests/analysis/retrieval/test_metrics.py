@@ -11,9 +11,8 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from analysis import InputError
-from analysis.retrieval.baseline import write_trec_run
-from analysis.retrieval.metrics import (
+from sbir_study.analysis.retrieval.baseline import write_trec_run
+from sbir_study.analysis.retrieval.metrics import (
     average_precision,
     average_rank,
     dcg_shrec,
@@ -29,7 +28,8 @@ from analysis.retrieval.metrics import (
     second_tier,
     system_tau_b,
 )
-from analysis.retrieval.runs import ground_truth_from_frame, load_run
+from sbir_study.analysis.retrieval.runs import ground_truth_from_frame, load_run
+from sbir_study.foundation.checks import InputError
 
 RELEVANT_BELOW = 3.5
 

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.checks import InputError, bad_ids
-from analysis.retrieval.baseline import write_trec_run
-from analysis.retrieval.hpatches import evaluate_hpatches
-from analysis.retrieval.runs import ground_truth_from_frame, load_ground_truth, load_run
+from sbir_study.analysis.retrieval.baseline import write_trec_run
+from sbir_study.analysis.retrieval.hpatches import evaluate_hpatches
+from sbir_study.analysis.retrieval.runs import ground_truth_from_frame, load_ground_truth, load_run
+from sbir_study.foundation.checks import InputError, bad_ids
 from tests.helpers import reads_or_refuses, table_bytes
 
 TRUTH = ground_truth_from_frame(

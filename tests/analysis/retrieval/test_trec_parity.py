@@ -10,10 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import StudyDesign, analyze_ratings, load_ratings, simulate_study
-from analysis.pipeline import AnalysisOptions
-from analysis.retrieval.baseline import write_trec_run
-from analysis.retrieval.evaluation import EvaluationOptions, evaluate_files, write_evaluation
+from sbir_study.analysis import StudyDesign, analyze_ratings, load_ratings, simulate_study
+from sbir_study.analysis.pipeline import AnalysisOptions
+from sbir_study.analysis.retrieval.baseline import write_trec_run
+from sbir_study.analysis.retrieval.evaluation import (
+    EvaluationOptions,
+    evaluate_files,
+    write_evaluation,
+)
 
 CUTOFFS = (5, 10, 20)
 # evaluate's metric -> (trec_eval measure, which qrels): every measure both compute.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stimuli import SetDesign, generate_set
+from sbir_study.stimuli import SetDesign, generate_set
 from tests.study.online.support import Postgres, Server, chromium
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import httpx
 from fastapi.testclient import TestClient
 
-from study.online.server import ServeSettings, build_app
-from study.responses import rating_key_map, score_trial
+from sbir_study.study.online.server import ServeSettings, build_app
+from sbir_study.study.responses import rating_key_map, score_trial
 
 ADMIN_TOKEN = "admin-token-for-tests-0123456789"
 CHROMIUM = "/usr/bin/chromium"
@@ -91,7 +91,7 @@ class Server:
         command = [
             sys.executable,
             "-m",
-            "study.cli",
+            "sbir_study",
             "serve",
             "--protocol",
             str(self.protocol),

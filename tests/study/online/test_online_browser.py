@@ -16,7 +16,7 @@ import time
 import pandas as pd
 import pytest
 
-from study.online.keys import browser_key_name
+from sbir_study.study.online.keys import browser_key_name
 from tests.study.online.browser_participant import Participant, summary
 from tests.study.online.support import END_S, free_port, write_protocol
 
@@ -361,8 +361,8 @@ def test_the_page_scores_and_names_keys_as_the_server_does(
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from study.online.keys import BROWSER_CODES
-    from study.responses import rating_key_map, score_trial
+    from sbir_study.study.online.keys import BROWSER_CODES
+    from sbir_study.study.responses import rating_key_map, score_trial
 
     protocol = write_protocol(tmp_path)
     server = start_server(protocol, online_set, tmp_path / "data")

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.checks import InputError
-from study.online.assignment import choose_list, list_manifest, split_lists
-from study.online.keys import BROWSER_CODES, browser_key_name
-from study.online.service import stimulus_pixels
-from study.protocol import Online, Protocol, load_protocol
+from sbir_study.foundation.checks import InputError
+from sbir_study.study.online.assignment import choose_list, list_manifest, split_lists
+from sbir_study.study.online.keys import BROWSER_CODES, browser_key_name
+from sbir_study.study.online.service import stimulus_pixels
+from sbir_study.study.protocol import Online, Protocol, load_protocol
 from tests.study.online.support import write_protocol
 
 

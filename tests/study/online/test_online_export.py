@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import load_ratings
-from study.recorder import SESSION_COLUMNS
+from sbir_study.analysis import load_ratings
+from sbir_study.study.recorder import SESSION_COLUMNS
 from tests.study.online.support import END_S, make_client, report, start, write_protocol
 
 VALIDATOR = Path(__file__).parents[3] / ".node" / "node_modules" / ".bin" / "bids-validator"
@@ -33,7 +33,7 @@ def assert_valid_bids(root: Path) -> None:
 
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "study.cli", *args], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "sbir_study", *args], capture_output=True, text=True, timeout=300
     )
 
 
@@ -165,7 +165,7 @@ def test_export_names_bad_input(tmp_path, online_set):
     other = make_client(second, online_set, timing={"stimulus_s": 1.0})
     other.study.engine.dispose()
     shutil.copy(client.db, second / "unused.sqlite3")
-    from study.online.service import OnlineStudy
+    from sbir_study.study.online.service import OnlineStudy
 
     OnlineStudy.open(other.study.protocol, other.study.stimulus_set, client.study.engine)
     ambiguous = cli("export-online", "--db", f"sqlite:///{client.db}", "--out", str(tmp_path / "y"))
@@ -192,6 +192,7 @@ def test_export_names_bad_input(tmp_path, online_set):
     assert absent.returncode == 2 and "no study 7" in absent.stderr
 
 
+@pytest.mark.realtime
 def test_a_browser_and_a_lab_participant_give_the_same_columns_analyzed_alike(
     online_set, tmp_path, start_server, browser
 ):
@@ -213,7 +214,7 @@ def test_a_browser_and_a_lab_participant_give_the_same_columns_analyzed_alike(
             "-screen 0 1280x1024x24",
             sys.executable,
             "-m",
-            "study.cli",
+            "sbir_study",
             "run",
             "--protocol",
             str(protocol),
@@ -306,7 +307,7 @@ def test_a_browser_and_a_lab_participant_give_the_same_columns_analyzed_alike(
 
 
 def test_an_interrupted_export_leaves_the_previous_one_whole(tmp_path, online_set, monkeypatch):
-    from study.online import export
+    from sbir_study.study.online import export
 
     client = make_client(tmp_path, online_set)
     fill(client, "d1")

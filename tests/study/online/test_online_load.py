@@ -12,8 +12,8 @@ import time
 import pytest
 import sqlalchemy as sa
 
-from study.online.loadtest import run_load
-from study.online.storage import open_database
+from sbir_study.study.online.loadtest import run_load
+from sbir_study.study.online.storage import open_database
 from tests.study.online.support import write_protocol
 
 

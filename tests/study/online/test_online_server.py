@@ -34,11 +34,11 @@ def counts(client) -> tuple[int, int]:
 
 
 def refusals(caplog) -> list[str]:
-    """The refusals the app wrote to its log (logger ``study.online``)."""
+    """The refusals the app wrote to its log (logger ``sbir_study.study.online``)."""
     return [
         record.getMessage()
         for record in caplog.records
-        if record.name == "study.online" and record.levelname == "WARNING"
+        if record.name == "sbir_study.study.online" and record.levelname == "WARNING"
     ]
 
 
@@ -259,7 +259,7 @@ def test_an_image_changed_on_disk_after_the_check_is_not_served(tmp_path, online
     assert answer.json()["error"] == (
         f"stimulus {name!r} changed on disk since the set was checked; it is not served"
     )
-    assert [(r.name, r.levelname) for r in caplog.records] == [("study.online", "ERROR")]
+    assert [(r.name, r.levelname) for r in caplog.records] == [("sbir_study.study.online", "ERROR")]
     assert name in caplog.records[0].getMessage()
 
 
@@ -377,8 +377,8 @@ def test_lists_are_filled_in_turn_and_dropouts_release_theirs(tmp_path, online_s
 def test_pairs_of_a_list_make_the_trial_list(tmp_path, online_set):
     """Each list's participant sees the anchors and that list's pairs, in the trial order
     build_trials gives for the recorded seed."""
-    from study.online.assignment import list_manifest
-    from study.trials import build_trials
+    from sbir_study.study.online.assignment import list_manifest
+    from sbir_study.study.trials import build_trials
 
     client = make_client(tmp_path, online_set, online={"subset": "sketches", "lists": 2})
     study = client.study

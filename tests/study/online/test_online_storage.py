@@ -10,8 +10,8 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from analysis.checks import InputError
-from study.online import storage
+from sbir_study.foundation.checks import InputError
+from sbir_study.study.online import storage
 
 
 def schema_differences(engine) -> list:
@@ -42,7 +42,7 @@ def test_migrations_started_together_do_not_collide(postgres):
     """Three hosts starting at once (three processes): one migrates, the others wait."""
     url = postgres.new_database()
     script = (
-        "import sys; from study.online import storage; "
+        "import sys; from sbir_study.study.online import storage; "
         "storage.migrate(storage.open_database(sys.argv[1]))"
     )
     runs = [

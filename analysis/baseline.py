@@ -1,5 +1,0 @@
-"""Moved; this old import path still works, with a DeprecationWarning."""
-
-from analysis._moved import moved
-
-moved(__name__, "analysis.retrieval.baseline")

@@ -1,0 +1,135 @@
+"""The ``sbir-study`` command line: one module per command family.
+
+============================  ===========================================
+module                        subcommands
+============================  ===========================================
+:mod:`sbir_study.cli.run`          ``run`` (a rating session in a window)
+:mod:`sbir_study.cli.simulate`     ``simulate``
+:mod:`sbir_study.cli.analyze`      ``analyze``
+:mod:`sbir_study.cli.evaluate`     ``evaluate``, ``evaluate-hpatches``, ``baseline``
+:mod:`sbir_study.cli.stimuli`      ``stimuli generate | validate | import | select``
+:mod:`sbir_study.cli.power`        ``power``
+:mod:`sbir_study.cli.serve`        ``serve``, ``export-online`` (the session in a browser)
+:mod:`sbir_study.cli.common`       what they share: the parser, option types, messages, the log
+============================  ===========================================
+
+Each handler parses, calls the library, and reports. Every failure is one
+line on stderr (``docs/outputs.md``):
+
+* exit status 2 for bad input: a bad option or option value (no usage block;
+  a misspelled option gets the closest valid one suggested), a bad file, row
+  or field (:class:`~sbir_study.foundation.checks.InputError`), and an error of the
+  operating system naming a path (exists, not a folder, read-only, no space,
+  name too long);
+* exit status 1 for an internal error, the line naming the log file that
+  holds the traceback (:func:`~sbir_study.cli.common.log_folder`);
+* 130, 143 or 129 when interrupted by SIGINT, SIGTERM or SIGHUP: whatever
+  was being written is removed and the previous output left as it was.
+
+Each subcommand imports what it needs when it runs, so ``--help`` and the
+analysis never pay for PsychoPy.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import warnings
+
+from sbir_study.foundation.provenance import DISTRIBUTION as PROG
+
+__all__ = ["build_parser", "main"]
+
+#: Signals that end a command cleanly (its temporary output removed), with their exit status.
+_ENDING = {getattr(signal, name): status for name, status in (("SIGTERM", 143), ("SIGHUP", 129))
+           if hasattr(signal, name)}  # fmt: skip
+
+
+class Interrupted(BaseException):
+    """SIGTERM or SIGHUP, raised where the program is so that every ``finally`` runs."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(number)
+        self.number = number
+
+
+def build_parser():
+    """The ``sbir-study`` parser (a :class:`~.common.Parser`) with every subcommand."""
+    from sbir_study.foundation.provenance import toolkit_version
+
+    from . import analyze, evaluate, power, run, serve, simulate, stimuli
+    from .common import Parser
+
+    parser = Parser(
+        prog=PROG,
+        description="Run, simulate and analyse sketch/image rating studies (Eitz et al. 2011).",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {toolkit_version()}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
+    # The command families, in the order --help lists them.
+    for family in (analyze, simulate, power, stimuli, evaluate, run, serve):
+        family.register(commands)
+    return parser
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+def _raise_interrupted(number, frame) -> None:
+    raise Interrupted(number)
+
+
+def main(argv: list[str] | None = None) -> int:
+    # Only the main thread may set handlers (a program calling main() from another keeps its own).
+    ending = _ENDING if threading.current_thread() is threading.main_thread() else {}
+    previous = {number: signal.getsignal(number) for number in ending}
+    for number in ending:
+        signal.signal(number, _raise_interrupted)
+    # Everything after the handlers, imports included: an interrupt at any moment is one line.
+    try:
+        from .common import unrecognized
+
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            unrecognized(parser, args, extra)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return args.handler(args)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted (SIGINT); nothing half-written was kept", file=sys.stderr)
+        return 130
+    except Interrupted as interrupted:
+        name = signal.Signals(interrupted.number).name
+        print(f"{PROG}: interrupted ({name}); nothing half-written was kept", file=sys.stderr)
+        return _ENDING[interrupted.number]
+    except Exception as problem:
+        return _failed(problem, argv)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _failed(problem: Exception, argv: list[str] | None) -> int:
+    """The one line and exit status of a failed command (called while handling ``problem``)."""
+    from sbir_study.foundation.checks import InputError
+
+    from .common import error, internal_error
+
+    if isinstance(problem, InputError):
+        error(str(problem))
+        return 2
+    if isinstance(problem, OSError) and problem.filename is not None:
+        # The operating system refused a path: exists, not a folder, read-only, no space...
+        where = problem.filename
+        if problem.filename2 is not None:
+            where = f"{where} -> {problem.filename2}"
+        error(f"{where}: {problem.strerror or problem}")
+        return 2
+    return internal_error(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

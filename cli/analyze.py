@@ -1,0 +1,125 @@
+"""``sbir-study analyze``: the paper's statistics, the ground truth, figures and report."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .common import (
+    add_alpha,
+    add_alternative,
+    add_overwrite,
+    add_seed,
+    count,
+    count_min2,
+    options_from,
+)
+
+__all__ = ["register"]
+
+
+def register(commands) -> None:
+    from sbir_study.analysis.agreement import PERMUTATION_RATERS_LIMIT
+    from sbir_study.analysis.pipeline import PAIRWISE_FULL_ROWS, PAIRWISE_RATERS
+
+    parser = commands.add_parser(
+        "analyze",
+        help="statistics, ground truth and report from a BIDS dataset or a ratings table",
+        description="Read a BIDS dataset (every sub-*/beh/*_beh.tsv) or a flat CSV/TSV ratings "
+        "table and write the statistics tables, the consensus ground truth and summary.json "
+        "to --out.",
+    )
+    parser.add_argument("input", type=Path, help="BIDS dataset folder or ratings table")
+    parser.add_argument("--out", type=Path, required=True, help="folder for the results")
+    add_alternative(parser)
+    add_alpha(parser)
+    parser.add_argument(
+        "--pairwise",
+        choices=("auto", "full", "summary"),
+        default="auto",
+        help="inter-user table of every pair of participants, pairwise_tau.parquet: always "
+        f"(full), never (summary), or while it has at most {PAIRWISE_FULL_ROWS:,} rows, about "
+        "800 raters on 31 sketches (auto); pairwise_tau_summary.csv is always written "
+        "(default: auto)",
+    )
+    parser.add_argument(
+        "--pairwise-raters",
+        type=_raters_or_all,
+        default=PAIRWISE_RATERS,
+        metavar="N|all",
+        help="a sketch rated by more than N participants gets its inter-user tau_b from the "
+        "pairs among N of them drawn at random (from --seed; the numbers drawn are in "
+        "pairwise_tau_summary.csv and summary.json); all: every pair at any size "
+        f"(default: {PAIRWISE_RATERS})",
+    )
+    parser.add_argument(
+        "--bootstrap",
+        type=count,
+        default=1000,
+        help="bootstrap resamples of the intervals of Krippendorff's alpha, sketch/image "
+        "pairs drawn with replacement; 0 for none (default: 1000)",
+    )
+    parser.add_argument(
+        "--permutations",
+        type=count,
+        default=1000,
+        help="permutations of the Skillings-Mack permutation p-value, for sketches with at "
+        f"most {PERMUTATION_RATERS_LIMIT} raters; 0 for none (default: 1000)",
+    )
+    add_seed(parser)
+    parser.add_argument(
+        "--no-figures",
+        action="store_true",
+        help="skip Figs. 4-9 (tables, summary.json and report.html are still written)",
+    )
+    parser.add_argument(
+        "--pilot",
+        type=Path,
+        default=None,
+        help="ratings of a pilot study (BIDS folder or table), drawn beside the final "
+        "study in fig7_distribution (default: none, the final study alone)",
+    )
+    parser.add_argument(
+        "--stimuli",
+        type=Path,
+        default=None,
+        help="stimulus set folder (with manifest.csv): adds thumbnails of the best and worst "
+        "agreed sketches (fig9_extremes); the set is validated first (default: none, no "
+        "Fig. 9)",
+    )
+    add_overwrite(parser)
+    parser.set_defaults(handler=analyze)
+
+
+def _raters_or_all(text: str) -> int | None:
+    """``--pairwise-raters``: a whole number >= 2, or ``all`` (no cap)."""
+    if text.strip().lower() == "all":
+        return None
+    try:
+        return count_min2(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number >= 2 or 'all', got {text!r}"
+        ) from None
+
+
+def analyze(args: argparse.Namespace) -> int:
+    from sbir_study.analysis import AnalysisOptions, analyze_ratings, load_ratings
+    from sbir_study.analysis.pipeline import format_summary
+    from sbir_study.foundation.outputs import check_target
+
+    options = options_from(AnalysisOptions, args)
+    inputs = [p for p in (args.input, args.pilot, args.stimuli) if p is not None]
+    check_target(args.out, "analyze", overwrite=args.overwrite, inputs=inputs)
+    ratings = load_ratings(args.input)
+    pilot = load_ratings(args.pilot) if args.pilot is not None else None
+    sketch_images = None
+    if args.stimuli is not None:
+        from sbir_study.stimuli import load_set
+
+        sketch_images = load_set(args.stimuli).sketch_paths()
+    summary = analyze_ratings(ratings, args.out, options, figures=not args.no_figures,
+                              pilot=pilot, sketch_images=sketch_images,
+                              overwrite=args.overwrite)  # fmt: skip
+    print(format_summary(summary, args.out))
+    return 0

@@ -1,0 +1,339 @@
+"""What every subcommand shares: the parser, option types, common options, messages, the log.
+
+Exit status: 0 on success, 2 on bad input (one line on stderr naming the file,
+line, field or option), 1 on an internal error (one line naming the log file
+with the traceback). Handlers raise :class:`~sbir_study.foundation.checks.InputError` for
+bad input; :func:`sbir_study.cli.main` turns it into the one line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import difflib
+import os
+import re
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.provenance import DISTRIBUTION as PROG
+
+__all__ = [
+    "PROG",
+    "HelpFormatter",
+    "InputError",
+    "Parser",
+    "add_alpha",
+    "add_alternative",
+    "add_anchor_design",
+    "add_overwrite",
+    "add_seed",
+    "at_least",
+    "between",
+    "count",
+    "count_min2",
+    "error",
+    "internal_error",
+    "log_folder",
+    "options_from",
+    "positive_int",
+    "probability",
+    "progress_callback",
+    "require_extra",
+    "unrecognized",
+    "whole_numbers",
+]
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """``--help`` that shows every option's default.
+
+    Like :class:`argparse.ArgumentDefaultsHelpFormatter`, but an option whose
+    help already states its default (in words, e.g. "default: 0.05, as in the
+    paper") is left as written, a default of several values is shown as it is
+    typed (``5,10,20``), and flags, required options and options without a
+    default are left alone.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            "default" in text
+            or not action.option_strings
+            or action.required
+            or default is None
+            or default is False
+            or default == ""
+            or default is argparse.SUPPRESS
+        ):
+            return text
+        shown = ",".join(map(str, default)) if isinstance(default, tuple | list) else str(default)
+        # argparse %-formats the help: a literal % in a default must be doubled.
+        shown = shown.replace("%", "%%")
+        return f"{text} (default: {shown})" if text else f"(default: {shown})"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse without abbreviations, whose errors are one line with a suggestion.
+
+    ``--part`` is not taken for ``--participants``: a misspelled option is an
+    error naming the closest valid one, and no usage block is printed. Every
+    subcommand's ``--help`` shows the defaults (:class:`HelpFormatter`).
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        choice = re.search(r"invalid choice: '(.*?)' \(choose from (.*)\)$", message)
+        if choice:
+            allowed = re.findall(r"'(.*?)'", choice.group(2))
+            message += _did_you_mean(choice.group(1), allowed)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _did_you_mean(given: str, allowed: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` for the allowed value closest to ``given``, or nothing."""
+    starting = [a for a in allowed if a.startswith(given)] if len(given) > 2 else []
+    close = starting if len(starting) == 1 else difflib.get_close_matches(given, allowed, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    """The (sub)parser that the parsed command line ended in."""
+    while True:
+        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not actions or getattr(args, actions[0].dest, None) not in actions[0].choices:
+            return parser
+        parser = actions[0].choices[getattr(args, actions[0].dest)]
+
+
+#: The optional installs, the packages each brings that a command imports, and what for.
+EXTRAS = {
+    "lab": (("psychopy", "PsychoPy"),),
+    "online": (("fastapi", "FastAPI"), ("uvicorn", "uvicorn"), ("sqlalchemy", "SQLAlchemy"),
+               ("alembic", "Alembic")),
+}  # fmt: skip
+
+
+def require_extra(extra: str, command: str) -> None:
+    """Raise :class:`InputError` naming the install that brings what ``command`` needs,
+    when a package of the ``extra`` install is missing (exit status 2, one line).
+
+    The core install holds what the analysis, simulation, stimulus and scoring
+    commands need; ``run`` needs ``[lab]``, ``serve`` and ``export-online``
+    ``[online]``.
+    """
+    import importlib.util
+
+    missing = [name for module, name in EXTRAS[extra] if importlib.util.find_spec(module) is None]
+    if missing:
+        raise InputError(
+            f"{command}: needs {', '.join(missing)}, which this install does not have; "
+            f"install it with: pip install 'sbir-study[{extra}]'"
+        )
+
+
+def unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]):
+    """Exit 2 with one line naming the first argument nobody takes (and the closest option)."""
+    chosen = _chosen(parser, args)
+    options = [s for a in chosen._actions for s in a.option_strings if s.startswith("--")]
+    flags = [a for a in extra if a.startswith("-") and not _is_number(a)]
+    if flags:
+        given = flags[0].split("=", 1)[0]
+        chosen.error(f"unrecognized option {given!r}{_did_you_mean(given, options)}")
+    chosen.error(f"unexpected argument {extra[0]!r}")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def log_folder() -> Path:
+    """Where internal errors are logged: ``$SBIR_STUDY_LOG_DIR``, else
+    ``$XDG_STATE_HOME/sbir-study/logs`` (``~/.local/state/sbir-study/logs``);
+    never a folder of the user's data."""
+    given = os.environ.get("SBIR_STUDY_LOG_DIR")
+    if given:
+        return Path(given)
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(Path.home(), ".local", "state")
+    return Path(state) / PROG / "logs"
+
+
+def internal_error(argv: Sequence[str] | None) -> int:
+    """Log the exception being handled with its traceback, say where in one line; returns 1."""
+    kind, value, _ = sys.exc_info()
+    from sbir_study.foundation.provenance import toolkit_version
+
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    arguments = list(argv if argv is not None else sys.argv[1:])
+    text = (
+        f"sbir-study {toolkit_version()}, Python {sys.version.split()[0]}\n"
+        f"command: {PROG} {' '.join(map(str, arguments))}\n\n{traceback.format_exc()}"
+    )
+    for folder in (log_folder(), Path(tempfile.gettempdir()) / "sbir-study-logs"):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            log = folder / f"internal-error-{stamp}-{os.getpid()}.log"
+            log.write_text(text, encoding="utf-8")
+            break
+        except OSError:
+            continue
+    else:
+        print(text, file=sys.stderr, end="")
+        log = "the traceback above"
+    summary = str(value).strip().splitlines()[0][:200] if str(value).strip() else ""
+    name = kind.__name__ if kind else "error"
+    print(
+        f"{PROG}: internal error ({name}{': ' + summary if summary else ''}); the traceback is in "
+        f"{log}; please report it",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An option type: a whole number of at least ``minimum``."""
+
+    def whole_number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {value}")
+        return value
+
+    return whole_number
+
+
+def between(minimum: int, maximum: int) -> Callable[[str], int]:
+    """An option type: a whole number from ``minimum`` to ``maximum``."""
+    whole_number = at_least(minimum)
+
+    def bounded(text: str) -> int:
+        try:
+            value = whole_number(text)
+        except argparse.ArgumentTypeError:
+            value = None
+        if value is None or value > maximum:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number {minimum}..{maximum}, got {text!r}"
+            )
+        return value
+
+    return bounded
+
+
+positive_int = at_least(1)
+count = at_least(0)
+count_min2 = at_least(2)
+
+
+def probability(text: str) -> float:
+    """An option type: a number strictly between 0 and 1 (a significance level)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {value}")
+    return value
+
+
+def whole_numbers(minimum: int, what: str) -> Callable[[str], tuple[int, ...]]:
+    """An option type: comma-separated whole numbers of at least ``minimum``, each once."""
+
+    def numbers(text: str) -> tuple[int, ...]:
+        try:
+            values = tuple(int(part) for part in text.split(",") if part.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected comma-separated whole numbers, got {text!r}"
+            ) from None
+        if not values or min(values) < minimum:
+            raise argparse.ArgumentTypeError(f"expected {what} of at least {minimum}, got {text!r}")
+        return tuple(dict.fromkeys(values))
+
+    return numbers
+
+
+def add_alternative(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--alternative",
+        choices=("greater", "two-sided", "less"),
+        default="greater",
+        help="alternative hypothesis of the tau_b tests (default: greater, as in the paper: "
+        "P(tau >= observed))",
+    )
+
+
+def add_alpha(parser: argparse.ArgumentParser, what: str = "significance level") -> None:
+    parser.add_argument("--alpha", type=probability, default=0.05, help=f"{what} (default: 0.05)")
+
+
+def add_overwrite(parser: argparse.ArgumentParser, what: str = "results") -> None:
+    """``--overwrite``: replace an earlier output of the same command (docs/outputs.md)."""
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help=f"replace the {what} an earlier run of this command wrote at --out; never "
+        "anything else (another command's output, a file it did not write)",
+    )
+
+
+def add_seed(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=count, default=0, help="random seed (default: 0)")
+
+
+def add_anchor_design(parser: argparse.ArgumentParser, *, minimum_images: int = 1) -> None:
+    """``--anchor-sketches`` and ``--anchor-images``: the anchor block a set has."""
+    from sbir_study.foundation import paper
+
+    parser.add_argument(
+        "--anchor-sketches",
+        type=count,
+        default=paper.ANCHOR_SKETCHES,
+        help="anchor sketches a whole anchor block has; 0 for a study without anchoring "
+        f"(default: {paper.ANCHOR_SKETCHES}, as in the paper)",
+    )
+    parser.add_argument(
+        "--anchor-images",
+        type=at_least(minimum_images),
+        default=paper.ANCHOR_IMAGES,
+        help="images per anchor sketch, with prescribed ratings spread over the scale "
+        f"(default: {paper.ANCHOR_IMAGES})",
+    )
+
+
+def options_from(cls, args: argparse.Namespace, **given):
+    """An options dataclass whose fields come from the options of the same name.
+
+    ``given`` sets the fields whose option has another name (or none).
+    """
+    names = [f.name for f in dataclasses.fields(cls) if f.name not in given]
+    return cls(**{name: getattr(args, name) for name in names if hasattr(args, name)}, **given)
+
+
+def error(message: str) -> None:
+    """One line on stderr, as every bad input is reported."""
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+
+
+def progress_callback(label: str) -> Callable[[int, int], None]:
+    """A ``progress(done, total)`` callback that draws a bar on a terminal, else nothing."""
+    from sbir_study.foundation.progress import counter
+
+    return counter(label)

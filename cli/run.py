@@ -1,0 +1,72 @@
+"""``sbir-study run``: one participant's rating session in a PsychoPy window."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .common import count, require_extra
+
+__all__ = ["register"]
+
+
+def register(commands) -> None:
+    parser = commands.add_parser(
+        "run",
+        help="run a rating session in a PsychoPy window",
+        description="Run one participant's rating session (the paper's Sec. 2.3) in a PsychoPy "
+        "window and record it as BIDS under --data: every trial is on disk as soon as its "
+        "response window closes. An existing session is never overwritten; --resume continues "
+        "it from the first unrecorded trial.",
+    )
+    parser.add_argument("--protocol", type=Path, required=True, help="protocol file (.toml)")
+    parser.add_argument("--stimuli", type=Path, required=True, help="stimulus set folder")
+    parser.add_argument("--participant", required=True, help="participant label (letters, digits)")
+    parser.add_argument("--data", type=Path, required=True, help="BIDS dataset folder")
+    parser.add_argument("--resume", action="store_true", help="continue the participant's session")
+    parser.add_argument(
+        "--simulate", action="store_true", help="a simulated participant answers (unattended)"
+    )
+    parser.add_argument("--windowed", action="store_true", help="a window, not the full screen")
+    parser.add_argument(
+        "--seed", type=count, default=None,
+        help="the participant's order seed (default: drawn at random and recorded)",
+    )  # fmt: skip
+    details = parser.add_argument_group(
+        "participant details",
+        "those the protocol records ([participants] details) and these do not give are asked on "
+        "screen before the instructions; written to participants.tsv ('n/a': prefer not to say)",
+    )
+    details.add_argument(
+        "--age", default=None, help="whole years (default: asked on screen if recorded)"
+    )
+    details.add_argument(
+        "--sex", default=None,
+        help="F, M or O (female, male, other; default: asked on screen if recorded)",
+    )  # fmt: skip
+    details.add_argument(
+        "--handedness", default=None,
+        help="R, L or A (right, left, both; default: asked on screen if recorded)",
+    )  # fmt: skip
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    require_extra("lab", "run")
+    from sbir_study.foundation.checks import check_input_file
+    from sbir_study.study.session import run_from_files
+
+    # Every input (and the display) is checked before a window opens.
+    check_input_file(args.protocol, "a protocol (.toml)")
+    outcome = run_from_files(
+        args.protocol, args.stimuli, args.participant, args.data, resume=args.resume,
+        simulate=args.simulate, windowed=args.windowed, seed=args.seed,
+        details={"age": args.age, "sex": args.sex, "handedness": args.handedness},
+        progress=lambda line: print(line, flush=True),
+    )  # fmt: skip
+    refresh = f"{outcome.refresh_hz:.1f} Hz" if outcome.refresh_hz else "unmeasurable"
+    print(
+        f"Session {outcome.status}: {outcome.recorded} of {outcome.planned} trials recorded in "
+        f"{outcome.path} (refresh {refresh}; durations timed by {outcome.timing_mode})"
+    )
+    return 0

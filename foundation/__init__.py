@@ -1,0 +1,32 @@
+"""What every part of sbir-study shares; it imports nothing else of the project.
+
+* :mod:`.checks`: input errors (:class:`~.checks.InputError`), the id rule, options,
+  images read with their size bounded;
+* :mod:`.tables`: the one reader of CSV/TSV tables, with errors that name the line;
+* :mod:`.outputs`: where every command writes (the output policy);
+* :mod:`.provenance`: software versions and file hashes;
+* :mod:`.progress`: progress on a terminal;
+* :mod:`.paper`: the paper's design and published values;
+* :mod:`.bids`: reading and writing the BIDS files of a rating dataset;
+* :mod:`.trial_order`: the order of a participant's trials;
+* :mod:`.html`: the helpers of the self-contained HTML reports;
+* :mod:`.memory`: handing freed memory back to the system between large steps.
+"""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submodules=[
+        "bids",
+        "checks",
+        "html",
+        "memory",
+        "outputs",
+        "paper",
+        "progress",
+        "provenance",
+        "trial_order",
+    ],
+    submod_attrs={"checks": ["InputError"]},
+)

@@ -1,0 +1,199 @@
+"""The BIDS behavioural dataset that rating sessions and the simulator write.
+
+Layout (BIDS 1.9, behavioural data)::
+
+    dataset_description.json
+    participants.tsv, participants.json
+    README
+    sub-<label>/beh/sub-<label>_task-<task>_beh.tsv   one row per presented pair
+    sub-<label>/beh/sub-<label>_task-<task>_beh.json  the sidecar describing every column
+
+The columns are those of the ratings table plus timing columns; each is
+declared once here, with the description that goes into the sidecar.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from .checks import check_participant
+
+__all__ = [
+    "BEH_COLUMNS",
+    "BIDS_VERSION",
+    "beh_path",
+    "check_label",
+    "write_beh",
+    "write_dataset_description",
+    "write_participants",
+]
+
+BIDS_VERSION = "1.9.0"
+TASK = "sbirrating"
+
+#: Sidecar description of every column a ``_beh.tsv`` file may hold, in file order.
+BEH_COLUMNS: dict[str, dict] = {
+    "participant": {"Description": "Participant label (the sub- label without the prefix)."},
+    "trial": {"Description": "Presentation order within the session, from 1."},
+    "phase": {
+        "Description": "Part of the session the trial belongs to.",
+        "Levels": {
+            "practice": "practice trial, not analysed",
+            "anchor_demo": "anchor pair shown with its prescribed rating before the experiment",
+            "main": "pair of the main block, presented in random order",
+            "anchor_repeat": "anchor pair rated again inside the later part of the main block",
+        },
+    },
+    "sketch_id": {"Description": "Identifier of the sketch (the query)."},
+    "image_id": {"Description": "Identifier of the image shown with the sketch."},
+    "sketch_file": {
+        "Description": "The sketch's image file, as a path inside the stimulus set (its "
+        "manifest.csv and SHA256SUMS); the set is identified by StimulusSetDigest."
+    },
+    "image_file": {
+        "Description": "The image's file, as a path inside the stimulus set (its manifest.csv "
+        "and SHA256SUMS); the set is identified by StimulusSetDigest."
+    },
+    "rating": {
+        "Description": "Final rating of the pair given in the response window; n/a when "
+        "no rating key was pressed.",
+        "Levels": {
+            "1": "best match",
+            "2": "2",
+            "3": "3",
+            "4": "4 (middle of the scale)",
+            "5": "5",
+            "6": "6",
+            "7": "worst match",
+        },
+    },
+    "rt": {
+        "Description": "Time from stimulus onset to the key press of the final rating.",
+        "Units": "s",
+    },
+    "anchor_rating": {"Description": "Prescribed rating of an anchor pair; n/a for other pairs."},
+    "onset_planned": {
+        "Description": "When the stimulus was due, from the start of the session (the "
+        "session's key press that ended the first instructions): the previous trial's planned "
+        "onset plus its stimulus and blank durations plus paused_before. Planned onsets do not "
+        "move when a flip is late.",
+        "Units": "s",
+    },
+    "onset": {
+        "Description": "Actual stimulus onset (the time of the flip that showed the pair), from "
+        "the start of the session.",
+        "Units": "s",
+    },
+    "onset_monotonic": {
+        "Description": "Actual stimulus-onset flip time on the system monotonic clock (the "
+        "clock of Python's time.monotonic()).",
+        "Units": "s",
+    },
+    "stim_duration": {
+        "Description": "Measured duration of the stimulus, from its onset flip to the flip of "
+        "the black screen.",
+        "Units": "s",
+    },
+    "blank_duration": {
+        "Description": "Measured duration of the black screen, until the flip of the next "
+        "screen (which closes the response window).",
+        "Units": "s",
+    },
+    "dropped_frames": {
+        "Description": "Frames lost in the trial's flips: with vertical sync, refreshes missed "
+        "between consecutive flips; timed by the clock (TimingMode clock), whole 60 Hz frame "
+        "periods a flip came after its deadline."
+    },
+    "n_presses": {"Description": "Number of rating key presses in the response window."},
+    "presses": {
+        "Description": "Every rating key press in the response window, in the order they were "
+        "pressed, as rating@seconds from stimulus onset, separated by spaces (the top-row and "
+        "keypad keys of one rating are the same rating)."
+    },
+    "paused_before": {
+        "Description": "How far the session's timeline moved before this trial: the time spent "
+        "in a pause or scheduled break, in the question whether to end the session (also when "
+        "answered no), on instruction screens and drawing them, and the black screen after "
+        "them; 0 when none.",
+        "Units": "s",
+    },
+    "latent_rating": {
+        "Description": "Simulated data only: the generative model's noise-free rating of the "
+        "pair (1 best .. 7 worst) before rater bias and noise."
+    },
+}
+
+
+def check_label(label: str, what: str = "participant") -> str:
+    """Return ``label`` if it is a valid BIDS label (letters and digits only): the
+    participant rule of :func:`sbir_study.foundation.checks.check_participant`."""
+    return check_participant(label, what)
+
+
+def beh_path(root: str | Path, label: str, task: str = TASK) -> Path:
+    """Path of a participant's ``_beh.tsv`` file under the dataset ``root``."""
+    return Path(root) / f"sub-{label}" / "beh" / f"sub-{label}_task-{task}_beh.tsv"
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write a whole file and flush it to disk before returning."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="\n") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def write_dataset_description(
+    root: str | Path, name: str, generated_by: Mapping, readme: str
+) -> None:
+    """Write ``dataset_description.json`` and ``README`` at the dataset root."""
+    root = Path(root)
+    description = {
+        "Name": name,
+        "BIDSVersion": BIDS_VERSION,
+        "DatasetType": "raw",
+        "GeneratedBy": [dict(generated_by)],
+    }
+    _write_text(root / "dataset_description.json", json.dumps(description, indent=2) + "\n")
+    _write_text(root / "README", readme.rstrip() + "\n")
+
+
+def write_participants(
+    root: str | Path, participants: pd.DataFrame, descriptions: Mapping[str, Mapping]
+) -> None:
+    """Write ``participants.tsv`` (first column ``participant_id``) and its sidecar."""
+    root = Path(root)
+    _write_text(root / "participants.tsv", _to_tsv(participants))
+    _write_text(root / "participants.json", json.dumps(dict(descriptions), indent=2) + "\n")
+
+
+def write_beh(
+    root: str | Path,
+    label: str,
+    trials: pd.DataFrame,
+    sidecar: Mapping,
+    task: str = TASK,
+) -> Path:
+    """Write one session's ``_beh.tsv`` and its ``_beh.json`` sidecar.
+
+    The sidecar describes every column of ``trials`` (from :data:`BEH_COLUMNS`)
+    and carries the entries of ``sidecar``.
+    """
+    path = beh_path(root, check_label(label), task)
+    unknown = [c for c in trials.columns if c not in BEH_COLUMNS]
+    if unknown:
+        raise ValueError(f"columns without a description in BEH_COLUMNS: {unknown}")
+    _write_text(path, _to_tsv(trials))
+    content = {**{c: BEH_COLUMNS[c] for c in trials.columns}, **sidecar}
+    _write_text(path.with_suffix(".json"), json.dumps(content, indent=2) + "\n")
+    return path
+
+
+def _to_tsv(frame: pd.DataFrame) -> str:
+    return frame.to_csv(sep="\t", index=False, na_rep="n/a", lineterminator="\n")

@@ -1,0 +1,387 @@
+"""Input checking shared by the whole toolkit.
+
+Every problem with user input raises :class:`InputError`, whose message is one
+line naming the file, row, field or parameter and what was expected. The
+command line turns it into exit status 2.
+
+Three rules live here and nowhere else (``docs/formats.md``):
+
+* **Ids.** A participant label is a BIDS label: letters and digits only
+  (:data:`PARTICIPANT_RULE`). A sketch or image id is letters, digits and
+  ``._-``, not starting with a dot (so never ``.`` or ``..``), at most
+  :data:`MAX_ID_LENGTH` characters (:data:`ID_RULE`). Ids are file names,
+  columns of whitespace-separated files (qrels, TREC runs) and keys of every
+  table: a space, a tab, a line break, a NUL or a ``/`` in one would forge
+  lines or paths.
+* **Images.** No image is decoded whose header declares more than
+  :data:`MAX_IMAGE_PIXELS` pixels (:func:`open_image`): a small file can
+  declare a huge picture (a "decompression bomb").
+* **Line ends.** A text file may end its lines with LF, CR LF or a lone CR
+  (:func:`read_utf8`, which normalises them); line
+  numbers count the file's own lines, the header being line 1.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+__all__ = [
+    "ID_RULE",
+    "MAX_ID_LENGTH",
+    "MAX_IMAGE_PIXELS",
+    "PARTICIPANT_RULE",
+    "InputError",
+    "bad_ids",
+    "check_id",
+    "check_input_file",
+    "check_option",
+    "check_participant",
+    "check_whole_number",
+    "float_array",
+    "open_image",
+    "read_table",
+    "read_utf8",
+]
+
+#: The longest sketch or image id accepted (ids become file names).
+MAX_ID_LENGTH = 100
+#: What a sketch or image id is, as messages say it.
+ID_RULE = (
+    f"an id of letters, digits and '._-' (not starting with '.', at most {MAX_ID_LENGTH} "
+    "characters)"
+)
+#: What a participant label is, as messages say it.
+PARTICIPANT_RULE = "a BIDS label of letters and digits only"
+_ID = re.compile(rf"[A-Za-z0-9_-][A-Za-z0-9._-]{{0,{MAX_ID_LENGTH - 1}}}")
+_LABEL = re.compile(r"[A-Za-z0-9]+")
+
+#: The largest image, in pixels (width x height), that any reader decodes: 50
+#: megapixels, an 8K frame and most camera photographs, far above any stimulus.
+MAX_IMAGE_PIXELS = 50_000_000
+
+
+class InputError(ValueError):
+    """Bad input from the user: a file, a row, a field or a parameter."""
+
+
+def check_option(name: str, value: object, allowed: Iterable[object]) -> object:
+    """Return ``value`` if it is one of ``allowed``, else raise :class:`InputError`.
+
+    The message names the parameter, the allowed values and, for a string that
+    is close to one of them, the likely intended value.
+
+    Examples
+    --------
+    >>> check_option("pairwise", "full", ("auto", "full", "summary"))
+    'full'
+    >>> try:
+    ...     check_option("pairwise", "ful", ("auto", "full", "summary"))
+    ... except InputError as error:
+    ...     print(error)
+    pairwise: got 'ful', expected one of 'auto', 'full', 'summary' (did you mean 'full'?)
+    """
+    allowed = tuple(allowed)
+    if value in allowed:
+        return value
+    message = f"{name}: got {value!r}, expected one of {', '.join(map(repr, allowed))}"
+    if isinstance(value, str):
+        close = difflib.get_close_matches(value, [str(a) for a in allowed], n=1)
+        if close:
+            message += f" (did you mean {close[0]!r}?)"
+    raise InputError(message)
+
+
+def check_whole_number(name: str, value: object, minimum: int, *, none_ok: bool = False):
+    """Return ``value`` if it is a whole number >= ``minimum`` (or None with ``none_ok``).
+
+    ``True`` and ``False`` are not numbers here, nor is ``2.0``.
+
+    Examples
+    --------
+    >>> check_whole_number("max_raters", 5, 2)
+    5
+    >>> try:
+    ...     check_whole_number("max_raters", True, 2, none_ok=True)
+    ... except InputError as error:
+    ...     print(error)
+    max_raters: expected a whole number >= 2 or None, got True
+    """
+    if value is None and none_ok:
+        return value
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    if not (whole and value >= minimum):
+        alternative = " or None" if none_ok else ""
+        raise InputError(
+            f"{name}: expected a whole number >= {minimum}{alternative}, got {value!r}"
+        )
+    return value
+
+
+# --- ids ---------------------------------------------------------------------------------------
+
+
+def bad_ids(values: Iterable[object], *, participant: bool = False) -> np.ndarray:
+    """Which of ``values`` break the id rule (the participant rule with ``participant``).
+
+    Vectorised: a column of millions of cells holding a few thousand distinct
+    ids is checked once per distinct id.
+
+    Examples
+    --------
+    >>> bad_ids(["s1", "img_02.a", "a b", "../x", ".hidden", "x\\ny", ""]).tolist()
+    [False, False, True, True, True, True, True]
+    >>> bad_ids(["01", "P7", "p-1"], participant=True).tolist()
+    [False, False, True]
+    """
+    pattern = _LABEL if participant else _ID
+    values = values if isinstance(values, list | tuple | np.ndarray) else list(values)
+    if len(values) <= 1024:
+        return np.fromiter(
+            (not (isinstance(v, str) and pattern.fullmatch(v)) for v in values),
+            dtype=bool,
+            count=len(values),
+        )
+    import pandas as pd
+
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
+    bad = np.fromiter(
+        (not (isinstance(v, str) and pattern.fullmatch(v)) for v in uniques),
+        dtype=bool,
+        count=len(uniques),
+    )
+    return bad[codes]
+
+
+def check_id(value: object, what: str = "id", *, participant: bool = False) -> str:
+    """Return ``value`` if it is a valid id (participant label), else raise :class:`InputError`.
+
+    ``what`` names the value in the message (a file and line, a field, an option).
+
+    Examples
+    --------
+    >>> check_id("s01", "sketch_id")
+    's01'
+    >>> try:
+    ...     check_id("s 01", "sketch_id")
+    ... except InputError as error:
+    ...     print(error)
+    sketch_id: expected an id of letters, digits and '._-' (not starting with '.',
+    at most 100 characters), got 's 01'
+    """
+    if bad_ids([value], participant=participant)[0]:
+        rule = PARTICIPANT_RULE if participant else ID_RULE
+        raise InputError(f"{what}: expected {rule}, got {value!r}")
+    return str(value)
+
+
+def check_participant(label: object, what: str = "participant") -> str:
+    """Return ``label`` if it is a BIDS label (letters and digits), else raise :class:`InputError`.
+
+    >>> check_participant("01")
+    '01'
+    """
+    return check_id(label, what, participant=True)
+
+
+# --- files -------------------------------------------------------------------------------------
+
+
+def check_input_file(path: str | Path, expected: str) -> Path:
+    """``path`` if it is an existing file, else :class:`InputError` saying what it is instead.
+
+    ``expected`` says what the file should be ("a retrieval run").
+    """
+    path = Path(path)
+    if path.is_file():
+        return path
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; expected {expected}")
+    if path.exists():
+        raise InputError(f"{path}: is not a regular file; expected {expected}")
+    parent = next((p for p in path.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise InputError(f"{path}: {parent} is a file, not a folder; expected {expected}")
+    raise InputError(f"{path}: no such file; expected {expected}")
+
+
+def read_utf8(path: Path) -> tuple[bytes, str]:
+    """The bytes of a text file and their UTF-8 text, a byte-order mark dropped and line
+    ends normalised to ``\\n`` (CR LF and a lone CR alike).
+
+    A file that cannot be read, or is not UTF-8, raises :class:`InputError`
+    naming the file and, for the latter, the line and the byte at fault.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "old-mac.csv"
+    >>> _ = path.write_bytes(b"a,b\\r1,2\\r")
+    >>> read_utf8(path)[1]
+    'a,b\\n1,2\\n'
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; expected a text file")
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise InputError(f"{path}: cannot be read ({error.strerror or error})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = _line_of(raw, error.start)
+        raise InputError(
+            f"{path}: line {line}: not UTF-8 (byte 0x{raw[error.start]:02x}); "
+            "expected a UTF-8 text file"
+        ) from None
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return raw, text
+
+
+def read_table(text: str, where, *, sep: str = ",", drop_blank: bool = False):
+    """A CSV/TSV table (``text``, from :func:`read_utf8`) as a DataFrame of text cells.
+
+    ``where(line)`` names line ``line`` of the file in messages (``"x.csv: line 3"``).
+    A row with too many fields, a file without a header, and a column named twice
+    raise :class:`InputError` naming the line. With ``drop_blank``, empty lines are
+    left out. ``DataFrame.attrs["lines"]`` holds the file's line of every row (the
+    header is line 1), for messages about the rows.
+
+    Examples
+    --------
+    >>> table = read_table("a,b\\n1,2\\n\\n3,4\\n", lambda n: f"t.csv: line {n}", drop_blank=True)
+    >>> table["a"].tolist(), table.attrs["lines"]
+    (['1', '3'], [2, 4])
+    """
+    import io
+
+    import pandas as pd
+
+    try:
+        table = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False,
+                            skip_blank_lines=False)  # fmt: skip
+    except pd.errors.ParserError as error:
+        found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(error))
+        if found:
+            expected, line, seen = found.groups()
+            raise InputError(f"{where(line)}: expected {expected} fields, found {seen}") from None
+        reason = str(error).strip().splitlines()[0]
+        raise InputError(f"{where(1)}: cannot be read as a table ({reason})") from None
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{where(1)}: empty; expected a header line") from None
+    # pandas renames a repeated column "name.1".
+    columns = [str(c) for c in table.columns]
+    twice = [c for c in columns if re.fullmatch(r".+\.\d+", c) and c.rsplit(".", 1)[0] in columns]
+    if twice:
+        raise InputError(f"{where(1)}: column {twice[0].rsplit('.', 1)[0]!r} appears twice")
+    lines = np.arange(2, len(table) + 2)
+    if drop_blank and len(table):
+        blank = (table == "").all(axis=1).to_numpy()
+        table, lines = table[~blank].reset_index(drop=True), lines[~blank]
+    table.attrs["lines"] = lines.tolist()
+    return table
+
+
+def _line_of(raw: bytes, offset: int) -> int:
+    """The line (from 1) of byte ``offset``, counting LF, CR LF and a lone CR as line ends."""
+    head = raw[:offset]
+    return head.replace(b"\r\n", b"\n").replace(b"\r", b"\n").count(b"\n") + 1
+
+
+# --- images ------------------------------------------------------------------------------------
+
+
+def open_image(path: str | Path) -> Image.Image:
+    """Open an image for reading, after checking the size its header declares.
+
+    Pillow reads only the header here; the pixels are decoded when used. An
+    image declaring more than :data:`MAX_IMAGE_PIXELS` pixels, or one Pillow
+    cannot identify, raises :class:`InputError` naming the file, before any
+    decoding. Use it as a context manager: ``with open_image(path) as image``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from PIL import Image
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> Image.new("1", (10_000, 6_000)).save(folder / "huge.png")  # 60 MP, a few kB
+    >>> try:
+    ...     open_image(folder / "huge.png")
+    ... except InputError as error:
+    ...     print(str(error).split(": ", 1)[1])
+    declares 60,000,000 pixels (10000 x 6000); expected at most 50,000,000 (a decompression bomb?)
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    path = Path(path)
+    with warnings.catch_warnings():
+        # Pillow only warns between its own limit and twice it; here both are errors.
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        try:
+            image = Image.open(path)
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning) as error:
+            declared = re.search(r"\((\d+) pixels\)", str(error))
+            count = f"{int(declared.group(1)):,}" if declared else f"over {MAX_IMAGE_PIXELS:,}"
+            raise InputError(
+                f"{path}: declares {count} pixels; expected at most {MAX_IMAGE_PIXELS:,} "
+                "(a decompression bomb?)"
+            ) from None
+        except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as error:
+            reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+            reason = reason.replace(f" {str(path)!r}", "").replace(str(path), "the file")
+            raise InputError(f"{path}: cannot be read as an image ({reason})") from None
+    width, height = image.size
+    if width * height > MAX_IMAGE_PIXELS:
+        image.close()
+        raise InputError(
+            f"{path}: declares {width * height:,} pixels ({width} x {height}); expected at "
+            f"most {MAX_IMAGE_PIXELS:,} (a decompression bomb?)"
+        )
+    return image
+
+
+def float_array(values, name: str = "ratings") -> np.ndarray:
+    """``values`` as a float64 array with NaN for every missing cell.
+
+    Accepts NumPy arrays and nested lists of any integer or float dtype, and
+    pandas DataFrames and Series of any integer or float dtype, the nullable
+    ones (``Int64``, ``Float64``, ...) included: ``pd.NA`` and ``None`` become NaN.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> float_array(pd.DataFrame({"a": pd.array([1, None], dtype="Int64"), "b": [2.0, 3.0]}))
+    array([[ 1.,  2.],
+           [nan,  3.]])
+    >>> float_array([[1, pd.NA], [2, 3]])
+    array([[ 1., nan],
+           [ 2.,  3.]])
+    """
+    import pandas as pd
+
+    if isinstance(values, pd.DataFrame | pd.Series | pd.Index | pd.api.extensions.ExtensionArray):
+        try:
+            return values.to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError):
+            raise InputError(f"{name}: expected numbers or missing values") from None
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        pass
+    cells = np.asarray(values, dtype=object)
+    missing = pd.isna(cells)
+    try:
+        return np.where(missing, np.nan, np.where(missing, 0.0, cells).astype(np.float64))
+    except (TypeError, ValueError):
+        raise InputError(f"{name}: expected numbers or missing values") from None

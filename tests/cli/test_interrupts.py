@@ -1,0 +1,210 @@
+"""SIGINT, SIGTERM and SIGKILL at random moments: the old output intact, or the new one complete.
+
+Each command first writes an output; then the same command is run again with
+``--overwrite`` and sent a signal at a random moment of its run (drawn over the time a
+whole run takes, start-up included). Afterwards the target must be either exactly the
+old output (every byte) or a complete new one (its record lists every file present,
+each with the right SHA-256, and the same files a finished run writes); no temporary
+folder may be left, except after SIGKILL, which no program can clean up after: then the
+next run removes it and says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from sbir_study.foundation.outputs import RECORD, TEMP_PREFIX
+from tests.helpers import SBIR_STUDY
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
+#: One seed for the moments: random, and the same on every machine.
+MOMENTS = random.Random(20111)
+
+
+def _run(args, cwd):
+    return subprocess.run(
+        [*SBIR_STUDY, *args], capture_output=True, text=True, cwd=cwd, check=False
+    )
+
+
+def _files(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}  # fmt: skip
+
+
+def _state(paths: list[Path]) -> dict[str, str]:
+    state = {}
+    for path in paths:
+        if path.is_dir():
+            state |= {f"{path.name}/{k}": v for k, v in _files(path).items()}
+        elif path.exists():
+            state[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return state
+
+
+def _complete(record: Path, base: Path, expected_names: set[str]) -> bool:
+    """A record that lists exactly the files present, each with its SHA-256."""
+    try:
+        listed = json.loads(record.read_text())["files"]
+    except (OSError, ValueError, KeyError):
+        return False
+    present = set(_files(base)) - {RECORD} if record.parent == base and record.name == RECORD \
+        else set(listed)  # fmt: skip
+    if set(listed) != present or set(listed) != expected_names:
+        return False
+    return all(hashlib.sha256((base / name).read_bytes()).hexdigest() == digest
+               for name, digest in listed.items())  # fmt: skip
+
+
+class Scenario:
+    """A command, what it writes, and how to tell its complete output."""
+
+    def __init__(self, name, root: Path, args, target: Path, *, group=None):
+        self.name, self.root, self.args, self.target = name, root, args, target
+        self.group = group  # for a file group: the files, the record beside the first
+
+    def paths(self) -> list[Path]:
+        if self.group is None:
+            return [self.target]
+        return [*self.group, self.group[0].parent / f".{self.group[0].name}{RECORD}"]
+
+    def complete(self, names: set[str]) -> bool:
+        if self.group is None:
+            return _complete(self.target / RECORD, self.target, names)
+        record = self.group[0].parent / f".{self.group[0].name}{RECORD}"
+        return _complete(record, self.group[0].parent, names)
+
+    def names(self) -> set[str]:
+        if self.group is None:
+            return set(_files(self.target)) - {RECORD}
+        return {p.name for p in self.group}
+
+    def leftovers(self) -> list[str]:
+        parent = (self.target if self.group is None else self.group[0]).parent
+        return [p.name for p in parent.iterdir() if p.name.startswith(TEMP_PREFIX)]
+
+
+def _lab(folder: Path, images: int) -> None:
+    for sketch in ("duck", "boat", "tree"):
+        (folder / "sketches").mkdir(parents=True, exist_ok=True)
+        Image.new("L", (64, 48), 255).save(folder / "sketches" / f"{sketch}.png")
+        (folder / "images" / sketch).mkdir(parents=True, exist_ok=True)
+        for k in range(images):
+            Image.new("RGB", (64, 48), (k * 9 % 255, 40, 90)).save(
+                folder / "images" / sketch / f"{sketch}-{k}.png"
+            )
+
+
+@pytest.fixture(scope="module")
+def scenarios(tmp_path_factory):
+    root = tmp_path_factory.mktemp("interrupts")
+    setup = [
+        ["stimuli", "generate", "--out", "set", "--sketches", "3", "--images", "6", "--width",
+         "96", "--height", "72", "--seed", "1"],
+        ["simulate", "--stimuli", "set", "--participants", "6", "--out", "data", "--seed", "2"],
+        ["analyze", "data", "--out", "truth", "--no-figures"],
+        ["baseline", "--stimuli", "set", "--distance", "l1,chi2", "--out", "runs"],
+    ]  # fmt: skip
+    for args in setup:
+        result = _run(args, root)
+        assert result.returncode == 0, result.stderr
+    _lab(root / "lab", images=12)
+    made = [
+        Scenario("analyze", root, ["analyze", "data", "--out", "analysis"], root / "analysis"),
+        Scenario("evaluate", root, ["evaluate", "--ground-truth", "truth/ground_truth.csv",
+                                    "runs/l1.run", "runs/chi2.run", "--ratings", "data",
+                                    "--out", "evaluation", "--bootstrap", "2000"],
+                 root / "evaluation"),
+        Scenario("simulate", root, ["simulate", "--participants", "40", "--out", "sim"],
+                 root / "sim"),
+        Scenario("simulate --flat", root, ["simulate", "--participants", "40", "--flat", "--out",
+                                           "sim.csv"], root / "sim.csv",
+                 group=[root / "sim.csv", root / "sim.json"]),
+        Scenario("stimuli generate", root, ["stimuli", "generate", "--out", "generated",
+                                            "--sketches", "6", "--images", "10", "--width", "128",
+                                            "--height", "96"], root / "generated"),
+        Scenario("stimuli import", root, ["stimuli", "import", "lab", "--anchor-sketches", "0"],
+                 root / "lab" / "manifest.csv",
+                 group=[root / "lab" / "manifest.csv", root / "lab" / "SHA256SUMS"]),
+    ]  # fmt: skip
+    for scenario in made:
+        started = time.monotonic()
+        result = _run(scenario.args, root)
+        assert result.returncode == 0, result.stderr
+        scenario.duration = time.monotonic() - started
+        scenario.expected = scenario.names()
+        assert scenario.complete(scenario.expected)
+    return made
+
+
+COMMANDS = ("analyze", "evaluate", "simulate", "simulate --flat", "stimuli generate",
+            "stimuli import")  # fmt: skip
+#: "any": a moment of the whole run, from just after the interpreter has started (before
+#: that, Python itself handles a signal) to a little after the run would have finished;
+#: "writing": a moment after the temporary output has appeared, while it is being written.
+CASES = [(c, sig, when) for c in COMMANDS for sig in SIGNALS for when in ("any", "writing")]
+
+
+def _signal_at_a_moment(process, scenario, number, when) -> float:
+    started = time.monotonic()
+    if when == "any":
+        moment = MOMENTS.uniform(0.3, scenario.duration * 1.2)
+        time.sleep(moment)
+    else:
+        while process.poll() is None and not scenario.leftovers():
+            time.sleep(0.005)
+        left = max(scenario.duration - (time.monotonic() - started), 0.05)
+        time.sleep(MOMENTS.uniform(0.0, left))
+        moment = time.monotonic() - started
+    if process.poll() is None:
+        process.send_signal(number)
+    return moment
+
+
+@pytest.mark.parametrize("name, number, when", CASES,
+                         ids=[f"{n}-{s.name}-{w}" for n, s, w in CASES])  # fmt: skip
+def test_an_interrupted_command_leaves_the_old_output_or_the_new(scenarios, name, number, when):
+    scenario = next(s for s in scenarios if s.name == name)
+    if name == "stimuli import":  # a new image, so that the new output differs from the old
+        extra = scenario.root / "lab" / "images" / "duck" / f"duck-new{number}{when}.png"
+        Image.new("RGB", (64, 48), (number, 1, 2)).save(extra)
+    old = _state(scenario.paths())
+    process = subprocess.Popen([*SBIR_STUDY, *scenario.args, "--overwrite"], cwd=scenario.root,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)  # fmt: skip
+    moment = _signal_at_a_moment(process, scenario, number, when)
+    _, stderr = process.communicate(timeout=120)
+    now = _state(scenario.paths())
+    new = scenario.complete(scenario.expected)
+    context = (
+        f"{name}, {signal.Signals(number).name} after {moment:.2f} s: exit {process.returncode}"
+    )
+    assert now == old or new, context + "\n" + stderr
+    if process.returncode == 0:
+        assert new, context
+    elif number != signal.SIGKILL:
+        assert "Traceback" not in stderr, context + "\n" + stderr
+        if process.returncode > 0:
+            assert process.returncode in (130, 143), context + "\n" + stderr
+            assert len(stderr.strip().splitlines()) == 1, stderr
+        else:  # after the command had returned, while the interpreter shut down
+            assert process.returncode == -number and new, context + "\n" + stderr
+    if number == signal.SIGKILL:
+        # What a killed run leaves, the next run removes (and says so).
+        left = scenario.leftovers()
+        again = subprocess.run([*SBIR_STUDY, *scenario.args, "--overwrite"], cwd=scenario.root,
+                               capture_output=True, text=True)  # fmt: skip
+        assert again.returncode == 0, again.stderr
+        assert scenario.complete(scenario.expected)
+        if left:
+            assert "removed the unfinished output" in again.stderr, again.stderr
+    assert scenario.leftovers() == [], context

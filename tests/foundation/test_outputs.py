@@ -1,0 +1,374 @@
+"""The output policy (foundation/outputs.py, docs/outputs.md): nothing is lost or overwritten."""
+
+import errno
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sbir_study.foundation import outputs
+from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.outputs import (
+    RECORD,
+    TEMP_PREFIX,
+    output_files,
+    output_folder,
+    read_record,
+)
+
+
+def tree(root):
+    """Every file and folder under ``root`` with the bytes of each file."""
+    found = {}
+    for base, folders, files in os.walk(root):
+        for name in folders:
+            found[os.path.relpath(os.path.join(base, name), root) + "/"] = None
+        for name in files:
+            path = os.path.join(base, name)
+            with open(path, "rb") as stream:
+                found[os.path.relpath(path, root)] = stream.read()
+    return found
+
+
+def write(folder, files):
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+
+
+def leftovers(folder):
+    return [p.name for p in folder.iterdir() if p.name.startswith(TEMP_PREFIX)]
+
+
+def test_a_new_folder_holds_the_files_and_a_record_of_them(tmp_path):
+    with output_folder(tmp_path / "out", "analyze") as folder:
+        assert folder.parent == tmp_path and folder.name.startswith(TEMP_PREFIX)
+        write(folder, {"a.csv": "1\n", "figures/b.png": "png"})
+    record = read_record(tmp_path / "out")
+    assert record.command == "analyze" and record.complete
+    # Independent of the module's own hashing: hashlib over the bytes written.
+    import hashlib
+
+    assert record.files == {"a.csv": hashlib.sha256(b"1\n").hexdigest(),
+                            "figures/b.png": hashlib.sha256(b"png").hexdigest()}  # fmt: skip
+    assert leftovers(tmp_path) == []
+
+
+def test_an_existing_output_needs_overwrite_and_is_replaced_whole(tmp_path):
+    with output_folder(tmp_path / "out", "analyze") as folder:
+        write(folder, {"old.csv": "old\n", "keep.csv": "1\n"})
+    before = tree(tmp_path)
+    with pytest.raises(InputError, match="pass --overwrite"):
+        with output_folder(tmp_path / "out", "analyze") as folder:
+            write(folder, {"new.csv": "x"})
+    assert tree(tmp_path) == before
+    with output_folder(tmp_path / "out", "analyze", overwrite=True) as folder:
+        write(folder, {"new.csv": "new\n"})
+    assert sorted(os.listdir(tmp_path / "out")) == [RECORD, "new.csv"]
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda out: (out / "notes.txt").write_text("mine"), "holds notes.txt, which"),
+        (lambda out: (out / "old.csv").write_text("edited"), "old.csv was changed after"),
+        (lambda out: (out / RECORD).unlink(), "did not write"),
+    ],
+)
+def test_overwrite_never_touches_a_file_the_command_did_not_write(tmp_path, damage, message):
+    with output_folder(tmp_path / "out", "analyze") as folder:
+        write(folder, {"old.csv": "old\n"})
+    damage(tmp_path / "out")
+    before = tree(tmp_path)
+    with pytest.raises(InputError, match=message):
+        with output_folder(tmp_path / "out", "analyze", overwrite=True) as folder:
+            write(folder, {"new.csv": "x"})
+    assert tree(tmp_path) == before
+
+
+def test_another_commands_output_is_never_a_target(tmp_path):
+    with output_folder(tmp_path / "out", "analyze") as folder:
+        write(folder, {"report.html": "analysis"})
+    before = tree(tmp_path)
+    with pytest.raises(InputError, match="holds the output of sbir-study analyze"):
+        with output_folder(tmp_path / "out", "evaluate", overwrite=True):
+            pass
+    with pytest.raises(InputError, match=r"inside .* the output of sbir-study analyze"):
+        with output_folder(tmp_path / "out" / "sub", "evaluate"):
+            pass
+    assert tree(tmp_path) == before
+
+
+def test_a_failed_command_leaves_the_old_output_and_no_temporary_folder(tmp_path):
+    with output_folder(tmp_path / "out", "analyze") as folder:
+        write(folder, {"a.csv": "old"})
+    before = tree(tmp_path)
+    with pytest.raises(RuntimeError):
+        with output_folder(tmp_path / "out", "analyze", overwrite=True) as folder:
+            write(folder, {"a.csv": "half"})
+            raise RuntimeError("the work failed half-way")
+    with pytest.raises(KeyboardInterrupt):
+        with output_folder(tmp_path / "out", "analyze", overwrite=True) as folder:
+            write(folder, {"a.csv": "half"})
+            raise KeyboardInterrupt
+    assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("exchange", [True, False])
+def test_replacing_without_renameat2_gives_the_same_result(tmp_path, monkeypatch, exchange):
+    if not exchange:  # a system or file system without renameat2: two renames
+        monkeypatch.setattr(outputs, "_renameat2", lambda source, destination, flags: False)
+    with output_folder(tmp_path / "out", "power") as folder:
+        write(folder, {"a.csv": "1"})
+    with output_folder(tmp_path / "out", "power", overwrite=True) as folder:
+        write(folder, {"b.csv": "2"})
+    assert tree(tmp_path / "out").keys() == {RECORD, "b.csv"}
+    assert leftovers(tmp_path) == []
+
+
+def test_a_new_folder_gets_the_mode_mkdir_gives_and_a_replaced_one_keeps_its_own(tmp_path):
+    (tmp_path / "plain").mkdir()  # what the umask gives a new folder, as mkdir -p would
+    with output_folder(tmp_path / "out", "power") as folder:
+        write(folder, {"a.csv": "1"})
+    assert (tmp_path / "out").stat().st_mode == (tmp_path / "plain").stat().st_mode
+    os.chmod(tmp_path / "out", 0o750)
+    with output_folder(tmp_path / "out", "power", overwrite=True) as folder:
+        write(folder, {"a.csv": "2"})
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o750
+
+
+def test_an_empty_folder_is_filled_without_overwrite(tmp_path):
+    (tmp_path / "out").mkdir()
+    with output_folder(tmp_path / "out", "power") as folder:
+        write(folder, {"a.csv": "1"})
+    assert (tmp_path / "out" / "a.csv").read_text() == "1"
+
+
+@pytest.mark.parametrize(
+    "setup, target, message",
+    [
+        (lambda r: None, lambda r: ".", "is the current folder"),
+        (lambda r: None, lambda r: "..", "is the current folder or holds it"),
+        (lambda r: (r / "f").write_text("x"), lambda r: r / "f", "is a file; expected a folder"),
+        (lambda r: (r / "f").write_text("x"), lambda r: r / "f" / "out", "is a file, not a folder"),
+        (lambda r: (r / "bids").mkdir()
+         or (r / "bids" / "dataset_description.json").write_text("{}"),
+         lambda r: r / "bids", "is a BIDS dataset"),
+        (lambda r: (r / "bids" / "sub-01" / "beh").mkdir(parents=True),
+         lambda r: r / "bids" / "results", r"inside .* a BIDS dataset"),
+        (lambda r: (r / "set").mkdir() or (r / "set" / "manifest.csv").write_text("")
+         or (r / "set" / "SHA256SUMS").write_text(""), lambda r: r / "set" / "out",
+         r"inside .* a stimulus set"),
+        (lambda r: (r / "data").mkdir() or (r / "data" / "x.csv").write_text("1"),
+         lambda r: r / "data", "holds files that sbir-study power did not write"),
+        (lambda r: (r / "real").mkdir() or (r / "link").symlink_to(r / "real"),
+         lambda r: r / "link", "is a symbolic link"),
+        (lambda r: None, lambda r: r / ("n" * 300), "bytes long"),
+        (lambda r: None, lambda r: r / ("n" * 300) / "out", "bytes long"),
+    ],
+)  # fmt: skip
+def test_targets_that_are_never_written(tmp_path, monkeypatch, setup, target, message):
+    monkeypatch.chdir(tmp_path)
+    setup(tmp_path)
+    before = tree(tmp_path)
+    with pytest.raises(InputError, match=message):
+        with output_folder(target(tmp_path), "power"):
+            pass
+    assert tree(tmp_path) == before
+
+
+def test_inputs_are_never_targets_and_derivatives_are_allowed(tmp_path):
+    data = tmp_path / "data"
+    (data / "sub-01" / "beh").mkdir(parents=True)
+    (data / "dataset_description.json").write_text("{}")
+    ratings = data / "sub-01" / "beh" / "sub-01_task-x_beh.tsv"
+    ratings.write_text("x")
+    with pytest.raises(InputError, match="holds the input"):
+        outputs.check_target(tmp_path, "analyze", inputs=[ratings])
+    with pytest.raises(InputError, match="inside the input folder"):
+        outputs.check_target(data / "sub-01" / "out", "analyze", inputs=[data])
+    with output_folder(data / "derivatives" / "sbir", "analyze", inputs=[data]) as folder:
+        write(folder, {"a.csv": "1"})
+    assert (data / "derivatives" / "sbir" / "a.csv").exists()
+
+
+def test_a_file_group_is_replaced_only_when_its_record_says_so(tmp_path):
+    table = tmp_path / "ratings.csv"
+    with output_files(table, "simulate", companions=["ratings.json"]) as (csv, sidecar):
+        csv.write_text("a\n")
+        sidecar.write_text("{}")
+    assert read_record(table).files.keys() == {"ratings.csv", "ratings.json"}
+    assert (tmp_path / f".ratings.csv{RECORD}").is_file()
+    with pytest.raises(InputError, match="pass --overwrite"):
+        with output_files(table, "simulate", companions=["ratings.json"]):
+            pass
+    with output_files(table, "simulate", companions=["ratings.json"], overwrite=True) as paths:
+        paths[0].write_text("b\n")
+        paths[1].write_text('{"b": 1}')
+    assert table.read_text() == "b\n"
+    # Someone's table, or someone's sidecar beside a new table: never replaced.
+    (tmp_path / "theirs.csv").write_text("theirs")
+    (tmp_path / "mine.json").write_text("their sidecar")
+    before = tree(tmp_path)
+    for name, companion in (("theirs.csv", "theirs.json"), ("mine.csv", "mine.json")):
+        with pytest.raises(InputError, match="did not write it"):
+            with output_files(tmp_path / name, "simulate", companions=[companion],
+                              overwrite=True):  # fmt: skip
+                pass
+    assert tree(tmp_path) == before
+    with pytest.raises(InputError, match="one name"):
+        outputs.check_target(tmp_path / "x.json", "simulate", folder=False,
+                             companions=["x.json"])  # fmt: skip
+
+
+def test_a_group_missing_a_file_is_not_put_in_place(tmp_path):
+    with pytest.raises(RuntimeError, match="did not write"):
+        with output_files(tmp_path / "t.csv", "simulate", companions=["t.json"]) as paths:
+            paths[0].write_text("only the table")
+    assert os.listdir(tmp_path) == []
+
+
+def test_leftovers_of_a_killed_run_are_removed_by_the_next(tmp_path):
+    """A temporary folder whose writer is gone (SIGKILL) is removed, with a warning."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    pid = int(dead.stdout)
+    stale = tmp_path / f"{TEMP_PREFIX}killed"
+    stale.mkdir()
+    (stale / "half.csv").write_text("half")
+    record = outputs.OutputRecord("analyze", "out", {}, "", "", complete=False, pid=pid,
+                                  host=outputs.socket.gethostname())  # fmt: skip
+    (stale / RECORD).write_text(record.to_json())
+    alive = tmp_path / f"{TEMP_PREFIX}running"
+    alive.mkdir()
+    (alive / RECORD).write_text(outputs.OutputRecord(
+        "analyze", "out", {}, complete=False, pid=os.getpid(),
+        host=outputs.socket.gethostname()).to_json())  # fmt: skip
+    with pytest.warns(outputs.OutputWarning) as caught:
+        with output_folder(tmp_path / "out", "analyze") as folder:
+            write(folder, {"a.csv": "1"})
+    messages = " ".join(str(w.message) for w in caught)
+    assert "removed the unfinished output" in messages and "still there" in messages
+    assert not stale.exists() and alive.exists()
+
+
+def test_a_target_changed_during_the_work_is_not_replaced(tmp_path):
+    with output_folder(tmp_path / "out", "analyze") as folder:
+        write(folder, {"a.csv": "1"})
+    with pytest.raises(InputError, match="did not write"):
+        with output_folder(tmp_path / "out", "analyze", overwrite=True) as folder:
+            write(folder, {"a.csv": "2"})
+            (tmp_path / "out" / "late.txt").write_text("written by someone meanwhile")
+    assert (tmp_path / "out" / "late.txt").exists() and (
+        tmp_path / "out" / "a.csv"
+    ).read_text() == "1"
+    assert leftovers(tmp_path) == []
+
+
+def test_the_dataset_folder_of_a_session(tmp_path):
+    assert outputs.check_dataset_folder(tmp_path / "new", "run") == tmp_path / "new"
+    (tmp_path / "bids").mkdir()
+    (tmp_path / "bids" / "dataset_description.json").write_text("{}")
+    outputs.check_dataset_folder(tmp_path / "bids", "run")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(InputError, match="is a file"):
+        outputs.check_dataset_folder(tmp_path / "file", "run")
+    with output_folder(tmp_path / "sim", "simulate") as folder:
+        write(folder, {"dataset_description.json": "{}"})
+    with pytest.raises(InputError, match="the output of sbir-study simulate"):
+        outputs.check_dataset_folder(tmp_path / "sim", "run")
+
+
+# --- the storage failing ---------------------------------------------------------------------
+
+WRITER = """
+import sys
+from sbir_study.foundation.outputs import output_folder
+from sbir_study.foundation.checks import InputError
+try:
+    with output_folder(sys.argv[1], "power", overwrite=True) as folder:
+        (folder / "big.bin").write_bytes(b"x" * 4_000_000)
+except InputError as error:
+    print(error)
+    sys.exit(2)
+"""
+
+
+def _old_output(folder):
+    with output_folder(folder, "power") as staging:
+        write(staging, {"old.csv": "old"})
+
+
+def test_a_file_too_large_for_the_limit_leaves_the_old_output(tmp_path):
+    """EFBIG (RLIMIT_FSIZE, which Python turns into an error) stands for any failing write."""
+    _old_output(tmp_path / "out")
+    before = tree(tmp_path)
+    code = "import resource; resource.setrlimit(resource.RLIMIT_FSIZE, (1_000_000, 1_000_000))\n"
+    result = subprocess.run([sys.executable, "-c", code + WRITER, str(tmp_path / "out")],
+                            capture_output=True, text=True)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert os.strerror(errno.EFBIG) in result.stdout and "nothing was replaced" in result.stdout
+    assert tree(tmp_path) == before
+
+
+def test_no_space_left_leaves_the_old_output(mounted):
+    _old_output(mounted / "out")
+    before = tree(mounted)
+    result = subprocess.run([sys.executable, "-c", WRITER, str(mounted / "out")],
+                            capture_output=True, text=True)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert os.strerror(errno.ENOSPC) in result.stdout
+    assert tree(mounted) == before
+
+
+def test_a_read_only_folder_is_one_message(mounted):
+    _old_output(mounted / "out")
+    before = tree(mounted)
+    subprocess.run(["mount", "-o", "remount,ro", str(mounted)], check=True)
+    with pytest.raises(InputError, match=os.strerror(errno.EROFS)):
+        with output_folder(mounted / "new", "power"):
+            pass
+    assert tree(mounted) == before
+
+
+# --- the rules as a property -----------------------------------------------------------------
+
+names = st.sampled_from(["a.csv", "b.csv", "figures/c.png", "d.json"])
+
+
+@settings(
+    max_examples=40, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    first=st.dictionaries(names, st.text(max_size=5), min_size=1),
+    command=st.sampled_from(["analyze", "evaluate"]),
+    foreign=st.one_of(st.none(), names, st.just("notes.txt")),
+    overwrite=st.booleans(),
+)
+def test_replaced_exactly_when_every_file_is_the_same_commands_own(
+    tmp_path_factory, first, command, foreign, overwrite
+):
+    root = tmp_path_factory.mktemp("property")
+    with output_folder(root / "out", "analyze") as folder:
+        write(folder, first)
+    if foreign is not None:  # a file added or edited by someone else
+        write(root / "out", {foreign: "someone's"})
+    changed = foreign is not None and (foreign not in first or first[foreign] != "someone's")
+    allowed = command == "analyze" and overwrite and not changed
+    before = tree(root)
+    try:
+        with output_folder(root / "out", command, overwrite=overwrite) as folder:
+            write(folder, {"new.csv": "new"})
+    except InputError:
+        assert not allowed
+        assert tree(root) == before
+    else:
+        assert allowed
+        assert sorted(os.listdir(root / "out")) == [RECORD, "new.csv"]
+        assert json.loads((root / "out" / RECORD).read_text())["command"] == "analyze"
+    assert leftovers(root) == []

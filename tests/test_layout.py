@@ -1,0 +1,259 @@
+"""The package's layout: one import name, layers that import only downwards, lean faces.
+
+``pyproject.toml`` maps the folders ``foundation/``, ``analysis/``, ``stimuli/``,
+``study/`` and ``cli/`` to the subpackages of ``sbir_study``. These tests read
+the code's imports (with :mod:`ast`) and the installed modules; the wheel test
+builds the distribution as ``pip`` does.
+"""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+import json
+import os
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import DATA, ROOT, SBIR_STUDY
+
+#: What each layer may import of the project (besides itself): the foundation nothing,
+#: the command line everything.
+ALLOWED = {
+    "sbir_study.foundation": set(),
+    "sbir_study.analysis": {"sbir_study.foundation"},
+    "sbir_study.stimuli": {"sbir_study.foundation"},
+    # The lab session's simulated participant is the rater model of analysis.simulate.
+    "sbir_study.study": {"sbir_study.foundation", "sbir_study.stimuli", "sbir_study.analysis"},
+    "sbir_study.cli": {
+        "sbir_study.foundation",
+        "sbir_study.analysis",
+        "sbir_study.stimuli",
+        "sbir_study.study",
+    },
+}
+#: Generic names that must never be imported at the top level: a user's own analysis.py
+#: or study/ would shadow them, or they would shadow the user's.
+GENERIC = {"analysis", "study", "stimuli", "foundation", "cli"}
+
+
+def _folders() -> dict[str, Path]:
+    settings = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    folders = settings["tool"]["setuptools"]["package-dir"]
+    return {package: ROOT / folder for package, folder in folders.items()}
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of sbir_study, by its installed name, and its file."""
+    modules = {}
+    for package, folder in _folders().items():
+        for path in folder.rglob("*.py"):
+            relative = path.relative_to(folder)
+            if "migrations" in relative.parts or "node_modules" in relative.parts:
+                continue
+            if package == "sbir_study" and len(relative.parts) > 1:
+                continue  # the top folder holds only the face
+            parts = relative.with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            modules[".".join((package, *parts))] = path
+    return modules
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """The project modules (or packages) ``name`` imports, anywhere in its code."""
+    is_package = path.name == "__init__.py"
+    package = name if is_package else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("sbir_study"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            if module.startswith("sbir_study"):
+                found.add(module)
+                found.update(f"{module}.{a.name}" for a in node.names)
+    return found
+
+
+def _layer(module: str) -> str:
+    """The subpackage of ``module``; the top (the face and ``python -m sbir_study``) is
+    ``sbir_study``."""
+    layer = ".".join(module.split(".")[:2])
+    return "sbir_study" if layer == "sbir_study.__main__" else layer
+
+
+MODULES = _modules()
+
+
+def test_every_source_file_is_a_module_of_sbir_study():
+    assert len(MODULES) > 60
+    assert {_layer(m) for m in MODULES} == {"sbir_study", *ALLOWED}
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_a_module_imports_only_its_own_layer_and_those_below(name):
+    layer = _layer(name)
+    if layer == "sbir_study":  # the face loads nothing; __main__ runs the command line
+        return
+    wrong = sorted(
+        target for target in _imports(name, MODULES[name])
+        if _layer(target) != layer and _layer(target) not in ALLOWED[layer]
+    )  # fmt: skip
+    assert not wrong, f"{name} imports {wrong}, above or beside its layer"
+
+
+def test_no_import_circle():
+    graph = {}
+    for name, path in MODULES.items():
+        # A package's submodules are imported through it, so the edge to a package face
+        # counts only where the face itself imports (lazy faces import nothing).
+        graph[name] = {t for t in _imports(name, path) if t in MODULES and t != name}
+    try:
+        list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as error:
+        pytest.fail(f"import circle: {' -> '.join(error.args[1])}")
+
+
+def test_nothing_in_the_repository_imports_a_generic_top_level_name():
+    offenders = []
+    for path in ROOT.rglob("*.py"):
+        relative = path.relative_to(ROOT)
+        if relative.parts[0] in (".venv", ".node", "build") or "node_modules" in relative.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            offenders += [f"{relative}:{node.lineno}: {n}" for n in names
+                          if n.split(".")[0] in GENERIC]  # fmt: skip
+    assert not offenders
+
+
+def _run_python(code: str, cwd: Path, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **env}, check=False)  # fmt: skip
+
+
+@pytest.fixture
+def shadowing_folder(tmp_path):
+    """A research folder with its own analysis.py, study.py and stimuli.py (and cli/,
+    foundation/), each of which fails if anything imports it."""
+    for name in ("analysis", "study", "stimuli"):
+        (tmp_path / f"{name}.py").write_text(f"raise ImportError('the user\\'s own {name}.py')\n")
+    for name in ("cli", "foundation"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("raise ImportError('the user\\'s own')\n")
+    return tmp_path
+
+
+def test_the_package_works_beside_a_users_own_analysis_study_and_stimuli(shadowing_folder):
+    # python -c puts the working folder first on the import path, where the user's files are.
+    result = _run_python(
+        "import sbir_study.analysis, sbir_study.study.recorder, sbir_study.stimuli,"
+        " sbir_study.cli; from sbir_study.analysis import load_ratings;"
+        " from sbir_study.stimuli import load_set; print('ok')",
+        shadowing_folder,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+    result = subprocess.run(
+        [*SBIR_STUDY, "analyze", str(DATA / "ratings_small.csv"), "--out", "results",
+         "--no-figures"],
+        cwd=shadowing_folder, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert (shadowing_folder / "results" / "ground_truth.csv").is_file()
+
+
+def test_a_wheel_holds_sbir_study_and_nothing_else_at_its_top(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir",
+         str(tmp_path), str(ROOT)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    (wheel,) = tmp_path.glob("sbir_study-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    tops = {name.split("/")[0] for name in names}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"sbir_study"}
+    # Every subpackage and its data went in under it.
+    for expected in ("sbir_study/foundation/checks.py", "sbir_study/analysis/retrieval/runs.py",
+                     "sbir_study/study/online/web/index.html", "sbir_study/cli/__init__.py",
+                     "sbir_study/stimuli/manifest.py"):  # fmt: skip
+        assert expected in names
+
+
+def _loaded_after(statement: str) -> list[str]:
+    result = _run_python(
+        f"import json, sys; {statement}; print(json.dumps(sorted(sys.modules)))", ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "import sbir_study.study.recorder",
+        "from sbir_study.foundation import bids",
+        "from sbir_study.foundation.bids import write_participants",
+        "import sbir_study.study.trials, sbir_study.study.responses",
+        "import sbir_study.stimuli.validate",
+    ],
+)
+def test_the_recorder_and_the_bids_files_load_no_statistics_figures_or_retrieval(statement):
+    loaded = _loaded_after(statement)
+    assert not [m for m in loaded if m.startswith("sbir_study.analysis")]
+    assert not [m for m in loaded if m.split(".")[0] in ("matplotlib", "scipy", "statsmodels")]
+    assert not [m for m in loaded if m.split(".")[0] in ("psychopy", "fastapi", "sqlalchemy")]
+
+
+def test_importing_the_package_or_a_face_loads_nothing_else():
+    loaded = _loaded_after("import sbir_study, sbir_study.analysis, sbir_study.stimuli")
+    ours = {m for m in loaded if m.startswith("sbir_study")}
+    assert ours == {"sbir_study", "sbir_study.analysis", "sbir_study.stimuli"}
+
+
+FACES = sorted(name for name, path in MODULES.items() if path.name == "__init__.py")
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_a_face_lists_only_its_own_packages_names_and_each_resolves(face):
+    import importlib
+
+    package = importlib.import_module(face)
+    for name in package.__all__:
+        value = getattr(package, name)
+        home = getattr(value, "__name__", "") if isinstance(value, type(sys)) else getattr(
+            value, "__module__", None
+        )  # fmt: skip
+        if home is None:  # a constant: it must come from one of the face's own modules
+            home = next(m for m in sys.modules if m.startswith(face + ".")
+                        and getattr(sys.modules[m], name, None) is value)  # fmt: skip
+        assert home == face or home.startswith(face + "."), f"{face}.{name} comes from {home}"
+
+
+def test_the_online_session_imports_nothing_of_the_lab_session():
+    lab = {"sbir_study.study.session", "sbir_study.study.display"}
+    for name, path in MODULES.items():
+        if name.startswith("sbir_study.study.online"):
+            assert not (_imports(name, path) & lab), name
+    loaded = _loaded_after(
+        "import sbir_study.study.online.server, sbir_study.study.online.service,"
+        " sbir_study.study.online.export"
+    )
+    assert not [m for m in loaded if m.split(".")[0] == "psychopy" or m in lab]
