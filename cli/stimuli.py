@@ -29,7 +29,11 @@ def register(commands) -> None:
         "sketch/image pair) and SHA256SUMS (check it with 'sha256sum -c SHA256SUMS').",
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for action in (_register_validate, _register_generate, _register_import, _register_select):
+        action(actions)
 
+
+def _register_validate(actions) -> None:
     validate = actions.add_parser(
         "validate",
         help="check a set: files, checksums, paths, pairs, anchor block",
@@ -43,6 +47,8 @@ def register(commands) -> None:
     )
     validate.set_defaults(handler=validate_command)
 
+
+def _register_generate(actions) -> None:
     generate = actions.add_parser(
         "generate",
         help="draw a procedural set with known similarity (no download needed)",
@@ -78,6 +84,8 @@ def register(commands) -> None:
     add_overwrite(generate, "set")
     generate.set_defaults(handler=generate_command)
 
+
+def _register_import(actions) -> None:
     import_ = actions.add_parser(
         "import",
         help="write manifest.csv and SHA256SUMS for a folder of your own images",
@@ -103,6 +111,8 @@ def register(commands) -> None:
     )
     import_.set_defaults(handler=import_command)
 
+
+def _register_select(actions) -> None:
     select = actions.add_parser(
         "select",
         help="choose the study's pairs from pilot ratings over a candidate pool (Sec. 2.2)",
