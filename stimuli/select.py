@@ -211,59 +211,14 @@ def select_pairs(
     for name, value in (("sketches", sketches), ("images_per_sketch", images_per_sketch)):
         if value < 1:
             raise InputError(f"{name}: expected a whole number >= 1, got {value}")
-    candidates = pool[pool["role"] == "candidate"]
-    if candidates.empty:
-        raise InputError("stimulus set: no pairs with role 'candidate'; expected a pilot pool")
-    pilot = ratings[ratings["phase"].astype(str) == "main"]
-    pilot = pilot.assign(sketch_id=pilot["sketch_id"].astype(str),
-                         image_id=pilot["image_id"].astype(str))  # fmt: skip
-    known = pd.MultiIndex.from_frame(candidates[["sketch_id", "image_id"]])
-    rated = pd.MultiIndex.from_frame(pilot[["sketch_id", "image_id"]])
-    unknown = ~rated.isin(known)
-    if unknown.any():
-        sketch_id, image_id = rated[unknown][0]
-        raise InputError(
-            f"pilot ratings: pair ({sketch_id}, {image_id}) is not a candidate pair of the "
-            "stimulus set; expected ratings of the pool's candidates"
-        )
-
+    candidates, pilot = _candidates_and_pilot(pool, ratings)
     medians = pilot.groupby(["sketch_id", "image_id"])["rating"].median().dropna()
     level = np.clip(np.floor(medians.to_numpy(dtype=float) + 0.5), 1, 7).astype(int)
     levels = pd.Series(level, index=medians.index, name="pilot_level")
-    counts = rating_counts(pilot, images_per_sketch).reindex(candidates["sketch_id"].unique())
-    spread = sketch_spread(counts.fillna(0.0), images_per_sketch)
-    table = counts.assign(
-        n_candidates=candidates.groupby("sketch_id").size(),
-        n_rated=levels.groupby(level=0).size(),
-        sigma=spread,
-    )
-    table = table.fillna({"n_rated": 0, "n_pilot_raters": 0}).astype(
-        {"n_rated": int, "n_pilot_raters": int}
-    )
-    table.index.name = "sketch_id"
-    eligible = table[table["n_rated"] >= images_per_sketch]
-    if len(eligible) < sketches:
-        raise InputError(
-            f"pilot ratings: {len(eligible)} sketches have at least {images_per_sketch} rated "
-            f"candidate images; expected {sketches} (lower --sketches or --images, or rate "
-            "more candidates)"
-        )
-    ranked = eligible.assign(_id=eligible.index).sort_values(["sigma", "_id"], kind="stable")
-    kept = list(ranked.index[:sketches])
+    table = _sketch_table(candidates, pilot, levels, images_per_sketch)
+    kept = _closest_to_uniform(table, sketches, images_per_sketch)
+    chosen_index = _choose_images(kept, levels, images_per_sketch, seed)
 
-    rng = np.random.default_rng(seed)
-    chosen = []
-    for sketch_id in sorted(kept):
-        sketch_levels = levels.loc[sketch_id]
-        available = np.array([(sketch_levels == k).sum() for k in LEVELS])
-        take = quotas(available, images_per_sketch, rng)
-        for k, n in zip(LEVELS, take, strict=True):
-            if n:
-                at_k = sketch_levels.index[sketch_levels.to_numpy() == k].to_numpy()
-                chosen.extend(
-                    (sketch_id, image_id) for image_id in rng.choice(at_k, n, replace=False)
-                )
-    chosen_index = pd.MultiIndex.from_tuples(chosen, names=["sketch_id", "image_id"])
     pairs = candidates.set_index(["sketch_id", "image_id"]).loc[chosen_index].reset_index()
     pairs = pairs[list(candidates.columns)].assign(role="main")
     pairs["pilot_median"] = medians.reindex(chosen_index).to_numpy()
@@ -289,6 +244,74 @@ def select_pairs(
         ignore_index=True,
     )
     return Selection(pairs=pairs, sketches=table, distribution=distribution)
+
+
+def _candidates_and_pilot(pool: pd.DataFrame, ratings: pd.DataFrame):
+    """The pool's candidate pairs and the pilot's main-phase ratings of them (ids as text);
+    a pilot rating of a pair that is not a candidate is an error."""
+    candidates = pool[pool["role"] == "candidate"]
+    if candidates.empty:
+        raise InputError("stimulus set: no pairs with role 'candidate'; expected a pilot pool")
+    pilot = ratings[ratings["phase"].astype(str) == "main"]
+    pilot = pilot.assign(sketch_id=pilot["sketch_id"].astype(str),
+                         image_id=pilot["image_id"].astype(str))  # fmt: skip
+    known = pd.MultiIndex.from_frame(candidates[["sketch_id", "image_id"]])
+    rated = pd.MultiIndex.from_frame(pilot[["sketch_id", "image_id"]])
+    unknown = ~rated.isin(known)
+    if unknown.any():
+        sketch_id, image_id = rated[unknown][0]
+        raise InputError(
+            f"pilot ratings: pair ({sketch_id}, {image_id}) is not a candidate pair of the "
+            "stimulus set; expected ratings of the pool's candidates"
+        )
+    return candidates, pilot
+
+
+def _sketch_table(candidates, pilot, levels: pd.Series, images_per_sketch: int) -> pd.DataFrame:
+    """Per candidate sketch: its pilot rating counts, candidates, rated images and spread."""
+    counts = rating_counts(pilot, images_per_sketch).reindex(candidates["sketch_id"].unique())
+    spread = sketch_spread(counts.fillna(0.0), images_per_sketch)
+    table = counts.assign(
+        n_candidates=candidates.groupby("sketch_id").size(),
+        n_rated=levels.groupby(level=0).size(),
+        sigma=spread,
+    )
+    table = table.fillna({"n_rated": 0, "n_pilot_raters": 0}).astype(
+        {"n_rated": int, "n_pilot_raters": int}
+    )
+    table.index.name = "sketch_id"
+    return table
+
+
+def _closest_to_uniform(table: pd.DataFrame, sketches: int, images_per_sketch: int) -> list:
+    """The K sketches with enough rated candidates whose ratings are closest to uniform."""
+    eligible = table[table["n_rated"] >= images_per_sketch]
+    if len(eligible) < sketches:
+        raise InputError(
+            f"pilot ratings: {len(eligible)} sketches have at least {images_per_sketch} rated "
+            f"candidate images; expected {sketches} (lower --sketches or --images, or rate "
+            "more candidates)"
+        )
+    ranked = eligible.assign(_id=eligible.index).sort_values(["sigma", "_id"], kind="stable")
+    return list(ranked.index[:sketches])
+
+
+def _choose_images(kept: list, levels: pd.Series, images_per_sketch: int, seed: int):
+    """N images of each kept sketch, drawn per pilot level by the quotas (one seeded stream,
+    the sketches in sorted order)."""
+    rng = np.random.default_rng(seed)
+    chosen = []
+    for sketch_id in sorted(kept):
+        sketch_levels = levels.loc[sketch_id]
+        available = np.array([(sketch_levels == k).sum() for k in LEVELS])
+        take = quotas(available, images_per_sketch, rng)
+        for k, n in zip(LEVELS, take, strict=True):
+            if n:
+                at_k = sketch_levels.index[sketch_levels.to_numpy() == k].to_numpy()
+                chosen.extend(
+                    (sketch_id, image_id) for image_id in rng.choice(at_k, n, replace=False)
+                )
+    return pd.MultiIndex.from_tuples(chosen, names=["sketch_id", "image_id"])
 
 
 def _distribution(name: str, rating: pd.Series | None, total: int = 0) -> pd.DataFrame:
