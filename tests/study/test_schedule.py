@@ -19,8 +19,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from sbir_study.study import session
 from sbir_study.study.schedule import dropped_frames, late_frames, next_refresh_is_due
+from sbir_study.study.session import loop as session
 
 
 class FakeClock:

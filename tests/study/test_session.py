@@ -449,7 +449,7 @@ def test_refuses_to_start_without_the_psychtoolbox_keyboard(monkeypatch):
     from psychopy.hardware import keyboard
 
     from sbir_study.foundation.checks import InputError
-    from sbir_study.study.session import _keyboard
+    from sbir_study.study.session.loop import _keyboard
 
     monkeypatch.setattr(keyboard, "havePTB", False)
     with pytest.raises(InputError, match=r"Psychtoolbox backend cannot load .* libjack-jackd2-0 "

@@ -62,12 +62,12 @@ import pandas as pd
 from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.provenance import SESSION_PACKAGES, software_versions
 
-from .participants import DETAILS, MISSING, check_details
-from .protocol import CONTINUE_KEY, Protocol, load_protocol, protocol_dict
-from .recorder import SessionRecorder, check_dataset_folder, recorded_details
-from .responses import KeyEvent, control_presses, first_press, format_presses, score_trial
-from .schedule import dropped_frames, late_frames, next_refresh_is_due
-from .trials import build_trials, draw_seed, stimulus_set_for
+from ..participants import DETAILS, MISSING, check_details
+from ..protocol import CONTINUE_KEY, Protocol, load_protocol, protocol_dict
+from ..recorder import SessionRecorder, check_dataset_folder, recorded_details
+from ..responses import KeyEvent, control_presses, first_press, format_presses, score_trial
+from ..schedule import dropped_frames, late_frames, next_refresh_is_due
+from ..trials import build_trials, draw_seed, stimulus_set_for
 
 __all__ = ["SessionOutcome", "run_from_files", "run_session"]
 
@@ -168,7 +168,7 @@ def run_session(
     trials = build_trials(protocol, stimulus_set.manifest, seed)
     responder_plan = _simulated_answers(protocol, stimulus_set, trials, seed) if simulate else None
 
-    from .display import require_display
+    from ..display import require_display
 
     require_display()
     if not protocol.dataset.authors and not (Path(data) / "dataset_description.json").exists():
@@ -605,7 +605,7 @@ class _Loop:
 
     def _type_number(self, question: str) -> str | None:
         """A whole number typed with the digit keys (Enter confirms, Enter alone: n/a)."""
-        from .participants import AGE_RANGE
+        from ..participants import AGE_RANGE
 
         digits = {str(d): str(d) for d in range(10)} | {f"num_{d}": str(d) for d in range(10)}
         keys = {*digits, "backspace", "return", "num_enter", self.protocol.response.quit_key}
