@@ -1,30 +1,72 @@
 """Study protocols: one typed object, loaded from TOML and checked once at load.
 
-A protocol file has top-level keys (``name``, ``task``, ``description``) and
-one table per topic: ``[timing]``, ``[response]``, ``[anchoring]``,
-``[pauses]``, ``[display]``, ``[participants]``, ``[dataset]``,
-``[instructions]`` and ``[online]`` (the browser session of ``sbir-study
-serve``). Every setting is documented in ``protocols/README.md``; a setting
-left out takes the default of the paper's replication (Eitz et al. 2011, Sec.
-2.3). The session loop reads only the :class:`Protocol` object, never the TOML
+A protocol file has top-level keys (``name``, ``task``, ``description``,
+``main_roles``) and one table per topic: ``[timing]``, ``[response]``,
+``[anchoring]``, ``[pauses]``, ``[display]``, ``[participants]``,
+``[dataset]``, ``[instructions]`` and ``[online]`` (the browser session of
+``sbir-study serve``). Each table is a frozen pydantic dataclass whose fields
+say what every setting is, its default and its bounds; ``protocols/README.md``
+documents the same settings for the people who write protocols. A setting left
+out takes the default of the paper's replication (Eitz et al. 2011, Sec. 2.3).
+The session loop reads only the :class:`Protocol` object, never the TOML
 dictionary.
 
-Problems are :class:`~sbir_study.foundation.checks.InputError` naming the file and the
-key: an unknown key (with the closest valid one), a wrong type, a duration
-that is not a finite number in :data:`DURATION_RANGE_S`, a key name the
-keyboard backend cannot report (with the closest one it can), a key given
-two jobs, an invalid choice.
+The tables are pydantic dataclasses rather than ``BaseModel`` subclasses so
+that ``dataclasses.replace`` and ``dataclasses.asdict`` keep working for every
+caller (``replace`` validates the changed protocol again). Every scalar setting
+is strict (``StrictFloat``, ``StrictInt``, ``StrictBool``, ``StrictStr``): a
+number is never read from a string nor a flag from a number. The tables
+themselves are not in strict mode, because strict mode refuses the list a TOML
+array gives for a tuple and the dictionary a TOML table gives for a dataclass.
+
+Problems are :class:`~sbir_study.foundation.checks.InputError`, one line
+naming the file and the setting (the first problem pydantic finds): an unknown
+key (with the closest valid one), a wrong type, a value outside what the
+setting takes (a duration that is not a finite number in
+:data:`DURATION_RANGE_S`, for example), a key name the keyboard cannot report
+(with the closest one it can), a key given two jobs.
+
+Which key names a protocol may use depends on where it runs:
+
+* When PsychoPy is installed, every key is checked against the names its
+  Psychtoolbox keyboard backend reports on this platform
+  (:func:`backend_key_names`). The lab session (``sbir-study run``) needs
+  PsychoPy, so a lab session never opens a window for a key that can never
+  be reported.
+* A protocol served to browsers (``load_protocol(path, online=True)``, which
+  ``sbir-study serve`` uses) is also checked against the names a browser can
+  send (:mod:`sbir_study.study.online.keys`), with or without PsychoPy.
+* Loading a protocol never imports PsychoPy when it is not installed: an
+  install with only the ``[online]`` extra loads and serves protocols.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import math
+import importlib.util
 import tomllib
 import typing
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic.dataclasses import dataclass
+from pydantic_core import PydanticCustomError
 
 from sbir_study.foundation import paper
 from sbir_study.foundation.checks import InputError
@@ -46,6 +88,7 @@ __all__ = [
     "Response",
     "Timing",
     "backend_key_names",
+    "browser_key_names",
     "load_protocol",
     "protocol_dict",
 ]
@@ -56,157 +99,430 @@ DURATION_RANGE_S = (0.05, 60.0)
 CONTINUE_KEY = "space"
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
+class _Expects:
+    """What a setting takes, as its refusal says it: ``<key>: expected <text>, got <value>``.
+
+    Kept beside the bounds it describes (in the setting's ``Annotated`` type),
+    in the words of the type column of ``protocols/README.md``.
+    """
+
+    text: str
+
+
+# Unknown keys are refused; see the module docstring for why strictness is per setting.
+_TABLE = ConfigDict(extra="forbid", strict=False)
+
+Seconds = Annotated[
+    StrictFloat,
+    Field(ge=DURATION_RANGE_S[0], le=DURATION_RANGE_S[1]),
+    _Expects("a duration from {:g} s to {:g} s".format(*DURATION_RANGE_S)),
+]
+Hertz = Annotated[StrictFloat, Field(gt=0.0, le=1000.0)]
+Pixels = Annotated[StrictInt, Field(ge=1, le=32768)]
+Colour = Annotated[StrictFloat, Field(ge=-1.0, le=1.0)]
+KeyName = StrictStr
+Role = Literal["main", "candidate"]
+OnlineSubset = Literal["all", "sketches", "pairs"]
+
+#: How an online participant's share of the main pairs is chosen (``Online.subset``).
+ONLINE_SUBSETS: tuple[str, ...] = typing.get_args(OnlineSubset)
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise PydanticCustomError("blank", "expected more than white space")
+    return text
+
+
+Name = Annotated[StrictStr, AfterValidator(_not_blank)]
+
+
+def _refusal(message: str, *, field: str | None = None) -> PydanticCustomError:
+    """A refusal worded in full (after ``<key>: ``); ``field`` names the setting when a
+    table's own validator raises it, since pydantic then places it at the table."""
+    context = {"message": message} | ({"field": field} if field else {})
+    return PydanticCustomError("protocol_setting", "{message}", context)
+
+
+@dataclass(frozen=True, config=_TABLE)
 class Timing:
-    #: Seconds the sketch/image pair is shown.
-    stimulus_s: float = paper.STIMULUS_S
-    #: Seconds of black screen after it; the rating can be given or changed until it ends.
-    blank_s: float = paper.BLANK_S
-    #: Seconds an anchor pair is shown in the anchoring phase, with its prescribed rating.
-    anchor_demo_s: float = paper.STIMULUS_S + paper.BLANK_S
-    #: Count frames only if the measured frame period varies by less than this (ms, sd).
-    frame_jitter_ms: float = 1.0
-    #: ... and the measured refresh rate is within this range (Hz); else time by the clock.
-    refresh_range_hz: tuple[float, float] = (50.0, 250.0)
+    """``[timing]``: how long each screen is shown, and when durations are counted in frames."""
 
-
-@dataclass(frozen=True)
-class Response:
-    #: One key per scale point, best first: ``keys[0]`` means rating 1.
-    keys: tuple[str, ...] = ("1", "2", "3", "4", "5", "6", "7")
-    #: Also accept the numeric keypad for the same ratings.
-    keypad: bool = True
-    #: Key that asks for a pause (taken after the current response window closes).
-    pause_key: str = "p"
-    #: Key that asks to end the session (with a confirmation).
-    quit_key: str = "escape"
-
-
-@dataclass(frozen=True)
-class Anchoring:
-    #: Show the anchor pairs with their prescribed ratings before the main block.
-    enabled: bool = True
-    #: Put every anchor pair again at a random place in the later part of the main block.
-    repeat: bool = True
-    #: The repeats go after this fraction of the main block ("the later part").
-    repeat_from: float = 0.5
-
-
-@dataclass(frozen=True)
-class Pauses:
-    #: Whether the participant may pause at any time with the pause key.
-    allowed: bool = True
-    #: A scheduled break after every this many main-block trials; 0 for none.
-    break_every: int = 0
-
-
-@dataclass(frozen=True)
-class Display:
-    #: Full screen (a lab session) or a window (``run --windowed`` overrides to a window).
-    fullscreen: bool = True
-    #: Screen resolution in pixels, as the monitor reports it.
-    resolution: tuple[int, int] = (1920, 1200)
-    #: Visible width of the screen (cm); a 24-inch 16:10 LCD is 51.8 cm wide.
-    width_cm: float = 51.8
-    #: Eye-to-screen distance (cm); the paper: 80 cm.
-    distance_cm: float = 80.0
-    #: Width of the sketch and of the image, each, in degrees of visual angle.
-    stimulus_deg: float = 12.0
-    #: Gap between the sketch and the image (degrees of visual angle).
-    gap_deg: float = 1.0
-    #: Background during the stimulus, as PsychoPy RGB (-1..1); the blank is always black.
-    background: tuple[float, float, float] = (0.0, 0.0, 0.0)
-
-
-@dataclass(frozen=True)
-class Participants:
-    #: Details asked before the instructions (or given on the command line) and written to
-    #: participants.tsv: any of "age", "sex", "handedness". The paper reports age and sex.
-    details: tuple[str, ...] = ("age", "sex")
-
-
-@dataclass(frozen=True)
-class Dataset:
-    #: The dataset's name in dataset_description.json (written by the first session).
-    name: str = "Sketch/image similarity ratings (replication of Eitz et al. 2011)"
-    #: The people who made the dataset, for dataset_description.json.
-    authors: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Instructions:
-    anchoring: str = (
-        "You will first see example pairs of a sketch and an image, each with the rating "
-        "it deserves, from 1 (best match) to 7 (worst match).\n\nPress space to begin."
+    stimulus_s: Seconds = Field(
+        paper.STIMULUS_S,
+        description="Seconds the sketch/image pair is shown, from its actual onset.",
     )
-    main: str = (
+    blank_s: Seconds = Field(
+        paper.BLANK_S,
+        description="Seconds of black screen after the pair; the rating can be given and "
+        "changed from stimulus onset until the blank ends, not after.",
+    )
+    anchor_demo_s: Seconds = Field(
+        paper.STIMULUS_S + paper.BLANK_S,
+        description="Seconds each anchor pair is shown in the anchoring phase, with its "
+        "prescribed rating (not rated).",
+    )
+    frame_jitter_ms: Annotated[
+        StrictFloat, Field(ge=0.0, le=100.0), _Expects("a finite number in [0, 100]")
+    ] = Field(
+        1.0,
+        description="Durations are counted in frames only when the measured frame period "
+        "varies by less than this (standard deviation, ms) and the refresh rate lies in "
+        "refresh_range_hz; otherwise they are timed by the clock.",
+    )
+    refresh_range_hz: Annotated[
+        tuple[Hertz, Hertz], _Expects("[low, high] with 0 < low < high <= 1000 Hz")
+    ] = Field(
+        (50.0, 250.0),
+        description="Durations are counted in frames only when the measured refresh rate lies "
+        "in this range (Hz) and the frame period is steady (frame_jitter_ms); otherwise (a "
+        "virtual display without vertical sync, for example) they are timed by the clock.",
+    )
+
+    @field_validator("refresh_range_hz")
+    @classmethod
+    def _low_below_high(cls, value: tuple[float, float]) -> tuple[float, float]:
+        if not value[0] < value[1]:
+            raise PydanticCustomError("low_not_below_high", "expected low < high")
+        return value
+
+
+@dataclass(frozen=True, config=_TABLE)
+class Response:
+    """``[response]``: the rating keys, and the keys that pause and end the session."""
+
+    keys: Annotated[
+        tuple[KeyName, ...],
+        Field(min_length=2, max_length=9),
+        _Expects("2 to 9 keys, one per scale point"),
+    ] = Field(
+        ("1", "2", "3", "4", "5", "6", "7"),
+        description="One key per scale point, best first: the first key means rating 1; the "
+        "number of keys is the scale's length.",
+    )
+    keypad: StrictBool = Field(
+        True,
+        description="Also accept the numeric keypad's digits for the same ratings (num_3 is "
+        'rating 3 when "3" is).',
+    )
+    pause_key: KeyName = Field(
+        "p",
+        description="Asks for a pause; the pause begins when the current trial's response "
+        "window closes.",
+    )
+    quit_key: KeyName = Field(
+        "escape",
+        description="Asks to end the session; after a confirmation the session ends with "
+        "everything recorded and is marked incomplete.",
+    )
+
+    @model_validator(mode="after")
+    def _keys_can_be_pressed_and_have_one_job(self, info: ValidationInfo) -> Response:
+        named = [(f"keys[{k}]", name) for k, name in enumerate(self.keys)]
+        named += [("pause_key", self.pause_key), ("quit_key", self.quit_key)]
+        # The tables are given at load (load_protocol); a Response built in code is not
+        # checked against a keyboard it may never meet.
+        for reporter, known in (info.context or {}).get("key_names", ()):
+            for field, name in named:
+                if name not in known:
+                    close = _closest_key(name, known)
+                    hint = f"; did you mean {close!r}?" if close else ""
+                    raise _refusal(
+                        f"{name!r} is not a key name {reporter}{hint} (protocols/README.md "
+                        "lists them)",
+                        field=field,
+                    )
+        repeated = sorted({name for name in self.keys if self.keys.count(name) > 1})
+        if repeated:
+            raise _refusal(f"expected distinct keys (one per scale point), got {repeated[0]!r} "
+                           "twice", field="keys")  # fmt: skip
+        # Each key has one job. A rating key's keypad twin (num_3 for "3") is claimed
+        # beside it, so that a rating key named like another key's twin is refused rather
+        # than recorded as the other rating.
+        jobs = {CONTINUE_KEY: "the continue key of every instruction screen"}
+        for rating, name in enumerate(self.keys, start=1):
+            _claim(jobs, name, f"rating {rating}", "keys")
+            if self.keypad and name.isdigit():
+                _claim(jobs, f"num_{name}", f"rating {rating} (on the keypad)", "keys")
+        _claim(jobs, self.pause_key, "the pause key", "pause_key")
+        _claim(jobs, self.quit_key, "the quit key", "quit_key")
+        return self
+
+
+def _claim(jobs: dict[str, str], name: str, job: str, field: str) -> None:
+    if name in jobs:
+        raise _refusal(f"{name!r} is already {jobs[name]}; expected each key to have one job",
+                       field=field)  # fmt: skip
+    jobs[name] = job
+
+
+@dataclass(frozen=True, config=_TABLE)
+class Anchoring:
+    """``[anchoring]``: the anchor pairs shown first with their ratings, and their repeats."""
+
+    enabled: StrictBool = Field(
+        True,
+        description="Show the stimulus set's anchor pairs first, each with its prescribed "
+        "rating on screen (phase anchor_demo).",
+    )
+    repeat: StrictBool = Field(
+        True,
+        description="Put every anchor pair again at a random place in the later part of the "
+        "main block (phase anchor_repeat), where it is rated like any pair; no repeats when "
+        "enabled is false.",
+    )
+    repeat_from: Annotated[StrictFloat, Field(ge=0.0, lt=1.0), _Expects("a fraction in [0, 1)")] = (
+        Field(
+            0.5,
+            description='"The later part": the repeats go after this fraction of the main block.',
+        )
+    )
+
+
+@dataclass(frozen=True, config=_TABLE)
+class Pauses:
+    """``[pauses]``: pauses the participant asks for, and scheduled breaks."""
+
+    allowed: StrictBool = Field(
+        True, description="The participant may pause at any time with the pause key."
+    )
+    break_every: Annotated[
+        StrictInt, Field(ge=0), _Expects("0 (no breaks) or a number of trials")
+    ] = Field(
+        0, description="A scheduled break after every this many main-block trials; 0 for none."
+    )
+
+
+@dataclass(frozen=True, config=_TABLE)
+class Display:
+    """``[display]``: the screen, and the stimulus geometry in degrees of visual angle."""
+
+    fullscreen: StrictBool = Field(
+        True, description="Full screen (a lab session); sbir-study run --windowed overrides it."
+    )
+    resolution: Annotated[
+        tuple[Pixels, Pixels], _Expects("[width, height] in pixels (1 to 32768)")
+    ] = Field((1920, 1200), description="The screen's resolution in pixels.")
+    width_cm: Annotated[
+        StrictFloat, Field(gt=0.0, le=1000.0), _Expects("a finite number in (0, 1000]")
+    ] = Field(
+        51.8,
+        description="The visible width of the screen (cm); a 24-inch 16:10 LCD (the paper's "
+        "monitor size) is 51.8 cm wide.",
+    )
+    distance_cm: Annotated[
+        StrictFloat, Field(gt=0.0, le=10000.0), _Expects("a finite number in (0, 10000]")
+    ] = Field(80.0, description="Eye-to-screen distance (cm); the paper: 80 cm.")
+    stimulus_deg: Annotated[
+        StrictFloat, Field(gt=0.0, le=90.0), _Expects("a finite number in (0, 90]")
+    ] = Field(
+        12.0,
+        description="The width of the sketch and of the image, each, in degrees of visual angle.",
+    )
+    gap_deg: Annotated[
+        StrictFloat, Field(ge=0.0, le=90.0), _Expects("a finite number in [0, 90]")
+    ] = Field(
+        1.0,
+        description="The gap between the sketch (left) and the image (right), in degrees of "
+        "visual angle.",
+    )
+    background: Annotated[
+        tuple[Colour, Colour, Colour], _Expects("three numbers in -1..1 (PsychoPy RGB)")
+    ] = Field(
+        (0.0, 0.0, 0.0),
+        description="The background while the pair is shown, as PsychoPy RGB (0 is mid-grey); "
+        "the blank is always black.",
+    )
+
+
+@dataclass(frozen=True, config=_TABLE)
+class Participants:
+    """``[participants]``: the participant details the dataset records."""
+
+    details: tuple[StrictStr, ...] = Field(
+        ("age", "sex"),
+        description="Details asked before the instructions (or given on the command line) "
+        'and written to participants.tsv: any of "age", "sex", "handedness". The paper '
+        "reports age and sex.",
+    )
+
+    @field_validator("details")
+    @classmethod
+    def _known_details_once(cls, details: tuple[str, ...]) -> tuple[str, ...]:
+        for name in details:
+            if name not in DETAILS:
+                close = difflib.get_close_matches(name, list(DETAILS), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise _refusal(
+                    f"expected a list of {', '.join(DETAILS)}{hint}, got {list(details)!r}"
+                )
+        if len(set(details)) != len(details):
+            raise _refusal(f"expected each detail once, got {list(details)!r}")
+        return details
+
+
+@dataclass(frozen=True, config=_TABLE)
+class Dataset:
+    """``[dataset]``: what the first session writes to dataset_description.json."""
+
+    name: Annotated[Name, _Expects("a name for dataset_description.json")] = Field(
+        "Sketch/image similarity ratings (replication of Eitz et al. 2011)",
+        description="The dataset's Name in dataset_description.json.",
+    )
+    authors: Annotated[tuple[Name, ...], _Expects("a list of names")] = Field(
+        (),
+        description="Authors in dataset_description.json: the people who collect and curate "
+        "the dataset.",
+    )
+
+
+@dataclass(frozen=True, config=_TABLE)
+class Instructions:
+    """``[instructions]``: the texts on screen; each waits for the space bar."""
+
+    anchoring: StrictStr = Field(
+        "You will first see example pairs of a sketch and an image, each with the rating "
+        "it deserves, from 1 (best match) to 7 (worst match).\n\nPress space to begin.",
+        description="Shown before the anchoring phase.",
+    )
+    main: StrictStr = Field(
         "Now rate each pair yourself: how well does the image match the sketch?\n\n"
         "Press a number key from 1 (best match) to 7 (worst match) while the pair is shown "
         "or during the black screen after it. You may change your rating until the next "
-        "pair appears.\n\nPress P to pause at any time. Press space to begin."
+        "pair appears.\n\nPress P to pause at any time. Press space to begin.",
+        description="Shown before the main block.",
     )
-    pause: str = "Paused. Press space to continue."
-    end: str = "Thank you! The session is complete.\n\nPress space to close."
+    pause: StrictStr = Field(
+        "Paused. Press space to continue.",
+        description="Shown during a pause or a scheduled break.",
+    )
+    end: StrictStr = Field(
+        "Thank you! The session is complete.\n\nPress space to close.",
+        description="Shown at the end of the session, until the space bar closes the window.",
+    )
 
 
-#: How an online participant's share of the main pairs is chosen (``Online.subset``).
-ONLINE_SUBSETS = ("all", "sketches", "pairs")
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=_TABLE)
 class Online:
-    """The browser session (``sbir-study serve``); the lab session ignores this table."""
+    """``[online]``: the browser session (``sbir-study serve``); the lab session ignores it."""
 
-    #: ``all``: every participant rates every main pair; ``sketches``: the sketches are split
-    #: into ``lists`` groups and a participant rates the pairs of one group; ``pairs``: each
-    #: sketch's images are dealt over ``lists`` lists and a participant rates one list.
-    subset: str = "all"
-    #: How many lists the main pairs are split into; each participant gets the list with the
-    #: fewest raters, so every pair gets the same number of raters.
-    lists: int = 1
-    #: Seed of the split into lists (fixed, so that every server process deals the same lists).
-    list_seed: int = 0
-    #: Width of the sketch and of the image, each, in CSS pixels; 0 derives it from
-    #: ``[display]`` (``stimulus_deg`` at ``distance_cm`` on that screen).
-    stimulus_px: int = 0
-    #: The consent text shown before anything is recorded (HTML paragraphs allowed).
-    consent: str = (
+    subset: Annotated[OnlineSubset, _Expects(f"one of {', '.join(ONLINE_SUBSETS)}")] = Field(
+        "all",
+        description="all: every participant rates every main pair; sketches: the sketches are "
+        "split into `lists` groups and a participant rates the pairs of one group; pairs: "
+        "each sketch's images are dealt over `lists` lists and a participant rates one list.",
+    )
+    lists: Annotated[StrictInt, Field(ge=1), _Expects("a whole number >= 1")] = Field(
+        1,
+        description="How many lists the main pairs are split into (1 with subset all); each "
+        "participant gets the list with the fewest raters, so every pair gets the same "
+        "number of raters.",
+    )
+    list_seed: Annotated[StrictInt, Field(ge=0), _Expects("a whole number >= 0")] = Field(
+        0,
+        description="Seed of the split into lists (fixed, so that every server process deals "
+        "the same lists).",
+    )
+    stimulus_px: Annotated[
+        StrictInt,
+        Field(ge=0, le=4096),
+        _Expects("0 (from [display]) or a width of 1..4096 CSS pixels"),
+    ] = Field(
+        0,
+        description="Width of the sketch and of the image, each, in CSS pixels; 0 derives it "
+        "from [display] (stimulus_deg at distance_cm on that screen, as PsychoPy does).",
+    )
+    consent: StrictStr = Field(
         "You are invited to rate how well images match sketches. The session takes the "
         "time stated in the study description. Your ratings, response times and the "
         "details you give next are stored under a participant label without your name. "
-        "You may stop at any time with Escape."
+        "You may stop at any time with Escape.",
+        description="The consent text shown before anything is recorded (HTML paragraphs "
+        "allowed); the participant agrees or leaves.",
     )
-    #: Ask the participant details (age, sex, handedness), as the lab session does.
-    details: bool = True
-    #: Completion code shown at the end of a complete session ("" for none).
-    completion_code: str = ""
-    #: Address the browser goes to at the end of a complete session ("" to stay on the page).
-    completion_url: str = ""
-    #: Seconds without contact after which a running session counts as dropped out and its
-    #: list goes to the next participant.
-    dropout_after_s: float = 1800.0
-    #: Complete sessions per list at which the study takes no more participants (0: no limit).
-    raters_per_list: int = 0
+    details: StrictBool = Field(
+        True,
+        description="Ask the participant details (age, sex, handedness, each optional), as "
+        "the lab session does.",
+    )
+    completion_code: Annotated[
+        StrictStr,
+        Field(pattern=r"^[A-Za-z0-9_-]{0,64}$"),
+        _Expects("up to 64 letters, digits, '-' or '_'"),
+    ] = Field("", description='Completion code shown at the end of a complete session ("" for '
+                              "none).")  # fmt: skip
+    completion_url: Annotated[
+        StrictStr,
+        Field(pattern=r"^(?:https?://[^ ]*)?$"),
+        _Expects('an http(s):// address without spaces, or ""'),
+    ] = Field(
+        "",
+        description="Address the browser goes to at the end of a complete session (a crowd "
+        'platform\'s completion address; "" to stay on the page).',
+    )
+    # Finite: the sidecar records the protocol as JSON, which has no infinity.
+    dropout_after_s: Annotated[
+        StrictFloat,
+        Field(gt=0.0, allow_inf_nan=False),
+        _Expects("a number of seconds above 0"),
+    ] = Field(
+        1800.0,
+        description="Seconds without contact after which a running session counts as dropped "
+        "out and its list goes to the next participant.",
+    )
+    raters_per_list: Annotated[
+        StrictInt, Field(ge=0), _Expects("0 (no limit) or a whole number")
+    ] = Field(
+        0,
+        description="Complete (or running) sessions per list at which the study takes no more "
+        "participants; 0 for no limit.",
+    )
+
+    @model_validator(mode="after")
+    def _one_list_for_all(self) -> Online:
+        if self.subset == "all" and self.lists != 1:
+            raise _refusal(f'expected 1 with subset = "all" (or subset "sketches" or "pairs"), '
+                           f"got {self.lists!r}", field="lists")  # fmt: skip
+        return self
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=_TABLE)
 class Protocol:
-    #: Short name of the protocol (recorded with every session).
-    name: str = "eitz2011"
-    #: BIDS task label (letters and digits).
-    task: str = "sbirrating"
-    description: str = ""
-    #: Roles of the stimulus set's pairs that make the main block (``candidate`` for a pilot).
-    main_roles: tuple[str, ...] = ("main",)
-    timing: Timing = field(default_factory=Timing)
-    response: Response = field(default_factory=Response)
-    anchoring: Anchoring = field(default_factory=Anchoring)
-    pauses: Pauses = field(default_factory=Pauses)
-    display: Display = field(default_factory=Display)
-    participants: Participants = field(default_factory=Participants)
-    dataset: Dataset = field(default_factory=Dataset)
-    instructions: Instructions = field(default_factory=Instructions)
-    online: Online = field(default_factory=Online)
+    """A study protocol: every setting of a session, lab or online, checked at load."""
+
+    name: StrictStr = Field(
+        "eitz2011", description="Short name of the protocol, recorded with every session."
+    )
+    task: Annotated[
+        StrictStr,
+        Field(pattern=r"^[A-Za-z0-9]+$"),
+        _Expects("a BIDS label of letters and digits"),
+    ] = Field(
+        "sbirrating",
+        description="The BIDS task label: files are sub-<label>_task-<task>_beh.tsv.",
+    )
+    description: StrictStr = Field("", description="Free text, recorded with the session.")
+    main_roles: Annotated[
+        tuple[Role, ...], Field(min_length=1), _Expects("a list of main and/or candidate")
+    ] = Field(
+        ("main",),
+        description="Roles of the stimulus set's pairs that make the main block (candidate "
+        "for a pilot).",
+    )
+    timing: Timing = Field(default_factory=Timing, description=Timing.__doc__)
+    response: Response = Field(default_factory=Response, description=Response.__doc__)
+    anchoring: Anchoring = Field(default_factory=Anchoring, description=Anchoring.__doc__)
+    pauses: Pauses = Field(default_factory=Pauses, description=Pauses.__doc__)
+    display: Display = Field(default_factory=Display, description=Display.__doc__)
+    participants: Participants = Field(
+        default_factory=Participants, description=Participants.__doc__
+    )
+    dataset: Dataset = Field(default_factory=Dataset, description=Dataset.__doc__)
+    instructions: Instructions = Field(
+        default_factory=Instructions, description=Instructions.__doc__
+    )
+    online: Online = Field(default_factory=Online, description=Online.__doc__)
 
     @property
     def scale(self) -> tuple[int, int]:
@@ -219,10 +535,36 @@ class Protocol:
         return rating_key_map(self.response.keys, keypad=self.response.keypad)
 
 
-def load_protocol(path: str | Path) -> Protocol:
+_PROTOCOL = TypeAdapter(Protocol)
+
+
+def load_protocol(path: str | Path, *, online: bool = False) -> Protocol:
     """Read and check a protocol file.
 
-    Raises :class:`~sbir_study.foundation.checks.InputError` naming the file and key.
+    Parameters
+    ----------
+    path
+        The protocol (TOML).
+    online
+        The protocol is served to browsers (``sbir-study serve``): its keys must
+        also be names a browser can send (:func:`browser_key_names`).
+
+    Returns
+    -------
+    Protocol
+        The checked protocol.
+
+    Raises
+    ------
+    InputError
+        One line naming the file and the setting; see the module docstring
+        for which key names are accepted where.
+
+    Examples
+    --------
+    >>> protocol = load_protocol("protocols/eitz2011.toml")
+    >>> protocol.timing.stimulus_s, protocol.scale
+    (2.0, (1, 7))
     """
     path = Path(path)
     try:
@@ -233,66 +575,15 @@ def load_protocol(path: str | Path) -> Protocol:
         raise InputError(f"{path}: cannot be read ({error})") from None
     except tomllib.TOMLDecodeError as error:
         raise InputError(f"{path}: not valid TOML ({error})") from None
-    protocol = _build(Protocol, raw, path, prefix="")
-    _check(protocol, path)
-    return protocol
+    try:
+        return _PROTOCOL.validate_python(raw, context={"key_names": _key_names(online=online)})
+    except ValidationError as error:
+        raise InputError(f"{path}: {_refusal_line(error.errors()[0], raw)}") from None
 
 
 def protocol_dict(protocol: Protocol) -> dict:
     """The protocol as plain data (for the session's sidecar)."""
     return dataclasses.asdict(protocol)
-
-
-def _build(cls: type, raw: dict, path: Path, prefix: str):
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
-    values = {}
-    for key, value in raw.items():
-        where = f"{prefix}{key}"
-        if key not in names:
-            message = f"{path}: unknown key {where!r}"
-            close = difflib.get_close_matches(key, names, n=1)
-            if close:
-                message += f" (did you mean {prefix + close[0]!r}?)"
-            else:
-                message += f"; expected one of {', '.join(prefix + n for n in names)}"
-            raise InputError(message)
-        values[key] = _convert(hints[key], value, path, where)
-    return cls(**values)
-
-
-def _convert(hint, value, path: Path, where: str):
-    if dataclasses.is_dataclass(hint):
-        if not isinstance(value, dict):
-            raise InputError(f"{path}: {where}: expected a table [{where}], got {value!r}")
-        return _build(hint, value, path, prefix=f"{where}.")
-    origin = typing.get_origin(hint)
-    if origin is tuple:
-        args = typing.get_args(hint)
-        if not isinstance(value, list):
-            raise InputError(f"{path}: {where}: expected a list, got {value!r}")
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_convert(args[0], v, path, where) for v in value)
-        if len(value) != len(args):
-            raise InputError(f"{path}: {where}: expected a list of {len(args)}, got {value!r}")
-        return tuple(_convert(a, v, path, where) for a, v in zip(args, value, strict=True))
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise InputError(f"{path}: {where}: expected a number, got {value!r}")
-        return float(value)
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InputError(f"{path}: {where}: expected a whole number, got {value!r}")
-        return value
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise InputError(f"{path}: {where}: expected true or false, got {value!r}")
-        return value
-    if hint is str:
-        if not isinstance(value, str):
-            raise InputError(f"{path}: {where}: expected a string, got {value!r}")
-        return value
-    raise TypeError(f"unsupported setting type {hint}")
 
 
 def backend_key_names() -> frozenset[str]:
@@ -301,101 +592,32 @@ def backend_key_names() -> frozenset[str]:
     PsychoPy maps the backend's key codes to names with one table per
     platform (``psychopy.hardware.keyboard.keyNames``); a key that is not in
     it can never be reported, so a protocol naming it could never be answered.
+    Imports PsychoPy.
     """
     from psychopy.hardware import keyboard
 
     return frozenset(keyboard.keyNames.values())
 
 
-def _check(protocol: Protocol, path: Path) -> None:
-    def fail(key: str, expected: str, value) -> None:
-        raise InputError(f"{path}: {key}: expected {expected}, got {value!r}")
+def browser_key_names() -> frozenset[str]:
+    """The key names a browser key-down can be given (:mod:`sbir_study.study.online.keys`)."""
+    from .online.keys import BROWSER_CODES
 
-    def bounded(key: str, value: float, low: float, high: float, *, low_open=False) -> None:
-        above = value > low if low_open else value >= low
-        if not (math.isfinite(value) and above and value <= high):
-            left = "(" if low_open else "["
-            fail(key, f"a finite number in {left}{low:g}, {high:g}]", value)
-
-    timing = protocol.timing
-    low, high = DURATION_RANGE_S
-    for key in ("stimulus_s", "blank_s", "anchor_demo_s"):
-        value = getattr(timing, key)
-        if not (math.isfinite(value) and low <= value <= high):
-            fail(f"timing.{key}", f"a duration from {low:g} s to {high:g} s", value)
-    bounded("timing.frame_jitter_ms", timing.frame_jitter_ms, 0.0, 100.0)
-    low, high = timing.refresh_range_hz
-    if not (math.isfinite(low) and math.isfinite(high) and 0 < low < high <= 1000):
-        fail("timing.refresh_range_hz", "[low, high] with 0 < low < high <= 1000 Hz", [low, high])
-    _check_keys(protocol, path)
-    if not 0.0 <= protocol.anchoring.repeat_from < 1.0:
-        fail("anchoring.repeat_from", "a fraction in [0, 1)", protocol.anchoring.repeat_from)
-    if protocol.pauses.break_every < 0:
-        fail(
-            "pauses.break_every", "0 (no breaks) or a number of trials", protocol.pauses.break_every
-        )
-    display = protocol.display
-    if not all(1 <= n <= 32768 for n in display.resolution):
-        fail("display.resolution", "[width, height] in pixels (1 to 32768)",
-             list(display.resolution))  # fmt: skip
-    bounded("display.width_cm", display.width_cm, 0.0, 1000.0, low_open=True)
-    bounded("display.distance_cm", display.distance_cm, 0.0, 10000.0, low_open=True)
-    bounded("display.stimulus_deg", display.stimulus_deg, 0.0, 90.0, low_open=True)
-    bounded("display.gap_deg", display.gap_deg, 0.0, 90.0)
-    if not all(-1.0 <= c <= 1.0 for c in display.background):
-        fail("display.background", "three numbers in -1..1 (PsychoPy RGB)", display.background)
-    if not protocol.task.isalnum() or not protocol.task.isascii():
-        fail("task", "a BIDS label of letters and digits", protocol.task)
-    _check_online(protocol.online, fail)
-    roles = ("main", "candidate")
-    if not protocol.main_roles or any(r not in roles for r in protocol.main_roles):
-        fail("main_roles", f"a list of {' and/or '.join(roles)}", list(protocol.main_roles))
-    details = protocol.participants.details
-    for name in details:
-        if name not in DETAILS:
-            close = difflib.get_close_matches(name, list(DETAILS), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            fail("participants.details", f"a list of {', '.join(DETAILS)}{hint}", list(details))
-    if len(set(details)) != len(details):
-        fail("participants.details", "each detail once", list(details))
-    if not protocol.dataset.name.strip():
-        fail("dataset.name", "a name for dataset_description.json", protocol.dataset.name)
-    if any(not a.strip() for a in protocol.dataset.authors):
-        fail("dataset.authors", "a list of names", list(protocol.dataset.authors))
+    return frozenset(BROWSER_CODES.values())
 
 
-def _check_keys(protocol: Protocol, path: Path) -> None:
-    """Every key a name the backend reports, and no key with two jobs."""
-    response = protocol.response
-    keys = response.keys
-    if not 2 <= len(keys) <= 9:
-        raise InputError(f"{path}: response.keys: expected 2 to 9 keys, one per scale point, "
-                         f"got {list(keys)!r}")  # fmt: skip
-    known = backend_key_names()
-    named = [(f"response.keys[{k}]", name) for k, name in enumerate(keys)]
-    named += [("response.pause_key", response.pause_key), ("response.quit_key", response.quit_key)]
-    for where, name in named:
-        if name not in known:
-            close = _closest_key(name, known)
-            hint = f"; did you mean {close!r}?" if close else ""
-            raise InputError(
-                f"{path}: {where}: {name!r} is not a key name the keyboard backend reports{hint} "
-                "(protocols/README.md lists them)"
-            )
-    repeated = sorted({name for name in keys if keys.count(name) > 1})
-    if repeated:
-        raise InputError(f"{path}: response.keys: expected distinct keys (one per scale point), "
-                         f"got {repeated[0]!r} twice")  # fmt: skip
-    # Each key has one job; the keypad's digits rate like the top row's when keypad is on.
-    jobs: dict[str, str] = {CONTINUE_KEY: "the continue key of every instruction screen"}
-    for name, rating in protocol.key_map.items():
-        _claim(jobs, name, f"rating {rating}", "response.keys", path)
-    _claim(jobs, response.pause_key, "the pause key", "response.pause_key", path)
-    _claim(jobs, response.quit_key, "the quit key", "response.quit_key", path)
+def _key_names(*, online: bool) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The key-name tables a protocol's keys must be in: (who reports them, the names)."""
+    tables = []
+    if importlib.util.find_spec("psychopy") is not None:
+        tables.append(("the keyboard backend reports", backend_key_names()))
+    if online:
+        tables.append(("a browser sends (sbir-study serve)", browser_key_names()))
+    return tuple(tables)
 
 
 def _closest_key(name: str, known: frozenset[str]) -> str | None:
-    """The backend's name for a key spelled another common way, or the most similar name."""
+    """The known name for a key spelled another common way, or the most similar name."""
     spelled = name.strip().lower()
     for prefix in ("numpad_", "numpad", "keypad_", "keypad", "kp_", "kp"):
         if spelled.startswith(prefix) and len(spelled) > len(prefix):
@@ -408,34 +630,77 @@ def _closest_key(name: str, known: frozenset[str]) -> str | None:
     return close[0] if close else None
 
 
-def _claim(jobs: dict[str, str], name: str, job: str, where: str, path: Path) -> None:
-    if name in jobs:
-        raise InputError(
-            f"{path}: {where}: {name!r} is already {jobs[name]}; expected each key to have one job"
-        )
-    jobs[name] = job
+# --- pydantic's first error as one line --------------------------------------------------------
+
+# A value of the wrong type is named where it is (a list item by its index), by its type.
+_TYPES = {
+    "float_type": "a number",
+    "int_type": "a whole number",
+    "bool_type": "true or false",
+    "string_type": "a string",
+    "tuple_type": "a list",
+}
 
 
-def _check_online(online: Online, fail) -> None:
-    if online.subset not in ONLINE_SUBSETS:
-        fail("online.subset", f"one of {', '.join(ONLINE_SUBSETS)}", online.subset)
-    if online.lists < 1:
-        fail("online.lists", "a whole number >= 1", online.lists)
-    if online.subset == "all" and online.lists != 1:
-        fail("online.lists", "1 with subset = \"all\" (or subset \"sketches\" or \"pairs\")",
-             online.lists)  # fmt: skip
-    if online.list_seed < 0:
-        fail("online.list_seed", "a whole number >= 0", online.list_seed)
-    if online.stimulus_px < 0 or online.stimulus_px > 4096:
-        fail("online.stimulus_px", "0 (from [display]) or a width of 1..4096 CSS pixels",
-             online.stimulus_px)  # fmt: skip
-    code = online.completion_code
-    if len(code) > 64 or not all(c.isascii() and (c.isalnum() or c in "-_") for c in code):
-        fail("online.completion_code", "up to 64 letters, digits, '-' or '_'", code)
-    url = online.completion_url
-    if url and not (url.startswith(("https://", "http://")) and " " not in url):
-        fail("online.completion_url", 'an http(s):// address without spaces, or ""', url)
-    if not online.dropout_after_s > 0:
-        fail("online.dropout_after_s", "a number of seconds above 0", online.dropout_after_s)
-    if online.raters_per_list < 0:
-        fail("online.raters_per_list", "0 (no limit) or a whole number", online.raters_per_list)
+def _refusal_line(error: Mapping, raw: dict) -> str:
+    """``<key>: expected ..., got ...`` (or ``unknown key ...``) for one pydantic error."""
+    loc, kind = error["loc"], error["type"]
+    where = _dotted(loc)
+    if kind == "unexpected_keyword_argument":
+        return _unknown_key(loc)
+    if kind == "dataclass_type":
+        return f"{where}: expected a table [{where}], got {error['input']!r}"
+    if kind in _TYPES:
+        return f"{where}: expected {_TYPES[kind]}, got {error['input']!r}"
+    if kind == "protocol_setting":
+        field = error["ctx"].get("field")
+        where = ".".join(part for part in (where, field) if part)
+        return f"{where}: {error['ctx']['message']}"
+    # A value the setting does not take: the setting's own words, with its whole value.
+    names = _setting_path(loc)
+    if not names:  # the top level of a TOML document is always a table of settings
+        return f"expected a table of settings ({error['msg']})"
+    value = raw
+    for name in names:
+        value = value[name]
+    expects = _expects(names) or error["msg"]
+    return f"{'.'.join(names)}: expected {expects}, got {value!r}"
+
+
+def _dotted(loc: tuple) -> str:
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)[1:]
+
+
+def _table(names: tuple[str, ...]) -> type:
+    table = Protocol
+    for name in names:
+        table = table.__pydantic_fields__[name].annotation
+    return table
+
+
+def _setting_path(loc: tuple) -> tuple[str, ...]:
+    """The setting an error's location lies in (without the index of a list item)."""
+    names: list[str] = []
+    table = Protocol
+    for part in loc:
+        if not dataclasses.is_dataclass(table) or part not in table.__pydantic_fields__:
+            break
+        names.append(part)
+        table = table.__pydantic_fields__[part].annotation
+    return tuple(names)
+
+
+def _expects(names: tuple[str, ...]) -> str | None:
+    info = _table(names[:-1]).__pydantic_fields__[names[-1]]
+    return next((item.text for item in info.metadata if isinstance(item, _Expects)), None)
+
+
+def _unknown_key(loc: tuple) -> str:
+    *table, key = loc
+    prefix = "".join(f"{name}." for name in table)
+    names = list(_table(tuple(table)).__pydantic_fields__)
+    message = f"unknown key {prefix + key!r}"
+    close = difflib.get_close_matches(key, names, n=1)
+    if close:
+        return message + f" (did you mean {prefix + close[0]!r}?)"
+    return message + f"; expected one of {', '.join(prefix + name for name in names)}"

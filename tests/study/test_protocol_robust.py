@@ -1,19 +1,23 @@
 """Protocol files: any bytes, and any value for any key, give a checked protocol or one message."""
 
 import dataclasses
+import datetime
+import importlib.util
+import json
+import math
+import re
 import tempfile
 import typing
 from pathlib import Path
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from pydantic import TypeAdapter
 
-from sbir_study.study.protocol import Protocol, load_protocol
+from sbir_study.foundation.checks import InputError
+from sbir_study.study.protocol import Protocol, load_protocol, protocol_dict
 from tests.helpers import ROOT, reads_or_refuses, table_bytes
-
-LITERALS = ["1", "0", "-1", "2.5", "1e309", "-inf", "nan", "true", "false", '"x"', '""',
-            '"escape"', '"p"', '"1"', "[]", "[1, 2]", '["1", "2", "3"]', "[50.0, 250.0]",
-            "[1920, 1080]", "[-1.0, -1.0, -1.0]", "{a = 1}", "1979-05-27"]  # fmt: skip
 
 
 def _keys(cls, prefix=""):
@@ -27,26 +31,390 @@ def _keys(cls, prefix=""):
 
 
 KEYS = sorted(set(_keys(Protocol)))
+TABLES = sorted({table for table, _ in KEYS} - {""})
+#: Every name a message may give a setting by: "timing", "timing.stimulus_s", "name", ...
+SETTINGS = {".".join(filter(None, key)) for key in KEYS} | set(TABLES)
 
 
-@settings(max_examples=150, deadline=3000)
-@given(
-    settings_=st.dictionaries(st.sampled_from(KEYS), st.sampled_from(LITERALS), max_size=6),
-    unknown=st.sampled_from(["", "stimulus = 2\n", "[timing]\nstimuls_s = 2\n", "[extra]\n"]),
+# --- What protocols/README.md says each setting takes ------------------------------------------
+# Written from the README's type column, not from the protocol module: a loaded protocol must
+# hold only what the README promises.
+
+
+def _number(low, high, *, low_open=False, high_open=False):
+    def check(value):
+        if not isinstance(value, float) or not math.isfinite(value):
+            return False
+        return (low < value if low_open else low <= value) and (
+            value < high if high_open else value <= high
+        )
+
+    return check
+
+
+def _whole(low, high=math.inf):
+    return lambda value: type(value) is int and low <= value <= high
+
+
+def _text(value):
+    return type(value) is str
+
+
+def _flag(value):
+    return type(value) is bool
+
+
+def _names(value):
+    return type(value) is tuple and all(type(v) is str and v.strip() for v in value)
+
+
+def _refresh_range(value):
+    return (
+        type(value) is tuple
+        and len(value) == 2
+        and all(_number(0, 1000, low_open=True)(v) for v in value)
+        and value[0] < value[1]
+    )
+
+
+def _rating_keys(value):
+    return type(value) is tuple and 2 <= len(value) <= 9 and len(set(value)) == len(value)
+
+
+_duration = _number(0.05, 60)
+DOCUMENTED = {
+    ("", "name"): _text,
+    ("", "task"): lambda v: _text(v) and re.fullmatch(r"[A-Za-z0-9]+", v) is not None,
+    ("", "description"): _text,
+    ("", "main_roles"): lambda v: type(v) is tuple and v and set(v) <= {"main", "candidate"},
+    ("timing", "stimulus_s"): _duration,
+    ("timing", "blank_s"): _duration,
+    ("timing", "anchor_demo_s"): _duration,
+    ("timing", "frame_jitter_ms"): _number(0, 100),
+    ("timing", "refresh_range_hz"): _refresh_range,
+    ("response", "keys"): _rating_keys,
+    ("response", "keypad"): _flag,
+    ("response", "pause_key"): _text,
+    ("response", "quit_key"): _text,
+    ("anchoring", "enabled"): _flag,
+    ("anchoring", "repeat"): _flag,
+    ("anchoring", "repeat_from"): _number(0, 1, high_open=True),
+    ("pauses", "allowed"): _flag,
+    ("pauses", "break_every"): _whole(0),
+    ("participants", "details"): lambda v: (
+        type(v) is tuple and set(v) <= {"age", "sex", "handedness"} and len(set(v)) == len(v)
+    ),
+    ("dataset", "name"): lambda v: _text(v) and bool(v.strip()),
+    ("dataset", "authors"): _names,
+    ("display", "fullscreen"): _flag,
+    ("display", "resolution"): lambda v: (
+        type(v) is tuple and len(v) == 2 and all(_whole(1, 32768)(n) for n in v)
+    ),
+    ("display", "width_cm"): _number(0, 1000, low_open=True),
+    ("display", "distance_cm"): _number(0, 10000, low_open=True),
+    ("display", "stimulus_deg"): _number(0, 90, low_open=True),
+    ("display", "gap_deg"): _number(0, 90),
+    ("display", "background"): lambda v: (
+        type(v) is tuple and len(v) == 3 and all(_number(-1, 1)(c) for c in v)
+    ),
+    ("instructions", "anchoring"): _text,
+    ("instructions", "main"): _text,
+    ("instructions", "pause"): _text,
+    ("instructions", "end"): _text,
+    ("online", "subset"): lambda v: v in ("all", "sketches", "pairs"),
+    ("online", "lists"): _whole(1),
+    ("online", "list_seed"): _whole(0),
+    ("online", "stimulus_px"): _whole(0, 4096),
+    ("online", "consent"): _text,
+    ("online", "details"): _flag,
+    ("online", "completion_code"): lambda v: (
+        _text(v) and re.fullmatch(r"[A-Za-z0-9_-]{0,64}", v) is not None
+    ),
+    ("online", "completion_url"): lambda v: (
+        _text(v) and (v == "" or (v.startswith(("http://", "https://")) and " " not in v))
+    ),
+    ("online", "dropout_after_s"): _number(0, math.inf, low_open=True),
+    ("online", "raters_per_list"): _whole(0),
+}
+
+
+def _within_documented_bounds(protocol):
+    for table, key in KEYS:
+        value = getattr(getattr(protocol, table) if table else protocol, key)
+        assert DOCUMENTED[table, key](value), (table, key, value)
+    online = protocol.online
+    assert online.subset != "all" or online.lists == 1
+    response = protocol.response
+    keys = [*protocol.key_map, response.pause_key, response.quit_key, "space"]
+    assert len(set(keys)) == len(keys), keys  # each key one job
+    if importlib.util.find_spec("psychopy") is not None:
+        from sbir_study.study.protocol import backend_key_names
+
+        assert set(keys) <= backend_key_names()
+
+
+def test_every_setting_is_documented():
+    assert sorted(DOCUMENTED) == KEYS
+    # ... in the protocol's own fields ...
+    for table in ["", *TABLES]:
+        cls = type(getattr(Protocol(), table)) if table else Protocol
+        for name, info in cls.__pydantic_fields__.items():
+            assert info.description and info.description.strip(), (table, name)
+    # ... and in protocols/README.md: one section per table, one row per key.
+    readme = (ROOT / "protocols" / "README.md").read_text(encoding="utf-8")
+    rows: dict[str, set[str]] = {}
+    section = None
+    for line in readme.splitlines():
+        if line.startswith("## "):
+            heading = re.fullmatch(r"## `\[(\w+)\]`", line)
+            section = heading.group(1) if heading else ("" if line == "## Top level" else None)
+        elif section is not None and (row := re.match(r"\| `(\w+)` \|", line)):
+            rows.setdefault(section, set()).add(row.group(1))
+    documented = {(table, key) for table, keys in rows.items() for key in keys}
+    assert documented == set(KEYS)
+
+
+def test_the_defaults_are_a_valid_protocol_and_the_sidecar_reads_back():
+    # The sidecar's dictionary, validated again, is the protocol it came from.
+    adapter = TypeAdapter(Protocol)
+    for protocol in [Protocol(), *map(load_protocol, sorted((ROOT / "protocols").glob("*.toml")))]:
+        _within_documented_bounds(protocol)
+        assert adapter.validate_python(protocol_dict(protocol)) == protocol
+        assert adapter.validate_python(json.loads(json.dumps(protocol_dict(protocol)))) == protocol
+
+
+# --- Any document of the real keys with any values ---------------------------------------------
+
+WORDS = ["", " ", "1", "7", "num_3", "p", "P", "escape", "esc", "space", "return", "f13",
+         "age", "sex", "handedness", "gender", "main", "candidate", "anchor", "all", "sketches",
+         "pairs", "sbirtest", "my-task", "A. B", "C0DE-1", "https://example.org/done?cc=1",
+         "ftp://x", "https://a b"]  # fmt: skip
+SCALARS = st.one_of(
+    st.booleans(),
+    st.integers(-3, 5000),
+    st.integers(-(2**70), 2**70),
+    st.floats(-2.0, 1100.0),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(WORDS),
+    st.text(max_size=8),
+    st.dates(),
 )
-def test_any_value_for_any_key(settings_, unknown):
+VALUES = st.one_of(
+    SCALARS,
+    st.lists(SCALARS, max_size=10),
+    st.dictionaries(st.sampled_from(["a", "stimulus_s"]), SCALARS, max_size=2),
+)
+
+
+def _plausible(default):
+    """Values of the default's type, near and across the documented bounds."""
+    if isinstance(default, bool):
+        return st.booleans()
+    if isinstance(default, float):
+        return st.one_of(st.floats(-1.5, 1.5), st.floats(0.0, 100.0), st.floats(-1.0, 1100.0),
+                         st.integers(-1, 100))  # fmt: skip
+    if isinstance(default, int):
+        return st.one_of(st.integers(-2, 10), st.integers(-2, 5000))
+    if isinstance(default, str):
+        return st.one_of(st.sampled_from(WORDS), st.just(default))
+    element = _plausible(default[0]) if default else st.sampled_from(WORDS)
+    size = len(default)
+    return st.one_of(
+        st.lists(element, min_size=size, max_size=size),
+        st.lists(element, min_size=max(0, size - 1), max_size=size + 1),
+    )
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        return repr(value) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        # A JSON string is a TOML basic string, once DEL (which JSON leaves raw) is escaped.
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007F")
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_toml, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}"
+    assert isinstance(value, datetime.date)
+    return value.isoformat()
+
+
+@st.composite
+def documents(draw):
+    """(TOML text, {(table, key): value}) over the protocol's real keys."""
+    chosen = draw(st.lists(st.sampled_from(KEYS), unique=True, max_size=8))
+    defaults = Protocol()
+    given = {}
+    for table, key in chosen:
+        default = getattr(getattr(defaults, table) if table else defaults, key)
+        # Half the keys keep a valid value, so that whole documents load often enough.
+        kind = draw(st.sampled_from(["default", "default", "plausible", "any"]))
+        if kind == "default":
+            given[table, key] = list(default) if isinstance(default, tuple) else default
+        else:
+            given[table, key] = draw(_plausible(default) if kind == "plausible" else VALUES)
     tables: dict[str, list[str]] = {}
-    for (table, key), value in settings_.items():
-        tables.setdefault(table, []).append(f"{key} = {value}")
-    text = "\n".join(tables.pop("", [])) + "\n"
-    text += "".join(f"[{table}]\n" + "\n".join(lines) + "\n" for table, lines in tables.items())
+    for (table, key), value in given.items():
+        tables.setdefault(table, []).append(f"{key} = {_toml(value)}")
+    text = "".join(line + "\n" for line in tables.pop("", []))
+    text += "".join(f"[{table}]\n" + "".join(f"{line}\n" for line in lines)
+                    for table, lines in tables.items())  # fmt: skip
+    return text, given
+
+
+def _load_or_message(path):
+    """The protocol, or the one-line refusal (any other exception fails the test)."""
+    try:
+        return load_protocol(path), None
+    except InputError as error:
+        return None, str(error)
+
+
+def _as_loaded(value):
+    """A TOML value as the protocol holds it: arrays as tuples, whole numbers of a number
+    setting as floats (compared by value)."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+@settings(max_examples=400, deadline=None)
+@given(document=documents())
+def test_any_document_of_real_keys_loads_within_bounds_or_names_a_setting(document):
+    text, given_values = document
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "p.toml"
-        path.write_text(text + unknown)
-        protocol = reads_or_refuses(load_protocol, path)
+        path.write_text(text, encoding="utf-8")
+        protocol, message = _load_or_message(path)
+    event("loaded" if protocol is not None else "refused")
     if protocol is not None:
-        assert protocol.timing.stimulus_s > 0 and protocol.timing.blank_s > 0
-        assert len(set(protocol.response.keys)) == len(protocol.response.keys)
+        _within_documented_bounds(protocol)
+        for (table, key), value in given_values.items():
+            loaded = getattr(getattr(protocol, table) if table else protocol, key)
+            assert loaded == _as_loaded(value), (table, key, loaded, value)
+        return
+    assert message.startswith(f"{path}: ") and "\n" not in message, message
+    named = re.match(r"([\w.]+)(?:\[\d+\])?: expected |([\w.]+)(?:\[\d+\])?: '", message[
+        len(f"{path}: ") :])  # fmt: skip
+    assert named, message
+    setting = named.group(1) or named.group(2)
+    assert setting in SETTINGS, message
+    # The setting named is one given, or the table of one given (a key given two jobs is
+    # named where the second job is claimed).
+    given_names = {".".join(filter(None, key)) for key in given_values}
+    assert setting in given_names or setting.split(".")[0] in {t for t, _ in given_values}, message
+
+
+# --- One setting at a time: loaded exactly when the README says it may be ----------------------
+
+_REFUSED = object()
+
+
+def _converted(default, value):
+    """``value`` as a protocol would hold it in place of ``default``, or _REFUSED when a TOML
+    value of that type is not what the setting takes (a number is never read from text)."""
+    if isinstance(default, tuple):
+        if type(value) is not list:
+            return _REFUSED
+        like = default[0] if default else ""
+        items = tuple(_converted(like, item) for item in value)
+        return _REFUSED if _REFUSED in items else items
+    if type(default) is float and type(value) is int:
+        try:
+            return float(value)
+        except OverflowError:
+            return _REFUSED
+    return value if type(value) is type(default) else _REFUSED
+
+
+def _one_job_each(response) -> bool:
+    """Rating keys (and their keypad twins), pause, quit and space: each key once, and each a
+    name the keyboard backend reports (when PsychoPy is installed)."""
+    keys = response["keys"]
+    twins = [f"num_{k}" for k in keys if response["keypad"] and k.isdigit()]
+    claimed = ["space", *keys, *twins, response["pause_key"], response["quit_key"]]
+    if importlib.util.find_spec("psychopy") is not None:
+        from sbir_study.study.protocol import backend_key_names
+
+        named = [*keys, response["pause_key"], response["quit_key"]]
+        if not set(named) <= backend_key_names():
+            return False
+    return len(set(claimed)) == len(claimed)
+
+
+def _should_load(table, key, value) -> bool:
+    default = getattr(getattr(Protocol(), table) if table else Protocol(), key)
+    converted = _converted(default, value)
+    if converted is _REFUSED or not DOCUMENTED[table, key](converted):
+        return False
+    # The rules between settings, every other setting at its default (protocols/README.md).
+    if (table, key) == ("online", "lists"):
+        return converted == 1  # with subset "all"
+    if table == "response":
+        defaults = {"keys": tuple("1234567"), "keypad": True, "pause_key": "p",
+                    "quit_key": "escape"}  # fmt: skip
+        return _one_job_each(defaults | {key: converted})
+    return True
+
+
+def _as_text(value):
+    """A value written as text: a number or a flag in quotes must still be refused."""
+    if isinstance(value, list):
+        return [_as_text(item) for item in value]
+    return json.dumps(value) if isinstance(value, bool | int | float) else value
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+@pytest.mark.parametrize(("table", "key"), KEYS)
+def test_one_setting_loads_exactly_when_the_readme_allows_it(table, key, data):
+    default = getattr(getattr(Protocol(), table) if table else Protocol(), key)
+    value = data.draw(st.one_of(_plausible(default), _plausible(default).map(_as_text), VALUES))
+    text = f"{key} = {_toml(value)}\n"
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "p.toml"
+        path.write_text(f"[{table}]\n{text}" if table else text, encoding="utf-8")
+        protocol, message = _load_or_message(path)
+    assert (protocol is not None) == _should_load(table, key, value), (value, message)
+    if protocol is not None:
+        loaded = getattr(getattr(protocol, table) if table else protocol, key)
+        assert loaded == _converted(default, value)
+        assert type(loaded) is type(default)
+    else:
+        setting = ".".join(filter(None, (table, key)))
+        where = f"{path}: {setting}"
+        named_here = message.startswith((f"{where}: ", f"{where}["))
+        # A pause key taken by the default quit key is named at the quit key, and so on.
+        assert named_here or (table == "response" and message.startswith(f"{path}: response.")), (
+            message
+        )
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    document=documents(),
+    unknown=st.sampled_from(["stimulus = 2\n", "[timing]\nstimuls_s = 2\n", "[extra]\n",
+                             "[dataset]\nauthor = []\n", "[timing.deeper]\n"]),
+)  # fmt: skip
+def test_an_unknown_key_is_named_with_the_closest_real_one(document, unknown):
+    text, _ = document
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "p.toml"
+        path.write_text(unknown + text if unknown.startswith("stimulus") else text + unknown)
+        protocol, message = _load_or_message(path)
+    assert protocol is None
+    assert message.startswith(f"{path}: ") and "\n" not in message, message
+    found = re.search(r"unknown key '([\w.]+)'(?: \(did you mean '([\w.]+)'\?\))?", message)
+    if found:
+        assert found.group(1) not in SETTINGS
+        assert found.group(2) is None or found.group(2) in SETTINGS
+    else:  # another problem came first, or the document declares the table twice
+        rest = message[len(f"{path}: ") :]
+        assert rest.startswith("not valid TOML (") or re.match(r"[\w.]+(\[\d+\])?: ", rest), message
 
 
 @settings(max_examples=100, deadline=3000)

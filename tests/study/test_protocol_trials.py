@@ -1,14 +1,23 @@
 """Protocols (loading and every validation error) and the trial list (a pure function)."""
 
+import importlib.util
+import json
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from pydantic import ValidationError
 
 from sbir_study.foundation.checks import InputError
-from sbir_study.study.protocol import Protocol, load_protocol
+from sbir_study.study.online.keys import BROWSER_CODES
+from sbir_study.study.protocol import Protocol, load_protocol, protocol_dict
 from sbir_study.study.trials import build_trials
+from tests.helpers import DATA
+
+BROWSER_NAMES = frozenset(BROWSER_CODES.values())
 
 PROTOCOLS = Path(__file__).parents[2] / "protocols"
 
@@ -57,11 +66,16 @@ def test_the_replication_protocol_is_the_paper_design():
                                                "number in [0, 100]"]),
         ("[timing]\nrefresh_range_hz = [50, inf]\n", ["timing.refresh_range_hz: expected"]),
         ("[timing]\nstimulus_s = true\n", ["timing.stimulus_s: expected a number, got True"]),
-        ("[timing]\nrefresh_range_hz = [60]\n", ["timing.refresh_range_hz: expected a list of 2"]),
+        ("[timing]\nrefresh_range_hz = [60]\n", ["timing.refresh_range_hz: expected [low, high] "
+                                                 "with 0 < low < high <= 1000 Hz, got [60]"]),
+        ("[timing]\nrefresh_range_hz = [50, '60']\n", ["timing.refresh_range_hz[1]: expected a "
+                                                       "number, got '60'"]),
         ("[timing]\nrefresh_range_hz = [60, 50]\n", ["0 < low < high"]),
         ("[response]\nkeys = ['1', '1']\n", ["response.keys: expected distinct keys"]),
         ("[response]\nkeys = ['1']\n", ["response.keys: expected 2 to 9 keys"]),
-        ("[response]\nkeys = [1, 2]\n", ["response.keys: expected a string, got 1"]),
+        ("[response]\nkeys = [1, 2]\n", ["response.keys[0]: expected a string, got 1"]),
+        ("[response]\nkeys = ['1', '2', 'num_1']\n", ["response.keys: 'num_1' is already rating 1 "
+                                                      "(on the keypad); expected each key"]),
         ("[response]\npause_key = '3'\n", ["response.pause_key: '3' is already rating 3; "
                                            "expected each key to have one job"]),
         ("[response]\npause_key = 'num_3'\n", ["response.pause_key: 'num_3' is already "
@@ -79,6 +93,13 @@ def test_the_replication_protocol_is_the_paper_design():
         ("[response]\nkeys = ['1', '2', '']\n", ["response.keys[2]: '' is not a key name"]),
         ("[anchoring]\nenabled = 'yes'\n", ["anchoring.enabled: expected true or false"]),
         ("[anchoring]\nrepeat_from = 1.0\n", ["anchoring.repeat_from: expected a fraction"]),
+        ("[online]\ndropout_after_s = inf\n", ["online.dropout_after_s: expected a number of "
+                                               "seconds above 0, got inf"]),
+        ("[timing]\nstimulus_s = 1e400\n", ["timing.stimulus_s: expected a duration"]),
+        # A whole number too large for a float (tomllib reads it whole).
+        (f"[timing]\nstimulus_s = 1{'0' * 400}\n", ["timing.stimulus_s: expected a number, "
+                                                    "got 1000"]),
+        ("[dataset]\nname = ' '\n", ["dataset.name: expected a name for dataset_description.json"]),
         ("[pauses]\nbreak_every = 2.5\n", ["pauses.break_every: expected a whole number"]),
         ("[pauses]\nbreak_every = -1\n", ["pauses.break_every: expected 0 (no breaks)"]),
         ("[display]\ndistance_cm = 0\n", ["display.distance_cm: expected a finite number in "
@@ -123,6 +144,81 @@ def test_every_key_name_the_backend_reports_is_accepted(tmp_path):
         path = tmp_path / "ok.toml"
         path.write_text(f"[response]\npause_key = {name!r}\n")
         assert load_protocol(path).response.pause_key == name
+
+
+# --- Which key names are checked where (protocols/README.md, [response]) ----------------------
+
+
+def _pause_key(tmp_path, name):
+    path = tmp_path / "keys.toml"
+    path.write_text(f"[response]\npause_key = {name!r}\n")
+    return path
+
+
+def test_without_psychopy_protocols_load_and_served_keys_are_the_browsers(tmp_path, monkeypatch):
+    # An install with the [online] extra alone: PsychoPy cannot be imported, and find_spec
+    # says it is not there.
+    monkeypatch.setitem(sys.modules, "psychopy", None)
+    for path in sorted(PROTOCOLS.glob("*.toml")):
+        assert load_protocol(path, online=True).name == path.stem
+    # f13 is a macOS key of PsychoPy's that no browser key-down is named.
+    path = _pause_key(tmp_path, "f13")
+    assert load_protocol(path).response.pause_key == "f13"
+    with pytest.raises(InputError, match=r"^\S+: response\.pause_key: 'f13' is not a key name a "
+                       r"browser sends \(sbir-study serve\); did you mean 'f3'\?"):  # fmt: skip
+        load_protocol(path, online=True)
+
+
+def test_a_served_protocol_takes_only_names_both_keyboards_report(tmp_path, monkeypatch):
+    import sbir_study.study.protocol as protocol_module
+
+    # PsychoPy's table on macOS names f13 (protocols/README.md); the browser's does not.
+    mac = BROWSER_NAMES | {"f13"}
+    monkeypatch.setattr(protocol_module, "backend_key_names", lambda: mac)
+    path = _pause_key(tmp_path, "f13")
+    assert load_protocol(path).response.pause_key == "f13"  # the lab session on that Mac
+    with pytest.raises(InputError, match="'f13' is not a key name a browser sends"):
+        load_protocol(path, online=True)
+    if importlib.util.find_spec("psychopy") is not None:
+        with pytest.raises(InputError, match="'f20' is not a key name the keyboard backend"):
+            load_protocol(_pause_key(tmp_path, "f20"), online=True)
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or importlib.util.find_spec("psychopy") is None,
+    reason="PsychoPy's Linux key table",
+)
+def test_a_browser_names_exactly_the_keys_psychopy_reports_on_linux():
+    from sbir_study.study.protocol import backend_key_names, browser_key_names
+
+    # protocols/README.md: a lab protocol on Linux can be served as it is, and back.
+    assert browser_key_names() == BROWSER_NAMES == backend_key_names()
+
+
+def test_a_rating_key_may_be_a_keypad_name_when_the_keypad_does_not_rate(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text("[response]\nkeys = ['1', '2', 'num_1']\nkeypad = false\n")
+    assert load_protocol(path).key_map == {"1": 1, "2": 2, "num_1": 3}
+
+
+def test_a_protocol_changed_in_code_is_checked_again():
+    protocol = Protocol()
+    longer = replace(protocol, timing=replace(protocol.timing, stimulus_s=3.0))
+    assert (longer.timing.stimulus_s, protocol.timing.stimulus_s) == (3.0, 2.0)
+    with pytest.raises(ValidationError, match=r"greater than or equal to 0\.05"):
+        replace(protocol.timing, stimulus_s=0.0)
+    with pytest.raises(ValidationError, match="'p' is already the pause key"):
+        replace(protocol.response, quit_key="p")
+
+
+def test_the_sidecar_records_the_shipped_protocols_as_it_always_did():
+    # Written by the protocol loader before its tables were pydantic dataclasses; the
+    # sidecar's "Protocol" object must stay the same, byte for byte.
+    recorded = json.loads((DATA / "protocol_sidecars.json").read_text(encoding="utf-8"))
+    assert sorted(recorded) == sorted(path.stem for path in PROTOCOLS.glob("*.toml"))
+    for name, expected in recorded.items():
+        now = protocol_dict(load_protocol(PROTOCOLS / f"{name}.toml"))
+        assert json.dumps(now) == json.dumps(expected), name
 
 
 def test_missing_protocol_file(tmp_path):
