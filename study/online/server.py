@@ -42,7 +42,7 @@ def build_app(settings: ServeSettings):
     from .service import OnlineStudy
     from .storage import open_database
 
-    protocol = load_protocol(settings.protocol)
+    protocol = load_protocol(settings.protocol, online=True)
     stimulus_set = stimulus_set_for(settings.stimuli, protocol)
     web_assets()
     engine = open_database(settings.db)
