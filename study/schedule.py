@@ -1,20 +1,70 @@
 """The session's timeline: when each screen is due, and how late a flip was.
 
-Every onset is planned on one timeline, ``onset(i + 1) = onset(i) + shown(i) +
-blank_s + paused_before(i + 1)``, never from the previous flip: a late flip
-shortens the blank that follows it and does not move the rest of the session.
-The stimulus is taken down ``shown(i)`` after its *actual* onset, so that the
-participant sees it for the protocol's duration. Pure functions, tested
-without a window.
+Every onset is planned on one timeline (:class:`Timeline`), ``onset(i + 1) =
+onset(i) + shown(i) + blank_s + paused_before(i + 1)``, never from the
+previous flip: a late flip shortens the blank that follows it and does not
+move the rest of the session. The stimulus is taken down ``shown(i)`` after
+its *actual* onset, so that the participant sees it for the protocol's
+duration. Pure code, tested without a window.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["dropped_frames", "late_frames", "next_refresh_is_due"]
+__all__ = ["Timeline", "dropped_frames", "late_frames", "next_refresh_is_due"]
+
+
+@dataclass
+class Timeline:
+    """The planned onset of the session's next pair, and the time paused before it.
+
+    ``planned`` moves on by the pair's own duration and one blank whenever a
+    pair comes on screen, however late its flip came (:meth:`begin_pair`); a
+    waiting screen (a pause, the quit question, the instructions of the next
+    block) moves it to one blank after the key press that ended the screen,
+    and the time this adds is counted in ``paused`` (:meth:`resume`).
+
+    Examples
+    --------
+    The first pair is due one blank (1 s) after the session began; it is shown
+    for 2 s. Where its flip came does not matter: the next one is due at 4 s.
+
+    >>> timeline = Timeline(planned=1.0)
+    >>> timeline.begin_pair(shown_s=2.0, blank_s=1.0)
+    (1.0, 0.0)
+    >>> timeline.planned
+    4.0
+
+    A pause answered at 10.5 s: the next pair comes one blank later, at 11.5 s,
+    7.5 s after it was due.
+
+    >>> timeline.resume(10.5, blank_s=1.0)
+    >>> timeline.begin_pair(shown_s=2.0, blank_s=1.0)
+    (11.5, 7.5)
+    >>> timeline.planned
+    14.5
+    """
+
+    planned: float
+    paused: float = 0.0
+
+    def begin_pair(self, shown_s: float, blank_s: float) -> tuple[float, float]:
+        """The pair due at ``planned`` is on screen: its planned onset and the time paused
+        before it; the next pair is planned ``shown_s + blank_s`` after it."""
+        planned, paused = self.planned, self.paused
+        self.planned = planned + shown_s + blank_s
+        self.paused = 0.0
+        return planned, paused
+
+    def resume(self, answered: float, blank_s: float) -> None:
+        """A waiting screen ended at ``answered``: the next pair comes one blank later."""
+        nominal = self.planned
+        self.planned = answered + blank_s
+        self.paused += self.planned - nominal
 
 
 def next_refresh_is_due(last_flip: float, frame_s: float, deadline: float) -> bool:

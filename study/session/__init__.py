@@ -1,14 +1,18 @@
 """The rating session of the paper's Sec. 2.3, in a PsychoPy window.
 
 :func:`run_from_files` is ``sbir-study run``; :func:`run_session` runs one
-participant's session from a loaded protocol and stimulus set. PsychoPy is
-imported only when a session runs.
+participant's session from a loaded protocol and stimulus set. The session
+reads as its stages (:mod:`.procedure`), one module each: design
+(:mod:`.plan`), initialise (:mod:`.keys`, :mod:`.window`, :mod:`.forms`), run
+(:mod:`.loop`), end (:mod:`.record`); the simulated participant of
+``--simulate`` is :mod:`.simulated`. PsychoPy is imported only when a session
+runs.
 """
 
 import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["loop"],
-    submod_attrs={"loop": ["SessionOutcome", "run_from_files", "run_session"]},
+    submodules=["forms", "keys", "loop", "plan", "procedure", "record", "simulated", "window"],
+    submod_attrs={"procedure": ["SessionOutcome", "run_from_files", "run_session"]},
 )

@@ -1,6 +1,8 @@
-"""The session's flip scheduling (study.session._Screen) on a simulated display, no window.
+"""The session's flip scheduling and its timeline on a simulated display, no window.
 
-Two simulated displays drive the session's own scheduling code:
+Two simulated displays drive the session's own scheduling code (the flips of
+:class:`sbir_study.study.session.window.Screen`, and the whole trial loop of
+:class:`sbir_study.study.session.loop.TrialLoop` with its planned onsets):
 
 * with vertical sync (frames mode): a flip returns at the next refresh of a
   display with a given period and phase; now and then a flip misses one or
@@ -14,13 +16,21 @@ from the first trial to the last), every error be within half a refresh
 dropped, and each dropped frame be counted.
 """
 
+from types import SimpleNamespace
+
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from sbir_study.stimuli import SetDesign, generate_set, load_set
+from sbir_study.study.protocol import Anchoring, Participants, Pauses, Protocol, Timing
 from sbir_study.study.schedule import dropped_frames, late_frames, next_refresh_is_due
-from sbir_study.study.session import loop as session
+from sbir_study.study.session import window as session_window
+from sbir_study.study.session.loop import TrialLoop
+from sbir_study.study.session.simulated import Responder
+from sbir_study.study.trials import build_trials
 
 
 class FakeClock:
@@ -90,7 +100,7 @@ def run_timeline(screen, clock, trials: int, shown_s: float, blank_s: float):
 @pytest.fixture
 def fake_time(monkeypatch):
     clock = FakeClock()
-    monkeypatch.setattr(session.time, "sleep", clock.sleep)
+    monkeypatch.setattr(session_window.time, "sleep", clock.sleep)
     return clock
 
 
@@ -99,16 +109,16 @@ def fake_time(monkeypatch):
        drop_rate=st.sampled_from([0.0, 1e-4, 1e-3]), seed=st.integers(0, 2**32 - 1))  # fmt: skip
 def test_frames_mode_onsets_stay_on_the_timeline(hz, phase, drop_rate, seed):
     clock = FakeClock()
-    original = session.time.sleep
-    session.time.sleep = clock.sleep
+    original = session_window.time.sleep
+    session_window.time.sleep = clock.sleep
     try:
         rng = np.random.default_rng(seed)
         window = VsyncWindow(clock, 1 / hz, phase, rng, drop_rate)
-        screen = session._Screen(window, "frames", 1 / hz, clock, tick=lambda: None)
+        screen = session_window.Screen(window, "frames", 1 / hz, clock, tick=lambda: None)
         screen.last_flip = window.flip()
         rows = run_timeline(screen, clock, trials=300, shown_s=2.0, blank_s=1.0)
     finally:
-        session.time.sleep = original
+        session_window.time.sleep = original
     plan, onset, blank, lost = rows.T
     error = onset - plan
     clean = lost == 0
@@ -126,7 +136,7 @@ def test_frames_mode_onsets_stay_on_the_timeline(hz, phase, drop_rate, seed):
 def test_clock_mode_onsets_stay_on_the_timeline(fake_time):
     rng = np.random.default_rng(7)
     window = ClockWindow(fake_time, rng, stall_rate=0.01)
-    screen = session._Screen(window, "clock", 1 / 60, fake_time, tick=lambda: None)
+    screen = session_window.Screen(window, "clock", 1 / 60, fake_time, tick=lambda: None)
     screen._finish = lambda: None
     for _ in range(12):  # as the session does before the first trial
         called = fake_time.getTime()
@@ -150,15 +160,162 @@ def test_clock_mode_onsets_stay_on_the_timeline(fake_time):
     assert lost.tolist() == expected and sum(expected) > 0
 
 
-def test_a_late_flip_shortens_the_blank_not_the_session():
-    # Planned onsets 0, 3, 6, 9 s; the flip at 3 s comes 40 ms late. The next one is still due
-    # at 6 s: the blank before it is 40 ms shorter, nothing after it moves.
-    planned = np.array([0.0, 3.0, 6.0, 9.0])
-    actual = planned + np.array([0.0, 0.040, 0.0, 0.0])
-    blank_onsets = actual + 2.0
-    blanks = planned[1:] + (actual[1:] - planned[1:]) - blank_onsets[:-1]
-    assert blanks.round(3).tolist() == [1.04, 0.96, 1.0]
-    assert late_frames(actual[1], planned[1], 1 / 60) == 2
+class FakeStim:
+    """A PsychoPy stimulus that notes on its window what it drew (an image's path, or None)."""
+
+    def __init__(self, win, **settings) -> None:
+        self.win, self.image, self.text, self.size = win, settings.get("image"), "", None
+
+    def draw(self) -> None:
+        self.win.drawn.append(self.image)
+
+
+FAKE_VISUAL = SimpleNamespace(Rect=FakeStim, TextStim=FakeStim, ImageStim=FakeStim)
+
+
+class OneLateOnset:
+    """A simulated display whose first flip showing ``image`` comes ``late_s`` late."""
+
+    def __init__(self, display, image: str, late_s: float) -> None:
+        self.display, self.image, self.late_s = display, image, late_s
+        self.drawn: list[str | None] = []
+        self.was_late = False
+
+    def flip(self, clearBuffer=True) -> float:
+        shown, self.drawn = self.drawn, []
+        t = self.display.flip(clearBuffer)
+        if self.image in shown and not self.was_late:
+            self.was_late = True
+            self.display.clock.t += self.late_s
+            t = self.display.clock.t
+        return t
+
+    def clearBuffer(self) -> None:
+        self.drawn = []
+
+
+class FakeKeyboard:
+    """PsychoPy's keyboard: the simulated participant's presses come back from getKeys."""
+
+    def __init__(self) -> None:
+        self.device = self
+        self.pressed: list[SimpleNamespace] = []
+
+    def makeResponse(self, code: str, tDown: float) -> None:
+        self.pressed.append(SimpleNamespace(name=code, tDown=tDown))
+
+    def getKeys(self, waitRelease: bool) -> list[SimpleNamespace]:
+        if not waitRelease:
+            return []
+        keys, self.pressed = self.pressed, []
+        return keys
+
+
+class FakeRecorder:
+    recorded = 0
+
+    def __init__(self) -> None:
+        self.rows: list[dict] = []
+
+    def append(self, row, keys=()) -> None:
+        self.rows.append(dict(row))
+
+
+@pytest.fixture(scope="module")
+def six_pairs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("stimuli") / "set"
+    generate_set(folder, SetDesign(sketches=1, images_per_sketch=6, anchor_sketches=0, width=96,
+                                   height=72), seed=3)  # fmt: skip
+    return load_set(folder)
+
+
+FRAME_S = 1 / 60
+#: The lateness of the late flip, and how near the plan every other flip comes.
+LATE_S = {"clock": 0.040, "frames": 2 * FRAME_S}
+TOLERANCE_S = {
+    "clock": 0.0015,  # the flip's own delay noise, compensated
+    "frames": FRAME_S / 2 + 1e-9,  # the refresh nearest the plan
+}
+
+
+def run_six_trials(mode: str, stimulus_set, clock: FakeClock) -> pd.DataFrame:
+    """The session's own trial loop on a simulated display: the records it writes.
+
+    2 s stimulus, 1 s blank, a pause after every 4 pairs; the simulated
+    participant rates 1 to 6, 0.8 s after each onset, and ends each waiting
+    screen 0.3 s after it appears. The flip that shows the third pair comes
+    ``LATE_S[mode]`` late.
+    """
+    protocol = Protocol(
+        task="sbirtest", timing=Timing(stimulus_s=2.0, blank_s=1.0),
+        anchoring=Anchoring(enabled=False, repeat=False), pauses=Pauses(break_every=4),
+        participants=Participants(details=()),
+    )  # fmt: skip
+    trials = build_trials(protocol, stimulus_set.manifest, seed=1)
+    if mode == "clock":
+        display = ClockWindow(clock, np.random.default_rng(11), stall_rate=0.0)
+    else:
+        display = VsyncWindow(clock, FRAME_S, 0.004, np.random.default_rng(11), drop_rate=0.0)
+    third = str(stimulus_set.path(trials["image_path"].iloc[2]))
+    win = OneLateOnset(display, third, LATE_S[mode])
+    kb = FakeKeyboard()
+    answers = pd.DataFrame({"rating": [1, 2, 3, 4, 5, 6], "rt": 0.8})
+    screen = session_window.SessionWindow(
+        win, kb, protocol, stimulus_set, session_window.DisplayTiming(60.0, 0.1, mode), clock,
+        Responder(kb, answers, protocol.response.keys), visual=FAKE_VISUAL,
+    )  # fmt: skip
+    screen.screen._finish = lambda: None  # nothing to render
+    screen.warm_up(trials)
+    recorder = FakeRecorder()
+    assert TrialLoop(screen, protocol, trials, "01").run(recorder) == "complete"
+    assert win.was_late
+    record = pd.DataFrame(recorder.rows)
+    assert record["rating"].tolist() == [1, 2, 3, 4, 5, 6]
+    return record
+
+
+@pytest.mark.parametrize("mode", ["clock", "frames"])
+def test_a_late_flip_shortens_the_blank_not_the_session(mode, six_pairs, fake_time):
+    record = run_six_trials(mode, six_pairs, fake_time)
+    late, tolerance = LATE_S[mode], TOLERANCE_S[mode]
+    # The planned onsets, by the rule (DESIGN.md, onset_planned in the sidecar): the previous
+    # planned onset + 2 s + 1 s, and after the pause (its screen due at 13 s, ended 0.3 s
+    # after it appeared) one blank after the key press that ended it.
+    pause_shown = record["onset"].iloc[3] + record["stim_duration"].iloc[3]
+    pause_shown += record["blank_duration"].iloc[3]
+    after_pause = pause_shown + 0.3 + 1.0
+    expected = np.array([1.0, 4.0, 7.0, 10.0, after_pause, after_pause + 3.0])
+    np.testing.assert_allclose(record["onset_planned"], expected, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(pause_shown, 13.0, rtol=0, atol=tolerance)
+    np.testing.assert_allclose(record["paused_before"], [0, 0, 0, 0, after_pause - 13.0, 0],
+                               rtol=0, atol=1e-6)  # fmt: skip
+
+    # The flips: each on its plan but the late one; the pair stays 2 s from its actual onset.
+    # The blank before the late pair lasts until its flip; the blank after it is shorter by as
+    # much as the flip was late, and nothing after it moves.
+    np.testing.assert_allclose(record["onset"] - record["onset_planned"], [0, 0, late, 0, 0, 0],
+                               rtol=0, atol=tolerance)  # fmt: skip
+    np.testing.assert_allclose(record["stim_duration"], 2.0, rtol=0, atol=tolerance)
+    blanks = [1.0, 1.0 + late, 1.0 - late, 1.0, 1.0, 1.0]
+    np.testing.assert_allclose(record["blank_duration"], blanks, rtol=0,
+                               atol=2 * tolerance)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        "clock",
+        pytest.param("frames", marks=pytest.mark.xfail(strict=True, reason=(
+            "frames mode counts the refreshes during which a trial settles and the next pair "
+            "loads, when no flip is due, as dropped: about 6 per trial after the first"
+        ))),
+    ],
+)  # fmt: skip
+def test_the_late_flip_is_the_only_one_counted_as_dropped_frames(mode, six_pairs, fake_time):
+    # 40 ms late at 60 Hz (clock mode) is two whole frame periods, as is a flip two refreshes
+    # late (frames mode).
+    record = run_six_trials(mode, six_pairs, fake_time)
+    assert record["dropped_frames"].tolist() == [0, 0, 2, 0, 0, 0]
 
 
 @example(last=29.77153143865342, hz=164.4805658764452, ahead=1.5)  # a tie, found in a CI run

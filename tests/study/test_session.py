@@ -11,6 +11,7 @@ press inside it, in the order pressed, the last one the rating.
 
 import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -449,9 +450,25 @@ def test_refuses_to_start_without_the_psychtoolbox_keyboard(monkeypatch):
     from psychopy.hardware import keyboard
 
     from sbir_study.foundation.checks import InputError
-    from sbir_study.study.session.loop import _keyboard
+    from sbir_study.study.session.keys import open_keyboard
 
     monkeypatch.setattr(keyboard, "havePTB", False)
     with pytest.raises(InputError, match=r"Psychtoolbox backend cannot load .* libjack-jackd2-0 "
                        r"and libasound2.*refusing to fall back"):  # fmt: skip
-        _keyboard()
+        open_keyboard()
+
+
+def test_the_session_package_loads_psychopy_only_when_a_session_runs():
+    # Every stage's module, and the face's names, import without PsychoPy (sbir-study --help,
+    # the docstring examples and the window-free tests rely on it).
+    code = (
+        "import sys; import sbir_study.study.session as session; session.run_session;"
+        " from sbir_study.study.session import forms, keys, loop, plan, procedure, record,"
+        " simulated, window; print(sorted({m.split('.')[0] for m in sys.modules}))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    loaded = result.stdout
+    assert "'sbir_study'" in loaded
+    assert "psychopy" not in loaded and "pyglet" not in loaded

@@ -1,0 +1,84 @@
+"""Initialise: the participant details form, on screen before the instructions.
+
+Details the protocol records (``participants.details``) and the command line
+did not give are asked one by one: a choice by one key (``N`` for "prefer not
+to say"), the age typed with the digit keys. The quit key ends the session
+instead, before anything is recorded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from ..participants import AGE_RANGE, DETAILS, MISSING
+from .plan import SessionPlan
+from .window import SessionWindow
+
+__all__ = ["ask_details", "details_on_screen"]
+
+
+def details_on_screen(
+    window: SessionWindow, plan: SessionPlan, say: Callable[[str], None]
+) -> dict[str, str] | None:
+    """The details the protocol records and the command line did not give, asked on screen.
+
+    A resumed session recorded them when it began, and a simulated
+    participant has none: those are n/a, asked of nobody. None if the
+    participant chose to end instead.
+    """
+    wanted = [d for d in plan.protocol.participants.details if d not in plan.given]
+    if plan.resume or plan.simulate:
+        return {name: MISSING for name in wanted}
+    if wanted:
+        say(f"Asking the participant on screen: {', '.join(wanted)}.")
+    return ask_details(window, wanted, quit_key=plan.protocol.response.quit_key)
+
+
+def ask_details(
+    window: SessionWindow, wanted: list[str], *, quit_key: str
+) -> dict[str, str] | None:
+    """Ask each detail on screen; None if the participant chose to end instead."""
+    answers = {}
+    for name in wanted:
+        detail = DETAILS[name]
+        if detail.keys is None:
+            value = _type_number(window, detail.question, quit_key)
+        else:
+            shown = window.message(detail.question)
+            event = window.answer({*detail.keys, quit_key}, shown)
+            value = detail.keys.get(event.name)
+        if value is None:
+            return None
+        answers[name] = value
+    return answers
+
+
+def _type_number(window: SessionWindow, question: str, quit_key: str) -> str | None:
+    """A whole number typed with the digit keys (Enter confirms, Enter alone: n/a)."""
+    digits = {str(d): str(d) for d in range(10)} | {f"num_{d}": str(d) for d in range(10)}
+    keys = {*digits, "backspace", "return", "num_enter", quit_key}
+    typed, note = "", ""
+    shown = window.message(f"{question}\n\n_")
+    used = 0  # presses since the question appeared are taken in order, each once
+    while True:
+        presses = [e for e in window.keys.since(shown) if e.name in keys]
+        if len(presses) <= used:
+            window.tick()
+            time.sleep(0.001)
+            continue
+        event = presses[used]
+        used += 1
+        if event.name == quit_key:
+            return None
+        if event.name in digits and len(typed) < 3:
+            typed += digits[event.name]
+        elif event.name == "backspace":
+            typed = typed[:-1]
+        elif event.name in ("return", "num_enter"):
+            if not typed:
+                return MISSING
+            if AGE_RANGE[0] <= int(typed) <= AGE_RANGE[1]:
+                return str(int(typed))
+            typed, note = "", f"Please type a number from {AGE_RANGE[0]} to {AGE_RANGE[1]}."
+        window.message(f"{question}\n\n{typed or '_'}\n\n{note}")

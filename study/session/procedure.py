@@ -1,0 +1,151 @@
+"""The session's procedure: design -> initialise -> run -> end, one module each.
+
+* **Design** (:mod:`.plan`): every check that needs no window, the display
+  last; the participant's seed and trial list.
+* **Initialise** (:mod:`.keys`, :mod:`.window`, :mod:`.forms`): real-time
+  priority, the Psychtoolbox keyboard, the window and its timing, every
+  screen drawn once; details the protocol records and the command line did
+  not give are asked on screen; the record is opened (:mod:`.record`).
+* **Run** (:mod:`.loop`): the trials, each written as soon as it is scored.
+* **End** (:mod:`.record`): the sidecar completed, also when an error stopped
+  the session.
+
+``simulate=True`` lets a simulated participant answer (:mod:`.simulated`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sbir_study.foundation.checks import InputError
+
+from ..protocol import Protocol, load_protocol
+from ..trials import stimulus_set_for
+from .forms import details_on_screen
+from .keys import open_keyboard
+from .loop import TrialLoop
+from .plan import plan_session
+from .record import finish_record, open_record, stop_record
+from .simulated import Responder
+from .window import SessionWindow, measure_timing, open_window
+
+if TYPE_CHECKING:
+    from sbir_study.stimuli import StimulusSet
+
+__all__ = ["SessionOutcome", "run_from_files", "run_session"]
+
+
+@dataclass(frozen=True)
+class SessionOutcome:
+    """What :func:`run_session` did."""
+
+    path: Path
+    status: str  # "complete" or "incomplete"
+    recorded: int  # trials on disk at the end
+    planned: int
+    timing_mode: str  # "frames" or "clock"
+    refresh_hz: float | None
+
+
+def run_from_files(
+    protocol_file: str | Path,
+    stimuli: str | Path,
+    participant: str,
+    data: str | Path,
+    *,
+    resume: bool = False,
+    simulate: bool = False,
+    windowed: bool = False,
+    seed: int | None = None,
+    details: Mapping[str, str | None] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> SessionOutcome:
+    """``sbir-study run``: check every input, then run the session (see :func:`run_session`).
+
+    Bad input, a missing display included, raises
+    :class:`~sbir_study.foundation.checks.InputError` before any window opens.
+    ``progress`` receives one line for the experimenter at each stage.
+    """
+    from sbir_study.foundation.checks import check_participant
+
+    protocol = load_protocol(protocol_file)
+    stimulus_set = stimulus_set_for(stimuli, protocol)
+    check_participant(participant, "--participant")
+    if resume and seed is not None:
+        raise InputError("--seed: a resumed session uses its recorded seed; drop --seed")
+    return run_session(protocol, stimulus_set, participant, data, protocol_file=protocol_file,
+                       resume=resume, simulate=simulate, windowed=windowed, seed=seed,
+                       details=details, progress=progress)  # fmt: skip
+
+
+def run_session(
+    protocol: Protocol,
+    stimulus_set: StimulusSet,
+    participant: str,
+    data: str | Path,
+    *,
+    protocol_file: str | Path = "",
+    resume: bool = False,
+    simulate: bool = False,
+    windowed: bool = False,
+    seed: int | None = None,
+    details: Mapping[str, str | None] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> SessionOutcome:
+    """Run (or resume) one participant's session; see the module docstring.
+
+    ``stimulus_set`` is a :class:`sbir_study.stimuli.StimulusSet` (checked);
+    ``details`` maps ``age``, ``sex``, ``handedness`` to the values given on
+    the command line (None: not given, asked on screen unless ``simulate``).
+    ``progress`` receives one line for the experimenter at each stage.
+    Returns a :class:`SessionOutcome`; bad input raises
+    :class:`~sbir_study.foundation.checks.InputError`.
+    """
+    say = progress or (lambda line: None)
+    # Design: every check that needs no window, the display last; nothing is opened yet.
+    plan = plan_session(protocol, stimulus_set, participant, data, resume=resume,
+                        simulate=simulate, seed=seed, details=details)  # fmt: skip
+    # Initialise: the keyboard, the window and its timing; the details form; the record.
+    from psychopy import core, logging
+
+    logging.console.setLevel(logging.ERROR)
+    # Real-time priority (where the system allows it) before the keyboard and the window
+    # start their threads, so that those inherit it.
+    realtime = bool(core.rush(True))
+    kb = open_keyboard()
+    win = open_window(protocol.display, windowed=windowed)
+    try:
+        timing = measure_timing(win, protocol.timing)
+        keys = protocol.response.keys
+        responder = Responder(kb, plan.answers, keys) if plan.answers is not None else None
+        window = SessionWindow(win, kb, protocol, stimulus_set, timing, core, responder)
+        window.warm_up(plan.trials)
+        loop = TrialLoop(window, protocol, plan.trials, plan.label)
+        say(f"Window open ({timing.mode} timing, refresh {timing.refresh_hz or 0:.1f} Hz).")
+        answered = details_on_screen(window, plan, say)
+        if answered is None:
+            return SessionOutcome(plan.path, "incomplete", 0, len(plan.trials), timing.mode,
+                                  timing.refresh_hz)  # fmt: skip
+        recorder = open_record(plan, timing, realtime=realtime, details=answered,
+                               protocol_file=protocol_file)  # fmt: skip
+        say(
+            f"Recording to {recorder.path}; the instructions are on screen, the session begins "
+            "when the participant presses space."
+        )
+        # Run: the trials, each written as it ends.
+        try:
+            status = loop.run(recorder)
+        except BaseException as error:
+            stop_record(recorder, loop, error)
+            raise
+        # End: the sidecar completed (by stop_record above when an error stopped the session).
+        finish_record(recorder, loop, status)
+    finally:
+        win.close()
+        if realtime:
+            core.rush(False)
+    return SessionOutcome(plan.path, status, loop.recorded, len(plan.trials), timing.mode,
+                          timing.refresh_hz)  # fmt: skip

@@ -1,0 +1,72 @@
+"""The session's record: opened once the window is up, completed at the end.
+
+The sidecar holds what the session was run with (protocol, stimulus set,
+seed, the measured refresh and timing mode, the keyboard, the software). At
+the end it is completed: the status, the trials recorded, and the rating keys
+that arrived too late for their trial, if any. A session stopped by an error
+is completed as incomplete, with what stopped it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.provenance import SESSION_PACKAGES, software_versions
+
+from ..protocol import protocol_dict
+from ..recorder import SessionRecorder
+from .loop import TrialLoop
+from .plan import SessionPlan
+from .window import DisplayTiming
+
+__all__ = ["finish_record", "open_record", "stop_record"]
+
+
+def open_record(plan: SessionPlan, timing: DisplayTiming, *, realtime: bool,
+                details: dict[str, str], protocol_file: str | Path) -> SessionRecorder:  # fmt: skip
+    """Start (or, on resume, reopen) the session's BIDS record with its sidecar."""
+    protocol, stimulus_set = plan.protocol, plan.stimulus_set
+    session = {
+        "TaskName": protocol.task,
+        "Protocol": protocol_dict(protocol),
+        "ProtocolFile": str(protocol_file),
+        "StimulusSet": str(stimulus_set.folder),
+        "StimulusSetDigest": stimulus_set.digest,
+        "Seed": int(plan.seed),
+        "MeasuredRefreshRate": timing.refresh_hz,
+        "FramePeriodJitterMs": timing.jitter_ms,
+        "TimingMode": timing.mode,
+        "KeyboardBackend": "ptb",
+        "RealtimePriority": realtime,
+        "Simulated": bool(plan.simulate),
+        "Software": software_versions(SESSION_PACKAGES),
+    }
+    order = plan.trials[["trial", "phase", "sketch_id", "image_id"]].itertuples(index=False)
+    dataset = {"Name": protocol.dataset.name, "Authors": list(protocol.dataset.authors)}
+    return SessionRecorder.open(plan.data, plan.label, task=protocol.task, session=session,
+                                trial_order=list(order), resume=plan.resume,
+                                details={**plan.given, **details}, dataset=dataset)  # fmt: skip
+
+
+def finish_record(recorder: SessionRecorder, loop: TrialLoop, status: str) -> None:
+    """Complete the sidecar of a session that ended as the participant chose."""
+    recorder.finish(status, TrialsRecorded=loop.recorded, RatingKeysReceivedLate=loop.late_keys)
+
+
+def stop_record(recorder: SessionRecorder, loop: TrialLoop, error: BaseException) -> None:
+    """Complete the sidecar of a session stopped by ``error``; a file gone is an InputError.
+
+    Whatever stops the session (a stimulus file gone, Ctrl-C, a bug), every
+    trial so far is on disk; the sidecar says the session stopped, and why.
+    The caller raises ``error`` itself when this returns.
+    """
+    recorder.finish("incomplete", TrialsRecorded=loop.recorded,
+                    RatingKeysReceivedLate=loop.late_keys,
+                    StoppedBy=f"{type(error).__name__}: {error}")  # fmt: skip
+    if isinstance(error, OSError) and getattr(error, "filename", None):
+        raise InputError(
+            f"{error.filename}: {error.strerror or error} during the session; its "
+            f"{loop.recorded} trials so far are recorded in {recorder.path} (continue "
+            "with --resume once the file is back)"
+        ) from None

@@ -1,0 +1,50 @@
+"""The simulated participant of ``sbir-study run --simulate``.
+
+Its ratings and response times are the rater model of
+:mod:`sbir_study.analysis.simulate` (the one ``sbir-study simulate`` uses);
+its key presses go through the keyboard device's ``makeResponse``,
+time-stamped at the simulated response time, and take the same path as real
+ones.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..protocol import Protocol
+
+__all__ = ["Responder", "simulated_answers"]
+
+
+class Responder:
+    """A simulated participant pressing keys through the keyboard device's ``makeResponse``."""
+
+    def __init__(self, kb, answers: pd.DataFrame, key_names: tuple[str, ...]) -> None:
+        self.kb = kb
+        self.answers = answers  # rating (or NA) and rt per trial, in trial order
+        self.key_names = key_names
+        self._due: list[tuple[float, str]] = []
+
+    def plan(self, index: int, onset: float) -> None:
+        """Press the trial's rating key at onset + rt (unless the model misses this one)."""
+        rating = self.answers["rating"].iloc[index]
+        if not pd.isna(rating):
+            rt = float(self.answers["rt"].iloc[index])
+            self.schedule(self.key_names[int(rating) - 1], onset + rt)
+
+    def schedule(self, name: str, at: float) -> None:
+        self._due.append((at, name))
+
+    def act(self, now: float) -> None:
+        """Press every key that is due, time-stamped when it was due."""
+        for at, name in [d for d in self._due if d[0] <= now]:
+            self.kb.device.makeResponse(code=name, tDown=at)
+            self._due.remove((at, name))
+
+
+def simulated_answers(protocol: Protocol, stimulus_set, trials: pd.DataFrame, seed: int):
+    """The simulated participant's rating and response time per trial (analysis.simulate)."""
+    from sbir_study.analysis.simulate import RaterModel, simulated_responses
+
+    window = protocol.timing.stimulus_s + protocol.timing.blank_s
+    return simulated_responses(stimulus_set.manifest, trials, RaterModel(), seed, window_s=window)

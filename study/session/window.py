@@ -1,0 +1,342 @@
+"""Initialise: the window, its timing, what it draws, and flips at planned times.
+
+The window is opened with a monitor definition from the protocol (stimuli
+sized in degrees of visual angle); its refresh is measured. Durations are
+counted in frames when the refresh rate is stable and plausible, and timed by
+the clock otherwise (a virtual display without vertical sync). Every screen
+the session shows is made and drawn once before the first trial
+(:meth:`SessionWindow.warm_up`), so that no shader compilation or texture
+upload lands inside a trial. :class:`Screen` flips at the planned times of
+:mod:`sbir_study.study.schedule`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from ..protocol import CONTINUE_KEY, Display, Protocol, Timing
+from ..responses import KeyEvent, first_press
+from ..schedule import dropped_frames, late_frames, next_refresh_is_due
+from .keys import KeyStream, control_keys
+
+if TYPE_CHECKING:
+    from sbir_study.stimuli import StimulusSet
+
+    from .simulated import Responder
+
+__all__ = [
+    "DisplayTiming",
+    "Screen",
+    "SessionWindow",
+    "clock_offset",
+    "draw_all",
+    "measure_timing",
+    "open_window",
+    "timing_mode",
+]
+
+# Clock-timed flips: the next screen is drawn and rendered this long before it is due.
+_PREPARE_S = 0.025
+# A flip is called this much before its deadline, less the measured time a flip takes.
+_SPIN_S = 0.003
+
+_QUIT_TEXT = "End the session now? Everything so far is saved.\n\nY = end, N = go on"
+
+
+def open_window(display: Display, *, windowed: bool):
+    """A PsychoPy window on a monitor of the protocol's size and distance, in degrees."""
+    from psychopy import monitors, visual
+
+    monitor = monitors.Monitor("sbir-study", width=display.width_cm, distance=display.distance_cm)
+    monitor.setSizePix(list(display.resolution))
+    fullscreen = display.fullscreen and not windowed
+    size = (
+        list(display.resolution)
+        if fullscreen
+        else [min(display.resolution[0], 1280), min(display.resolution[1], 800)]
+    )
+    return visual.Window(size=size, fullscr=fullscreen, monitor=monitor, units="deg",
+                         color=display.background, colorSpace="rgb", allowGUI=not fullscreen,
+                         waitBlanking=True, checkTiming=False)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DisplayTiming:
+    """The window's measured refresh and how the session times its durations."""
+
+    refresh_hz: float | None  # None: the flips did not advance the clock
+    jitter_ms: float  # sd of the frame period
+    mode: str  # "frames" or "clock"
+
+
+def measure_timing(win, timing: Timing) -> DisplayTiming:
+    """Measure the window's refresh and choose the timing mode (:func:`timing_mode`)."""
+    refresh, jitter = measure_refresh(win)
+    return DisplayTiming(refresh, jitter, timing_mode(refresh, jitter, timing))
+
+
+def measure_refresh(win, frames: int = 60) -> tuple[float | None, float]:
+    """Mean refresh rate (Hz) and the sd of the frame period (ms) over ``frames`` flips."""
+    times = []
+    for _ in range(frames + 1):
+        times.append(win.flip())
+    periods = np.diff(times)
+    if periods.mean() <= 0:
+        return None, float("inf")
+    return float(1.0 / periods.mean()), float(periods.std() * 1000.0)
+
+
+def timing_mode(refresh: float | None, jitter_ms: float, timing: Timing) -> str:
+    """The timing mode: "frames" for a plausible, steady refresh rate, else "clock".
+
+    Examples
+    --------
+    >>> from sbir_study.study.protocol import Timing
+    >>> timing = Timing()  # 50 to 250 Hz, a frame period steady to 1 ms
+    >>> timing_mode(60.0, 0.2, timing), timing_mode(463.0, 1.7, timing)
+    ('frames', 'clock')
+    >>> timing_mode(60.0, 1.5, timing), timing_mode(None, float("inf"), timing)
+    ('clock', 'clock')
+    """
+    low, high = timing.refresh_range_hz
+    frames_ok = refresh is not None and low <= refresh <= high
+    frames_ok = frames_ok and jitter_ms <= timing.frame_jitter_ms
+    return "frames" if frames_ok else "clock"
+
+
+def clock_offset(core) -> float:
+    """time.monotonic() minus PsychoPy's default clock, from the closest of 20 paired readings."""
+    best = (float("inf"), 0.0)
+    for _ in range(20):
+        before = time.monotonic()
+        psychopy_now = core.getTime()
+        after = time.monotonic()
+        best = min(best, (after - before, (before + after) / 2 - psychopy_now))
+    return best[1]
+
+
+class Screen:
+    """Flips at planned times: by counting refreshes (frames mode) or by the clock."""
+
+    def __init__(self, win, mode: str, frame_s: float, core, tick: Callable[[], None]) -> None:
+        self.win, self.mode, self.frame, self.core, self.tick = win, mode, frame_s, core, tick
+        self.delays: deque[float] = deque(maxlen=15)  # flip call -> return, clock mode
+        self.last_flip = core.getTime()
+
+    def _finish(self) -> None:
+        """Wait until OpenGL has rendered everything drawn so far."""
+        import pyglet.gl
+
+        pyglet.gl.glFinish()
+
+    def wait_until(self, deadline: float) -> None:
+        """Poll the keys until ``deadline``, sleeping in short steps, spinning at the end."""
+        while (remaining := deadline - self.core.getTime()) > _SPIN_S:
+            self.tick()
+            time.sleep(min(remaining - _SPIN_S, 0.002))
+        while self.core.getTime() < deadline:
+            pass
+
+    def flip(self) -> float:
+        """Flip now (a screen whose timing does not matter: it waits for a key)."""
+        self.last_flip = self.win.flip()
+        self.tick()
+        return self.last_flip
+
+    def present(
+        self,
+        draw: Callable[[], None],
+        deadline: float,
+        *,
+        current: Callable[[], None],
+        last_look: Callable[[], Callable[[], None] | None] | None = None,
+    ) -> tuple[float, int, bool]:
+        """Show ``draw`` from the refresh nearest ``deadline`` (clock: at ``deadline``).
+
+        ``current`` redraws what is on screen until then (frames mode);
+        ``last_look``, called just before the flip, may return another screen
+        to show instead. Returns the flip time, the frames lost, and whether
+        the other screen was shown.
+        """
+        if self.mode == "frames":
+            flips = [self.last_flip]
+            # (The clock, too: a flip that stopped waiting for the refresh must not loop forever.)
+            while not next_refresh_is_due(self.last_flip, self.frame, deadline) and (
+                self.core.getTime() < deadline - self.frame / 2
+            ):
+                current()
+                self.last_flip = self.win.flip()
+                flips.append(self.last_flip)
+                self.tick()
+            other = last_look() if last_look else None
+            (other or draw)()
+            self.last_flip = self.win.flip()
+            self.tick()
+            return self.last_flip, dropped_frames([*flips, self.last_flip], self.frame), bool(other)
+        self.wait_until(deadline - _PREPARE_S)
+        # Clear, draw and render now, so that the flip at the deadline only swaps.
+        self.win.clearBuffer()
+        draw()
+        self._finish()
+        lead = float(np.median(self.delays)) if self.delays else 0.0
+        self.wait_until(deadline - lead)
+        other = last_look() if last_look else None
+        if other:
+            self.win.clearBuffer()
+            other()
+        called = self.core.getTime()
+        self.last_flip = self.win.flip(clearBuffer=False)
+        if not other:
+            self.delays.append(self.last_flip - called)
+        self.tick()
+        return self.last_flip, late_frames(self.last_flip, deadline, self.frame), bool(other)
+
+
+class SessionWindow:
+    """The open window as the session uses it: what it draws, when it flips, the keys pressed.
+
+    ``visual`` is PsychoPy's ``visual`` module (imported when not given) and
+    ``core`` its ``core``; ``responder``, when given, is the simulated
+    participant, whose keys are pressed whenever the keys are polled.
+    """
+
+    def __init__(self, win, kb, protocol: Protocol, stimulus_set: StimulusSet,
+                 timing: DisplayTiming, core, responder: Responder | None = None,
+                 visual=None) -> None:  # fmt: skip
+        if visual is None:
+            from psychopy import visual
+
+        self.win, self.protocol, self.core = win, protocol, core
+        self.set = stimulus_set
+        self.offset = clock_offset(core)
+        refresh = timing.refresh_hz
+        frame = 1.0 / refresh if timing.mode == "frames" and refresh else 1.0 / 60.0
+        self.keys = KeyStream(kb, control_keys(protocol))
+        self.responder = responder
+        self.screen = Screen(win, timing.mode, frame, core, self.tick)
+        self.black = visual.Rect(win, width=2.0, height=2.0, units="norm", fillColor="black",
+                                 lineColor="black")  # fmt: skip
+        self.text = visual.TextStim(win, text="", height=0.8, wrapWidth=30, color="white")
+        # One laid-out text per waiting screen: laying out a text takes far longer than a
+        # frame, and a waiting screen may replace a pair at its planned flip.
+        self.screens = {
+            kind: visual.TextStim(win, text=_screen_text(kind, protocol), height=0.8,
+                                  wrapWidth=30, color="white")
+            for kind in ("quit", "pause", "main", "anchoring", "end")
+        }  # fmt: skip
+        display = protocol.display
+        half = (display.stimulus_deg + display.gap_deg) / 2
+        self._slots = [
+            (visual.ImageStim(win, image=None, pos=(-half, 0.0)),
+             visual.ImageStim(win, image=None, pos=(half, 0.0)),
+             visual.TextStim(win, text="", height=1.2, pos=(0, -0.5 * display.stimulus_deg),
+                             color="white"))
+            for _ in range(2)
+        ]  # fmt: skip
+        self._turn = 0
+
+    def warm_up(self, trials: pd.DataFrame) -> None:
+        """Draw every kind of screen once and learn how long a flip takes, before any trial.
+
+        First draws compile shaders and upload textures; none of that may land
+        inside a trial. The time a clock-timed flip takes to return is
+        learned from a few black screens, so that the first trial's flips
+        already come on time.
+        """
+        for slot in range(2):
+            row = trials.iloc[slot % len(trials)].copy()
+            row["phase"], row["anchor_rating"] = "anchor_demo", 1  # the label is drawn too
+            draw_all(self.pair(row))
+            self.win.flip()
+        for screen in self.screens.values():
+            screen.draw()
+            self.win.flip()
+        for _ in range(12):
+            self.win.clearBuffer()
+            self.black.draw()
+            self.screen._finish()
+            called = self.core.getTime()
+            self.screen.delays.append(self.win.flip(clearBuffer=False) - called)
+            time.sleep(0.01)
+        self.black.draw()
+        self.screen.flip()
+
+    # --- keys ---
+    def tick(self) -> None:
+        """Let the simulated participant press what is due, and collect the keys pressed."""
+        if self.responder is not None:
+            self.responder.act(self.core.getTime())
+        self.keys.poll()
+
+    def answer(self, keys: set[str], shown: float) -> KeyEvent:
+        """Wait for the first press of one of ``keys`` at or after ``shown``."""
+        if self.responder is not None and CONTINUE_KEY in keys:
+            self.responder.schedule(CONTINUE_KEY, shown + 0.3)  # reads, then goes on
+        while (event := first_press(self.keys.since(shown), shown, keys)) is None:
+            self.tick()
+            time.sleep(0.001)
+        return event
+
+    # --- screens that wait for a key ---
+    def _draw_message(self, text: str) -> None:
+        self.text.text = text
+        self.text.draw()
+
+    def show_black(self) -> float:
+        """The black screen, now (after a waiting screen, until the next pair)."""
+        self.black.draw()
+        return self.screen.flip()
+
+    def show(self, kind: str) -> float:
+        """A waiting screen (its text laid out in advance), now."""
+        self.win.clearBuffer()
+        self.screens[kind].draw()
+        return self.screen.flip()
+
+    def message(self, text: str) -> float:
+        """A text (a question of the details form), laid out and shown now."""
+        self.win.clearBuffer()  # a clock-timed flip leaves the back buffer as it was
+        self._draw_message(text)
+        return self.screen.flip()
+
+    # --- the pairs ---
+    def pair(self, row) -> list:
+        """The pair of ``row`` ready to draw, on the next of two reused sets of stimuli.
+
+        Two sets take turns (the pair on screen, the next one loading), so a
+        session of any length keeps two textures per image, not one per trial.
+        """
+        from PIL import Image
+
+        self._turn = 1 - self._turn
+        sketch, image, label = self._slots[self._turn]
+        width = self.protocol.display.stimulus_deg
+        for stim, relative in ((sketch, row.sketch_path), (image, row.image_path)):
+            path = self.set.path(relative)
+            with Image.open(path) as opened:
+                aspect = opened.height / opened.width
+            stim.image = str(path)
+            stim.size = (width, width * aspect)
+        if row.phase == "anchor_demo":
+            label.text = f"Rating: {row.anchor_rating}"
+            return [sketch, image, label]
+        return [sketch, image]
+
+
+def draw_all(stims) -> None:
+    """Draw each of ``stims`` (a pair, with its label on an anchor demonstration)."""
+    for stim in stims:
+        stim.draw()
+
+
+def _screen_text(kind: str, protocol: Protocol) -> str:
+    instructions = protocol.instructions
+    return {"quit": _QUIT_TEXT, "pause": instructions.pause, "main": instructions.main,
+            "anchoring": instructions.anchoring, "end": instructions.end}[kind]  # fmt: skip
