@@ -9,10 +9,11 @@ rule (:mod:`sbir_study.study.responses`) and stores it once in SQLite or Postgre
 writes the BIDS dataset that ``sbir-study analyze`` reads.
 
 Modules: :mod:`.assignment` (which pairs a participant rates),
-:mod:`.keys` (browser key names), :mod:`.service` (the operations),
-:mod:`.app` (HTTP), :mod:`.storage` (database and migrations),
-:mod:`.export` (BIDS), :mod:`.status` (the experimenter's page),
-:mod:`.server` (``serve``). Nothing here imports PsychoPy.
+:mod:`.keys` (browser key names), :mod:`.service` (the operations and their
+transactions), :mod:`.scoring` (a browser's report -> a trial record),
+:mod:`.status` (the experimenter's view and page), :mod:`.storage` (database
+and migrations) with :mod:`.queries` (its SQL statements), :mod:`.app` (HTTP),
+:mod:`.export` (BIDS), :mod:`.server` (``serve``). Nothing here imports PsychoPy.
 """
 
 import lazy_loader
@@ -25,6 +26,8 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "export",
         "keys",
         "loadtest",
+        "queries",
+        "scoring",
         "server",
         "service",
         "status",

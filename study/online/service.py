@@ -6,12 +6,9 @@ database transaction, so a request either changes everything it should or
 nothing. Errors are exceptions carrying the HTTP status the server answers
 with and one line naming the field at fault.
 
-The trial record follows the lab session's rule by construction: the browser
-sends every key-down with its ``performance.now()`` time and the trial's
-frame times, and the record is computed here with
-:func:`sbir_study.study.responses.score_trial` (the last rating key before the window
-closes) and :func:`sbir_study.study.schedule.dropped_frames`, the functions the lab
-session uses.
+What an operation computes lives beside it: a trial's record from the
+browser's report in :mod:`.scoring` (the lab session's rule), the
+experimenter's view in :mod:`.status`, the SQL statements in :mod:`.queries`.
 """
 
 from __future__ import annotations
@@ -19,19 +16,17 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
-import itertools
 import json
 import math
 import secrets
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Literal, get_args
 
-import numpy as np
 import pandas as pd
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
@@ -40,14 +35,19 @@ from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.provenance import software_versions
 
 from ..protocol import Protocol, protocol_dict
-from ..responses import format_presses, rating_key_map, score_trial
+from ..responses import rating_key_map
 from ..trials import build_trials, draw_seed
-from . import storage
+from . import queries, storage
 from .assignment import choose_list, list_manifest, split_lists
-from .keys import BROWSER_CODES, browser_key_name
-from .storage import sessions, studies, trials
+from .keys import BROWSER_CODES
+from .scoring import check_rating_on_scale, counted_refresh, score_report
+from .status import study_status
 
-__all__ = ["OnlineStudy", "ServiceError", "TrialRecord", "stimulus_pixels"]
+__all__ = ["FINISH_STATUSES", "FinishStatus", "OnlineStudy", "ServiceError", "stimulus_pixels"]
+
+#: How a session ends: every trial stored, or the participant quit.
+FinishStatus = Literal["complete", "incomplete"]
+FINISH_STATUSES: tuple[str, ...] = get_args(FinishStatus)
 
 #: The libraries of the server that shape a stored trial (recorded with every session).
 ONLINE_PACKAGES = (
@@ -110,26 +110,6 @@ def stimulus_pixels(protocol: Protocol) -> tuple[int, int]:
     return width, gap
 
 
-@dataclass(frozen=True)
-class TrialRecord:
-    """One trial as computed from the browser's report: the columns of the lab session."""
-
-    trial: int
-    phase: str
-    sketch_id: str
-    image_id: str
-    rating: int | None
-    rt: float | None
-    anchor_rating: int | None
-    onset: float
-    stim_duration: float
-    blank_duration: float
-    dropped_frames: int | None
-    n_presses: int
-    presses: str | None
-    paused_before: float
-
-
 @dataclass
 class OnlineStudy:
     """A protocol on a stimulus set, served from one database (see the module docstring)."""
@@ -181,30 +161,29 @@ class OnlineStudy:
 
     def _register(self) -> int:
         digest = hashlib.sha256(self.protocol_json.encode("utf-8")).hexdigest()
-        key = (studies.c.protocol_sha256 == digest) & (
-            studies.c.stimulus_digest == self.stimulus_set.digest
-        )
+        key = {"protocol_sha256": digest, "stimulus_digest": self.stimulus_set.digest}
         with self.engine.begin() as connection:
-            found = connection.execute(sa.select(studies.c.id).where(key)).scalar()
+            found = connection.execute(queries.STUDY_OF_PROTOCOL_AND_SET, key).scalar()
             if found is not None:
                 return int(found)
             try:
                 with connection.begin_nested():
                     result = connection.execute(
-                        studies.insert().values(
-                            name=self.protocol.name,
-                            task=self.protocol.task,
-                            protocol_json=self.protocol_json,
-                            protocol_sha256=digest,
-                            protocol_file=self.protocol_file,
-                            stimulus_digest=self.stimulus_set.digest,
-                            stimulus_set=str(self.stimulus_set.folder),
-                            created_at=storage.now(),
-                        )
+                        queries.INSERT_STUDY,
+                        {
+                            "name": self.protocol.name,
+                            "task": self.protocol.task,
+                            "protocol_json": self.protocol_json,
+                            "protocol_sha256": digest,
+                            "protocol_file": self.protocol_file,
+                            "stimulus_digest": self.stimulus_set.digest,
+                            "stimulus_set": str(self.stimulus_set.folder),
+                            "created_at": storage.now(),
+                        },
                     )
                     return int(result.inserted_primary_key[0])
             except IntegrityError:  # another server process registered it at the same moment
-                return int(connection.execute(sa.select(studies.c.id).where(key)).scalar_one())
+                return int(connection.execute(queries.STUDY_OF_PROTOCOL_AND_SET, key).scalar_one())
 
     # --- what the browser needs ---
     def browser_config(self) -> dict:
@@ -293,11 +272,9 @@ class OnlineStudy:
         online = self.protocol.online
         now = storage.now()
         with self.engine.begin() as connection:
-            self._lock_lists(connection)
+            queries.lock_list_choice(connection)
             taken = connection.execute(
-                sa.select(sessions.c.id, sessions.c.token_sha256).where(
-                    (sessions.c.study_id == self.study_id) & (sessions.c.participant == participant)
-                )
+                queries.SESSION_OF_PARTICIPANT, {"study": self.study_id, "participant": participant}
             ).first()
             if taken is not None:
                 if hmac.compare_digest(taken.token_sha256, _digest(token)):
@@ -321,41 +298,32 @@ class OnlineStudy:
                 session_id = secrets.token_hex(16)
                 software = _software()
                 connection.execute(
-                    sessions.insert().values(
-                        id=session_id,
-                        study_id=self.study_id,
-                        participant=participant,
-                        token_sha256=_digest(token),
-                        list_index=index,
-                        seed=seed,
-                        n_trials=len(order),
-                        trial_order=storage.dumps(_order_rows(order)),
-                        status="running",
-                        created_at=now,
-                        last_seen_at=now,
-                        finished_at=None,
-                        details=storage.dumps(dict(details)),
-                        environment=storage.dumps({**environment, "software": software}),
-                        url_parameters=storage.dumps(dict(url_parameters)),
-                    )
+                    queries.INSERT_SESSION,
+                    {
+                        "id": session_id,
+                        "study_id": self.study_id,
+                        "participant": participant,
+                        "token_sha256": _digest(token),
+                        "list_index": index,
+                        "seed": seed,
+                        "n_trials": len(order),
+                        "trial_order": storage.dumps(_order_rows(order)),
+                        "status": "running",
+                        "created_at": now,
+                        "last_seen_at": now,
+                        "finished_at": None,
+                        "details": storage.dumps(dict(details)),
+                        "environment": storage.dumps({**environment, "software": software}),
+                        "url_parameters": storage.dumps(dict(url_parameters)),
+                    },
                 )
                 created = True
         return self.session_state(session_id, token), created
 
-    def _lock_lists(self, connection) -> None:
-        """Serialise list choices (SQLite: the IMMEDIATE transaction already does)."""
-        if connection.dialect.name == "postgresql":
-            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({storage.LIST_LOCK})")
-
     def _raters(self, connection, now: float) -> dict[int, int]:
-        active = (sessions.c.status == "complete") | (
-            (sessions.c.status == "running")
-            & (sessions.c.last_seen_at >= now - self.protocol.online.dropout_after_s)
-        )
+        since = now - self.protocol.online.dropout_after_s
         rows = connection.execute(
-            sa.select(sessions.c.list_index, sa.func.count())
-            .where((sessions.c.study_id == self.study_id) & active)
-            .group_by(sessions.c.list_index)
+            queries.RATERS_PER_LIST, {"study": self.study_id, "active_since": since}
         )
         return {int(index): int(count) for index, count in rows}
 
@@ -370,7 +338,9 @@ class OnlineStudy:
         session = self._sessions.get(session_id)
         if session is None:
             with storage.reading(self.engine) as connection:
-                found = connection.execute(_SESSION, {"sid": session_id, "study": self.study_id})
+                found = connection.execute(
+                    queries.SESSION_FACTS, {"sid": session_id, "study": self.study_id}
+                )
                 row = found.mappings().first()
             if row is None:
                 raise ServiceError(404, f"no session {session_id!r} in this study")
@@ -392,14 +362,8 @@ class OnlineStudy:
         """What the browser needs to run or resume the session."""
         session = self.authorise(session_id, token)
         with storage.reading(self.engine) as connection:
-            stored = connection.execute(
-                sa.select(
-                    trials.c.trial, trials.c.onset, trials.c.stim_duration, trials.c.blank_duration
-                )
-                .where(trials.c.session_id == session_id)
-                .order_by(trials.c.trial)
-            ).all()
-            status = connection.execute(_STATUS, {"sid": session_id}).scalar_one()
+            stored = connection.execute(queries.STORED_TRIALS, {"sid": session_id}).all()
+            status = connection.execute(queries.SESSION_STATUS, {"sid": session_id}).scalar_one()
         last = stored[-1] if stored else None
         state = {
             "session_id": session_id,
@@ -431,100 +395,34 @@ class OnlineStudy:
         return {"code": online.completion_code or None, "url": online.completion_url or None}
 
     # --- trials ---
-    def record(self, session: Mapping, trial: int, report: Mapping) -> TrialRecord:
-        """The trial's record from the browser's report (validated; see the module docstring).
-
-        ``report`` holds ``sketch_id``, ``image_id``, ``onset``,
-        ``blank_onset``, ``next_onset``, ``session_start``, ``frames``,
-        ``events`` (``code``, ``key``, ``t``), ``paused_before`` and the
-        browser's own ``rating``; times in seconds on the page's clock.
-        """
-        order = self.order(session)
-        if not 1 <= trial <= len(order):
-            raise ServiceError(
-                422, f"trial: expected 1..{len(order)} for this session, got {trial}"
-            )
-        number, phase, sketch_id, image_id, anchor_rating, _, _ = order[trial - 1]
-        if (report["sketch_id"], report["image_id"]) != (sketch_id, image_id):
-            raise ServiceError(
-                422,
-                f"trial {trial} of this session shows ({sketch_id}, {image_id}), not "
-                f"({report['sketch_id']}, {report['image_id']})",
-            )
-        timing = self.protocol.timing
-        onset, blank_onset = report["onset"], report["blank_onset"]
-        next_onset, start = report["next_onset"], report["session_start"]
-        if not start <= onset <= blank_onset <= next_onset:
-            raise ServiceError(
-                422,
-                "times: expected session_start <= onset <= blank_onset <= "
-                f"next_onset, got {start}, {onset}, {blank_onset}, {next_onset}",
-            )
-        frames = report["frames"]
-        if frames and (
-            frames[0] != onset
-            or frames[-1] != next_onset
-            or blank_onset not in frames
-            or any(b < a for a, b in itertools.pairwise(frames))
-        ):
-            raise ServiceError(
-                422,
-                "frames: expected the frame times in order, from onset "
-                "through blank_onset to next_onset",
-            )
-        window_end = blank_onset + timing.blank_s
-        key_map = rating_key_map(self.protocol.response.keys, keypad=self.protocol.response.keypad)
-        named = [(browser_key_name(e["code"], e["key"]), e["t"]) for e in report["events"]]
-        response = score_trial(
-            [(n, t) for n, t in named if n is not None], onset, window_end, key_map
-        )
-        rated = phase != "anchor_demo"
-        rating = response.rating if rated else None
-        if report.get("rating") != rating:
-            raise ServiceError(
-                422,
-                f"rating: the browser scored {report.get('rating')}, the key events give "
-                f"{rating} (the last rating key before {window_end:.4f} s)",
-            )
-        refresh = self._refresh(session)
-        dropped = None
-        if refresh is not None and len(frames) >= 2:
-            from ..schedule import dropped_frames
-
-            dropped = dropped_frames(frames, 1.0 / refresh)
-        return TrialRecord(
-            trial=number,
-            phase=phase,
-            sketch_id=sketch_id,
-            image_id=image_id,
-            rating=rating,
-            rt=response.rt if rated else None,
-            anchor_rating=anchor_rating,
-            onset=onset - start,
-            stim_duration=blank_onset - onset,
-            blank_duration=next_onset - blank_onset,
-            dropped_frames=dropped,
-            n_presses=response.n_presses,
-            presses=format_presses(response.presses),
-            paused_before=report["paused_before"],
-        )
-
     def _refresh(self, session: Mapping) -> float | None:
-        """The refresh rate frames are counted at; None when it is implausible (clock mode)."""
-        rate = json.loads(session["environment"]).get("refresh_hz")
-        low, high = self.protocol.timing.refresh_range_hz
-        if isinstance(rate, int | float) and low <= rate <= high:
-            return float(rate)
-        return None
+        """The refresh rate the session's frames are counted at (None: timed by the clock)."""
+        reported = json.loads(session["environment"]).get("refresh_hz")
+        return counted_refresh(reported, self.protocol.timing.refresh_range_hz)
 
     def store_trial(self, session_id: str, token: str | None, trial: int, report: Mapping) -> bool:
         """Store a trial once; True if stored now, False if this very report was stored before.
 
         A report for a trial that holds other data is refused (409) and
-        changes nothing; so is a new trial of a finished session.
+        changes nothing; so is a new trial of a finished session. The report is
+        scored by :func:`.scoring.score_report`; a rating off the protocol's scale
+        is refused before the session is looked up.
         """
+        try:
+            check_rating_on_scale(report.get("rating"), self.protocol.scale)
+        except InputError as error:
+            raise ServiceError(422, str(error)) from None
         session = self.authorise(session_id, token)
-        record = self.record(session, trial, report)
+        try:
+            record = score_report(
+                report,
+                trial,
+                self.order(session),
+                self.protocol,
+                refresh_hz=self._refresh(session),
+            )
+        except InputError as error:
+            raise ServiceError(422, str(error)) from None
         payload = storage.dumps(dict(report))
         digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()
         now = storage.now()
@@ -539,13 +437,13 @@ class OnlineStudy:
         }
         key = {"sid": session_id, "trial": trial}
         with self.engine.begin() as connection:
-            status = connection.execute(_STATUS, {"sid": session_id}).scalar_one()
+            status = connection.execute(queries.SESSION_STATUS, {"sid": session_id}).scalar_one()
             if status == "running":
-                inserted = connection.execute(_insert_ignore(connection), values).rowcount
-                if inserted:
-                    connection.execute(_SEEN, {"sid": session_id, "now": now})
+                insert = queries.insert_trial_once(connection)
+                if connection.execute(insert, values).rowcount:
+                    connection.execute(queries.SEEN, {"sid": session_id, "now": now})
                     return True
-            existing = connection.execute(_PAYLOAD, key).first()
+            existing = connection.execute(queries.TRIAL_PAYLOAD, key).first()
             if existing is None:
                 raise ServiceError(
                     409, f"session {session_id!r} is {status}; it takes no more trials"
@@ -560,16 +458,15 @@ class OnlineStudy:
 
     def finish(self, session_id: str, token: str | None, status: str) -> dict:
         """End a session: ``complete`` (every trial stored) or ``incomplete`` (quit)."""
-        if status not in ("complete", "incomplete"):
-            raise ServiceError(422, f"status: expected complete or incomplete, got {status!r}")
+        if status not in FINISH_STATUSES:
+            raise ServiceError(
+                422, f"status: expected {' or '.join(FINISH_STATUSES)}, got {status!r}"
+            )
         session = self.authorise(session_id, token)
+        key = {"sid": session_id}
         with self.engine.begin() as connection:
-            stored = connection.execute(
-                sa.select(sa.func.count()).where(trials.c.session_id == session_id)
-            ).scalar_one()
-            current = connection.execute(
-                sa.select(sessions.c.status).where(sessions.c.id == session_id)
-            ).scalar_one()
+            stored = connection.execute(queries.SESSION_TRIAL_COUNT, key).scalar_one()
+            current = connection.execute(queries.SESSION_STATUS, key).scalar_one()
             if current == "complete" or current == status:
                 pass
             elif current != "running":
@@ -581,11 +478,8 @@ class OnlineStudy:
                     f"{session['n_trials']} trials stored; send the others first",
                 )
             else:
-                now = storage.now()
                 connection.execute(
-                    sessions.update()
-                    .where(sessions.c.id == session_id)
-                    .values(status=status, finished_at=now, last_seen_at=now)
+                    queries.FINISH_SESSION, {**key, "new_status": status, "now": storage.now()}
                 )
                 current = status
         result = {"status": current, "stored": stored}
@@ -595,121 +489,24 @@ class OnlineStudy:
 
     # --- the experimenter's view ---
     def status(self) -> dict:
-        """Participants started, complete, quit, dropped out and running; trials; timing errors."""
+        """The experimenter's view of the study (:func:`.status.study_status`)."""
         now = storage.now()
-        cutoff = now - self.protocol.online.dropout_after_s
+        key = {"study": self.study_id}
         with storage.reading(self.engine) as connection:
-            rows = connection.execute(
-                sa.select(
-                    sessions.c.status,
-                    sessions.c.list_index,
-                    (sessions.c.last_seen_at < cutoff).label("silent"),
-                    sa.func.count(),
-                )
-                .where(sessions.c.study_id == self.study_id)
-                .group_by(sessions.c.status, sessions.c.list_index, "silent")
+            sessions = connection.execute(
+                queries.STATUS_SESSIONS,
+                {**key, "cutoff": now - self.protocol.online.dropout_after_s},
             ).all()
-            stored = connection.execute(
-                sa.select(trials.c.phase, trials.c.stim_duration, trials.c.blank_duration)
-                .join(sessions, sessions.c.id == trials.c.session_id)
-                .where(sessions.c.study_id == self.study_id)
-                .order_by(trials.c.received_at.desc())
-                .limit(100_000)
-            ).all()
-            n_trials = connection.execute(
-                sa.select(sa.func.count())
-                .select_from(trials)
-                .join(sessions, sessions.c.id == trials.c.session_id)
-                .where(sessions.c.study_id == self.study_id)
-            ).scalar_one()
-        counts = {"started": 0, "complete": 0, "incomplete": 0, "dropped_out": 0, "running": 0}
-        per_list = {k: {"complete": 0, "running": 0} for k in range(len(self.lists))}
-        for status, index, silent, count in rows:
-            counts["started"] += count
-            if status == "running":
-                key = "dropped_out" if silent else "running"
-                counts[key] += count
-                if not silent:
-                    per_list.setdefault(index, {"complete": 0, "running": 0})["running"] += count
-            else:
-                counts[status] += count
-                if status == "complete":
-                    per_list.setdefault(index, {"complete": 0, "running": 0})["complete"] += count
-        timing = self.protocol.timing
-        errors = _timing_errors(stored, timing)
-        return {
-            "study": self.protocol.name,
-            "study_id": self.study_id,
-            "participants": counts,
-            "trials_stored": int(n_trials),
-            "lists": [
-                {"list": k, **v, "pairs": len(self.lists[k])}
-                for k, v in sorted(per_list.items())
-                if k < len(self.lists)
-            ],
-            "timing_error_ms": errors,
-        }
-
-
-def _timing_errors(rows: Sequence, timing) -> dict:
-    """Median and max |measured - planned| of the stimulus and blank durations (ms)."""
-    if not rows:
-        return {
-            "n_trials": 0,
-            "stimulus_median": None,
-            "stimulus_max": None,
-            "blank_median": None,
-            "blank_max": None,
-            "median": None,
-        }
-    phases = np.array([r[0] for r in rows])
-    planned = np.where(phases == "anchor_demo", timing.anchor_demo_s, timing.stimulus_s)
-    stim = np.abs(np.array([r[1] for r in rows], dtype=float) - planned) * 1000.0
-    blank = np.abs(np.array([r[2] for r in rows], dtype=float) - timing.blank_s) * 1000.0
-    both = np.concatenate([stim, blank])
-    return {
-        "n_trials": len(rows),
-        "stimulus_median": round(float(np.median(stim)), 3),
-        "stimulus_max": round(float(stim.max()), 3),
-        "blank_median": round(float(np.median(blank)), 3),
-        "blank_max": round(float(blank.max()), 3),
-        "median": round(float(np.median(both)), 3),
-    }
-
-
-_SESSION = sa.select(
-    sessions.c.id,
-    sessions.c.participant,
-    sessions.c.token_sha256,
-    sessions.c.n_trials,
-    sessions.c.trial_order,
-    sessions.c.environment,
-    sessions.c.list_index,
-).where((sessions.c.id == sa.bindparam("sid")) & (sessions.c.study_id == sa.bindparam("study")))
-_STATUS = sa.select(sessions.c.status).where(sessions.c.id == sa.bindparam("sid"))
-_SEEN = (
-    sessions.update()
-    .where(sessions.c.id == sa.bindparam("sid"))
-    .values(last_seen_at=sa.bindparam("now"))
-)
-_PAYLOAD = sa.select(trials.c.payload_sha256).where(
-    (trials.c.session_id == sa.bindparam("sid")) & (trials.c.trial == sa.bindparam("trial"))
-)
-_INSERTS: dict = {}
-
-
-def _insert_ignore(connection):
-    """INSERT of a trial that does nothing when its (session, trial) row exists."""
-    dialect = connection.dialect.name
-    statement = _INSERTS.get(dialect)
-    if statement is None:
-        if dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
-        statement = insert(trials).on_conflict_do_nothing(index_elements=["session_id", "trial"])
-        _INSERTS[dialect] = statement
-    return statement
+            durations = connection.execute(queries.STATUS_TRIAL_DURATIONS, key).all()
+            trials_stored = connection.execute(queries.STATUS_TRIAL_COUNT, key).scalar_one()
+        return study_status(
+            self.protocol,
+            self.study_id,
+            list_pairs=[len(pairs) for pairs in self.lists],
+            sessions=sessions,
+            durations=durations,
+            trials_stored=trials_stored,
+        )
 
 
 def _order_rows(order: pd.DataFrame) -> list[list]:

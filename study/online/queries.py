@@ -1,0 +1,156 @@
+"""The online study's SQL statements, beside the tables they read and write (:mod:`.storage`).
+
+Each statement is built once, with named parameters (``sa.bindparam``), and executed by
+:class:`~.service.OnlineStudy` inside the transaction of one operation; SQLAlchemy caches
+the compiled form, so a trial's request compiles nothing.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from .storage import LIST_LOCK, sessions, studies, trials
+
+__all__ = [
+    "FINISH_SESSION",
+    "INSERT_SESSION",
+    "INSERT_STUDY",
+    "RATERS_PER_LIST",
+    "SEEN",
+    "SESSION_FACTS",
+    "SESSION_OF_PARTICIPANT",
+    "SESSION_STATUS",
+    "SESSION_TRIAL_COUNT",
+    "STATUS_SESSIONS",
+    "STATUS_TRIAL_COUNT",
+    "STATUS_TRIAL_DURATIONS",
+    "STORED_TRIALS",
+    "STUDY_OF_PROTOCOL_AND_SET",
+    "TRIAL_PAYLOAD",
+    "insert_trial_once",
+    "lock_list_choice",
+]
+
+# --- studies ---
+#: The study of a protocol (``protocol_sha256``) on a stimulus set (``stimulus_digest``).
+STUDY_OF_PROTOCOL_AND_SET = sa.select(studies.c.id).where(
+    (studies.c.protocol_sha256 == sa.bindparam("protocol_sha256"))
+    & (studies.c.stimulus_digest == sa.bindparam("stimulus_digest"))
+)
+INSERT_STUDY = studies.insert()
+
+# --- sessions ---
+#: The session of a participant label in a study (``study``, ``participant``).
+SESSION_OF_PARTICIPANT = sa.select(sessions.c.id, sessions.c.token_sha256).where(
+    (sessions.c.study_id == sa.bindparam("study"))
+    & (sessions.c.participant == sa.bindparam("participant"))
+)
+INSERT_SESSION = sessions.insert()
+
+#: Per list, the raters who hold a place in it: complete, or running and heard from since
+#: ``active_since`` (a silent one has dropped out and frees the place).
+RATERS_PER_LIST = (
+    sa.select(sessions.c.list_index, sa.func.count())
+    .where(
+        (sessions.c.study_id == sa.bindparam("study"))
+        & (
+            (sessions.c.status == "complete")
+            | (
+                (sessions.c.status == "running")
+                & (sessions.c.last_seen_at >= sa.bindparam("active_since"))
+            )
+        )
+    )
+    .group_by(sessions.c.list_index)
+)
+
+#: What never changes once a session is created (``sid`` in the study ``study``).
+SESSION_FACTS = sa.select(
+    sessions.c.id,
+    sessions.c.participant,
+    sessions.c.token_sha256,
+    sessions.c.n_trials,
+    sessions.c.trial_order,
+    sessions.c.environment,
+    sessions.c.list_index,
+).where((sessions.c.id == sa.bindparam("sid")) & (sessions.c.study_id == sa.bindparam("study")))
+SESSION_STATUS = sa.select(sessions.c.status).where(sessions.c.id == sa.bindparam("sid"))
+#: The session ``sid`` was heard from at ``now``.
+SEEN = (
+    sessions.update()
+    .where(sessions.c.id == sa.bindparam("sid"))
+    .values(last_seen_at=sa.bindparam("now"))
+)
+#: The session ``sid`` ends as ``new_status`` at ``now``.
+FINISH_SESSION = (
+    sessions.update()
+    .where(sessions.c.id == sa.bindparam("sid"))
+    .values(
+        status=sa.bindparam("new_status"),
+        finished_at=sa.bindparam("now"),
+        last_seen_at=sa.bindparam("now"),
+    )
+)
+
+# --- trials ---
+#: The stored trials of the session ``sid``, in order, with the times a resumed page needs.
+STORED_TRIALS = (
+    sa.select(trials.c.trial, trials.c.onset, trials.c.stim_duration, trials.c.blank_duration)
+    .where(trials.c.session_id == sa.bindparam("sid"))
+    .order_by(trials.c.trial)
+)
+SESSION_TRIAL_COUNT = sa.select(sa.func.count()).where(trials.c.session_id == sa.bindparam("sid"))
+#: The digest of the report stored as trial ``trial`` of the session ``sid``.
+TRIAL_PAYLOAD = sa.select(trials.c.payload_sha256).where(
+    (trials.c.session_id == sa.bindparam("sid")) & (trials.c.trial == sa.bindparam("trial"))
+)
+
+# --- the experimenter's status (study ``study``) ---
+#: Sessions counted by status and list, and whether silent since ``cutoff`` (dropped out).
+STATUS_SESSIONS = (
+    sa.select(
+        sessions.c.status,
+        sessions.c.list_index,
+        (sessions.c.last_seen_at < sa.bindparam("cutoff")).label("silent"),
+        sa.func.count(),
+    )
+    .where(sessions.c.study_id == sa.bindparam("study"))
+    .group_by(sessions.c.status, sessions.c.list_index, "silent")
+)
+#: The phase and measured durations of the latest 100,000 trials (the timing errors).
+STATUS_TRIAL_DURATIONS = (
+    sa.select(trials.c.phase, trials.c.stim_duration, trials.c.blank_duration)
+    .join(sessions, sessions.c.id == trials.c.session_id)
+    .where(sessions.c.study_id == sa.bindparam("study"))
+    .order_by(trials.c.received_at.desc())
+    .limit(100_000)
+)
+STATUS_TRIAL_COUNT = (
+    sa.select(sa.func.count())
+    .select_from(trials)
+    .join(sessions, sessions.c.id == trials.c.session_id)
+    .where(sessions.c.study_id == sa.bindparam("study"))
+)
+
+_TRIAL_INSERTS: dict = {}
+
+
+def insert_trial_once(connection) -> sa.Insert:
+    """INSERT of a trial that does nothing when its (session, trial) row exists."""
+    dialect = connection.dialect.name
+    statement = _TRIAL_INSERTS.get(dialect)
+    if statement is None:
+        if dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        statement = insert(trials).on_conflict_do_nothing(index_elements=["session_id", "trial"])
+        _TRIAL_INSERTS[dialect] = statement
+    return statement
+
+
+def lock_list_choice(connection) -> None:
+    """Serialise list choices until the transaction ends (SQLite: its IMMEDIATE transaction
+    already does)."""
+    if connection.dialect.name == "postgresql":
+        connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({LIST_LOCK})")
