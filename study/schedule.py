@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Timeline", "dropped_frames", "late_frames", "next_refresh_is_due"]
+__all__ = ["Timeline", "dropped_frames", "late_frames", "next_refresh_is_due", "refreshes_late"]
 
 
 @dataclass
@@ -112,8 +112,31 @@ def late_frames(flip_time: float, deadline: float, frame_s: float) -> int:
     return math.floor(late) if late >= 1.0 else 0
 
 
+def refreshes_late(flip_time: float, deadline: float, frame_s: float) -> int:
+    """With vertical sync: refreshes a flip came after the one nearest ``deadline``.
+
+    A flip lands on a refresh; on time, that is the refresh nearest the
+    deadline, the earlier of two equally near (as :func:`next_refresh_is_due`
+    chooses), so it lies less than half a frame after the deadline.
+
+    Examples
+    --------
+    >>> frame = 1 / 60
+    >>> refreshes_late(2.0 + 0.4 * frame, 2.0, frame), refreshes_late(2.0 - 0.5 * frame, 2.0, frame)
+    (0, 0)
+    >>> refreshes_late(2.0 + 0.6 * frame, 2.0, frame), refreshes_late(2.0 + 2.2 * frame, 2.0, frame)
+    (1, 2)
+    """
+    return max(math.floor((flip_time - deadline) / frame_s + 0.5), 0)
+
+
 def dropped_frames(flip_times, frame_period: float) -> int:
     """Refreshes missed between consecutive flips: an interval of k periods missed k - 1.
+
+    ``flip_times`` are flips made one after another, each at the refresh after
+    the one before if none is missed; a stretch in which nothing flipped (the
+    session waiting or loading) is no run of missed refreshes and must not lie
+    between two of them.
 
     PsychoPy's own counter (``Window.nDroppedFrames``) counts only while
     ``recordFrameIntervals`` is on, and one per late interval however late it

@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..protocol import CONTINUE_KEY, Display, Protocol, Timing
 from ..responses import KeyEvent, first_press
-from ..schedule import dropped_frames, late_frames, next_refresh_is_due
+from ..schedule import dropped_frames, late_frames, next_refresh_is_due, refreshes_late
 from .keys import KeyStream, control_keys
 
 if TYPE_CHECKING:
@@ -163,10 +163,16 @@ class Screen:
         ``current`` redraws what is on screen until then (frames mode);
         ``last_look``, called just before the flip, may return another screen
         to show instead. Returns the flip time, the frames lost, and whether
-        the other screen was shown.
+        the other screen was shown. Frames mode counts the refreshes missed
+        between this call's flips, or, when none came before the refresh
+        nearest ``deadline``, the refreshes after that one; clock mode, whole
+        frame periods after ``deadline``.
         """
         if self.mode == "frames":
-            flips = [self.last_flip]
+            # Only this call's flips are compared: since the last flip of the call before, the
+            # session may have waited and loaded (a trial's settle, the next pair) without any
+            # flip due, and those refreshes are not dropped frames.
+            flips = []
             # (The clock, too: a flip that stopped waiting for the refresh must not loop forever.)
             while not next_refresh_is_due(self.last_flip, self.frame, deadline) and (
                 self.core.getTime() < deadline - self.frame / 2
@@ -179,7 +185,11 @@ class Screen:
             (other or draw)()
             self.last_flip = self.win.flip()
             self.tick()
-            return self.last_flip, dropped_frames([*flips, self.last_flip], self.frame), bool(other)
+            if flips and flips[0] < deadline - self.frame / 2:
+                lost = dropped_frames([*flips, self.last_flip], self.frame)
+            else:  # the call came too late for a flip before the deadline's refresh
+                lost = refreshes_late(self.last_flip, deadline, self.frame)
+            return self.last_flip, lost, bool(other)
         self.wait_until(deadline - _PREPARE_S)
         # Clear, draw and render now, so that the flip at the deadline only swaps.
         self.win.clearBuffer()

@@ -301,21 +301,89 @@ def test_a_late_flip_shortens_the_blank_not_the_session(mode, six_pairs, fake_ti
                                atol=2 * tolerance)  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    "mode",
-    [
-        "clock",
-        pytest.param("frames", marks=pytest.mark.xfail(strict=True, reason=(
-            "frames mode counts the refreshes during which a trial settles and the next pair "
-            "loads, when no flip is due, as dropped: about 6 per trial after the first"
-        ))),
-    ],
-)  # fmt: skip
+@pytest.mark.parametrize("mode", ["clock", "frames"])
 def test_the_late_flip_is_the_only_one_counted_as_dropped_frames(mode, six_pairs, fake_time):
     # 40 ms late at 60 Hz (clock mode) is two whole frame periods, as is a flip two refreshes
-    # late (frames mode).
+    # late (frames mode). The refreshes while a trial settles and the next pair loads, and
+    # those of the pause, had no flip due: none of them is a dropped frame.
     record = run_six_trials(mode, six_pairs, fake_time)
     assert record["dropped_frames"].tolist() == [0, 0, 2, 0, 0, 0]
+
+
+class LateScreenChanges:
+    """A display with vertical sync whose screen changes come as late as told, no other flip.
+
+    The session draws the new screen with :meth:`change`; the flip after it lands
+    ``late.pop(0)`` refreshes after the next one. Every other flip lands at the next refresh.
+    """
+
+    def __init__(self, clock: FakeClock, period: float, phase: float, late: list[int]) -> None:
+        self.clock, self.period, self.phase, self.late = clock, period, phase, list(late)
+        self.changing = False
+
+    def change(self) -> None:
+        self.changing = True
+
+    def flip(self, clearBuffer=True) -> float:
+        k = np.floor((self.clock.t - self.phase) / self.period + 1e-6) + 1
+        if self.changing:
+            k += self.late.pop(0)
+            self.changing = False
+        self.clock.t = self.phase + k * self.period
+        return self.clock.t
+
+
+@settings(max_examples=30, deadline=None)
+@example(hz=60.0, phase=0.004, trials=[(0, 0, 0.1, 0.0), (2, 0, 0.1, 0.0), (0, 0, 0.1, 0.0)])
+@example(hz=60.0, phase=0.004, trials=[(1, 1, 0.1, 0.0), (2, 3, 0.1, 0.3), (1, 0, 0.1, 0.0)])
+@given(hz=st.sampled_from([59.94, 60.0, 75.0, 120.0, 143.9]), phase=st.floats(0, 0.02),
+       trials=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.floats(0, 1.5),
+                                 st.floats(0, 0.5)), min_size=1, max_size=12))  # fmt: skip
+def test_frames_mode_counts_late_screen_changes_not_the_waits_between_them(hz, phase, trials):
+    # Each trial: how many refreshes late its onset and its blank come, how long the session
+    # waits after the onset (settling, loading the next pair) and before the next onset (a
+    # pause). Late flips in a row, and waits of any length that leave the next flip on time:
+    # the count is the lateness the display was told, nothing for the waits.
+    clock = FakeClock()
+    period = 1 / hz
+    late = [step for onset_late, blank_late, _, _ in trials for step in (onset_late, blank_late)]
+    window = LateScreenChanges(clock, period, phase, late)
+    screen = session_window.Screen(window, "frames", period, clock, tick=lambda: None)
+    screen.last_flip = window.flip()
+    plan = clock.t + 0.5
+    for onset_late, blank_late, settle_s, wait_s in trials:
+        onset, lost_onset, _ = screen.present(window.change, plan, current=lambda: None)
+        clock.t += settle_s
+        blank, lost_blank, _ = screen.present(window.change, onset + 2.0, current=lambda: None)
+        assert abs(onset - plan - onset_late * period) <= period / 2 + 1e-9
+        assert abs(blank - onset - 2.0 - blank_late * period) <= period / 2 + 1e-9
+        assert (lost_onset, lost_blank) == (onset_late, blank_late)
+        clock.t += wait_s
+        plan += 3.0
+
+
+@pytest.mark.parametrize(
+    ("called", "shown", "late"),
+    [
+        (16.5, 17, 4),  # past the deadline: no refresh to wait for
+        (12.2, 14, 1),  # just before it: the one redraw takes the deadline's refresh
+    ],
+)  # fmt: skip
+def test_a_screen_change_after_a_wait_up_to_its_deadline_counts_its_late_refreshes(
+    called, shown, late
+):
+    # The session waited (a slow load, say) until `called` refreshes, with the change due at
+    # refresh 13, the deadline's own. It comes at refresh `shown`, late by the refreshes
+    # between; the waiting before it is not counted.
+    clock = FakeClock()
+    period = 1 / 60
+    window = LateScreenChanges(clock, period, 0.0, late=[0])
+    screen = session_window.Screen(window, "frames", period, clock, tick=lambda: None)
+    screen.last_flip = window.flip()  # refresh 1
+    clock.t = called * period
+    flipped, lost, _ = screen.present(window.change, 13 * period, current=lambda: None)
+    assert flipped == pytest.approx(shown * period)
+    assert lost == late
 
 
 @example(last=29.77153143865342, hz=164.4805658764452, ahead=1.5)  # a tie, found in a CI run
