@@ -12,8 +12,10 @@ Modules: :mod:`.assignment` (which pairs a participant rates),
 :mod:`.keys` (browser key names), :mod:`.service` (the operations and their
 transactions), :mod:`.scoring` (a browser's report -> a trial record),
 :mod:`.status` (the experimenter's view and page), :mod:`.storage` (database
-and migrations) with :mod:`.queries` (its SQL statements), :mod:`.app` (HTTP),
-:mod:`.export` (BIDS), :mod:`.server` (``serve``). Nothing here imports PsychoPy.
+and migrations) with :mod:`.queries` (its SQL statements), :mod:`.app` (HTTP:
+the app assembled from :mod:`.page_routes`, :mod:`.participant_routes` and
+:mod:`.admin_routes`, who may call them in :mod:`.deps`), :mod:`.export`
+(BIDS), :mod:`.server` (``serve``). Nothing here imports PsychoPy.
 """
 
 import lazy_loader
@@ -21,11 +23,15 @@ import lazy_loader
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submodules=[
+        "admin_routes",
         "app",
         "assignment",
+        "deps",
         "export",
         "keys",
         "loadtest",
+        "page_routes",
+        "participant_routes",
         "queries",
         "scoring",
         "server",

@@ -78,7 +78,8 @@ def web_versions() -> dict[str, str]:
 
 
 class ServiceError(Exception):
-    """A refused request: ``status`` is the HTTP status, the message one clear line."""
+    """A request not carried out: ``status`` is the HTTP status (4xx refused, 5xx the
+    server's own fault), the message one clear line."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -121,6 +122,7 @@ class OnlineStudy:
     study_id: int = 0
     _sessions: dict = field(default_factory=dict, repr=False)
     _manifests: dict = field(default_factory=dict, repr=False)
+    _images: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     # --- set-up ---
@@ -150,6 +152,27 @@ class OnlineStudy:
         manifest = self.stimulus_set.manifest
         names = set(manifest["sketch_path"]) | set(manifest["image_path"])
         return {name: checksums[name] for name in names if name in checksums}
+
+    def stimulus(self, path: str) -> bytes:
+        """An image the set's manifest names, checked against its SHA-256 when first read.
+
+        Any other path is refused (404); an image changed on disk since the set
+        was checked is never served (500). A checked image is kept: it never changes.
+        """
+        expected = self.stimulus_files.get(path)
+        if expected is None:
+            raise ServiceError(404, f"no stimulus {path!r} in the set")
+        data = self._images.get(path)
+        if data is None:
+            data = self.stimulus_set.path(path).read_bytes()
+            if hashlib.sha256(data).hexdigest() != expected:
+                raise ServiceError(
+                    500,
+                    f"stimulus {path!r} changed on disk since the set was checked; "
+                    "it is not served",
+                )
+            self._images[path] = data
+        return data
 
     def _list_manifest(self, index: int) -> pd.DataFrame:
         """The manifest a participant of list ``index`` sees (kept: it never changes)."""

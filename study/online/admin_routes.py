@@ -1,0 +1,40 @@
+"""The experimenter's routes: the study's status (JSON and a page) and its BIDS export.
+
+Each needs the admin token, declared once per router: :data:`api` answers
+without it as the rest of the API does (401, ``{"error": ...}``), :data:`page`
+with the browser's login prompt (HTTP Basic; the token is the password).
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import HTMLResponse, Response
+
+from .deps import StudyDep, require_admin, require_admin_login
+from .status import status_page
+
+__all__ = ["api", "page"]
+
+api = APIRouter(prefix="/api/admin", dependencies=[Depends(require_admin)])
+page = APIRouter(dependencies=[Depends(require_admin_login)])
+
+
+@api.get("/status")
+def status(study: StudyDep):
+    return study.status()
+
+
+@api.get("/export.zip")
+def export(study: StudyDep) -> Response:
+    from .export import export_zip
+
+    return Response(
+        export_zip(study.engine, study.study_id),
+        media_type="application/zip",
+        headers={"Content-Disposition": f'attachment; filename="{study.protocol.task}-online.zip"'},
+    )
+
+
+@page.get("/admin")
+def admin_page(study: StudyDep) -> HTMLResponse:
+    return HTMLResponse(status_page(study.status()))

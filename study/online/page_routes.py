@@ -1,0 +1,108 @@
+"""The experiment page and its files: our scripts, jsPsych's, and the set's images.
+
+Public routes (no token): the page, what it loads, and ``healthz`` for a proxy.
+Only the files listed here and the images the set's manifest names are served,
+each checked: the page's files exist at start (:func:`web_assets`), an image's
+SHA-256 is compared with the set's ``SHA256SUMS`` when it is first read
+(:meth:`~.service.OnlineStudy.stimulus`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, Response
+
+from .deps import StudyDep
+from .service import ServiceError
+
+__all__ = ["OWN", "VENDOR", "WEB", "router", "web_assets"]
+
+WEB = Path(__file__).parent / "web"
+
+#: The page's third-party scripts: served name -> file under ``web/node_modules`` (npm ci).
+VENDOR = {
+    "jspsych.js": "jspsych/dist/index.browser.min.js",
+    "jspsych.css": "jspsych/css/jspsych.css",
+    **{
+        f"plugin-{name}.js": f"@jspsych/plugin-{name}/dist/index.browser.min.js"
+        for name in (
+            "preload",
+            "fullscreen",
+            "browser-check",
+            "html-keyboard-response",
+            "html-button-response",
+            "survey-html-form",
+        )
+    },
+}
+
+#: Our own files of the page.
+OWN = {
+    "experiment.js": "experiment.js",
+    "plugin-sbir-rating.js": "plugin-sbir-rating.js",
+    "style.css": "style.css",
+}
+
+_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
+
+router = APIRouter()
+
+
+def web_assets() -> dict[str, Path]:
+    """Every file the page needs -> its path; refuses to start when npm's files are missing."""
+    from sbir_study.foundation.checks import InputError
+
+    files = {f"vendor/{n}": WEB / "node_modules" / r for n, r in VENDOR.items()}
+    files |= {f"static/{name}": WEB / relative for name, relative in OWN.items()}
+    files["index.html"] = WEB / "index.html"
+    missing = [path for path in files.values() if not path.is_file()]
+    if missing:
+        raise InputError(
+            f"{missing[0]}: missing; the page's scripts are installed by `make install` "
+            f"(npm ci --prefix {WEB})"
+        )
+    return files
+
+
+def _file(request: Request, name: str) -> Response:
+    path = request.app.state.page_files.get(name)
+    if path is None:
+        raise ServiceError(404, f"no file {name!r}")
+    media = _TYPES.get(path.suffix, "text/html; charset=utf-8")
+    return FileResponse(path, media_type=media, headers={"Cache-Control": "no-cache"})
+
+
+@router.get("/")
+async def index(request: Request) -> Response:
+    return _file(request, "index.html")
+
+
+@router.get("/healthz")
+async def healthz() -> Response:
+    return Response("ok", media_type="text/plain")
+
+
+@router.get("/static/{name}")
+async def static(name: str, request: Request) -> Response:
+    return _file(request, f"static/{name}")
+
+
+@router.get("/vendor/{name}")
+async def vendor(name: str, request: Request) -> Response:
+    return _file(request, f"vendor/{name}")
+
+
+@router.get("/stimuli/{path:path}")
+def stimulus(path: str, study: StudyDep) -> Response:
+    data = study.stimulus(path)
+    media = "image/png" if path.lower().endswith(".png") else "image/jpeg"
+    return Response(
+        data,
+        media_type=media,
+        headers={
+            "Cache-Control": "private, max-age=86400",
+            "ETag": f'"{study.stimulus_files[path]}"',
+        },
+    )

@@ -1,0 +1,139 @@
+"""The participant's API: the page's settings, and a session from start to finish.
+
+Every route but ``config`` belongs to one session, and takes its token
+(:data:`~.deps.SessionToken`); each only calls the service, in FastAPI's thread
+pool (plain ``def``). The request bodies are the models below: unknown fields,
+strings past their length and times that are not finite are refused (422)
+before the service is asked.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from .deps import SessionToken, StudyDep
+from .service import FinishStatus
+
+__all__ = [
+    "DetailsIn",
+    "EnvironmentIn",
+    "FinishIn",
+    "KeyEventIn",
+    "SessionIn",
+    "TrialIn",
+    "UrlParametersIn",
+    "router",
+]
+
+Time = Annotated[float, Field(allow_inf_nan=False, ge=0.0, le=1e9)]
+Text = Annotated[str, Field(max_length=200)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class KeyEventIn(_Model):
+    code: Annotated[str, Field(max_length=32)]
+    key: Annotated[str, Field(max_length=32)]
+    t: Time
+
+
+class TrialIn(_Model):
+    sketch_id: Text
+    image_id: Text
+    onset: Time
+    blank_onset: Time
+    next_onset: Time
+    # The page's clock restarts with a reload: a resumed session began before its zero.
+    session_start: Annotated[float, Field(allow_inf_nan=False, ge=-1e9, le=1e9)]
+    frames: Annotated[list[Time], Field(max_length=5000)]
+    events: Annotated[list[KeyEventIn], Field(max_length=500)]
+    paused_before: Annotated[float, Field(allow_inf_nan=False, ge=0.0, le=1e7)]
+    rating: int | None
+
+
+class UrlParametersIn(_Model):
+    PROLIFIC_PID: Annotated[str, Field(max_length=64)] | None = None
+    STUDY_ID: Annotated[str, Field(max_length=64)] | None = None
+    SESSION_ID: Annotated[str, Field(max_length=64)] | None = None
+    participant: Annotated[str, Field(max_length=64)] | None = None
+
+
+class DetailsIn(_Model):
+    age: Annotated[int, Field(ge=5, le=120)] | None = None
+    sex: Literal["male", "female", "other"] | None = None
+    handedness: Literal["right", "left", "ambidextrous"] | None = None
+
+
+class EnvironmentIn(_Model):
+    user_agent: Annotated[str, Field(max_length=512)] = ""
+    browser: Annotated[str, Field(max_length=64)] = ""
+    browser_version: Annotated[str, Field(max_length=64)] = ""
+    os: Annotated[str, Field(max_length=64)] = ""
+    mobile: bool = False
+    screen_width: Annotated[int, Field(ge=0, le=100_000)] = 0
+    screen_height: Annotated[int, Field(ge=0, le=100_000)] = 0
+    window_width: Annotated[int, Field(ge=0, le=100_000)] = 0
+    window_height: Annotated[int, Field(ge=0, le=100_000)] = 0
+    device_pixel_ratio: Annotated[float, Field(ge=0, le=100)] = 1.0
+    refresh_hz: Annotated[float, Field(ge=0, le=1000)] | None = None
+    fullscreen: bool = False
+
+
+class SessionIn(_Model):
+    participant: Annotated[str, Field(min_length=1, max_length=64)]
+    token: Annotated[str, Field(min_length=32, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
+    url_parameters: UrlParametersIn = UrlParametersIn()
+    details: DetailsIn = DetailsIn()
+    environment: EnvironmentIn = EnvironmentIn()
+
+
+class FinishIn(_Model):
+    status: FinishStatus
+
+
+router = APIRouter(prefix="/api")
+
+
+@router.get("/config")
+async def config(request: Request):
+    # Built once by create_app: it opens every image of the set (their aspect ratio).
+    return request.app.state.browser_config
+
+
+@router.post("/sessions")
+def start(body: SessionIn, study: StudyDep) -> JSONResponse:
+    state, created = study.create_session(
+        body.participant,
+        body.token,
+        details=body.details.model_dump(),
+        environment=body.environment.model_dump(),
+        url_parameters=body.url_parameters.model_dump(exclude_none=True),
+    )
+    return JSONResponse(state, status_code=201 if created else 200)
+
+
+@router.get("/sessions/{session_id}")
+def resume(session_id: str, token: SessionToken, study: StudyDep):
+    return study.session_state(session_id, token)
+
+
+@router.put("/sessions/{session_id}/trials/{trial}")
+def put_trial(
+    session_id: str, trial: int, body: TrialIn, token: SessionToken, study: StudyDep
+) -> JSONResponse:
+    created = study.store_trial(session_id, token, trial, body.model_dump())
+    return JSONResponse(
+        {"trial": trial, "stored": True, "duplicate": not created},
+        status_code=201 if created else 200,
+    )
+
+
+@router.post("/sessions/{session_id}/finish")
+def finish(session_id: str, body: FinishIn, token: SessionToken, study: StudyDep):
+    return study.finish(session_id, token, body.status)
