@@ -3,6 +3,10 @@
 #              then score the baseline engine under every distance on the generated set
 #              (build/demo/retrieval/evaluation/)
 # make test  - install everything and run the test suite
+# make install - the virtual environment .venv with everything, at the versions of
+#              constraints/lock.txt (those the tests passed with)
+# make lock  - refresh constraints/lock.txt: the newest versions pyproject.toml allows,
+#              installed into a fresh virtual environment and frozen
 # make session - a demo rating session in a PsychoPy window (under Xvfb, answered by a
 #              simulated participant, when there is no display)
 # make serve-demo - the demo protocol as an online study on http://127.0.0.1:8000/ (status page
@@ -29,11 +33,12 @@ APT_PACKAGES := xvfb xauth libgl1-mesa-dri libjack-jackd2-0 libasound2 chromium 
 	postgresql octave poppler-utils
 WEB    := study/online/web
 
-.PHONY: run test session serve-demo lint bench install clean
+.PHONY: run test session serve-demo lint bench install lock clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile scripts/ensure-apt.sh $(WEB)/package.json $(WEB)/package-lock.json
+$(STAMP): pyproject.toml Makefile constraints/lock.txt scripts/ensure-apt.sh $(WEB)/package.json \
+		$(WEB)/package-lock.json
 	@bash scripts/ensure-apt.sh $(APT_PACKAGES)
 	@command -v npm >/dev/null 2>&1 || bash scripts/ensure-apt.sh nodejs npm
 	@# jsPsych and its plugins for the browser session, as pinned by the lockfile; installed
@@ -43,11 +48,29 @@ $(STAMP): pyproject.toml Makefile scripts/ensure-apt.sh $(WEB)/package.json $(WE
 	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || bash scripts/ensure-apt.sh python3-venv
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[all,test]'
+	@# The versions CI tested (make lock refreshes them); pyproject.toml holds the ranges.
+	$(BIN)/python -m pip install --quiet -c constraints/lock.txt -e '.[all,test]'
 	@# The BIDS validator checks the recorded datasets in the tests (tests/test_session.py).
 	@test -x $(NODE)/node_modules/.bin/bids-validator || npm install --silent --no-audit \
 		--no-fund --prefix $(NODE) bids-validator@$(BIDS_VALIDATOR)
 	@touch $@
+
+# The lock is made from scratch, never from .venv (which may hold more): what a fresh machine
+# gets today within pyproject.toml's ranges. pip, setuptools and the project itself are left
+# out; a virtual environment brings its own.
+LOCK_VENV := build/lock-venv
+LOCK_PYTHON = $$($(LOCK_VENV)/bin/python -c 'import platform; print(platform.python_version())')
+lock:
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LOCK_VENV)/bin/python -m pip install --quiet -e '.[all,test]'
+	{ echo "# Every package of pip install -e '.[all,test]', transitive ones included, for"; \
+	  echo "# Python $(LOCK_PYTHON) on Linux: the versions the tests passed with. make install"; \
+	  echo "# installs these; make lock refreshes them (then run make test before committing)."; \
+	  $(LOCK_VENV)/bin/python -m pip freeze --exclude-editable; } > constraints/lock.txt.new
+	mv constraints/lock.txt.new constraints/lock.txt
+	rm -rf $(LOCK_VENV)
 
 run: $(STAMP)
 	rm -rf $(DEMO)
