@@ -32,6 +32,7 @@ analysis never pay for PsychoPy.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -85,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     # Only the main thread may set handlers (a program calling main() from another keeps its own).
     ending = _ENDING if threading.current_thread() is threading.main_thread() else {}
     previous = {number: signal.getsignal(number) for number in ending}
+    environment = dict(os.environ)
     for number in ending:
         signal.signal(number, _raise_interrupted)
     # Everything after the handlers, imports included: an interrupt at any moment is one line.
@@ -110,6 +112,22 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+        _restore_environment(environment)
+
+
+def _restore_environment(saved: dict[str, str]) -> None:
+    """Undo what a command changed in ``os.environ``.
+
+    Importing PsychoPy (a protocol's keys are checked against its keyboard's names)
+    adds its package folders to ``PATH``, ``PYTHONPATH`` and ``PYTHONUSERBASE`` for the
+    programs it starts; a program calling :func:`main` keeps its own environment, and
+    the processes it starts afterwards get that one.
+    """
+    for name in set(os.environ) - set(saved):
+        del os.environ[name]
+    for name, value in saved.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
 
 
 def _failed(problem: Exception, argv: list[str] | None) -> int:
