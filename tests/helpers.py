@@ -56,6 +56,103 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+def process_state() -> dict:
+    """What a command run in this process could change and must leave as it found it: the
+    working folder, the environment, signal handlers, warning filters, logging, the standard
+    streams, threads, the umask (compare two with :func:`process_changes`)."""
+    import logging
+    import os
+    import signal
+    import threading
+    import warnings
+
+    handlers = {}
+    for number in signal.valid_signals():
+        try:
+            handlers[number] = signal.getsignal(number)
+        except (OSError, ValueError):
+            continue
+    loggers = {}
+    for logger in [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]:
+        if isinstance(logger, logging.Logger):  # not a placeholder of a dotted name
+            handlers_of = [h for h in logger.handlers if not isinstance(h, logging.NullHandler)]
+            loggers[logger.name] = (logging.getLevelName(logger.level), logger.propagate,
+                                    logger.disabled, handlers_of)  # fmt: skip
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return {
+        "working folder": os.getcwd(),
+        "environment": dict(os.environ),
+        "signal handlers": handlers,
+        "warning filters": (list(warnings.filters), warnings.showwarning),
+        "loggers": loggers,
+        "logging disabled below": logging.root.manager.disable,
+        "streams": (sys.stdin, sys.stdout, sys.stderr),
+        "threads": sorted(thread.name for thread in threading.enumerate()),
+        "umask": umask,
+    }
+
+
+def process_changes(before: dict, after: dict) -> list[str]:
+    """What differs between two :func:`process_state`, each named with its old and new value.
+
+    A logger first made in between with no handler of its own is no change: a module
+    imported for the first time makes its logger, as it would in a fresh process.
+    """
+    changes = []
+    for key, old in before.items():
+        new = after[key]
+        if key == "loggers":
+            new = {name: value for name, value in new.items() if name in old or value[3]}
+        if key in ("environment", "signal handlers", "loggers"):
+            names = sorted(set(old) | set(new), key=str)
+            changes += [f"{key}: {name} {old.get(name)!r} -> {new.get(name)!r}"
+                        for name in names if old.get(name) != new.get(name)]  # fmt: skip
+        elif old != new:
+            changes.append(f"{key}: {old!r} -> {new!r}")
+    return changes
+
+
+def run_main(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None):
+    """``sbir-study ARGS`` in this process, through :func:`sbir_study.cli.main`.
+
+    Gives what :func:`run_cli` gives for a fresh process (exit status, stdout, stderr, as a
+    :class:`subprocess.CompletedProcess`) without starting an interpreter, for tests of what
+    a command does rather than of the process it runs in. ``cwd`` and ``env`` (variables
+    set on top of this process's) hold for the call only. A command that leaves this
+    process changed (:func:`process_changes`) fails the test: the next call would not see
+    what a fresh process sees.
+    """
+    import contextlib
+    import io
+    import os
+
+    from sbir_study.cli import main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    saved = {name: os.environ.get(name) for name in env or {}}
+    with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+        os.environ.update(env or {})
+        try:
+            before = process_state()
+            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+                try:
+                    status = main(list(args))
+                except SystemExit as ended:  # argparse's own exit, as sys.exit(main()) ends
+                    code = ended.code
+                    status = code if isinstance(code, int) else 0 if code is None else 1
+            after = process_state()
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+    changes = process_changes(before, after)
+    assert not changes, f"sbir-study {' '.join(args)} left the process changed: {changes}"
+    return subprocess.CompletedProcess(list(args), status, stdout.getvalue(), stderr.getvalue())
+
+
 def assert_input_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
     """Exit status 2 and exactly one line on stderr, naming what it should."""
     assert result.returncode == 2, result.stderr

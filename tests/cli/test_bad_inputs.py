@@ -1,13 +1,14 @@
 # ruff: noqa: E501 (the table of cases reads best with one case per line)
 """Every command, every kind of input, as a user gets it wrong: one line, exit 2, nothing touched.
 
-Each case runs ``sbir-study`` in a fresh process (``tests.helpers.run_cli``) inside a
-world of real inputs and outputs (a stimulus set, a BIDS dataset, ratings tables, an
-analysis, an evaluation, runs, HPatches files, protocols) and the bad inputs of every
-case. It checks the exit status (2), that stderr is one line naming the right file,
-line, field or option (no usage block, no traceback), and that every file and folder
-of the world is byte-for-byte what it was before: nothing written, nothing removed,
-no temporary folder left.
+Each case runs ``sbir-study`` (through ``sbir_study.cli.main`` in this process, a few
+through the installed script in a fresh one, as a user runs it) inside a world of real
+inputs and outputs (a stimulus set, a BIDS dataset, ratings tables, an analysis, an
+evaluation, runs, HPatches files, protocols) and the bad inputs of every case. It checks
+the exit status (2), that stderr is one line naming the right file, line, field or option
+(no usage block, no traceback), and that every file and folder of the world is
+byte-for-byte what it was before: nothing written, nothing removed, no temporary folder
+left.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tests.helpers import HPATCHES, ROOT, SBIR_STUDY, SMALL_SET, snapshot
+from tests.helpers import HPATCHES, ROOT, SBIR_STUDY, SMALL_SET, run_main, snapshot
 
 
 @dataclass(frozen=True)
@@ -493,11 +494,25 @@ CASES = [
 
 # --- the world -----------------------------------------------------------------------------
 
+#: The cases run as a user runs them, through the installed script in a fresh process: one
+#: of each command family a user meets first (analyze, evaluate, stimuli, run) and the
+#: parser's own exit. Every other case runs in this process through ``sbir_study.cli.main``,
+#: which gives the same exit status and line without starting an interpreter.
+IN_A_PROCESS = ("no-subcommand", "out-is-cwd", "run-not-utf8", "import-bomb", "run-protocol-key")
+
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "SBIR_STUDY_LOG_DIR": str(cwd.parent / "logs")}
     return subprocess.run([*SBIR_STUDY, *args], capture_output=True, text=True, check=False,
                           cwd=cwd, env=env)  # fmt: skip
+
+
+def _in_this_process(*args: str, cwd: Path, capfd) -> subprocess.CompletedProcess:
+    capfd.readouterr()
+    result = run_main(*args, cwd=cwd, env={"SBIR_STUDY_LOG_DIR": str(cwd.parent / "logs")})
+    # Nothing written past sys.stdout and sys.stderr (a library writing to the descriptors).
+    assert capfd.readouterr() == ("", ""), "written to the file descriptors, not the streams"
+    return result
 
 
 def _expand(text: str, world: Path, folder: Path) -> str:
@@ -560,13 +575,17 @@ def test_there_are_enough_cases():
     assert {"analyze", "simulate", "evaluate", "evaluate-hpatches", "baseline", "power",
             "stimuli", "run"} <= commands  # fmt: skip
     assert len({c.id for c in CASES}) == len(CASES)
+    assert set(IN_A_PROCESS) <= {c.id for c in CASES}
 
 
 @pytest.mark.parametrize("entry", CASES, ids=[c.id for c in CASES])
-def test_bad_input_is_one_line_and_touches_nothing(world, before, entry):
+def test_bad_input_is_one_line_and_touches_nothing(world, before, entry, capfd):
     folder = world / "cases" / entry.id
     argv = [_expand(a, world, folder) for a in entry.argv]
-    result = _cli(*argv, cwd=world)
+    if entry.id in IN_A_PROCESS:
+        result = _cli(*argv, cwd=world)
+    else:
+        result = _in_this_process(*argv, cwd=world, capfd=capfd)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2, result.stderr
     assert len(lines) == 1, result.stderr
