@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from tests.helpers import run_cli
+from tests.helpers import run_main
 
 DESIGN_COLUMNS = {
     "ground_truth.csv": ["sketch_id", "image_id", "mean_rating", "median_rating", "sd_rating",
@@ -55,8 +55,8 @@ def test_analyze_writes_design_files(analysed):
 
 def test_pairwise_summary_mode_and_options(analysed, tmp_path):
     root, _ = analysed
-    result = run_cli("analyze", str(root / "data"), "--out", str(tmp_path), "--pairwise",
-                     "summary", "--alternative", "two-sided", "--alpha", "0.01")  # fmt: skip
+    result = run_main("analyze", str(root / "data"), "--out", str(tmp_path), "--pairwise",
+                      "summary", "--alternative", "two-sided", "--alpha", "0.01")  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert not (tmp_path / "pairwise_tau.parquet").exists()
     summary_table = pd.read_csv(tmp_path / "pairwise_tau_summary.csv")
@@ -74,15 +74,15 @@ def test_agreement_columns_and_seeded_resampling(analysed, tmp_path):
     assert list(first.columns) == list(AGREEMENT_COLUMNS)
     assert (first["n_raters"] + first["n_raters_excluded"] == first["n_raters_all"]).all()
     # The same ratings and seed give the same file; another seed other intervals.
-    again = run_cli("analyze", str(root / "data"), "--out", str(tmp_path / "again"),
-                    "--no-figures")  # fmt: skip
+    again = run_main("analyze", str(root / "data"), "--out", str(tmp_path / "again"),
+                     "--no-figures")  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "again" / "kendall_w.csv").read_bytes() == (
         root / "out" / "kendall_w.csv"
     ).read_bytes()
-    other = run_cli("analyze", str(root / "data"), "--out", str(tmp_path / "other"),
-                    "--no-figures", "--seed", "7", "--bootstrap", "0",
-                    "--permutations", "0")  # fmt: skip
+    other = run_main("analyze", str(root / "data"), "--out", str(tmp_path / "other"),
+                     "--no-figures", "--seed", "7", "--bootstrap", "0",
+                     "--permutations", "0")  # fmt: skip
     assert other.returncode == 0, other.stderr
     table = pd.read_csv(tmp_path / "other" / "kendall_w.csv")
     assert table["alpha_ordinal_ci_low"].isna().all()
@@ -93,9 +93,9 @@ def test_agreement_columns_and_seeded_resampling(analysed, tmp_path):
 
 def test_bad_options_exit_2(analysed, tmp_path):
     root, _ = analysed
-    result = run_cli("analyze", str(root / "data"), "--out", str(tmp_path), "--alpha", "2")
+    result = run_main("analyze", str(root / "data"), "--out", str(tmp_path), "--alpha", "2")
     assert result.returncode == 2 and "--alpha" in result.stderr
-    result = run_cli("analyze", str(root / "data"), "--out", str(tmp_path), "--alternative", "up")
+    result = run_main("analyze", str(root / "data"), "--out", str(tmp_path), "--alternative", "up")
     assert result.returncode == 2 and "--alternative" in result.stderr
-    result = run_cli("analyze", str(root / "data"), "--out", str(tmp_path), "--bootstrap", "-1")
+    result = run_main("analyze", str(root / "data"), "--out", str(tmp_path), "--bootstrap", "-1")
     assert result.returncode == 2 and "--bootstrap" in result.stderr

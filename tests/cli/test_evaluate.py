@@ -69,11 +69,19 @@ def test_evaluate_writes_every_table_with_the_human_ceiling(retrieval_study, tmp
         "systems_tau.png", "per_sketch_tau.png", "precision_recall.png"}  # fmt: skip
 
 
-def test_the_same_seed_gives_the_same_files(retrieval_study, tmp_path):
-    for name in ("one", "two"):
-        assert evaluate(retrieval_study, tmp_path / name, "--seed", "5", "--no-figures") == 0
+@pytest.fixture(scope="module")
+def without_ratings(retrieval_study, tmp_path_factory):
+    """The two runs scored without ratings and figures, seed 5 (read, never written to)."""
+    out = tmp_path_factory.mktemp("evaluation") / "eval"
+    assert evaluate(retrieval_study, out, "--seed", "5", "--no-figures") == 0
+    return out
+
+
+def test_the_same_seed_gives_the_same_files(retrieval_study, without_ratings, tmp_path):
+    again = tmp_path / "again"
+    assert evaluate(retrieval_study, again, "--seed", "5", "--no-figures") == 0
     for table in ("summary.csv", "comparisons.csv", "per_sketch.csv"):
-        assert (tmp_path / "one" / table).read_bytes() == (tmp_path / "two" / table).read_bytes()
+        assert (again / table).read_bytes() == (without_ratings / table).read_bytes()
 
 
 def test_score_precision_and_the_binary_judgement_are_recorded(retrieval_study, tmp_path, capsys):
@@ -96,9 +104,8 @@ def test_score_precision_and_the_binary_judgement_are_recorded(retrieval_study, 
     assert "--score-precision" in capsys.readouterr().err
 
 
-def test_without_ratings_there_is_no_human_row(retrieval_study, tmp_path):
-    out = tmp_path / "eval"
-    assert evaluate(retrieval_study, out, "--no-figures") == 0
+def test_without_ratings_there_is_no_human_row(without_ratings):
+    out = without_ratings
     summary = pd.read_csv(out / "summary.csv")
     assert "human" not in set(summary["system"])
     assert "psr" not in set(summary["metric"]) and not (out / "human_ceiling.csv").exists()

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from sbir_study.cli import build_parser
 from sbir_study.cli.common import HelpFormatter
-from tests.helpers import run_cli
+from tests.helpers import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,7 +61,7 @@ def test_help_is_printed_as_written(name):
 
 
 def test_power_help_prints_95_percent():
-    result = run_cli("power", "--help")
+    result = run_main("power", "--help")
     assert result.returncode == 0
     assert "95% range" in " ".join(result.stdout.split())
     assert "%%" not in result.stdout
@@ -86,7 +86,7 @@ def test_any_default_is_shown_as_typed(default):
 
 def test_version_comes_from_pyproject():
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    result = run_cli("--version")
+    result = run_main("--version")
     assert result.returncode == 0
     assert result.stdout.strip() == f"sbir-study {version}"
     # One place: no other file of the package writes the version number.

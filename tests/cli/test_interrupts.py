@@ -23,7 +23,7 @@ import pytest
 from PIL import Image
 
 from sbir_study.foundation.outputs import RECORD, TEMP_PREFIX
-from tests.helpers import SBIR_STUDY
+from tests.helpers import SBIR_STUDY, run_main
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 #: One seed for the moments: random, and the same on every machine.
@@ -114,8 +114,9 @@ def scenarios(tmp_path_factory):
         ["analyze", "data", "--out", "truth", "--no-figures"],
         ["baseline", "--stimuli", "set", "--distance", "l1,chi2", "--out", "runs"],
     ]  # fmt: skip
+    # The inputs are made in this process; the commands interrupted are real processes.
     for args in setup:
-        result = _run(args, root)
+        result = run_main(*args, cwd=root)
         assert result.returncode == 0, result.stderr
     _lab(root / "lab", images=12)
     made = [

@@ -10,7 +10,7 @@ import json
 import pandas as pd
 import pytest
 
-from tests.helpers import run_cli
+from tests.helpers import run_main
 
 LABELS = {"01": "01", "02": "1", "03": "001", "04": "0010"}
 
@@ -19,8 +19,8 @@ LABELS = {"01": "01", "02": "1", "03": "001", "04": "0010"}
 def flat_tables(tmp_path_factory):
     """One simulated study as a CSV with CRLF line endings and as a TSV, labels renamed."""
     root = tmp_path_factory.mktemp("labels")
-    result = run_cli("simulate", "--out", str(root / "sim.csv"), "--flat", "--participants", "4",
-                     "--sketches", "3", "--images", "8", "--seed", "5")  # fmt: skip
+    result = run_main("simulate", "--out", str(root / "sim.csv"), "--flat", "--participants", "4",
+                      "--sketches", "3", "--images", "8", "--seed", "5")  # fmt: skip
     assert result.returncode == 0, result.stderr
     table = pd.read_csv(root / "sim.csv", dtype=str, keep_default_na=False)
     table["participant"] = table["participant"].map(LABELS)
@@ -80,8 +80,8 @@ def test_labels_stay_text_through_tables_figures_and_report(flat_tables, tmp_pat
 def test_labels_stay_text_through_the_command_line(flat_tables, tmp_path):
     tables = flat_tables
     out = tmp_path / "out"
-    result = run_cli("analyze", str(tables[0]), "--out", str(out), "--no-figures",
-                     "--bootstrap", "0", "--permutations", "0")  # fmt: skip
+    result = run_main("analyze", str(tables[0]), "--out", str(out), "--no-figures",
+                      "--bootstrap", "0", "--permutations", "0")  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert _texts(out / "participants.csv", "participant") == set(LABELS.values())
     assert "Analysed 4 participants" in result.stdout

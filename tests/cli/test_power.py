@@ -3,13 +3,13 @@
 import pandas as pd
 import pytest
 
-from tests.helpers import run_cli
+from tests.helpers import run_main
 
 
 def test_power_command(tmp_path):
-    result = run_cli("power", "--out", str(tmp_path), "--participants", "3,6",
-                     "--replications", "2", "--reference", "10", "--sketches", "3",
-                     "--images", "8")  # fmt: skip
+    result = run_main("power", "--out", str(tmp_path), "--participants", "3,6",
+                      "--replications", "2", "--reference", "10", "--sketches", "3",
+                      "--images", "8")  # fmt: skip
     assert result.returncode == 0, result.stderr
     table = pd.read_csv(tmp_path / "power.csv")
     assert table["participants"].tolist() == [3, 6]
@@ -18,6 +18,6 @@ def test_power_command(tmp_path):
 
 @pytest.mark.parametrize("value", ["1,5", "five", ""])
 def test_power_rejects_bad_counts(tmp_path, value):
-    result = run_cli("power", "--out", str(tmp_path), "--participants", value)
+    result = run_main("power", "--out", str(tmp_path), "--participants", value)
     assert result.returncode == 2
     assert "--participants" in result.stderr

@@ -5,20 +5,20 @@ import json
 import pandas as pd
 
 from sbir_study.analysis import load_ratings
-from tests.helpers import assert_input_error, run_cli
+from tests.helpers import assert_input_error, run_main
 
 
 def test_simulate_never_overwrites_recorded_data(analysed, tmp_path):
     root, _ = analysed
     data = root / "data"
     before = {p: p.read_bytes() for p in data.rglob("*") if p.is_file()}
-    assert_input_error(run_cli("simulate", "--out", str(data)), str(data), "pass --overwrite")
+    assert_input_error(run_main("simulate", "--out", str(data)), str(data), "pass --overwrite")
     # --overwrite replaces a simulated dataset, never anything else.
     recorded = tmp_path / "recorded"
     (recorded / "sub-01").mkdir(parents=True)
     (recorded / "dataset_description.json").write_text('{"Name": "lab study"}')
     assert_input_error(
-        run_cli("simulate", "--out", str(recorded), "--overwrite"),
+        run_main("simulate", "--out", str(recorded), "--overwrite"),
         str(recorded),
         "never overwritten",
     )
@@ -28,13 +28,13 @@ def test_simulate_never_overwrites_recorded_data(analysed, tmp_path):
 
 def test_simulate_flat_table_round_trips(tmp_path):
     table = tmp_path / "ratings.csv"
-    result = run_cli("simulate", "--out", str(table), "--flat", "--participants", "3",
-                     "--sketches", "2", "--images", "5")  # fmt: skip
+    result = run_main("simulate", "--out", str(table), "--flat", "--participants", "3",
+                      "--sketches", "2", "--images", "5")  # fmt: skip
     assert result.returncode == 0, result.stderr
     ratings = load_ratings(table)
     assert ratings.attrs["provenance"].simulated
     assert len(ratings) == 3 * (2 * 5 + 2 * 21)
-    assert_input_error(run_cli("simulate", "--out", str(table), "--flat"), str(table), "exists")
+    assert_input_error(run_main("simulate", "--out", str(table), "--flat"), str(table), "exists")
 
 
 def test_bids_sidecars_describe_every_column(analysed):

@@ -6,12 +6,12 @@ from scipy import stats
 
 from sbir_study.analysis import load_ratings
 from sbir_study.stimuli import read_manifest, set_digest
-from tests.helpers import assert_input_error, run_cli
+from tests.helpers import assert_input_error, run_main
 
 
 def test_simulate_on_a_set_rates_its_pairs_and_records_its_digest(small_set, tmp_path):
-    result = run_cli("simulate", "--stimuli", str(small_set), "--participants", "4",
-                     "--out", str(tmp_path / "data"), "--seed", "1")  # fmt: skip
+    result = run_main("simulate", "--stimuli", str(small_set), "--participants", "4",
+                      "--out", str(tmp_path / "data"), "--seed", "1")  # fmt: skip
     assert result.returncode == 0, result.stderr
     ratings = load_ratings(tmp_path / "data")
     manifest = read_manifest(small_set)
@@ -26,5 +26,5 @@ def test_simulate_on_a_set_rates_its_pairs_and_records_its_digest(small_set, tmp
     )
     rho = stats.spearmanr(main["latent_similarity"], main["rating"], nan_policy="omit").statistic
     assert rho < -0.5
-    assert_input_error(run_cli("simulate", "--stimuli", str(small_set), "--sketches", "4",
-                               "--out", str(tmp_path / "x")), "--sketches")  # fmt: skip
+    assert_input_error(run_main("simulate", "--stimuli", str(small_set), "--sketches", "4",
+                                "--out", str(tmp_path / "x")), "--sketches")  # fmt: skip
