@@ -359,7 +359,13 @@ def test_admin_routes_need_the_admin_token(client):
     assert "sub-p01/beh/sub-p01_task-sbirtest_beh.tsv" in archive.namelist()
 
 
-def test_lists_are_filled_in_turn_and_dropouts_release_theirs(tmp_path, online_set):
+def test_lists_are_filled_in_turn_and_dropouts_release_theirs(tmp_path, online_set, monkeypatch):
+    from sbir_study.study.online import storage
+
+    # The server's clock, moved by the test: a busy machine (a garbage collection, another
+    # process) must not make the first participants silent before the last has started.
+    clock = [time.time()]
+    monkeypatch.setattr(storage, "now", lambda: clock[0])
     client = make_client(
         tmp_path,
         online_set,
@@ -368,7 +374,9 @@ def test_lists_are_filled_in_turn_and_dropouts_release_theirs(tmp_path, online_s
     lists = [start(client, f"p{k}")[0].json()["list"] for k in range(4)]
     assert lists == [0, 1, 0, 1]
     assert start(client, "p5")[0].status_code == 409  # full: two raters per list
-    time.sleep(0.6)  # everyone silent: counted as dropped out, their lists free again
+    clock[0] += 0.49  # silent, but not yet for dropout_after_s: the lists are still taken
+    assert start(client, "p5")[0].status_code == 409
+    clock[0] += 0.02  # everyone silent for longer: dropped out, their lists free again
     assert start(client, "p6")[0].json()["list"] == 0
     status = client.get("/api/admin/status", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
     assert status.json()["participants"]["dropped_out"] == 4
