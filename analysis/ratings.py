@@ -14,23 +14,28 @@ writing leaves behind; that partial row is dropped, the complete ones kept.
 
 from __future__ import annotations
 
-import csv
-import hashlib
-import io
 import itertools
 import json
-import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from sbir_study.foundation import progress
-from sbir_study.foundation.checks import ID_RULE, PARTICIPANT_RULE, InputError, bad_ids, read_utf8
+from sbir_study.foundation.checks import ID_RULE, PARTICIPANT_RULE, InputError, bad_ids
 from sbir_study.foundation.memory import release_freed
 from sbir_study.foundation.paper import SCALE
+from sbir_study.foundation.tables import (
+    COLON,
+    MISSING_VALUES,
+    Header,
+    TextFile,
+    read_header,
+    read_rows,
+    read_text,
+)
 
 __all__ = [
     "PHASES",
@@ -60,9 +65,8 @@ REQUIRED_COLUMNS = ("participant", "sketch_id", "image_id", "rating")
 PHASES = ("anchor_demo", "anchor_repeat", "main", "practice")
 # Phases in which a participant rates each pair at most once.
 _ONCE_PER_PHASE = ("main", "anchor_repeat")
-# Cells meaning "no value" in numeric columns; docs/formats.md names n/a and the empty
-# cell, R writes NA and pandas NaN.
-_MISSING = frozenset({"", "n/a", "NA", "NaN", "nan"})
+# How a message names a line of a ratings file, and a column named twice in its header.
+_WORDING = replace(COLON, twice="column {name!r} appears twice in the header")
 _BIDS_PATTERNS = ("sub-*/beh/*_beh.tsv", "sub-*/ses-*/beh/*_beh.tsv")
 
 
@@ -377,27 +381,21 @@ def _participant_of(root: Path, path: Path) -> str:
 
 @dataclass(frozen=True)
 class _RawFile:
-    """A decoded ratings file: its header fields and the text after the header."""
+    """A ratings file read and checked up to its header."""
 
-    path: Path
-    sep: str
-    names: tuple[str, ...]
-    body: str
-    n_rows: int  # lines after the header, blank ones included
+    file: TextFile
+    header: Header
     source: SourceFile
     label: str | None = None  # a BIDS file's participant, from its name
-    # No quoting to honour (TSV, or CSV without a quote character): every line is one row,
-    # so Arrow's reader may parse it.
-    plain: bool = False
-    # Whether the field counts were checked line by line (else Arrow checks them).
-    counted: bool = False
 
-    def row_lines(self) -> np.ndarray:
-        """The line numbers of the rows Arrow's reader gives: every non-empty line."""
-        data = np.frombuffer(self.body.encode("utf-8"), dtype=np.uint8)
-        ends = np.flatnonzero(data == ord("\n"))
-        empty = np.diff(ends, prepend=-1) == 1
-        return np.arange(2, self.n_rows + 2)[~empty]
+    @property
+    def path(self) -> Path:
+        return self.file.path
+
+    @property
+    def plain(self) -> bool:
+        """No quoting to honour (TSV, or CSV without a quote character): one row a line."""
+        return not self.header.quote or self.file.data.find(b'"', self.header.end) < 0
 
 
 def _read_file(path: Path) -> tuple[pd.DataFrame, SourceFile]:
@@ -407,214 +405,70 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, SourceFile]:
 
 def _read_text(path: Path, *, bids: bool, label: str | None = None) -> _RawFile:
     """Read, decode and check one file up to its header."""
-    raw, text = read_utf8(path)
-    if not text.strip():
+    file = read_text(path, _WORDING)
+    if file.is_blank():
         raise InputError(f"{path}: the file is empty; expected a header line and one row per pair")
 
-    if bids and not text.endswith("\n"):
-        n_complete = text.count("\n")
+    if bids and not file.ends_with_line_end():
+        n_complete = file.lines - 1
         warnings.warn(
             f"{path}: line {n_complete + 1} is cut off (a session that stopped while writing); "
             f"that row is left out, the {max(n_complete - 1, 0)} complete rows are kept",
             RatingsWarning,
             stacklevel=4,
         )
-        text = text[: text.rfind("\n") + 1]
+        file = file.without_partial_line()
 
-    header, _, body = text.partition("\n")
-    header = header.rstrip("\r")
-    sep = _separator(path, header)
+    first = file.first_line()
+    sep = _separator(path, first[1] if first else "")
     # A CSV header may quote its names (R's write.csv does); TSV has no quoting.
-    fields = next(csv.reader([header])) if sep == "," and '"' in header else header.split(sep)
-    names = tuple(name.strip() for name in fields)
-    duplicated = sorted({n for n in names if names.count(n) > 1})
-    if duplicated:
-        raise InputError(f"{path}: line 1: column {duplicated[0]!r} appears twice in the header")
+    header = read_header(file, sep, quote=sep == ",", wording=_WORDING)
+    names = header.names
     missing = [c for c in REQUIRED_COLUMNS if c not in names and not (bids and c == "participant")]
     if missing:
         raise InputError(
-            f"{path}: line 1: missing column {missing[0]!r}; "
+            f"{path}: line {header.line}: missing column {missing[0]!r}; "
             f"expected the columns {', '.join(REQUIRED_COLUMNS)} (found {', '.join(names)})"
         )
-    if body and not body.endswith("\n"):
-        body += "\n"
-    if not body.strip():
+    raw = _RawFile(file, header, SourceFile(str(path), file.sha256, file.lines - header.line),
+                   label)  # fmt: skip
+    if file.is_blank(header.end):
         # Only blanks below the header: a line with the wrong count is named first.
-        _check_field_counts(path, body, sep, len(names))
+        read_rows([(file, header)], wording=_WORDING)
         raise InputError(f"{path}: has a header but no rows; expected one row per presented pair")
-    plain = sep == "\t" or '"' not in body  # (line ends are \n only: read_utf8)
-    if not plain:
-        _check_field_counts(path, body, sep, len(names))
-    n_lines = body.count("\n")
-    source = SourceFile(str(path), hashlib.sha256(raw).hexdigest(), n_lines)
-    return _RawFile(path, sep, names, body, n_lines, source, label, plain, counted=not plain)
+    return raw
 
 
 def _parse(files: list[_RawFile]) -> pd.DataFrame:
-    """Parse files as tables, those with the same header in one pass, and check field counts.
+    """Parse files as tables, those with the same header in one pass.
 
-    Every column is read as text. Files without quoting to honour are parsed by
-    Arrow's CSV reader straight into dictionary-encoded columns (categoricals): a
-    crowd-scale study repeats a few thousand distinct cells over millions of rows,
-    and a Python string per cell cost more than the parse itself. Files with quoted
-    CSV fields go through pandas' reader. Adds ``_source`` and ``_line`` (the line
-    in its file) to every row.
+    Every column is read as text, as a categorical (:func:`~sbir_study.foundation.tables.read_rows`:
+    a crowd-scale study repeats a few thousand distinct cells over millions of rows).
+    Adds ``_source`` (the file) and ``_line`` (the line in it) to every row, and
+    ``_label`` (the participant of a BIDS file's name).
     """
     groups: dict[tuple, list[_RawFile]] = {}
-    for file in files:
-        groups.setdefault((file.sep, file.names), []).append(file)
+    for raw in files:
+        groups.setdefault((raw.header.sep, raw.header.quote, raw.header.names), []).append(raw)
     frames = []
-    for (sep, names), members in groups.items():
-        if all(f.plain for f in members):
-            frame = _parse_plain(sep, names, members)
-            lines = [np.arange(2, f.n_rows + 2) for f in members]
-            if len(frame) < sum(f.n_rows for f in members):  # empty lines gave no row
-                lines = [f.row_lines() for f in members]
-        else:
-            for f in members:
-                if not f.counted:
-                    _check_field_counts(f.path, f.body, sep, len(names))
-            frame = _parse_quoted(sep, names, members)
-            lines = [np.arange(2, f.n_rows + 2) for f in members]
-        rows = len(frame)
-        if len(members) > 1 and rows != sum(len(n) for n in lines):
-            raise InputError(
-                f"{members[0].path}: cannot be parsed as a table (rows do not match lines)"
-            )
-        # A quoted CSV field may span lines (one file only; checked above for several).
+    for members in groups.values():
+        rows = read_rows([(m.file, m.header) for m in members], wording=_WORDING)
+        frame = rows.frame
         # Which file each row came from, as codes into the files: a text column of
         # millions of repeated paths costs more to build than the parse itself.
-        member = np.repeat(np.arange(len(members)), [len(n) for n in lines])[:rows]
-        frame["_source"] = pd.Categorical.from_codes(member, [str(f.path) for f in members])
-        frame["_line"] = np.concatenate(lines)[:rows]
+        frame["_source"] = pd.Categorical.from_codes(rows.files, [str(m.path) for m in members])
+        frame["_line"] = rows.lines
         if members[0].label is not None:
-            distinct = dict.fromkeys(f.label for f in members)
+            distinct = dict.fromkeys(m.label for m in members)
             code_of = {label: code for code, label in enumerate(distinct)}
-            codes = np.array([code_of[f.label] for f in members])
-            frame["_label"] = pd.Categorical.from_codes(codes[member], list(code_of))
-        blank = _blank_rows(frame, names)
-        frames.append(frame[~blank] if blank.any() else frame)
+            codes = np.array([code_of[m.label] for m in members])
+            frame["_label"] = pd.Categorical.from_codes(codes[rows.files], list(code_of))
+        frames.append(frame)
     return (
         pd.concat(frames, ignore_index=True)
         if len(frames) > 1
         else frames[0].reset_index(drop=True)
     )
-
-
-def _parse_plain(sep: str, names: tuple[str, ...], members: list[_RawFile]) -> pd.DataFrame:
-    """Files without quoting, by Arrow's reader: every cell as text, each column a categorical.
-
-    Empty lines give no row (:meth:`_RawFile.row_lines` numbers the others); a
-    line with another number of fields than the header is an error, located by
-    :func:`_check_field_counts`.
-    """
-    import pyarrow as pa
-    from pyarrow import csv as arrow_csv
-
-    text = "".join(f.body for f in members).encode("utf-8")
-    as_text = pa.dictionary(pa.int32(), pa.string())
-    try:
-        table = arrow_csv.read_csv(
-            io.BytesIO(text),
-            read_options=arrow_csv.ReadOptions(column_names=list(names), block_size=1 << 24),
-            parse_options=arrow_csv.ParseOptions(
-                delimiter=sep, quote_char=False, escape_char=False, ignore_empty_lines=True
-            ),
-            convert_options=arrow_csv.ConvertOptions(
-                column_types=dict.fromkeys(names, as_text),
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-                null_values=[],
-            ),
-        )
-    except pa.ArrowInvalid as error:
-        for f in members:
-            _check_field_counts(f.path, f.body, sep, len(names))
-        raise InputError(f"{members[0].path}: cannot be parsed as a table ({error})") from None
-    del text  # at crowd scale it is a gigabyte
-    return table.to_pandas()
-
-
-def _parse_quoted(sep: str, names: tuple[str, ...], members: list[_RawFile]) -> pd.DataFrame:
-    """Files that may quote fields, by pandas' reader: every cell a Python string."""
-    # Bytes, not a StringIO: that would hold the text again at four bytes a character. The
-    # header is a placeholder of as many fields (a quoted name may hold a separator).
-    header = sep.join(f"c{k}" for k in range(len(names)))
-    text = (header + "\n" + "".join(f.body for f in members)).encode("utf-8")
-    try:
-        frame = pd.read_csv(
-            io.BytesIO(text),
-            encoding="utf-8",
-            sep=sep,
-            # (Not dtype="category": pandas 3 turns categories that look like numbers
-            # into numbers, the label 01 into 1.)
-            dtype=object,
-            keep_default_na=False,
-            na_filter=False,
-            skip_blank_lines=False,
-            quoting=3 if sep == "\t" else 0,  # BIDS TSV has no quoting
-        )
-    except pd.errors.ParserError as error:
-        match = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(error))
-        if not match:
-            raise InputError(f"{members[0].path}: cannot be parsed as a table ({error})") from None
-        expected, line, seen = map(int, match.groups())
-        path, line = _locate(members, line)
-        raise InputError(f"{path}: line {line}: expected {expected} fields, found {seen}") from None
-    frame.columns = list(names)
-    return frame
-
-
-def _blank_rows(frame: pd.DataFrame, names: tuple[str, ...]) -> np.ndarray:
-    """Rows whose every field is empty (a line of separators, or a blank line pandas kept).
-
-    Only rows whose first field is empty can be one, so the other fields are
-    compared on those rows alone.
-    """
-    first = frame[names[0]]
-    maybe = (first.isna() | (first == "")).to_numpy()
-    blank = np.zeros(len(frame), dtype=bool)
-    if maybe.any():
-        part = frame.loc[maybe, list(names)]
-        blank[maybe] = (part.isna() | (part == "")).all(axis=1).to_numpy()
-    return blank
-
-
-def _check_field_counts(path: Path, body: str, sep: str, n_fields: int) -> None:
-    """Fail on the first non-empty line with another number of fields than the header.
-
-    pandas pads a short row with empty cells, which would read as missing
-    ratings; separators are counted on the raw bytes instead. A CSV line with a
-    quote may hold a quoted separator and is left to the parser. An empty line is
-    no row.
-    """
-    data = np.frombuffer(body.encode("utf-8"), dtype=np.uint8)
-    line_end = np.flatnonzero(data == ord("\n"))
-    line_start = np.concatenate(([0], line_end[:-1] + 1))
-
-    def per_line(byte: str) -> np.ndarray:
-        position = np.flatnonzero(data == ord(byte))
-        return np.diff(np.searchsorted(position, line_end), prepend=0)
-
-    separators = per_line(sep)
-    wrong = (separators + 1 != n_fields) & (line_end > line_start)
-    if sep != "\t":
-        wrong &= per_line('"') == 0
-    if wrong.any():
-        first = int(np.flatnonzero(wrong)[0])
-        raise InputError(
-            f"{path}: line {first + 2}: expected {n_fields} fields, found {separators[first] + 1}"
-        )
-
-
-def _locate(members: list[_RawFile], line: int) -> tuple[Path, int]:
-    """File and line in it of ``line`` in the concatenation of ``members`` (one header)."""
-    line -= 1
-    for file in members:
-        if line <= file.n_rows:
-            return file.path, line + 1
-        line -= file.n_rows
-    return members[-1].path, line + 1
 
 
 def _separator(path: Path, header: str) -> str:
@@ -680,7 +534,7 @@ class _Distinct:
     def of(cls, column: pd.Series) -> _Distinct:
         codes, uniques = pd.factorize(column, use_na_sentinel=False)
         text = pd.Index(uniques).astype(str).str.strip()
-        missing = text.isin(_MISSING)
+        missing = text.isin(MISSING_VALUES)
         number = pd.to_numeric(pd.Series(text).where(~missing), errors="coerce")
         return cls(codes, np.asarray(text, dtype=object), number.to_numpy("float64"), missing)
 

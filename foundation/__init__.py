@@ -26,6 +26,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "paper",
         "progress",
         "provenance",
+        "tables",
         "trial_order",
     ],
     submod_attrs={"checks": ["InputError"]},

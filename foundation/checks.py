@@ -4,7 +4,7 @@ Every problem with user input raises :class:`InputError`, whose message is one
 line naming the file, row, field or parameter and what was expected. The
 command line turns it into exit status 2.
 
-Three rules live here and nowhere else (``docs/formats.md``):
+Two rules live here and nowhere else (``docs/formats.md``):
 
 * **Ids.** A participant label is a BIDS label: letters and digits only
   (:data:`PARTICIPANT_RULE`). A sketch or image id is letters, digits and
@@ -16,9 +16,9 @@ Three rules live here and nowhere else (``docs/formats.md``):
 * **Images.** No image is decoded whose header declares more than
   :data:`MAX_IMAGE_PIXELS` pixels (:func:`open_image`): a small file can
   declare a huge picture (a "decompression bomb").
-* **Line ends.** A text file may end its lines with LF, CR LF or a lone CR
-  (:func:`read_utf8`, which normalises them); line
-  numbers count the file's own lines, the header being line 1.
+
+How text files and tables are read (UTF-8, line ends, line numbers) is the rule
+of :mod:`~sbir_study.foundation.tables`, the one table reader.
 """
 
 from __future__ import annotations
@@ -49,8 +49,6 @@ __all__ = [
     "check_whole_number",
     "float_array",
     "open_image",
-    "read_table",
-    "read_utf8",
 ]
 
 #: The longest sketch or image id accepted (ids become file names).
@@ -212,91 +210,6 @@ def check_input_file(path: str | Path, expected: str) -> Path:
     if parent is not None and not parent.is_dir():
         raise InputError(f"{path}: {parent} is a file, not a folder; expected {expected}")
     raise InputError(f"{path}: no such file; expected {expected}")
-
-
-def read_utf8(path: Path) -> tuple[bytes, str]:
-    """The bytes of a text file and their UTF-8 text, a byte-order mark dropped and line
-    ends normalised to ``\\n`` (CR LF and a lone CR alike).
-
-    A file that cannot be read, or is not UTF-8, raises :class:`InputError`
-    naming the file and, for the latter, the line and the byte at fault.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "old-mac.csv"
-    >>> _ = path.write_bytes(b"a,b\\r1,2\\r")
-    >>> read_utf8(path)[1]
-    'a,b\\n1,2\\n'
-    """
-    path = Path(path)
-    if path.is_dir():
-        raise InputError(f"{path}: is a folder; expected a text file")
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise InputError(f"{path}: cannot be read ({error.strerror or error})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = _line_of(raw, error.start)
-        raise InputError(
-            f"{path}: line {line}: not UTF-8 (byte 0x{raw[error.start]:02x}); "
-            "expected a UTF-8 text file"
-        ) from None
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return raw, text
-
-
-def read_table(text: str, where, *, sep: str = ",", drop_blank: bool = False):
-    """A CSV/TSV table (``text``, from :func:`read_utf8`) as a DataFrame of text cells.
-
-    ``where(line)`` names line ``line`` of the file in messages (``"x.csv: line 3"``).
-    A row with too many fields, a file without a header, and a column named twice
-    raise :class:`InputError` naming the line. With ``drop_blank``, empty lines are
-    left out. ``DataFrame.attrs["lines"]`` holds the file's line of every row (the
-    header is line 1), for messages about the rows.
-
-    Examples
-    --------
-    >>> table = read_table("a,b\\n1,2\\n\\n3,4\\n", lambda n: f"t.csv: line {n}", drop_blank=True)
-    >>> table["a"].tolist(), table.attrs["lines"]
-    (['1', '3'], [2, 4])
-    """
-    import io
-
-    import pandas as pd
-
-    try:
-        table = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False,
-                            skip_blank_lines=False)  # fmt: skip
-    except pd.errors.ParserError as error:
-        found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(error))
-        if found:
-            expected, line, seen = found.groups()
-            raise InputError(f"{where(line)}: expected {expected} fields, found {seen}") from None
-        reason = str(error).strip().splitlines()[0]
-        raise InputError(f"{where(1)}: cannot be read as a table ({reason})") from None
-    except pd.errors.EmptyDataError:
-        raise InputError(f"{where(1)}: empty; expected a header line") from None
-    # pandas renames a repeated column "name.1".
-    columns = [str(c) for c in table.columns]
-    twice = [c for c in columns if re.fullmatch(r".+\.\d+", c) and c.rsplit(".", 1)[0] in columns]
-    if twice:
-        raise InputError(f"{where(1)}: column {twice[0].rsplit('.', 1)[0]!r} appears twice")
-    lines = np.arange(2, len(table) + 2)
-    if drop_blank and len(table):
-        blank = (table == "").all(axis=1).to_numpy()
-        table, lines = table[~blank].reset_index(drop=True), lines[~blank]
-    table.attrs["lines"] = lines.tolist()
-    return table
-
-
-def _line_of(raw: bytes, offset: int) -> int:
-    """The line (from 1) of byte ``offset``, counting LF, CR LF and a lone CR as line ends."""
-    head = raw[:offset]
-    return head.replace(b"\r\n", b"\n").replace(b"\r", b"\n").count(b"\n") + 1
 
 
 # --- images ------------------------------------------------------------------------------------

@@ -55,7 +55,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
-import hashlib
 import json
 import os
 import shutil
@@ -70,7 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .checks import InputError
-from .provenance import DISTRIBUTION
+from .provenance import DISTRIBUTION, file_digest
 
 __all__ = [
     "RECORD",
@@ -90,7 +89,6 @@ TEMP_PREFIX = ".sbir-study-tmp-"
 _RECORD_FORMAT = 1
 _HELD_SIGNALS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
                  if hasattr(signal, name)}  # fmt: skip
-_CHUNK = 1 << 22
 
 
 class OutputWarning(UserWarning):
@@ -328,7 +326,7 @@ def _check_own(target: Path, record: OutputRecord, command: str, overwrite: bool
                 f"{target}: holds {relative}, which sbir-study {command} did not write; it is "
                 "never overwritten, move it out first or choose another --out"
             )
-        if not _is_file(status) or _sha256(base / relative) != expected:
+        if not _is_file(status) or file_digest(base / relative).sha256 != expected:
             raise InputError(
                 f"{target}: {relative} was changed after sbir-study {command} wrote it; it is "
                 "never overwritten, move it out first or choose another --out"
@@ -494,16 +492,6 @@ def _folder_mode(target: Path) -> int:
     return 0o777 & ~umask
 
 
-def _sha256(path: Path, *, sync: bool = False) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        while chunk := stream.read(_CHUNK):
-            digest.update(chunk)
-        if sync:
-            os.fsync(stream.fileno())
-    return digest.hexdigest()
-
-
 def _fsync_folder(folder: Path) -> None:
     try:
         descriptor = os.open(folder, os.O_RDONLY)
@@ -577,7 +565,7 @@ def _seal(folder: Path, files: Iterable[str], command: str, target: Path) -> str
     """Flush every file to disk and return the text of the final record."""
     # One syncfs flushes thousands of files (a BIDS dataset) far faster than one fsync each.
     synced = _syncfs(folder)
-    hashes = {name: _sha256(folder / name, sync=not synced) for name in sorted(files)}
+    hashes = {name: file_digest(folder / name, sync=not synced).sha256 for name in sorted(files)}
     record = OutputRecord(command, target.name, hashes, _version(), _now(), complete=True,
                           pid=os.getpid(), host=socket.gethostname())  # fmt: skip
     return record.to_json()

@@ -2,23 +2,26 @@
 
 One place for the two facts every output records about its making: the
 versions of the software that shaped it, and the SHA-256 of the files it was
-made from.
+made from (:func:`file_digest`, the one file hash: every reader, the output
+records and the stimulus sets' checksums use it).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
+from typing import NamedTuple
 
 __all__ = [
     "ANALYSIS_PACKAGES",
     "DISTRIBUTION",
     "SESSION_PACKAGES",
+    "FileDigest",
     "file_digest",
-    "sha256_file",
     "software_versions",
     "toolkit_version",
 ]
@@ -61,23 +64,62 @@ def software_versions(packages: Iterable[str] = ANALYSIS_PACKAGES) -> dict[str, 
     return versions
 
 
-def file_digest(path: str | Path) -> tuple[str, int]:
-    """The SHA-256 of a file (64 lower-case hex digits) and its number of lines.
+class FileDigest(NamedTuple):
+    """What :func:`file_digest` finds: a file's SHA-256, its number of lines and, when
+    asked for, its bytes."""
 
-    A last line without a line break counts as a line, as an editor shows it.
-    The file is read in chunks, never whole.
+    #: 64 lower-case hex digits, as ``sha256sum`` prints them.
+    sha256: str
+    #: Lines as an editor shows them: LF, CR LF and a lone CR each end one, and a last line
+    #: without a line end counts.
+    lines: int
+    #: The bytes read (``keep=True`` only).
+    data: bytes | None = None
+
+
+def file_digest(path: str | Path, *, sync: bool = False, keep: bool = False) -> FileDigest:
+    """The SHA-256 of a file and its number of lines: the one file hash of the toolkit.
+
+    The file is read in chunks, never whole, unless ``keep`` asks for its bytes
+    (a reader that parses them hashes what it parses). ``sync`` also flushes the
+    file to disk (``fsync``) before it is closed. Errors of the operating system
+    (a missing or unreadable file) are raised as they are.
+
+    Examples
+    --------
+    >>> import hashlib, tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "run.txt"
+    >>> _ = path.write_bytes(b"a\\r\\nb\\rc")
+    >>> digest = file_digest(path)
+    >>> digest.sha256 == hashlib.sha256(b"a\\r\\nb\\rc").hexdigest(), digest.lines
+    (True, 3)
     """
     digest = hashlib.sha256()
-    lines = 0
-    last = b"\n"
+    if keep:
+        data = Path(path).read_bytes()
+        digest.update(data)
+        return FileDigest(digest.hexdigest(), _line_ends(data) + _unended(data), data)
+    ends = 0
+    last = b""
     with open(path, "rb") as stream:
         while chunk := stream.read(_CHUNK):
             digest.update(chunk)
-            lines += chunk.count(b"\n")
+            ends += _line_ends(chunk, last)
             last = chunk[-1:]
-    return digest.hexdigest(), lines + (last != b"\n")
+        if sync:
+            os.fsync(stream.fileno())
+    return FileDigest(digest.hexdigest(), ends + _unended(last))
 
 
-def sha256_file(path: str | Path) -> str:
-    """The SHA-256 of a file's bytes, as 64 lower-case hex digits."""
-    return file_digest(path)[0]
+def _line_ends(data: bytes, before: bytes = b"") -> int:
+    """The line ends in ``data``; ``before`` is the byte before it, which may be the CR of
+    a CR LF whose LF begins ``data``."""
+    ends = data.count(b"\n")
+    if b"\r" in data:
+        ends += data.count(b"\r") - data.count(b"\r\n")
+    return ends - (before == b"\r" and data[:1] == b"\n")
+
+
+def _unended(data: bytes) -> int:
+    """1 if ``data`` (or its last byte) ends a last line without a line end."""
+    return int(data[-1:] not in (b"", b"\n", b"\r"))

@@ -25,14 +25,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from sbir_study.foundation.checks import (
-    ID_RULE,
-    InputError,
-    bad_ids,
-    check_option,
-    read_table,
-    read_utf8,
-)
+from sbir_study.foundation.checks import ID_RULE, InputError, bad_ids, check_option
+from sbir_study.foundation.tables import read_table, read_text
 
 from .manifest import CHECKSUMS, MANIFEST, write_checksums, write_manifest
 
@@ -177,8 +171,7 @@ def _relative(root: Path, path: Path) -> str:
 
 
 def _with_anchors(manifest: pd.DataFrame, anchors_file: Path) -> pd.DataFrame:
-    _, text = read_utf8(anchors_file)
-    anchors = read_table(text, lambda line: f"{anchors_file}: line {line}", drop_blank=True)
+    anchors = read_table(read_text(anchors_file), ",")
     for column in ("sketch_id", "image_id", "anchor_rating"):
         if column not in anchors.columns:
             raise InputError(

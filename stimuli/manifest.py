@@ -26,19 +26,20 @@ from __future__ import annotations
 import hashlib
 import io
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
-from sbir_study.foundation.checks import InputError, read_table, read_utf8
-from sbir_study.foundation.provenance import sha256_file as file_sha256
+from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.provenance import file_digest
+from sbir_study.foundation.tables import COLON, read_table, read_text
 
 __all__ = [
     "CHECKSUMS",
     "MANIFEST",
     "MANIFEST_COLUMNS",
     "ROLES",
-    "file_sha256",
     "read_checksums",
     "read_manifest",
     "set_digest",
@@ -66,10 +67,11 @@ def read_manifest(folder: str | Path, *, path: str | Path | None = None) -> pd.D
         raise InputError(f"{shown}: is a folder; expected the stimulus set's manifest")
     if not source.exists():
         raise InputError(f"{shown}: no such file; expected the stimulus set's manifest")
-    _, text = read_utf8(source)
-    if not text.strip():
+    file = read_text(source)
+    if file.is_blank():
         raise InputError(f"{shown}: is empty; expected a header line")
-    table = read_table(text, lambda line: f"{shown}: line {line}", drop_blank=True)
+    # Lines are named in the set's manifest, even when it is read from a staged copy.
+    table = read_table(file, ",", wording=replace(COLON, line=lambda _, n: f"{shown}: line {n}"))
     path = shown
     missing = [c for c in MANIFEST_COLUMNS if c not in table.columns]
     if missing:
@@ -115,8 +117,8 @@ def write_checksums(
     """
     folder = Path(folder)
     staged = staged or {}
-    lines = [f"{file_sha256(staged.get(p, folder / p))}  {p}\n" for p in sorted(set(paths))
-             if p != CHECKSUMS]  # fmt: skip
+    lines = [f"{file_digest(staged.get(p, folder / p)).sha256}  {p}\n"
+             for p in sorted(set(paths)) if p != CHECKSUMS]  # fmt: skip
     path = Path(into) if into is not None else folder / CHECKSUMS
     path.write_bytes("".join(lines).encode("utf-8"))
     return path
@@ -140,7 +142,7 @@ def read_checksums(
             f"{shown}: no such file; expected a sha256sum listing of every file of the set "
             "(sbir-study stimuli import writes one)"
         )
-    _, text = read_utf8(source)
+    text = read_text(source).text
     path = shown
     checksums: dict[str, str] = {}
     problems: list[str] = []
@@ -173,6 +175,6 @@ def set_digest(folder: str | Path, *, staged: Mapping[str, Path] | None = None) 
     """
     folder = Path(folder)
     staged = staged or {}
-    listing = "".join(f"{file_sha256(staged.get(name, folder / name))}  {name}\n"
+    listing = "".join(f"{file_digest(staged.get(name, folder / name)).sha256}  {name}\n"
                       for name in (MANIFEST, CHECKSUMS))  # fmt: skip
     return hashlib.sha256(listing.encode("utf-8")).hexdigest()

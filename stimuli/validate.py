@@ -18,12 +18,12 @@ import pandas as pd
 
 from sbir_study.foundation import paper
 from sbir_study.foundation.checks import ID_RULE, InputError, bad_ids, open_image
+from sbir_study.foundation.provenance import file_digest
 
 from .manifest import (
     CHECKSUMS,
     MANIFEST,
     ROLES,
-    file_sha256,
     read_checksums,
     read_manifest,
     set_digest,
@@ -373,7 +373,7 @@ def _check_checksums(folder: Path, files: set[str], named: set[str], problems: l
                 problems.append(f"{sums}: {path!r}: expected a path inside the set folder")
         elif not target.is_file():
             problems.append(f"{target}: no such file (listed in {CHECKSUMS})")
-        elif file_sha256(target) != expected:
+        elif file_digest(target).sha256 != expected:
             problems.append(f"{target}: checksum mismatch; the file differs from {CHECKSUMS}")
 
 

@@ -19,16 +19,14 @@ after every returned one, tied with each other (for tau_b) or not retrieved at
 all (for the trec_eval and SHREC measures, as trec_eval treats them). tau_b
 compares the scores as written (double precision), as scipy does.
 
-Runs are parsed with Apache Arrow's CSV reader, which is many times faster
-than a line-by-line parser on runs of millions of lines; when it rejects a
-file, a line-by-line pass finds the first bad line and names it.
+Runs and ground truths are read by :mod:`sbir_study.foundation.tables`, the one
+table reader (Apache Arrow's CSV reader, many times faster than a line-by-line
+parser on runs of millions of lines; a line-by-line pass reads what Arrow cannot,
+such as a TREC run aligned with several blanks, and names the first bad line).
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
-import re
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,10 +40,17 @@ from sbir_study.foundation.checks import (
     bad_ids,
     check_input_file,
     check_option,
-    read_table,
-    read_utf8,
 )
-from sbir_study.foundation.provenance import file_digest
+from sbir_study.foundation.memory import release_freed
+from sbir_study.foundation.tables import (
+    COMMA,
+    MISSING_VALUES,
+    Header,
+    read_header,
+    read_rows,
+    read_table,
+    read_text,
+)
 
 __all__ = [
     "SCORE_PRECISIONS",
@@ -63,7 +68,14 @@ _TREC_FIELDS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
 #: ``TEXT_RESULTS.sim`` is a float) or trec_eval 10 (double).
 SCORE_PRECISIONS = ("float32", "float64")
 _TABLE_COLUMNS = ("sketch_id", "image_id", "score")
-_MISSING = frozenset({"", "n/a", "NA", "NaN", "nan"})
+# How a run's messages name a line and word the reader's problems.
+_RUN = replace(COMMA, not_utf8="not UTF-8 text")
+_TREC = replace(
+    _RUN,
+    field_count="{found} fields; expected 6 (query_id Q0 doc_id rank score tag) as in a TREC "
+    "run, or a table with a sketch_id,image_id,score header",
+)
+_RUN_TABLE = replace(_RUN, field_count="{found} fields; expected {expected} as in the header")
 
 
 class RunWarning(UserWarning):
@@ -149,14 +161,13 @@ def load_ground_truth(path: str | Path) -> GroundTruth:
     them) are left out.
     """
     path = check_input_file(path, "a ground truth table (ground_truth.csv)")
-    data, text = read_utf8(path)
-    if not text.strip():
+    file = read_text(path, COMMA)
+    first = file.first_line()
+    if first is None:
         raise InputError(f"{path}: empty; expected a ground truth table with a header")
-    header = text.split("\n", 1)[0]
-    sep = "\t" if "\t" in header else ","
-    frame = read_table(text, lambda line: f"{path}, line {line}", sep=sep)
+    frame = read_table(file, "\t" if "\t" in first[1] else ",", wording=COMMA)
     truth = ground_truth_from_frame(frame, source=str(path))
-    return replace(truth, sha256=hashlib.sha256(data).hexdigest(), lines=len(text.splitlines()))
+    return replace(truth, sha256=file.sha256, lines=file.lines)
 
 
 def ground_truth_from_frame(
@@ -164,7 +175,9 @@ def ground_truth_from_frame(
 ) -> GroundTruth:
     """Validate a ground-truth table (as :func:`load_ground_truth`) given as a DataFrame.
 
-    Row r of ``frame`` is reported as line r + 2 of ``source`` (after the header).
+    Row r of ``frame`` is reported as the line ``frame.attrs["lines"][r]`` of ``source``
+    (:func:`~sbir_study.foundation.tables.read_table` records it, one per row), else as
+    line r + 2 (after the header).
 
     Examples
     --------
@@ -185,30 +198,34 @@ def ground_truth_from_frame(
         )
     if frame.empty:
         raise InputError(f"{source}: no rows; expected one row per sketch/image pair")
+    line = np.asarray(frame.attrs.get("lines", ()))
+    if len(line) != len(frame):  # not a table as read, or rows taken out since
+        line = np.arange(2, len(frame) + 2)
     ids = {}
     for column in ("sketch_id", "image_id"):
         values = frame[column].astype(str).str.strip()
         empty = (values == "") | frame[column].isna().to_numpy()
         if empty.any():
             row = int(np.flatnonzero(empty)[0])
-            raise InputError(f"{source}, line {row + 2}: {column}: empty; expected an id")
+            raise InputError(f"{source}, line {line[row]}: {column}: empty; expected an id")
         bad = bad_ids(values)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise InputError(
-                f"{source}, line {row + 2}: {column}: expected {ID_RULE}, got {values.iloc[row]!r}"
+                f"{source}, line {line[row]}: {column}: expected {ID_RULE}, "
+                f"got {values.iloc[row]!r}"
             )
         ids[column] = values.to_numpy(dtype=object)
     raw = frame["mean_rating"]
     text = raw.astype(str).str.strip()
-    absent = text.isin(_MISSING).to_numpy() | raw.isna().to_numpy()
+    absent = text.isin(MISSING_VALUES).to_numpy() | raw.isna().to_numpy()
     mean = pd.to_numeric(text.where(~absent), errors="coerce").to_numpy(dtype=np.float64)
     with np.errstate(invalid="ignore"):
         bad = ~absent & ~((mean >= 1.0) & (mean <= 7.0))
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise InputError(
-            f"{source}, line {row + 2}: mean_rating: got {text.iloc[row]!r}; expected a number "
+            f"{source}, line {line[row]}: mean_rating: got {text.iloc[row]!r}; expected a number "
             "from 1 to 7 (or empty for a pair nobody rated)"
         )
     keys = pd.Series(ids["sketch_id"]) + "\x00" + pd.Series(ids["image_id"])
@@ -217,8 +234,8 @@ def ground_truth_from_frame(
         row = int(np.flatnonzero(twice)[0])
         first = int(np.flatnonzero((keys == keys.iloc[row]).to_numpy())[0])
         raise InputError(
-            f"{source}, line {row + 2}: the pair ({ids['sketch_id'][row]}, "
-            f"{ids['image_id'][row]}) is listed again (first on line {first + 2}); expected "
+            f"{source}, line {line[row]}: the pair ({ids['sketch_id'][row]}, "
+            f"{ids['image_id'][row]}) is listed again (first on line {line[first]}); expected "
             "each pair once"
         )
     keep = ~absent
@@ -274,23 +291,27 @@ def load_run(
     :class:`RunWarning`; its judged images count as not returned.
     """
     path = check_input_file(path, "a retrieval run (TREC run or sketch_id,image_id,score table)")
-    try:
-        digest, lines = file_digest(path)
-    except OSError as error:
-        raise InputError(f"{path}: cannot be read ({error.strerror or error})") from None
-    if lines == 0:
+    file = read_text(path, _RUN)
+    first = file.first_line()
+    if first is None:
         raise InputError(f"{path}: empty; expected a TREC run or a sketch_id,image_id,score table")
-    first = _first_line(path)
-    fields = first.replace("\t", ",").split(",")
-    if any(field.strip() == "sketch_id" for field in fields):
-        sketch_id, image_id, score, locate = _read_table(path, first)
+    fields = first[1].replace("\t", ",").split(",")
+    if any(field.strip().strip('"') == "sketch_id" for field in fields):
+        sketch_id, image_id, score, lines = _read_table(file, "\t" if "\t" in first[1] else ",")
     else:
-        sketch_id, image_id, score, locate = _read_trec(path, first)
+        sketch_id, image_id, score, lines = _read_trec(file)
+    digest, n_lines = file.sha256, file.lines
+    del file
+    release_freed()  # the run's bytes, before the ranking needs the memory
+
+    def locate(row: int) -> str:
+        return f"{path}, line {lines[row]}"
+
     run = run_from_scores(
         truth, sketch_id, image_id, score, name=name or path.stem,
         lower_is_better=lower_is_better, locate=locate, score_precision=score_precision,
     )  # fmt: skip
-    return replace(run, source=str(path), sha256=digest, lines=lines)
+    return replace(run, source=str(path), sha256=digest, lines=n_lines)
 
 
 def run_from_scores(
@@ -434,184 +455,38 @@ def run_from_scores(
 # --- parsing ---------------------------------------------------------------------------------
 
 
-def _first_line(path: Path) -> str:
-    """The first non-blank line (LF, CR LF or a lone CR ending it)."""
-    with path.open("rb") as stream:
-        for number, raw in enumerate(stream, start=1):
-            try:
-                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError:
-                raise InputError(
-                    f"{path}, line {_undecodable_line(path)}: not UTF-8 text"
-                ) from None
-            for line in re.split(r"\r\n|\r|\n", text):
-                if line.strip():
-                    return line
-    raise InputError(f"{path}: empty; expected a TREC run or a sketch_id,image_id,score table")
+def _read_trec(file):
+    """A TREC run's sketch ids, image ids, scores and the line of each row."""
+    header = Header.none(file, _TREC_FIELDS)
+    rows = read_rows([(file, header)], wording=_TREC, numbers=["score"],
+                     columns=("query_id", "doc_id", "score"))  # fmt: skip
+    frame = rows.frame
+    return frame["query_id"], frame["doc_id"], frame["score"].to_numpy(), rows.lines
 
 
-def _line_locator(path: Path, *, header: bool):
-    """``locate(row)``: 'path, line N' for a data row, counting only non-blank lines as
-    Arrow does (read once, on the error path only)."""
-
-    def locate(row: int) -> str:
-        seen = -1 if header else 0
-        # Universal newlines: LF, CR LF and a lone CR end a line, as for the parser.
-        with path.open("r", encoding="utf-8-sig", errors="replace") as stream:
-            for number, line in enumerate(stream, start=1):
-                if line.strip():
-                    if seen == row:
-                        return f"{path}, line {number}"
-                    seen += 1
-        return f"{path}, row {row + 1}"
-
-    return locate
-
-
-def _arrow_read(path: Path, names, columns, delimiter: str, types, *, header: bool):
-    import pyarrow as pa
-    from pyarrow import csv
-
-    read = csv.ReadOptions(column_names=None if header else list(names),
-                           block_size=1 << 24)  # fmt: skip
-    parse = csv.ParseOptions(delimiter=delimiter, quote_char='"' if header else False)
-    convert = csv.ConvertOptions(
-        column_types={c: types[c] for c in columns},
-        include_columns=list(columns),
-        strings_can_be_null=False,
-        quoted_strings_can_be_null=False,
-    )
-    table = csv.read_csv(path, read_options=read, parse_options=parse, convert_options=convert)
-    table = table.unify_dictionaries()
-    result = {}
-    for column in columns:
-        chunked = table.column(column)
-        if pa.types.is_dictionary(chunked.type):
-            chunks = chunked.chunks
-            dictionary = chunks[0].dictionary if chunks else pa.array([], pa.string())
-            codes = (np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks])
-                     if chunks else np.empty(0, dtype=np.int32))  # fmt: skip
-            # unify_dictionaries leaves one dictionary of distinct values for all chunks.
-            categories = pd.Index(dictionary.to_pylist(), dtype=object)
-            result[column] = pd.Categorical.from_codes(codes, categories=categories)
-        else:
-            result[column] = chunked.to_numpy()
-    return result
-
-
-def _read_trec(path: Path, first: str):
-    import pyarrow as pa
-
-    delimiter = "\t" if "\t" in first else " "
-    text_type = pa.dictionary(pa.int32(), pa.string())
-    types = {"query_id": text_type, "doc_id": text_type, "score": pa.float64()}
-    try:
-        columns = _arrow_read(path, _TREC_FIELDS, ("query_id", "doc_id", "score"), delimiter,
-                              types, header=False)  # fmt: skip
-    except pa.ArrowInvalid:
-        columns = _read_trec_slowly(path)
-    locate = _line_locator(path, header=False)
-    return columns["query_id"], columns["doc_id"], columns["score"], locate
-
-
-def _read_trec_slowly(path: Path) -> dict:
-    """Line by line: name the first bad line, else parse runs of irregular whitespace."""
-    queries, docs, scores = [], [], []
-    with path.open("r", encoding="utf-8-sig", errors="strict", newline="") as stream:
-        try:
-            for number, line in enumerate(stream, start=1):
-                fields = line.split()
-                if not fields:
-                    continue
-                if len(fields) != len(_TREC_FIELDS):
-                    raise InputError(
-                        f"{path}, line {number}: {len(fields)} fields; expected 6 (query_id Q0 "
-                        "doc_id rank score tag) as in a TREC run, or a table with a "
-                        "sketch_id,image_id,score header"
-                    )
-                value = _float(fields[4])
-                if value is None:
-                    raise InputError(
-                        f"{path}, line {number}: score: got {fields[4]!r}; expected a number"
-                    )
-                queries.append(fields[0])
-                docs.append(fields[2])
-                scores.append(value)
-        except UnicodeDecodeError:
-            raise InputError(f"{path}, line {_undecodable_line(path)}: not UTF-8 text") from None
-    return {"query_id": pd.Categorical(queries), "doc_id": pd.Categorical(docs),
-            "score": np.asarray(scores, dtype=np.float64)}  # fmt: skip
-
-
-def _undecodable_line(path: Path) -> int:
-    """The number of the first line that is not UTF-8 (the decoder reads ahead, so the
-    line being parsed when it fails is not the one)."""
-    raw = path.read_bytes()
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        head = raw[: error.start]
-        return head.replace(b"\r\n", b"\n").replace(b"\r", b"\n").count(b"\n") + 1
-    return 1
-
-
-def _read_table(path: Path, first: str):
-    import pyarrow as pa
-
-    delimiter = "\t" if "\t" in first else ","
-    header = [field.strip().strip('"') for field in first.split(delimiter)]
-    missing = [c for c in _TABLE_COLUMNS if c not in header]
+def _read_table(file, sep: str):
+    """A ``sketch_id, image_id, score`` table's columns (ids stripped of surrounding blanks)
+    and the line of each row."""
+    header = read_header(file, sep, wording=_RUN_TABLE)
+    missing = [c for c in _TABLE_COLUMNS if c not in header.names]
     if missing:
         raise InputError(
-            f"{path}, line 1: missing column {missing[0]!r}; expected a header with "
-            "sketch_id, image_id, score"
+            f"{file.path}, line {header.line}: missing column {missing[0]!r}; expected a header "
+            "with sketch_id, image_id, score"
         )
-    text_type = pa.dictionary(pa.int32(), pa.string())
-    types = {"sketch_id": text_type, "image_id": text_type, "score": pa.float64()}
-    try:
-        columns = _arrow_read(path, header, _TABLE_COLUMNS, delimiter, types, header=True)
-    except pa.ArrowInvalid:
-        columns = _read_table_slowly(path, delimiter, header)
-    locate = _line_locator(path, header=True)
-    return columns["sketch_id"], columns["image_id"], columns["score"], locate
+    rows = read_rows([(file, header)], wording=_RUN_TABLE, numbers=["score"],
+                     columns=_TABLE_COLUMNS)  # fmt: skip
+    frame = rows.frame
+    return (_stripped(frame["sketch_id"]), _stripped(frame["image_id"]),
+            frame["score"].to_numpy(), rows.lines)  # fmt: skip
 
 
-def _read_table_slowly(path: Path, delimiter: str, header: list[str]) -> dict:
-    import csv
-
-    where = {c: header.index(c) for c in _TABLE_COLUMNS}
-    values = {c: [] for c in _TABLE_COLUMNS}
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}, line {_undecodable_line(path)}: not UTF-8 text") from None
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    next(reader)
-    for fields in reader:
-        number = reader.line_num
-        if not any(f.strip() for f in fields):
-            continue
-        if len(fields) != len(header):
-            raise InputError(
-                f"{path}, line {number}: {len(fields)} fields; expected {len(header)} as in "
-                "the header"
-            )
-        value = _float(fields[where["score"]])
-        if value is None:
-            raise InputError(
-                f"{path}, line {number}: score: got {fields[where['score']]!r}; expected a number"
-            )
-        values["sketch_id"].append(fields[where["sketch_id"]].strip())
-        values["image_id"].append(fields[where["image_id"]].strip())
-        values["score"].append(value)
-    return {"sketch_id": pd.Categorical(values["sketch_id"]),
-            "image_id": pd.Categorical(values["image_id"]),
-            "score": np.asarray(values["score"], dtype=np.float64)}  # fmt: skip
-
-
-def _float(text: str) -> float | None:
-    """The number in ``text`` (non-finite ones included: they are rejected later, by row)."""
-    try:
-        return float(text)
-    except ValueError:
-        return None
+def _stripped(ids: pd.Series) -> pd.Categorical:
+    """Ids without surrounding blanks (docs/formats.md), stripped once per distinct id."""
+    column = pd.Categorical(ids)
+    categories = pd.Index(column.categories, dtype=object)
+    stripped = categories.str.strip()
+    if stripped.equals(categories):
+        return column
+    merged, distinct = pd.factorize(stripped)
+    return pd.Categorical.from_codes(merged[np.asarray(column.codes)], distinct)

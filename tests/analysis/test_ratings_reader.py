@@ -1,9 +1,9 @@
 """The table reader gives every cell exactly as written, with the line it came from.
 
-Unquoted tables (every BIDS file, and CSV without a quote character) are parsed by
-Arrow's CSV reader; the oracle here is Python's own ``str.split`` of each line, which
-knows nothing of either reader. Quoted CSV goes through pandas and is checked against
-the standard library's ``csv`` module.
+Every table is parsed by Arrow's CSV reader (``sbir_study.foundation.tables``). The
+oracle for unquoted tables (every BIDS file, and CSV without a quote character) is
+Python's own ``str.split`` of each line, which knows nothing of the reader; quoted CSV is
+checked against the standard library's ``csv`` module.
 """
 
 import csv
@@ -148,7 +148,7 @@ def test_a_wrong_field_count_names_its_file_and_line_among_many(tmp_path):
     )
 )  # fmt: skip
 def test_quoted_csv_reads_as_the_csv_module_writes_it(rows):
-    """CSV with quotes (pandas' reader) against the standard library's writer."""
+    """CSV with quotes against the standard library's writer."""
     rows = [r for r in rows if any(r)] or [["01", "s", "a", "3"]]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL)

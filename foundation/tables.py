@@ -1,0 +1,715 @@
+"""The one reader of text tables: CSV and TSV with a header, and whitespace-separated runs.
+
+Every table the toolkit reads comes through here: ratings tables and BIDS
+``_beh.tsv`` files, ground truths, retrieval runs (TREC runs and tables),
+stimulus manifests and ``anchors.csv``. The rules (``docs/formats.md``):
+
+* **Text.** UTF-8, with or without a byte-order mark. A line may end with LF,
+  CR LF or a lone CR, and line numbers count the file's own lines as an editor
+  shows them. A file that is not UTF-8 is refused on the line of its first bad
+  byte.
+* **Header.** The first line that is not blank names the columns (surrounding
+  blanks dropped); a name given twice is refused.
+* **Rows.** Every line has as many fields as the header: a row with fewer or
+  more is refused on its line, never padded or shifted. Empty lines, and lines
+  whose every field is empty, are no rows. A field may be quoted (``"a, b"``,
+  ``""`` for a quote) and then hold separators and line breaks; a quoted field
+  that is never closed is refused on the line of its row. Whether a TSV quotes is
+  the caller's (a BIDS file does not); a whitespace-separated file never does.
+  Cells are read as written
+  (``01`` stays ``01``); :data:`MISSING_VALUES` are the spellings of a missing
+  value, for the callers that convert cells to numbers.
+* **Whitespace-separated files** (TREC runs) split a line on runs of spaces and
+  tabs, as trec_eval does.
+
+Every row keeps the line it came from, for messages about it. How a message
+names a line, and how it words the reader's own problems, is the caller's
+(:class:`Wording`): ``"x.csv: line 3"`` for ratings and manifests, ``"x.run, line 3"``
+for runs and ground truths.
+
+Tables are parsed by Apache Arrow's CSV reader, straight into dictionary-encoded
+columns (categoricals): at crowd scale a table repeats a few thousand distinct
+cells over millions of rows, and a Python string per cell would cost more than
+the parse. When Arrow refuses a table, a line-by-line pass with Python's
+:mod:`csv` module (or :meth:`bytes.split` for whitespace) finds the first bad
+line and names it, or reads the table that Arrow could not.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from .checks import InputError
+from .memory import release_freed
+from .provenance import file_digest
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "COLON",
+    "COMMA",
+    "MISSING_VALUES",
+    "Header",
+    "Rows",
+    "TextFile",
+    "Wording",
+    "read_header",
+    "read_rows",
+    "read_table",
+    "read_text",
+]
+
+#: The cells that mean "no value" wherever a cell is converted to a number: the empty
+#: cell and ``n/a`` (BIDS), ``NA`` (R), ``NaN`` and ``nan`` (pandas, NumPy).
+MISSING_VALUES = frozenset({"", "n/a", "NA", "NaN", "nan"})
+
+_NOT_BLANK = re.compile(rb"[^ \t\r\n\x0b\x0c]")
+_BLANK_LINE = re.compile(rb"[ \t\x0b\x0c]*(?:\r\n|\r|\n)")
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+_ARROW_BLOCK = 1 << 24
+_UTF8_SLICE = 1 << 22
+_WHOLE = re.compile(rb"[+-]?[0-9]{1,18}")
+# Appended after a quoted file's last line when Python's csv module re-reads it: outside
+# quotes it is a record of its own; inside a quoted field that was never closed, it is not.
+_SENTINEL = "\ue000sbir-study\ue000"
+
+
+@dataclass(frozen=True)
+class Wording:
+    """How a caller's messages name a line, and how they word the reader's problems.
+
+    ``line(path, number)`` names line ``number`` of file ``path``; the other
+    fields are the message texts (``str.format`` templates) that follow it.
+
+    Examples
+    --------
+    >>> COMMA.at("run.txt", 3)
+    'run.txt, line 3'
+    >>> COLON.field_count.format(expected=4, found=5)
+    'expected 4 fields, found 5'
+    """
+
+    line: Callable[[str, int], str]
+    #: A row with another number of fields than the header.
+    field_count: str = "expected {expected} fields, found {found}"
+    #: A byte that is not UTF-8 (``byte``, an int).
+    not_utf8: str = "not UTF-8 (byte 0x{byte:02x}); expected a UTF-8 text file"
+    #: A column named twice in the header.
+    twice: str = "column {name!r} appears twice"
+    #: A cell of a number column that is not a number.
+    number: str = "{column}: got {text!r}; expected a number"
+
+    def at(self, path, number: int) -> str:
+        """The name of line ``number`` of ``path``."""
+        return self.line(str(path), int(number))
+
+
+#: ``path: line N``, as ratings tables, manifests and anchors name a line.
+COLON = Wording(lambda path, number: f"{path}: line {number}")
+#: ``path, line N``, as runs and ground truths name a line.
+COMMA = Wording(lambda path, number: f"{path}, line {number}")
+
+
+# --- the text of a file ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextFile:
+    """The bytes of a UTF-8 text file, checked, with its SHA-256 and its number of lines.
+
+    ``data[start:end]`` is the text (``start`` skips a byte-order mark; ``end`` may
+    leave out a partial last line, :meth:`without_partial_line`).
+    """
+
+    path: Path
+    data: bytes
+    sha256: str
+    lines: int
+    start: int = 0
+    end: int = -1
+
+    def __post_init__(self):
+        if self.end < 0:
+            object.__setattr__(self, "end", len(self.data))
+
+    @property
+    def text(self) -> str:
+        """The text with every line end as ``\\n``."""
+        text = bytes(memoryview(self.data)[self.start : self.end]).decode("utf-8")
+        return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+    def is_blank(self, start: int | None = None) -> bool:
+        """Whether the file (from offset ``start``: the rows below a header, say) holds
+        nothing but blanks and line ends."""
+        start = self.start if start is None else start
+        return _NOT_BLANK.search(self.data, start, self.end) is None
+
+    def ends_with_line_end(self) -> bool:
+        """Whether the last line is complete (an empty file is)."""
+        return self.end == self.start or self.data[self.end - 1] in b"\r\n"
+
+    def without_partial_line(self) -> TextFile:
+        """The file without its last line, which has no line end (a write cut off)."""
+        last = max(self.data.rfind(b"\n", self.start, self.end),
+                   self.data.rfind(b"\r", self.start, self.end))  # fmt: skip
+        return replace(self, end=max(last + 1, self.start), lines=self.lines - 1)
+
+    def first_line(self) -> tuple[int, str] | None:
+        """The first line that is not blank, as ``(number, text)``; None if there is none."""
+        position, number = self.start, 1
+        while match := _BLANK_LINE.match(self.data, position, self.end):
+            position, number = match.end(), number + 1
+        if position >= self.end or not _NOT_BLANK.search(self.data, position, self.end):
+            return None
+        found = _LINE_END.search(self.data, position, self.end)
+        stop = found.start() if found else self.end
+        return number, self.data[position:stop].decode("utf-8")
+
+
+def read_text(path: str | Path, wording: Wording = COLON) -> TextFile:
+    """Read a text file: its bytes, checked as UTF-8, its SHA-256 and its number of lines.
+
+    A folder, a file that cannot be read, and one that is not UTF-8 raise
+    :class:`~sbir_study.foundation.checks.InputError`; the last names the line (as
+    ``wording`` does) and the byte at fault.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "old-mac.csv"
+    >>> _ = path.write_bytes(b"\\xef\\xbb\\xbfa,b\\r1,2\\r")
+    >>> text = read_text(path)
+    >>> text.text, text.lines
+    ('a,b\\n1,2\\n', 2)
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; expected a text file")
+    try:
+        digest = file_digest(path, keep=True)
+    except OSError as error:
+        raise InputError(f"{path}: cannot be read ({error.strerror or error})") from None
+    data = digest.data
+    start = 3 if data.startswith(codecs.BOM_UTF8) else 0
+    if not data.isascii():
+        bad = _first_bad_byte(data, start)
+        if bad is not None:
+            line = _line_of(memoryview(data)[start:], bad - start)
+            raise InputError(f"{wording.at(path, line)}: {wording.not_utf8.format(byte=data[bad])}")
+    return TextFile(path, data, digest.sha256, digest.lines, start)
+
+
+def _first_bad_byte(data: bytes, start: int) -> int | None:
+    """The offset of the first byte that is not UTF-8, or None (checked in slices: a
+    whole decode would hold the text a second time)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    step = _UTF8_SLICE
+    for offset in range(start, len(data), step):
+        try:
+            decoder.decode(view[offset : offset + step], final=offset + step >= len(data))
+        except UnicodeDecodeError as error:
+            # The error is placed in what the decoder held back of the previous slice (an
+            # incomplete character) and this one.
+            return offset + error.start - len(decoder.getstate()[0])
+    return None
+
+
+# --- the header ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Header:
+    """The columns of a table and where its rows begin.
+
+    ``sep`` is the field separator (None: runs of blanks, as in a TREC run),
+    ``quote`` whether fields may be quoted, ``line`` the header's line (0 for a
+    file without one), ``end`` the offset in the file's data where the rows begin.
+    """
+
+    names: tuple[str, ...]
+    sep: str | None
+    quote: bool
+    line: int
+    end: int
+
+    @classmethod
+    def none(cls, file: TextFile, names: Sequence[str], sep: str | None = None) -> Header:
+        """A file without a header whose columns are ``names`` (a TREC run)."""
+        return cls(tuple(names), sep, False, 0, file.start)
+
+
+def read_header(
+    file: TextFile, sep: str, *, quote: bool = True, wording: Wording = COLON
+) -> Header:
+    """The header of a table: its first line that is not blank.
+
+    Names are stripped of surrounding blanks; in a CSV (``quote``) a name may be
+    quoted, as R's ``write.csv`` writes them. A blank file and a name given twice
+    raise :class:`~sbir_study.foundation.checks.InputError`.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "r.csv"
+    >>> _ = path.write_bytes(b'\\n"participant", rating\\n01,3\\n')
+    >>> read_header(read_text(path), ",")
+    Header(names=('participant', 'rating'), sep=',', quote=True, line=2, end=23)
+    """
+    first = file.first_line()
+    if first is None:
+        raise InputError(f"{wording.at(file.path, 1)}: empty; expected a header line")
+    number, line = first
+    fields = next(csv.reader([line], delimiter=sep)) if quote and '"' in line else line.split(sep)
+    names = tuple(name.strip() for name in fields)
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InputError(f"{wording.at(file.path, number)}: {wording.twice.format(name=name)}")
+        seen.add(name)
+    position = file.start
+    for _ in range(number):
+        found = _LINE_END.search(file.data, position, file.end)
+        position = found.end() if found else file.end
+    return Header(names, sep, quote, number, position)
+
+
+# --- rows ----------------------------------------------------------------------------------------
+
+
+class Rows(NamedTuple):
+    """A parsed table: its rows, the file each came from and its line there."""
+
+    #: One column per name of the header (text as categoricals, or str with
+    #: ``categorical=False``; the ``numbers`` columns float64).
+    frame: pd.DataFrame
+    #: The line of each row in its file.
+    lines: np.ndarray
+    #: The index (into the files given) of each row's file.
+    files: np.ndarray
+
+
+@dataclass
+class _Piece:
+    """The rows part of one file."""
+
+    file: TextFile
+    header: Header
+    body: memoryview = field(init=False)
+    first: int = field(init=False)  # the line number of the body's first line
+
+    def __post_init__(self):
+        self.body = memoryview(self.file.data)[self.header.end : self.file.end]
+        self.first = self.header.line + 1
+
+    @property
+    def n_lines(self) -> int:
+        return self.file.lines - self.header.line
+
+    def ends(self) -> bool:
+        return not self.body or self.body[-1] in b"\r\n"
+
+    def holds(self, characters: bytes) -> bool:
+        """Whether the rows hold ``characters`` (a search in the file's bytes, no copy)."""
+        return self.file.data.find(characters, self.header.end, self.file.end) >= 0
+
+
+def read_rows(
+    files: Sequence[tuple[TextFile, Header]],
+    *,
+    wording: Wording = COLON,
+    numbers: Sequence[str] = (),
+    columns: Sequence[str] | None = None,
+    categorical: bool = True,
+) -> Rows:
+    """The rows of one or more files with the same header, parsed in one pass.
+
+    Parameters
+    ----------
+    files
+        Each file with its header (:func:`read_header`, or :meth:`Header.none`);
+        every header must have the same names, separator and quoting.
+    wording
+        How messages name a line and word a problem.
+    numbers
+        Columns read as float64 (a missing value as NaN); a cell that is not a
+        number raises :class:`~sbir_study.foundation.checks.InputError` naming it.
+    columns
+        The columns to return (default: all).
+    categorical
+        Text columns as categoricals (else as str).
+
+    Raises
+    ------
+    InputError
+        On the first line (in file order) with another number of fields than the
+        header, a quoted field never closed, or a number that is not one.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "r.tsv"
+    >>> _ = path.write_bytes(b"sketch_id\\tscore\\n\\ns1\\t0.5\\r\\n\\t\\ns2\\t1\\n")
+    >>> file = read_text(path)
+    >>> rows = read_rows([(file, read_header(file, "\\t"))], numbers=["score"])
+    >>> rows.frame["sketch_id"].tolist(), rows.frame["score"].tolist(), rows.lines.tolist()
+    (['s1', 's2'], [0.5, 1.0], [3, 5])
+    """
+    pieces = [_Piece(file, header) for file, header in files]
+    header = pieces[0].header
+    wanted = list(header.names if columns is None else columns)
+    numbers = [n for n in numbers if n in wanted]
+    parsed = None
+    if header.sep is not None or _regular_blanks(pieces):
+        parsed = _arrow(pieces, wanted, numbers, categorical)
+    if parsed is None:
+        frame, lines, owner = _python(pieces, wanted, numbers, categorical, wording)
+    else:
+        frame, spans = parsed
+        lines, owner = _row_lines(pieces, len(frame), spans, wording)
+        if header.sep is not None:
+            blank = _blank_rows(frame)
+            if blank.any():
+                keep = ~blank
+                frame = frame[keep].reset_index(drop=True)
+                lines, owner = lines[keep], owner[keep]
+    if list(frame.columns) != wanted:
+        frame = frame[wanted]
+    return Rows(frame, lines, owner)
+
+
+def read_table(
+    file: TextFile, sep: str, *, wording: Wording = COLON, quote: bool = True
+) -> pd.DataFrame:
+    """A small table (a ground truth, a manifest) as a DataFrame of str cells.
+
+    ``DataFrame.attrs["lines"]`` holds each row's line in the file (the header
+    is the first line that is not blank, usually line 1), for messages about
+    the rows. Errors as :func:`read_header` and :func:`read_rows`.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+    >>> _ = path.write_bytes(b'a,b\\n1,"x, y"\\n\\n,\\n3,4\\n')
+    >>> table = read_table(read_text(path), ",")
+    >>> table["b"].tolist(), table.attrs["lines"]
+    (['x, y', '4'], [2, 5])
+    """
+    header = read_header(file, sep, quote=quote, wording=wording)
+    rows = read_rows([(file, header)], wording=wording, categorical=False)
+    table = rows.frame
+    table.attrs["lines"] = rows.lines.tolist()
+    return table
+
+
+# --- the fast path: Arrow ------------------------------------------------------------------------
+
+
+def _regular_blanks(pieces: list[_Piece]) -> bool:
+    """Whether a whitespace-separated file uses one kind of blank between its fields (so that
+    Arrow's split on one character may be the split on runs of blanks)."""
+    for piece in pieces:
+        other = b" " if piece.holds(b"\t") else b"\t"
+        if piece.holds(other) or piece.holds(b"\x0b") or piece.holds(b"\x0c"):
+            return False
+    return True
+
+
+class _Chain(io.RawIOBase):
+    """Several buffers read as one stream (Arrow reads the files' rows in one pass)."""
+
+    def __init__(self, parts: list[memoryview]):
+        self._parts = parts
+        self._index = 0
+        self._offset = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        target = memoryview(buffer).cast("B")
+        filled = 0
+        while filled < len(target) and self._index < len(self._parts):
+            part = self._parts[self._index]
+            take = min(len(target) - filled, len(part) - self._offset)
+            target[filled : filled + take] = part[self._offset : self._offset + take]
+            filled += take
+            self._offset += take
+            if self._offset == len(part):
+                self._index, self._offset = self._index + 1, 0
+        return filled
+
+
+def _arrow(pieces: list[_Piece], wanted: list[str], numbers: list[str], categorical: bool):
+    """Parse with Arrow: ``(frame, spans)``, ``spans`` whether a quoted field holds a line
+    break; None when Arrow refuses the rows, or when a whitespace-separated file has two
+    blanks in a row (the Python pass then reads them, or names the bad line)."""
+    import pyarrow as pa
+    from pyarrow import csv as arrow_csv
+
+    header = pieces[0].header
+    names = list(header.names)
+    whitespace = header.sep is None
+    if whitespace:
+        sep = "\t" if any(p.holds(b"\t") for p in pieces) else " "
+    else:
+        sep = header.sep
+    quoted = header.quote and any(p.holds(b'"') for p in pieces)
+    parts = []
+    for piece in pieces:
+        if len(piece.body):
+            parts.append(piece.body)
+            if not piece.ends():  # a file's last row must not run into the next file's first
+                parts.append(memoryview(b"\n"))
+    if not parts:
+        return _empty(wanted if whitespace else names, numbers, categorical), False
+    text = pa.dictionary(pa.int32(), pa.string())
+    types = {n: pa.float64() if n in numbers else text for n in names}
+    if whitespace:
+        # Every field is read, to see that none is empty: an empty field is two blanks in a
+        # row, or one at either end of a line, where the split on runs of blanks differs
+        # from Arrow's. An unused field that is a whole number on the first line is read as
+        # one (a TREC run's rank: cheaper than a dictionary of a hundred thousand values); a
+        # later one that is not makes Arrow refuse, and the Python pass reads the file.
+        sample = _first_fields(pieces, sep)
+        types |= {n: pa.int64() if _WHOLE.fullmatch(v) else text
+                  for n, v in zip(names, sample, strict=False) if n not in wanted}  # fmt: skip
+    try:
+        table = arrow_csv.read_csv(
+            pa.BufferReader(parts[0]) if len(parts) == 1 else _Chain(parts),
+            read_options=arrow_csv.ReadOptions(column_names=names, block_size=_ARROW_BLOCK),
+            parse_options=arrow_csv.ParseOptions(
+                delimiter=sep,
+                quote_char='"' if quoted else False,
+                escape_char=False,
+                newlines_in_values=quoted,
+                ignore_empty_lines=True,
+            ),
+            convert_options=arrow_csv.ConvertOptions(
+                column_types=types,
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+                null_values=sorted(MISSING_VALUES),  # in number columns only
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowKeyError):
+        return None
+    if whitespace:
+        # A missing number may be an empty field: the Python pass tells.
+        if any(table.column(n).null_count or _holds(table.column(n), "^$") for n in names):
+            return None
+        table = table.select(wanted)
+    text_names = [n for n in table.column_names if n not in numbers]
+    spans = quoted and any(_holds(table.column(n), "[\r\n]") for n in text_names)
+    if not categorical:
+        table = pa.table(
+            [table.column(n).cast(pa.string()) if n in text_names else table.column(n)
+             for n in table.column_names],
+            names=table.column_names,
+        )  # fmt: skip
+    frame = table.to_pandas()
+    del table
+    release_freed()  # Arrow's parse buffers, before the caller's next step
+    return frame, spans
+
+
+def _first_fields(pieces: list[_Piece], sep: str) -> list[bytes]:
+    """The fields of the first line that is not empty."""
+    for piece in pieces:
+        for line in bytes(piece.body[: 1 << 16]).splitlines():
+            if line:
+                return line.split(sep.encode())
+    return []
+
+
+def _holds(column, pattern: str) -> bool:
+    """Whether a dictionary column holds a value matching ``pattern`` (checked once per
+    distinct value of each chunk)."""
+    import pyarrow.compute as pc
+
+    dictionaries = [c.dictionary for c in column.chunks if hasattr(c, "dictionary")]
+    return any(pc.any(pc.match_substring_regex(d, pattern)).as_py() for d in dictionaries if len(d))
+
+
+def _empty(names: list[str], numbers: list[str], categorical: bool) -> pd.DataFrame:
+    import pandas as pd
+
+    text = "category" if categorical else "str"
+    return pd.DataFrame({n: pd.Series([], dtype="float64" if n in numbers else text)
+                         for n in names})  # fmt: skip
+
+
+def _blank_rows(frame: pd.DataFrame) -> np.ndarray:
+    """Rows whose every field is empty (a line of separators only; a missing number counts
+    as empty).
+
+    Only rows whose first field is empty can be one, so the other fields are
+    compared on those rows alone.
+    """
+    blank = np.zeros(len(frame), dtype=bool)
+    if not len(frame.columns) or not len(frame):
+        return blank
+    first = frame.iloc[:, 0]
+    maybe = (first.isna() | (first == "")).to_numpy(dtype=bool)
+    if maybe.any():
+        part = frame.loc[maybe]
+        blank[maybe] = (part.isna() | (part == "")).all(axis=1).to_numpy()
+    return blank
+
+
+# --- lines ---------------------------------------------------------------------------------------
+
+
+def _line_ends(array: np.ndarray) -> np.ndarray:
+    """The offset of the last byte of every line end (LF, CR LF, a lone CR) in ``array``."""
+    ends = np.flatnonzero(array == 10)
+    if 13 in array:
+        cr = np.flatnonzero(array == 13)
+        lone = np.ones(cr.size, dtype=bool)
+        inside = cr + 1 < array.size
+        lone[inside] = array[cr[inside] + 1] != 10
+        ends = np.union1d(ends, cr[lone])
+    return ends
+
+
+def _line_of(data, offset: int) -> int:
+    """The line (from 1) that byte ``offset`` of ``data`` is on."""
+    head = np.frombuffer(data, dtype=np.uint8)[:offset]
+    return int(_line_ends(head).size) + 1
+
+
+def _nonempty_lines(piece: _Piece) -> np.ndarray:
+    """The line numbers of a piece's lines that are not empty (each one of Arrow's rows)."""
+    array = np.frombuffer(piece.body, dtype=np.uint8)
+    if not array.size:
+        return np.empty(0, dtype=np.int64)
+    ends = _line_ends(array)
+    starts = np.concatenate(([0], ends + 1))
+    stops = np.append(ends, array.size)  # where each line's content stops
+    crlf = (array[ends] == 10) & (ends > 0)
+    crlf[crlf] = array[ends[crlf] - 1] == 13
+    stops[:-1][crlf] -= 1
+    return piece.first + np.flatnonzero(stops > starts)
+
+
+def _row_lines(pieces: list[_Piece], n_rows: int, spans: bool, wording: Wording):
+    """Each Arrow row's line and file: a row is a non-empty line, unless a quoted field
+    holds a line break, when Python's csv module finds where each record begins."""
+    counts = [p.n_lines for p in pieces]
+    if not spans and n_rows == sum(counts):  # no empty line anywhere: the common case
+        lines = [np.arange(p.first, p.first + n, dtype=np.int64)
+                 for p, n in zip(pieces, counts, strict=True)]  # fmt: skip
+    else:
+        lines = [np.asarray([number for number, _ in _records(p, wording)], dtype=np.int64)
+                 if spans and p.holds(b'"') else _nonempty_lines(p) for p in pieces]  # fmt: skip
+    sizes = [len(n) for n in lines]
+    if sum(sizes) != n_rows:
+        raise InputError(
+            f"{pieces[0].file.path}: cannot be parsed as a table (rows do not match lines)"
+        )
+    owner = np.repeat(np.arange(len(pieces), dtype=np.int32), sizes)
+    return (np.concatenate(lines) if lines else np.empty(0, dtype=np.int64)), owner
+
+
+# --- the slow path: Python -----------------------------------------------------------------------
+
+
+def _records(piece: _Piece, wording: Wording):
+    """``(line, fields)`` of every record of a delimited piece that is not an empty line
+    (Python's csv module), refusing a quoted field that is never closed."""
+    header = piece.header
+    text = bytes(piece.body).decode("utf-8")
+    check_closed = header.quote and '"' in text
+    if check_closed:
+        text += ("" if piece.ends() else "\n") + _SENTINEL + "\n"
+    reader = csv.reader(
+        io.StringIO(text, newline=""),
+        delimiter=header.sep,
+        quoting=csv.QUOTE_MINIMAL if header.quote else csv.QUOTE_NONE,
+        strict=False,
+    )
+    previous = 0
+    while True:
+        number = piece.first + previous
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            where = wording.at(piece.file.path, number)
+            raise InputError(f"{where}: cannot be read as a table ({error})") from None
+        previous = reader.line_num
+        if not fields or (check_closed and fields == [_SENTINEL]):
+            continue
+        if check_closed and fields[-1].endswith(_SENTINEL + "\n"):
+            raise InputError(
+                f"{wording.at(piece.file.path, number)}: a quoted field of this row is never "
+                "closed; expected a closing '\"'"
+            )
+        yield number, fields
+
+
+def _split_blanks(piece: _Piece):
+    """``(line, fields)`` of every line that is not blank, split on runs of blanks."""
+    for offset, line in enumerate(bytes(piece.body).splitlines()):
+        fields = line.split()
+        if fields:
+            yield piece.first + offset, [f.decode("utf-8") for f in fields]
+
+
+def _python(pieces: list[_Piece], wanted, numbers, categorical: bool, wording: Wording):
+    """Parse line by line: name the first bad line, or read what Arrow could not."""
+    import pandas as pd
+
+    header = pieces[0].header
+    names = header.names
+    positions = [names.index(n) for n in wanted]
+    is_number = [n in numbers for n in wanted]
+    values: list[list] = [[] for _ in wanted]
+    lines: list[int] = []
+    owner: list[int] = []
+    for index, piece in enumerate(pieces):
+        rows = _split_blanks(piece) if header.sep is None else _records(piece, wording)
+        for line, fields in rows:
+            if len(fields) != len(names):
+                message = wording.field_count.format(expected=len(names), found=len(fields))
+                raise InputError(f"{wording.at(piece.file.path, line)}: {message}")
+            if header.sep is not None and not any(fields):
+                continue  # a line of separators only
+            for column, position, number in zip(values, positions, is_number, strict=True):
+                text = fields[position]
+                if number:
+                    try:
+                        column.append(np.nan if text in MISSING_VALUES else float(text))
+                    except ValueError:
+                        problem = wording.number.format(column=names[position], text=text)
+                        raise InputError(
+                            f"{wording.at(piece.file.path, line)}: {problem}"
+                        ) from None
+                else:
+                    column.append(text)
+            lines.append(line)
+            owner.append(index)
+    frame = pd.DataFrame(
+        {
+            name: np.asarray(column, dtype=np.float64)
+            if number
+            else pd.Categorical(column)
+            if categorical
+            else pd.array(column, dtype="str")
+            for name, column, number in zip(wanted, values, is_number, strict=True)
+        },
+        index=pd.RangeIndex(len(lines)),
+    )
+    return frame, np.asarray(lines, dtype=np.int64), np.asarray(owner, dtype=np.int32)
