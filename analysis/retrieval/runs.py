@@ -390,20 +390,17 @@ def run_from_scores(
     sketch_of_row = sketch_index[query_code].astype(np.int64)
     doc_names = np.asarray(doc.categories, dtype=object)
     doc_code = np.asarray(doc.codes).astype(np.int64)
-    n_docs = max(len(doc_names), 1)
-    keys = sketch_of_row * n_docs + doc_code
-    key_index = pd.Index(keys)
-    if not key_index.is_unique:
-        row = int(np.flatnonzero(key_index.duplicated(keep="first"))[0])
+    # One key per (sketch, image): its index finds a judged image's row in the kernel.
+    keys = pd.Index(sketch_of_row * max(len(doc_names), 1) + doc_code)
+    if not keys.is_unique:
+        row = int(np.flatnonzero(keys.duplicated(keep="first"))[0])
         first = int(np.flatnonzero(keys == keys[row])[0])
         raise InputError(
             f"{locate(row)}: image {doc_names[doc_code[row]]!r} is listed again for sketch "
             f"{truth.sketches[sketch_of_row[row]]!r} (first at {locate(first)}); expected each "
             "image once per sketch"
         )
-
-    n_sketches, width = truth.mean_rating.shape
-    n_returned = np.bincount(sketch_of_row, minlength=n_sketches)
+    n_returned = np.bincount(sketch_of_row, minlength=len(truth.sketches))
     absent = np.flatnonzero(n_returned == 0)
     if absent.size:
         shown = ", ".join(map(str, truth.sketches[absent[:5]]))
@@ -414,12 +411,38 @@ def run_from_scores(
             RunWarning,
             stacklevel=2,
         )
+    judged_score, rank = _rank(truth, sketch_of_row, doc_code, doc_names, keys, score,
+                               n_returned, score_precision)  # fmt: skip
+    return Run(name, judged_score, rank, n_returned.astype(np.int64),
+               score_precision=score_precision)  # fmt: skip
+
+
+def _rank(
+    truth: GroundTruth,
+    sketch_of_row: np.ndarray,
+    doc_code: np.ndarray,
+    doc_names: np.ndarray,
+    keys: pd.Index,
+    score: np.ndarray,
+    n_returned: np.ndarray,
+    score_precision: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel of :func:`run_from_scores`: each judged image's score and 1-based position
+    in its sketch's order (NaN where not returned), from checked rows.
+
+    Row r returns image ``doc_names[doc_code[r]]`` for sketch ``sketch_of_row[r]`` (an
+    index into ``truth.sketches``) with ``score[r]`` (higher = more similar);
+    ``keys`` is the unique (sketch, image) key of every row, ``sketch * len(doc_names) +
+    image``; ``n_returned`` the rows of each sketch.
+    """
+    n_sketches, width = truth.mean_rating.shape
+    n_docs = max(len(doc_names), 1)
     doc_lookup = pd.Index(doc_names)
     judged_rows = np.full((n_sketches, width), -1, dtype=np.int64)
     for s, images in enumerate(truth.images):
         codes = doc_lookup.get_indexer(images)
         judged_keys = np.where(codes >= 0, s * n_docs + codes, -1)
-        judged_rows[s, : len(images)] = key_index.get_indexer(judged_keys)
+        judged_rows[s, : len(images)] = keys.get_indexer(judged_keys)
     returned = judged_rows >= 0
     judged_score = np.where(returned, score[np.maximum(judged_rows, 0)], np.nan)
     rank = np.full((n_sketches, width), np.nan)
@@ -448,8 +471,7 @@ def run_from_scores(
             own = id_order[doc_code[judged_rows[s, columns[k]]]]
             position[k] += np.count_nonzero(id_order[doc_code[tied]] > own)
         rank[s, columns] = position
-    return Run(name, judged_score, rank, n_returned.astype(np.int64),
-               score_precision=score_precision)  # fmt: skip
+    return judged_score, rank
 
 
 # --- parsing ---------------------------------------------------------------------------------
