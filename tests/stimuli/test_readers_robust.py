@@ -1,10 +1,13 @@
 """Manifests, checksum lists, anchors.csv, images: any bytes give a checked set or one message."""
 
+import csv
+import io
 import shutil
 import tempfile
 import zlib
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -12,6 +15,7 @@ from PIL import Image
 
 from sbir_study.foundation.checks import MAX_IMAGE_PIXELS, InputError, bad_ids, open_image
 from sbir_study.stimuli import AnchorDesign, import_set, load_set, validate_set
+from sbir_study.stimuli.validate import anchor_block
 from tests.helpers import reads_or_refuses, table_bytes
 
 TOKENS = ["sketch_id", "image_id", "sketch_path", "image_path", "role", "anchor_rating", "main",
@@ -60,10 +64,50 @@ def _lab(root):
     return root
 
 
+@st.composite
+def anchor_tables(draw):
+    """An anchors.csv as a lab might write it: any column order, an extra column, R's quoting,
+    any line ends, empty lines, a byte-order mark; mostly right (each anchor sketch's three
+    images rated 1, 4 and 7, as the block the set declares prescribes), now and then not."""
+    columns = draw(st.permutations(["sketch_id", "image_id", "anchor_rating", "note"]))
+    columns = columns if draw(st.booleans()) else [c for c in columns if c != "note"]
+    rows = []
+    for sketch in draw(st.lists(st.sampled_from(["duck", "boat"]), unique=True, max_size=2)):
+        ratings = draw(st.permutations(["1", "4", "7"]))
+        if not draw(st.integers(0, 6)):
+            ratings[0] = draw(st.sampled_from(["2", "9", " 1", ""]))
+        images = [f"{sketch}-{k}" for k in range(3)]
+        if not draw(st.integers(0, 6)):
+            images = images[:2]
+        for image, rating in zip(images, ratings, strict=False):
+            cells = {
+                "sketch_id": sketch,
+                "image_id": image,
+                "anchor_rating": rating,
+                "note": draw(st.sampled_from(["", "a, b", 'say "hi"', "two\nlines"])),
+            }
+            rows.append([cells[c] for c in columns])
+    out = io.StringIO()
+    quoting = draw(st.sampled_from([csv.QUOTE_MINIMAL, csv.QUOTE_ALL]))
+    writer = csv.writer(
+        out, quoting=quoting, lineterminator=draw(st.sampled_from(["\n", "\r\n", "\r"]))
+    )
+    writer.writerow(columns)
+    for row in rows:
+        if not draw(st.integers(0, 4)):
+            out.write("\n")
+        writer.writerow(row)
+    bom = b"\xef\xbb\xbf" if draw(st.booleans()) else b""
+    return bom + out.getvalue().encode("utf-8")
+
+
 @settings(max_examples=100, deadline=5000)
 @given(
-    anchors=table_bytes(["sketch_id", "image_id", "anchor_rating", "duck", "duck-0", "duck-1",
-                         "duck-2", "boat", "1", "4", "7"], separators=(",",)),
+    anchors=st.one_of(
+        anchor_tables(),
+        table_bytes(["sketch_id", "image_id", "anchor_rating", "duck", "duck-0", "duck-1",
+                     "duck-2", "boat", "1", "4", "7"], separators=(",",)),
+    ),
 )  # fmt: skip
 def test_any_bytes_as_anchors_csv(anchors):
     with tempfile.TemporaryDirectory() as scratch:
@@ -73,10 +117,37 @@ def test_any_bytes_as_anchors_csv(anchors):
         if written is None:  # refused: nothing was written
             assert not (folder / "manifest.csv").exists()
             assert not (folder / "SHA256SUMS").exists()
-        else:
-            assert validate_set(folder, AnchorDesign(sketches=0), check_images=False).ok or (
-                load_set(folder) is not None
-            )
+            return
+        manifest = pd.read_csv(written, dtype=str, keep_default_na=False)
+        # The set as written validates, with the anchor block its manifest declares ...
+        assert validate_set(folder, anchor_block(manifest), check_images=False).ok
+    # ... its anchor pairs and their ratings are those of anchors.csv, read by Python's csv
+    # module, and every image of an anchor sketch is one of them; the rest are main pairs.
+    expected = _anchors_by_csv_module(anchors)
+    is_anchor = manifest["role"] == "anchor"
+    anchor_rows = manifest[is_anchor].itertuples(index=False)
+    assert {(r.sketch_id, r.image_id): r.anchor_rating for r in anchor_rows} == expected
+    assert is_anchor.sum() == len(expected)
+    assert set(manifest.loc[~is_anchor, "sketch_id"]).isdisjoint(s for s, _ in expected)
+    assert (manifest.loc[~is_anchor, "role"] == "main").all()
+
+
+def _anchors_by_csv_module(content: bytes) -> dict[tuple[str, str], str]:
+    """(sketch_id, image_id) -> anchor_rating of an anchors.csv, by Python's csv module: the
+    header is the first record with a field that is not blank, a record of empty fields is
+    no row."""
+    records = csv.reader(io.StringIO(content.decode("utf-8-sig"), newline=""))
+    names = None
+    found = {}
+    for fields in records:
+        if names is None:
+            if any(f.strip(" \t\x0b\x0c") for f in fields):
+                names = [f.strip() for f in fields]
+            continue
+        if any(fields):
+            row = dict(zip(names, fields, strict=True))
+            found[row["sketch_id"], row["image_id"]] = row["anchor_rating"]
+    return found
 
 
 def _png_declaring(width: int, height: int) -> bytes:
