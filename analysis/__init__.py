@@ -17,6 +17,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     submodules=[
         "agreement",
         "consensus",
+        "corrections",
         "distribution",
         "figures",
         "pipeline",
@@ -52,6 +53,10 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "rater_vs_consensus",
             "write_qrels",
         ],
+        "corrections": [
+            "benjamini_hochberg_count",
+            "holm_adjusted",
+        ],
         "distribution": [
             "binned_medians",
             "rating_distribution",
@@ -73,7 +78,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         ],
         "significance": [
             "FamilySummary",
-            "benjamini_hochberg_count",
             "summarize_family",
             "wilson_interval",
         ],

@@ -3,15 +3,13 @@
 The paper reports, per family of tests, the share significant at alpha = 0.05
 (77.4% anchoring, 86% inter-user, 99% against the benchmark). With 11,718
 inter-user tests that share needs an interval, and the reader may ask how many
-survive a false-discovery-rate control; both are given here.
+survive a false-discovery-rate control; both are given here, the count from
+:mod:`~sbir_study.analysis.corrections`.
 
-The Wilson interval and the Benjamini-Hochberg count are the ones of
-``statsmodels.stats.proportion.proportion_confint(method="wilson")`` and
-``statsmodels.stats.multitest.multipletests(method="fdr_bh")``, against which
-the tests check them. They are written out here because importing statsmodels
-takes about two seconds, as long as a whole paper-scale analysis is allowed,
-and because at crowd scale (62 million inter-user tests) statsmodels keeps
-several full-size copies of the p-values where this sorts one in place.
+The Wilson interval is the one of
+``statsmodels.stats.proportion.proportion_confint(method="wilson")``, against
+which the tests check it. It is written out here because importing statsmodels
+takes about two seconds, as long as a whole paper-scale analysis is allowed.
 """
 
 from __future__ import annotations
@@ -21,7 +19,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import special
 
-__all__ = ["FamilySummary", "benjamini_hochberg_count", "summarize_family", "wilson_interval"]
+from .corrections import benjamini_hochberg_count
+
+__all__ = ["FamilySummary", "summarize_family", "wilson_interval"]
 
 
 @dataclass(frozen=True)
@@ -66,59 +66,6 @@ def wilson_interval(count: int, n: int, *, confidence: float = 0.95) -> tuple[fl
     centre = (p + z2 / (2.0 * n)) / denominator
     half_width = z * np.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / denominator
     return float(centre - half_width), float(centre + half_width)
-
-
-def benjamini_hochberg_count(pvalues, alpha: float = 0.05) -> int:
-    """Number of hypotheses rejected by the Benjamini-Hochberg step-up procedure.
-
-    The largest k with p_(k) <= k alpha / m, where p_(1) <= ... <= p_(m)
-    are the sorted p-values of the m tests (NaN p-values are left out).
-
-    Examples
-    --------
-    >>> benjamini_hochberg_count([0.01, 0.02, 0.03, 0.04, 0.2], alpha=0.05)
-    4
-    >>> from statsmodels.stats.multitest import multipletests
-    >>> int(multipletests([0.01, 0.02, 0.03, 0.04, 0.2], alpha=0.05, method="fdr_bh")[0].sum())
-    4
-    """
-    p = np.asarray(pvalues, dtype=np.float64).ravel()
-    m = int(np.count_nonzero(~np.isnan(p)))
-
-    # No sort (tens of millions of p-values at crowd scale). With N(k) = #{p <= (k / m) alpha}
-    # (the threshold as statsmodels' multipletests computes it) the answer is the largest k
-    # with N(k) >= k. From k = m, k <- N(k) never rises and never passes below the answer
-    # (N is non-decreasing), but it creeps down geometrically; after a few steps a lower
-    # bound L (any k with N(k) >= k) is guessed from the step sizes, and only the p-values
-    # between the thresholds of L and k are sorted to find the answer between them.
-    def count(k: int) -> int:
-        return int(np.count_nonzero(p <= (k / m) * alpha))  # NaN compares False
-
-    if m == 0:
-        return 0
-    high, step, ratio = m, m, 1.0
-    for _ in range(_BH_STEPS):
-        below = count(high)
-        if below in (high, 0):
-            return below
-        ratio = min((high - below) / step, 0.9)
-        high, step = below, high - below
-    # What is left of a geometric descent, twice over; widened until it is a lower bound.
-    gap = max(int(2 * step * ratio / (1.0 - ratio)), 1)
-    while True:
-        low = max(high - gap, 0)
-        base = count(low)
-        if base >= low:
-            break
-        gap *= 4
-    window = np.sort(p[(p > (low / m) * alpha) & (p <= (high / m) * alpha)])
-    candidates = np.arange(low, high + 1)
-    reached = base + np.searchsorted(window, candidates / m * alpha, side="right")
-    return int(candidates[reached >= candidates].max())
-
-
-#: Counting passes of :func:`benjamini_hochberg_count` before it bounds the answer from below.
-_BH_STEPS = 6
 
 
 def summarize_family(pvalues, alpha: float = 0.05) -> FamilySummary:

@@ -6,7 +6,7 @@ gives a percentile bootstrap interval of a mean over sketches
 (:func:`scipy.stats.bootstrap`), the Wilcoxon signed-rank test
 (:func:`scipy.stats.wilcoxon`) and a paired permutation (sign-flip) test of the
 mean difference, with Holm's correction across the pairs of systems
-(:func:`statsmodels.stats.multitest.multipletests`).
+(:func:`~sbir_study.analysis.corrections.holm_adjusted`).
 
 The permutation test is written out here, not called from
 :func:`scipy.stats.permutation_test`: one matrix of random sign flips serves
@@ -26,6 +26,8 @@ import numpy as np
 import pandas as pd
 
 from sbir_study.foundation.checks import InputError
+
+from ..corrections import holm_adjusted
 
 __all__ = [
     "BootstrapResult",
@@ -204,8 +206,6 @@ def compare_systems(
         Holm-corrected permutation p-value is below ``alpha``. Each pair uses
         the sketches where both systems have a value.
     """
-    from statsmodels.stats.multitest import multipletests
-
     columns = ["metric", "system_a", "system_b", "n_sketches", "mean_a", "mean_b",
                "mean_difference", "wilcoxon_statistic", "wilcoxon_p_value", "wilcoxon_p_value_holm",
                "permutation_p_value", "permutation_p_value_holm", "significant"]  # fmt: skip
@@ -241,11 +241,7 @@ def compare_systems(
                                              "wilcoxon_statistic", "wilcoxon_p_value",
                                              "permutation_p_value"])  # fmt: skip
         for test in ("wilcoxon_p_value", "permutation_p_value"):
-            adjusted = np.full(len(table), np.nan)
-            tested = table[test].notna().to_numpy()
-            if tested.any():
-                adjusted[tested] = multipletests(table.loc[tested, test], method="holm")[1]
-            table[f"{test}_holm"] = adjusted
+            table[f"{test}_holm"] = holm_adjusted(table[test].to_numpy(dtype=np.float64))
         table["significant"] = table["permutation_p_value_holm"] < alpha
         rows.append(table)
     if not rows:

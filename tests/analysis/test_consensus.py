@@ -3,14 +3,10 @@
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
 from sbir_study.analysis import (
     anchoring_consistency,
-    benjamini_hochberg_count,
     binned_medians,
     consensus_ground_truth,
     inter_user_tau,
@@ -135,45 +131,6 @@ def test_wilson_matches_statsmodels(count, n):
     ours = wilson_interval(count, n)
     assert ours[0] == pytest.approx(low, abs=1e-14)
     assert ours[1] == pytest.approx(high, abs=1e-14)
-
-
-@pytest.mark.parametrize("seed", range(5))
-def test_bh_count_matches_statsmodels(seed):
-    # Reference: statsmodels multipletests(method="fdr_bh"); ties and exact
-    # threshold hits included by rounding the p-values.
-    rng = np.random.default_rng(seed)
-    size = int(rng.integers(1, 5000))
-    p = np.round(np.concatenate([rng.uniform(0, 0.01, size // 3), rng.uniform(0, 1, size)]), 3)
-    for alpha in (0.01, 0.05, 0.2):
-        expected = int(multipletests(p, alpha=alpha, method="fdr_bh")[0].sum())
-        assert benjamini_hochberg_count(p, alpha) == expected
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    st.lists(st.one_of(st.floats(0, 1), st.just(float("nan"))), min_size=0, max_size=60),
-    st.sampled_from([0.01, 0.05, 0.2]),
-)
-def test_bh_count_matches_statsmodels_any_pvalues(p, alpha):
-    # Reference: statsmodels multipletests(method="fdr_bh") over the defined p-values
-    # (NaN is an undefined test, not counted).
-    p = np.array(p, dtype=np.float64)
-    defined = p[~np.isnan(p)]
-    expected = (
-        int(multipletests(defined, alpha=alpha, method="fdr_bh")[0].sum()) if defined.size else 0
-    )
-    assert benjamini_hochberg_count(p, alpha) == expected
-
-
-@pytest.mark.parametrize("m", [30, 200])
-def test_bh_count_staircase_matches_statsmodels(m):
-    # p-values just above their own thresholds, so the count falls one test at a time and
-    # the counting passes give way to the sort; reference statsmodels multipletests.
-    alpha = 0.05
-    p = np.arange(1, m + 1) / m * alpha + 1e-9
-    p[0] = 0.0
-    expected = int(multipletests(p, alpha=alpha, method="fdr_bh")[0].sum())
-    assert benjamini_hochberg_count(p[::-1], alpha) == expected
 
 
 @pytest.mark.parametrize(

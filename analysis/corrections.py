@@ -1,0 +1,120 @@
+"""Multiple-testing corrections: every one the toolkit applies, side by side.
+
+* :func:`benjamini_hochberg_count`, how many tests of a family survive a
+  false-discovery-rate control at ``alpha`` (``summary.json``'s
+  ``n_significant_bh``, by :func:`~sbir_study.analysis.significance.summarize_family`);
+* :func:`holm_adjusted`, Holm's step-down adjusted p-values (``evaluate``'s
+  comparisons between retrieval systems, by
+  :func:`~sbir_study.analysis.retrieval.comparison.compare_systems`).
+
+Both are the corrections of ``statsmodels.stats.multitest.multipletests``
+(``method="fdr_bh"`` and ``method="holm"``). Holm's is called from statsmodels.
+The Benjamini-Hochberg count is written out here because importing statsmodels
+takes about two seconds, as long as a whole paper-scale analysis is allowed,
+and because at crowd scale (62 million inter-user tests) statsmodels keeps
+several full-size copies of the p-values where this counts without sorting
+them; the tests check it against statsmodels.
+
+A NaN p-value is a test that could not be made: it is not one of the family's
+tests (it counts in no denominator) and its adjusted p-value is NaN.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["benjamini_hochberg_count", "holm_adjusted"]
+
+
+def benjamini_hochberg_count(pvalues, alpha: float = 0.05) -> int:
+    """Number of hypotheses rejected by the Benjamini-Hochberg step-up procedure.
+
+    The largest k with p_(k) <= k alpha / m, where p_(1) <= ... <= p_(m)
+    are the sorted p-values of the m tests (NaN p-values are left out).
+
+    References
+    ----------
+    Y. Benjamini and Y. Hochberg (1995), "Controlling the false discovery rate",
+    Journal of the Royal Statistical Society B 57(1).
+
+    Examples
+    --------
+    >>> benjamini_hochberg_count([0.01, 0.02, 0.03, 0.04, 0.2], alpha=0.05)
+    4
+    >>> from statsmodels.stats.multitest import multipletests
+    >>> int(multipletests([0.01, 0.02, 0.03, 0.04, 0.2], alpha=0.05, method="fdr_bh")[0].sum())
+    4
+    """
+    p = np.asarray(pvalues, dtype=np.float64).ravel()
+    m = int(np.count_nonzero(~np.isnan(p)))
+
+    # No sort (tens of millions of p-values at crowd scale). With N(k) = #{p <= (k / m) alpha}
+    # (the threshold as statsmodels' multipletests computes it) the answer is the largest k
+    # with N(k) >= k. From k = m, k <- N(k) never rises and never passes below the answer
+    # (N is non-decreasing), but it creeps down geometrically; after a few steps a lower
+    # bound L (any k with N(k) >= k) is guessed from the step sizes, and only the p-values
+    # between the thresholds of L and k are sorted to find the answer between them.
+    def count(k: int) -> int:
+        return int(np.count_nonzero(p <= (k / m) * alpha))  # NaN compares False
+
+    if m == 0:
+        return 0
+    high, step, ratio = m, m, 1.0
+    for _ in range(_BH_STEPS):
+        below = count(high)
+        if below in (high, 0):
+            return below
+        ratio = min((high - below) / step, 0.9)
+        high, step = below, high - below
+    # What is left of a geometric descent, twice over; widened until it is a lower bound.
+    gap = max(int(2 * step * ratio / (1.0 - ratio)), 1)
+    while True:
+        low = max(high - gap, 0)
+        base = count(low)
+        if base >= low:
+            break
+        gap *= 4
+    window = np.sort(p[(p > (low / m) * alpha) & (p <= (high / m) * alpha)])
+    candidates = np.arange(low, high + 1)
+    reached = base + np.searchsorted(window, candidates / m * alpha, side="right")
+    return int(candidates[reached >= candidates].max())
+
+
+#: Counting passes of :func:`benjamini_hochberg_count` before it bounds the answer from below.
+_BH_STEPS = 6
+
+
+def holm_adjusted(pvalues) -> np.ndarray:
+    """Holm's step-down adjusted p-values of a family of tests; NaN where a test is undefined.
+
+    A test is rejected at family-wise error rate ``alpha`` when its adjusted
+    p-value is below ``alpha``. The family is the defined (non-NaN) p-values.
+
+    Notes
+    -----
+    With p_(1) <= ... <= p_(m) the sorted p-values of the m tests, the adjusted
+    p_(i) is min(1, max_{j <= i} (m - j + 1) p_(j)). Computed by
+    ``statsmodels.stats.multitest.multipletests(method="holm")``.
+
+    References
+    ----------
+    S. Holm (1979), "A simple sequentially rejective multiple test procedure",
+    Scandinavian Journal of Statistics 6(2).
+
+    Examples
+    --------
+    >>> holm_adjusted([0.50, 0.003, 0.32, float("nan"), 0.054, 0.0003]).round(4).tolist()
+    [0.64, 0.012, 0.64, nan, 0.162, 0.0015]
+    >>> import pingouin  # which leaves NaN out of the family as well
+    >>> pvalues = [0.50, 0.003, 0.32, float("nan"), 0.054, 0.0003]
+    >>> pingouin.multicomp(pvalues, method="holm")[1].round(4).tolist()
+    [0.64, 0.012, 0.64, nan, 0.162, 0.0015]
+    """
+    p = np.asarray(pvalues, dtype=np.float64).ravel()
+    adjusted = np.full(p.shape, np.nan)
+    defined = ~np.isnan(p)
+    if defined.any():
+        from statsmodels.stats.multitest import multipletests  # about two seconds to import
+
+        adjusted[defined] = multipletests(p[defined], method="holm")[1]
+    return adjusted
