@@ -3,13 +3,9 @@
 The paper reports, per family of tests, the share significant at alpha = 0.05
 (77.4% anchoring, 86% inter-user, 99% against the benchmark). With 11,718
 inter-user tests that share needs an interval, and the reader may ask how many
-survive a false-discovery-rate control; both are given here, the count from
-:mod:`~sbir_study.analysis.corrections`.
-
-The Wilson interval is the one of
-``statsmodels.stats.proportion.proportion_confint(method="wilson")``, against
-which the tests check it. It is written out here because importing statsmodels
-takes about two seconds, as long as a whole paper-scale analysis is allowed.
+survive a false-discovery-rate control; both are given here: the Wilson interval
+of ``statsmodels.stats.proportion.proportion_confint(method="wilson")`` and the
+Benjamini-Hochberg count of :mod:`~sbir_study.analysis.corrections`.
 """
 
 from __future__ import annotations
@@ -17,7 +13,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import special
 
 from .corrections import benjamini_hochberg_count
 
@@ -41,31 +36,36 @@ class FamilySummary:
 
 
 def wilson_interval(count: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion ``count / n``.
+    """Wilson score interval for a binomial proportion ``count / n``; NaN for n <= 0.
 
     Notes
     -----
     With p = count / n and z the two-sided normal quantile,
     centre = (p + z^2 / 2n) / (1 + z^2 / n) and half-width
-    = z sqrt(p (1 - p) / n + z^2 / 4n^2) / (1 + z^2 / n).
+    = z sqrt(p (1 - p) / n + z^2 / 4n^2) / (1 + z^2 / n), clipped to [0, 1].
+    Computed by ``statsmodels.stats.proportion.proportion_confint(method="wilson")``.
+
+    References
+    ----------
+    E. B. Wilson (1927), "Probable inference, the law of succession, and
+    statistical inference", Journal of the American Statistical Association 22(158).
 
     Examples
     --------
     >>> [round(v, 6) for v in wilson_interval(86, 100)]
     [0.778628, 0.914737]
-    >>> from statsmodels.stats.proportion import proportion_confint
-    >>> [round(float(v), 6) for v in proportion_confint(86, 100, alpha=0.05, method="wilson")]
+    >>> from scipy.stats import binomtest
+    >>> interval = binomtest(86, 100).proportion_ci(confidence_level=0.95, method="wilson")
+    >>> [round(float(v), 6) for v in interval]
     [0.778628, 0.914737]
     """
     if n <= 0:
         return float("nan"), float("nan")
-    z = -special.ndtri((1.0 - confidence) / 2.0)
-    p = count / n
-    z2 = z * z
-    denominator = 1.0 + z2 / n
-    centre = (p + z2 / (2.0 * n)) / denominator
-    half_width = z * np.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / denominator
-    return float(centre - half_width), float(centre + half_width)
+    # Imported here, not at the top: it loads scipy.stats, which nothing else of analyze needs.
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(count, n, alpha=1.0 - confidence, method="wilson")
+    return float(low), float(high)
 
 
 def summarize_family(pvalues, alpha: float = 0.05) -> FamilySummary:

@@ -3,7 +3,9 @@
 import numpy as np
 import pandas as pd
 import pytest
-from statsmodels.stats.proportion import proportion_confint
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import binomtest
 
 from sbir_study.analysis import (
     anchoring_consistency,
@@ -125,12 +127,34 @@ def test_families_match_r(small_ratings):
 
 
 @pytest.mark.parametrize("count,n", [(0, 10), (1, 1), (52, 84), (10077, 11718), (868, 868)])
-def test_wilson_matches_statsmodels(count, n):
-    # Reference: statsmodels proportion_confint(method="wilson").
-    low, high = proportion_confint(count, n, alpha=0.05, method="wilson")
-    ours = wilson_interval(count, n)
-    assert ours[0] == pytest.approx(low, abs=1e-14)
-    assert ours[1] == pytest.approx(high, abs=1e-14)
+@pytest.mark.parametrize("confidence", [0.95, 0.99, 0.5])
+def test_wilson_matches_scipy(count, n, confidence):
+    # Reference: scipy.stats.binomtest(count, n).proportion_ci(method="wilson"), Newcombe's
+    # (1998) form of the interval, computed independently of statsmodels' (which ours calls).
+    reference = binomtest(count, n).proportion_ci(confidence_level=confidence, method="wilson")
+    ours = wilson_interval(count, n, confidence=confidence)
+    assert ours[0] == pytest.approx(reference.low, rel=1e-12, abs=1e-15)
+    assert ours[1] == pytest.approx(reference.high, rel=1e-12, abs=1e-15)
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 10**9), share=st.floats(0, 1))
+def test_wilson_holds_its_share_inside_zero_to_one(n, share):
+    # Reference: scipy.stats.binomtest(...).proportion_ci(method="wilson"); the interval
+    # holds the observed share (to rounding: 1 - 1e-16 at count = n) and stays within
+    # [0, 1] even where rounding would leave it.
+    count = round(share * n)
+    low, high = wilson_interval(count, n)
+    reference = binomtest(count, n).proportion_ci(method="wilson")
+    assert 0.0 <= low <= high <= 1.0
+    assert low <= count / n + 1e-15 and high >= count / n - 1e-15
+    assert low == pytest.approx(reference.low, rel=1e-9, abs=1e-12)
+    assert high == pytest.approx(reference.high, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("n", [0, -3])
+def test_wilson_of_no_tests_is_undefined(n):
+    assert all(np.isnan(wilson_interval(0, n)))
 
 
 @pytest.mark.parametrize(
