@@ -25,6 +25,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "comparison",
         "distances",
         "evaluation",
+        "figures",
         "hpatches",
         "metrics",
         "report",

@@ -352,7 +352,7 @@ def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: bool) 
     }
     written = {}
     if figures:
-        from ..figures import write_evaluation_figures
+        from .figures import write_evaluation_figures  # matplotlib only when drawing
 
         written = write_evaluation_figures(out / "figures", evaluation.per_sketch,
                                            evaluation.pr_curve, evaluation.summary)  # fmt: skip

@@ -249,7 +249,7 @@ def test_computation_never_imports_matplotlib(small_study, tmp_path):
     root, _ = small_study
     code = (
         "import sys\n"
-        "from analysis import load_ratings, analyze_ratings\n"
+        "from sbir_study.analysis import load_ratings, analyze_ratings\n"
         f"analyze_ratings(load_ratings({str(root / 'ratings.csv')!r}), {str(tmp_path)!r}, "
         "figures=False)\n"
         "assert 'matplotlib' not in sys.modules, 'matplotlib imported'\n"

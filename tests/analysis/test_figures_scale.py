@@ -1,6 +1,5 @@
-"""Figures that read at any number of participants, fonts journals accept, colours for all."""
+"""Figures that read at any number of participants, with fonts journals accept."""
 
-import itertools
 import shutil
 import subprocess
 
@@ -15,11 +14,7 @@ from matplotlib.figure import Figure
 from sbir_study.analysis.figures import (
     PARTICIPANT_VIEW_LIMIT,
     plot_anchoring,
-    plot_system_summary,
-    plot_system_tau,
     plot_vs_consensus,
-    system_colours,
-    write_evaluation_figures,
     write_figures,
 )
 
@@ -176,93 +171,3 @@ def test_pdfs_embed_truetype_fonts_without_changing_global_settings(tmp_path):
         assert fonts, name
         # TrueType (embedded as CID TrueType for non-Latin glyphs such as τ), never Type 3.
         assert all("TrueType" in font for font in fonts), (name, fonts)
-
-
-@pytest.mark.parametrize("n", range(1, 11))
-def test_system_colours_stay_apart_for_colour_blind_readers(n):
-    # Reference: colorspacious's simulation of colour-vision deficiencies (Machado et al.
-    # 2009) and its CAM02-UCS colour difference; 10 units is a clearly visible difference.
-    from colorspacious import cspace_convert, deltaE
-    from matplotlib.colors import to_rgb
-
-    colours = system_colours(n)
-    assert len(set(colours)) == n
-    rgb = np.array([to_rgb(c) for c in colours])
-    for deficiency in (None, "deuteranomaly", "protanomaly", "tritanomaly"):
-        seen = (
-            rgb
-            if deficiency is None
-            else np.clip(
-                cspace_convert(
-                    rgb, {"name": "sRGB1+CVD", "cvd_type": deficiency, "severity": 100}, "sRGB1"
-                ),
-                0,
-                1,
-            )
-        )
-        for a, b in itertools.combinations(seen, 2):
-            assert deltaE(a, b, input_space="sRGB1") > 10, (n, deficiency)
-        # ... and apart from the participants' black line.
-        for a in seen:
-            assert deltaE(a, [0, 0, 0], input_space="sRGB1") > 10
-
-
-def _evaluation_tables(n_systems: int, n_sketches: int = 20):
-    rng = np.random.default_rng(n_systems)
-    systems = [f"engine-{k}" for k in range(n_systems)] + ["human"]
-    rows = [
-        (s, f"s{k:02d}", "tau_b", rng.uniform(0.1, 0.8)) for s in systems for k in range(n_sketches)
-    ]
-    per_sketch = pd.DataFrame(rows, columns=["system", "sketch_id", "metric", "value"])
-    means = per_sketch.groupby("system")["value"].mean()
-    summary = pd.DataFrame(
-        {
-            "system": means.index,
-            "metric": "tau_b",
-            "mean": means.to_numpy(),
-            "ci_low": means.to_numpy() - 0.05,
-            "ci_high": means.to_numpy() + 0.05,
-            "better": "higher",
-        }
-    )
-    recall = np.linspace(0.05, 1, 20)
-    pr = pd.DataFrame(
-        [(s, r, 1 - 0.5 * r) for s in systems[:-1] for r in recall],
-        columns=["system", "recall", "precision"],
-    )
-    return per_sketch, summary, pr
-
-
-def _overlaps(legend, ax) -> bool:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    canvas = FigureCanvasAgg(ax.figure)
-    canvas.draw()
-    renderer = canvas.get_renderer()
-    return legend.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
-
-
-@pytest.mark.parametrize("n_systems", [1, 4, 10])
-def test_retrieval_legends_never_cover_the_data(n_systems):
-    per_sketch, summary, _ = _evaluation_tables(n_systems)
-    figure = Figure(figsize=(7.5, 1.7 + 0.35 * n_systems), layout="constrained")
-    ax = plot_system_summary(summary, ax=figure.add_subplot())
-    (legend,) = figure.legends
-    assert not _overlaps(legend, ax)
-    # The best system on top: the highest tick is the largest mean.
-    ticks = dict(zip(ax.get_yticks(), [t.get_text() for t in ax.get_yticklabels()], strict=True))
-    best = summary[summary["system"] != "human"].sort_values("mean").iloc[-1]["system"]
-    assert ticks[max(ticks)] == best
-    figure = Figure(figsize=(12, 4.8), layout="constrained")
-    ax = plot_system_tau(per_sketch, ax=figure.add_subplot())
-    assert not _overlaps(ax.get_legend(), ax)
-    colours = {line.get_color() for line in ax.lines if line.get_label().startswith("engine")}
-    assert len(colours) == n_systems
-
-
-def test_evaluation_figures_are_written_with_truetype_fonts(tmp_path):
-    per_sketch, summary, pr = _evaluation_tables(3)
-    written = write_evaluation_figures(tmp_path, per_sketch, pr, summary)
-    assert set(written) == {"systems_tau", "per_sketch_tau", "precision_recall"}
-    for png in written.values():
-        assert all("TrueType" in font for font in _pdf_fonts(png.with_suffix(".pdf")))
