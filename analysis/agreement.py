@@ -26,7 +26,7 @@ from sbir_study.foundation.checks import InputError, check_option, check_whole_n
 from sbir_study.foundation.paper import SCALE
 
 from . import _kernels
-from .ratings import rating_cube
+from .ratings import RatingCube, rating_cube
 
 __all__ = [
     "AGREEMENT_COLUMNS",
@@ -524,6 +524,7 @@ def inter_user_tau_pairs(
     alternative: str = "greater",
     max_raters: int | None = None,
     seed: int = 0,
+    cube: RatingCube | None = None,
 ):
     """Yield a :class:`SketchPairsResult` for each sketch of the main phase.
 
@@ -541,6 +542,10 @@ def inter_user_tau_pairs(
     pairs estimates the one over all pairs, at a cost that no longer grows with
     the square of the crowd. ``n_raters_total`` says how many there were.
 
+    ``cube`` is the :func:`~sbir_study.analysis.ratings.rating_cube` of the main
+    phase of ``ratings`` when the caller has it already (``analyze`` builds it once
+    for every statistic); without it, it is built from ``ratings``.
+
     Examples
     --------
     >>> table = pd.DataFrame({"participant": ["1", "1", "1", "2", "2", "2"],
@@ -554,7 +559,7 @@ def inter_user_tau_pairs(
     check_option("alternative", alternative, _kernels.ALTERNATIVES)
 
     def sketches():
-        for _, sketch_id, participants, matrix in _sketch_matrices(ratings):
+        for _, sketch_id, participants, matrix in _sketch_matrices(ratings, cube):
             n_raters_total = participants.size
             if max_raters is not None and n_raters_total > max_raters:
                 rng = np.random.default_rng([seed, zlib.crc32(str(sketch_id).encode("utf-8"))])
@@ -587,8 +592,12 @@ def _empty_pairwise() -> pd.DataFrame:
     )
 
 
-def kendall_w_by_sketch(ratings: pd.DataFrame) -> pd.DataFrame:
+def kendall_w_by_sketch(ratings: pd.DataFrame, *, cube: RatingCube | None = None) -> pd.DataFrame:
     """Kendall's W for every sketch of the main phase.
+
+    ``cube`` is the :func:`~sbir_study.analysis.ratings.rating_cube` of the main
+    phase of ``ratings`` when the caller has it already; without it, it is built
+    from ``ratings``.
 
     Returns
     -------
@@ -600,20 +609,22 @@ def kendall_w_by_sketch(ratings: pd.DataFrame) -> pd.DataFrame:
         adds the statistics that use every rating.
     """
     rows = [(sketch_id, *kendall_w(matrix))
-            for _, sketch_id, _, matrix in _sketch_matrices(ratings)]  # fmt: skip
+            for _, sketch_id, _, matrix in _sketch_matrices(ratings, cube)]  # fmt: skip
     return pd.DataFrame(rows, columns=list(AGREEMENT_COLUMNS[:12]))
 
 
-def _sketch_matrices(ratings: pd.DataFrame):
+def _sketch_matrices(ratings: pd.DataFrame, cube: RatingCube | None = None):
     """Yield ``(index, sketch_id, raters, raters x images)`` for each sketch of the main phase.
 
     The raters of a sketch are the participants who rated at least one of its
-    images: one who never saw it is not a rater of it.
+    images: one who never saw it is not a rater of it. ``cube``, when given, is the
+    rating cube of the main phase of ``ratings``.
     """
-    main = ratings[ratings["phase"] == "main"]
-    if main.empty:
-        return
-    cube = rating_cube(main)
+    if cube is None:
+        main = ratings[ratings["phase"] == "main"]
+        if main.empty:
+            return
+        cube = rating_cube(main)
     for index, sketch_id in enumerate(cube.sketches):
         matrix = cube.sketch(index)
         rated = ~np.isnan(matrix).all(axis=1)
@@ -639,6 +650,7 @@ def agreement_by_sketch(
     permutations: int = 1000,
     seed: int = 0,
     confidence_level: float = 0.95,
+    cube: RatingCube | None = None,
 ) -> pd.DataFrame:
     """Kendall's W, Krippendorff's alpha and the Skillings-Mack test for every sketch.
 
@@ -655,6 +667,12 @@ def agreement_by_sketch(
     seed : int
         Seed of the resampling and the permutations; the same input and seed
         give the same table.
+    confidence_level : float
+        Confidence level of each alpha's interval.
+    cube : RatingCube, optional
+        The :func:`~sbir_study.analysis.ratings.rating_cube` of the main phase of
+        ``ratings``, when the caller has it already (``analyze`` builds it once for
+        every statistic); built from ``ratings`` when not given.
 
     Returns
     -------
@@ -694,7 +712,7 @@ def agreement_by_sketch(
         raise InputError(f"permutations: expected a whole number >= 0, got {permutations!r}")
     domain = np.arange(SCALE[0], SCALE[1] + 1, dtype=np.float64)
     rows = []
-    for index, sketch_id, _, matrix in _sketch_matrices(ratings):
+    for index, sketch_id, _, matrix in _sketch_matrices(ratings, cube):
         # One stream per sketch: a sketch's intervals do not depend on the others.
         rng = np.random.default_rng([seed, index])
         units = _kernels.unit_coincidences(_value_counts(matrix, domain)[1])

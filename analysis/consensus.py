@@ -18,7 +18,7 @@ import pandas as pd
 from sbir_study.foundation.checks import bad_ids, check_id, check_option
 
 from . import _kernels
-from .ratings import rating_cube
+from .ratings import RatingCube, rating_cube
 
 __all__ = [
     "RELEVANT_BELOW",
@@ -137,7 +137,9 @@ def write_binary_qrels(
     Path(path).write_text("".join(lines), encoding="utf-8")
 
 
-def rater_vs_consensus(ratings: pd.DataFrame, *, alternative: str = "greater") -> pd.DataFrame:
+def rater_vs_consensus(
+    ratings: pd.DataFrame, *, alternative: str = "greater", cube: RatingCube | None = None
+) -> pd.DataFrame:
     """Each participant's tau_b against the consensus, per sketch.
 
     Parameters
@@ -145,6 +147,10 @@ def rater_vs_consensus(ratings: pd.DataFrame, *, alternative: str = "greater") -
     ratings : DataFrame
         A validated ratings table; the main phase is used.
     alternative : {"greater", "two-sided", "less"}
+    cube : RatingCube, optional
+        The :func:`~sbir_study.analysis.ratings.rating_cube` of the main phase of
+        ``ratings``, when the caller has it already (``analyze`` builds it once for
+        every statistic); built from ``ratings`` when not given.
 
     Returns
     -------
@@ -160,13 +166,14 @@ def rater_vs_consensus(ratings: pd.DataFrame, *, alternative: str = "greater") -
     Eitz et al. (2011), Sec. 3.3.2 (third analysis, Fig. 6).
     """
     check_option("alternative", alternative, _kernels.ALTERNATIVES)
-    main = ratings[ratings["phase"] == "main"]
-    if main.empty:
+    if cube is None:
+        main = ratings[ratings["phase"] == "main"]
+        cube = None if main.empty else rating_cube(main)
+    if cube is None or cube.values.size == 0:
         return pd.DataFrame(
             columns=["participant", "sketch_id", "tau_b", "p_value", "tau_b_loo",
                      "p_value_loo", "n_items"]
         )  # fmt: skip
-    cube = rating_cube(main)
     values = cube.values  # sketches x participants x images
     rated = ~np.isnan(values)
     total = np.nansum(values, axis=1, keepdims=True)

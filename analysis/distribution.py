@@ -9,14 +9,14 @@ import pandas as pd
 
 from sbir_study.foundation.paper import SCALE
 
-from .ratings import PHASES, rating_cube
+from .ratings import PHASES, RatingCube, rating_cube
 
 __all__ = ["binned_medians", "box_summary", "rating_distribution"]
 
 _LEVELS = np.arange(SCALE[0], SCALE[1] + 1)
 
 
-def binned_medians(ratings: pd.DataFrame) -> pd.DataFrame:
+def binned_medians(ratings: pd.DataFrame, *, cube: RatingCube | None = None) -> pd.DataFrame:
     """Ratings grouped by the median rating of their pair (Eq. 3 of the paper).
 
     For each pair i, m_i is the median of its ratings over the participants;
@@ -27,6 +27,10 @@ def binned_medians(ratings: pd.DataFrame) -> pd.DataFrame:
     ratings : DataFrame
         A validated ratings table; the main phase is used and missing ratings
         are left out.
+    cube : RatingCube, optional
+        The :func:`~sbir_study.analysis.ratings.rating_cube` of the main phase of
+        ``ratings``, when the caller has it already (``analyze`` builds it once for
+        every statistic); built from ``ratings`` when not given.
 
     Returns
     -------
@@ -50,13 +54,15 @@ def binned_medians(ratings: pd.DataFrame) -> pd.DataFrame:
     0    1          0       NaN           0           0
     1    2          3  1.666667           1           2
     """
-    main = ratings[ratings["phase"] == "main"]
+    if cube is None:
+        main = ratings[ratings["phase"] == "main"]
+        cube = None if main.empty else rating_cube(main)
     rows = []
-    if main.empty:
+    if cube is None or cube.values.size == 0:
         values = np.empty((0, 0, 0))
         bins = np.empty((0, 0))
     else:
-        values = rating_cube(main).values  # sketches x participants x images
+        values = cube.values  # sketches x participants x images
         with warnings.catch_warnings():
             # nanmedian warns for pairs nobody rated; they get no bin.
             warnings.simplefilter("ignore", RuntimeWarning)

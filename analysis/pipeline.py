@@ -28,7 +28,7 @@ from .consensus import (
     write_qrels,
 )
 from .distribution import binned_medians, box_summary, rating_distribution
-from .ratings import RATING_COLUMNS, Provenance, check_text_labels
+from .ratings import RATING_COLUMNS, Provenance, RatingCube, check_text_labels, rating_cube
 from .report import raters_range, write_report
 from .significance import summarize_family
 
@@ -170,12 +170,16 @@ def _analyze_into(
     full = options.pairwise == "full" or (
         options.pairwise == "auto" and pairs <= PAIRWISE_FULL_ROWS
     )
+    # The main phase as sketches x participants x images, built once for every statistic
+    # that reads it (each would build its own from the table otherwise).
+    cube = rating_cube(main)
     # At crowd scale the inter-user pairs are computed on threads of their own while the
     # other statistics are computed here: each side alone leaves a core idle much of the time.
     with ThreadPoolExecutor(1) if pairs >= _PAIRS_BESIDE else _InThisThread() as pool:
-        pairwise = pool.submit(_write_pairwise, ratings, out, options, full)
-        others = _other_statistics(out, ratings, options, pilot)
+        pairwise = pool.submit(_write_pairwise, ratings, cube, out, options, full)
+        others = _other_statistics(out, ratings, cube, options, pilot)
         pairwise_p, pairwise_summary, boxes = pairwise.result()
+    del cube  # not held through the figures: 100 MB for 10,000 raters of 31 sketches
     w_table, overall_alpha, consensus, participants, anchoring, bins, distributions = others
     extremes = sketch_agreement(pairwise_summary, w_table)
     extremes.to_csv(out / "sketch_agreement.csv", index=False)
@@ -280,7 +284,9 @@ def _summary(ratings, main, ground_truth, pairwise_p, consensus, anchoring, w_ta
     }
 
 
-def participant_table(ratings: pd.DataFrame, consensus: pd.DataFrame) -> pd.DataFrame:
+def participant_table(
+    ratings: pd.DataFrame, consensus: pd.DataFrame, *, cube: RatingCube | None = None
+) -> pd.DataFrame:
     """Per participant: main-block trials, missed windows, complete sketches, consensus tau_b.
 
     Returns ``participant, n_trials, n_ratings, n_missing, n_sketches,
@@ -288,16 +294,18 @@ def participant_table(ratings: pd.DataFrame, consensus: pd.DataFrame) -> pd.Data
     counts the sketches the participant rated at least one image of,
     ``n_sketches_complete`` those they rated every image of (the sketches whose
     Kendall's W they enter); the medians are over the sketches of
-    :func:`~sbir_study.analysis.consensus.rater_vs_consensus`.
+    :func:`~sbir_study.analysis.consensus.rater_vs_consensus`. ``cube`` is the
+    :func:`~sbir_study.analysis.ratings.rating_cube` of the main phase of
+    ``ratings`` when the caller has it already; without it, it is built from
+    ``ratings``.
     """
-    from .ratings import rating_cube
-
     main = ratings[ratings["phase"] == "main"]
     columns = ["participant", "n_trials", "n_ratings", "n_missing", "n_sketches",
                "n_sketches_complete", "tau_b_median", "tau_b_loo_median"]  # fmt: skip
     if main.empty:
         return pd.DataFrame(columns=columns)
-    cube = rating_cube(main)
+    if cube is None:
+        cube = rating_cube(main)
     rated = np.zeros(len(cube.participants), dtype=np.int64)
     complete = np.zeros(len(cube.participants), dtype=np.int64)
     for index in range(len(cube.sketches)):
@@ -347,7 +355,9 @@ def sketch_agreement(pairwise_summary: pd.DataFrame, w_table: pd.DataFrame) -> p
                   *raters]]  # fmt: skip
 
 
-def _other_statistics(out: Path, ratings: pd.DataFrame, options: AnalysisOptions, pilot):
+def _other_statistics(
+    out: Path, ratings: pd.DataFrame, cube: RatingCube, options: AnalysisOptions, pilot
+):
     """Every statistic but the inter-user pairs, each table written as it is computed."""
     with progress.step("Kendall's W, Krippendorff's alpha, Skillings-Mack"):
         w_table = agreement_by_sketch(
@@ -355,6 +365,7 @@ def _other_statistics(out: Path, ratings: pd.DataFrame, options: AnalysisOptions
             n_resamples=options.bootstrap,
             permutations=options.permutations,
             seed=options.seed,
+            cube=cube,
         )
         w_table.to_csv(out / "kendall_w.csv", index=False)
         overall_alpha = {
@@ -364,15 +375,15 @@ def _other_statistics(out: Path, ratings: pd.DataFrame, options: AnalysisOptions
         }  # fmt: skip
 
     with progress.step("participants vs consensus, anchoring, bins"):
-        consensus = rater_vs_consensus(ratings, alternative=options.alternative)
+        consensus = rater_vs_consensus(ratings, alternative=options.alternative, cube=cube)
         consensus.to_csv(out / "consensus_tau.csv", index=False)
-        participants = participant_table(ratings, consensus)
+        participants = participant_table(ratings, consensus, cube=cube)
         participants.to_csv(out / "participants.csv", index=False)
 
         anchoring = anchoring_consistency(ratings, alternative=options.alternative)
         anchoring.to_csv(out / "anchoring.csv", index=False)
 
-        bins = binned_medians(ratings)
+        bins = binned_medians(ratings, cube=cube)
         bins.to_csv(out / "bins.csv", index=False)
 
     distributions = {"final": rating_distribution(ratings)}
@@ -404,7 +415,7 @@ class _InThisThread:
 
 
 def _write_pairwise(
-    ratings: pd.DataFrame, out: Path, options: AnalysisOptions, full: bool
+    ratings: pd.DataFrame, cube: RatingCube, out: Path, options: AnalysisOptions, full: bool
 ) -> tuple[np.ndarray, pd.DataFrame, list[dict]]:
     """Write the inter-user table (with ``full``) and its per-sketch summary.
 
@@ -417,11 +428,11 @@ def _write_pairwise(
     writer = _PairwiseWriter(out / PAIRWISE_TABLE) if full else None
     pairs_of_sketches = inter_user_tau_pairs(
         ratings, alternative=options.alternative, max_raters=options.pairwise_raters,
-        seed=options.seed,
+        seed=options.seed, cube=cube,
     )  # fmt: skip
     try:
         for pairs in progress.track(
-            pairs_of_sketches, "inter-user tau_b", total=_n_sketches(ratings), unit="sketch"
+            pairs_of_sketches, "inter-user tau_b", total=len(cube.sketches), unit="sketch"
         ):
             numbers, box = _tau_summary(pairs.statistic, pairs.pvalue, options.alpha)
             pvalues.append(pairs.pvalue)
@@ -458,11 +469,6 @@ def _concatenate_consuming(parts: list[np.ndarray]) -> np.ndarray:
         if len(parts) % 8 == 0:
             release_freed()  # else the freed parts stay in the heap beside the whole
     return joined
-
-
-def _n_sketches(ratings: pd.DataFrame) -> int:
-    main = ratings["sketch_id"][ratings["phase"] == "main"]
-    return int(main.nunique())
 
 
 class _PairwiseWriter:
