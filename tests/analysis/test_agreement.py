@@ -2,6 +2,7 @@
 
 import numpy as np
 import pandas as pd
+import pingouin
 import pytest
 import scipy.stats
 from hypothesis import given, settings
@@ -170,7 +171,6 @@ def test_kendall_w_by_sketch_matches_r(small_ratings):
 def test_kendall_w_matches_pingouin(seed):
     # Reference: pingouin.friedman(method="chisq") and (method="f"), which report
     # the tie-corrected W and its tests.
-    pingouin = pytest.importorskip("pingouin")
     rng = np.random.default_rng(seed)
     ratings = np.clip(np.rint(rng.uniform(1, 7, 20) + rng.normal(0, 1.5, (9, 20))), 1, 7)
     wide = pd.DataFrame(ratings)
