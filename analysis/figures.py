@@ -35,7 +35,7 @@ __all__ = [
     "plot_anchoring",
     "plot_bins",
     "plot_distribution",
-    "plot_interuser",
+    "plot_inter_user",
     "plot_power",
     "plot_sketch_extremes",
     "plot_vs_consensus",
@@ -186,7 +186,7 @@ def _anchoring_aggregate(table, ax, alpha) -> tuple[list, list]:
     ]
 
 
-def plot_interuser(
+def plot_inter_user(
     boxes: Sequence[Mapping],
     kendall_w: pd.DataFrame,
     *,
@@ -489,7 +489,7 @@ def write_figures(
     written["fig4_anchoring"] = _save(figure, folder / "fig4_anchoring")
 
     figure = Figure(figsize=(max(8.0, 0.3 * len(boxes) + 2.0), 4.8), layout="constrained")
-    plot_interuser(boxes, kendall_w, ax=figure.add_subplot())
+    plot_inter_user(boxes, kendall_w, ax=figure.add_subplot())
     written["fig5_interuser"] = _save(figure, folder / "fig5_interuser")
 
     figure = Figure(figsize=(min(wide, 24.0), 8.0), layout="constrained")
