@@ -12,6 +12,7 @@ import ast
 import graphlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -179,9 +180,18 @@ def test_the_package_works_beside_a_users_own_analysis_study_and_stimuli(shadowi
 
 
 def test_a_wheel_holds_sbir_study_and_nothing_else_at_its_top(tmp_path):
+    # Built from a copy of the tracked files: setuptools writes build/ and *.egg-info into
+    # the tree it builds, and the repository's own build/ holds make run's outputs.
+    source = tmp_path / "source"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
+                             check=True).stdout.decode().split("\0")  # fmt: skip
+    for name in filter(None, tracked):
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
     result = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir",
-         str(tmp_path), str(ROOT)],
+         str(tmp_path), str(source)],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
