@@ -409,7 +409,7 @@ def _read_text(path: Path, *, bids: bool, label: str | None = None) -> _RawFile:
     if file.is_blank():
         raise InputError(f"{path}: the file is empty; expected a header line and one row per pair")
 
-    if bids and not file.ends_with_line_end():
+    if bids and not file.complete:
         n_complete = file.lines - 1
         warnings.warn(
             f"{path}: line {n_complete + 1} is cut off (a session that stopped while writing); "

@@ -20,7 +20,11 @@ stimulus manifests and ``anchors.csv``. The rules (``docs/formats.md``):
   (``01`` stays ``01``); :data:`MISSING_VALUES` are the spellings of a missing
   value, for the callers that convert cells to numbers.
 * **Whitespace-separated files** (TREC runs) split a line on runs of spaces and
-  tabs, as trec_eval does.
+  tabs, as trec_eval does. One with one blank between fields is read by Arrow in
+  the columns asked for only, which are checked (none empty or holding another
+  blank, numbers where asked); the others are only counted, so that a line of
+  five fields with two blanks in a row may pass as six there (checking them too
+  would add a sixth to the time of reading a run of millions of lines).
 
 Every row keeps the line it came from, for messages about it. How a message
 names a line, and how it words the reader's own problems, is the caller's
@@ -40,6 +44,7 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -78,7 +83,9 @@ _BLANK_LINE = re.compile(rb"[ \t\x0b\x0c]*(?:\r\n|\r|\n)")
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _ARROW_BLOCK = 1 << 24
 _UTF8_SLICE = 1 << 22
-_WHOLE = re.compile(rb"[+-]?[0-9]{1,18}")
+# A field of a whitespace-separated file that Arrow's split on one blank gave but the split
+# on runs of blanks would not: empty, or holding another blank.
+_ODD_FIELD = "^$|[ \t\x0b\x0c]"
 # Appended after a quoted file's last line when Python's csv module re-reads it: outside
 # quotes it is a record of its own; inside a quoted field that was never closed, it is not.
 _SENTINEL = "\ue000sbir-study\ue000"
@@ -122,25 +129,49 @@ COMMA = Wording(lambda path, number: f"{path}, line {number}")
 
 # --- the text of a file ------------------------------------------------------------------------
 
+_HEAD = 1 << 16  # what a file read as a stream keeps of its beginning, for its header
 
-@dataclass(frozen=True)
+
+@dataclass
 class TextFile:
-    """The bytes of a UTF-8 text file, checked, with its SHA-256 and its number of lines.
+    """A UTF-8 text file: its bytes, its SHA-256 and its number of lines.
 
     ``data[start:end]`` is the text (``start`` skips a byte-order mark; ``end`` may
-    leave out a partial last line, :meth:`without_partial_line`).
+    leave out a partial last line, :meth:`without_partial_line`). A file read as a
+    stream (:func:`read_text` with ``stream=True``) keeps only its first bytes
+    (``head``); :attr:`data` reads the rest when something asks for it.
     """
 
     path: Path
-    data: bytes
     sha256: str
     lines: int
+    size: int
+    wording: Wording = COLON
     start: int = 0
     end: int = -1
+    #: Whether the last line has its line end (an empty file has).
+    complete: bool = True
+    head: bytes = field(default=b"", repr=False)
+    _data: bytes | None = field(default=None, repr=False)
 
     def __post_init__(self):
         if self.end < 0:
-            object.__setattr__(self, "end", len(self.data))
+            self.end = self.size
+
+    @property
+    def streamed(self) -> bool:
+        """Whether the bytes have not been read into memory (yet)."""
+        return self._data is None
+
+    @property
+    def data(self) -> bytes:
+        """The file's bytes, read now (and checked as UTF-8) for a file read as a stream."""
+        if self._data is None:
+            again = read_text(self.path, self.wording)
+            if again.sha256 != self.sha256:
+                raise InputError(f"{self.path}: changed while it was read; expected it to stay")
+            self._data = again._data
+        return self._data
 
     @property
     def text(self) -> str:
@@ -154,34 +185,53 @@ class TextFile:
         start = self.start if start is None else start
         return _NOT_BLANK.search(self.data, start, self.end) is None
 
-    def ends_with_line_end(self) -> bool:
-        """Whether the last line is complete (an empty file is)."""
-        return self.end == self.start or self.data[self.end - 1] in b"\r\n"
-
     def without_partial_line(self) -> TextFile:
         """The file without its last line, which has no line end (a write cut off)."""
-        last = max(self.data.rfind(b"\n", self.start, self.end),
-                   self.data.rfind(b"\r", self.start, self.end))  # fmt: skip
-        return replace(self, end=max(last + 1, self.start), lines=self.lines - 1)
+        data = self.data
+        last = max(data.rfind(b"\n", self.start, self.end), data.rfind(b"\r", self.start, self.end))
+        return replace(self, end=max(last + 1, self.start), lines=self.lines - 1, complete=True)
 
     def first_line(self) -> tuple[int, str] | None:
         """The first line that is not blank, as ``(number, text)``; None if there is none."""
-        position, number = self.start, 1
-        while match := _BLANK_LINE.match(self.data, position, self.end):
-            position, number = match.end(), number + 1
-        if position >= self.end or not _NOT_BLANK.search(self.data, position, self.end):
-            return None
-        found = _LINE_END.search(self.data, position, self.end)
-        stop = found.start() if found else self.end
-        return number, self.data[position:stop].decode("utf-8")
+        found = self._first()
+        return None if found is None else found[:2]
+
+    def _first(self) -> tuple[int, str, int] | None:
+        """``(number, text, offset after its line end)`` of the first line that is not blank,
+        found in the head of a file read as a stream when it is there."""
+        if self._data is None:
+            whole = len(self.head) >= self.size
+            found = _first_line(self.head, self.start, len(self.head))
+            if found is not None and (whole or found[2] < len(self.head)):  # ended in the head
+                return found
+        return _first_line(self.data, self.start, self.end)
 
 
-def read_text(path: str | Path, wording: Wording = COLON) -> TextFile:
+def _first_line(data: bytes, start: int, end: int) -> tuple[int, str, int] | None:
+    position, number = start, 1
+    while match := _BLANK_LINE.match(data, position, end):
+        position, number = match.end(), number + 1
+    if position >= end or not _NOT_BLANK.search(data, position, end):
+        return None
+    found = _LINE_END.search(data, position, end)
+    stop, after = (found.start(), found.end()) if found else (end, end)
+    try:
+        return number, data[position:stop].decode("utf-8"), after
+    except UnicodeDecodeError:  # in a head cut in a character; in a whole file, read_text
+        return None  # refused it already
+
+
+def read_text(path: str | Path, wording: Wording = COLON, *, stream: bool = False) -> TextFile:
     """Read a text file: its bytes, checked as UTF-8, its SHA-256 and its number of lines.
 
     A folder, a file that cannot be read, and one that is not UTF-8 raise
     :class:`~sbir_study.foundation.checks.InputError`; the last names the line (as
     ``wording`` does) and the byte at fault.
+
+    ``stream`` hashes the file without holding it and keeps its first bytes only, for
+    a large file that Arrow reads by itself (a run of millions of lines): its bytes
+    are read, and checked, only when they are asked for (:attr:`TextFile.data`: a
+    message about a line, a table Arrow refuses); Arrow checks the text it parses.
 
     Examples
     --------
@@ -196,9 +246,19 @@ def read_text(path: str | Path, wording: Wording = COLON) -> TextFile:
     if path.is_dir():
         raise InputError(f"{path}: is a folder; expected a text file")
     try:
-        digest = file_digest(path, keep=True)
+        digest = file_digest(path, keep=not stream)
+        if stream:
+            with open(path, "rb") as opened:
+                size = os.fstat(opened.fileno()).st_size
+                head = opened.read(max(_HEAD, len(codecs.BOM_UTF8)))
+                opened.seek(max(size - 1, 0))
+                last = opened.read(1)
     except OSError as error:
         raise InputError(f"{path}: cannot be read ({error.strerror or error})") from None
+    if stream:
+        start = 3 if head.startswith(codecs.BOM_UTF8) else 0
+        return TextFile(path, digest.sha256, digest.lines, size, wording, start,
+                        complete=last in (b"", b"\n", b"\r"), head=head)  # fmt: skip
     data = digest.data
     start = 3 if data.startswith(codecs.BOM_UTF8) else 0
     if not data.isascii():
@@ -206,7 +266,8 @@ def read_text(path: str | Path, wording: Wording = COLON) -> TextFile:
         if bad is not None:
             line = _line_of(memoryview(data)[start:], bad - start)
             raise InputError(f"{wording.at(path, line)}: {wording.not_utf8.format(byte=data[bad])}")
-    return TextFile(path, data, digest.sha256, digest.lines, start)
+    return TextFile(path, digest.sha256, digest.lines, len(data), wording, start,
+                    complete=data[-1:] in (b"", b"\n", b"\r"), _data=data)  # fmt: skip
 
 
 def _first_bad_byte(data: bytes, start: int) -> int | None:
@@ -266,10 +327,10 @@ def read_header(
     >>> read_header(read_text(path), ",")
     Header(names=('participant', 'rating'), sep=',', quote=True, line=2, end=23)
     """
-    first = file.first_line()
+    first = file._first()
     if first is None:
         raise InputError(f"{wording.at(file.path, 1)}: empty; expected a header line")
-    number, line = first
+    number, line, after = first
     fields = next(csv.reader([line], delimiter=sep)) if quote and '"' in line else line.split(sep)
     names = tuple(name.strip() for name in fields)
     seen: set[str] = set()
@@ -277,11 +338,7 @@ def read_header(
         if name in seen:
             raise InputError(f"{wording.at(file.path, number)}: {wording.twice.format(name=name)}")
         seen.add(name)
-    position = file.start
-    for _ in range(number):
-        found = _LINE_END.search(file.data, position, file.end)
-        position = found.end() if found else file.end
-    return Header(names, sep, quote, number, position)
+    return Header(names, sep, quote, number, after)
 
 
 # --- rows ----------------------------------------------------------------------------------------
@@ -305,23 +362,33 @@ class _Piece:
 
     file: TextFile
     header: Header
-    body: memoryview = field(init=False)
-    first: int = field(init=False)  # the line number of the body's first line
 
-    def __post_init__(self):
-        self.body = memoryview(self.file.data)[self.header.end : self.file.end]
-        self.first = self.header.line + 1
+    @property
+    def first(self) -> int:
+        """The line number of the rows' first line."""
+        return self.header.line + 1
+
+    @property
+    def body(self) -> memoryview:
+        return memoryview(self.file.data)[self.header.end : self.file.end]
 
     @property
     def n_lines(self) -> int:
         return self.file.lines - self.header.line
 
     def ends(self) -> bool:
-        return not self.body or self.body[-1] in b"\r\n"
+        """Whether the last row has its line end."""
+        return self.file.complete or self.header.end >= self.file.end
 
     def holds(self, characters: bytes) -> bool:
         """Whether the rows hold ``characters`` (a search in the file's bytes, no copy)."""
         return self.file.data.find(characters, self.header.end, self.file.end) >= 0
+
+    def sample(self) -> bytes:
+        """The first bytes of the rows (from the head of a file read as a stream)."""
+        if self.file.streamed:
+            return self.file.head[self.header.end : self.header.end + _HEAD]
+        return bytes(self.body[:_HEAD])
 
 
 def read_rows(
@@ -369,9 +436,7 @@ def read_rows(
     header = pieces[0].header
     wanted = list(header.names if columns is None else columns)
     numbers = [n for n in numbers if n in wanted]
-    parsed = None
-    if header.sep is not None or _regular_blanks(pieces):
-        parsed = _arrow(pieces, wanted, numbers, categorical)
+    parsed = _arrow(pieces, wanted, numbers, categorical)
     if parsed is None:
         frame, lines, owner = _python(pieces, wanted, numbers, categorical, wording)
     else:
@@ -416,16 +481,6 @@ def read_table(
 # --- the fast path: Arrow ------------------------------------------------------------------------
 
 
-def _regular_blanks(pieces: list[_Piece]) -> bool:
-    """Whether a whitespace-separated file uses one kind of blank between its fields (so that
-    Arrow's split on one character may be the split on runs of blanks)."""
-    for piece in pieces:
-        other = b" " if piece.holds(b"\t") else b"\t"
-        if piece.holds(other) or piece.holds(b"\x0b") or piece.holds(b"\x0c"):
-            return False
-    return True
-
-
 class _Chain(io.RawIOBase):
     """Several buffers read as one stream (Arrow reads the files' rows in one pass)."""
 
@@ -453,42 +508,101 @@ class _Chain(io.RawIOBase):
 
 def _arrow(pieces: list[_Piece], wanted: list[str], numbers: list[str], categorical: bool):
     """Parse with Arrow: ``(frame, spans)``, ``spans`` whether a quoted field holds a line
-    break; None when Arrow refuses the rows, or when a whitespace-separated file has two
-    blanks in a row (the Python pass then reads them, or names the bad line)."""
+    break; None when Arrow refuses the rows, or when a whitespace-separated file is not
+    one blank between fields (the Python pass then reads it, or names the bad line)."""
+    import pyarrow as pa
+
+    header = pieces[0].header
+    whitespace = header.sep is None
+    streamed = len(pieces) == 1 and pieces[0].file.streamed
+    if whitespace:
+        first = next((line for line in pieces[0].sample().splitlines() if line), b"")
+        sep = "\t" if b"\t" in first else " "
+    else:
+        sep = header.sep
+    # Parsing with quotes costs more: a file is parsed so only when it holds a quote. A file
+    # read as a stream shows it in its first bytes (R quotes every text cell) or else when
+    # a value holds one or Arrow refuses it; then it is parsed again, with quotes.
+    if not header.quote:
+        attempts = [False]
+    elif streamed:
+        attempts = [True] if b'"' in pieces[0].file.head else [False, True]
+    else:
+        attempts = [any(p.holds(b'"') for p in pieces)]
+    # A whitespace-separated file is read in the columns asked for only (a TREC run's rank
+    # and tag would add a sixth to the time of reading a run of millions of lines); Arrow
+    # still sees the number of fields on every line.
+    kept = wanted if whitespace else list(header.names)
+    text_names = [n for n in kept if n not in numbers]
+    for attempt, quoted in enumerate(attempts, start=1):
+        last = attempt == len(attempts)
+        table = _read_csv(pieces, kept, numbers, sep, quoted, streamed)
+        if table is None:
+            if last:
+                return None
+            continue
+        # In a whitespace-separated file, an empty field (two blanks in a row, or one at
+        # either end of a line) or one holding another blank is where Arrow's split on one
+        # blank and the split on runs of blanks differ: the Python pass reads it (a missing
+        # number may be an empty field too).
+        if whitespace and any(table.column(n).null_count for n in numbers):
+            return None
+        if not categorical:
+            if whitespace and any(_holds(table.column(n), _ODD_FIELD) for n in text_names):
+                return None
+            if not last and any(_holds(table.column(n), '"') for n in text_names):
+                continue
+            spans = quoted and any(_holds(table.column(n), "[\r\n]") for n in text_names)
+            table = pa.table(
+                [table.column(n).cast(pa.string()) if n in text_names else table.column(n)
+                 for n in table.column_names],
+                names=table.column_names,
+            )  # fmt: skip
+            frame, _ = _frame(table, None)
+        else:
+            pattern = (_ODD_FIELD if whitespace else "[\r\n]" if quoted
+                       else None if last else '"')  # fmt: skip
+            frame, matched = _frame(table, pattern)
+            if whitespace and matched:
+                return None
+            if matched and not quoted and not last:
+                continue
+            spans = quoted and matched
+        del table
+        release_freed()  # Arrow's parse buffers, before the caller's next step
+        return frame, spans
+    return None
+
+
+def _read_csv(pieces: list[_Piece], kept, numbers, sep: str, quoted: bool, streamed: bool):
+    """Arrow's parse of the rows of ``pieces``: a table of the ``kept`` columns, or None."""
     import pyarrow as pa
     from pyarrow import csv as arrow_csv
 
-    header = pieces[0].header
-    names = list(header.names)
-    whitespace = header.sep is None
-    if whitespace:
-        sep = "\t" if any(p.holds(b"\t") for p in pieces) else " "
+    # A file read as a stream is read by Arrow itself, from the offset of its rows; one
+    # whose quoted field may run to its end without a line end is read whole (see spans).
+    if streamed and not (quoted and not pieces[0].ends()):
+        file, start = pieces[0].file, pieces[0].header.end
+        if start >= file.size:
+            return pa.table({n: pa.array([], _arrow_type(n, numbers)) for n in kept})
+        source = pa.OSFile(str(file.path))
+        source.seek(start)
     else:
-        sep = header.sep
-    quoted = header.quote and any(p.holds(b'"') for p in pieces)
-    parts = []
-    for piece in pieces:
-        if len(piece.body):
-            parts.append(piece.body)
-            if not piece.ends():  # a file's last row must not run into the next file's first
-                parts.append(memoryview(b"\n"))
-    if not parts:
-        return _empty(wanted if whitespace else names, numbers, categorical), False
-    text = pa.dictionary(pa.int32(), pa.string())
-    types = {n: pa.float64() if n in numbers else text for n in names}
-    if whitespace:
-        # Every field is read, to see that none is empty: an empty field is two blanks in a
-        # row, or one at either end of a line, where the split on runs of blanks differs
-        # from Arrow's. An unused field that is a whole number on the first line is read as
-        # one (a TREC run's rank: cheaper than a dictionary of a hundred thousand values); a
-        # later one that is not makes Arrow refuse, and the Python pass reads the file.
-        sample = _first_fields(pieces, sep)
-        types |= {n: pa.int64() if _WHOLE.fullmatch(v) else text
-                  for n, v in zip(names, sample, strict=False) if n not in wanted}  # fmt: skip
+        parts = []
+        for piece in pieces:
+            if len(piece.body):
+                parts.append(piece.body)
+                if not piece.ends():  # a file's last row must not run into the next file's
+                    parts.append(memoryview(b"\n"))
+        if not parts:
+            return pa.table({n: pa.array([], _arrow_type(n, numbers)) for n in kept})
+        source = pa.BufferReader(parts[0]) if len(parts) == 1 else _Chain(parts)
     try:
-        table = arrow_csv.read_csv(
-            pa.BufferReader(parts[0]) if len(parts) == 1 else _Chain(parts),
-            read_options=arrow_csv.ReadOptions(column_names=names, block_size=_ARROW_BLOCK),
+        return arrow_csv.read_csv(
+            source,
+            read_options=arrow_csv.ReadOptions(
+                column_names=list(pieces[0].header.names), block_size=_ARROW_BLOCK
+            ),
             parse_options=arrow_csv.ParseOptions(
                 delimiter=sep,
                 quote_char='"' if quoted else False,
@@ -497,7 +611,8 @@ def _arrow(pieces: list[_Piece], wanted: list[str], numbers: list[str], categori
                 ignore_empty_lines=True,
             ),
             convert_options=arrow_csv.ConvertOptions(
-                column_types=types,
+                column_types={n: _arrow_type(n, numbers) for n in kept},
+                include_columns=kept,
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
                 null_values=sorted(MISSING_VALUES),  # in number columns only
@@ -505,32 +620,43 @@ def _arrow(pieces: list[_Piece], wanted: list[str], numbers: list[str], categori
         )
     except (pa.ArrowInvalid, pa.ArrowKeyError):
         return None
-    if whitespace:
-        # A missing number may be an empty field: the Python pass tells.
-        if any(table.column(n).null_count or _holds(table.column(n), "^$") for n in names):
-            return None
-        table = table.select(wanted)
-    text_names = [n for n in table.column_names if n not in numbers]
-    spans = quoted and any(_holds(table.column(n), "[\r\n]") for n in text_names)
-    if not categorical:
-        table = pa.table(
-            [table.column(n).cast(pa.string()) if n in text_names else table.column(n)
-             for n in table.column_names],
-            names=table.column_names,
-        )  # fmt: skip
-    frame = table.to_pandas()
-    del table
-    release_freed()  # Arrow's parse buffers, before the caller's next step
-    return frame, spans
+    finally:
+        source.close()
 
 
-def _first_fields(pieces: list[_Piece], sep: str) -> list[bytes]:
-    """The fields of the first line that is not empty."""
-    for piece in pieces:
-        for line in bytes(piece.body[: 1 << 16]).splitlines():
-            if line:
-                return line.split(sep.encode())
-    return []
+def _arrow_type(name: str, numbers):
+    import pyarrow as pa
+
+    return pa.float64() if name in numbers else pa.dictionary(pa.int32(), pa.string())
+
+
+def _frame(table, pattern: str | None) -> tuple[pd.DataFrame, bool]:
+    """An Arrow table as a DataFrame, a dictionary column as a categorical; and whether a
+    dictionary holds a value matching ``pattern``, checked once per distinct value.
+
+    Column by column, the chunks' dictionaries made one and their indices taken as
+    the codes: never more than one column's codes twice in memory.
+    """
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = {}
+    matched = False
+    for name in table.column_names:
+        column = table.column(name)
+        if pa.types.is_dictionary(column.type):
+            column = pa.table({name: column}).unify_dictionaries().column(0)
+            chunks = column.chunks
+            codes = (np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks])
+                     if chunks else np.empty(0, dtype=np.int32))  # fmt: skip
+            values = chunks[0].dictionary if chunks else pa.array([], pa.string())
+            if pattern is not None and len(values) and not matched:
+                matched = pc.any(pc.match_substring_regex(values, pattern)).as_py()
+            columns[name] = pd.Categorical.from_codes(codes, pd.Index(values.to_pandas()))
+        else:
+            columns[name] = column.to_pandas()
+    return pd.DataFrame(columns, index=pd.RangeIndex(table.num_rows)), bool(matched)
 
 
 def _holds(column, pattern: str) -> bool:
@@ -540,14 +666,6 @@ def _holds(column, pattern: str) -> bool:
 
     dictionaries = [c.dictionary for c in column.chunks if hasattr(c, "dictionary")]
     return any(pc.any(pc.match_substring_regex(d, pattern)).as_py() for d in dictionaries if len(d))
-
-
-def _empty(names: list[str], numbers: list[str], categorical: bool) -> pd.DataFrame:
-    import pandas as pd
-
-    text = "category" if categorical else "str"
-    return pd.DataFrame({n: pd.Series([], dtype="float64" if n in numbers else text)
-                         for n in names})  # fmt: skip
 
 
 def _blank_rows(frame: pd.DataFrame) -> np.ndarray:

@@ -291,7 +291,8 @@ def load_run(
     :class:`RunWarning`; its judged images count as not returned.
     """
     path = check_input_file(path, "a retrieval run (TREC run or sketch_id,image_id,score table)")
-    file = read_text(path, _RUN)
+    # Read as a stream: Arrow reads the run itself, its bytes are not held while it does.
+    file = read_text(path, _RUN, stream=True)
     first = file.first_line()
     if first is None:
         raise InputError(f"{path}: empty; expected a TREC run or a sketch_id,image_id,score table")
