@@ -26,11 +26,11 @@ from sbir_study.foundation.checks import InputError, check_option, check_whole_n
 from sbir_study.foundation.paper import SCALE
 
 from . import _kernels
+from .limits import PERMUTATION_RATERS_LIMIT
 from .ratings import RatingCube, rating_cube
 
 __all__ = [
     "AGREEMENT_COLUMNS",
-    "PERMUTATION_RATERS_LIMIT",
     "KendallTauResult",
     "KendallWResult",
     "KrippendorffAlphaResult",
@@ -49,9 +49,6 @@ __all__ = [
     "skillings_mack",
 ]
 
-#: Above this many raters of a sketch the Skillings-Mack test gives only its chi-square
-#: p-value: the approximation is good there, and each permutation costs raters x images.
-PERMUTATION_RATERS_LIMIT = 50
 
 
 class KendallTauResult(NamedTuple):
@@ -663,7 +660,7 @@ def agreement_by_sketch(
         Bootstrap resamples of each alpha's interval (0: none).
     permutations : int
         Permutations of the Skillings-Mack permutation p-value, computed for
-        sketches with at most :data:`PERMUTATION_RATERS_LIMIT` raters (0: none).
+        sketches with at most :data:`~.limits.PERMUTATION_RATERS_LIMIT` raters (0: none).
     seed : int
         Seed of the resampling and the permutations; the same input and seed
         give the same table.

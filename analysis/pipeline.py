@@ -28,13 +28,13 @@ from .consensus import (
     write_qrels,
 )
 from .distribution import binned_medians, box_summary, rating_distribution
+from .limits import PAIRWISE_FULL_ROWS, PAIRWISE_MODES, PAIRWISE_RATERS
 from .ratings import RATING_COLUMNS, Provenance, RatingCube, check_text_labels, rating_cube
 from .report import raters_range, write_report
 from .significance import summarize_family
 
 __all__ = [
     "N_EXTREMES",
-    "PAIRWISE_FULL_ROWS",
     "PAIRWISE_TABLE",
     "AnalysisOptions",
     "analyze_ratings",
@@ -52,20 +52,6 @@ _PAIRS_BESIDE = 5_000_000
 
 #: The inter-user table of every pair of participants (``docs/formats.md``).
 PAIRWISE_TABLE = "pairwise_tau.parquet"
-#: ``--pairwise auto`` writes the inter-user table while it has at most this many rows
-#: (about 800 raters of 31 sketches; raters^2 / 2 rows per sketch); above, only the
-#: per-sketch summary, which is always written. Writing 10 million rows as Parquet takes
-#: about a second and 100 MB (``benchmarks/RESULTS.md``), so no size is much slower or
-#: bigger on disk than the next.
-PAIRWISE_FULL_ROWS = 10_000_000
-PAIRWISE_MODES = ("auto", "full", "summary")
-#: Above this many raters of a sketch, its inter-user tau_b is computed over the pairs among
-#: this many of them drawn at random (:func:`~sbir_study.analysis.agreement.inter_user_tau_pairs`):
-#: 1,999,000 pairs a sketch at most, where 10,000 raters would give 50 million. Up to 2,000
-#: raters every pair enters, as in the paper; how far a sample's quantiles and share
-#: significant lie from every pair's is measured in ``benchmarks/RESULTS.md``.
-#: ``None`` for every pair at any size.
-PAIRWISE_RATERS = 2000
 
 
 @dataclass(frozen=True)
@@ -74,9 +60,9 @@ class AnalysisOptions:
 
     ``bootstrap`` resamples give the intervals of Krippendorff's alpha,
     ``permutations`` the Skillings-Mack permutation p-values (sketches with at
-    most :data:`~sbir_study.analysis.agreement.PERMUTATION_RATERS_LIMIT` raters);
+    most :data:`~sbir_study.analysis.limits.PERMUTATION_RATERS_LIMIT` raters);
     ``pairwise_raters`` caps the raters of a sketch whose pairs enter the
-    inter-user tau_b (:data:`PAIRWISE_RATERS`; ``None``: every pair). All three
+    inter-user tau_b (:data:`~.limits.PAIRWISE_RATERS`; ``None``: every pair). All three
     draw from ``seed``, so the same ratings give the same files.
     """
 
@@ -117,7 +103,7 @@ def analyze_ratings(
     Writes ``ground_truth.csv``, ``ground_truth.qrels`` (graded),
     ``ground_truth_binary.qrels`` (relevant: mean rating below 3.5), ``pairwise_tau.parquet``
     (with ``options.pairwise == "full"``, or ``"auto"`` while it has at most
-    :data:`PAIRWISE_FULL_ROWS` rows),
+    :data:`~.limits.PAIRWISE_FULL_ROWS` rows),
     ``pairwise_tau_summary.csv``, ``sketch_agreement.csv`` (sketches ranked by
     their median inter-user tau_b, the best and worst marked: the paper's
     Fig. 9), ``kendall_w.csv``, ``consensus_tau.csv``, ``anchoring.csv``,

@@ -26,7 +26,7 @@ from sbir_study.foundation.html import (
 )
 from sbir_study.foundation.paper import IMAGES_PER_SKETCH, PUBLISHED
 
-from .agreement import PERMUTATION_RATERS_LIMIT
+from .limits import PERMUTATION_RATERS_LIMIT
 
 __all__ = ["raters_range", "write_report"]
 

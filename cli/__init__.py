@@ -40,7 +40,7 @@ import warnings
 
 from sbir_study.foundation.provenance import DISTRIBUTION as PROG
 
-__all__ = ["build_parser", "main"]
+__all__ = ["FAMILIES", "build_parser", "main"]
 
 #: Signals that end a command cleanly (its temporary output removed), with their exit status.
 _ENDING = {getattr(signal, name): status for name, status in (("SIGTERM", 143), ("SIGHUP", 129))
@@ -55,11 +55,23 @@ class Interrupted(BaseException):
         self.number = number
 
 
-def build_parser():
-    """The ``sbir-study`` parser (a :class:`~.common.Parser`) with every subcommand."""
+#: The command families, in the order ``--help`` lists them (each a module of this package).
+FAMILIES = ("analyze", "simulate", "power", "stimuli", "evaluate", "run", "serve")
+
+
+def build_parser(command: str | None = None):
+    """The ``sbir-study`` parser (a :class:`~.common.Parser`) with every subcommand.
+
+    With ``command`` (the subcommand a command line names), only that subcommand's family
+    is built whole; the others are listed by name and one-line help, which is all that a
+    command line naming another subcommand can reach. Building a family may load what its
+    defaults come from (the rater model of ``simulate``, the distances of ``baseline``),
+    which ``sbir-study --version`` and ``sbir-study analyze --help`` need not pay for.
+    """
+    import importlib
+
     from sbir_study.foundation.provenance import toolkit_version
 
-    from . import analyze, evaluate, power, run, serve, simulate, stimuli
     from .common import Parser
 
     parser = Parser(
@@ -68,10 +80,21 @@ def build_parser():
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {toolkit_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
-    # The command families, in the order --help lists them.
-    for family in (analyze, simulate, power, stimuli, evaluate, run, serve):
-        family.register(commands)
+    for name in FAMILIES:
+        family = importlib.import_module(f"{__name__}.{name}")
+        if command is None or command in family.COMMANDS:
+            family.register(commands)
+        else:
+            for subcommand, summary in family.COMMANDS.items():
+                commands.add_parser(subcommand, help=summary)
     return parser
+
+
+def _named_command(argv: list[str]) -> str:
+    """The subcommand a command line names: its first word that is not an option (the
+    top-level parser's only options, ``--help`` and ``--version``, take no value); ``""``
+    when it names none, so that no family is built whole."""
+    return next((word for word in argv if not word.startswith("-")), "")
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -93,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from .common import unrecognized
 
-        parser = build_parser()
+        parser = build_parser(_named_command(sys.argv[1:] if argv is None else argv))
         args, extra = parser.parse_known_args(argv)
         if extra:
             unrecognized(parser, args, extra)

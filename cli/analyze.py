@@ -15,16 +15,24 @@ from .common import (
     options_from,
 )
 
-__all__ = ["register"]
+__all__ = ["COMMANDS", "register"]
+
+#: This family's subcommands and their one-line help (what ``sbir-study --help`` lists).
+COMMANDS = {
+    "analyze": "statistics, ground truth and report from a BIDS dataset or a ratings table",
+}
 
 
 def register(commands) -> None:
-    from sbir_study.analysis.agreement import PERMUTATION_RATERS_LIMIT
-    from sbir_study.analysis.pipeline import PAIRWISE_FULL_ROWS, PAIRWISE_RATERS
+    from sbir_study.analysis.limits import (
+        PAIRWISE_FULL_ROWS,
+        PAIRWISE_RATERS,
+        PERMUTATION_RATERS_LIMIT,
+    )
 
     parser = commands.add_parser(
         "analyze",
-        help="statistics, ground truth and report from a BIDS dataset or a ratings table",
+        help=COMMANDS["analyze"],
         description="Read a BIDS dataset (every sub-*/beh/*_beh.tsv) or a flat CSV/TSV ratings "
         "table and write the statistics tables, the consensus ground truth and summary.json "
         "to --out.",

@@ -20,7 +20,14 @@ from .common import (
     whole_numbers,
 )
 
-__all__ = ["register"]
+__all__ = ["COMMANDS", "register"]
+
+#: This family's subcommands and their one-line help (what ``sbir-study --help`` lists).
+COMMANDS = {
+    "evaluate": "score retrieval runs against the consensus ground truth",
+    "evaluate-hpatches": "mAP of patch and image retrieval in the HPatches file formats",
+    "baseline": "rank a stimulus set's images with a simple descriptor under a distance",
+}
 
 
 def _rating_threshold(text: str) -> float:
@@ -44,7 +51,7 @@ def register(commands) -> None:
 def _register_evaluate(commands) -> None:
     parser = commands.add_parser(
         "evaluate",
-        help="score retrieval runs against the consensus ground truth",
+        help=COMMANDS["evaluate"],
         description="Score one or more retrieval runs (TREC runs, or CSV/TSV tables "
         "sketch_id,image_id,score) against ground_truth.csv: tau_b with the consensus per "
         "sketch (the paper's benchmark), trec_eval's nDCG, P@k, AP and R-precision, SHREC's "
@@ -117,7 +124,7 @@ def _register_evaluate(commands) -> None:
 def _register_hpatches(commands) -> None:
     parser = commands.add_parser(
         "evaluate-hpatches",
-        help="mAP of patch and image retrieval in the HPatches file formats",
+        help=COMMANDS["evaluate-hpatches"],
         description="Score HPatches retrieval results: for every NAME.results in RESULTS_DIR "
         "(or in each of its subfolders, one per descriptor) against NAME.benchmark and "
         "NAME.labels in BENCHMARK_DIR, the average precision of each query over ranks 2 to "
@@ -148,7 +155,7 @@ def _register_baseline(commands) -> None:
 
     parser = commands.add_parser(
         "baseline",
-        help="rank a stimulus set's images with a simple descriptor under a distance",
+        help=COMMANDS["baseline"],
         description="A baseline engine: edge-orientation histograms on a 4 x 4 grid (see "
         "docs/evaluation.md), compared under the chosen distance; writes a TREC run "
         "(score = -distance). With several distances (comma-separated, or 'all'), --out is a "

@@ -10,7 +10,12 @@ from sbir_study.foundation.progress import step
 
 from .common import add_alpha, add_overwrite, add_seed, options_from, positive_int, whole_numbers
 
-__all__ = ["register"]
+__all__ = ["COMMANDS", "register"]
+
+#: This family's subcommands and their one-line help (what ``sbir-study --help`` lists).
+COMMANDS = {
+    "power": "how many participants a replication needs, by simulation",
+}
 
 _COUNTS = (5, 10, 15, 20, paper.PARTICIPANTS, 40)
 
@@ -18,7 +23,7 @@ _COUNTS = (5, 10, 15, 20, paper.PARTICIPANTS, 40)
 def register(commands) -> None:
     parser = commands.add_parser(
         "power",
-        help="how many participants a replication needs, by simulation",
+        help=COMMANDS["power"],
         description="Simulate studies with each number of participants (the rater model of "
         "sbir_study.analysis.simulate, the paper's design) and report the share of sketches with "
         "Kendall's W significant, tau_b between the consensus of that many participants and "

@@ -7,13 +7,18 @@ from pathlib import Path
 
 from .common import count, require_extra
 
-__all__ = ["register"]
+__all__ = ["COMMANDS", "register"]
+
+#: This family's subcommands and their one-line help (what ``sbir-study --help`` lists).
+COMMANDS = {
+    "run": "run a rating session in a PsychoPy window",
+}
 
 
 def register(commands) -> None:
     parser = commands.add_parser(
         "run",
-        help="run a rating session in a PsychoPy window",
+        help=COMMANDS["run"],
         description="Run one participant's rating session (the paper's Sec. 2.3) in a PsychoPy "
         "window and record it as BIDS under --data: every trial is on disk as soon as its "
         "response window closes. An existing session is never overwritten; --resume continues "

@@ -9,13 +9,19 @@ from sbir_study.foundation.progress import step
 
 from .common import positive_int, require_extra
 
-__all__ = ["register"]
+__all__ = ["COMMANDS", "register"]
+
+#: This family's subcommands and their one-line help (what ``sbir-study --help`` lists).
+COMMANDS = {
+    "serve": "serve the protocol's rating session to browsers (online study)",
+    "export-online": "write the online sessions as a BIDS dataset",
+}
 
 
 def register(commands) -> None:
     serve = commands.add_parser(
         "serve",
-        help="serve the protocol's rating session to browsers (online study)",
+        help=COMMANDS["serve"],
         description="Serve the protocol's rating session as a jsPsych experiment: the same trial "
         "list, timing and scoring as `run`, every trial stored once in the database as soon as "
         "its window closes. Participants open http://HOST:PORT/ (with ?PROLIFIC_PID=... or "
@@ -57,7 +63,7 @@ def register(commands) -> None:
 
     export = commands.add_parser(
         "export-online",
-        help="write the online sessions as a BIDS dataset",
+        help=COMMANDS["export-online"],
         description="Write the sessions stored by `serve` as the BIDS dataset that `analyze` "
         "reads (the lab session's columns; browser, screen and refresh in the sidecars).",
     )

@@ -10,7 +10,12 @@ from sbir_study.foundation.progress import step
 
 from .common import InputError, add_seed, count, positive_int
 
-__all__ = ["register"]
+__all__ = ["COMMANDS", "register"]
+
+#: This family's subcommands and their one-line help (what ``sbir-study --help`` lists).
+COMMANDS = {
+    "simulate": "write a BIDS dataset of simulated participants",
+}
 
 
 def register(commands) -> None:
@@ -20,7 +25,7 @@ def register(commands) -> None:
 
     parser = commands.add_parser(
         "simulate",
-        help="write a BIDS dataset of simulated participants",
+        help=COMMANDS["simulate"],
         description="Simulate participants rating sketch/image pairs with the model documented "
         "in docs/simulation.md, and write a BIDS dataset (or one flat table with --flat). The "
         f"defaults are the paper's design: {paper.PARTICIPANTS} participants, "

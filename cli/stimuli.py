@@ -18,13 +18,18 @@ from .common import (
     positive_int,
 )
 
-__all__ = ["register"]
+__all__ = ["COMMANDS", "register"]
+
+#: This family's subcommands and their one-line help (what ``sbir-study --help`` lists).
+COMMANDS = {
+    "stimuli": "stimulus sets: generate, validate, import, select",
+}
 
 
 def register(commands) -> None:
     parser = commands.add_parser(
         "stimuli",
-        help="stimulus sets: generate, validate, import, select",
+        help=COMMANDS["stimuli"],
         description="Stimulus sets: a folder with the images, manifest.csv (one row per "
         "sketch/image pair) and SHA256SUMS (check it with 'sha256sum -c SHA256SUMS').",
     )

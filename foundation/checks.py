@@ -30,9 +30,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
+# NumPy and Pillow are imported where they are used: the command line imports InputError
+# before it knows the command, and `sbir-study --version` should not pay for them.
 if TYPE_CHECKING:
+    import numpy as np
     from PIL import Image
 
 __all__ = [
@@ -141,6 +142,8 @@ def bad_ids(values: Iterable[object], *, participant: bool = False) -> np.ndarra
     >>> bad_ids(["01", "P7", "p-1"], participant=True).tolist()
     [False, False, True]
     """
+    import numpy as np
+
     pattern = _LABEL if participant else _ID
     values = values if isinstance(values, list | tuple | np.ndarray) else list(values)
     if len(values) <= 1024:
@@ -281,6 +284,7 @@ def float_array(values, name: str = "ratings") -> np.ndarray:
     array([[ 1., nan],
            [ 2.,  3.]])
     """
+    import numpy as np
     import pandas as pd
 
     if isinstance(values, pd.DataFrame | pd.Series | pd.Index | pd.api.extensions.ExtensionArray):

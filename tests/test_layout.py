@@ -209,7 +209,7 @@ def test_a_wheel_holds_sbir_study_and_nothing_else_at_its_top(tmp_path):
 
 def _loaded_after(statement: str) -> list[str]:
     result = _run_python(
-        f"import json, sys; {statement}; print(json.dumps(sorted(sys.modules)))", ROOT
+        f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))", ROOT
     )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
@@ -252,7 +252,7 @@ def test_a_face_lists_only_its_own_packages_names_and_each_resolves(face):
             value, "__module__", None
         )  # fmt: skip
         if home is None:  # a constant: it must come from one of the face's own modules
-            home = next(m for m in sys.modules if m.startswith(face + ".")
+            home = next(m for m in sys.modules if (m == face or m.startswith(face + "."))
                         and getattr(sys.modules[m], name, None) is value)  # fmt: skip
         assert home == face or home.startswith(face + "."), f"{face}.{name} comes from {home}"
 
@@ -271,3 +271,32 @@ def test_the_online_session_imports_nothing_of_the_lab_session():
         " sbir_study.study.online.export"
     )
     assert not [m for m in loaded if m.split(".")[0] == "psychopy" or is_lab(m)]
+
+
+@pytest.mark.parametrize("arguments", [["--version"], ["--help"], ["analyze", "--help"]])
+def test_the_command_lines_version_and_help_load_no_numerical_library(arguments):
+    # What keeps `sbir-study --version` and `analyze --help` quick (benchmarks/bench_imports.py
+    # times them): only the family of the named subcommand is built, from light modules.
+    loaded = _loaded_after(
+        "import contextlib, io; from sbir_study.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    try: main({arguments!r})\n"
+        "    except SystemExit: pass"
+    )
+    heavy = [m for m in loaded if m.split(".")[0] in ("numpy", "pandas", "scipy", "pyarrow")]
+    assert not heavy
+    assert not [m for m in loaded if m.startswith("sbir_study.analysis.") and
+                m != "sbir_study.analysis.limits"]  # fmt: skip
+
+
+def test_a_named_subcommand_is_built_whole_and_the_others_listed():
+    from sbir_study.cli import build_parser
+
+    whole = build_parser()
+    only = build_parser("baseline")
+    choices = whole._subparsers._group_actions[0].choices
+    listed = only._subparsers._group_actions[0].choices
+    assert list(listed) == list(choices)  # every subcommand is listed, in the same order
+    for name in ("evaluate", "evaluate-hpatches", "baseline"):  # one family, built whole
+        assert listed[name].format_help() == choices[name].format_help()
+    assert listed["analyze"].format_help() != choices["analyze"].format_help()
