@@ -7,6 +7,9 @@
 #              constraints/lock.txt (those the tests passed with)
 # make lock  - refresh constraints/lock.txt: the newest versions pyproject.toml allows,
 #              installed into a fresh virtual environment and frozen
+# make docs  - rewrite every number README.md and docs/*.md quote from make run's outputs, and
+#              the README's Fig. 5 (scripts/update_docs.py); runs make run first when its
+#              outputs are missing or older than the code
 # make session - a demo rating session in a PsychoPy window (under Xvfb, answered by a
 #              simulated participant, when there is no display)
 # make serve-demo - the demo protocol as an online study on http://127.0.0.1:8000/ (status page
@@ -33,7 +36,7 @@ APT_PACKAGES := xvfb xauth libgl1-mesa-dri libjack-jackd2-0 libasound2 chromium 
 	postgresql octave poppler-utils
 WEB    := study/online/web
 
-.PHONY: run test session serve-demo lint bench install lock clean
+.PHONY: run test session serve-demo lint bench install lock docs clean
 
 install: $(STAMP)
 
@@ -90,6 +93,17 @@ run: $(STAMP)
 	@echo "Figures:           $(DEMO)/analysis/figures/ (Figs. 4-8, .png and .pdf)"
 	@echo "Report:            $(DEMO)/analysis/report.html (open it in a browser)"
 	@echo "Retrieval:         $(RETRIEVAL)/evaluation/report.html (the baseline under every distance)"
+
+# The last file make run writes: missing after a failed run, older than the code after an edit.
+DEMO_DONE := $(RETRIEVAL)/evaluation/summary.csv
+DEMO_CODE := $(shell find foundation analysis stimuli study cli sbir_study -name '*.py' \
+	-not -path '*/node_modules/*') pyproject.toml Makefile
+
+$(DEMO_DONE): $(STAMP) $(DEMO_CODE)
+	$(MAKE) run
+
+docs: $(DEMO_DONE)
+	$(BIN)/python scripts/update_docs.py
 
 session: $(STAMP)
 	rm -rf $(DEMO)/session-stimuli $(DEMO)/session $(DEMO)/session-analysis
