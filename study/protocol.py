@@ -416,7 +416,7 @@ class Online:
     lists: Annotated[StrictInt, Field(ge=1), _Expects("a whole number >= 1")] = Field(
         1,
         description="How many lists the main pairs are split into (1 with subset all); each "
-        "participant gets the list with the fewest raters, so every pair gets the same "
+        "participant gets the list with the fewest participants, so every pair gets the same "
         "number of raters.",
     )
     list_seed: Annotated[StrictInt, Field(ge=0), _Expects("a whole number >= 0")] = Field(

@@ -1,6 +1,6 @@
 """Which main pairs an online participant rates: the protocol's lists, and who gets which.
 
-Crowd raters rarely sit through 1,240 trials, so ``[online] subset`` splits the
+Crowd participants rarely sit through 1,240 trials, so ``[online] subset`` splits the
 main pairs into ``lists`` lists and gives each participant one list (an
 incomplete design). Two splits keep the design balanced:
 
@@ -16,7 +16,7 @@ incomplete design). Two splits keep the design balanced:
     pair and each sketch's share differs by at most one image between lists.
 
 Every pair is in exactly one list. A new participant gets the list with the
-fewest raters (complete sessions plus running ones still in contact), the
+fewest participants (complete sessions plus running ones still in contact), the
 lowest-numbered list on a tie: the lists fill in turn, so every pair ends up
 with the same number of raters whenever the number of complete sessions is a
 multiple of ``lists``. The anchor pairs are not split: everyone sees them.
@@ -125,12 +125,12 @@ def list_manifest(
     return manifest.loc[manifest.index.isin(keep)]
 
 
-def choose_list(raters: Mapping[int, int], n_lists: int, cap: int = 0) -> int | None:
-    """The list for the next participant: the fewest raters, the lowest number on a tie.
+def choose_list(participants: Mapping[int, int], n_lists: int, cap: int = 0) -> int | None:
+    """The list for the next participant: the fewest participants, the lowest number on a tie.
 
-    ``raters`` maps a list to its raters so far (complete sessions plus
-    running ones in contact); ``cap`` > 0 is the number of raters per list at
-    which the study is full (None is returned then).
+    ``participants`` maps a list to its participants so far (complete sessions
+    plus running ones in contact); ``cap`` > 0 is the number of participants per
+    list at which the study is full (None is returned then).
 
     Examples
     --------
@@ -139,7 +139,7 @@ def choose_list(raters: Mapping[int, int], n_lists: int, cap: int = 0) -> int | 
     >>> choose_list({0: 2, 1: 2}, 2, cap=2) is None
     True
     """
-    counts = [int(raters.get(k, 0)) for k in range(n_lists)]
+    counts = [int(participants.get(k, 0)) for k in range(n_lists)]
     best = int(np.argmin(counts))
     if cap and counts[best] >= cap:
         return None

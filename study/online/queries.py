@@ -15,7 +15,7 @@ __all__ = [
     "FINISH_SESSION",
     "INSERT_SESSION",
     "INSERT_STUDY",
-    "RATERS_PER_LIST",
+    "PARTICIPANTS_PER_LIST",
     "SEEN",
     "SESSION_FACTS",
     "SESSION_OF_PARTICIPANT",
@@ -47,9 +47,9 @@ SESSION_OF_PARTICIPANT = sa.select(sessions.c.id, sessions.c.token_sha256).where
 )
 INSERT_SESSION = sessions.insert()
 
-#: Per list, the raters who hold a place in it: complete, or running and heard from since
+#: Per list, the participants who hold a place in it: complete, or running and heard from since
 #: ``active_since`` (a silent one has dropped out and frees the place).
-RATERS_PER_LIST = (
+PARTICIPANTS_PER_LIST = (
     sa.select(sessions.c.list_index, sa.func.count())
     .where(
         (sessions.c.study_id == sa.bindparam("study"))

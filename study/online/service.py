@@ -312,10 +312,10 @@ class OnlineStudy:
                     )
             else:
                 index = choose_list(
-                    self._raters(connection, now), len(self.lists), online.raters_per_list
+                    self._participants(connection, now), len(self.lists), online.raters_per_list
                 )
                 if index is None:
-                    raise ServiceError(409, "the study is full: every list has its raters")
+                    raise ServiceError(409, "the study is full: every list has its participants")
                 seed = draw_seed()
                 order = build_trials(self.protocol, self._list_manifest(index), seed)
                 session_id = secrets.token_hex(16)
@@ -343,10 +343,10 @@ class OnlineStudy:
                 created = True
         return self.session_state(session_id, token), created
 
-    def _raters(self, connection, now: float) -> dict[int, int]:
+    def _participants(self, connection, now: float) -> dict[int, int]:
         since = now - self.protocol.online.dropout_after_s
         rows = connection.execute(
-            queries.RATERS_PER_LIST, {"study": self.study_id, "active_since": since}
+            queries.PARTICIPANTS_PER_LIST, {"study": self.study_id, "active_since": since}
         )
         return {int(index): int(count) for index, count in rows}
 

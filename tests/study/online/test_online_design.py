@@ -120,8 +120,8 @@ def test_lists_split_the_main_pairs_evenly(manifest, subset, lists, seed):
 
 @given(st.lists(st.integers(0, 50), min_size=1, max_size=12), st.integers(0, 60))
 def test_the_next_participant_gets_the_emptiest_list(counts, cap):
-    raters = dict(enumerate(counts))
-    chosen = choose_list(raters, len(counts), cap)
+    participants = dict(enumerate(counts))
+    chosen = choose_list(participants, len(counts), cap)
     fewest = min(counts)
     if cap and fewest >= cap:
         assert chosen is None

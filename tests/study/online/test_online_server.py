@@ -373,7 +373,7 @@ def test_lists_are_filled_in_turn_and_dropouts_release_theirs(tmp_path, online_s
     )
     lists = [start(client, f"p{k}")[0].json()["list"] for k in range(4)]
     assert lists == [0, 1, 0, 1]
-    assert start(client, "p5")[0].status_code == 409  # full: two raters per list
+    assert start(client, "p5")[0].status_code == 409  # full: two participants per list
     clock[0] += 0.49  # silent, but not yet for dropout_after_s: the lists are still taken
     assert start(client, "p5")[0].status_code == 409
     clock[0] += 0.02  # everyone silent for longer: dropped out, their lists free again
