@@ -3,7 +3,7 @@
 Loading and validating ratings, rank agreement (Kendall's tau_b and W, and over
 every rating Krippendorff's alpha and the Skillings-Mack test), the
 consensus ground truth, anchoring consistency, the distribution of ratings,
-significance summaries of test families, and simulated raters; and scoring
+significance summaries of test families, and simulated participants; and scoring
 retrieval runs against the ground truth: the runs and their measures, distance
 measures between descriptors, a baseline engine, comparisons between systems,
 and HPatches-format scoring. Nothing here imports PsychoPy, and only

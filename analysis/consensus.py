@@ -1,4 +1,4 @@
-"""The consensus ground truth and each rater's agreement with it.
+"""The consensus ground truth and each participant's agreement with it.
 
 Sec. 3.2 of Eitz et al. (2011): per sketch, the images ordered by their mean
 rating over the participants is the benchmark ("ground truth") that retrieval

@@ -165,7 +165,7 @@ def _analyze_into(
         pairwise = pool.submit(_write_pairwise, ratings, cube, out, options, full)
         others = _other_statistics(out, ratings, cube, options, pilot)
         pairwise_p, pairwise_summary, boxes = pairwise.result()
-    del cube  # not held through the figures: 100 MB for 10,000 raters of 31 sketches
+    del cube  # not held through the figures: 100 MB for 10,000 participants of 31 sketches
     w_table, overall_alpha, consensus, participants, anchoring, bins, distributions = others
     extremes = sketch_agreement(pairwise_summary, w_table)
     extremes.to_csv(out / "sketch_agreement.csv", index=False)

@@ -1,10 +1,10 @@
 """How many participants a replication needs: the study's statistics by simulation.
 
-For each replication a fresh stimulus set and a fresh pool of raters are drawn
-from the rater model of :mod:`sbir_study.analysis.simulate`. The first ``k`` raters form
-the panel of a study with ``k`` participants (so the panels of one replication
-are nested, which makes the comparison between counts sharper); a separate
-reference panel of ``reference`` raters stands in for "everybody". For each
+For each replication a fresh stimulus set and a fresh pool of participants are
+drawn from the rater model of :mod:`sbir_study.analysis.simulate`. The first ``k``
+participants form the panel of a study with ``k`` participants (so the panels of one
+replication are nested, which makes the comparison between counts sharper); a separate
+reference panel of ``reference`` participants stands in for "everybody". For each
 count the replication yields
 
 * the share of sketches whose Kendall's W is significant at ``alpha``;
@@ -61,7 +61,9 @@ class PowerOptions:
         if self.replications < 1:
             raise InputError(f"replications: expected >= 1, got {self.replications}")
         if self.reference < 2:
-            raise InputError(f"reference: expected a panel of >= 2 raters, got {self.reference}")
+            raise InputError(
+                f"reference: expected a panel of >= 2 participants, got {self.reference}"
+            )
         if not 0.0 < self.alpha < 1.0:
             raise InputError(f"alpha: expected a level between 0 and 1, got {self.alpha}")
 
@@ -140,10 +142,10 @@ def summarize_power(runs: pd.DataFrame) -> pd.DataFrame:
 def _replication(task) -> list[tuple]:
     options, index, seed = task
     counts = sorted(set(int(k) for k in options.counts))
-    n_raters = max(counts) + options.reference
-    # sketches x raters x images; NaN = missed response
+    n_participants = max(counts) + options.reference
+    # sketches x participants x images; NaN = missed response
     ratings = main_block_ratings(
-        options.design, options.model, n_raters, np.random.default_rng(seed)
+        options.design, options.model, n_participants, np.random.default_rng(seed)
     )
     reference = np.nanmean(ratings[:, max(counts) :, :], axis=1)
     rows = []

@@ -114,7 +114,7 @@ class StudyDesign(paper.PairDesign):
 
 @dataclass(frozen=True)
 class RaterModel:
-    """Parameters of the simulated raters (see the module docstring)."""
+    """The rater model: how a simulated participant rates (see the module docstring)."""
 
     bias_sd: float = 0.3
     noise: float = 1.15
@@ -278,9 +278,10 @@ def _mid_scale(latent: np.ndarray, model: RaterModel) -> np.ndarray:
 
 
 def main_block_ratings(
-    design: StudyDesign, model: RaterModel, raters: int, rng: np.random.Generator
+    design: StudyDesign, model: RaterModel, participants: int, rng: np.random.Generator
 ) -> np.ndarray:
-    """Main-block ratings of ``raters`` simulated participants: sketches x raters x images.
+    """Main-block ratings of ``participants`` simulated participants: sketches x participants x
+    images.
 
     The same model as :func:`simulate_study` without sessions (no order,
     anchors or response times): for planning by simulation, where only the
@@ -289,10 +290,10 @@ def main_block_ratings(
     n = design.images_per_sketch
     latent = np.stack([_sketch_latent(n, model, rng) for _ in range(design.sketches)])
     ambiguity = rng.lognormal(0.0, model.sketch_ambiguity_sd_log, design.sketches)
-    bias = rng.normal(0.0, model.bias_sd, raters)
-    noise = model.noise * rng.lognormal(0.0, model.noise_sd_log, raters)
+    bias = rng.normal(0.0, model.bias_sd, participants)
+    noise = model.noise * rng.lognormal(0.0, model.noise_sd_log, participants)
     sigma = noise[None, :, None] * ambiguity[:, None, None] * _mid_scale(latent, model)[:, None, :]
-    shape = (design.sketches, raters, n)
+    shape = (design.sketches, participants, n)
     response = latent[:, None, :] + bias[None, :, None] + sigma * rng.standard_normal(shape)
     ratings = np.clip(np.rint(response), SCALE[0], SCALE[1])
     ratings[rng.random(shape) < model.miss_rate] = np.nan

@@ -41,7 +41,7 @@ def register(commands) -> None:
     parser.add_argument("--replications", type=positive_int, default=100,
                         help="simulated studies per participant count")  # fmt: skip
     parser.add_argument(
-        "--reference", type=positive_int, default=100, help="raters in the reference panel"
+        "--reference", type=positive_int, default=100, help="participants in the reference panel"
     )
     parser.add_argument("--sketches", type=positive_int, default=paper.SKETCHES,
                         help="sketches per simulated study")  # fmt: skip

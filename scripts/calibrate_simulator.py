@@ -1,4 +1,4 @@
-"""How the simulated raters' defaults were chosen: a grid search against the paper.
+"""How the rater model's defaults were chosen: a grid search against the paper.
 
 For each candidate setting of :class:`sbir_study.analysis.RaterModel`, simulate the paper's
 design (28 participants, 31 sketches x 40 images, anchoring) over several seeds
