@@ -158,7 +158,7 @@ def _whole(demo: Path, path: tuple[str, ...]) -> str:
 def _tau_b_means(demo: Path) -> dict[str, float]:
     """Mean tau_b per system (``human`` included) from evaluate's summary.csv."""
     rows = _csv(demo, _EVALUATION_SUMMARY)
-    return {row["system"]: float(row["mean"]) for row in rows if row["metric"] == "tau_b"}
+    return {row["system"]: float(row["mean"]) for row in rows if row["measure"] == "tau_b"}
 
 
 def _mean_tau_b(demo: Path, system: str) -> str:
@@ -214,7 +214,7 @@ DEFINITIONS: dict[str, Definition] = {
         Definition(
             "evaluation.best_distance_tau_b",
             _EVALUATION_SUMMARY,
-            "`mean` of the row of metric `tau_b` with the largest `mean` among the systems "
+            "`mean` of the row of measure `tau_b` with the largest `mean` among the systems "
             "of evaluation.json (the participants, `human`, are not one of them)",
             "3 decimals",
             _best_distance_tau_b,
@@ -222,7 +222,7 @@ DEFINITIONS: dict[str, Definition] = {
         Definition(
             "evaluation.human_tau_b",
             _EVALUATION_SUMMARY,
-            "`mean` of system `human`, metric `tau_b` (each participant against the "
+            "`mean` of system `human`, measure `tau_b` (each participant against the "
             "others' consensus)",
             "3 decimals",
             partial(_mean_tau_b, system="human"),
@@ -231,7 +231,7 @@ DEFINITIONS: dict[str, Definition] = {
             Definition(
                 f"evaluation.tau_b.{system}",
                 _EVALUATION_SUMMARY,
-                f"`mean` of system `{system}`, metric `tau_b`",
+                f"`mean` of system `{system}`, measure `tau_b`",
                 "3 decimals",
                 partial(_mean_tau_b, system=system),
             )

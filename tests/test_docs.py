@@ -142,7 +142,7 @@ def test_definitions_read_the_outputs(demo, values):
     # Independently of the script: pandas on the tables, hashlib for the set digest by
     # its documented rule (docs/stimuli.md), os.walk for the set's size.
     evaluation = pd.read_csv(demo / "retrieval/evaluation/summary.csv")
-    tau_b = evaluation[evaluation["metric"] == "tau_b"].set_index("system")["mean"]
+    tau_b = evaluation[evaluation["measure"] == "tau_b"].set_index("system")["mean"]
     distances = [path.stem for path in (demo / "retrieval/runs").glob("*.run")]
     assert values["evaluation.n_distances"] == str(len(distances))
     assert values["evaluation.best_distance_tau_b"] == f"{tau_b[distances].max():.3f}"

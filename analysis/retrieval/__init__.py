@@ -2,8 +2,8 @@
 
 * :mod:`~sbir_study.analysis.retrieval.runs`: the ground truth and retrieval runs
   (TREC runs or tables), reduced to the judged images;
-* :mod:`~sbir_study.analysis.retrieval.metrics`: one function per measure and
-  :data:`~sbir_study.analysis.retrieval.metrics.MEASURES`, the table of every measure;
+* :mod:`~sbir_study.analysis.retrieval.measures`: one function per measure and
+  :data:`~sbir_study.analysis.retrieval.measures.MEASURES`, the table of every measure;
 * :mod:`~sbir_study.analysis.retrieval.comparison`: bootstrap intervals and paired tests
   between systems;
 * :mod:`~sbir_study.analysis.retrieval.evaluation`: the pipeline of ``sbir-study evaluate``,
@@ -27,7 +27,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "evaluation",
         "figures",
         "hpatches",
-        "metrics",
+        "measures",
         "report",
         "runs",
     ],
@@ -73,7 +73,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "hpatches_average_precision",
             "read_hpatches_task",
         ],
-        "metrics": [
+        "measures": [
             "MEASURES",
             "Measure",
             "TauResult",
@@ -83,7 +83,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "e_measure",
             "first_tier",
             "measure",
-            "metric_direction",
+            "measure_direction",
             "ndcg",
             "nearest_neighbor",
             "percentage_similarity_ranking",

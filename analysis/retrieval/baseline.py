@@ -2,7 +2,7 @@
 
 It gives the toolkit a system to score out of the box, and with the distance
 measures of :mod:`.distances` it repeats the comparison of distance
-metrics that Zhang (2019, ch. 12) discusses and that the benchmarking method
+measures that Zhang (2019, ch. 12) discusses and that the benchmarking method
 of the thesis in the project's sources carries out: the same descriptor, every
 distance, scored against the consensus.
 

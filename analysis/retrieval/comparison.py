@@ -183,41 +183,41 @@ def _wilcoxon(d: np.ndarray) -> tuple[float, float]:
 def compare_systems(
     per_sketch: pd.DataFrame,
     *,
-    metrics=None,
+    measures=None,
     alpha: float = 0.05,
     n_resamples: int = 10_000,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Paired tests between every two systems, per metric, Holm-corrected across the pairs.
+    """Paired tests between every two systems, per measure, Holm-corrected across the pairs.
 
     Parameters
     ----------
     per_sketch : DataFrame
-        ``system, sketch_id, metric, value`` (the long table of ``evaluate``).
-    metrics : sequence of str, optional
-        The metrics to compare (default: all in the table).
+        ``system, sketch_id, measure, value`` (the long table of ``evaluate``).
+    measures : sequence of str, optional
+        The measures to compare (default: all in the table).
 
     Returns
     -------
     DataFrame
-        ``metric, system_a, system_b, n_sketches, mean_a, mean_b, mean_difference
+        ``measure, system_a, system_b, n_sketches, mean_a, mean_b, mean_difference
         (a - b), wilcoxon_statistic, wilcoxon_p_value, wilcoxon_p_value_holm, permutation_p_value,
         permutation_p_value_holm, significant``; ``significant`` when the
         Holm-corrected permutation p-value is below ``alpha``. Each pair uses
         the sketches where both systems have a value.
     """
-    columns = ["metric", "system_a", "system_b", "n_sketches", "mean_a", "mean_b",
+    columns = ["measure", "system_a", "system_b", "n_sketches", "mean_a", "mean_b",
                "mean_difference", "wilcoxon_statistic", "wilcoxon_p_value", "wilcoxon_p_value_holm",
                "permutation_p_value", "permutation_p_value_holm", "significant"]  # fmt: skip
-    if metrics is None:
-        metrics = list(dict.fromkeys(per_sketch["metric"]))
+    if measures is None:
+        measures = list(dict.fromkeys(per_sketch["measure"]))
     rows = []
     patterns_for: dict[int, tuple[np.ndarray, bool]] = {}
-    for metric in metrics:
-        wide = per_sketch[per_sketch["metric"] == metric].pivot(
+    for measure in measures:
+        wide = per_sketch[per_sketch["measure"] == measure].pivot(
             index="sketch_id", columns="system", values="value"
         )
-        systems = list(dict.fromkeys(per_sketch.loc[per_sketch["metric"] == metric, "system"]))
+        systems = list(dict.fromkeys(per_sketch.loc[per_sketch["measure"] == measure, "system"]))
         found = []
         for first, second in itertools.combinations(systems, 2):
             a = wide[first].to_numpy(dtype=np.float64)
@@ -225,7 +225,7 @@ def compare_systems(
             both = ~np.isnan(a) & ~np.isnan(b)
             d = a[both] - b[both]
             if d.size == 0:
-                found.append([metric, first, second, 0] + [np.nan] * 6)
+                found.append([measure, first, second, 0] + [np.nan] * 6)
                 continue
             if d.size not in patterns_for:
                 patterns_for[d.size] = _sign_patterns(d.size, n_resamples, seed)
@@ -233,10 +233,10 @@ def compare_systems(
             observed = float(d.mean())
             permutation_p_value = _permutation_pvalue(observed, patterns @ d / d.size, exact)
             statistic, wilcoxon_p_value = _wilcoxon(d)
-            found.append([metric, first, second, int(d.size), float(a[both].mean()),
+            found.append([measure, first, second, int(d.size), float(a[both].mean()),
                           float(b[both].mean()), observed, statistic, wilcoxon_p_value,
                           permutation_p_value])  # fmt: skip
-        table = pd.DataFrame(found, columns=["metric", "system_a", "system_b", "n_sketches",
+        table = pd.DataFrame(found, columns=["measure", "system_a", "system_b", "n_sketches",
                                              "mean_a", "mean_b", "mean_difference",
                                              "wilcoxon_statistic", "wilcoxon_p_value",
                                              "permutation_p_value"])  # fmt: skip

@@ -1,7 +1,7 @@
 """Scoring retrieval systems against the ground truth: the work of ``sbir-study evaluate``.
 
 For each system (one run) and sketch, every measure of
-:mod:`.metrics`; per system and measure, the mean over the
+:mod:`.measures`; per system and measure, the mean over the
 sketches with a bootstrap interval; between every two systems, paired tests
 over the sketches (:mod:`.comparison`); and, from the participants'
 ratings when given, the human ceiling: each participant's tau_b against the
@@ -27,13 +27,13 @@ from sbir_study.foundation.provenance import software_versions
 from .. import _kernels
 from ..consensus import RELEVANT_BELOW, write_binary_qrels
 from .comparison import bootstrap_mean, compare_systems
-from .metrics import (
+from .measures import (
     MEASURES,
     RECALL_LEVELS,
     RunView,
     measure,
+    measure_direction,
     measure_values,
-    metric_direction,
     precision_at_recall,
 )
 from .runs import GroundTruth, Run
@@ -161,7 +161,7 @@ def score_run(
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Every measure of one run, per sketch; and its precision-recall curve.
 
-    Returns ``({metric: values per sketch}, precision at RECALL_LEVELS per sketch)``.
+    Returns ``({measure: values per sketch}, precision at RECALL_LEVELS per sketch)``.
     ``ratings`` (sketches x participants x images) and ``weight`` (participants
     judging each image relevant) add ``pwh@k`` and ``psr``.
     """
@@ -214,9 +214,9 @@ def evaluate_runs(
     sketches = np.asarray(truth.sketches, dtype=object)
     for run in runs:
         values, curve = score_run(truth, run, options, ratings=given, weight=weight)
-        for metric, per_sketch in values.items():
+        for name, per_sketch in values.items():
             frames.append(pd.DataFrame({"system": run.name, "sketch_id": sketches,
-                                        "metric": metric, "value": per_sketch}))  # fmt: skip
+                                        "measure": name, "value": per_sketch}))  # fmt: skip
         curves.append(pd.DataFrame({
             "system": run.name,
             "recall": RECALL_LEVELS,
@@ -228,13 +228,13 @@ def evaluate_runs(
         per_sketch_human = human.groupby("sketch_id", observed=True)["tau_b_loo"].mean()
         per_sketch_human.index = per_sketch_human.index.astype(str)
         per_sketch_human = per_sketch_human.reindex(pd.Index(sketches).astype(str))
-        frames.append(pd.DataFrame({"system": HUMAN, "sketch_id": sketches, "metric": "tau_b",
+        frames.append(pd.DataFrame({"system": HUMAN, "sketch_id": sketches, "measure": "tau_b",
                                     "value": per_sketch_human.to_numpy()}))  # fmt: skip
     per_sketch = pd.concat(frames, ignore_index=True)
     summary = _summarise(per_sketch, names, options)
-    summarised = [m for m in dict.fromkeys(per_sketch["metric"]) if measure(m).summarised]
+    summarised = [m for m in dict.fromkeys(per_sketch["measure"]) if measure(m).summarised]
     systems_only = per_sketch[per_sketch["system"] != HUMAN]
-    comparisons = compare_systems(systems_only, metrics=summarised, alpha=options.alpha,
+    comparisons = compare_systems(systems_only, measures=summarised, alpha=options.alpha,
                                   n_resamples=options.permutations, seed=options.seed)  # fmt: skip
     summary = _mark_significant(summary, comparisons)
     return Evaluation(per_sketch, summary, comparisons, pd.concat(curves, ignore_index=True),
@@ -245,22 +245,22 @@ def _summarise(per_sketch: pd.DataFrame, names: list[str], options) -> pd.DataFr
     from scipy import stats
 
     rows = []
-    for (system, metric), group in per_sketch.groupby(["system", "metric"], sort=False):
-        if not measure(metric).summarised:
+    for (system, name), group in per_sketch.groupby(["system", "measure"], sort=False):
+        if not measure(name).summarised:
             continue
         result = bootstrap_mean(group["value"], n_resamples=options.bootstrap, seed=options.seed)
-        rows.append({"system": system, "metric": metric, "mean": result.mean,
+        rows.append({"system": system, "measure": name, "mean": result.mean,
                      "ci_low": result.ci_low, "ci_high": result.ci_high,
-                     "n_sketches": result.n, "better": metric_direction(metric)})  # fmt: skip
-    tau = per_sketch[per_sketch["metric"] == "tau_b"].pivot(
+                     "n_sketches": result.n, "better": measure_direction(name)})  # fmt: skip
+    tau = per_sketch[per_sketch["measure"] == "tau_b"].pivot(
         index="sketch_id", columns="system", values="value"
     )
     if HUMAN in tau.columns:
         for system in names:
             pair = tau[[system, HUMAN]].dropna()
-            row = {"system": system, "metric": "tau_b_human_fraction", "mean": np.nan,
+            row = {"system": system, "measure": "tau_b_human_fraction", "mean": np.nan,
                    "ci_low": np.nan, "ci_high": np.nan, "n_sketches": len(pair),
-                   "better": metric_direction("tau_b_human_fraction")}  # fmt: skip
+                   "better": measure_direction("tau_b_human_fraction")}  # fmt: skip
             if len(pair) >= 1 and pair[HUMAN].mean() != 0:
                 row["mean"] = pair[system].mean() / pair[HUMAN].mean()
             if len(pair) >= 2 and np.ptp(pair[system]) + np.ptp(pair[HUMAN]) > 0:
@@ -276,17 +276,17 @@ def _summarise(per_sketch: pd.DataFrame, names: list[str], options) -> pd.DataFr
 
 
 def _mark_significant(summary: pd.DataFrame, comparisons: pd.DataFrame) -> pd.DataFrame:
-    """Add ``significantly_better_than``: the systems each one beats on the metric, by the
+    """Add ``significantly_better_than``: the systems each one beats on the measure, by the
     Holm-corrected paired permutation test."""
     beats: dict[tuple[str, str], list[str]] = {}
     for row in comparisons[comparisons["significant"].astype(bool)].itertuples(index=False):
         a_better = row.mean_difference > 0
-        if metric_direction(row.metric) == "lower":
+        if measure_direction(row.measure) == "lower":
             a_better = not a_better
         winner, loser = (row.system_a, row.system_b) if a_better else (row.system_b, row.system_a)
-        beats.setdefault((winner, row.metric), []).append(loser)
+        beats.setdefault((winner, row.measure), []).append(loser)
     summary = summary.copy()
-    pairs = zip(summary["system"], summary["metric"], strict=True)
+    pairs = zip(summary["system"], summary["measure"], strict=True)
     summary["significantly_better_than"] = [";".join(beats.get(pair, [])) for pair in pairs]
     return summary
 
@@ -296,8 +296,8 @@ def write_evaluation(
 ) -> dict:
     """Write the evaluation to ``out``; returns the headline numbers (``evaluation.json``).
 
-    Files: ``per_sketch.csv`` (``system, sketch_id, metric, value``),
-    ``summary.csv`` (``system, metric, mean, ci_low, ci_high, n_sketches, better,
+    Files: ``per_sketch.csv`` (``system, sketch_id, measure, value``),
+    ``summary.csv`` (``system, measure, mean, ci_low, ci_high, n_sketches, better,
     significantly_better_than``), ``comparisons.csv`` (paired tests),
     ``pr_curve.csv`` (mean precision at each recall level), ``human_ceiling.csv``
     (with ratings: each participant's leave-one-out tau_b per sketch),
@@ -329,11 +329,11 @@ def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: bool) 
     summary = evaluation.summary
     headline = {}
     for system in dict.fromkeys(summary["system"]):
-        rows = summary[summary["system"] == system].set_index("metric")
+        rows = summary[summary["system"] == system].set_index("measure")
         entry = {}
-        for metric in _HEADLINE:
-            if metric in rows.index:
-                entry[metric] = {k: _plain(rows.loc[metric, k])
+        for name in _HEADLINE:
+            if name in rows.index:
+                entry[name] = {k: _plain(rows.loc[name, k])
                                  for k in ("mean", "ci_low", "ci_high", "n_sketches")}  # fmt: skip
         if "tau_b" in rows.index and system != HUMAN:
             entry["tau_b"]["significantly_better_than"] = [
@@ -448,7 +448,7 @@ def format_evaluation(evaluation: Evaluation, out: str | Path) -> str:
     """The lines ``sbir-study evaluate`` prints: each system's tau_b and headline measures."""
     out = Path(out)
     options = evaluation.options
-    summary = evaluation.summary.set_index(["system", "metric"])
+    summary = evaluation.summary.set_index(["system", "measure"])
     n_systems = evaluation.summary.loc[evaluation.summary["system"] != HUMAN, "system"].nunique()
     simulated = " against a ground truth from simulated ratings" if evaluation.inputs.get(
         "simulated") else ""  # fmt: skip
@@ -456,7 +456,7 @@ def format_evaluation(evaluation: Evaluation, out: str | Path) -> str:
         f"Scored {n_systems} system(s) on {evaluation.per_sketch['sketch_id'].nunique()} "
         f"sketches{simulated} (relevant: mean rating below {options.relevant_below:g}):"
     ]
-    order = summary.xs("tau_b", level="metric")["mean"].sort_values(ascending=False).index
+    order = summary.xs("tau_b", level="measure")["mean"].sort_values(ascending=False).index
     for system in order:
         row = summary.loc[(system, "tau_b")]
         text = f"  {system:<24} tau_b {row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
@@ -470,7 +470,7 @@ def format_evaluation(evaluation: Evaluation, out: str | Path) -> str:
                 f"  ap {summary.loc[(system, 'ap'), 'mean']:.3f}"
             )
         lines.append(text)
-    tau = evaluation.comparisons[evaluation.comparisons["metric"] == "tau_b"]
+    tau = evaluation.comparisons[evaluation.comparisons["measure"] == "tau_b"]
     lines.append(
         f"  {int(tau['significant'].sum())} of {len(tau)} pairs of systems differ significantly "
         f"in tau_b (paired permutation test, Holm, alpha {options.alpha:g})"

@@ -36,11 +36,11 @@ def plot_system_tau(per_sketch: pd.DataFrame, *, ax: Axes, human: str = "human")
     """Per sketch, each system's tau_b against the consensus, beside the participants'.
 
     ``per_sketch`` is the long table of ``evaluate`` (``system, sketch_id,
-    metric, value``). Sketches are ordered by the participants' mean
+    measure, value``). Sketches are ordered by the participants' mean
     leave-one-out tau_b (the human ceiling, a black line) when present, else by
     the mean over the systems.
     """
-    tau = per_sketch[per_sketch["metric"] == "tau_b"].pivot(
+    tau = per_sketch[per_sketch["measure"] == "tau_b"].pivot(
         index="sketch_id", columns="system", values="value"
     )
     systems = [s for s in dict.fromkeys(per_sketch["system"]) if s != human and s in tau]
@@ -68,11 +68,11 @@ def plot_system_tau(per_sketch: pd.DataFrame, *, ax: Axes, human: str = "human")
 
 
 def plot_system_summary(
-    summary: pd.DataFrame, *, ax: Axes, metric: str = "tau_b", human: str = "human"
+    summary: pd.DataFrame, *, ax: Axes, measure: str = "tau_b", human: str = "human"
 ) -> Axes:
-    """Each system's mean ``metric`` over the sketches with its bootstrap interval, best on top;
+    """Each system's mean ``measure`` over the sketches with its bootstrap interval, best on top;
     the participants' mean as a vertical band when present."""
-    rows = summary[summary["metric"] == metric]
+    rows = summary[summary["measure"] == measure]
     systems = rows[rows["system"] != human]
     ascending = systems["better"].iloc[0] == "lower" if len(systems) else False
     # Best first, so that it is drawn on top.
@@ -96,8 +96,8 @@ def plot_system_summary(
             loc="outside lower center", fontsize="small", frameon=False,
         )  # fmt: skip
     ax.set_ylim(-0.7, len(systems) - 0.3)
-    ax.set_xlabel(f"mean {metric} over the sketches (95% bootstrap interval)")
-    ax.set_title(f"Systems by mean {metric}")
+    ax.set_xlabel(f"mean {measure} over the sketches (95% bootstrap interval)")
+    ax.set_title(f"Systems by mean {measure}")
     return ax
 
 
@@ -130,7 +130,7 @@ def write_evaluation_figures(
     folder.mkdir(parents=True, exist_ok=True)
     written = {}
     if summary is not None:
-        n = summary.loc[summary["metric"] == "tau_b", "system"].nunique()
+        n = summary.loc[summary["measure"] == "tau_b", "system"].nunique()
         figure = Figure(figsize=(7.5, 1.7 + 0.35 * n), layout="constrained")
         plot_system_summary(summary, ax=figure.add_subplot())
         written["systems_tau"] = _save(figure, folder / "systems_tau")

@@ -22,7 +22,7 @@ from sbir_study.foundation.html import (
 from sbir_study.foundation.paper import PUBLISHED_DESCRIPTOR_TAU
 
 from .comparison import permutation_p_value_floor
-from .metrics import report_columns
+from .measures import report_columns
 
 __all__ = ["write_evaluation_report"]
 
@@ -105,7 +105,7 @@ def write_evaluation_report(
 
 def _above_the_participants(summary: pd.DataFrame) -> list[str]:
     """On simulated ratings, why a system may score above the participants, said plainly."""
-    tau = summary[summary["metric"] == "tau_b"].set_index("system")["mean"]
+    tau = summary[summary["measure"] == "tau_b"].set_index("system")["mean"]
     if "human" not in tau.index:
         return []
     human = float(tau["human"])
@@ -131,22 +131,22 @@ def _above_the_participants(summary: pd.DataFrame) -> list[str]:
 
 
 def _evaluationtable(summary: pd.DataFrame, cutoffs: Sequence[int]) -> list[str]:
-    present = set(summary["metric"])
+    present = set(summary["measure"])
     columns = [(m, label) for m, label in report_columns(cutoffs) if m in present]
-    tau = summary[summary["metric"] == "tau_b"].sort_values("mean", ascending=False)
+    tau = summary[summary["measure"] == "tau_b"].sort_values("mean", ascending=False)
     order = list(tau["system"]) + [s for s in dict.fromkeys(summary["system"])
                                    if s not in set(tau["system"])]  # fmt: skip
-    cells = summary.set_index(["system", "metric"])
+    cells = summary.set_index(["system", "measure"])
     rows = []
     for system in order:
         row = [system]
-        for metric, _ in columns:
-            if (system, metric) not in cells.index:
+        for measure, _ in columns:
+            if (system, measure) not in cells.index:
                 row.append("")
                 continue
-            entry = cells.loc[(system, metric)]
+            entry = cells.loc[(system, measure)]
             text = num(entry["mean"])
-            if metric in ("tau_b", "tau_b_human_fraction") and not isnan(entry["ci_low"]):
+            if measure in ("tau_b", "tau_b_human_fraction") and not isnan(entry["ci_low"]):
                 text += f" [{num(entry['ci_low'])}, {num(entry['ci_high'])}]"
             row.append(text)
         better = cells.loc[(system, "tau_b"), "significantly_better_than"] if (
@@ -159,7 +159,7 @@ def _evaluationtable(summary: pd.DataFrame, cutoffs: Sequence[int]) -> list[str]
         "interval. The last column names the systems whose tau_b this one exceeds "
         "significantly (paired permutation test over the sketches, Holm-corrected across the "
         "pairs of systems). Lower is better only for the average rank. Per-sketch values: "
-        "<code>per_sketch.csv</code>; every metric with intervals: <code>summary.csv</code>.</p>",
+        "<code>per_sketch.csv</code>; every measure with intervals: <code>summary.csv</code>.</p>",
         table(
             ["system", *[label for _, label in columns], "tau_b significantly above"],
             rows,
@@ -170,7 +170,7 @@ def _evaluationtable(summary: pd.DataFrame, cutoffs: Sequence[int]) -> list[str]
 
 def _significant_differences(comparisons: pd.DataFrame, alpha: float,
                              permutations: int) -> list[str]:  # fmt: skip
-    tau = comparisons[comparisons["metric"] == "tau_b"]
+    tau = comparisons[comparisons["measure"] == "tau_b"]
     rows, floored = [], 0
     for r in tau.sort_values("permutation_p_value").itertuples():
         mark = ""
@@ -187,7 +187,7 @@ def _significant_differences(comparisons: pd.DataFrame, alpha: float,
         "<h2>Paired comparisons of tau_b</h2>",
         f"<p>Every pair of systems over the sketches both were scored on; p-values "
         f"Holm-corrected across the pairs; significant when the permutation test's is below "
-        f"{alpha:g}. All metrics: <code>comparisons.csv</code>.</p>",
+        f"{alpha:g}. All measures: <code>comparisons.csv</code>.</p>",
         table(header, rows, classes={0: "", 1: ""}),
     ]
     if floored:

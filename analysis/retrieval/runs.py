@@ -6,7 +6,7 @@ trec_eval reads it) or a CSV/TSV table ``sketch_id, image_id, score``. Only the
 ground truth's images of each sketch (the *judged* images) matter for the
 measures, so a run is reduced to, per sketch and judged image, its score and
 its position in the run; with the number of images the run returned, that is
-all any measure of :mod:`.metrics` needs, however large the
+all any measure of :mod:`.measures` needs, however large the
 collection the run ranks.
 
 Positions follow trec_eval: images in decreasing score, ties broken by image

@@ -156,7 +156,7 @@ def test_banner_needs_the_records_of_the_ground_truth_it_names(reports, tmp_path
 def test_permutation_floor_is_stated_where_reached(reports):
     page = _page(reports / "evaluation" / "report.html")
     comparisons = pd.read_csv(reports / "evaluation" / "comparisons.csv")
-    tau = comparisons[comparisons["metric"] == "tau_b"]
+    tau = comparisons[comparisons["measure"] == "tau_b"]
     # 100 random sign flips over 4 sketches: 2^4 = 16 patterns are enumerated instead,
     # so the smallest two-sided p-value is 2/16 (scipy.stats.permutation_test gives the same).
     from scipy import stats

@@ -29,17 +29,17 @@ def test_evaluate_writes_every_table_with_the_human_ceiling(retrieval_study, tmp
     printed = capsys.readouterr().out
     assert "of human" in printed and "human" in printed
     per_sketch = pd.read_csv(out / "per_sketch.csv")
-    assert per_sketch.columns.tolist() == ["system", "sketch_id", "metric", "value"]
-    metrics = set(per_sketch["metric"])
+    assert per_sketch.columns.tolist() == ["system", "sketch_id", "measure", "value"]
+    measures = set(per_sketch["measure"])
     assert {"tau_b", "tau_b_p_value", "ndcg", "ndcg@10", "p@5", "ap", "r_precision", "nn", "ft",
-            "st", "e@32", "dcg_shrec", "avg_rank", "pwh@10", "psr"} <= metrics  # fmt: skip
+            "st", "e@32", "dcg_shrec", "avg_rank", "pwh@10", "psr"} <= measures  # fmt: skip
     assert set(per_sketch["system"]) == {"l1", "chi2", "human"}
-    assert per_sketch.groupby(["system", "metric"]).size().max() == 4  # one value per sketch
+    assert per_sketch.groupby(["system", "measure"]).size().max() == 4  # one value per sketch
     summary = pd.read_csv(out / "summary.csv")
-    assert summary.columns.tolist()[:5] == ["system", "metric", "mean", "ci_low", "ci_high"]
-    tau = summary[summary["metric"] == "tau_b"].set_index("system")
+    assert summary.columns.tolist()[:5] == ["system", "measure", "mean", "ci_low", "ci_high"]
+    tau = summary[summary["measure"] == "tau_b"].set_index("system")
     assert (tau["ci_low"] <= tau["mean"]).all() and (tau["mean"] <= tau["ci_high"]).all()
-    fraction = summary[summary["metric"] == "tau_b_human_fraction"].set_index("system")
+    fraction = summary[summary["measure"] == "tau_b_human_fraction"].set_index("system")
     assert fraction.loc["l1", "mean"] == pytest.approx(tau.loc["l1", "mean"]
                                                        / tau.loc["human", "mean"])  # fmt: skip
     # The human ceiling: each participant against the others' consensus, from analyze.
@@ -108,7 +108,7 @@ def test_without_ratings_there_is_no_human_row(without_ratings):
     out = without_ratings
     summary = pd.read_csv(out / "summary.csv")
     assert "human" not in set(summary["system"])
-    assert "psr" not in set(summary["metric"]) and not (out / "human_ceiling.csv").exists()
+    assert "psr" not in set(summary["measure"]) and not (out / "human_ceiling.csv").exists()
     assert "No human ceiling" in (out / "report.html").read_text()
 
 

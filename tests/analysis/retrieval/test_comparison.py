@@ -77,7 +77,7 @@ def test_compare_systems_holm_and_wilcoxon():
     systems = {"a": base + 0.2, "b": base + rng.normal(0, 0.01, 20), "c": base}
     per_sketch = pd.concat(
         pd.DataFrame({"system": name, "sketch_id": [f"s{i}" for i in range(20)],
-                      "metric": "tau_b", "value": values})
+                      "measure": "tau_b", "value": values})
         for name, values in systems.items()
     )  # fmt: skip
     table = compare_systems(per_sketch, n_resamples=5_000, seed=0)

@@ -51,15 +51,15 @@ def test_a_perfect_system_beats_a_reversed_one_on_every_measure():
                                     frame["mean_rating"], name="reversed")  # fmt: skip
     evaluation = evaluate_runs(truth, [perfect, reversed_],
                                    EvaluationOptions(bootstrap=200, permutations=500))  # fmt: skip
-    summary = evaluation.summary.set_index(["system", "metric"])
+    summary = evaluation.summary.set_index(["system", "measure"])
     assert summary.loc[("perfect", "tau_b"), "mean"] == pytest.approx(1.0)
     assert summary.loc[("reversed", "tau_b"), "mean"] == pytest.approx(-1.0)
     assert summary.loc[("perfect", "ndcg"), "mean"] == pytest.approx(1.0)
     assert summary.loc[("perfect", "ap"), "mean"] == pytest.approx(1.0)
     # Lower is better for the average rank: the perfect system is marked better there too.
-    for metric in ("tau_b", "ndcg", "ap", "avg_rank"):
-        assert summary.loc[("perfect", metric), "significantly_better_than"] == "reversed"
-        assert summary.loc[("reversed", metric), "significantly_better_than"] == ""
+    for measure in ("tau_b", "ndcg", "ap", "avg_rank"):
+        assert summary.loc[("perfect", measure), "significantly_better_than"] == "reversed"
+        assert summary.loc[("reversed", measure), "significantly_better_than"] == ""
 
 
 def test_baseline_descriptor_and_ranking_follow_the_latent_similarity(retrieval_study):

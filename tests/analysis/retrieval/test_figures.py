@@ -54,12 +54,12 @@ def _evaluation_tables(n_systems: int, n_sketches: int = 20):
     rows = [
         (s, f"s{k:02d}", "tau_b", rng.uniform(0.1, 0.8)) for s in systems for k in range(n_sketches)
     ]
-    per_sketch = pd.DataFrame(rows, columns=["system", "sketch_id", "metric", "value"])
+    per_sketch = pd.DataFrame(rows, columns=["system", "sketch_id", "measure", "value"])
     means = per_sketch.groupby("system")["value"].mean()
     summary = pd.DataFrame(
         {
             "system": means.index,
-            "metric": "tau_b",
+            "measure": "tau_b",
             "mean": means.to_numpy(),
             "ci_low": means.to_numpy() - 0.05,
             "ci_high": means.to_numpy() + 0.05,

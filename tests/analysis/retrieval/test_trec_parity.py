@@ -20,7 +20,7 @@ from sbir_study.analysis.retrieval.evaluation import (
 )
 
 CUTOFFS = (5, 10, 20)
-# evaluate's metric -> (trec_eval measure, which qrels): every measure both compute.
+# evaluate's measure -> (trec_eval measure, which qrels): every measure both compute.
 # nn is P@1 and ft is R-precision under SHREC's names.
 SHARED = {
     "ndcg": ("ndcg", "graded"),
@@ -89,19 +89,19 @@ def _ours(root, run_path, **kwargs):
     evaluation = evaluate_files(root / "analysis" / "ground_truth.csv", [run_path], FAST,
                                 **kwargs)  # fmt: skip
     table = evaluation.per_sketch
-    return evaluation, table.pivot(index="sketch_id", columns="metric", values="value")
+    return evaluation, table.pivot(index="sketch_id", columns="measure", values="value")
 
 
 def _compare(ours: pd.DataFrame, trec: dict) -> int:
     compared = 0
-    for metric, (measure, kind) in SHARED.items():
-        for sketch, value in ours[metric].items():
-            expected = trec[kind][str(sketch)][measure]
+    for ours_name, (theirs_name, kind) in SHARED.items():
+        for sketch, value in ours[ours_name].items():
+            expected = trec[kind][str(sketch)][theirs_name]
             if np.isnan(value):
                 # Undefined for us without a relevant image, where trec_eval says 0.
-                assert expected == 0.0, (metric, sketch)
+                assert expected == 0.0, (ours_name, sketch)
                 continue
-            assert value == pytest.approx(expected, abs=1e-12, rel=0), (metric, sketch)
+            assert value == pytest.approx(expected, abs=1e-12, rel=0), (ours_name, sketch)
             compared += 1
     return compared
 
@@ -161,16 +161,16 @@ def test_ranx_on_our_files_gives_our_numbers(study, tmp_path):
              **{f"ndcg@{k}": (f"ndcg@{k}", graded) for k in CUTOFFS},
              **{f"p@{k}": (f"precision@{k}", binary) for k in CUTOFFS}}  # fmt: skip
     assert set(names) == set(SHARED)
-    for metric, (name, qrels) in names.items():
+    for measure, (name, qrels) in names.items():
         evaluate(qrels, ranx_run, name, make_comparable=True)
         theirs = ranx_run.scores[name]
         compared = 0
-        for sketch, value in ours[metric].items():
+        for sketch, value in ours[measure].items():
             if np.isnan(value):
                 continue
-            assert value == pytest.approx(theirs[str(sketch)], abs=1e-12, rel=0), (metric, sketch)
+            assert value == pytest.approx(theirs[str(sketch)], abs=1e-12, rel=0), (measure, sketch)
             compared += 1
-        assert compared >= 5, metric
+        assert compared >= 5, measure
         if qrels is binary:
             # ranx's relevance level 4 on the graded qrels ("-l4") is the same judgement.
             evaluate(graded, ranx_run, f"{name}-l4", make_comparable=True)

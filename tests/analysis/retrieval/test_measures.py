@@ -12,7 +12,7 @@ import pytest
 import scipy.stats
 
 from sbir_study.analysis.retrieval.baseline import write_trec_run
-from sbir_study.analysis.retrieval.metrics import (
+from sbir_study.analysis.retrieval.measures import (
     average_precision,
     average_rank,
     dcg_shrec,

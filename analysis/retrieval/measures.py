@@ -49,8 +49,8 @@ __all__ = [
     "e_measure",
     "first_tier",
     "measure",
+    "measure_direction",
     "measure_values",
-    "metric_direction",
     "ndcg",
     "nearest_neighbor",
     "percentage_similarity_ranking",
@@ -656,13 +656,13 @@ def measure(name: str) -> Measure:
             return row
         if row.at_k and row.name == base and k.isdigit():
             return row
-    check_option("metric", name, [m.name + ("@k" if m.at_k else "") for m in MEASURES])
+    check_option("measure", name, [m.name + ("@k" if m.at_k else "") for m in MEASURES])
     raise AssertionError("unreachable")  # check_option raised
 
 
-def metric_direction(metric: str) -> str:
-    """``"higher"`` or ``"lower"``: which values of ``metric`` are better."""
-    return measure(metric).better
+def measure_direction(name: str) -> str:
+    """``"higher"`` or ``"lower"``: which values of the measure ``name`` are better."""
+    return measure(name).better
 
 
 def measure_values(view: RunView, cutoffs: Sequence[int]) -> dict[str, np.ndarray]:
@@ -685,7 +685,7 @@ def measure_values(view: RunView, cutoffs: Sequence[int]) -> dict[str, np.ndarra
 
 
 def report_columns(cutoffs: Sequence[int]) -> list[tuple[str, str]]:
-    """(metric, heading) of the report's comparison table: cut-off measures at k = 10
+    """(measure, heading) of the report's comparison table: cut-off measures at k = 10
     (or the first cut-off when 10 is not among them)."""
     k = _REPORT_CUTOFF if _REPORT_CUTOFF in cutoffs else (cutoffs[0] if cutoffs else None)
     columns = []
