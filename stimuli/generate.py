@@ -78,7 +78,7 @@ class SetDesign(paper.PairDesign):
 
 
 def latent_rating(similarity):
-    """The rating a noise-free rater gives a pair of latent similarity s: 7 - 6 s.
+    """The rating a participant without noise gives a pair of latent similarity s: 7 - 6 s.
 
     >>> latent_rating([1.0, 0.5, 0.0]).tolist()
     [1.0, 4.0, 7.0]

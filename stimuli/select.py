@@ -30,7 +30,7 @@ allows, while the choice within a point stays random, so no other property of
 the candidates (for example the retrieval system that proposed them) biases
 the sample. A weighted draw (weight 1 / frequency of the image's point) is
 the obvious alternative; it is uniform only in expectation and, with 40
-images, often several images off per point. With three pilot raters the
+images, often several images off per point. With three pilot participants the
 median is a coarse estimate of where the final study's ratings will fall;
 the test suite measures that the selection is closer to uniform than the
 pool on simulated pilots.
@@ -108,10 +108,10 @@ def rating_counts(ratings: pd.DataFrame, images_per_sketch: int) -> pd.DataFrame
     given = ratings.dropna(subset=["rating"])
     table = pd.crosstab(given["sketch_id"], given["rating"].astype(int))
     table = table.reindex(columns=LEVELS, fill_value=0)
-    raters = given.groupby("sketch_id", observed=True)["participant"].nunique()
+    participants = given.groupby("sketch_id", observed=True)["participant"].nunique()
     counts = table.div(table.sum(axis=1), axis=0) * images_per_sketch
     counts.columns = [f"count_{k}" for k in LEVELS]
-    counts["n_pilot_raters"] = raters.reindex(table.index).to_numpy()
+    counts["n_pilot_raters"] = participants.reindex(table.index).to_numpy()
     counts.index = counts.index.astype(str)
     return counts
 

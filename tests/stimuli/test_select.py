@@ -24,15 +24,16 @@ from sbir_study.stimuli.select import quotas, rating_counts, sketch_spread
 from tests.helpers import run_cli
 
 
-def _pool_and_pilot(ratings_by_sketch, raters=2):
-    """A candidate pool and a pilot where every rater gives the listed ratings."""
+def _pool_and_pilot(ratings_by_sketch, participants=2):
+    """A candidate pool and a pilot where every participant gives the listed ratings."""
     pool, pilot = [], []
     for sketch_id, ratings in ratings_by_sketch.items():
         for i, rating in enumerate(ratings):
             image_id = f"{sketch_id}{i}"
             pool.append((sketch_id, image_id, f"sketches/{sketch_id}.png",
                          f"images/{image_id}.png", "candidate"))  # fmt: skip
-            pilot.extend((f"{r + 1}", sketch_id, image_id, "main", rating) for r in range(raters))
+            pilot.extend((f"{r + 1}", sketch_id, image_id, "main", rating)
+                         for r in range(participants))  # fmt: skip
     return (
         pd.DataFrame(pool, columns=["sketch_id", "image_id", "sketch_path", "image_path", "role"]),
         pd.DataFrame(pilot, columns=["participant", "sketch_id", "image_id", "phase", "rating"]),
@@ -105,7 +106,7 @@ def test_unequal_pools_keep_the_most_uniform_sketches():
     sizes = np.linspace(23, 43, 12).round().astype(int)
     ratings = {f"s{i:02d}": _pool_ratings(n, round(5 * (11 - i) / 11))
                for i, n in enumerate(sizes)}  # fmt: skip
-    pool, pilot = _pool_and_pilot(ratings, raters=3)
+    pool, pilot = _pool_and_pilot(ratings, participants=3)
     l2 = {sketch: _distance_to_uniform_l2(r) for sketch, r in ratings.items()}
     total_variation = {s: distance_to_uniform(np.bincount(r, minlength=8)[1:] / len(r))
                        for s, r in ratings.items()}  # fmt: skip
@@ -138,7 +139,7 @@ def test_kept_sketches_are_the_most_uniform_whatever_the_pool_sizes(data):
     ordered = sorted(l2, key=lambda sketch: (l2[sketch], sketch))
     # Near-ties between the last kept and the first dropped sketch are left to rounding.
     assume(abs(l2[ordered[keep]] - l2[ordered[keep - 1]]) > 1e-9)
-    pool, pilot = _pool_and_pilot(ratings, raters=data.draw(st.integers(1, 3)))
+    pool, pilot = _pool_and_pilot(ratings, participants=data.draw(st.integers(1, 3)))
     selection = select_pairs(pool, pilot, sketches=keep, images_per_sketch=10, seed=0)
     assert sorted(selection.pairs["sketch_id"].unique()) == sorted(ordered[:keep])
 
@@ -220,13 +221,13 @@ def test_select_end_to_end_is_closer_to_uniform_than_the_pool(tmp_path):
     share = table.pivot(index="rating", columns="dataset", values="share")
     pool_distance = distance_to_uniform(share["pool"])
     chosen_distance = distance_to_uniform(share["selection"])
-    # (seed 2: 0.178 and 0.102; with 3 pilot raters and 336 ratings chosen, sampling noise in
+    # (seed 2: 0.178 and 0.102; with 3 pilot participants and 336 ratings chosen, sampling noise in
     # the distance is about 0.03.)
     assert chosen_distance < 0.75 * pool_distance, (pool_distance, chosen_distance)
     # ... and the kept sketches' spread shrank: sigma is of shares scaled to 14 images on both
     # sides, so pool and selection compare directly (seed 2: mean 0.90 -> 0.61; a sketch
     # that was already near uniform may come out a little less so, its images being chosen
-    # by their 3-rater medians).
+    # by their medians over 3 participants).
     sketches = pd.read_csv(out / "selection_sketches.csv")
     kept = sketches[sketches["selected"]]
     assert kept["sigma_selected"].mean() < 0.8 * kept["sigma"].mean()
