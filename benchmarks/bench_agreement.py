@@ -8,7 +8,7 @@ on the resampled units' value counts.
 
 * paper scale: 28 participants x 31 sketches x 40 images, 1% missed;
 * crowd scale: 2,000 and 10,000 participants x 1,240 pairs, 1% missed (the ratings
-  table as ``analyze`` holds it after loading: 12.4 million rows at 10,000 raters).
+  table as ``analyze`` holds it after loading: 12.4 million rows at 10,000 participants).
 
     python benchmarks/bench_agreement.py [--skip-10000]
 """
@@ -28,7 +28,7 @@ SKETCHES, IMAGES = 31, 40
 
 
 def ratings_table(participants: int, seed: int) -> pd.DataFrame:
-    """A validated-looking ratings table: raters around a latent rating per pair."""
+    """A validated-looking ratings table: participants around a latent rating per pair."""
     rng = np.random.default_rng(seed)
     latent = rng.uniform(1, 7, SKETCHES * IMAGES)
     given = np.clip(np.rint(latent + rng.normal(0, 1.3, (participants, latent.size))), 1, 7)

@@ -11,7 +11,7 @@ tables twice, alternating:
 * ``auto``: the default, which switches Figs. 4 and 6 to the distribution over the
   participants sorted by their median past ``PARTICIPANT_VIEW_LIMIT`` participants.
 
-Part of the goal "2,000 raters with figures < 30 s" (the whole command is
+Part of the goal "2,000 participants with figures < 30 s" (the whole command is
 measured by ``bench_analyze.py``).
 
     python benchmarks/bench_figures_scale.py [--sizes 28,300,2000] [--repeat 2]

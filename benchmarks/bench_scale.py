@@ -116,7 +116,8 @@ def pairwise_comparison(table: Path, sketches: int = 1, sample: int = 2000) -> N
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--raters", type=int, default=2000)
+    parser.add_argument("--raters", dest="participants", type=int, default=2000,
+                        help="participants of the simulated study")  # fmt: skip
     parser.add_argument("--switch", default="600,700,800,900")
     parser.add_argument("--large", type=int, default=0, help="also a flat table of this size")
     parser.add_argument("--large-sketches", type=int, default=31)
@@ -126,23 +127,24 @@ def main() -> None:
     print(f"(load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())})")
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
-        for raters in [int(r) for r in args.switch.split(",") if r]:
-            table = folder / f"r{raters}.csv"
+        for participants in [int(r) for r in args.switch.split(",") if r]:
+            table = folder / f"r{participants}.csv"
             run([*CLI, "simulate", "--flat", "--out", str(table), "--participants",
-                 str(raters), "--seed", "1"])  # fmt: skip
-            out = folder / f"a{raters}"
+                 str(participants), "--seed", "1"])  # fmt: skip
+            out = folder / f"a{participants}"
             seconds, peak, cpu = run(
                 [*CLI, "analyze", str(table), "--out", str(out), "--no-figures"]
             )
             written = "written" if (out / "pairwise_tau.parquet").exists() else "summary only"
             note = f"output {size_mib(out):.0f} MiB; pairwise_tau.parquet: {written}"
-            line(f"analyze --no-figures, {raters} raters (flat)", seconds, peak, note, cpu=cpu)
+            line(f"analyze --no-figures, {participants} participants (flat)", seconds, peak, note,
+                 cpu=cpu)  # fmt: skip
 
         bids = folder / "bids"
         seconds, peak, cpu = run([*CLI, "simulate", "--out", str(bids), "--participants",
-                             str(args.raters), "--seed", "1"])  # fmt: skip
+                             str(args.participants), "--seed", "1"])  # fmt: skip
         line(
-            f"simulate, {args.raters} raters, BIDS ({size_mib(bids):.0f} MiB)",
+            f"simulate, {args.participants} participants, BIDS ({size_mib(bids):.0f} MiB)",
             seconds,
             peak,
             cpu=cpu,
@@ -150,7 +152,7 @@ def main() -> None:
         seconds, peak, cpu = run([*CLI, "analyze", str(bids), "--out", str(folder / "t"),
                              "--no-figures"])  # fmt: skip
         line(
-            f"analyze --no-figures, {args.raters} raters, BIDS",
+            f"analyze --no-figures, {args.participants} participants, BIDS",
             seconds,
             peak,
             "goal < 15 s",
@@ -158,7 +160,7 @@ def main() -> None:
         )
         seconds, peak, cpu = run([*CLI, "analyze", str(bids), "--out", str(folder / "f")])
         line(
-            f"analyze with figures, {args.raters} raters, BIDS",
+            f"analyze with figures, {args.participants} participants, BIDS",
             seconds,
             peak,
             "goal < 30 s",
@@ -171,13 +173,13 @@ def main() -> None:
         load_ratings(bids)
         ours = time.perf_counter() - start
         theirs = read_bids_with_pandas(bids)
-        line(f"reading {args.raters} session files: load_ratings (checked)", ours, "-", "1")
+        line(f"reading {args.participants} session files: load_ratings (checked)", ours, "-", "1")
         line("the same with pandas.read_csv per file (unchecked)", theirs, "-",
              f"{theirs / ours:.2f}x the time of load_ratings")  # fmt: skip
 
         flat = folder / "flat.csv"
         run([*CLI, "simulate", "--flat", "--out", str(flat), "--participants",
-             str(args.raters), "--seed", "1"])  # fmt: skip
+             str(args.participants), "--seed", "1"])  # fmt: skip
         pairwise_comparison(flat)
 
         if args.large:
@@ -185,12 +187,13 @@ def main() -> None:
             seconds, peak, cpu = run([*CLI, "simulate", "--flat", "--out", str(large),
                                  "--participants", str(args.large), "--sketches",
                                  str(args.large_sketches), "--seed", "1"])  # fmt: skip
-            line(f"simulate --flat, {args.large} raters x {args.large_sketches} sketches",
+            line(f"simulate --flat, {args.large} participants x {args.large_sketches} sketches",
                  seconds, peak, f"{size_mib(large):.0f} MiB", cpu=cpu)  # fmt: skip
             seconds, peak, cpu = run([*CLI, "analyze", str(large), "--out", str(folder / "l"),
                                  "--no-figures"])  # fmt: skip
-            line(f"analyze --no-figures, {args.large} raters x {args.large_sketches} sketches",
-                 seconds, peak, "goal < 90 s, < 8 GiB (31 sketches)", cpu=cpu)  # fmt: skip
+            line(f"analyze --no-figures, {args.large} participants x {args.large_sketches} "
+                 "sketches", seconds, peak, "goal < 90 s, < 8 GiB (31 sketches)",
+                 cpu=cpu)  # fmt: skip
 
 
 if __name__ == "__main__":
