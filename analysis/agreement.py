@@ -27,7 +27,7 @@ from sbir_study.foundation.paper import SCALE
 
 from . import _kernels
 from .limits import PERMUTATION_RATERS_LIMIT
-from .ratings import RatingCube, rating_cube
+from .ratings import RatingCube, main_phase_cube
 
 __all__ = [
     "AGREEMENT_COLUMNS",
@@ -539,9 +539,7 @@ def inter_user_tau_pairs(
     pairs estimates the one over all pairs, at a cost that no longer grows with
     the square of the crowd. ``n_raters_total`` says how many there were.
 
-    ``cube`` is the :func:`~sbir_study.analysis.ratings.rating_cube` of the main
-    phase of ``ratings`` when the caller has it already (``analyze`` builds it once
-    for every statistic); without it, it is built from ``ratings``.
+    ``cube``: see :func:`~sbir_study.analysis.ratings.main_phase_cube`.
 
     Examples
     --------
@@ -592,9 +590,7 @@ def _empty_pairwise() -> pd.DataFrame:
 def kendall_w_by_sketch(ratings: pd.DataFrame, *, cube: RatingCube | None = None) -> pd.DataFrame:
     """Kendall's W for every sketch of the main phase.
 
-    ``cube`` is the :func:`~sbir_study.analysis.ratings.rating_cube` of the main
-    phase of ``ratings`` when the caller has it already; without it, it is built
-    from ``ratings``.
+    ``cube``: see :func:`~sbir_study.analysis.ratings.main_phase_cube`.
 
     Returns
     -------
@@ -617,11 +613,9 @@ def _sketch_matrices(ratings: pd.DataFrame, cube: RatingCube | None = None):
     images: one who never saw it is not a rater of it. ``cube``, when given, is the
     rating cube of the main phase of ``ratings``.
     """
+    cube = main_phase_cube(ratings, cube)
     if cube is None:
-        main = ratings[ratings["phase"] == "main"]
-        if main.empty:
-            return
-        cube = rating_cube(main)
+        return
     for index, sketch_id in enumerate(cube.sketches):
         matrix = cube.sketch(index)
         rated = ~np.isnan(matrix).all(axis=1)
@@ -667,9 +661,7 @@ def agreement_by_sketch(
     confidence_level : float
         Confidence level of each alpha's interval.
     cube : RatingCube, optional
-        The :func:`~sbir_study.analysis.ratings.rating_cube` of the main phase of
-        ``ratings``, when the caller has it already (``analyze`` builds it once for
-        every statistic); built from ``ratings`` when not given.
+        See :func:`~sbir_study.analysis.ratings.main_phase_cube`.
 
     Returns
     -------

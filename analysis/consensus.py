@@ -18,7 +18,7 @@ import pandas as pd
 from sbir_study.foundation.checks import bad_ids, check_id, check_option
 
 from . import _kernels
-from .ratings import RatingCube, rating_cube
+from .ratings import RatingCube, main_phase_cube, rating_cube
 
 __all__ = [
     "RELEVANT_BELOW",
@@ -148,9 +148,7 @@ def rater_vs_consensus(
         A validated ratings table; the main phase is used.
     alternative : {"greater", "two-sided", "less"}
     cube : RatingCube, optional
-        The :func:`~sbir_study.analysis.ratings.rating_cube` of the main phase of
-        ``ratings``, when the caller has it already (``analyze`` builds it once for
-        every statistic); built from ``ratings`` when not given.
+        See :func:`~sbir_study.analysis.ratings.main_phase_cube`.
 
     Returns
     -------
@@ -166,9 +164,7 @@ def rater_vs_consensus(
     Eitz et al. (2011), Sec. 3.3.2 (third analysis, Fig. 6).
     """
     check_option("alternative", alternative, _kernels.ALTERNATIVES)
-    if cube is None:
-        main = ratings[ratings["phase"] == "main"]
-        cube = None if main.empty else rating_cube(main)
+    cube = main_phase_cube(ratings, cube)
     if cube is None or cube.values.size == 0:
         return pd.DataFrame(
             columns=["participant", "sketch_id", "tau_b", "p_value", "tau_b_loo",

@@ -9,7 +9,7 @@ import pandas as pd
 
 from sbir_study.foundation.paper import SCALE
 
-from .ratings import PHASES, RatingCube, rating_cube
+from .ratings import PHASES, RatingCube, main_phase_cube
 
 __all__ = ["binned_medians", "box_summary", "rating_distribution"]
 
@@ -28,9 +28,7 @@ def binned_medians(ratings: pd.DataFrame, *, cube: RatingCube | None = None) -> 
         A validated ratings table; the main phase is used and missing ratings
         are left out.
     cube : RatingCube, optional
-        The :func:`~sbir_study.analysis.ratings.rating_cube` of the main phase of
-        ``ratings``, when the caller has it already (``analyze`` builds it once for
-        every statistic); built from ``ratings`` when not given.
+        See :func:`~sbir_study.analysis.ratings.main_phase_cube`.
 
     Returns
     -------
@@ -54,9 +52,7 @@ def binned_medians(ratings: pd.DataFrame, *, cube: RatingCube | None = None) -> 
     0    1          0       NaN           0           0
     1    2          3  1.666667           1           2
     """
-    if cube is None:
-        main = ratings[ratings["phase"] == "main"]
-        cube = None if main.empty else rating_cube(main)
+    cube = main_phase_cube(ratings, cube)
     rows = []
     if cube is None or cube.values.size == 0:
         values = np.empty((0, 0, 0))

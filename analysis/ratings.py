@@ -46,6 +46,7 @@ __all__ = [
     "SourceFile",
     "check_text_labels",
     "load_ratings",
+    "main_phase_cube",
     "rating_cube",
     "validate_ratings",
 ]
@@ -321,6 +322,18 @@ def rating_cube(ratings: pd.DataFrame, column: str = "rating") -> RatingCube:
         dtype=np.float64, na_value=np.nan
     )
     return RatingCube(np.asarray(sketches), np.asarray(participants), images, values)
+
+
+def main_phase_cube(ratings: pd.DataFrame, cube: RatingCube | None = None) -> RatingCube | None:
+    """The :func:`rating_cube` of the main phase of ``ratings``; None when it has no rows.
+
+    ``cube`` is that cube when the caller has it already (``analyze`` builds it once
+    for every statistic that reads it); it is then returned as it is.
+    """
+    if cube is None:
+        main = ratings[ratings["phase"] == "main"]
+        cube = None if main.empty else rating_cube(main)
+    return cube
 
 
 # --- reading files ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sbir_study.analysis.ratings import rating_cube
+from sbir_study.analysis.ratings import main_phase_cube, rating_cube
 
 
 @st.composite
@@ -46,3 +46,24 @@ def test_the_cube_holds_each_rating_where_the_pivot_puts_it(table):
     assert cube.values.shape == (len(cube.sketches), len(cube.participants), width)
     for index, names in enumerate(cube.images):  # padding beyond a sketch's own images
         assert np.isnan(cube.values[index, :, len(names) :]).all()
+
+
+@settings(max_examples=100, deadline=None)
+@given(tables(), st.data())
+def test_the_main_phase_cube_is_built_from_the_main_rows_only(table, data):
+    # Reference: rating_cube of the rows a boolean mask keeps (pandas), or None without any.
+    phases = data.draw(st.lists(st.sampled_from(["main", "practice", "anchor_repeat"]),
+                                min_size=len(table), max_size=len(table)))  # fmt: skip
+    table = table.assign(phase=phases)
+    main = table[table["phase"] == "main"]
+    cube = main_phase_cube(table)
+    if main.empty:
+        assert cube is None
+        return
+    expected = rating_cube(main)
+    for field in ("sketches", "participants", "values"):
+        np.testing.assert_array_equal(getattr(cube, field), getattr(expected, field))
+    assert [names.tolist() for names in cube.images] == [names.tolist() for names in
+                                                          expected.images]  # fmt: skip
+    # A cube the caller already has is used as it is, not built again.
+    assert main_phase_cube(table, expected) is expected
