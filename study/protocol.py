@@ -129,6 +129,14 @@ OnlineSubset = Literal["all", "sketches", "pairs"]
 ONLINE_SUBSETS: tuple[str, ...] = typing.get_args(OnlineSubset)
 
 
+def _finite_in(low: float, high: float, *, above: bool = False) -> object:
+    """A number setting from ``low`` (``above``: exclusive) to ``high``, its refusal naming
+    the interval from the same bounds."""
+    bound = Field(gt=low, le=high) if above else Field(ge=low, le=high)
+    interval = f"{'(' if above else '['}{low:g}, {high:g}]"
+    return Annotated[StrictFloat, bound, _Expects(f"a finite number in {interval}")]
+
+
 def _not_blank(text: str) -> str:
     if not text.strip():
         raise PydanticCustomError("blank", "expected more than white space")
@@ -163,9 +171,7 @@ class Timing:
         description="Seconds each anchor pair is shown in the anchoring phase, with its "
         "prescribed rating (not rated).",
     )
-    frame_jitter_ms: Annotated[
-        StrictFloat, Field(ge=0.0, le=100.0), _Expects("a finite number in [0, 100]")
-    ] = Field(
+    frame_jitter_ms: _finite_in(0.0, 100.0) = Field(
         1.0,
         description="Durations are counted in frames only when the measured frame period "
         "varies by less than this (standard deviation, ms) and the refresh rate lies in "
@@ -304,25 +310,19 @@ class Display:
     resolution: Annotated[
         tuple[Pixels, Pixels], _Expects("[width, height] in pixels (1 to 32768)")
     ] = Field((1920, 1200), description="The screen's resolution in pixels.")
-    width_cm: Annotated[
-        StrictFloat, Field(gt=0.0, le=1000.0), _Expects("a finite number in (0, 1000]")
-    ] = Field(
+    width_cm: _finite_in(0.0, 1000.0, above=True) = Field(
         51.8,
         description="The visible width of the screen (cm); a 24-inch 16:10 LCD (the paper's "
         "monitor size) is 51.8 cm wide.",
     )
-    distance_cm: Annotated[
-        StrictFloat, Field(gt=0.0, le=10000.0), _Expects("a finite number in (0, 10000]")
-    ] = Field(80.0, description="Eye-to-screen distance (cm); the paper: 80 cm.")
-    stimulus_deg: Annotated[
-        StrictFloat, Field(gt=0.0, le=90.0), _Expects("a finite number in (0, 90]")
-    ] = Field(
+    distance_cm: _finite_in(0.0, 10000.0, above=True) = Field(
+        80.0, description="Eye-to-screen distance (cm); the paper: 80 cm."
+    )
+    stimulus_deg: _finite_in(0.0, 90.0, above=True) = Field(
         12.0,
         description="The width of the sketch and of the image, each, in degrees of visual angle.",
     )
-    gap_deg: Annotated[
-        StrictFloat, Field(ge=0.0, le=90.0), _Expects("a finite number in [0, 90]")
-    ] = Field(
+    gap_deg: _finite_in(0.0, 90.0) = Field(
         1.0,
         description="The gap between the sketch (left) and the image (right), in degrees of "
         "visual angle.",
