@@ -392,7 +392,7 @@ class OnlineStudy:
             "session_id": session_id,
             "participant": session["participant"],
             "status": status,
-            "list": session["list_index"],
+            "list": session["list_index"] + 1,  # numbered from 1, as the status and export
             "trials": [
                 {
                     "trial": t,

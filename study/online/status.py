@@ -35,9 +35,10 @@ def study_status(
     list_pairs
         The number of pairs of each list, in list order.
     sessions
-        ``(status, list, silent, count)``: how many sessions of a list have a
-        status, ``silent`` when not heard from within ``online.dropout_after_s``
-        (a running one that is silent has dropped out).
+        ``(status, list, silent, count)``: how many sessions of a list (its index
+        from 0; the view numbers lists from 1) have a status, ``silent`` when not
+        heard from within ``online.dropout_after_s`` (a running one that is silent
+        has dropped out).
     durations
         ``(phase, stim_duration, blank_duration)`` of the trials the timing
         errors are measured over (the latest ones).
@@ -52,7 +53,7 @@ def study_status(
     >>> view["participants"]
     {'started': 4, 'complete': 1, 'incomplete': 0, 'dropped_out': 2, 'running': 1}
     >>> view["lists"], view["timing_error_ms"]["stimulus_max"]
-    ([{'list': 0, 'complete': 1, 'running': 1, 'pairs': 8}], 4.0)
+    ([{'list': 1, 'complete': 1, 'running': 1, 'pairs': 8}], 4.0)
     """
     counts = {"started": 0, "complete": 0, "incomplete": 0, "dropped_out": 0, "running": 0}
     per_list = {k: {"complete": 0, "running": 0} for k in range(len(list_pairs))}
@@ -72,8 +73,9 @@ def study_status(
         "study_id": study_id,
         "participants": counts,
         "trials_stored": int(trials_stored),
+        # Numbered from 1, as the page, the session's state and the export's sidecar number them.
         "lists": [
-            {"list": k, **v, "pairs": list_pairs[k]}
+            {"list": k + 1, **v, "pairs": list_pairs[k]}
             for k, v in sorted(per_list.items())
             if k < len(list_pairs)
         ],
@@ -135,7 +137,7 @@ def status_page(status: dict) -> str:
         )
     )
     lists = "".join(
-        f"<tr><td>{entry['list'] + 1}</td><td>{entry['pairs']}</td><td>{entry['complete']}</td>"
+        f"<tr><td>{entry['list']}</td><td>{entry['pairs']}</td><td>{entry['complete']}</td>"
         f"<td>{entry['running']}</td></tr>"
         for entry in status["lists"]
     )

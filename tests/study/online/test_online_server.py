@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 import secrets
 import shutil
 import sqlite3
@@ -372,14 +373,19 @@ def test_lists_are_filled_in_turn_and_dropouts_release_theirs(tmp_path, online_s
         online={"subset": "pairs", "lists": 2, "dropout_after_s": 0.5, "raters_per_list": 2},
     )
     lists = [start(client, f"p{k}")[0].json()["list"] for k in range(4)]
-    assert lists == [0, 1, 0, 1]
+    assert lists == [1, 2, 1, 2]  # numbered from 1, as the status page numbers them
     assert start(client, "p5")[0].status_code == 409  # full: two participants per list
     clock[0] += 0.49  # silent, but not yet for dropout_after_s: the lists are still taken
     assert start(client, "p5")[0].status_code == 409
     clock[0] += 0.02  # everyone silent for longer: dropped out, their lists free again
-    assert start(client, "p6")[0].json()["list"] == 0
+    assert start(client, "p6")[0].json()["list"] == 1
     status = client.get("/api/admin/status", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
     assert status.json()["participants"]["dropped_out"] == 4
+    # One numbering everywhere: the session's state, the status JSON, its page, the sidecar.
+    assert [entry["list"] for entry in status.json()["lists"]] == [1, 2]
+    page = client.get("/admin", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}).text
+    lists = re.search(r"<h2>Lists</h2>.*?</table>", page, re.S).group(0)
+    assert re.findall(r"<tr><td>(\d+)</td>", lists) == ["1", "2"]
 
 
 def test_pairs_of_a_list_make_the_trial_list(tmp_path, online_set):
@@ -395,7 +401,7 @@ def test_pairs_of_a_list_make_the_trial_list(tmp_path, online_set):
         seed = rows(client, f"SELECT seed FROM sessions WHERE participant = '{label}'")[0][0]
         expected = build_trials(
             study.protocol,
-            list_manifest(study.stimulus_set.manifest, study.lists, state["list"]),
+            list_manifest(study.stimulus_set.manifest, study.lists, state["list"] - 1),
             seed,
         )
         got = [(t["trial"], t["phase"], t["sketch_id"], t["image_id"]) for t in state["trials"]]
