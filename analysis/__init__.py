@@ -51,7 +51,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "consensus": [
             "anchoring_consistency",
             "consensus_ground_truth",
-            "rater_vs_consensus",
+            "participant_vs_consensus",
             "write_qrels",
         ],
         "corrections": [

@@ -24,7 +24,7 @@ __all__ = [
     "RELEVANT_BELOW",
     "anchoring_consistency",
     "consensus_ground_truth",
-    "rater_vs_consensus",
+    "participant_vs_consensus",
     "write_binary_qrels",
     "write_qrels",
 ]
@@ -137,7 +137,7 @@ def write_binary_qrels(
     Path(path).write_text("".join(lines), encoding="utf-8")
 
 
-def rater_vs_consensus(
+def participant_vs_consensus(
     ratings: pd.DataFrame, *, alternative: str = "greater", cube: RatingCube | None = None
 ) -> pd.DataFrame:
     """Each participant's tau_b against the consensus, per sketch.

@@ -23,7 +23,7 @@ from .agreement import agreement_by_sketch, inter_user_tau_pairs, krippendorff_a
 from .consensus import (
     anchoring_consistency,
     consensus_ground_truth,
-    rater_vs_consensus,
+    participant_vs_consensus,
     write_binary_qrels,
     write_qrels,
 )
@@ -280,7 +280,7 @@ def participant_table(
     counts the sketches the participant rated at least one image of,
     ``n_sketches_complete`` those they rated every image of (the sketches whose
     Kendall's W they enter); the medians are over the sketches of
-    :func:`~sbir_study.analysis.consensus.rater_vs_consensus`. ``cube`` is the
+    :func:`~sbir_study.analysis.consensus.participant_vs_consensus`. ``cube`` is the
     :func:`~sbir_study.analysis.ratings.rating_cube` of the main phase of
     ``ratings`` when the caller has it already; without it, it is built from
     ``ratings``.
@@ -361,7 +361,7 @@ def _other_statistics(
         }  # fmt: skip
 
     with progress.step("participants vs consensus, anchoring, bins"):
-        consensus = rater_vs_consensus(ratings, alternative=options.alternative, cube=cube)
+        consensus = participant_vs_consensus(ratings, alternative=options.alternative, cube=cube)
         consensus.to_csv(out / "consensus_tau.csv", index=False)
         participants = participant_table(ratings, consensus, cube=cube)
         participants.to_csv(out / "participants.csv", index=False)

@@ -33,7 +33,7 @@ from sbir_study.analysis import (
     binned_medians,
     inter_user_tau,
     kendall_w_by_sketch,
-    rater_vs_consensus,
+    participant_vs_consensus,
     simulate_study,
 )
 
@@ -56,7 +56,7 @@ def paper_statistics(model: RaterModel, seed: int, alpha: float = 0.05) -> dict:
         return {
             "anchoring": float((anchoring_consistency(trials)["p_value"] < alpha).mean()),
             "inter_user": float((inter_user_tau(trials)["p_value"] < alpha).mean()),
-            "consensus": float((rater_vs_consensus(trials)["p_value"] < alpha).mean()),
+            "consensus": float((participant_vs_consensus(trials)["p_value"] < alpha).mean()),
             "bin4_sd": float(bins.loc[4]),
             "ends_smallest": bool(max(bins.loc[1], bins.loc[7]) < bins.loc[2:6].min()),
             "w_significant": int((w["p_value"] < alpha).sum()),

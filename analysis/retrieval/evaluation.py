@@ -205,9 +205,9 @@ def evaluate_runs(
     human = None
     if ratings is not None:
         given, weight = _ratings_layout(ratings, truth, options.relevant_below)
-        from ..consensus import rater_vs_consensus
+        from ..consensus import participant_vs_consensus
 
-        human = rater_vs_consensus(ratings, alternative=options.alternative)
+        human = participant_vs_consensus(ratings, alternative=options.alternative)
         human = human[["participant", "sketch_id", "tau_b_loo", "p_value_loo", "n_items"]]
 
     frames, curves = [], []

@@ -1,4 +1,4 @@
-"""Consensus ground truth, rater-vs-consensus, anchoring, bins and test families against R."""
+"""Consensus ground truth, participant-vs-consensus, anchoring, bins and test families against R."""
 
 import numpy as np
 import pandas as pd
@@ -12,7 +12,7 @@ from sbir_study.analysis import (
     binned_medians,
     consensus_ground_truth,
     inter_user_tau,
-    rater_vs_consensus,
+    participant_vs_consensus,
     rating_distribution,
     summarize_family,
     wilson_interval,
@@ -56,16 +56,16 @@ def test_qrels_grades(tmp_path):
     assert (tmp_path / "gt.qrels").read_text() == "s 0 a 6\ns 0 b 3\ns 0 c 1\n"
 
 
-def test_rater_vs_consensus_matches_r(small_ratings):
-    # Reference: R cor.test against colMeans with and without the rater;
+def test_participant_vs_consensus_matches_r(small_ratings):
+    # Reference: R cor.test against colMeans with and without the participant;
     # tests/r/reference.R section 4.
-    ours = rater_vs_consensus(small_ratings)
+    ours = participant_vs_consensus(small_ratings)
     reference = r_reference("consensus.csv")
     merged = ours.merge(reference, on=["participant", "sketch_id"])
     assert len(merged) == len(reference) == len(ours) == 24
     for column in ["tau_b", "p_value", "tau_b_loo", "p_value_loo"]:
         np.testing.assert_allclose(merged[f"{column}_x"], merged[f"{column}_y"], rtol=1e-12)
-    # Leaving the rater out can only lower agreement on average.
+    # Leaving the participant out can only lower agreement on average.
     assert ours["tau_b_loo"].mean() < ours["tau_b"].mean()
 
 
@@ -109,7 +109,7 @@ def test_families_match_r(small_ratings):
     # Reference: R prop.test(correct = FALSE)$conf.int (Wilson) and p.adjust("BH");
     # tests/r/reference.R section 7.
     reference = r_reference("families.csv").set_index("family")
-    consensus = rater_vs_consensus(small_ratings)
+    consensus = participant_vs_consensus(small_ratings)
     families = {
         "pairwise": inter_user_tau(small_ratings)["p_value"],
         "consensus": consensus["p_value"],

@@ -14,8 +14,8 @@ from sbir_study.analysis import (
     distribution,
     inter_user_tau_pairs,
     kendall_w_by_sketch,
+    participant_vs_consensus,
     pipeline,
-    rater_vs_consensus,
     rating_cube,
     ratings,
 )
@@ -47,10 +47,12 @@ def test_statistics_given_the_cube_equal_those_that_build_it(trials):
                                   agreement_by_sketch(trials, **options))  # fmt: skip
     pd.testing.assert_frame_equal(kendall_w_by_sketch(trials, cube=cube),
                                   kendall_w_by_sketch(trials))  # fmt: skip
-    pd.testing.assert_frame_equal(rater_vs_consensus(trials, alternative="two-sided", cube=cube),
-                                  rater_vs_consensus(trials, alternative="two-sided"))  # fmt: skip
+    pd.testing.assert_frame_equal(
+        participant_vs_consensus(trials, alternative="two-sided", cube=cube),
+        participant_vs_consensus(trials, alternative="two-sided"),
+    )
     pd.testing.assert_frame_equal(binned_medians(trials, cube=cube), binned_medians(trials))
-    by_consensus = rater_vs_consensus(trials)
+    by_consensus = participant_vs_consensus(trials)
     pd.testing.assert_frame_equal(participant_table(trials, by_consensus, cube=cube),
                                   participant_table(trials, by_consensus))  # fmt: skip
     given = list(inter_user_tau_pairs(trials, max_raters=5, seed=1, cube=cube))
