@@ -729,7 +729,7 @@ def krippendorff_alpha_overall(
     """Krippendorff's alpha of a whole study: every sketch/image pair of the main phase a unit.
 
     Computed from each pair's count of every rating (no participants x
-    pairs matrix is built, so it costs the same for 28 raters as for 10,000);
+    pairs matrix is built, so it costs the same for 28 participants as for 10,000);
     the interval is a percentile bootstrap over the pairs (see
     :func:`krippendorff_alpha`).
 

@@ -468,7 +468,7 @@ def percentage_similarity_ranking(system_rank, ratings) -> np.ndarray:
     system_rank : array_like, (sketches, images)
         P(i), the system's rank of each judged image among the sketch's judged
         images (1 = most similar; ties share their average rank); NaN for padding.
-    ratings : array_like, (sketches, raters, images)
+    ratings : array_like, (sketches, participants, images)
         Each participant's ratings (1 best); a participant counts for a sketch
         only if they rated every judged image of it.
 
@@ -494,7 +494,7 @@ def percentage_similarity_ranking(system_rank, ratings) -> np.ndarray:
 
     Examples
     --------
-    Two raters agree on three images; the system swaps the last two:
+    Two participants agree on three images; the system swaps the last two:
 
     >>> psr = percentage_similarity_ranking([[1, 3, 2]], [[[1, 2, 3], [1, 2, 3]]])
     >>> psr.round(6)
@@ -505,7 +505,7 @@ def percentage_similarity_ranking(system_rank, ratings) -> np.ndarray:
     if ratings.ndim != 3 or ratings.shape[0] != system_rank.shape[0] or (
             ratings.shape[2] != system_rank.shape[1]):  # fmt: skip
         raise InputError(
-            f"ratings: expected shape (sketches, raters, images) matching system_rank "
+            f"ratings: expected shape (sketches, participants, images) matching system_rank "
             f"{system_rank.shape}, got {ratings.shape}"
         )
     psr = np.full(system_rank.shape[0], np.nan)
@@ -519,18 +519,18 @@ def percentage_similarity_ranking(system_rank, ratings) -> np.ndarray:
 
 
 def _similarity_ranking(rank: np.ndarray, ratings: np.ndarray) -> float:
-    """PSR of one sketch: ``rank`` (images,), ``ratings`` (raters, images), all present."""
-    raters, images = ratings.shape
-    # Each rater's tie group of image i takes positions below + 1 .. below + size.
-    below = (ratings[:, None, :] < ratings[:, :, None]).sum(axis=2)  # (raters, images)
+    """PSR of one sketch: ``rank`` (images,), ``ratings`` (participants, images), all present."""
+    participants, images = ratings.shape
+    # Each participant's tie group of image i takes positions below + 1 .. below + size.
+    below = (ratings[:, None, :] < ratings[:, :, None]).sum(axis=2)  # (participants, images)
     size = (ratings[:, None, :] == ratings[:, :, None]).sum(axis=2)
     positions = np.arange(1, images + 1)
     inside = (positions > below[..., None]) & (positions <= (below + size)[..., None])
     q = np.where(inside, 1.0 / size[..., None], 0.0).sum(axis=0)  # (images, positions)
-    mean = (q * positions).sum(axis=1) / raters
-    spread = np.sqrt(np.maximum((q * positions**2).sum(axis=1) / raters - mean**2, 0.0))
+    mean = (q * positions).sum(axis=1) / participants
+    spread = np.sqrt(np.maximum((q * positions**2).sum(axis=1) / participants - mean**2, 0.0))
     window = np.abs(positions[None, :] - rank[:, None]) <= spread[:, None] / 2.0 + 1e-9
-    return float((np.where(window, q, 0.0).sum(axis=1) / raters).mean())
+    return float((np.where(window, q, 0.0).sum(axis=1) / participants).mean())
 
 
 # --- the table of measures -------------------------------------------------------------------
@@ -541,8 +541,8 @@ class RunView:
     """One run seen by the measures: arrays of shape (sketches, judged images).
 
     ``rank`` and ``score`` come from the run; ``mean_rating``, ``grade``,
-    ``relevant`` and ``judged`` from the ground truth; ``weight`` (raters
-    judging each image relevant) and ``ratings`` (sketches x raters x images)
+    ``relevant`` and ``judged`` from the ground truth; ``weight`` (participants
+    judging each image relevant) and ``ratings`` (sketches x participants x images)
     from the participants' ratings, when given.
     """
 

@@ -210,9 +210,9 @@ def test_zhang_measures_worked_examples():
     # (position 2): (5 + 2) / (5 + 1 + 2).
     weights = np.array([[5.0, 1.0, 2.0]])
     assert percentage_weighted_hits([[1.0, 4.0, 2.0]], weights, k=2)[0] == pytest.approx(7 / 8)
-    # PSR with ties: three raters, three images.
-    #   rater 1 rates (1, 2, 2): image 1 at position 1; images 2 and 3 share positions 2, 3.
-    #   rater 2 rates (1, 2, 3); rater 3 rates (2, 1, 3).
+    # PSR with ties: three participants, three images.
+    #   participant 1 rates (1, 2, 2): image 1 at position 1; images 2 and 3 share positions
+    #   2, 3. Participant 2 rates (1, 2, 3); participant 3 rates (2, 1, 3).
     # Q(image 1) = {1: 2, 2: 1}: mean 4/3, sd sqrt(2/9) = 0.471, window +-0.236.
     # Q(image 2) = {1: 1, 2: 1.5, 3: 0.5}: mean 11/6, sd = sqrt(23/6 - 121/36) = 0.687.
     # Q(image 3) = {2: 0.5, 3: 2.5}: mean 17/6, sd = sqrt(49/6 - 289/36) = 0.373.
@@ -224,7 +224,7 @@ def test_zhang_measures_worked_examples():
     # (2 +- 0.236) holds Q = 1, image 2's (1 +- 0.343) holds 1: (1 + 1 + 2.5) / 9.
     psr = percentage_similarity_ranking([[2.0, 1.0, 3.0]], ratings)
     assert psr[0] == pytest.approx(4.5 / 9)
-    # A rater who missed an image of the sketch is left out of it.
+    # A participant who missed an image of the sketch is left out of it.
     ratings_missing = np.concatenate([ratings, [[[np.nan, 1, 1]]]], axis=1)
     assert percentage_similarity_ranking([[1.0, 2.0, 3.0]], ratings_missing)[0] == pytest.approx(
         6 / 9
