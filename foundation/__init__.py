@@ -7,6 +7,7 @@
 * :mod:`.provenance`: software versions and file hashes;
 * :mod:`.progress`: progress on a terminal;
 * :mod:`.paper`: the paper's design and published values;
+* :mod:`.scale`: the rating scale of a study (its points, which end is the best match);
 * :mod:`.bids`: reading and writing the BIDS files of a rating dataset;
 * :mod:`.trial_order`: the order of a participant's trials;
 * :mod:`.html`: the helpers of the self-contained HTML reports;
@@ -26,6 +27,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "paper",
         "progress",
         "provenance",
+        "scale",
         "tables",
         "trial_order",
     ],
