@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import count, require_extra
+from .common import count, options_from, require_extra
 
 __all__ = ["COMMANDS", "register"]
 
@@ -59,14 +59,14 @@ def register(commands) -> None:
 def run(args: argparse.Namespace) -> int:
     require_extra("lab", "run")
     from sbir_study.foundation.checks import check_input_file
-    from sbir_study.study.session import run_from_files
+    from sbir_study.study.session import SessionOptions, run_from_files
 
     # Every input (and the display) is checked before a window opens.
     check_input_file(args.protocol, "a protocol (.toml)")
+    details = {"age": args.age, "sex": args.sex, "handedness": args.handedness}
     outcome = run_from_files(
-        args.protocol, args.stimuli, args.participant, args.data, resume=args.resume,
-        simulate=args.simulate, windowed=args.windowed, seed=args.seed,
-        details={"age": args.age, "sex": args.sex, "handedness": args.handedness},
+        args.protocol, args.stimuli, args.participant, args.data,
+        options_from(SessionOptions, args, details=details),
         progress=lambda line: print(line, flush=True),
     )  # fmt: skip
     refresh = f"{outcome.refresh_hz:.1f} Hz" if outcome.refresh_hz else "unmeasurable"

@@ -67,9 +67,9 @@ def plan_session(
 ) -> SessionPlan:
     """Check every input that needs no window, then the display; the session's plan.
 
-    Parameters are those of :func:`sbir_study.study.session.run_session`. Bad
-    input, a missing display included, raises
-    :class:`~sbir_study.foundation.checks.InputError`.
+    Parameters are those of :func:`sbir_study.study.session.run_session` and of its
+    :class:`~sbir_study.study.session.SessionOptions`. Bad input, a missing display
+    included, raises :class:`~sbir_study.foundation.checks.InputError`.
     """
     from sbir_study.foundation import bids
 

@@ -10,7 +10,8 @@
 * **End** (:mod:`.record`): the sidecar completed, also when an error stopped
   the session.
 
-``simulate=True`` lets a simulated participant answer (:mod:`.simulated`).
+``SessionOptions(simulate=True)`` lets a simulated participant answer
+(:mod:`.simulated`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,33 @@ from .window import SessionWindow, measure_timing, open_window
 if TYPE_CHECKING:
     from sbir_study.stimuli import StimulusSet
 
-__all__ = ["SessionOutcome", "run_from_files", "run_session"]
+__all__ = ["SessionOptions", "SessionOutcome", "run_from_files", "run_session"]
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """How one participant's session runs, beyond its inputs (``sbir-study run``'s options).
+
+    Attributes
+    ----------
+    resume : bool
+        Continue the recorded session from its first unrecorded trial.
+    simulate : bool
+        A simulated participant answers.
+    windowed : bool
+        A window, not the full screen.
+    seed : int or None
+        The participant's order seed; None: drawn at random (on resume, the recorded one).
+    details : mapping or None
+        ``age``, ``sex``, ``handedness`` as given on the command line (None: not given,
+        asked on screen unless ``simulate``).
+    """
+
+    resume: bool = False
+    simulate: bool = False
+    windowed: bool = False
+    seed: int | None = None
+    details: Mapping[str, str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -55,12 +82,8 @@ def run_from_files(
     stimuli: str | Path,
     participant: str,
     data: str | Path,
+    options: SessionOptions = SessionOptions(),
     *,
-    resume: bool = False,
-    simulate: bool = False,
-    windowed: bool = False,
-    seed: int | None = None,
-    details: Mapping[str, str | None] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> SessionOutcome:
     """``sbir-study run``: check every input, then run the session (see :func:`run_session`).
@@ -74,11 +97,10 @@ def run_from_files(
     protocol = load_protocol(protocol_file)
     stimulus_set = stimulus_set_for(stimuli, protocol)
     check_participant(participant, "--participant")
-    if resume and seed is not None:
+    if options.resume and options.seed is not None:
         raise InputError("--seed: a resumed session uses its recorded seed; drop --seed")
-    return run_session(protocol, stimulus_set, participant, data, protocol_file=protocol_file,
-                       resume=resume, simulate=simulate, windowed=windowed, seed=seed,
-                       details=details, progress=progress)  # fmt: skip
+    return run_session(protocol, stimulus_set, participant, data, options,
+                       protocol_file=protocol_file, progress=progress)  # fmt: skip
 
 
 def run_session(
@@ -86,28 +108,23 @@ def run_session(
     stimulus_set: StimulusSet,
     participant: str,
     data: str | Path,
+    options: SessionOptions = SessionOptions(),
     *,
     protocol_file: str | Path = "",
-    resume: bool = False,
-    simulate: bool = False,
-    windowed: bool = False,
-    seed: int | None = None,
-    details: Mapping[str, str | None] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> SessionOutcome:
     """Run (or resume) one participant's session; see the module docstring.
 
-    ``stimulus_set`` is a :class:`sbir_study.stimuli.StimulusSet` (checked);
-    ``details`` maps ``age``, ``sex``, ``handedness`` to the values given on
-    the command line (None: not given, asked on screen unless ``simulate``).
+    ``stimulus_set`` is a :class:`sbir_study.stimuli.StimulusSet` (checked).
     ``progress`` receives one line for the experimenter at each stage.
     Returns a :class:`SessionOutcome`; bad input raises
     :class:`~sbir_study.foundation.checks.InputError`.
     """
     say = progress or (lambda line: None)
     # Design: every check that needs no window, the display last; nothing is opened yet.
-    plan = plan_session(protocol, stimulus_set, participant, data, resume=resume,
-                        simulate=simulate, seed=seed, details=details)  # fmt: skip
+    plan = plan_session(protocol, stimulus_set, participant, data, resume=options.resume,
+                        simulate=options.simulate, seed=options.seed,
+                        details=options.details)  # fmt: skip
     # Initialise: the keyboard, the window and its timing; the details form; the record.
     from psychopy import core, logging
 
@@ -116,7 +133,7 @@ def run_session(
     # start their threads, so that those inherit it.
     realtime = bool(core.rush(True))
     kb = open_keyboard()
-    win = open_window(protocol.display, windowed=windowed)
+    win = open_window(protocol.display, windowed=options.windowed)
     try:
         timing = measure_timing(win, protocol.timing)
         keys = protocol.response.keys
