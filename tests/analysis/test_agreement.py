@@ -23,7 +23,7 @@ ALTERNATIVES = {"greater": "p_greater", "two-sided": "p_two_sided", "less": "p_l
 
 
 @pytest.mark.parametrize("alternative", list(ALTERNATIVES))
-def test_inter_rater_tau_matches_r(small_ratings, alternative):
+def test_inter_user_tau_matches_r(small_ratings, alternative):
     # Reference: R cor.test(method = "kendall", exact = FALSE), tests/r/reference.R section 1.
     ours = inter_user_tau(small_ratings, alternative=alternative)
     reference = r_reference("pairwise.csv")

@@ -23,15 +23,15 @@ from sbir_study.foundation.checks import InputError
 from tests.helpers import run_cli
 
 
-def crowd(raters: int, sketches: int, images: int, seed: int, missing: float = 0.05):
-    """A main-phase ratings table: each rater a noisy view of one latent order per sketch."""
+def crowd(participants: int, sketches: int, images: int, seed: int, missing: float = 0.05):
+    """A main-phase ratings table: each participant a noisy view of one latent order per sketch."""
     rng = np.random.default_rng(seed)
     rows = []
     for s in range(sketches):
         latent = rng.uniform(1, 7, images)
-        values = np.clip(np.rint(latent + rng.normal(0, 1.2, (raters, images))), 1, 7)
+        values = np.clip(np.rint(latent + rng.normal(0, 1.2, (participants, images))), 1, 7)
         values[rng.random(values.shape) < missing] = np.nan
-        for r in range(raters):
+        for r in range(participants):
             rows += [(f"p {r:04d}", f"s{s}", f"i{i}", values[r, i]) for i in range(images)]
     table = pd.DataFrame(rows, columns=["participant", "sketch_id", "image_id", "rating"])
     return table.assign(phase="main")
@@ -97,10 +97,10 @@ def test_the_draw_is_fixed_by_the_seed_and_the_sketch_alone():
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(3, 12), st.integers(2, 6), st.integers(2, 14), st.integers(0, 2**32 - 1))
-def test_every_sampled_pair_equals_the_same_pair_unsampled(raters, images, cap, seed):
+def test_every_sampled_pair_equals_the_same_pair_unsampled(participants, images, cap, seed):
     # Reference: the computation over every pair (itself checked against SciPy in
     # test_agreement.py). Whatever the sizes, a sampled pair's numbers are that pair's.
-    table = crowd(raters, 2, images, seed=seed % 1000, missing=0.3)
+    table = crowd(participants, 2, images, seed=seed % 1000, missing=0.3)
     for sampled, every in zip(inter_user_tau_pairs(table, max_raters=cap, seed=seed),
                               inter_user_tau_pairs(table), strict=True):  # fmt: skip
         assert sampled.n_raters_total == every.participants.size

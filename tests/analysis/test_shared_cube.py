@@ -25,7 +25,7 @@ from sbir_study.analysis.simulate import StudyDesign, simulate_study
 
 @pytest.fixture(scope="module")
 def trials() -> pd.DataFrame:
-    # Missed response windows, so that the cube holds NaN where a rater saw a pair but did
+    # Missed response windows, so that the cube holds NaN where a participant saw a pair but did
     # not rate it, and W stands on fewer raters than alpha.
     table, _ = simulate_study(StudyDesign(sketches=4, images_per_sketch=6, participants=9),
                               seed=3)  # fmt: skip
