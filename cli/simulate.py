@@ -18,6 +18,17 @@ COMMANDS = {
 }
 
 
+#: The sizes of a design without --stimuli: (option, type, the paper's value, help). Not
+#: given, an option takes the paper's value; with --stimuli, the set fixes the design.
+_DESIGN_OPTIONS = (
+    ("--sketches", positive_int, paper.SKETCHES, "sketches (default: {})"),
+    ("--images", positive_int, paper.IMAGES_PER_SKETCH, "images per sketch (default: {})"),
+    ("--anchor-sketches", count, paper.ANCHOR_SKETCHES,
+     "default: {}; with --stimuli only 0 is allowed (leave the set's anchors out, as in a pilot)"),
+    ("--anchor-images", positive_int, paper.ANCHOR_IMAGES, "default: {}"),
+)  # fmt: skip
+
+
 def register(commands) -> None:
     from sbir_study.analysis.simulate import (
         RaterModel,  # already loaded with sbir_study.foundation.paper
@@ -45,19 +56,17 @@ def register(commands) -> None:
         "recorded, sets each pair's latent rating); replaces --sketches and --images "
         "(default: none, the paper's design without images)",
     )
-    parser.add_argument("--sketches", type=positive_int, default=None,
-                        help=f"sketches (default: {paper.SKETCHES})")  # fmt: skip
-    parser.add_argument("--images", type=positive_int, default=None,
-                        help=f"images per sketch (default: {paper.IMAGES_PER_SKETCH})")  # fmt: skip
+    for flag, kind, paper_value, words in _DESIGN_OPTIONS:
+        parser.add_argument(flag, type=kind, default=None, help=words.format(paper_value))
     parser.add_argument(
-        "--anchor-sketches",
-        type=count,
-        default=None,
-        help=f"default: {paper.ANCHOR_SKETCHES}; with --stimuli only 0 is allowed (leave the "
-        "set's anchors out, as in a pilot)",
+        "--scale",
+        default="1-7",
+        help="the rating scale, LOW-HIGH with 2 to 9 points, :high-is-best when the high end "
+        "is the best match (1-5, 1-9:high-is-best); recorded in every sidecar. The rater "
+        "model is calibrated on the paper's 1-7 and its responses are mapped onto another "
+        "scale (docs/simulation.md); --anchor-images defaults to at most one per point "
+        "(default: 1-7, 1 the best match)",
     )
-    parser.add_argument("--anchor-images", type=positive_int, default=None,
-                        help=f"default: {paper.ANCHOR_IMAGES}")  # fmt: skip
     parser.add_argument(
         "--miss-rate",
         type=float,
@@ -89,6 +98,7 @@ def simulate(args: argparse.Namespace) -> int:
     )
     from sbir_study.foundation.outputs import check_target
     from sbir_study.foundation.provenance import toolkit_version
+    from sbir_study.foundation.scale import Scale
 
     if args.flat and args.out.suffix.lower() not in (".csv", ".tsv"):
         raise InputError(
@@ -98,33 +108,45 @@ def simulate(args: argparse.Namespace) -> int:
     companions = [sidecar_name(args.out)] if args.flat else []
     check_target(args.out, "simulate", folder=not args.flat, companions=companions,
                  overwrite=args.overwrite, inputs=inputs)  # fmt: skip
+    scale = Scale.parse(args.scale)
     if args.miss_rate is not None and not 0.0 <= args.miss_rate < 1.0:
         raise InputError(f"--miss-rate: expected a share from 0 to below 1, got {args.miss_rate}")
     stimuli, digest = None, None
     if args.stimuli is not None:
         design, stimuli, digest = _set_design(args)
     else:
+        size = _design_sizes(args)
         design = StudyDesign(
             participants=args.participants,
-            sketches=args.sketches or paper.SKETCHES,
-            images_per_sketch=args.images or paper.IMAGES_PER_SKETCH,
-            anchor_sketches=paper.ANCHOR_SKETCHES if args.anchor_sketches is None
-            else args.anchor_sketches,
-            anchor_images=args.anchor_images or paper.ANCHOR_IMAGES,
-        )  # fmt: skip
+            sketches=size["--sketches"],
+            images_per_sketch=size["--images"],
+            anchor_sketches=size["--anchor-sketches"],
+            anchor_images=args.anchor_images or min(size["--anchor-images"], scale.k),
+        )
     model = RaterModel() if args.miss_rate is None else RaterModel(miss_rate=args.miss_rate)
     with step(f"simulating {design.participants} participants"):
         path = write_simulated_dataset(
             args.out, design, model, args.seed, flat=args.flat, version=toolkit_version(),
-            stimuli=stimuli, stimulus_digest=digest, overwrite=args.overwrite,
+            stimuli=stimuli, stimulus_digest=digest, overwrite=args.overwrite, scale=scale,
         )  # fmt: skip
     kind = "ratings table" if args.flat else "BIDS dataset"
     on = f" on {args.stimuli} (set digest {digest[:12]}...)" if digest else ""
     print(
         f"Simulated {design.participants} participants x {design.sketches} sketches x "
-        f"{design.images_per_sketch} images{on} (seed {args.seed}); {kind} written to {path}"
+        f"{design.images_per_sketch} images{on} (seed {args.seed}"
+        + ("" if str(scale) == "1-7" else f", scale {scale}")
+        + f"); {kind} written to {path}"
     )
     return 0
+
+
+def _design_sizes(args: argparse.Namespace) -> dict[str, int]:
+    """Each option of :data:`_DESIGN_OPTIONS` as given, else the paper's value."""
+    sizes = {}
+    for flag, _, paper_value, _ in _DESIGN_OPTIONS:
+        given = getattr(args, flag.removeprefix("--").replace("-", "_"))
+        sizes[flag] = paper_value if given is None else given
+    return sizes
 
 
 def _set_design(args: argparse.Namespace):
