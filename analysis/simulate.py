@@ -28,6 +28,13 @@ The model, per pair i of sketch s and participant j:
   1..7 (clipping also narrows the spread at the ends).
 * **Missed responses.** With probability ``miss_rate`` no key is pressed: the
   rating and response time are missing.
+* **Another scale.** The model is calibrated on the paper's scale, 1..7 with 1
+  the best match, and draws on it whatever the study's scale. On a k-point scale
+  ``low..high`` the response y (before rounding) is mapped linearly onto it,
+  low + (y - 1) (k - 1) / 6, then rounded and clipped to ``low..high``; on a
+  scale whose high end is the best match it is then reversed (r -> low + high - r).
+  Prescribed anchor ratings are points of the study's scale, mapped back onto 1..7
+  for the model. On the paper's scale nothing is mapped.
 * **Response time.** Log-normal with median ``rt_median`` s, slower for pairs
   in the middle of the scale by up to ``rt_mid_slowdown``, truncated to the
   3 s response window.
@@ -74,6 +81,7 @@ import pandas as pd
 from sbir_study.foundation import bids, paper
 from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.paper import SCALE
+from sbir_study.foundation.scale import PAPER_SCALE, Scale
 from sbir_study.foundation.trial_order import session_order
 
 __all__ = [
@@ -149,8 +157,9 @@ def simulate_study(
     seed: int = 0,
     *,
     stimuli: pd.DataFrame | None = None,
+    scale: Scale = PAPER_SCALE,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Simulate every session of a study.
+    """Simulate every session of a study, its ratings on ``scale`` (the paper's by default).
 
     With ``stimuli`` (a stimulus set's manifest: ``sketch_id, image_id,
     role``, ``anchor_rating`` and, when known, ``latent_similarity``), the
@@ -184,14 +193,17 @@ def simulate_study(
     """
     streams = np.random.SeedSequence(seed).spawn(design.participants + 1)
     if stimuli is None:
-        pairs = _pairs(design, np.random.default_rng(streams[0]), model)
+        if design.anchor_sketches and design.anchor_images > scale.k:
+            raise InputError(f"anchor_images: expected at most one per point of the scale "
+                             f"{scale} ({scale.k}), got {design.anchor_images}")  # fmt: skip
+        pairs = _pairs(design, np.random.default_rng(streams[0]), model, scale)
     else:
-        pairs = _set_pairs(stimuli, model)
+        pairs = _set_pairs(stimuli, model, scale)
     sessions, people = [], []
     for index, stream in enumerate(streams[1:]):
         label = f"{index + 1:0{max(2, len(str(design.participants)))}d}"
         session_seed = participant_seed(stream)
-        trials, bias, noise = _session(label, pairs, design, model, session_seed)
+        trials, bias, noise = _session(label, pairs, design, model, session_seed, scale)
         sessions.append(trials)
         people.append((label, bias, noise, session_seed))
     participants = pd.DataFrame(
@@ -205,15 +217,19 @@ def participant_seed(stream: np.random.SeedSequence) -> int:
     return int(stream.generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
-def _pairs(design: StudyDesign, rng: np.random.Generator, model: RaterModel) -> pd.DataFrame:
+def _pairs(
+    design: StudyDesign, rng: np.random.Generator, model: RaterModel, scale: Scale = PAPER_SCALE
+) -> pd.DataFrame:
     """The stimulus pairs with their latent ratings and sketch ambiguity."""
     rows = []
     for a in range(design.anchor_sketches):
         sketch = f"a{a + 1:02d}"
-        # The prescribed ratings spread evenly over the scale: 1..7 for 7 images.
-        prescribed = np.rint(np.linspace(SCALE[0], SCALE[1], design.anchor_images)).astype(int)
-        for i, rating in enumerate(prescribed):
-            rows.append((sketch, f"{sketch}_i{i + 1:02d}", "anchor", float(rating), int(rating)))
+        # The prescribed ratings spread evenly over the scale, best first: 1..7 for 7 images.
+        spread = np.rint(np.linspace(scale.low, scale.high, design.anchor_images)).astype(int)
+        for i, point in enumerate(spread):
+            rating = int(scale.oriented(point))
+            latent = float(_to_model(point, scale))
+            rows.append((sketch, f"{sketch}_i{i + 1:02d}", "anchor", latent, rating))
     n = design.images_per_sketch
     for s in range(design.sketches):
         sketch = f"s{s + 1:02d}"
@@ -227,7 +243,9 @@ def _pairs(design: StudyDesign, rng: np.random.Generator, model: RaterModel) -> 
     return pairs
 
 
-def _set_pairs(manifest: pd.DataFrame, model: RaterModel) -> pd.DataFrame:
+def _set_pairs(
+    manifest: pd.DataFrame, model: RaterModel, scale: Scale = PAPER_SCALE
+) -> pd.DataFrame:
     """The pairs of a stimulus set with their latent ratings and sketch ambiguity.
 
     The draws (ambiguity, latent ratings the set does not record) come from a
@@ -252,7 +270,16 @@ def _set_pairs(manifest: pd.DataFrame, model: RaterModel) -> pd.DataFrame:
         if similarity is not None
         else np.full(len(pairs), np.nan)
     )
-    latent[is_anchor] = pairs.loc[is_anchor, "anchor_rating"].to_numpy(dtype=float)
+    prescribed = pairs.loc[is_anchor, "anchor_rating"].to_numpy(dtype=float)
+    off = ~np.isin(prescribed, scale.points)
+    if off.any():
+        where = pairs.loc[is_anchor].iloc[int(np.flatnonzero(off)[0])]
+        raise InputError(
+            f"stimuli: anchor pair {where['sketch_id']}/{where['image_id']}: prescribed rating "
+            f"{prescribed[off][0]:g} is not on the scale {scale}; expected "
+            f"{scale.low}..{scale.high}"
+        )
+    latent[is_anchor] = _to_model(scale.oriented(prescribed), scale)
     for _, rows in pairs.groupby("sketch_id", sort=False).indices.items():
         unknown = rows[np.isnan(latent[rows])]
         if len(unknown):
@@ -262,6 +289,26 @@ def _set_pairs(manifest: pd.DataFrame, model: RaterModel) -> pd.DataFrame:
     codes, _ = pd.factorize(pairs["sketch_id"])
     pairs["ambiguity"] = ambiguity[codes]
     return pairs[["sketch_id", "image_id", "role", "latent", "anchor_rating", "ambiguity"]]
+
+
+def _to_model(points, scale: Scale):
+    """Points of ``scale`` in the paper's orientation, mapped onto the model's 1..7."""
+    if scale.low == SCALE[0] and scale.k == PAPER_SCALE.k:
+        return points
+    return SCALE[0] + (np.asarray(points, dtype=float) - scale.low) * (
+        (SCALE[1] - SCALE[0]) / (scale.k - 1)
+    )
+
+
+def _on_scale(response: np.ndarray, scale: Scale) -> np.ndarray:
+    """The model's responses (on 1..7) as ratings of ``scale``: mapped, rounded, clipped,
+    reversed when its high end is the best match (the module docstring)."""
+    if scale.low == SCALE[0] and scale.k == PAPER_SCALE.k:
+        rating = np.clip(np.rint(response), SCALE[0], SCALE[1])
+    else:
+        mapped = scale.low + (response - SCALE[0]) * ((scale.k - 1) / (SCALE[1] - SCALE[0]))
+        rating = np.clip(np.rint(mapped), scale.low, scale.high)
+    return scale.oriented(rating)
 
 
 def _sketch_latent(n: int, model: RaterModel, rng: np.random.Generator) -> np.ndarray:
@@ -301,7 +348,12 @@ def main_block_ratings(
 
 
 def rate_trials(
-    trials: pd.DataFrame, model: RaterModel, rng: np.random.Generator, *, window_s: float
+    trials: pd.DataFrame,
+    model: RaterModel,
+    rng: np.random.Generator,
+    *,
+    window_s: float,
+    scale: Scale = PAPER_SCALE,
 ) -> pd.DataFrame:
     """One simulated participant's ratings and response times for a session's trials.
 
@@ -309,7 +361,8 @@ def rate_trials(
     order: ``trials`` has ``phase``, ``latent`` (the pair's noise-free
     rating) and ``ambiguity`` (its sketch's). ``anchor_demo`` trials are not
     rated; an ``anchor_repeat`` is perceived with the participant's own
-    disagreement with the prescribed rating.
+    disagreement with the prescribed rating. Ratings are points of ``scale``
+    (the module docstring says how the model's 1..7 is mapped onto another).
 
     Returns
     -------
@@ -329,7 +382,7 @@ def rate_trials(
     shape = _mid_scale(perceived, model)
     sigma = noise * trials["ambiguity"].to_numpy(dtype=float) * shape
     response = perceived + bias + sigma * rng.standard_normal(len(trials))
-    rating = np.clip(np.rint(response), SCALE[0], SCALE[1])
+    rating = _on_scale(response, scale)
     mid = (shape - 1.0) / max(model.mid_scale_noise - 1.0, 1e-12)
     rt = model.rt_median * (1.0 + model.rt_mid_slowdown * mid)
     rt = np.clip(rt * rng.lognormal(0.0, model.rt_sd_log, len(trials)), 0.2, window_s - 0.01)
@@ -351,6 +404,7 @@ def simulated_responses(
     seed: int,
     *,
     window_s: float,
+    scale: Scale = PAPER_SCALE,
 ) -> pd.DataFrame:
     """What the simulated participant with session seed ``seed`` answers in a session of a set.
 
@@ -359,9 +413,9 @@ def simulated_responses(
     ``sbir-study run`` builds it from ``seed``). The same pairs and the same
     draws as :func:`simulate_study` with ``stimuli=manifest``: the simulated
     participant whose sidecar records ``Seed`` = ``seed`` gave these ratings.
-    Returns :func:`rate_trials`'s table, indexed like ``trials``.
+    Returns :func:`rate_trials`'s table, indexed like ``trials``, its ratings on ``scale``.
     """
-    pairs = _set_pairs(manifest, model).set_index(["sketch_id", "image_id"])
+    pairs = _set_pairs(manifest, model, scale).set_index(["sketch_id", "image_id"])
     keys = pd.MultiIndex.from_arrays(
         [trials["sketch_id"].astype(str), trials["image_id"].astype(str)]
     )
@@ -372,7 +426,8 @@ def simulated_responses(
                           "latent": known["latent"].to_numpy(dtype=float),
                           "ambiguity": known["ambiguity"].to_numpy(dtype=float)},
                          index=trials.index)  # fmt: skip
-    return rate_trials(table, model, np.random.default_rng([seed, 1]), window_s=window_s)
+    return rate_trials(table, model, np.random.default_rng([seed, 1]), window_s=window_s,
+                       scale=scale)  # fmt: skip
 
 
 def _session(
@@ -381,11 +436,13 @@ def _session(
     design: StudyDesign,
     model: RaterModel,
     session_seed: int,
+    scale: Scale,
 ) -> tuple[pd.DataFrame, float, float]:
     order = session_order(pairs, np.random.default_rng(session_seed),
                           repeat_from=design.anchor_repeat_from)  # fmt: skip
     trial_s = design.stimulus_s + design.blank_s
-    answers = rate_trials(order, model, np.random.default_rng([session_seed, 1]), window_s=trial_s)
+    answers = rate_trials(order, model, np.random.default_rng([session_seed, 1]),
+                          window_s=trial_s, scale=scale)  # fmt: skip
     rated = answers["rating"].notna().to_numpy()
     trials = pd.DataFrame(
         {
@@ -428,6 +485,7 @@ def write_simulated_dataset(
     stimuli: pd.DataFrame | None = None,
     stimulus_digest: str | None = None,
     overwrite: bool = False,
+    scale: Scale = PAPER_SCALE,
 ) -> Path:
     """Simulate a study and write it as a BIDS dataset (or one flat table with ``flat``).
 
@@ -437,8 +495,10 @@ def write_simulated_dataset(
     :func:`~sbir_study.analysis.load_ratings` reads. With ``stimuli`` (a set's
     manifest), the participants rate that set's pairs (see
     :func:`simulate_study`); ``stimulus_digest`` is then recorded in every
-    sidecar as ``StimulusSetDigest``. The dataset (or the table and its
-    sidecar) is written as every output is (``docs/outputs.md``): aside, then
+    sidecar as ``StimulusSetDigest``. Ratings are points of ``scale``, which every
+    sidecar records (:func:`~sbir_study.foundation.bids.scale_sidecar`; ``RatingScale``
+    in the JSON file beside a flat table). The dataset (or the table and its sidecar)
+    is written as every output is (``docs/outputs.md``): aside, then
     moved into place when complete; an existing one is replaced only with
     ``overwrite``, and only when an earlier ``simulate`` wrote it. Returns
     the dataset root (or the table's path).
@@ -447,7 +507,7 @@ def write_simulated_dataset(
 
     root = Path(root)
     settings = dict(design=design, model=model, seed=seed, flat=flat, version=version,
-                    stimuli=stimuli, stimulus_digest=stimulus_digest)  # fmt: skip
+                    stimuli=stimuli, stimulus_digest=stimulus_digest, scale=scale)  # fmt: skip
     if flat:
         if sidecar_name(root) == root.name:
             raise InputError(f"{root}: expected a table name ending in .csv or .tsv")
@@ -461,10 +521,10 @@ def write_simulated_dataset(
 
 
 def _write_simulated(root: Path, design: StudyDesign, model: RaterModel, seed: int, *, flat: bool,
-                     version: str, stimuli, stimulus_digest) -> Path:  # fmt: skip
+                     version: str, stimuli, stimulus_digest, scale: Scale) -> Path:  # fmt: skip
     """The work of :func:`write_simulated_dataset`, into ``root`` (the temporary folder, or
     the table's temporary path with ``flat``)."""
-    trials, participants = simulate_study(design, model, seed, stimuli=stimuli)
+    trials, participants = simulate_study(design, model, seed, stimuli=stimuli, scale=scale)
     provenance = {
         "Simulated": True,
         "SimulationSeed": seed,
@@ -480,7 +540,8 @@ def _write_simulated(root: Path, design: StudyDesign, model: RaterModel, seed: i
         sep = "\t" if root.suffix.lower() in (".tsv", ".tab") else ","
         trials.to_csv(root, sep=sep, index=False, na_rep="n/a", lineterminator="\n")
         root.with_suffix(".json").write_text(
-            json.dumps(provenance, indent=2) + "\n", encoding="utf-8"
+            json.dumps({**provenance, "RatingScale": scale.sidecar()}, indent=2) + "\n",
+            encoding="utf-8",
         )
         return root
 
@@ -507,7 +568,8 @@ def _write_simulated(root: Path, design: StudyDesign, model: RaterModel, seed: i
     )
     seeds = dict(zip(participants["participant"], participants["session_seed"], strict=True))
     for label, session in trials.groupby("participant", sort=True):
-        bids.write_beh(root, label, session, {**provenance, "Seed": int(seeds[label])})
+        bids.write_beh(root, label, session, {**provenance, "Seed": int(seeds[label])},
+                       scale=scale)  # fmt: skip
     return root
 
 

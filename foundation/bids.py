@@ -22,12 +22,14 @@ from pathlib import Path
 import pandas as pd
 
 from .checks import check_participant
+from .scale import PAPER_SCALE, Scale
 
 __all__ = [
     "BEH_COLUMNS",
     "BIDS_VERSION",
     "beh_path",
     "check_label",
+    "scale_sidecar",
     "write_beh",
     "write_dataset_description",
     "write_participants",
@@ -62,15 +64,7 @@ BEH_COLUMNS: dict[str, dict] = {
     "rating": {
         "Description": "Final rating of the pair given in the response window; n/a when "
         "no rating key was pressed.",
-        "Levels": {
-            "1": "best match",
-            "2": "2",
-            "3": "3",
-            "4": "4 (middle of the scale)",
-            "5": "5",
-            "6": "6",
-            "7": "worst match",
-        },
+        "Levels": PAPER_SCALE.levels(),
     },
     "rt": {
         "Description": "Time from stimulus onset to the key press of the final rating.",
@@ -129,6 +123,16 @@ BEH_COLUMNS: dict[str, dict] = {
 }
 
 
+def scale_sidecar(scale: Scale) -> dict:
+    """What a ``_beh.json`` sidecar records of the rating scale: the ``rating`` column with
+    a level for every point, and ``RatingScale`` (``Low``, ``High``, ``Best``), which the
+    analysis reads back (:meth:`~sbir_study.foundation.scale.Scale.from_sidecar`)."""
+    return {
+        "rating": {**BEH_COLUMNS["rating"], "Levels": scale.levels()},
+        "RatingScale": scale.sidecar(),
+    }
+
+
 def check_label(label: str, what: str = "participant") -> str:
     """Return ``label`` if it is a valid BIDS label (letters and digits only): the
     participant rule of :func:`sbir_study.foundation.checks.check_participant`."""
@@ -179,18 +183,23 @@ def write_beh(
     trials: pd.DataFrame,
     sidecar: Mapping,
     task: str = TASK,
+    *,
+    scale: Scale = PAPER_SCALE,
 ) -> Path:
     """Write one session's ``_beh.tsv`` and its ``_beh.json`` sidecar.
 
-    The sidecar describes every column of ``trials`` (from :data:`BEH_COLUMNS`)
-    and carries the entries of ``sidecar``.
+    The sidecar describes every column of ``trials`` (from :data:`BEH_COLUMNS`, the
+    ``rating`` column's levels those of ``scale``), records ``scale``
+    (:func:`scale_sidecar`) and carries the entries of ``sidecar``.
     """
     path = beh_path(root, check_label(label), task)
     unknown = [c for c in trials.columns if c not in BEH_COLUMNS]
     if unknown:
         raise ValueError(f"columns without a description in BEH_COLUMNS: {unknown}")
     _write_text(path, _to_tsv(trials))
-    content = {**{c: BEH_COLUMNS[c] for c in trials.columns}, **sidecar}
+    columns = {**BEH_COLUMNS, **scale_sidecar(scale)}
+    content = {**{c: columns[c] for c in trials.columns}, "RatingScale": scale.sidecar(),
+               **sidecar}  # fmt: skip
     _write_text(path.with_suffix(".json"), json.dumps(content, indent=2) + "\n")
     return path
 
