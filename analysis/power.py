@@ -20,7 +20,6 @@ result does not depend on ``jobs`` or on the other replications.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
@@ -32,6 +31,7 @@ from scipy import special
 
 from sbir_study.foundation import paper
 from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.environment import environment_variables
 from sbir_study.foundation.progress import counter
 
 from . import _kernels
@@ -84,16 +84,8 @@ def power_analysis(options: PowerOptions = PowerOptions(), *, jobs: int = 1,
     if jobs > 1:
         # Fresh workers whose BLAS uses one thread each: the workers are the
         # parallelism, and threaded BLAS in each would oversubscribe the cores.
-        saved = {name: os.environ.get(name) for name in _THREAD_VARIABLES}
-        os.environ.update(dict.fromkeys(_THREAD_VARIABLES, "1"))
-        try:
+        with environment_variables(dict.fromkeys(_THREAD_VARIABLES, "1")):
             pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"))
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
         with pool:
             for done, result in enumerate(pool.map(_replication, tasks, chunksize=4), 1):
                 rows.extend(result)

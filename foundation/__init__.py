@@ -11,7 +11,8 @@
 * :mod:`.bids`: reading and writing the BIDS files of a rating dataset;
 * :mod:`.trial_order`: the order of a participant's trials;
 * :mod:`.html`: the helpers of the self-contained HTML reports;
-* :mod:`.memory`: handing freed memory back to the system between large steps.
+* :mod:`.memory`: handing freed memory back to the system between large steps;
+* :mod:`.environment`: environment variables set for a while, then put back.
 """
 
 import lazy_loader
@@ -21,6 +22,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     submodules=[
         "bids",
         "checks",
+        "environment",
         "html",
         "memory",
         "outputs",

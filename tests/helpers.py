@@ -125,29 +125,23 @@ def run_main(*args: str, cwd: Path | None = None, env: dict[str, str] | None = N
     """
     import contextlib
     import io
-    import os
 
     from sbir_study.cli import main
+    from sbir_study.foundation.environment import environment_variables
 
     stdout, stderr = io.StringIO(), io.StringIO()
-    saved = {name: os.environ.get(name) for name in env or {}}
-    with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
-        os.environ.update(env or {})
-        try:
-            before = process_state()
-            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-                try:
-                    status = main(list(args))
-                except SystemExit as ended:  # argparse's own exit, as sys.exit(main()) ends
-                    code = ended.code
-                    status = code if isinstance(code, int) else 0 if code is None else 1
-            after = process_state()
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+    with (
+        contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext(),
+        environment_variables(env or {}),
+    ):
+        before = process_state()
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            try:
+                status = main(list(args))
+            except SystemExit as ended:  # argparse's own exit, as sys.exit(main()) ends
+                code = ended.code
+                status = code if isinstance(code, int) else 0 if code is None else 1
+        after = process_state()
     changes = process_changes(before, after)
     assert not changes, f"sbir-study {' '.join(args)} left the process changed: {changes}"
     return subprocess.CompletedProcess(list(args), status, stdout.getvalue(), stderr.getvalue())
