@@ -1,4 +1,5 @@
-"""The experimenter's routes: the study's status (JSON and a page) and its BIDS export.
+"""The experimenter's routes: the study's status (JSON and a page), its participants (CSV)
+and its BIDS export.
 
 Each needs the admin token, declared once per router: :data:`api` answers
 without it as the rest of the API does (401, ``{"error": ...}``), :data:`page`
@@ -37,4 +38,16 @@ def export(study: StudyDep) -> Response:
 
 @page.get("/admin")
 def admin_page(study: StudyDep) -> HTMLResponse:
-    return HTMLResponse(status_page(study.status()))
+    return HTMLResponse(status_page(study.status(), study.participants()))
+
+
+@page.get("/admin/participants.csv")
+def participants_csv(study: StudyDep) -> Response:
+    table = study.participants()
+    return Response(
+        table.to_csv(index=False, lineterminator="\n"),
+        media_type="text/csv; charset=utf-8",
+        headers={
+            "Content-Disposition": f'attachment; filename="{study.protocol.task}-participants.csv"'
+        },
+    )

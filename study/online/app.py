@@ -13,6 +13,7 @@ Routes (all relative, so that the study can sit under a path behind a proxy):
 ``PUT /api/sessions/ID/trials/N``      store trial N once (token)
 ``POST /api/sessions/ID/finish``       complete, or end after the quit key (token)
 ``GET /api/admin/status``, ``/admin``  the experimenter's status, JSON and page (admin token)
+``GET /admin/participants.csv``        one row per participant (admin token)
 ``GET /api/admin/export.zip``          the BIDS dataset so far (admin token)
 ``GET /healthz``                       ``ok`` (for a proxy's health check)
 =====================================  ==========================================================

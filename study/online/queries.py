@@ -16,6 +16,8 @@ __all__ = [
     "INSERT_SESSION",
     "INSERT_STUDY",
     "PARTICIPANTS_PER_LIST",
+    "PARTICIPANT_SESSIONS",
+    "PARTICIPANT_TRIALS",
     "SEEN",
     "SESSION_FACTS",
     "SESSION_OF_PARTICIPANT",
@@ -128,6 +130,31 @@ STATUS_TRIAL_DURATIONS = (
 STATUS_TRIAL_COUNT = (
     sa.select(sa.func.count())
     .select_from(trials)
+    .join(sessions, sessions.c.id == trials.c.session_id)
+    .where(sessions.c.study_id == sa.bindparam("study"))
+)
+
+#: Every session of the study, for the participant table.
+PARTICIPANT_SESSIONS = sa.select(
+    sessions.c.id,
+    sessions.c.participant,
+    sessions.c.source_id,
+    sessions.c.list_index,
+    sessions.c.status,
+    sessions.c.n_trials,
+    sessions.c.created_at,
+    sessions.c.last_seen_at,
+    sessions.c.finished_at,
+).where(sessions.c.study_id == sa.bindparam("study"))
+#: What the participant table counts and measures of every stored trial of the study.
+PARTICIPANT_TRIALS = (
+    sa.select(
+        trials.c.session_id,
+        trials.c.phase,
+        trials.c.rating,
+        trials.c.stim_duration,
+        trials.c.blank_duration,
+    )
     .join(sessions, sessions.c.id == trials.c.session_id)
     .where(sessions.c.study_id == sa.bindparam("study"))
 )

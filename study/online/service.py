@@ -41,7 +41,7 @@ from . import queries, storage
 from .assignment import choose_list, list_manifest, split_lists
 from .keys import BROWSER_CODES
 from .scoring import check_rating_on_scale, counted_refresh, score_report
-from .status import study_status
+from .status import participant_table, study_status
 
 __all__ = ["FINISH_STATUSES", "FinishStatus", "OnlineStudy", "ServiceError", "stimulus_pixels"]
 
@@ -326,6 +326,7 @@ class OnlineStudy:
                         "id": session_id,
                         "study_id": self.study_id,
                         "participant": participant,
+                        "source_id": participant,
                         "token_sha256": _digest(token),
                         "list_index": index,
                         "seed": seed,
@@ -529,6 +530,26 @@ class OnlineStudy:
             sessions=sessions,
             durations=durations,
             trials_stored=trials_stored,
+        )
+
+    def participants(self) -> pd.DataFrame:
+        """One row per participant (:func:`.status.participant_table`)."""
+        key = {"study": self.study_id}
+        with storage.reading(self.engine) as connection:
+            sessions = pd.DataFrame(
+                connection.execute(queries.PARTICIPANT_SESSIONS, key).mappings().all(),
+                columns=[c.name for c in queries.PARTICIPANT_SESSIONS.selected_columns],
+            )
+            trials = pd.DataFrame(
+                connection.execute(queries.PARTICIPANT_TRIALS, key).mappings().all(),
+                columns=[c.name for c in queries.PARTICIPANT_TRIALS.selected_columns],
+            )
+        return participant_table(
+            self.protocol,
+            sessions,
+            trials,
+            silent_since=storage.now() - self.protocol.online.dropout_after_s,
+            code_of=lambda status: self.completion()["code"] if status == "complete" else None,
         )
 
 

@@ -1,20 +1,39 @@
 """The experimenter's status: who started, finished or dropped out, and how well timed.
 
 :func:`study_status` makes the view (``GET api/admin/status``) from what the
-database holds, :func:`status_page` its page (``GET admin``); both pure, the
-reading is :meth:`~.service.OnlineStudy.status`'s.
+database holds, :func:`participant_table` one row per participant (``GET
+admin/participants.csv``: what an experimenter needs to approve or reject a
+submission on a crowd platform), :func:`status_page` the page of both (``GET
+admin``); all pure, the reading is :class:`~.service.OnlineStudy`'s.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
+import pandas as pd
 
 from ..protocol import Protocol, Timing
 
-__all__ = ["status_page", "study_status"]
+__all__ = ["PARTICIPANT_COLUMNS", "participant_table", "status_page", "study_status"]
+
+#: The columns of the participant table (``admin/participants.csv``), in order.
+PARTICIPANT_COLUMNS = (
+    "participant",
+    "source_id",
+    "list",
+    "status",
+    "trials_stored",
+    "trials_planned",
+    "missed_windows",
+    "timing_error_median_ms",
+    "started",
+    "ended",
+    "completion_code",
+)
 
 
 def study_status(
@@ -109,7 +128,127 @@ def _timing_errors(rows: Sequence, timing: Timing) -> dict:
     }
 
 
-def status_page(status: dict) -> str:
+def participant_table(
+    protocol: Protocol,
+    sessions: pd.DataFrame,
+    trials: pd.DataFrame,
+    *,
+    silent_since: float,
+    code_of: Callable[[str], str | None],
+) -> pd.DataFrame:
+    """One row per participant, in the order they started (:data:`PARTICIPANT_COLUMNS`).
+
+    Parameters
+    ----------
+    protocol
+        The study's protocol (the planned durations).
+    sessions
+        The study's sessions: ``id, participant, source_id, list_index, status,
+        n_trials, created_at, last_seen_at, finished_at``.
+    trials
+        Their stored trials: ``session_id, phase, rating, stim_duration, blank_duration``.
+    silent_since
+        A running session not heard from since this time (epoch seconds) has
+        dropped out (``status`` ``dropped_out``), as in :func:`study_status`.
+    code_of
+        The completion code of an ending (a session's status), or None.
+
+    Notes
+    -----
+    ``missed_windows`` counts the trials that asked for a rating and got none
+    (no rating key before the response window closed; the anchor demonstrations
+    ask for none). ``timing_error_median_ms`` is the median of |measured -
+    planned| over the participant's stimulus and blank durations together, as
+    the status's ``timing_error_ms.median`` is over the study's. ``list`` is
+    numbered from 1; ``started`` and ``ended`` are UTC, ISO 8601.
+
+    Examples
+    --------
+    >>> sessions = pd.DataFrame({"id": ["s1"], "participant": ["P1"], "source_id": ["P-1"],
+    ...     "list_index": [0], "status": ["running"], "n_trials": [3], "created_at": [0.0],
+    ...     "last_seen_at": [60.0], "finished_at": [None]})
+    >>> trials = pd.DataFrame({"session_id": ["s1", "s1"], "phase": ["main", "main"],
+    ...     "rating": [3, None], "stim_duration": [2.0, 2.01], "blank_duration": [1.0, 1.0]})
+    >>> table = participant_table(Protocol(), sessions, trials, silent_since=0.0,
+    ...     code_of=lambda status: None)
+    >>> table[["status", "trials_stored", "missed_windows", "timing_error_median_ms"]].iloc[0]
+    status                    running
+    trials_stored                   2
+    missed_windows                  1
+    timing_error_median_ms        0.0
+    Name: 0, dtype: object
+    """
+    timing = protocol.timing
+    trials = trials.assign(
+        missed=trials["rating"].isna() & (trials["phase"] != "anchor_demo"),
+        planned=np.where(trials["phase"] == "anchor_demo", timing.anchor_demo_s, timing.stimulus_s),
+    )
+    errors = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "session_id": trials["session_id"],
+                    "error": (trials["stim_duration"] - trials["planned"]).abs() * 1000.0,
+                }
+            ),
+            pd.DataFrame(
+                {
+                    "session_id": trials["session_id"],
+                    "error": (trials["blank_duration"] - timing.blank_s).abs() * 1000.0,
+                }
+            ),
+        ]
+    )
+    grouped = trials.groupby("session_id")
+    stored = grouped.size()
+    missed = grouped["missed"].sum()
+    median = errors.groupby("session_id")["error"].median().round(3)
+    rows = []
+    for session in sessions.sort_values(["created_at", "participant"]).itertuples(index=False):
+        status = session.status
+        if status == "running" and session.last_seen_at < silent_since:
+            status = "dropped_out"
+        error = median.get(session.id)
+        finished = session.finished_at
+        rows.append(
+            {
+                "participant": session.participant,
+                "source_id": session.source_id,
+                "list": int(session.list_index) + 1,
+                "status": status,
+                "trials_stored": int(stored.get(session.id, 0)),
+                "trials_planned": int(session.n_trials),
+                "missed_windows": int(missed.get(session.id, 0)),
+                "timing_error_median_ms": None if error is None else float(error),
+                "started": _utc(session.created_at),
+                "ended": "" if finished is None or pd.isna(finished) else _utc(finished),
+                "completion_code": code_of(status) or "",
+            }
+        )
+    return pd.DataFrame(rows, columns=list(PARTICIPANT_COLUMNS))
+
+
+def _participant_rows(table: pd.DataFrame | None) -> str:
+    """The participant table as an HTML section ("" without one)."""
+    if table is None:
+        return ""
+    head = "".join(f"<th>{html.escape(column)}</th>" for column in table.columns)
+
+    def cell(value) -> str:
+        return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
+
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(cell(value))}</td>" for value in row) + "</tr>"
+        for row in table.itertuples(index=False)
+    )
+    return f'<h2>Each participant</h2><table id="participants"><tr>{head}</tr>\n{body}</table>'
+
+
+def _utc(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def status_page(status: dict, participants: pd.DataFrame | None = None) -> str:
     """The status (:func:`study_status`) as a small HTML page.
 
     Examples
@@ -136,6 +275,7 @@ def status_page(status: dict) -> str:
             ("dropped_out", "dropped out (no contact)"),
         )
     )
+    people_rows = _participant_rows(participants)
     lists = "".join(
         f"<tr><td>{entry['list']}</td><td>{entry['pairs']}</td><td>{entry['complete']}</td>"
         f"<td>{entry['running']}</td></tr>"
@@ -159,7 +299,9 @@ max {ms(timing.get("blank_max"))}</td></tr>
 </table>
 <h2>Lists</h2><table><tr><th>list</th><th>pairs</th><th>complete</th><th>running</th></tr>
 {lists}</table>
-<p>Refreshes every 30 s. JSON: <code>api/admin/status</code>; the BIDS dataset so far:
-<code>api/admin/export.zip</code> (or <code>sbir-study export-online</code>).</p>
+{people_rows}
+<p>Refreshes every 30 s. JSON: <code>api/admin/status</code>; the participants as CSV:
+<a href="admin/participants.csv"><code>admin/participants.csv</code></a>; the BIDS dataset
+so far: <code>api/admin/export.zip</code> (or <code>sbir-study export-online</code>).</p>
 </body></html>
 """

@@ -5,8 +5,9 @@ Three tables (created and upgraded by Alembic, never by hand):
 ``studies``
     one row per (protocol, stimulus set) ever served from this database;
 ``sessions``
-    one row per participant of a study: label, token digest, list, seed, the
-    trial order, status and the details and browser it reported;
+    one row per participant of a study: label, the id as the recruitment
+    platform sent it (``source_id``), token digest, list, seed, the trial
+    order, status and the details and browser it reported;
 ``trials``
     one row per recorded trial, keyed by (session, trial): a retry of the
     same trial finds its row and changes nothing.
@@ -67,6 +68,7 @@ sessions = sa.Table(
     sa.Column("id", sa.String(32), primary_key=True),
     sa.Column("study_id", sa.Integer, sa.ForeignKey("studies.id"), nullable=False),
     sa.Column("participant", sa.String(64), nullable=False),
+    sa.Column("source_id", sa.String(200), nullable=False),
     sa.Column("token_sha256", sa.String(64), nullable=False),
     sa.Column("list_index", sa.Integer, nullable=False),
     sa.Column("seed", sa.BigInteger, nullable=False),
@@ -80,6 +82,7 @@ sessions = sa.Table(
     sa.Column("environment", sa.Text, nullable=False),
     sa.Column("url_parameters", sa.Text, nullable=False),
     sa.UniqueConstraint("study_id", "participant", name="uq_sessions_study_participant"),
+    sa.UniqueConstraint("study_id", "source_id", name="uq_sessions_study_source"),
 )
 sa.Index(
     "ix_sessions_study_list_status", sessions.c.study_id, sessions.c.list_index, sessions.c.status

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -31,10 +32,10 @@ def test_migrations_build_the_declared_schema(database):
     engine = storage.open_database(database)
     assert storage.schema_revision(engine) is None
     storage.migrate(engine)
-    assert storage.schema_revision(engine) == "0001"
+    assert storage.schema_revision(engine) == "0002"
     assert schema_differences(engine) == []  # Alembic's own comparison with the tables
     storage.migrate(engine)  # again: nothing to do
-    assert storage.schema_revision(engine) == "0001"
+    assert storage.schema_revision(engine) == "0002"
     engine.dispose()
 
 
@@ -53,7 +54,7 @@ def test_migrations_started_together_do_not_collide(postgres):
         _, err = run.communicate(timeout=120)
         assert run.returncode == 0, err
     engine = storage.open_database(url)
-    assert storage.schema_revision(engine) == "0001"
+    assert storage.schema_revision(engine) == "0002"
     assert schema_differences(engine) == []
     engine.dispose()
 
@@ -79,3 +80,35 @@ def test_sqlite_is_durable_and_serialised(tmp_path):
 def test_bad_database_addresses_are_named(url, words):
     with pytest.raises(InputError, match=words):
         storage.open_database(url)
+
+
+def test_an_older_database_is_upgraded_with_its_sessions_ids_kept(database):
+    """A database of revision 0001 keeps its sessions; the id as given is their label."""
+    from alembic import command
+    from alembic.config import Config
+
+    engine = storage.open_database(database)
+    config = Config()
+    config.set_main_option("script_location", str(Path(storage.__file__).parent / "migrations"))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0001")
+    with engine.begin() as connection:
+        connection.exec_driver_sql(
+            "INSERT INTO studies (name, task, protocol_json, protocol_sha256, protocol_file, "
+            "stimulus_digest, stimulus_set, created_at) VALUES ('s', 't', '{}', 'a', '', 'b', "
+            "'', 0)"
+        )
+        connection.exec_driver_sql(
+            "INSERT INTO sessions (id, study_id, participant, token_sha256, list_index, seed, "
+            "n_trials, trial_order, status, created_at, last_seen_at, details, environment, "
+            "url_parameters) VALUES ('x1', 1, 'P07', 'd', 0, 1, 2, '[]', 'running', 0, 0, "
+            "'{}', '{}', '{}')"
+        )
+    storage.migrate(engine)
+    assert storage.schema_revision(engine) == "0002"
+    assert schema_differences(engine) == []
+    with engine.connect() as connection:
+        found = connection.exec_driver_sql("SELECT participant, source_id FROM sessions").all()
+    assert [tuple(row) for row in found] == [("P07", "P07")]
+    engine.dispose()
