@@ -13,6 +13,11 @@ Two rules live here and nowhere else (``docs/formats.md``):
   columns of whitespace-separated files (qrels, TREC runs) and keys of every
   table: a space, a tab, a line break, a NUL or a ``/`` in one would forge
   lines or paths.
+* **Ids a recruitment platform sends** (Prolific, MTurk, SONA, Qualtrics, a panel)
+  become participant labels by one rule (:func:`participant_label`): the id's
+  letters and digits, with a short hash of the id where that would be empty, a
+  missing-value spelling, too long, or the label of another id already seen in
+  the study. The id as given is kept beside the label (``source_id``).
 * **Images.** No image is decoded whose header declares more than
   :data:`MAX_IMAGE_PIXELS` pixels (:func:`open_image`): a small file can
   declare a huge picture (a "decompression bomb").
@@ -24,9 +29,11 @@ of :mod:`~sbir_study.foundation.tables`, the one table reader.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import re
+import unicodedata
 import warnings
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +47,8 @@ __all__ = [
     "ID_RULE",
     "MAX_ID_LENGTH",
     "MAX_IMAGE_PIXELS",
+    "MAX_LABEL_LENGTH",
+    "MAX_SOURCE_ID_LENGTH",
     "PARTICIPANT_RULE",
     "InputError",
     "bad_ids",
@@ -50,6 +59,7 @@ __all__ = [
     "check_whole_number",
     "float_array",
     "open_image",
+    "participant_label",
 ]
 
 #: The longest sketch or image id accepted (ids become file names).
@@ -192,6 +202,80 @@ def check_participant(label: object, what: str = "participant") -> str:
     '01'
     """
     return check_id(label, what, participant=True)
+
+
+#: The longest id a recruitment platform may send (Prolific's are 24 characters).
+MAX_SOURCE_ID_LENGTH = 64
+#: The longest participant label :func:`participant_label` makes.
+MAX_LABEL_LENGTH = 64
+#: Labels that tables would read as a missing value: they always get the hash.
+_MISSING_SPELLINGS = frozenset({"na", "nan", "null", "none"})
+
+
+def participant_label(source_id: object, taken: Container[str] = ()) -> str:
+    """The participant label of an id as a recruitment platform sends it.
+
+    The rule: the id's ASCII letters and digits, in order (``R_1a-B.c 2`` gives
+    ``R1aBc2``). Where that is empty, reads as a missing value (``NA``, ``nan``,
+    ``null``, ``none`` in any case), is longer than :data:`MAX_LABEL_LENGTH`,
+    or is in ``taken`` (the labels of the other ids already seen in the study),
+    the label is those letters and digits followed by ``x`` and the first 8 hex
+    digits of the SHA-256 of the id as given (UTF-8), or 16 or 32 digits should
+    that be taken too (the letters and digits cut so that the label has at most
+    :data:`MAX_LABEL_LENGTH` characters). So Prolific's 24 hex digits, MTurk worker ids and SONA
+    numbers stay as they are, and two ids that differ only in punctuation get
+    two labels. The label depends on the id and on what was seen before it:
+    keep the label of an id once given (the online server and ``run`` store it
+    beside the id, as ``source_id``).
+
+    Parameters
+    ----------
+    source_id
+        The id as given: any text of 1 to :data:`MAX_SOURCE_ID_LENGTH` characters
+        without control characters, not only white space.
+    taken
+        Labels already given to other ids (a set, or any container).
+
+    Raises
+    ------
+    InputError
+        For an id that is not such a text, or whose labels are all taken.
+
+    Examples
+    --------
+    >>> participant_label("5f8d0e2a9b1c3d4e5f6a7b8c")  # Prolific
+    '5f8d0e2a9b1c3d4e5f6a7b8c'
+    >>> participant_label("R_3kVq9x-P.2")  # Qualtrics, with punctuation
+    'R3kVq9xP2'
+    >>> participant_label("R3kVq9xP2!", taken={"R3kVq9xP2"})  # another id, the same letters
+    'R3kVq9xP2x079eb20b'
+    >>> participant_label("---"), participant_label("n/a")
+    ('xcb3f91d5', 'naxa683c5c5')
+    """
+    if not isinstance(source_id, str):
+        raise InputError(f"participant id: expected text, got {source_id!r}")
+    if not source_id.strip() or len(source_id) > MAX_SOURCE_ID_LENGTH:
+        raise InputError(
+            f"participant id: expected 1 to {MAX_SOURCE_ID_LENGTH} characters, not only "
+            f"spaces, got {source_id!r}"
+        )
+    if any(unicodedata.category(c)[0] == "C" for c in source_id):
+        raise InputError(f"participant id: expected no control characters, got {source_id!r}")
+    letters = "".join(c for c in source_id if c.isascii() and c.isalnum())
+    plain = (
+        letters
+        and letters.lower() not in _MISSING_SPELLINGS
+        and len(letters) <= MAX_LABEL_LENGTH
+        and letters not in taken
+    )
+    if plain:
+        return letters
+    digest = hashlib.sha256(source_id.encode("utf-8")).hexdigest()
+    for digits in (8, 16, 32):
+        label = f"{letters[: MAX_LABEL_LENGTH - 1 - digits]}x{digest[:digits]}"
+        if label not in taken:
+            return label
+    raise InputError(f"participant id: every label of {source_id!r} is taken by another id")
 
 
 # --- files -------------------------------------------------------------------------------------
