@@ -70,6 +70,7 @@ from pydantic_core import PydanticCustomError
 
 from sbir_study.foundation import paper
 from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.scale import Scale
 
 from .participants import DETAILS
 from .responses import rating_key_map
@@ -204,8 +205,15 @@ class Response:
         _Expects("2 to 9 keys, one per scale point"),
     ] = Field(
         ("1", "2", "3", "4", "5", "6", "7"),
-        description="One key per scale point, best first: the first key means rating 1; the "
-        "number of keys is the scale's length.",
+        description="One key per scale point, in order: the first key means rating 1, the "
+        "last rating k; the number of keys is the scale's length k (best says which end is "
+        "the best match).",
+    )
+    best: Annotated[Literal["low", "high"], _Expects('"low" or "high"')] = Field(
+        "low",
+        description="Which end of the scale is the best match: low (rating 1, the first key; "
+        "the paper's) or high (rating k, the last key). Every session's sidecar records the "
+        "scale (RatingScale).",
     )
     keypad: StrictBool = Field(
         True,
@@ -525,9 +533,9 @@ class Protocol:
     online: Online = Field(default_factory=Online, description=Online.__doc__)
 
     @property
-    def scale(self) -> tuple[int, int]:
-        """The rating scale: 1 .. the number of response keys."""
-        return 1, len(self.response.keys)
+    def scale(self) -> Scale:
+        """The rating scale: 1 .. the number of rating keys, its best end ``response.best``."""
+        return Scale(1, len(self.response.keys), self.response.best)
 
     @property
     def key_map(self) -> dict[str, int]:
@@ -563,8 +571,8 @@ def load_protocol(path: str | Path, *, online: bool = False) -> Protocol:
     Examples
     --------
     >>> protocol = load_protocol("protocols/eitz2011.toml")
-    >>> protocol.timing.stimulus_s, protocol.scale
-    (2.0, (1, 7))
+    >>> protocol.timing.stimulus_s, str(protocol.scale)
+    (2.0, '1-7')
     """
     path = Path(path)
     try:

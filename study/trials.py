@@ -93,4 +93,16 @@ def stimulus_set_for(folder: str | Path, protocol: Protocol):
             f"{folder}: the protocol {protocol.name!r} has anchoring, but the set has no anchor "
             "pairs (set anchoring.enabled = false, or use a set with an anchor block)"
         )
+    if protocol.anchoring.enabled:
+        anchors = stimulus_set.pairs("anchor")
+        prescribed = pd.to_numeric(anchors["anchor_rating"], errors="coerce")
+        off = ~prescribed.isin(protocol.scale.points)
+        if off.any():
+            pair = anchors[off].iloc[0]
+            raise InputError(
+                f"{folder}: anchor pair {pair['sketch_id']}/{pair['image_id']}: prescribed "
+                f"rating {pair['anchor_rating']} is not on the protocol's scale "
+                f"{protocol.scale} ({len(protocol.response.keys)} keys); use a set whose anchor "
+                "ratings lie on it, or set anchoring.enabled = false"
+            )
     return stimulus_set

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.scale import Scale
 
 from ..protocol import Protocol
 from ..responses import format_presses, rating_key_map, score_trial
@@ -45,20 +46,19 @@ class TrialRecord:
     paused_before: float
 
 
-def check_rating_on_scale(rating: int | None, scale: tuple[int, int]) -> None:
-    """Refuse a browser's rating outside ``1..k`` of the protocol's ``scale`` (None: no key).
+def check_rating_on_scale(rating: int | None, scale: Scale) -> None:
+    """Refuse a browser's rating off the protocol's ``scale`` (None: no key).
 
     Examples
     --------
-    >>> check_rating_on_scale(None, (1, 7))
-    >>> check_rating_on_scale(9, (1, 7))
+    >>> check_rating_on_scale(None, Scale(1, 7))
+    >>> check_rating_on_scale(9, Scale(1, 7))
     Traceback (most recent call last):
     ...
     sbir_study.foundation.checks.InputError: rating: expected 1..7 or null, got 9
     """
-    high = scale[1]
-    if rating is not None and not 1 <= rating <= high:
-        raise InputError(f"rating: expected 1..{high} or null, got {rating}")
+    if rating is not None and rating not in scale.points:
+        raise InputError(f"rating: expected {scale.low}..{scale.high} or null, got {rating}")
 
 
 def counted_refresh(reported: object, refresh_range_hz: tuple[float, float]) -> float | None:

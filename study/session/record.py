@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sbir_study.foundation import bids
 from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.provenance import SESSION_PACKAGES, software_versions
 
@@ -41,6 +42,7 @@ def open_record(plan: SessionPlan, timing: DisplayTiming, *, realtime: bool,
         "RealtimePriority": realtime,
         "Simulated": bool(plan.simulate),
         "Software": software_versions(SESSION_PACKAGES),
+        **bids.scale_sidecar(protocol.scale),
     }
     order = plan.trials[["trial", "phase", "sketch_id", "image_id"]].itertuples(index=False)
     dataset = {"Name": protocol.dataset.name, "Authors": list(protocol.dataset.authors)}

@@ -26,7 +26,8 @@ class Responder:
         self._due: list[tuple[float, str]] = []
 
     def plan(self, index: int, onset: float) -> None:
-        """Press the trial's rating key at onset + rt (unless the model misses this one)."""
+        """Press the trial's rating key at onset + rt (unless the model misses this one);
+        rating r is the r-th key."""
         rating = self.answers["rating"].iloc[index]
         if not pd.isna(rating):
             rt = float(self.answers["rt"].iloc[index])
@@ -43,8 +44,11 @@ class Responder:
 
 
 def simulated_answers(protocol: Protocol, stimulus_set, trials: pd.DataFrame, seed: int):
-    """The simulated participant's rating and response time per trial (analysis.simulate)."""
+    """The simulated participant's rating and response time per trial (analysis.simulate),
+    its ratings on the protocol's scale (the model's 1..7 mapped onto it, as ``simulate
+    --scale`` maps it)."""
     from sbir_study.analysis.simulate import RaterModel, simulated_responses
 
     window = protocol.timing.stimulus_s + protocol.timing.blank_s
-    return simulated_responses(stimulus_set.manifest, trials, RaterModel(), seed, window_s=window)
+    return simulated_responses(stimulus_set.manifest, trials, RaterModel(), seed, window_s=window,
+                               scale=protocol.scale)  # fmt: skip

@@ -93,6 +93,7 @@ DOCUMENTED = {
     ("timing", "frame_jitter_ms"): _number(0, 100),
     ("timing", "refresh_range_hz"): _refresh_range,
     ("response", "keys"): _rating_keys,
+    ("response", "best"): lambda value: value in ("low", "high"),
     ("response", "keypad"): _flag,
     ("response", "pause_key"): _text,
     ("response", "quit_key"): _text,

@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.scale import PAPER_SCALE, Scale
 from sbir_study.study.online.keys import BROWSER_CODES
 from sbir_study.study.protocol import Protocol, load_protocol, protocol_dict
 from sbir_study.study.trials import build_trials
@@ -26,7 +27,7 @@ PROTOCOLS = Path(__file__).parents[2] / "protocols"
 def test_shipped_protocols_load(name):
     protocol = load_protocol(PROTOCOLS / f"{name}.toml")
     assert protocol.name == name
-    assert protocol.scale == (1, 7)
+    assert protocol.scale == PAPER_SCALE
 
 
 def test_the_replication_protocol_is_the_paper_design():
@@ -199,6 +200,36 @@ def test_a_rating_key_may_be_a_keypad_name_when_the_keypad_does_not_rate(tmp_pat
     path = tmp_path / "p.toml"
     path.write_text("[response]\nkeys = ['1', '2', 'num_1']\nkeypad = false\n")
     assert load_protocol(path).key_map == {"1": 1, "2": 2, "num_1": 3}
+
+
+@pytest.mark.parametrize(
+    "keys, best, scale",
+    [('["a", "s"]', "low", Scale(1, 2)), ('["a", "s", "d", "f", "g"]', "high", Scale(1, 5, "high")),
+     ('["1", "2", "3", "4", "5", "6", "7", "8", "9"]', "low", Scale(1, 9))],
+)  # fmt: skip
+def test_the_keys_and_best_make_the_scale(tmp_path, keys, best, scale):
+    path = tmp_path / "p.toml"
+    path.write_text(f'[response]\nkeys = {keys}\nbest = "{best}"\n')
+    assert load_protocol(path).scale == scale
+    path.write_text('[response]\nbest = "top"\n')
+    with pytest.raises(InputError, match=r"response\.best: expected \"low\" or \"high\", got 'top'"):
+        load_protocol(path)
+
+
+def test_a_set_s_anchors_must_lie_on_the_protocol_s_scale(tmp_path):
+    from sbir_study.stimuli import SetDesign, generate_set
+    from sbir_study.study.trials import stimulus_set_for
+
+    folder = generate_set(tmp_path / "set", SetDesign(sketches=2, images_per_sketch=3,
+                                                      anchor_sketches=1, width=64, height=64))
+    five = tmp_path / "five.toml"
+    five.write_text('[response]\nkeys = ["1", "2", "3", "4", "5"]\n')
+    with pytest.raises(InputError, match=r"prescribed rating 6 is not on the protocol's scale "
+                       r"1-5 \(5 keys\)"):  # fmt: skip
+        stimulus_set_for(folder, load_protocol(five))
+    five.write_text('[response]\nkeys = ["1", "2", "3", "4", "5"]\n[anchoring]\nenabled = false\n')
+    assert stimulus_set_for(folder, load_protocol(five)).folder == folder
+    assert stimulus_set_for(folder, Protocol()).folder == folder
 
 
 def test_a_protocol_changed_in_code_is_checked_again():
