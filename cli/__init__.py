@@ -10,6 +10,7 @@ module                        subcommands
 :mod:`sbir_study.cli.stimuli`      ``stimuli generate | validate | import | select``
 :mod:`sbir_study.cli.power`        ``power``
 :mod:`sbir_study.cli.serve`        ``serve``, ``export-online`` (the session in a browser)
+:mod:`sbir_study.cli.protocol`     ``protocol show`` (every screen's text)
 :mod:`sbir_study.cli.common`       what they share: the parser, option types, messages, the log
 ============================  ===========================================
 
@@ -56,7 +57,7 @@ class Interrupted(BaseException):
 
 
 #: The command families, in the order ``--help`` lists them (each a module of this package).
-FAMILIES = ("analyze", "simulate", "power", "stimuli", "evaluate", "run", "serve")
+FAMILIES = ("analyze", "simulate", "power", "stimuli", "evaluate", "run", "serve", "protocol")
 
 
 def build_parser(command: str | None = None):

@@ -20,7 +20,9 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "recorder",
         "responses",
         "schedule",
+        "screens",
         "session",
+        "texts",
         "trials",
     ],
 )

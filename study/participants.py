@@ -25,7 +25,8 @@ MISSING = "n/a"
 
 @dataclass(frozen=True)
 class Detail:
-    """One participant detail: its ``participants.tsv`` column, question and answers."""
+    """One participant detail: its ``participants.tsv`` column and answers (its question is
+    the protocol's, :class:`sbir_study.study.texts.Texts`)."""
 
     name: str
     description: str
@@ -33,7 +34,6 @@ class Detail:
     keys: Mapping[str, str] | None
     #: Recorded value -> its meaning, for participants.json (None for a number).
     levels: Mapping[str, str] | None
-    question: str
     units: str | None = None
 
 
@@ -44,23 +44,18 @@ DETAILS: dict[str, Detail] = {
         keys=None,
         levels=None,
         units="year",
-        question="How old are you (in years)?\n\nType the number and press Enter.\n"
-        "Press Enter alone if you prefer not to say.",
     ),
     "sex": Detail(
         name="sex",
         description="Sex of the participant, as they reported it.",
         keys={"f": "F", "m": "M", "o": "O", "n": MISSING},
         levels={"F": "female", "M": "male", "O": "other"},
-        question="Your sex?\n\nF = female    M = male    O = other\n\nN = prefer not to say",
     ),
     "handedness": Detail(
         name="handedness",
         description="Handedness of the participant, as they reported it.",
         keys={"r": "R", "l": "L", "a": "A", "n": MISSING},
         levels={"R": "right", "L": "left", "A": "ambidextrous"},
-        question="Which hand do you write with?\n\nR = right    L = left    A = both equally\n\n"
-        "N = prefer not to say",
     ),
 }
 

@@ -3,8 +3,9 @@
 A protocol file has top-level keys (``name``, ``task``, ``description``,
 ``main_roles``) and one table per topic: ``[timing]``, ``[response]``,
 ``[anchoring]``, ``[pauses]``, ``[display]``, ``[participants]``,
-``[dataset]``, ``[instructions]`` and ``[online]`` (the browser session of
-``sbir-study serve``). Each table is a frozen pydantic dataclass whose fields
+``[dataset]``, ``[instructions]``, ``[online]`` (the browser session of
+``sbir-study serve``) and ``[texts]`` (every other word a participant reads,
+:mod:`sbir_study.study.texts`). Each table is a frozen pydantic dataclass whose fields
 say what every setting is, its default and its bounds; ``protocols/README.md``
 documents the same settings for the people who write protocols. A setting left
 out takes the default of the paper's replication (Eitz et al. 2011, Sec. 2.3).
@@ -47,6 +48,7 @@ import difflib
 import importlib.util
 import tomllib
 import typing
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal
@@ -74,6 +76,7 @@ from sbir_study.foundation.scale import Scale
 
 from .participants import DETAILS
 from .responses import rating_key_map
+from .texts import Texts, rating_keys_unnamed
 
 __all__ = [
     "CONTINUE_KEY",
@@ -387,27 +390,32 @@ class Dataset:
 
 @dataclass(frozen=True, config=_TABLE)
 class Instructions:
-    """``[instructions]``: the texts on screen; each waits for the space bar."""
+    """``[instructions]``: the texts on screen; each waits for the space bar.
 
-    anchoring: StrictStr = Field(
-        "You will first see example pairs of a sketch and an image, each with the rating "
-        "it deserves, from 1 (best match) to 7 (worst match).\n\nPress space to begin.",
-        description="Shown before the anchoring phase.",
+    A text left out is written from the protocol's settings
+    (:func:`sbir_study.study.screens.instruction_texts`): its keys, scale, pauses and timings.
+    """
+
+    anchoring: StrictStr | None = Field(
+        None,
+        description="Shown before the anchoring phase (default: written from the settings: "
+        "the scale's ends, how long each example is shown).",
     )
-    main: StrictStr = Field(
-        "Now rate each pair yourself: how well does the image match the sketch?\n\n"
-        "Press a number key from 1 (best match) to 7 (worst match) while the pair is shown "
-        "or during the black screen after it. You may change your rating until the next "
-        "pair appears.\n\nPress P to pause at any time. Press space to begin.",
-        description="Shown before the main block.",
+    main: StrictStr | None = Field(
+        None,
+        description="Shown before the main block (default: written from the settings: the "
+        "rating keys and what the scale's ends mean, the timings, breaks, the pause and quit "
+        "keys). A text of your own that names none of the rating keys gets a warning at load.",
     )
-    pause: StrictStr = Field(
-        "Paused. Press space to continue.",
-        description="Shown during a pause or a scheduled break.",
+    pause: StrictStr | None = Field(
+        None,
+        description="Shown during a pause or a scheduled break (default: Paused. Press space "
+        "to continue.).",
     )
-    end: StrictStr = Field(
-        "Thank you! The session is complete.\n\nPress space to close.",
-        description="Shown at the end of the session, until the space bar closes the window.",
+    end: StrictStr | None = Field(
+        None,
+        description="Shown at the end of the session, until the space bar closes the window "
+        "(default: Thank you! The session is complete. Press space to close.).",
     )
 
 
@@ -531,6 +539,7 @@ class Protocol:
         default_factory=Instructions, description=Instructions.__doc__
     )
     online: Online = Field(default_factory=Online, description=Online.__doc__)
+    texts: Texts = Field(default_factory=Texts, description=Texts.__doc__)
 
     @property
     def scale(self) -> Scale:
@@ -584,9 +593,12 @@ def load_protocol(path: str | Path, *, online: bool = False) -> Protocol:
     except tomllib.TOMLDecodeError as error:
         raise InputError(f"{path}: not valid TOML ({error})") from None
     try:
-        return _PROTOCOL.validate_python(raw, context={"key_names": _key_names(online=online)})
+        protocol = _PROTOCOL.validate_python(raw, context={"key_names": _key_names(online=online)})
     except ValidationError as error:
         raise InputError(f"{path}: {_refusal_line(error.errors()[0], raw)}") from None
+    if (unnamed := rating_keys_unnamed(protocol.instructions.main, protocol.response.keys)):
+        warnings.warn(f"{path}: {unnamed}", stacklevel=2)
+    return protocol
 
 
 def protocol_dict(protocol: Protocol) -> dict:

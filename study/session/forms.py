@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 
 from ..participants import AGE_RANGE, DETAILS, MISSING
+from ..texts import Texts, fill
 from .plan import SessionPlan
 from .window import SessionWindow
 
@@ -32,20 +33,24 @@ def details_on_screen(
         return {name: MISSING for name in wanted}
     if wanted:
         say(f"Asking the participant on screen: {', '.join(wanted)}.")
-    return ask_details(window, wanted, quit_key=plan.protocol.response.quit_key)
+    protocol = plan.protocol
+    return ask_details(window, wanted, texts=protocol.texts, quit_key=protocol.response.quit_key)
 
 
 def ask_details(
-    window: SessionWindow, wanted: list[str], *, quit_key: str
+    window: SessionWindow, wanted: list[str], *, texts: Texts, quit_key: str
 ) -> dict[str, str] | None:
-    """Ask each detail on screen; None if the participant chose to end instead."""
+    """Ask each detail on screen in the protocol's words (``texts``, its ``[texts]``); None if
+    the participant chose to end instead."""
     answers = {}
     for name in wanted:
         detail = DETAILS[name]
+        question = fill(getattr(texts, f"{name}_question"))
         if detail.keys is None:
-            value = _type_number(window, detail.question, quit_key)
+            value = _type_number(window, question, fill(texts.age_retry, low=AGE_RANGE[0],
+                                                        high=AGE_RANGE[1]), quit_key)  # fmt: skip
         else:
-            shown = window.message(detail.question)
+            shown = window.message(question)
             event = window.answer({*detail.keys, quit_key}, shown)
             value = detail.keys.get(event.name)
         if value is None:
@@ -54,7 +59,7 @@ def ask_details(
     return answers
 
 
-def _type_number(window: SessionWindow, question: str, quit_key: str) -> str | None:
+def _type_number(window: SessionWindow, question: str, retry: str, quit_key: str) -> str | None:
     """A whole number typed with the digit keys (Enter confirms, Enter alone: n/a)."""
     digits = {str(d): str(d) for d in range(10)} | {f"num_{d}": str(d) for d in range(10)}
     keys = {*digits, "backspace", "return", "num_enter", quit_key}
@@ -80,5 +85,5 @@ def _type_number(window: SessionWindow, question: str, quit_key: str) -> str | N
                 return MISSING
             if AGE_RANGE[0] <= int(typed) <= AGE_RANGE[1]:
                 return str(int(typed))
-            typed, note = "", f"Please type a number from {AGE_RANGE[0]} to {AGE_RANGE[1]}."
+            typed, note = "", retry
         window.message(f"{question}\n\n{typed or '_'}\n\n{note}")

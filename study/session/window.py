@@ -24,6 +24,8 @@ import pandas as pd
 from ..protocol import CONTINUE_KEY, Display, Protocol, Timing
 from ..responses import KeyEvent, first_press
 from ..schedule import dropped_frames, late_frames, next_refresh_is_due, refreshes_late
+from ..screens import instruction_texts
+from ..texts import fill
 from .keys import KeyStream, control_keys
 
 if TYPE_CHECKING:
@@ -39,6 +41,7 @@ __all__ = [
     "draw_all",
     "measure_timing",
     "open_window",
+    "screen_texts",
     "timing_mode",
 ]
 
@@ -46,8 +49,6 @@ __all__ = [
 _PREPARE_S = 0.025
 # A flip is called this much before its deadline, less the measured time a flip takes.
 _SPIN_S = 0.003
-
-_QUIT_TEXT = "End the session now? Everything so far is saved.\n\nY = end, N = go on"
 
 
 def open_window(display: Display, *, windowed: bool):
@@ -237,10 +238,9 @@ class SessionWindow:
         # One laid-out text per waiting screen: laying out a text takes far longer than a
         # frame, and a waiting screen may replace a pair at its planned flip.
         self.screens = {
-            kind: visual.TextStim(win, text=_screen_text(kind, protocol), height=0.8,
-                                  wrapWidth=30, color="white")
-            for kind in ("quit", "pause", "main", "anchoring", "end")
-        }  # fmt: skip
+            kind: visual.TextStim(win, text=text, height=0.8, wrapWidth=30, color="white")
+            for kind, text in screen_texts(protocol).items()
+        }
         display = protocol.display
         half = (display.stimulus_deg + display.gap_deg) / 2
         self._slots = [
@@ -335,7 +335,7 @@ class SessionWindow:
             stim.image = str(path)
             stim.size = (width, width * aspect)
         if row.phase == "anchor_demo":
-            label.text = f"Rating: {row.anchor_rating}"
+            label.text = fill(self.protocol.texts.anchor_label, rating=row.anchor_rating)
             return [sketch, image, label]
         return [sketch, image]
 
@@ -346,7 +346,6 @@ def draw_all(stims) -> None:
         stim.draw()
 
 
-def _screen_text(kind: str, protocol: Protocol) -> str:
-    instructions = protocol.instructions
-    return {"quit": _QUIT_TEXT, "pause": instructions.pause, "main": instructions.main,
-            "anchoring": instructions.anchoring, "end": instructions.end}[kind]  # fmt: skip
+def screen_texts(protocol: Protocol) -> dict[str, str]:
+    """The text of each waiting screen, in the protocol's words."""
+    return {**instruction_texts(protocol), "quit": fill(protocol.texts.quit_question)}

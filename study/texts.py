@@ -1,0 +1,395 @@
+"""Every word a participant reads: the protocol's ``[texts]`` and ``[instructions]``.
+
+The English defaults of every participant-facing string, lab and online, are in
+this one file (:class:`Texts`); a protocol sets any of them in its ``[texts]``
+table, in any language (``protocols/example_de.toml``). The four instruction
+texts (``[instructions]``) that a protocol leaves out are written from its own
+settings (:func:`instruction_texts`): its rating keys as printed on the keys,
+what the scale's ends mean, the pause key and whether pauses are allowed, the
+timings and the breaks. :func:`screens` lists every screen's text in the order a
+participant meets it (``sbir-study protocol show``).
+
+A text may hold placeholders, ``{name}``, filled where it is shown (the anchor
+label's ``{rating}``, for example); which names a text may use is fixed per text
+(:data:`PLACEHOLDERS`) and checked at load. ``{{`` and ``}}`` are a literal brace,
+in every text, lab and online alike.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Sequence
+from typing import Annotated
+
+from pydantic import ConfigDict, Field, StrictStr, model_validator
+from pydantic.dataclasses import dataclass
+from pydantic_core import PydanticCustomError
+
+__all__ = [
+    "PLACEHOLDERS",
+    "Texts",
+    "fill",
+    "key_label",
+    "rating_keys_unnamed",
+    "write_instructions",
+]
+
+#: The placeholders each text may use; every other text uses none.
+PLACEHOLDERS: dict[str, tuple[str, ...]] = {
+    "anchor_label": ("rating",),
+    "age_retry": ("low", "high"),
+    "window_too_small": ("min_width", "min_height", "width", "height"),
+    "completion_code": ("code",),
+    "went_wrong": ("error",),
+}
+
+# The continue key of every instruction screen (protocol.CONTINUE_KEY), as the texts name it.
+_CONTINUE = "space"
+
+
+def _fields_used(text: str) -> list[str]:
+    """The placeholder names of ``text``; ValueError for a stray brace or a format spec."""
+    names = []
+    for _, name, spec, conversion in string.Formatter().parse(text):
+        if name is None:
+            continue
+        if spec or conversion or not name.isidentifier():
+            raise ValueError(f"{{{name}...}}")
+        names.append(name)
+    return names
+
+
+def fill(text: str, **values: object) -> str:
+    """``text`` with its placeholders filled, ``{{`` and ``}}`` as single braces.
+
+    Examples
+    --------
+    >>> fill("Rating: {rating}", rating=3)
+    'Rating: 3'
+    >>> fill("a {{brace}}")
+    'a {brace}'
+    """
+    return text.format(**values)
+
+
+_TEXTS = ConfigDict(extra="forbid", strict=False)
+
+
+@dataclass(frozen=True, config=_TEXTS)
+class Texts:
+    """``[texts]``: every other word a participant reads, lab and online (English defaults)."""
+
+    # --- lab and online ---
+    quit_question: StrictStr = Field(
+        "End the session now? Everything so far is saved.\n\nY = end, N = go on",
+        description="Lab and online: asked when the quit key is pressed; the answer keys are Y "
+        "and N whatever the language, so the text should name them.",
+    )
+    anchor_label: StrictStr = Field(
+        "Rating: {rating}",
+        description="Lab and online: under an anchor pair in the anchoring phase; {rating} is "
+        "its prescribed rating.",
+    )
+    # --- lab: the details form ---
+    age_question: StrictStr = Field(
+        "How old are you (in years)?\n\nType the number and press Enter.\n"
+        "Press Enter alone if you prefer not to say.",
+        description="Lab: the age question of the details form (digits, then Enter).",
+    )
+    age_retry: StrictStr = Field(
+        "Please type a number from {low} to {high}.",
+        description="Lab: under the age question after an age outside {low}..{high}.",
+    )
+    sex_question: StrictStr = Field(
+        "Your sex?\n\nF = female    M = male    O = other\n\nN = prefer not to say",
+        description="Lab: the sex question; the answer keys are F, M, O and N whatever the "
+        "language.",
+    )
+    handedness_question: StrictStr = Field(
+        "Which hand do you write with?\n\nR = right    L = left    A = both equally\n\n"
+        "N = prefer not to say",
+        description="Lab: the handedness question; the answer keys are R, L, A and N whatever "
+        "the language.",
+    )
+    # --- online: the page ---
+    language: Annotated[StrictStr, Field(pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$")] = Field(
+        "en",
+        description="Online: the page's language (a BCP 47 tag such as en, de, pt-BR), for the "
+        "browser's fonts, hyphenation and screen readers.",
+    )
+    page_title: StrictStr = Field("Rating study", description="Online: the page's title.")
+    consent_title: StrictStr = Field(
+        "Consent", description="Online: the heading above the consent text."
+    )
+    agree: StrictStr = Field("I agree", description="Online: the consent's button to take part.")
+    disagree: StrictStr = Field(
+        "I do not agree", description="Online: the consent's button to leave."
+    )
+    declined: StrictStr = Field(
+        "You did not consent, so nothing was recorded. You may close this page.",
+        description="Online: shown after the participant did not agree.",
+    )
+    details_title: StrictStr = Field("About you", description="Online: the details form's heading.")
+    details_note: StrictStr = Field(
+        "Each answer is optional.", description="Online: under the details form's heading."
+    )
+    age: StrictStr = Field("Age (years)", description="Online: the age field's label.")
+    sex: StrictStr = Field("Sex", description="Online: the sex field's label.")
+    female: StrictStr = Field("female", description="Online: a choice of the sex field.")
+    male: StrictStr = Field("male", description="Online: a choice of the sex field.")
+    other: StrictStr = Field("other", description="Online: a choice of the sex field.")
+    handedness: StrictStr = Field("Handedness", description="Online: the handedness field's label.")
+    right: StrictStr = Field("right", description="Online: a choice of the handedness field.")
+    left: StrictStr = Field("left", description="Online: a choice of the handedness field.")
+    ambidextrous: StrictStr = Field(
+        "ambidextrous", description="Online: a choice of the handedness field."
+    )
+    prefer_not_to_say: StrictStr = Field(
+        "prefer not to say", description="Online: the first choice of the sex and handedness "
+        "fields.",
+    )  # fmt: skip
+    continue_button: StrictStr = Field("Continue", description="Online: the details form's button.")
+    fullscreen: StrictStr = Field(
+        "The study runs in full screen. Please close other programs and keep this window in "
+        "front until the end.",
+        description="Online: shown before the page goes full screen.",
+    )
+    fullscreen_button: StrictStr = Field(
+        "Continue in full screen", description="Online: the button that goes full screen."
+    )
+    window_too_small: StrictStr = Field(
+        "Your browser window is too small to show the pictures at their size. Please enlarge it "
+        "(or zoom out with Ctrl and minus) to at least {min_width} x {min_height} pixels.\n\n"
+        "It is now {width} x {height} pixels.",
+        description="Online: while the window is smaller than the pictures need; the four "
+        "numbers follow the window as it is resized.",
+    )
+    cannot_enlarge: StrictStr = Field(
+        "I cannot make it larger",
+        description="Online: the button under window_too_small that gives up.",
+    )
+    needs_keyboard: StrictStr = Field(
+        "This study needs a computer with a keyboard; it cannot run on a phone or tablet.",
+        description="Online: shown instead of the study on a phone or tablet.",
+    )
+    screen_too_small: StrictStr = Field(
+        "This study needs a larger browser window; it cannot run on this screen. Nothing was "
+        "recorded.",
+        description="Online: shown when the window could not be made large enough.",
+    )
+    loading: StrictStr = Field(
+        "Loading the pictures ...", description="Online: while the pictures load."
+    )
+    loading_failed: StrictStr = Field(
+        "The pictures could not be loaded. Please check your connection and reload this page.",
+        description="Online: when a picture could not be loaded.",
+    )
+    welcome_back: StrictStr = Field(
+        "Welcome back: the session continues where it stopped.",
+        description="Online: above the instructions when a reloaded page resumes the session.",
+    )
+    saving: StrictStr = Field(
+        "Saving your answers ...",
+        description="Online: after the last trial, until every answer is stored.",
+    )
+    completion_code: StrictStr = Field(
+        "Your completion code: {code}",
+        description="Online: under the end text of a complete session with a completion code.",
+    )
+    completion_redirect: StrictStr = Field(
+        "You will be taken back in a moment.",
+        description="Online: under the end text when a completion address follows.",
+    )
+    completion_link: StrictStr = Field(
+        "Continue here", description="Online: the link to the completion address."
+    )
+    quit_ended: StrictStr = Field(
+        "The session has ended. Everything so far is saved. Thank you.",
+        description="Online: after the participant chose to end the session.",
+    )
+    session_ended: StrictStr = Field(
+        "This session has ended. Thank you.",
+        description="Online: when a participant comes back to a session that has ended.",
+    )
+    could_not_start: StrictStr = Field(
+        "The session could not start.",
+        description="Online: when the server refused the session without saying why.",
+    )
+    went_wrong: StrictStr = Field(
+        "Something went wrong: {error}\n\nPlease reload this page; the session continues where "
+        "it stopped.",
+        description="Online: after an error; {error} is what went wrong.",
+    )
+
+    @model_validator(mode="after")
+    def _placeholders_known(self) -> Texts:
+        for name in self.__pydantic_fields__:
+            allowed = PLACEHOLDERS.get(name, ())
+            text = getattr(self, name)
+            try:
+                used = _fields_used(text)
+            except ValueError:
+                used = None
+            if used is None or not set(used) <= set(allowed):
+                takes = ", ".join(f"{{{a}}}" for a in allowed) if allowed else "no placeholder"
+                raise PydanticCustomError(
+                    "protocol_setting",
+                    "{message}",
+                    {
+                        "message": f"expected a text with {takes} ({{{{ and }}}} for a literal "
+                        f"brace), got {text!r}",
+                        "field": name,
+                    },
+                )
+        return self
+
+
+# --- keys as printed on the keyboard -------------------------------------------------------
+
+_KEY_LABELS = {
+    "space": "space",
+    "escape": "Esc",
+    "return": "Enter",
+    "tab": "Tab",
+    "backspace": "Backspace",
+    "left": "the left arrow",
+    "right": "the right arrow",
+    "up": "the up arrow",
+    "down": "the down arrow",
+    "minus": "-",
+    "equal": "=",
+    "bracketleft": "[",
+    "bracketright": "]",
+    "backslash": "\\",
+    "semicolon": ";",
+    "apostrophe": "'",
+    "quoteleft": "`",
+    "comma": ",",
+    "period": ".",
+    "slash": "/",
+    "less": "<",
+}
+
+
+def key_label(name: str) -> str:
+    """A key name as printed on the key (``"a"`` -> ``"A"``, ``"escape"`` -> ``"Esc"``).
+
+    Examples
+    --------
+    >>> [key_label(k) for k in ("a", "7", "num_3", "escape", "comma", "f5")]
+    ['A', '7', '3 on the keypad', 'Esc', ',', 'F5']
+    """
+    if name.startswith("num_"):
+        rest = name.removeprefix("num_")
+        return f"{key_label(rest) if rest.isdigit() else rest} on the keypad"
+    if len(name) == 1:
+        return name.upper()
+    if re.fullmatch(r"f\d{1,2}", name):
+        return name.upper()
+    return _KEY_LABELS.get(name, name.replace("_", " "))
+
+
+def _names_key(text: str, name: str) -> bool:
+    """Whether ``text`` names the key ``name`` by its name or its label, as a word of its own.
+
+    A letter key is named by its capital only (``A``), as printed on the key: the article
+    "a" names no key.
+    """
+    if len(name) == 1 and name.isalpha():
+        return re.search(rf"(?<!\w){re.escape(name.upper())}(?!\w)", text) is not None
+    spellings = {name, key_label(name), name.removeprefix("num_")}
+    return any(re.search(rf"(?<!\w){re.escape(spelling)}(?!\w)", text, flags=re.IGNORECASE)
+               for spelling in spellings)  # fmt: skip
+
+
+# --- the instruction texts written from the settings ----------------------------------------
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} second" + ("" if value == 1 else "s")
+
+
+def write_instructions(
+    *,
+    keys: Sequence[str],
+    low: int,
+    best_low: bool,
+    stimulus_s: float,
+    blank_s: float,
+    anchor_demo_s: float,
+    break_every: int,
+    pause_key: str | None,
+    quit_key: str,
+) -> dict[str, str]:
+    """The four instruction texts in English, written from a protocol's settings.
+
+    ``keys`` are the rating keys, rating ``low`` first; ``best_low``: the
+    first rating is the best match; ``pause_key`` is None when pauses are not
+    allowed; ``break_every`` 0 for no breaks.
+    (:func:`sbir_study.study.screens.instruction_texts` takes them from a protocol.)
+
+    Examples
+    --------
+    >>> texts = write_instructions(keys=["a", "s", "d"], low=1, best_low=True, stimulus_s=2.0,
+    ...     blank_s=1.0, anchor_demo_s=3.0, break_every=0, pause_key=None, quit_key="escape")
+    >>> print(texts["main"])  # doctest: +NORMALIZE_WHITESPACE
+    Now rate each pair yourself: how well does the image match the sketch?
+    <BLANKLINE>
+    Press one of the keys A, S, D: A for the best match, D for the worst match, the keys
+    between them for the ratings between, while the pair is shown or during the black screen
+    after it. You may change your rating until the next pair appears. Each pair is shown for
+    2 seconds, then the screen is black for 1 second.
+    <BLANKLINE>
+    Press Esc to end the session. Press space to begin.
+    """
+    high = low + len(keys) - 1
+    first, last = ("best", "worst") if best_low else ("worst", "best")
+    ends = f"from {low} ({first} match) to {high} ({last} match)"
+    if tuple(keys) == tuple(str(r) for r in range(low, high + 1)):
+        rating = f"Press a number key {ends}"
+    else:
+        labels = [key_label(k) for k in keys]
+        between = "" if len(keys) == 2 else ", the keys between them for the ratings between"
+        rating = (f"Press one of the keys {', '.join(labels)}: {labels[0]} for the {first} match, "
+                  f"{labels[-1]} for the {last} match{between},")  # fmt: skip
+    controls = []
+    if break_every:
+        controls.append(f"There is a break after every {break_every} pairs.")
+    if pause_key is not None:
+        controls.append(f"Press {key_label(pause_key)} to pause at any time.")
+    controls.append(f"Press {key_label(quit_key)} to end the session.")
+    controls.append(f"Press {_CONTINUE} to begin.")
+    return {
+        "anchoring": "You will first see example pairs of a sketch and an image, each with the "
+        f"rating it deserves, {ends}. Each example is shown for {_seconds(anchor_demo_s)}.\n\n"
+        f"Press {_CONTINUE} to begin.",
+        "main": "Now rate each pair yourself: how well does the image match the sketch?\n\n"
+        f"{rating} while the pair is shown or during the black screen after it. You may change "
+        "your rating until the next pair appears. Each pair is shown for "
+        f"{_seconds(stimulus_s)}, then the screen is black for {_seconds(blank_s)}.\n\n"
+        + " ".join(controls),
+        "pause": f"Paused. Press {_CONTINUE} to continue.",
+        "end": f"Thank you! The session is complete.\n\nPress {_CONTINUE} to close.",
+    }
+
+
+def rating_keys_unnamed(main: str | None, keys: Sequence[str]) -> str | None:
+    """A warning when a protocol's own main instruction text names none of its rating keys.
+
+    A key is named when the text holds its label (``A`` for ``a``, ``3`` for
+    ``num_3``, ``Enter`` for ``return``) or its name as a word of its own, a
+    letter key by its capital only. None when the text names one, or is
+    written from the settings (``main`` None).
+
+    Examples
+    --------
+    >>> rating_keys_unnamed("Press a number key from 1 to 7.", ["a", "s", "d"])
+    'instructions.main names none of the rating keys (A, S, D); a participant who presses other keys records nothing'
+    """  # noqa: E501
+    if main is None or any(_names_key(main, key) for key in keys):
+        return None
+    return (
+        f"instructions.main names none of the rating keys ({', '.join(map(key_label, keys))}); "
+        "a participant who presses other keys records nothing"
+    )
