@@ -8,6 +8,7 @@ Routes (all relative, so that the study can sit under a path behind a proxy):
 ``GET /vendor/NAME``                   jsPsych and its plugins, from ``web/node_modules``
 ``GET /stimuli/PATH``                  an image the set's manifest names (nothing else)
 ``GET /api/config``                    the protocol's settings for the page
+``POST /api/participant-id``           whether a session can start under an id (first screen)
 ``POST /api/sessions``                 start a session (consent given): its trials and token
 ``GET /api/sessions/ID``               the session's state, to resume it (token)
 ``PUT /api/sessions/ID/trials/N``      store trial N once (token)

@@ -6,9 +6,10 @@ exactly the lab session's columns (:data:`sbir_study.study.recorder.SESSION_COLU
 cells written as the lab recorder writes them, and a sidecar with the lab
 session's entries plus the online ones: ``Mode`` (``online``), the browser,
 screen and window size, the refresh estimate, the participant's list and the
-URL parameters of a crowd platform. ``participants.tsv`` holds the details
-the participant gave (age, sex, handedness), spelled and described as the lab
-session records them (:mod:`sbir_study.study.participants`).
+URL parameters of a crowd platform. ``participants.tsv`` holds the
+participant's id as the platform sent it (``source_id``, of which the label
+was made) and the details the participant gave (age, sex, handedness), spelled
+and described as the lab session records them (:mod:`sbir_study.study.participants`).
 
 The dataset is written as every output is (:mod:`sbir_study.foundation.outputs`,
 ``docs/outputs.md``): into a temporary folder beside ``out``, moved into place
@@ -184,7 +185,13 @@ def write_dataset(
         table = _beh_table(label, group)
         _write(path, table)
         _write_json(path.with_suffix(".json"), _sidecar(study, protocol, session, len(group)))
-        people.append({"participant_id": f"sub-{label}", **_details(session["details"])})
+        people.append(
+            {
+                "participant_id": f"sub-{label}",
+                "source_id": session["source_id"],
+                **_details(session["details"]),
+            }
+        )
         n_trials += len(group)
         complete += session["status"] == "complete"
     description = {
@@ -197,9 +204,14 @@ def write_dataset(
     }
     _write_json(root / "dataset_description.json", description)
     _write_text(root / "README", _README)
-    participants = pd.DataFrame(people, columns=["participant_id", *DETAILS])
+    participants = pd.DataFrame(people, columns=["participant_id", "source_id", *DETAILS])
     described = {
         "participant_id": {"Description": "Participant label (sub-<label>)."},
+        "source_id": {
+            "Description": "The participant's id as the page's address gave it (a recruitment "
+            "platform's id, e.g. Prolific's PROLIFIC_PID), of which the label is made "
+            "(sbir_study.foundation.checks.participant_label)."
+        },
         **details_description(DETAILS),
     }
     for lab in with_lab:

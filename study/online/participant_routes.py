@@ -23,6 +23,7 @@ __all__ = [
     "EnvironmentIn",
     "FinishIn",
     "KeyEventIn",
+    "ParticipantIdIn",
     "SessionIn",
     "TrialIn",
     "UrlParametersIn",
@@ -85,7 +86,13 @@ class EnvironmentIn(_Model):
     fullscreen: bool = False
 
 
+class ParticipantIdIn(_Model):
+    # Longer than any id is taken here so that the service refuses it in its own words.
+    participant: Annotated[str, Field(max_length=1000)]
+
+
 class SessionIn(_Model):
+    # The id as the page was given it (the service makes its label).
     participant: Annotated[str, Field(min_length=1, max_length=64)]
     token: Annotated[str, Field(min_length=32, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
     url_parameters: UrlParametersIn = UrlParametersIn()
@@ -104,6 +111,13 @@ router = APIRouter(prefix="/api")
 async def config(request: Request):
     # Built once by create_app: it opens every image of the set (their aspect ratio).
     return request.app.state.browser_config
+
+
+@router.post("/participant-id")
+def check_participant_id(body: ParticipantIdIn, study: StudyDep):
+    """Whether a session can start under this id (asked on the page's first screen)."""
+    study.check_participant_id(body.participant)
+    return {"participant": body.participant, "accepted": True}
 
 
 @router.post("/sessions")

@@ -21,6 +21,7 @@ __all__ = [
     "SEEN",
     "SESSION_FACTS",
     "SESSION_OF_PARTICIPANT",
+    "SESSION_OF_SOURCE",
     "SESSION_STATUS",
     "SESSION_TRIAL_COUNT",
     "STATUS_SESSIONS",
@@ -47,6 +48,11 @@ SESSION_OF_PARTICIPANT = sa.select(sessions.c.id, sessions.c.token_sha256).where
     (sessions.c.study_id == sa.bindparam("study"))
     & (sessions.c.participant == sa.bindparam("participant"))
 )
+#: The session of an id as the platform sent it in a study (``study``, ``source_id``).
+SESSION_OF_SOURCE = sa.select(sessions.c.id, sessions.c.token_sha256).where(
+    (sessions.c.study_id == sa.bindparam("study"))
+    & (sessions.c.source_id == sa.bindparam("source_id"))
+)
 INSERT_SESSION = sessions.insert()
 
 #: Per list, the participants who hold a place in it: complete, or running and heard from since
@@ -70,6 +76,7 @@ PARTICIPANTS_PER_LIST = (
 SESSION_FACTS = sa.select(
     sessions.c.id,
     sessions.c.participant,
+    sessions.c.source_id,
     sessions.c.token_sha256,
     sessions.c.n_trials,
     sessions.c.trial_order,

@@ -13,6 +13,7 @@ experimenter's view in :mod:`.status`, the SQL statements in :mod:`.queries`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import hmac
@@ -30,12 +31,12 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from sbir_study.foundation import bids
-from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.checks import MAX_SOURCE_ID_LENGTH, InputError, participant_label
 from sbir_study.foundation.provenance import software_versions
 
 from ..protocol import Protocol, protocol_dict
 from ..responses import rating_key_map
+from ..screens import instruction_texts
 from ..trials import build_trials, draw_seed
 from . import queries, storage
 from .assignment import choose_list, list_manifest, split_lists
@@ -246,12 +247,9 @@ class OnlineStudy:
                 "minimum_width": 2 * width + gap + 40,
                 "minimum_height": math.ceil(width * aspect) + 120,
             },
-            "instructions": {
-                "anchoring": protocol.instructions.anchoring,
-                "main": protocol.instructions.main,
-                "pause": protocol.instructions.pause,
-                "end": protocol.instructions.end,
-            },
+            "instructions": instruction_texts(protocol),
+            # Every other word of the page, placeholders ({code}, ...) filled by the page.
+            "texts": dataclasses.asdict(protocol.texts),
             "online": {
                 "consent": protocol.online.consent,
                 "details": protocol.online.details,
@@ -270,26 +268,46 @@ class OnlineStudy:
         return round(max(aspects), 4) if aspects else 1.0
 
     # --- sessions ---
+    def check_participant_id(self, source_id: str) -> None:
+        """Refuse (422), in words a participant understands, an id no label can be made of.
+
+        The page asks on its first screen, before consent, so that an id the
+        platform sent wrongly is found before anything else is asked.
+        """
+        try:
+            participant_label(source_id)
+        except InputError:
+            raise ServiceError(
+                422,
+                "The participant id in this page's address cannot be used (it must be 1 to "
+                f"{MAX_SOURCE_ID_LENGTH} characters, letters, digits or punctuation). Please "
+                "open the study again from the link you were given, or contact the researcher.",
+            ) from None
+
     def create_session(
         self,
-        participant: str,
+        source_id: str,
         token: str,
         *,
         details: Mapping,
         environment: Mapping,
         url_parameters: Mapping,
     ) -> tuple[dict, bool]:
-        """Start a participant's session: a list, a seed, the trial order.
+        """Start a participant's session: a label, a list, a seed, the trial order.
 
-        The browser draws the session's ``token`` (and the label, when the
-        address gives none) before asking, and keeps them, so the request is
-        idempotent: asked again with the same label and token (an answer lost
-        on the way), it returns the same session. A label that has a session
+        ``source_id`` is the participant's id as the page was given it (a
+        platform's id, or one the page drew); its label is
+        :func:`~sbir_study.foundation.checks.participant_label`'s, made once under
+        the lock of the list choice against the labels the study has given, and
+        both are stored. The browser draws the session's ``token`` (and the id,
+        when the address gives none) before asking, and keeps them, so the
+        request is idempotent: asked again with the same id and token (an answer
+        lost on the way), it returns the same session. An id that has a session
         under another token is refused (409): no one else can write under it.
         Returns the session's state and whether it was created now.
         """
         try:
-            bids.check_label(participant)
+            participant_label(source_id)
         except InputError as error:
             raise ServiceError(422, str(error)) from None
         online = self.protocol.online
@@ -297,7 +315,7 @@ class OnlineStudy:
         with self.engine.begin() as connection:
             queries.lock_list_choice(connection)
             taken = connection.execute(
-                queries.SESSION_OF_PARTICIPANT, {"study": self.study_id, "participant": participant}
+                queries.SESSION_OF_SOURCE, {"study": self.study_id, "source_id": source_id}
             ).first()
             if taken is not None:
                 if hmac.compare_digest(taken.token_sha256, _digest(token)):
@@ -306,11 +324,12 @@ class OnlineStudy:
                 else:
                     raise ServiceError(
                         409,
-                        f"participant {participant!r} has already started this study; the "
+                        f"participant {source_id!r} has already started this study; the "
                         "session continues only in the browser that started it (ask the "
                         "experimenter)",
                     )
             else:
+                label = participant_label(source_id, _LabelsOfStudy(connection, self.study_id))
                 index = choose_list(
                     self._participants(connection, now), len(self.lists), online.raters_per_list
                 )
@@ -325,8 +344,8 @@ class OnlineStudy:
                     {
                         "id": session_id,
                         "study_id": self.study_id,
-                        "participant": participant,
-                        "source_id": participant,
+                        "participant": label,
+                        "source_id": source_id,
                         "token_sha256": _digest(token),
                         "list_index": index,
                         "seed": seed,
@@ -392,6 +411,7 @@ class OnlineStudy:
         state = {
             "session_id": session_id,
             "participant": session["participant"],
+            "source_id": session["source_id"],
             "status": status,
             "list": session["list_index"] + 1,  # numbered from 1, as the status and export
             "trials": [
@@ -551,6 +571,19 @@ class OnlineStudy:
             silent_since=storage.now() - self.protocol.online.dropout_after_s,
             code_of=lambda status: self.completion()["code"] if status == "complete" else None,
         )
+
+
+class _LabelsOfStudy:
+    """The labels a study has given, asked one at a time (``label in labels``)."""
+
+    def __init__(self, connection, study_id: int) -> None:
+        self.connection, self.study_id = connection, study_id
+
+    def __contains__(self, label: object) -> bool:
+        found = self.connection.execute(
+            queries.SESSION_OF_PARTICIPANT, {"study": self.study_id, "participant": label}
+        )
+        return found.first() is not None
 
 
 def _order_rows(order: pd.DataFrame) -> list[list]:

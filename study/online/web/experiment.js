@@ -295,7 +295,18 @@ async function main() {
   const parameters = urlParameters();
   const key = savedSessionKey(config);
   let saved = JSON.parse(localStorage.getItem(key) || "null");
+  // The id as the address gives it; the server makes the participant label of it.
   const label = parameters.PROLIFIC_PID || parameters.participant;
+  if (label) {
+    // Checked on the first screen, before consent: a bad id is found before anything is asked.
+    const checked = await api("POST", "api/participant-id", { participant: label }).catch(() => null);
+    if (checked && checked.status === 422) {
+      page(`<div class="sbir-text"><p id="sbir-bad-id">${escapeHtml((checked.content && checked.content.error) || "This participant id cannot be used.")}</p></div>`);
+      window.sbir.phase = "refused";
+      window.sbir.error = checked.content;
+      return;
+    }
+  }
   if (saved && label && saved.participant !== label) saved = null; // another participant's browser
   let state = null;
   if (saved) {
@@ -346,7 +357,8 @@ async function main() {
     }
     state = answer.content;
     token = start.token;
-    localStorage.setItem(key, JSON.stringify({ session_id: state.session_id, token, participant: state.participant }));
+    // The id as given (not the label), as the address gives it on a reload.
+    localStorage.setItem(key, JSON.stringify({ session_id: state.session_id, token, participant: start.participant }));
     localStorage.removeItem(`${key}:pending`);
   }
   state.environment = environment(intakeResult.check);

@@ -212,8 +212,10 @@ def test_browser_participant_every_rating_exact_and_times_measured(
 def test_reload_mid_session_resumes_at_the_next_unrecorded_trial(
     online_set, tmp_path, start_server, browser
 ):
+    # An id with punctuation (Qualtrics-style): its label differs from it, the reload must
+    # still find the session the browser kept under the id.
     participant, data = past_the_intake(
-        "?participant=reloader1", tmp_path, online_set, start_server, browser
+        "?participant=R_reload-1", tmp_path, online_set, start_server, browser
     )
     participant.start_trials()
     trials = participant.session()["state"]["trials"]
@@ -249,7 +251,25 @@ def test_reload_mid_session_resumes_at_the_next_unrecorded_trial(
     assert (stored.loc[stored["trial"] >= 5, "rating"] == 6).all()
     # The onset column goes on from where the session stopped, as after a lab resume.
     assert stored.loc[4, "onset"] >= stored.loc[3, "onset"] + 0.9
-    assert stored_sessions(data)["status"].tolist() == ["complete"]
+    sessions = stored_sessions(data)
+    assert sessions["status"].tolist() == ["complete"]
+    assert sessions[["participant", "source_id"]].values.tolist() == [["Rreload1", "R_reload-1"]]
+
+
+def test_an_id_that_cannot_be_used_is_refused_on_the_first_screen(
+    online_set, tmp_path, start_server, browser
+):
+    """Before consent, in the participant's words; nothing is asked and nothing stored."""
+    protocol = write_protocol(tmp_path)
+    data = tmp_path / "data"
+    server = start_server(protocol, online_set, data)
+    participant = Participant(browser(), server.url)
+    participant.open("?PROLIFIC_PID=" + "x" * 70)
+    participant.wait(lambda: participant.phase() == "refused", what="the refusal")
+    text = participant.driver.find_element("id", "sbir-bad-id").text
+    assert "participant id" in text and "contact the researcher" in text
+    assert "Consent" not in participant.driver.page_source
+    assert server.admin("api/admin/status").json()["participants"]["started"] == 0
 
 
 def test_escape_asks_and_ends_incomplete_with_everything_saved(

@@ -98,6 +98,7 @@ def test_an_incomplete_design_exports_valid_bids_that_analyze_reads(tmp_path, on
     # Spelled as the lab session records them (M for "male"), described by the same levels.
     assert people.to_dict("records")[0] == {
         "participant_id": "sub-a1",
+        "source_id": "a1",
         "age": "30",
         "sex": "M",
         "handedness": "n/a",
@@ -331,3 +332,24 @@ def test_an_interrupted_export_leaves_the_previous_one_whole(tmp_path, online_se
     after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert after == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_ids_as_platforms_send_them_are_kept_beside_their_labels(tmp_path, online_set):
+    """participants.tsv's source_id is the id the page was given; the label is the rule's."""
+    from sbir_study.foundation.checks import participant_label
+
+    client = make_client(tmp_path, online_set)
+    fill(client, "R_7-x")
+    fill(client, "R 7 x")  # the same letters and digits: the rule's hashed label
+    out = tmp_path / "bids"
+    done = cli("export-online", "--db", f"sqlite:///{client.db}", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert_valid_bids(out)
+    people = pd.read_csv(out / "participants.tsv", sep="\t", dtype=str, keep_default_na=False)
+    second = participant_label("R 7 x", {"R7x"})
+    assert dict(zip(people["source_id"], people["participant_id"], strict=True)) == {
+        "R_7-x": "sub-R7x",
+        "R 7 x": f"sub-{second}",
+    }
+    assert set(load_ratings(out)["participant"]) == {"R7x", second}
+    assert "source_id" in json.loads((out / "participants.json").read_text())

@@ -282,11 +282,40 @@ def test_serve_writes_every_refusal_to_its_log(tmp_path, online_set, start_serve
     assert [row for row in log.splitlines() if "refused" in row] == [f"WARNING:  {line}"], log
 
 
-@pytest.mark.parametrize("label", ["has space", "ab-1", "", "ü1", "a" * 65])
-def test_labels_that_are_not_bids_labels_are_refused(client, label):
-    answer, _ = start(client, label)
+@pytest.mark.parametrize("source_id", ["", "   ", "a\tb", "a" * 65])
+def test_ids_no_label_can_be_made_of_are_refused(client, source_id):
+    answer, _ = start(client, source_id)
     assert answer.status_code == 422
     assert counts(client) == (0, 0)
+    checked = client.post("/api/participant-id", json={"participant": source_id})
+    assert checked.status_code == 422
+    said = checked.json()["error"]
+    assert "cannot be used" in said and "contact the researcher" in said
+
+
+def test_platform_ids_get_labels_by_the_rule_and_are_kept_as_given(client):
+    """Qualtrics-style ids with punctuation: the rule's labels, two ids never one label."""
+    from sbir_study.foundation.checks import participant_label
+
+    ids = ["R_2xQ9a", "R-2xQ9a", "5f8d0e2a9b1c3d4e5f6a7b8c", "jo smith.2"]
+    labels: dict[str, str] = {}
+    for source_id in ids:
+        assert client.post("/api/participant-id", json={"participant": source_id}).json() == {
+            "participant": source_id,
+            "accepted": True,
+        }
+        answer, token = start(client, source_id)
+        assert answer.status_code == 201, answer.text
+        state = answer.json()
+        expected = participant_label(source_id, set(labels.values()))
+        assert (state["participant"], state["source_id"]) == (expected, source_id)
+        labels[source_id] = expected
+        # Asked again (an answer lost): the same session, the same label.
+        again = client.post("/api/sessions", json={"participant": source_id, "token": token})
+        assert again.status_code == 200 and again.json()["participant"] == expected
+    assert labels["R_2xQ9a"] == "R2xQ9a" and labels["R-2xQ9a"].startswith("R2xQ9ax")
+    stored = dict(rows(client, "SELECT source_id, participant FROM sessions"))
+    assert stored == labels
 
 
 @settings(
