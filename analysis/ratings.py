@@ -26,7 +26,7 @@ import pandas as pd
 from sbir_study.foundation import progress
 from sbir_study.foundation.checks import ID_RULE, PARTICIPANT_RULE, InputError, bad_ids
 from sbir_study.foundation.memory import release_freed
-from sbir_study.foundation.paper import SCALE
+from sbir_study.foundation.scale import PAPER_SCALE, Scale
 from sbir_study.foundation.tables import (
     COLON,
     MISSING_VALUES,
@@ -100,7 +100,7 @@ class Provenance:
         return self
 
 
-def load_ratings(path: str | Path) -> pd.DataFrame:
+def load_ratings(path: str | Path, *, scale: Scale | None = None) -> pd.DataFrame:
     """Read and validate a flat ratings table or a BIDS dataset.
 
     Parameters
@@ -108,6 +108,12 @@ def load_ratings(path: str | Path) -> pd.DataFrame:
     path
         A ``.csv`` or ``.tsv`` file with a header, or the root folder of a BIDS
         dataset.
+    scale
+        The rating scale of a flat table (``None``: the one its JSON sidecar
+        records, else the paper's 1..7, 1 best). A BIDS dataset's scale is the
+        one its ``_beh.json`` sidecars record (``RatingScale``; for a session
+        recorded before the scale was, the number of its protocol's keys); a
+        ``scale`` given for it must be the same.
 
     Returns
     -------
@@ -120,14 +126,17 @@ def load_ratings(path: str | Path) -> pd.DataFrame:
         text, as categoricals: a session's timing columns repeat few values).
         ``DataFrame.attrs["provenance"]`` is a :class:`Provenance`: each file's
         path, SHA-256 and row count, whether the data's metadata says ``sbir-study
-        simulate`` produced it, and the session libraries the sidecars record.
+        simulate`` produced it, and the session libraries the sidecars record;
+        ``DataFrame.attrs["scale"]`` the :class:`~sbir_study.foundation.scale.Scale`
+        every rating and prescribed rating lies on.
 
     Raises
     ------
     InputError
         For an unreadable, empty or non-UTF-8 file, a missing required column,
-        a malformed value or a pair rated twice in one phase; the message names
-        file, line and field.
+        a malformed value, a rating off the scale or a pair rated twice in one
+        phase, the message naming file, line and field; for a dataset whose
+        sidecars record two scales, naming a file of each.
 
     Examples
     --------
@@ -145,12 +154,15 @@ def load_ratings(path: str | Path) -> pd.DataFrame:
     if path.is_dir():
         frame, sources, simulated = _read_bids(path)
         sidecars = [Path(s.path).with_suffix(".json") for s in sources]
+        scale = _dataset_scale(sidecars, scale)
     elif path.is_file():
         with progress.step(f"reading {path.name}"):
             frame, source = _read_file(path)
         sources = [source]
         simulated = _sidecar_says_simulated(path.with_suffix(".json"))
         sidecars = [path.with_suffix(".json")]
+        if scale is None:
+            scale = _recorded_scale(sidecars[0], protocol=False) or PAPER_SCALE
     elif path.exists():
         raise InputError(
             f"{path}: is not a regular file; expected a ratings table or a BIDS dataset"
@@ -160,18 +172,20 @@ def load_ratings(path: str | Path) -> pd.DataFrame:
             f"{path}: no such file or folder; expected a ratings table or a BIDS dataset"
         )
     with progress.step("checking ratings"):
-        ratings = validate_ratings(frame)
+        ratings = validate_ratings(frame, scale=scale)
     del frame
     release_freed()  # the files' text and the raw table: half a GiB at 2,000 sessions
     ratings.attrs["provenance"] = Provenance(tuple(sources), simulated, _session_software(sidecars))
     return ratings
 
 
-def validate_ratings(frame: pd.DataFrame) -> pd.DataFrame:
+def validate_ratings(frame: pd.DataFrame, *, scale: Scale = PAPER_SCALE) -> pd.DataFrame:
     """Check a raw ratings table (all cells text) and return it typed.
 
     ``frame`` may carry ``_source`` and ``_line`` columns naming where each row
-    came from; they are used in messages and dropped from the result.
+    came from; they are used in messages and dropped from the result. Ratings and
+    prescribed ratings must be points of ``scale``, which the result carries in
+    ``attrs["scale"]``.
     """
     check_text_labels(frame)
     frame = frame.copy()
@@ -193,8 +207,9 @@ def validate_ratings(frame: pd.DataFrame) -> pd.DataFrame:
     frame["phase"] = _labels(frame["phase"])
     _fail_where(frame, ~frame["phase"].isin(PHASES), "phase", f"one of {', '.join(PHASES)}")
 
-    frame["rating"] = _integer_column(frame, "rating", SCALE)
-    frame["anchor_rating"] = _integer_column(frame, "anchor_rating", SCALE)
+    bounds = (scale.low, scale.high)
+    frame["rating"] = _integer_column(frame, "rating", bounds)
+    frame["anchor_rating"] = _integer_column(frame, "anchor_rating", bounds)
     frame["trial"] = _integer_column(frame, "trial", None)
     frame["rt"] = _float_column(frame, "rt", non_negative=True)
     is_anchor = frame["phase"].isin(("anchor_demo", "anchor_repeat"))
@@ -202,14 +217,17 @@ def validate_ratings(frame: pd.DataFrame) -> pd.DataFrame:
         frame,
         is_anchor & frame["anchor_rating"].isna(),
         "anchor_rating",
-        "the prescribed rating (1..7) on every anchor_demo and anchor_repeat row",
+        f"the prescribed rating ({scale.low}..{scale.high}) on every anchor_demo and "
+        "anchor_repeat row",
     )
     _check_unique_pairs(frame)
 
     extra = [c for c in frame.columns if c not in RATING_COLUMNS and c not in ("_source", "_line")]
     for column in extra:
         frame[column] = _compact_text(frame[column])
-    return frame[list(RATING_COLUMNS) + extra].reset_index(drop=True)
+    frame = frame[list(RATING_COLUMNS) + extra].reset_index(drop=True)
+    frame.attrs["scale"] = scale
+    return frame
 
 
 def _compact_text(column: pd.Series) -> pd.Series:
@@ -511,6 +529,41 @@ def _session_software(sidecars) -> tuple[tuple[str, str], ...]:
     return tuple((p, ", ".join(sorted(versions[p]))) for p in SESSION_PACKAGES if p in versions)
 
 
+def _recorded_scale(path: Path, *, protocol: bool = True) -> Scale | None:
+    """The scale a sidecar records: its ``RatingScale``, else (``protocol``) one point per
+    key of the ``Protocol`` it records; ``None`` when it records neither."""
+    try:
+        sidecar = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(sidecar, dict):
+        return None
+    if "RatingScale" in sidecar:
+        return Scale.from_sidecar(sidecar["RatingScale"], what=str(path))
+    keys = (sidecar.get("Protocol") or {}).get("response", {}).get("keys") if protocol else None
+    if isinstance(keys, list) and 2 <= len(keys) <= 9:
+        return Scale(1, len(keys))
+    return None
+
+
+def _dataset_scale(sidecars: list[Path], given: Scale | None) -> Scale:
+    """The one scale of a BIDS dataset's sessions; two are refused, naming a file of each."""
+    found: dict[Scale, Path] = {}
+    for path in sidecars:
+        scale = _recorded_scale(path) or PAPER_SCALE
+        found.setdefault(scale, path)
+        if len(found) > 1:
+            (first, one), (second, other) = found.items()
+            raise InputError(
+                f"{other}: the rating scale {second} differs from {first} of {one}; expected "
+                "one scale in a dataset (analyse its sessions of each scale apart)"
+            )
+    ((scale, path),) = found.items()
+    if given is not None and given != scale:
+        raise InputError(f"scale: {given} differs from the scale {scale} that {path} records")
+    return scale
+
+
 def _sidecar_says_simulated(path: Path) -> bool:
     try:
         return bool(json.loads(path.read_text(encoding="utf-8")).get("Simulated", False))
@@ -571,6 +624,8 @@ def _integer_column(frame: pd.DataFrame, column: str, bounds: tuple[int, int] | 
         if bounds is not None:
             bad |= given & ((number < bounds[0]) | (number > bounds[1]))
     expected = "an integer" if bounds is None else f"an integer {bounds[0]}..{bounds[1]}"
+    if bounds is not None and bounds != (PAPER_SCALE.low, PAPER_SCALE.high):
+        expected += f" (the scale {bounds[0]}-{bounds[1]})"
     values.fail_where(frame, bad, column, f"{expected} or n/a")
     return values.rows(np.round(number), frame.index, "Int64")
 

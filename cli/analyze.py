@@ -39,6 +39,13 @@ def register(commands) -> None:
     )
     parser.add_argument("input", type=Path, help="BIDS dataset folder or ratings table")
     parser.add_argument("--out", type=Path, required=True, help="folder for the results")
+    parser.add_argument(
+        "--scale",
+        default=None,
+        help="the rating scale of a flat table, LOW-HIGH with 2 to 9 points, :high-is-best "
+        "when the high end is the best match (1-5, 1-9:high-is-best); a BIDS dataset's is the "
+        "one its sidecars record (default: the recorded one, else 1-7 with 1 the best match)",
+    )
     add_alternative(parser)
     add_alpha(parser)
     parser.add_argument(
@@ -119,7 +126,10 @@ def analyze(args: argparse.Namespace) -> int:
     options = options_from(AnalysisOptions, args)
     inputs = [p for p in (args.input, args.pilot, args.stimuli) if p is not None]
     check_target(args.out, "analyze", overwrite=args.overwrite, inputs=inputs)
-    ratings = load_ratings(args.input)
+    from sbir_study.foundation.scale import Scale
+
+    scale = Scale.parse(args.scale) if args.scale is not None else None
+    ratings = load_ratings(args.input, scale=scale)
     pilot = load_ratings(args.pilot) if args.pilot is not None else None
     sketch_images = None
     if args.stimuli is not None:
