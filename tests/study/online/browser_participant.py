@@ -56,12 +56,9 @@ class Participant:
         return self.driver.execute_script("return window.sbir && window.sbir.phase")
 
     def wait(self, condition, timeout: float = 30.0, what: str = "the page") -> object:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = condition()
-            if value:
-                return value
-            time.sleep(0.02)
+        value = _poll(condition, timeout, every=0.02)
+        if value is not None:
+            return value
         error = self.driver.execute_script("return window.sbir && window.sbir.error")
         refused = self.driver.execute_script(
             "return Object.keys(localStorage).filter((k) => k.startsWith('sbir-refused'))"
@@ -148,13 +145,23 @@ class Participant:
             hits = [o for o in onsets if o["trial"] == trial]
             return hits[-1] if hits else None
 
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            hit = found()
-            if hit:
-                return hit
-            time.sleep(0.003)
-        raise AssertionError(f"trial {trial} did not start (phase {self.phase()!r})")
+        # Polled more often than wait() does: the onset is what key_at() times presses from.
+        hit = _poll(found, timeout, every=0.003)
+        if hit is None:
+            raise AssertionError(f"trial {trial} did not start (phase {self.phase()!r})")
+        return hit
+
+
+def _poll(condition, timeout: float, *, every: float):
+    """The first true value ``condition()`` returns within ``timeout`` seconds, asked every
+    ``every`` seconds; None when it returns none in time."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(every)
+    return None
 
 
 def summary(values: list[float]) -> dict:
