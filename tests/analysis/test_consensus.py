@@ -22,15 +22,24 @@ from sbir_study.foundation.checks import InputError
 from tests.helpers import r_reference
 
 
+def _assert_matches_r(ours: pd.DataFrame, name: str, keys: list[str], rows: int,
+                      columns: list[str]) -> pd.DataFrame:  # fmt: skip
+    """``ours`` merged with the R table ``name`` on ``keys``: both hold the same ``rows`` rows,
+    and each of ``columns`` equals R's to a relative 1e-12."""
+    reference = r_reference(name)
+    merged = ours.merge(reference, on=keys)
+    assert len(merged) == len(ours) == len(reference) == rows
+    for column in columns:
+        np.testing.assert_allclose(merged[f"{column}_x"], merged[f"{column}_y"], rtol=1e-12)
+    return merged
+
+
 def test_ground_truth_matches_r(small_ratings):
     # Reference: R aggregate() mean/median/sd/length and rank(ties = "average");
     # tests/r/reference.R section 3.
     ours = consensus_ground_truth(small_ratings)
-    reference = r_reference("ground_truth.csv")
-    merged = ours.merge(reference, on=["sketch_id", "image_id"])
-    assert len(merged) == len(ours) == len(reference) == 30
-    for column in ["mean_rating", "median_rating", "sd_rating", "rank"]:
-        np.testing.assert_allclose(merged[f"{column}_x"], merged[f"{column}_y"], rtol=1e-12)
+    merged = _assert_matches_r(ours, "ground_truth.csv", ["sketch_id", "image_id"], 30,
+                               ["mean_rating", "median_rating", "sd_rating", "rank"])  # fmt: skip
     assert (merged["n_ratings_x"] == merged["n_ratings_y"]).all()
     # Sorted by sketch then rank, rank 1 = lowest mean rating = best match.
     assert ours.groupby("sketch_id")["rank"].apply(lambda r: r.is_monotonic_increasing).all()
@@ -60,11 +69,8 @@ def test_participant_vs_consensus_matches_r(small_ratings):
     # Reference: R cor.test against colMeans with and without the participant;
     # tests/r/reference.R section 4.
     ours = participant_vs_consensus(small_ratings)
-    reference = r_reference("consensus.csv")
-    merged = ours.merge(reference, on=["participant", "sketch_id"])
-    assert len(merged) == len(reference) == len(ours) == 24
-    for column in ["tau_b", "p_value", "tau_b_loo", "p_value_loo"]:
-        np.testing.assert_allclose(merged[f"{column}_x"], merged[f"{column}_y"], rtol=1e-12)
+    _assert_matches_r(ours, "consensus.csv", ["participant", "sketch_id"], 24,
+                      ["tau_b", "p_value", "tau_b_loo", "p_value_loo"])  # fmt: skip
     # Leaving the participant out can only lower agreement on average.
     assert ours["tau_b_loo"].mean() < ours["tau_b"].mean()
 
@@ -73,11 +79,8 @@ def test_anchoring_matches_r(small_ratings):
     # Reference: R cor.test of anchor_repeat ratings against anchor_rating;
     # tests/r/reference.R section 5.
     ours = anchoring_consistency(small_ratings)
-    reference = r_reference("anchoring.csv")
-    merged = ours.merge(reference, on=["participant", "sketch_id"])
-    assert len(merged) == len(reference) == len(ours) == 16
-    np.testing.assert_allclose(merged["tau_b_x"], merged["tau_b_y"], rtol=1e-12)
-    np.testing.assert_allclose(merged["p_value_x"], merged["p_value_y"], rtol=1e-12)
+    _assert_matches_r(ours, "anchoring.csv", ["participant", "sketch_id"], 16,
+                      ["tau_b", "p_value"])  # fmt: skip
 
 
 def test_binned_medians_match_r(small_ratings):
