@@ -29,6 +29,20 @@ function escapeHtml(text) {
   return element.innerHTML;
 }
 
+/**
+ * The protocol's text `name` ([texts]) with its placeholders filled: `{key}` by `values[key]`
+ * (escaped unless listed in `html`), `{{` and `}}` as single braces, as Python's str.format.
+ */
+function text(config, name, values = {}, html = []) {
+  return String(config.texts[name]).replace(/\{\{|\}\}|\{(\w+)\}/g, (match, key) => {
+    if (match === "{{") return "{";
+    if (match === "}}") return "}";
+    if (!(key in values)) return match;
+    return html.includes(key) ? String(values[key]) : escapeHtml(String(values[key]));
+  });
+}
+
+/** A text of the protocol as HTML paragraphs (a blank line between paragraphs). */
 function paragraphs(text) {
   return String(text).split(/\n\s*\n/).map((p) => `<p>${escapeHtml(p).replace(/\n/g, "<br>")}</p>`).join("");
 }
@@ -73,13 +87,14 @@ function savedSessionKey(config) {
 /* Part 1: consent, details, full screen, window and refresh check; nothing stored before. */
 async function intake(config, resuming) {
   const result = { consent: resuming, details: {}, check: null };
+  const word = (name) => escapeHtml(text(config, name));
   const jsPsych = initJsPsych({ display_element: stageElement() });
   const timeline = [];
   if (!resuming) {
     timeline.push({
       type: jsPsychHtmlButtonResponse,
-      stimulus: `<div class="sbir-text"><h2>Consent</h2>${paragraphs(config.online.consent)}</div>`,
-      choices: ["I agree", "I do not agree"],
+      stimulus: `<div class="sbir-text"><h2>${escapeHtml(text(config, "consent_title"))}</h2>${paragraphs(config.online.consent)}</div>`,
+      choices: [text(config, "agree"), text(config, "disagree")],
       button_html: (choice, index) => `<button class="jspsych-btn" id="sbir-consent-${index}">${choice}</button>`,
       on_finish: (data) => { result.consent = data.response === 0; },
     });
@@ -87,16 +102,16 @@ async function intake(config, resuming) {
       timeline.push({
         timeline: [{
           type: jsPsychSurveyHtmlForm,
-          preamble: "<h2>About you</h2><p>Each answer is optional.</p>",
-          html: `<p><label>Age (years) <input name="age" id="sbir-age" type="number" min="5" max="120"></label></p>
-            <p><label>Sex <select name="sex" id="sbir-sex"><option value="">prefer not to say</option>
-              <option value="female">female</option><option value="male">male</option>
-              <option value="other">other</option></select></label></p>
-            <p><label>Handedness <select name="handedness" id="sbir-handedness">
-              <option value="">prefer not to say</option><option value="right">right</option>
-              <option value="left">left</option><option value="ambidextrous">ambidextrous</option>
+          preamble: `<h2>${word("details_title")}</h2><p>${word("details_note")}</p>`,
+          html: `<p><label>${word("age")} <input name="age" id="sbir-age" type="number" min="5" max="120"></label></p>
+            <p><label>${word("sex")} <select name="sex" id="sbir-sex"><option value="">${word("prefer_not_to_say")}</option>
+              <option value="female">${word("female")}</option><option value="male">${word("male")}</option>
+              <option value="other">${word("other")}</option></select></label></p>
+            <p><label>${word("handedness")} <select name="handedness" id="sbir-handedness">
+              <option value="">${word("prefer_not_to_say")}</option><option value="right">${word("right")}</option>
+              <option value="left">${word("left")}</option><option value="ambidextrous">${word("ambidextrous")}</option>
               </select></label></p>`,
-          button_label: "Continue",
+          button_label: text(config, "continue_button"),
           on_finish: (data) => {
             const answer = data.response;
             const age = parseInt(answer.age, 10);
@@ -116,9 +131,8 @@ async function intake(config, resuming) {
       {
         type: jsPsychFullscreen,
         fullscreen_mode: true,
-        message: "<div class='sbir-text'><p>The study runs in full screen. Please close other " +
-          "programs and keep this window in front until the end.</p></div>",
-        button_label: "Continue in full screen",
+        message: `<div class="sbir-text">${paragraphs(text(config, "fullscreen"))}</div>`,
+        button_label: text(config, "fullscreen_button"),
       },
       {
         type: jsPsychBrowserCheck,
@@ -126,17 +140,17 @@ async function intake(config, resuming) {
         vsync_frame_count: 60,
         minimum_width: config.display.minimum_width,
         minimum_height: config.display.minimum_height,
-        window_resize_message: `<div class="sbir-text"><p>Your browser window is too small to show
-          the pictures at their size. Please enlarge it (or zoom out with Ctrl and minus) to at
-          least <span id="browser-check-min-width"></span> x <span id="browser-check-min-height"></span>
-          pixels.</p><p>It is now <span id="browser-check-actual-width"></span> x
-          <span id="browser-check-actual-height"></span> pixels.</p></div>`,
-        resize_fail_button_text: "I cannot make it larger",
+        // The plugin keeps the four numbers up to date in these spans while the window is resized.
+        window_resize_message: `<div class="sbir-text">${String(config.texts.window_too_small)
+          .split(/\n\s*\n/).map((p) => `<p>${text({ texts: { p } }, "p", {
+            min_width: '<span id="browser-check-min-width"></span>',
+            min_height: '<span id="browser-check-min-height"></span>',
+            width: '<span id="browser-check-actual-width"></span>',
+            height: '<span id="browser-check-actual-height"></span>',
+          }, ["min_width", "min_height", "width", "height"])}</p>`).join("")}</div>`,
+        resize_fail_button_text: text(config, "cannot_enlarge"),
         inclusion_function: (data) => !data.mobile,
-        exclusion_message: (data) => data.mobile
-          ? "<p>This study needs a computer with a keyboard; it cannot run on a phone or tablet.</p>"
-          : "<p>This study needs a larger browser window; it cannot run on this screen. Nothing " +
-            "was recorded.</p>",
+        exclusion_message: (data) => paragraphs(text(config, data.mobile ? "needs_keyboard" : "screen_too_small")),
         on_finish: (data) => { result.check = data; },
       },
     ],
@@ -197,13 +211,13 @@ async function trialsPart(config, state, token) {
     images: trials.slice(start).flatMap((t) => [t.sketch_url, t.image_url]),
     auto_preload: false,
     show_progress_bar: true,
-    message: "<p>Loading the pictures ...</p>",
+    message: paragraphs(text(config, "loading")),
     continue_after_error: false,
-    error_message: "<p>The pictures could not be loaded. Please check your connection and reload this page.</p>",
+    error_message: paragraphs(text(config, "loading_failed")),
   });
   const opening = start === firstRated || trials[start].phase !== "anchor_demo"
     ? instructions.main : instructions.anchoring;
-  const welcome = start > 0 ? "Welcome back: the session continues where it stopped.\n\n" : "";
+  const welcome = start > 0 ? `${text(config, "welcome_back")}\n\n` : "";
   timeline.push(message(welcome + opening, [" "], {
     phase: "instructions",
     on_finish: () => {
@@ -223,7 +237,7 @@ async function trialsPart(config, state, token) {
     });
     const last = index + 1 === trials.length;
     timeline.push({
-      timeline: [message("End the session now? Everything so far is saved.\n\nY = end, N = go on", ["y", "n"], {
+      timeline: [message(text(config, "quit_question"), ["y", "n"], {
         phase: "quit",
         on_finish: (data) => {
           if (data.response === "y") {
@@ -255,7 +269,7 @@ async function trialsPart(config, state, token) {
   await jsPsych.run(timeline);
   if (ended) return "incomplete";
   // The last trial's blank ends with the end screen.
-  page(`<div class="sbir-text"><p>Saving your answers ...</p></div>`);
+  page(`<div class="sbir-text">${paragraphs(text(config, "saving"))}</div>`);
   session.messageShown();
   window.sbir.phase = "saving";
   return "complete";
@@ -279,9 +293,12 @@ function completionPage(config, result) {
   window.sbir.finished = result;
   const completion = result.completion || {};
   let html = paragraphs(config.instructions.end);
-  if (completion.code) html += `<p>Your completion code: <strong id="sbir-code">${escapeHtml(completion.code)}</strong></p>`;
+  if (completion.code) {
+    const code = `<strong id="sbir-code">${escapeHtml(completion.code)}</strong>`;
+    html += `<p>${text(config, "completion_code", { code }, ["code"])}</p>`;
+  }
   if (completion.url) {
-    html += `<p>You will be taken back in a moment, or <a id="sbir-return" href="${escapeHtml(completion.url)}">continue here</a>.</p>`;
+    html += `<p>${escapeHtml(text(config, "completion_redirect"))} <a id="sbir-return" href="${escapeHtml(completion.url)}">${escapeHtml(text(config, "completion_link"))}</a></p>`;
   }
   page(`<div class="sbir-text">${html}</div>`);
   if (completion.url) setTimeout(() => { window.location.assign(completion.url); }, 3000);
@@ -292,6 +309,8 @@ async function main() {
   if (!configAnswer.ok) throw new Error("the study's settings could not be loaded");
   const config = configAnswer.content;
   window.sbir.config = config;
+  document.documentElement.lang = config.texts.language;
+  document.title = config.texts.page_title;
   const parameters = urlParameters();
   const key = savedSessionKey(config);
   let saved = JSON.parse(localStorage.getItem(key) || "null");
@@ -317,14 +336,14 @@ async function main() {
   }
   if (state && state.status === "complete") return completionPage(config, { completion: state.completion });
   if (state && state.status !== "running") {
-    page(`<div class="sbir-text"><p>This session has ended. Thank you.</p></div>`);
+    page(`<div class="sbir-text">${paragraphs(text(config, "session_ended"))}</div>`);
     window.sbir.phase = "ended";
     return;
   }
   window.sbir.phase = "intake";
   const intakeResult = await intake(config, Boolean(state));
   if (!intakeResult.consent) {
-    page(`<div class="sbir-text"><p>You did not consent, so nothing was recorded. You may close this page.</p></div>`);
+    page(`<div class="sbir-text">${paragraphs(text(config, "declined"))}</div>`);
     window.sbir.phase = "declined";
     return;
   }
@@ -350,7 +369,7 @@ async function main() {
       await new Promise((done) => setTimeout(done, 500 * 2 ** attempt));
     }
     if (!answer || !answer.ok) {
-      page(`<div class="sbir-text"><p>${escapeHtml((answer.content && answer.content.error) || "The session could not start.")}</p></div>`);
+      page(`<div class="sbir-text"><p>${escapeHtml((answer.content && answer.content.error) || text(config, "could_not_start"))}</p></div>`);
       window.sbir.phase = "refused";
       window.sbir.error = answer.content;
       return;
@@ -367,7 +386,7 @@ async function main() {
   if (status === "incomplete") {
     window.sbir.phase = "saving";
     await finish(session, "incomplete", token);
-    page(`<div class="sbir-text"><p>The session has ended. Everything so far is saved. Thank you.</p></div>`);
+    page(`<div class="sbir-text">${paragraphs(text(config, "quit_ended"))}</div>`);
     window.sbir.phase = "ended";
     return;
   }
@@ -378,6 +397,8 @@ async function main() {
 main().catch((error) => {
   window.sbir.phase = "error";
   window.sbir.error = String(error);
-  page(`<div class="sbir-text"><p>Something went wrong: ${escapeHtml(String(error))}</p>
-    <p>Please reload this page; the session continues where it stopped.</p></div>`);
+  // Before the settings are in, the protocol's words are not known: English.
+  const config = window.sbir.config || { texts: { went_wrong: "Something went wrong: {error}\n\n" +
+    "Please reload this page; the session continues where it stopped." } };
+  page(`<div class="sbir-text">${paragraphs(text(config, "went_wrong", { error: String(error) }))}</div>`);
 });

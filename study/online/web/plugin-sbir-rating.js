@@ -307,7 +307,9 @@ var jsPsychSbirRating = (function (jspsych) {
         const label = document.createElement("div");
         label.className = "sbir-label";
         label.style.top = `calc(50% + ${Math.round(display.stimulus_px / 2)}px)`;
-        label.textContent = `Rating: ${trial.anchor_rating}`;
+        // The protocol's anchor_label ([texts]), {rating} filled as the lab window fills it.
+        label.textContent = String(config.texts.anchor_label)
+          .replace(/\{\{|\}\}|\{rating\}/g, (m) => (m === "{{" ? "{" : m === "}}" ? "}" : String(trial.anchor_rating)));
         stage.appendChild(label);
       }
       display_element.innerHTML = "";
