@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,18 @@ def online_set(tmp_path_factory) -> Path:
         sketches=2, images_per_sketch=4, anchor_sketches=1, anchor_images=3, width=96, height=72
     )
     return generate_set(folder, design, seed=7)
+
+
+@pytest.fixture
+def server_clock(monkeypatch) -> list[float]:
+    """The server's clock (``storage.now``), still until the test moves it (``clock[0] += s``):
+    a busy machine (a garbage collection, another process) must not make a participant silent
+    before the test means it to be."""
+    from sbir_study.study.online import storage
+
+    clock = [time.time()]
+    monkeypatch.setattr(storage, "now", lambda: clock[0])
+    return clock
 
 
 @pytest.fixture

@@ -93,11 +93,8 @@ def read_csv(text: str) -> pd.DataFrame:
     )
 
 
-def test_the_participant_table_says_what_the_database_holds(tmp_path, online_set, monkeypatch):
-    from sbir_study.study.online import storage
-
-    clock = [time.time()]
-    monkeypatch.setattr(storage, "now", lambda: clock[0])
+def test_the_participant_table_says_what_the_database_holds(tmp_path, online_set, server_clock):
+    clock = server_clock
     client = make_client(
         tmp_path,
         online_set,

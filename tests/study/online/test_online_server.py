@@ -9,7 +9,6 @@ import re
 import secrets
 import shutil
 import sqlite3
-import time
 import zipfile
 
 import httpx
@@ -389,13 +388,8 @@ def test_admin_routes_need_the_admin_token(client):
     assert "sub-p01/beh/sub-p01_task-sbirtest_beh.tsv" in archive.namelist()
 
 
-def test_lists_are_filled_in_turn_and_dropouts_release_theirs(tmp_path, online_set, monkeypatch):
-    from sbir_study.study.online import storage
-
-    # The server's clock, moved by the test: a busy machine (a garbage collection, another
-    # process) must not make the first participants silent before the last has started.
-    clock = [time.time()]
-    monkeypatch.setattr(storage, "now", lambda: clock[0])
+def test_lists_are_filled_in_turn_and_dropouts_release_theirs(tmp_path, online_set, server_clock):
+    clock = server_clock
     client = make_client(
         tmp_path,
         online_set,
