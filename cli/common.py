@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import tempfile
+import textwrap
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -77,6 +78,12 @@ class HelpFormatter(argparse.HelpFormatter):
         # argparse %-formats the help: a literal % in a default must be doubled.
         shown = shown.replace("%", "%%")
         return f"{text} (default: {shown})" if text else f"(default: {shown})"
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        # Lines break at spaces only: option names, scales (1-9:high-is-best) and ranges
+        # stay whole, so that what --help prints can be copied as typed.
+        text = self._whitespace_matcher.sub(" ", text).strip()
+        return textwrap.wrap(text, width, break_on_hyphens=False)
 
 
 class Parser(argparse.ArgumentParser):
