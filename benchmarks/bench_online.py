@@ -38,18 +38,17 @@ import time
 from pathlib import Path
 
 import numpy as np
-import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from sbir_study.stimuli import SetDesign, generate_set
 from sbir_study.study.online.loadtest import run_load
-from sbir_study.study.online.storage import open_database
 from tests.study.online.browser_participant import Participant
 from tests.study.online.support import (
     Postgres,
     Server,
     chromium,
     free_port,
+    query,
     write_protocol,
 )
 
@@ -178,15 +177,8 @@ def load_run(name, server, args, db_url=None, baseline_file=None) -> dict:
         "server_time": percentiles(result.server_times) if result.server_times else None,
     }
     if db_url is not None:
-        engine = open_database(db_url)
-        with engine.connect() as connection:
-            stored = connection.execute(
-                sa.text(
-                    "SELECT s.participant, t.trial FROM trials t JOIN sessions s "
-                    "ON s.id = t.session_id"
-                )
-            ).all()
-        engine.dispose()
+        stored = query(db_url, "SELECT s.participant, t.trial FROM trials t "
+                               "JOIN sessions s ON s.id = t.session_id")  # fmt: skip
         keys = [tuple(r) for r in stored]
     else:
         keys = []
@@ -230,15 +222,11 @@ def browser_run(folder: Path, stimuli: Path, trials: int) -> dict:
         shutil.rmtree(driver.profile_folder, ignore_errors=True)
         time.sleep(1.0)
         server.stop()
-    engine = open_database(f"sqlite:///{folder / 'browser-data' / 'online.sqlite3'}")
-    with engine.connect() as connection:
-        stored = {
-            r.trial: r
-            for r in connection.execute(
-                sa.text("SELECT trial, rt, presses, stim_duration, blank_duration FROM trials")
-            )
-        }
-    engine.dispose()
+    stored = {
+        r.trial: r
+        for r in query(f"sqlite:///{folder / 'browser-data' / 'online.sqlite3'}",
+                       "SELECT trial, rt, presses, stim_duration, blank_duration FROM trials")
+    }  # fmt: skip
     press_errors, rt_errors, slow = [], [], 0
     for window in windows[: len(stored)]:
         row = stored[window["trial"]]

@@ -20,9 +20,11 @@ import time
 from pathlib import Path
 
 import httpx
+import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from sbir_study.study.online.server import ServeSettings, build_app
+from sbir_study.study.online.storage import open_database
 from sbir_study.study.responses import rating_key_map, score_trial
 
 ADMIN_TOKEN = "admin-token-for-tests-0123456789"
@@ -37,6 +39,17 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def query(db_url: str, sql: str) -> list[sa.Row]:
+    """The rows of one SQL statement on the database at ``db_url``, as a test reads what the
+    server stored (the engine is disposed of before returning)."""
+    engine = open_database(db_url)
+    try:
+        with engine.connect() as connection:
+            return connection.execute(sa.text(sql)).all()
+    finally:
+        engine.dispose()
 
 
 def write_protocol(folder: Path, name: str = "protocol.toml", **tables) -> Path:

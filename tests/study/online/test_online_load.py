@@ -10,26 +10,17 @@ import threading
 import time
 
 import pytest
-import sqlalchemy as sa
 
 from sbir_study.study.online.loadtest import run_load
-from sbir_study.study.online.storage import open_database
-from tests.study.online.support import write_protocol
+from tests.study.online.support import query, write_protocol
 
 
 def check_nothing_lost(db_url: str, result) -> dict:
     """Every acknowledged trial stored once with the rating the client claimed; each session's
     trials contiguous from 1 (a trial is sent only after the previous one is acknowledged)."""
-    engine = open_database(db_url)
-    with engine.connect() as connection:
-        rows = connection.execute(
-            sa.text(
-                "SELECT s.participant, t.trial, t.rating FROM trials t JOIN sessions s "
-                "ON s.id = t.session_id"
-            )
-        ).all()
-        sessions = connection.execute(sa.text("SELECT participant FROM sessions")).all()
-    engine.dispose()
+    rows = query(db_url, "SELECT s.participant, t.trial, t.rating FROM trials t "
+                         "JOIN sessions s ON s.id = t.session_id")  # fmt: skip
+    sessions = query(db_url, "SELECT participant FROM sessions")
     stored = {(p, t): r for p, t, r in rows}
     assert len(stored) == len(rows), "a trial stored twice"
     lost = [key for key in result.acknowledged if key not in stored]
@@ -109,12 +100,5 @@ def test_many_first_requests_at_once_get_balanced_lists(
         server.url, participants=30, duration_s=3.0, pace_s=0.5, stimulus_s=0.3, seed=3, ramp_s=0.0
     )
     assert len(result.sessions) == 30
-    engine = open_database(db)
-    with engine.connect() as connection:
-        per_list = dict(
-            connection.execute(
-                sa.text("SELECT list_index, COUNT(*) FROM sessions GROUP BY list_index")
-            ).all()
-        )
-    engine.dispose()
+    per_list = dict(query(db, "SELECT list_index, COUNT(*) FROM sessions GROUP BY list_index"))
     assert per_list == {0: 15, 1: 15}
