@@ -26,7 +26,12 @@ def register(commands) -> None:
     )
     parser.add_argument("--protocol", type=Path, required=True, help="protocol file (.toml)")
     parser.add_argument("--stimuli", type=Path, required=True, help="stimulus set folder")
-    parser.add_argument("--participant", required=True, help="participant label (letters, digits)")
+    parser.add_argument(
+        "--participant", required=True, metavar="ID",
+        help="the participant's id as a recruitment platform sends it or the lab's label; "
+        "recorded under a BIDS label made of it (its letters and digits, see the README), the id "
+        "as given in participants.tsv (source_id); the same id finds its label again on --resume",
+    )  # fmt: skip
     parser.add_argument("--data", type=Path, required=True, help="BIDS dataset folder")
     parser.add_argument("--resume", action="store_true", help="continue the participant's session")
     parser.add_argument(

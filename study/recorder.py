@@ -26,16 +26,17 @@ from pathlib import Path
 import pandas as pd
 
 from sbir_study.foundation import bids
-from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.checks import InputError, participant_label
 from sbir_study.foundation.provenance import toolkit_version
 
-from .participants import DETAILS, details_description
+from .participants import DETAILS, MISSING, details_description
 
 __all__ = [
     "SESSION_COLUMNS",
     "SessionRecorder",
     "check_dataset_folder",
     "format_cell",
+    "label_of",
     "recorded_details",
 ]
 
@@ -45,6 +46,14 @@ SESSION_COLUMNS = (
     "rating", "rt", "anchor_rating", "onset_planned", "onset", "onset_monotonic",
     "stim_duration", "blank_duration", "dropped_frames", "n_presses", "presses", "paused_before",
 )  # fmt: skip
+
+#: participants.json's entry for the id as given (``sbir-study run --participant``).
+SOURCE_ID_DESCRIPTION = {
+    "Description": "The participant's id as given to sbir-study run --participant (a "
+    "recruitment platform's id, e.g. Prolific's PROLIFIC_PID, or the lab's own), of which the "
+    "label is made (sbir_study.foundation.checks.participant_label); n/a for a session recorded "
+    "before ids were kept."
+}
 
 _README = """Ratings of sketch/image pairs recorded with sbir-study (the rating study of
 Eitz et al. 2011, Sec. 2.3). One _beh.tsv per participant and session: one row per
@@ -115,6 +124,7 @@ class SessionRecorder:
         resume: bool = False,
         details: Mapping[str, str] | None = None,
         dataset: Mapping | None = None,
+        source_id: str | None = None,
     ) -> SessionRecorder:
         """Start (or, with ``resume``, continue) a participant's session under ``root``.
 
@@ -125,8 +135,9 @@ class SessionRecorder:
         ``Protocol``, ``StimulusSetDigest`` and ``TrialOrder`` must equal the
         given ones. ``details`` (detail name -> value, see
         :mod:`sbir_study.study.participants`) go into the participant's row of
-        ``participants.tsv``; ``dataset`` (``Name``, ``Authors``) into a new
-        dataset's ``dataset_description.json``.
+        ``participants.tsv``, and ``source_id``, the id of which the label
+        was made (:func:`label_of`), into its ``source_id`` column; ``dataset``
+        (``Name``, ``Authors``) into a new dataset's ``dataset_description.json``.
         """
         root = Path(root)
         label = bids.check_label(participant)
@@ -139,7 +150,7 @@ class SessionRecorder:
             )
         if resume and not path.exists():
             raise InputError(f"{path}: no session of participant {label!r} to resume")
-        _start_dataset(root, label, details or {}, dataset or {})
+        _start_dataset(root, label, details or {}, dataset or {}, source_id)
         if resume:
             sidecar, recorded = _resume(path, session, order)
             sidecar["Resumed"] = [*sidecar.get("Resumed", []), {
@@ -275,6 +286,54 @@ def recorded_details(root: str | Path, label: str) -> dict[str, str]:
     return {c: rows.iloc[0][c] for c in table.columns if c in DETAILS}
 
 
+def label_of(root: str | Path, source_id: str) -> str:
+    """The label of the participant whose id is ``source_id`` in the dataset at ``root``.
+
+    ``source_id`` is the id as given (``sbir-study run --participant``): a
+    recruitment platform's id or the lab's own label. An id that
+    ``participants.tsv`` records (its ``source_id`` column) finds its label
+    again, so a resumed session continues under the label it began with. So
+    does an id that is itself a label of a session recorded before ids were
+    kept (no ``source_id`` recorded for it). Any other id gets its label by
+    :func:`~sbir_study.foundation.checks.participant_label`, with every label
+    in the dataset (``participants.tsv`` and the ``sub-`` folders) taken.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> _ = (root / "participants.tsv").write_text(
+    ...     "participant_id\\tsource_id\\nsub-R3kVq9xP2\\tR_3kVq9x-P.2\\nsub-07\\tn/a\\n")
+    >>> label_of(root, "R_3kVq9x-P.2"), label_of(root, "07"), label_of(root, "R_3kVq9x-P-2")
+    ('R3kVq9xP2', '07', 'R3kVq9xP2xadab487d')
+    """
+    if source_id == MISSING:
+        raise InputError(
+            f"participant id: {source_id!r} is how participants.tsv writes a missing value; "
+            "expected the participant's id"
+        )
+    root = Path(root)
+    table = _read_participants(root / "participants.tsv")
+    labels = {p.name.removeprefix("sub-") for p in root.glob("sub-*") if p.is_dir()}
+    sources: dict[str, str] = {}
+    unsourced = set(labels)
+    if table is not None:
+        given = table["source_id"] if "source_id" in table.columns else [MISSING] * len(table)
+        for participant_id, source in zip(table["participant_id"], given, strict=True):
+            label = participant_id.removeprefix("sub-")
+            labels.add(label)
+            if source in ("", MISSING):
+                unsourced.add(label)
+            else:
+                sources.setdefault(source, label)
+                unsourced.discard(label)
+    if source_id in sources:
+        return sources[source_id]
+    if source_id in unsourced and participant_label(source_id) == source_id:
+        return source_id
+    return participant_label(source_id, labels)
+
+
 def _read_participants(path: Path) -> pd.DataFrame | None:
     if not path.exists():
         return None
@@ -287,7 +346,8 @@ def _read_participants(path: Path) -> pd.DataFrame | None:
     return table
 
 
-def _start_dataset(root: Path, label: str, details: Mapping[str, str], dataset: Mapping) -> None:
+def _start_dataset(root: Path, label: str, details: Mapping[str, str], dataset: Mapping,
+                   source_id: str | None) -> None:  # fmt: skip
     """Create the dataset files that do not exist yet and add the participant."""
     root.mkdir(parents=True, exist_ok=True)
     if not (root / "dataset_description.json").exists():
@@ -311,11 +371,15 @@ def _start_dataset(root: Path, label: str, details: Mapping[str, str], dataset: 
         table = pd.DataFrame({"participant_id": pd.Series(dtype=str)})
     if f"sub-{label}" not in set(table["participant_id"]):
         row = {"participant_id": f"sub-{label}", **details}
+        if source_id is not None:
+            row["source_id"] = source_id
         table = pd.concat([table, pd.DataFrame([row], dtype=str)], ignore_index=True)
-        # Detail columns in a fixed order after participant_id, other columns as they were.
+        # The id as given beside the label, the details in a fixed order last, other columns
+        # as they were (rows of sessions recorded before ids were kept: source_id n/a).
+        first = ["participant_id", *(["source_id"] if "source_id" in table.columns else [])]
         known = [c for c in DETAILS if c in table.columns]
-        others = [c for c in table.columns if c != "participant_id" and c not in DETAILS]
-        table = table[["participant_id", *others, *known]]
+        others = [c for c in table.columns if c not in first and c not in DETAILS]
+        table = table[[*first, *others, *known]]
         text = table.fillna("n/a").to_csv(sep="\t", index=False, lineterminator="\n")
         _replace_atomically(participants, text)
     sidecar = root / "participants.json"
@@ -326,6 +390,7 @@ def _start_dataset(root: Path, label: str, details: Mapping[str, str], dataset: 
         except (OSError, ValueError) as error:
             raise InputError(f"{sidecar}: cannot be read as JSON ({error})") from None
     wanted = {"participant_id": {"Description": "Participant label (sub-<label>)."},
+              **({"source_id": SOURCE_ID_DESCRIPTION} if "source_id" in table.columns else {}),
               **details_description([c for c in DETAILS if c in table.columns])}  # fmt: skip
     missing = {k: v for k, v in wanted.items() if k not in described}
     if missing or not sidecar.exists():

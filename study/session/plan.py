@@ -1,6 +1,8 @@
 """Design: everything the session needs that no window does, checked before one opens.
 
-In this order: the ``--data`` folder, the participant label, an existing
+In this order: the ``--data`` folder, the participant's label (made of the id
+as given by :func:`sbir_study.study.recorder.label_of`: an id the dataset
+records finds its label again), an existing
 session (never overwritten; on resume, its recorded seed), the participant
 details given on the command line (on resume, they must agree with those
 recorded). Then the participant's seed is drawn (or read back) and the trial
@@ -27,7 +29,7 @@ from sbir_study.foundation.checks import InputError
 
 from ..participants import MISSING, check_details
 from ..protocol import Protocol
-from ..recorder import check_dataset_folder, recorded_details
+from ..recorder import check_dataset_folder, label_of, recorded_details
 from ..trials import build_trials, draw_seed
 from .simulated import simulated_answers
 
@@ -45,6 +47,7 @@ class SessionPlan:
     stimulus_set: StimulusSet
     data: str | Path  # the BIDS dataset folder
     label: str  # the participant's BIDS label
+    source_id: str  # the participant's id as given, of which the label is made
     path: Path  # the session's _beh.tsv
     resume: bool
     simulate: bool
@@ -74,7 +77,7 @@ def plan_session(
     from sbir_study.foundation import bids
 
     check_dataset_folder(data)
-    label = bids.check_label(participant)
+    label = label_of(data, participant)
     path = bids.beh_path(data, label, protocol.task)
     if resume:
         seed = _recorded_seed(path)
@@ -101,8 +104,8 @@ def plan_session(
             stacklevel=3,  # the caller of run_session
         )
     return SessionPlan(protocol=protocol, stimulus_set=stimulus_set, data=data, label=label,
-                       path=path, resume=resume, simulate=simulate, given=given, seed=seed,
-                       trials=trials, answers=answers)  # fmt: skip
+                       source_id=participant, path=path, resume=resume, simulate=simulate,
+                       given=given, seed=seed, trials=trials, answers=answers)  # fmt: skip
 
 
 def _recorded_seed(path: Path) -> int:

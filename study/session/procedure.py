@@ -92,11 +92,14 @@ def run_from_files(
     :class:`~sbir_study.foundation.checks.InputError` before any window opens.
     ``progress`` receives one line for the experimenter at each stage.
     """
-    from sbir_study.foundation.checks import check_participant
+    from sbir_study.foundation.checks import participant_label
 
     protocol = load_protocol(protocol_file)
     stimulus_set = stimulus_set_for(stimuli, protocol)
-    check_participant(participant, "--participant")
+    try:
+        participant_label(participant)  # an id no label can be made of, before --data
+    except InputError as error:
+        raise InputError(f"--participant: {str(error).removeprefix('participant id: ')}") from None
     if options.resume and options.seed is not None:
         raise InputError("--seed: a resumed session uses its recorded seed; drop --seed")
     return run_session(protocol, stimulus_set, participant, data, options,
@@ -115,7 +118,11 @@ def run_session(
 ) -> SessionOutcome:
     """Run (or resume) one participant's session; see the module docstring.
 
-    ``stimulus_set`` is a :class:`sbir_study.stimuli.StimulusSet` (checked).
+    ``participant`` is the participant's id as given (a recruitment platform's
+    id or the lab's own label); the session is recorded under the label
+    :func:`sbir_study.study.recorder.label_of` makes of it, and the id goes
+    into ``participants.tsv`` (``source_id``). ``stimulus_set`` is a
+    :class:`sbir_study.stimuli.StimulusSet` (checked).
     ``progress`` receives one line for the experimenter at each stage.
     Returns a :class:`SessionOutcome`; bad input raises
     :class:`~sbir_study.foundation.checks.InputError`.

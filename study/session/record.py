@@ -48,7 +48,8 @@ def open_record(plan: SessionPlan, timing: DisplayTiming, *, realtime: bool,
     dataset = {"Name": protocol.dataset.name, "Authors": list(protocol.dataset.authors)}
     return SessionRecorder.open(plan.data, plan.label, task=protocol.task, session=session,
                                 trial_order=list(order), resume=plan.resume,
-                                details={**plan.given, **details}, dataset=dataset)  # fmt: skip
+                                details={**plan.given, **details}, dataset=dataset,
+                                source_id=plan.source_id)  # fmt: skip
 
 
 def finish_record(recorder: SessionRecorder, loop: TrialLoop, status: str) -> None:

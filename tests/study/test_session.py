@@ -70,8 +70,8 @@ def assert_valid_bids(root: Path) -> list[str]:
     return [w["key"] for w in report["issues"]["warnings"]]
 
 
-def read_trials(data: Path) -> pd.DataFrame:
-    return pd.read_csv(beh_file(data, TASK), sep="\t", dtype={"participant": str})
+def read_trials(data: Path, label: str = "01") -> pd.DataFrame:
+    return pd.read_csv(beh_file(data, TASK, label), sep="\t", dtype={"participant": str})
 
 
 def begin(session, keys: Keyboard) -> float:
@@ -328,21 +328,27 @@ def test_sigkill_mid_block_then_resume(display, tmp_path):
                            seed=2)  # fmt: skip
     protocol = protocol_file(tmp_path, 0.3, 0.15, anchoring=True)
     data = tmp_path / "data"
-    session = start_session(display, protocol, stimuli, data, "--simulate")
-    tsv = beh_file(data, TASK)
+    # An id as a platform sends it (Qualtrics): recorded under its label, found again on resume.
+    source_id, label = "R_0-1 b", "R01b"
+    session = start_session(display, protocol, stimuli, data, "--simulate", participant=source_id)
+    tsv = beh_file(data, TASK, label)
     wait_for(lambda: tsv.exists() and len(tsv.read_text().splitlines()) > 12, what="12 trials")
     session.kill()
-    before = read_trials(data)
+    before = read_trials(data, label)
     assert len(before) >= 12
     # Refused without --resume: nothing is overwritten.
-    again = start_session(display, protocol, stimuli, data, "--simulate")
+    again = start_session(display, protocol, stimuli, data, "--simulate", participant=source_id)
     status, _, err = again.finish(timeout=60)
     assert status == 2 and "never overwritten" in err
-    resumed = start_session(display, protocol, stimuli, data, "--simulate", "--resume")
+    resumed = start_session(display, protocol, stimuli, data, "--simulate", "--resume",
+                            participant=source_id)  # fmt: skip
     status, _, err = resumed.finish(timeout=120)
     assert status == 0, err
-    after = read_trials(data)
-    sidecar = json.loads(beh_file(data, TASK).with_suffix(".json").read_text())
+    after = read_trials(data, label)
+    assert set(after["participant"]) == {label}
+    people = (data / "participants.tsv").read_text()
+    assert people == f"participant_id\tsource_id\nsub-{label}\t{source_id}\n"
+    sidecar = json.loads(tsv.with_suffix(".json").read_text())
     planned = len(sidecar["TrialOrder"])
     assert after["trial"].tolist() == list(range(1, planned + 1))
     # Each pair exactly once per phase, and the ratings recorded before the crash unchanged.

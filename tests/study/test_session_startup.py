@@ -82,8 +82,9 @@ def recorded_session(data):
         ("stimuli", ["nowhere: no such folder; expected a stimulus set"]),
         ("data-is-a-file", ["data: exists and is a file; expected a BIDS dataset folder"]),
         ("data-of-someone", ["holds files but no dataset_description.json"]),
-        ("label", ["--participant: expected a BIDS label of letters and digits only, got '0 1'"]),
+        ("label", ["--participant: expected no control characters, got '0\\t1'"]),
         ("existing", ["already recorded; it is never overwritten"]),
+        ("existing-id", ["participant '01' is already recorded; it is never overwritten"]),
         ("resume-nothing", ["no session to resume"]),
         ("resume-seed", ["--seed: a resumed session uses its recorded seed"]),
         ("age", ["--age: expected whole years from 1 to 120 or n/a, got 'thirty'"]),
@@ -106,7 +107,7 @@ def test_every_check_that_needs_no_window_comes_first(case, fragments, protocol,
     flags = []
     if case == "protocol":
         protocol.write_text(protocol.read_text() + "[timing]\nstimulus_s = inf\n")
-        arguments["--participant"] = "0 1"  # reported later, if at all
+        arguments["--participant"] = "0\t1"  # reported later, if at all
     elif case == "stimuli":
         arguments["--stimuli"] = tmp_path / "nowhere"
     elif case == "data-is-a-file":
@@ -115,9 +116,13 @@ def test_every_check_that_needs_no_window_comes_first(case, fragments, protocol,
         data.mkdir()
         (data / "results.xlsx").write_bytes(b"precious")
     elif case == "label":
-        arguments["--participant"] = "0 1"
+        arguments["--participant"] = "0\t1"
     elif case == "existing":
         recorded_session(data)
+    elif case == "existing-id":  # the id participants.tsv records for sub-01
+        recorded_session(data)
+        (data / "participants.tsv").write_text("participant_id\tsource_id\nsub-01\tR_0-1\n")
+        arguments["--participant"] = "R_0-1"
     elif case == "resume-nothing":
         flags.append("--resume")
     elif case == "resume-seed":
