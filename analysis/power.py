@@ -20,7 +20,9 @@ result does not depend on ``jobs`` or on the other replications.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -41,6 +43,21 @@ from .simulate import RaterModel, StudyDesign, main_block_ratings
 __all__ = ["PowerOptions", "format_power", "power_analysis", "summarize_power", "write_power"]
 
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@contextmanager
+def _single_threaded_workers(jobs: int) -> Iterator[ProcessPoolExecutor]:
+    """A pool of ``jobs`` fresh processes whose BLAS uses one thread each.
+
+    The workers are the parallelism; threaded BLAS in each would oversubscribe the
+    cores. A pool starts its workers when work is handed out, not when it is made, so
+    the variables stay set until the pool is done.
+    """
+    with (
+        environment_variables(dict.fromkeys(_THREAD_VARIABLES, "1")),
+        ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool,
+    ):
+        yield pool
 
 
 @dataclass(frozen=True)
@@ -82,11 +99,7 @@ def power_analysis(options: PowerOptions = PowerOptions(), *, jobs: int = 1,
     report = counter("replications", show=progress)
     rows: list[tuple] = []
     if jobs > 1:
-        # Fresh workers whose BLAS uses one thread each: the workers are the
-        # parallelism, and threaded BLAS in each would oversubscribe the cores.
-        with environment_variables(dict.fromkeys(_THREAD_VARIABLES, "1")):
-            pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"))
-        with pool:
+        with _single_threaded_workers(jobs) as pool:
             for done, result in enumerate(pool.map(_replication, tasks, chunksize=4), 1):
                 rows.extend(result)
                 report(done, len(tasks))

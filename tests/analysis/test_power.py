@@ -1,6 +1,8 @@
 """Power by simulation: reproducible whatever the jobs; closer ground truth with more
 participants."""
 
+import os
+
 import numpy as np
 import pandas as pd
 
@@ -28,3 +30,13 @@ def test_more_participants_give_a_closer_ground_truth():
     assert summary.loc[12, "inter_user_wilson_width"] < summary.loc[3, "inter_user_wilson_width"]
     assert summary["w_significant_share"].between(0, 1).all()
     assert np.all(summary["inter_user_share_p025"] <= summary["inter_user_share_p975"])
+
+
+def test_workers_use_one_blas_thread_each():
+    # The workers start when work is handed out; each must see the variables that
+    # keep its BLAS to one thread, or two workers of threaded BLAS oversubscribe.
+    from sbir_study.analysis.power import _THREAD_VARIABLES, _single_threaded_workers
+
+    with _single_threaded_workers(2) as pool:
+        seen = list(pool.map(os.getenv, _THREAD_VARIABLES))
+    assert seen == ["1"] * len(_THREAD_VARIABLES)
