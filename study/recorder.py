@@ -407,7 +407,10 @@ def _resume(path: Path, session: Mapping, order: list) -> tuple[dict, int]:
         given = json.loads(json.dumps(session.get(key)))  # as JSON keeps it: tuples are lists
         # Settings added to the protocol after the session was recorded took their defaults.
         default = _protocol_defaults() if key == "Protocol" else _ABSENT
-        where, recorded, now = _difference(sidecar.get(key), given, key, default)
+        before = sidecar.get(key)
+        if key == "Protocol":
+            before = _as_written_from_settings(before, given)
+        where, recorded, now = _difference(before, given, key, default)
         if where is not None:
             raise InputError(
                 f"{sidecar_path}: {where}: the session was recorded with another {what}; resume "
@@ -431,6 +434,46 @@ def _resume(path: Path, session: Mapping, order: list) -> tuple[dict, int]:
     if recorded > len(order):
         raise InputError(f"{path}: {recorded} trials recorded, more than the {len(order)} planned")
     return sidecar, recorded
+
+
+#: The instruction texts every protocol that left them out showed before they were written
+#: from the protocol's settings. A session recorded with one of them, resumed with the
+#: text left out (``None``: written from the settings), resumes: the text was the default
+#: then and is the default now, though its words changed.
+_EARLIER_DEFAULT_INSTRUCTIONS = {
+    "anchoring": "You will first see example pairs of a sketch and an image, each with the "
+    "rating it deserves, from 1 (best match) to 7 (worst match).\n\nPress space to begin.",
+    "main": "Now rate each pair yourself: how well does the image match the sketch?\n\n"
+    "Press a number key from 1 (best match) to 7 (worst match) while the pair is shown or "
+    "during the black screen after it. You may change your rating until the next pair "
+    "appears.\n\nPress P to pause at any time. Press space to begin.",
+    "pause": "Paused. Press space to continue.",
+    "end": "Thank you! The session is complete.\n\nPress space to close.",
+}
+
+
+def _as_written_from_settings(recorded, given):
+    """``recorded`` with each earlier default instruction text that ``given`` leaves out
+    (``None``) read as left out too.
+
+    Examples
+    --------
+    >>> old = {"instructions": {"pause": "Paused. Press space to continue.", "end": "Bye"}}
+    >>> _as_written_from_settings(old, {"instructions": {"pause": None, "end": None}})
+    {'instructions': {'pause': None, 'end': 'Bye'}}
+    """
+    if not isinstance(recorded, dict) or not isinstance(given, dict):
+        return recorded
+    texts, wanted = recorded.get("instructions"), given.get("instructions")
+    if not isinstance(texts, dict) or not isinstance(wanted, dict):
+        return recorded
+    kept = {
+        name: None
+        if wanted.get(name, "") is None and text == _EARLIER_DEFAULT_INSTRUCTIONS.get(name)
+        else text
+        for name, text in texts.items()
+    }
+    return {**recorded, "instructions": kept}
 
 
 def _protocol_defaults() -> dict:

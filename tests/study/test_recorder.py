@@ -106,6 +106,41 @@ def test_a_session_recorded_before_a_protocol_setting_existed_resumes_at_its_def
         _open(tmp_path, resume=True, session={**SESSION, "Protocol": moved})
 
 
+def test_a_session_recorded_with_the_earlier_default_instructions_resumes(tmp_path):
+    # Recorded before instruction texts left out of a protocol were written from its
+    # settings: the sidecar holds the default texts of then, the protocol now leaves them
+    # out (None). Still the default: the participant's session resumes.
+    from sbir_study.study.protocol import Protocol, protocol_dict
+
+    now = json.loads(json.dumps(protocol_dict(Protocol())))
+    assert all(text is None for text in now["instructions"].values())
+    earlier = {  # the defaults of study/protocol.py before the change, as released
+        "anchoring": "You will first see example pairs of a sketch and an image, each with "
+        "the rating it deserves, from 1 (best match) to 7 (worst match).\n\nPress space to "
+        "begin.",
+        "main": "Now rate each pair yourself: how well does the image match the sketch?\n\n"
+        "Press a number key from 1 (best match) to 7 (worst match) while the pair is shown "
+        "or during the black screen after it. You may change your rating until the next "
+        "pair appears.\n\nPress P to pause at any time. Press space to begin.",
+        "pause": "Paused. Press space to continue.",
+        "end": "Thank you! The session is complete.\n\nPress space to close.",
+    }
+    old = {**now, "instructions": earlier}
+    old.pop("texts", None)
+    recorder = _open(tmp_path, session={**SESSION, "Protocol": old})
+    recorder.append(_row(1, "s1", "i1"))
+    recorder.finish("incomplete")
+    assert _open(tmp_path, resume=True, session={**SESSION, "Protocol": now}).recorded == 1
+    # A text of the lab's own is not a default: leaving it out now is another protocol.
+    own = {**old, "instructions": {**earlier, "end": "Danke!"}}
+    other = tmp_path / "other"
+    recorder = _open(other, session={**SESSION, "Protocol": own})
+    recorder.append(_row(1, "s1", "i1"))
+    recorder.finish("incomplete")
+    with pytest.raises(InputError, match=r"Protocol.instructions.end: .*another protocol"):
+        _open(other, resume=True, session={**SESSION, "Protocol": now})
+
+
 def test_a_cut_line_is_kept_aside_and_the_whole_lines_are_resumed(tmp_path):
     recorder = _open(tmp_path)
     for trial, _, sketch, image in ORDER[:4]:
