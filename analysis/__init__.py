@@ -21,6 +21,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "distribution",
         "figures",
         "limits",
+        "orientation",
         "pipeline",
         "power",
         "ratings",
@@ -61,6 +62,10 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "distribution": [
             "binned_medians",
             "rating_distribution",
+        ],
+        "orientation": [
+            "in_paper_orientation",
+            "ratings_scale",
         ],
         "pipeline": [
             "AnalysisOptions",

@@ -23,10 +23,11 @@ import pandas as pd
 from scipy import special
 
 from sbir_study.foundation.checks import InputError, check_option, check_whole_number, float_array
-from sbir_study.foundation.paper import SCALE
+from sbir_study.foundation.scale import Scale
 
 from . import _kernels
 from .limits import PERMUTATION_RATERS_LIMIT
+from .orientation import ratings_scale
 from .ratings import RatingCube, main_phase_cube
 
 __all__ = [
@@ -339,7 +340,7 @@ def krippendorff_alpha(
         float dtype. A unit rated by fewer than two raters is not pairable and
         does not count.
     level : {"ordinal", "interval", "nominal", "ratio"}
-        The metric: ``"ordinal"`` for the 7-point scale read as ranks,
+        The metric: ``"ordinal"`` for the rating scale read as ranks,
         ``"interval"`` for it read as equally spaced numbers.
     n_resamples : int
         Bootstrap resamples of the interval (0: no interval).
@@ -445,7 +446,7 @@ def skillings_mack(ratings, *, permutations: int = 0, seed: int = 0) -> Skilling
     rank(Sigma) degrees of freedom. Without missing ratings and without ties
     it is Friedman's statistic. Sigma is the covariance without ties, as in
     the published test and its R implementations: with the many ties of a
-    7-point scale the chi-square p-value is conservative. The permutation
+    rating scale (7 points in the paper) the chi-square p-value is conservative. The permutation
     p-value is not: it shuffles each rater's ranks among the items that
     rater rated (keeping the missing pattern and the ties), and is
     (1 + #{SM* >= SM}) / (1 + permutations), a valid p-value for any number
@@ -642,6 +643,7 @@ def agreement_by_sketch(
     seed: int = 0,
     confidence_level: float = 0.95,
     cube: RatingCube | None = None,
+    scale: Scale | None = None,
 ) -> pd.DataFrame:
     """Kendall's W, Krippendorff's alpha and the Skillings-Mack test for every sketch.
 
@@ -662,6 +664,9 @@ def agreement_by_sketch(
         Confidence level of each alpha's interval.
     cube : RatingCube, optional
         See :func:`~sbir_study.analysis.ratings.main_phase_cube`.
+    scale : Scale, optional
+        The ratings' scale (default: :func:`~sbir_study.analysis.orientation.ratings_scale`
+        of ``ratings``): its points are the values alpha's metric is over.
 
     Returns
     -------
@@ -699,7 +704,7 @@ def agreement_by_sketch(
     _check_resampling(n_resamples, confidence_level)
     if not (isinstance(permutations, int | np.integer) and permutations >= 0):
         raise InputError(f"permutations: expected a whole number >= 0, got {permutations!r}")
-    domain = np.arange(SCALE[0], SCALE[1] + 1, dtype=np.float64)
+    domain = np.array((scale or ratings_scale(ratings)).points, dtype=np.float64)
     rows = []
     for index, sketch_id, _, matrix in _sketch_matrices(ratings, cube):
         # One stream per sketch: a sketch's intervals do not depend on the others.
@@ -725,13 +730,15 @@ def krippendorff_alpha_overall(
     n_resamples: int = 1000,
     confidence_level: float = 0.95,
     seed: int = 0,
+    scale: Scale | None = None,
 ) -> KrippendorffAlphaResult:
     """Krippendorff's alpha of a whole study: every sketch/image pair of the main phase a unit.
 
     Computed from each pair's count of every rating (no participants x
     pairs matrix is built, so it costs the same for 28 participants as for 10,000);
     the interval is a percentile bootstrap over the pairs (see
-    :func:`krippendorff_alpha`).
+    :func:`krippendorff_alpha`). The values are the points of ``scale`` (default:
+    :func:`~sbir_study.analysis.orientation.ratings_scale` of ``ratings``).
 
     Examples
     --------
@@ -755,8 +762,9 @@ def krippendorff_alpha_overall(
     image, images = pd.factorize(ratings["image_id"][used])
     participant, _ = pd.factorize(ratings["participant"][used])
     pair_code, pairs = pd.factorize(sketch.astype(np.int64) * max(len(images), 1) + image)
-    domain = np.arange(SCALE[0], SCALE[1] + 1, dtype=np.float64)
-    value = rating[used].astype(np.int64) - SCALE[0]
+    scale = scale or ratings_scale(ratings)
+    domain = np.array(scale.points, dtype=np.float64)
+    value = rating[used].astype(np.int64) - scale.low
     cells = np.bincount(pair_code * domain.size + value, minlength=len(pairs) * domain.size)
     counts = cells.reshape(len(pairs), domain.size)
     pairable = counts.sum(axis=1) >= 2

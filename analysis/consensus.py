@@ -16,8 +16,10 @@ import numpy as np
 import pandas as pd
 
 from sbir_study.foundation.checks import bad_ids, check_id, check_option
+from sbir_study.foundation.scale import PAPER_SCALE, Scale
 
 from . import _kernels
+from .orientation import ratings_scale
 from .ratings import RatingCube, main_phase_cube, rating_cube
 
 __all__ = [
@@ -29,9 +31,10 @@ __all__ = [
     "write_qrels",
 ]
 
-#: Binary relevance: an image is relevant to its sketch when its mean rating is below this,
-#: the middle of the 7-point scale. Equivalent to a qrels grade of at least 4.
-RELEVANT_BELOW = 3.5
+#: Binary relevance on the paper's scale: an image is relevant to its sketch when its mean
+#: rating is below this, the middle of the 7-point scale. Equivalent to a qrels grade of at
+#: least 4. Another scale's cut is its :attr:`~sbir_study.foundation.scale.Scale.relevant_below`.
+RELEVANT_BELOW = PAPER_SCALE.relevant_below
 
 
 def consensus_ground_truth(ratings: pd.DataFrame) -> pd.DataFrame:
@@ -50,7 +53,10 @@ def consensus_ground_truth(ratings: pd.DataFrame) -> pd.DataFrame:
         n_ratings, rank``, sorted by sketch then rank. ``rank`` 1 is the best
         match (lowest mean rating); ties share their average rank. ``sd_rating``
         is the sample standard deviation (ddof = 1). A pair nobody rated has
-        ``n_ratings`` 0 and no rank.
+        ``n_ratings`` 0 and no rank. The ratings are read as they are: on a
+        scale whose high end is best, turn them first
+        (:func:`~sbir_study.analysis.orientation.in_paper_orientation`). The table
+        carries the ratings' scale in ``attrs["scale"]``, for :func:`write_qrels`.
 
     References
     ----------
@@ -78,18 +84,25 @@ def consensus_ground_truth(ratings: pd.DataFrame) -> pd.DataFrame:
         }
     ).reset_index()
     table["rank"] = table.groupby("sketch_id")["mean_rating"].rank(method="average")
-    return table.sort_values(["sketch_id", "rank"], na_position="last", kind="stable").reset_index(
-        drop=True
-    )
+    table = table.sort_values(["sketch_id", "rank"], na_position="last", kind="stable")
+    table = table.reset_index(drop=True)
+    table.attrs["scale"] = ratings_scale(ratings)
+    return table
 
 
-def write_qrels(ground_truth: pd.DataFrame, path: str | Path) -> None:
+def write_qrels(
+    ground_truth: pd.DataFrame, path: str | Path, *, scale: Scale | None = None
+) -> None:
     """Write the ground truth as TREC qrels: ``sketch_id 0 image_id grade``.
 
-    grade = 7 - round(mean_rating), so 6 is the best match and 0 the worst;
-    a mean halfway between two ratings rounds to the worse one (3.5 -> 4), a
-    conservative grade. Pairs nobody rated are left out. Every id is checked
-    first (:func:`~sbir_study.foundation.checks.check_id`); nothing is written if one is bad.
+    grade = high - round(mean_rating) on a scale low..high in the paper's
+    orientation (:meth:`~sbir_study.foundation.scale.Scale.grade`), so k - 1 is
+    the best match and 0 the worst: 7 - round(mean_rating) on the paper's scale,
+    6 to 0. A mean halfway between two ratings rounds to the worse one
+    (3.5 -> 4), a conservative grade. ``scale`` defaults to the one
+    ``ground_truth.attrs`` carries (:func:`consensus_ground_truth` sets it), else
+    the paper's. Pairs nobody rated are left out. Every id is checked first
+    (:func:`~sbir_study.foundation.checks.check_id`); nothing is written if one is bad.
     """
     rated = ground_truth.dropna(subset=["mean_rating"])
     for column in ("sketch_id", "image_id"):
@@ -97,7 +110,7 @@ def write_qrels(ground_truth: pd.DataFrame, path: str | Path) -> None:
         bad = bad_ids(rated[column].astype(str))
         if bad.any():
             check_id(rated[column].astype(str).to_numpy()[bad][0], f"{path}: {column}")
-    grade = 7 - np.floor(rated["mean_rating"].to_numpy() + 0.5).astype(int)
+    grade = (scale or ratings_scale(ground_truth)).grade(rated["mean_rating"].to_numpy())
     lines = [
         f"{sketch} 0 {image} {g}\n"
         for sketch, image, g in zip(rated["sketch_id"], rated["image_id"], grade, strict=True)
@@ -106,15 +119,24 @@ def write_qrels(ground_truth: pd.DataFrame, path: str | Path) -> None:
 
 
 def write_binary_qrels(
-    ground_truth: pd.DataFrame, path: str | Path, *, relevant_below: float = RELEVANT_BELOW
+    ground_truth: pd.DataFrame,
+    path: str | Path,
+    *,
+    relevant_below: float | None = None,
+    scale: Scale | None = None,
 ) -> None:
     """Write binary TREC qrels: ``sketch_id 0 image_id 1`` for a relevant image, else 0.
 
-    Relevant: mean rating below ``relevant_below`` (3.5: the middle of the
-    scale), the judgement ``sbir-study evaluate`` uses for P@k, AP, R-precision
-    and SHREC's measures. trec_eval, ranx and ir_measures count relevance >= 1
-    as relevant, so given this file they compute those measures as ``evaluate``
-    does. Pairs nobody rated are left out.
+    Relevant: mean rating (in the paper's orientation) below ``relevant_below``,
+    by default the middle of the scale,
+    :attr:`~sbir_study.foundation.scale.Scale.relevant_below` of ``scale`` (default:
+    the one ``ground_truth.attrs`` carries, else the paper's): a mean that rounds
+    to a point of the better half of the scale is relevant, one that rounds to the
+    middle point of an odd scale is not; 3.5 on the paper's 1..7, 2.5 on 1..5 and
+    on 1..4, 1.5 on 1..2. This is the judgement ``sbir-study evaluate`` uses for
+    P@k, AP, R-precision and SHREC's measures. trec_eval, ranx and ir_measures
+    count relevance >= 1 as relevant, so given this file they compute those
+    measures as ``evaluate`` does. Pairs nobody rated are left out.
 
     Examples
     --------
@@ -128,6 +150,8 @@ def write_binary_qrels(
     s 0 b 0
     s 0 c 0
     """
+    if relevant_below is None:
+        relevant_below = (scale or ratings_scale(ground_truth)).relevant_below
     rated = ground_truth.dropna(subset=["mean_rating"])
     relevant = (rated["mean_rating"].to_numpy(dtype=np.float64) < relevant_below).astype(int)
     lines = [

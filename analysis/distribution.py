@@ -7,20 +7,22 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from sbir_study.foundation.paper import SCALE
+from sbir_study.foundation.scale import Scale
 
+from .orientation import ratings_scale
 from .ratings import PHASES, RatingCube, main_phase_cube
 
 __all__ = ["binned_medians", "box_summary", "rating_distribution"]
 
-_LEVELS = np.arange(SCALE[0], SCALE[1] + 1)
 
-
-def binned_medians(ratings: pd.DataFrame, *, cube: RatingCube | None = None) -> pd.DataFrame:
+def binned_medians(
+    ratings: pd.DataFrame, *, cube: RatingCube | None = None, scale: Scale | None = None
+) -> pd.DataFrame:
     """Ratings grouped by the median rating of their pair (Eq. 3 of the paper).
 
     For each pair i, m_i is the median of its ratings over the participants;
-    bin k holds every rating r_ij with k <= m_i < k + 1, k = 1..7.
+    bin k holds every rating r_ij with k <= m_i < k + 1, one bin per point k of
+    the scale (k = 1..7 on the paper's).
 
     Parameters
     ----------
@@ -29,13 +31,18 @@ def binned_medians(ratings: pd.DataFrame, *, cube: RatingCube | None = None) -> 
         are left out.
     cube : RatingCube, optional
         See :func:`~sbir_study.analysis.ratings.main_phase_cube`.
+    scale : Scale, optional
+        The ratings' scale (default: :func:`~sbir_study.analysis.orientation.ratings_scale`
+        of ``ratings``); its points are the bins. The ratings are read as they
+        are: in the paper's orientation after
+        :func:`~sbir_study.analysis.orientation.in_paper_orientation`.
 
     Returns
     -------
     DataFrame
         One row per bin: ``bin, n_ratings, mean, sd`` (sample standard
         deviation, ddof = 1) and the histogram of the ratings in the bin,
-        ``n_rating_1`` .. ``n_rating_7``.
+        ``n_rating_1`` .. ``n_rating_7`` (one column per point of the scale).
 
     References
     ----------
@@ -52,6 +59,7 @@ def binned_medians(ratings: pd.DataFrame, *, cube: RatingCube | None = None) -> 
     0    1          0       NaN           0           0
     1    2          3  1.666667           1           2
     """
+    levels = np.array((scale or ratings_scale(ratings)).points)
     cube = main_phase_cube(ratings, cube)
     rows = []
     if cube is None or cube.values.size == 0:
@@ -63,10 +71,10 @@ def binned_medians(ratings: pd.DataFrame, *, cube: RatingCube | None = None) -> 
             # nanmedian warns for pairs nobody rated; they get no bin.
             warnings.simplefilter("ignore", RuntimeWarning)
             bins = np.floor(np.nanmedian(values, axis=1))
-    for k in _LEVELS:
+    for k in levels:
         in_bin = np.broadcast_to((bins == k)[:, None, :], values.shape)
         members = values[in_bin & ~np.isnan(values)]
-        counts = np.array([(members == level).sum() for level in _LEVELS])
+        counts = np.array([(members == level).sum() for level in levels])
         rows.append(
             (
                 int(k),
@@ -77,12 +85,20 @@ def binned_medians(ratings: pd.DataFrame, *, cube: RatingCube | None = None) -> 
             )
         )
     return pd.DataFrame(
-        rows, columns=["bin", "n_ratings", "mean", "sd", *(f"n_rating_{k}" for k in _LEVELS)]
+        rows, columns=["bin", "n_ratings", "mean", "sd", *(f"n_rating_{k}" for k in levels)]
     )
 
 
-def rating_distribution(ratings: pd.DataFrame) -> pd.DataFrame:
+def rating_distribution(ratings: pd.DataFrame, *, scale: Scale | None = None) -> pd.DataFrame:
     """Counts and shares of each rating per phase, against the uniform share.
+
+    Parameters
+    ----------
+    ratings : DataFrame
+        A validated ratings table.
+    scale : Scale, optional
+        The ratings' scale (default: :func:`~sbir_study.analysis.orientation.ratings_scale`
+        of ``ratings``): one row per point of it.
 
     Returns
     -------
@@ -90,18 +106,20 @@ def rating_distribution(ratings: pd.DataFrame) -> pd.DataFrame:
         ``phase, rating, count, share, uniform_share``: one row per phase
         present and scale point; ``share`` is among the given ratings of the
         phase (missing responses excluded; their count is in
-        ``n_missing`` of the same phase), ``uniform_share`` is 1/7.
+        ``n_missing`` of the same phase), ``uniform_share`` is 1/k on a
+        k-point scale (1/7 on the paper's).
 
     References
     ----------
     Eitz et al. (2011), Sec. 2.2 and Fig. 7: the pilot's ratings were far from
     uniform, the final study's close to it.
     """
+    levels = np.array((scale or ratings_scale(ratings)).points)
     rows = []
     for phase in [p for p in PHASES if (ratings["phase"] == p).any()]:
         rating = ratings.loc[ratings["phase"] == phase, "rating"]
         given = rating.dropna().astype(int)
-        counts = given.value_counts().reindex(_LEVELS, fill_value=0)
+        counts = given.value_counts().reindex(levels, fill_value=0)
         for level, count in counts.items():
             rows.append(
                 (
@@ -109,7 +127,7 @@ def rating_distribution(ratings: pd.DataFrame) -> pd.DataFrame:
                     int(level),
                     int(count),
                     count / len(given) if len(given) else np.nan,
-                    1.0 / len(_LEVELS),
+                    1.0 / len(levels),
                     int(rating.isna().sum()),
                 )
             )

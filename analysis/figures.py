@@ -27,7 +27,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from sbir_study.foundation.checks import check_option
-from sbir_study.foundation.paper import SCALE
+from sbir_study.foundation.scale import PAPER_SCALE, Scale
 
 __all__ = [
     "FIGURES",
@@ -53,7 +53,6 @@ FIGURES = (
     "fig8_bins",
 )
 
-_LEVELS = np.arange(SCALE[0], SCALE[1] + 1)
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 _DPI = 150
 #: Up to this many participants, Figs. 4 and 6 draw each participant at a labelled
@@ -320,22 +319,42 @@ def plot_vs_consensus(
     return ax
 
 
-def plot_distribution(distributions: Mapping[str, pd.DataFrame], *, ax: Axes) -> Axes:
+def _rating_axis_label(scale: Scale = PAPER_SCALE) -> str:
+    """What the rating axis of Figs. 7 and 8 shows: the scale in the paper's orientation.
+
+    Examples
+    --------
+    >>> _rating_axis_label()
+    'rating (1 = best match, 7 = worst)'
+    >>> _rating_axis_label(Scale(1, 5, "high"))
+    'rating (1 = best match, 5 = worst; recorded r shown as 6 - r)'
+    """
+    label = f"rating ({scale.low} = best match, {scale.high} = worst"
+    if scale.best == "high":
+        label += f"; recorded r shown as {scale.low + scale.high} - r"
+    return label + ")"
+
+
+def plot_distribution(
+    distributions: Mapping[str, pd.DataFrame], *, ax: Axes, scale: Scale = PAPER_SCALE
+) -> Axes:
     """Fig. 7: share of ratings at each scale point per dataset, against the uniform share.
 
     ``distributions`` maps a label (e.g. ``"pilot"``, ``"final"``) to a
-    :func:`sbir_study.analysis.rating_distribution` table; the main phase is drawn.
+    :func:`sbir_study.analysis.rating_distribution` table; the main phase is drawn,
+    one bar per point of ``scale`` (in the paper's orientation: the low end best).
     """
+    levels = np.array(scale.points)
     width = 0.8 / max(len(distributions), 1)
     for k, (label, table) in enumerate(distributions.items()):
         main = table[table["phase"] == "main"].set_index("rating")["share"]
-        shares = main.reindex(_LEVELS).to_numpy(dtype=float)
+        shares = main.reindex(levels).to_numpy(dtype=float)
         offset = (k - (len(distributions) - 1) / 2) * width
-        ax.bar(_LEVELS + offset, shares, width=width, label=label, color=f"C{k}")
-    ax.axhline(1.0 / len(_LEVELS), color="black", linestyle="--", linewidth=1,
-               label=f"uniform (1/{len(_LEVELS)})")  # fmt: skip
-    ax.set_xticks(_LEVELS)
-    ax.set_xlabel("rating (1 = best match, 7 = worst)")
+        ax.bar(levels + offset, shares, width=width, label=label, color=f"C{k}")
+    ax.axhline(1.0 / len(levels), color="black", linestyle="--", linewidth=1,
+               label=f"uniform (1/{len(levels)})")  # fmt: skip
+    ax.set_xticks(levels)
+    ax.set_xlabel(_rating_axis_label(scale))
     ax.set_ylabel("share of ratings")
     ax.set_ylim(0, ax.get_ylim()[1] * 1.2)  # headroom for the legend
     ax.legend(loc="upper center", ncol=len(distributions) + 1, fontsize="small")
@@ -343,31 +362,35 @@ def plot_distribution(distributions: Mapping[str, pd.DataFrame], *, ax: Axes) ->
     return ax
 
 
-def plot_bins(bins: pd.DataFrame, *, axes: Sequence[Axes]) -> Sequence[Axes]:
+def plot_bins(
+    bins: pd.DataFrame, *, axes: Sequence[Axes], scale: Scale = PAPER_SCALE
+) -> Sequence[Axes]:
     """Fig. 8: ratings grouped by their pair's median rating (bins B_k of Eq. 3).
 
     Left: mean and standard deviation of the ratings in each bin (the sd
-    written above each bar); right: the number of ratings in each bin.
+    written above each bar); right: the number of ratings in each bin. One
+    bin per point of ``scale``, in the paper's orientation (the low end best).
     """
+    levels = np.array(scale.points)
     left, right = axes
     k = bins["bin"].to_numpy()
     mean, sd = bins["mean"].to_numpy(float), bins["sd"].to_numpy(float)
     left.errorbar(k, mean, yerr=sd, fmt="o", color="C0", ecolor="C0", capsize=4,
                   label="mean ± sd")  # fmt: skip
-    left.plot([SCALE[0], SCALE[1]], [SCALE[0], SCALE[1]], color="0.7", linewidth=0.8,
+    left.plot([scale.low, scale.high], [scale.low, scale.high], color="0.7", linewidth=0.8,
               zorder=0, label="rating = bin")  # fmt: skip
     for x, m, s in zip(k, mean, sd, strict=True):
         if np.isfinite(s):
             left.annotate(f"σ={s:.2f}", (x, m + s), textcoords="offset points", xytext=(0, 4),
                           ha="center", fontsize="x-small")  # fmt: skip
-    left.set_xticks(_LEVELS)
-    left.set_ylim(0, SCALE[1] + 1.2)
+    left.set_xticks(levels)
+    left.set_ylim(0, scale.high + 1.2)
     left.set_xlabel("bin k (k ≤ median rating of the pair < k + 1)")
-    left.set_ylabel("rating")
+    left.set_ylabel(_rating_axis_label(scale) if scale.best == "high" else "rating")
     left.legend(loc="upper left", fontsize="small")
     left.set_title("Mean and standard deviation per bin")
     right.bar(k, bins["n_ratings"].to_numpy(), color="C0")
-    right.set_xticks(_LEVELS)
+    right.set_xticks(levels)
     right.set_xlabel("bin k")
     right.set_ylabel("number of ratings")
     right.set_title("Ratings per bin")
@@ -465,8 +488,12 @@ def write_figures(
     extremes: pd.DataFrame | None = None,
     sketch_images: Mapping[str, Path] | None = None,
     participant_view: str = "auto",
+    scale: Scale = PAPER_SCALE,
 ) -> dict[str, Path]:
     """Draw Figs. 4-8 (and Fig. 9 when sketch images are given) as ``.png`` and ``.pdf``.
+
+    Figs. 7 and 8 have one bar or bin per point of ``scale``, the ratings in the
+    paper's orientation (:func:`~sbir_study.analysis.orientation.in_paper_orientation`).
 
     ``participant_view`` is the ``view`` of Figs. 4 and 6 (:func:`plot_anchoring`):
     ``"auto"`` draws each participant up to :data:`PARTICIPANT_VIEW_LIMIT`, the
@@ -503,11 +530,11 @@ def write_figures(
     written["fig6_vs_consensus"] = _save(figure, folder / "fig6_vs_consensus")
 
     figure = Figure(figsize=(6.5, 4.2), layout="constrained")
-    plot_distribution(distributions, ax=figure.add_subplot())
+    plot_distribution(distributions, ax=figure.add_subplot(), scale=scale)
     written["fig7_distribution"] = _save(figure, folder / "fig7_distribution")
 
     figure = Figure(figsize=(11.0, 4.2), layout="constrained")
-    plot_bins(bins, axes=figure.subplots(1, 2))
+    plot_bins(bins, axes=figure.subplots(1, 2), scale=scale)
     written["fig8_bins"] = _save(figure, folder / "fig8_bins")
 
     if extremes is not None and sketch_images:

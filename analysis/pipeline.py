@@ -29,6 +29,7 @@ from .consensus import (
 )
 from .distribution import binned_medians, box_summary, rating_distribution
 from .limits import PAIRWISE_FULL_ROWS, PAIRWISE_MODES, PAIRWISE_RATERS
+from .orientation import in_paper_orientation, ratings_scale
 from .ratings import RATING_COLUMNS, Provenance, RatingCube, check_text_labels, rating_cube
 from .report import raters_range, write_report
 from .significance import summarize_family
@@ -100,8 +101,9 @@ def analyze_ratings(
 ) -> dict:
     """Compute every statistic of the paper's Sec. 3 and write the tables to ``out``.
 
-    Writes ``ground_truth.csv``, ``ground_truth.qrels`` (graded),
-    ``ground_truth_binary.qrels`` (relevant: mean rating below 3.5), ``pairwise_tau.parquet``
+    Writes ``ground_truth.csv``, ``ground_truth.qrels`` (graded: k - 1 best .. 0),
+    ``ground_truth_binary.qrels`` (relevant: mean rating below the middle of the
+    scale, 3.5 on the paper's), ``pairwise_tau.parquet``
     (with ``options.pairwise == "full"``, or ``"auto"`` while it has at most
     :data:`~.limits.PAIRWISE_FULL_ROWS` rows),
     ``pairwise_tau_summary.csv``, ``sketch_agreement.csv`` (sketches ranked by
@@ -116,6 +118,15 @@ def analyze_ratings(
     ``out`` is written as every output is (``docs/outputs.md``): aside, then
     moved into place when complete; an existing ``out`` only with
     ``overwrite``, and only when an earlier ``analyze`` wrote it.
+
+    The ratings' scale is the one ``ratings.attrs`` carries
+    (:func:`~sbir_study.analysis.orientation.ratings_scale`: the recorded one, else
+    the paper's 1..7, 1 best). On a scale whose high end is the best match,
+    every rating and prescribed rating is first turned into the paper's
+    orientation, r -> low + high - r
+    (:func:`~sbir_study.analysis.orientation.in_paper_orientation`), and every table
+    and figure is in that orientation: the scale's low end is the best match, the
+    ground truth ranks by ascending mean rating. ``pilot`` must be on the same scale.
     """
     check_text_labels(ratings)
     inputs = [s.path for t in (ratings, pilot) if t is not None
@@ -136,9 +147,15 @@ def _analyze_into(
     sketch_images: dict[str, Path] | None,
 ) -> dict:
     alpha, alternative = options.alpha, options.alternative
+    scale = ratings_scale(ratings)
+    if pilot is not None and ratings_scale(pilot) != scale:
+        raise InputError(f"pilot: its rating scale {ratings_scale(pilot)} differs from the "
+                         f"study's {scale}; expected the same scale")  # fmt: skip
     # The statistics read the rating columns only: a session's extra columns (timing,
     # presses) would be copied along by every selection of rows.
-    ratings = ratings[[c for c in RATING_COLUMNS if c in ratings]]
+    ratings = in_paper_orientation(ratings)[[c for c in RATING_COLUMNS if c in ratings]]
+    if pilot is not None:
+        pilot = in_paper_orientation(pilot)
     main = ratings[ratings["phase"] == "main"]
     if main.empty:
         raise InputError("ratings: no rows of phase 'main'; expected the main block of a study")
@@ -146,8 +163,8 @@ def _analyze_into(
     with progress.step("ground truth"):
         ground_truth = consensus_ground_truth(ratings)
         ground_truth.to_csv(out / "ground_truth.csv", index=False)
-        write_qrels(ground_truth, out / "ground_truth.qrels")
-        write_binary_qrels(ground_truth, out / "ground_truth_binary.qrels")
+        write_qrels(ground_truth, out / "ground_truth.qrels", scale=scale)
+        write_binary_qrels(ground_truth, out / "ground_truth_binary.qrels", scale=scale)
 
     raters = main.groupby("sketch_id", observed=True)["participant"].nunique().to_numpy()
     if options.pairwise_raters is not None:
@@ -163,7 +180,7 @@ def _analyze_into(
     # other statistics are computed here: each side alone leaves a core idle much of the time.
     with ThreadPoolExecutor(1) if pairs >= _PAIRS_BESIDE else _InThisThread() as pool:
         pairwise = pool.submit(_write_pairwise, ratings, cube, out, options, full)
-        others = _other_statistics(out, ratings, cube, options, pilot)
+        others = _other_statistics(out, ratings, cube, options, pilot, scale)
         pairwise_p, pairwise_summary, boxes = pairwise.result()
     del cube  # not held through the figures: 100 MB for 10,000 participants of 31 sketches
     w_table, overall_alpha, consensus, participants, anchoring, bins, distributions = others
@@ -202,11 +219,13 @@ def _analyze_into(
                 alternative=alternative,
                 extremes=extremes[extremes["group"] != ""],
                 sketch_images=sketch_images,
+                scale=scale,
             )
     summary["figures"] = sorted(figure_files)
     with progress.step("summary.json, report.html"):
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-        write_report(out / "report.html", summary, w_table, extremes, figure_files, participants)
+        write_report(out / "report.html", summary, w_table, extremes, figure_files, participants,
+                     scale=scale)  # fmt: skip
     return summary
 
 
@@ -342,7 +361,7 @@ def sketch_agreement(pairwise_summary: pd.DataFrame, w_table: pd.DataFrame) -> p
 
 
 def _other_statistics(
-    out: Path, ratings: pd.DataFrame, cube: RatingCube, options: AnalysisOptions, pilot
+    out: Path, ratings: pd.DataFrame, cube: RatingCube, options: AnalysisOptions, pilot, scale
 ):
     """Every statistic but the inter-user pairs, each table written as it is computed."""
     with progress.step("Kendall's W, Krippendorff's alpha, Skillings-Mack"):
@@ -352,11 +371,12 @@ def _other_statistics(
             permutations=options.permutations,
             seed=options.seed,
             cube=cube,
+            scale=scale,
         )
         w_table.to_csv(out / "kendall_w.csv", index=False)
         overall_alpha = {
             level: krippendorff_alpha_overall(ratings, level=level, n_resamples=options.bootstrap,
-                                              seed=options.seed)
+                                              seed=options.seed, scale=scale)
             for level in ("ordinal", "interval")
         }  # fmt: skip
 
@@ -369,12 +389,12 @@ def _other_statistics(
         anchoring = anchoring_consistency(ratings, alternative=options.alternative)
         anchoring.to_csv(out / "anchoring.csv", index=False)
 
-        bins = binned_medians(ratings, cube=cube)
+        bins = binned_medians(ratings, cube=cube, scale=scale)
         bins.to_csv(out / "bins.csv", index=False)
 
-    distributions = {"final": rating_distribution(ratings)}
+    distributions = {"final": rating_distribution(ratings, scale=scale)}
     if pilot is not None:
-        distributions = {"pilot": rating_distribution(pilot), **distributions}
+        distributions = {"pilot": rating_distribution(pilot, scale=scale), **distributions}
     distribution = pd.concat(
         [table.assign(dataset=name) for name, table in distributions.items()], ignore_index=True
     )

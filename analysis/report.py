@@ -25,6 +25,7 @@ from sbir_study.foundation.html import (
     table,
 )
 from sbir_study.foundation.paper import IMAGES_PER_SKETCH, PUBLISHED
+from sbir_study.foundation.scale import PAPER_SCALE, Scale
 
 from .limits import PERMUTATION_RATERS_LIMIT
 
@@ -83,11 +84,14 @@ def write_report(
     sketch_agreement: pd.DataFrame,
     figures: Mapping[str, Path],
     participants: pd.DataFrame | None = None,
+    *,
+    scale: Scale = PAPER_SCALE,
 ) -> Path:
     """Write the report page to ``path`` from an analysis' summary, tables and figure files.
 
     ``kendall_w`` is the agreement table (``kendall_w.csv``), ``participants``
-    the per-participant table (``participants.csv``) when there is one.
+    the per-participant table (``participants.csv``) when there is one; ``scale``
+    the ratings' scale, named on the page when it is not the paper's.
     """
     path = Path(path)
     parts = [
@@ -96,12 +100,12 @@ def write_report(
     if summary.get("simulated"):
         parts.append(simulated_banner("these ratings"))
     parts.append("<h1>Sketch/image rating study: analysis report</h1>")
-    parts += _what_was_analysed(summary)
-    parts += _headline(summary)
+    parts += _what_was_analysed(summary, scale)
+    parts += _headline(summary, scale)
     parts += _figures(figures, summary)
     parts += _extremes(sketch_agreement)
     permutations = (summary.get("skillings_mack") or {}).get("permutations") or 0
-    parts += _agreement_table(kendall_w, summary["alpha"], permutations)
+    parts += _agreement_table(kendall_w, summary["alpha"], permutations, scale)
     if participants is not None:
         parts += _participants(participants)
     parts += _provenance(summary)
@@ -110,7 +114,23 @@ def write_report(
     return path
 
 
-def _what_was_analysed(summary: Mapping) -> list[str]:
+def _scale_text(scale: Scale) -> str:
+    """What the page says of a scale other than the paper's (nothing for the paper's)."""
+    if scale == PAPER_SCALE:
+        return ""
+    best, worst = (scale.low, scale.high) if scale.best == "low" else (scale.high, scale.low)
+    text = (f" Ratings on a {scale.k}-point scale, {scale.low} to {scale.high}, {best} the best "
+            f"match and {worst} the worst")  # fmt: skip
+    if scale.best == "high":
+        text += (
+            f"; every table and figure shows them in the paper's orientation, {scale.low} "
+            f"the best match: a recorded rating r as {scale.low + scale.high} - r"
+        )
+    return (text + f". Relevant in the binary qrels: a mean rating below "
+            f"{scale.relevant_below:g}; qrels grades {scale.k - 1} (best) to 0.")  # fmt: skip
+
+
+def _what_was_analysed(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
     phases = summary.get("phases", {})
     rows = [(phase, counts["n_trials"], _missing_text(phase, counts))
             for phase, counts in phases.items()]  # fmt: skip
@@ -124,7 +144,7 @@ def _what_was_analysed(summary: Mapping) -> list[str]:
         f"<p>{summary['n_participants']} participants, {summary['n_sketches']} sketches, "
         f"{summary['n_pairs']} sketch/image pairs in the main block. Significance level "
         f"&alpha; = {summary['alpha']:g}; tau_b tests {alternative}, normal approximation "
-        "with the tie-corrected variance.</p>",
+        f"with the tie-corrected variance.{_scale_text(scale)}</p>",
         table(["phase", "trials", "missed responses"], rows),
     ]
 
@@ -148,7 +168,10 @@ def _published(family: str) -> str:
     return f"{100 * PUBLISHED[family]:g}%"
 
 
-def _headline(summary: Mapping) -> list[str]:
+def _headline(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
+    # The paper's bin 4 is the middle of its scale: on another, the middle (or the
+    # lower of the two middle) point's bin is compared with it.
+    middle = scale.low + (scale.k - 1) // 2
     bins = {b["bin"]: b for b in summary.get("bins", [])}
     sds = {k: b["sd"] for k, b in bins.items() if b["sd"] is not None}
     smallest = sorted(sds, key=sds.get)[:2]
@@ -191,8 +214,8 @@ def _headline(summary: Mapping) -> list[str]:
         ),
         *_every_rating_rows(summary),
         (
-            "sd of the ratings in bin 4",
-            num(sds.get(4), 4),
+            f"sd of the ratings in bin {middle}",
+            num(sds.get(middle), 4),
             "",
             f"largest spread in bin {largest}" if largest else "",
             f"{PUBLISHED['bin4_sd']:.4f} (largest of the bins)",
@@ -308,7 +331,9 @@ _EXTREMES_HEADER = ("group", "sketch", "rank", "median tau_b", "25th pct", "75th
                     "W over k of m")  # fmt: skip
 
 
-def _agreement_table(kendall_w: pd.DataFrame, alpha: float, permutations: int) -> list[str]:
+def _agreement_table(
+    kendall_w: pd.DataFrame, alpha: float, permutations: int, scale: Scale = PAPER_SCALE
+) -> list[str]:
     def interval(low, high) -> str:
         return "" if isnan(low) else f"{num(low)} to {num(high)}"
 
@@ -337,8 +362,9 @@ def _agreement_table(kendall_w: pd.DataFrame, alpha: float, permutations: int) -
         "percentile bootstrap interval over the sketch's images. The Skillings-Mack test, "
         "Friedman's test generalised to missing ratings, uses every participant with at "
         "least two ratings of the sketch; its chi-square p-value is conservative with the "
-        "ties of a 7-point scale, the permutation p-value is not (computed for sketches with "
-        f"at most {PERMUTATION_RATERS_LIMIT} raters). Significance level {alpha:g}; the F test "
+        f"ties of a {scale.k}-point scale, the permutation p-value is not (computed for "
+        f"sketches with at most {PERMUTATION_RATERS_LIMIT} raters). Significance level "
+        f"{alpha:g}; the F test "
         "of W is in <code>kendall_w.csv</code>.</p>",
         table(_AGREEMENT_HEADER, rows, classes=_TEXT_AT_0),
     ]
