@@ -1,10 +1,10 @@
 """The session's record: opened once the window is up, completed at the end.
 
-The sidecar holds what the session was run with (protocol, stimulus set,
-seed, the measured refresh and timing mode, the keyboard, the software). At
-the end it is completed: the status, the trials recorded, and the rating keys
-that arrived too late for their trial, if any. A session stopped by an error
-is completed as incomplete, with what stopped it.
+The sidecar holds what the session was run with (protocol, the instruction texts
+shown, stimulus set, seed, the measured refresh and timing mode, the keyboard, the
+software). At the end it is completed: the status, the trials recorded, and the
+rating keys that arrived too late for their trial, if any. A session stopped by an
+error is completed as incomplete, with what stopped it.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from sbir_study.foundation.provenance import SESSION_PACKAGES, software_versions
 
 from ..protocol import protocol_dict
 from ..recorder import SessionRecorder
+from ..screens import instruction_texts
 from .loop import TrialLoop
 from .plan import SessionPlan
 from .window import DisplayTiming
@@ -31,6 +32,9 @@ def open_record(plan: SessionPlan, timing: DisplayTiming, *, realtime: bool,
     session = {
         "TaskName": protocol.task,
         "Protocol": protocol_dict(protocol),
+        # The words on screen, where the protocol leaves them to be written from its
+        # settings: what this participant read, whatever a later release would write.
+        "InstructionTexts": instruction_texts(protocol),
         "ProtocolFile": str(protocol_file),
         "StimulusSet": str(stimulus_set.folder),
         "StimulusSetDigest": stimulus_set.digest,

@@ -82,3 +82,9 @@ def test_a_simulated_session_on_another_scale(display, tmp_path, keys, best):
     assert sidecar["RatingScale"] == {"Low": 1, "High": len(keys), "Best": best}
     assert list(sidecar["rating"]["Levels"]) == [str(k) for k in range(1, len(keys) + 1)]
     assert sidecar["rating"]["Levels"][str(scale.best_point)] == "best match"
+    # The words the participant read are kept: the main text written from the protocol's
+    # settings names its keys as printed on them (a run of digits by its ends), and the
+    # pause key (pauses are on).
+    main = sidecar["InstructionTexts"]["main"]
+    assert keys[0].upper() in main and keys[-1].upper() in main and "Press B to pause" in main
+    assert "7 (worst match)" not in main
