@@ -1,7 +1,8 @@
 # make run   - simulate the paper-sized study (28 participants, 31 sketches x 40 images,
 #              anchoring) and analyse it; tables, figures and report.html in build/demo/analysis/;
 #              then score the baseline engine under every distance on the generated set
-#              (build/demo/retrieval/evaluation/)
+#              (build/demo/retrieval/evaluation/); what make session and make serve-demo
+#              recorded in build/demo stays
 # make test  - install everything and run the test suite
 # make install - the virtual environment .venv with everything, at the versions of
 #              constraints/lock.txt (those the tests passed with)
@@ -75,8 +76,10 @@ lock:
 	mv constraints/lock.txt.new constraints/lock.txt
 	rm -rf $(LOCK_VENV)
 
+# make run replaces only the folders it writes: make session's and make serve-demo's
+# recordings under $(DEMO) stay.
 run: $(STAMP)
-	rm -rf $(DEMO)
+	rm -rf $(DEMO)/data $(DEMO)/analysis $(RETRIEVAL)
 	$(BIN)/sbir-study simulate --out $(DEMO)/data --seed $(SEED)
 	$(BIN)/sbir-study analyze $(DEMO)/data --out $(DEMO)/analysis
 	@# The retrieval benchmark: simulated participants rate the generated default set, and
