@@ -88,9 +88,10 @@ def _register_evaluate(commands) -> None:
     parser.add_argument(
         "--relevant-below",
         type=_rating_threshold,
-        default=3.5,
+        default=None,
         help="binary relevance for P@k, AP, R-precision and SHREC's measures: a mean rating "
-        "below this (default: 3.5); written to --out as ground_truth_binary.qrels",
+        "below this (default: the middle of the scale of --ratings, 2.5 on 1-5; without "
+        "--ratings 3.5, the paper's); written to --out as ground_truth_binary.qrels",
     )
     parser.add_argument(
         "--score-precision",

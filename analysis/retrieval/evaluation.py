@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -59,7 +59,7 @@ _HEADLINE = tuple(m.name for m in MEASURES if m.headline)
 class EvaluationOptions:
     """Options of :func:`evaluate_runs`."""
 
-    relevant_below: float = RELEVANT_BELOW
+    relevant_below: float | None = RELEVANT_BELOW
     cutoffs: tuple[int, ...] = (5, 10, 20)
     alternative: str = "greater"
     alpha: float = 0.05
@@ -69,7 +69,7 @@ class EvaluationOptions:
 
     def __post_init__(self) -> None:
         check_option("alternative", self.alternative, _kernels.ALTERNATIVES)
-        if not 1.0 < self.relevant_below <= 7.0:
+        if self.relevant_below is not None and not 1.0 < self.relevant_below <= 7.0:
             raise InputError(
                 f"relevant_below: expected a mean rating above 1 and at most 7, got "
                 f"{self.relevant_below!r}"
@@ -191,7 +191,13 @@ def evaluate_runs(
         One per system, with distinct names (``"human"`` is reserved).
     ratings : DataFrame, optional
         The validated ratings the ground truth was computed from (checked):
-        they give the human ceiling, ``pwh@k`` and ``psr``.
+        they give the human ceiling, ``pwh@k`` and ``psr``. On a scale whose high
+        end is best they are read in the paper's orientation, as ``analyze``
+        reads them (:func:`~sbir_study.analysis.orientation.in_paper_orientation`).
+
+    ``options.relevant_below`` ``None`` is the middle of the ratings' scale
+    (:attr:`~sbir_study.foundation.scale.Scale.relevant_below`), 3.5 without
+    ratings; the returned evaluation's options hold the cut used.
     """
     if not runs:
         raise InputError("runs: expected at least one retrieval run")
@@ -201,9 +207,15 @@ def evaluate_runs(
             raise InputError(f"run name {HUMAN!r}: reserved for the participants; pass --name")
         if names.count(name) > 1:
             raise InputError(f"run name {name!r}: given to two runs; name them apart with --name")
+    from ..orientation import in_paper_orientation, ratings_scale
+
+    if options.relevant_below is None:
+        cut = RELEVANT_BELOW if ratings is None else ratings_scale(ratings).relevant_below
+        options = replace(options, relevant_below=cut)
     given = weight = None
     human = None
     if ratings is not None:
+        ratings = in_paper_orientation(ratings)
         given, weight = _ratings_layout(ratings, truth, options.relevant_below)
         from ..consensus import participant_vs_consensus
 
