@@ -71,6 +71,12 @@ _WORDING = replace(COLON, twice="column {name!r} appears twice in the header")
 _BIDS_PATTERNS = ("sub-*/beh/*_beh.tsv", "sub-*/ses-*/beh/*_beh.tsv")
 
 
+#: Participant labels that R, pandas or BIDS read as a missing value (compared in lower case).
+_MISSING_LABELS = frozenset({"na", "nan", "null", "n/a"})
+#: Groups of labels alike but for leading zeros that one warning names (then a count).
+_LEADING_ZERO_GROUPS_SHOWN = 5
+
+
 class RatingsWarning(UserWarning):
     """A ratings file was read, but something in it deserves attention."""
 
@@ -194,6 +200,8 @@ def validate_ratings(frame: pd.DataFrame, *, scale: Scale = PAPER_SCALE) -> pd.D
         frame["_line"] = np.arange(2, len(frame) + 2)
     for column in ("participant", "sketch_id", "image_id"):
         frame[column] = _labels(frame[column])
+        if column == "participant":
+            _refuse_missing_labels(frame)
         _fail_where(frame, frame[column].isin(("", "n/a")), column, "a non-empty label")
         # The id rule (docs/formats.md), checked once per distinct id.
         categories = frame[column].cat.categories
@@ -201,6 +209,8 @@ def validate_ratings(frame: pd.DataFrame, *, scale: Scale = PAPER_SCALE) -> pd.D
         if bad.any():
             rule = PARTICIPANT_RULE if column == "participant" else ID_RULE
             _fail_where(frame, frame[column].isin(categories[bad]), column, rule)
+
+    _warn_of_leading_zeros(frame)
 
     if "phase" not in frame:
         frame["phase"] = "main"
@@ -228,6 +238,52 @@ def validate_ratings(frame: pd.DataFrame, *, scale: Scale = PAPER_SCALE) -> pd.D
     frame = frame[list(RATING_COLUMNS) + extra].reset_index(drop=True)
     frame.attrs["scale"] = scale
     return frame
+
+
+def _refuse_missing_labels(frame: pd.DataFrame) -> None:
+    """A participant label that R, pandas or BIDS read as a missing value is refused.
+
+    ``NA``, ``nan``, ``null`` and ``n/a`` (in any case) are a participant in this
+    table but no one in the next tool's (R's ``read.csv``, ``pandas.read_csv``
+    and a BIDS reader drop them as missing), so the study would lose them there.
+    """
+    labels = frame["participant"].cat.categories
+    missing = labels.str.lower().isin(_MISSING_LABELS)
+    if missing.any():
+        _fail_where(frame, frame["participant"].isin(labels[missing]), "participant",
+                    "a participant label that no table reads as a missing value (not NA, nan, "
+                    "null or n/a, in any case)")  # fmt: skip
+
+
+def _warn_of_leading_zeros(frame: pd.DataFrame) -> None:
+    """Warn of participant labels that differ only by leading zeros (``01``, ``1``, ``001``).
+
+    They are different participants here, as labels are text (``docs/formats.md``),
+    but a spreadsheet that read them as numbers, or a hand that typed ``1`` for
+    ``01``, makes one participant two: the warning names each such label and
+    where it first occurs, so that the experimenter can tell which it is.
+    """
+    labels = pd.Series(frame["participant"].cat.categories)
+    groups = labels.groupby(labels.str.lstrip("0").to_numpy(), sort=True).agg(list)
+    alike = [group for group in groups if len(group) > 1]
+    if not alike:
+        return
+    first = frame.drop_duplicates("participant").set_index("participant")
+    named = [
+        " and ".join(
+            f"{label!r} ({first.at[label, '_source']}: line {first.at[label, '_line']})"
+            for label in group
+        )
+        for group in alike[:_LEADING_ZERO_GROUPS_SHOWN]
+    ]
+    more = len(alike) - len(named)
+    warnings.warn(
+        f"participant labels that differ only by leading zeros: {'; '.join(named)}"
+        f"{f'; and {more} more such groups' if more else ''}. They are analysed as different "
+        "participants; if one person has two spellings, write the label one way",
+        RatingsWarning,
+        stacklevel=3,  # past validate_ratings
+    )
 
 
 def _compact_text(column: pd.Series) -> pd.Series:

@@ -85,6 +85,9 @@ def test_labels_stay_text_through_the_command_line(flat_tables, tmp_path):
     assert result.returncode == 0, result.stderr
     assert _texts(out / "participants.csv", "participant") == set(LABELS.values())
     assert "Analysed 4 participants" in result.stdout
+    # Four participants, with a warning that 01, 1 and 001 differ only by leading zeros.
+    assert "differ only by leading zeros: '001' (" in result.stderr
+    assert "'01' (" in result.stderr and "'1' (" in result.stderr and "'0010'" not in result.stderr
 
 
 def test_a_table_whose_labels_were_read_as_numbers_is_refused(flat_tables, tmp_path):
