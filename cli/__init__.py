@@ -11,6 +11,7 @@ module                        subcommands
 :mod:`sbir_study.cli.power`        ``power``
 :mod:`sbir_study.cli.serve`        ``serve``, ``export-online`` (the session in a browser)
 :mod:`sbir_study.cli.protocol`     ``protocol show`` (every screen's text)
+:mod:`sbir_study.cli.importing`    ``import table | psychopy`` (ratings from other tools)
 :mod:`sbir_study.cli.common`       what they share: the parser, option types, messages, the log
 ============================  ===========================================
 
@@ -57,7 +58,8 @@ class Interrupted(BaseException):
 
 
 #: The command families, in the order ``--help`` lists them (each a module of this package).
-FAMILIES = ("analyze", "simulate", "power", "stimuli", "evaluate", "run", "serve", "protocol")
+FAMILIES = ("analyze", "simulate", "power", "stimuli", "evaluate", "run", "serve", "protocol",
+            "importing")
 
 
 def build_parser(command: str | None = None):

@@ -1,0 +1,968 @@
+"""Ratings collected with other tools, turned into the BIDS dataset a session records.
+
+``sbir-study import`` reads ratings that a lab collected elsewhere and writes the
+same dataset ``sbir-study run`` records (``docs/formats.md``, "Ratings collected
+elsewhere"): one ``sub-<label>/beh/sub-<label>_task-sbirrating_beh.tsv`` and its
+sidecar per participant, ``participants.tsv`` with each participant's id as the
+source gave it (``source_id``), and ``dataset_description.json``; ``sbir-study
+analyze`` reads it as it reads a recorded one. Each sidecar records the rating
+scale, and under ``Imported`` the format, the source files with their SHA-256, and
+every decision taken in reading them (the column mapping, the separator, the text
+encoding, the decimal mark, the unit of the response times, the keys).
+
+Formats
+-------
+* **Long tables** (:func:`read_long_table`): one row per rated pair, its columns
+  named by a mapping (``participant=Subject,sketch_id=Sketch,...``; a column
+  named as the ratings table names it, in any case, is found by itself). The
+  separator is sniffed (``,``, ``;``, tab or ``|``) unless given; numbers may
+  use a decimal comma in a table that is not comma-separated; the text may be
+  UTF-8 with or without a byte-order mark, UTF-16 with one, or any encoding
+  Python knows when named. R's ``write.csv`` output (quoted cells, ``NA``, a
+  first column of row names with an empty name) is read as written.
+* **PsychoPy Builder** per-participant CSV files (:func:`read_psychopy`): the
+  rows of the trials loop (its condition columns name the sketch and the image),
+  a keyboard component's ``.keys`` and ``.rt`` (the last press is the rating,
+  the lab's rule: with "all keys" stored, Builder writes ``['2', '3']``), keys
+  mapped to the scale's points, the participant from the ``participant`` column
+  of Builder's expInfo.
+
+Every problem with a source is an :class:`~sbir_study.foundation.checks.InputError`
+of one line naming the file, the line (the header is line 1 of a file whose
+first line is its header) and the column. A cell is missing when it is empty or
+one of :data:`~sbir_study.foundation.tables.MISSING_VALUES` (``n/a``, ``NA``,
+``NaN``, ``nan``), as in every reader of the toolkit. Participants' ids become
+labels by the toolkit's one rule
+(:func:`~sbir_study.foundation.checks.participant_label`).
+
+Ratings that look like typos are warned about (:class:`ImportedRatingsWarning`),
+with the closest id that others rated: an image rated once, by one participant,
+that no one else rated, and a sketch rated by one participant only.
+"""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import csv
+import difflib
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sbir_study.foundation import bids
+from sbir_study.foundation.checks import ID_RULE, InputError, bad_ids, participant_label
+from sbir_study.foundation.scale import PAPER_SCALE, Scale
+from sbir_study.foundation.tables import (
+    COLON,
+    MISSING_VALUES,
+    TextFile,
+    read_header,
+    read_rows,
+)
+
+from .ratings import validate_ratings
+
+__all__ = [
+    "IMPORT_COLUMNS",
+    "SEPARATORS",
+    "ImportedRatings",
+    "ImportedRatingsWarning",
+    "decode_text",
+    "parse_columns",
+    "parse_keys",
+    "parse_number",
+    "read_long_table",
+    "read_psychopy",
+    "sniff_separator",
+    "write_imported_dataset",
+]
+
+#: The columns of the ratings table an import fills: the first four are required.
+IMPORT_COLUMNS = (
+    "participant",
+    "sketch_id",
+    "image_id",
+    "rating",
+    "rt",
+    "phase",
+    "trial",
+    "anchor_rating",
+)
+_REQUIRED = IMPORT_COLUMNS[:4]
+#: Other names under which a source's column is found without a mapping (in any case).
+_ALIASES = {"participant": ("participant_id", "subject", "subject_id")}
+#: The separators :func:`sniff_separator` tells apart, in the order a tie is refused in.
+SEPARATORS = (",", ";", "\t", "|")
+_SEPARATOR_NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "vertical bar"}
+#: Lines the sniffer looks at below the header.
+_SNIFFED_LINES = 50
+_DECIMAL_COMMA = re.compile(r"[+-]?\d*,\d+")
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+_RT_UNITS = {"s": 1.0, "ms": 0.001}
+
+
+class ImportedRatingsWarning(UserWarning):
+    """Imported ratings were read, but something in them looks like a mistake."""
+
+
+@dataclass
+class ImportedRatings:
+    """Ratings read from other tools' files, before they are written as a dataset.
+
+    ``ratings`` holds one row per rated pair: ``participant`` (the id as the source
+    gave it), ``sketch_id``, ``image_id``, ``phase``, ``rating`` (Int64), ``rt``
+    (seconds), ``trial``, and where the row came from, ``_source`` and ``_line``;
+    optionally ``anchor_rating``, ``n_presses`` and ``presses``. ``sources`` maps
+    each file read to its SHA-256; ``settings`` records how they were read.
+    """
+
+    ratings: pd.DataFrame
+    sources: dict[str, str]
+    settings: dict = field(default_factory=dict)
+
+
+# --- decisions: encoding, separator, numbers, mappings ---------------------------------------
+
+
+def decode_text(path: str | Path, encoding: str | None = None) -> tuple[str, str, str]:
+    """The text of a file, its SHA-256 and the encoding it was read in.
+
+    A byte-order mark decides the encoding (UTF-8, UTF-16, UTF-32) and is dropped;
+    without one the file is UTF-8 unless ``encoding`` names another (``cp1252``,
+    ``latin-1``, ``utf-16-le``: any name Python's :mod:`codecs` knows). A byte that
+    is not of the encoding is refused naming its line.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "r.csv"
+    >>> _ = path.write_bytes("Teilnehmer;Bewertung\\r\\nJürgen;3\\r\\n".encode("utf-16"))
+    >>> text, sha256, used = decode_text(path)
+    >>> text.splitlines()[1], used
+    ('Jürgen;3', 'utf-16')
+    """
+    import hashlib
+
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; expected a text file")
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise InputError(f"{path}: cannot be read ({error.strerror or error})") from None
+    sha256 = hashlib.sha256(data).hexdigest()
+    used = next((name for bom, name in _BOMS if data.startswith(bom)), None)
+    if used is None:
+        used = encoding or "utf-8"
+        try:
+            codecs.lookup(used)
+        except LookupError:
+            raise InputError(
+                f"--encoding: {used!r} is not an encoding Python knows; expected "
+                "a name such as utf-8, cp1252, latin-1 or utf-16"
+            ) from None
+    try:
+        text = data.decode(used)
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        hint = "" if encoding else "; name its encoding with --encoding (cp1252, latin-1, ...)"
+        raise InputError(
+            f"{path}: line {line}: byte 0x{data[error.start]:02x} is not {used}{hint}"
+        ) from None
+    return text.removeprefix("\ufeff"), sha256, used
+
+
+def sniff_separator(
+    lines: Sequence[str], expected: Sequence[str] = (), *, what: str = "table"
+) -> str:
+    """The field separator of a table, from its header and first lines.
+
+    A candidate (:data:`SEPARATORS`) fits when it splits the header into at least
+    two names and every line below into as many fields (quoted fields honoured);
+    with ``expected`` (column names a mapping asks for) it must also find those in
+    the header. One fitting candidate is the separator; none, or more than one,
+    is refused (pass ``--sep``): a guess could shift every cell.
+
+    Examples
+    --------
+    >>> sniff_separator(["Subject;Sketch;Image;Response;RT", "P-7;s1;a.png;3;0,734"])
+    ';'
+    >>> sniff_separator(['"","participant","rating"', '"1","01",NA'])
+    ','
+    """
+    lines = [line for line in lines if line.strip()][: _SNIFFED_LINES + 1]
+    if not lines:
+        raise InputError(f"{what}: line 1: empty; expected a header line")
+    fitting = []
+    for sep in SEPARATORS:
+        rows = list(csv.reader(lines, delimiter=sep))
+        header = [name.strip() for name in rows[0]]
+        if len(header) < 2 or any(len(row) != len(header) for row in rows[1:]):
+            continue
+        if any(
+            name not in header and name.lower() not in {h.lower() for h in header}
+            for name in expected
+        ):
+            continue
+        fitting.append(sep)
+    if len(fitting) == 1:
+        return fitting[0]
+    if not fitting:
+        raise InputError(
+            f"{what}: cannot tell the separator (none of comma, semicolon, tab, "
+            "vertical bar splits every line alike); pass --sep"
+        )
+    names = " and ".join(_SEPARATOR_NAMES[s] for s in fitting)
+    raise InputError(f"{what}: the separator could be {names}; pass --sep")
+
+
+def parse_number(text: str, *, decimal: str = ".") -> float:
+    """A number cell as a float; NaN for a missing value.
+
+    ``decimal`` is the decimal mark: ``"."`` or ``","`` (``0,734``). A cell with a
+    thousands separator, or that is not a number, raises ``ValueError``.
+
+    Examples
+    --------
+    >>> parse_number("0,734", decimal=","), parse_number("NA")
+    (0.734, nan)
+    """
+    text = text.strip()
+    if text in MISSING_VALUES:
+        return float("nan")
+    if decimal == ",":
+        if "." in text:
+            raise ValueError(text)
+        text = text.replace(",", ".", 1)
+    elif "," in text:
+        raise ValueError(text)
+    value = float(text)
+    if not np.isfinite(value):
+        raise ValueError(text)
+    return value
+
+
+def parse_columns(text: str | None, *, option: str = "--columns") -> dict[str, str]:
+    """A column mapping from its text: ``participant=Subject,sketch_id=Sketch,...``.
+
+    Each entry names a column of the ratings table (:data:`IMPORT_COLUMNS`) and the
+    source's column that holds it; a source name may hold any character but ``,``
+    and ``=`` (surrounding blanks dropped). A column of the ratings table named
+    twice, or one it does not have, is refused.
+
+    Examples
+    --------
+    >>> parse_columns("participant=Subject, rating = Response")
+    {'participant': 'Subject', 'rating': 'Response'}
+    """
+    mapping: dict[str, str] = {}
+    if text is None or not text.strip():
+        return mapping
+    for entry in text.split(","):
+        target, equals, source = entry.partition("=")
+        target, source = target.strip(), source.strip()
+        if not equals or not target or not source:
+            raise InputError(
+                f"{option}: expected COLUMN=SOURCE entries separated by commas "
+                f"(participant=Subject,rating=Response), got {entry.strip()!r}"
+            )
+        if target not in IMPORT_COLUMNS:
+            close = difflib.get_close_matches(target, IMPORT_COLUMNS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise InputError(
+                f"{option}: {target!r} is not a column of the ratings table"
+                f"{hint}; expected one of {', '.join(IMPORT_COLUMNS)}"
+            )
+        if target in mapping:
+            raise InputError(f"{option}: {target!r} is mapped twice; expected each column once")
+        mapping[target] = source
+    return mapping
+
+
+def parse_keys(text: str, scale: Scale, *, option: str = "--keys") -> dict[str, int]:
+    """The rating each key stands for: ``1,2,3,4,5`` gives the scale's points in order.
+
+    The keys are named as the source records them (PsychoPy's ``1``, ``num_1``,
+    ``a``; jsPsych's ``1``, ``ArrowLeft``), one per point of ``scale``, its low end
+    first, separated by commas.
+
+    Examples
+    --------
+    >>> parse_keys("a,s,d,f,g", Scale(1, 5))
+    {'a': 1, 's': 2, 'd': 3, 'f': 4, 'g': 5}
+    """
+    keys = [key.strip() for key in text.split(",")]
+    if len(keys) != scale.k or any(not key for key in keys):
+        raise InputError(
+            f"{option}: expected {scale.k} keys separated by commas, one per point "
+            f"of the scale {scale} (low end first), got {text!r}"
+        )
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise InputError(
+            f"{option}: key {repeated[0]!r} is given twice; expected one key per point"
+        )
+    return dict(zip(keys, scale.points, strict=True))
+
+
+# --- reading a delimited source ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Table:
+    """A delimited source file read as text cells, with each row's line."""
+
+    path: str
+    sha256: str
+    encoding: str
+    sep: str
+    names: tuple[str, ...]
+    frame: pd.DataFrame
+    lines: np.ndarray
+
+
+def _read_delimited(
+    path: Path, *, sep: str | None, encoding: str | None, expected: Sequence[str] = ()
+) -> _Table:
+    """A delimited file's cells as text (the toolkit's table reader on its decoded text)."""
+    text, sha256, used = decode_text(path, encoding)
+    if not text.strip():
+        raise InputError(f"{path}: line 1: empty; expected a header line and one row per pair")
+    if sep is None:
+        sep = sniff_separator(text.splitlines()[: _SNIFFED_LINES + 1], expected, what=str(path))
+    data = text.encode("utf-8")
+    # The toolkit's reader takes UTF-8: it gets the decoded text, and names the source file.
+    file = TextFile(
+        Path(path),
+        sha256,
+        _count_lines(text),
+        len(data),
+        COLON,
+        complete=text.endswith(("\n", "\r")),
+        _data=data,
+    )
+    header = read_header(file, sep, quote=True)
+    rows = read_rows([(file, header)], categorical=False)
+    frame = rows.frame.astype(object)
+    return _Table(str(path), sha256, used, sep, header.names, frame, rows.lines)
+
+
+def _count_lines(text: str) -> int:
+    """Lines as an editor shows them (LF, CR LF and a lone CR each end one)."""
+    ends = text.count("\n") + text.count("\r") - text.count("\r\n")
+    return ends + (not text.endswith(("\n", "\r")) and bool(text))
+
+
+def _find_columns(
+    table: _Table, mapping: Mapping[str, str], targets: Sequence[str], required: Sequence[str]
+) -> dict[str, str]:
+    """Which source column holds each column of the ratings table in ``targets``."""
+    found: dict[str, str] = {}
+    lower: dict[str, list[str]] = {}
+    for name in table.names:
+        lower.setdefault(name.lower(), []).append(name)
+    for target in targets:
+        if target in mapping:
+            source = mapping[target]
+            if source not in table.names:
+                close = difflib.get_close_matches(source, table.names, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise InputError(
+                    f"{table.path}: line 1: no column {source!r} (mapped to {target}){hint}; "
+                    f"found {', '.join(table.names)}"
+                )
+            found[target] = source
+            continue
+        candidates = [
+            n for alias in (target, *_ALIASES.get(target, ())) for n in lower.get(alias, [])
+        ]
+        if len(candidates) > 1:
+            raise InputError(
+                f"{table.path}: line 1: columns {' and '.join(map(repr, candidates))} "
+                f"could both be {target}; name one with --columns {target}=..."
+            )
+        if candidates:
+            found[target] = candidates[0]
+        elif target in required:
+            raise InputError(
+                f"{table.path}: line 1: no column for {target}; expected one named {target} "
+                f"or a mapping --columns {target}=COLUMN (found {', '.join(table.names)})"
+            )
+    return found
+
+
+def _cell_error(table: _Table, row: int, column: str, expected: str, value: str) -> InputError:
+    return InputError(
+        f"{table.path}: line {table.lines[row]}: column {column!r}: expected "
+        f"{expected}, got {value!r}"
+    )
+
+
+def _numbers(table: _Table, column: str, decimal: str, expected: str) -> np.ndarray:
+    """A column's cells as numbers (NaN where missing), each distinct cell parsed once."""
+    codes, distinct = pd.factorize(table.frame[column], use_na_sentinel=False)
+    values = np.empty(len(distinct), dtype=float)
+    for index, cell in enumerate(distinct):
+        try:
+            values[index] = parse_number(str(cell), decimal=decimal)
+        except ValueError:
+            raise _cell_error(
+                table, int(np.argmax(codes == index)), column, expected, str(cell)
+            ) from None
+    return values[codes]
+
+
+def _ratings(table: _Table, column: str, values: np.ndarray, scale: Scale) -> pd.Series:
+    """Ratings as whole points of ``scale`` (Int64; a missing one <NA>)."""
+    given = ~np.isnan(values)
+    bad = given & ((values != np.round(values)) | (values < scale.low) | (values > scale.high))
+    if bad.any():
+        row = int(np.argmax(bad))
+        raise _cell_error(
+            table,
+            row,
+            column,
+            f"a rating {scale.low}..{scale.high} (the scale {scale}) or a missing value",
+            str(table.frame[column].iloc[row]),
+        )
+    return pd.Series(np.where(given, values, np.nan)).round().astype("Int64")
+
+
+def _check_ids(table: _Table, cells: pd.Series, column: str) -> None:
+    """Refuse a sketch or image id off the id rule, naming its line and the source column."""
+    distinct = pd.unique(cells)
+    bad = bad_ids(distinct) | pd.Index(distinct).isin(list(MISSING_VALUES))
+    if bad.any():
+        row = int(np.argmax(cells.isin(distinct[bad]).to_numpy()))
+        raise _cell_error(table, row, column, ID_RULE, str(cells.iloc[row]))
+
+
+def _decimal_of(table: _Table, columns: Sequence[str], decimal: str | None) -> str:
+    """The decimal mark: as given, else ``,`` when the table is not comma-separated and a
+    number cell has a decimal comma (``0,734``), else ``.``."""
+    if decimal is not None:
+        if decimal == "," and table.sep == ",":
+            raise InputError("--decimal: a decimal comma needs another separator than the comma")
+        return decimal
+    if table.sep == ",":
+        return "."
+    for column in columns:
+        cells = pd.unique(table.frame[column].astype(str).str.strip())
+        if any(_DECIMAL_COMMA.fullmatch(cell) for cell in cells):
+            return ","
+    return "."
+
+
+def _rt_factor(unit: str) -> float:
+    if unit not in _RT_UNITS:
+        raise InputError(f"--rt-unit: expected one of {', '.join(_RT_UNITS)}, got {unit!r}")
+    return _RT_UNITS[unit]
+
+
+# --- long tables ----------------------------------------------------------------------------
+
+
+def read_long_table(
+    paths: Sequence[str | Path],
+    *,
+    columns: Mapping[str, str] | None = None,
+    sep: str | None = None,
+    encoding: str | None = None,
+    decimal: str | None = None,
+    rt_unit: str = "s",
+    scale: Scale = PAPER_SCALE,
+) -> ImportedRatings:
+    """Read long tables: one row per rated pair, columns named by ``columns``.
+
+    Parameters
+    ----------
+    paths
+        One or more files, each with a header naming the same columns.
+    columns
+        Column of the ratings table -> the source's column (:func:`parse_columns`).
+        A column not mapped is found by its own name in any case (``participant``
+        also as ``participant_id``, ``subject``, ``subject_id``); ``participant``,
+        ``sketch_id``, ``image_id`` and ``rating`` must be found, ``rt``,
+        ``phase``, ``trial`` and ``anchor_rating`` are read when they are.
+    sep
+        The field separator; None sniffs it (:func:`sniff_separator`).
+    encoding
+        The text encoding of a file without a byte-order mark (default UTF-8).
+    decimal
+        ``"."`` or ``","``; None: ``","`` when a number cell of a table that is not
+        comma-separated has a decimal comma.
+    rt_unit
+        ``"s"`` or ``"ms"``: the unit of the ``rt`` column (written in seconds).
+    scale
+        The rating scale; a rating off it is refused naming its line.
+
+    Returns
+    -------
+    ImportedRatings
+        With a row's ``trial`` its own column when mapped, else its place among
+        the participant's rows in the file (from 1); ``phase`` ``main`` unless
+        mapped. An R row-names column (the first, with an empty name) is left out.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "export.csv"
+    >>> _ = path.write_text("Subject;Sketch;Image;Response;RT\\nP-7;s1;a;3;0,734\\n")
+    >>> found = read_long_table([path], columns=parse_columns(
+    ...     "participant=Subject,sketch_id=Sketch,image_id=Image,rating=Response"))
+    >>> found.ratings[["participant", "sketch_id", "rating", "rt"]]
+      participant sketch_id  rating     rt
+    0         P-7        s1       3  0.734
+    >>> found.settings["Separator"], found.settings["Decimal"]
+    (';', ',')
+    """
+    columns = dict(columns or {})
+    factor = _rt_factor(rt_unit)
+    frames, sources, used = [], {}, {}
+    for path in paths:
+        table = _read_delimited(
+            Path(path), sep=sep, encoding=encoding, expected=list(columns.values())
+        )
+        found = _find_columns(table, columns, IMPORT_COLUMNS, _REQUIRED)
+        if used and found != used["Columns"]:
+            raise InputError(
+                f"{path}: line 1: its columns differ from those of the first file; "
+                "expected files of one table"
+            )
+        number_columns = [found[c] for c in ("rating", "rt", "anchor_rating") if c in found]
+        mark = _decimal_of(table, number_columns, decimal)
+        frame = pd.DataFrame(
+            {
+                target: table.frame[found[target]].astype(str).str.strip()
+                for target in ("participant", "sketch_id", "image_id")
+            }
+        )
+        for target in ("sketch_id", "image_id"):
+            _check_ids(table, frame[target], found[target])
+        point = f"a rating {scale.low}..{scale.high} or a missing value"
+        frame["rating"] = _ratings(
+            table, found["rating"], _numbers(table, found["rating"], mark, point), scale
+        )
+        if "anchor_rating" in found:
+            frame["anchor_rating"] = _ratings(
+                table,
+                found["anchor_rating"],
+                _numbers(table, found["anchor_rating"], mark, point),
+                scale,
+            )
+        frame["rt"] = (
+            _numbers(table, found["rt"], mark, "a time or a missing value") * factor
+            if "rt" in found
+            else np.nan
+        )
+        if "rt" in found and (frame["rt"] < 0).any():
+            row = int(np.argmax((frame["rt"] < 0).to_numpy()))
+            raise _cell_error(
+                table,
+                row,
+                found["rt"],
+                "a time of 0 or more",
+                str(table.frame[found["rt"]].iloc[row]),
+            )
+        frame["phase"] = (
+            table.frame[found["phase"]].astype(str).str.strip() if "phase" in found else "main"
+        )
+        if "trial" in found:
+            frame["trial"] = table.frame[found["trial"]].astype(str).str.strip()
+        frame["_source"] = str(path)
+        frame["_line"] = table.lines
+        frames.append(frame)
+        sources[str(path)] = table.sha256
+        used.setdefault("Columns", found)
+        used.setdefault("Separator", table.sep)
+        used.setdefault("Encoding", {})[str(path)] = table.encoding
+        used.setdefault("Decimal", mark)
+    ratings = pd.concat(frames, ignore_index=True)
+    if "trial" not in ratings:
+        ratings["trial"] = ratings.groupby(["_source", "participant"], sort=False).cumcount() + 1
+    settings = {
+        "Format": "long table",
+        "Columns": used["Columns"],
+        "Separator": used["Separator"],
+        "Encoding": used["Encoding"],
+        "Decimal": used["Decimal"],
+        "RtUnit": rt_unit,
+    }
+    return ImportedRatings(ratings, sources, settings)
+
+
+# --- PsychoPy Builder -----------------------------------------------------------------------
+
+
+def _builder_list(text: str) -> list[str]:
+    """The values of one Builder cell: ``['2', '3']`` (a list, when every key is stored),
+    ``2`` (one), or none (empty, ``None``, ``[]`` or a missing-value spelling)."""
+    text = text.strip()
+    if text in MISSING_VALUES or text in ("None", "[]"):
+        return []
+    if text.startswith("["):
+        value = ast.literal_eval(text)  # a Python literal, as Builder writes it (repr)
+        if not isinstance(value, list):
+            raise ValueError(text)
+        return [str(item) for item in value]
+    return [text]
+
+
+def read_psychopy(
+    paths: Sequence[str | Path],
+    *,
+    keys: Mapping[str, int],
+    columns: Mapping[str, str] | None = None,
+    keyboard: str | None = None,
+    encoding: str | None = None,
+    scale: Scale = PAPER_SCALE,
+) -> ImportedRatings:
+    """Read PsychoPy Builder data files (``*.csv``, one per participant and session).
+
+    Parameters
+    ----------
+    paths
+        Builder's CSV files (File > Preferences "Save csv file (trial-by-trial)").
+    keys
+        The rating of each key (:func:`parse_keys`).
+    columns
+        Columns of the ratings table -> Builder's columns: the loop's condition
+        columns naming the sketch and the image (``sketch_id=sketch,...``;
+        default ``sketch_id``, ``image_id``), the participant (default Builder's
+        expInfo field ``participant``), optionally ``phase``.
+    keyboard
+        The keyboard component whose ``.keys`` and ``.rt`` hold the ratings
+        (default: the one component with a ``.keys`` column).
+    encoding
+        The text encoding of a file without a byte-order mark (default UTF-8).
+    scale
+        The rating scale.
+
+    Returns
+    -------
+    ImportedRatings
+        One row per row of the loop (a row whose sketch and image cells are both
+        empty belongs to another routine and is left out), in file order
+        (``trial`` from 1). The rating is the last key pressed; ``n_presses`` and
+        ``presses`` (``rating@seconds`` from the component's start) keep every
+        press of a list Builder stored. A key that is not a rating key is refused.
+    """
+    columns = dict(columns or {})
+    frames, sources, used_keyboards = [], {}, set()
+    for path in paths:
+        table = _read_delimited(Path(path), sep=",", encoding=encoding)
+        found = _find_columns(
+            table,
+            columns,
+            ("participant", "sketch_id", "image_id", "phase"),
+            ("participant", "sketch_id", "image_id"),
+        )
+        component = keyboard or _keyboard_of(table)
+        keys_column, rt_column = f"{component}.keys", f"{component}.rt"
+        for name in (keys_column, rt_column):
+            if name not in table.names:
+                raise InputError(
+                    f"{path}: line 1: no column {name!r}; expected the keyboard "
+                    f"component's .keys and .rt (found {', '.join(table.names)})"
+                )
+        used_keyboards.add(component)
+        sketch = table.frame[found["sketch_id"]].astype(str).str.strip()
+        image = table.frame[found["image_id"]].astype(str).str.strip()
+        blank = sketch.isin(MISSING_VALUES) & image.isin(MISSING_VALUES)
+        kept = ~blank.to_numpy()
+        _check_ids(table, sketch.where(kept, "x"), found["sketch_id"])
+        _check_ids(table, image.where(kept, "x"), found["image_id"])
+        rows = []
+        for row in np.flatnonzero(kept):
+            rows.append(_builder_trial(table, int(row), keys_column, rt_column, keys))
+        part = table.frame.loc[~blank.to_numpy()]
+        frame = pd.DataFrame(
+            {
+                "participant": part[found["participant"]].astype(str).str.strip().to_numpy(),
+                "sketch_id": sketch[~blank].to_numpy(),
+                "image_id": image[~blank].to_numpy(),
+                "phase": (
+                    part[found["phase"]].astype(str).str.strip().to_numpy()
+                    if "phase" in found
+                    else "main"
+                ),
+            }
+        )
+        rating, rt, n_presses, presses = zip(*rows, strict=True) if rows else ([], [], [], [])
+        frame["rating"] = pd.array(rating, dtype="Int64")
+        frame["rt"] = np.asarray(rt, dtype=float)
+        frame["trial"] = np.arange(1, len(frame) + 1)
+        frame["n_presses"] = np.asarray(n_presses, dtype=int)
+        frame["presses"] = list(presses)
+        frame["_source"] = str(path)
+        frame["_line"] = table.lines[~blank.to_numpy()]
+        if frame.empty:
+            raise InputError(
+                f"{path}: no rows of a trials loop (every {found['sketch_id']!r} and "
+                f"{found['image_id']!r} cell is empty); expected one row per pair"
+            )
+        frames.append(frame)
+        sources[str(path)] = table.sha256
+    settings = {
+        "Format": "PsychoPy Builder",
+        "Columns": {k: v for k, v in found.items()},
+        "Keyboard": sorted(used_keyboards),
+        "Keys": dict(keys),
+        "Rule": "the last key pressed is the rating",
+    }
+    return ImportedRatings(pd.concat(frames, ignore_index=True), sources, settings)
+
+
+def _keyboard_of(table: _Table) -> str:
+    components = [name.removesuffix(".keys") for name in table.names if name.endswith(".keys")]
+    if len(components) == 1:
+        return components[0]
+    if not components:
+        raise InputError(
+            f"{table.path}: line 1: no keyboard component (no column ending in "
+            ".keys); expected Builder's data file of the rating routine"
+        )
+    raise InputError(
+        f"{table.path}: line 1: keyboard components {', '.join(components)}; name "
+        "the one holding the ratings with --keyboard"
+    )
+
+
+def _builder_trial(
+    table: _Table, row: int, keys_column: str, rt_column: str, keys: Mapping[str, int]
+) -> tuple:
+    """``(rating, rt, n_presses, presses)`` of one Builder row: the last press rates."""
+    cell_keys = str(table.frame[keys_column].iloc[row])
+    cell_rt = str(table.frame[rt_column].iloc[row])
+    try:
+        pressed = _builder_list(cell_keys)
+    except (ValueError, SyntaxError):
+        raise _cell_error(
+            table,
+            row,
+            keys_column,
+            "a key or a list of keys as Builder writes them (['2', '3'])",
+            cell_keys,
+        ) from None
+    try:
+        times = [parse_number(t) for t in _builder_list(cell_rt)]
+    except (ValueError, SyntaxError):
+        raise _cell_error(
+            table,
+            row,
+            rt_column,
+            "a time or a list of times as Builder writes them ([0.51, 0.83])",
+            cell_rt,
+        ) from None
+    if len(times) != len(pressed) or any(not t >= 0 for t in times):
+        raise _cell_error(
+            table,
+            row,
+            rt_column,
+            f"one time of 0 or more per key of {keys_column} ({len(pressed)})",
+            cell_rt,
+        )
+    unknown = [key for key in pressed if key not in keys]
+    if unknown:
+        raise _cell_error(
+            table,
+            row,
+            keys_column,
+            f"rating keys ({', '.join(keys)}); pass the study's keys with --keys",
+            cell_keys,
+        )
+    if not pressed:
+        return pd.NA, np.nan, 0, "n/a"
+    ratings = [keys[key] for key in pressed]
+    presses = " ".join(f"{r}@{t:g}" for r, t in zip(ratings, times, strict=True))
+    return ratings[-1], times[-1], len(pressed), presses
+
+
+# --- the dataset ----------------------------------------------------------------------------
+
+_SOURCE_ID = {
+    "Description": "The participant's id as the imported files gave it, of which the label is "
+    "made (sbir_study.foundation.checks.participant_label)."
+}
+_README = """Ratings of sketch/image pairs collected with another tool and imported with
+sbir-study import ({format}). One _beh.tsv per participant: one row per rated pair,
+columns described in its _beh.json sidecar, which also records the rating scale
+(RatingScale) and, under Imported, the source files with their SHA-256 and how they
+were read (column mapping, separator, encoding, decimal mark, keys). participants.tsv
+keeps each participant's id as the source gave it (source_id).
+"""
+
+
+def write_imported_dataset(
+    imported: ImportedRatings,
+    root: str | Path,
+    *,
+    scale: Scale = PAPER_SCALE,
+    overwrite: bool = False,
+    version: str = "",
+    inputs: Sequence[str | Path] = (),
+) -> pd.DataFrame:
+    """Check imported ratings and write them as a BIDS dataset at ``root``.
+
+    Each participant's id becomes a label (in order of first appearance, by
+    :func:`~sbir_study.foundation.checks.participant_label`), kept with the id in
+    ``participants.tsv``. The ratings are checked as :func:`load_ratings` checks a
+    table (ids, phases, a pair rated twice in one phase; the message naming the
+    source file and line), ratings that look like typos are warned about, and the
+    dataset is written as every output is (``docs/outputs.md``): aside, moved into
+    place when complete, an earlier one replaced only with ``overwrite`` and only
+    when ``sbir-study import`` wrote it. ``inputs`` are never a target.
+
+    Returns the ratings as checked (:func:`~sbir_study.analysis.validate_ratings`).
+    """
+    from sbir_study.foundation.outputs import output_folder
+
+    ratings = imported.ratings.copy()
+    given = pd.unique(ratings["participant"])
+    missing = [g for g in given if g in MISSING_VALUES]
+    if missing:
+        row = ratings[ratings["participant"] == missing[0]].iloc[0]
+        raise InputError(
+            f"{row['_source']}: line {row['_line']}: the participant's id is "
+            f"missing ({missing[0]!r}); expected an id on every row"
+        )
+    labels: dict[str, str] = {}
+    for source_id in given:
+        try:
+            labels[source_id] = participant_label(source_id, set(labels.values()))
+        except InputError as error:
+            row = ratings[ratings["participant"] == source_id].iloc[0]
+            raise InputError(f"{row['_source']}: line {row['_line']}: {error}") from None
+    ratings["source_id"] = ratings["participant"]
+    ratings["participant"] = ratings["participant"].map(labels)
+    # Checked as a table read from a file is: every cell text, a missing one n/a.
+    as_text = ratings.drop(columns=["source_id"])
+    for column in ("rating", "anchor_rating", "trial", "rt"):
+        if column in as_text:
+            values = as_text[column].astype("string")
+            as_text[column] = values.fillna("n/a").astype(object)
+    checked = validate_ratings(as_text, scale=scale)
+    _warn_of_typos(ratings)
+    root = Path(root)
+    with output_folder(root, "import", overwrite=overwrite, inputs=inputs) as folder:
+        _write(folder, ratings, imported, labels, scale, version)
+    return checked
+
+
+def _write(
+    root: Path,
+    ratings: pd.DataFrame,
+    imported: ImportedRatings,
+    labels: Mapping[str, str],
+    scale: Scale,
+    version: str,
+) -> None:
+    form = imported.settings.get("Format", "ratings")
+    bids.write_dataset_description(
+        root,
+        name=f"Ratings imported from {form} files",
+        generated_by={
+            "Name": "sbir-study",
+            "Version": version or "unknown",
+            "Description": f"ratings imported from {form} files (sbir-study import)",
+        },
+        readme=_README.format(format=form),
+    )
+    bids.write_participants(
+        root,
+        pd.DataFrame(
+            {
+                "participant_id": ["sub-" + label for label in labels.values()],
+                "source_id": list(labels),
+            }
+        ),
+        {"participant_id": {"Description": "Participant label."}, "source_id": _SOURCE_ID},
+    )
+    written = [
+        c
+        for c in (
+            "participant",
+            "trial",
+            "phase",
+            "sketch_id",
+            "image_id",
+            "rating",
+            "rt",
+            "anchor_rating",
+            "n_presses",
+            "presses",
+        )
+        if c in ratings
+    ]
+    for label, rows in ratings.groupby("participant", sort=False):
+        files = list(dict.fromkeys(rows["_source"]))
+        sidecar = {
+            "GeneratedBy": f"sbir-study import {version}".strip(),
+            "Imported": {
+                **imported.settings,
+                "Sources": [{"File": f, "SHA256": imported.sources[f]} for f in files],
+                "SourceId": str(rows["source_id"].iloc[0]),
+            },
+        }
+        trials = rows[written].copy()
+        trials["rt"] = trials["rt"].round(6)
+        bids.write_beh(root, str(label), trials, sidecar, scale=scale)
+
+
+#: Ids listed in one warning before the rest are counted.
+_SHOWN = 5
+
+
+def _warn_of_typos(ratings: pd.DataFrame) -> None:
+    """Warn of ids that look like typos: an image rated once that no one else rated, a
+    sketch rated by one participant, each with the closest id that others rated."""
+    if ratings["participant"].nunique() < 2:
+        return
+    main = ratings[ratings["phase"] == "main"]
+    raters = main.groupby("sketch_id", sort=False)["participant"].nunique()
+    lonely = [s for s in raters.index[raters == 1]]
+    _warn_ids(
+        main, "sketch_id", lonely, list(raters.index[raters > 1]), "rated by one participant only"
+    )
+    counts = main.groupby("image_id", sort=False).size()
+    once = [i for i in counts.index[counts == 1]]
+    _warn_ids(
+        main,
+        "image_id",
+        once,
+        list(counts.index[counts > 1]),
+        "rated once, by one participant, and by no one else",
+    )
+
+
+def _warn_ids(rows: pd.DataFrame, column: str, odd: list[str], others: list[str], why: str) -> None:
+    if not odd or not others:
+        return
+    named = []
+    for value in odd[:_SHOWN]:
+        row = rows[rows[column] == value].iloc[0]
+        # The most similar (difflib's ratio); of equals, the first others rated.
+        close = [max(others, key=lambda other: difflib.SequenceMatcher(None, value, other).ratio())]
+        named.append(
+            f"{value!r} ({row['_source']}: line {row['_line']}; closest rated by "
+            f"others: {close[0]!r})"
+        )
+    more = f", and {len(odd) - _SHOWN} more" if len(odd) > _SHOWN else ""
+    what = "sketch" if column == "sketch_id" else "image"
+    warnings.warn(
+        f"{what} ids {why}, perhaps typos: {', '.join(named)}{more}",
+        ImportedRatingsWarning,
+        stacklevel=3,
+    )

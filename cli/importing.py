@@ -1,0 +1,227 @@
+"""``sbir-study import``: ratings collected with other tools, as the BIDS dataset ``run`` records.
+
+The reading is :mod:`sbir_study.analysis.importing`'s; this module parses the options,
+calls it and reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .common import InputError, add_overwrite
+
+__all__ = ["COMMANDS", "register"]
+
+#: This family's subcommands and their one-line help (what ``sbir-study --help`` lists).
+COMMANDS = {
+    "import": "turn ratings collected with other tools into a BIDS dataset",
+}
+
+#: ``--sep`` by name or as the character itself.
+_SEPARATORS = {
+    ",": ",",
+    "comma": ",",
+    ";": ";",
+    "semicolon": ";",
+    "tab": "\t",
+    "\t": "\t",
+    "\\t": "\t",
+    "|": "|",
+    "bar": "|",
+}
+
+
+def register(commands) -> None:
+    parser = commands.add_parser(
+        "import",
+        help=COMMANDS["import"],
+        description="Read ratings collected with another tool and write the BIDS dataset that "
+        "sbir-study run records (one sub-<label>/beh/..._beh.tsv and sidecar per participant, "
+        "participants.tsv with each id as the source gave it), which sbir-study analyze reads. "
+        "Every sidecar records the source files' SHA-256 and how they were read. See the "
+        "README, 'Analysing your own ratings', and docs/formats.md.",
+    )
+    formats = parser.add_subparsers(dest="format", required=True, metavar="FORMAT")
+
+    table = formats.add_parser(
+        "table",
+        help="long tables: one row per rated pair (CSV, TSV, semicolons, R's write.csv)",
+        description="Long tables, one row per rated pair, from any tool (a spreadsheet, R, "
+        "SPSS, a survey's long export). Columns named participant, sketch_id, image_id, rating "
+        "(and optionally rt, phase, trial, anchor_rating), in any case, are found by "
+        "themselves; --columns names the others. The separator is sniffed and a decimal comma "
+        "recognised unless given.",
+    )
+    _common(table)
+    table.add_argument(
+        "--sep",
+        default=None,
+        help="field separator: comma, semicolon, tab or bar (default: sniffed from the header "
+        "and the first lines; an ambiguous table is refused)",
+    )
+    table.add_argument(
+        "--decimal",
+        choices=(".", ","),
+        default=None,
+        help="decimal mark of the numbers (default: a comma when the table is not "
+        "comma-separated and a number has one, else a point)",
+    )
+    table.add_argument(
+        "--rt-unit",
+        choices=("s", "ms"),
+        default="s",
+        help="unit of the response times (default: s; written in seconds)",
+    )
+    table.set_defaults(handler=import_table)
+
+    psychopy = formats.add_parser(
+        "psychopy",
+        help="PsychoPy Builder's per-participant CSV data files",
+        description="PsychoPy Builder's CSV data files (one per participant and session): the "
+        "rows of the trials loop, whose condition columns name the sketch and the image "
+        "(default sketch_id and image_id; --columns sketch_id=sketch,image_id=image), and the "
+        "keyboard component's .keys and .rt. The last key pressed is the rating (every press is "
+        "kept in the presses column when Builder stored all keys); the participant is Builder's "
+        "expInfo field participant.",
+    )
+    _common(psychopy)
+    psychopy.add_argument(
+        "--keys",
+        default=None,
+        help="the rating keys as Builder records them, one per scale point, the scale's low "
+        "end first (a,s,d,f,g; default: the scale's points as digits, 1,2,...)",
+    )
+    psychopy.add_argument(
+        "--protocol",
+        type=Path,
+        default=None,
+        help="a protocol file whose keys and scale the study used, instead of --keys and "
+        "--scale (default: none)",
+    )
+    psychopy.add_argument(
+        "--keyboard",
+        default=None,
+        help="the keyboard component holding the ratings (default: the one component with a "
+        ".keys column)",
+    )
+    psychopy.set_defaults(handler=import_psychopy)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", type=Path, nargs="+", metavar="FILE", help="files to import")
+    parser.add_argument("--out", type=Path, required=True, help="the dataset folder to write")
+    parser.add_argument(
+        "--columns",
+        default=None,
+        help="which source column holds each column of the ratings table, as "
+        "participant=Subject,rating=Response (default: the "
+        "columns named as the ratings table names them, in any case)",
+    )
+    parser.add_argument(
+        "--scale",
+        default=None,
+        help="the rating scale, LOW-HIGH with 2 to 9 points, :high-is-best when the high end "
+        "is the best match (1-5, 1-9:high-is-best); recorded in every sidecar (default: 1-7, "
+        "1 the best match, the paper's)",
+    )
+    parser.add_argument(
+        "--encoding",
+        default=None,
+        help="text encoding of files without a byte-order mark: cp1252, latin-1, ... (default: "
+        "UTF-8; a byte-order mark says UTF-8, UTF-16 or UTF-32 by itself)",
+    )
+    add_overwrite(parser, "dataset")
+
+
+def _scale(text: str | None):
+    from sbir_study.foundation.scale import PAPER_SCALE, Scale
+
+    return PAPER_SCALE if text is None else Scale.parse(text)
+
+
+def _check_files(args: argparse.Namespace) -> list[Path]:
+    from sbir_study.foundation.checks import check_input_file
+    from sbir_study.foundation.outputs import check_target
+
+    files = [check_input_file(path, "a file to import") for path in args.files]
+    check_target(args.out, "import", overwrite=args.overwrite, inputs=files)
+    return files
+
+
+def import_table(args: argparse.Namespace) -> int:
+    from sbir_study.analysis.importing import parse_columns, read_long_table
+
+    sep = None
+    if args.sep is not None:
+        sep = _SEPARATORS.get(args.sep.lower() if len(args.sep) > 1 else args.sep)
+        if sep is None:
+            raise InputError(f"--sep: expected comma, semicolon, tab or bar, got {args.sep!r}")
+    scale = _scale(args.scale)
+    columns = parse_columns(args.columns)
+    files = _check_files(args)
+    imported = read_long_table(
+        files,
+        columns=columns,
+        sep=sep,
+        encoding=args.encoding,
+        decimal=args.decimal,
+        rt_unit=args.rt_unit,
+        scale=scale,
+    )
+    return _write(args, imported, scale, files)
+
+
+def import_psychopy(args: argparse.Namespace) -> int:
+    from sbir_study.analysis.importing import parse_columns, parse_keys, read_psychopy
+
+    if args.protocol is not None:
+        if args.keys is not None or args.scale is not None:
+            raise InputError(
+                "--protocol: the protocol gives the keys and the scale; drop --keys and --scale"
+            )
+        from sbir_study.study.protocol import load_protocol
+
+        protocol = load_protocol(args.protocol)
+        scale = protocol.scale
+        keys = dict(zip(protocol.response.keys, scale.points, strict=True))
+    else:
+        scale = _scale(args.scale)
+        keys = parse_keys(args.keys or ",".join(map(str, scale.points)), scale)
+    columns = parse_columns(args.columns)
+    files = _check_files(args)
+    imported = read_psychopy(
+        files,
+        keys=keys,
+        columns=columns,
+        keyboard=args.keyboard,
+        encoding=args.encoding,
+        scale=scale,
+    )
+    return _write(args, imported, scale, files)
+
+
+def _count(number: int, word: str) -> str:
+    return f"{number} {word}{'' if number == 1 else 's'}"
+
+
+def _write(args: argparse.Namespace, imported, scale, files: list[Path]) -> int:
+    from sbir_study.analysis.importing import write_imported_dataset
+    from sbir_study.foundation.provenance import toolkit_version
+
+    checked = write_imported_dataset(
+        imported,
+        args.out,
+        scale=scale,
+        overwrite=args.overwrite,
+        version=toolkit_version(),
+        inputs=files,
+    )
+    rated = int(checked["rating"].notna().sum())
+    print(
+        f"Imported {len(checked)} rows ({rated} ratings) of "
+        f"{_count(checked['participant'].nunique(), 'participant')} from {len(files)} "
+        f"{imported.settings['Format']} file{'s' if len(files) > 1 else ''} (scale {scale}); "
+        f"BIDS dataset written to {args.out}"
+    )
+    return 0

@@ -1,0 +1,432 @@
+"""Ratings from other tools (sbir_study.analysis.importing): the parsing decisions (separator,
+decimal comma, column mapping, keys) by property, and each format's round trip, the imported
+dataset's ratings compared with the source read independently with pandas."""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+import string
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sbir_study.analysis import load_ratings
+from sbir_study.analysis.importing import (
+    IMPORT_COLUMNS,
+    SEPARATORS,
+    ImportedRatingsWarning,
+    decode_text,
+    parse_columns,
+    parse_keys,
+    parse_number,
+    read_long_table,
+    read_psychopy,
+    sniff_separator,
+    write_imported_dataset,
+)
+from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.scale import Scale
+
+DATA = Path(__file__).parents[1] / "data"
+EXAMPLES = Path(__file__).parents[2] / "docs" / "examples"
+
+# Cells that hold none of the candidate separators, nor quotes.
+_PLAIN = st.text(alphabet=string.ascii_letters + string.digits + " .-_", min_size=1, max_size=8)
+
+
+def _rows(draw, n_columns):
+    names = draw(
+        st.lists(
+            _PLAIN.map(str.strip).filter(bool), min_size=n_columns, max_size=n_columns, unique=True
+        )
+    )
+    rows = draw(st.lists(st.lists(_PLAIN, min_size=n_columns, max_size=n_columns), max_size=8))
+    return names, rows
+
+
+@st.composite
+def _tables(draw):
+    sep = draw(st.sampled_from(SEPARATORS))
+    names, rows = _rows(draw, draw(st.integers(2, 6)))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, delimiter=sep, lineterminator="\n")
+    writer.writerow(names)
+    writer.writerows(rows)
+    return sep, names, buffer.getvalue().splitlines()
+
+
+@settings(max_examples=300, deadline=None)
+@given(_tables())
+def test_the_separator_of_a_table_whose_cells_hold_no_other_separator_is_found(table):
+    sep, names, lines = table
+    assert sniff_separator(lines) == sep
+    assert sniff_separator(lines, expected=names[:2]) == sep
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=',;\t|ab" ', max_size=12), min_size=1, max_size=6))
+def test_a_sniffed_separator_splits_every_line_alike_or_none_is_chosen(lines):
+    try:
+        sep = sniff_separator(lines)
+    except InputError as error:
+        assert "--sep" in str(error) or "empty" in str(error)
+        return
+    counts = {len(row) for row in csv.reader([x for x in lines if x.strip()], delimiter=sep)}
+    assert len(counts) == 1 and counts.pop() >= 2
+
+
+def test_a_table_two_separators_split_alike_is_refused_not_guessed():
+    with pytest.raises(InputError, match="could be comma and semicolon; pass --sep"):
+        sniff_separator(["a,b;c", "1,2;3"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False), st.integers(0, 6))
+def test_a_decimal_comma_reads_as_the_same_number_with_a_point(value, places):
+    written = f"{value:.{places}f}"
+    assert parse_number(written.replace(".", ","), decimal=",") == float(written)
+    assert parse_number(written, decimal=".") == float(written)
+
+
+@pytest.mark.parametrize("cell", ["", "n/a", "NA", "NaN", "nan", " NA "])
+def test_every_missing_value_spelling_is_missing(cell):
+    assert np.isnan(parse_number(cell)) and np.isnan(parse_number(cell, decimal=","))
+
+
+@pytest.mark.parametrize(
+    "cell, decimal",
+    [("1.234,5", ","), ("1,234.5", "."), ("0,5", "."), ("inf", "."), ("3 ", ","), ("x", ".")],
+)
+def test_a_number_with_a_thousands_separator_or_the_other_mark_is_refused(cell, decimal):
+    if cell == "3 ":
+        assert parse_number(cell, decimal=decimal) == 3.0
+        return
+    with pytest.raises(ValueError):
+        parse_number(cell, decimal=decimal)
+
+
+_SOURCE_NAME = (
+    st.text(alphabet=string.ascii_letters + string.digits + " ._-ä", min_size=1, max_size=12)
+    .map(str.strip)
+    .filter(bool)
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(IMPORT_COLUMNS), _SOURCE_NAME))
+def test_a_column_mapping_reads_back_as_written(mapping):
+    text = ",".join(f"{target}={source}" for target, source in mapping.items())
+    assert parse_columns(text) == mapping
+    spaced = " , ".join(f" {target} = {source} " for target, source in mapping.items())
+    assert parse_columns(spaced) == mapping
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("participant=A,participant=B", "'participant' is mapped twice"),
+        ("particpant=A", "did you mean 'participant'?"),
+        ("rating", "expected COLUMN=SOURCE"),
+        ("rating=", "expected COLUMN=SOURCE"),
+    ],
+)
+def test_a_bad_column_mapping_is_refused_in_one_line(text, message):
+    with pytest.raises(InputError, match=message):
+        parse_columns(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(2, 9), st.booleans(), st.data())
+def test_keys_map_to_the_scale_s_points_low_end_first(k, high_best, data):
+    scale = Scale(1, k, "high" if high_best else "low")
+    keys = data.draw(
+        st.lists(
+            st.text(alphabet=string.ascii_lowercase + string.digits + "_", min_size=1, max_size=6),
+            min_size=k,
+            max_size=k,
+            unique=True,
+        )
+    )
+    assert parse_keys(",".join(keys), scale) == dict(zip(keys, range(1, k + 1), strict=True))
+    with pytest.raises(InputError, match=f"expected {k} keys"):
+        parse_keys(",".join(keys[:-1]), scale)
+
+
+# --- long tables: a round trip per encoding and dialect ---------------------------------------
+
+_IDS = ["P-7", "R_3kVq9x", "Jürgen", "01", "1a"]
+
+
+def _source_ratings(seed: int, scale: Scale) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for participant in _IDS:
+        for sketch in ("s1", "s2"):
+            for image in ("a.png", "b.png", "c.png"):
+                rating = rng.integers(scale.low, scale.high + 1)
+                missing = rng.random() < 0.15
+                rows.append(
+                    {
+                        "Subject": participant,
+                        "Sketch": sketch,
+                        "Image": image,
+                        "Response": np.nan if missing else float(rating),
+                        "RT": np.nan if missing else round(float(rng.uniform(0.2, 3)), 3),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def _dataset_ratings(root: Path) -> pd.DataFrame:
+    """The imported dataset read back with pandas alone, its labels turned into source ids."""
+    participants = pd.read_csv(root / "participants.tsv", sep="\t", dtype=str)
+    source_of = dict(
+        zip(
+            participants["participant_id"].str.removeprefix("sub-"),
+            participants["source_id"],
+            strict=True,
+        )
+    )
+    frames = [
+        pd.read_csv(path, sep="\t", dtype={"participant": str}, na_values=["n/a"])
+        for path in sorted(root.glob("sub-*/beh/*_beh.tsv"))
+    ]
+    table = pd.concat(frames, ignore_index=True)
+    table["participant"] = table["participant"].map(source_of)
+    return table
+
+
+def _same_ratings(imported: pd.DataFrame, source: pd.DataFrame) -> None:
+    keys = ["participant", "sketch_id", "image_id"]
+    source = source.rename(
+        columns={
+            "Subject": "participant",
+            "Sketch": "sketch_id",
+            "Image": "image_id",
+            "Response": "rating",
+            "RT": "rt",
+        }
+    )
+    merged = imported.merge(source, on=keys, suffixes=("", "_source"), validate="1:1")
+    assert len(merged) == len(source) == len(imported)
+    np.testing.assert_array_equal(merged["rating"], merged["rating_source"])
+    np.testing.assert_allclose(merged["rt"], merged["rt_source"], rtol=0, atol=1e-9)
+
+
+MAPPING = parse_columns("participant=Subject,sketch_id=Sketch,image_id=Image,rating=Response,rt=RT")
+
+
+@pytest.mark.parametrize(
+    "dialect",
+    [
+        dict(sep=";", decimal=",", encoding="utf-8-sig"),  # a German spreadsheet's CSV
+        dict(sep="\t", decimal=".", encoding="utf-16"),  # Excel's "Unicode text"
+        dict(sep=",", decimal=".", encoding="cp1252"),  # Windows' ANSI, named by --encoding
+        dict(sep="|", decimal=",", encoding="utf-8"),
+    ],
+)
+def test_a_long_table_round_trips_in_every_dialect(tmp_path, dialect):
+    scale = Scale(1, 5)
+    source = _source_ratings(3, scale)
+    path = tmp_path / "export.csv"
+    source.to_csv(path, index=False, na_rep="NA", **dialect)
+    named = "cp1252" if dialect["encoding"] == "cp1252" else None
+    imported = read_long_table([path], columns=MAPPING, encoding=named, scale=scale)
+    assert imported.settings["Separator"] == dialect["sep"]
+    assert imported.settings["Decimal"] == dialect["decimal"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ImportedRatingsWarning)  # every id is rated by all
+        write_imported_dataset(imported, tmp_path / "data", scale=scale, inputs=[path])
+    independent = pd.read_csv(
+        path,
+        sep=dialect["sep"],
+        decimal=dialect["decimal"],
+        encoding=dialect["encoding"],
+        dtype={"Subject": str},
+    )
+    _same_ratings(_dataset_ratings(tmp_path / "data"), independent)
+    assert load_ratings(tmp_path / "data").attrs["scale"] == scale
+
+
+def test_r_write_csv_output_reads_as_written_row_names_left_out(tmp_path):
+    path = DATA / "r_write_csv.csv"
+    imported = read_long_table([path])
+    assert imported.settings["Columns"] == {
+        c: c for c in ("participant", "sketch_id", "image_id", "rating", "rt")
+    }
+    write_imported_dataset(imported, tmp_path / "data", inputs=[path])
+    independent = pd.read_csv(path, index_col=0, dtype={"participant": str})
+    table = _dataset_ratings(tmp_path / "data")
+    assert sorted(table["participant"].unique()) == ["01", "02"]  # 01 stays text
+    _same_ratings(
+        table,
+        independent.rename(
+            columns={
+                "participant": "Subject",
+                "sketch_id": "Sketch",
+                "image_id": "Image",
+                "rating": "Response",
+                "rt": "RT",
+            }
+        ),
+    )
+
+
+def test_the_sidecar_records_the_sources_sha256_and_the_mapping(tmp_path):
+    import hashlib
+    import json
+
+    path = EXAMPLES / "long_table.csv"
+    imported = read_long_table([path], columns=MAPPING)
+    write_imported_dataset(imported, tmp_path / "data", inputs=[path])
+    sidecar = json.loads(next((tmp_path / "data").glob("sub-P7/beh/*.json")).read_text())
+    record = sidecar["Imported"]
+    assert record["Sources"] == [
+        {"File": str(path), "SHA256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    ]
+    assert record["Columns"] == {
+        "participant": "Subject",
+        "sketch_id": "Sketch",
+        "image_id": "Image",
+        "rating": "Response",
+        "rt": "RT",
+    }
+    assert record["Separator"] == ";" and record["Decimal"] == ","
+    assert record["SourceId"] == "P-7"
+    assert sidecar["RatingScale"] == {"Low": 1, "High": 7, "Best": "low"}
+
+
+@pytest.mark.parametrize(
+    "content, fragments",
+    [
+        (
+            "Subject;Sketch;Image;Response\nP1;s1;a;8\n",
+            ["line 2", "column 'Response'", "a rating 1..7", "'8'"],
+        ),
+        ("Subject;Sketch;Image;Response\nP1;s1;a;2,5\n", ["line 2", "column 'Response'", "'2,5'"]),
+        ("Subject;Sketch;Image;Response\nP1;s1;a b;2\n", ["line 2", "column 'Image'", "'a b'"]),
+        ("Subject;Sketch;Image;Response\nP1;s1;a;2\nP1;s1;a;3\n", ["line 3", "twice"]),
+        ("Subject;Sketch;Image;Response\n;s1;a;2\n", ["line 2", "missing"]),
+        (
+            "Subject;Sketch;Image;Answer\nP1;s1;a;2\n",
+            ["line 1", "no column 'Response'", "found Subject, Sketch, Image, Answer"],
+        ),
+        ("Subject;Sketch;Image;Response\nP1;s1;a\n", ["line 2", "expected 4 fields, found 3"]),
+    ],
+)
+def test_a_bad_long_table_is_one_line_naming_file_line_and_column(tmp_path, content, fragments):
+    path = tmp_path / "bad.csv"
+    path.write_text(content, encoding="utf-8")
+    mapping = parse_columns("participant=Subject,sketch_id=Sketch,image_id=Image,rating=Response")
+    with pytest.raises(InputError) as error:
+        imported = read_long_table([path], columns=mapping, sep=";")
+        write_imported_dataset(imported, tmp_path / "data", inputs=[path])
+    message = str(error.value)
+    assert "\n" not in message and str(path) in message
+    for fragment in fragments:
+        assert fragment in message, message
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_file_not_in_utf8_names_its_line_and_the_option(tmp_path):
+    path = tmp_path / "ansi.csv"
+    path.write_bytes("participant,sketch_id,image_id,rating\nJürgen,s1,a,2\n".encode("cp1252"))
+    with pytest.raises(
+        InputError,
+        match=r"line 2: byte 0xfc is not utf-8; name its encoding "
+        r"with --encoding",
+    ):
+        decode_text(path)
+    assert decode_text(path, "cp1252")[0].splitlines()[1] == "Jürgen,s1,a,2"
+
+
+def test_typos_are_warned_about_with_the_closest_id_others_rated(tmp_path):
+    path = tmp_path / "typo.csv"
+    rows = ["participant,sketch_id,image_id,rating"]
+    for participant in ("p1", "p2", "p3"):
+        for image in ("cat_01", "cat_02", "cat_03"):
+            rows.append(f"{participant},cat,{image},3")
+    rows += ["p3,cat,cat_o1,2", "p2,caat,cat_01,4"]
+    path.write_text("\n".join(rows) + "\n")
+    with pytest.warns(ImportedRatingsWarning) as caught:
+        write_imported_dataset(read_long_table([path]), tmp_path / "data", inputs=[path])
+    messages = [str(w.message) for w in caught]
+    assert any(
+        "'caat'" in m and "closest rated by others: 'cat'" in m and "line 12" in m for m in messages
+    ), messages
+    assert any("'cat_o1'" in m and "closest rated by others: 'cat_01'" in m for m in messages)
+
+
+# --- PsychoPy Builder -------------------------------------------------------------------------
+
+
+def test_a_psychopy_builder_file_round_trips_the_last_press_rating(tmp_path):
+    path = EXAMPLES / "psychopy_builder_P-7.csv"
+    scale = Scale(1, 5)
+    imported = read_psychopy(
+        [path],
+        keys=parse_keys("1,2,3,4,5", scale),
+        columns=parse_columns("sketch_id=sketch,image_id=image"),
+        scale=scale,
+    )
+    write_imported_dataset(imported, tmp_path / "data", scale=scale, inputs=[path])
+    # Independently: pandas reads Builder's file, ast its lists; the last press rates.
+    source = pd.read_csv(path, dtype=str, keep_default_na=False)
+    source = source[source["sketch"] != ""]
+
+    def last(cell):
+        if cell in ("", "None"):
+            return np.nan
+        value = ast.literal_eval(cell) if cell.startswith("[") else cell
+        return float(value[-1] if isinstance(value, list) else value)
+
+    expected = pd.DataFrame(
+        {
+            "Subject": source["participant"],
+            "Sketch": source["sketch"],
+            "Image": source["image"],
+            "Response": source["key_resp.keys"].map(last),
+            "RT": source["key_resp.rt"].map(last),
+        }
+    )
+    table = _dataset_ratings(tmp_path / "data")
+    _same_ratings(table, expected)
+    assert table["presses"].tolist()[1] == "4@0.912 5@1.377"
+    assert load_ratings(tmp_path / "data").attrs["scale"] == scale
+
+
+def test_psychopy_keys_of_a_protocol_map_letters_to_the_scale(tmp_path):
+    path = tmp_path / "builder.csv"
+    path.write_text(
+        "sketch_id,image_id,rate.keys,rate.rt,participant,\n"
+        "s1,a,d,0.5,7,\ns1,b,\"['a', 'g']\",\"[0.3, 0.9]\",7,\n"
+    )
+    scale = Scale(1, 5, "high")
+    imported = read_psychopy([path], keys=parse_keys("a,s,d,f,g", scale), scale=scale)
+    assert imported.ratings["rating"].tolist() == [3, 5]
+    assert imported.ratings["n_presses"].tolist() == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "keys_cell, rt_cell, fragment",
+    [
+        ("x", "0.5", "column 'key_resp.keys': expected rating keys"),
+        ("\"['1'\"", "0.5", "column 'key_resp.keys': expected a key or a list of keys"),
+        ("\"['1', '2']\"", "0.5", "column 'key_resp.rt': expected one time of 0 or more per key"),
+    ],
+)
+def test_a_bad_psychopy_cell_names_file_line_and_column(tmp_path, keys_cell, rt_cell, fragment):
+    path = tmp_path / "builder.csv"
+    path.write_text(
+        "sketch_id,image_id,key_resp.keys,key_resp.rt,participant\n"
+        f"s1,a,1,0.4,7\ns1,b,{keys_cell},{rt_cell},7\n"
+    )
+    with pytest.raises(InputError, match=rf"builder.csv: line 3: {fragment}"):
+        read_psychopy([path], keys=parse_keys("1,2,3,4,5,6,7", Scale()))

@@ -1,0 +1,164 @@
+"""sbir-study import: the examples in docs/examples import, analyze reads what it writes (its
+ground truth checked against pandas on the source), bad inputs are one line, and the output
+policy holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.helpers import assert_input_error, run_main
+
+EXAMPLES = Path(__file__).parents[2] / "docs" / "examples"
+LONG_MAPPING = "participant=Subject,sketch_id=Sketch,image_id=Image,rating=Response,rt=RT"
+
+
+def test_the_long_table_example_imports_as_the_readme_says(tmp_path):
+    result = run_main(
+        "import",
+        "table",
+        str(EXAMPLES / "long_table.csv"),
+        "--out",
+        str(tmp_path / "data"),
+        "--columns",
+        LONG_MAPPING,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Imported 8 rows (7 ratings) of 2 participants" in result.stdout
+    participants = (tmp_path / "data" / "participants.tsv").read_text()
+    assert participants == "participant_id\tsource_id\nsub-P7\tP-7\nsub-R3kVq9x\tR_3kVq9x\n"
+
+
+def test_the_psychopy_example_imports_as_the_readme_says(tmp_path):
+    result = run_main(
+        "import",
+        "psychopy",
+        str(EXAMPLES / "psychopy_builder_P-7.csv"),
+        "--out",
+        str(tmp_path / "data"),
+        "--columns",
+        "sketch_id=sketch,image_id=image",
+        "--scale",
+        "1-5",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Imported 4 rows (3 ratings) of 1 participant from 1 PsychoPy Builder file" in (
+        result.stdout
+    )
+
+
+def test_analyze_reads_an_imported_dataset_its_ground_truth_that_of_pandas(tmp_path):
+    rng = np.random.default_rng(5)
+    rows = [
+        (
+            participant,
+            f"s{sketch}",
+            f"s{sketch}_{image}.png",
+            rng.integers(1, 6) if rng.random() > 0.1 else np.nan,
+        )
+        for participant in ("P-1", "P-2", "R_3", "Jürgen", "05")
+        for sketch in range(3)
+        for image in range(6)
+    ]
+    source = pd.DataFrame(rows, columns=["Subject", "Sketch", "Image", "Response"])
+    path = tmp_path / "export.csv"
+    source.to_csv(path, sep=";", index=False, na_rep="", encoding="cp1252")
+    result = run_main(
+        "import",
+        "table",
+        str(path),
+        "--out",
+        str(tmp_path / "data"),
+        "--columns",
+        "participant=Subject,sketch_id=Sketch,image_id=Image,rating=Response",
+        "--encoding",
+        "cp1252",
+        "--scale",
+        "1-5",
+    )
+    assert result.returncode == 0, result.stderr
+    result = run_main(
+        "analyze", str(tmp_path / "data"), "--out", str(tmp_path / "out"), "--no-figures"
+    )
+    assert result.returncode == 0, result.stderr
+    truth = pd.read_csv(tmp_path / "out" / "ground_truth.csv")
+    # Independently: pandas' mean of each pair's ratings in the source, missing left out.
+    expected = source.groupby(["Sketch", "Image"])["Response"].agg(["mean", "count"])
+    merged = truth.merge(
+        expected, left_on=["sketch_id", "image_id"], right_index=True, validate="1:1"
+    )
+    assert len(merged) == len(expected)
+    np.testing.assert_allclose(merged["mean_rating"], merged["mean"], rtol=1e-12)
+    np.testing.assert_array_equal(merged["n_ratings"], merged["count"])
+
+
+def test_a_rating_off_the_scale_is_exit_2_naming_file_line_and_column(tmp_path):
+    path = tmp_path / "export.csv"
+    path.write_text("Subject;Sketch;Image;Response\nP1;s1;a;3\nP1;s1;b;6\n")
+    result = run_main(
+        "import",
+        "table",
+        str(path),
+        "--out",
+        str(tmp_path / "data"),
+        "--columns",
+        "participant=Subject,sketch_id=Sketch,image_id=Image,rating=Response",
+        "--scale",
+        "1-5",
+    )
+    assert_input_error(result, str(path), "line 3", "column 'Response'", "1..5", "'6'")
+    assert not (tmp_path / "data").exists()
+
+
+def test_an_earlier_import_is_replaced_only_with_overwrite_and_nothing_else(tmp_path):
+    arguments = [
+        "import",
+        "table",
+        str(EXAMPLES / "long_table.csv"),
+        "--out",
+        str(tmp_path / "data"),
+        "--columns",
+        LONG_MAPPING,
+    ]
+    assert run_main(*arguments).returncode == 0
+    assert_input_error(run_main(*arguments), "--overwrite")
+    assert run_main(*arguments, "--overwrite").returncode == 0
+    simulated = run_main(
+        "simulate",
+        "--out",
+        str(tmp_path / "sim"),
+        "--participants",
+        "2",
+        "--sketches",
+        "2",
+        "--images",
+        "3",
+    )
+    assert simulated.returncode == 0, simulated.stderr
+    arguments[4] = str(tmp_path / "sim")
+    assert_input_error(run_main(*arguments, "--overwrite"), "simulate")
+
+
+@pytest.mark.parametrize(
+    "option, value, fragment",
+    [
+        ("--sep", "colon", "--sep: expected comma, semicolon, tab or bar"),
+        ("--columns", "rater=Subject", "'rater' is not a column of the ratings table"),
+        ("--encoding", "klingon", "--encoding: 'klingon' is not an encoding"),
+        ("--scale", "1-12", "--scale: expected 2 to 9 points"),
+    ],
+)
+def test_a_bad_option_is_one_line(tmp_path, option, value, fragment):
+    result = run_main(
+        "import",
+        "table",
+        str(EXAMPLES / "long_table.csv"),
+        "--out",
+        str(tmp_path / "data"),
+        option,
+        value,
+    )
+    assert_input_error(result, fragment)
