@@ -201,6 +201,7 @@ def _analyze_into(
             full,
             pairwise_summary,
             options,
+            scale,
         )
     figure_files = {}
     if figures:
@@ -230,7 +231,7 @@ def _analyze_into(
 
 
 def _summary(ratings, main, ground_truth, pairwise_p, consensus, anchoring, w_table,
-             overall_alpha, bins, full, pairwise_summary, options) -> dict:  # fmt: skip
+             overall_alpha, bins, full, pairwise_summary, options, scale) -> dict:  # fmt: skip
     """The contents of ``summary.json`` (``docs/formats.md``), but for its list of figures."""
     alpha, alternative = options.alpha, options.alternative
     provenance = ratings.attrs.get("provenance", Provenance())
@@ -238,6 +239,9 @@ def _summary(ratings, main, ground_truth, pairwise_p, consensus, anchoring, w_ta
         "n_participants": int(ratings["participant"].nunique()),
         "n_sketches": int(main["sketch_id"].nunique()),
         "n_pairs": len(ground_truth),
+        # As recorded (evaluate reads it back), though every number here is in the paper's
+        # orientation.
+        "scale": str(scale),
         "alternative": alternative,
         "alpha": alpha,
         "simulated": provenance.simulated,

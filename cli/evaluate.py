@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from sbir_study.foundation.progress import step
@@ -31,14 +32,13 @@ COMMANDS = {
 
 
 def _rating_threshold(text: str) -> float:
+    # Its range is the ground truth's scale, known once the files are read.
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 1.0 < value <= 7.0:
-        raise argparse.ArgumentTypeError(
-            f"expected a mean rating above 1 and at most 7, got {value}"
-        )
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a mean rating, got {text!r}")
     return value
 
 
@@ -90,8 +90,17 @@ def _register_evaluate(commands) -> None:
         type=_rating_threshold,
         default=None,
         help="binary relevance for P@k, AP, R-precision and SHREC's measures: a mean rating "
-        "below this (default: the middle of the scale of --ratings, 2.5 on 1-5; without "
-        "--ratings 3.5, the paper's); written to --out as ground_truth_binary.qrels",
+        "below this, in the paper's orientation (default: the middle of the ground truth's "
+        "scale, 3.5 on 1-7, 2.5 on 1-5); written to --out as ground_truth_binary.qrels",
+    )
+    parser.add_argument(
+        "--scale",
+        default=None,
+        help="the ground truth's rating scale, LOW-HIGH with 2 to 9 points, :high-is-best when "
+        "the high end is the best match (1-5, 1-9:high-is-best), and that of a flat --ratings "
+        "table; needed only where neither the ratings nor the summary.json of the analyze that "
+        "wrote the ground truth record it, and refused if it differs from them (default: the "
+        "recorded one, else 1-7 with 1 the best match)",
     )
     parser.add_argument(
         "--score-precision",
@@ -187,14 +196,17 @@ def evaluate(args: argparse.Namespace) -> int:
         write_evaluation,
     )
     from sbir_study.foundation.outputs import check_target
+    from sbir_study.foundation.scale import Scale
 
     options = options_from(EvaluationOptions, args)
+    scale = Scale.parse(args.scale) if args.scale is not None else None
     inputs = [args.ground_truth, *args.runs, *([args.ratings] if args.ratings else [])]
     check_target(args.out, "evaluate", overwrite=args.overwrite, inputs=inputs)
     with step(f"scoring {len(args.runs)} run(s)"):
         evaluation = evaluate_files(
             args.ground_truth, args.runs, options, names=args.name, ratings=args.ratings,
             lower_is_better=args.lower_is_better, score_precision=args.score_precision,
+            scale=scale,
         )  # fmt: skip
     with step("writing tables, figures and report"):
         write_evaluation(evaluation, args.out, figures=not args.no_figures,

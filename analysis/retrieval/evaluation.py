@@ -13,6 +13,7 @@ given as a fraction.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -23,9 +24,10 @@ import pandas as pd
 from sbir_study.foundation.checks import InputError, check_option
 from sbir_study.foundation.outputs import output_folder
 from sbir_study.foundation.provenance import software_versions
+from sbir_study.foundation.scale import Scale
 
 from .. import _kernels
-from ..consensus import RELEVANT_BELOW, write_binary_qrels
+from ..consensus import write_binary_qrels
 from .comparison import bootstrap_mean, compare_systems
 from .measures import (
     MEASURES,
@@ -57,9 +59,13 @@ _HEADLINE = tuple(m.name for m in MEASURES if m.headline)
 
 @dataclass(frozen=True)
 class EvaluationOptions:
-    """Options of :func:`evaluate_runs`."""
+    """Options of :func:`evaluate_runs`.
 
-    relevant_below: float | None = RELEVANT_BELOW
+    ``relevant_below`` ``None`` (the default) is the middle of the ground truth's scale,
+    3.5 on the paper's.
+    """
+
+    relevant_below: float | None = None
     cutoffs: tuple[int, ...] = (5, 10, 20)
     alternative: str = "greater"
     alpha: float = 0.05
@@ -69,11 +75,11 @@ class EvaluationOptions:
 
     def __post_init__(self) -> None:
         check_option("alternative", self.alternative, _kernels.ALTERNATIVES)
-        if self.relevant_below is not None and not 1.0 < self.relevant_below <= 7.0:
-            raise InputError(
-                f"relevant_below: expected a mean rating above 1 and at most 7, got "
-                f"{self.relevant_below!r}"
-            )
+        # The cut's range is the ground truth's scale, checked when the runs are scored.
+        below = self.relevant_below
+        if below is not None and (isinstance(below, bool) or not isinstance(below, int | float)
+                                  or not math.isfinite(below)):  # fmt: skip
+            raise InputError(f"relevant_below: expected a mean rating, got {below!r}")
         if not self.cutoffs or any(not isinstance(k, int) or k < 1 for k in self.cutoffs):
             raise InputError(f"cutoffs: expected whole numbers >= 1, got {self.cutoffs!r}")
         if not 0.0 < self.alpha < 1.0:
@@ -195,9 +201,11 @@ def evaluate_runs(
         end is best they are read in the paper's orientation, as ``analyze``
         reads them (:func:`~sbir_study.analysis.orientation.in_paper_orientation`).
 
-    ``options.relevant_below`` ``None`` is the middle of the ratings' scale
-    (:attr:`~sbir_study.foundation.scale.Scale.relevant_below`), 3.5 without
-    ratings; the returned evaluation's options hold the cut used.
+    ``options.relevant_below`` ``None`` is the middle of the ground truth's scale
+    (:attr:`~sbir_study.foundation.scale.Scale.relevant_below`: 3.5 on the paper's
+    1..7); a cut must lie above the scale's low end and at most at its high end.
+    The returned evaluation's options hold the cut used. ``ratings`` on another
+    scale than ``truth.scale`` are refused.
     """
     if not runs:
         raise InputError("runs: expected at least one retrieval run")
@@ -209,9 +217,19 @@ def evaluate_runs(
             raise InputError(f"run name {name!r}: given to two runs; name them apart with --name")
     from ..orientation import in_paper_orientation, ratings_scale
 
+    scale = truth.scale
+    if ratings is not None and ratings_scale(ratings) != scale:
+        raise InputError(
+            f"{_named(ratings)}: on the scale {ratings_scale(ratings)}, the ground truth on "
+            f"{scale}; expected the ratings the ground truth was computed from"
+        )
     if options.relevant_below is None:
-        cut = RELEVANT_BELOW if ratings is None else ratings_scale(ratings).relevant_below
-        options = replace(options, relevant_below=cut)
+        options = replace(options, relevant_below=scale.relevant_below)
+    if not scale.low < options.relevant_below <= scale.high:
+        raise InputError(
+            f"--relevant-below {options.relevant_below:g}: expected a mean rating above "
+            f"{scale.low} and at most {scale.high} (the ground truth's scale {scale})"
+        )
     given = weight = None
     human = None
     if ratings is not None:
@@ -373,8 +391,9 @@ def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: bool) 
                                          encoding="utf-8")  # fmt: skip
     from .report import write_evaluation_report
 
+    scale = evaluation.truth.scale if evaluation.truth is not None else None
     write_evaluation_report(out / "report.html", result, evaluation.summary,
-                            evaluation.comparisons, written)  # fmt: skip
+                            evaluation.comparisons, written, scale=scale)  # fmt: skip
     return result
 
 
@@ -394,6 +413,7 @@ def evaluate_files(
     ratings: str | Path | None = None,
     lower_is_better: bool = False,
     score_precision: str = "float32",
+    scale: Scale | None = None,
 ) -> Evaluation:
     """Load a ground truth, runs and (optionally) ratings from files and score the runs.
 
@@ -402,6 +422,12 @@ def evaluate_files(
     run's system name, in order (default: each file's name without its
     extension). ``score_precision`` is how scores are compared when a run is
     put in order (:func:`~sbir_study.analysis.retrieval.runs.load_run`).
+
+    The ground truth's rating scale (its range, qrels grades and default
+    relevance cut) is the scale of ``ratings`` when given, else the one the
+    ``summary.json`` of the ``analyze`` that wrote the ground truth records, else
+    ``scale`` (which is also the scale of a flat ratings table), else the paper's
+    1..7. Two of these that differ are refused.
     """
     from ..ratings import load_ratings
     from .runs import load_ground_truth, load_run
@@ -411,14 +437,15 @@ def evaluate_files(
             f"--name: given {len(names)} times for {len(run_files)} runs; expected one name "
             "per run, in order"
         )
-    truth = load_ground_truth(ground_truth)
+    table = load_ratings(ratings, scale=scale) if ratings is not None else None
+    summary = _analyze_summary(ground_truth)
+    truth = load_ground_truth(ground_truth, scale=_ground_truth_scale(table, summary, scale))
     runs = [
         load_run(
             path, truth, lower_is_better=lower_is_better, name=name, score_precision=score_precision
         )
         for path, name in zip(run_files, names or [None] * len(run_files), strict=True)
     ]
-    table = load_ratings(ratings) if ratings is not None else None
     evaluation = evaluate_runs(truth, runs, options, ratings=table)
     files = [{"role": "ground truth", "name": "", "path": str(ground_truth),
               "sha256": truth.sha256, "lines": truth.lines}]  # fmt: skip
@@ -432,28 +459,56 @@ def evaluate_files(
     simulated = bool(getattr(provenance, "simulated", False))
     evaluation.inputs = {"files": files, "lower_is_better": lower_is_better,
                          "score_precision": score_precision,
-                         "simulated": simulated or _simulated_ground_truth(ground_truth, truth),
+                         "simulated": simulated or bool(summary and summary[1].get("simulated")),
                          "command": "sbir-study evaluate"}  # fmt: skip
     return evaluation
 
 
-def _simulated_ground_truth(path: str | Path, truth: GroundTruth) -> bool:
-    """Whether ``analyze`` made this ground truth from simulated ratings, by its own records:
-    the output record of its folder lists this very file (same SHA-256), and the
-    ``summary.json`` beside it says ``simulated``."""
+def _analyze_summary(path: str | Path) -> tuple[Path, dict] | None:
+    """The ``summary.json`` of the ``analyze`` that wrote this ground truth, by its own
+    records: the output record of its folder lists this very file (same SHA-256).
+    Returns the summary's path and contents, or None (another file, or no summary)."""
     from sbir_study.foundation.outputs import read_record
+    from sbir_study.foundation.provenance import file_digest
 
-    folder = Path(path).parent
-    record = read_record(folder)
+    path = Path(path)
+    record = read_record(path.parent)
     if record is None or record.command != "analyze":
-        return False
-    if record.files.get(Path(path).name) != truth.sha256:
-        return False
+        return None
     try:
-        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+        if record.files.get(path.name) != file_digest(path).sha256:
+            return None
+        summary_path = path.parent / "summary.json"
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return bool(isinstance(summary, dict) and summary.get("simulated"))
+        return None
+    return (summary_path, summary) if isinstance(summary, dict) else None
+
+
+def _ground_truth_scale(
+    ratings: pd.DataFrame | None, summary: tuple[Path, dict] | None, given: Scale | None
+) -> Scale:
+    """The ground truth's scale: that of the ratings, else of analyze's summary.json, else
+    ``given`` (``--scale``), else the paper's; two that differ are refused."""
+    from sbir_study.foundation.scale import PAPER_SCALE
+
+    from ..orientation import ratings_scale
+
+    known = []
+    if ratings is not None:
+        known.append((f"the ratings {_named(ratings)}", ratings_scale(ratings)))
+    if summary is not None and summary[1].get("scale") is not None:
+        path, recorded = summary
+        known.append((str(path), Scale.parse(recorded["scale"], what=f"{path}: scale")))
+    if given is not None:
+        known.append(("--scale", given))
+    for name, scale in known[1:]:
+        if scale != known[0][1]:
+            raise InputError(
+                f"{name}: the scale {scale}, where {known[0][0]} is on {known[0][1]}; expected "
+                "the one scale of the ground truth"
+            )
+    return known[0][1] if known else PAPER_SCALE
 
 
 def format_evaluation(evaluation: Evaluation, out: str | Path) -> str:

@@ -20,6 +20,7 @@ from sbir_study.foundation.html import (
     table,
 )
 from sbir_study.foundation.paper import PUBLISHED_DESCRIPTOR_TAU
+from sbir_study.foundation.scale import PAPER_SCALE, Scale
 
 from .comparison import permutation_p_value_floor
 from .measures import report_columns
@@ -52,9 +53,12 @@ def write_evaluation_report(
     summary: pd.DataFrame,
     comparisons: pd.DataFrame,
     figures: Mapping[str, Path],
+    *,
+    scale: Scale | None = None,
 ) -> Path:
     """Write the page of ``sbir-study evaluate``: the comparison table, the significant
-    differences and the figures, self-contained like the analysis report."""
+    differences and the figures, self-contained like the analysis report. ``scale`` is
+    the ground truth's (default the paper's), which the nDCG grades follow."""
     path = Path(path)
     options = result["options"]
     parts = [*page_head("sbir-study evaluation report")]
@@ -67,7 +71,7 @@ def write_evaluation_report(
         "the participants' mean ratings (Eitz et al. 2011, Sec. 3.2), averaged over the "
         f"sketches. Its p-value is {_ALTERNATIVE_TEXT[options['alternative']]}. Binary "
         f"measures count an image as relevant when its mean rating is below "
-        f"{options['relevant_below']:g}; nDCG uses the qrels grade 7 - round(mean rating). "
+        f"{options['relevant_below']:g}; nDCG uses the qrels grade {_grade_text(scale)}. "
         "Intervals: 95% percentile bootstrap over the sketches "
         f"({options['bootstrap']} resamples, seed {options['seed']}).</p>",
     ]
@@ -101,6 +105,19 @@ def write_evaluation_report(
     ]
     path.write_text("\n".join(parts) + "\n", encoding="utf-8")
     return path
+
+
+def _grade_text(scale: Scale | None) -> str:
+    """How the qrels grade is computed on the ground truth's scale, in words."""
+    scale = scale or PAPER_SCALE
+    text = f"{scale.high} - round(mean rating)"
+    if scale != PAPER_SCALE:
+        text += f" ({scale.k - 1} best, 0 worst, on the scale {scale}"
+        if scale.best == "high":
+            text += f"; mean ratings turned so that {scale.low} is the best match, as analyze "
+            "writes them"
+        text += ")"
+    return text
 
 
 def _above_the_participants(summary: pd.DataFrame) -> list[str]:

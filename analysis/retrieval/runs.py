@@ -42,6 +42,7 @@ from sbir_study.foundation.checks import (
     check_option,
 )
 from sbir_study.foundation.memory import release_freed
+from sbir_study.foundation.scale import PAPER_SCALE, Scale
 from sbir_study.foundation.tables import (
     COMMA,
     MISSING_VALUES,
@@ -86,9 +87,11 @@ class RunWarning(UserWarning):
 class GroundTruth:
     """The consensus ground truth as sketches x judged images.
 
-    ``mean_rating[s, j]`` is the mean rating (1 best, 7 worst) of image
-    ``images[s][j]`` of sketch ``sketches[s]``; NaN pads the sketches with
-    fewer images than the widest. Pairs nobody rated are left out.
+    ``mean_rating[s, j]`` is the mean rating of image ``images[s][j]`` of sketch
+    ``sketches[s]`` on ``scale``, in the paper's orientation as ``analyze`` writes it
+    (``scale.low`` best, ``scale.high`` worst: 1 and 7 on the paper's scale); NaN
+    pads the sketches with fewer images than the widest. Pairs nobody rated are
+    left out.
     """
 
     sketches: np.ndarray
@@ -97,6 +100,7 @@ class GroundTruth:
     source: str = "ground truth"
     sha256: str | None = None
     lines: int = 0
+    scale: Scale = PAPER_SCALE
 
     @property
     def judged(self) -> np.ndarray:
@@ -105,9 +109,12 @@ class GroundTruth:
 
     @property
     def grade(self) -> np.ndarray:
-        """The qrels grade 7 - round(mean_rating) (6 best, 0 worst; halves round to the
-        worse grade), as ``sbir_study.analysis.write_qrels`` writes it; NaN for padding."""
-        return 7.0 - np.floor(self.mean_rating + 0.5)
+        """The qrels grade high - round(mean_rating) of the scale (k - 1 best, 0 worst; halves
+        round to the worse grade; 7 - round(mean_rating) on the paper's scale), as
+        ``sbir_study.analysis.write_qrels`` writes it; NaN for padding."""
+        grade = np.full(self.mean_rating.shape, np.nan)
+        grade[self.judged] = self.scale.grade(self.mean_rating[self.judged])
+        return grade
 
     def relevant(self, below: float) -> np.ndarray:
         """Binary relevance: the judged images with a mean rating below ``below``."""
@@ -151,14 +158,14 @@ class Run:
 # --- the ground truth ------------------------------------------------------------------------
 
 
-def load_ground_truth(path: str | Path) -> GroundTruth:
+def load_ground_truth(path: str | Path, *, scale: Scale = PAPER_SCALE) -> GroundTruth:
     """Read ``ground_truth.csv`` as ``analyze`` writes it (``sketch_id, image_id, mean_rating``
-    and any other columns, which are ignored).
+    and any other columns, which are ignored), its mean ratings on ``scale``.
 
     Bad input raises :class:`~sbir_study.foundation.checks.InputError` naming the file, line and
     field: a missing column, an empty id, a mean rating that is not a number
-    from 1 to 7, a pair listed twice. Pairs with no mean rating (nobody rated
-    them) are left out.
+    from the scale's low to its high end (1 to 7 on the paper's), a pair listed
+    twice. Pairs with no mean rating (nobody rated them) are left out.
     """
     path = check_input_file(path, "a ground truth table (ground_truth.csv)")
     file = read_text(path, COMMA)
@@ -166,12 +173,16 @@ def load_ground_truth(path: str | Path) -> GroundTruth:
     if first is None:
         raise InputError(f"{path}: empty; expected a ground truth table with a header")
     frame = read_table(file, "\t" if "\t" in first[1] else ",", wording=COMMA)
-    truth = ground_truth_from_frame(frame, source=str(path))
+    truth = ground_truth_from_frame(frame, source=str(path), scale=scale)
     return replace(truth, sha256=file.sha256, lines=file.lines)
 
 
 def ground_truth_from_frame(
-    frame: pd.DataFrame, *, source: str = "ground truth", sha256: str | None = None
+    frame: pd.DataFrame,
+    *,
+    source: str = "ground truth",
+    sha256: str | None = None,
+    scale: Scale = PAPER_SCALE,
 ) -> GroundTruth:
     """Validate a ground-truth table (as :func:`load_ground_truth`) given as a DataFrame.
 
@@ -189,6 +200,13 @@ def ground_truth_from_frame(
     >>> truth.grade
     array([[ 4.,  6.],
            [ 1., nan]])
+
+    On a 5-point scale the grades run from 4 (best) to 0:
+
+    >>> ground_truth_from_frame(pd.DataFrame({
+    ...     "sketch_id": "s", "image_id": ["a", "b"], "mean_rating": [1.0, 4.5]}),
+    ...     scale=Scale(1, 5)).grade
+    array([[4., 0.]])
     """
     missing = [c for c in ("sketch_id", "image_id", "mean_rating") if c not in frame.columns]
     if missing:
@@ -221,12 +239,13 @@ def ground_truth_from_frame(
     absent = text.isin(MISSING_VALUES).to_numpy() | raw.isna().to_numpy()
     mean = pd.to_numeric(text.where(~absent), errors="coerce").to_numpy(dtype=np.float64)
     with np.errstate(invalid="ignore"):
-        bad = ~absent & ~((mean >= 1.0) & (mean <= 7.0))
+        bad = ~absent & ~((mean >= scale.low) & (mean <= scale.high))
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise InputError(
             f"{source}, line {line[row]}: mean_rating: got {text.iloc[row]!r}; expected a number "
-            "from 1 to 7 (or empty for a pair nobody rated)"
+            f"from {scale.low} to {scale.high}, the scale {scale} (or empty for a pair nobody "
+            "rated)"
         )
     keys = pd.Series(ids["sketch_id"]) + "\x00" + pd.Series(ids["image_id"])
     twice = keys.duplicated(keep="first").to_numpy()
@@ -253,7 +272,7 @@ def ground_truth_from_frame(
     mean_rating = np.full((len(sketches), width), np.nan)
     mean_rating[sketch_code, position] = long["mean_rating"].to_numpy()
     images = tuple(np.split(long["image_id"].to_numpy(dtype=object), np.cumsum(counts)[:-1]))
-    return GroundTruth(sketches.astype(object), images, mean_rating, source, sha256)
+    return GroundTruth(sketches.astype(object), images, mean_rating, source, sha256, scale=scale)
 
 
 # --- runs ------------------------------------------------------------------------------------
