@@ -33,7 +33,8 @@ def check_nothing_lost(db_url: str, result) -> dict:
         assert sorted(numbers) == list(range(1, len(numbers) + 1)), label
     assert len(sessions) == len({p for (p,) in sessions}) == len(result.sessions)
     assert not result.refused, result.refused[:3]
-    return {"stored": len(stored), "acknowledged": len(result.acknowledged)}
+    return {"stored": len(stored), "acknowledged": len(result.acknowledged),
+            "participants_acknowledged": len({label for label, _ in result.acknowledged})}
 
 
 def kill_and_restart(server, at: float, down_s: float = 1.0) -> threading.Thread:
@@ -66,7 +67,10 @@ def test_sqlite_under_load_with_a_kill_in_the_middle(
     # The kill cost retries, and some answers were lost with it: those trials were sent again
     # and acknowledged as already stored, never stored twice.
     assert result.retries > 0
-    assert counts["acknowledged"] >= 60 * 6
+    # Not a speed floor (throughput is measured in benchmarks/bench_online.py, and a busy
+    # machine halves it): every participant had trials acknowledged, so nothing-lost above
+    # checked real traffic.
+    assert counts["participants_acknowledged"] == 60
     print(f"\nSQLite: {counts}, {result.retries} retries, {result.duplicates} acknowledged again")
 
 
@@ -81,7 +85,7 @@ def test_postgresql_two_servers_one_killed(
     )
     restart.join()
     counts = check_nothing_lost(db, result)
-    assert result.retries > 0 and counts["acknowledged"] >= 40 * 5
+    assert result.retries > 0 and counts["participants_acknowledged"] == 40  # as above
     # A second host on the same database sees the same study and its participants.
     second = start_server(load_protocol, online_set, tmp_path / "b", db=db)
     status = second.admin("api/admin/status").json()
