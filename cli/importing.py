@@ -86,19 +86,7 @@ def register(commands) -> None:
         "expInfo field participant.",
     )
     _common(psychopy)
-    psychopy.add_argument(
-        "--keys",
-        default=None,
-        help="the rating keys as Builder records them, one per scale point, the scale's low "
-        "end first (a,s,d,f,g; default: the scale's points as digits, 1,2,...)",
-    )
-    psychopy.add_argument(
-        "--protocol",
-        type=Path,
-        default=None,
-        help="a protocol file whose keys and scale the study used, instead of --keys and "
-        "--scale (default: none)",
-    )
+    _keys_options(psychopy, "Builder records them (a, s, num_1")
     psychopy.add_argument(
         "--keyboard",
         default=None,
@@ -106,6 +94,37 @@ def register(commands) -> None:
         ".keys column)",
     )
     psychopy.set_defaults(handler=import_psychopy)
+
+    jspsych = formats.add_parser(
+        "jspsych",
+        help="jsPsych data (.json or .csv as jsPsych.data.get() writes them)",
+        description="jsPsych data files (.json or .csv as jsPsych.data.get() writes them) of "
+        "html-keyboard-response and image-keyboard-response trials: the key (response) mapped "
+        "to the scale, rt in milliseconds (written in seconds). Each trial's pair is found "
+        "through a stimulus set (--stimuli: the stimulus path, or the src of every image of "
+        "its HTML, matched to the set's files) or in fields of the trial's data (--columns "
+        "sketch_id=sketch,image_id=image). The participant is a field (--columns "
+        "participant=subject_id; by itself one named participant, participant_id, subject or "
+        "subject_id) or else the file's name. Text screens are no rating trials; --select "
+        "names the rating trials by a field where others show images too.",
+    )
+    _common(jspsych)
+    jspsych.add_argument(
+        "--stimuli",
+        type=Path,
+        default=None,
+        metavar="SET",
+        help="the stimulus set the trials showed: each stimulus is matched to its manifest's "
+        "files (default: none; then --columns names the fields of the sketch and the image)",
+    )
+    _keys_options(jspsych, "jsPsych records them (1, a, arrowleft")
+    jspsych.add_argument(
+        "--select",
+        default=None,
+        help="the rating trials' field values, as task=rating (default: every keyboard-response "
+        "trial whose stimulus names a file of the set, or whose fields name a pair)",
+    )
+    jspsych.set_defaults(handler=import_jspsych)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -132,6 +151,40 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "UTF-8; a byte-order mark says UTF-8, UTF-16 or UTF-32 by itself)",
     )
     add_overwrite(parser, "dataset")
+
+
+def _keys_options(parser: argparse.ArgumentParser, recorded: str) -> None:
+    parser.add_argument(
+        "--keys",
+        default=None,
+        help=f"the rating keys as {recorded}, ...), one per scale point, the scale's low end "
+        "first (a,s,d,f,g; default: the scale's points as digits, 1,2,...)",
+    )
+    parser.add_argument(
+        "--protocol",
+        type=Path,
+        default=None,
+        help="a protocol file whose keys and scale the study used, instead of --keys and "
+        "--scale (default: none)",
+    )
+
+
+def _keys_and_scale(args: argparse.Namespace):
+    """The rating of each key and the scale, from --protocol or from --keys and --scale."""
+    from sbir_study.analysis.importing import parse_keys
+
+    if args.protocol is None:
+        scale = _scale(args.scale)
+        return parse_keys(args.keys or ",".join(map(str, scale.points)), scale), scale
+    if args.keys is not None or args.scale is not None:
+        raise InputError(
+            "--protocol: the protocol gives the keys and the scale; drop --keys and --scale"
+        )
+    from sbir_study.study.protocol import load_protocol
+
+    protocol = load_protocol(args.protocol)
+    scale = protocol.scale
+    return dict(zip(protocol.response.keys, scale.points, strict=True)), scale
 
 
 def _scale(text: str | None):
@@ -173,21 +226,9 @@ def import_table(args: argparse.Namespace) -> int:
 
 
 def import_psychopy(args: argparse.Namespace) -> int:
-    from sbir_study.analysis.importing import parse_columns, parse_keys, read_psychopy
+    from sbir_study.analysis.importing import parse_columns, read_psychopy
 
-    if args.protocol is not None:
-        if args.keys is not None or args.scale is not None:
-            raise InputError(
-                "--protocol: the protocol gives the keys and the scale; drop --keys and --scale"
-            )
-        from sbir_study.study.protocol import load_protocol
-
-        protocol = load_protocol(args.protocol)
-        scale = protocol.scale
-        keys = dict(zip(protocol.response.keys, scale.points, strict=True))
-    else:
-        scale = _scale(args.scale)
-        keys = parse_keys(args.keys or ",".join(map(str, scale.points)), scale)
+    keys, scale = _keys_and_scale(args)
     columns = parse_columns(args.columns)
     files = _check_files(args)
     imported = read_psychopy(
@@ -197,6 +238,43 @@ def import_psychopy(args: argparse.Namespace) -> int:
         keyboard=args.keyboard,
         encoding=args.encoding,
         scale=scale,
+    )
+    return _write(args, imported, scale, files)
+
+
+def import_jspsych(args: argparse.Namespace) -> int:
+    from sbir_study.analysis.importing import parse_columns, parse_select, read_jspsych
+
+    keys, scale = _keys_and_scale(args)
+    columns = parse_columns(args.columns)
+    select = parse_select(args.select)
+    named = "sketch_id" in columns or "image_id" in columns
+    if args.stimuli is not None and named:
+        raise InputError(
+            "--stimuli: the set and --columns sketch_id/image_id both say where the pair is; "
+            "give one"
+        )
+    if args.stimuli is None and not named:
+        raise InputError(
+            "--stimuli: expected the stimulus set the trials showed, or --columns "
+            "sketch_id=FIELD,image_id=FIELD naming the fields of the pair"
+        )
+    files = _check_files(args)
+    manifest = stimulus_set = None
+    if args.stimuli is not None:
+        from sbir_study.stimuli import load_set
+
+        loaded = load_set(args.stimuli)
+        manifest = loaded.manifest
+        stimulus_set = {"Folder": str(args.stimuli), "Digest": loaded.digest}
+    imported = read_jspsych(
+        files,
+        keys=keys,
+        manifest=manifest,
+        columns=columns,
+        select=select,
+        encoding=args.encoding,
+        stimulus_set=stimulus_set,
     )
     return _write(args, imported, scale, files)
 

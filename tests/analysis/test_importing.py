@@ -26,9 +26,12 @@ from sbir_study.analysis.importing import (
     parse_columns,
     parse_keys,
     parse_number,
+    parse_select,
+    read_jspsych,
     read_long_table,
     read_psychopy,
     sniff_separator,
+    stimulus_paths,
     write_imported_dataset,
 )
 from sbir_study.foundation.checks import InputError
@@ -430,3 +433,253 @@ def test_a_bad_psychopy_cell_names_file_line_and_column(tmp_path, keys_cell, rt_
     )
     with pytest.raises(InputError, match=rf"builder.csv: line 3: {fragment}"):
         read_psychopy([path], keys=parse_keys("1,2,3,4,5,6,7", Scale()))
+
+
+# --- jsPsych ----------------------------------------------------------------------------------
+
+_KEYS7 = parse_keys("1,2,3,4,5,6,7", Scale())
+_EXAMPLE_FIELDS = parse_columns("participant=subject_id,sketch_id=sketch,image_id=image")
+
+
+def _jspsych_expected(trials: list[dict]) -> pd.DataFrame:
+    """Independently of the reader: the example's rating trials picked, keyed and timed by hand."""
+    rows = [
+        {
+            "Subject": t["subject_id"],
+            "Sketch": t["sketch"],
+            "Image": t["image"],
+            "Response": np.nan if t["response"] is None else float(t["response"]),
+            "RT": np.nan if t["rt"] is None else t["rt"] / 1000,
+        }
+        for t in trials
+        if t["trial_type"] == "html-keyboard-response" and t.get("sketch")
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_the_jspsych_json_example_round_trips(tmp_path):
+    import json
+
+    path = EXAMPLES / "jspsych_P-7.json"
+    imported = read_jspsych([path], keys=_KEYS7, columns=_EXAMPLE_FIELDS)
+    write_imported_dataset(imported, tmp_path / "data", inputs=[path])
+    expected = _jspsych_expected(json.loads(path.read_text(encoding="utf-8")))
+    table = _dataset_ratings(tmp_path / "data")
+    _same_ratings(table, expected)
+    assert table["trial"].tolist() == [1, 2, 3, 4]
+
+
+def test_the_jspsych_csv_example_round_trips_and_matches_the_json(tmp_path):
+    path = EXAMPLES / "jspsych_P-7.csv"
+    imported = read_jspsych([path], keys=_KEYS7, columns=_EXAMPLE_FIELDS)
+    write_imported_dataset(imported, tmp_path / "csv", inputs=[path])
+    # pandas reads jsPsych's CSV, where null is written "null"
+    source = pd.read_csv(path, dtype=str, keep_default_na=False)
+    source = source[source["sketch"] != ""]
+    expected = pd.DataFrame(
+        {
+            "Subject": source["subject_id"],
+            "Sketch": source["sketch"],
+            "Image": source["image"],
+            "Response": pd.to_numeric(source["response"].replace("null", np.nan)),
+            "RT": pd.to_numeric(source["rt"].replace("null", np.nan)) / 1000,
+        }
+    )
+    _same_ratings(_dataset_ratings(tmp_path / "csv"), expected)
+    json_path = EXAMPLES / "jspsych_P-7.json"
+    imported = read_jspsych([json_path], keys=_KEYS7, columns=_EXAMPLE_FIELDS)
+    write_imported_dataset(imported, tmp_path / "json", inputs=[json_path])
+    beh = "sub-5f3a9c1e2b7d4e0012ab34cd/beh/sub-5f3a9c1e2b7d4e0012ab34cd_task-sbirrating_beh.tsv"
+    assert (tmp_path / "csv" / beh).read_text() == (tmp_path / "json" / beh).read_text()
+
+
+_MANIFEST = pd.DataFrame(
+    {
+        "sketch_id": ["cat", "cat", "cat", "dog", "dog"],
+        "image_id": ["c1", "c2", "c3", "d1", "d2"],
+        "sketch_path": ["sketches/cat.png"] * 3 + ["sketches/dog.png"] * 2,
+        "image_path": [
+            "images/cat/c1.jpg",
+            "images/cat/c2.jpg",
+            "images/cat/c3.jpg",
+            "images/dog/d1.jpg",
+            "images/dog/d 2.jpg",
+        ],
+        "role": ["anchor", "main", "main", "main", "main"],
+        "anchor_rating": pd.array([2, None, None, None, None], dtype="Int64"),
+    }
+)
+
+
+def _write_json(path: Path, trials: list[dict]) -> Path:
+    import json
+
+    # One line, as jsPsych.data.get().json() writes it.
+    path.write_text(json.dumps(trials), encoding="utf-8")
+    return path
+
+
+def _trial(stimulus, response="3", rt=812.5, kind="html-keyboard-response", **data):
+    return {"rt": rt, "stimulus": stimulus, "response": response, "trial_type": kind, **data}
+
+
+def _pair_html(sketch_path: str, image_path: str, prefix: str = "") -> str:
+    return f'<div><img src="{prefix}{sketch_path}"><img src="{prefix}{image_path}"></div>'
+
+
+def test_jspsych_stimuli_are_matched_to_the_pairs_of_the_set(tmp_path):
+    trials = [
+        _trial("<p>Welcome</p>", response=" "),
+        _trial({"x": 1}, kind="preload"),
+        _trial(_pair_html("sketches/cat.png", "images/cat/c1.jpg"), phase="anchor_repeat"),
+        # an address the server gave, a query and an encoded space; a plain image path
+        _trial(_pair_html("sketches/dog.png", "images/dog/d%202.jpg?v=3", "https://x.org/s/")),
+        _trial("stim/images/cat/c3.jpg", response=None, rt=None, kind="image-keyboard-response"),
+        _trial(_pair_html("./sketches/cat.png", "images/cat/c2.jpg"), response="7", rt=2003),
+    ]
+    for trial in trials:
+        trial.setdefault("phase", "main")
+    path = _write_json(tmp_path / "P-9.json", trials)
+    imported = read_jspsych([path], keys=_KEYS7, manifest=_MANIFEST, columns={"phase": "phase"})
+    ratings = imported.ratings
+    assert ratings["participant"].unique().tolist() == ["P-9"]  # the file's name
+    assert list(zip(ratings["sketch_id"], ratings["image_id"], strict=True)) == [
+        ("cat", "c1"),
+        ("dog", "d2"),
+        ("cat", "c3"),
+        ("cat", "c2"),
+    ]
+    assert ratings["rating"].tolist() == [3, 3, pd.NA, 7]
+    np.testing.assert_allclose(ratings["rt"], [0.8125, 0.8125, np.nan, 2.003])
+    write_imported_dataset(imported, tmp_path / "data", inputs=[path])
+    table = load_ratings(tmp_path / "data")
+    anchor = table[table["phase"] == "anchor_repeat"]
+    assert anchor["anchor_rating"].tolist() == [2]  # the set's prescribed rating
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(range(len(_MANIFEST))),
+    st.sampled_from(["", "./", "/", "stimuli/", "https://lab.example.org/study/v2/", "a/b/c/"]),
+    st.sampled_from(["", "?v=1", "#top"]),
+    st.booleans(),
+    st.booleans(),
+)
+def test_any_address_ending_in_a_set_s_path_names_that_file(row, prefix, suffix, quote, single):
+    import html
+    import urllib.parse
+
+    pair = _MANIFEST.iloc[row]
+    paths = [pair["sketch_path"], pair["image_path"]]
+    if quote:
+        paths = [urllib.parse.quote(p) for p in paths]
+    shown = [html.escape(prefix + p + suffix) for p in paths]
+    stimulus = "".join(f"<img src='{s}'>" if single else f'<img src="{s}">' for s in shown)
+    assert stimulus_paths(stimulus) == [html.unescape(s) for s in shown]
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = _write_json(Path(folder) / "p.json", [_trial(stimulus)])
+        ratings = read_jspsych([path], keys=_KEYS7, manifest=_MANIFEST).ratings
+    assert (ratings["sketch_id"].iloc[0], ratings["image_id"].iloc[0]) == (
+        pair["sketch_id"],
+        pair["image_id"],
+    )
+
+
+def test_jspsych_keys_are_found_in_lower_case_as_jspsych_records_them(tmp_path):
+    scale = Scale(1, 2, "high")
+    path = _write_json(
+        tmp_path / "p.json",
+        [
+            _trial("images/cat/c2.jpg", response="arrowright", kind="image-keyboard-response"),
+            _trial("images/cat/c3.jpg", response="ArrowLeft", kind="image-keyboard-response"),
+        ],
+    )
+    keys = parse_keys("ArrowLeft,ArrowRight", scale)
+    ratings = read_jspsych([path], keys=keys, manifest=_MANIFEST).ratings
+    assert ratings["rating"].tolist() == [2, 1]
+
+
+@pytest.mark.parametrize(
+    "trials, fragments",
+    [
+        (
+            [
+                _trial("images/cat/c2.jpg", kind="image-keyboard-response"),
+                _trial("images/cat/c3.jpg", response="x", kind="image-keyboard-response"),
+            ],
+            ["line 1, trial 2", "field 'response'", "a rating key (1, 2", "'x'"],
+        ),
+        (
+            [_trial(_pair_html("sketches/cat.png", "images/cat/c9.jpg"))],
+            ["trial 1", "field 'stimulus'", "its files are no image of the stimulus set"],
+        ),
+        (
+            [_trial(_pair_html("sketches/dog.png", "images/cat/c2.jpg"))],
+            ["field 'stimulus'", "its sketch and image are no pair of the stimulus set"],
+        ),
+        (
+            [_trial("images/cat/c2.jpg", rt=-4, kind="image-keyboard-response")],
+            ["field 'rt'", "a time in ms of 0 or more", "'-4'"],
+        ),
+        ([_trial("<p>Hello</p>")], ["no rating trials", "whose stimulus names a file"]),
+        (
+            [{"trial_type": "sbir-rating", "trial": 1, "onset": 3.2}],
+            ["no rating trials", "sbir-rating", "export-online"],
+        ),
+        ([{"rt": 1}], ["line 1", "no field 'trial_type'"]),
+    ],
+)
+def test_a_bad_jspsych_trial_is_one_line_naming_file_line_and_field(tmp_path, trials, fragments):
+    path = _write_json(tmp_path / "p.json", trials)
+    with pytest.raises(InputError) as error:
+        read_jspsych([path], keys=_KEYS7, manifest=_MANIFEST)
+    message = str(error.value)
+    assert "\n" not in message and str(path) in message
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ('[\n  {"rt": 1,\n   "response": }\n]', "line 3: not JSON"),
+        ('{"trials": []}', "line 1: a JSON dict; expected a list of trials"),
+        ('[\n {"trial_type": "x"},\n 3\n]', "line 3: a JSON int; expected a trial object"),
+    ],
+)
+def test_a_jspsych_file_that_is_not_jspsych_s_json_names_its_line(tmp_path, text, fragment):
+    path = tmp_path / "p.json"
+    path.write_text(text)
+    with pytest.raises(InputError, match=fragment):
+        read_jspsych([path], keys=_KEYS7, manifest=_MANIFEST)
+
+
+def test_an_image_in_two_pairs_shown_without_its_sketch_is_refused_not_guessed(tmp_path):
+    manifest = pd.concat(
+        [_MANIFEST, _MANIFEST.iloc[[1]].assign(sketch_id="lion", sketch_path="sketches/lion.png")]
+    )
+    path = _write_json(
+        tmp_path / "p.json", [_trial("images/cat/c2.jpg", kind="image-keyboard-response")]
+    )
+    with pytest.raises(InputError, match=r"its image is in 2 pairs of the set \(cat, lion\)"):
+        read_jspsych([path], keys=_KEYS7, manifest=manifest)
+    path = _write_json(
+        tmp_path / "q.json", [_trial(_pair_html("sketches/lion.png", "images/cat/c2.jpg"))]
+    )
+    ratings = read_jspsych([path], keys=_KEYS7, manifest=manifest).ratings
+    assert ratings["sketch_id"].tolist() == ["lion"]
+
+
+def test_jspsych_select_names_the_rating_trials(tmp_path):
+    trials = [
+        _trial(_pair_html("sketches/cat.png", "images/cat/c2.jpg"), task="example"),
+        _trial(_pair_html("sketches/cat.png", "images/cat/c3.jpg"), task="rating"),
+    ]
+    path = _write_json(tmp_path / "p.json", trials)
+    imported = read_jspsych(
+        [path], keys=_KEYS7, manifest=_MANIFEST, select=parse_select("task=rating")
+    )
+    assert imported.ratings["image_id"].tolist() == ["c3"]
+    assert imported.settings["Select"] == {"task": "rating"}

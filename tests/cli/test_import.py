@@ -162,3 +162,107 @@ def test_a_bad_option_is_one_line(tmp_path, option, value, fragment):
         value,
     )
     assert_input_error(result, fragment)
+
+
+JSPSYCH_FIELDS = "participant=subject_id,sketch_id=sketch,image_id=image"
+
+
+@pytest.mark.parametrize("name", ["jspsych_P-7.json", "jspsych_P-7.csv"])
+def test_the_jspsych_examples_import_as_the_readme_says(tmp_path, name):
+    result = run_main(
+        "import",
+        "jspsych",
+        str(EXAMPLES / name),
+        "--out",
+        str(tmp_path / "data"),
+        "--columns",
+        JSPSYCH_FIELDS,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Imported 4 rows (3 ratings) of 1 participant from 1 jsPsych file" in result.stdout
+    participants = pd.read_csv(tmp_path / "data" / "participants.tsv", sep="\t", dtype=str)
+    assert participants["source_id"].tolist() == ["5f3a9c1e2b7d4e0012ab34cd"]
+
+
+def test_jspsych_trials_on_a_stimulus_set_are_analysed_as_pandas_averages_them(tmp_path, small_set):
+    import json
+
+    # The set's manifest read by pandas: the pairs the trials show, served under stimuli/.
+    manifest = pd.read_csv(small_set / "manifest.csv", dtype=str)
+    manifest = manifest[manifest["role"] == "main"]
+    rng = np.random.default_rng(11)
+    expected = []
+    files = []
+    for participant in ("PROLIFIC-a", "PROLIFIC-b", "PROLIFIC-c"):
+        trials = [
+            {
+                "trial_type": "html-keyboard-response",
+                "stimulus": "<p>Ready?</p>",
+                "response": " ",
+                "rt": 900,
+            }
+        ]
+        for pair in manifest.sample(frac=1, random_state=rng.integers(1 << 31)).itertuples():
+            rating = int(rng.integers(1, 8))
+            trials.append(
+                {
+                    "trial_type": "html-keyboard-response",
+                    "stimulus": f'<img src="stimuli/{pair.sketch_path}">'
+                    f'<img src="stimuli/{pair.image_path}">',
+                    "response": str(rating),
+                    "rt": 650.25,
+                    "subject_id": participant,
+                }
+            )
+            expected.append((pair.sketch_id, pair.image_id, rating))
+        path = tmp_path / f"{participant}.json"
+        path.write_text(json.dumps(trials))
+        files.append(str(path))
+    result = run_main(
+        "import",
+        "jspsych",
+        *files,
+        "--out",
+        str(tmp_path / "data"),
+        "--stimuli",
+        str(small_set),
+        "--columns",
+        "participant=subject_id",
+    )
+    assert result.returncode == 0, result.stderr
+    sidecar = json.loads(next((tmp_path / "data").glob("sub-*/beh/*_beh.json")).read_text())
+    assert sidecar["Imported"]["StimulusSet"]["Folder"] == str(small_set)
+    result = run_main(
+        "analyze", str(tmp_path / "data"), "--out", str(tmp_path / "out"), "--no-figures"
+    )
+    assert result.returncode == 0, result.stderr
+    truth = pd.read_csv(tmp_path / "out" / "ground_truth.csv", dtype={"sketch_id": str})
+    means = (
+        pd.DataFrame(expected, columns=["sketch_id", "image_id", "rating"])
+        .groupby(["sketch_id", "image_id"])["rating"]
+        .mean()
+    )
+    merged = truth.merge(means, left_on=["sketch_id", "image_id"], right_index=True, validate="1:1")
+    assert len(merged) == len(means) == len(manifest)
+    np.testing.assert_allclose(merged["mean_rating"], merged["rating"], rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "options, fragment",
+    [
+        (["--columns", JSPSYCH_FIELDS, "--stimuli", "somewhere"], "--stimuli: the set and"),
+        ([], "--stimuli: expected the stimulus set the trials showed"),
+        (["--columns", JSPSYCH_FIELDS, "--select", "task"], "--select: expected FIELD=VALUE"),
+        (["--columns", JSPSYCH_FIELDS, "--keys", "1,2,3"], "--keys: expected 7 keys"),
+    ],
+)
+def test_a_bad_jspsych_option_is_one_line(tmp_path, options, fragment):
+    result = run_main(
+        "import",
+        "jspsych",
+        str(EXAMPLES / "jspsych_P-7.json"),
+        "--out",
+        str(tmp_path / "data"),
+        *options,
+    )
+    assert_input_error(result, fragment)
