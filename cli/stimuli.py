@@ -9,6 +9,7 @@ from sbir_study.foundation import paper
 from sbir_study.foundation.progress import step
 
 from .common import (
+    InputError,
     add_anchor_design,
     add_overwrite,
     add_seed,
@@ -72,9 +73,16 @@ def _register_generate(actions) -> None:
     generate.add_argument("--anchor-sketches", type=between(0, 100),
                           default=paper.ANCHOR_SKETCHES,
                           help="anchor sketches; 0 for a set without anchoring")  # fmt: skip
-    generate.add_argument("--anchor-images", type=between(2, 7), default=paper.ANCHOR_IMAGES,
+    generate.add_argument("--anchor-images", type=between(2, 9), default=paper.ANCHOR_IMAGES,
                           help="images per anchor sketch, prescribed ratings spread over the "
-                          "scale")  # fmt: skip
+                          "scale, at most one per point")  # fmt: skip
+    generate.add_argument(
+        "--scale",
+        default="1-7",
+        help="the rating scale the anchors' prescribed ratings are spread over, LOW-HIGH with 2 "
+        "to 9 points, :high-is-best when the high end is the best match (1-5, "
+        "1-9:high-is-best); that of the protocol the set will be rated under (default: 1-7)",
+    )
     generate.add_argument("--width", type=between(64, 4096), default=320,
                           help="pixels (default 320)")  # fmt: skip
     generate.add_argument("--height", type=between(64, 4096), default=240,
@@ -165,12 +173,18 @@ def validate_command(args: argparse.Namespace) -> int:
 
 def generate_command(args: argparse.Namespace) -> int:
     from sbir_study.foundation.provenance import toolkit_version
+    from sbir_study.foundation.scale import Scale
     from sbir_study.stimuli import SetDesign, generate_set, validate_set
 
+    scale = Scale.parse(args.scale)
+    if args.anchor_sketches and args.anchor_images > scale.k:
+        raise InputError(f"--anchor-images {args.anchor_images}: expected 2..{scale.k}, at most "
+                         f"one image per point of the scale {scale}")  # fmt: skip
     design = options_from(SetDesign, args, images_per_sketch=args.images,
                           role="candidate" if args.pool else "main")  # fmt: skip
     folder = generate_set(args.out, design, args.seed, progress=None,
-                          version=toolkit_version(), overwrite=args.overwrite)  # fmt: skip
+                          version=toolkit_version(), overwrite=args.overwrite,
+                          scale=scale)  # fmt: skip
     with step("validating the stimulus set"):
         report = validate_set(folder, _anchor_design(args))
     if not report.ok:

@@ -78,16 +78,17 @@ class PairDesign:
     1240
     >>> from sbir_study.foundation.checks import InputError
     >>> try:
-    ...     PairDesign(anchor_images=9)
+    ...     PairDesign(anchor_images=10)
     ... except InputError as error:
     ...     print(error)
-    anchor_images: expected a whole number 2..7, got 9
+    anchor_images: expected a whole number 2..9, got 10
     """
 
     sketches: int = SKETCHES
     images_per_sketch: int = IMAGES_PER_SKETCH
     anchor_sketches: int = ANCHOR_SKETCHES
-    #: Anchor images per anchor sketch: at most one per scale point.
+    #: Anchor images per anchor sketch: at most one per point of the largest scale, 1..9
+    #: (a design on a smaller scale checks it against its own).
     anchor_images: int = ANCHOR_IMAGES
 
     def __post_init__(self) -> None:
@@ -97,7 +98,7 @@ class PairDesign:
             ("sketches", 1, 10_000),
             ("images_per_sketch", 2, 10_000),
             ("anchor_sketches", 0, 100),
-            ("anchor_images", 2, SCALE[1] - SCALE[0] + 1),
+            ("anchor_images", 2, 9),
         ):
             value = getattr(self, name)
             whole = isinstance(value, numbers.Integral) and not isinstance(value, bool)

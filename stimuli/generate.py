@@ -25,7 +25,9 @@ Main pairs have s stratified over (0, 1] like the simulator's latent ratings
 (a pilot pool's candidates instead have s = U^a, a ~ U(1, 4) per sketch: mostly
 poor matches, as the paper's pool was);
 anchor images have s = 1 - (r - 1) / 6 for their prescribed rating r, so that
-they are ordered by latent similarity.
+they are ordered by latent similarity; on another scale (``generate_set(scale=)``)
+their ratings are spread over its points and s = 1 - (r' - low) / (high - low), r'
+the rating in the paper's orientation (the best match 1).
 
 Everything is drawn with Pillow at twice the size and reduced by averaging
 (2 x 2 blocks); random numbers come from one :class:`numpy.random.SeedSequence`, one
@@ -47,6 +49,7 @@ from PIL import Image, ImageDraw
 from sbir_study.foundation import paper
 from sbir_study.foundation.checks import InputError, check_option
 from sbir_study.foundation.progress import counter
+from sbir_study.foundation.scale import PAPER_SCALE, Scale
 
 from .manifest import write_checksums, write_manifest
 
@@ -89,8 +92,14 @@ def latent_rating(similarity):
 def generate_set(
     folder: str | Path, design: SetDesign = SetDesign(), seed: int = 0, *,
     progress: bool | None = False, version: str = "", overwrite: bool = False,
+    scale: Scale = PAPER_SCALE,
 ) -> Path:  # fmt: skip
     """Draw a stimulus set into ``folder``.
+
+    The anchor images' prescribed ratings are spread evenly over ``scale`` (the
+    paper's 1..7 by default; at most one image per point), the best-matching image
+    rated at its best end; ``generator.json`` records a scale other than the paper's
+    (``AnchorScale``).
 
     Writes ``sketches/<sketch_id>.png``, ``images/<sketch_id>/<image_id>.jpg``,
     ``manifest.csv`` (with ``latent_similarity`` and ``changes``),
@@ -101,13 +110,19 @@ def generate_set(
     """
     from sbir_study.foundation.outputs import output_folder
 
+    if scale.low != 1:  # a set's prescribed ratings are points of 1..9
+        raise InputError(f"scale: expected a scale from 1 for a set's anchors (1-5, "
+                         f"1-9:high-is-best), got {scale}")  # fmt: skip
+    if design.anchor_sketches and design.anchor_images > scale.k:
+        raise InputError(f"anchor_images: expected at most one per point of the scale {scale} "
+                         f"({scale.k}), got {design.anchor_images}")  # fmt: skip
     with output_folder(folder, "stimuli generate", overwrite=overwrite) as staging:
-        _draw_set(staging, design, seed, progress=progress, version=version)
+        _draw_set(staging, design, seed, progress=progress, version=version, scale=scale)
     return Path(folder)
 
 
 def _draw_set(folder: Path, design: SetDesign, seed: int, *, progress: bool | None,
-              version: str) -> None:  # fmt: skip
+              version: str, scale: Scale) -> None:  # fmt: skip
     root = np.random.SeedSequence(seed)
     anchor_root, main_root = root.spawn(2)
     plans = [
@@ -125,7 +140,7 @@ def _draw_set(folder: Path, design: SetDesign, seed: int, *, progress: bool | No
     done = 0
     report = counter("drawing pairs", show=progress)
     for sketch_id, role, stream in plans:
-        rows.extend(_draw_sketch(folder, sketch_id, role, stream, design))
+        rows.extend(_draw_sketch(folder, sketch_id, role, stream, design, scale))
         done += design.anchor_images if role == "anchor" else design.images_per_sketch
         report(done, total)
     manifest = pd.DataFrame(
@@ -141,6 +156,8 @@ def _draw_set(folder: Path, design: SetDesign, seed: int, *, progress: bool | No
         "Design": asdict(design),
         "LatentSimilarity": "1 = the sketch's own scene, 0 = unrelated; rating 7 - 6 s",
     }
+    if scale != PAPER_SCALE:  # the paper's set is described as it always was
+        about["AnchorScale"] = str(scale)
     (folder / GENERATOR_FILE).write_bytes((json.dumps(about, indent=2) + "\n").encode("utf-8"))
     files = [*manifest["sketch_path"].unique(), *manifest["image_path"], "manifest.csv",
              GENERATOR_FILE]  # fmt: skip
@@ -148,7 +165,7 @@ def _draw_set(folder: Path, design: SetDesign, seed: int, *, progress: bool | No
 
 
 def _draw_sketch(folder: Path, sketch_id: str, role: str, stream: np.random.SeedSequence,
-                 design: SetDesign) -> list[tuple]:  # fmt: skip
+                 design: SetDesign, scale: Scale = PAPER_SCALE) -> list[tuple]:  # fmt: skip
     n = design.anchor_images if role == "anchor" else design.images_per_sketch
     sketch_stream, *image_streams = stream.spawn(1 + n)
     rng = np.random.default_rng(sketch_stream)
@@ -157,8 +174,8 @@ def _draw_sketch(folder: Path, sketch_id: str, role: str, stream: np.random.Seed
     _save(_render_sketch(scene, design, rng), folder / sketch_path)
 
     if role == "anchor":
-        prescribed = np.rint(np.linspace(1, 7, n)).astype(int)
-        similarity = 1.0 - (prescribed - 1) / 6.0
+        prescribed = np.rint(np.linspace(scale.low, scale.high, n)).astype(int)
+        similarity = 1.0 - (scale.oriented(prescribed) - scale.low) / (scale.high - scale.low)
     elif role == "candidate":
         prescribed = [pd.NA] * n
         # s = U^a with a ~ U(1, 4): mean 1 / (a + 1), from 0.5 down to 0.2.

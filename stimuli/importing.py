@@ -29,6 +29,7 @@ from sbir_study.foundation.checks import ID_RULE, InputError, bad_ids, check_opt
 from sbir_study.foundation.tables import read_table, read_text
 
 from .manifest import CHECKSUMS, MANIFEST, write_checksums, write_manifest
+from .validate import SCALE
 
 __all__ = ["ANCHORS", "IMAGE_SUFFIXES", "import_set"]
 
@@ -185,10 +186,10 @@ def _with_anchors(manifest: pd.DataFrame, anchors_file: Path) -> pd.DataFrame:
                 f"{anchors_file}: line {line}: pair ({row.sketch_id}, {row.image_id}) has no "
                 "files; expected images/<sketch_id>/<image_id>.<ext>"
             )
-        if row.anchor_rating not in {str(k) for k in range(1, 8)}:
+        if row.anchor_rating not in {str(k) for k in range(SCALE[0], SCALE[1] + 1)}:
             raise InputError(
                 f"{anchors_file}: line {line}: anchor_rating {row.anchor_rating!r}: expected a "
-                "whole number 1..7"
+                f"whole number {SCALE[0]}..{SCALE[1]} (a point of the scale it is rated on)"
             )
     duplicated = anchors.duplicated(["sketch_id", "image_id"])
     if duplicated.any():

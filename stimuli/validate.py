@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 import numpy as np
@@ -19,6 +19,7 @@ import pandas as pd
 from sbir_study.foundation import paper
 from sbir_study.foundation.checks import ID_RULE, InputError, bad_ids, open_image
 from sbir_study.foundation.provenance import file_digest
+from sbir_study.foundation.scale import PAPER_SCALE, SCALE_POINTS, Scale
 
 from .manifest import (
     CHECKSUMS,
@@ -31,7 +32,10 @@ from .manifest import (
 
 __all__ = ["AnchorDesign", "SetReport", "StimulusSet", "load_set", "validate_set"]
 
-SCALE = (1, 7)
+#: The prescribed ratings a set may hold: the points of the largest scale, 1..9. A set does not
+#: know the protocol it will be rated under: a session checks its anchors against the
+#: protocol's scale when it starts.
+SCALE = (1, SCALE_POINTS[1])
 
 
 @dataclass(frozen=True)
@@ -39,23 +43,55 @@ class AnchorDesign:
     """What a whole anchor block is: the paper's 3 sketches x 7 images rated 1..7.
 
     ``sketches = 0`` declares a study without anchoring; a pilot pool (only
-    ``candidate`` pairs) is never required to have anchors.
+    ``candidate`` pairs) is never required to have anchors. Each anchor sketch's
+    images are rated once each at points spread evenly over ``scale``; ``None``
+    (the default) is the set's own scale, 1 to its highest prescribed rating (at
+    least 1..7 when the set has no anchor ratings to go by), found when a set is
+    checked (:meth:`on_set`).
     """
 
     sketches: int = paper.ANCHOR_SKETCHES
     images: int = paper.ANCHOR_IMAGES
+    scale: Scale | None = None
 
     def __post_init__(self) -> None:
         if self.sketches < 0:
             raise InputError(f"anchor sketches: expected 0 or more, got {self.sketches}")
-        if not 2 <= self.images <= SCALE[1] - SCALE[0] + 1:
-            raise InputError(f"anchor images: expected 2 to 7 per sketch, got {self.images}")
+        most = self.scale.k if self.scale is not None else SCALE[1] - SCALE[0] + 1
+        if not 2 <= self.images <= most:
+            raise InputError(
+                f"anchor images: expected 2 to {most} per sketch"
+                + (f" (the scale {self.scale})" if self.scale is not None else "")
+                + f", got {self.images}"
+            )
 
     @property
     def ratings(self) -> tuple[int, ...]:
-        """The prescribed ratings of one anchor sketch's images, spread evenly over the scale."""
-        spread = np.rint(np.linspace(SCALE[0], SCALE[1], self.images)).astype(int)
+        """The prescribed ratings of one anchor sketch's images, spread evenly over the scale.
+
+        Examples
+        --------
+        >>> AnchorDesign().ratings
+        (1, 2, 3, 4, 5, 6, 7)
+        >>> AnchorDesign(images=3, scale=Scale(1, 5)).ratings
+        (1, 3, 5)
+        """
+        scale = self.scale or (PAPER_SCALE if self.images <= PAPER_SCALE.k
+                               else Scale(1, self.images))  # fmt: skip
+        spread = np.rint(np.linspace(scale.low, scale.high, self.images)).astype(int)
         return tuple(int(r) for r in spread)
+
+    def on_set(self, manifest: pd.DataFrame) -> AnchorDesign:
+        """This design with its scale, the set's own when it has none: 1 to the highest
+        prescribed rating of the manifest's anchor pairs, and at least 1..images (1..7
+        when the set has no prescribed rating in 1..9)."""
+        if self.scale is not None:
+            return self
+        given = manifest.loc[manifest["role"] == "anchor", "anchor_rating"] if (
+            "anchor_rating" in manifest.columns) else pd.Series(dtype=str)  # fmt: skip
+        points = given[given.isin([str(k) for k in range(SCALE[0], SCALE[1] + 1)])]
+        highest = int(points.astype(int).max()) if len(points) else PAPER_SCALE.high
+        return replace(self, scale=Scale(1, max(highest, self.images, 2)))
 
 
 @dataclass(frozen=True)
@@ -205,7 +241,7 @@ def _validate(
     files = _check_paths(folder, manifest, lines, declared, check_images, problems)
     named = set(manifest["sketch_path"]) | set(manifest["image_path"])
     _check_checksums(folder, files, named, problems, staged)
-    _check_anchor_block(manifest, anchors, where, problems)
+    _check_anchor_block(manifest, anchors.on_set(manifest), where, problems)
 
     counts = manifest.loc[~declared].groupby("role")
     report.n_sketches = manifest.loc[manifest["role"] == "main", "sketch_id"].nunique()
@@ -258,7 +294,7 @@ def anchor_block(manifest: pd.DataFrame) -> AnchorDesign:
     if per_sketch.empty:
         return AnchorDesign(sketches=0)
     images = int(per_sketch.max())
-    return AnchorDesign(sketches=int(per_sketch.size), images=min(max(images, 2), 7))
+    return AnchorDesign(sketches=int(per_sketch.size), images=min(max(images, 2), SCALE[1]))
 
 
 def _check_anchor_ratings(
@@ -269,15 +305,15 @@ def _check_anchor_ratings(
         if is_anchor.any():
             problems.append(
                 f"{where}: line 1: missing column 'anchor_rating'; expected the prescribed "
-                "rating (1..7) of each anchor pair"
+                f"rating ({SCALE[0]}..{SCALE[1]}) of each anchor pair"
             )
         return
     allowed = {str(k) for k in range(SCALE[0], SCALE[1] + 1)}
     for line, anchor, value in zip(lines, is_anchor, manifest["anchor_rating"], strict=True):
         if anchor and value not in allowed:
             problems.append(
-                f"{where}: line {line}: anchor_rating {value!r}: expected a whole number 1..7 "
-                "for an anchor pair"
+                f"{where}: line {line}: anchor_rating {value!r}: expected a whole number "
+                f"{SCALE[0]}..{SCALE[1]} for an anchor pair (a point of the scale it is rated on)"
             )
         elif not anchor and value not in ("", "n/a"):
             problems.append(

@@ -60,8 +60,8 @@ def test_import_writes_manifest_and_checksums_without_touching_the_files(tmp_pat
         (lambda f: Image.new("L", (4, 4)).save(f / "sketches" / "duck.jpg"),
          ["duck.png", "two files"]),
         (lambda f: (f / "anchors.csv").write_text("sketch_id,image_id,anchor_rating\n"
-                                                  "duck,duck-0,9\n"),
-         ["anchors.csv: line 2", "anchor_rating '9'"]),
+                                                  "duck,duck-0,10\n"),
+         ["anchors.csv: line 2", "anchor_rating '10'", "1..9"]),
         (lambda f: (f / "anchors.csv").write_text("sketch_id,image_id,anchor_rating\n"
                                                   "duck,duck-7,1\n"),
          ["anchors.csv: line 2", "(duck, duck-7) has no files"]),
