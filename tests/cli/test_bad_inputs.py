@@ -481,9 +481,12 @@ CASES = [
     case("run-set-checksum", "run --protocol {W}/protocols/demo.toml --stimuli {C}/set --participant 07 --data {C}/d",
          ["{C}/set/images/s03/s03_i06.jpg: checksum mismatch"],
          set_copy(lambda s: recolour(image_of(s)), resum=False)),
-    case("run-participant-space", ["run", "--protocol", "{W}/protocols/demo.toml", "--stimuli", "{W}/set",
-                                   "--participant", "0 7", "--data", "{C}/d"], ["--participant", "BIDS label", "'0 7'"]),
-    case("run-participant-path", RUN_ARGS.replace("07", "../x") + " {C}/d", ["--participant", "'../x'"]),
+    # Any id a platform sends becomes a label ("0 7" is 07, "../x" is x); only an id that is
+    # no id at all is refused, before a window opens.
+    case("run-participant-blank", ["run", "--protocol", "{W}/protocols/demo.toml", "--stimuli", "{W}/set",
+                                   "--participant", "   ", "--data", "{C}/d"], ["--participant", "not only spaces", "'   '"]),
+    case("run-participant-control", ["run", "--protocol", "{W}/protocols/demo.toml", "--stimuli", "{W}/set",
+                                     "--participant", "0\t7", "--data", "{C}/d"], ["--participant", "no control characters"]),
     case("run-data-file", RUN_ARGS + " {C}/d", ["{C}/d", "is a file"], {"d": "x"}),
     case("run-data-set", RUN_ARGS + " {W}/set", ["{W}/set", "a stimulus set"]),
     case("run-data-in-analysis", RUN_ARGS + " {W}/analysis/sessions", ["{W}/analysis/sessions", "the output of sbir-study analyze"]),
