@@ -137,6 +137,13 @@ def _register_select(actions) -> None:
     )
     select.add_argument("pool", type=Path, help="the candidate pool (a set with role candidate)")
     select.add_argument("pilot", type=Path, help="pilot ratings: BIDS dataset or ratings table")
+    select.add_argument(
+        "--scale",
+        default=None,
+        help="the rating scale of a flat pilot table, LOW-HIGH with 2 to 9 points, "
+        ":high-is-best when the high end is the best match (1-5, 1-9:high-is-best); a BIDS "
+        "dataset's is the one its sidecars record (default: the recorded one, else 1-7)",
+    )
     add_anchor_design(select)
     select.add_argument("--out", type=Path, required=True, help="new folder for the selected set")
     select.add_argument("--sketches", type=positive_int, default=paper.SKETCHES,
@@ -207,11 +214,13 @@ def import_command(args: argparse.Namespace) -> int:
 def select_command(args: argparse.Namespace) -> int:
     from sbir_study.analysis import load_ratings
     from sbir_study.foundation.outputs import check_target
+    from sbir_study.foundation.scale import Scale
     from sbir_study.stimuli import distance_to_uniform, write_selection
 
     check_target(args.out, "stimuli select", overwrite=args.overwrite,
                  inputs=[args.pool, args.pilot])  # fmt: skip
-    ratings = load_ratings(args.pilot)
+    scale = Scale.parse(args.scale) if args.scale is not None else None
+    ratings = load_ratings(args.pilot, scale=scale)
     with step("selecting pairs"):
         selection = write_selection(args.pool, ratings, args.out, sketches=args.sketches,
                                     images_per_sketch=args.images, seed=args.seed,

@@ -48,6 +48,7 @@ import pandas as pd
 
 from sbir_study.foundation import paper
 from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.scale import PAPER_SCALE
 
 from .manifest import MANIFEST, write_checksums, write_manifest
 from .validate import AnchorDesign, load_set
@@ -62,7 +63,19 @@ __all__ = [
     "write_selection",
 ]
 
+#: The paper's scale points, 1..7: the levels of a pilot on its scale. A pilot on another
+#: scale (``ratings.attrs["scale"]``, as ``load_ratings`` sets it) has one level per point.
 LEVELS = np.arange(1, 8)
+
+
+def _levels(ratings: pd.DataFrame) -> np.ndarray:
+    """The points of the pilot's scale, as recorded (``attrs["scale"]``; else the paper's)."""
+    return np.array(ratings.attrs.get("scale", PAPER_SCALE).points)
+
+
+def _count_levels(counts: pd.DataFrame) -> np.ndarray:
+    return np.array([int(c.removeprefix("count_")) for c in counts.columns
+                     if c.startswith("count_")])  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -88,11 +101,15 @@ class Selection:
     distribution: pd.DataFrame
 
 
-def rating_counts(ratings: pd.DataFrame, images_per_sketch: int) -> pd.DataFrame:
+def rating_counts(
+    ratings: pd.DataFrame, images_per_sketch: int, *, points: np.ndarray | None = None
+) -> pd.DataFrame:
     """Per sketch: the count at each scale point of an N-image sample rated like the pilot.
 
     Returns a table indexed by ``sketch_id`` with columns ``count_1 ..
-    count_7``, c_k = N n_k / sum_k n_k with n_k the sketch's pilot ratings at
+    count_7`` (one per point of the pilot's scale: ``points``, else those of
+    ``attrs["scale"]``),
+    c_k = N n_k / sum_k n_k with n_k the sketch's pilot ratings at
     k (its shares of the ratings, scaled to ``images_per_sketch`` = N), and
     ``n_pilot_raters``, the participants who rated any image of the sketch.
 
@@ -105,21 +122,23 @@ def rating_counts(ratings: pd.DataFrame, images_per_sketch: int) -> pd.DataFrame
     >>> rating_counts(pilot, 40).iloc[0].tolist()
     [5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 10.0, 1.0]
     """
+    levels = _levels(ratings) if points is None else np.asarray(points)
     given = ratings.dropna(subset=["rating"])
     table = pd.crosstab(given["sketch_id"], given["rating"].astype(int))
-    table = table.reindex(columns=LEVELS, fill_value=0)
+    table = table.reindex(columns=levels, fill_value=0)
     participants = given.groupby("sketch_id", observed=True)["participant"].nunique()
     counts = table.div(table.sum(axis=1), axis=0) * images_per_sketch
-    counts.columns = [f"count_{k}" for k in LEVELS]
+    counts.columns = [f"count_{k}" for k in levels]
     counts["n_pilot_raters"] = participants.reindex(table.index).to_numpy()
     counts.index = counts.index.astype(str)
     return counts
 
 
 def sketch_spread(counts: pd.DataFrame, images_per_sketch: int) -> pd.Series:
-    """sigma_s: the root-mean-square deviation of the counts c_k from N / 7.
+    """sigma_s: the root-mean-square deviation of the counts c_k from N / k, k points.
 
-    ``counts`` is :func:`rating_counts`' table (counts of an N-image sample).
+    ``counts`` is :func:`rating_counts`' table (counts of an N-image sample), a
+    ``count_<point>`` column per point of the scale (7 on the paper's).
 
     Examples
     --------
@@ -132,8 +151,9 @@ def sketch_spread(counts: pd.DataFrame, images_per_sketch: int) -> pd.Series:
     >>> round(float(sketch_spread(counts, 7)["s1"]), 6)  # sqrt(378 / (7 * 121))
     0.668043
     """
-    values = counts[[f"count_{k}" for k in LEVELS]].to_numpy(dtype=float)
-    target = images_per_sketch / len(LEVELS)
+    levels = _count_levels(counts)
+    values = counts[[f"count_{k}" for k in levels]].to_numpy(dtype=float)
+    target = images_per_sketch / len(levels)
     return pd.Series(np.sqrt(((values - target) ** 2).mean(axis=1)), index=counts.index,
                      name="sigma")  # fmt: skip
 
@@ -169,9 +189,10 @@ def quotas(available: np.ndarray, total: int, rng: np.random.Generator) -> np.nd
 
 
 def distance_to_uniform(shares) -> float:
-    """Total variation distance between a distribution over the 7 points and the uniform one.
+    """Total variation distance between a distribution over the k points of a scale (one share
+    each, 7 on the paper's) and the uniform one.
 
-    0 for a uniform distribution, at most 6/7.
+    0 for a uniform distribution, at most (k - 1) / k.
 
     >>> distance_to_uniform([1 / 7] * 7)
     0.0
@@ -179,7 +200,7 @@ def distance_to_uniform(shares) -> float:
     0.8571
     """
     shares = np.asarray(shares, dtype=float)
-    return float(0.5 * np.abs(shares - 1.0 / len(LEVELS)).sum())
+    return float(0.5 * np.abs(shares - 1.0 / len(shares)).sum())
 
 
 def select_pairs(
@@ -198,7 +219,8 @@ def select_pairs(
         The pool's manifest (rows with role ``candidate`` are the candidates).
     ratings
         The pilot's ratings, as :func:`sbir_study.analysis.load_ratings` returns them;
-        rows of phase ``main`` are used.
+        rows of phase ``main`` are used. Their scale (``attrs["scale"]``; the
+        paper's 1..7 without it) gives the levels: one per point, as recorded.
     sketches, images_per_sketch
         K and N (the paper: 31 and 40).
     seed
@@ -212,12 +234,14 @@ def select_pairs(
         if value < 1:
             raise InputError(f"{name}: expected a whole number >= 1, got {value}")
     candidates, pilot = _candidates_and_pilot(pool, ratings)
+    levels_all = _levels(ratings)
     medians = pilot.groupby(["sketch_id", "image_id"])["rating"].median().dropna()
-    level = np.clip(np.floor(medians.to_numpy(dtype=float) + 0.5), 1, 7).astype(int)
+    level = np.clip(np.floor(medians.to_numpy(dtype=float) + 0.5), levels_all[0],
+                    levels_all[-1]).astype(int)  # fmt: skip
     levels = pd.Series(level, index=medians.index, name="pilot_level")
-    table = _sketch_table(candidates, pilot, levels, images_per_sketch)
+    table = _sketch_table(candidates, pilot, levels, images_per_sketch, levels_all)
     kept = _closest_to_uniform(table, sketches, images_per_sketch)
-    chosen_index = _choose_images(kept, levels, images_per_sketch, seed)
+    chosen_index = _choose_images(kept, levels, images_per_sketch, seed, levels_all)
 
     pairs = candidates.set_index(["sketch_id", "image_id"]).loc[chosen_index].reset_index()
     pairs = pairs[list(candidates.columns)].assign(role="main")
@@ -228,18 +252,20 @@ def select_pairs(
         ["_s", "image_id"], kind="stable").drop(columns="_s").reset_index(drop=True)  # fmt: skip
 
     in_selection = pd.MultiIndex.from_frame(pilot[["sketch_id", "image_id"]]).isin(chosen_index)
-    selected_counts = rating_counts(pilot[in_selection], images_per_sketch)
+    selected_counts = rating_counts(pilot[in_selection], images_per_sketch, points=levels_all)
     table["selected"] = table.index.isin(kept)
     table["sigma_selected"] = sketch_spread(selected_counts, images_per_sketch).reindex(table.index)
     table = table.reset_index()[
         ["sketch_id", "n_candidates", "n_rated", "n_pilot_raters", "sigma", "selected",
-         "sigma_selected", *(f"count_{k}" for k in LEVELS)]
+         "sigma_selected", *(f"count_{k}" for k in levels_all)]
     ]  # fmt: skip
     distribution = pd.concat(
         [
-            _distribution("pool", pilot["rating"]),
-            _distribution("selection", pilot.loc[in_selection, "rating"]),
-            _distribution("uniform", None, total=int(pilot.loc[in_selection, "rating"].count())),
+            _distribution("pool", pilot["rating"], levels_all),
+            _distribution("selection", pilot.loc[in_selection, "rating"], levels_all),
+            _distribution(
+                "uniform", None, levels_all, total=int(pilot.loc[in_selection, "rating"].count())
+            ),
         ],
         ignore_index=True,
     )
@@ -267,9 +293,11 @@ def _candidates_and_pilot(pool: pd.DataFrame, ratings: pd.DataFrame):
     return candidates, pilot
 
 
-def _sketch_table(candidates, pilot, levels: pd.Series, images_per_sketch: int) -> pd.DataFrame:
+def _sketch_table(candidates, pilot, levels: pd.Series, images_per_sketch: int,
+                  points: np.ndarray) -> pd.DataFrame:  # fmt: skip
     """Per candidate sketch: its pilot rating counts, candidates, rated images and spread."""
-    counts = rating_counts(pilot, images_per_sketch).reindex(candidates["sketch_id"].unique())
+    counts = rating_counts(pilot, images_per_sketch, points=points).reindex(
+        candidates["sketch_id"].unique())  # fmt: skip
     spread = sketch_spread(counts.fillna(0.0), images_per_sketch)
     table = counts.assign(
         n_candidates=candidates.groupby("sketch_id").size(),
@@ -296,16 +324,18 @@ def _closest_to_uniform(table: pd.DataFrame, sketches: int, images_per_sketch: i
     return list(ranked.index[:sketches])
 
 
-def _choose_images(kept: list, levels: pd.Series, images_per_sketch: int, seed: int):
+def _choose_images(
+    kept: list, levels: pd.Series, images_per_sketch: int, seed: int, points: np.ndarray = LEVELS
+):
     """N images of each kept sketch, drawn per pilot level by the quotas (one seeded stream,
     the sketches in sorted order)."""
     rng = np.random.default_rng(seed)
     chosen = []
     for sketch_id in sorted(kept):
         sketch_levels = levels.loc[sketch_id]
-        available = np.array([(sketch_levels == k).sum() for k in LEVELS])
+        available = np.array([(sketch_levels == k).sum() for k in points])
         take = quotas(available, images_per_sketch, rng)
-        for k, n in zip(LEVELS, take, strict=True):
+        for k, n in zip(points, take, strict=True):
             if n:
                 at_k = sketch_levels.index[sketch_levels.to_numpy() == k].to_numpy()
                 chosen.extend(
@@ -314,14 +344,15 @@ def _choose_images(kept: list, levels: pd.Series, images_per_sketch: int, seed: 
     return pd.MultiIndex.from_tuples(chosen, names=["sketch_id", "image_id"])
 
 
-def _distribution(name: str, rating: pd.Series | None, total: int = 0) -> pd.DataFrame:
+def _distribution(name: str, rating: pd.Series | None, points: np.ndarray,
+                  total: int = 0) -> pd.DataFrame:  # fmt: skip
     if rating is None:
-        count = np.full(len(LEVELS), total / len(LEVELS))
+        count = np.full(len(points), total / len(points))
     else:
         given = rating.dropna().astype(int)
-        count = given.value_counts().reindex(LEVELS, fill_value=0).to_numpy(dtype=float)
-    share = count / count.sum() if count.sum() else np.full(len(LEVELS), np.nan)
-    return pd.DataFrame({"dataset": name, "rating": LEVELS, "count": count, "share": share})
+        count = given.value_counts().reindex(points, fill_value=0).to_numpy(dtype=float)
+    share = count / count.sum() if count.sum() else np.full(len(points), np.nan)
+    return pd.DataFrame({"dataset": name, "rating": points, "count": count, "share": share})
 
 
 def write_selection(
