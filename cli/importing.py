@@ -126,6 +126,57 @@ def register(commands) -> None:
     )
     jspsych.set_defaults(handler=import_jspsych)
 
+    wide = formats.add_parser(
+        "wide",
+        help="wide survey exports: one row per participant, one column per pair (Qualtrics, "
+        "Google Forms, LimeSurvey)",
+        description="Wide exports of survey tools (Qualtrics, Google Forms, LimeSurvey): one row "
+        "per participant, one column per rated pair. --mapping names the column of each pair; "
+        "other columns are not read. A Qualtrics export's two more header rows (question texts "
+        "and ImportId) are found and left out. An answer gives the rating by its leading number "
+        "(1 - best match, 7) or by --answers; an empty answer is a missing rating. A wide "
+        "export records neither the order of presentation nor response times.",
+    )
+    wide.add_argument("files", type=Path, nargs="+", metavar="FILE", help="exports to import")
+    wide.add_argument("--out", type=Path, required=True, help="the dataset folder to write")
+    wide.add_argument(
+        "--mapping",
+        type=Path,
+        required=True,
+        help="a CSV file with the columns column,sketch_id,image_id: the export's column of "
+        "each pair",
+    )
+    wide.add_argument(
+        "--participant-column",
+        default=None,
+        help="the export's column of the participants' ids: ResponseId, PROLIFIC_PID, ... "
+        "(default: one named participant, participant_id, subject or subject_id)",
+    )
+    wide.add_argument(
+        "--answers",
+        default=None,
+        help="the rating of each answer label, as 'Best match=1,Good match=2,...' (default: an "
+        "answer's leading whole number, as in '1 - best match')",
+    )
+    wide.add_argument(
+        "--sep",
+        default=None,
+        help="field separator: comma, semicolon, tab or bar (default: sniffed)",
+    )
+    wide.add_argument(
+        "--scale",
+        default=None,
+        help="the rating scale, as on import table (default: 1-7, 1 the best match, the paper's)",
+    )
+    wide.add_argument(
+        "--encoding",
+        default=None,
+        help="text encoding of files without a byte-order mark: cp1252, latin-1, ... (default: "
+        "UTF-8)",
+    )
+    add_overwrite(wide, "dataset")
+    wide.set_defaults(handler=import_wide)
+
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", type=Path, nargs="+", metavar="FILE", help="files to import")
@@ -193,23 +244,28 @@ def _scale(text: str | None):
     return PAPER_SCALE if text is None else Scale.parse(text)
 
 
-def _check_files(args: argparse.Namespace) -> list[Path]:
+def _check_files(args: argparse.Namespace, also_read: list[Path] = ()) -> list[Path]:
     from sbir_study.foundation.checks import check_input_file
     from sbir_study.foundation.outputs import check_target
 
     files = [check_input_file(path, "a file to import") for path in args.files]
-    check_target(args.out, "import", overwrite=args.overwrite, inputs=files)
+    check_target(args.out, "import", overwrite=args.overwrite, inputs=[*files, *also_read])
     return files
+
+
+def _separator(text: str | None) -> str | None:
+    if text is None:
+        return None
+    sep = _SEPARATORS.get(text.lower() if len(text) > 1 else text)
+    if sep is None:
+        raise InputError(f"--sep: expected comma, semicolon, tab or bar, got {text!r}")
+    return sep
 
 
 def import_table(args: argparse.Namespace) -> int:
     from sbir_study.analysis.importing import parse_columns, read_long_table
 
-    sep = None
-    if args.sep is not None:
-        sep = _SEPARATORS.get(args.sep.lower() if len(args.sep) > 1 else args.sep)
-        if sep is None:
-            raise InputError(f"--sep: expected comma, semicolon, tab or bar, got {args.sep!r}")
+    sep = _separator(args.sep)
     scale = _scale(args.scale)
     columns = parse_columns(args.columns)
     files = _check_files(args)
@@ -279,11 +335,36 @@ def import_jspsych(args: argparse.Namespace) -> int:
     return _write(args, imported, scale, files)
 
 
+def import_wide(args: argparse.Namespace) -> int:
+    from sbir_study.analysis.importing import parse_answers, read_wide, read_wide_mapping
+    from sbir_study.foundation.checks import check_input_file
+
+    sep = _separator(args.sep)
+    scale = _scale(args.scale)
+    answers = None if args.answers is None else parse_answers(args.answers, scale)
+    mapping_file = check_input_file(args.mapping, "a mapping file (column,sketch_id,image_id)")
+    files = _check_files(args, also_read=[mapping_file])
+    mapping, sha256 = read_wide_mapping(mapping_file, encoding=args.encoding)
+    imported = read_wide(
+        files,
+        mapping=mapping,
+        participant_column=args.participant_column,
+        answers=answers,
+        sep=sep,
+        encoding=args.encoding,
+        scale=scale,
+        mapping_source={"File": str(args.mapping), "SHA256": sha256},
+    )
+    return _write(args, imported, scale, files, also_read=[mapping_file])
+
+
 def _count(number: int, word: str) -> str:
     return f"{number} {word}{'' if number == 1 else 's'}"
 
 
-def _write(args: argparse.Namespace, imported, scale, files: list[Path]) -> int:
+def _write(
+    args: argparse.Namespace, imported, scale, files: list[Path], also_read: list[Path] = ()
+) -> int:
     from sbir_study.analysis.importing import write_imported_dataset
     from sbir_study.foundation.provenance import toolkit_version
 
@@ -293,7 +374,7 @@ def _write(args: argparse.Namespace, imported, scale, files: list[Path]) -> int:
         scale=scale,
         overwrite=args.overwrite,
         version=toolkit_version(),
-        inputs=files,
+        inputs=[*files, *also_read],
     )
     rated = int(checked["rating"].notna().sum())
     print(

@@ -22,7 +22,9 @@ from sbir_study.analysis.importing import (
     IMPORT_COLUMNS,
     SEPARATORS,
     ImportedRatingsWarning,
+    answer_rating,
     decode_text,
+    parse_answers,
     parse_columns,
     parse_keys,
     parse_number,
@@ -30,6 +32,8 @@ from sbir_study.analysis.importing import (
     read_jspsych,
     read_long_table,
     read_psychopy,
+    read_wide,
+    read_wide_mapping,
     sniff_separator,
     stimulus_paths,
     write_imported_dataset,
@@ -683,3 +687,242 @@ def test_jspsych_select_names_the_rating_trials(tmp_path):
     )
     assert imported.ratings["image_id"].tolist() == ["c3"]
     assert imported.settings["Select"] == {"task": "rating"}
+
+
+# --- wide exports -----------------------------------------------------------------------------
+
+
+def _wide_expected(export: pd.DataFrame, mapping: pd.DataFrame, participant: str) -> pd.DataFrame:
+    """Independently of the reader: pandas melts the export by the mapping and takes each
+    answer's leading digits with a regular expression."""
+    long = export.melt(
+        id_vars=[participant],
+        value_vars=list(mapping["column"]),
+        var_name="column",
+        value_name="answer",
+    )
+    long = long.merge(mapping, on="column", validate="m:1")
+    return pd.DataFrame(
+        {
+            "Subject": long[participant].str.strip(),
+            "Sketch": long["sketch_id"],
+            "Image": long["image_id"],
+            "Response": pd.to_numeric(long["answer"].str.extract(r"^\s*(\d+)")[0]),
+            "RT": np.nan,
+        }
+    )
+
+
+def test_the_qualtrics_example_round_trips_its_two_more_header_rows_left_out(tmp_path):
+    path, mapping_path = EXAMPLES / "qualtrics_wide.csv", EXAMPLES / "wide_mapping.csv"
+    mapping, _ = read_wide_mapping(mapping_path)
+    imported = read_wide([path], mapping=mapping, participant_column="ResponseId")
+    assert imported.settings["QualtricsHeaders"] == {str(path): True}
+    write_imported_dataset(imported, tmp_path / "data", inputs=[path])
+    # pandas, told which rows Qualtrics adds (the question texts and the ImportIds)
+    export = pd.read_csv(path, skiprows=[1, 2], dtype=str, encoding="utf-8-sig")
+    expected = _wide_expected(export, pd.read_csv(mapping_path, dtype=str), "ResponseId")
+    table = _dataset_ratings(tmp_path / "data")
+    _same_ratings(table, expected)
+    assert table["rating"].isna().sum() == 4  # empty answers are missing ratings
+    assert load_ratings(tmp_path / "data")["trial"].isna().all()  # a survey records no order
+
+
+def test_google_forms_and_limesurvey_exports_round_trip(tmp_path):
+    mapping = pd.DataFrame(
+        {
+            "column": ["Sketch 1: image A", "Sketch 1: image B", "Sketch 2: image A"],
+            "sketch_id": ["s1", "s1", "s2"],
+            "image_id": ["a", "b", "a"],
+        }
+    )
+    forms = pd.DataFrame(
+        {
+            "Timestamp": ["2024/03/05 10:12:33 AM GMT+1", "2024/03/05 10:40:02 AM GMT+1"],
+            "participant": ["P-1", "P-2"],
+            "Sketch 1: image A": ["Very similar", "Not similar"],
+            "Sketch 1: image B": ["Similar", ""],
+            "Sketch 2: image A": ["Not similar", "Very similar"],
+        }
+    )
+    path = tmp_path / "forms.csv"
+    forms.to_csv(path, index=False)
+    answers = parse_answers("Very similar=1,Similar=2,Not similar=3", Scale(1, 3))
+    imported = read_wide([path], mapping=mapping, answers=answers, scale=Scale(1, 3))
+    assert imported.settings["QualtricsHeaders"] == {str(path): False}
+    got = imported.ratings.set_index(["participant", "sketch_id", "image_id"])["rating"]
+    assert got.to_dict() == {
+        ("P-1", "s1", "a"): 1,
+        ("P-1", "s1", "b"): 2,
+        ("P-1", "s2", "a"): 3,
+        ("P-2", "s1", "a"): 3,
+        ("P-2", "s1", "b"): None,
+        ("P-2", "s2", "a"): 1,
+    }
+    assert got.dtype == "Int64"  # the empty answer a missing rating (None in to_dict)
+    lime = pd.DataFrame(
+        {
+            "id": ["7", "8"],
+            "submitdate": ["2024-03-05", ""],
+            "Sketch 1: image A": ["1", "4"],
+            "Sketch 1: image B": ["2", "NA"],
+            "Sketch 2: image A": ["3", "5"],
+        }
+    )
+    path = tmp_path / "lime.csv"
+    lime.to_csv(path, index=False, sep=";")
+    imported = read_wide([path], mapping=mapping, participant_column="id", scale=Scale(1, 5))
+    write_imported_dataset(imported, tmp_path / "lime", scale=Scale(1, 5), inputs=[path])
+    export = pd.read_csv(path, sep=";", dtype=str, keep_default_na=False)
+    _same_ratings(_dataset_ratings(tmp_path / "lime"), _wide_expected(export, mapping, "id"))
+
+
+_LABEL_TAIL = st.text(alphabet=string.ascii_letters + " -()", max_size=12).filter(
+    lambda t: not t[:1].isdigit()
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 99),
+    st.sampled_from(["", " ", " - ", ": ", ". ", ") ", " (", "-"]),
+    _LABEL_TAIL,
+    st.sampled_from(["", " ", "  "]),
+)
+def test_an_answer_s_leading_whole_number_is_its_rating(point, joint, label, blank):
+    answer = f"{blank}{point}{joint}{label}" if joint else f"{blank}{point}"
+    assert answer_rating(answer) == point
+    # Independently: the digits before the first character that is not one.
+    assert answer_rating(answer) == int(answer.strip().split()[0].rstrip(".-:)(").split("-")[0])
+
+
+@pytest.mark.parametrize("answer", ["2.5", "2,5", "best match", "- 3", "x1"])
+def test_an_answer_without_a_leading_whole_number_is_refused(answer):
+    with pytest.raises(ValueError):
+        answer_rating(answer)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.sampled_from(["", "1", "7 - worst", '{"a": 1}', "{x", "NA"]), min_size=3, max_size=3
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    st.booleans(),
+)
+def test_only_a_third_row_of_import_ids_makes_a_qualtrics_export(rows, qualtrics):
+    import tempfile
+
+    header = ["ResponseId", "Q1", "Q2"]
+    rows = [[f"R_{i}", *row[1:]] for i, row in enumerate(rows)]
+    if qualtrics:
+        rows = [
+            ["Response ID", "Sketch 1", "Sketch 2"],
+            ['{"ImportId":"_recordId"}', '{"ImportId":"QID1"}', ""],
+            *rows,
+        ]
+    mapping = pd.DataFrame(
+        {"column": ["Q1", "Q2"], "sketch_id": ["s", "s"], "image_id": ["a", "b"]}
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "export.csv"
+        with path.open("w", newline="") as file:
+            csv.writer(file).writerows([header, *rows])
+        try:
+            imported = read_wide([path], mapping=mapping, participant_column="ResponseId")
+        except InputError as error:
+            assert not qualtrics or ("line 2" not in str(error) and "line 3" not in str(error))
+            return
+    assert imported.settings["QualtricsHeaders"][str(path)] == qualtrics
+    assert imported.ratings["participant"].nunique() == len(rows) - 2 * qualtrics
+
+
+@pytest.mark.parametrize(
+    "export, mapping, options, fragments",
+    [
+        (
+            "ResponseId,Q1,Q2\nR_1,Best,2\n",
+            None,
+            {},
+            [
+                "line 2",
+                "column 'Q1'",
+                "an answer beginning with a rating 1..7",
+                "--answers",
+                "'Best'",
+            ],
+        ),
+        ("ResponseId,Q1,Q2\nR_1,1,2\nR_2,2.5,3\n", None, {}, ["line 3", "column 'Q1'", "'2.5'"]),
+        ("ResponseId,Q1,Q2\nR_1,9 - worst,2\n", None, {}, ["line 2", "'9 - worst'"]),
+        (
+            "ResponseId,Q1,Q2\nR_1,Good,2\n",
+            None,
+            {"answers": {"Best": 1}},
+            ["column 'Q1'", "an answer of --answers (Best)", "'Good'"],
+        ),
+        (
+            "ResponseId,Q1,Q3\nR_1,1,2\n",
+            None,
+            {},
+            ["line 1", "no column 'Q2'", "line 3 of the mapping"],
+        ),
+        ("ResponseId,Q1,Q2\nR_1,1,2\nR_1,3,4\n", None, {}, ["line 3", "twice"]),
+        ("ResponseId,Q1,Q2\n,1,2\n", None, {}, ["line 2", "column 'ResponseId'", "id"]),
+        (
+            "Id,Q1,Q2\nR_1,1,2\n",
+            None,
+            {"participant_column": None},
+            ["line 1", "no column named as a participant's id", "--participant-column"],
+        ),
+        (
+            "ResponseId,Q1,Q2\nR_1,1,2\n",
+            "column,sketch_id,image_id\nQ1,s,a\nQ2,s,a\n",
+            {},
+            ["mapping.csv: line 3", "pair 's a' is mapped twice"],
+        ),
+        (
+            "ResponseId,Q1,Q2\nR_1,1,2\n",
+            "column,sketch_id,image_id\nQ1,s,a\nQ1,s,b\n",
+            {},
+            ["mapping.csv: line 3", "column 'Q1' is mapped twice"],
+        ),
+        (
+            "ResponseId,Q1,Q2\nR_1,1,2\n",
+            "column,sketch,image_id\nQ1,s,a\n",
+            {},
+            ["mapping.csv: line 1", "no column for sketch_id"],
+        ),
+    ],
+)
+def test_a_bad_wide_export_is_one_line_naming_file_line_and_column(
+    tmp_path, export, mapping, options, fragments
+):
+    path, mapping_path = tmp_path / "export.csv", tmp_path / "mapping.csv"
+    path.write_text(export)
+    mapping_path.write_text(mapping or "column,sketch_id,image_id\nQ1,s,a\nQ2,s,b\n")
+    options = {"participant_column": "ResponseId", **options}
+    with pytest.raises(InputError) as error:
+        pairs, _ = read_wide_mapping(mapping_path)
+        imported = read_wide([path], mapping=pairs, **options)
+        write_imported_dataset(imported, tmp_path / "data", inputs=[path])
+    message = str(error.value)
+    assert "\n" not in message
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("Best=1,Best=2", "label 'Best' is given twice"),
+        ("Best=8", "'Best' is given 8; expected a rating 1..7"),
+        ("Best", "expected LABEL=RATING"),
+        ("Best=one", "expected LABEL=RATING"),
+    ],
+)
+def test_a_bad_answers_mapping_is_refused_in_one_line(text, fragment):
+    with pytest.raises(InputError, match=fragment):
+        parse_answers(text, Scale())

@@ -266,3 +266,64 @@ def test_a_bad_jspsych_option_is_one_line(tmp_path, options, fragment):
         *options,
     )
     assert_input_error(result, fragment)
+
+
+def test_the_qualtrics_example_imports_and_analyze_averages_it_as_pandas_does(tmp_path):
+    export, mapping = EXAMPLES / "qualtrics_wide.csv", EXAMPLES / "wide_mapping.csv"
+    result = run_main(
+        "import",
+        "wide",
+        str(export),
+        "--mapping",
+        str(mapping),
+        "--participant-column",
+        "ResponseId",
+        "--out",
+        str(tmp_path / "data"),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Imported 12 rows (8 ratings) of 3 participants from 1 wide export file" in (
+        result.stdout
+    )
+    participants = pd.read_csv(tmp_path / "data" / "participants.tsv", sep="\t", dtype=str)
+    assert participants["source_id"].str.startswith("R_").all()
+    result = run_main(
+        "analyze", str(tmp_path / "data"), "--out", str(tmp_path / "out"), "--no-figures"
+    )
+    assert result.returncode == 0, result.stderr
+    truth = pd.read_csv(tmp_path / "out" / "ground_truth.csv")
+    # Independently: pandas skips Qualtrics' two rows, melts by the mapping, reads the digits.
+    table = pd.read_csv(export, skiprows=[1, 2], dtype=str, encoding="utf-8-sig")
+    pairs = pd.read_csv(mapping, dtype=str)
+    long = table.melt(value_vars=list(pairs["column"]), var_name="column").merge(pairs)
+    long["rating"] = pd.to_numeric(long["value"].str.extract(r"^\s*(\d+)")[0])
+    expected = long.groupby(["sketch_id", "image_id"])["rating"].agg(["mean", "count"])
+    merged = truth.merge(
+        expected, left_on=["sketch_id", "image_id"], right_index=True, validate="1:1"
+    )
+    assert len(merged) == len(expected) == 4
+    np.testing.assert_allclose(merged["mean_rating"], merged["mean"], rtol=1e-12)
+    np.testing.assert_array_equal(merged["n_ratings"], merged["count"])
+
+
+@pytest.mark.parametrize(
+    "options, fragment",
+    [
+        (["--answers", "Best=1,Best=2"], "--answers: label 'Best' is given twice"),
+        (["--answers", "Best=9"], "--answers: 'Best' is given 9; expected a rating 1..7"),
+        (["--participant-column", "ResponseID"], "did you mean 'ResponseId'?"),
+        (["--sep", "colon"], "--sep: expected comma, semicolon, tab or bar"),
+    ],
+)
+def test_a_bad_wide_option_is_one_line(tmp_path, options, fragment):
+    result = run_main(
+        "import",
+        "wide",
+        str(EXAMPLES / "qualtrics_wide.csv"),
+        "--mapping",
+        str(EXAMPLES / "wide_mapping.csv"),
+        "--out",
+        str(tmp_path / "data"),
+        *options,
+    )
+    assert_input_error(result, fragment)
