@@ -1,12 +1,13 @@
 """Analysis of sketch/image rating studies (Eitz et al. 2011, Sec. 3).
 
-Loading and validating ratings, rank agreement (Kendall's tau_b and W, and over
-every rating Krippendorff's alpha and the Skillings-Mack test), the
-consensus ground truth, anchoring consistency, the distribution of ratings,
-significance summaries of test families, and simulated participants; and scoring
-retrieval runs against the ground truth: the runs and their measures, distance
-measures between descriptors, a baseline engine, comparisons between systems,
-and HPatches-format scoring. Nothing here imports PsychoPy, and only
+Loading and validating ratings, and importing those collected with other tools
+(long tables, PsychoPy Builder and jsPsych data, survey tools' wide exports); rank
+agreement (Kendall's tau_b and W, and over every rating Krippendorff's alpha and the
+Skillings-Mack test), the consensus ground truth, anchoring consistency, the
+distribution of ratings, significance summaries of test families, and simulated
+participants; and scoring retrieval runs against the ground truth: the runs and
+their measures, distance measures between descriptors, a baseline engine,
+comparisons between systems, and HPatches-format scoring. Nothing here imports PsychoPy, and only
 ``sbir_study.analysis.figures`` imports matplotlib, when figures are drawn.
 """
 
@@ -20,6 +21,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "corrections",
         "distribution",
         "figures",
+        "importing",
         "limits",
         "orientation",
         "pipeline",
@@ -62,6 +64,30 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "distribution": [
             "binned_medians",
             "rating_distribution",
+        ],
+        "importing": [
+            "IMPORT_COLUMNS",
+            "JSPSYCH_COLUMNS",
+            "JSPSYCH_TRIAL_TYPES",
+            "SEPARATORS",
+            "WIDE_MAPPING_COLUMNS",
+            "ImportedRatings",
+            "ImportedRatingsWarning",
+            "answer_rating",
+            "decode_text",
+            "parse_answers",
+            "parse_columns",
+            "parse_keys",
+            "parse_number",
+            "parse_select",
+            "read_jspsych",
+            "read_long_table",
+            "read_psychopy",
+            "read_wide",
+            "read_wide_mapping",
+            "sniff_separator",
+            "stimulus_paths",
+            "write_imported_dataset",
         ],
         "orientation": [
             "in_paper_orientation",
