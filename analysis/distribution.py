@@ -104,7 +104,7 @@ def rating_distribution(ratings: pd.DataFrame, *, scale: Scale | None = None) ->
     -------
     DataFrame
         ``phase, rating, count, share, uniform_share``: one row per phase
-        present and scale point; ``share`` is among the given ratings of the
+        present (but ``practice``) and scale point; ``share`` is among the given ratings of the
         phase (missing responses excluded; their count is in
         ``n_missing`` of the same phase), ``uniform_share`` is 1/k on a
         k-point scale (1/7 on the paper's).
@@ -116,7 +116,8 @@ def rating_distribution(ratings: pd.DataFrame, *, scale: Scale | None = None) ->
     """
     levels = np.array((scale or ratings_scale(ratings)).points)
     rows = []
-    for phase in [p for p in PHASES if (ratings["phase"] == p).any()]:
+    # Practice trials are not the study's ratings: no statistic counts them.
+    for phase in [p for p in PHASES if p != "practice" and (ratings["phase"] == p).any()]:
         rating = ratings.loc[ratings["phase"] == phase, "rating"]
         given = rating.dropna().astype(int)
         counts = given.value_counts().reindex(levels, fill_value=0)

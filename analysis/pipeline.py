@@ -152,8 +152,10 @@ def _analyze_into(
         raise InputError(f"pilot: its rating scale {ratings_scale(pilot)} differs from the "
                          f"study's {scale}; expected the same scale")  # fmt: skip
     # The statistics read the rating columns only: a session's extra columns (timing,
-    # presses) would be copied along by every selection of rows.
+    # presses) would be copied along by every selection of rows. Practice trials are
+    # recorded to learn the keys on, and no statistic counts them.
     ratings = in_paper_orientation(ratings)[[c for c in RATING_COLUMNS if c in ratings]]
+    ratings = ratings[ratings["phase"] != "practice"]
     if pilot is not None:
         pilot = in_paper_orientation(pilot)
     main = ratings[ratings["phase"] == "main"]

@@ -42,6 +42,12 @@ def register(commands) -> None:
         "--seed", type=count, default=None,
         help="the participant's order seed (default: drawn at random and recorded)",
     )  # fmt: skip
+    parser.add_argument(
+        "--list", type=count, default=None, metavar="N",
+        help="the list of main pairs the participant rates, from 1, when the protocol splits "
+        "them ([online] subset and lists); default: the list with the fewest sessions in --data "
+        "(a resumed session keeps its list)",
+    )  # fmt: skip
     details = parser.add_argument_group(
         "participant details",
         "those the protocol records ([participants] details) and these do not give are asked on "

@@ -2,7 +2,7 @@
 
 A protocol file has top-level keys (``name``, ``task``, ``description``,
 ``main_roles``) and one table per topic: ``[timing]``, ``[response]``,
-``[anchoring]``, ``[pauses]``, ``[display]``, ``[participants]``,
+``[anchoring]``, ``[practice]``, ``[pauses]``, ``[display]``, ``[participants]``,
 ``[dataset]``, ``[instructions]``, ``[online]`` (the browser session of
 ``sbir-study serve``) and ``[texts]`` (every other word a participant reads,
 :mod:`sbir_study.study.texts`). Each table is a frozen pydantic dataclass whose fields
@@ -71,7 +71,7 @@ from pydantic.dataclasses import dataclass
 from pydantic_core import PydanticCustomError
 
 from sbir_study.foundation import paper
-from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.checks import ID_RULE, MAX_ID_LENGTH, InputError
 from sbir_study.foundation.scale import Scale
 
 from .participants import DETAILS
@@ -88,6 +88,7 @@ __all__ = [
     "Online",
     "Participants",
     "Pauses",
+    "Practice",
     "Protocol",
     "Response",
     "Timing",
@@ -297,6 +298,35 @@ class Anchoring:
     )
 
 
+#: A sketch or image id as every reader takes it (foundation.checks.check_id).
+PairId = Annotated[
+    StrictStr, Field(pattern=rf"^[A-Za-z0-9_-][A-Za-z0-9._-]{{0,{MAX_ID_LENGTH - 1}}}$")
+]
+
+
+@dataclass(frozen=True, config=_TABLE)
+class Practice:
+    """``[practice]``: pairs rated first, to learn the keys and the timing; never analysed."""
+
+    pairs: Annotated[
+        tuple[tuple[PairId, PairId], ...],
+        _Expects(f"a list of [sketch_id, image_id] pairs of the stimulus set, each {ID_RULE}"),
+    ] = Field(
+        (),
+        description="Pairs of the stimulus set rated before the anchoring phase, in this "
+        "order, as [sketch_id, image_id] (phase practice); recorded like any trial and left "
+        "out of every statistic. The lab session (sbir-study run) only; [] for none.",
+    )
+
+    @field_validator("pairs")
+    @classmethod
+    def _each_pair_once(cls, pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+        for number, pair in enumerate(pairs):
+            if pair in pairs[:number]:
+                raise _refusal(f"expected each pair once, got {list(pair)!r} twice")
+        return pairs
+
+
 @dataclass(frozen=True, config=_TABLE)
 class Pauses:
     """``[pauses]``: pauses the participant asks for, and scheduled breaks."""
@@ -396,6 +426,11 @@ class Instructions:
     (:func:`sbir_study.study.screens.instruction_texts`): its keys, scale, pauses and timings.
     """
 
+    practice: StrictStr | None = Field(
+        None,
+        description="Shown before the practice pairs ([practice]; default: a sentence saying "
+        "that they do not count, then the main text).",
+    )
     anchoring: StrictStr | None = Field(
         None,
         description="Shown before the anchoring phase (default: written from the settings: "
@@ -417,6 +452,20 @@ class Instructions:
         description="Shown at the end of the session, until the space bar closes the window "
         "(default: Thank you! The session is complete. Press space to close.).",
     )
+
+
+#: A code an online ending shows the participant (a crowd platform's completion code).
+_EndingCode = Annotated[
+    StrictStr,
+    Field(pattern=r"^[A-Za-z0-9_-]{0,64}$"),
+    _Expects("up to 64 letters, digits, '-' or '_'"),
+]
+#: An address the browser goes to at an online ending (a crowd platform's return address).
+_EndingUrl = Annotated[
+    StrictStr,
+    Field(pattern=r"^(?:https?://[^ ]*)?$"),
+    _Expects('an http(s):// address without spaces, or ""'),
+]
 
 
 @dataclass(frozen=True, config=_TABLE)
@@ -462,21 +511,37 @@ class Online:
         description="Ask the participant details (age, sex, handedness, each optional), as "
         "the lab session does.",
     )
-    completion_code: Annotated[
-        StrictStr,
-        Field(pattern=r"^[A-Za-z0-9_-]{0,64}$"),
-        _Expects("up to 64 letters, digits, '-' or '_'"),
-    ] = Field("", description='Completion code shown at the end of a complete session ("" for '
-                              "none).")  # fmt: skip
-    completion_url: Annotated[
-        StrictStr,
-        Field(pattern=r"^(?:https?://[^ ]*)?$"),
-        _Expects('an http(s):// address without spaces, or ""'),
-    ] = Field(
+    completion_code: _EndingCode = Field(
+        "", description='Completion code shown at the end of a complete session ("" for none).'
+    )
+    completion_url: _EndingUrl = Field(
         "",
         description="Address the browser goes to at the end of a complete session (a crowd "
         'platform\'s completion address; "" to stay on the page).',
     )
+    # The other endings, as a crowd platform tells them apart (Prolific: a code per outcome).
+    no_consent_code: _EndingCode = Field(
+        "", description='Code shown to a participant who did not consent ("" for none).'
+    )
+    no_consent_url: _EndingUrl = Field(
+        "", description='Address the browser goes to when the participant did not consent ("" '
+        "to stay on the page).",
+    )  # fmt: skip
+    quit_code: _EndingCode = Field(
+        "", description='Code shown when the participant ended the session early ("" for none).'
+    )
+    quit_url: _EndingUrl = Field(
+        "", description="Address the browser goes to when the participant ended the session "
+        'early ("" to stay on the page).',
+    )  # fmt: skip
+    timed_out_code: _EndingCode = Field(
+        "", description="Code shown when a session timed out: its page came back after "
+        'dropout_after_s without contact ("" for none).',
+    )  # fmt: skip
+    timed_out_url: _EndingUrl = Field(
+        "", description="Address the browser goes to when a session timed out (\"\" to stay on "
+        "the page).",
+    )  # fmt: skip
     # Finite: the sidecar records the protocol as JSON, which has no infinity.
     dropout_after_s: Annotated[
         StrictFloat,
@@ -529,6 +594,7 @@ class Protocol:
     timing: Timing = Field(default_factory=Timing, description=Timing.__doc__)
     response: Response = Field(default_factory=Response, description=Response.__doc__)
     anchoring: Anchoring = Field(default_factory=Anchoring, description=Anchoring.__doc__)
+    practice: Practice = Field(default_factory=Practice, description=Practice.__doc__)
     pauses: Pauses = Field(default_factory=Pauses, description=Pauses.__doc__)
     display: Display = Field(default_factory=Display, description=Display.__doc__)
     participants: Participants = Field(

@@ -13,7 +13,7 @@ from typing import Literal, NamedTuple
 
 from .participants import AGE_RANGE
 from .protocol import Protocol
-from .texts import fill, write_instructions
+from .texts import PRACTICE_NOTE, Texts, fill, write_instructions
 
 __all__ = ["Screen", "instruction_texts", "screens"]
 
@@ -27,7 +27,10 @@ def _scale(protocol: Protocol) -> tuple[int, bool]:
 
 
 def instruction_texts(protocol: Protocol) -> dict[str, str]:
-    """The four instruction texts: the protocol's own, else written from its settings.
+    """The instruction texts: the protocol's own, else written from its settings.
+
+    Four, and a fifth, ``practice``, first, when the protocol has practice pairs
+    (by default the practice note above the main text).
 
     Examples
     --------
@@ -49,8 +52,12 @@ def instruction_texts(protocol: Protocol) -> dict[str, str]:
         pause_key=response.pause_key if pauses.allowed else None, quit_key=response.quit_key,
     )  # fmt: skip
     own = protocol.instructions
-    return {kind: getattr(own, kind) if getattr(own, kind) is not None else text
-            for kind, text in written.items()}  # fmt: skip
+    texts = {kind: getattr(own, kind) if getattr(own, kind) is not None else text
+             for kind, text in written.items()}  # fmt: skip
+    if not protocol.practice.pairs:
+        return texts
+    practice = own.practice if own.practice is not None else f"{PRACTICE_NOTE}\n\n{texts['main']}"
+    return {"practice": practice, **texts}
 
 
 class Screen(NamedTuple):
@@ -89,6 +96,7 @@ def screens(protocol: Protocol, where: Literal["lab", "online"]) -> list[Screen]
         add("consent", f"{texts.consent_title}\n\n{online.consent}\n\n"
             f"[{texts.agree}] [{texts.disagree}]")  # fmt: skip
         add("after not agreeing", texts.declined)
+        _ending(add, texts, online.no_consent_code, online.no_consent_url, "after not agreeing")
         if online.details:
             add("details", "\n".join([
                 texts.details_title, texts.details_note, f"{texts.age}: ___",
@@ -104,6 +112,8 @@ def screens(protocol: Protocol, where: Literal["lab", "online"]) -> list[Screen]
         add("a window that could not be enlarged", texts.screen_too_small)
         add("while the pictures load", texts.loading)
         add("a picture that could not be loaded", texts.loading_failed)
+    if lab and protocol.practice.pairs:
+        add("before the practice pairs", instructions["practice"])
     if protocol.anchoring.enabled:
         add("before the anchoring phase", instructions["anchoring"])
         add("under each anchor pair", fill(texts.anchor_label, rating=_scale(protocol)[0]))
@@ -116,16 +126,22 @@ def screens(protocol: Protocol, where: Literal["lab", "online"]) -> list[Screen]
     add("after the quit key", texts.quit_question)
     if not lab:
         add("after choosing to end", texts.quit_ended)
+        _ending(add, texts, online.quit_code, online.quit_url, "after choosing to end")
         add("after the last pair", texts.saving)
     add("the end", instructions["end"])
     if not lab:
-        if online.completion_code:
-            add("the end, under its text", fill(texts.completion_code,
-                                               code=online.completion_code))  # fmt: skip
-        if online.completion_url:
-            add("the end, under its text", f"{texts.completion_redirect} "
-                f"[{texts.completion_link}]")  # fmt: skip
+        _ending(add, texts, online.completion_code, online.completion_url, "the end")
         add("coming back to a session that has ended", texts.session_ended)
+        add("coming back after the dropout time (timed out)", texts.timed_out_ended)
+        _ending(add, texts, online.timed_out_code, online.timed_out_url, "timed out")
         add("a session the server refused without a reason", texts.could_not_start)
         add("after an error", fill(texts.went_wrong, error="(what went wrong)"))
     return shown
+
+
+def _ending(add, texts: Texts, code: str, url: str, where: str) -> None:
+    """The code and the address of an online ending ([online]), under its text."""
+    if code:
+        add(f"{where}, under its text", fill(texts.completion_code, code=code))
+    if url:
+        add(f"{where}, under its text", f"{texts.completion_redirect} [{texts.completion_link}]")

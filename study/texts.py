@@ -28,6 +28,7 @@ from pydantic_core import PydanticCustomError
 
 __all__ = [
     "PLACEHOLDERS",
+    "PRACTICE_NOTE",
     "Texts",
     "fill",
     "key_label",
@@ -46,6 +47,13 @@ PLACEHOLDERS: dict[str, tuple[str, ...]] = {
 
 # The continue key of every instruction screen (protocol.CONTINUE_KEY), as the texts name it.
 _CONTINUE = "space"
+
+#: Before the practice pairs, above the main instructions, where a protocol gives no text of its
+#: own for them ([instructions] practice).
+PRACTICE_NOTE = (
+    "First a few practice pairs, to get to know the keys and the timing; your ratings of them "
+    "do not count."
+)
 
 
 def _fields_used(text: str) -> list[str]:
@@ -211,6 +219,12 @@ class Texts:
     session_ended: StrictStr = Field(
         "This session has ended. Thank you.",
         description="Online: when a participant comes back to a session that has ended.",
+    )
+    timed_out_ended: StrictStr = Field(
+        "This session was stopped because nothing was heard from it for too long. Everything "
+        "you answered before is saved. Thank you.",
+        description="Online: when a page comes back after [online] dropout_after_s without "
+        "contact (the session timed out).",
     )
     could_not_start: StrictStr = Field(
         "The session could not start.",

@@ -5,7 +5,10 @@ testable without a window. The order is the paper's (Sec. 2.3 and 2.3.1),
 drawn by :func:`sbir_study.foundation.trial_order.session_order`, the rule the simulator
 uses too: anchor pairs first with their prescribed ratings (``anchor_demo``),
 then the main block in a random order, with each anchor pair repeated at a
-random place in its later part (``anchor_repeat``).
+random place in its later part (``anchor_repeat``). A lab session puts the
+protocol's practice pairs (``[practice]``, phase ``practice``) before all of
+these, in the protocol's order: they draw nothing from the seed, so the rest
+of the order is the simulator's for the same seed.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from sbir_study.foundation.trial_order import session_order
 
 from .protocol import Protocol
 
-__all__ = ["TRIAL_COLUMNS", "build_trials", "draw_seed", "stimulus_set_for"]
+__all__ = ["TRIAL_COLUMNS", "build_trials", "draw_seed", "practice_pairs", "stimulus_set_for"]
 
 TRIAL_COLUMNS = ("trial", "phase", "sketch_id", "image_id", "anchor_rating", "sketch_path",
                  "image_path")  # fmt: skip
@@ -32,7 +35,14 @@ def draw_seed() -> int:
     return secrets.randbits(63)
 
 
-def build_trials(protocol: Protocol, manifest: pd.DataFrame, seed: int) -> pd.DataFrame:
+def build_trials(
+    protocol: Protocol,
+    manifest: pd.DataFrame,
+    seed: int,
+    *,
+    practice: bool = False,
+    practice_set: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """The session's trials, in presentation order.
 
     Parameters
@@ -43,6 +53,13 @@ def build_trials(protocol: Protocol, manifest: pd.DataFrame, seed: int) -> pd.Da
         The stimulus set's manifest (``sbir_study.stimuli.load_set(...).manifest``).
     seed
         The participant's seed: the same seed gives the same order.
+    practice
+        Put the protocol's practice pairs first (the lab session; the online
+        page has no practice block).
+    practice_set
+        The manifest the practice pairs are found in (default: ``manifest``):
+        the whole set's, when ``manifest`` is one list's
+        (:func:`sbir_study.study.online.assignment.list_manifest`).
 
     Returns
     -------
@@ -62,6 +79,16 @@ def build_trials(protocol: Protocol, manifest: pd.DataFrame, seed: int) -> pd.Da
     >>> trials = build_trials(Protocol(), manifest, seed=1)
     >>> trials["phase"].value_counts().to_dict()
     {'main': 4, 'anchor_demo': 2, 'anchor_repeat': 2}
+
+    Practice pairs come first, in the protocol's order, and leave the rest as it was:
+
+    >>> from sbir_study.study.protocol import Practice
+    >>> with_practice = Protocol(practice=Practice(pairs=(("s", "s3"), ("s", "s1"))))
+    >>> first = build_trials(with_practice, manifest, seed=1, practice=True)
+    >>> first[["phase", "image_id"]].head(3).to_numpy().tolist()
+    [['practice', 's3'], ['practice', 's1'], ['anchor_demo', 'a1']]
+    >>> first["image_id"].iloc[2:].tolist() == trials["image_id"].tolist()
+    True
     """
     if not isinstance(seed, int | np.integer) or seed < 0:
         raise InputError(f"seed: expected a whole number >= 0, got {seed!r}")
@@ -74,13 +101,36 @@ def build_trials(protocol: Protocol, manifest: pd.DataFrame, seed: int) -> pd.Da
     trials = session_order(manifest, np.random.default_rng(seed), main_roles=protocol.main_roles,
                            anchoring=anchoring.enabled, repeat=anchoring.repeat,
                            repeat_from=anchoring.repeat_from)  # fmt: skip
+    if practice and protocol.practice.pairs:
+        found = practice_pairs(protocol, manifest if practice_set is None else practice_set)
+        trials = pd.concat([found, trials], ignore_index=True)
     trials["trial"] = np.arange(1, len(trials) + 1)
     if "anchor_rating" in trials.columns:
         prescribed = pd.to_numeric(trials["anchor_rating"].replace({"": None, "n/a": None}))
+        # A practice pair is rated freely, whatever the set prescribes for it.
+        prescribed[trials["phase"].eq("practice").to_numpy()] = None
         trials["anchor_rating"] = prescribed.astype("Int64")
     else:
         trials["anchor_rating"] = pd.array([pd.NA] * len(trials), dtype="Int64")
     return trials[list(TRIAL_COLUMNS)]
+
+
+def practice_pairs(protocol: Protocol, manifest: pd.DataFrame) -> pd.DataFrame:
+    """The manifest's rows of the protocol's practice pairs, in its order, phase ``practice``.
+
+    A pair the set does not hold is refused, naming it and the setting.
+    """
+    index = manifest.set_index(["sketch_id", "image_id"]).index
+    rows = []
+    for number, (sketch_id, image_id) in enumerate(protocol.practice.pairs):
+        found = np.flatnonzero(index == (sketch_id, image_id))
+        if not len(found):
+            raise InputError(
+                f"practice.pairs[{number}]: the stimulus set has no pair {sketch_id}/{image_id}; "
+                "expected pairs of its manifest (sketch_id, image_id)"
+            )
+        rows.append(found[0])
+    return manifest.iloc[rows].assign(phase="practice")
 
 
 def stimulus_set_for(folder: str | Path, protocol: Protocol):

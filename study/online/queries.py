@@ -23,6 +23,7 @@ __all__ = [
     "SESSION_OF_PARTICIPANT",
     "SESSION_OF_SOURCE",
     "SESSION_STATUS",
+    "SESSION_STATUS_SEEN",
     "SESSION_TRIAL_COUNT",
     "STATUS_SESSIONS",
     "STATUS_TRIAL_COUNT",
@@ -84,6 +85,10 @@ SESSION_FACTS = sa.select(
     sessions.c.list_index,
 ).where((sessions.c.id == sa.bindparam("sid")) & (sessions.c.study_id == sa.bindparam("study")))
 SESSION_STATUS = sa.select(sessions.c.status).where(sessions.c.id == sa.bindparam("sid"))
+#: The status of the session ``sid`` and when it was last heard from.
+SESSION_STATUS_SEEN = sa.select(sessions.c.status, sessions.c.last_seen_at).where(
+    sessions.c.id == sa.bindparam("sid")
+)
 #: The session ``sid`` was heard from at ``now``.
 SEEN = (
     sessions.update()

@@ -44,11 +44,29 @@ from .keys import BROWSER_CODES
 from .scoring import check_rating_on_scale, counted_refresh, score_report
 from .status import participant_table, study_status
 
-__all__ = ["FINISH_STATUSES", "FinishStatus", "OnlineStudy", "ServiceError", "stimulus_pixels"]
+__all__ = [
+    "ENDINGS",
+    "FINISH_STATUSES",
+    "FinishStatus",
+    "OnlineStudy",
+    "ServiceError",
+    "stimulus_pixels",
+]
 
-#: How a session ends: every trial stored, or the participant quit.
-FinishStatus = Literal["complete", "incomplete"]
+#: How a session ends: every trial stored, the participant quit, or its page came back after
+#: ``online.dropout_after_s`` without contact (timed out; see :meth:`OnlineStudy.finish`).
+FinishStatus = Literal["complete", "incomplete", "timed_out"]
 FINISH_STATUSES: tuple[str, ...] = get_args(FinishStatus)
+#: The endings a participant meets, each with a code and an address of the protocol's
+#: ``[online]`` (``completion_code`` and ``completion_url`` for ``complete``,
+#: ``<ending>_code`` and ``<ending>_url`` for the others), and the session status of each
+#: (None: no session is stored before consent).
+ENDINGS: dict[str, str | None] = {
+    "complete": "complete",
+    "no_consent": None,
+    "quit": "incomplete",
+    "timed_out": "timed_out",
+}
 
 #: The libraries of the server that shape a stored trial (recorded with every session).
 ONLINE_PACKAGES = (
@@ -255,6 +273,8 @@ class OnlineStudy:
                 "details": protocol.online.details,
                 "has_completion_code": bool(protocol.online.completion_code),
                 "has_completion_url": bool(protocol.online.completion_url),
+                # No session exists before consent: the page shows this ending by itself.
+                "no_consent": self.ending("no_consent"),
             },
         }
 
@@ -406,7 +426,9 @@ class OnlineStudy:
         session = self.authorise(session_id, token)
         with storage.reading(self.engine) as connection:
             stored = connection.execute(queries.STORED_TRIALS, {"sid": session_id}).all()
-            status = connection.execute(queries.SESSION_STATUS, {"sid": session_id}).scalar_one()
+            status, seen = connection.execute(
+                queries.SESSION_STATUS_SEEN, {"sid": session_id}
+            ).one()
         last = stored[-1] if stored else None
         state = {
             "session_id": session_id,
@@ -429,14 +451,35 @@ class OnlineStudy:
             "stored": len(stored),
             "next_trial": (last.trial + 1) if last else 1,
             "resumed_at": (last.onset + last.stim_duration + last.blank_duration) if last else 0.0,
+            # Came back after dropout_after_s without contact: the page sends the trials it
+            # still holds, then finishes the session as timed_out (its list place is gone).
+            "timed_out": status == "running"
+            and seen < storage.now() - self.protocol.online.dropout_after_s,
         }
-        if status == "complete":
-            state["completion"] = self.completion()
+        if status != "running":
+            state["completion"] = self.ending(_ENDING_OF[status])
         return state
 
-    def completion(self) -> dict:
+    def ending(self, name: str) -> dict:
+        """The code and address the protocol sets for an ending (:data:`ENDINGS`).
+
+        ``{"code": ..., "url": ...}``, each None where the protocol sets none:
+        ``complete`` is ``[online] completion_code`` and ``completion_url``, the
+        others (``no_consent``, ``quit``, ``timed_out``) ``<ending>_code`` and
+        ``<ending>_url``.
+        """
+        if name not in ENDINGS:
+            raise ValueError(f"ending: expected one of {', '.join(ENDINGS)}, got {name!r}")
+        prefix = "completion" if name == "complete" else name
         online = self.protocol.online
-        return {"code": online.completion_code or None, "url": online.completion_url or None}
+        return {
+            "code": getattr(online, f"{prefix}_code") or None,
+            "url": getattr(online, f"{prefix}_url") or None,
+        }
+
+    def completion(self) -> dict:
+        """The code and address of a complete session (:meth:`ending` ``complete``)."""
+        return self.ending("complete")
 
     # --- trials ---
     def _refresh(self, session: Mapping) -> float | None:
@@ -501,7 +544,16 @@ class OnlineStudy:
         return False
 
     def finish(self, session_id: str, token: str | None, status: str) -> dict:
-        """End a session: ``complete`` (every trial stored) or ``incomplete`` (quit)."""
+        """End a session: ``complete`` (every trial stored), ``incomplete`` (quit) or
+        ``timed_out``.
+
+        A session times out when its page comes back (a reload, the link opened
+        again) after ``[online] dropout_after_s`` without contact: the server's
+        state says so (``timed_out``), and the page sends the trials it still
+        holds, then finishes as ``timed_out``. (While silent, the session counts
+        as dropped out and its list place went to the next participant.) The
+        answer carries the ending's code and address (:meth:`ending`).
+        """
         if status not in FINISH_STATUSES:
             raise ServiceError(
                 422, f"status: expected {' or '.join(FINISH_STATUSES)}, got {status!r}"
@@ -526,10 +578,8 @@ class OnlineStudy:
                     queries.FINISH_SESSION, {**key, "new_status": status, "now": storage.now()}
                 )
                 current = status
-        result = {"status": current, "stored": stored}
-        if current == "complete":
-            result["completion"] = self.completion()
-        return result
+        return {"status": current, "stored": stored,
+                "completion": self.ending(_ENDING_OF[current])}  # fmt: skip
 
     # --- the experimenter's view ---
     def status(self) -> dict:
@@ -569,8 +619,14 @@ class OnlineStudy:
             sessions,
             trials,
             silent_since=storage.now() - self.protocol.online.dropout_after_s,
-            code_of=lambda status: self.completion()["code"] if status == "complete" else None,
+            code_of=lambda status: (
+                self.ending(_ENDING_OF[status])["code"] if status in _ENDING_OF else None
+            ),
         )
+
+
+#: The ending of each finished session status.
+_ENDING_OF = {status: ending for ending, status in ENDINGS.items() if status is not None}
 
 
 class _LabelsOfStudy:

@@ -45,7 +45,7 @@ def study_status(
     durations: Sequence[tuple[str, float, float]],
     trials_stored: int,
 ) -> dict:
-    """Participants started, complete, quit, dropped out and running; trials; timing errors.
+    """Participants started, complete, quit, timed out, dropped out, running; trials; timing.
 
     Parameters
     ----------
@@ -70,11 +70,12 @@ def study_status(
     ...     sessions=[("running", 0, False, 1), ("running", 0, True, 2), ("complete", 0, False, 1)],
     ...     durations=[("main", 2.004, 0.998), ("anchor_demo", 3.0, 1.0)])
     >>> view["participants"]
-    {'started': 4, 'complete': 1, 'incomplete': 0, 'dropped_out': 2, 'running': 1}
+    {'started': 4, 'complete': 1, 'incomplete': 0, 'timed_out': 0, 'dropped_out': 2, 'running': 1}
     >>> view["lists"], view["timing_error_ms"]["stimulus_max"]
     ([{'list': 1, 'complete': 1, 'running': 1, 'pairs': 8}], 4.0)
     """
-    counts = {"started": 0, "complete": 0, "incomplete": 0, "dropped_out": 0, "running": 0}
+    counts = {"started": 0, "complete": 0, "incomplete": 0, "timed_out": 0, "dropped_out": 0,
+              "running": 0}  # fmt: skip
     per_list = {k: {"complete": 0, "running": 0} for k in range(len(list_pairs))}
     for status, index, silent, count in sessions:
         counts["started"] += count
@@ -151,7 +152,8 @@ def participant_table(
         A running session not heard from since this time (epoch seconds) has
         dropped out (``status`` ``dropped_out``), as in :func:`study_status`.
     code_of
-        The completion code of an ending (a session's status), or None.
+        The code of a session's ending, from its status (``complete``, ``incomplete``:
+        quit, ``timed_out``), or None.
 
     Notes
     -----
@@ -254,8 +256,9 @@ def status_page(status: dict, participants: pd.DataFrame | None = None) -> str:
     Examples
     --------
     >>> page = status_page({"study": "demo", "study_id": 1, "trials_stored": 0, "lists": [],
-    ...     "participants": {"started": 0, "complete": 0, "incomplete": 0, "dropped_out": 0,
-    ...                      "running": 0}, "timing_error_ms": {"n_trials": 0, "median": None}})
+    ...     "participants": {"started": 0, "complete": 0, "incomplete": 0, "timed_out": 0,
+    ...                      "dropped_out": 0, "running": 0},
+    ...     "timing_error_ms": {"n_trials": 0, "median": None}})
     >>> "<h1>demo" in page
     True
     """
@@ -272,6 +275,7 @@ def status_page(status: dict, participants: pd.DataFrame | None = None) -> str:
             ("running", "running now"),
             ("complete", "complete"),
             ("incomplete", "ended early (quit)"),
+            ("timed_out", "timed out (came back after the dropout time)"),
             ("dropped_out", "dropped out (no contact)"),
         )
     )

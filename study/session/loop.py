@@ -14,7 +14,9 @@ instant that turns up after the next pair was flipped withdraws that pair at
 once (it is shown again, whole, after the pause). Each trial is written (one
 line, fsync) as soon as it is scored, after the keys behind it go to the
 session's key log (``sourcedata/``). The last trial is followed by the end
-screen, which waits for the space bar.
+screen, which waits for the space bar. The protocol's practice pairs, if any,
+come first, with their own instructions before them; they are rated and
+recorded like the main block's pairs, but no scheduled break counts them.
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ from .window import SessionWindow, draw_all
 __all__ = ["TrialLoop"]
 
 _QUIT_ANSWERS = {"y": True, "n": False}
+# The phases of the main block, whose trials the scheduled breaks count.
+_MAIN_BLOCK = ("main", "anchor_repeat")
+# The instructions shown before the first trial of each phase that has its own.
+_INTRO = {"practice": "practice", "anchor_demo": "anchoring", "main": "main",
+          "anchor_repeat": "main"}  # fmt: skip
 # After a response window closes, keys pressed before it closed are awaited this long.
 _SETTLE_S = 0.1
 
@@ -81,7 +88,7 @@ class TrialLoop:
         blank_s = self.protocol.timing.blank_s
         phases = trials["phase"].to_numpy()
         resumed_at = self._resumed_at() if start else None
-        intro = "anchoring" if phases[start] == "anchor_demo" else "main"
+        intro = _INTRO[phases[start]]
         pair = self.window.pair(trials.iloc[start])  # loaded before, so the first pair is prompt
         outcome, answered = self._waiting_screens([intro], None)
         if outcome == "quit":
@@ -93,7 +100,7 @@ class TrialLoop:
         timeline = Timeline(answered + blank_s, blank_s if resumed_at is not None else 0.0)
         self._handle_controls_before(answered)
         open_trial: _OpenTrial | None = None
-        main_done = int((phases[:start] != "anchor_demo").sum())
+        main_done = int(pd.Series(phases[:start]).isin(_MAIN_BLOCK).sum())
         index = start
         while True:
             flipped, dropped, outcome = self._boundary(index, open_trial, pair, main_done,
@@ -107,7 +114,7 @@ class TrialLoop:
                 continue  # after the waiting screens, the pair at its new planned onset
             # The pair is on screen: trial `index` has begun.
             open_trial, pair = self._begin_trial(index, flipped, dropped, pair, timeline)
-            if phases[index] != "anchor_demo":
+            if phases[index] in _MAIN_BLOCK:
                 main_done += 1
             index += 1
 
@@ -213,11 +220,12 @@ class TrialLoop:
             return ["end"]
         screens = []
         every = self.protocol.pauses.break_every
-        if every and trials["phase"].iloc[index] != "anchor_demo" and main_done % every == 0:
+        phase, following = trials["phase"].iloc[index], trials["phase"].iloc[index + 1]
+        if every and phase in _MAIN_BLOCK and main_done % every == 0:
             screens.append("pause")
-        demo_ends = trials["phase"].iloc[index] == "anchor_demo"
-        if demo_ends and trials["phase"].iloc[index + 1] != "anchor_demo":
-            screens.append("main")
+        # A phase with instructions of its own ends: they come before its next trial.
+        if phase in ("practice", "anchor_demo") and _INTRO[following] != _INTRO[phase]:
+            screens.append(_INTRO[following])
         return screens
 
     def _with_controls(self, screens: list[str], presses) -> list[str]:

@@ -5,8 +5,9 @@ as given by :func:`sbir_study.study.recorder.label_of`: an id the dataset
 records finds its label again), an existing
 session (never overwritten; on resume, its recorded seed), the participant
 details given on the command line (on resume, they must agree with those
-recorded). Then the participant's seed is drawn (or read back) and the trial
-list built (:func:`sbir_study.study.trials.build_trials`), and, for a
+recorded). Then the participant's seed is drawn (or read back), the list of main
+pairs chosen when the protocol splits them (:mod:`.lists`; on resume, the recorded
+one) and the trial list built (:func:`sbir_study.study.trials.build_trials`), and, for a
 simulated participant, its answers. Last the display
 (:func:`sbir_study.study.display.require_display`): without one, the session
 stops with one line before PsychoPy opens anything. (The protocol and the
@@ -31,6 +32,7 @@ from ..participants import MISSING, check_details
 from ..protocol import Protocol
 from ..recorder import check_dataset_folder, label_of, recorded_details
 from ..trials import build_trials, draw_seed
+from .lists import PairList, choose_pair_list
 from .simulated import simulated_answers
 
 if TYPE_CHECKING:
@@ -53,6 +55,7 @@ class SessionPlan:
     simulate: bool
     given: dict[str, str]  # participant details given on the command line, checked
     seed: int
+    pair_list: PairList  # the list of main pairs the participant rates
     trials: pd.DataFrame
     answers: pd.DataFrame | None  # the simulated participant's, when simulated
 
@@ -67,6 +70,7 @@ def plan_session(
     simulate: bool,
     seed: int | None,
     details: Mapping[str, str | None] | None,
+    pair_list: int | None = None,
 ) -> SessionPlan:
     """Check every input that needs no window, then the display; the session's plan.
 
@@ -91,7 +95,10 @@ def plan_session(
         given = _details_on_resume(data, label, given)
     if seed is None:
         seed = draw_seed()
-    trials = build_trials(protocol, stimulus_set.manifest, seed)
+    manifest = stimulus_set.manifest
+    chosen = choose_pair_list(protocol, manifest, data, requested=pair_list,
+                              resumed=path.with_suffix(".json") if resume else None)  # fmt: skip
+    trials = build_trials(protocol, chosen.manifest, seed, practice=True, practice_set=manifest)
     answers = simulated_answers(protocol, stimulus_set, trials, seed) if simulate else None
 
     from ..display import require_display
@@ -105,7 +112,8 @@ def plan_session(
         )
     return SessionPlan(protocol=protocol, stimulus_set=stimulus_set, data=data, label=label,
                        source_id=participant, path=path, resume=resume, simulate=simulate,
-                       given=given, seed=seed, trials=trials, answers=answers)  # fmt: skip
+                       given=given, seed=seed, pair_list=chosen, trials=trials,
+                       answers=answers)  # fmt: skip
 
 
 def _recorded_seed(path: Path) -> int:

@@ -53,6 +53,10 @@ class SessionOptions:
         A window, not the full screen.
     seed : int or None
         The participant's order seed; None: drawn at random (on resume, the recorded one).
+    list : int or None
+        The list of main pairs (from 1) when the protocol splits them (``[online]
+        subset``, ``lists``); None: the one with the fewest sessions in the dataset (on
+        resume, the recorded one). See :mod:`.lists`.
     details : mapping or None
         ``age``, ``sex``, ``handedness`` as given on the command line (None: not given,
         asked on screen unless ``simulate``).
@@ -63,6 +67,7 @@ class SessionOptions:
     windowed: bool = False
     seed: int | None = None
     details: Mapping[str, str | None] | None = None
+    list: int | None = None
 
 
 @dataclass(frozen=True)
@@ -131,7 +136,7 @@ def run_session(
     # Design: every check that needs no window, the display last; nothing is opened yet.
     plan = plan_session(protocol, stimulus_set, participant, data, resume=options.resume,
                         simulate=options.simulate, seed=options.seed,
-                        details=options.details)  # fmt: skip
+                        details=options.details, pair_list=options.list)  # fmt: skip
     # Initialise: the keyboard, the window and its timing; the details form; the record.
     from psychopy import core, logging
 

@@ -46,9 +46,18 @@ class Responder:
 def simulated_answers(protocol: Protocol, stimulus_set, trials: pd.DataFrame, seed: int):
     """The simulated participant's rating and response time per trial (analysis.simulate),
     its ratings on the protocol's scale (the model's 1..7 mapped onto it, as ``simulate
-    --scale`` maps it)."""
+    --scale`` maps it).
+
+    The practice pairs are answered apart, by the same participant (the same seed), so
+    that the rest are the answers of ``simulate``'s participant with this seed, which has
+    no practice block.
+    """
     from sbir_study.analysis.simulate import RaterModel, simulated_responses
 
     window = protocol.timing.stimulus_s + protocol.timing.blank_s
-    return simulated_responses(stimulus_set.manifest, trials, RaterModel(), seed, window_s=window,
-                               scale=protocol.scale)  # fmt: skip
+    practice = trials["phase"].eq("practice").to_numpy()
+    parts = [trials[practice], trials[~practice]] if practice.any() else [trials]
+    answers = [simulated_responses(stimulus_set.manifest, part, RaterModel(), seed,
+                                   window_s=window, scale=protocol.scale)
+               for part in parts]  # fmt: skip
+    return pd.concat(answers).reindex(trials.index)

@@ -17,7 +17,13 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from sbir_study.foundation.checks import InputError
-from sbir_study.study.protocol import Instructions, Protocol, load_protocol, protocol_dict
+from sbir_study.study.protocol import (
+    Instructions,
+    Practice,
+    Protocol,
+    load_protocol,
+    protocol_dict,
+)
 from sbir_study.study.screens import instruction_texts
 from tests.helpers import ROOT, reads_or_refuses, table_bytes
 
@@ -83,6 +89,15 @@ def _rating_keys(value):
     return type(value) is tuple and 2 <= len(value) <= 9 and len(set(value)) == len(value)
 
 
+def _pairs(value):
+    """Distinct [sketch_id, image_id] pairs of ids of letters, digits and ._- (docs/formats.md)."""
+    ids = r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}"
+    return type(value) is tuple and len(set(value)) == len(value) and all(
+        type(pair) is tuple and len(pair) == 2 and all(re.fullmatch(ids, i) for i in pair)
+        for pair in value
+    )
+
+
 def _placeholders(allowed):
     """A string whose braces are {{, }} or one of the row's placeholders (README, [texts])."""
 
@@ -109,7 +124,7 @@ TEXTS = """quit_question anchor_label age_question age_retry sex_question handed
     male other handedness right left ambidextrous prefer_not_to_say continue_button fullscreen
     fullscreen_button window_too_small cannot_enlarge needs_keyboard screen_too_small loading
     loading_failed welcome_back saving completion_code completion_redirect completion_link
-    quit_ended session_ended could_not_start went_wrong""".split()
+    quit_ended session_ended timed_out_ended could_not_start went_wrong""".split()
 DOCUMENTED = {
     ("", "name"): _text,
     ("", "task"): lambda v: _text(v) and re.fullmatch(r"[A-Za-z0-9]+", v) is not None,
@@ -128,6 +143,7 @@ DOCUMENTED = {
     ("anchoring", "enabled"): _flag,
     ("anchoring", "repeat"): _flag,
     ("anchoring", "repeat_from"): _number(0, 1, high_open=True),
+    ("practice", "pairs"): _pairs,
     ("pauses", "allowed"): _flag,
     ("pauses", "break_every"): _whole(0),
     ("participants", "details"): lambda v: (
@@ -147,6 +163,7 @@ DOCUMENTED = {
         type(v) is tuple and len(v) == 3 and all(_number(-1, 1)(c) for c in v)
     ),
     # Left out: written from the settings when shown.
+    ("instructions", "practice"): lambda v: v is None or _text(v),
     ("instructions", "anchoring"): lambda v: v is None or _text(v),
     ("instructions", "main"): lambda v: v is None or _text(v),
     ("instructions", "pause"): lambda v: v is None or _text(v),
@@ -157,12 +174,19 @@ DOCUMENTED = {
     ("online", "stimulus_px"): _whole(0, 4096),
     ("online", "consent"): _text,
     ("online", "details"): _flag,
-    ("online", "completion_code"): lambda v: (
-        _text(v) and re.fullmatch(r"[A-Za-z0-9_-]{0,64}", v) is not None
-    ),
-    ("online", "completion_url"): lambda v: (
-        _text(v) and (v == "" or (v.startswith(("http://", "https://")) and " " not in v))
-    ),
+    # Each ending's code and address: up to 64 of [A-Za-z0-9_-]; "" or http(s):// without spaces.
+    **{
+        ("online", f"{ending}_code"): lambda v: (
+            _text(v) and re.fullmatch(r"[A-Za-z0-9_-]{0,64}", v) is not None
+        )
+        for ending in ("completion", "no_consent", "quit", "timed_out")
+    },
+    **{
+        ("online", f"{ending}_url"): lambda v: (
+            _text(v) and (v == "" or (v.startswith(("http://", "https://")) and " " not in v))
+        )
+        for ending in ("completion", "no_consent", "quit", "timed_out")
+    },
     ("online", "dropout_after_s"): _number(0, math.inf, low_open=True),
     ("online", "raters_per_list"): _whole(0),
     ("texts", "language"): lambda v: _text(v) and re.fullmatch(r"[A-Za-z]{2,3}(-\w{1,8})*", v),
@@ -277,9 +301,13 @@ def _toml(value) -> str:
     return value.isoformat()
 
 
-# The defaults with the instruction texts as written from the settings (left out, they are None).
+# The defaults with the instruction texts as written from the settings (left out, they are None);
+# the practice text as written for a protocol that has practice pairs.
 _WRITTEN = dataclasses.replace(
-    Protocol(), instructions=Instructions(**instruction_texts(Protocol()))
+    Protocol(),
+    instructions=Instructions(
+        **instruction_texts(Protocol(practice=Practice(pairs=(("s1", "s1_i01"),))))
+    ),
 )
 
 

@@ -212,7 +212,8 @@ def test_the_keys_and_best_make_the_scale(tmp_path, keys, best, scale):
     path.write_text(f'[response]\nkeys = {keys}\nbest = "{best}"\n')
     assert load_protocol(path).scale == scale
     path.write_text('[response]\nbest = "top"\n')
-    with pytest.raises(InputError, match=r"response\.best: expected \"low\" or \"high\", got 'top'"):
+    expected = r"response\.best: expected \"low\" or \"high\", got 'top'"
+    with pytest.raises(InputError, match=expected):
         load_protocol(path)
 
 

@@ -7,7 +7,7 @@
  */
 /* global initJsPsych, jsPsychHtmlButtonResponse, jsPsychSurveyHtmlForm, jsPsychFullscreen,
    jsPsychBrowserCheck, jsPsychPreload, jsPsychHtmlKeyboardResponse, jsPsychSbirRating,
-   SbirSession */
+   SbirSession, SbirSender */
 "use strict";
 
 window.sbir = { session: null, config: null, phase: "loading", finished: null, error: null };
@@ -287,12 +287,16 @@ async function finish(session, status, token) {
   }
 }
 
-function completionPage(config, result) {
+/**
+ * The page of an ending: its text, then the code and the address the protocol sets for it
+ * ([online]: completion_code/_url for a complete session, no_consent_, quit_, timed_out_).
+ */
+function endingPage(config, phase, ending, body) {
   if (document.fullscreenElement && document.exitFullscreen) document.exitFullscreen().catch(() => {});
-  window.sbir.phase = "complete";
-  window.sbir.finished = result;
-  const completion = result.completion || {};
-  let html = paragraphs(config.instructions.end);
+  window.sbir.phase = phase;
+  window.sbir.ending = ending || {};
+  const completion = ending || {};
+  let html = body;
   if (completion.code) {
     const code = `<strong id="sbir-code">${escapeHtml(completion.code)}</strong>`;
     html += `<p>${text(config, "completion_code", { code }, ["code"])}</p>`;
@@ -302,6 +306,11 @@ function completionPage(config, result) {
   }
   page(`<div class="sbir-text">${html}</div>`);
   if (completion.url) setTimeout(() => { window.location.assign(completion.url); }, 3000);
+}
+
+function completionPage(config, result) {
+  window.sbir.finished = result;
+  endingPage(config, "complete", result.completion, paragraphs(config.instructions.end));
 }
 
 async function main() {
@@ -335,17 +344,25 @@ async function main() {
     else throw new Error((answer.content && answer.content.error) || `the server answered ${answer.status}`);
   }
   if (state && state.status === "complete") return completionPage(config, { completion: state.completion });
+  if (state && state.status === "timed_out") {
+    return endingPage(config, "timed_out", state.completion, paragraphs(text(config, "timed_out_ended")));
+  }
   if (state && state.status !== "running") {
-    page(`<div class="sbir-text">${paragraphs(text(config, "session_ended"))}</div>`);
-    window.sbir.phase = "ended";
-    return;
+    return endingPage(config, "ended", state.completion, paragraphs(text(config, "session_ended")));
+  }
+  if (state && state.timed_out) {
+    // Back after the dropout time without contact: the trials still held here are sent, then
+    // the session ends as timed out (its place in the list went to the next participant).
+    window.sbir.phase = "saving";
+    const sender = new SbirSender(state.session_id, saved.token);
+    const result = await finish({ state, settled: () => sender.drain() }, "timed_out", saved.token);
+    window.sbir.finished = result;
+    return endingPage(config, "timed_out", result.completion, paragraphs(text(config, "timed_out_ended")));
   }
   window.sbir.phase = "intake";
   const intakeResult = await intake(config, Boolean(state));
   if (!intakeResult.consent) {
-    page(`<div class="sbir-text">${paragraphs(text(config, "declined"))}</div>`);
-    window.sbir.phase = "declined";
-    return;
+    return endingPage(config, "declined", config.online.no_consent, paragraphs(text(config, "declined")));
   }
   if (!intakeResult.check) {
     window.sbir.phase = "excluded";
@@ -385,10 +402,9 @@ async function main() {
   const session = window.sbir.session;
   if (status === "incomplete") {
     window.sbir.phase = "saving";
-    await finish(session, "incomplete", token);
-    page(`<div class="sbir-text">${paragraphs(text(config, "quit_ended"))}</div>`);
-    window.sbir.phase = "ended";
-    return;
+    const result = await finish(session, "incomplete", token);
+    window.sbir.finished = result;
+    return endingPage(config, "ended", result.completion, paragraphs(text(config, "quit_ended")));
   }
   const result = await finish(session, "complete", token);
   completionPage(config, result);

@@ -1,0 +1,134 @@
+"""Design: which list of main pairs a lab participant rates, when the protocol splits them.
+
+The online arm's list design (:mod:`sbir_study.study.online.assignment`: ``[online]
+subset``, ``lists``, ``list_seed``) holds in the lab too, so that a lab can split a
+large set over several people: ``sbir-study run --list N`` gives the participant list
+N (numbered from 1, as the online status page and export number them); without it,
+the participant gets the list with the fewest sessions already in the dataset, the
+lowest-numbered on a tie (:func:`~sbir_study.study.online.assignment.choose_list`).
+Every session the dataset records on a list counts, whatever its status: a session
+stopped early is continued with ``--resume``, which keeps its list (the sidecar's
+``PairList``), or its list is given again with ``--list``. The anchor pairs and the
+practice pairs are everyone's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from sbir_study.foundation.checks import InputError
+
+from ..online.assignment import choose_list, list_manifest, split_lists
+from ..protocol import Protocol
+
+__all__ = ["PairList", "choose_pair_list", "dataset_list_counts"]
+
+
+@dataclass(frozen=True)
+class PairList:
+    """The participant's list: its number (from 1), of how many, and its manifest."""
+
+    number: int
+    lists: int
+    subset: str
+    manifest: pd.DataFrame
+
+    def sidecar(self) -> dict:
+        """What the session's sidecar records: ``PairList``, as the online export's
+        ``OnlineList``; nothing with ``subset = "all"`` (a sidecar as before lists)."""
+        if self.subset == "all":
+            return {}
+        return {"PairList": {"Subset": self.subset, "List": self.number, "Lists": self.lists}}
+
+
+def choose_pair_list(protocol: Protocol, manifest: pd.DataFrame, data: str | Path, *,
+                     requested: int | None, resumed: Path | None = None) -> PairList:  # fmt: skip
+    """The list a participant rates: the one the session to resume was recorded on (its
+    sidecar ``resumed``), else ``requested`` (``--list``), else the one with the fewest
+    sessions in the dataset at ``data``.
+
+    With ``subset = "all"`` there is one list, every main pair. Bad input (a list
+    number out of range, another list than the resumed session's) raises
+    :class:`~sbir_study.foundation.checks.InputError`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from dataclasses import replace
+    >>> from sbir_study.study.protocol import Online, Protocol
+    >>> manifest = pd.DataFrame({"sketch_id": ["a"] * 4 + ["b"] * 4,
+    ...                          "image_id": [f"i{k}" for k in range(8)], "role": "main"})
+    >>> protocol = replace(Protocol(), online=Online(subset="sketches", lists=2))
+    >>> from sbir_study.study.session.lists import choose_pair_list
+    >>> chosen = choose_pair_list(protocol, manifest, tempfile.mkdtemp(), requested=None)
+    >>> chosen.number, chosen.lists, len(chosen.manifest)
+    (1, 2, 4)
+    """
+    online = protocol.online
+    lists = online.lists
+    if requested is not None and not 1 <= requested <= lists:
+        raise InputError(
+            f"--list: expected a list from 1 to {lists} (the protocol's [online] lists), got "
+            f"{requested}"
+        )
+    recorded = _list_of(resumed) if resumed is not None else None
+    if resumed is not None and recorded is None and online.subset != "all":
+        raise InputError(
+            f"{resumed}: the session was recorded with every main pair, on no list; resume it "
+            'with the protocol it was recorded with ([online] subset = "all")'
+        )
+    if recorded is not None:
+        if requested is not None and requested != recorded:
+            raise InputError(
+                f"--list: the session to resume was recorded on list {recorded}, not "
+                f"{requested}; a resumed session keeps its list (leave --list out)"
+            )
+        number = recorded
+    elif requested is not None:
+        number = requested
+    else:
+        counts = dataset_list_counts(data, protocol.task)
+        number = choose_list({k - 1: n for k, n in counts.items()}, lists) + 1
+    if not 1 <= number <= lists:
+        raise InputError(
+            f"PairList: the session was recorded on list {number}, but the protocol has "
+            f"{lists} lists; resume with the protocol it was recorded with"
+        )
+    parts = split_lists(protocol, manifest)
+    return PairList(number, lists, online.subset, list_manifest(manifest, parts, number - 1))
+
+
+def dataset_list_counts(data: str | Path, task: str) -> Counter:
+    """Sessions of task ``task`` in the dataset at ``data`` on each list (numbered from 1).
+
+    A session's list is its sidecar's ``PairList`` (a lab session) or ``OnlineList``
+    (an online session exported into the same dataset); sessions on no list are not
+    counted.
+    """
+    counts: Counter = Counter()
+    root = Path(data)
+    for sidecar in sorted(root.glob(f"sub-*/beh/sub-*_task-{task}_beh.json")):
+        number = _list_of(sidecar)
+        if number is not None:
+            counts[number] += 1
+    return counts
+
+
+def _list_of(sidecar: Path) -> int | None:
+    try:
+        recorded = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise InputError(f"{sidecar}: cannot be read ({error})") from None
+    entry = recorded.get("PairList") or recorded.get("OnlineList")
+    if not isinstance(entry, dict):
+        return None
+    number = entry.get("List")
+    if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+        raise InputError(f"{sidecar}: PairList.List: expected a list number from 1, got "
+                         f"{number!r}")  # fmt: skip
+    return number
