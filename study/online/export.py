@@ -36,6 +36,7 @@ from sqlalchemy.engine import Engine
 from sbir_study.foundation import bids
 from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.provenance import toolkit_version
+from sbir_study.foundation.scale import Scale
 
 from ..participants import DETAILS, check_details, details_description
 from ..recorder import SESSION_COLUMNS, format_cell
@@ -299,8 +300,13 @@ def _sidecar(study: Mapping, protocol: dict, session: Mapping, n_stored: int) ->
     refresh = environment.get("refresh_hz")
     low, high = protocol["timing"]["refresh_range_hz"]
     status = session["status"]
+    # The protocol's scale, as the lab's sidecar records it: without it, analyze took a
+    # high-is-best session for one whose low end is best, and the levels were the paper's 1..7.
+    response = protocol["response"]
+    scale = Scale(1, len(response["keys"]), response.get("best", "low"))
     return {
         **{c: bids.BEH_COLUMNS[c] for c in SESSION_COLUMNS},
+        **bids.scale_sidecar(scale),
         "TaskName": study["task"],
         "Mode": "online",
         "Protocol": protocol,

@@ -358,3 +358,20 @@ def test_ids_as_platforms_send_them_are_kept_beside_their_labels(tmp_path, onlin
     }
     assert set(load_ratings(out)["participant"]) == {"R7x", second}
     assert "source_id" in json.loads((out / "participants.json").read_text())
+
+
+def test_the_export_records_the_protocols_scale_as_the_lab_does(tmp_path, online_set):
+    # A scale whose high end is best: the sidecar said nothing of it, so analyze read the
+    # online sessions as 1 = best while the lab's sessions of the same protocol said 7 = best.
+    from sbir_study.foundation.scale import Scale
+
+    keys = [str(d) for d in range(1, 8)]
+    client = make_client(tmp_path, online_set, response={"keys": keys, "best": "high"})
+    fill(client, "e1")
+    out = tmp_path / "bids"
+    done = cli("export-online", "--db", f"sqlite:///{client.db}", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    sidecar = json.loads(next(out.glob("sub-e1/beh/*_beh.json")).read_text())
+    assert sidecar["RatingScale"] == {"Low": 1, "High": 7, "Best": "high"}
+    assert sidecar["rating"]["Levels"]["7"] == "best match"
+    assert load_ratings(out).attrs["scale"] == Scale(1, 7, "high")
