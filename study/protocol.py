@@ -375,6 +375,12 @@ class Display:
         description="The background while the pair is shown, as PsychoPy RGB (0 is mid-grey); "
         "the blank is always black.",
     )
+    scale_reminder: StrictBool = Field(
+        False,
+        description="Lab: a line under each rated pair (practice, main, anchor repeats) that "
+        "reminds the participant of the scale ([texts] scale_reminder), drawn and taken down "
+        "with the pair.",
+    )
 
 
 @dataclass(frozen=True, config=_TABLE)

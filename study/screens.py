@@ -13,9 +13,9 @@ from typing import Literal, NamedTuple
 
 from .participants import AGE_RANGE
 from .protocol import Protocol
-from .texts import PRACTICE_NOTE, Texts, fill, write_instructions
+from .texts import PRACTICE_NOTE, Texts, fill, key_label, write_instructions
 
-__all__ = ["Screen", "instruction_texts", "screens"]
+__all__ = ["Screen", "instruction_texts", "scale_reminder", "screens"]
 
 
 def _scale(protocol: Protocol) -> tuple[int, bool]:
@@ -58,6 +58,23 @@ def instruction_texts(protocol: Protocol) -> dict[str, str]:
         return texts
     practice = own.practice if own.practice is not None else f"{PRACTICE_NOTE}\n\n{texts['main']}"
     return {"practice": practice, **texts}
+
+
+def scale_reminder(protocol: Protocol) -> str:
+    """The line under each rated pair ([display] scale_reminder), from ``[texts] scale_reminder``.
+
+    Examples
+    --------
+    >>> scale_reminder(Protocol())
+    '1 = best match ... 7 = worst match'
+    """
+    keys = protocol.response.keys
+    low, best_low = _scale(protocol)
+    high = low + len(keys) - 1
+    best, worst = (0, -1) if best_low else (-1, 0)
+    return fill(protocol.texts.scale_reminder, best_key=key_label(keys[best]),
+                worst_key=key_label(keys[worst]), best_rating=low if best_low else high,
+                worst_rating=high if best_low else low)  # fmt: skip
 
 
 class Screen(NamedTuple):
@@ -112,12 +129,17 @@ def screens(protocol: Protocol, where: Literal["lab", "online"]) -> list[Screen]
         add("a window that could not be enlarged", texts.screen_too_small)
         add("while the pictures load", texts.loading)
         add("a picture that could not be loaded", texts.loading_failed)
+    reminder = lab and protocol.display.scale_reminder
     if lab and protocol.practice.pairs:
         add("before the practice pairs", instructions["practice"])
+        if reminder:
+            add("under each practice pair", scale_reminder(protocol))
     if protocol.anchoring.enabled:
         add("before the anchoring phase", instructions["anchoring"])
         add("under each anchor pair", fill(texts.anchor_label, rating=_scale(protocol)[0]))
     add("before the main block", instructions["main"])
+    if reminder:
+        add("under each pair of the main block", scale_reminder(protocol))
     if not lab:
         add("above the instructions, when a reloaded page resumes the session",
             texts.welcome_back)  # fmt: skip

@@ -39,6 +39,7 @@ __all__ = [
 #: The placeholders each text may use; every other text uses none.
 PLACEHOLDERS: dict[str, tuple[str, ...]] = {
     "anchor_label": ("rating",),
+    "scale_reminder": ("best_key", "worst_key", "best_rating", "worst_rating"),
     "age_retry": ("low", "high"),
     "window_too_small": ("min_width", "min_height", "width", "height"),
     "completion_code": ("code",),
@@ -98,6 +99,12 @@ class Texts:
         "Rating: {rating}",
         description="Lab and online: under an anchor pair in the anchoring phase; {rating} is "
         "its prescribed rating.",
+    )
+    scale_reminder: StrictStr = Field(
+        "{best_key} = best match ... {worst_key} = worst match",
+        description="Lab: under each rated pair when [display] scale_reminder is on; "
+        "{best_key} and {worst_key} are the keys of the best and the worst match as printed "
+        "on them, {best_rating} and {worst_rating} their ratings.",
     )
     # --- lab: the details form ---
     age_question: StrictStr = Field(

@@ -24,7 +24,7 @@ import pandas as pd
 from ..protocol import CONTINUE_KEY, Display, Protocol, Timing
 from ..responses import KeyEvent, first_press
 from ..schedule import dropped_frames, late_frames, next_refresh_is_due, refreshes_late
-from ..screens import instruction_texts
+from ..screens import instruction_texts, scale_reminder
 from ..texts import fill
 from .keys import KeyStream, control_keys
 
@@ -250,6 +250,13 @@ class SessionWindow:
                              color="white"))
             for _ in range(2)
         ]  # fmt: skip
+        # The scale's reminder under a rated pair, one per set of stimuli: the next pair's is
+        # placed while the pair on screen, with its own, is still being redrawn. Laid out once.
+        self._reminders = [
+            visual.TextStim(win, text=scale_reminder(protocol), height=0.8, wrapWidth=30,
+                            anchorVert="top", color="white")
+            for _ in range(2)
+        ] if display.scale_reminder else []  # fmt: skip
         self._turn = 0
 
     def warm_up(self, trials: pd.DataFrame) -> None:
@@ -265,7 +272,7 @@ class SessionWindow:
             row["phase"], row["anchor_rating"] = "anchor_demo", 1  # the label is drawn too
             draw_all(self.pair(row))
             self.win.flip()
-        for screen in self.screens.values():
+        for screen in [*self.screens.values(), *self._reminders]:
             screen.draw()
             self.win.flip()
         for _ in range(12):
@@ -328,20 +335,28 @@ class SessionWindow:
         self._turn = 1 - self._turn
         sketch, image, label = self._slots[self._turn]
         width = self.protocol.display.stimulus_deg
+        heights = []
         for stim, relative in ((sketch, row.sketch_path), (image, row.image_path)):
             path = self.set.path(relative)
             with Image.open(path) as opened:
                 aspect = opened.height / opened.width
             stim.image = str(path)
             stim.size = (width, width * aspect)
+            heights.append(width * aspect)
         if row.phase == "anchor_demo":
             label.text = fill(self.protocol.texts.anchor_label, rating=row.anchor_rating)
             return [sketch, image, label]
+        if self._reminders:
+            # Below the taller of the two, a gap's height (at least half a degree) clear of it.
+            reminder = self._reminders[self._turn]
+            reminder.pos = (0.0, -max(heights) / 2 - max(self.protocol.display.gap_deg, 0.5))
+            return [sketch, image, reminder]
         return [sketch, image]
 
 
 def draw_all(stims) -> None:
-    """Draw each of ``stims`` (a pair, with its label on an anchor demonstration)."""
+    """Draw each of ``stims``: a pair, with its label on an anchor demonstration or the scale's
+    reminder under a rated pair ([display] scale_reminder), in the flip that shows the pair."""
     for stim in stims:
         stim.draw()
 

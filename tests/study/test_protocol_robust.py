@@ -115,12 +115,14 @@ def _placeholders(allowed):
 
 # The placeholders the README's [texts] rows name.
 PLACEHOLDERS = {"anchor_label": ["rating"], "age_retry": ["low", "high"],
+                "scale_reminder": ["best_key", "worst_key", "best_rating", "worst_rating"],
                 "window_too_small": ["min_width", "min_height", "width", "height"],
                 "completion_code": ["code"], "went_wrong": ["error"]}  # fmt: skip
 _duration = _number(0.05, 60)
 # The rows of the README's [texts] table (the language tag aside): each a string.
-TEXTS = """quit_question anchor_label age_question age_retry sex_question handedness_question
-    page_title consent_title agree disagree declined details_title details_note age sex female
+TEXTS = """quit_question anchor_label scale_reminder age_question age_retry sex_question
+    handedness_question page_title consent_title agree disagree declined details_title
+    details_note age sex female
     male other handedness right left ambidextrous prefer_not_to_say continue_button fullscreen
     fullscreen_button window_too_small cannot_enlarge needs_keyboard screen_too_small loading
     loading_failed welcome_back saving completion_code completion_redirect completion_link
@@ -162,6 +164,7 @@ DOCUMENTED = {
     ("display", "background"): lambda v: (
         type(v) is tuple and len(v) == 3 and all(_number(-1, 1)(c) for c in v)
     ),
+    ("display", "scale_reminder"): _flag,
     # Left out: written from the settings when shown.
     ("instructions", "practice"): lambda v: v is None or _text(v),
     ("instructions", "anchoring"): lambda v: v is None or _text(v),
