@@ -656,7 +656,9 @@ class _Distinct:
     def of(cls, column: pd.Series) -> _Distinct:
         codes, uniques = pd.factorize(column, use_na_sentinel=False)
         text = pd.Index(uniques).astype(str).str.strip()
-        missing = text.isin(MISSING_VALUES)
+        # A cell no file wrote (a column of one session file that another lacks, such as
+        # anchor_rating beside an imported session) is missing too, not the text "nan".
+        missing = text.isin(MISSING_VALUES) | text.isna()
         number = pd.to_numeric(pd.Series(text).where(~missing), errors="coerce")
         return cls(codes, np.asarray(text, dtype=object), number.to_numpy("float64"), missing)
 
