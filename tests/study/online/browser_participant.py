@@ -13,9 +13,8 @@ KEYS = {
     **{f"num_{d}": (str(d), f"Numpad{d}", 96 + d) for d in range(10)},
     "space": (" ", "Space", 32),
     "escape": ("Escape", "Escape", 27),
-    "p": ("p", "KeyP", 80),
-    "y": ("y", "KeyY", 89),
-    "n": ("n", "KeyN", 78),
+    # The letters: a lab's own rating keys (a, s, d, f, g), pause, quit's answers.
+    **{c: (c, f"Key{c.upper()}", ord(c.upper())) for c in "abcdefghijklmnopqrstuvwxyz"},
 }
 
 
