@@ -373,6 +373,9 @@ def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: bool) 
     result = {
         "systems": [s for s in dict.fromkeys(summary["system"]) if s != HUMAN],
         "n_sketches": int(evaluation.per_sketch["sketch_id"].nunique()),
+        # The ground truth's scale, as analyze's summary.json records it: the grades and the
+        # cut of the options are on it.
+        "scale": str(evaluation.truth.scale) if evaluation.truth is not None else None,
         "human_ceiling": evaluation.human is not None,
         "simulated": bool(evaluation.inputs.get("simulated", False)),
         "options": asdict(evaluation.options),

@@ -91,6 +91,7 @@ def test_score_precision_and_the_binary_judgement_are_recorded(retrieval_study, 
     record = json.loads((out / "evaluation.json").read_text())
     assert record["inputs"]["score_precision"] == "float64"
     assert record["options"]["relevant_below"] == 3.0
+    assert record["scale"] == "1-7"  # the paper's, as analyze's summary.json says
     # The binary judgement written is the one used: mean rating below 3.
     truth = pd.read_csv(retrieval_study / "analysis" / "ground_truth.csv")
     qrels = pd.read_csv(out / "ground_truth_binary.qrels", sep=" ", header=None,

@@ -112,6 +112,7 @@ def test_grades_and_cut_of_the_scale_from_analyze_summary(study, tmp_path):
     # The report says how the grades were computed on this scale.
     write_evaluation(evaluation, tmp_path / "out", figures=False)
     assert f"{scale.high} - round(mean rating)" in (tmp_path / "out" / "report.html").read_text()
+    assert json.loads((tmp_path / "out" / "evaluation.json").read_text())["scale"] == str(scale)
 
 
 def test_ratings_give_the_scale_and_agree_with_the_summary(study, tmp_path):
