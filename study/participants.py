@@ -30,7 +30,8 @@ class Detail:
 
     name: str
     description: str
-    #: On screen: answer key -> recorded value (None for a typed number).
+    #: On screen: the ``[texts]`` setting that names each answer's key -> the value recorded
+    #: (None for a typed number); the keys are the protocol's, the values every language's.
     keys: Mapping[str, str] | None
     #: Recorded value -> its meaning, for participants.json (None for a number).
     levels: Mapping[str, str] | None
@@ -48,13 +49,18 @@ DETAILS: dict[str, Detail] = {
     "sex": Detail(
         name="sex",
         description="Sex of the participant, as they reported it.",
-        keys={"f": "F", "m": "M", "o": "O", "n": MISSING},
+        keys={"female_key": "F", "male_key": "M", "other_key": "O", "not_say_key": MISSING},
         levels={"F": "female", "M": "male", "O": "other"},
     ),
     "handedness": Detail(
         name="handedness",
         description="Handedness of the participant, as they reported it.",
-        keys={"r": "R", "l": "L", "a": "A", "n": MISSING},
+        keys={
+            "right_key": "R",
+            "left_key": "L",
+            "ambidextrous_key": "A",
+            "not_say_key": MISSING,
+        },
         levels={"R": "right", "L": "left", "A": "ambidextrous"},
     ),
 }

@@ -613,6 +613,20 @@ class Protocol:
     online: Online = Field(default_factory=Online, description=Online.__doc__)
     texts: Texts = Field(default_factory=Texts, description=Texts.__doc__)
 
+    @model_validator(mode="after")
+    def _answer_keys_are_not_the_quit_key(self) -> Protocol:
+        # On the details form the quit key ends the session: an answer key cannot be it.
+        quit_key = self.response.quit_key
+        for name in self.participants.details:
+            for field in DETAILS[name].keys or ():
+                if getattr(self.texts, field) == quit_key:
+                    raise _refusal(
+                        f"{quit_key!r} is already the quit key; expected another answer key "
+                        f"for {name}_question",
+                        field=f"texts.{field}",
+                    )
+        return self
+
     @property
     def scale(self) -> Scale:
         """The rating scale: 1 .. the number of rating keys, its best end ``response.best``."""

@@ -22,14 +22,16 @@ import string
 from collections.abc import Sequence
 from typing import Annotated
 
-from pydantic import ConfigDict, Field, StrictStr, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, StrictStr, model_validator
 from pydantic.dataclasses import dataclass
 from pydantic_core import PydanticCustomError
 
 __all__ = [
+    "ANSWER_KEYS",
     "PLACEHOLDERS",
     "PRACTICE_NOTE",
     "Texts",
+    "answer_keys",
     "fill",
     "key_label",
     "rating_keys_unnamed",
@@ -45,6 +47,28 @@ PLACEHOLDERS: dict[str, tuple[str, ...]] = {
     "completion_code": ("code",),
     "went_wrong": ("error",),
 }
+
+#: The answer keys of each question, by their [texts] setting: a key answers one question once
+#: (the "prefer not to say" key is shared by the two details questions).
+ANSWER_KEYS: dict[str, tuple[str, ...]] = {
+    "quit_question": ("yes_key", "no_key"),
+    "sex_question": ("female_key", "male_key", "other_key", "not_say_key"),
+    "handedness_question": ("right_key", "left_key", "ambidextrous_key", "not_say_key"),
+}
+
+
+def _one_key(name: str) -> str:
+    if re.fullmatch(r"[a-z0-9]", name) is None:
+        raise PydanticCustomError(
+            "protocol_setting",
+            "{message}",
+            {"message": f"expected a key name: one lowercase letter or digit, got {name!r}"},
+        )
+    return name
+
+
+# Answer keys are keys every keyboard backend and browser names alike: a letter or a digit.
+_ANSWER_KEY = Annotated[StrictStr, AfterValidator(_one_key)]
 
 # The continue key of every instruction screen (protocol.CONTINUE_KEY), as the texts name it.
 _CONTINUE = "space"
@@ -92,8 +116,18 @@ class Texts:
     # --- lab and online ---
     quit_question: StrictStr = Field(
         "End the session now? Everything so far is saved.\n\nY = end, N = go on",
-        description="Lab and online: asked when the quit key is pressed; the answer keys are Y "
-        "and N whatever the language, so the text should name them.",
+        description="Lab and online: asked when the quit key is pressed; its answer keys are "
+        "yes_key and no_key, which the text should name.",
+    )
+    yes_key: _ANSWER_KEY = Field(
+        "y",
+        description="Lab and online: the key that answers quit_question with yes (the "
+        "session ends); a lowercase letter or digit.",
+    )
+    no_key: _ANSWER_KEY = Field(
+        "n",
+        description="Lab and online: the key that answers quit_question with no (the "
+        "session goes on); a lowercase letter or digit.",
     )
     anchor_label: StrictStr = Field(
         "Rating: {rating}",
@@ -118,14 +152,43 @@ class Texts:
     )
     sex_question: StrictStr = Field(
         "Your sex?\n\nF = female    M = male    O = other\n\nN = prefer not to say",
-        description="Lab: the sex question; the answer keys are F, M, O and N whatever the "
-        "language.",
+        description="Lab: the sex question; its answer keys are female_key, male_key, "
+        "other_key and not_say_key, which the text should name.",
+    )
+    female_key: _ANSWER_KEY = Field(
+        "f",
+        description="Lab: the key that answers sex_question with female (recorded F).",
+    )
+    male_key: _ANSWER_KEY = Field(
+        "m",
+        description="Lab: the key that answers sex_question with male (recorded M).",
+    )
+    other_key: _ANSWER_KEY = Field(
+        "o",
+        description="Lab: the key that answers sex_question with other (recorded O).",
     )
     handedness_question: StrictStr = Field(
         "Which hand do you write with?\n\nR = right    L = left    A = both equally\n\n"
         "N = prefer not to say",
-        description="Lab: the handedness question; the answer keys are R, L, A and N whatever "
-        "the language.",
+        description="Lab: the handedness question; its answer keys are right_key, left_key, "
+        "ambidextrous_key and not_say_key, which the text should name.",
+    )
+    right_key: _ANSWER_KEY = Field(
+        "r",
+        description="Lab: the key that answers handedness_question with right (recorded R).",
+    )
+    left_key: _ANSWER_KEY = Field(
+        "l",
+        description="Lab: the key that answers handedness_question with left (recorded L).",
+    )
+    ambidextrous_key: _ANSWER_KEY = Field(
+        "a",
+        description="Lab: the key that answers handedness_question with both equally (recorded A).",
+    )
+    not_say_key: _ANSWER_KEY = Field(
+        "n",
+        description="Lab: the key that answers sex_question or handedness_question with "
+        "prefer not to say (recorded n/a).",
     )
     # --- online: the page ---
     language: Annotated[StrictStr, Field(pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$")] = Field(
@@ -244,6 +307,25 @@ class Texts:
     )
 
     @model_validator(mode="after")
+    def _answer_keys_distinct(self) -> Texts:
+        for question, fields in ANSWER_KEYS.items():
+            taken: dict[str, str] = {}
+            for field in fields:
+                key = getattr(self, field)
+                other = taken.setdefault(key, field)
+                if other != field:
+                    raise PydanticCustomError(
+                        "protocol_setting",
+                        "{message}",
+                        {
+                            "message": f"{key!r} is already {other}; expected each answer of "
+                            f"{question} its own key",
+                            "field": field,
+                        },
+                    )
+        return self
+
+    @model_validator(mode="after")
     def _placeholders_known(self) -> Texts:
         for name in self.__pydantic_fields__:
             allowed = PLACEHOLDERS.get(name, ())
@@ -264,6 +346,19 @@ class Texts:
                     },
                 )
         return self
+
+
+def answer_keys(texts: Texts, question: str, answers: dict[str, object]) -> dict[str, object]:
+    """Key name -> answer for ``question`` (a key of :data:`ANSWER_KEYS`), in ``texts``' keys.
+
+    ``answers`` maps each of the question's [texts] key settings to what its key answers.
+
+    Examples
+    --------
+    >>> answer_keys(Texts(yes_key="j"), "quit_question", {"yes_key": True, "no_key": False})
+    {'j': True, 'n': False}
+    """
+    return {getattr(texts, field): answers[field] for field in ANSWER_KEYS[question]}
 
 
 # --- keys as printed on the keyboard -------------------------------------------------------

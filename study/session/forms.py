@@ -1,9 +1,9 @@
 """Initialise: the participant details form, on screen before the instructions.
 
 Details the protocol records (``participants.details``) and the command line
-did not give are asked one by one: a choice by one key (``N`` for "prefer not
-to say"), the age typed with the digit keys. The quit key ends the session
-instead, before anything is recorded.
+did not give are asked one by one: a choice by one key (the protocol's ``[texts]``
+answer keys; ``N`` for "prefer not to say" by default), the age typed with the
+digit keys. The quit key ends the session instead, before anything is recorded.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from ..participants import AGE_RANGE, DETAILS, MISSING
-from ..texts import Texts, fill
+from ..texts import Texts, answer_keys, fill
 from .plan import SessionPlan
 from .window import SessionWindow
 
@@ -50,9 +50,10 @@ def ask_details(
             value = _type_number(window, question, fill(texts.age_retry, low=AGE_RANGE[0],
                                                         high=AGE_RANGE[1]), quit_key)  # fmt: skip
         else:
+            keys = answer_keys(texts, f"{name}_question", detail.keys)
             shown = window.message(question)
-            event = window.answer({*detail.keys, quit_key}, shown)
-            value = detail.keys.get(event.name)
+            event = window.answer({*keys, quit_key}, shown)
+            value = keys.get(event.name)
         if value is None:
             return None
         answers[name] = value

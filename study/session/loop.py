@@ -32,12 +32,14 @@ from ..protocol import CONTINUE_KEY, Protocol, Timing
 from ..recorder import SessionRecorder
 from ..responses import KeyEvent, control_presses, format_presses, score_trial
 from ..schedule import Timeline
+from ..texts import answer_keys
 from .keys import control_keys
 from .window import SessionWindow, draw_all
 
 __all__ = ["TrialLoop"]
 
-_QUIT_ANSWERS = {"y": True, "n": False}
+# What each answer key of the quit question means ([texts] yes_key, no_key).
+_QUIT_ANSWERS = {"yes_key": True, "no_key": False}
 # The phases of the main block, whose trials the scheduled breaks count.
 _MAIN_BLOCK = ("main", "anchor_repeat")
 # The instructions shown before the first trial of each phase that has its own.
@@ -69,6 +71,7 @@ class TrialLoop:
         self.control_keys = control_keys(protocol)
         self._handled: set[KeyEvent] = set()  # control presses that took effect
         self.key_map = protocol.key_map
+        self.quit_answers = answer_keys(protocol.texts, "quit_question", _QUIT_ANSWERS)
         self.recorder = None
         self.recorded = 0
         self._logged = 0  # keys written to the key log
@@ -196,8 +199,8 @@ class TrialLoop:
                 shown = window.show(kind)
             while True:
                 if kind == "quit":
-                    event = window.answer(set(_QUIT_ANSWERS), shown)
-                    if _QUIT_ANSWERS[event.name]:
+                    event = window.answer(set(self.quit_answers), shown)
+                    if self.quit_answers[event.name]:
                         return "quit", event.t
                     answered = event.t
                     break
@@ -205,8 +208,8 @@ class TrialLoop:
                 answered = event.t
                 if event.name == CONTINUE_KEY:
                     break
-                decision = window.answer(set(_QUIT_ANSWERS), window.show("quit"))
-                if _QUIT_ANSWERS[decision.name]:
+                decision = window.answer(set(self.quit_answers), window.show("quit"))
+                if self.quit_answers[decision.name]:
                     return "quit", decision.t
                 shown = window.show(kind)
             if kind == "end":

@@ -118,6 +118,9 @@ PLACEHOLDERS = {"anchor_label": ["rating"], "age_retry": ["low", "high"],
                 "scale_reminder": ["best_key", "worst_key", "best_rating", "worst_rating"],
                 "window_too_small": ["min_width", "min_height", "width", "height"],
                 "completion_code": ["code"], "went_wrong": ["error"]}  # fmt: skip
+# The README's [texts] rows of answer keys.
+ANSWER_KEYS = """yes_key no_key female_key male_key other_key right_key left_key ambidextrous_key
+    not_say_key""".split()
 _duration = _number(0.05, 60)
 # The rows of the README's [texts] table (the language tag aside): each a string.
 TEXTS = """quit_question anchor_label scale_reminder age_question age_retry sex_question
@@ -194,6 +197,11 @@ DOCUMENTED = {
     ("online", "raters_per_list"): _whole(0),
     ("texts", "language"): lambda v: _text(v) and re.fullmatch(r"[A-Za-z]{2,3}(-\w{1,8})*", v),
     **{("texts", name): _placeholders(PLACEHOLDERS.get(name, ())) for name in TEXTS},
+    # The answer keys: one lowercase letter or digit each (distinct within a question).
+    **{
+        ("texts", name): lambda v: _text(v) and re.fullmatch(r"[a-z0-9]", v) is not None
+        for name in ANSWER_KEYS
+    },
 }
 
 

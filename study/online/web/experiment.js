@@ -237,10 +237,11 @@ async function trialsPart(config, state, token) {
     });
     const last = index + 1 === trials.length;
     timeline.push({
-      timeline: [message(text(config, "quit_question"), ["y", "n"], {
+      // The answer keys are the protocol's ([texts] yes_key, no_key: a letter or digit).
+      timeline: [message(text(config, "quit_question"), [config.texts.yes_key, config.texts.no_key], {
         phase: "quit",
         on_finish: (data) => {
-          if (data.response === "y") {
+          if (data.response === config.texts.yes_key) {
             ended = true;
             jsPsych.abortExperiment();
           } else if (!document.fullscreenElement && document.documentElement.requestFullscreen) {

@@ -81,6 +81,6 @@ def test_the_german_example_is_what_the_page_shows(online_set, tmp_path, start_s
     participant.key("escape")
     participant.wait(lambda: participant.phase() == "quit", what="the quit question")
     assert "Die Sitzung jetzt beenden?" in body() and "weitermachen" in body()
-    participant.key("y")
+    participant.key("j")  # the German protocol's yes ([texts] yes_key)
     participant.wait(lambda: participant.phase() == "ended", what="the end")
     assert body().strip() == texts["quit_ended"]
