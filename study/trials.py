@@ -13,18 +13,28 @@ of the order is the simulator's for the same seed.
 
 from __future__ import annotations
 
+import json
 import secrets
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.scale import PAPER_SCALE, Scale
 from sbir_study.foundation.trial_order import session_order
 
 from .protocol import Protocol
 
-__all__ = ["TRIAL_COLUMNS", "build_trials", "draw_seed", "practice_pairs", "stimulus_set_for"]
+__all__ = [
+    "TRIAL_COLUMNS",
+    "AnchorScaleWarning",
+    "build_trials",
+    "draw_seed",
+    "practice_pairs",
+    "stimulus_set_for",
+]
 
 TRIAL_COLUMNS = ("trial", "phase", "sketch_id", "image_id", "anchor_rating", "sketch_path",
                  "image_path")  # fmt: skip
@@ -155,4 +165,47 @@ def stimulus_set_for(folder: str | Path, protocol: Protocol):
                 f"{protocol.scale} ({len(protocol.response.keys)} keys); use a set whose anchor "
                 "ratings lie on it, or set anchoring.enabled = false"
             )
+        if meant := _anchors_meant_for(stimulus_set.folder, prescribed, protocol.scale):
+            warnings.warn(meant, AnchorScaleWarning, stacklevel=2)
     return stimulus_set
+
+
+class AnchorScaleWarning(UserWarning):
+    """A stimulus set's anchor pairs were made for another scale than the protocol's."""
+
+
+def _anchors_meant_for(folder: Path, prescribed: pd.Series, scale: Scale) -> str | None:
+    """Why the anchors look made for another scale than ``scale``, or None.
+
+    The anchoring phase shows the participant what each end of the scale means: anchors
+    of a 1-5 set under a 7-key protocol never show a 6 or a 7, and those of a set made
+    with 1 the best match show the most similar image as the worst under a protocol whose
+    high end is best. ``stimuli generate`` records its scale in generator.json
+    (``AnchorScale``; absent, the paper's); an imported set says nothing, and then only
+    the prescribed ratings' range is looked at.
+    """
+    from sbir_study.stimuli.generate import GENERATOR_FILE
+
+    generator = Path(folder) / GENERATOR_FILE
+    meant = None
+    if generator.is_file():
+        try:
+            recorded = json.loads(generator.read_text(encoding="utf-8")).get("AnchorScale")
+            meant = PAPER_SCALE if recorded is None else Scale.parse(recorded, what=str(generator))
+        except (ValueError, AttributeError, InputError):
+            meant = None  # a file another tool wrote: the ratings' range still speaks
+    if meant is not None and meant != scale:
+        return (
+            f"{folder}: the anchor pairs were made for the scale {meant} ({GENERATOR_FILE}: "
+            f"AnchorScale), but the protocol's scale is {scale}; the anchoring phase will "
+            f"show the participant the ends of another scale (stimuli generate --scale {scale} "
+            "makes a set for it)"
+        )
+    low, high = int(prescribed.min()), int(prescribed.max())
+    if (low, high) != (scale.low, scale.high):
+        return (
+            f"{folder}: the anchor pairs' prescribed ratings run from {low} to {high}, not from "
+            f"end to end of the protocol's scale {scale}; the anchoring phase will not show the "
+            "participant what each end means (a set made for another scale?)"
+        )
+    return None

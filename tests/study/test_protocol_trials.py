@@ -233,6 +233,41 @@ def test_a_set_s_anchors_must_lie_on_the_protocol_s_scale(tmp_path):
     assert stimulus_set_for(folder, Protocol()).folder == folder
 
 
+def test_anchors_made_for_another_scale_are_warned_about(tmp_path):
+    import warnings
+
+    from sbir_study.stimuli import SetDesign, generate_set
+    from sbir_study.study.trials import AnchorScaleWarning, stimulus_set_for
+
+    design = SetDesign(sketches=2, images_per_sketch=3, anchor_sketches=1, anchor_images=5,
+                       width=64, height=64)  # fmt: skip
+    folder = generate_set(tmp_path / "set", design, scale=Scale(1, 5))
+    path = tmp_path / "p.toml"
+
+    def warned(keys: int, best: str = "low") -> list[str]:
+        path.write_text(f'[response]\nkeys = {[str(k) for k in range(1, keys + 1)]}\n'
+                        f'best = "{best}"\n')  # fmt: skip
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert stimulus_set_for(folder, load_protocol(path)).folder == folder
+        return [str(w.message) for w in caught if w.category is AnchorScaleWarning]
+
+    assert warned(5) == []  # made for this scale
+    # Anchors 1..5 lie on 1..7 but never show its worse end; the best end reversed.
+    (seven,) = warned(7)
+    assert "made for the scale 1-5 (generator.json: AnchorScale)" in seven and "is 1-7;" in seven
+    (reversed_,) = warned(5, "high")
+    assert "made for the scale 1-5" in reversed_ and "1-5:high-is-best" in reversed_
+    # A set that does not say which scale it was made for: its ratings' range speaks.
+    (folder / "generator.json").unlink()
+    sums = folder / "SHA256SUMS"
+    sums.write_text("".join(line for line in sums.read_text().splitlines(keepends=True)
+                            if "generator.json" not in line))  # fmt: skip
+    (short,) = warned(7)
+    assert "prescribed ratings run from 1 to 5, not from end to end of" in short
+    assert warned(5) == []
+
+
 def test_a_protocol_changed_in_code_is_checked_again():
     protocol = Protocol()
     longer = replace(protocol, timing=replace(protocol.timing, stimulus_s=3.0))
