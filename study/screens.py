@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
+from sbir_study.foundation.checks import MAX_SOURCE_ID_LENGTH
+
 from .participants import AGE_RANGE
 from .protocol import Protocol
 from .texts import PRACTICE_NOTE, Texts, fill, key_label, write_instructions
@@ -110,6 +112,9 @@ def screens(protocol: Protocol, where: Literal["lab", "online"]) -> list[Screen]
                     fill(texts.age_retry, low=AGE_RANGE[0], high=AGE_RANGE[1]))  # fmt: skip
     else:
         add("the page's title", f"{texts.page_title} (language: {texts.language})")
+        add("a browser without JavaScript", texts.needs_javascript)
+        add("an id in the page's address that cannot be used",
+            fill(texts.bad_participant_id, max_length=MAX_SOURCE_ID_LENGTH))  # fmt: skip
         add("consent", f"{texts.consent_title}\n\n{online.consent}\n\n"
             f"[{texts.agree}] [{texts.disagree}]")  # fmt: skip
         add("after not agreeing", texts.declined)
@@ -157,7 +162,11 @@ def screens(protocol: Protocol, where: Literal["lab", "online"]) -> list[Screen]
         add("coming back after the dropout time (timed out)", texts.timed_out_ended)
         _ending(add, texts, online.timed_out_code, online.timed_out_url, "timed out")
         add("a session the server refused without a reason", texts.could_not_start)
+        add("an id whose session began in another browser", texts.already_started)
+        add("a study that takes no more participants", texts.study_full)
         add("after an error", fill(texts.went_wrong, error="(what went wrong)"))
+        add("when the page cannot load the study's settings",
+            fill(texts.went_wrong, error=texts.settings_failed))  # fmt: skip
     return shown
 
 

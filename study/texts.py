@@ -46,6 +46,7 @@ PLACEHOLDERS: dict[str, tuple[str, ...]] = {
     "window_too_small": ("min_width", "min_height", "width", "height"),
     "completion_code": ("code",),
     "went_wrong": ("error",),
+    "bad_participant_id": ("max_length",),
 }
 
 #: The answer keys of each question, by their [texts] setting: a key answers one question once
@@ -304,6 +305,36 @@ class Texts:
         "Something went wrong: {error}\n\nPlease reload this page; the session continues where "
         "it stopped.",
         description="Online: after an error; {error} is what went wrong.",
+    )
+
+    bad_participant_id: StrictStr = Field(
+        "The participant id in this page's address cannot be used (it must be 1 to "
+        "{max_length} characters, letters, digits or punctuation). Please open the study again "
+        "from the link you were given, or contact the researcher.",
+        description="Online: the server's answer on the first screen when the id in the page's "
+        "address is no id (empty, too long, control characters); {max_length} is the longest "
+        "id taken.",
+    )
+    already_started: StrictStr = Field(
+        "This participant id has already started this study in another browser; the session "
+        "continues only in the browser that started it. Please go back to it, or contact the "
+        "researcher.",
+        description="Online: the server's answer when the id has a session begun in another "
+        "browser.",
+    )
+    study_full: StrictStr = Field(
+        "The study is full: every list has its participants. Thank you for your interest.",
+        description="Online: the server's answer when the study takes no more participants "
+        "([online] raters_per_list).",
+    )
+    settings_failed: StrictStr = Field(
+        "the study's settings could not be loaded",
+        description="Online: what went wrong ({error} of went_wrong) when the page could not "
+        "load the study's settings.",
+    )
+    needs_javascript: StrictStr = Field(
+        "This study needs JavaScript.",
+        description="Online: shown instead of the page in a browser that runs no JavaScript.",
     )
 
     @model_validator(mode="after")

@@ -44,7 +44,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from . import admin_routes, page_routes, participant_routes
 from .deps import AdminLoginRequired, ask_for_admin_login
-from .page_routes import web_assets
+from .page_routes import render_index, web_assets
 from .service import OnlineStudy, ServiceError
 
 __all__ = ["create_app", "web_assets"]
@@ -68,6 +68,7 @@ def create_app(study: OnlineStudy, admin_token: str, *, max_body: int = 65_536) 
         title="sbir-study online session", docs_url=None, redoc_url=None, openapi_url=None
     )
     app.state.page_files = web_assets()
+    app.state.index_html = render_index(app.state.page_files["index.html"], study.protocol.texts)
     app.state.admin_digest = hashlib.sha256(admin_token.encode("utf-8")).hexdigest()
     app.state.browser_config = study.browser_config()
     app.state.study = study

@@ -1,6 +1,7 @@
 """The experiment page and its files: our scripts, jsPsych's, and the set's images.
 
 Public routes (no token): the page, what it loads, and ``healthz`` for a proxy.
+The page itself is rendered once, in the protocol's words (:func:`render_index`).
 Only the files listed here and the images the set's manifest names are served,
 each checked: the page's files exist at start (:func:`web_assets`), an image's
 SHA-256 is compared with the set's ``SHA256SUMS`` when it is first read
@@ -9,15 +10,18 @@ SHA-256 is compared with the set's ``SHA256SUMS`` when it is first read
 
 from __future__ import annotations
 
+import html
+import string
 from pathlib import Path
 
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, Response
 
+from ..texts import Texts
 from .deps import StudyDep
 from .service import ServiceError
 
-__all__ = ["OWN", "VENDOR", "WEB", "router", "web_assets"]
+__all__ = ["OWN", "VENDOR", "WEB", "render_index", "router", "web_assets"]
 
 WEB = Path(__file__).parent / "web"
 
@@ -66,6 +70,18 @@ def web_assets() -> dict[str, Path]:
     return files
 
 
+# The words the page shows before (or without) the settings it asks the server for:
+# filled into index.html, as $name, when the app is made.
+_INDEX_TEXTS = ("language", "page_title", "needs_javascript", "went_wrong", "settings_failed")
+
+
+def render_index(path: Path, texts: Texts) -> bytes:
+    """index.html in the protocol's words: its language and title, the line shown without
+    JavaScript, and what the page says when it cannot load the study's settings."""
+    values = {name: html.escape(getattr(texts, name), quote=True) for name in _INDEX_TEXTS}
+    return string.Template(path.read_text(encoding="utf-8")).substitute(values).encode("utf-8")
+
+
 def _file(request: Request, name: str) -> Response:
     path = request.app.state.page_files.get(name)
     if path is None:
@@ -76,7 +92,8 @@ def _file(request: Request, name: str) -> Response:
 
 @router.get("/")
 async def index(request: Request) -> Response:
-    return _file(request, "index.html")
+    return Response(request.app.state.index_html, media_type="text/html; charset=utf-8",
+                    headers={"Cache-Control": "no-cache"})  # fmt: skip
 
 
 @router.get("/healthz")

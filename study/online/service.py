@@ -37,6 +37,7 @@ from sbir_study.foundation.provenance import software_versions
 from ..protocol import Protocol, protocol_dict
 from ..responses import rating_key_map
 from ..screens import instruction_texts
+from ..texts import fill
 from ..trials import build_trials, draw_seed
 from . import queries, storage
 from .assignment import choose_list, list_manifest, split_lists
@@ -297,12 +298,11 @@ class OnlineStudy:
         try:
             participant_label(source_id)
         except InputError:
-            raise ServiceError(
-                422,
-                "The participant id in this page's address cannot be used (it must be 1 to "
-                f"{MAX_SOURCE_ID_LENGTH} characters, letters, digits or punctuation). Please "
-                "open the study again from the link you were given, or contact the researcher.",
-            ) from None
+            raise ServiceError(422, self._bad_id()) from None
+
+    def _bad_id(self) -> str:
+        """The refusal of an id no label can be made of, in the protocol's words."""
+        return fill(self.protocol.texts.bad_participant_id, max_length=MAX_SOURCE_ID_LENGTH)
 
     def create_session(
         self,
@@ -328,8 +328,8 @@ class OnlineStudy:
         """
         try:
             participant_label(source_id)
-        except InputError as error:
-            raise ServiceError(422, str(error)) from None
+        except InputError:
+            raise ServiceError(422, self._bad_id()) from None
         online = self.protocol.online
         now = storage.now()
         with self.engine.begin() as connection:
@@ -342,19 +342,14 @@ class OnlineStudy:
                     session_id = taken.id
                     created = False
                 else:
-                    raise ServiceError(
-                        409,
-                        f"participant {source_id!r} has already started this study; the "
-                        "session continues only in the browser that started it (ask the "
-                        "experimenter)",
-                    )
+                    raise ServiceError(409, self.protocol.texts.already_started)
             else:
                 label = participant_label(source_id, _LabelsOfStudy(connection, self.study_id))
                 index = choose_list(
                     self._participants(connection, now), len(self.lists), online.raters_per_list
                 )
                 if index is None:
-                    raise ServiceError(409, "the study is full: every list has its participants")
+                    raise ServiceError(409, self.protocol.texts.study_full)
                 seed = draw_seed()
                 order = build_trials(self.protocol, self._list_manifest(index), seed)
                 session_id = secrets.token_hex(16)

@@ -163,6 +163,10 @@ def test_every_screen_is_listed_in_order(tmp_path):
     assert lab.index("before the anchoring phase") < lab.index("before the main block")
     assert lab[-1] == "the end"
     online = screens(protocol, "online")
-    assert online[1].when == "consent" and "[I agree] [I do not agree]" in online[1].text
+    when = [screen.when for screen in online]
+    consent = online[when.index("consent")]
+    assert "[I agree] [I do not agree]" in consent.text
+    # The id in the page's address is checked on the first screen, before consent.
+    assert when.index("an id in the page's address that cannot be used") < when.index("consent")
     assert any(s.text == "Your completion code: C0DE" for s in online)
     assert not any("details" in s.when for s in screens(protocol, "online")[2:3])

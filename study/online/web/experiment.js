@@ -315,8 +315,18 @@ function completionPage(config, result) {
 }
 
 async function main() {
-  const configAnswer = await api("GET", "api/config");
-  if (!configAnswer.ok) throw new Error("the study's settings could not be loaded");
+  const configAnswer = await api("GET", "api/config").catch(() => null);
+  if (!configAnswer || !configAnswer.ok) {
+    // The protocol's words for this came with the page itself (index.html as the server fills
+    // it); the value goes in unescaped, as paragraphs() escapes the whole text once.
+    const words = document.body.dataset;
+    window.sbir.phase = "error";
+    window.sbir.error = words.settingsFailed;
+    const said = text({ texts: { went_wrong: words.wentWrong } }, "went_wrong",
+      { error: words.settingsFailed }, ["error"]);
+    page(`<div class="sbir-text">${paragraphs(said)}</div>`);
+    return;
+  }
   const config = configAnswer.content;
   window.sbir.config = config;
   document.documentElement.lang = config.texts.language;
@@ -330,7 +340,7 @@ async function main() {
     // Checked on the first screen, before consent: a bad id is found before anything is asked.
     const checked = await api("POST", "api/participant-id", { participant: label }).catch(() => null);
     if (checked && checked.status === 422) {
-      page(`<div class="sbir-text"><p id="sbir-bad-id">${escapeHtml((checked.content && checked.content.error) || "This participant id cannot be used.")}</p></div>`);
+      page(`<div class="sbir-text"><p id="sbir-bad-id">${escapeHtml((checked.content && checked.content.error) || text(config, "could_not_start"))}</p></div>`);
       window.sbir.phase = "refused";
       window.sbir.error = checked.content;
       return;
@@ -414,8 +424,7 @@ async function main() {
 main().catch((error) => {
   window.sbir.phase = "error";
   window.sbir.error = String(error);
-  // Before the settings are in, the protocol's words are not known: English.
-  const config = window.sbir.config || { texts: { went_wrong: "Something went wrong: {error}\n\n" +
-    "Please reload this page; the session continues where it stopped." } };
+  // Before the settings are in, the protocol's words are those the page came with.
+  const config = window.sbir.config || { texts: { went_wrong: document.body.dataset.wentWrong } };
   page(`<div class="sbir-text">${paragraphs(text(config, "went_wrong", { error: String(error) }))}</div>`);
 });
