@@ -301,8 +301,9 @@ def test_details_asked_on_screen_and_the_end_screen_waits_for_space(display, sma
     assert status == 0, err
     assert "Session complete: 6 of 6 trials" in out
     table = pd.read_csv(data / "participants.tsv", sep="\t", dtype=str, keep_default_na=False)
-    assert table.to_dict("list") == {"participant_id": ["sub-01"], "age": ["25"], "sex": ["F"],
-                                     "handedness": ["R"]}  # fmt: skip
+    # The id as given is kept beside the label (source_id), here the same.
+    assert table.to_dict("list") == {"participant_id": ["sub-01"], "source_id": ["01"],
+                                     "age": ["25"], "sex": ["F"], "handedness": ["R"]}  # fmt: skip
     described = json.loads((data / "participants.json").read_text())
     assert described["sex"]["Levels"]["F"] == "female" and described["age"]["Units"] == "year"
     assert_valid_bids(data)
