@@ -269,8 +269,7 @@ def test_a_5_point_german_study_through_lab_online_and_imports(
 
     # Graded qrels: 4 for the best match down to 0; binary: relevant below the middle (3).
     def qrels(name: str) -> dict:
-        lines = (analysis / name).read_text().split("\n")
-        return {(s, i): int(g) for s, _, i, g in (line.split() for line in lines if line)}
+        return qrels_of(analysis / name)
 
     expected_grade = {
         (r.sketch_id, r.image_id): HIGH - half_up(r.expected_mean) for r in merged.itertuples()
@@ -293,3 +292,42 @@ def test_a_5_point_german_study_through_lab_online_and_imports(
         assert np.isclose(row.tau_b, tau, equal_nan=True), row
         checked += 1
     assert checked == 2 * 10  # every pair of the 5 participants on both sketches
+
+    # An engine scored against this ground truth: evaluate reads the scale from the ratings
+    # and records it; nDCG on grades 4..0 and AP on the cut at the middle, as trec_eval
+    # (pytrec_eval) computes them from the qrels built above with pandas.
+    import pytrec_eval
+
+    run = tmp_path / "l1.run"
+    ok("baseline", "--stimuli", str(stimuli), "--distance", "l1", "--out", str(run))
+    scored = tmp_path / "evaluation"
+    ok("evaluate", "--ground-truth", str(analysis / "ground_truth.csv"), str(run),
+       "--ratings", str(data), "--out", str(scored), "--no-figures", "--bootstrap", "100",
+       "--permutations", "100")  # fmt: skip
+    record = json.loads((scored / "evaluation.json").read_text())
+    assert record["scale"] == "1-5:high-is-best" and record["options"]["relevant_below"] == 2.5
+    assert qrels_of(scored / "ground_truth_binary.qrels") == qrels("ground_truth_binary.qrels")
+    nested = lambda table: {s: {i: v for (t, i), v in table.items() if t == s}  # noqa: E731
+                            for s in {s for s, _ in table}}  # fmt: skip
+    scores = {}
+    for line in run.read_text().splitlines():
+        sketch, _, image, _, score, _ = line.split()
+        scores.setdefault(sketch, {})[image] = float(score)
+    trec = pytrec_eval.RelevanceEvaluator(nested(expected_grade), {"ndcg"}).evaluate(scores)
+    binary = {pair: int(half_up(5 - g) < 3) for pair, g in expected_grade.items()}
+    trec_ap = pytrec_eval.RelevanceEvaluator(nested(binary), {"map"}).evaluate(scores)
+    per_sketch = pd.read_csv(scored / "per_sketch.csv", dtype={"sketch_id": str})
+    ours = per_sketch[per_sketch["system"] == "l1"].pivot(
+        index="sketch_id", columns="measure", values="value"
+    )
+    assert sorted(ours.index) == sorted(trec)
+    for sketch in ours.index:
+        assert ours.loc[sketch, "ndcg"] == pytest.approx(trec[sketch]["ndcg"], abs=1e-12)
+        if not np.isnan(ours.loc[sketch, "ap"]):  # undefined without a relevant image
+            assert ours.loc[sketch, "ap"] == pytest.approx(trec_ap[sketch]["map"], abs=1e-12)
+
+
+def qrels_of(path: Path) -> dict:
+    """A qrels file as {(sketch, image): grade}."""
+    lines = path.read_text().split("\n")
+    return {(s, i): int(g) for s, _, i, g in (line.split() for line in lines if line)}
