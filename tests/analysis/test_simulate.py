@@ -57,5 +57,5 @@ def test_model_and_design_validation():
         RaterModel(miss_rate=1.5)
     with pytest.raises(InputError, match="images_per_sketch"):
         StudyDesign(images_per_sketch=1)
-    with pytest.raises(InputError, match="anchor_images"):
-        StudyDesign(anchor_images=9)
+    with pytest.raises(InputError, match="anchor_images"):  # 2..9: a point each of a 9-point scale
+        StudyDesign(anchor_images=10)
