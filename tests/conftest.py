@@ -1,7 +1,14 @@
 """Fixtures shared by the whole test suite (helpers to import are in tests/helpers.py)."""
 
+import os
 import shutil
 import subprocess
+
+# ranx, an oracle of the retrieval measures, runs its kernels through numba, which compiles
+# them on first use: one to three minutes on a fresh machine for a test on a few sketches.
+# Run as the plain Python they are written in, they give the same numbers in seconds. Set
+# before anything imports numba; the benchmarks time ranx compiled, as a user runs it.
+os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
 
 import pytest
 
