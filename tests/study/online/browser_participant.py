@@ -134,6 +134,20 @@ class Participant:
         time.sleep(0.2)
         self.key("space")
 
+    def rate_every_trial(self, key_of, after_s: float) -> None:
+        """Begin the trials and press ``key_of(trial)`` ``after_s`` after each rated
+        trial's onset (an anchor example takes no key), beginning the main block when its
+        instructions come."""
+        self.start_trials()
+        trials = self.session()["state"]["trials"]
+        first_rated = next(t["trial"] for t in trials if t["phase"] != "anchor_demo")
+        for trial in trials:
+            if trial["trial"] == first_rated:
+                self.start_trials()
+            onset = self.onset_of(trial["trial"])["onset"]
+            if trial["phase"] != "anchor_demo":
+                self.key_at(key_of(trial["trial"]), onset + after_s, trial["trial"])
+
     def onset_of(self, trial: int, timeout: float = 15.0) -> dict:
         """Wait for trial ``trial`` to be on screen; its {trial, onset, window_end}."""
 

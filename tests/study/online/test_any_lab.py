@@ -171,15 +171,7 @@ def test_a_5_point_german_study_through_lab_online_and_imports(
     participant = Participant(browser(), server.url)
     participant.open("?participant=web-01")
     participant.intake({"age": 31})
-    participant.start_trials()
-    trials = participant.session()["state"]["trials"]
-    first_rated = next(t["trial"] for t in trials if t["phase"] != "anchor_demo")
-    for trial in trials:
-        if trial["trial"] == first_rated:
-            participant.start_trials()
-        onset = participant.onset_of(trial["trial"])["onset"]
-        if trial["phase"] != "anchor_demo":
-            participant.key_at(KEYS[trial["trial"] % 5], onset + 0.15, trial["trial"])
+    participant.rate_every_trial(lambda trial: KEYS[trial % 5], after_s=0.15)
     try:
         participant.wait(lambda: participant.phase() == "complete", timeout=END_S, what="the end")
     except AssertionError as failure:

@@ -240,15 +240,7 @@ def test_a_browser_and_a_lab_participant_give_the_same_columns_analyzed_alike(
     participant = Participant(browser(), server.url)
     participant.open("?participant=web01")
     participant.intake({"age": 25})
-    participant.start_trials()
-    trials = participant.session()["state"]["trials"]
-    first_rated = next(t["trial"] for t in trials if t["phase"] != "anchor_demo")
-    for trial in trials:
-        if trial["trial"] == first_rated:
-            participant.start_trials()
-        onset = participant.onset_of(trial["trial"])["onset"]
-        if trial["phase"] != "anchor_demo":
-            participant.key_at(str(1 + trial["trial"] % 7), onset + 0.2, trial["trial"])
+    participant.rate_every_trial(lambda trial: str(1 + trial % 7), after_s=0.2)
     try:
         participant.wait(lambda: participant.phase() == "complete", timeout=END_S, what="the end")
     except AssertionError as failure:  # what the server said about each request, to see why
