@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
+import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -221,3 +224,31 @@ def table_bytes(tokens, *, separators=(",", "\t", " ")):
         st.binary(max_size=64),
         st.builds(lambda a, b: a + b"\xff" + b, encoded, encoded),
     )  # fmt: skip
+
+
+def toml_value(value) -> str:
+    """A Python value as TOML writes it, for protocol files the tests write.
+
+    Examples
+    --------
+    >>> toml_value(["a", 1, 2.5, True, "Größe \\"x\\""])
+    '["a", 1, 2.5, true, "Größe \\\\"x\\\\""]'
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        return repr(value) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        # A JSON string is a TOML basic string, once DEL (which JSON leaves raw) is escaped.
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007F")
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(map(toml_value, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    raise TypeError(f"no TOML for {value!r}")

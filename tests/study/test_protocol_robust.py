@@ -1,7 +1,6 @@
 """Protocol files: any bytes, and any value for any key, give a checked protocol or one message."""
 
 import dataclasses
-import datetime
 import importlib.util
 import json
 import math
@@ -25,7 +24,7 @@ from sbir_study.study.protocol import (
     protocol_dict,
 )
 from sbir_study.study.screens import instruction_texts
-from tests.helpers import ROOT, reads_or_refuses, table_bytes
+from tests.helpers import ROOT, reads_or_refuses, table_bytes, toml_value
 
 
 def _keys(cls, prefix=""):
@@ -294,26 +293,6 @@ def _plausible(default):
     )
 
 
-def _toml(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        return repr(value) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        # A JSON string is a TOML basic string, once DEL (which JSON leaves raw) is escaped.
-        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007F")
-    if isinstance(value, list):
-        return "[" + ", ".join(map(_toml, value)) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}"
-    assert isinstance(value, datetime.date)
-    return value.isoformat()
-
-
 # The defaults with the instruction texts as written from the settings (left out, they are None);
 # the practice text as written for a protocol that has practice pairs.
 _WRITTEN = dataclasses.replace(
@@ -340,7 +319,7 @@ def documents(draw):
             given[table, key] = draw(_plausible(default) if kind == "plausible" else VALUES)
     tables: dict[str, list[str]] = {}
     for (table, key), value in given.items():
-        tables.setdefault(table, []).append(f"{key} = {_toml(value)}")
+        tables.setdefault(table, []).append(f"{key} = {toml_value(value)}")
     text = "".join(line + "\n" for line in tables.pop("", []))
     text += "".join(f"[{table}]\n" + "".join(f"{line}\n" for line in lines)
                     for table, lines in tables.items())  # fmt: skip
@@ -455,7 +434,7 @@ def _as_text(value):
 def test_one_setting_loads_exactly_when_the_readme_allows_it(table, key, data):
     default = getattr(getattr(_WRITTEN, table) if table else _WRITTEN, key)
     value = data.draw(st.one_of(_plausible(default), _plausible(default).map(_as_text), VALUES))
-    text = f"{key} = {_toml(value)}\n"
+    text = f"{key} = {toml_value(value)}\n"
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "p.toml"
         path.write_text(f"[{table}]\n{text}" if table else text, encoding="utf-8")

@@ -26,6 +26,7 @@ from fastapi.testclient import TestClient
 from sbir_study.study.online.server import ServeSettings, build_app
 from sbir_study.study.online.storage import open_database
 from sbir_study.study.responses import rating_key_map, score_trial
+from tests.helpers import toml_value
 
 ADMIN_TOKEN = "admin-token-for-tests-0123456789"
 CHROMIUM = "/usr/bin/chromium"
@@ -65,20 +66,10 @@ def write_protocol(folder: Path, name: str = "protocol.toml", **tables) -> Path:
     for table, values in settings.items():
         lines.append(f"[{table}]")
         for key, value in values.items():
-            lines.append(f"{key} = {_toml(value)}")
+            lines.append(f"{key} = {toml_value(value)}")
     path = folder / name
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
-
-
-def _toml(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return repr(value)
 
 
 class Server:

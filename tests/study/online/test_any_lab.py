@@ -23,6 +23,7 @@ import pandas as pd
 import pytest
 import scipy.stats
 
+from tests.helpers import toml_value
 from tests.study.online.browser_participant import Participant
 from tests.study.online.support import END_S
 from tests.study.session_harness import start_session, xvfb
@@ -43,16 +44,6 @@ von G (passt am besten) bis A (passt am schlechtesten).
 Drücken Sie die Leertaste, um zu beginnen."""
 
 
-def _toml(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):  # a JSON string is a TOML basic string
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(map(_toml, value)) + "]"
-    return repr(value)
-
-
 def write_protocol(folder: Path) -> Path:
     """protocols/example_de.toml with 5 keys of the lab's own, the high end best, short timing."""
     settings = tomllib.loads((ROOT / "protocols" / "example_de.toml").read_text("utf-8"))
@@ -65,10 +56,10 @@ def write_protocol(folder: Path) -> Path:
     settings["instructions"]["anchoring"] = ANCHORING
     settings.setdefault("online", {})["stimulus_px"] = 200
     settings["display"] = {"fullscreen": False, "resolution": [800, 600]}
-    lines = [f"{k} = {_toml(v)}" for k, v in settings.items() if not isinstance(v, dict)]
+    lines = [f"{k} = {toml_value(v)}" for k, v in settings.items() if not isinstance(v, dict)]
     for table, values in settings.items():
         if isinstance(values, dict):
-            lines += [f"[{table}]", *(f"{k} = {_toml(v)}" for k, v in values.items())]
+            lines += [f"[{table}]", *(f"{k} = {toml_value(v)}" for k, v in values.items())]
     path = folder / "protocol.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import tomllib
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import toml_value
 from tests.study.online.browser_participant import Participant
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def _toml(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):  # a JSON string is a TOML basic string
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(map(_toml, value)) + "]"
-    return repr(value)
 
 
 def german_protocol(folder: Path) -> tuple[Path, dict]:
@@ -30,10 +20,10 @@ def german_protocol(folder: Path) -> tuple[Path, dict]:
     settings["task"] = "sbirtest"
     settings.setdefault("online", {})["stimulus_px"] = 200
     settings["display"] = {"fullscreen": False}
-    lines = [f"{k} = {_toml(v)}" for k, v in settings.items() if not isinstance(v, dict)]
+    lines = [f"{k} = {toml_value(v)}" for k, v in settings.items() if not isinstance(v, dict)]
     for table, values in settings.items():
         if isinstance(values, dict):
-            lines += [f"[{table}]", *(f"{k} = {_toml(v)}" for k, v in values.items())]
+            lines += [f"[{table}]", *(f"{k} = {toml_value(v)}" for k, v in values.items())]
     path = folder / "de.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path, settings
