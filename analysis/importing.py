@@ -60,7 +60,7 @@ import re
 import urllib.parse
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -360,6 +360,14 @@ def _read_delimited(
 ) -> _Table:
     """A delimited file's cells as text (the toolkit's table reader on its decoded text)."""
     text, sha256, used = decode_text(path, encoding)
+    return _parse_delimited(path, text, sha256, used, sep=sep, expected=expected)
+
+
+def _parse_delimited(
+    path: Path, text: str, sha256: str, used: str, *, sep: str | None,
+    expected: Sequence[str] = (),
+) -> _Table:  # fmt: skip
+    """A delimited file's cells as text, from its text as :func:`decode_text` gave it."""
     if not text.strip():
         raise InputError(f"{path}: line 1: empty; expected a header line and one row per pair")
     if sep is None:
@@ -952,9 +960,8 @@ def _jspsych_records(path: Path, encoding: str | None) -> _Table:
         path.suffix.lower() != ".csv" and stripped.startswith(("[", "{"))
     )
     if not is_json:
-        table = _read_delimited(path, sep=",", encoding=encoding)
-        frame = table.frame.astype(str).replace("null", "")
-        return _Table(table.path, sha256, used, ",", table.names, frame, table.lines)
+        table = _parse_delimited(path, text, sha256, used, sep=",")
+        return replace(table, frame=table.frame.astype(str).replace("null", ""))
     try:
         trials = json.loads(text)
     except json.JSONDecodeError as error:
