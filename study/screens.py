@@ -23,9 +23,7 @@ __all__ = ["Screen", "instruction_texts", "scale_reminder", "screens"]
 def _scale(protocol: Protocol) -> tuple[int, bool]:
     """The protocol's first rating and whether it is the best match."""
     scale = protocol.scale
-    if isinstance(scale, tuple):
-        return scale[0], True
-    return scale.low, getattr(scale, "best", "low") == "low"
+    return scale.low, scale.best == "low"
 
 
 def instruction_texts(protocol: Protocol) -> dict[str, str]:

@@ -326,10 +326,7 @@ class OnlineStudy:
         under another token is refused (409): no one else can write under it.
         Returns the session's state and whether it was created now.
         """
-        try:
-            participant_label(source_id)
-        except InputError:
-            raise ServiceError(422, self._bad_id()) from None
+        self.check_participant_id(source_id)
         online = self.protocol.online
         now = storage.now()
         with self.engine.begin() as connection:
@@ -471,10 +468,6 @@ class OnlineStudy:
             "code": getattr(online, f"{prefix}_code") or None,
             "url": getattr(online, f"{prefix}_url") or None,
         }
-
-    def completion(self) -> dict:
-        """The code and address of a complete session (:meth:`ending` ``complete``)."""
-        return self.ending("complete")
 
     # --- trials ---
     def _refresh(self, session: Mapping) -> float | None:
