@@ -27,7 +27,8 @@ from sbir_study.foundation.provenance import software_versions
 from sbir_study.foundation.scale import Scale
 
 from .. import _kernels
-from ..consensus import write_binary_qrels
+from ..consensus import consensus_ground_truth, participant_vs_consensus, write_binary_qrels
+from ..ratings import RatingCube, main_phase_cube, rating_cube
 from .comparison import bootstrap_mean, compare_systems
 from .measures import (
     MEASURES,
@@ -103,12 +104,12 @@ class Evaluation:
     truth: GroundTruth | None = None
 
 
-def _ratings_layout(ratings: pd.DataFrame, truth: GroundTruth, relevant_below: float):
+def _ratings_layout(
+    ratings: pd.DataFrame, truth: GroundTruth, relevant_below: float, cube: RatingCube | None
+):
     """The main-phase ratings as (sketches, participants, images) aligned with ``truth``,
-    after checking that their consensus is the ground truth."""
-    from ..consensus import consensus_ground_truth
-    from ..ratings import rating_cube
-
+    after checking that their consensus is the ground truth; ``cube`` is their
+    :func:`~sbir_study.analysis.ratings.main_phase_cube`."""
     consensus = consensus_ground_truth(ratings).dropna(subset=["mean_rating"])
     mine = truth.table()
     merged = mine.merge(consensus[["sketch_id", "image_id", "mean_rating"]].astype(
@@ -132,7 +133,8 @@ def _ratings_layout(ratings: pd.DataFrame, truth: GroundTruth, relevant_below: f
             f"{row['mean_rating_ratings']:.6g} in the ratings but {row['mean_rating_truth']:.6g} "
             "in the ground truth; expected the ratings the ground truth was computed from"
         )
-    cube = rating_cube(ratings[ratings["phase"] == "main"])
+    if cube is None:  # no main-phase rows: an empty cube
+        cube = rating_cube(ratings[ratings["phase"] == "main"])
     cube_sketch = pd.Index(np.asarray(cube.sketches, dtype=str))
     width = truth.mean_rating.shape[1]
     given = np.full((len(truth.sketches), len(cube.participants), width), np.nan)
@@ -234,10 +236,11 @@ def evaluate_runs(
     human = None
     if ratings is not None:
         ratings = in_paper_orientation(ratings)
-        given, weight = _ratings_layout(ratings, truth, options.relevant_below)
-        from ..consensus import participant_vs_consensus
-
-        human = participant_vs_consensus(ratings, alternative=options.alternative)
+        # One cube of the main phase for the layout and the human level: at crowd scale
+        # it is the largest array evaluate holds.
+        cube = main_phase_cube(ratings)
+        given, weight = _ratings_layout(ratings, truth, options.relevant_below, cube)
+        human = participant_vs_consensus(ratings, alternative=options.alternative, cube=cube)
         human = human[["participant", "sketch_id", "tau_b_loo", "p_value_loo", "n_items"]]
 
     frames, curves = [], []
