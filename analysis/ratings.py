@@ -158,17 +158,19 @@ def load_ratings(path: str | Path, *, scale: Scale | None = None) -> pd.DataFram
     """
     path = Path(path)
     if path.is_dir():
-        frame, sources, simulated = _read_bids(path)
-        sidecars = [Path(s.path).with_suffix(".json") for s in sources]
+        frame, sources = _read_bids(path)
+        sidecars = _read_sidecars(Path(s.path).with_suffix(".json") for s in sources)
+        simulated = any(_says_simulated(sidecar) for sidecar in sidecars.values())
         scale = _dataset_scale(sidecars, scale)
     elif path.is_file():
         with progress.step(f"reading {path.name}"):
             frame, source = _read_file(path)
         sources = [source]
-        simulated = _sidecar_says_simulated(path.with_suffix(".json"))
-        sidecars = [path.with_suffix(".json")]
+        sidecars = _read_sidecars([path.with_suffix(".json")])
+        ((sidecar_path, sidecar),) = sidecars.items()
+        simulated = _says_simulated(sidecar)
         if scale is None:
-            scale = _recorded_scale(sidecars[0], protocol=False) or PAPER_SCALE
+            scale = _recorded_scale(sidecar, sidecar_path, protocol=False) or PAPER_SCALE
     elif path.exists():
         raise InputError(
             f"{path}: is not a regular file; expected a ratings table or a BIDS dataset"
@@ -181,7 +183,9 @@ def load_ratings(path: str | Path, *, scale: Scale | None = None) -> pd.DataFram
         ratings = validate_ratings(frame, scale=scale)
     del frame
     release_freed()  # the files' text and the raw table: half a GiB at 2,000 sessions
-    ratings.attrs["provenance"] = Provenance(tuple(sources), simulated, _session_software(sidecars))
+    ratings.attrs["provenance"] = Provenance(
+        tuple(sources), simulated, _session_software(sidecars.values())
+    )
     return ratings
 
 
@@ -413,7 +417,7 @@ def main_phase_cube(ratings: pd.DataFrame, cube: RatingCube | None = None) -> Ra
 # --- reading files ---------------------------------------------------------------------------
 
 
-def _read_bids(root: Path) -> tuple[pd.DataFrame, list[SourceFile], bool]:
+def _read_bids(root: Path) -> tuple[pd.DataFrame, list[SourceFile]]:
     paths = sorted({f for pattern in _BIDS_PATTERNS for f in root.glob(pattern)})
     if not paths:
         raise InputError(
@@ -443,8 +447,7 @@ def _read_bids(root: Path) -> tuple[pd.DataFrame, list[SourceFile], bool]:
                 f"{row['_source']}: line {row['_line']}: field 'participant': expected "
                 f"{str(labels[wrong][0])!r} (the file's sub- label), got {row['participant']!r}"
             )
-    simulated = any(_sidecar_says_simulated(f.path.with_suffix(".json")) for f in files)
-    return frame, [f.source for f in files], simulated
+    return frame, [f.source for f in files]
 
 
 def _participant_of(root: Path, path: Path) -> str:
@@ -567,16 +570,25 @@ def _separator(path: Path, header: str) -> str:
     return "\t" if "\t" in header else ","
 
 
+def _read_sidecars(paths) -> dict[Path, object]:
+    """Each sidecar's JSON, read once for all that load_ratings takes from it (None where
+    it is missing or no JSON: it then records nothing)."""
+    sidecars = {}
+    for path in paths:
+        try:
+            sidecars[path] = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            sidecars[path] = None
+    return sidecars
+
+
 def _session_software(sidecars) -> tuple[tuple[str, str], ...]:
     """The session libraries the sidecars record (see :attr:`Provenance.session_software`)."""
     from sbir_study.foundation.provenance import ANALYSIS_PACKAGES, SESSION_PACKAGES
 
     versions: dict[str, set[str]] = {}
-    for path in sidecars:
-        try:
-            recorded = json.loads(path.read_text(encoding="utf-8")).get("Software")
-        except (OSError, ValueError, AttributeError):
-            continue
+    for sidecar in sidecars:
+        recorded = sidecar.get("Software") if isinstance(sidecar, dict) else None
         if not isinstance(recorded, dict):
             continue
         for package in SESSION_PACKAGES:
@@ -585,13 +597,10 @@ def _session_software(sidecars) -> tuple[tuple[str, str], ...]:
     return tuple((p, ", ".join(sorted(versions[p]))) for p in SESSION_PACKAGES if p in versions)
 
 
-def _recorded_scale(path: Path, *, protocol: bool = True) -> Scale | None:
-    """The scale a sidecar records: its ``RatingScale``, else (``protocol``) one point per
-    key of the ``Protocol`` it records; ``None`` when it records neither."""
-    try:
-        sidecar = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+def _recorded_scale(sidecar, path: Path, *, protocol: bool = True) -> Scale | None:
+    """The scale a sidecar (read from ``path``) records: its ``RatingScale``, else
+    (``protocol``) one point per key of the ``Protocol`` it records; ``None`` when it
+    records neither."""
     if not isinstance(sidecar, dict):
         return None
     if "RatingScale" in sidecar:
@@ -602,11 +611,11 @@ def _recorded_scale(path: Path, *, protocol: bool = True) -> Scale | None:
     return None
 
 
-def _dataset_scale(sidecars: list[Path], given: Scale | None) -> Scale:
+def _dataset_scale(sidecars: dict[Path, object], given: Scale | None) -> Scale:
     """The one scale of a BIDS dataset's sessions; two are refused, naming a file of each."""
     found: dict[Scale, Path] = {}
-    for path in sidecars:
-        scale = _recorded_scale(path) or PAPER_SCALE
+    for path, sidecar in sidecars.items():
+        scale = _recorded_scale(sidecar, path) or PAPER_SCALE
         found.setdefault(scale, path)
         if len(found) > 1:
             (first, one), (second, other) = found.items()
@@ -620,11 +629,8 @@ def _dataset_scale(sidecars: list[Path], given: Scale | None) -> Scale:
     return scale
 
 
-def _sidecar_says_simulated(path: Path) -> bool:
-    try:
-        return bool(json.loads(path.read_text(encoding="utf-8")).get("Simulated", False))
-    except (OSError, ValueError, AttributeError):
-        return False
+def _says_simulated(sidecar) -> bool:
+    return isinstance(sidecar, dict) and bool(sidecar.get("Simulated", False))
 
 
 # --- field checks ----------------------------------------------------------------------------
