@@ -63,13 +63,10 @@ __all__ = [
     "write_selection",
 ]
 
-#: The paper's scale points, 1..7: the levels of a pilot on its scale. A pilot on another
-#: scale (``ratings.attrs["scale"]``, as ``load_ratings`` sets it) has one level per point.
-LEVELS = np.arange(1, 8)
-
 
 def _levels(ratings: pd.DataFrame) -> np.ndarray:
-    """The points of the pilot's scale, as recorded (``attrs["scale"]``; else the paper's)."""
+    """The points of the pilot's scale, as recorded (``attrs["scale"]``, as ``load_ratings``
+    sets it; else the paper's 1..7): one level per point."""
     return np.array(ratings.attrs.get("scale", PAPER_SCALE).points)
 
 
@@ -325,7 +322,7 @@ def _closest_to_uniform(table: pd.DataFrame, sketches: int, images_per_sketch: i
 
 
 def _choose_images(
-    kept: list, levels: pd.Series, images_per_sketch: int, seed: int, points: np.ndarray = LEVELS
+    kept: list, levels: pd.Series, images_per_sketch: int, seed: int, points: np.ndarray
 ):
     """N images of each kept sketch, drawn per pilot level by the quotas (one seeded stream,
     the sketches in sorted order)."""
