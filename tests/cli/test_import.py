@@ -16,13 +16,35 @@ EXAMPLES = Path(__file__).parents[2] / "docs" / "examples"
 LONG_MAPPING = "participant=Subject,sketch_id=Sketch,image_id=Image,rating=Response,rt=RT"
 
 
+def run_import(kind: str, sources: Path | list[Path], out: Path, *options: str):
+    """``sbir-study import KIND SOURCES --out OUT OPTIONS``, in this process."""
+    sources = sources if isinstance(sources, list) else [sources]
+    return run_main("import", kind, *map(str, sources), "--out", str(out), *options)
+
+
+def analyzed_ground_truth(data: Path, out: Path, **read_csv) -> pd.DataFrame:
+    """``sbir-study analyze DATA --out OUT --no-figures``; the ground_truth.csv it writes."""
+    result = run_main("analyze", str(data), "--out", str(out), "--no-figures")
+    assert result.returncode == 0, result.stderr
+    return pd.read_csv(out / "ground_truth.csv", **read_csv)
+
+
+def assert_pair_means(truth: pd.DataFrame, expected: pd.DataFrame) -> None:
+    """ground_truth.csv holds every pair of ``expected`` (pandas' ``mean`` and ``count`` by
+    sketch and image) and no other, with that mean rating and number of ratings."""
+    merged = truth.merge(
+        expected, left_on=["sketch_id", "image_id"], right_index=True, validate="1:1"
+    )
+    assert len(merged) == len(expected) == len(truth)
+    np.testing.assert_allclose(merged["mean_rating"], merged["mean"], rtol=1e-12)
+    np.testing.assert_array_equal(merged["n_ratings"], merged["count"])
+
+
 def test_the_long_table_example_imports_as_the_readme_says(tmp_path):
-    result = run_main(
-        "import",
+    result = run_import(
         "table",
-        str(EXAMPLES / "long_table.csv"),
-        "--out",
-        str(tmp_path / "data"),
+        EXAMPLES / "long_table.csv",
+        tmp_path / "data",
         "--columns",
         LONG_MAPPING,
     )
@@ -33,12 +55,10 @@ def test_the_long_table_example_imports_as_the_readme_says(tmp_path):
 
 
 def test_the_psychopy_example_imports_as_the_readme_says(tmp_path):
-    result = run_main(
-        "import",
+    result = run_import(
         "psychopy",
-        str(EXAMPLES / "psychopy_builder_P-7.csv"),
-        "--out",
-        str(tmp_path / "data"),
+        EXAMPLES / "psychopy_builder_P-7.csv",
+        tmp_path / "data",
         "--columns",
         "sketch_id=sketch,image_id=image",
         "--scale",
@@ -66,12 +86,10 @@ def test_analyze_reads_an_imported_dataset_its_ground_truth_that_of_pandas(tmp_p
     source = pd.DataFrame(rows, columns=["Subject", "Sketch", "Image", "Response"])
     path = tmp_path / "export.csv"
     source.to_csv(path, sep=";", index=False, na_rep="", encoding="cp1252")
-    result = run_main(
-        "import",
+    result = run_import(
         "table",
-        str(path),
-        "--out",
-        str(tmp_path / "data"),
+        path,
+        tmp_path / "data",
         "--columns",
         "participant=Subject,sketch_id=Sketch,image_id=Image,rating=Response",
         "--encoding",
@@ -80,30 +98,19 @@ def test_analyze_reads_an_imported_dataset_its_ground_truth_that_of_pandas(tmp_p
         "1-5",
     )
     assert result.returncode == 0, result.stderr
-    result = run_main(
-        "analyze", str(tmp_path / "data"), "--out", str(tmp_path / "out"), "--no-figures"
-    )
-    assert result.returncode == 0, result.stderr
-    truth = pd.read_csv(tmp_path / "out" / "ground_truth.csv")
+    truth = analyzed_ground_truth(tmp_path / "data", tmp_path / "out")
     # Independently: pandas' mean of each pair's ratings in the source, missing left out.
     expected = source.groupby(["Sketch", "Image"])["Response"].agg(["mean", "count"])
-    merged = truth.merge(
-        expected, left_on=["sketch_id", "image_id"], right_index=True, validate="1:1"
-    )
-    assert len(merged) == len(expected)
-    np.testing.assert_allclose(merged["mean_rating"], merged["mean"], rtol=1e-12)
-    np.testing.assert_array_equal(merged["n_ratings"], merged["count"])
+    assert_pair_means(truth, expected)
 
 
 def test_a_rating_off_the_scale_is_exit_2_naming_file_line_and_column(tmp_path):
     path = tmp_path / "export.csv"
     path.write_text("Subject;Sketch;Image;Response\nP1;s1;a;3\nP1;s1;b;6\n")
-    result = run_main(
-        "import",
+    result = run_import(
         "table",
-        str(path),
-        "--out",
-        str(tmp_path / "data"),
+        path,
+        tmp_path / "data",
         "--columns",
         "participant=Subject,sketch_id=Sketch,image_id=Image,rating=Response",
         "--scale",
@@ -152,12 +159,10 @@ def test_an_earlier_import_is_replaced_only_with_overwrite_and_nothing_else(tmp_
     ],
 )
 def test_a_bad_option_is_one_line(tmp_path, option, value, fragment):
-    result = run_main(
-        "import",
+    result = run_import(
         "table",
-        str(EXAMPLES / "long_table.csv"),
-        "--out",
-        str(tmp_path / "data"),
+        EXAMPLES / "long_table.csv",
+        tmp_path / "data",
         option,
         value,
     )
@@ -169,12 +174,10 @@ JSPSYCH_FIELDS = "participant=subject_id,sketch_id=sketch,image_id=image"
 
 @pytest.mark.parametrize("name", ["jspsych_P-7.json", "jspsych_P-7.csv"])
 def test_the_jspsych_examples_import_as_the_readme_says(tmp_path, name):
-    result = run_main(
-        "import",
+    result = run_import(
         "jspsych",
-        str(EXAMPLES / name),
-        "--out",
-        str(tmp_path / "data"),
+        EXAMPLES / name,
+        tmp_path / "data",
         "--columns",
         JSPSYCH_FIELDS,
     )
@@ -217,13 +220,11 @@ def test_jspsych_trials_on_a_stimulus_set_are_analysed_as_pandas_averages_them(t
             expected.append((pair.sketch_id, pair.image_id, rating))
         path = tmp_path / f"{participant}.json"
         path.write_text(json.dumps(trials))
-        files.append(str(path))
-    result = run_main(
-        "import",
+        files.append(path)
+    result = run_import(
         "jspsych",
-        *files,
-        "--out",
-        str(tmp_path / "data"),
+        files,
+        tmp_path / "data",
         "--stimuli",
         str(small_set),
         "--columns",
@@ -232,11 +233,7 @@ def test_jspsych_trials_on_a_stimulus_set_are_analysed_as_pandas_averages_them(t
     assert result.returncode == 0, result.stderr
     sidecar = json.loads(next((tmp_path / "data").glob("sub-*/beh/*_beh.json")).read_text())
     assert sidecar["Imported"]["StimulusSet"]["Folder"] == str(small_set)
-    result = run_main(
-        "analyze", str(tmp_path / "data"), "--out", str(tmp_path / "out"), "--no-figures"
-    )
-    assert result.returncode == 0, result.stderr
-    truth = pd.read_csv(tmp_path / "out" / "ground_truth.csv", dtype={"sketch_id": str})
+    truth = analyzed_ground_truth(tmp_path / "data", tmp_path / "out", dtype={"sketch_id": str})
     means = (
         pd.DataFrame(expected, columns=["sketch_id", "image_id", "rating"])
         .groupby(["sketch_id", "image_id"])["rating"]
@@ -257,12 +254,10 @@ def test_jspsych_trials_on_a_stimulus_set_are_analysed_as_pandas_averages_them(t
     ],
 )
 def test_a_bad_jspsych_option_is_one_line(tmp_path, options, fragment):
-    result = run_main(
-        "import",
+    result = run_import(
         "jspsych",
-        str(EXAMPLES / "jspsych_P-7.json"),
-        "--out",
-        str(tmp_path / "data"),
+        EXAMPLES / "jspsych_P-7.json",
+        tmp_path / "data",
         *options,
     )
     assert_input_error(result, fragment)
@@ -270,16 +265,14 @@ def test_a_bad_jspsych_option_is_one_line(tmp_path, options, fragment):
 
 def test_the_qualtrics_example_imports_and_analyze_averages_it_as_pandas_does(tmp_path):
     export, mapping = EXAMPLES / "qualtrics_wide.csv", EXAMPLES / "wide_mapping.csv"
-    result = run_main(
-        "import",
+    result = run_import(
         "wide",
-        str(export),
+        export,
+        tmp_path / "data",
         "--mapping",
         str(mapping),
         "--participant-column",
         "ResponseId",
-        "--out",
-        str(tmp_path / "data"),
     )
     assert result.returncode == 0, result.stderr
     assert "Imported 12 rows (8 ratings) of 3 participants from 1 wide export file" in (
@@ -287,23 +280,15 @@ def test_the_qualtrics_example_imports_and_analyze_averages_it_as_pandas_does(tm
     )
     participants = pd.read_csv(tmp_path / "data" / "participants.tsv", sep="\t", dtype=str)
     assert participants["source_id"].str.startswith("R_").all()
-    result = run_main(
-        "analyze", str(tmp_path / "data"), "--out", str(tmp_path / "out"), "--no-figures"
-    )
-    assert result.returncode == 0, result.stderr
-    truth = pd.read_csv(tmp_path / "out" / "ground_truth.csv")
+    truth = analyzed_ground_truth(tmp_path / "data", tmp_path / "out")
     # Independently: pandas skips Qualtrics' two rows, melts by the mapping, reads the digits.
     table = pd.read_csv(export, skiprows=[1, 2], dtype=str, encoding="utf-8-sig")
     pairs = pd.read_csv(mapping, dtype=str)
     long = table.melt(value_vars=list(pairs["column"]), var_name="column").merge(pairs)
     long["rating"] = pd.to_numeric(long["value"].str.extract(r"^\s*(\d+)")[0])
     expected = long.groupby(["sketch_id", "image_id"])["rating"].agg(["mean", "count"])
-    merged = truth.merge(
-        expected, left_on=["sketch_id", "image_id"], right_index=True, validate="1:1"
-    )
-    assert len(merged) == len(expected) == 4
-    np.testing.assert_allclose(merged["mean_rating"], merged["mean"], rtol=1e-12)
-    np.testing.assert_array_equal(merged["n_ratings"], merged["count"])
+    assert_pair_means(truth, expected)
+    assert len(expected) == 4
 
 
 @pytest.mark.parametrize(
@@ -316,14 +301,12 @@ def test_the_qualtrics_example_imports_and_analyze_averages_it_as_pandas_does(tm
     ],
 )
 def test_a_bad_wide_option_is_one_line(tmp_path, options, fragment):
-    result = run_main(
-        "import",
+    result = run_import(
         "wide",
-        str(EXAMPLES / "qualtrics_wide.csv"),
+        EXAMPLES / "qualtrics_wide.csv",
+        tmp_path / "data",
         "--mapping",
         str(EXAMPLES / "wide_mapping.csv"),
-        "--out",
-        str(tmp_path / "data"),
         *options,
     )
     assert_input_error(result, fragment)

@@ -10,6 +10,7 @@ record is compared with (``onset_monotonic`` + seconds from onset).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -246,3 +247,50 @@ def wait_for(condition, timeout: float = 60.0, what: str = "the session") -> Non
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out waiting for {what}")
         time.sleep(0.02)
+
+
+#: The start of a script that draws with the session's own window (``SessionWindow``), as
+#: ``sbir-study run`` opens it, on the protocol ``sys.argv[1]`` and the set ``sys.argv[2]``;
+#: nobody presses a key. ``read_back(draw)`` draws into the back buffer and returns the frame
+#: as drawn, before the flip shows it (a virtual display's front buffer reads back black).
+WINDOW_SCRIPT = r"""
+import json, sys
+import numpy as np
+from psychopy import core, visual
+from sbir_study.study.protocol import load_protocol
+from sbir_study.study.session.window import DisplayTiming, SessionWindow, open_window
+from sbir_study.study.trials import build_trials, stimulus_set_for
+
+protocol = load_protocol(sys.argv[1])
+stimulus_set = stimulus_set_for(sys.argv[2], protocol)
+win = open_window(protocol.display, windowed=True)
+class NoKeys:
+    def getKeys(self, waitRelease):
+        return []
+
+window = SessionWindow(win, NoKeys(), protocol, stimulus_set, DisplayTiming(60.0, 0.1, "clock"),
+                       core)
+
+def read_back(draw):
+    win.clearBuffer()
+    draw()
+    frame = np.asarray(win.getMovieFrame(buffer="back"), dtype=np.int16)
+    win.movieFrames.clear()
+    win.flip()
+    return frame
+"""
+
+
+def draw_in_window(tmp_path: Path, body: str, protocol: Path, stimuli: Path) -> dict:
+    """Run :data:`WINDOW_SCRIPT` + ``body`` on a private 1280x800 Xvfb display.
+
+    ``body`` ends by printing one JSON line, which is returned parsed.
+    """
+    script = tmp_path / "draw.py"
+    script.write_text(WINDOW_SCRIPT + body, encoding="utf-8")
+    with xvfb("1280x800x24") as display:
+        result = subprocess.run([sys.executable, str(script), str(protocol), str(stimuli)],
+                                env={**os.environ, "DISPLAY": display}, capture_output=True,
+                                text=True, encoding="utf-8", timeout=180, cwd=ROOT)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])

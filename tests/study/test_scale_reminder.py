@@ -8,11 +8,6 @@ the sketch's and the image's rectangles; and its pixels are lit with the pair an
 the blank.
 """
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -20,36 +15,10 @@ from sbir_study.foundation.scale import Scale
 from sbir_study.stimuli import SetDesign, generate_set
 from sbir_study.study.protocol import load_protocol
 from sbir_study.study.screens import scale_reminder, screens
-from tests.study.session_harness import xvfb
+from tests.study.session_harness import draw_in_window
 
-ROOT = Path(__file__).resolve().parents[2]
-
-SCRIPT = r"""
-import json, sys
-import numpy as np
-from psychopy import core
+BODY = r"""
 from psychopy.tools.monitorunittools import deg2pix
-from sbir_study.study.protocol import load_protocol
-from sbir_study.study.session.window import DisplayTiming, SessionWindow, open_window
-from sbir_study.study.trials import build_trials, stimulus_set_for
-
-protocol = load_protocol(sys.argv[1])
-stimulus_set = stimulus_set_for(sys.argv[2], protocol)
-win = open_window(protocol.display, windowed=True)
-class NoKeys:
-    def getKeys(self, waitRelease):
-        return []
-
-window = SessionWindow(win, NoKeys(), protocol, stimulus_set, DisplayTiming(60.0, 0.1, "clock"),
-                       core)
-
-def back(draw):
-    win.clearBuffer()
-    draw()
-    frame = np.asarray(win.getMovieFrame(buffer="back"), dtype=np.int16)
-    win.movieFrames.clear()
-    win.flip()
-    return frame
 
 def box(stim):
     # The stimulus's rectangle from its pos and size in degrees, in pixels about the window's
@@ -72,9 +41,9 @@ for phase in ("practice", "main", "anchor_repeat", "anchor_demo"):
         x, top = reminder.posPix
         entry["reminder"] = [float(x - w / 2), float(x + w / 2), float(top - h), float(top)]
         entry["stimuli"] = [box(s) for s in (sketch, image)]
-        shown = back(lambda: [s.draw() for s in stims])
-        blank = back(window.black.draw)
-        background = np.asarray(back(lambda: None)[0, 0])
+        shown = read_back(lambda: [s.draw() for s in stims])
+        blank = read_back(window.black.draw)
+        background = np.asarray(read_back(lambda: None)[0, 0])
         # Rows of the frame (top first) inside the reminder's box.
         cy = win.size[1] / 2
         rows = slice(int(cy - top), int(cy - (top - h)))
@@ -151,14 +120,7 @@ def test_the_reminder_is_drawn_under_each_rated_pair_and_with_it_only(tmp_path):
                            scale=Scale(1, 5, "high"))  # fmt: skip
     # 8 degrees wide, so that the pair and the reminder fit the 800 pixels of a windowed session.
     protocol_file = _protocol(tmp_path, display="scale_reminder = true\nstimulus_deg = 8.0\n")
-    script = tmp_path / "draw.py"
-    script.write_text(SCRIPT, encoding="utf-8")
-    with xvfb("1280x800x24") as display:
-        result = subprocess.run([sys.executable, str(script), str(protocol_file), str(stimuli)],
-                                env={**os.environ, "DISPLAY": display}, capture_output=True,
-                                text=True, encoding="utf-8", timeout=180, cwd=ROOT)  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    drawn = json.loads(result.stdout.strip().splitlines()[-1])
+    drawn = draw_in_window(tmp_path, BODY, protocol_file, stimuli)
     phases = drawn["phases"]
     assert phases["anchor_demo"]["kinds"] == ["ImageStim", "ImageStim", "TextStim"]
     assert phases["anchor_demo"]["texts"][2] == "Rating: 1"

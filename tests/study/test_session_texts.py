@@ -8,47 +8,14 @@ its pixels differ from those of the letter without its marks (a missing glyph wo
 draw nothing, or the same box for each).
 """
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from sbir_study.stimuli import SetDesign, generate_set
-from tests.study.session_harness import xvfb
+from tests.study.session_harness import ROOT, draw_in_window
 
-ROOT = Path(__file__).resolve().parents[2]
-
-SCRIPT = r"""
-import json, sys
-import numpy as np
-from psychopy import core, visual
-from sbir_study.study.protocol import load_protocol
-from sbir_study.study.session.window import DisplayTiming, SessionWindow, open_window
+BODY = r"""
 from sbir_study.study.texts import fill
-from sbir_study.study.trials import build_trials, stimulus_set_for
-
-protocol = load_protocol(sys.argv[1])
-stimulus_set = stimulus_set_for(sys.argv[2], protocol)
-win = open_window(protocol.display, windowed=True)
-class NoKeys:  # nobody presses a key here
-    def getKeys(self, waitRelease):
-        return []
-
-window = SessionWindow(win, NoKeys(), protocol, stimulus_set, DisplayTiming(60.0, 0.1, "clock"),
-                       core)
-
-def lit(draw):
-    # Read back as drawn, just before the flip shows it (a virtual display's front buffer
-    # reads back black).
-    win.clearBuffer()
-    draw()
-    frame = np.asarray(win.getMovieFrame(buffer="back"), dtype=np.int16)
-    win.movieFrames.clear()
-    win.flip()
-    return frame
 
 def ink(frame):
     # Pixels away from the background (the median colour of the frame): the text's.
@@ -57,15 +24,15 @@ def ink(frame):
 
 def letters(text):
     stim = visual.TextStim(win, text=text, height=2.0, color="white")
-    return lit(stim.draw)
+    return read_back(stim.draw)
 
 out = {"screens": {}, "lit": {}, "glyphs": {}}
 for kind, stim in window.screens.items():
     out["screens"][kind] = stim.text
-    out["lit"][kind] = ink(lit(stim.draw))
+    out["lit"][kind] = ink(read_back(stim.draw))
 window.message(fill(protocol.texts.sex_question))  # as the details form shows it
 out["screens"]["sex_question"] = window.text.text
-out["lit"]["sex_question"] = ink(lit(window.text.draw))
+out["lit"]["sex_question"] = ink(read_back(window.text.draw))
 trials = build_trials(protocol, stimulus_set.manifest, 1)
 row = trials[trials["phase"] == "anchor_demo"].iloc[0]
 out["label"] = window.pair(row)[2].text
@@ -85,14 +52,7 @@ def test_the_german_example_is_what_the_lab_window_draws(tmp_path):
     stimuli = generate_set(tmp_path / "set", SetDesign(sketches=2, images_per_sketch=3,
                            anchor_sketches=1, width=96, height=72), seed=5)  # fmt: skip
     protocol_file = ROOT / "protocols" / "example_de.toml"
-    script = tmp_path / "draw.py"
-    script.write_text(SCRIPT, encoding="utf-8")
-    with xvfb("1280x800x24") as display:
-        result = subprocess.run([sys.executable, str(script), str(protocol_file), str(stimuli)],
-                                env={**os.environ, "DISPLAY": display}, capture_output=True,
-                                text=True, encoding="utf-8", timeout=180, cwd=ROOT)  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    drawn = json.loads(result.stdout.strip().splitlines()[-1])
+    drawn = draw_in_window(tmp_path, BODY, protocol_file, stimuli)
     protocol = load_protocol(protocol_file)
     expected = screen_texts(protocol)
     assert {k: v for k, v in drawn["screens"].items() if k in expected} == expected
