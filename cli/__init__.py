@@ -126,19 +126,37 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             return args.handler(args)
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted (SIGINT); nothing half-written was kept", file=sys.stderr)
-        return 130
-    except Interrupted as interrupted:
-        name = signal.Signals(interrupted.number).name
-        print(f"{PROG}: interrupted ({name}); nothing half-written was kept", file=sys.stderr)
-        return _ENDING[interrupted.number]
+    except (KeyboardInterrupt, Interrupted) as interrupted:
+        return _interrupted(interrupted)
     except Exception as problem:
+        # An interrupt while an extension module initialises comes out as that module's
+        # ImportError ("initialization failed", pybind11), the interrupt as its cause.
+        if (interrupt := _interrupt_behind(problem)) is not None:
+            return _interrupted(interrupt)
         return _failed(problem, argv)
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
         _restore_environment(environment)
+
+
+def _interrupted(interrupt: BaseException) -> int:
+    """The one line and exit status of a command ended by SIGINT, SIGTERM or SIGHUP."""
+    number = interrupt.number if isinstance(interrupt, Interrupted) else signal.SIGINT
+    name = signal.Signals(number).name
+    print(f"{PROG}: interrupted ({name}); nothing half-written was kept", file=sys.stderr)
+    return _ENDING.get(number, 130)
+
+
+def _interrupt_behind(problem: BaseException) -> BaseException | None:
+    """The interrupt among the causes and contexts of ``problem``, if one is."""
+    seen = set()
+    while problem is not None and id(problem) not in seen:
+        if isinstance(problem, (KeyboardInterrupt, Interrupted)):
+            return problem
+        seen.add(id(problem))
+        problem = problem.__cause__ or problem.__context__
+    return None
 
 
 def _restore_environment(saved: dict[str, str]) -> None:

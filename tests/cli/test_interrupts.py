@@ -209,3 +209,30 @@ def test_an_interrupted_command_leaves_the_old_output_or_the_new(scenarios, name
         if left:
             assert "removed the unfinished output" in again.stderr, again.stderr
     assert scenario.leftovers() == [], context
+
+
+@pytest.mark.parametrize("interrupt, status, name", [(KeyboardInterrupt(), 130, "SIGINT"),
+                                                     (None, 143, "SIGTERM")])  # fmt: skip
+def test_an_interrupt_while_an_extension_module_loads_is_an_interrupt(
+    retrieval_study, tmp_path, monkeypatch, interrupt, status, name
+):
+    """pybind11 turns an interrupt during a module's initialisation into that module's
+    ``ImportError("initialization failed")``, the interrupt as its cause: seen when SIGINT
+    reached ``evaluate`` while SciPy loaded its HiGHS module. It is an interrupt, not an
+    internal error."""
+    from sbir_study.analysis.retrieval import evaluation
+    from sbir_study.cli import Interrupted
+
+    def loads_an_extension(*args, **kwargs):
+        try:
+            raise interrupt or Interrupted(signal.SIGTERM)
+        except BaseException as cause:
+            raise ImportError("initialization failed") from cause
+
+    monkeypatch.setattr(evaluation, "evaluate_runs", loads_an_extension)
+    root = retrieval_study
+    result = run_main("evaluate", "--ground-truth", str(root / "analysis" / "ground_truth.csv"),
+                      str(root / "runs" / "l1.run"), "--out", str(tmp_path / "evaluation"))  # fmt: skip
+    assert result.returncode == status, result.stderr
+    assert result.stderr == f"sbir-study: interrupted ({name}); nothing half-written was kept\n"
+    assert not (tmp_path / "evaluation").exists()
