@@ -129,8 +129,18 @@ serve-demo: $(STAMP)
 	$(BIN)/sbir-study serve --protocol protocols/demo.toml --stimuli $(DEMO)/online-stimuli \
 		--data $(DEMO)/online --host 127.0.0.1 --port 8000
 
+# The suite in two passes, each on every core (pytest-xdist), each module's tests in one
+# worker (they share its fixtures): first every test but the window and browser tests, then
+# those, which wait on the clock and are timed to the millisecond, beside each other only.
+# Both passes run; make test fails when either fails.
+PYTEST := $(BIN)/python -m pytest -q --tb=short -rfE --durations=25 \
+	--numprocesses auto
 test: $(STAMP)
-	$(BIN)/python -m pytest -q --tb=short -rfE --durations=25
+	@status=0; started=$$(date +%s); \
+	$(PYTEST) --dist loadscope -m "not realtime and not browser" || status=$$?; \
+	$(PYTEST) --dist loadscope -m "realtime or browser" || status=$$?; \
+	echo "make test: the suite took $$(( $$(date +%s) - started )) s"; \
+	exit $$status
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,5 +1,6 @@
 """Fixtures shared by the whole test suite (helpers to import are in tests/helpers.py)."""
 
+import gc
 import os
 import shutil
 import subprocess
@@ -16,6 +17,14 @@ from tests.helpers import DATA, SMALL_SET
 
 #: The markers (pyproject.toml) that the fixtures a test uses give it.
 _MARKER_OF_FIXTURE = {"display": "realtime", "browser": "browser", "postgres": "postgresql"}
+
+
+def pytest_collection_finish(session):
+    """Move what collection loaded (the libraries, the test modules) out of the garbage
+    collector's sight: it lives as long as the run, and statsmodels' ``multipletests``, an
+    oracle of the corrections, calls ``gc.collect()`` on every call, which then walks only
+    what the tests made since."""
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(items):
