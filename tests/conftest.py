@@ -27,11 +27,29 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
+#: The modules that take longest (a minute or more of one core each: `make test` prints the
+#: slowest tests), run first so that make test's workers, which take a module at a time, end
+#: together rather than one waiting for the other's last long module.
+LONGEST_FIRST = (
+    "tests/study/test_session.py",
+    "tests/study/online/test_online_browser.py",
+    "tests/study/online/test_any_lab.py",
+    "tests/cli/test_interrupts.py",
+    "tests/test_install.py",
+    "tests/test_docs.py",
+    "tests/study/online/test_online_load.py",
+    "tests/analysis/test_report_print.py",
+)
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         for fixture, marker in _MARKER_OF_FIXTURE.items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(marker)
+    # A stable sort: the order within a module, and of the other modules, stays.
+    rank = {name: position for position, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import run_cli
+from tests.helpers import run_main
 
 #: A4 at CSS's 96 px per inch, less the reports' 12 mm page margins: the width printed.
 A4_CONTENT_PX = (210 - 2 * 12) / 25.4 * 96
@@ -22,10 +22,11 @@ A4_CONTENT_PX = (210 - 2 * 12) / 25.4 * 96
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):
-    """A simulated BIDS study (anchoring included), its analysis and an evaluation of 3 runs."""
+    """A simulated BIDS study (anchoring included), its analysis and an evaluation of 3 runs
+    (the commands run in this process: what they write, not their process, is tested here)."""
     root = tmp_path_factory.mktemp("reports")
     data = root / "data with a long folder name for the file table"
-    result = run_cli(
+    result = run_main(
         "simulate",
         "--out",
         str(data),
@@ -39,7 +40,7 @@ def reports(tmp_path_factory):
         "3",
     )
     assert result.returncode == 0, result.stderr
-    result = run_cli(
+    result = run_main(
         "analyze",
         str(data),
         "--out",
@@ -59,7 +60,7 @@ def reports(tmp_path_factory):
         )
         runs.append(root / f"engine{k}.csv")
         run.to_csv(runs[-1], index=False)
-    result = run_cli(
+    result = run_main(
         "evaluate",
         "--ground-truth",
         str(root / "analysis" / "ground_truth.csv"),
@@ -75,7 +76,7 @@ def reports(tmp_path_factory):
     )
     assert result.returncode == 0, result.stderr
     # The same evaluation from the ground truth alone: simulated by analyze's own records.
-    result = run_cli(
+    result = run_main(
         "evaluate",
         "--ground-truth",
         str(root / "analysis" / "ground_truth.csv"),
@@ -136,7 +137,7 @@ def test_banner_needs_the_records_of_the_ground_truth_it_names(reports, tmp_path
     copy.parent.mkdir()
     shutil.copy(reports / "analysis" / "ground_truth.csv", copy)
     run = reports / "engine0.csv"
-    result = run_cli(
+    result = run_main(
         "evaluate",
         "--ground-truth",
         str(copy),
