@@ -231,8 +231,9 @@ def test_an_interrupt_while_an_extension_module_loads_is_an_interrupt(
 
     monkeypatch.setattr(evaluation, "evaluate_runs", loads_an_extension)
     root = retrieval_study
-    result = run_main("evaluate", "--ground-truth", str(root / "analysis" / "ground_truth.csv"),
-                      str(root / "runs" / "l1.run"), "--out", str(tmp_path / "evaluation"))  # fmt: skip
+    truth, run = root / "analysis" / "ground_truth.csv", root / "runs" / "l1.run"
+    result = run_main("evaluate", "--ground-truth", str(truth), str(run), "--out",
+                      str(tmp_path / "evaluation"))  # fmt: skip
     assert result.returncode == status, result.stderr
     assert result.stderr == f"sbir-study: interrupted ({name}); nothing half-written was kept\n"
     assert not (tmp_path / "evaluation").exists()
