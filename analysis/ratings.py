@@ -24,7 +24,13 @@ import numpy as np
 import pandas as pd
 
 from sbir_study.foundation import progress
-from sbir_study.foundation.checks import ID_RULE, PARTICIPANT_RULE, InputError, bad_ids
+from sbir_study.foundation.checks import (
+    ID_RULE,
+    MISSING_LABELS,
+    PARTICIPANT_RULE,
+    InputError,
+    bad_ids,
+)
 from sbir_study.foundation.memory import release_freed
 from sbir_study.foundation.scale import PAPER_SCALE, Scale
 from sbir_study.foundation.tables import (
@@ -71,8 +77,6 @@ _WORDING = replace(COLON, twice="column {name!r} appears twice in the header")
 _BIDS_PATTERNS = ("sub-*/beh/*_beh.tsv", "sub-*/ses-*/beh/*_beh.tsv")
 
 
-#: Participant labels that R, pandas or BIDS read as a missing value (compared in lower case).
-_MISSING_LABELS = frozenset({"na", "nan", "null", "n/a"})
 #: Groups of labels alike but for leading zeros that one warning names (then a count).
 _LEADING_ZERO_GROUPS_SHOWN = 5
 
@@ -247,16 +251,16 @@ def validate_ratings(frame: pd.DataFrame, *, scale: Scale = PAPER_SCALE) -> pd.D
 def _refuse_missing_labels(frame: pd.DataFrame) -> None:
     """A participant label that R, pandas or BIDS read as a missing value is refused.
 
-    ``NA``, ``nan``, ``null`` and ``n/a`` (in any case) are a participant in this
+    ``NA``, ``n/a``, ``nan``, ``None`` and ``null`` (in any case) are a participant in this
     table but no one in the next tool's (R's ``read.csv``, ``pandas.read_csv``
     and a BIDS reader drop them as missing), so the study would lose them there.
     """
     labels = frame["participant"].cat.categories
-    missing = labels.str.lower().isin(_MISSING_LABELS)
+    missing = labels.str.lower().isin(MISSING_LABELS)
     if missing.any():
         _fail_where(frame, frame["participant"].isin(labels[missing]), "participant",
                     "a participant label that no table reads as a missing value (not NA, nan, "
-                    "null or n/a, in any case)")  # fmt: skip
+                    "none, null or n/a, in any case)")  # fmt: skip
 
 
 def _warn_of_leading_zeros(frame: pd.DataFrame) -> None:

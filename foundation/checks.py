@@ -208,8 +208,10 @@ def check_participant(label: object, what: str = "participant") -> str:
 MAX_SOURCE_ID_LENGTH = 64
 #: The longest participant label :func:`participant_label` makes.
 MAX_LABEL_LENGTH = 64
-#: Labels that tables would read as a missing value: they always get the hash.
-_MISSING_SPELLINGS = frozenset({"na", "nan", "null", "none"})
+#: Participant labels that R, pandas or a BIDS reader read as a missing value, in lower case
+#: (they are compared so: ``NA``, ``None``, ``NULL`` are missing to pandas' ``read_csv``):
+#: ``load_ratings`` refuses them, and :func:`participant_label` never gives one.
+MISSING_LABELS = frozenset({"na", "n/a", "nan", "none", "null"})
 
 
 def participant_label(source_id: object, taken: Container[str] = ()) -> str:
@@ -264,7 +266,7 @@ def participant_label(source_id: object, taken: Container[str] = ()) -> str:
     letters = "".join(c for c in source_id if c.isascii() and c.isalnum())
     plain = (
         letters
-        and letters.lower() not in _MISSING_SPELLINGS
+        and letters.lower() not in MISSING_LABELS
         and len(letters) <= MAX_LABEL_LENGTH
         and letters not in taken
     )

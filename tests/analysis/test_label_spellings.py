@@ -16,11 +16,29 @@ from hypothesis import strategies as st
 from sbir_study.analysis import RatingsWarning, load_ratings, validate_ratings
 from sbir_study.foundation.checks import InputError
 
-MISSING = {"na", "nan", "null", "n/a"}  # the spellings the issue names, compared in lower case
+# The spellings the issue names, and None (in pandas' default na_values for read_csv),
+# compared in lower case.
+MISSING = {"na", "nan", "null", "n/a", "none"}
 
 LABELS = st.one_of(
     st.text(alphabet="001aN", min_size=1, max_size=4),
-    st.sampled_from(["NA", "na", "Na", "nAn", "NaN", "NULL", "Null", "n/a", "N/A", "N/a"]),
+    st.sampled_from(
+        [
+            "NA",
+            "na",
+            "Na",
+            "nAn",
+            "NaN",
+            "NULL",
+            "Null",
+            "n/a",
+            "N/A",
+            "N/a",
+            "None",
+            "NONE",
+            "none",
+        ]
+    ),
 )
 
 

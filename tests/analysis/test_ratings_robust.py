@@ -184,7 +184,7 @@ def test_an_id_is_read_only_when_it_follows_the_rule(column, value):
     stripped = value.strip()
     valid = not bad_ids([stripped], participant=column == "participant")[0]
     # docs/formats.md: a participant label a table reads as missing is refused, in any case.
-    if column == "participant" and stripped.lower() in {"na", "nan", "null", "n/a"}:
+    if column == "participant" and stripped.lower() in {"na", "n/a", "nan", "none", "null"}:
         valid = False
     assert (ratings is not None) == valid
     if ratings is not None:
