@@ -14,6 +14,8 @@ from tests.helpers import assert_input_error, run_main
 
 EXAMPLES = Path(__file__).parents[2] / "docs" / "examples"
 LONG_MAPPING = "participant=Subject,sketch_id=Sketch,image_id=Image,rating=Response,rt=RT"
+#: The columns of the semicolon-separated exports the tests write.
+EXPORT_COLUMNS = "participant=Subject,sketch_id=Sketch,image_id=Image,rating=Response"
 
 
 def run_import(kind: str, sources: Path | list[Path], out: Path, *options: str):
@@ -91,7 +93,7 @@ def test_analyze_reads_an_imported_dataset_its_ground_truth_that_of_pandas(tmp_p
         path,
         tmp_path / "data",
         "--columns",
-        "participant=Subject,sketch_id=Sketch,image_id=Image,rating=Response",
+        EXPORT_COLUMNS,
         "--encoding",
         "cp1252",
         "--scale",
@@ -112,7 +114,7 @@ def test_a_rating_off_the_scale_is_exit_2_naming_file_line_and_column(tmp_path):
         path,
         tmp_path / "data",
         "--columns",
-        "participant=Subject,sketch_id=Sketch,image_id=Image,rating=Response",
+        EXPORT_COLUMNS,
         "--scale",
         "1-5",
     )
