@@ -252,3 +252,20 @@ def toml_value(value) -> str:
     if isinstance(value, datetime.date):
         return value.isoformat()
     raise TypeError(f"no TOML for {value!r}")
+
+
+def toml_text(settings: dict) -> str:
+    """A protocol's settings as a TOML file: the top-level keys, then a table for each dict.
+
+    Examples
+    --------
+    >>> print(toml_text({"name": "x", "timing": {"blank_s": 1.0}}), end="")
+    name = "x"
+    [timing]
+    blank_s = 1.0
+    """
+    lines = [f"{k} = {toml_value(v)}" for k, v in settings.items() if not isinstance(v, dict)]
+    for table, values in settings.items():
+        if isinstance(values, dict):
+            lines += [f"[{table}]", *(f"{k} = {toml_value(v)}" for k, v in values.items())]
+    return "\n".join(lines) + "\n"

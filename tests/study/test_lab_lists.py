@@ -21,7 +21,7 @@ from sbir_study.foundation.checks import InputError
 from sbir_study.study.online.assignment import split_lists
 from sbir_study.study.protocol import Online, Protocol
 from sbir_study.study.session.lists import choose_pair_list, dataset_list_counts
-from tests.study.session_harness import beh_file, start_session, xvfb
+from tests.study.session_harness import beh_file, start_session
 
 TASK = "sbirlists"
 
@@ -130,12 +130,6 @@ def test_a_session_s_plan_rates_its_list_and_resumes_on_it(tmp_path, monkeypatch
 
 
 # --- Real sessions under Xvfb ------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def display():
-    with xvfb(nice=-10) as name:
-        yield name
 
 
 def test_lab_participants_fill_the_lists_in_turn(display, tmp_path):

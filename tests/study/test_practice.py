@@ -29,7 +29,7 @@ from sbir_study.study.session.loop import TrialLoop
 from sbir_study.study.texts import PRACTICE_NOTE
 from sbir_study.study.trials import build_trials
 from tests.helpers import DATA, snapshot
-from tests.study.session_harness import beh_file, start_session, xvfb
+from tests.study.session_harness import beh_file, start_session
 
 
 def _manifest(sketches=3, images=6, anchor_images=3):
@@ -210,12 +210,6 @@ def test_a_practice_rating_changes_no_output(tmp_path, monkeypatch):
 # --- A real session under Xvfb -----------------------------------------------------------------
 
 TASK = "sbirpractice"
-
-
-@pytest.fixture(scope="module")
-def display():
-    with xvfb(nice=-10) as name:
-        yield name
 
 
 def test_a_session_with_practice_in_a_real_window(display, tmp_path):

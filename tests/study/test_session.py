@@ -27,22 +27,11 @@ from tests.study.session_harness import (
     start_session,
     wait_for,
     wait_until,
-    xvfb,
 )
 
 FRAME_60HZ = 1.0 / 60.0
 TASK = "sbirtest"
 VALIDATOR = Path(__file__).parents[2] / ".node" / "node_modules" / ".bin" / "bids-validator"
-
-
-@pytest.fixture(scope="module")
-def display():
-    # The X server is the display and the keyboard here: it runs ahead of other processes
-    # (at real-time priority where allowed), as hardware would, so that a busy shared machine
-    # does not delay the key presses these tests time to the millisecond. (How the session
-    # fares beside busy processes with an ordinary X server: benchmarks/bench_session.py.)
-    with xvfb(nice=-10) as name:
-        yield name
 
 
 def protocol_file(folder: Path, stimulus_s: float, blank_s: float, anchoring: bool,

@@ -14,15 +14,9 @@ import pytest
 
 from sbir_study.foundation.scale import Scale
 from sbir_study.stimuli import SetDesign, generate_set
-from tests.study.session_harness import start_session, xvfb
+from tests.study.session_harness import start_session
 
 TASK = "sbirscale"
-
-
-@pytest.fixture(scope="module")
-def display():
-    with xvfb(nice=-10) as name:
-        yield name
 
 
 @pytest.mark.parametrize(

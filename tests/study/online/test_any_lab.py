@@ -23,10 +23,10 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from tests.helpers import toml_value
+from tests.helpers import toml_text
 from tests.study.online.browser_participant import Participant
 from tests.study.online.support import END_S
-from tests.study.session_harness import start_session, xvfb
+from tests.study.session_harness import start_session
 
 ROOT = Path(__file__).resolve().parents[3]
 TASK = "sbirlab"
@@ -56,12 +56,8 @@ def write_protocol(folder: Path) -> Path:
     settings["instructions"]["anchoring"] = ANCHORING
     settings.setdefault("online", {})["stimulus_px"] = 200
     settings["display"] = {"fullscreen": False, "resolution": [800, 600]}
-    lines = [f"{k} = {toml_value(v)}" for k, v in settings.items() if not isinstance(v, dict)]
-    for table, values in settings.items():
-        if isinstance(values, dict):
-            lines += [f"[{table}]", *(f"{k} = {toml_value(v)}" for k, v in values.items())]
     path = folder / "protocol.toml"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text(toml_text(settings), encoding="utf-8")
     return path
 
 
@@ -75,12 +71,6 @@ def ok(*args: str) -> subprocess.CompletedProcess:
     done = cli(*args)
     assert done.returncode == 0, f"{args[0]}: {done.stderr}"
     return done
-
-
-@pytest.fixture(scope="module")
-def display():
-    with xvfb(nice=-10) as name:
-        yield name
 
 
 def last_years_files(folder: Path, pairs: list[tuple[str, str]]) -> tuple[Path, Path, Path]:

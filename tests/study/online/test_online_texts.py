@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import toml_value
+from tests.helpers import toml_text
 from tests.study.online.browser_participant import Participant
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -20,12 +20,8 @@ def german_protocol(folder: Path) -> tuple[Path, dict]:
     settings["task"] = "sbirtest"
     settings.setdefault("online", {})["stimulus_px"] = 200
     settings["display"] = {"fullscreen": False}
-    lines = [f"{k} = {toml_value(v)}" for k, v in settings.items() if not isinstance(v, dict)]
-    for table, values in settings.items():
-        if isinstance(values, dict):
-            lines += [f"[{table}]", *(f"{k} = {toml_value(v)}" for k, v in values.items())]
     path = folder / "de.toml"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text(toml_text(settings), encoding="utf-8")
     return path, settings
 
 
