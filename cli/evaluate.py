@@ -125,6 +125,28 @@ def _register_evaluate(commands) -> None:
         default=10_000,
         help="sign flips of the paired permutation tests (default: 10000)",
     )
+    parser.add_argument(
+        "--missing",
+        choices=("zero", "skip"),
+        default="zero",
+        help="a ground-truth sketch a run leaves out (or for which it returns no judged "
+        "image): zero scores it 0 on every measure, as trec_eval -c and benchmark tables do "
+        "(default); skip leaves it out of that run's means, which favours a system that "
+        "abstains on hard sketches",
+    )
+    parser.add_argument(
+        "--correct",
+        choices=("pairs", "across-measures"),
+        default="pairs",
+        help="Holm's family of the comparisons: the pairs of systems of each measure "
+        "(default), or every pair x measure",
+    )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        metavar="NAME",
+        help="compare every system with this one only (a system name), instead of every pair",
+    )
     add_seed(parser)
     parser.add_argument("--no-figures", action="store_true", help="skip figures/")
     add_overwrite(parser)

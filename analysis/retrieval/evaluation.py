@@ -29,7 +29,7 @@ from sbir_study.foundation.scale import Scale
 from .. import _kernels
 from ..consensus import consensus_ground_truth, participant_vs_consensus, write_binary_qrels
 from ..ratings import RatingCube, main_phase_cube, rating_cube
-from .comparison import bootstrap_mean, compare_systems
+from .comparison import CORRECTIONS, bootstrap_mean, compare_systems
 from .measures import (
     MEASURES,
     RECALL_LEVELS,
@@ -49,11 +49,16 @@ __all__ = [
     "evaluate_runs",
     "format_evaluation",
     "score_run",
+    "trec_eval_q",
+    "trec_measure_name",
     "write_evaluation",
 ]
 
 #: The name under which the participants (leave-one-out) appear beside the systems.
 HUMAN = "human"
+#: What a sketch a run leaves out scores (``--missing``): 0 on every measure, as trec_eval -c
+#: scores a query of the qrels the run does not have, or nothing (left out of the mean).
+MISSING = ("zero", "skip")
 #: The measures of each system that ``evaluation.json`` lists.
 _HEADLINE = tuple(m.name for m in MEASURES if m.headline)
 
@@ -63,7 +68,11 @@ class EvaluationOptions:
     """Options of :func:`evaluate_runs`.
 
     ``relevant_below`` ``None`` (the default) is the middle of the ground truth's scale,
-    3.5 on the paper's.
+    3.5 on the paper's. ``missing`` is what a sketch a run leaves out scores
+    (:data:`MISSING`; default ``"zero"``, trec_eval's ``-c``: a system that abstains on a
+    sketch is not rewarded by a mean over fewer, easier sketches). ``correct`` is Holm's
+    family in the comparisons (``"pairs"`` of one measure, or ``"across-measures"``);
+    ``baseline`` a system to compare every other one with, instead of every pair.
     """
 
     relevant_below: float | None = None
@@ -73,9 +82,14 @@ class EvaluationOptions:
     bootstrap: int = 10_000
     permutations: int = 10_000
     seed: int = 0
+    missing: str = "zero"
+    correct: str = "pairs"
+    baseline: str | None = None
 
     def __post_init__(self) -> None:
         check_option("alternative", self.alternative, _kernels.ALTERNATIVES)
+        check_option("missing", self.missing, MISSING)
+        check_option("correct", self.correct, CORRECTIONS)
         # The cut's range is the ground truth's scale, checked when the runs are scored.
         below = self.relevant_below
         if below is not None and (isinstance(below, bool) or not isinstance(below, int | float)
@@ -102,6 +116,8 @@ class Evaluation:
     options: EvaluationOptions
     inputs: dict = field(default_factory=dict)
     truth: GroundTruth | None = None
+    #: Per system, the ground truth's sketches for which its run returns no judged image.
+    missing: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _ratings_layout(
@@ -217,6 +233,11 @@ def evaluate_runs(
             raise InputError(f"run name {HUMAN!r}: reserved for the participants; pass --name")
         if names.count(name) > 1:
             raise InputError(f"run name {name!r}: given to two runs; name them apart with --name")
+    if options.baseline is not None and options.baseline not in names:
+        raise InputError(
+            f"--baseline {options.baseline}: no run has that name; expected one of "
+            f"{', '.join(names)}"
+        )
     from ..orientation import in_paper_orientation, ratings_scale
 
     scale = truth.scale
@@ -244,9 +265,13 @@ def evaluate_runs(
         human = human[["participant", "sketch_id", "tau_b_loo", "p_value_loo", "n_items"]]
 
     frames, curves = [], []
+    missing = {}
     sketches = np.asarray(truth.sketches, dtype=object)
     for run in runs:
         values, curve = score_run(truth, run, options, ratings=given, weight=weight)
+        absent = _absent_sketches(truth, run)
+        values, curve = _score_absent(values, curve, absent, truth, options.missing)
+        missing[run.name] = [str(s) for s in sketches[absent]]
         for name, per_sketch in values.items():
             frames.append(pd.DataFrame({"system": run.name, "sketch_id": sketches,
                                         "measure": name, "value": per_sketch}))  # fmt: skip
@@ -268,10 +293,74 @@ def evaluate_runs(
     summarised = [m for m in dict.fromkeys(per_sketch["measure"]) if measure(m).summarised]
     systems_only = per_sketch[per_sketch["system"] != HUMAN]
     comparisons = compare_systems(systems_only, measures=summarised, alpha=options.alpha,
-                                  n_resamples=options.permutations, seed=options.seed)  # fmt: skip
+                                  n_resamples=options.permutations, seed=options.seed,
+                                  bootstrap=options.bootstrap, correct=options.correct,
+                                  baseline=options.baseline)  # fmt: skip
     summary = _mark_significant(summary, comparisons)
+    summary = _mark_missing(summary, missing, len(sketches))
     return Evaluation(per_sketch, summary, comparisons, pd.concat(curves, ignore_index=True),
-                      human, options, truth=truth)  # fmt: skip
+                      human, options, truth=truth, missing=missing)  # fmt: skip
+
+
+def _absent_sketches(truth: GroundTruth, run: Run) -> np.ndarray:
+    """The sketches for which ``run`` returns none of the judged images (it leaves the
+    sketch out, or ranks only images nobody rated for it). A run with no sketch left is
+    refused: it shares nothing with the ground truth."""
+    absent = ~np.isfinite(run.rank).any(axis=1)
+    if absent.all():
+        raise InputError(
+            f"{run.source or run.name}: returns no judged image of any of the "
+            f"{len(truth.sketches)} sketches of the ground truth ({truth.source}); expected a "
+            "run of the same sketches and images"
+        )
+    return absent
+
+
+def _score_absent(
+    values: dict[str, np.ndarray],
+    curve: np.ndarray,
+    absent: np.ndarray,
+    truth: GroundTruth,
+    missing: str,
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Each measure's value for the sketches a run leaves out, by ``--missing``.
+
+    ``"zero"`` is trec_eval's ``-c``: the run ranks none of the sketch's relevant images,
+    so nDCG, P@k, AP and the SHREC measures are 0 as computed; tau_b, undefined without a
+    ranking (one tie), and PSR are set to 0 too, so that every measure averages over the
+    same sketches; the average rank keeps its value (the relevant images tied after every
+    returned one, the worst it can be); measures the ground truth leaves undefined for the
+    sketch (AP without relevant images) stay undefined. ``"skip"`` leaves the sketch out
+    of every measure (NaN), as pytrec_eval and trec_eval without ``-c`` do.
+    """
+    if not absent.any():
+        return values, curve
+    values = {name: value.copy() for name, value in values.items()}
+    if missing == "skip":
+        for value in values.values():
+            value[absent] = np.nan
+        curve = curve.copy()
+        curve[absent] = np.nan
+        return values, curve
+    with np.errstate(invalid="ignore"):
+        ranked = np.nanmax(truth.mean_rating, axis=1) > np.nanmin(truth.mean_rating, axis=1)
+    for name in ("tau_b", "psr"):
+        if name in values:
+            values[name][absent & (ranked if name == "tau_b" else True)] = 0.0
+    if "tau_b_p_value" in values:
+        values["tau_b_p_value"][absent] = np.nan
+    return values, curve
+
+
+def _mark_missing(summary: pd.DataFrame, missing: dict[str, list[str]], total: int):
+    """Add ``sketches_ranked`` (of ``sketches_in_ground_truth``) and ``missing_sketches`` (the
+    sketches each system's run leaves out, ``;``-separated) to every row of the summary."""
+    summary = summary.copy()
+    gone = summary["system"].map(lambda system: missing.get(system, []))
+    summary["sketches_in_ground_truth"] = total
+    summary["sketches_ranked"] = total - gone.map(len)
+    summary["missing_sketches"] = gone.map(";".join)
+    return summary
 
 
 def _summarise(per_sketch: pd.DataFrame, names: list[str], options) -> pd.DataFrame:
@@ -356,6 +445,12 @@ def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: bool) 
     evaluation.pr_curve.to_csv(out / "pr_curve.csv", index=False)
     if evaluation.human is not None:
         evaluation.human.to_csv(out / "human_ceiling.csv", index=False)
+    (out / "per_sketch_trec").mkdir()
+    for system in dict.fromkeys(evaluation.per_sketch["system"]):
+        if system != HUMAN:
+            path = out / "per_sketch_trec" / f"{system}.txt"
+            path.write_text(trec_eval_q(evaluation.per_sketch, evaluation.summary, system),
+                            encoding="utf-8")  # fmt: skip
     if evaluation.truth is not None:
         write_binary_qrels(evaluation.truth.table(), out / "ground_truth_binary.qrels",
                            relevant_below=evaluation.options.relevant_below)  # fmt: skip
@@ -380,6 +475,8 @@ def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: bool) 
         # cut of the options are on it.
         "scale": str(evaluation.truth.scale) if evaluation.truth is not None else None,
         "human_ceiling": evaluation.human is not None,
+        # Per system, the sketches its run leaves out (scored by options.missing).
+        "missing_sketches": {system: list(gone) for system, gone in evaluation.missing.items()},
         "simulated": bool(evaluation.inputs.get("simulated", False)),
         "options": asdict(evaluation.options),
         "inputs": evaluation.inputs,
@@ -401,6 +498,62 @@ def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: bool) 
     write_evaluation_report(out / "report.html", result, evaluation.summary,
                             evaluation.comparisons, written, scale=scale)  # fmt: skip
     return result
+
+
+#: trec_eval's names of the measures it shares with evaluate (``trec_eval -q`` lines).
+_TREC_NAMES = {"ap": "map", "r_precision": "Rprec"}
+
+
+def trec_measure_name(name: str) -> str:
+    """The name trec_eval prints for a measure of ours, else ours: ``ndcg@10`` is
+    ``ndcg_cut_10``, ``p@5`` ``P_5``, ``ap`` ``map``, ``r_precision`` ``Rprec``.
+
+    Examples
+    --------
+    >>> [trec_measure_name(m) for m in ("ndcg", "ndcg@10", "p@5", "ap", "tau_b", "pwh@5")]
+    ['ndcg', 'ndcg_cut_10', 'P_5', 'map', 'tau_b', 'pwh@5']
+    """
+    base, _, k = name.partition("@")
+    if base == "ndcg" and k:
+        return f"ndcg_cut_{k}"
+    if base == "p" and k:
+        return f"P_{k}"
+    return _TREC_NAMES.get(name, name)
+
+
+def trec_eval_q(per_sketch: pd.DataFrame, summary: pd.DataFrame, system: str) -> str:
+    """One system's per-sketch values as ``trec_eval -q`` prints them.
+
+    Per sketch (in the ground truth's order) a line ``measure<TAB>sketch<TAB>value``
+    for each measure, then the ``all`` lines with the mean over the sketches: the layout
+    of ``trec_eval -q`` (the measure name padded to 22 characters, four decimals),
+    so that the tools that read trec_eval's output read this. The measures trec_eval
+    has carry its names (:func:`trec_measure_name`); the others ours. A sketch on
+    which a measure is undefined (AP without relevant images; a sketch left out under
+    ``--missing skip``) has no line for it, as trec_eval prints none for a query it
+    does not score.
+    """
+    mine = per_sketch[per_sketch["system"] == system]
+    means = summary[summary["system"] == system].set_index("measure")["mean"]
+    lines = []
+    for sketch, group in mine.groupby("sketch_id", sort=False):
+        for name, value in zip(group["measure"], group["value"], strict=True):
+            if np.isfinite(value):
+                lines.append(f"{trec_measure_name(name):<22}\t{sketch}\t{value:.4f}")
+    for name in dict.fromkeys(mine["measure"]):
+        if name in means.index and np.isfinite(means[name]):
+            lines.append(f"{trec_measure_name(name):<22}\tall\t{means[name]:.4f}")
+    return "\n".join(lines) + "\n"
+
+
+def _missing_text(missing: list[str], total: int, mode: str) -> str:
+    """`` on 30 of 31 sketches (missing s07, scored 0)`` for a run that leaves sketches out,
+    else nothing."""
+    if not missing:
+        return ""
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+    how = "scored 0" if mode == "zero" else "left out"
+    return f"  on {total - len(missing)} of {total} sketches (missing {shown}, {how})"
 
 
 def _plain(value):
@@ -525,8 +678,9 @@ def format_evaluation(evaluation: Evaluation, out: str | Path) -> str:
     n_systems = evaluation.summary.loc[evaluation.summary["system"] != HUMAN, "system"].nunique()
     simulated = " against a ground truth from simulated ratings" if evaluation.inputs.get(
         "simulated") else ""  # fmt: skip
+    n_sketches = evaluation.per_sketch["sketch_id"].nunique()
     lines = [
-        f"Scored {n_systems} system(s) on {evaluation.per_sketch['sketch_id'].nunique()} "
+        f"Scored {n_systems} system{'s' if n_systems != 1 else ''} on {n_sketches} "
         f"sketches{simulated} (relevant: mean rating below {options.relevant_below:g}):"
     ]
     order = summary.xs("tau_b", level="measure")["mean"].sort_values(ascending=False).index
@@ -542,12 +696,25 @@ def format_evaluation(evaluation: Evaluation, out: str | Path) -> str:
                 f"  ndcg {summary.loc[(system, 'ndcg'), 'mean']:.3f}"
                 f"  ap {summary.loc[(system, 'ap'), 'mean']:.3f}"
             )
+            text += _missing_text(evaluation.missing.get(system, []), n_sketches, options.missing)
         lines.append(text)
     tau = evaluation.comparisons[evaluation.comparisons["measure"] == "tau_b"]
-    lines.append(
-        f"  {int(tau['significant'].sum())} of {len(tau)} pairs of systems differ significantly "
-        f"in tau_b (paired permutation test, Holm, alpha {options.alpha:g})"
-    )
+    if n_systems < 2:
+        lines.append("  one system: nothing to compare")
+    else:
+        against = f" with {options.baseline}" if options.baseline else ""
+        family = "across the measures" if options.correct == "across-measures" else ""
+        lines.append(
+            f"  {int(tau['significant'].sum())} of {len(tau)} pairs of systems{against} differ "
+            f"significantly in tau_b (paired permutation test, Holm{' ' + family if family else ''}"
+            f", alpha {options.alpha:g})"
+        )
+        disagree = int(evaluation.comparisons["tests_disagree"].astype(bool).sum())
+        if disagree:
+            lines.append(
+                f"  the t, Wilcoxon and permutation tests disagree at alpha {options.alpha:g} on "
+                f"{disagree} comparison(s): see tests_disagree in comparisons.csv"
+            )
     lines.append(
         f"Tables: {out / 'summary.csv'}, per_sketch.csv, comparisons.csv; "
         f"report: {out / 'report.html'}"

@@ -307,7 +307,9 @@ def load_run(
     line with the wrong number of fields, a score that is not a finite
     number, a sketch the ground truth does not have, an image listed twice for
     one sketch. A ground-truth sketch the run does not rank at all is a
-    :class:`RunWarning`; its judged images count as not returned.
+    :class:`RunWarning`; its judged images count as not returned, and
+    :func:`~sbir_study.analysis.retrieval.evaluation.evaluate_runs` scores the sketch
+    by its ``missing`` option.
     """
     path = check_input_file(path, "a retrieval run (TREC run or sketch_id,image_id,score table)")
     # Read as a stream: Arrow reads the run itself, its bytes are not held while it does.
@@ -427,7 +429,7 @@ def run_from_scores(
         more = f" and {absent.size - 5} more" if absent.size > 5 else ""
         warnings.warn(
             f"{name}: ranks no image for {absent.size} ground-truth sketch(es): {shown}{more}; "
-            "their images count as not returned",
+            "they score as --missing says (0 by default, as trec_eval -c)",
             RunWarning,
             stacklevel=2,
         )
