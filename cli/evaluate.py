@@ -62,7 +62,8 @@ def _register_evaluate(commands) -> None:
     )
     parser.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="retrieval run files")
     parser.add_argument("--ground-truth", type=Path, required=True,
-                        help="ground_truth.csv as sbir-study analyze writes it")  # fmt: skip
+                        help="ground_truth.csv as sbir-study analyze writes it, or TREC qrels "
+                        "(sketch_id 0 image_id grade, graded or binary)")  # fmt: skip
     parser.add_argument("--out", type=Path, required=True, help="folder for the results")
     parser.add_argument(
         "--ratings",
@@ -145,7 +146,8 @@ def _register_evaluate(commands) -> None:
         "--baseline",
         default=None,
         metavar="NAME",
-        help="compare every system with this one only (a system name), instead of every pair",
+        help="compare every system with this one only (a system name; default: none, every "
+        "pair of systems)",
     )
     add_seed(parser)
     parser.add_argument("--no-figures", action="store_true", help="skip figures/")

@@ -251,7 +251,7 @@ def _t_test(d: np.ndarray) -> tuple[float, float]:
 def effect_size_dz(d) -> float:
     """Cohen's d_z: the mean paired difference over the standard deviation of the differences.
 
-    The standardized difference of paired samples (Cohen 1988, Eq. 2.3.5; Lakens 2013,
+    The standardized difference of paired samples (Cohen 1988; Lakens 2013,
     "Calculating and reporting effect sizes", Eq. 6), d_z = mean(d) / sd(d) with the
     n - 1 standard deviation; it is t / sqrt(n) of the paired t-test. NaN with fewer than
     two sketches or no spread.

@@ -246,9 +246,23 @@ def evaluate_runs(
             f"{_named(ratings)}: on the scale {ratings_scale(ratings)}, the ground truth on "
             f"{scale}; expected the ratings the ground truth was computed from"
         )
-    if options.relevant_below is None:
+    if truth.from_qrels:
+        # Grades, not mean ratings: relevance is grade >= 1 as trec_eval's, and there is no
+        # consensus to check ratings against.
+        if ratings is not None:
+            raise InputError(
+                f"--ratings: the ground truth {truth.source} is TREC qrels, which hold no mean "
+                "ratings to check the ratings against; expected the ground_truth.csv of the "
+                "analyze of those ratings"
+            )
+        if options.relevant_below is not None:
+            raise InputError(
+                f"--relevant-below {options.relevant_below:g}: a cut of mean ratings, but the "
+                f"ground truth {truth.source} is TREC qrels (relevant: grade >= 1); drop it"
+            )
+    elif options.relevant_below is None:
         options = replace(options, relevant_below=scale.relevant_below)
-    if not scale.low < options.relevant_below <= scale.high:
+    if not truth.from_qrels and not scale.low < options.relevant_below <= scale.high:
         raise InputError(
             f"--relevant-below {options.relevant_below:g}: expected a mean rating above "
             f"{scale.low} and at most {scale.high} (the ground truth's scale {scale})"
@@ -451,7 +465,14 @@ def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: bool) 
             path = out / "per_sketch_trec" / f"{system}.txt"
             path.write_text(trec_eval_q(evaluation.per_sketch, evaluation.summary, system),
                             encoding="utf-8")  # fmt: skip
-    if evaluation.truth is not None:
+    if evaluation.truth is not None and evaluation.truth.from_qrels:
+        truth = evaluation.truth
+        relevant = truth.relevant(None)[truth.judged].astype(int)
+        table = truth.table()
+        lines = [f"{s} 0 {i} {r}" for s, i, r in zip(table["sketch_id"], table["image_id"],
+                                                     relevant, strict=True)]  # fmt: skip
+        (out / "ground_truth_binary.qrels").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    elif evaluation.truth is not None:
         write_binary_qrels(evaluation.truth.table(), out / "ground_truth_binary.qrels",
                            relevant_below=evaluation.options.relevant_below)  # fmt: skip
     summary = evaluation.summary
@@ -544,6 +565,13 @@ def trec_eval_q(per_sketch: pd.DataFrame, summary: pd.DataFrame, system: str) ->
         if name in means.index and np.isfinite(means[name]):
             lines.append(f"{trec_measure_name(name):<22}\tall\t{means[name]:.4f}")
     return "\n".join(lines) + "\n"
+
+
+def _relevance_text(options: EvaluationOptions) -> str:
+    """What counts as relevant, in words: a mean-rating cut, or (qrels) grade >= 1."""
+    if options.relevant_below is None:
+        return "qrels grade >= 1"
+    return f"mean rating below {options.relevant_below:g}"
 
 
 def _missing_text(missing: list[str], total: int, mode: str) -> str:
@@ -681,7 +709,7 @@ def format_evaluation(evaluation: Evaluation, out: str | Path) -> str:
     n_sketches = evaluation.per_sketch["sketch_id"].nunique()
     lines = [
         f"Scored {n_systems} system{'s' if n_systems != 1 else ''} on {n_sketches} "
-        f"sketches{simulated} (relevant: mean rating below {options.relevant_below:g}):"
+        f"sketches{simulated} (relevant: {_relevance_text(options)}):"
     ]
     order = summary.xs("tau_b", level="measure")["mean"].sort_values(ascending=False).index
     for system in order:

@@ -71,10 +71,9 @@ def write_evaluation_report(
         f"<p>{n_systems} system{'s' if n_systems != 1 else ''} scored on "
         f"{result['n_sketches']} sketches. "
         "The benchmark measure is tau_b between a system's ranking of each sketch's images and "
-        "the participants' mean ratings (Eitz et al. 2011, Sec. 3.2), averaged over the "
-        f"sketches. Its p-value is {_ALTERNATIVE_TEXT[options['alternative']]}. Binary "
-        f"measures count an image as relevant when its mean rating is below "
-        f"{options['relevant_below']:g}; nDCG uses the qrels grade {_grade_text(scale)}. "
+        f"{_truth_text(options)} (Eitz et al. 2011, Sec. 3.2), averaged over the "
+        f"sketches. Its p-value is {_ALTERNATIVE_TEXT[options['alternative']]}. "
+        f"{_relevance_text(options, scale)} "
         "Intervals: 95% percentile bootstrap over the sketches "
         f"({options['bootstrap']} resamples, seed {options['seed']}).</p>",
     ]
@@ -114,6 +113,28 @@ def write_evaluation_report(
     ]
     path.write_text("\n".join(parts) + "\n", encoding="utf-8")
     return path
+
+
+def _truth_text(options: Mapping) -> str:
+    """What tau_b correlates with: the mean ratings, or the grades of qrels."""
+    if options["relevant_below"] is None:
+        return (
+            "the grades of the qrels given as the ground truth (equal grades are ties, which "
+            "tau_b's tie correction accounts for)"
+        )
+    return "the participants' mean ratings"
+
+
+def _relevance_text(options: Mapping, scale: Scale | None) -> str:
+    if options["relevant_below"] is None:
+        return (
+            "Binary measures count an image of grade 1 or more as relevant, as trec_eval "
+            "does; nDCG's gains are the grades."
+        )
+    return (
+        f"Binary measures count an image as relevant when its mean rating is below "
+        f"{options['relevant_below']:g}; nDCG uses the qrels grade {_grade_text(scale)}."
+    )
 
 
 def _missing_sketches(missing: Mapping[str, Sequence[str]], total: int, mode: str) -> list[str]:

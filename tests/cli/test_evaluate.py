@@ -309,3 +309,27 @@ def test_baseline_and_correction_options(retrieval_study, tmp_path, capsys):
     assert evaluate(retrieval_study, tmp_path / "bad", "--baseline", "nothere", runs=runs) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--baseline nothere" in err[0]
+
+
+@pytest.mark.parametrize(
+    "text, fragments",
+    [
+        ("s01 0 a 1\ns01 0 b x\n", ["line 2", "grade: got 'x'", "whole number >= 0"]),
+        ("s01 0 a 1\ns01 0 b 1.5\n", ["line 2", "grade: got '1.5'"]),
+        ("s01 0 a 1\n\ns01 0 b -1\n", ["line 3", "grade: got '-1'"]),
+        ("s01 0 a 1\ns01 0 b\n", ["line 2", "3 fields; expected 4 (sketch_id 0 image_id grade)"]),
+        ("s01 0 a 1\ns01 0 a 2\n", ["line 2", "the pair (s01, a) is listed again", "line 1"]),
+        ("s01 0 a/b 1\n", ["line 1", "image_id"]),
+    ],
+)  # fmt: skip
+def test_bad_qrels_exit_2_naming_file_and_line(retrieval_study, tmp_path, capsys, text,
+                                               fragments):  # fmt: skip
+    path = run_file(tmp_path, text, "truth.qrels")
+    code = main(["evaluate", "--ground-truth", str(path), str(retrieval_study / "runs" / "l1.run"),
+                 "--out", str(tmp_path / "o")])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert str(path) in err[0]
+    for fragment in fragments:
+        assert fragment in err[0], err[0]

@@ -101,8 +101,9 @@ def test_a_run_that_leaves_out_a_sketch_is_scored_as_trec_eval_does(study, tmp_p
     # tau_b too, against SciPy's kendalltau per sketch: 0 or left out, as the others.
     taus = []
     for sketch in sorted(trec):
-        pairs = truth[truth["sketch_id"].astype(str) == sketch].merge(kept, on=["sketch_id",
-                                                                               "image_id"])
+        pairs = truth[truth["sketch_id"].astype(str) == sketch].merge(
+            kept, on=["sketch_id", "image_id"]
+        )
         taus.append(stats.kendalltau(pairs["score"], -pairs["mean_rating"]).statistic)
     expected_tau = sum(taus) / (len(sketches) if missing == "zero" else len(taus))
     assert summary.loc["tau_b", "mean"] == pytest.approx(expected_tau, abs=1e-12)
@@ -147,8 +148,17 @@ def test_a_run_that_shares_no_sketch_is_refused_naming_it(study, tmp_path):
 
 
 def _long(values: dict[str, np.ndarray], measure="m") -> pd.DataFrame:
-    frames = [pd.DataFrame({"system": name, "sketch_id": [f"s{i:02d}" for i in range(len(v))],
-                            "measure": measure, "value": v}) for name, v in values.items()]
+    frames = [
+        pd.DataFrame(
+            {
+                "system": name,
+                "sketch_id": [f"s{i:02d}" for i in range(len(v))],
+                "measure": measure,
+                "value": v,
+            }
+        )
+        for name, v in values.items()
+    ]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -158,8 +168,9 @@ def test_comparisons_match_scipy_and_statsmodels():
     rng = np.random.default_rng(3)
     systems = {name: rng.uniform(0, 1, 20) + shift
                for name, shift in (("a", 0.0), ("b", 0.1), ("c", 0.3))}  # fmt: skip
-    table = pd.concat([_long(systems, "m1"),
-                       _long({k: v[::-1] * 0.5 for k, v in systems.items()}, "m2")])
+    table = pd.concat(
+        [_long(systems, "m1"), _long({k: v[::-1] * 0.5 for k, v in systems.items()}, "m2")]
+    )
     pairs = compare_systems(table, n_resamples=500, bootstrap=1000, seed=4)
     assert len(pairs) == 6
     for row in pairs.itertuples():
@@ -172,8 +183,9 @@ def test_comparisons_match_scipy_and_statsmodels():
         assert row.wilcoxon_p_value == pytest.approx(stats.wilcoxon(a - b).pvalue, rel=1e-12)
         # Cohen's d_z is t / sqrt(n) of the paired t-test (Lakens 2013, Eq. 7).
         assert row.effect_size_dz == pytest.approx(t.statistic / np.sqrt(20), rel=1e-12)
-        interval = stats.bootstrap((a - b,), np.mean, method="percentile", n_resamples=1000,
-                                   rng=np.random.default_rng(4)).confidence_interval
+        interval = stats.bootstrap(
+            (a - b,), np.mean, method="percentile", n_resamples=1000, rng=np.random.default_rng(4)
+        ).confidence_interval
         assert (row.difference_ci_low, row.difference_ci_high) == pytest.approx(
             (interval.low, interval.high), rel=1e-12)  # fmt: skip
     for test in ("t", "wilcoxon", "permutation"):
@@ -241,8 +253,11 @@ def test_comparisons_match_ranx_compare(study, tmp_path):
     for name in names:
         run = pd.read_csv(study / f"{name}.csv")
         paths.append(write_trec_run(run, tmp_path / f"{name}.run", tag=name))
-    evaluation = evaluate_files(study / "analysis" / "ground_truth.csv", paths,
-                                EvaluationOptions(bootstrap=200, permutations=10_000))
+    evaluation = evaluate_files(
+        study / "analysis" / "ground_truth.csv",
+        paths,
+        EvaluationOptions(bootstrap=200, permutations=10_000),
+    )
     ours = evaluation.comparisons.set_index(["measure", "system_a", "system_b"])
     binary = Qrels.from_file(str(study / "analysis" / "ground_truth_binary.qrels"), kind="trec")
     runs = [Run.from_file(str(p), kind="trec", name=n) for p, n in zip(paths, names, strict=True)]
@@ -283,3 +298,73 @@ def test_trec_eval_q_files_hold_pytrec_evals_per_query_values(study, tmp_path):
         mean = np.mean([measures[name] for measures in trec.values()])
         assert values[(name, "all")] == pytest.approx(mean, abs=5e-5)
     assert ("tau_b", "all") in values
+
+
+@pytest.mark.parametrize("qrels", ["ground_truth.qrels", "ground_truth_binary.qrels"])
+def test_qrels_as_the_ground_truth_score_as_trec_eval_does(study, tmp_path, qrels):
+    import pytrec_eval
+
+    run = pd.read_csv(study / "fair.csv")
+    evaluation = evaluate_files(study / "analysis" / qrels, [study / "fair.csv"],
+                                EvaluationOptions(**FAST))  # fmt: skip
+    assert evaluation.truth.from_qrels
+    as_run = {}
+    for row in run.itertuples():
+        as_run.setdefault(str(row.sketch_id), {})[str(row.image_id)] = float(row.score)
+    # trec_eval's default relevance level 1: grade >= 1 is relevant, the grades are the gains.
+    trec = pytrec_eval.RelevanceEvaluator(_qrels(study, qrels), {"ndcg", "map", "P.5"}).evaluate(
+        as_run)  # fmt: skip
+    ours = evaluation.per_sketch.pivot(index="sketch_id", columns="measure", values="value")
+    graded = pd.read_csv(study / "analysis" / qrels, sep=" ", header=None,
+                         names=["sketch_id", "q0", "image_id", "grade"])  # fmt: skip
+    compared = 0
+    for sketch, values in trec.items():
+        for name, theirs in (("ndcg", "ndcg"), ("ap", "map"), ("p@5", "P_5")):
+            if np.isnan(ours.loc[sketch, name]):  # no relevant image: undefined for us
+                assert values[theirs] == 0.0
+                continue
+            assert ours.loc[sketch, name] == pytest.approx(values[theirs], abs=1e-12)
+            compared += 1
+        # tau_b against the grades, ties among equal grades and all: SciPy's kendalltau.
+        pairs = graded[graded["sketch_id"].astype(str) == sketch].merge(
+            run, on=["sketch_id", "image_id"]
+        )
+        expected = stats.kendalltau(pairs["score"], pairs["grade"]).statistic
+        assert ours.loc[sketch, "tau_b"] == pytest.approx(expected, abs=1e-12)
+    assert compared >= 10
+    out = tmp_path / "out"
+    write_evaluation(evaluation, out, figures=False)
+    binary = pd.read_csv(out / "ground_truth_binary.qrels", sep=" ", header=None,
+                         names=["sketch_id", "q0", "image_id", "relevant"])  # fmt: skip
+    merged = binary.merge(graded, on=["sketch_id", "image_id"])
+    assert len(merged) == len(graded)
+    assert (merged["relevant"] == (merged["grade"] >= 1).astype(int)).all()
+    page = (out / "report.html").read_text()
+    assert "grade 1 or more as relevant" in page
+    with pytest.raises(InputError, match="--relevant-below 3: a cut of mean ratings"):
+        evaluate_files(study / "analysis" / qrels, [study / "fair.csv"],
+                       EvaluationOptions(relevant_below=3.0, **FAST))  # fmt: skip
+    with pytest.raises(InputError, match=r"--ratings: the ground truth .* is TREC qrels"):
+        evaluate_files(study / "analysis" / qrels, [study / "fair.csv"],
+                       EvaluationOptions(**FAST), ratings=study / "ratings.csv")  # fmt: skip
+
+
+_ID = st.text("abcxyz019_-.", min_size=1, max_size=6).filter(lambda s: s[0].isalnum())
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.dictionaries(st.tuples(_ID, _ID), st.integers(0, 9), min_size=1, max_size=20),
+       st.sampled_from([" ", "\t", "  "]))  # fmt: skip
+def test_qrels_read_back_the_grades_they_hold(tmp_path_factory, grades, sep):
+    from sbir_study.analysis.retrieval.runs import load_ground_truth
+
+    path = tmp_path_factory.mktemp("qrels") / "truth.qrels"
+    path.write_text("".join(f"{s}{sep}0{sep}{i}{sep}{g}\n" for (s, i), g in grades.items()))
+    truth = load_ground_truth(path)
+    assert truth.from_qrels
+    read = {}
+    for s, (sketch, images) in enumerate(zip(truth.sketches, truth.images, strict=True)):
+        for j, image in enumerate(images):
+            read[(sketch, image)] = truth.grade[s, j]
+    assert read == grades
+    assert (truth.relevant(None)[truth.judged] == (truth.grade[truth.judged] >= 1)).all()
