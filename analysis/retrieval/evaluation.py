@@ -233,6 +233,11 @@ def evaluate_runs(
             raise InputError(f"run name {HUMAN!r}: reserved for the participants; pass --name")
         if names.count(name) > 1:
             raise InputError(f"run name {name!r}: given to two runs; name them apart with --name")
+        if not name or name in (".", "..") or any(c in name for c in "/\\\0"):
+            raise InputError(
+                f"run name {name!r}: expected a name without a path separator (it names the "
+                "file per_sketch_trec/<name>.txt); pass --name"
+            )
     if options.baseline is not None and options.baseline not in names:
         raise InputError(
             f"--baseline {options.baseline}: no run has that name; expected one of "

@@ -368,3 +368,10 @@ def test_qrels_read_back_the_grades_they_hold(tmp_path_factory, grades, sep):
             read[(sketch, image)] = truth.grade[s, j]
     assert read == grades
     assert (truth.relevant(None)[truth.judged] == (truth.grade[truth.judged] >= 1)).all()
+
+
+@pytest.mark.parametrize("name", ["a/b", "..", "a\\b"])
+def test_a_run_name_that_is_no_file_name_is_refused(study, name):
+    with pytest.raises(InputError, match="expected a name without a path separator"):
+        evaluate_files(study / "analysis" / "ground_truth.csv", [study / "fair.csv"],
+                       EvaluationOptions(**FAST), names=[name])  # fmt: skip
