@@ -363,9 +363,9 @@ def _score_absent(
         return values, curve
     with np.errstate(invalid="ignore"):
         ranked = np.nanmax(truth.mean_rating, axis=1) > np.nanmin(truth.mean_rating, axis=1)
-    for name in ("tau_b", "psr"):
-        if name in values:
-            values[name][absent & (ranked if name == "tau_b" else True)] = 0.0
+    values["tau_b"][absent & ranked] = 0.0
+    if "psr" in values:  # undefined where no participant rated every image: stays so
+        values["psr"][absent & np.isfinite(values["psr"])] = 0.0
     if "tau_b_p_value" in values:
         values["tau_b_p_value"][absent] = np.nan
     return values, curve

@@ -375,3 +375,46 @@ def test_a_run_name_that_is_no_file_name_is_refused(study, name):
     with pytest.raises(InputError, match="expected a name without a path separator"):
         evaluate_files(study / "analysis" / "ground_truth.csv", [study / "fair.csv"],
                        EvaluationOptions(**FAST), names=[name])  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore:r: ranks no image")
+@settings(max_examples=15, deadline=None)
+@given(st.integers(2, 5), st.integers(3, 6), st.data())
+def test_zero_and_skip_agree_on_the_sketches_a_run_ranks(n_sketches, n_images, data):
+    # The two rules differ only on the sketches left out: there every measure is 0 (the
+    # average rank its worst) under zero, and absent (NaN) under skip.
+    from sbir_study.analysis.retrieval.evaluation import evaluate_runs
+    from sbir_study.analysis.retrieval.runs import ground_truth_from_frame, run_from_scores
+
+    ratings = data.draw(st.lists(st.floats(1, 7), min_size=n_sketches * n_images,
+                                 max_size=n_sketches * n_images))  # fmt: skip
+    sketches = [f"s{s}" for s in range(n_sketches)]
+    truth = ground_truth_from_frame(
+        pd.DataFrame(
+            {
+                "sketch_id": np.repeat(sketches, n_images),
+                "image_id": [f"i{j}" for j in range(n_images)] * n_sketches,
+                "mean_rating": ratings,
+            }
+        )
+    )
+    kept = data.draw(st.sets(st.sampled_from(sketches), min_size=1, max_size=n_sketches - 1))
+    rows = [(s, f"i{j}", float(-j)) for s in sorted(kept) for j in range(n_images)]
+    run = run_from_scores(truth, *map(list, zip(*rows, strict=True)), name="r")
+    tables = {}
+    for missing in ("zero", "skip"):
+        options = EvaluationOptions(missing=missing, bootstrap=100, permutations=100)
+        evaluation = evaluate_runs(truth, [run], options)
+        assert evaluation.missing == {"r": sorted(set(sketches) - kept)}
+        tables[missing] = evaluation.per_sketch.pivot(index="sketch_id", columns="measure",
+                                                      values="value")  # fmt: skip
+    zero, skip = tables["zero"], tables["skip"]
+    ranked, left_out = sorted(kept), sorted(set(sketches) - kept)
+    pd.testing.assert_frame_equal(zero.loc[ranked], skip.loc[ranked])
+    assert skip.loc[left_out].isna().all().all()
+    for measure in ("tau_b", "ndcg", "p@5", "ap", "nn", "ft"):
+        values = zero.loc[left_out, measure]
+        assert ((values == 0) | values.isna()).all(), measure
+    # tau_b is undefined only where the ground truth itself cannot order the images.
+    flat = [s for s in left_out if np.ptp(truth.mean_rating[sketches.index(s)]) == 0]
+    assert zero.loc[left_out, "tau_b"].isna().sum() == len(flat)
