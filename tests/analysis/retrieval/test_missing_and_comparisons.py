@@ -377,7 +377,7 @@ def test_a_run_name_that_is_no_file_name_is_refused(study, name):
                        EvaluationOptions(**FAST), names=[name])  # fmt: skip
 
 
-@pytest.mark.filterwarnings("ignore:r: ranks no image")
+@pytest.mark.filterwarnings("ignore::sbir_study.analysis.retrieval.runs.RunWarning")
 @settings(max_examples=15, deadline=None)
 @given(st.integers(2, 5), st.integers(3, 6), st.data())
 def test_zero_and_skip_agree_on_the_sketches_a_run_ranks(n_sketches, n_images, data):
