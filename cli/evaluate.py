@@ -53,12 +53,14 @@ def _register_evaluate(commands) -> None:
         "evaluate",
         help=COMMANDS["evaluate"],
         description="Score one or more retrieval runs (TREC runs, or CSV/TSV tables "
-        "sketch_id,image_id,score) against ground_truth.csv: tau_b with the consensus per "
+        "sketch_id,image_id,score) against ground_truth.csv (or TREC qrels): tau_b with the "
+        "consensus per "
         "sketch (the paper's benchmark), trec_eval's nDCG, P@k, AP and R-precision, SHREC's "
         "NN, FT, ST, E@32, DCG and precision-recall, and Zhang's average rank, PWH@k and PSR; "
         "means with bootstrap intervals, paired tests between the systems, and with --ratings "
         "the human ceiling. Writes per_sketch.csv, summary.csv, comparisons.csv, pr_curve.csv, "
-        "evaluation.json, report.html and figures/ to --out.",
+        "per_sketch_trec/ (trec_eval -q files), evaluation.json, report.html and figures/ to "
+        "--out.",
     )
     parser.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="retrieval run files")
     parser.add_argument("--ground-truth", type=Path, required=True,

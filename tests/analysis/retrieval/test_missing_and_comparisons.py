@@ -228,7 +228,7 @@ def test_the_row_says_when_the_tests_disagree():
     assert bool(row["tests_disagree"])
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=3, max_size=15),
        st.floats(-0.5, 0.5))  # fmt: skip
 def test_the_decision_is_the_tests_own(d, shift):
