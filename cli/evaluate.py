@@ -53,16 +53,19 @@ def _register_evaluate(commands) -> None:
         "evaluate",
         help=COMMANDS["evaluate"],
         description="Score one or more retrieval runs (TREC runs, or CSV/TSV tables "
-        "sketch_id,image_id,score) against ground_truth.csv: tau_b with the consensus per "
+        "sketch_id,image_id,score) against ground_truth.csv (or TREC qrels): tau_b with the "
+        "consensus per "
         "sketch (the paper's benchmark), trec_eval's nDCG, P@k, AP and R-precision, SHREC's "
         "NN, FT, ST, E@32, DCG and precision-recall, and Zhang's average rank, PWH@k and PSR; "
         "means with bootstrap intervals, paired tests between the systems, and with --ratings "
         "the human ceiling. Writes per_sketch.csv, summary.csv, comparisons.csv, pr_curve.csv, "
-        "evaluation.json, report.html and figures/ to --out.",
+        "per_sketch_trec/ (trec_eval -q files), evaluation.json, report.html and figures/ to "
+        "--out.",
     )
     parser.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="retrieval run files")
     parser.add_argument("--ground-truth", type=Path, required=True,
-                        help="ground_truth.csv as sbir-study analyze writes it")  # fmt: skip
+                        help="ground_truth.csv as sbir-study analyze writes it, or TREC qrels "
+                        "(sketch_id 0 image_id grade, graded or binary)")  # fmt: skip
     parser.add_argument("--out", type=Path, required=True, help="folder for the results")
     parser.add_argument(
         "--ratings",
@@ -124,6 +127,29 @@ def _register_evaluate(commands) -> None:
         type=at_least(100),
         default=10_000,
         help="sign flips of the paired permutation tests (default: 10000)",
+    )
+    parser.add_argument(
+        "--missing",
+        choices=("zero", "skip"),
+        default="zero",
+        help="a ground-truth sketch a run leaves out (or for which it returns no judged "
+        "image): zero scores it 0 on every measure, as trec_eval -c and benchmark tables do "
+        "(default); skip leaves it out of that run's means, which favours a system that "
+        "abstains on hard sketches",
+    )
+    parser.add_argument(
+        "--correct",
+        choices=("pairs", "across-measures"),
+        default="pairs",
+        help="Holm's family of the comparisons: the pairs of systems of each measure "
+        "(default), or every pair x measure",
+    )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        metavar="NAME",
+        help="compare every system with this one only (a system name; default: none, every "
+        "pair of systems)",
     )
     add_seed(parser)
     parser.add_argument("--no-figures", action="store_true", help="skip figures/")

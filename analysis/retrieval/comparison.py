@@ -5,8 +5,19 @@ beats another is a question about the paired per-sketch values. This module
 gives a percentile bootstrap interval of a mean over sketches
 (:func:`scipy.stats.bootstrap`), the Wilcoxon signed-rank test
 (:func:`scipy.stats.wilcoxon`) and a paired permutation (sign-flip) test of the
-mean difference, with Holm's correction across the pairs of systems
-(:func:`~sbir_study.analysis.corrections.holm_adjusted`).
+mean difference, beside Student's paired t-test (:func:`scipy.stats.ttest_rel`),
+with Holm's correction across the pairs of systems or across every pair and
+measure (:func:`~sbir_study.analysis.corrections.holm_adjusted`); and for each
+pair the mean difference with its paired bootstrap interval and Cohen's d_z.
+
+The three tests ask different questions of the same differences: the t-test and
+the permutation test whether their mean is 0 (the t-test under normality, the
+permutation test under symmetry), the Wilcoxon signed-rank test whether they are
+symmetric about 0, from their signed ranks. A few large differences move the
+mean and not the ranks; many small ones of one sign move the ranks and hardly
+the mean; ties and zeros (common on P@k and NN, which take few values) are
+dropped or averaged by the rank test. On few sketches they can then disagree,
+and a row says so.
 
 The permutation test is written out here, not called from
 :func:`scipy.stats.permutation_test`: one matrix of random sign flips serves
@@ -20,6 +31,7 @@ twice the smaller one-sided one) and the tests check it against SciPy.
 from __future__ import annotations
 
 import itertools
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -30,10 +42,14 @@ from sbir_study.foundation.checks import InputError
 from ..corrections import holm_adjusted
 
 __all__ = [
+    "CORRECTIONS",
+    "TESTS",
     "BootstrapResult",
     "PermutationResult",
     "bootstrap_mean",
     "compare_systems",
+    "effect_size_dz",
+    "paired_differences_interval",
     "paired_permutation_test",
     "permutation_p_value_floor",
 ]
@@ -180,6 +196,79 @@ def _wilcoxon(d: np.ndarray) -> tuple[float, float]:
     return float(result.statistic), float(result.pvalue)
 
 
+#: How ``compare_systems`` forms Holm's family: the pairs of systems of each measure, or
+#: every pair x measure at once.
+CORRECTIONS = ("pairs", "across-measures")
+#: The paired tests of each comparison, by their column prefix.
+TESTS = ("t", "wilcoxon", "permutation")
+
+
+def paired_differences_interval(
+    differences: np.ndarray, *, confidence: float = 0.95, n_resamples: int = 10_000, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap intervals of the mean of each row of ``differences`` (pairs x
+    sketches, no NaN): ``scipy.stats.bootstrap`` over the sketches, one call for all rows.
+
+    Resampling the per-sketch differences is the paired bootstrap: a sketch is drawn with
+    both systems' values. Each row's interval is the one ``scipy.stats.bootstrap`` gives
+    that row alone with the generator seeded by ``seed`` (the rows share the draws);
+    rows without spread get their mean as both ends, fewer than two sketches NaN.
+    """
+    from scipy import stats
+
+    differences = np.atleast_2d(np.asarray(differences, dtype=np.float64))
+    rows, n = differences.shape
+    low = np.full(rows, np.nan)
+    high = np.full(rows, np.nan)
+    if n < 2 or rows == 0:
+        return low, high
+    flat = np.ptp(differences, axis=1) == 0
+    low[flat] = high[flat] = differences[flat, 0]
+    if (~flat).any():
+        result = stats.bootstrap(
+            (differences[~flat],), np.mean, axis=-1, confidence_level=confidence,
+            n_resamples=n_resamples, method="percentile", vectorized=True,
+            rng=np.random.default_rng(seed),
+        )  # fmt: skip
+        low[~flat] = result.confidence_interval.low
+        high[~flat] = result.confidence_interval.high
+    return low, high
+
+
+def _t_test(d: np.ndarray) -> tuple[float, float]:
+    """Student's paired t-test of mean(d) = 0 (``scipy.stats.ttest_rel``), two-sided."""
+    from scipy import stats
+
+    if d.size < 2 or np.ptp(d) == 0:
+        # No spread: t is undefined (SciPy gives NaN); no difference at all is nothing to test.
+        return (0.0, 1.0) if d.size >= 2 and d[0] == 0 else (float("nan"), float("nan"))
+    with warnings.catch_warnings():  # near-equal differences: SciPy warns of precision loss
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = stats.ttest_rel(d, np.zeros_like(d))
+    return float(result.statistic), float(result.pvalue)
+
+
+def effect_size_dz(d) -> float:
+    """Cohen's d_z: the mean paired difference over the standard deviation of the differences.
+
+    The standardized difference of paired samples (Cohen 1988; Lakens 2013,
+    "Calculating and reporting effect sizes", Eq. 6), d_z = mean(d) / sd(d) with the
+    n - 1 standard deviation; it is t / sqrt(n) of the paired t-test. NaN with fewer than
+    two sketches or no spread.
+
+    Examples
+    --------
+    >>> round(effect_size_dz([0.1, 0.3, 0.2, 0.4]), 6)
+    1.936492
+    """
+    d = np.asarray(d, dtype=np.float64)
+    d = d[~np.isnan(d)]
+    if d.size < 2:
+        return float("nan")
+    sd = float(d.std(ddof=1))
+    return float(d.mean()) / sd if sd > 0 else float("nan")
+
+
 def compare_systems(
     per_sketch: pd.DataFrame,
     *,
@@ -187,8 +276,11 @@ def compare_systems(
     alpha: float = 0.05,
     n_resamples: int = 10_000,
     seed: int = 0,
+    bootstrap: int = 10_000,
+    correct: str = "pairs",
+    baseline: str | None = None,
 ) -> pd.DataFrame:
-    """Paired tests between every two systems, per measure, Holm-corrected across the pairs.
+    """Paired tests between every two systems (or each with ``baseline``), per measure.
 
     Parameters
     ----------
@@ -196,36 +288,65 @@ def compare_systems(
         ``system, sketch_id, measure, value`` (the long table of ``evaluate``).
     measures : sequence of str, optional
         The measures to compare (default: all in the table).
+    n_resamples : int
+        Sign flips of the permutation test.
+    bootstrap : int
+        Resamples of the interval of the mean difference.
+    correct : {"pairs", "across-measures"}
+        Holm's family: the pairs of systems of one measure, or every pair x measure.
+    baseline : str, optional
+        Compare every other system with this one only (``system_a`` the other,
+        ``system_b`` the baseline).
 
     Returns
     -------
     DataFrame
         ``measure, system_a, system_b, n_sketches, mean_a, mean_b, mean_difference
-        (a - b), wilcoxon_statistic, wilcoxon_p_value, wilcoxon_p_value_holm, permutation_p_value,
-        permutation_p_value_holm, significant``; ``significant`` when the
-        Holm-corrected permutation p-value is below ``alpha``. Each pair uses
-        the sketches where both systems have a value.
+        (a - b), difference_ci_low, difference_ci_high, effect_size_dz, t_statistic,
+        t_p_value, t_p_value_holm, wilcoxon_statistic, wilcoxon_p_value,
+        wilcoxon_p_value_holm, permutation_p_value, permutation_p_value_holm,
+        significant, rejected_by, tests_disagree``; ``significant`` when the
+        Holm-corrected permutation p-value is below ``alpha``; ``rejected_by`` the
+        tests whose Holm-corrected p-value is below ``alpha`` (``;``-separated) and
+        ``tests_disagree`` whether some but not all of them are. Each pair uses the
+        sketches where both systems have a value; the interval is the paired percentile
+        bootstrap of the mean difference (:func:`paired_differences_interval`), the
+        effect size Cohen's d_z (:func:`effect_size_dz`).
     """
+    if correct not in CORRECTIONS:
+        raise InputError(f"correct: expected one of {', '.join(CORRECTIONS)}, got {correct!r}")
     columns = ["measure", "system_a", "system_b", "n_sketches", "mean_a", "mean_b",
-               "mean_difference", "wilcoxon_statistic", "wilcoxon_p_value", "wilcoxon_p_value_holm",
-               "permutation_p_value", "permutation_p_value_holm", "significant"]  # fmt: skip
+               "mean_difference", "difference_ci_low", "difference_ci_high", "effect_size_dz",
+               "t_statistic", "t_p_value", "t_p_value_holm", "wilcoxon_statistic",
+               "wilcoxon_p_value", "wilcoxon_p_value_holm", "permutation_p_value",
+               "permutation_p_value_holm", "significant", "rejected_by",
+               "tests_disagree"]  # fmt: skip
     if measures is None:
         measures = list(dict.fromkeys(per_sketch["measure"]))
-    rows = []
+    systems_all = list(dict.fromkeys(per_sketch["system"]))
+    if baseline is not None and baseline not in systems_all:
+        raise InputError(
+            f"--baseline {baseline}: no such system; expected one of {', '.join(systems_all)}"
+        )
+    found, differences = [], []
     patterns_for: dict[int, tuple[np.ndarray, bool]] = {}
     for measure in measures:
         wide = per_sketch[per_sketch["measure"] == measure].pivot(
             index="sketch_id", columns="system", values="value"
         )
         systems = list(dict.fromkeys(per_sketch.loc[per_sketch["measure"] == measure, "system"]))
-        found = []
-        for first, second in itertools.combinations(systems, 2):
+        if baseline is None:
+            pairs = list(itertools.combinations(systems, 2))
+        else:
+            pairs = [(system, baseline) for system in systems if system != baseline]
+        for first, second in pairs:
             a = wide[first].to_numpy(dtype=np.float64)
             b = wide[second].to_numpy(dtype=np.float64)
             both = ~np.isnan(a) & ~np.isnan(b)
             d = a[both] - b[both]
+            differences.append(d)
             if d.size == 0:
-                found.append([measure, first, second, 0] + [np.nan] * 6)
+                found.append([measure, first, second, 0] + [np.nan] * 9)
                 continue
             if d.size not in patterns_for:
                 patterns_for[d.size] = _sign_patterns(d.size, n_resamples, seed)
@@ -233,17 +354,39 @@ def compare_systems(
             observed = float(d.mean())
             permutation_p_value = _permutation_pvalue(observed, patterns @ d / d.size, exact)
             statistic, wilcoxon_p_value = _wilcoxon(d)
+            t_statistic, t_p_value = _t_test(d)
             found.append([measure, first, second, int(d.size), float(a[both].mean()),
-                          float(b[both].mean()), observed, statistic, wilcoxon_p_value,
+                          float(b[both].mean()), observed, effect_size_dz(d), t_statistic,
+                          t_p_value, statistic, wilcoxon_p_value,
                           permutation_p_value])  # fmt: skip
-        table = pd.DataFrame(found, columns=["measure", "system_a", "system_b", "n_sketches",
-                                             "mean_a", "mean_b", "mean_difference",
-                                             "wilcoxon_statistic", "wilcoxon_p_value",
-                                             "permutation_p_value"])  # fmt: skip
-        for test in ("wilcoxon_p_value", "permutation_p_value"):
-            table[f"{test}_holm"] = holm_adjusted(table[test].to_numpy(dtype=np.float64))
-        table["significant"] = table["permutation_p_value_holm"] < alpha
-        rows.append(table)
-    if not rows:
+    table = pd.DataFrame(found, columns=["measure", "system_a", "system_b", "n_sketches",
+                                         "mean_a", "mean_b", "mean_difference",
+                                         "effect_size_dz", "t_statistic", "t_p_value",
+                                         "wilcoxon_statistic", "wilcoxon_p_value",
+                                         "permutation_p_value"])  # fmt: skip
+    if table.empty:
         return pd.DataFrame(columns=columns)
-    return pd.concat(rows, ignore_index=True)[columns]
+    table["difference_ci_low"] = np.nan
+    table["difference_ci_high"] = np.nan
+    sizes = np.array([d.size for d in differences])
+    for size in np.unique(sizes[sizes >= 2]):
+        rows = np.flatnonzero(sizes == size)
+        low, high = paired_differences_interval(np.vstack([differences[r] for r in rows]),
+                                                n_resamples=bootstrap, seed=seed)  # fmt: skip
+        table.loc[rows, "difference_ci_low"] = low
+        table.loc[rows, "difference_ci_high"] = high
+    family = table["measure"] if correct == "pairs" else pd.Series(0, index=table.index)
+    for test in TESTS:
+        column = f"{test}_p_value"
+        table[f"{column}_holm"] = table.groupby(family, sort=False)[column].transform(
+            lambda p: holm_adjusted(p.to_numpy(dtype=np.float64))
+        )
+    table["significant"] = table["permutation_p_value_holm"] < alpha
+    adjusted = np.column_stack([table[f"{test}_p_value_holm"].to_numpy(dtype=np.float64)
+                                for test in TESTS])  # fmt: skip
+    rejects = adjusted < alpha
+    table["rejected_by"] = [";".join(t for t, r in zip(TESTS, row, strict=True) if r)
+                            for row in rejects]  # fmt: skip
+    # A test that is undefined (no spread, no sketch) neither rejects nor disagrees.
+    table["tests_disagree"] = rejects.any(axis=1) & (~rejects & ~np.isnan(adjusted)).any(axis=1)
+    return table[columns]

@@ -29,7 +29,7 @@ from sbir_study.foundation.scale import Scale
 from .. import _kernels
 from ..consensus import consensus_ground_truth, participant_vs_consensus, write_binary_qrels
 from ..ratings import RatingCube, main_phase_cube, rating_cube
-from .comparison import bootstrap_mean, compare_systems
+from .comparison import CORRECTIONS, bootstrap_mean, compare_systems
 from .measures import (
     MEASURES,
     RECALL_LEVELS,
@@ -49,11 +49,16 @@ __all__ = [
     "evaluate_runs",
     "format_evaluation",
     "score_run",
+    "trec_eval_q",
+    "trec_measure_name",
     "write_evaluation",
 ]
 
 #: The name under which the participants (leave-one-out) appear beside the systems.
 HUMAN = "human"
+#: What a sketch a run leaves out scores (``--missing``): 0 on every measure, as trec_eval -c
+#: scores a query of the qrels the run does not have, or nothing (left out of the mean).
+MISSING = ("zero", "skip")
 #: The measures of each system that ``evaluation.json`` lists.
 _HEADLINE = tuple(m.name for m in MEASURES if m.headline)
 
@@ -63,7 +68,11 @@ class EvaluationOptions:
     """Options of :func:`evaluate_runs`.
 
     ``relevant_below`` ``None`` (the default) is the middle of the ground truth's scale,
-    3.5 on the paper's.
+    3.5 on the paper's. ``missing`` is what a sketch a run leaves out scores
+    (:data:`MISSING`; default ``"zero"``, trec_eval's ``-c``: a system that abstains on a
+    sketch is not rewarded by a mean over fewer, easier sketches). ``correct`` is Holm's
+    family in the comparisons (``"pairs"`` of one measure, or ``"across-measures"``);
+    ``baseline`` a system to compare every other one with, instead of every pair.
     """
 
     relevant_below: float | None = None
@@ -73,9 +82,14 @@ class EvaluationOptions:
     bootstrap: int = 10_000
     permutations: int = 10_000
     seed: int = 0
+    missing: str = "zero"
+    correct: str = "pairs"
+    baseline: str | None = None
 
     def __post_init__(self) -> None:
         check_option("alternative", self.alternative, _kernels.ALTERNATIVES)
+        check_option("missing", self.missing, MISSING)
+        check_option("correct", self.correct, CORRECTIONS)
         # The cut's range is the ground truth's scale, checked when the runs are scored.
         below = self.relevant_below
         if below is not None and (isinstance(below, bool) or not isinstance(below, int | float)
@@ -102,6 +116,8 @@ class Evaluation:
     options: EvaluationOptions
     inputs: dict = field(default_factory=dict)
     truth: GroundTruth | None = None
+    #: Per system, the ground truth's sketches for which its run returns no judged image.
+    missing: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _ratings_layout(
@@ -217,6 +233,16 @@ def evaluate_runs(
             raise InputError(f"run name {HUMAN!r}: reserved for the participants; pass --name")
         if names.count(name) > 1:
             raise InputError(f"run name {name!r}: given to two runs; name them apart with --name")
+        if not name or name in (".", "..") or any(c in name for c in "/\\\0"):
+            raise InputError(
+                f"run name {name!r}: expected a name without a path separator (it names the "
+                "file per_sketch_trec/<name>.txt); pass --name"
+            )
+    if options.baseline is not None and options.baseline not in names:
+        raise InputError(
+            f"--baseline {options.baseline}: no run has that name; expected one of "
+            f"{', '.join(names)}"
+        )
     from ..orientation import in_paper_orientation, ratings_scale
 
     scale = truth.scale
@@ -225,9 +251,23 @@ def evaluate_runs(
             f"{_named(ratings)}: on the scale {ratings_scale(ratings)}, the ground truth on "
             f"{scale}; expected the ratings the ground truth was computed from"
         )
-    if options.relevant_below is None:
+    if truth.from_qrels:
+        # Grades, not mean ratings: relevance is grade >= 1 as trec_eval's, and there is no
+        # consensus to check ratings against.
+        if ratings is not None:
+            raise InputError(
+                f"--ratings: the ground truth {truth.source} is TREC qrels, which hold no mean "
+                "ratings to check the ratings against; expected the ground_truth.csv of the "
+                "analyze of those ratings"
+            )
+        if options.relevant_below is not None:
+            raise InputError(
+                f"--relevant-below {options.relevant_below:g}: a cut of mean ratings, but the "
+                f"ground truth {truth.source} is TREC qrels (relevant: grade >= 1); drop it"
+            )
+    elif options.relevant_below is None:
         options = replace(options, relevant_below=scale.relevant_below)
-    if not scale.low < options.relevant_below <= scale.high:
+    if not truth.from_qrels and not scale.low < options.relevant_below <= scale.high:
         raise InputError(
             f"--relevant-below {options.relevant_below:g}: expected a mean rating above "
             f"{scale.low} and at most {scale.high} (the ground truth's scale {scale})"
@@ -244,9 +284,13 @@ def evaluate_runs(
         human = human[["participant", "sketch_id", "tau_b_loo", "p_value_loo", "n_items"]]
 
     frames, curves = [], []
+    missing = {}
     sketches = np.asarray(truth.sketches, dtype=object)
     for run in runs:
         values, curve = score_run(truth, run, options, ratings=given, weight=weight)
+        absent = _absent_sketches(truth, run)
+        values, curve = _score_absent(values, curve, absent, truth, options.missing)
+        missing[run.name] = [str(s) for s in sketches[absent]]
         for name, per_sketch in values.items():
             frames.append(pd.DataFrame({"system": run.name, "sketch_id": sketches,
                                         "measure": name, "value": per_sketch}))  # fmt: skip
@@ -268,10 +312,74 @@ def evaluate_runs(
     summarised = [m for m in dict.fromkeys(per_sketch["measure"]) if measure(m).summarised]
     systems_only = per_sketch[per_sketch["system"] != HUMAN]
     comparisons = compare_systems(systems_only, measures=summarised, alpha=options.alpha,
-                                  n_resamples=options.permutations, seed=options.seed)  # fmt: skip
+                                  n_resamples=options.permutations, seed=options.seed,
+                                  bootstrap=options.bootstrap, correct=options.correct,
+                                  baseline=options.baseline)  # fmt: skip
     summary = _mark_significant(summary, comparisons)
+    summary = _mark_missing(summary, missing, len(sketches))
     return Evaluation(per_sketch, summary, comparisons, pd.concat(curves, ignore_index=True),
-                      human, options, truth=truth)  # fmt: skip
+                      human, options, truth=truth, missing=missing)  # fmt: skip
+
+
+def _absent_sketches(truth: GroundTruth, run: Run) -> np.ndarray:
+    """The sketches for which ``run`` returns none of the judged images (it leaves the
+    sketch out, or ranks only images nobody rated for it). A run with no sketch left is
+    refused: it shares nothing with the ground truth."""
+    absent = ~np.isfinite(run.rank).any(axis=1)
+    if absent.all():
+        raise InputError(
+            f"{run.source or run.name}: returns no judged image of any of the "
+            f"{len(truth.sketches)} sketches of the ground truth ({truth.source}); expected a "
+            "run of the same sketches and images"
+        )
+    return absent
+
+
+def _score_absent(
+    values: dict[str, np.ndarray],
+    curve: np.ndarray,
+    absent: np.ndarray,
+    truth: GroundTruth,
+    missing: str,
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Each measure's value for the sketches a run leaves out, by ``--missing``.
+
+    ``"zero"`` is trec_eval's ``-c``: the run ranks none of the sketch's relevant images,
+    so nDCG, P@k, AP and the SHREC measures are 0 as computed; tau_b, undefined without a
+    ranking (one tie), and PSR are set to 0 too, so that every measure averages over the
+    same sketches; the average rank keeps its value (the relevant images tied after every
+    returned one, the worst it can be); measures the ground truth leaves undefined for the
+    sketch (AP without relevant images) stay undefined. ``"skip"`` leaves the sketch out
+    of every measure (NaN), as pytrec_eval and trec_eval without ``-c`` do.
+    """
+    if not absent.any():
+        return values, curve
+    values = {name: value.copy() for name, value in values.items()}
+    if missing == "skip":
+        for value in values.values():
+            value[absent] = np.nan
+        curve = curve.copy()
+        curve[absent] = np.nan
+        return values, curve
+    with np.errstate(invalid="ignore"):
+        ranked = np.nanmax(truth.mean_rating, axis=1) > np.nanmin(truth.mean_rating, axis=1)
+    values["tau_b"][absent & ranked] = 0.0
+    if "psr" in values:  # undefined where no participant rated every image: stays so
+        values["psr"][absent & np.isfinite(values["psr"])] = 0.0
+    if "tau_b_p_value" in values:
+        values["tau_b_p_value"][absent] = np.nan
+    return values, curve
+
+
+def _mark_missing(summary: pd.DataFrame, missing: dict[str, list[str]], total: int):
+    """Add ``sketches_ranked`` (of ``sketches_in_ground_truth``) and ``missing_sketches`` (the
+    sketches each system's run leaves out, ``;``-separated) to every row of the summary."""
+    summary = summary.copy()
+    gone = summary["system"].map(lambda system: missing.get(system, []))
+    summary["sketches_in_ground_truth"] = total
+    summary["sketches_ranked"] = total - gone.map(len)
+    summary["missing_sketches"] = gone.map(";".join)
+    return summary
 
 
 def _summarise(per_sketch: pd.DataFrame, names: list[str], options) -> pd.DataFrame:
@@ -356,7 +464,20 @@ def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: bool) 
     evaluation.pr_curve.to_csv(out / "pr_curve.csv", index=False)
     if evaluation.human is not None:
         evaluation.human.to_csv(out / "human_ceiling.csv", index=False)
-    if evaluation.truth is not None:
+    (out / "per_sketch_trec").mkdir()
+    for system in dict.fromkeys(evaluation.per_sketch["system"]):
+        if system != HUMAN:
+            path = out / "per_sketch_trec" / f"{system}.txt"
+            path.write_text(trec_eval_q(evaluation.per_sketch, evaluation.summary, system),
+                            encoding="utf-8")  # fmt: skip
+    if evaluation.truth is not None and evaluation.truth.from_qrels:
+        truth = evaluation.truth
+        relevant = truth.relevant(None)[truth.judged].astype(int)
+        table = truth.table()
+        lines = [f"{s} 0 {i} {r}" for s, i, r in zip(table["sketch_id"], table["image_id"],
+                                                     relevant, strict=True)]  # fmt: skip
+        (out / "ground_truth_binary.qrels").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    elif evaluation.truth is not None:
         write_binary_qrels(evaluation.truth.table(), out / "ground_truth_binary.qrels",
                            relevant_below=evaluation.options.relevant_below)  # fmt: skip
     summary = evaluation.summary
@@ -380,6 +501,8 @@ def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: bool) 
         # cut of the options are on it.
         "scale": str(evaluation.truth.scale) if evaluation.truth is not None else None,
         "human_ceiling": evaluation.human is not None,
+        # Per system, the sketches its run leaves out (scored by options.missing).
+        "missing_sketches": {system: list(gone) for system, gone in evaluation.missing.items()},
         "simulated": bool(evaluation.inputs.get("simulated", False)),
         "options": asdict(evaluation.options),
         "inputs": evaluation.inputs,
@@ -401,6 +524,69 @@ def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: bool) 
     write_evaluation_report(out / "report.html", result, evaluation.summary,
                             evaluation.comparisons, written, scale=scale)  # fmt: skip
     return result
+
+
+#: trec_eval's names of the measures it shares with evaluate (``trec_eval -q`` lines).
+_TREC_NAMES = {"ap": "map", "r_precision": "Rprec"}
+
+
+def trec_measure_name(name: str) -> str:
+    """The name trec_eval prints for a measure of ours, else ours: ``ndcg@10`` is
+    ``ndcg_cut_10``, ``p@5`` ``P_5``, ``ap`` ``map``, ``r_precision`` ``Rprec``.
+
+    Examples
+    --------
+    >>> [trec_measure_name(m) for m in ("ndcg", "ndcg@10", "p@5", "ap", "tau_b", "pwh@5")]
+    ['ndcg', 'ndcg_cut_10', 'P_5', 'map', 'tau_b', 'pwh@5']
+    """
+    base, _, k = name.partition("@")
+    if base == "ndcg" and k:
+        return f"ndcg_cut_{k}"
+    if base == "p" and k:
+        return f"P_{k}"
+    return _TREC_NAMES.get(name, name)
+
+
+def trec_eval_q(per_sketch: pd.DataFrame, summary: pd.DataFrame, system: str) -> str:
+    """One system's per-sketch values as ``trec_eval -q`` prints them.
+
+    Per sketch (in the ground truth's order) a line ``measure<TAB>sketch<TAB>value``
+    for each measure, then the ``all`` lines with the mean over the sketches: the layout
+    of ``trec_eval -q`` (the measure name padded to 22 characters, four decimals),
+    so that the tools that read trec_eval's output read this. The measures trec_eval
+    has carry its names (:func:`trec_measure_name`); the others ours. A sketch on
+    which a measure is undefined (AP without relevant images; a sketch left out under
+    ``--missing skip``) has no line for it, as trec_eval prints none for a query it
+    does not score.
+    """
+    mine = per_sketch[per_sketch["system"] == system]
+    means = summary[summary["system"] == system].set_index("measure")["mean"]
+    lines = []
+    for sketch, group in mine.groupby("sketch_id", sort=False):
+        for name, value in zip(group["measure"], group["value"], strict=True):
+            if np.isfinite(value):
+                lines.append(f"{trec_measure_name(name):<22}\t{sketch}\t{value:.4f}")
+    for name in dict.fromkeys(mine["measure"]):
+        if name in means.index and np.isfinite(means[name]):
+            lines.append(f"{trec_measure_name(name):<22}\tall\t{means[name]:.4f}")
+    return "\n".join(lines) + "\n"
+
+
+def _relevance_text(options: EvaluationOptions) -> str:
+    """What counts as relevant, in words: a mean-rating cut, or (qrels) grade >= 1."""
+    if options.relevant_below is None:
+        return "qrels grade >= 1"
+    return f"mean rating below {options.relevant_below:g}"
+
+
+def _missing_text(missing: list[str], total: int, mode: str) -> str:
+    """`` on 30 of 31 sketches (missing s07, scored 0)`` for a run that leaves sketches out,
+    else nothing."""
+    if not missing:
+        return ""
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+    how = "scored 0" if mode == "zero" else "left out"
+    return f"  on {total - len(missing)} of {total} sketches (missing {shown}, {how})"
 
 
 def _plain(value):
@@ -525,9 +711,10 @@ def format_evaluation(evaluation: Evaluation, out: str | Path) -> str:
     n_systems = evaluation.summary.loc[evaluation.summary["system"] != HUMAN, "system"].nunique()
     simulated = " against a ground truth from simulated ratings" if evaluation.inputs.get(
         "simulated") else ""  # fmt: skip
+    n_sketches = evaluation.per_sketch["sketch_id"].nunique()
     lines = [
-        f"Scored {n_systems} system(s) on {evaluation.per_sketch['sketch_id'].nunique()} "
-        f"sketches{simulated} (relevant: mean rating below {options.relevant_below:g}):"
+        f"Scored {n_systems} system{'s' if n_systems != 1 else ''} on {n_sketches} "
+        f"sketches{simulated} (relevant: {_relevance_text(options)}):"
     ]
     order = summary.xs("tau_b", level="measure")["mean"].sort_values(ascending=False).index
     for system in order:
@@ -542,12 +729,25 @@ def format_evaluation(evaluation: Evaluation, out: str | Path) -> str:
                 f"  ndcg {summary.loc[(system, 'ndcg'), 'mean']:.3f}"
                 f"  ap {summary.loc[(system, 'ap'), 'mean']:.3f}"
             )
+            text += _missing_text(evaluation.missing.get(system, []), n_sketches, options.missing)
         lines.append(text)
     tau = evaluation.comparisons[evaluation.comparisons["measure"] == "tau_b"]
-    lines.append(
-        f"  {int(tau['significant'].sum())} of {len(tau)} pairs of systems differ significantly "
-        f"in tau_b (paired permutation test, Holm, alpha {options.alpha:g})"
-    )
+    if n_systems < 2:
+        lines.append("  one system: nothing to compare")
+    else:
+        against = f" with {options.baseline}" if options.baseline else ""
+        family = "across the measures" if options.correct == "across-measures" else ""
+        lines.append(
+            f"  {int(tau['significant'].sum())} of {len(tau)} pairs of systems{against} differ "
+            f"significantly in tau_b (paired permutation test, Holm{' ' + family if family else ''}"
+            f", alpha {options.alpha:g})"
+        )
+        disagree = int(evaluation.comparisons["tests_disagree"].astype(bool).sum())
+        if disagree:
+            lines.append(
+                f"  the t, Wilcoxon and permutation tests disagree at alpha {options.alpha:g} on "
+                f"{disagree} comparison(s): see tests_disagree in comparisons.csv"
+            )
     lines.append(
         f"Tables: {out / 'summary.csv'}, per_sketch.csv, comparisons.csv; "
         f"report: {out / 'report.html'}"

@@ -135,7 +135,11 @@ def write_evaluation_figures(
         plot_system_summary(summary, ax=figure.add_subplot())
         written["systems_tau"] = _save(figure, folder / "systems_tau")
     n_sketches = per_sketch["sketch_id"].nunique()
-    figure = Figure(figsize=(max(9.0, 0.28 * n_sketches + 5.0), 4.8), layout="constrained")
+    # The legend, one line per system beside the axes, sets the height once there are many:
+    # about 0.25 in a line at the "small" font, so that its entries never run off the page.
+    n_lines = per_sketch["system"].nunique()
+    height = max(4.8, 1.0 + 0.25 * n_lines)
+    figure = Figure(figsize=(max(9.0, 0.28 * n_sketches + 5.0), height), layout="constrained")
     plot_system_tau(per_sketch, ax=figure.add_subplot())
     written["per_sketch_tau"] = _save(figure, folder / "per_sketch_tau")
     figure = Figure(figsize=(8.0, 4.8), layout="constrained")

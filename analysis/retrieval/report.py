@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from html import escape
 from pathlib import Path
 
 import pandas as pd
@@ -62,16 +63,17 @@ def write_evaluation_report(
     path = Path(path)
     options = result["options"]
     parts = [*page_head("sbir-study evaluation report")]
+    n_systems = len(result["systems"])
     if result.get("simulated"):
         parts.append(simulated_banner("the ratings behind this ground truth"))
     parts += [
         "<h1>Retrieval systems against the consensus ground truth</h1>",
-        f"<p>{len(result['systems'])} systems scored on {result['n_sketches']} sketches. "
+        f"<p>{n_systems} system{'s' if n_systems != 1 else ''} scored on "
+        f"{result['n_sketches']} sketches. "
         "The benchmark measure is tau_b between a system's ranking of each sketch's images and "
-        "the participants' mean ratings (Eitz et al. 2011, Sec. 3.2), averaged over the "
-        f"sketches. Its p-value is {_ALTERNATIVE_TEXT[options['alternative']]}. Binary "
-        f"measures count an image as relevant when its mean rating is below "
-        f"{options['relevant_below']:g}; nDCG uses the qrels grade {_grade_text(scale)}. "
+        f"{_truth_text(options)} (Eitz et al. 2011, Sec. 3.2), averaged over the "
+        f"sketches. Its p-value is {_ALTERNATIVE_TEXT[options['alternative']]}. "
+        f"{_relevance_text(options, scale)} "
         "Intervals: 95% percentile bootstrap over the sketches "
         f"({options['bootstrap']} resamples, seed {options['seed']}).</p>",
     ]
@@ -82,8 +84,14 @@ def write_evaluation_report(
             "<p>No human ceiling: pass the ratings (<code>--ratings</code>) to compare the "
             "systems with the participants.</p>"
         )
+    parts += _missing_sketches(result.get("missing_sketches", {}), result["n_sketches"],
+                               options.get("missing", "zero"))  # fmt: skip
     parts += _evaluationtable(summary, options["cutoffs"])
-    parts += _significant_differences(comparisons, options["alpha"], options["permutations"])
+    if n_systems < 2:
+        parts += ["<h2>Paired comparisons of tau_b</h2>",
+                  "<p>One system: nothing to compare.</p>"]  # fmt: skip
+    else:
+        parts += _significant_differences(comparisons, options)
     parts += figure_list(figures, _EVALUATION_CAPTIONS)
     inputs = result.get("inputs", {})
     fields = ("role", "name", "path", "sha256", "lines")
@@ -105,6 +113,49 @@ def write_evaluation_report(
     ]
     path.write_text("\n".join(parts) + "\n", encoding="utf-8")
     return path
+
+
+def _truth_text(options: Mapping) -> str:
+    """What tau_b correlates with: the mean ratings, or the grades of qrels."""
+    if options["relevant_below"] is None:
+        return (
+            "the grades of the qrels given as the ground truth (equal grades are ties, which "
+            "tau_b's tie correction accounts for)"
+        )
+    return "the participants' mean ratings"
+
+
+def _relevance_text(options: Mapping, scale: Scale | None) -> str:
+    if options["relevant_below"] is None:
+        return (
+            "Binary measures count an image of grade 1 or more as relevant, as trec_eval "
+            "does; nDCG's gains are the grades."
+        )
+    return (
+        f"Binary measures count an image as relevant when its mean rating is below "
+        f"{options['relevant_below']:g}; nDCG uses the qrels grade {_grade_text(scale)}."
+    )
+
+
+def _missing_sketches(missing: Mapping[str, Sequence[str]], total: int, mode: str) -> list[str]:
+    """Which runs leave sketches out, by name, and how those sketches were scored."""
+    lines = [
+        f"<li>{escape(str(system))}: {total - len(gone)} of {total} sketches (missing "
+        f"{escape(', '.join(map(str, gone)))})</li>"
+        for system, gone in missing.items()
+        if gone
+    ]
+    if not lines:
+        return []
+    how = (
+        "scored 0 on every measure (<code>--missing zero</code>, trec_eval's <code>-c</code>: "
+        "a sketch a system does not answer counts against it, as in benchmark tables)"
+        if mode == "zero"
+        else "left out of that system's means (<code>--missing skip</code>; its means then "
+        "stand on fewer sketches than the others', which favours a system that abstains)"
+    )
+    return [f"<p>Runs that leave out sketches of the ground truth; those sketches are {how}:</p>",
+            "<ul>", *lines, "</ul>"]  # fmt: skip
 
 
 def _grade_text(scale: Scale | None) -> str:
@@ -185,8 +236,8 @@ def _evaluationtable(summary: pd.DataFrame, cutoffs: Sequence[int]) -> list[str]
     ]
 
 
-def _significant_differences(comparisons: pd.DataFrame, alpha: float,
-                             permutations: int) -> list[str]:  # fmt: skip
+def _significant_differences(comparisons: pd.DataFrame, options: Mapping) -> list[str]:
+    alpha, permutations = options["alpha"], options["permutations"]
     tau = comparisons[comparisons["measure"] == "tau_b"]
     rows, floored = [], 0
     for r in tau.sort_values("permutation_p_value").itertuples():
@@ -195,18 +246,48 @@ def _significant_differences(comparisons: pd.DataFrame, alpha: float,
             mark, floored = " ‡", floored + 1
         rows.append((
             r.system_a, r.system_b, r.n_sketches, num(r.mean_difference),
+            f"[{num(r.difference_ci_low)}, {num(r.difference_ci_high)}]", num(r.effect_size_dz),
             p_text(r.permutation_p_value) + mark, p_text(r.permutation_p_value_holm),
-            p_text(r.wilcoxon_p_value_holm), "yes" if r.significant else "no",
+            p_text(r.t_p_value_holm), p_text(r.wilcoxon_p_value_holm),
+            "yes" if r.significant else "no",
         ))  # fmt: skip
-    header = ["system a", "system b", "sketches", "mean a - b", "permutation p",
-              "permutation p (Holm)", "Wilcoxon p (Holm)", "significant"]  # fmt: skip
+    header = ["system a", "system b", "sketches", "mean a - b", "95% interval", "d_z",
+              "permutation p", "permutation p (Holm)", "t-test p (Holm)", "Wilcoxon p (Holm)",
+              "significant"]  # fmt: skip
+    which = (f"every system against {escape(str(options['baseline']))}"
+             if options.get("baseline") else "every pair of systems")  # fmt: skip
+    family = ("every pair and measure" if options.get("correct") == "across-measures"
+              else "the pairs of systems")  # fmt: skip
     parts = [
         "<h2>Paired comparisons of tau_b</h2>",
-        f"<p>Every pair of systems over the sketches both were scored on; p-values "
-        f"Holm-corrected across the pairs; significant when the permutation test's is below "
-        f"{alpha:g}. All measures: <code>comparisons.csv</code>.</p>",
+        f"<p>{which[0].upper() + which[1:]} over the sketches both were scored on: the mean "
+        "difference with its 95% paired bootstrap interval (the sketches resampled), Cohen's "
+        "d_z (the mean difference over the standard deviation of the differences), and "
+        f"p-values Holm-corrected across {family}; significant when the permutation test's "
+        f"is below {alpha:g}. All measures: <code>comparisons.csv</code>.</p>",
         table(header, rows, classes={0: "", 1: ""}),
     ]
+    disagree = comparisons[comparisons["tests_disagree"].astype(bool)]
+    if len(disagree):
+        tau_disagree = disagree[disagree["measure"] == "tau_b"]
+        named = "; ".join(
+            f"{escape(str(r.system_a))} vs {escape(str(r.system_b))} on {escape(str(r.measure))}"
+            f" (rejected by {r.rejected_by.replace(';', ', ')})"
+            for r in disagree.head(5).itertuples()
+        )
+        more = f" and {len(disagree) - 5} more" if len(disagree) > 5 else ""
+        parts.append(
+            f'<p class="note">The tests disagree at {alpha:g} (after Holm) on {len(disagree)} '
+            f"comparison(s), {len(tau_disagree)} of them in tau_b: {named}{more} "
+            "(<code>tests_disagree</code> in comparisons.csv). They test different things: the "
+            "t-test and the permutation test whether the mean difference is 0, the Wilcoxon "
+            "signed-rank test whether the differences are symmetric about 0, from their ranks. "
+            "A few large differences move the mean and not the ranks; many small ones of one "
+            "sign move the ranks more than the mean; heavy ties (measures such as P@k and NN "
+            "take few values) and zero differences are set aside by the rank test; and on few "
+            "sketches each test has little power, so one may just cross the level the other "
+            "just misses.</p>"
+        )
     if floored:
         parts.append(
             f'<p class="note">‡ At the floor: {floored} of {len(rows)} permutation p-values are '

@@ -59,6 +59,7 @@ __all__ = [
     "Run",
     "RunWarning",
     "ground_truth_from_frame",
+    "ground_truth_from_qrels",
     "load_ground_truth",
     "load_run",
     "run_from_scores",
@@ -69,6 +70,7 @@ _TREC_FIELDS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
 #: ``TEXT_RESULTS.sim`` is a float) or trec_eval 10 (double).
 SCORE_PRECISIONS = ("float32", "float64")
 _TABLE_COLUMNS = ("sketch_id", "image_id", "score")
+_QRELS_FIELDS = ("query_id", "iteration", "doc_id", "grade")
 # How a run's messages name a line and word the reader's problems.
 _RUN = replace(COMMA, not_utf8="not UTF-8 text")
 _TREC = replace(
@@ -77,6 +79,11 @@ _TREC = replace(
     "run, or a table with a sketch_id,image_id,score header",
 )
 _RUN_TABLE = replace(_RUN, field_count="{found} fields; expected {expected} as in the header")
+_QRELS = replace(
+    _RUN,
+    field_count="{found} fields; expected 4 (sketch_id 0 image_id grade) as in TREC qrels, "
+    "or a ground_truth.csv with a sketch_id,image_id,mean_rating header",
+)
 
 
 class RunWarning(UserWarning):
@@ -101,6 +108,10 @@ class GroundTruth:
     sha256: str | None = None
     lines: int = 0
     scale: Scale = PAPER_SCALE
+    #: The grades of a ground truth read from TREC qrels (sketches x images, NaN padding);
+    #: None for a ground_truth.csv, whose grades come from the mean ratings. With qrels,
+    #: ``mean_rating`` is minus the grade: what tau_b correlates with (higher grade, better).
+    qrels_grade: np.ndarray | None = None
 
     @property
     def judged(self) -> np.ndarray:
@@ -108,16 +119,28 @@ class GroundTruth:
         return ~np.isnan(self.mean_rating)
 
     @property
+    def from_qrels(self) -> bool:
+        """Whether the ground truth was read from TREC qrels (grades, no mean ratings)."""
+        return self.qrels_grade is not None
+
+    @property
     def grade(self) -> np.ndarray:
         """The qrels grade high - round(mean_rating) of the scale (k - 1 best, 0 worst; halves
         round to the worse grade; 7 - round(mean_rating) on the paper's scale), as
-        ``sbir_study.analysis.write_qrels`` writes it; NaN for padding."""
+        ``sbir_study.analysis.write_qrels`` writes it; NaN for padding. From qrels, their
+        grades."""
+        if self.qrels_grade is not None:
+            return self.qrels_grade
         grade = np.full(self.mean_rating.shape, np.nan)
         grade[self.judged] = self.scale.grade(self.mean_rating[self.judged])
         return grade
 
-    def relevant(self, below: float) -> np.ndarray:
-        """Binary relevance: the judged images with a mean rating below ``below``."""
+    def relevant(self, below: float | None) -> np.ndarray:
+        """Binary relevance: the judged images with a mean rating below ``below``; from
+        qrels, the images of grade 1 or more, as trec_eval counts them (``below`` unused)."""
+        if self.qrels_grade is not None:
+            with np.errstate(invalid="ignore"):
+                return self.qrels_grade >= 1
         with np.errstate(invalid="ignore"):
             return self.mean_rating < below
 
@@ -160,7 +183,10 @@ class Run:
 
 def load_ground_truth(path: str | Path, *, scale: Scale = PAPER_SCALE) -> GroundTruth:
     """Read ``ground_truth.csv`` as ``analyze`` writes it (``sketch_id, image_id, mean_rating``
-    and any other columns, which are ignored), its mean ratings on ``scale``.
+    and any other columns, which are ignored), its mean ratings on ``scale``; or TREC qrels
+    (``sketch_id 0 image_id grade``, graded or binary: :func:`ground_truth_from_qrels`),
+    told apart by the first line: a header naming ``sketch_id``, or four fields without
+    commas.
 
     Bad input raises :class:`~sbir_study.foundation.checks.InputError` naming the file, line and
     field: a missing column, an empty id, a mean rating that is not a number
@@ -172,6 +198,12 @@ def load_ground_truth(path: str | Path, *, scale: Scale = PAPER_SCALE) -> Ground
     first = file.first_line()
     if first is None:
         raise InputError(f"{path}: empty; expected a ground truth table with a header")
+    if "sketch_id" not in first[1] and "," not in first[1]:
+        header = Header.none(file, _QRELS_FIELDS)
+        rows = read_rows([(file, header)], wording=_QRELS, columns=_QRELS_FIELDS,
+                         categorical=False)  # fmt: skip
+        truth = ground_truth_from_qrels(rows.frame, rows.lines, source=str(path), scale=scale)
+        return replace(truth, sha256=file.sha256, lines=file.lines)
     frame = read_table(file, "\t" if "\t" in first[1] else ",", wording=COMMA)
     truth = ground_truth_from_frame(frame, source=str(path), scale=scale)
     return replace(truth, sha256=file.sha256, lines=file.lines)
@@ -275,6 +307,59 @@ def ground_truth_from_frame(
     return GroundTruth(sketches.astype(object), images, mean_rating, source, sha256, scale=scale)
 
 
+def ground_truth_from_qrels(
+    frame: pd.DataFrame, lines, *, source: str = "qrels", scale: Scale = PAPER_SCALE
+) -> GroundTruth:
+    """A ground truth from TREC qrels: ``query_id, iteration, doc_id, grade`` columns (text),
+    row r read from line ``lines[r]`` of ``source``.
+
+    The grade is a whole number >= 0 (trec_eval's relevance; 0 judged not relevant);
+    binary qrels are grades 0 and 1. nDCG's gains are the grades, binary relevance is
+    grade >= 1 (trec_eval's default relevance level), and tau_b correlates a run's scores
+    with the grades, ties among equal grades and all (tau_b's tie correction handles
+    them). Bad input raises :class:`~sbir_study.foundation.checks.InputError` naming the
+    file, line and field: an id against the id rule, a grade that is not a whole number
+    >= 0, a pair listed twice.
+
+    Examples
+    --------
+    >>> truth = ground_truth_from_qrels(pd.DataFrame({
+    ...     "query_id": ["s1", "s1", "s2"], "iteration": "0", "doc_id": ["a", "b", "c"],
+    ...     "grade": ["2", "0", "1"]}), [1, 2, 3])
+    >>> truth.grade, truth.relevant(None)
+    (array([[ 2.,  0.],
+           [ 1., nan]]), array([[ True, False],
+           [ True, False]]))
+    """
+    line = np.asarray(lines)
+    text = frame["grade"].astype(str).str.strip()
+    grade = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.isfinite(grade) & (grade >= 0) & (grade == np.round(grade)))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"{source}, line {line[row]}: grade: got {text.iloc[row]!r}; expected a whole number "
+            ">= 0 (the relevance of TREC qrels: sketch_id 0 image_id grade)"
+        )
+    # The layout and the checks of the ids and pairs are ground_truth_from_frame's; its
+    # mean ratings are placeholders, replaced by the grades below.
+    placeholder = pd.DataFrame({"sketch_id": frame["query_id"], "image_id": frame["doc_id"],
+                                "mean_rating": float(scale.low)})  # fmt: skip
+    placeholder.attrs["lines"] = list(line)
+    truth = ground_truth_from_frame(placeholder, source=source, scale=scale)
+    by_pair = pd.Series(
+        grade,
+        index=pd.MultiIndex.from_arrays(
+            [frame["query_id"].astype(str).str.strip(), frame["doc_id"].astype(str).str.strip()]
+        ),
+    )
+    grades = np.full(truth.mean_rating.shape, np.nan)
+    for s, (sketch, images) in enumerate(zip(truth.sketches, truth.images, strict=True)):
+        grades[s, : len(images)] = by_pair.loc[[(sketch, image) for image in images]].to_numpy()
+    return replace(truth, mean_rating=-grades, qrels_grade=grades)
+
+
 # --- runs ------------------------------------------------------------------------------------
 
 
@@ -307,7 +392,9 @@ def load_run(
     line with the wrong number of fields, a score that is not a finite
     number, a sketch the ground truth does not have, an image listed twice for
     one sketch. A ground-truth sketch the run does not rank at all is a
-    :class:`RunWarning`; its judged images count as not returned.
+    :class:`RunWarning`; its judged images count as not returned, and
+    :func:`~sbir_study.analysis.retrieval.evaluation.evaluate_runs` scores the sketch
+    by its ``missing`` option.
     """
     path = check_input_file(path, "a retrieval run (TREC run or sketch_id,image_id,score table)")
     # Read as a stream: Arrow reads the run itself, its bytes are not held while it does.
@@ -427,7 +514,7 @@ def run_from_scores(
         more = f" and {absent.size - 5} more" if absent.size > 5 else ""
         warnings.warn(
             f"{name}: ranks no image for {absent.size} ground-truth sketch(es): {shown}{more}; "
-            "their images count as not returned",
+            "they score as --missing says (0 by default, as trec_eval -c)",
             RunWarning,
             stacklevel=2,
         )

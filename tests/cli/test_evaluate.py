@@ -238,3 +238,98 @@ def test_runs_that_are_not_utf8_name_the_line(
     out = tmp_path / "out"
     assert main(["evaluate", "--ground-truth", str(gt), str(path), "--out", str(out)]) == 2
     assert f"{path}, line {line}: not UTF-8 text" in capsys.readouterr().err
+
+
+def test_a_run_that_shares_no_sketch_exits_2_naming_it(retrieval_study, tmp_path, capsys):
+    gt = retrieval_study / "analysis" / "ground_truth.csv"
+    sketch = pd.read_csv(gt)["sketch_id"].iloc[0]
+    path = run_file(tmp_path, f"{sketch} Q0 not_judged 1 0.5 t\n", "unrelated.run")
+    code = main(["evaluate", "--ground-truth", str(gt), str(path), "--out", str(tmp_path / "o")])
+    assert code == 2
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if "error" in line]
+    assert len(err) == 1, err
+    assert str(path) in err[0] and "no judged image" in err[0]
+
+
+def test_missing_sketches_are_named_and_scored_by_the_option(retrieval_study, tmp_path, capsys):
+    run = (retrieval_study / "runs" / "l1.run").read_text().splitlines()
+    sketches = sorted({line.split()[0] for line in run})
+    path = run_file(tmp_path, "\n".join(line for line in run if not line.startswith(
+        sketches[1] + " ")) + "\n", "part.run")  # fmt: skip
+    means = {}
+    for missing in ("zero", "skip"):
+        out = tmp_path / missing
+        arguments = ["evaluate", "--ground-truth", str(retrieval_study / "analysis" /
+                     "ground_truth.csv"), str(path), str(retrieval_study / "runs" / "chi2.run"),
+                     "--out", str(out), "--missing", missing, *FAST]  # fmt: skip
+        assert main(arguments) == 0
+        printed, err = capsys.readouterr()
+        assert f"part: ranks no image for 1 ground-truth sketch(es): {sketches[1]}" in err
+        assert f"on 3 of 4 sketches (missing {sketches[1]}" in printed
+        summary = pd.read_csv(out / "summary.csv", keep_default_na=False).set_index(
+            ["system", "measure"])  # fmt: skip
+        assert summary.loc[("part", "tau_b"), "missing_sketches"] == sketches[1]
+        assert summary.loc[("chi2", "tau_b"), "missing_sketches"] == ""
+        assert summary.loc[("part", "tau_b"), "n_sketches"] == (4 if missing == "zero" else 3)
+        means[missing] = summary.loc[("part", "tau_b"), "mean"]
+        per_sketch = pd.read_csv(out / "per_sketch.csv")
+        tau = per_sketch.query("system == 'part' and measure == 'tau_b'")
+        # 0 for the missing sketch, or left out: the mean over 4 is 3/4 of the mean over 3.
+        assert tau["value"].sum() == pytest.approx(float(means[missing]) * (
+            4 if missing == "zero" else 3))  # fmt: skip
+    assert means["zero"] == pytest.approx(means["skip"] * 3 / 4)
+
+
+def test_one_system_is_one_system_with_nothing_to_compare(retrieval_study, tmp_path, capsys):
+    out = tmp_path / "one"
+    assert evaluate(retrieval_study, out, runs=("l1",)) == 0
+    printed = capsys.readouterr().out
+    assert "Scored 1 system on" in printed and "one system: nothing to compare" in printed
+    page = (out / "report.html").read_text()
+    assert "1 system scored" in page and "1 systems" not in page
+    assert "One system: nothing to compare." in page and "0 of 0" not in page
+
+
+def test_baseline_and_correction_options(retrieval_study, tmp_path, capsys):
+    out = tmp_path / "base"
+    runs = ("l1", "chi2", "linf")
+    assert evaluate(retrieval_study, out, "--baseline", "chi2", "--correct", "across-measures",
+                    runs=runs) == 0  # fmt: skip
+    comparisons = pd.read_csv(out / "comparisons.csv")
+    assert set(comparisons["system_b"]) == {"chi2"}
+    assert set(comparisons["system_a"]) == {"l1", "linf"}
+    assert {"difference_ci_low", "difference_ci_high", "effect_size_dz", "t_p_value_holm",
+            "rejected_by", "tests_disagree"} <= set(comparisons.columns)  # fmt: skip
+    from statsmodels.stats.multitest import multipletests
+
+    defined = comparisons["permutation_p_value"].notna()
+    holm = multipletests(comparisons.loc[defined, "permutation_p_value"], method="holm")[1]
+    np.testing.assert_allclose(comparisons.loc[defined, "permutation_p_value_holm"], holm)
+    capsys.readouterr()
+    assert evaluate(retrieval_study, tmp_path / "bad", "--baseline", "nothere", runs=runs) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--baseline nothere" in err[0]
+
+
+@pytest.mark.parametrize(
+    "text, fragments",
+    [
+        ("s01 0 a 1\ns01 0 b x\n", ["line 2", "grade: got 'x'", "whole number >= 0"]),
+        ("s01 0 a 1\ns01 0 b 1.5\n", ["line 2", "grade: got '1.5'"]),
+        ("s01 0 a 1\n\ns01 0 b -1\n", ["line 3", "grade: got '-1'"]),
+        ("s01 0 a 1\ns01 0 b\n", ["line 2", "3 fields; expected 4 (sketch_id 0 image_id grade)"]),
+        ("s01 0 a 1\ns01 0 a 2\n", ["line 2", "the pair (s01, a) is listed again", "line 1"]),
+        ("s01 0 a/b 1\n", ["line 1", "image_id"]),
+    ],
+)  # fmt: skip
+def test_bad_qrels_exit_2_naming_file_and_line(retrieval_study, tmp_path, capsys, text,
+                                               fragments):  # fmt: skip
+    path = run_file(tmp_path, text, "truth.qrels")
+    code = main(["evaluate", "--ground-truth", str(path), str(retrieval_study / "runs" / "l1.run"),
+                 "--out", str(tmp_path / "o")])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert str(path) in err[0]
+    for fragment in fragments:
+        assert fragment in err[0], err[0]

@@ -125,3 +125,58 @@ def test_only_the_two_figures_modules_import_matplotlib():
             if any(name.split(".")[0] == "matplotlib" for name in names):
                 importers.add(path.relative_to(root).as_posix())
     assert importers == {"figures.py", "retrieval/figures.py"}
+
+
+def _clash(boxes) -> list[tuple[int, int]]:
+    """The pairs of bounding boxes (display units) that overlap by more than a pixel."""
+    clashes = []
+    for (i, a), (j, b) in itertools.combinations(enumerate(boxes), 2):
+        width = min(a.x1, b.x1) - max(a.x0, b.x0)
+        height = min(a.y1, b.y1) - max(a.y0, b.y0)
+        if width > 1 and height > 1:
+            clashes.append((i, j))
+    return clashes
+
+
+@pytest.mark.parametrize("n_systems", [12, 30])
+def test_the_per_sketch_figure_stays_readable_with_12_systems(tmp_path, n_systems):
+    # Reference: matplotlib's own layout, the text's bounding boxes as the Agg renderer
+    # draws them, read back from the figure that write_evaluation_figures saves.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from sbir_study.analysis.retrieval import figures
+
+    per_sketch, summary, pr = _evaluation_tables(n_systems, n_sketches=31)
+    drawn = {}
+    original = figures._save
+
+    def keep(figure, path):
+        drawn[Path(path).name] = figure
+        return original(figure, path)
+
+    figures._save, saved = keep, figures._save
+    try:
+        write_evaluation_figures(tmp_path, per_sketch, pr, summary)
+    finally:
+        figures._save = saved
+    figure = drawn["per_sketch_tau"]
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    (ax,) = figure.axes
+    legend = ax.get_legend()
+    texts = legend.get_texts()
+    assert len(texts) == n_systems + 1  # and the participants
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    assert _clash(boxes) == []
+    assert not legend.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
+    whole = figure.bbox
+    for box in [legend.get_window_extent(renderer), *boxes]:
+        assert whole.x0 - 1 <= box.x0 and box.x1 <= whole.x1 + 1
+        assert whole.y0 - 1 <= box.y0 and box.y1 <= whole.y1 + 1
+    ticks = [t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()]
+    assert len(ticks) == 31 and _clash(ticks) == []
+    # The 12 lines can be told apart: no two share both colour and marker.
+    lines = [line for line in ax.lines if line.get_label().startswith("engine")]
+    styles = {(line.get_color(), line.get_marker()) for line in lines}
+    assert len(styles) == n_systems
