@@ -67,7 +67,7 @@ def spearman_brown(r, factor):
     r = np.asarray(r, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = factor * r / (1.0 + (factor - 1.0) * r)
-    return out[()] if out.ndim == 0 else out
+    return float(out) if out.ndim == 0 else out
 
 
 def single_rater_reliability(r, raters):
@@ -101,7 +101,9 @@ def raters_needed(target: float, r1):
         m = target * (1.0 - r1) / (r1 * (1.0 - target))
     # 1e-9: the formula at an exact whole number of raters must not round up to the next.
     m = np.where((r1 > 0) & (r1 < 1), np.ceil(m - 1e-9), np.where(r1 >= 1, 1.0, np.nan))
-    return int(m) if m.ndim == 0 and np.isfinite(m) else (m[()] if m.ndim == 0 else m)
+    if m.ndim == 0:
+        return int(m) if np.isfinite(m) else float(m)
+    return m
 
 
 def split_halves(n_participants: int, n_splits: int, seed: int) -> np.ndarray:
