@@ -74,6 +74,7 @@ class AnalysisOptions:
     permutations: int = 1000
     seed: int = 0
     pairwise_raters: int | None = PAIRWISE_RATERS
+    reliability_splits: int = 1000
 
     def __post_init__(self) -> None:
         check_option("alternative", self.alternative, _kernels.ALTERNATIVES)
@@ -87,6 +88,7 @@ class AnalysisOptions:
             if not (isinstance(value, int) and value >= 0):
                 raise InputError(f"{name}: expected a whole number >= 0, got {value!r}")
         check_whole_number("pairwise_raters", self.pairwise_raters, 2, none_ok=True)
+        check_whole_number("reliability_splits", self.reliability_splits, 1)
 
 
 def analyze_ratings(
@@ -184,6 +186,7 @@ def _analyze_into(
         pairwise = pool.submit(_write_pairwise, ratings, cube, out, options, full)
         others = _other_statistics(out, ratings, cube, options, pilot, scale)
         pairwise_p, pairwise_summary, boxes = pairwise.result()
+    reliability, predicted = _write_reliability(out, cube, options)
     del cube  # not held through the figures: 100 MB for 10,000 participants of 31 sketches
     w_table, overall_alpha, consensus, participants, anchoring, bins, distributions = others
     extremes = sketch_agreement(pairwise_summary, w_table)
@@ -224,6 +227,8 @@ def _analyze_into(
                 sketch_images=sketch_images,
                 scale=scale,
             )
+        figure_files.update(_reliability_figure(out / "figures", predicted, summary))
+    summary["reliability"] = reliability
     summary["figures"] = sorted(figure_files)
     with progress.step("summary.json, report.html"):
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
@@ -406,6 +411,34 @@ def _other_statistics(
     )
     distribution.to_csv(out / "rating_distribution.csv", index=False)
     return w_table, overall_alpha, consensus, participants, anchoring, bins, distributions
+
+
+def _write_reliability(out: Path, cube: RatingCube, options: AnalysisOptions):
+    """``reliability.csv``, ``reliability_prophecy.csv`` and ``icc.csv``; the summary's
+    ``reliability`` object and the prophecy the figure draws."""
+    from . import reliability
+
+    with progress.step("reliability: split halves, intraclass correlations"):
+        split_half = reliability.split_half_reliability(
+            cube, n_splits=options.reliability_splits, seed=options.seed
+        )
+        split_half.to_csv(out / "reliability.csv", index=False)
+        raters = np.arange(1, max(40, 2 * len(cube.participants)) + 1)
+        predicted = reliability.predicted_reliability(split_half, raters)
+        predicted.to_csv(out / "reliability_prophecy.csv", index=False)
+        icc = reliability.intraclass_correlations(cube)
+        icc.to_csv(out / "icc.csv", index=False)
+    return reliability.reliability_summary(split_half, icc), predicted
+
+
+def _reliability_figure(folder: Path, predicted: pd.DataFrame, summary: dict) -> dict:
+    from .figures import write_reliability_figure
+    from .reliability import RELIABILITY_TARGET
+
+    stem = folder / "reliability_prophecy"
+    write_reliability_figure(predicted, stem, target=RELIABILITY_TARGET,
+                             n_raters=summary["n_participants"])  # fmt: skip
+    return {"reliability_prophecy": stem.with_suffix(".png")}
 
 
 class _InThisThread:

@@ -29,6 +29,7 @@ from .ratings import RatingCube
 
 __all__ = [
     "ICC_TYPES",
+    "RELIABILITY_TARGET",
     "intraclass_correlations",
     "predicted_reliability",
     "raters_needed",
@@ -44,6 +45,10 @@ __all__ = [
 #: notation: two-way random (2) and two-way mixed (3), of one rater (1) and of the mean
 #: of the k raters (k). pingouin calls them ICC2, ICC2k, ICC3, ICC3k.
 ICC_TYPES = ("ICC(2,1)", "ICC(2,k)", "ICC(3,1)", "ICC(3,k)")
+
+#: The reliability a consensus is asked to reach by default: 0.8, the level commonly
+#: required of a measurement used for decisions about groups (Nunnally 1978).
+RELIABILITY_TARGET = 0.8
 
 _ALL = "all"
 
@@ -376,7 +381,9 @@ def intraclass_correlations(cube: RatingCube, *, confidence: float = 0.95) -> pd
     return pd.DataFrame(rows, columns=columns)
 
 
-def reliability_summary(split_half: pd.DataFrame, icc: pd.DataFrame, target: float = 0.8) -> dict:
+def reliability_summary(
+    split_half: pd.DataFrame, icc: pd.DataFrame, target: float = RELIABILITY_TARGET
+) -> dict:
     """The ``reliability`` object of ``summary.json`` (``docs/outputs.md``)."""
     overall = split_half.set_index("sketch_id").loc[_ALL]
     icc_all = icc[(icc["sketch_id"] == _ALL) & (icc["type"] == "ICC(2,k)")]
@@ -392,10 +399,18 @@ def reliability_summary(split_half: pd.DataFrame, icc: pd.DataFrame, target: flo
         "icc2k": _number(icc_all["icc"].iloc[0]) if len(icc_all) else None,
         "target": target,
         "raters_needed": int(needed) if isinstance(needed, int) else None,
+        "below_target": [
+            {
+                "sketch_id": str(row.sketch_id),
+                "rho_sb": _number(row.rho_sb),
+                "raters_needed": int(row.raters_needed) if np.isfinite(row.raters_needed) else None,
+            }
+            for row in shortfall(split_half, target).itertuples()
+        ],
     }
 
 
-def shortfall(split_half: pd.DataFrame, target: float = 0.8) -> pd.DataFrame:
+def shortfall(split_half: pd.DataFrame, target: float = RELIABILITY_TARGET) -> pd.DataFrame:
     """The sketches whose full-group reliability (``rho_sb``) is below ``target``, with the
     raters each would need: ``sketch_id, rho_sb, raters_needed``."""
     sketches = split_half[split_half["sketch_id"] != _ALL]

@@ -1,6 +1,7 @@
 """Split-half reliability, Spearman-Brown, raters needed and the ICCs against SciPy,
 pingouin and R's psych."""
 
+import json
 import shutil
 import subprocess
 
@@ -231,3 +232,61 @@ def test_icc_matches_r_psych(tmp_path):
     np.testing.assert_allclose(ours["p_value"], reference["p"], rtol=1e-6)
     np.testing.assert_allclose(ours["ci_low"], reference["low"], rtol=1e-6)
     np.testing.assert_allclose(ours["ci_high"], reference["high"], rtol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def noisy_sketch_table(tmp_path_factory):
+    """8 participants rate 3 sketches x 10 images: s0 and s1 follow one order closely, s2 is
+    mostly noise, so its consensus falls short of 0.8 with 8 raters."""
+    rng = np.random.default_rng(12)
+    rows = []
+    for sketch, noise in (("s0", 0.6), ("s1", 0.6), ("s2", 6.0)):
+        order = rng.permutation(10)
+        for p in range(8):
+            ratings = np.clip(np.round(1 + order * 0.65 + rng.normal(0, noise, 10)), 1, 7)
+            rows += [(f"p{p}", sketch, f"i{i}", int(r)) for i, r in enumerate(ratings)]
+    path = tmp_path_factory.mktemp("reliability") / "ratings.csv"
+    pd.DataFrame(rows, columns=["participant", "sketch_id", "image_id", "rating"]).to_csv(
+        path, index=False
+    )
+    return path
+
+
+def test_analyze_writes_the_reliability_tables_summary_and_report(noisy_sketch_table, tmp_path):
+    from tests.helpers import run_main
+
+    out = tmp_path / "analysis"
+    result = run_main("analyze", str(noisy_sketch_table), "--out", str(out), "--bootstrap", "0",
+                      "--permutations", "0", "--reliability-splits", "200")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    split_half = pd.read_csv(out / "reliability.csv")
+    assert split_half["sketch_id"].tolist() == ["s0", "s1", "s2", "all"]
+    assert (split_half["n_splits"] == 200).all()
+    icc = pd.read_csv(out / "icc.csv")
+    assert set(icc["type"]) == set(reliability.ICC_TYPES) and len(icc) == 16
+    prophecy = pd.read_csv(out / "reliability_prophecy.csv")
+    assert set(prophecy["sketch_id"]) == {"s0", "s1", "s2", "all"}
+    summary = json.loads((out / "summary.json").read_text())["reliability"]
+    overall = split_half.set_index("sketch_id").loc["all"]
+    assert summary["tau_b_sb"] == pytest.approx(overall["tau_b_sb"])
+    assert summary["icc2k"] == pytest.approx(
+        icc.set_index(["sketch_id", "type"]).loc[("all", "ICC(2,k)"), "icc"]
+    )
+    noisy = split_half.set_index("sketch_id").loc["s2"]
+    assert noisy["rho_sb"] < 0.8 < split_half.set_index("sketch_id").loc["s0", "rho_sb"]
+    needed = reliability.raters_needed(0.8, noisy["r1"])
+    assert summary["below_target"] == [
+        {"sketch_id": "s2", "rho_sb": pytest.approx(noisy["rho_sb"]), "raters_needed": needed}
+    ]
+    assert needed > 8
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert f"With {needed} raters the consensus of sketch s2 would reach 0.8." in page
+    assert (out / "figures" / "reliability_prophecy.pdf").exists()
+
+
+def test_analyze_refuses_zero_splits(noisy_sketch_table, tmp_path):
+    from tests.helpers import assert_input_error, run_main
+
+    result = run_main("analyze", str(noisy_sketch_table), "--out", str(tmp_path / "a"),
+                      "--reliability-splits", "0")  # fmt: skip
+    assert_input_error(result, "--reliability-splits")
