@@ -46,8 +46,8 @@ __all__ = [
 #: of the k raters (k). pingouin calls them ICC2, ICC2k, ICC3, ICC3k.
 ICC_TYPES = ("ICC(2,1)", "ICC(2,k)", "ICC(3,1)", "ICC(3,k)")
 
-#: The reliability a consensus is asked to reach by default: 0.8, the level commonly
-#: required of a measurement used for decisions about groups (Nunnally 1978).
+#: The reliability a consensus is asked to reach by default: 0.8, the level Nunnally (1978)
+#: asks of a measurement in basic research.
 RELIABILITY_TARGET = 0.8
 
 _ALL = "all"
@@ -143,8 +143,12 @@ def _half_means(values: np.ndarray, half: np.ndarray) -> np.ndarray:
 def _row_spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Spearman's rho between row i of ``x`` and row i of ``y`` over the items both have."""
     both = ~np.isnan(x) & ~np.isnan(y)
-    rx = stats.rankdata(np.where(both, x, np.nan), axis=1, nan_policy="omit")
-    ry = stats.rankdata(np.where(both, y, np.nan), axis=1, nan_policy="omit")
+    x, y = np.where(both, x, np.nan), np.where(both, y, np.nan)
+    gaps = ~both.all(axis=1)
+    rx, ry = stats.rankdata(x, axis=1), stats.rankdata(y, axis=1)
+    if gaps.any():  # ranks among the items present, only where some are missing (rare)
+        rx[gaps] = stats.rankdata(x[gaps], axis=1, nan_policy="omit")
+        ry[gaps] = stats.rankdata(y[gaps], axis=1, nan_policy="omit")
     n = both.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         dx = rx - np.nansum(rx, axis=1, keepdims=True) / n[:, None]
@@ -157,25 +161,37 @@ def _row_spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _split_correlations(cube: RatingCube, keys: np.ndarray):
-    """Per sketch: the raters, and the per-split tau_b and rho between the halves' consensus."""
-    n_raters, taus, rhos = [], [], []
-    for index in range(len(cube.sketches)):
-        values = cube.sketch(index)
-        raters = ~np.isnan(values).all(axis=1)
-        n_raters.append(int(raters.sum()))
-        undefined = np.full(len(keys), np.nan)
-        if raters.sum() < 4 or values.shape[1] < 2:
-            # Fewer than 2 raters in a half: no consensus to compare, undefined (never 0).
-            taus.append(undefined)
-            rhos.append(undefined)
-            continue
-        first = _first_half(keys, raters)
-        second = raters[None, :] & ~first
-        a, b = _half_means(values, first), _half_means(values, second)
+    """Per sketch: the raters, and the per-split tau_b and rho between the halves' consensus.
+
+    Sketches with the same raters share their halves, so their mean ratings come from one
+    product of the half matrix with all their images (in a complete design, one product
+    for the whole study), and the correlations of every sketch and split from one call.
+    """
+    values = cube.values  # sketches x participants x images, NaN-padded
+    n_sketches, _, n_images = values.shape
+    raters = ~np.isnan(values).all(axis=2)  # sketches x participants
+    first_means = np.full((n_sketches, len(keys), n_images), np.nan)
+    second_means = np.full_like(first_means, np.nan)
+    groups: dict[bytes, list[int]] = {}
+    for index in range(n_sketches):
+        # Fewer than 2 raters in a half: no consensus to compare, undefined (never 0).
+        if raters[index].sum() >= 4 and len(cube.images[index]) >= 2:
+            groups.setdefault(raters[index].tobytes(), []).append(index)
+    for members in groups.values():
+        chosen = raters[members[0]]
+        first = _first_half(keys, chosen)
+        second = chosen[None, :] & ~first
+        block = values[members].transpose(1, 0, 2).reshape(values.shape[1], -1)
+        shape = (len(keys), len(members), n_images)
+        first_means[members] = _half_means(block, first).reshape(shape).transpose(1, 0, 2)
+        second_means[members] = _half_means(block, second).reshape(shape).transpose(1, 0, 2)
+    a = first_means.reshape(-1, n_images)
+    b = second_means.reshape(-1, n_images)
+    with np.errstate(invalid="ignore", divide="ignore"):
         tau, _, _ = _kernels.paired_rows_tau_b(a, b, "greater")
-        taus.append(tau)
-        rhos.append(_row_spearman(a, b))
-    return np.array(n_raters), np.array(taus), np.array(rhos)
+        rho = _row_spearman(a, b)
+    shape = (n_sketches, len(keys))
+    return raters.sum(axis=1), tau.reshape(shape), rho.reshape(shape)
 
 
 def split_half_reliability(
