@@ -85,7 +85,9 @@ def single_rater_reliability(r, raters):
     >>> round(single_rater_reliability(spearman_brown(0.3, 14), 14), 12)
     0.3
     """
-    return spearman_brown(r, 1.0 / np.asarray(raters, dtype=np.float64))
+    with np.errstate(divide="ignore"):
+        factor = 1.0 / np.asarray(raters, dtype=np.float64)
+    return spearman_brown(r, factor)
 
 
 def raters_needed(target: float, r1):
@@ -220,7 +222,8 @@ def split_half_reliability(
         ``rho``: ``{m}_half`` (mean over the defined splits of the correlation between
         the two halves' consensus), ``{m}_half_low``/``_high`` (percentile interval
         over the splits), ``{m}_sb``, ``{m}_sb_low``, ``{m}_sb_high`` (the same carried
-        to the full group by Spearman-Brown, 2r / (1 + r)), and ``r1``, one rater's
+        to the full group by Spearman-Brown, 2r / (1 + r); empty where r is negative),
+        and ``r1``, one rater's
         reliability from ``rho_half`` (:func:`single_rater_reliability` with
         n_raters / 2 raters per half), on which the predictions stand. The ``all``
         row averages each split's values over the sketches defined in it.
@@ -280,10 +283,16 @@ def _interval(name: str, values: np.ndarray, confidence: float) -> dict:
         f"{name}_half": half,
         f"{name}_half_low": float(low),
         f"{name}_half_high": float(high),
-        f"{name}_sb": float(spearman_brown(half, 2)),
-        f"{name}_sb_low": float(spearman_brown(low, 2)),
-        f"{name}_sb_high": float(spearman_brown(high, 2)),
+        f"{name}_sb": _corrected(half),
+        f"{name}_sb_low": _corrected(low),
+        f"{name}_sb_high": _corrected(high),
     }
+
+
+def _corrected(r: float) -> float:
+    """Spearman-Brown to the full group; undefined for a negative correlation between the
+    halves, which has no reliability to carry (2r / (1 + r) runs below -1 there)."""
+    return float(spearman_brown(r, 2)) if r >= 0 else math.nan
 
 
 def predicted_reliability(reliability: pd.DataFrame, raters) -> pd.DataFrame:

@@ -6,6 +6,8 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sbir_study.analysis import StudyDesign
 from sbir_study.analysis.power import PowerOptions, power_analysis, summarize_power
@@ -115,3 +117,21 @@ def test_power_cli_answers_raters_for_a_reliability_from_a_pilot(tmp_path):
     bad = run_main(*common, "--out", str(tmp_path / "bad"), "--reliability", "1.5")
     assert_input_error(bad, "--reliability", "between 0 and 1")
     assert not (tmp_path / "bad").exists()
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.one_of(st.floats().map(repr), st.text(max_size=8)))
+def test_reliability_option_takes_exactly_the_numbers_between_0_and_1(text):
+    import argparse
+
+    from sbir_study.cli.power import _reliability_target
+
+    try:
+        expected = float(text)
+    except ValueError:
+        expected = None
+    if expected is not None and 0.0 < expected < 1.0:
+        assert _reliability_target(text) == expected
+    else:
+        with pytest.raises(argparse.ArgumentTypeError, match="between 0 and 1"):
+            _reliability_target(text)

@@ -290,3 +290,32 @@ def test_analyze_refuses_zero_splits(noisy_sketch_table, tmp_path):
     result = run_main("analyze", str(noisy_sketch_table), "--out", str(tmp_path / "a"),
                       "--reliability-splits", "0")  # fmt: skip
     assert_input_error(result, "--reliability-splits")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n_raters=st.integers(1, 7),
+    n_images=st.integers(2, 6),
+    missing=st.floats(0.0, 0.4),
+    seed=st.integers(0, 2**16),
+)
+def test_split_half_is_undefined_exactly_where_a_half_lacks_two_raters(
+    n_raters, n_images, missing, seed
+):
+    # Decided from the ratings alone: a sketch is undefined in every split when it has fewer
+    # than 4 raters, and otherwise only where a half's consensus leaves fewer than 2 images
+    # untied; every defined value is a correlation, and Spearman-Brown keeps it in [-1, 1].
+    rng = np.random.default_rng(seed)
+    values = rng.integers(1, 8, size=(1, 7, n_images)).astype(float)
+    values[rng.random(values.shape) < missing] = np.nan
+    values[0, n_raters:, :] = np.nan
+    table = reliability.split_half_reliability(_cube(values), n_splits=8, seed=seed)
+    row = table.iloc[0]
+    raters = int((~np.isnan(values[0])).any(axis=1).sum())
+    assert row["n_raters"] == raters
+    if raters < 4:
+        assert row["n_undefined"] == 8 and np.isnan(row["rho_half"])
+    for column in ("tau_b_half", "rho_half", "tau_b_sb", "rho_sb"):
+        assert np.isnan(row[column]) or -1.0 <= row[column] <= 1.0
+    assert 0 <= row["n_undefined"] <= 8
+    assert np.isnan(row["rho_half"]) == (row["n_undefined"] == 8)
