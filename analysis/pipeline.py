@@ -63,8 +63,10 @@ class AnalysisOptions:
     ``permutations`` the Skillings-Mack permutation p-values (sketches with at
     most :data:`~sbir_study.analysis.limits.PERMUTATION_RATERS_LIMIT` raters);
     ``pairwise_raters`` caps the raters of a sketch whose pairs enter the
-    inter-user tau_b (:data:`~.limits.PAIRWISE_RATERS`; ``None``: every pair). All three
-    draw from ``seed``, so the same ratings give the same files.
+    inter-user tau_b (:data:`~.limits.PAIRWISE_RATERS`; ``None``: every pair);
+    ``reliability_splits`` random halves of the participants give the split-half
+    reliability of the consensus. All four draw from ``seed``, so the same ratings give
+    the same files.
     """
 
     alternative: str = "greater"
@@ -111,8 +113,10 @@ def analyze_ratings(
     ``pairwise_tau_summary.csv``, ``sketch_agreement.csv`` (sketches ranked by
     their median inter-user tau_b, the best and worst marked: the paper's
     Fig. 9), ``kendall_w.csv``, ``consensus_tau.csv``, ``anchoring.csv``,
-    ``bins.csv``, ``rating_distribution.csv``, ``summary.json`` (``docs/formats.md``
-    lists their columns) and ``report.html``. With ``figures``, also Figs. 4-8
+    ``bins.csv``, ``rating_distribution.csv``, ``reliability.csv``,
+    ``reliability_prophecy.csv`` and ``icc.csv`` (how reliable the consensus is:
+    ``docs/reliability.md``), ``summary.json`` (``docs/formats.md`` lists their columns)
+    and ``report.html``. With ``figures``, also Figs. 4-8 and ``reliability_prophecy``
     in ``figures/`` (Fig. 9 as thumbnails when ``sketch_images`` maps sketch
     ids to image files); ``pilot``, the ratings of a pilot study, is drawn
     beside the final study in Fig. 7. Returns the summary.
@@ -413,6 +417,26 @@ def _other_statistics(
     return w_table, overall_alpha, consensus, participants, anchoring, bins, distributions
 
 
+def _reliability_lines(found: Mapping | None) -> list[str]:
+    """The terminal's line on the reliability of the consensus (``docs/reliability.md``)."""
+    if not found or found["tau_b_sb"] is None:
+        return []
+
+    def number(x) -> str:
+        return "n/a" if x is None else f"{x:.3f}"
+
+    low, high = found["tau_b_sb_interval"]
+    needed = found["raters_needed"]
+    reach = (f"{needed} raters reach {found['target']:g}" if needed is not None
+             else f"no number of raters reaches {found['target']:g}")  # fmt: skip
+    return [
+        f"  Reliability of the consensus (split halves, Spearman-Brown): tau_b "
+        f"{number(found['tau_b_sb'])} ({number(low)}-{number(high)}), rho "
+        f"{number(found['rho_sb'])}; ICC(2,k) {number(found['icc2k'])}; {reach}; "
+        f"{len(found['below_target'])} sketches below it"
+    ]
+
+
 def _write_reliability(out: Path, cube: RatingCube, options: AnalysisOptions):
     """``reliability.csv``, ``reliability_prophecy.csv`` and ``icc.csv``; the summary's
     ``reliability`` object and the prophecy the figure draws."""
@@ -686,6 +710,7 @@ def format_summary(summary: Mapping, out: str | Path) -> str:
             f"(chi-square), {sm['n_significant_permutation']} of {sm['n_permutation_tested']} "
             "by permutation"
         )
+    lines += _reliability_lines(summary.get("reliability"))
     lines.append(f"Ground truth: {out / 'ground_truth.csv'}; tables and summary.json in {out}")
     if summary["figures"]:
         lines.append(f"Figures: {out / 'figures'} ({', '.join(summary['figures'])})")

@@ -226,7 +226,9 @@ def split_half_reliability(
         and ``r1``, one rater's
         reliability from ``rho_half`` (:func:`single_rater_reliability` with
         n_raters / 2 raters per half), on which the predictions stand. The ``all``
-        row averages each split's values over the sketches defined in it.
+        row averages each split's values over the sketches defined in it; its
+        ``n_raters`` counts every participant, and its ``r1`` takes halves of the median
+        sketch's raters.
 
     Notes
     -----

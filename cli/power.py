@@ -29,7 +29,8 @@ def register(commands) -> None:
         "Kendall's W significant, tau_b between the consensus of that many participants and "
         "that of a large reference panel, and the share of significant inter-user "
         "correlations with its 95% range. Writes power.csv, power_runs.csv and "
-        "power.png/.pdf to --out.",
+        "power.png/.pdf to --out. With --pilot, also how many raters a consensus needs to "
+        "reach --reliability, from the pilot's split-half reliability: power_reliability.csv.",
     )
     parser.add_argument("--out", type=Path, required=True, help="folder for the results")
     parser.add_argument(
