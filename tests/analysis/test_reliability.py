@@ -48,6 +48,9 @@ def test_split_half_values_match_scipy_on_the_same_halves(sparse_cube):
     n_splits, seed = 25, 3
     table = reliability.split_half_reliability(sparse_cube, n_splits=n_splits, seed=seed)
     keys = np.random.default_rng(seed).random((n_splits, len(sparse_cube.participants)))
+    _, per_split_tau, per_split_rho = reliability._split_correlations(
+        sparse_cube, reliability.split_halves(len(sparse_cube.participants), n_splits, seed)
+    )
     for index in range(2):
         values = sparse_cube.sketch(index)
         raters = np.flatnonzero(~np.isnan(values).all(axis=1))
@@ -60,6 +63,8 @@ def test_split_half_values_match_scipy_on_the_same_halves(sparse_cube):
             both = a.notna() & b.notna()
             taus.append(scipy.stats.kendalltau(a[both], b[both]).statistic)
             rhos.append(scipy.stats.spearmanr(a[both], b[both]).statistic)
+        np.testing.assert_allclose(per_split_tau[index], taus, rtol=1e-12)
+        np.testing.assert_allclose(per_split_rho[index], rhos, rtol=1e-12)
         row = table.iloc[index]
         assert row["n_raters"] == len(raters)
         np.testing.assert_allclose(row["tau_b_half"], np.mean(taus), rtol=1e-12)
@@ -263,6 +268,7 @@ def test_analyze_writes_the_reliability_tables_summary_and_report(noisy_sketch_t
     result = run_main("analyze", str(noisy_sketch_table), "--out", str(out), *options,
                       "--reliability-splits", "200")  # fmt: skip
     assert result.returncode == 0, result.stderr
+    assert "Reliability of the consensus (split halves, Spearman-Brown): tau_b" in result.stdout
     split_half = pd.read_csv(out / "reliability.csv")
     assert split_half["sketch_id"].tolist() == ["s0", "s1", "s2", "all"]
     assert (split_half["n_splits"] == 200).all()
