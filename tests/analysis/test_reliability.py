@@ -114,9 +114,10 @@ def test_spearman_brown_formula(r, factor, expected):
 
 
 def test_spearman_brown_reproduces_the_published_icc_of_k_judges():
-    # Shrout & Fleiss (1979), Table 3: ICC(3,1) = .7148 for one judge and ICC(3,4) = .9093 for
-    # the mean of 4 (as pingouin and psych::ICC print them); ICC(3,k) is the Spearman-Brown
-    # prophecy of ICC(3,1) for k judges.
+    # Shrout & Fleiss (1979)'s example of 6 targets rated by 4 judges (the data of
+    # test_icc_on_the_shrout_fleiss_example): ICC(3,1) = .71 for one judge and ICC(3,4) = .91
+    # for the mean of 4, which R's psych::ICC prints as 0.7148407 and 0.9093155 (Rscript,
+    # psych 2.2.9); ICC(3,k) is the Spearman-Brown prophecy of ICC(3,1) for k judges.
     np.testing.assert_allclose(reliability.spearman_brown(0.7148, 4), 0.9093, atol=2e-4)
     np.testing.assert_allclose(reliability.single_rater_reliability(0.9093, 4), 0.7148,
                                atol=2e-4)  # fmt: skip
@@ -187,9 +188,9 @@ def test_icc_matches_pingouin(seed):
     np.testing.assert_allclose(ours["ci_high"], ci[:, 1], atol=0.005 + 1e-12)
 
 
-def test_icc_on_shrout_fleiss_table_2():
-    # Shrout & Fleiss (1979), Table 2: 6 targets x 4 judges; Table 3 gives ICC(2,1) = .29,
-    # ICC(2,4) = .62, ICC(3,1) = .71, ICC(3,4) = .91 (pingouin and psych::ICC reproduce them).
+def test_icc_on_the_shrout_fleiss_example():
+    # Shrout & Fleiss (1979)'s example, 6 targets x 4 judges: ICC(2,1) = .29, ICC(2,4) = .62,
+    # ICC(3,1) = .71, ICC(3,4) = .91 as the paper reports them (psych::ICC reproduces them).
     judges = np.array([[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8],
                        [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]], dtype=float)  # fmt: skip
     table = reliability.intraclass_correlations(_cube(judges.T[None, :, :]))
