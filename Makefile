@@ -32,9 +32,10 @@ BIDS_VALIDATOR := 1.15.0
 # driver for the browser session's tests, PostgreSQL for the multi-server database's tests,
 # GNU Octave, in which the tests run the HPatches reference scoring code; poppler-utils
 # (pdffonts, pdfinfo, pdftoppm), with which the tests read the fonts of the figures' PDFs
-# and the pages of a report printed by Chromium.
+# and the pages of a report printed by Chromium; R with psych, whose ICC the tests compare
+# the intraclass correlations with.
 APT_PACKAGES := xvfb xauth libgl1-mesa-dri libjack-jackd2-0 libasound2 chromium chromium-driver \
-	postgresql octave poppler-utils
+	postgresql octave poppler-utils r-base-core r-cran-psych
 WEB    := study/online/web
 
 .PHONY: run test session serve-demo lint bench install lock docs clean

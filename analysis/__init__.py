@@ -4,6 +4,7 @@ Loading and validating ratings, and importing those collected with other tools
 (long tables, PsychoPy Builder and jsPsych data, survey tools' wide exports); rank
 agreement (Kendall's tau_b and W, and over every rating Krippendorff's alpha and the
 Skillings-Mack test), the consensus ground truth, anchoring consistency, the
+reliability of the consensus (split-half, Spearman-Brown, intraclass correlations), the
 distribution of ratings, significance summaries of test families, and simulated
 participants; and scoring retrieval runs against the ground truth: the runs and
 their measures, distance measures between descriptors, a baseline engine,
@@ -27,6 +28,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "pipeline",
         "power",
         "ratings",
+        "reliability",
         "report",
         "significance",
         "simulate",
@@ -107,6 +109,12 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "load_ratings",
             "rating_cube",
             "validate_ratings",
+        ],
+        "reliability": [
+            "intraclass_correlations",
+            "raters_needed",
+            "spearman_brown",
+            "split_half_reliability",
         ],
         "significance": [
             "FamilySummary",

@@ -37,11 +37,13 @@ __all__ = [
     "plot_distribution",
     "plot_inter_user",
     "plot_power",
+    "plot_reliability_prophecy",
     "plot_sketch_extremes",
     "plot_vs_consensus",
     "tau_threshold",
     "write_figures",
     "write_power_figure",
+    "write_reliability_figure",
 ]
 
 #: The figures :func:`write_figures` writes, by file stem.
@@ -471,6 +473,47 @@ def write_power_figure(summary: pd.DataFrame, stem: str | Path) -> Path:
     """Draw :func:`plot_power` to ``stem``.png and ``stem``.pdf; return the PNG path."""
     figure = Figure(figsize=(14.0, 4.2), layout="constrained")
     plot_power(summary, axes=figure.subplots(1, 3))
+    return _save(figure, Path(stem))
+
+
+def plot_reliability_prophecy(
+    predicted: pd.DataFrame, *, ax: Axes, target: float = 0.8, n_raters: int | None = None
+) -> Axes:
+    """The reliability the consensus would have with m raters, per sketch and over all.
+
+    ``predicted`` is :func:`sbir_study.analysis.reliability.predicted_reliability`'s
+    table (``sketch_id, n_raters, predicted``); each sketch is a faint line, the
+    ``all`` row a bold one, ``target`` a dashed line, and ``n_raters`` (the study's
+    own number) a dotted one: the curve of a sketch that crosses ``target`` right of
+    it needs more raters than the study had.
+    """
+    for sketch, curve in predicted.groupby("sketch_id", sort=True):
+        if sketch == "all":
+            continue
+        ax.plot(curve["n_raters"], curve["predicted"], color="C0", alpha=0.25, linewidth=0.8)
+    overall = predicted[predicted["sketch_id"] == "all"]
+    ax.plot(overall["n_raters"], overall["predicted"], color="C0", linewidth=2.5,
+            label="all sketches (mean split-half)")  # fmt: skip
+    ax.plot([], [], color="C0", alpha=0.25, linewidth=0.8, label="each sketch")
+    ax.axhline(target, color="C3", linestyle="--", linewidth=1.0, label=f"reliability {target:g}")
+    if n_raters is not None:
+        ax.axvline(n_raters, color="0.4", linestyle=":", linewidth=1.0,
+                   label=f"this study: {n_raters} raters")  # fmt: skip
+    ax.set_xlabel("raters m")
+    ax.set_ylabel("predicted reliability (Spearman-Brown, ρ)")
+    ax.set_ylim(min(0.0, _finite_min([predicted["predicted"].min()])), 1.0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", loc="lower right")
+    return ax
+
+
+def write_reliability_figure(
+    predicted: pd.DataFrame, stem: str | Path, *, target: float = 0.8, n_raters: int | None = None
+) -> Path:
+    """Draw :func:`plot_reliability_prophecy` to ``stem``.png and ``.pdf``; return the PNG."""
+    figure = Figure(figsize=(6.5, 4.2), layout="constrained")
+    plot_reliability_prophecy(predicted, ax=figure.add_subplot(), target=target,
+                              n_raters=n_raters)  # fmt: skip
     return _save(figure, Path(stem))
 
 

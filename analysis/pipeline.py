@@ -63,8 +63,10 @@ class AnalysisOptions:
     ``permutations`` the Skillings-Mack permutation p-values (sketches with at
     most :data:`~sbir_study.analysis.limits.PERMUTATION_RATERS_LIMIT` raters);
     ``pairwise_raters`` caps the raters of a sketch whose pairs enter the
-    inter-user tau_b (:data:`~.limits.PAIRWISE_RATERS`; ``None``: every pair). All three
-    draw from ``seed``, so the same ratings give the same files.
+    inter-user tau_b (:data:`~.limits.PAIRWISE_RATERS`; ``None``: every pair);
+    ``reliability_splits`` random halves of the participants give the split-half
+    reliability of the consensus. All four draw from ``seed``, so the same ratings give
+    the same files.
     """
 
     alternative: str = "greater"
@@ -74,6 +76,7 @@ class AnalysisOptions:
     permutations: int = 1000
     seed: int = 0
     pairwise_raters: int | None = PAIRWISE_RATERS
+    reliability_splits: int = 1000
 
     def __post_init__(self) -> None:
         check_option("alternative", self.alternative, _kernels.ALTERNATIVES)
@@ -87,6 +90,7 @@ class AnalysisOptions:
             if not (isinstance(value, int) and value >= 0):
                 raise InputError(f"{name}: expected a whole number >= 0, got {value!r}")
         check_whole_number("pairwise_raters", self.pairwise_raters, 2, none_ok=True)
+        check_whole_number("reliability_splits", self.reliability_splits, 1)
 
 
 def analyze_ratings(
@@ -109,8 +113,10 @@ def analyze_ratings(
     ``pairwise_tau_summary.csv``, ``sketch_agreement.csv`` (sketches ranked by
     their median inter-user tau_b, the best and worst marked: the paper's
     Fig. 9), ``kendall_w.csv``, ``consensus_tau.csv``, ``anchoring.csv``,
-    ``bins.csv``, ``rating_distribution.csv``, ``summary.json`` (``docs/formats.md``
-    lists their columns) and ``report.html``. With ``figures``, also Figs. 4-8
+    ``bins.csv``, ``rating_distribution.csv``, ``reliability.csv``,
+    ``reliability_prophecy.csv`` and ``icc.csv`` (how reliable the consensus is:
+    ``docs/reliability.md``), ``summary.json`` (``docs/formats.md`` lists their columns)
+    and ``report.html``. With ``figures``, also Figs. 4-8 and ``reliability_prophecy``
     in ``figures/`` (Fig. 9 as thumbnails when ``sketch_images`` maps sketch
     ids to image files); ``pilot``, the ratings of a pilot study, is drawn
     beside the final study in Fig. 7. Returns the summary.
@@ -184,6 +190,7 @@ def _analyze_into(
         pairwise = pool.submit(_write_pairwise, ratings, cube, out, options, full)
         others = _other_statistics(out, ratings, cube, options, pilot, scale)
         pairwise_p, pairwise_summary, boxes = pairwise.result()
+    reliability, predicted = _write_reliability(out, cube, options)
     del cube  # not held through the figures: 100 MB for 10,000 participants of 31 sketches
     w_table, overall_alpha, consensus, participants, anchoring, bins, distributions = others
     extremes = sketch_agreement(pairwise_summary, w_table)
@@ -224,6 +231,8 @@ def _analyze_into(
                 sketch_images=sketch_images,
                 scale=scale,
             )
+        figure_files.update(_reliability_figure(out / "figures", predicted, summary))
+    summary["reliability"] = reliability
     summary["figures"] = sorted(figure_files)
     with progress.step("summary.json, report.html"):
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
@@ -406,6 +415,54 @@ def _other_statistics(
     )
     distribution.to_csv(out / "rating_distribution.csv", index=False)
     return w_table, overall_alpha, consensus, participants, anchoring, bins, distributions
+
+
+def _reliability_lines(found: Mapping | None) -> list[str]:
+    """The terminal's line on the reliability of the consensus (``docs/reliability.md``)."""
+    if not found or found["tau_b_sb"] is None:
+        return []
+
+    def number(x) -> str:
+        return "n/a" if x is None else f"{x:.3f}"
+
+    low, high = found["tau_b_sb_interval"]
+    needed = found["raters_needed"]
+    reach = (f"{needed} raters reach {found['target']:g}" if needed is not None
+             else f"no number of raters reaches {found['target']:g}")  # fmt: skip
+    return [
+        f"  Reliability of the consensus (split halves, Spearman-Brown): tau_b "
+        f"{number(found['tau_b_sb'])} ({number(low)}-{number(high)}), rho "
+        f"{number(found['rho_sb'])}; ICC(2,k) {number(found['icc2k'])}; {reach}; "
+        f"{len(found['below_target'])} sketches below it"
+    ]
+
+
+def _write_reliability(out: Path, cube: RatingCube, options: AnalysisOptions):
+    """``reliability.csv``, ``reliability_prophecy.csv`` and ``icc.csv``; the summary's
+    ``reliability`` object and the prophecy the figure draws."""
+    from . import reliability
+
+    with progress.step("reliability: split halves, intraclass correlations"):
+        split_half = reliability.split_half_reliability(
+            cube, n_splits=options.reliability_splits, seed=options.seed
+        )
+        split_half.to_csv(out / "reliability.csv", index=False)
+        raters = np.arange(1, max(40, 2 * len(cube.participants)) + 1)
+        predicted = reliability.predicted_reliability(split_half, raters)
+        predicted.to_csv(out / "reliability_prophecy.csv", index=False)
+        icc = reliability.intraclass_correlations(cube)
+        icc.to_csv(out / "icc.csv", index=False)
+    return reliability.reliability_summary(split_half, icc), predicted
+
+
+def _reliability_figure(folder: Path, predicted: pd.DataFrame, summary: dict) -> dict:
+    from .figures import write_reliability_figure
+    from .reliability import RELIABILITY_TARGET
+
+    stem = folder / "reliability_prophecy"
+    write_reliability_figure(predicted, stem, target=RELIABILITY_TARGET,
+                             n_raters=summary["n_participants"])  # fmt: skip
+    return {"reliability_prophecy": stem.with_suffix(".png")}
 
 
 class _InThisThread:
@@ -653,6 +710,7 @@ def format_summary(summary: Mapping, out: str | Path) -> str:
             f"(chi-square), {sm['n_significant_permutation']} of {sm['n_permutation_tested']} "
             "by permutation"
         )
+    lines += _reliability_lines(summary.get("reliability"))
     lines.append(f"Ground truth: {out / 'ground_truth.csv'}; tables and summary.json in {out}")
     if summary["figures"]:
         lines.append(f"Figures: {out / 'figures'} ({', '.join(summary['figures'])})")

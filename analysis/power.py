@@ -40,7 +40,15 @@ from . import _kernels
 from .significance import wilson_interval
 from .simulate import RaterModel, StudyDesign, main_block_ratings
 
-__all__ = ["PowerOptions", "format_power", "power_analysis", "summarize_power", "write_power"]
+__all__ = [
+    "PowerOptions",
+    "format_power",
+    "format_reliability",
+    "power_analysis",
+    "raters_for_reliability",
+    "summarize_power",
+    "write_power",
+]
 
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -178,11 +186,58 @@ def _replication(task) -> list[tuple]:
     return rows
 
 
+def raters_for_reliability(
+    pilot: pd.DataFrame, *, target: float = 0.8, n_splits: int = 1000, seed: int = 0
+) -> pd.DataFrame:
+    """How many raters a consensus needs to reach reliability ``target``, from a pilot study.
+
+    The split-half reliability of the pilot's consensus
+    (:func:`~sbir_study.analysis.reliability.split_half_reliability`, Spearman's rho
+    between random halves), carried to one rater and inverted:
+    m = r (1 - r1) / (r1 (1 - r)) (:func:`~sbir_study.analysis.reliability.raters_needed`).
+
+    Parameters
+    ----------
+    pilot : DataFrame
+        A validated ratings table (:func:`~sbir_study.analysis.ratings.load_ratings`); its
+        main phase is used, in the paper's orientation.
+
+    Returns
+    -------
+    DataFrame
+        One row per sketch and ``all``: ``sketch_id, n_raters, rho_half, rho_sb, r1,
+        target, raters_needed`` (empty where no number of raters reaches the target:
+        the pilot's halves do not agree, or the sketch had fewer than 4 raters).
+    """
+    from . import reliability
+    from .orientation import in_paper_orientation
+    from .ratings import main_phase_cube
+
+    reliability.raters_needed(target, 0.5)  # the target checked before the work
+    cube = main_phase_cube(in_paper_orientation(pilot))
+    if cube is None:
+        raise InputError("pilot: no rows of phase 'main'; expected the main block of a study")
+    split_half = reliability.split_half_reliability(cube, n_splits=n_splits, seed=seed)
+    table = split_half[["sketch_id", "n_raters", "rho_half", "rho_sb", "r1"]].copy()
+    table["target"] = target
+    needed = np.atleast_1d(reliability.raters_needed(target, table["r1"].to_numpy()))
+    table["raters_needed"] = pd.array(
+        [int(m) if np.isfinite(m) else None for m in needed], dtype="Int64"
+    )
+    return table
+
+
 def write_power(
-    runs: pd.DataFrame, summary: pd.DataFrame, out: str | Path, *, overwrite: bool = False
+    runs: pd.DataFrame,
+    summary: pd.DataFrame,
+    out: str | Path,
+    *,
+    overwrite: bool = False,
+    reliability: pd.DataFrame | None = None,
 ) -> Path:
     """Write ``power_runs.csv``, ``power.csv`` and ``power.png``/``.pdf`` into ``out``, as
-    every output is written (``docs/outputs.md``)."""
+    every output is written (``docs/outputs.md``); with ``reliability``
+    (:func:`raters_for_reliability`), ``power_reliability.csv`` too."""
     from sbir_study.foundation.outputs import output_folder
 
     from .figures import write_power_figure
@@ -190,8 +245,35 @@ def write_power(
     with output_folder(out, "power", overwrite=overwrite) as folder:
         runs.to_csv(folder / "power_runs.csv", index=False)
         summary.to_csv(folder / "power.csv", index=False)
+        if reliability is not None:
+            reliability.to_csv(folder / "power_reliability.csv", index=False)
         write_power_figure(summary, folder / "power")
     return Path(out)
+
+
+def format_reliability(reliability: pd.DataFrame) -> str:
+    """The lines ``sbir-study power --pilot`` prints about the raters a reliable consensus needs."""
+    overall = reliability.set_index("sketch_id").loc["all"]
+    sketches = reliability[reliability["sketch_id"] != "all"]
+    target = float(overall["target"])
+    needed = overall["raters_needed"]
+    lines = [
+        f"From the pilot ({int(overall['n_raters'])} participants; split-half rho "
+        f"{overall['rho_half']:.3f}, Spearman-Brown {overall['rho_sb']:.3f}): "
+        + (f"a consensus of {int(needed)} raters reaches reliability {target:g}"
+           if not pd.isna(needed) else f"no number of raters reaches reliability {target:g}")
+        + " over all sketches."
+    ]  # fmt: skip
+    known = sketches["raters_needed"].dropna()
+    if len(known):
+        worst = sketches.loc[known.astype("int64").idxmax()]
+        lines.append(f"Per sketch: from {int(known.min())} to {int(known.max())} raters "
+                     f"(most: sketch {worst['sketch_id']}).")  # fmt: skip
+    unreachable = sketches.loc[sketches["raters_needed"].isna(), "sketch_id"].tolist()
+    if unreachable:
+        lines.append(f"No number of raters brings {len(unreachable)} sketch(es) to {target:g}: "
+                     + ", ".join(map(str, unreachable)))  # fmt: skip
+    return "\n".join(lines)
 
 
 def format_power(summary: pd.DataFrame, options: PowerOptions, out: str | Path) -> str:

@@ -7,6 +7,7 @@ it opens in any browser, can be mailed, and archived with the data.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from html import escape as html_escape
 from pathlib import Path
 
 import pandas as pd
@@ -65,6 +66,11 @@ _CAPTIONS = {
         "standard deviation (left), number of ratings (right)."
     ),
     "fig9_extremes": "Fig. 9. The sketches with the best (top) and worst (bottom) agreement.",
+    "reliability_prophecy": (
+        "Reliability of the consensus predicted for m raters: the split-half Spearman's rho "
+        "of each sketch (faint) and of all sketches (bold) carried to one rater and back to m "
+        "by the Spearman-Brown formula; dashed, the target; dotted, the study's participants."
+    ),
 }
 
 
@@ -102,6 +108,7 @@ def write_report(
     parts.append("<h1>Sketch/image rating study: analysis report</h1>")
     parts += _what_was_analysed(summary, scale)
     parts += _headline(summary, scale)
+    parts += _reliability(summary)
     parts += _figures(figures, summary)
     parts += _extremes(sketch_agreement)
     permutations = (summary.get("skillings_mack") or {}).get("permutations") or 0
@@ -309,6 +316,43 @@ def _figures(figures: Mapping[str, Path], summary: Mapping) -> list[str]:
         k_of_m=raters_range(summary["kendall_w"]), sample=sample
     )
     return figure_list({name: figures[name] for name in sorted(figures)}, captions)
+
+
+def _reliability(summary: Mapping) -> list[str]:
+    """How reliable the consensus is, and how many raters the sketches short of the target need."""
+    found = summary.get("reliability")
+    if not found:
+        return []
+    target = found["target"]
+    below = found["below_target"]
+    if not below:
+        verdict = f"Every sketch reaches {target:g}."
+    else:
+        sentences = [
+            f"with {b['raters_needed']} raters the consensus of sketch {b['sketch_id']} would "
+            f"reach {target:g}" if b["raters_needed"] is not None
+            else f"no number of raters brings sketch {b['sketch_id']} to {target:g} (its "
+            "halves do not agree)"
+            for b in below
+        ]  # fmt: skip
+        verdict = "; ".join(sentences)
+        verdict = verdict[0].upper() + verdict[1:] + "."
+    needed = found["raters_needed"]
+    low, high = found["tau_b_sb_interval"]
+    rho_low, rho_high = found["rho_sb_interval"]
+    return [
+        "<h2>How reliable is the ground truth?</h2>",
+        f"<p>Split in random halves ({found['n_splits']} splits), the two halves' consensus "
+        f"rankings agree with tau_b {num(found['tau_b_half'])} (Spearman's rho "
+        f"{num(found['rho_half'])}); carried to the whole group by the Spearman-Brown formula, "
+        f"{num(found['tau_b_sb'])} ({num(low)}-{num(high)}, 95% of splits), rho "
+        f"{num(found['rho_sb'])} ({num(rho_low)}-{num(rho_high)}). ICC(2,k) over every pair "
+        f"rated by every participant: {num(found['icc2k'])}. "
+        + (f"A consensus of {needed} raters would reach {target:g} over all sketches. "
+           if needed is not None else "")
+        + f"{html_escape(verdict)} Per sketch: <code>reliability.csv</code>, "
+        "<code>icc.csv</code>.</p>",
+    ]  # fmt: skip
 
 
 def _extremes(agreement: pd.DataFrame) -> list[str]:

@@ -13,6 +13,7 @@ from .common import (
     count,
     count_min2,
     options_from,
+    positive_int,
 )
 
 __all__ = ["COMMANDS", "register"]
@@ -80,6 +81,14 @@ def register(commands) -> None:
         default=1000,
         help="permutations of the Skillings-Mack permutation p-value, for sketches with at "
         f"most {PERMUTATION_RATERS_LIMIT} raters; 0 for none (default: 1000)",
+    )
+    parser.add_argument(
+        "--reliability-splits",
+        type=positive_int,
+        default=1000,
+        metavar="N",
+        help="random splits of the participants into two halves for the split-half "
+        "reliability of the consensus, reliability.csv (from --seed; default: 1000)",
     )
     add_seed(parser)
     parser.add_argument(

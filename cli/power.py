@@ -29,7 +29,8 @@ def register(commands) -> None:
         "Kendall's W significant, tau_b between the consensus of that many participants and "
         "that of a large reference panel, and the share of significant inter-user "
         "correlations with its 95% range. Writes power.csv, power_runs.csv and "
-        "power.png/.pdf to --out.",
+        "power.png/.pdf to --out. With --pilot, also how many raters a consensus needs to "
+        "reach --reliability, from the pilot's split-half reliability: power_reliability.csv.",
     )
     parser.add_argument("--out", type=Path, required=True, help="folder for the results")
     parser.add_argument(
@@ -50,27 +51,77 @@ def register(commands) -> None:
     add_alpha(parser)
     add_seed(parser)
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
+    parser.add_argument(
+        "--pilot",
+        type=Path,
+        default=None,
+        help="ratings of a pilot study (BIDS folder or table): also answer how many raters a "
+        "consensus needs to reach --reliability, from the pilot's split-half reliability "
+        "(Spearman-Brown); writes power_reliability.csv (default: none)",
+    )
+    parser.add_argument(
+        "--reliability",
+        type=_reliability_target,
+        default=0.8,
+        metavar="R",
+        help="the reliability the consensus should reach, between 0 and 1 (with --pilot; "
+        "default: 0.8)",
+    )
+    parser.add_argument(
+        "--reliability-splits",
+        type=positive_int,
+        default=1000,
+        metavar="N",
+        help="random splits of the pilot's participants into halves, from --seed (with "
+        "--pilot; default: 1000)",
+    )
     add_overwrite(parser)
     parser.set_defaults(handler=power)
+
+
+def _reliability_target(text: str) -> float:
+    """``--reliability``: a number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a reliability between 0 and 1, got {text!r}")
+    return value
 
 
 def power(args: argparse.Namespace) -> int:
     from sbir_study.analysis.power import (
         PowerOptions,
         format_power,
+        format_reliability,
         power_analysis,
+        raters_for_reliability,
         summarize_power,
         write_power,
     )
     from sbir_study.analysis.simulate import StudyDesign
     from sbir_study.foundation.outputs import check_target
 
-    check_target(args.out, "power", overwrite=args.overwrite)
+    check_target(args.out, "power", overwrite=args.overwrite,
+                 inputs=[args.pilot] if args.pilot is not None else [])  # fmt: skip
+    reliability = None
+    if args.pilot is not None:
+        from sbir_study.analysis import load_ratings
+
+        with step("pilot: split-half reliability"):
+            reliability = raters_for_reliability(
+                load_ratings(args.pilot), target=args.reliability,
+                n_splits=args.reliability_splits, seed=args.seed,
+            )  # fmt: skip
     design = StudyDesign(sketches=args.sketches, images_per_sketch=args.images)
     options = options_from(PowerOptions, args, counts=args.participants, design=design)
     runs = power_analysis(options, jobs=args.jobs, progress=None)
     summary = summarize_power(runs)
     with step("writing"):
-        write_power(runs, summary, args.out, overwrite=args.overwrite)
+        write_power(runs, summary, args.out, overwrite=args.overwrite, reliability=reliability)
     print(format_power(summary, options, args.out))
+    if reliability is not None:
+        print(format_reliability(reliability))
+        print(f"Table: {args.out / 'power_reliability.csv'}")
     return 0

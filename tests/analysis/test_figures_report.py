@@ -100,15 +100,17 @@ def small_study(tmp_path_factory):
 def test_figures_and_report_are_written(small_study, tmp_path):
     _, ratings = small_study
     summary = analyze_ratings(ratings, tmp_path, AnalysisOptions())
-    assert summary["figures"] == sorted(FIGURES)
-    for name in FIGURES:
+    # The paper's figures, and the reliability of the consensus for m raters.
+    drawn = (*FIGURES, "reliability_prophecy")
+    assert summary["figures"] == sorted(drawn)
+    for name in drawn:
         png = (tmp_path / "figures" / f"{name}.png").read_bytes()
         pdf = (tmp_path / "figures" / f"{name}.pdf").read_bytes()
         assert png.startswith(b"\x89PNG") and len(png) > 10_000, name
         assert pdf.startswith(b"%PDF"), name
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     # Self-contained: every figure embedded, nothing fetched from elsewhere.
-    assert page.count('src="data:image/png;base64,') == len(FIGURES)
+    assert page.count('src="data:image/png;base64,') == len(drawn)
     assert not re.search(r'(src|href)="(https?:)?//', page)
     # The paper's published values stand beside ours.
     for published in ("77.4%", "86%", "99%", "1.4692", "all 31"):

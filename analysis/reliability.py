@@ -1,0 +1,454 @@
+"""How reliable the consensus ground truth is: split-half, Spearman-Brown, ICC, raters needed.
+
+The question a ground-truth builder asks first: would another group of participants
+give the same ranking, and how many raters does it take? Per sketch the
+participants are split at random into two halves, each half's consensus (the
+images ordered by their mean rating) is compared with the other's (tau_b and
+Spearman's rho), and the Spearman-Brown formula carries the agreement of two
+half-groups to that of the whole group (Spearman 1910; Brown 1910). The same
+formula, run backwards to one rater and forwards again, predicts the reliability
+of a consensus of any number of raters, and how many it takes to reach a target.
+The intraclass correlations of Shrout & Fleiss (1979), ICC(2,1), ICC(2,k),
+ICC(3,1) and ICC(3,k), with their F tests and 95% intervals, are the numbers a
+reviewer asks for. Everything here reads the main phase as a
+:class:`~sbir_study.analysis.ratings.RatingCube` in the paper's orientation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from sbir_study.foundation.checks import InputError, check_whole_number
+
+from . import _kernels
+from .ratings import RatingCube
+
+__all__ = [
+    "ICC_TYPES",
+    "RELIABILITY_TARGET",
+    "intraclass_correlations",
+    "predicted_reliability",
+    "raters_needed",
+    "reliability_summary",
+    "shortfall",
+    "single_rater_reliability",
+    "spearman_brown",
+    "split_half_reliability",
+    "split_halves",
+]
+
+#: The intraclass correlations of :func:`intraclass_correlations`, in Shrout & Fleiss'
+#: notation: two-way random (2) and two-way mixed (3), of one rater (1) and of the mean
+#: of the k raters (k). pingouin calls them ICC2, ICC2k, ICC3, ICC3k.
+ICC_TYPES = ("ICC(2,1)", "ICC(2,k)", "ICC(3,1)", "ICC(3,k)")
+
+#: The reliability a consensus is asked to reach by default: 0.8, the level Nunnally (1978)
+#: asks of a measurement in basic research.
+RELIABILITY_TARGET = 0.8
+
+_ALL = "all"
+
+
+def spearman_brown(r, factor):
+    """The reliability of a test ``factor`` times as long: factor r / (1 + (factor - 1) r).
+
+    With ``factor`` 2 this is the split-half correction r_full = 2 r / (1 + r).
+
+    References
+    ----------
+    Spearman, C. (1910). Correlation calculated from faulty data. British Journal of
+    Psychology, 3, 271-295. Brown, W. (1910). Some experimental results in the
+    correlation of mental abilities. British Journal of Psychology, 3, 296-322.
+
+    Examples
+    --------
+    >>> round(spearman_brown(0.5, 2), 4)
+    0.6667
+    """
+    r = np.asarray(r, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = factor * r / (1.0 + (factor - 1.0) * r)
+    return float(out) if out.ndim == 0 else out
+
+
+def single_rater_reliability(r, raters):
+    """The reliability of one rater from that of the mean of ``raters``: Spearman-Brown inverted.
+
+    r1 = r / (raters - (raters - 1) r).
+
+    Examples
+    --------
+    >>> round(single_rater_reliability(spearman_brown(0.3, 14), 14), 12)
+    0.3
+    """
+    with np.errstate(divide="ignore"):
+        factor = 1.0 / np.asarray(raters, dtype=np.float64)
+    return spearman_brown(r, factor)
+
+
+def raters_needed(target: float, r1):
+    """How many raters the mean of which reaches reliability ``target``, given one rater's ``r1``.
+
+    m = target (1 - r1) / (r1 (1 - target)), rounded up; NaN where ``r1`` is not
+    positive (no number of raters reaches it) or not known.
+
+    Examples
+    --------
+    >>> raters_needed(0.8, 0.2)
+    16
+    """
+    if not 0.0 < target < 1.0:
+        raise InputError(f"reliability: expected a target between 0 and 1, got {target!r}")
+    r1 = np.asarray(r1, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = target * (1.0 - r1) / (r1 * (1.0 - target))
+    # 1e-9: the formula at an exact whole number of raters must not round up to the next.
+    m = np.where((r1 > 0) & (r1 < 1), np.ceil(m - 1e-9), np.where(r1 >= 1, 1.0, np.nan))
+    if m.ndim == 0:
+        return int(m) if np.isfinite(m) else float(m)
+    return m
+
+
+def split_halves(n_participants: int, n_splits: int, seed: int) -> np.ndarray:
+    """The random keys that split the participants, one row per split.
+
+    ``keys[s, p]`` is participant ``p``'s key in split ``s``; in every sketch the
+    raters of that sketch with the lower half of the keys form the first half
+    (``n // 2`` of ``n`` raters), the others the second. One matrix serves every
+    sketch, so a split is one division of the participants, and the same seed gives
+    the same halves.
+    """
+    return np.random.default_rng(seed).random((n_splits, n_participants))
+
+
+def _first_half(keys: np.ndarray, raters: np.ndarray) -> np.ndarray:
+    """Splits x participants: True where the participant is in the first half of a sketch."""
+    order = np.argsort(np.where(raters, keys, np.inf), axis=1, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(keys.shape[1])[None, :], axis=1)
+    return rank < raters.sum() // 2
+
+
+def _half_means(values: np.ndarray, half: np.ndarray) -> np.ndarray:
+    """Splits x images: each image's mean rating over the participants of ``half``."""
+    rated = ~np.isnan(values)
+    total = half.astype(np.float64) @ np.where(rated, values, 0.0)
+    count = half.astype(np.float64) @ rated.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / count, np.nan)
+
+
+def _row_spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho between row i of ``x`` and row i of ``y`` over the items both have."""
+    both = ~np.isnan(x) & ~np.isnan(y)
+    x, y = np.where(both, x, np.nan), np.where(both, y, np.nan)
+    gaps = ~both.all(axis=1)
+    rx, ry = stats.rankdata(x, axis=1), stats.rankdata(y, axis=1)
+    if gaps.any():  # ranks among the items present, only where some are missing (rare)
+        rx[gaps] = stats.rankdata(x[gaps], axis=1, nan_policy="omit")
+        ry[gaps] = stats.rankdata(y[gaps], axis=1, nan_policy="omit")
+    n = both.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        dx = rx - np.nansum(rx, axis=1, keepdims=True) / n[:, None]
+        dy = ry - np.nansum(ry, axis=1, keepdims=True) / n[:, None]
+        rho = np.nansum(dx * dy, axis=1) / np.sqrt(
+            np.nansum(dx * dx, axis=1) * np.nansum(dy * dy, axis=1)
+        )
+    rho[n < 3] = np.nan
+    return np.clip(rho, -1.0, 1.0)
+
+
+def _split_correlations(cube: RatingCube, keys: np.ndarray):
+    """Per sketch: the raters, and the per-split tau_b and rho between the halves' consensus.
+
+    Sketches with the same raters share their halves, so their mean ratings come from one
+    product of the half matrix with all their images (in a complete design, one product
+    for the whole study), and the correlations of every sketch and split from one call.
+    """
+    values = cube.values  # sketches x participants x images, NaN-padded
+    n_sketches, _, n_images = values.shape
+    raters = ~np.isnan(values).all(axis=2)  # sketches x participants
+    first_means = np.full((n_sketches, len(keys), n_images), np.nan)
+    second_means = np.full_like(first_means, np.nan)
+    groups: dict[bytes, list[int]] = {}
+    for index in range(n_sketches):
+        # Fewer than 2 raters in a half: no consensus to compare, undefined (never 0).
+        if raters[index].sum() >= 4 and len(cube.images[index]) >= 2:
+            groups.setdefault(raters[index].tobytes(), []).append(index)
+    for members in groups.values():
+        chosen = raters[members[0]]
+        first = _first_half(keys, chosen)
+        second = chosen[None, :] & ~first
+        block = values[members].transpose(1, 0, 2).reshape(values.shape[1], -1)
+        shape = (len(keys), len(members), n_images)
+        first_means[members] = _half_means(block, first).reshape(shape).transpose(1, 0, 2)
+        second_means[members] = _half_means(block, second).reshape(shape).transpose(1, 0, 2)
+    a = first_means.reshape(-1, n_images)
+    b = second_means.reshape(-1, n_images)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau, _, _ = _kernels.paired_rows_tau_b(a, b, "greater")
+        rho = _row_spearman(a, b)
+    shape = (n_sketches, len(keys))
+    return raters.sum(axis=1), tau.reshape(shape), rho.reshape(shape)
+
+
+def split_half_reliability(
+    cube: RatingCube, *, n_splits: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> pd.DataFrame:
+    """Split-half reliability of the consensus ranking, per sketch and over all sketches.
+
+    Parameters
+    ----------
+    cube : RatingCube
+        The main phase, in the paper's orientation.
+    n_splits : int
+        Random splits of the participants (:func:`split_halves`).
+    seed : int
+        Seed of the splits.
+    confidence : float
+        Coverage of the percentile interval over the splits.
+
+    Returns
+    -------
+    DataFrame
+        One row per sketch and a last row ``sketch_id == "all"``: ``n_raters``
+        (participants who rated at least one image of the sketch), ``n_splits``,
+        ``n_undefined`` (splits whose value is undefined: fewer than 2 raters in a
+        half, or a half whose consensus ties every image), then for ``tau_b`` and
+        ``rho``: ``{m}_half`` (mean over the defined splits of the correlation between
+        the two halves' consensus), ``{m}_half_low``/``_high`` (percentile interval
+        over the splits), ``{m}_sb``, ``{m}_sb_low``, ``{m}_sb_high`` (the same carried
+        to the full group by Spearman-Brown, 2r / (1 + r); empty where r is negative),
+        and ``r1``, one rater's
+        reliability from ``rho_half`` (:func:`single_rater_reliability` with
+        n_raters / 2 raters per half), on which the predictions stand. The ``all``
+        row averages each split's values over the sketches defined in it; its
+        ``n_raters`` counts every participant, and its ``r1`` takes halves of the median
+        sketch's raters.
+
+    Notes
+    -----
+    Participants who rated no image of a sketch are left out of its halves; an
+    image nobody in a half rated is left out of that split's correlation. With an
+    odd number of raters the halves differ by one and the correction is the
+    usual approximation.
+
+    References
+    ----------
+    Spearman (1910); Brown (1910); Eitz et al. (2011), Sec. 3.2 (the consensus).
+    """
+    check_whole_number("reliability_splits", n_splits, 1)
+    if not 0.0 < confidence < 1.0:
+        raise InputError(f"confidence: expected a level between 0 and 1, got {confidence!r}")
+    keys = split_halves(len(cube.participants), n_splits, seed)
+    n_raters, taus, rhos = _split_correlations(cube, keys)
+    with np.errstate(invalid="ignore"):
+        tau_all = _mean_over_defined(taus)
+        rho_all = _mean_over_defined(rhos)
+    labels = [str(s) for s in cube.sketches] + [_ALL]
+    raters = np.append(n_raters, len(cube.participants))
+    rows = []
+    for label, n, tau, rho in zip(labels, raters, [*taus, tau_all], [*rhos, rho_all],
+                                  strict=True):  # fmt: skip
+        row = {"sketch_id": label, "n_raters": int(n), "n_splits": n_splits,
+               "n_undefined": int(np.isnan(rho).sum() if label != _ALL
+                                  else np.isnan(rho_all).sum())}  # fmt: skip
+        row.update(_interval("tau_b", tau, confidence))
+        row.update(_interval("rho", rho, confidence))
+        half_raters = (n if label != _ALL else np.median(n_raters)) / 2.0
+        row["r1"] = float(single_rater_reliability(row["rho_half"], half_raters))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _mean_over_defined(values: np.ndarray) -> np.ndarray:
+    """Per split, the mean over the sketches defined in it (NaN where none is)."""
+    defined = ~np.isnan(values)
+    count = defined.sum(axis=0)
+    return np.where(count > 0, np.where(defined, values, 0.0).sum(axis=0) / np.maximum(count, 1),
+                    np.nan)  # fmt: skip
+
+
+def _interval(name: str, values: np.ndarray, confidence: float) -> dict:
+    defined = values[~np.isnan(values)]
+    if defined.size == 0:
+        half = low = high = np.nan
+    else:
+        half = float(defined.mean())
+        low, high = np.quantile(defined, [(1 - confidence) / 2, (1 + confidence) / 2])
+    # Spearman-Brown is increasing in r, so the percentiles carry over.
+    return {
+        f"{name}_half": half,
+        f"{name}_half_low": float(low),
+        f"{name}_half_high": float(high),
+        f"{name}_sb": _corrected(half),
+        f"{name}_sb_low": _corrected(low),
+        f"{name}_sb_high": _corrected(high),
+    }
+
+
+def _corrected(r: float) -> float:
+    """Spearman-Brown to the full group; undefined for a negative correlation between the
+    halves, which has no reliability to carry (2r / (1 + r) runs below -1 there)."""
+    return float(spearman_brown(r, 2)) if r >= 0 else math.nan
+
+
+def predicted_reliability(reliability: pd.DataFrame, raters) -> pd.DataFrame:
+    """The Spearman-Brown prophecy of each row of :func:`split_half_reliability` for m raters.
+
+    r_m = m r1 / (1 + (m - 1) r1), with ``r1`` the row's single-rater reliability.
+    Returns ``sketch_id, n_raters, predicted`` for every row and every m of ``raters``.
+    """
+    m = np.asarray(raters, dtype=np.float64)
+    r1 = reliability["r1"].to_numpy(dtype=np.float64)
+    predicted = spearman_brown(r1[:, None], m[None, :])
+    return pd.DataFrame({
+        "sketch_id": np.repeat(reliability["sketch_id"].to_numpy(), m.size),
+        "n_raters": np.tile(m.astype(np.int64), len(r1)),
+        "predicted": predicted.ravel(),
+    })  # fmt: skip
+
+
+def _icc_from_matrix(y: np.ndarray, confidence: float = 0.95) -> list[dict]:
+    """The four ICCs of a complete targets x raters matrix (two-way ANOVA, no replication)."""
+    n, k = y.shape
+    grand = y.mean()
+    ss_targets = k * ((y.mean(axis=1) - grand) ** 2).sum()
+    ss_raters = n * ((y.mean(axis=0) - grand) ** 2).sum()
+    ss_error = ((y - grand) ** 2).sum() - ss_targets - ss_raters
+    df1, df_raters, df2 = n - 1, k - 1, (n - 1) * (k - 1)
+    msr, msc, mse = ss_targets / df1, ss_raters / df_raters, ss_error / df2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        icc21 = (msr - mse) / (msr + (k - 1) * mse + k * (msc - mse) / n)
+        icc2k = (msr - mse) / (msr + (msc - mse) / n)
+        icc31 = (msr - mse) / (msr + (k - 1) * mse)
+        icc3k = (msr - mse) / msr
+        f = msr / mse
+        p = stats.f.sf(f, df1, df2)
+        tail = (1 + confidence) / 2
+        # ICC(3,.): Shrout & Fleiss (1979), Table 4 (McGraw & Wong 1996, case 3).
+        f_low = f / stats.f.ppf(tail, df1, df2)
+        f_high = f * stats.f.ppf(tail, df2, df1)
+        ci31 = ((f_low - 1) / (f_low + k - 1), (f_high - 1) / (f_high + k - 1))
+        ci3k = (1 - 1 / f_low, 1 - 1 / f_high)
+        # ICC(2,1): an F with Satterthwaite's approximate df v (McGraw & Wong 1996, case 2A;
+        # the form of psych::ICC and pingouin).
+        fj = msc / mse
+        spread = n * (1 + (k - 1) * icc21) - k * icc21
+        v = df2 * (k * icc21 * fj + spread) ** 2 / (df1 * k**2 * icc21**2 * fj**2 + spread**2)
+        fu = stats.f.ppf(tail, df1, v)
+        fl = stats.f.ppf(tail, v, df1)
+        low21 = n * (msr - fu * mse) / (fu * (k * msc + (k * n - k - n) * mse) + n * msr)
+        high21 = n * (fl * msr - mse) / (k * msc + (k * n - k - n) * mse + n * fl * msr)
+        ci2k = (k * low21 / (1 + (k - 1) * low21), k * high21 / (1 + (k - 1) * high21))
+    values = zip(ICC_TYPES, (icc21, icc2k, icc31, icc3k),
+                 ((low21, high21), ci2k, ci31, ci3k), strict=True)  # fmt: skip
+    return [{"type": t, "icc": float(icc), "f": float(f), "df1": int(df1), "df2": int(df2),
+             "p_value": float(p), "ci_low": float(lo), "ci_high": float(hi)}
+            for t, icc, (lo, hi) in values]  # fmt: skip
+
+
+def intraclass_correlations(cube: RatingCube, *, confidence: float = 0.95) -> pd.DataFrame:
+    """ICC(2,1), ICC(2,k), ICC(3,1), ICC(3,k) with their F tests, per sketch and over all.
+
+    Raters are the participants who rated at least one image of a sketch, targets
+    its images that every one of them rated (complete cases, as pingouin's
+    ``intraclass_corr(..., nan_policy="omit")`` and R's ``psych::ICC`` keep them:
+    a missed rating leaves out its image, not its participant). The ``all`` rows
+    take every pair of every sketch as a target and every participant as a rater;
+    fewer than 2 targets or raters leave a row undefined (a design in which
+    participants rate different sketches has no complete pair overall).
+
+    Returns
+    -------
+    DataFrame
+        ``sketch_id, type, icc, f, df1, df2, p_value, ci_low, ci_high, n_images,
+        n_images_excluded, n_raters``, four rows (:data:`ICC_TYPES`) per sketch and
+        four for ``all``. The F test (MS targets / MS error, df1 = n - 1,
+        df2 = (n - 1)(k - 1)) is the same for all four: H0 ICC = 0.
+
+    Notes
+    -----
+    Two-way ANOVA without replication: MSR (targets), MSC (raters), MSE (error).
+    ICC(2,1) = (MSR - MSE) / (MSR + (k - 1) MSE + k (MSC - MSE) / n);
+    ICC(2,k) = (MSR - MSE) / (MSR + (MSC - MSE) / n);
+    ICC(3,1) = (MSR - MSE) / (MSR + (k - 1) MSE); ICC(3,k) = (MSR - MSE) / MSR.
+    The intervals are those of Shrout & Fleiss (1979) and McGraw & Wong (1996), as
+    pingouin's ``intraclass_corr`` and R's ``psych::ICC`` compute them (the tests
+    compare with both).
+
+    References
+    ----------
+    Shrout, P. E., & Fleiss, J. L. (1979). Intraclass correlations: uses in assessing
+    rater reliability. Psychological Bulletin, 86(2), 420-428.
+    """
+    blocks = [(str(s), cube.sketch(i)) for i, s in enumerate(cube.sketches)]
+    if blocks:
+        blocks.append((_ALL, np.concatenate([v for _, v in blocks], axis=1)))
+    rows = []
+    for label, values in blocks:
+        raters = ~np.isnan(values).all(axis=1)
+        complete = ~np.isnan(values[raters]).any(axis=0)
+        y = values[raters][:, complete].T  # targets x raters
+        base = {"n_images": int(complete.sum()), "n_images_excluded": int((~complete).sum()),
+                "n_raters": int(raters.sum())}  # fmt: skip
+        if y.shape[0] >= 2 and y.shape[1] >= 2:
+            results = _icc_from_matrix(y, confidence)
+        else:
+            results = [{"type": t, "icc": np.nan, "f": np.nan, "df1": 0, "df2": 0,
+                        "p_value": np.nan, "ci_low": np.nan, "ci_high": np.nan}
+                       for t in ICC_TYPES]  # fmt: skip
+        rows += [{"sketch_id": label, **r, **base} for r in results]
+    columns = ["sketch_id", "type", "icc", "f", "df1", "df2", "p_value", "ci_low", "ci_high",
+               "n_images", "n_images_excluded", "n_raters"]  # fmt: skip
+    return pd.DataFrame(rows, columns=columns)
+
+
+def reliability_summary(
+    split_half: pd.DataFrame, icc: pd.DataFrame, target: float = RELIABILITY_TARGET
+) -> dict:
+    """The ``reliability`` object of ``summary.json`` (``docs/outputs.md``)."""
+    overall = split_half.set_index("sketch_id").loc[_ALL]
+    icc_all = icc[(icc["sketch_id"] == _ALL) & (icc["type"] == "ICC(2,k)")]
+    needed = raters_needed(target, overall["r1"])
+    return {
+        "n_splits": int(overall["n_splits"]),
+        "tau_b_half": _number(overall["tau_b_half"]),
+        "tau_b_sb": _number(overall["tau_b_sb"]),
+        "tau_b_sb_interval": [_number(overall["tau_b_sb_low"]), _number(overall["tau_b_sb_high"])],
+        "rho_half": _number(overall["rho_half"]),
+        "rho_sb": _number(overall["rho_sb"]),
+        "rho_sb_interval": [_number(overall["rho_sb_low"]), _number(overall["rho_sb_high"])],
+        "icc2k": _number(icc_all["icc"].iloc[0]) if len(icc_all) else None,
+        "target": target,
+        "raters_needed": int(needed) if isinstance(needed, int) else None,
+        "below_target": [
+            {
+                "sketch_id": str(row.sketch_id),
+                "rho_sb": _number(row.rho_sb),
+                "raters_needed": int(row.raters_needed) if np.isfinite(row.raters_needed) else None,
+            }
+            for row in shortfall(split_half, target).itertuples()
+        ],
+    }
+
+
+def shortfall(split_half: pd.DataFrame, target: float = RELIABILITY_TARGET) -> pd.DataFrame:
+    """The sketches whose full-group reliability (``rho_sb``) is below ``target``, with the
+    raters each would need: ``sketch_id, rho_sb, raters_needed``."""
+    sketches = split_half[split_half["sketch_id"] != _ALL]
+    below = sketches[~(sketches["rho_sb"] >= target)]
+    return pd.DataFrame({
+        "sketch_id": below["sketch_id"].to_numpy(),
+        "rho_sb": below["rho_sb"].to_numpy(),
+        "raters_needed": np.atleast_1d(raters_needed(target, below["r1"].to_numpy())),
+    })  # fmt: skip
+
+
+def _number(x) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
