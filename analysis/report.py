@@ -29,7 +29,7 @@ from sbir_study.foundation.scale import PAPER_SCALE, Scale
 
 from .limits import PERMUTATION_RATERS_LIMIT
 
-__all__ = ["raters_range", "write_report"]
+__all__ = ["counted", "raters_range", "undefined_text", "write_report"]
 
 _CAPTIONS = {
     "fig4_anchoring": (
@@ -66,6 +66,28 @@ _CAPTIONS = {
     ),
     "fig9_extremes": "Fig. 9. The sketches with the best (top) and worst (bottom) agreement.",
 }
+
+
+def counted(n: int, noun: str) -> str:
+    """ "1 participant", "2 participants": a count with its noun in the right number."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def undefined_text(stats: Mapping) -> str:
+    """Why some tests of a ``summary.json`` entry are undefined; "" when none is.
+
+    "5 undefined: 5 on s3 (constant: 07)": the count first, then the most frequent
+    (sketch, reason) of its ``undefined`` list, and how many more the tables name.
+    """
+    total = stats.get("n_undefined") or 0
+    if not total:
+        return ""
+    listed = stats.get("undefined", [])
+    parts = [f"{e['n']} on {e['sketch_id']} ({e['reason']})" for e in listed[:3]]
+    rest = total - sum(e["n"] for e in listed[:3])
+    if rest > 0:
+        parts.append(f"{rest} more" if parts else f"{rest}, reasons in the tables")
+    return f"{total} undefined: " + ", ".join(parts)
 
 
 def raters_range(w: Mapping) -> str:
@@ -141,7 +163,8 @@ def _what_was_analysed(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str
     }[summary["alternative"]]
     return [
         "<h2>What was analysed</h2>",
-        f"<p>{summary['n_participants']} participants, {summary['n_sketches']} sketches, "
+        f"<p>{counted(summary['n_participants'], 'participant')}, "
+        f"{summary['n_sketches']} sketches, "
         f"{summary['n_pairs']} sketch/image pairs in the main block. Significance level "
         f"&alpha; = {summary['alpha']:g}; tau_b tests {alternative}, normal approximation "
         f"with the tie-corrected variance.{_scale_text(scale)}</p>",
@@ -180,13 +203,17 @@ def _headline(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
 
     def family(name: str, label: str, paper: str) -> tuple:
         f = summary[name]
+        undefined = undefined_text(f)
         return (
             label,
             share(f["share_significant"]),
             f"{share(f['wilson_low'])} to {share(f['wilson_high'])}",
-            f"{f['n_significant']} of {f['n_tests']}",
+            f"{f['n_significant']} of {f['n_tests']}"
+            + (f" defined ({undefined})" if undefined else ""),
             paper,
         )
+
+    w_undefined = undefined_text(w)
 
     n = summary["n_participants"]
     rows = [
@@ -194,20 +221,21 @@ def _headline(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
         family("pairwise", _pairwise_label(summary), _published("pairwise")),
         family(
             "consensus",
-            f"participant vs consensus of all {n} participants, the participant included "
-            "(as in the paper), significant",
+            f"participant vs consensus of all {counted(n, 'participant')}, the participant "
+            "included (as in the paper), significant",
             _published("consensus"),
         ),
         family(
             "consensus_loo",
-            f"participant vs consensus of the other {n - 1} participants (leave-one-out), "
-            "significant",
+            f"participant vs consensus of the other {counted(n - 1, 'participant')} "
+            "(leave-one-out), significant",
             "(not reported: the paper's consensus includes the participant)",
         ),
         (
             f"sketches with Kendall's W significant (W over the {raters_range(w)} participants "
             "who rated every image of the sketch)",
-            f"{w['n_significant']} of {w['n_sketches']}",
+            f"{w['n_significant']} of {w['n_sketches']}" if not w_undefined
+            else f"{w['n_significant']} of {w['n_defined']} defined ({w_undefined})",
             "",
             f"W from {num(w['min'])} to {num(w['max'])}, median {num(w['median'])}",
             f"all {PUBLISHED['n_sketches']} (over all {PUBLISHED['n_participants']})",
@@ -268,7 +296,8 @@ def _every_rating_rows(summary: Mapping) -> list[tuple]:
             by_sketch = result["by_sketch"]
             rows.append((
                 f"Krippendorff's alpha ({level}), all sketch/image pairs, over all "
-                f"{alpha['n_raters']} participants and their {alpha['n_values']} ratings",
+                f"{counted(alpha['n_raters'], 'participant')} and their "
+                f"{alpha['n_values']} ratings",
                 num(result["alpha"]),
                 interval,
                 f"per sketch from {num(by_sketch['min'])} to {num(by_sketch['max'])}, "
@@ -281,7 +310,8 @@ def _every_rating_rows(summary: Mapping) -> list[tuple]:
             "sketches with the Skillings-Mack test significant (over the "
             f"{_span(sm['n_raters_min'], sm['n_raters_max'])} participants with at least two "
             "ratings of the sketch)",
-            f"{sm['n_significant']} of {sm['n_sketches']}",
+            f"{sm['n_significant']} of {sm['n_sketches']}"
+            + (f" defined ({undefined_text(sm)})" if undefined_text(sm) else ""),
             "",
             f"chi-square approximation; by permutation {sm['n_significant_permutation']} of "
             f"{sm['n_permutation_tested']} ({sm['permutations']} permutations)",
@@ -343,11 +373,17 @@ def _agreement_table(
     def permutation_p(value) -> str:
         return p_text(value) + (" ‡" if at_floor(value, floor) else "")
 
+    def why(value: str, reason) -> str:
+        """An undefined statistic's cell says why (kendall_w.csv's *_reason)."""
+        return f"undefined: {reason}" if isinstance(reason, str) and reason else value
+
     rows = [
-        (r.sketch_id, f"{r.n_raters} of {r.n_raters_all}", num(r.w), p_text(r.p_value),
-         num(r.alpha_ordinal), interval(r.alpha_ordinal_ci_low, r.alpha_ordinal_ci_high),
-         num(r.alpha_interval), interval(r.alpha_interval_ci_low, r.alpha_interval_ci_high),
-         f"{r.n_ratings}", f"{num(r.skillings_mack, 1)} ({r.skillings_mack_df})",
+        (r.sketch_id, f"{r.n_raters} of {r.n_raters_all}", why(num(r.w), r.w_reason),
+         p_text(r.p_value), why(num(r.alpha_ordinal), r.alpha_reason),
+         interval(r.alpha_ordinal_ci_low, r.alpha_ordinal_ci_high),
+         why(num(r.alpha_interval), r.alpha_reason),
+         interval(r.alpha_interval_ci_low, r.alpha_interval_ci_high), f"{r.n_ratings}",
+         why(f"{num(r.skillings_mack, 1)} ({r.skillings_mack_df})", r.skillings_mack_reason),
          p_text(r.skillings_mack_p_value), permutation_p(r.skillings_mack_permutation_p_value),
          f"{r.skillings_mack_n_raters} of {r.n_raters_all}")
         for r in kendall_w.itertuples()
@@ -399,7 +435,7 @@ def _participants(participants: pd.DataFrame) -> list[str]:
         "median over the sketches of their tau_b against the consensus, inclusive (as in the "
         "paper) and leave-one-out. All of it in <code>participants.csv</code>.</p>",
         collapsed(
-            f"{len(rows)} participants",
+            counted(len(rows), "participant"),
             table(_PARTICIPANT_HEADER, rows, classes=_TEXT_AT_0),
             open_up_to=_PARTICIPANTS_OPEN_UP_TO,
             n=len(rows),
