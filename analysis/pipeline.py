@@ -466,7 +466,8 @@ def _write_pairwise(
             summary_rows.append((pairs.sketch_id, pairs.pvalue.size, pairs.participants.size,
                                  pairs.n_raters_total, *numbers))  # fmt: skip
             boxes.append({**box, "label": str(pairs.sketch_id)})
-            reasons, counts = np.unique(pairs.reason[pairs.reason != ""].astype(str),
+            # The undefined pairs by their NaN p-value: no string comparison over millions.
+            reasons, counts = np.unique(pairs.reason[np.isnan(pairs.pvalue)].astype(str),
                                         return_counts=True)  # fmt: skip
             undefined += [(str(pairs.sketch_id), str(r), int(n))
                           for r, n in zip(reasons, counts, strict=True)]  # fmt: skip
@@ -537,13 +538,22 @@ class _PairwiseWriter:
             pa.array(pairs.statistic, pa.float64()),
             pa.array(pairs.pvalue, pa.float64()),
             pa.array(pairs.n_items.astype(np.int32), pa.int32()),
-            pa.array(pairs.reason.astype(str), pa.string()).dictionary_encode(),
+            _reason_column(pa, pairs),
         ]
         if size:
             self._writer.write_table(pa.Table.from_arrays(columns, schema=self._schema))
 
     def close(self) -> None:
         self._writer.close()
+
+
+def _reason_column(pa, pairs):
+    """The pairs' reasons as a text dictionary, built from the undefined pairs alone."""
+    undefined = np.flatnonzero(np.isnan(pairs.pvalue))
+    names, codes = np.unique(pairs.reason[undefined].astype(str), return_inverse=True)
+    index = np.zeros(pairs.pvalue.size, np.int32)
+    index[undefined] = codes.ravel() + 1
+    return pa.DictionaryArray.from_arrays(index, pa.array(["", *names.tolist()], pa.string()))
 
 
 def _tau_summary(tau: np.ndarray, p: np.ndarray, alpha: float) -> tuple[tuple[float, ...], dict]:
