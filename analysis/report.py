@@ -76,18 +76,24 @@ def counted(n: int, noun: str) -> str:
 def undefined_text(stats: Mapping) -> str:
     """Why some tests of a ``summary.json`` entry are undefined; "" when none is.
 
-    "5 undefined: 5 on s3 (constant: 07)": the count first, then the most frequent
-    (sketch, reason) of its ``undefined`` list, and how many more the tables name.
+    "5 undefined: constant: 07 on s3": the count, then each reason of its ``undefined``
+    list with the sketches it occurs on (and its count, when there are several
+    reasons); what the list leaves out is counted, and named in the tables.
     """
     total = stats.get("n_undefined") or 0
     if not total:
         return ""
-    listed = stats.get("undefined", [])
-    parts = [f"{e['n']} on {e['sketch_id']} ({e['reason']})" for e in listed[:3]]
-    rest = total - sum(e["n"] for e in listed[:3])
+    groups: dict[str, list] = {}
+    for entry in stats.get("undefined", []):
+        group = groups.setdefault(entry["reason"], [0, []])
+        group[0] += entry["n"]
+        group[1].append(str(entry["sketch_id"]))
+    parts = [f"{reason} on {', '.join(sketches)}" + (f" ({n})" if len(groups) > 1 else "")
+             for reason, (n, sketches) in groups.items()]  # fmt: skip
+    rest = total - sum(n for n, _ in groups.values())
     if rest > 0:
-        parts.append(f"{rest} more" if parts else f"{rest}, reasons in the tables")
-    return f"{total} undefined: " + ", ".join(parts)
+        parts.append(f"{rest} more in the tables")
+    return f"{total} undefined: " + "; ".join(parts)
 
 
 def raters_range(w: Mapping) -> str:
@@ -233,7 +239,10 @@ def _headline(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
         ),
         (
             f"sketches with Kendall's W significant (W over the {raters_range(w)} participants "
-            "who rated every image of the sketch)",
+            "who rated every image of the sketch)"
+            if w.get("n_raters_min") is not None
+            else "sketches with Kendall's W significant (no sketch has two participants who "
+            "rated every image)",
             f"{w['n_significant']} of {w['n_sketches']}" if not w_undefined
             else f"{w['n_significant']} of {w['n_defined']} defined ({w_undefined})",
             "",
@@ -309,7 +318,10 @@ def _every_rating_rows(summary: Mapping) -> list[tuple]:
         rows.append((
             "sketches with the Skillings-Mack test significant (over the "
             f"{_span(sm['n_raters_min'], sm['n_raters_max'])} participants with at least two "
-            "ratings of the sketch)",
+            "ratings of the sketch)"
+            if sm["n_raters_min"] is not None
+            else "sketches with the Skillings-Mack test significant (no sketch has two "
+            "participants with at least two ratings of it)",
             f"{sm['n_significant']} of {sm['n_sketches']}"
             + (f" defined ({undefined_text(sm)})" if undefined_text(sm) else ""),
             "",

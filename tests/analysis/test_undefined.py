@@ -172,7 +172,8 @@ def test_one_participant_session_has_no_result(tmp_path):
     assert summary["kendall_w"]["n_defined"] == 0
     text = format_summary(summary, tmp_path / "out")
     assert "Analysed 1 participant," in text
-    assert "participant vs consensus: no tau_b defined (4 undefined: 1 on s0 (one rater)" in text
+    assert ("participant vs consensus: no tau_b defined "
+            "(4 undefined: one rater on s0, s1, s2, s3)") in text
     assert "Kendall's W: undefined for every sketch" in text
 
 
@@ -189,4 +190,4 @@ def test_constant_rater_is_named(tmp_path):
     assert pairwise["n_undefined"] >= 8
     assert {"sketch_id": "s3", "reason": "constant: 07", "n": 8} in pairwise["undefined"]
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["pairwise"] == pairwise
-    assert "(constant: 07)" in format_summary(summary, tmp_path / "out")
+    assert "undefined: constant: 07 on s3" in format_summary(summary, tmp_path / "out")
