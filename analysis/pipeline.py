@@ -464,7 +464,8 @@ def _write_pairwise(
             numbers, box = _tau_summary(pairs.statistic, pairs.pvalue, options.alpha)
             pvalues.append(pairs.pvalue)
             summary_rows.append((pairs.sketch_id, pairs.pvalue.size, pairs.participants.size,
-                                 pairs.n_raters_total, *numbers))  # fmt: skip
+                                 pairs.n_raters_total, *numbers,
+                                 int(np.isnan(pairs.pvalue).sum())))  # fmt: skip
             boxes.append({**box, "label": str(pairs.sketch_id)})
             # The undefined pairs by their NaN p-value: no string comparison over millions.
             reasons, counts = np.unique(pairs.reason[np.isnan(pairs.pvalue)].astype(str),
@@ -480,7 +481,7 @@ def _write_pairwise(
         summary_rows,
         columns=[
             "sketch_id", "n_pairs", "n_raters", "n_raters_all", "tau_min", "tau_q05", "tau_q25",
-            "tau_median", "tau_q75", "tau_q95", "tau_max", "share_significant",
+            "tau_median", "tau_q75", "tau_q95", "tau_max", "share_significant", "n_undefined",
         ],
     )  # fmt: skip
     summary.to_csv(out / "pairwise_tau_summary.csv", index=False)
@@ -713,14 +714,17 @@ def format_summary(summary: Mapping, out: str | Path) -> str:
     else:
         lines.append(f"  Kendall's W: undefined for every sketch ({undefined})")
     alpha = summary.get("krippendorff_alpha")
+    by_sketch = undefined_text(alpha["ordinal"]["by_sketch"]) if alpha else ""
     if alpha and alpha["ordinal"]["alpha"] is not None:
         ordinal, interval = alpha["ordinal"], alpha["interval"]
         lines.append(
             f"  Krippendorff's alpha over all {counted(alpha['n_raters'], 'participant')} and "
             f"{alpha['n_values']} ratings: ordinal {ordinal['alpha']:.3f} "
             f"({_interval_text(ordinal)}), interval {interval['alpha']:.3f} "
-            f"({_interval_text(interval)})"
+            f"({_interval_text(interval)})" + (f"; per sketch {by_sketch}" if by_sketch else "")
         )
+    elif by_sketch:
+        lines.append(f"  Krippendorff's alpha: undefined ({by_sketch})")
     sm = summary.get("skillings_mack")
     if sm:
         undefined = undefined_text(sm)

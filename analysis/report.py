@@ -310,7 +310,8 @@ def _every_rating_rows(summary: Mapping) -> list[tuple]:
                 num(result["alpha"]),
                 interval,
                 f"per sketch from {num(by_sketch['min'])} to {num(by_sketch['max'])}, "
-                f"median {num(by_sketch['median'])}",
+                f"median {num(by_sketch['median'])}"
+                + (f" ({undefined_text(by_sketch)})" if undefined_text(by_sketch) else ""),
                 "(not reported)",
             ))  # fmt: skip
     sm = summary.get("skillings_mack")

@@ -148,6 +148,8 @@ def test_shares_count_only_defined_tests(tmp_path_factory, table):
     pairs = pd.read_parquet(out / "pairwise_tau.parquet")
     assert ((pairs["reason"] != "") == pairs["p_value"].isna()).all()
     assert pairs.loc[pairs["reason"] != "", "tau_b"].isna().all()
+    per_sketch = pd.read_csv(out / "pairwise_tau_summary.csv")
+    assert per_sketch["n_undefined"].sum() == expected["pairwise"][2]
 
     text = format_summary(summary, out)
     text += (out / "report.html").read_text(encoding="utf-8")
