@@ -44,8 +44,7 @@ _CAPTIONS = {
         "line, box "
         "from the 25th to the 75th percentile, whiskers to 1.5 IQR, outliers as red plus "
         "signs (a red line spanning them beyond 5,000 correlations per sketch); Kendall's W "
-        "as a black circle, over the {k_of_m} participants who rated every "
-        "image of the sketch; Krippendorff's ordinal alpha over all participants and every "
+        "as a black circle{w_over}; Krippendorff's ordinal alpha over all participants and every "
         "rating as a blue diamond."
     ),
     "fig6_vs_consensus": (
@@ -349,7 +348,10 @@ def _figures(figures: Mapping[str, Path], summary: Mapping) -> list[str]:
         f"{cap['n_sketches_sampled']} sketches)"
     )
     captions["fig5_interuser"] = captions["fig5_interuser"].format(
-        k_of_m=raters_range(summary["kendall_w"]), sample=sample
+        w_over=f", over the {raters_range(summary['kendall_w'])} participants who rated every "
+        "image of the sketch" if summary["kendall_w"].get("n_raters_min") is not None
+        else " (none: no sketch has two participants who rated every image)",
+        sample=sample,
     )
     return figure_list({name: figures[name] for name in sorted(figures)}, captions)
 
