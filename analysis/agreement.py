@@ -48,6 +48,7 @@ __all__ = [
     "krippendorff_alpha_overall",
     "pairwise_kendall_tau",
     "skillings_mack",
+    "undefined_tau_reasons",
 ]
 
 
@@ -83,6 +84,8 @@ class SketchPairsResult(NamedTuple):
     n_items: np.ndarray
     #: Participants who rated the sketch; more than ``participants`` when a sample was drawn.
     n_raters_total: int = 0
+    #: Why a pair's tau_b is undefined ("" where it is defined): :func:`undefined_tau_reasons`.
+    reason: np.ndarray | None = None
 
 
 class KendallWResult(NamedTuple):
@@ -433,7 +436,8 @@ def skillings_mack(ratings, *, permutations: int = 0, seed: int = 0) -> Skilling
     SkillingsMackResult
         ``statistic`` (SM), ``df`` (the rank of its covariance matrix, n - 1 for
         a connected design), ``pvalue`` from the chi-square distribution,
-        ``permutation_pvalue`` and the raters and items it rests on.
+        ``permutation_pvalue`` and the raters and items it rests on. NaN with
+        fewer than two raters of at least two ratings: one rater is no agreement.
 
     Notes
     -----
@@ -480,6 +484,11 @@ def skillings_mack(ratings, *, permutations: int = 0, seed: int = 0) -> Skilling
         )
     rng = np.random.default_rng(seed) if permutations else None
     statistic, df, blocks, permutation_p = _kernels.skillings_mack(values, permutations, rng)
+    if blocks < 2:
+        # One rater's ranks agree with themselves: a statistic over one block is no test of
+        # agreement among raters, whatever number the formula gives.
+        nan = float("nan")
+        return SkillingsMackResult(nan, 0, nan, nan, blocks, values.shape[1])
     pvalue = float(special.chdtrc(df, statistic)) if df > 0 else float("nan")
     return SkillingsMackResult(statistic, df, pvalue, permutation_p, blocks, values.shape[1])
 
@@ -496,9 +505,11 @@ def inter_user_tau(ratings: pd.DataFrame, *, alternative: str = "greater") -> pd
     Returns
     -------
     DataFrame
-        ``sketch_id, participant_a, participant_b, tau_b, p_value, n_items``,
-        one row per sketch and unordered pair of participants who share at
-        least one rated image of it.
+        ``sketch_id, participant_a, participant_b, tau_b, p_value, n_items,
+        reason``, one row per sketch and unordered pair of participants who
+        share at least one rated image of it. A pair whose test is undefined
+        (:func:`undefined_tau_reasons`) has no ``tau_b`` and no ``p_value``, and
+        its ``reason``; ``reason`` is empty for the others.
     """
     parts = [
         pd.DataFrame(
@@ -509,6 +520,7 @@ def inter_user_tau(ratings: pd.DataFrame, *, alternative: str = "greater") -> pd
                 "tau_b": pairs.statistic,
                 "p_value": pairs.pvalue,
                 "n_items": pairs.n_items.astype(np.int64),
+                "reason": pairs.reason,
             }
         )
         for pairs in inter_user_tau_pairs(ratings, alternative=alternative)
@@ -540,6 +552,9 @@ def inter_user_tau_pairs(
     pairs estimates the one over all pairs, at a cost that no longer grows with
     the square of the crowd. ``n_raters_total`` says how many there were.
 
+    A pair whose test is undefined has NaN for tau_b and p-value and its
+    ``reason`` (:func:`undefined_tau_reasons`); ``reason`` is "" for the others.
+
     ``cube``: see :func:`~sbir_study.analysis.ratings.main_phase_cube`.
 
     Examples
@@ -567,12 +582,63 @@ def inter_user_tau_pairs(
         blocks = list(_kernels.pairwise_tau_b_blocks(matrix, alternative))
         if not blocks:  # nobody rated any image of the sketch
             blocks = [(np.empty(0, np.int32),) * 2 + (np.empty(0),) * 2 + (np.empty(0, np.int32),)]
-        columns = [np.concatenate(column) for column in zip(*blocks, strict=True)]
-        return SketchPairsResult(sketch_id, participants, *columns, n_raters_total)
+        a, b, tau, p, n = (np.concatenate(column) for column in zip(*blocks, strict=True))
+        reason = np.full(p.size, "", dtype=object)
+        undefined = np.flatnonzero(np.isnan(p))
+        if undefined.size:
+            # A tau_b of two shared images has no test: not a result either (docs/agreement.md).
+            tau[undefined] = np.nan
+            ia, ib = a[undefined], b[undefined]
+            reason[undefined] = undefined_tau_reasons(
+                matrix[ia], matrix[ib], participants[ia], participants[ib]
+            )
+        return SketchPairsResult(sketch_id, participants, a, b, tau, p, n, n_raters_total, reason)
 
     yield from _kernels.in_order(
         pairs_of, sketches(), weight=lambda job: job[2].shape[0] ** 2, threshold=2.5e5
     )
+
+
+#: Fewer shared items than the tau_b test needs (its normal approximation needs three).
+FEWER_THAN_3 = "fewer than 3 shared images"
+
+
+def undefined_tau_reasons(x: np.ndarray, y: np.ndarray, x_labels, y_labels) -> np.ndarray:
+    """Why the tau_b test between row i of ``x`` and row i of ``y`` is undefined.
+
+    Over the items both rows rated (NaN: not rated): ``"fewer than 3 shared
+    images"`` (the test needs three), else ``"constant: <label>"`` for the side
+    (or ``"constant: <a>, <b>"`` for both sides) that gave every shared item one
+    rating, since a constant list has no ranking to agree with. A row that is
+    neither gets ``"undefined"``, which none should. Reasons are text, so a table
+    says them where the value is empty, and a count of them says why a share's
+    denominator is what it is.
+
+    Examples
+    --------
+    >>> x = np.array([[1, 2, 3], [4, 4, 4], [1, 2, np.nan]])
+    >>> undefined_tau_reasons(x, np.array([[5, 5, 5]] * 3), ["a", "b", "c"], ["z"] * 3).tolist()
+    ['constant: z', 'constant: b, z', 'fewer than 3 shared images']
+    """
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    both = ~np.isnan(x) & ~np.isnan(y)
+
+    def constant(values):
+        shared = np.where(both, values, np.nan)
+        with np.errstate(invalid="ignore"):
+            return np.fmax.reduce(shared, axis=1) == np.fmin.reduce(shared, axis=1)
+
+    reasons = []
+    for n, cx, cy, lx, ly in zip(both.sum(axis=1), constant(x), constant(y), x_labels, y_labels,
+                                 strict=True):  # fmt: skip
+        if n < 3:
+            reasons.append(FEWER_THAN_3)
+        elif cx or cy:
+            reasons.append("constant: " + ", ".join(str(v) for v, c in ((lx, cx), (ly, cy)) if c))
+        else:
+            reasons.append("undefined")
+    return np.array(reasons, dtype=object)
 
 
 def _empty_pairwise() -> pd.DataFrame:
@@ -584,6 +650,7 @@ def _empty_pairwise() -> pd.DataFrame:
             "tau_b": pd.Series(dtype=float),
             "p_value": pd.Series(dtype=float),
             "n_items": pd.Series(dtype=int),
+            "reason": pd.Series(dtype=str),
         }
     )
 
@@ -631,6 +698,7 @@ AGREEMENT_COLUMNS = (
     "alpha_interval", "alpha_interval_ci_low", "alpha_interval_ci_high",
     "skillings_mack", "skillings_mack_df", "skillings_mack_p_value",
     "skillings_mack_permutation_p_value", "skillings_mack_n_raters",
+    "w_reason", "alpha_reason", "skillings_mack_reason",
 )  # fmt: skip
 _ALPHA_TABLE_LEVELS = ("ordinal", "interval")
 
@@ -677,7 +745,10 @@ def agreement_by_sketch(
         of them who rated every image (``n_raters_excluded`` = m - k), as in
         the paper; ``alpha_*`` on all m and every one of their
         ``n_ratings`` ratings; ``skillings_mack*`` on the
-        ``skillings_mack_n_raters`` who rated at least two images.
+        ``skillings_mack_n_raters`` who rated at least two images. Each of the
+        three needs at least two participants: where one is undefined, its
+        ``w_reason``, ``alpha_reason`` or ``skillings_mack_reason`` says why
+        (:func:`_sketch_reasons`), empty where it is defined.
 
     References
     ----------
@@ -717,10 +788,36 @@ def agreement_by_sketch(
             permutations=permutations if len(matrix) <= PERMUTATION_RATERS_LIMIT else 0,
             seed=int(rng.integers(2**63)),
         )
-        rows.append((sketch_id, *kendall_w(matrix), len(matrix), int((~np.isnan(matrix)).sum()),
+        w = kendall_w(matrix)
+        rows.append((sketch_id, *w, len(matrix), int((~np.isnan(matrix)).sum()),
                      *alphas[0], *alphas[1], test.statistic, test.df, test.pvalue,
-                     test.permutation_pvalue, test.n_raters))  # fmt: skip
+                     test.permutation_pvalue, test.n_raters,
+                     *_sketch_reasons(matrix, w, alphas[0][0], test)))  # fmt: skip
     return pd.DataFrame(rows, columns=list(AGREEMENT_COLUMNS))
+
+
+def _sketch_reasons(matrix: np.ndarray, w: KendallWResult, alpha: float,
+                    test: SkillingsMackResult) -> tuple[str, str, str]:  # fmt: skip
+    """Why W, alpha and the Skillings-Mack test of one sketch are undefined ("" where defined).
+
+    ``matrix`` holds the sketch's m raters (each rated at least one image). The
+    reasons name the design, not a number: a W over one participant is no W.
+    """
+    m = len(matrix)
+    few = "no rater" if m == 0 else "one rater" if m == 1 else ""
+    w_reason = alpha_reason = sm_reason = ""
+    if np.isnan(w.statistic):
+        w_reason = (few or (f"{w.n_raters} of {m} rated every image" if w.n_raters < 2 else
+                            "one image" if w.n_items < 2 else "every rater constant"))  # fmt: skip
+    if np.isnan(alpha):
+        twice = ((~np.isnan(matrix)).sum(axis=0) >= 2).any()
+        alpha_reason = few or ("every rating the same" if twice else "no image rated twice")
+    if np.isnan(test.pvalue):
+        sm_reason = few or (
+            f"{test.n_raters} of {m} rated 2 images" if test.n_raters < 2
+            else "one image" if test.n_items < 2 else "undefined"
+        )  # fmt: skip
+    return w_reason, alpha_reason, sm_reason
 
 
 def krippendorff_alpha_overall(

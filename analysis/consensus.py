@@ -19,6 +19,7 @@ from sbir_study.foundation.checks import bad_ids, check_id, check_option
 from sbir_study.foundation.scale import PAPER_SCALE, Scale
 
 from . import _kernels
+from .agreement import undefined_tau_reasons
 from .orientation import ratings_scale
 from .ratings import RatingCube, main_phase_cube, rating_cube
 
@@ -178,10 +179,20 @@ def participant_vs_consensus(
     -------
     DataFrame
         ``participant, sketch_id, tau_b, p_value, tau_b_loo, p_value_loo,
-        n_items``. ``tau_b`` is against the mean over all participants, the
-        participant included (as in the paper); ``tau_b_loo`` against the mean
-        over the other participants only, which does not reward a participant
-        for agreeing with their own share of the consensus.
+        n_items, reason, reason_loo``. ``tau_b`` is against the mean over all
+        participants, the participant included (as in the paper); ``tau_b_loo``
+        against the mean over the other participants only, which does not
+        reward a participant for agreeing with their own share of the consensus.
+
+        A consensus is of several people: an image has an inclusive consensus
+        where at least two participants rated it, a leave-one-out one where at
+        least one other did. Without it a participant's tau_b would be against
+        their own ratings (tau_b 1, "significant"). Where a test is undefined its
+        tau_b and p-value are empty and ``reason`` (``reason_loo``) says why:
+        ``one rater`` (nobody else rated the sketch), ``no consensus`` (none of
+        the participant's images has one), ``fewer than 3 shared images`` (the
+        test needs three), ``constant: <participant>`` or ``constant: consensus``;
+        it is empty where the test is defined.
 
     References
     ----------
@@ -192,20 +203,45 @@ def participant_vs_consensus(
     if cube is None or cube.values.size == 0:
         return pd.DataFrame(
             columns=["participant", "sketch_id", "tau_b", "p_value", "tau_b_loo",
-                     "p_value_loo", "n_items"]
+                     "p_value_loo", "n_items", "reason", "reason_loo"]
         )  # fmt: skip
     values = cube.values  # sketches x participants x images
     rated = ~np.isnan(values)
     total = np.nansum(values, axis=1, keepdims=True)
     count = rated.sum(axis=1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
-        inclusive = np.broadcast_to(total / count, values.shape)
+        # An image one participant rated has no consensus: its mean is that one rating.
+        inclusive = np.broadcast_to(np.where(count >= 2, total / count, np.nan), values.shape)
         others = np.where(rated, (total - np.nan_to_num(values)) / (count - 1), total / count)
     rows = values.reshape(-1, values.shape[2])
-    tau, p, n = _kernels.paired_rows_tau_b(rows, inclusive.reshape(rows.shape), alternative)
-    tau_loo, p_loo, _ = _kernels.paired_rows_tau_b(rows, others.reshape(rows.shape), alternative)
+    inclusive, others = inclusive.reshape(rows.shape), others.reshape(rows.shape)
+    tau, p, n = _kernels.paired_rows_tau_b(rows, inclusive, alternative)
+    tau_loo, p_loo, _ = _kernels.paired_rows_tau_b(rows, others, alternative)
+    participant = np.tile(cube.participants, len(cube.sketches))
+    raters = np.repeat(rated.any(axis=2).sum(axis=1), len(cube.participants))
+    reason = _consensus_reasons(rows, inclusive, p, participant, raters)
+    reason_loo = _consensus_reasons(rows, others, p_loo, participant, raters)
+    # A tau_b with no test (two shared images) is no result either.
+    tau[np.isnan(p)] = np.nan
+    tau_loo[np.isnan(p_loo)] = np.nan
     return _per_participant_and_sketch(cube, rated.any(axis=2), tau_b=tau, p_value=p,
-                                       tau_b_loo=tau_loo, p_value_loo=p_loo, n_items=n)  # fmt: skip
+                                       tau_b_loo=tau_loo, p_value_loo=p_loo, n_items=n,
+                                       reason=reason, reason_loo=reason_loo)  # fmt: skip
+
+
+def _consensus_reasons(rows, consensus, p, participant, raters) -> np.ndarray:
+    """Why each undefined participant-vs-consensus test is undefined; "" where defined."""
+    reason = np.full(p.size, "", dtype=object)
+    undefined = np.flatnonzero(np.isnan(p))
+    if undefined.size:
+        reason[undefined] = undefined_tau_reasons(
+            rows[undefined], consensus[undefined], participant[undefined],
+            ["consensus"] * undefined.size,
+        )
+        shared = (~np.isnan(rows[undefined]) & ~np.isnan(consensus[undefined])).sum(axis=1)
+        reason[undefined[shared == 0]] = "no consensus"
+        reason[undefined[raters[undefined] < 2]] = "one rater"
+    return reason
 
 
 def anchoring_consistency(ratings: pd.DataFrame, *, alternative: str = "greater") -> pd.DataFrame:
@@ -221,8 +257,11 @@ def anchoring_consistency(ratings: pd.DataFrame, *, alternative: str = "greater"
     Returns
     -------
     DataFrame
-        ``participant, sketch_id, tau_b, p_value, n_items``, one row per
-        participant and anchor sketch (three per participant in the paper).
+        ``participant, sketch_id, tau_b, p_value, n_items, reason``, one row per
+        participant and anchor sketch (three per participant in the paper);
+        where the test is undefined (a participant who gave every repeated pair
+        one rating: ``constant: <participant>``) tau_b and p-value are empty and
+        ``reason`` says why.
 
     References
     ----------
@@ -231,15 +270,25 @@ def anchoring_consistency(ratings: pd.DataFrame, *, alternative: str = "greater"
     """
     check_option("alternative", alternative, _kernels.ALTERNATIVES)
     repeats = ratings[ratings["phase"] == "anchor_repeat"]
-    columns = ["participant", "sketch_id", "tau_b", "p_value", "n_items"]
+    columns = ["participant", "sketch_id", "tau_b", "p_value", "n_items", "reason"]
     if repeats.empty:
         return pd.DataFrame(columns=columns)
     given = rating_cube(repeats, "rating")
     prescribed = rating_cube(repeats, "anchor_rating")
     rows = given.values.reshape(-1, given.values.shape[2])
-    tau, p, n = _kernels.paired_rows_tau_b(rows, prescribed.values.reshape(rows.shape), alternative)
+    expected = prescribed.values.reshape(rows.shape)
+    tau, p, n = _kernels.paired_rows_tau_b(rows, expected, alternative)
+    reason = np.full(p.size, "", dtype=object)
+    undefined = np.flatnonzero(np.isnan(p))
+    if undefined.size:
+        participant = np.tile(given.participants, len(given.sketches))[undefined]
+        reason[undefined] = undefined_tau_reasons(
+            rows[undefined], expected[undefined], participant, ["prescribed"] * undefined.size
+        )
+        tau[undefined] = np.nan
     shown = (~np.isnan(prescribed.values)).any(axis=2)
-    return _per_participant_and_sketch(given, shown, tau_b=tau, p_value=p, n_items=n)
+    return _per_participant_and_sketch(given, shown, tau_b=tau, p_value=p, n_items=n,
+                                       reason=reason)  # fmt: skip
 
 
 def _per_participant_and_sketch(cube, kept: np.ndarray, **columns) -> pd.DataFrame:

@@ -31,7 +31,7 @@ from .distribution import binned_medians, box_summary, rating_distribution
 from .limits import PAIRWISE_FULL_ROWS, PAIRWISE_MODES, PAIRWISE_RATERS
 from .orientation import in_paper_orientation, ratings_scale
 from .ratings import RATING_COLUMNS, Provenance, RatingCube, check_text_labels, rating_cube
-from .report import raters_range, write_report
+from .report import counted, raters_range, undefined_text, write_report
 from .significance import summarize_family
 
 __all__ = [
@@ -189,7 +189,7 @@ def _analyze_into(
     with ThreadPoolExecutor(1) if pairs >= _PAIRS_BESIDE else _InThisThread() as pool:
         pairwise = pool.submit(_write_pairwise, ratings, cube, out, options, full)
         others = _other_statistics(out, ratings, cube, options, pilot, scale)
-        pairwise_p, pairwise_summary, boxes = pairwise.result()
+        pairwise_p, pairwise_summary, boxes, pairwise_undefined = pairwise.result()
     reliability, predicted = _write_reliability(out, cube, options)
     del cube  # not held through the figures: 100 MB for 10,000 participants of 31 sketches
     w_table, overall_alpha, consensus, participants, anchoring, bins, distributions = others
@@ -211,6 +211,7 @@ def _analyze_into(
             pairwise_summary,
             options,
             scale,
+            pairwise_undefined,
         )
     figure_files = {}
     if figures:
@@ -242,8 +243,14 @@ def _analyze_into(
 
 
 def _summary(ratings, main, ground_truth, pairwise_p, consensus, anchoring, w_table,
-             overall_alpha, bins, full, pairwise_summary, options, scale) -> dict:  # fmt: skip
-    """The contents of ``summary.json`` (``docs/formats.md``), but for its list of figures."""
+             overall_alpha, bins, full, pairwise_summary, options, scale,
+             pairwise_undefined) -> dict:  # fmt: skip
+    """The contents of ``summary.json`` (``docs/formats.md``), but for its list of figures.
+
+    Each family's ``undefined`` lists why its undefined tests are undefined
+    (:func:`_undefined`): a test that cannot be made is counted and named, never
+    silently left out of a share's denominator.
+    """
     alpha, alternative = options.alpha, options.alternative
     provenance = ratings.attrs.get("provenance", Provenance())
     return {
@@ -256,10 +263,14 @@ def _summary(ratings, main, ground_truth, pairwise_p, consensus, anchoring, w_ta
         "alternative": alternative,
         "alpha": alpha,
         "simulated": provenance.simulated,
-        "pairwise": summarize_family(pairwise_p, alpha).to_dict(),
-        "consensus": summarize_family(consensus["p_value"], alpha).to_dict(),
-        "consensus_loo": summarize_family(consensus["p_value_loo"], alpha).to_dict(),
-        "anchoring": summarize_family(anchoring["p_value"], alpha).to_dict(),
+        "pairwise": {**summarize_family(pairwise_p, alpha).to_dict(),
+                     "undefined": _undefined(pairwise_undefined)},
+        "consensus": {**summarize_family(consensus["p_value"], alpha).to_dict(),
+                      "undefined": _undefined_in(consensus, "reason")},
+        "consensus_loo": {**summarize_family(consensus["p_value_loo"], alpha).to_dict(),
+                          "undefined": _undefined_in(consensus, "reason_loo")},
+        "anchoring": {**summarize_family(anchoring["p_value"], alpha).to_dict(),
+                      "undefined": _undefined_in(anchoring, "reason")},
         "kendall_w": {
             "min": _number(w_table["w"].min()),
             "median": _number(w_table["w"].median()),
@@ -267,7 +278,10 @@ def _summary(ratings, main, ground_truth, pairwise_p, consensus, anchoring, w_ta
             "n_significant": int((w_table["p_value"] < alpha).sum()),
             "n_sketches": len(w_table),
             "n_raters_excluded": int(w_table["n_raters_excluded"].sum()),
-            **_rater_range(w_table),
+            **_rater_range(w_table[w_table["w"].notna()]),
+            "n_defined": int(w_table["w"].notna().sum()),
+            "n_undefined": int(w_table["w"].isna().sum()),
+            "undefined": _undefined_in(w_table, "w_reason"),
         },
         "krippendorff_alpha": _alpha_summary(overall_alpha, w_table, options),
         "skillings_mack": _skillings_mack_summary(w_table, alpha, options),
@@ -491,9 +505,10 @@ def _write_pairwise(
     The table is Parquet (``docs/formats.md``): one row group per sketch,
     written as the sketch's pairs are computed, so neither the statistics nor
     the writing ever hold more than one sketch's pairs. Returns every p-value,
-    the summary and one box-plot summary per sketch.
+    the summary, one box-plot summary per sketch and the undefined pairs as
+    ``(sketch_id, reason, count)``.
     """
-    pvalues, summary_rows, boxes = [], [], []
+    pvalues, summary_rows, boxes, undefined = [], [], [], []
     writer = _PairwiseWriter(out / PAIRWISE_TABLE) if full else None
     pairs_of_sketches = inter_user_tau_pairs(
         ratings, alternative=options.alternative, max_raters=options.pairwise_raters,
@@ -506,8 +521,14 @@ def _write_pairwise(
             numbers, box = _tau_summary(pairs.statistic, pairs.pvalue, options.alpha)
             pvalues.append(pairs.pvalue)
             summary_rows.append((pairs.sketch_id, pairs.pvalue.size, pairs.participants.size,
-                                 pairs.n_raters_total, *numbers))  # fmt: skip
+                                 pairs.n_raters_total, *numbers,
+                                 int(np.isnan(pairs.pvalue).sum())))  # fmt: skip
             boxes.append({**box, "label": str(pairs.sketch_id)})
+            # The undefined pairs by their NaN p-value: no string comparison over millions.
+            reasons, counts = np.unique(pairs.reason[np.isnan(pairs.pvalue)].astype(str),
+                                        return_counts=True)  # fmt: skip
+            undefined += [(str(pairs.sketch_id), str(r), int(n))
+                          for r, n in zip(reasons, counts, strict=True)]  # fmt: skip
             if writer is not None:
                 writer.write(pairs)
     finally:
@@ -517,11 +538,11 @@ def _write_pairwise(
         summary_rows,
         columns=[
             "sketch_id", "n_pairs", "n_raters", "n_raters_all", "tau_min", "tau_q05", "tau_q25",
-            "tau_median", "tau_q75", "tau_q95", "tau_max", "share_significant",
+            "tau_median", "tau_q75", "tau_q95", "tau_max", "share_significant", "n_undefined",
         ],
     )  # fmt: skip
     summary.to_csv(out / "pairwise_tau_summary.csv", index=False)
-    return _concatenate_consuming(pvalues), summary, boxes
+    return _concatenate_consuming(pvalues), summary, boxes, undefined
 
 
 def _concatenate_consuming(parts: list[np.ndarray]) -> np.ndarray:
@@ -551,11 +572,12 @@ class _PairwiseWriter:
         label = pa.dictionary(pa.int32(), pa.string())
         self._schema = pa.schema([("sketch_id", label), ("participant_a", label),
                                   ("participant_b", label), ("tau_b", pa.float64()),
-                                  ("p_value", pa.float64()), ("n_items", pa.int32())])  # fmt: skip
+                                  ("p_value", pa.float64()), ("n_items", pa.int32()),
+                                  ("reason", label)])  # fmt: skip
         # Dictionaries for the labels only, and statistics for sketch_id only (readers can skip
         # row groups by sketch): on the floats both cost more time than they save space.
         # Snappy rather than zstd: a twentieth larger, half the time (benchmarks/RESULTS.md).
-        labels = ["sketch_id", "participant_a", "participant_b"]
+        labels = ["sketch_id", "participant_a", "participant_b", "reason"]
         self._writer = pq.ParquetWriter(
             path, self._schema, compression="snappy", use_dictionary=labels,
             write_statistics=["sketch_id"],
@@ -574,12 +596,22 @@ class _PairwiseWriter:
             pa.array(pairs.statistic, pa.float64()),
             pa.array(pairs.pvalue, pa.float64()),
             pa.array(pairs.n_items.astype(np.int32), pa.int32()),
+            _reason_column(pa, pairs),
         ]
         if size:
             self._writer.write_table(pa.Table.from_arrays(columns, schema=self._schema))
 
     def close(self) -> None:
         self._writer.close()
+
+
+def _reason_column(pa, pairs):
+    """The pairs' reasons as a text dictionary, built from the undefined pairs alone."""
+    undefined = np.flatnonzero(np.isnan(pairs.pvalue))
+    names, codes = np.unique(pairs.reason[undefined].astype(str), return_inverse=True)
+    index = np.zeros(pairs.pvalue.size, np.int32)
+    index[undefined] = codes.ravel() + 1
+    return pa.DictionaryArray.from_arrays(index, pa.array(["", *names.tolist()], pa.string()))
 
 
 def _tau_summary(tau: np.ndarray, p: np.ndarray, alpha: float) -> tuple[tuple[float, ...], dict]:
@@ -618,7 +650,8 @@ def _alpha_summary(overall: Mapping, w_table: pd.DataFrame, options: AnalysisOpt
             "ci_low": _number(result.ci_low),
             "ci_high": _number(result.ci_high),
             "by_sketch": {"min": _number(column.min()), "median": _number(column.median()),
-                          "max": _number(column.max())},
+                          "max": _number(column.max()), "n_undefined": int(column.isna().sum()),
+                          "undefined": _undefined_in(w_table, "alpha_reason")},
         }  # fmt: skip
     first = next(iter(overall.values()))
     summary.update(
@@ -633,6 +666,7 @@ def _alpha_summary(overall: Mapping, w_table: pd.DataFrame, options: AnalysisOpt
 
 def _skillings_mack_summary(w_table: pd.DataFrame, alpha: float, options) -> dict:
     permuted = w_table["skillings_mack_permutation_p_value"].notna()
+    defined = w_table[w_table["skillings_mack_p_value"].notna()]
     return {
         "n_sketches": int(w_table["skillings_mack_p_value"].notna().sum()),
         "n_significant": int((w_table["skillings_mack_p_value"] < alpha).sum()),
@@ -641,9 +675,31 @@ def _skillings_mack_summary(w_table: pd.DataFrame, alpha: float, options) -> dic
             (w_table["skillings_mack_permutation_p_value"] < alpha).sum()
         ),
         "permutations": options.permutations,
-        "n_raters_min": _count(w_table["skillings_mack_n_raters"].min()),
-        "n_raters_max": _count(w_table["skillings_mack_n_raters"].max()),
+        "n_raters_min": _count(defined["skillings_mack_n_raters"].min()),
+        "n_raters_max": _count(defined["skillings_mack_n_raters"].max()),
+        "n_undefined": int(w_table["skillings_mack_p_value"].isna().sum()),
+        "undefined": _undefined_in(w_table, "skillings_mack_reason"),
     }
+
+
+#: The reasons ``summary.json`` lists per family, the most frequent first; the rest are
+#: counted in ``n_undefined`` and named in the tables.
+_UNDEFINED_LISTED = 10
+
+
+def _undefined(entries) -> list[dict]:
+    """``(sketch_id, reason, count)`` entries as ``summary.json`` lists them, most first."""
+    entries = sorted(entries, key=lambda e: (-e[2], e[0], e[1]))[:_UNDEFINED_LISTED]
+    return [{"sketch_id": sketch, "reason": reason, "n": n} for sketch, reason, n in entries]
+
+
+def _undefined_in(table: pd.DataFrame, column: str) -> list[dict]:
+    """The undefined rows of a table with a reason column, counted per sketch and reason."""
+    if column not in table or table.empty:
+        return []
+    named = table.loc[table[column].fillna("") != "", ["sketch_id", column]].astype(str)
+    counts = named.groupby(["sketch_id", column], sort=True).size()
+    return _undefined([(sketch, reason, int(n)) for (sketch, reason), n in counts.items()])
 
 
 def _count(value) -> int | None:
@@ -677,38 +733,64 @@ def format_summary(summary: Mapping, out: str | Path) -> str:
     out = Path(out)
     label = " (simulated data)" if summary["simulated"] else ""
     lines = [
-        f"Analysed {summary['n_participants']} participants, {summary['n_sketches']} sketches, "
+        f"Analysed {counted(summary['n_participants'], 'participant')}, "
+        f"{summary['n_sketches']} sketches, "
         f"{summary['n_pairs']} pairs{label}; alternative {summary['alternative']}, "
         f"alpha {summary['alpha']}."
     ]
     for family, name in _FAMILY_NAMES:
         stats = summary[family]
-        if stats["n_tests"]:
+        undefined = undefined_text(stats)
+        if stats["n_tests"] and not undefined:
             lines.append(
                 f"  {name}: {stats['share_significant']:.1%} of {stats['n_tests']} tau_b "
                 f"significant (95% CI {stats['wilson_low']:.1%}-{stats['wilson_high']:.1%})"
             )
+        elif stats["n_tests"]:
+            lines.append(
+                f"  {name}: {stats['share_significant']:.1%} of {stats['n_tests']} defined "
+                f"({undefined}) tau_b significant "
+                f"(95% CI {stats['wilson_low']:.1%}-{stats['wilson_high']:.1%})"
+            )
+        elif undefined:
+            lines.append(f"  {name}: no tau_b defined ({undefined})")
     w = summary["kendall_w"]
     median = "n/a" if w["median"] is None else f"{w['median']:.3f}"
-    lines.append(
-        f"  Kendall's W: {w['n_significant']} of {w['n_sketches']} sketches significant, "
-        f"median W {median}, over the {raters_range(w)} participants who rated every image"
-    )
+    undefined = undefined_text(w)
+    if not undefined:
+        lines.append(
+            f"  Kendall's W: {w['n_significant']} of {w['n_sketches']} sketches significant, "
+            f"median W {median}, over the {raters_range(w)} participants who rated every image"
+        )
+    elif w["n_defined"]:
+        lines.append(
+            f"  Kendall's W: {w['n_significant']} of {w['n_defined']} defined ({undefined}) "
+            f"sketches significant, median W {median}, over the {raters_range(w)} "
+            "participants who rated every image"
+        )
+    else:
+        lines.append(f"  Kendall's W: undefined for every sketch ({undefined})")
     alpha = summary.get("krippendorff_alpha")
+    by_sketch = undefined_text(alpha["ordinal"]["by_sketch"]) if alpha else ""
     if alpha and alpha["ordinal"]["alpha"] is not None:
         ordinal, interval = alpha["ordinal"], alpha["interval"]
         lines.append(
-            f"  Krippendorff's alpha over all {alpha['n_raters']} participants and "
+            f"  Krippendorff's alpha over all {counted(alpha['n_raters'], 'participant')} and "
             f"{alpha['n_values']} ratings: ordinal {ordinal['alpha']:.3f} "
             f"({_interval_text(ordinal)}), interval {interval['alpha']:.3f} "
-            f"({_interval_text(interval)})"
+            f"({_interval_text(interval)})" + (f"; per sketch {by_sketch}" if by_sketch else "")
         )
+    elif by_sketch:
+        lines.append(f"  Krippendorff's alpha: undefined ({by_sketch})")
     sm = summary.get("skillings_mack")
     if sm:
+        undefined = undefined_text(sm)
+        defined = " defined" if undefined else ""
         lines.append(
-            f"  Skillings-Mack: {sm['n_significant']} of {sm['n_sketches']} sketches significant "
-            f"(chi-square), {sm['n_significant_permutation']} of {sm['n_permutation_tested']} "
-            "by permutation"
+            f"  Skillings-Mack: {sm['n_significant']} of {sm['n_sketches']}{defined} sketches "
+            f"significant (chi-square), {sm['n_significant_permutation']} of "
+            f"{sm['n_permutation_tested']} by permutation"
+            + (f" ({undefined})" if undefined else "")
         )
     lines += _reliability_lines(summary.get("reliability"))
     lines.append(f"Ground truth: {out / 'ground_truth.csv'}; tables and summary.json in {out}")

@@ -30,7 +30,7 @@ from sbir_study.foundation.scale import PAPER_SCALE, Scale
 
 from .limits import PERMUTATION_RATERS_LIMIT
 
-__all__ = ["raters_range", "write_report"]
+__all__ = ["counted", "raters_range", "undefined_text", "write_report"]
 
 _CAPTIONS = {
     "fig4_anchoring": (
@@ -45,8 +45,7 @@ _CAPTIONS = {
         "line, box "
         "from the 25th to the 75th percentile, whiskers to 1.5 IQR, outliers as red plus "
         "signs (a red line spanning them beyond 5,000 correlations per sketch); Kendall's W "
-        "as a black circle, over the {k_of_m} participants who rated every "
-        "image of the sketch; Krippendorff's ordinal alpha over all participants and every "
+        "as a black circle{w_over}; Krippendorff's ordinal alpha over all participants and every "
         "rating as a blue diamond."
     ),
     "fig6_vs_consensus": (
@@ -72,6 +71,34 @@ _CAPTIONS = {
         "by the Spearman-Brown formula; dashed, the target; dotted, the study's participants."
     ),
 }
+
+
+def counted(n: int, noun: str) -> str:
+    """ "1 participant", "2 participants": a count with its noun in the right number."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def undefined_text(stats: Mapping) -> str:
+    """Why some tests of a ``summary.json`` entry are undefined; "" when none is.
+
+    "5 undefined: constant: 07 on s3": the count, then each reason of its ``undefined``
+    list with the sketches it occurs on (and its count, when there are several
+    reasons); what the list leaves out is counted, and named in the tables.
+    """
+    total = stats.get("n_undefined") or 0
+    if not total:
+        return ""
+    groups: dict[str, list] = {}
+    for entry in stats.get("undefined", []):
+        group = groups.setdefault(entry["reason"], [0, []])
+        group[0] += entry["n"]
+        group[1].append(str(entry["sketch_id"]))
+    parts = [f"{reason} on {', '.join(sketches)}" + (f" ({n})" if len(groups) > 1 else "")
+             for reason, (n, sketches) in groups.items()]  # fmt: skip
+    rest = total - sum(n for n, _ in groups.values())
+    if rest > 0:
+        parts.append(f"{rest} more in the tables")
+    return f"{total} undefined: " + "; ".join(parts)
 
 
 def raters_range(w: Mapping) -> str:
@@ -148,7 +175,8 @@ def _what_was_analysed(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str
     }[summary["alternative"]]
     return [
         "<h2>What was analysed</h2>",
-        f"<p>{summary['n_participants']} participants, {summary['n_sketches']} sketches, "
+        f"<p>{counted(summary['n_participants'], 'participant')}, "
+        f"{summary['n_sketches']} sketches, "
         f"{summary['n_pairs']} sketch/image pairs in the main block. Significance level "
         f"&alpha; = {summary['alpha']:g}; tau_b tests {alternative}, normal approximation "
         f"with the tie-corrected variance.{_scale_text(scale)}</p>",
@@ -187,13 +215,17 @@ def _headline(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
 
     def family(name: str, label: str, paper: str) -> tuple:
         f = summary[name]
+        undefined = undefined_text(f)
         return (
             label,
             share(f["share_significant"]),
             f"{share(f['wilson_low'])} to {share(f['wilson_high'])}",
-            f"{f['n_significant']} of {f['n_tests']}",
+            f"{f['n_significant']} of {f['n_tests']}"
+            + (f" defined ({undefined})" if undefined else ""),
             paper,
         )
+
+    w_undefined = undefined_text(w)
 
     n = summary["n_participants"]
     rows = [
@@ -201,20 +233,24 @@ def _headline(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
         family("pairwise", _pairwise_label(summary), _published("pairwise")),
         family(
             "consensus",
-            f"participant vs consensus of all {n} participants, the participant included "
-            "(as in the paper), significant",
+            f"participant vs consensus of all {counted(n, 'participant')}, the participant "
+            "included (as in the paper), significant",
             _published("consensus"),
         ),
         family(
             "consensus_loo",
-            f"participant vs consensus of the other {n - 1} participants (leave-one-out), "
-            "significant",
+            f"participant vs consensus of the other {counted(n - 1, 'participant')} "
+            "(leave-one-out), significant",
             "(not reported: the paper's consensus includes the participant)",
         ),
         (
             f"sketches with Kendall's W significant (W over the {raters_range(w)} participants "
-            "who rated every image of the sketch)",
-            f"{w['n_significant']} of {w['n_sketches']}",
+            "who rated every image of the sketch)"
+            if w.get("n_raters_min") is not None
+            else "sketches with Kendall's W significant (no sketch has two participants who "
+            "rated every image)",
+            f"{w['n_significant']} of {w['n_sketches']}" if not w_undefined
+            else f"{w['n_significant']} of {w['n_defined']} defined ({w_undefined})",
             "",
             f"W from {num(w['min'])} to {num(w['max'])}, median {num(w['median'])}",
             f"all {PUBLISHED['n_sketches']} (over all {PUBLISHED['n_participants']})",
@@ -275,11 +311,13 @@ def _every_rating_rows(summary: Mapping) -> list[tuple]:
             by_sketch = result["by_sketch"]
             rows.append((
                 f"Krippendorff's alpha ({level}), all sketch/image pairs, over all "
-                f"{alpha['n_raters']} participants and their {alpha['n_values']} ratings",
+                f"{counted(alpha['n_raters'], 'participant')} and their "
+                f"{alpha['n_values']} ratings",
                 num(result["alpha"]),
                 interval,
                 f"per sketch from {num(by_sketch['min'])} to {num(by_sketch['max'])}, "
-                f"median {num(by_sketch['median'])}",
+                f"median {num(by_sketch['median'])}"
+                + (f" ({undefined_text(by_sketch)})" if undefined_text(by_sketch) else ""),
                 "(not reported)",
             ))  # fmt: skip
     sm = summary.get("skillings_mack")
@@ -287,8 +325,12 @@ def _every_rating_rows(summary: Mapping) -> list[tuple]:
         rows.append((
             "sketches with the Skillings-Mack test significant (over the "
             f"{_span(sm['n_raters_min'], sm['n_raters_max'])} participants with at least two "
-            "ratings of the sketch)",
-            f"{sm['n_significant']} of {sm['n_sketches']}",
+            "ratings of the sketch)"
+            if sm["n_raters_min"] is not None
+            else "sketches with the Skillings-Mack test significant (no sketch has two "
+            "participants with at least two ratings of it)",
+            f"{sm['n_significant']} of {sm['n_sketches']}"
+            + (f" defined ({undefined_text(sm)})" if undefined_text(sm) else ""),
             "",
             f"chi-square approximation; by permutation {sm['n_significant_permutation']} of "
             f"{sm['n_permutation_tested']} ({sm['permutations']} permutations)",
@@ -313,7 +355,10 @@ def _figures(figures: Mapping[str, Path], summary: Mapping) -> list[str]:
         f"{cap['n_sketches_sampled']} sketches)"
     )
     captions["fig5_interuser"] = captions["fig5_interuser"].format(
-        k_of_m=raters_range(summary["kendall_w"]), sample=sample
+        w_over=f", over the {raters_range(summary['kendall_w'])} participants who rated every "
+        "image of the sketch" if summary["kendall_w"].get("n_raters_min") is not None
+        else " (none: no sketch has two participants who rated every image)",
+        sample=sample,
     )
     return figure_list({name: figures[name] for name in sorted(figures)}, captions)
 
@@ -387,11 +432,17 @@ def _agreement_table(
     def permutation_p(value) -> str:
         return p_text(value) + (" ‡" if at_floor(value, floor) else "")
 
+    def why(value: str, reason) -> str:
+        """An undefined statistic's cell says why (kendall_w.csv's *_reason)."""
+        return f"undefined: {reason}" if isinstance(reason, str) and reason else value
+
     rows = [
-        (r.sketch_id, f"{r.n_raters} of {r.n_raters_all}", num(r.w), p_text(r.p_value),
-         num(r.alpha_ordinal), interval(r.alpha_ordinal_ci_low, r.alpha_ordinal_ci_high),
-         num(r.alpha_interval), interval(r.alpha_interval_ci_low, r.alpha_interval_ci_high),
-         f"{r.n_ratings}", f"{num(r.skillings_mack, 1)} ({r.skillings_mack_df})",
+        (r.sketch_id, f"{r.n_raters} of {r.n_raters_all}", why(num(r.w), r.w_reason),
+         p_text(r.p_value), why(num(r.alpha_ordinal), r.alpha_reason),
+         interval(r.alpha_ordinal_ci_low, r.alpha_ordinal_ci_high),
+         why(num(r.alpha_interval), r.alpha_reason),
+         interval(r.alpha_interval_ci_low, r.alpha_interval_ci_high), f"{r.n_ratings}",
+         why(f"{num(r.skillings_mack, 1)} ({r.skillings_mack_df})", r.skillings_mack_reason),
          p_text(r.skillings_mack_p_value), permutation_p(r.skillings_mack_permutation_p_value),
          f"{r.skillings_mack_n_raters} of {r.n_raters_all}")
         for r in kendall_w.itertuples()
@@ -443,7 +494,7 @@ def _participants(participants: pd.DataFrame) -> list[str]:
         "median over the sketches of their tau_b against the consensus, inclusive (as in the "
         "paper) and leave-one-out. All of it in <code>participants.csv</code>.</p>",
         collapsed(
-            f"{len(rows)} participants",
+            counted(len(rows), "participant"),
             table(_PARTICIPANT_HEADER, rows, classes=_TEXT_AT_0),
             open_up_to=_PARTICIPANTS_OPEN_UP_TO,
             n=len(rows),

@@ -26,7 +26,7 @@ def test_analyze_writes_design_files(analysed):
         assert list(table.columns[: len(columns)]) == columns, name
     pairs = pd.read_parquet(out / "pairwise_tau.parquet")
     assert list(pairs.columns) == ["sketch_id", "participant_a", "participant_b", "tau_b",
-                                   "p_value", "n_items"]  # fmt: skip
+                                   "p_value", "n_items", "reason"]  # fmt: skip
     assert len(pairs) == 4 * 15  # 4 sketches x C(6, 2)
     qrels = (out / "ground_truth.qrels").read_text().splitlines()
     assert len(qrels) == 48 and all(len(line.split()) == 4 for line in qrels)
