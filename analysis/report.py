@@ -44,7 +44,7 @@ _CAPTIONS = {
         "line, box "
         "from the 25th to the 75th percentile, whiskers to 1.5 IQR, outliers as red plus "
         "signs (a red line spanning them beyond 5,000 correlations per sketch); Kendall's W "
-        "as a black circle, over the {k_of_m} participants who rated every "
+        "as a black circle, over the {k_of_m} who rated every "
         "image of the sketch; Krippendorff's ordinal alpha over all participants and every "
         "rating as a blue diamond."
     ),
@@ -66,6 +66,17 @@ _CAPTIONS = {
     ),
     "fig9_extremes": "Fig. 9. The sketches with the best (top) and worst (bottom) agreement.",
 }
+
+
+def _count(n, noun: str, plural: str | None = None) -> str:
+    """``n`` and its noun, agreeing: "1 participant", "12 participants", "3 sketches".
+
+    Every count the page prints goes through here, so none reads "1 participants".
+
+    >>> _count(1, "participant"), _count(0, "sketch", "sketches")
+    ('1 participant', '0 sketches')
+    """
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def raters_range(w: Mapping) -> str:
@@ -141,8 +152,9 @@ def _what_was_analysed(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str
     }[summary["alternative"]]
     return [
         "<h2>What was analysed</h2>",
-        f"<p>{summary['n_participants']} participants, {summary['n_sketches']} sketches, "
-        f"{summary['n_pairs']} sketch/image pairs in the main block. Significance level "
+        f"<p>{_count(summary['n_participants'], 'participant')}, "
+        f"{_count(summary['n_sketches'], 'sketch', 'sketches')}, "
+        f"{_count(summary['n_pairs'], 'sketch/image pair')} in the main block. Significance level "
         f"&alpha; = {summary['alpha']:g}; tau_b tests {alternative}, normal approximation "
         f"with the tie-corrected variance.{_scale_text(scale)}</p>",
         table(["phase", "trials", "missed responses"], rows),
@@ -180,6 +192,9 @@ def _headline(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
 
     def family(name: str, label: str, paper: str) -> tuple:
         f = summary[name]
+        if not f["n_tests"]:
+            # No correlation to count: say why, not "n/a | n/a to n/a | 0 of 0".
+            return (label, _no_tests(name, summary), "", "", paper)
         return (
             label,
             share(f["share_significant"]),
@@ -194,19 +209,21 @@ def _headline(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
         family("pairwise", _pairwise_label(summary), _published("pairwise")),
         family(
             "consensus",
-            f"participant vs consensus of all {n} participants, the participant included "
+            f"participant vs consensus of all {_count(n, 'participant')}, the participant included "
             "(as in the paper), significant",
             _published("consensus"),
         ),
         family(
             "consensus_loo",
-            f"participant vs consensus of the other {n - 1} participants (leave-one-out), "
+            f"participant vs consensus of the other {_count(n - 1, 'participant')} "
+            "(leave-one-out), "
             "significant",
             "(not reported: the paper's consensus includes the participant)",
         ),
         (
-            f"sketches with Kendall's W significant (W over the {raters_range(w)} participants "
-            "who rated every image of the sketch)",
+            f"sketches with Kendall's W significant (W over the {raters_range(w)} "
+            f"{_noun(w.get('n_raters_all_max'), 'participant')} who rated every image of the "
+            "sketch)",
             f"{w['n_significant']} of {w['n_sketches']}",
             "",
             f"W from {num(w['min'])} to {num(w['max'])}, median {num(w['median'])}",
@@ -251,8 +268,9 @@ def _pairwise_label(summary: Mapping) -> str:
         return "inter-user correlations significant"
     return (
         f"inter-user correlations significant (in {cap['n_sketches_sampled']} of "
-        f"{summary['n_sketches']} sketches over the pairs among {cap['max']:,} raters drawn "
-        f"at random, seed {cap['seed']}: analyze --pairwise-raters)"
+        f"{_count(summary['n_sketches'], 'sketch', 'sketches')} over the pairs among "
+        f"{cap['max']:,} {_noun(cap['max'], 'rater')} drawn at random, seed {cap['seed']}: "
+        "analyze --pairwise-raters)"
     )
 
 
@@ -268,7 +286,8 @@ def _every_rating_rows(summary: Mapping) -> list[tuple]:
             by_sketch = result["by_sketch"]
             rows.append((
                 f"Krippendorff's alpha ({level}), all sketch/image pairs, over all "
-                f"{alpha['n_raters']} participants and their {alpha['n_values']} ratings",
+                f"{_count(alpha['n_raters'], 'participant')} and their "
+                f"{_count(alpha['n_values'], 'rating')}",
                 num(result["alpha"]),
                 interval,
                 f"per sketch from {num(by_sketch['min'])} to {num(by_sketch['max'])}, "
@@ -279,15 +298,30 @@ def _every_rating_rows(summary: Mapping) -> list[tuple]:
     if sm:
         rows.append((
             "sketches with the Skillings-Mack test significant (over the "
-            f"{_span(sm['n_raters_min'], sm['n_raters_max'])} participants with at least two "
+            f"{_span(sm['n_raters_min'], sm['n_raters_max'])} "
+            f"{_noun(sm['n_raters_max'], 'participant')} with at least two "
             "ratings of the sketch)",
             f"{sm['n_significant']} of {sm['n_sketches']}",
             "",
             f"chi-square approximation; by permutation {sm['n_significant_permutation']} of "
-            f"{sm['n_permutation_tested']} ({sm['permutations']} permutations)",
+            f"{sm['n_permutation_tested']} ({_count(sm['permutations'], 'permutation')})",
             "(not reported)",
         ))  # fmt: skip
     return rows
+
+
+def _noun(n, noun: str, plural: str | None = None) -> str:
+    """The noun alone, agreeing with ``n`` (a count printed apart, e.g. in a range)."""
+    return _count(n, noun, plural).split(" ", 1)[1]
+
+
+def _no_tests(family: str, summary: Mapping) -> str:
+    """What a test family without a single test says instead of empty numbers."""
+    if family != "anchoring":
+        return "no correlations to test"
+    if "anchor_repeat" in summary.get("phases", {}):
+        return "no anchor pair rated again in the main block"
+    return "no anchoring phase in this study"
 
 
 def _span(low, high) -> str:
@@ -298,15 +332,17 @@ def _span(low, high) -> str:
 
 def _figures(figures: Mapping[str, Path], summary: Mapping) -> list[str]:
     captions = dict(_CAPTIONS)
+    w = summary["kendall_w"]
     cap = _pairwise_sample(summary)
     sample = (
         ""
         if cap is None
-        else f" (of {cap['max']:,} participants drawn at random where more rated the sketch: "
-        f"{cap['n_sketches_sampled']} sketches)"
+        else f" (of {cap['max']:,} {_noun(cap['max'], 'participant')} drawn at random where "
+        f"more rated the sketch: {_count(cap['n_sketches_sampled'], 'sketch', 'sketches')})"
     )
     captions["fig5_interuser"] = captions["fig5_interuser"].format(
-        k_of_m=raters_range(summary["kendall_w"]), sample=sample
+        k_of_m=f"{raters_range(w)} {_noun(w.get('n_raters_all_max'), 'participant')}",
+        sample=sample,
     )
     return figure_list({name: figures[name] for name in sorted(figures)}, captions)
 
@@ -371,9 +407,11 @@ def _agreement_table(
     floored = kendall_w["skillings_mack_permutation_p_value"].map(lambda p: at_floor(p, floor))
     if floored.any():
         parts.append(
-            f'<p class="note">‡ At the floor: with {permutations} permutations the smallest '
+            f'<p class="note">‡ At the floor: with {_count(permutations, "permutation")} the '
+            "smallest "
             f"permutation p-value there is, 1/({permutations} + 1) = {p_text(floor)}, was "
-            f"reached ({int(floored.sum())} of {len(kendall_w)} sketches); the exact p-value "
+            f"reached ({int(floored.sum())} of {_count(len(kendall_w), 'sketch', 'sketches')}); "
+            "the exact p-value "
             "may be smaller still. More permutations (<code>--permutations</code>) lower the "
             "floor.</p>"
         )
@@ -399,7 +437,7 @@ def _participants(participants: pd.DataFrame) -> list[str]:
         "median over the sketches of their tau_b against the consensus, inclusive (as in the "
         "paper) and leave-one-out. All of it in <code>participants.csv</code>.</p>",
         collapsed(
-            f"{len(rows)} participants",
+            _count(len(rows), "participant"),
             table(_PARTICIPANT_HEADER, rows, classes=_TEXT_AT_0),
             open_up_to=_PARTICIPANTS_OPEN_UP_TO,
             n=len(rows),
@@ -425,12 +463,16 @@ _OPEN_UP_TO = 10
 
 def _provenance(summary: Mapping) -> list[str]:
     sources = [(s["path"], s["sha256"], s["rows"]) for s in summary.get("sources", [])]
-    files = table(["file", "SHA-256", "lines"], sources, classes={0: "path", 1: "hash"})
+    # ``rows`` counts the lines below the header line (the rows of a well-formed file):
+    # the column says so, not "lines", which the file has one more of.
+    files = table(["file", "SHA-256", "lines below the header"], sources,
+                  classes={0: "path", 1: "hash"})  # fmt: skip
+    # One block, so the last page never holds the software table alone.
     return [
+        '<section class="keep">',
         "<h2>Inputs and software</h2>",
         collapsed(
-            f"{len(sources)} input file{'s' if len(sources) != 1 else ''} with their SHA-256 "
-            "(also in summary.json)",
+            f"{_count(len(sources), 'input file')} with their SHA-256 (also in summary.json)",
             files,
             open_up_to=_OPEN_UP_TO,
             n=len(sources),
@@ -438,4 +480,5 @@ def _provenance(summary: Mapping) -> list[str]:
         "<p>The software that computed the numbers and drew the figures, and (marked 'sessions') "
         "the libraries that ran the rating sessions, as their sidecars record them:</p>",
         software_table(summary.get("software", {})),
+        "</section>",
     ]
