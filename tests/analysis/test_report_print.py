@@ -298,3 +298,31 @@ def test_printed_analysis_keeps_tables_whole(reports, tmp_path):
             assert head[0] == tail[-1], (k, head, tail)
             printed += 1
     assert printed >= 5
+
+
+@pytest.mark.browser
+def test_a_table_that_fits_a_page_is_never_split(tmp_path):
+    # A table placed where a page break would fall between its rows: printed with the
+    # reports' style, it moves to the next page whole, its header with it.
+    from sbir_study.foundation.html import page_head, table
+
+    rows = [(f"row{k}", k) for k in range(1, 16)]
+    page = tmp_path / "page.html"
+    spacer = '<div style="height: 250mm">spacer</div>'
+    parts = [*page_head("split"), spacer, table(["first", "second"], rows), "</body></html>"]
+    page.write_text("\n".join(parts), encoding="utf-8")
+    driver = _chromium()
+    try:
+        driver.get(page.as_uri())
+        pdf = base64.b64decode(
+            driver.execute_cdp_cmd(
+                "Page.printToPDF", {"preferCSSPageSize": True, "printBackground": True}
+            )["data"]
+        )
+    finally:
+        driver.quit()
+    (tmp_path / "page.pdf").write_bytes(pdf)
+    pages = _pages_text(tmp_path / "page.pdf")
+    assert len(pages) == 2
+    assert "spacer" in pages[0] and "row" not in pages[0]
+    assert re.findall(r"row\d+", pages[1]) == [name for name, _ in rows], pages
