@@ -309,3 +309,23 @@ def test_fig9_thumbnails_are_framed(tmp_path):
         assert ax.get_xticks().size == 0 and ax.get_yticks().size == 0
     # The cells without a sketch stay blank.
     assert not axes[0][1].axison and not axes[1][1].axison
+
+
+def test_fig9_files_are_the_same_bytes_from_the_same_inputs(tmp_path):
+    # Fig. 9 needs a stimulus set in analyze; drawn here directly, twice, through the same
+    # save as every figure (its PDF embeds the thumbnails as images).
+    from matplotlib.image import imsave
+
+    from sbir_study.analysis.figures import _save
+
+    imsave(tmp_path / "s1.png", np.eye(16), cmap="gray")
+    extremes = pd.DataFrame({"sketch_id": ["s1", "s1"], "group": ["best", "worst"],
+                             "tau_median": [0.8, 0.1]})  # fmt: skip
+    for run in ("one", "two"):
+        figure = Figure(layout="constrained")
+        plot_sketch_extremes(extremes, {"s1": tmp_path / "s1.png"}, axes=figure.subplots(2, 1))
+        _save(figure, tmp_path / run)
+    for suffix in (".png", ".pdf"):
+        assert (tmp_path / f"one{suffix}").read_bytes() == (tmp_path / f"two{suffix}").read_bytes()
+    # Two runs within one second would share a creation date: there is none to share.
+    assert b"CreationDate" not in (tmp_path / "one.pdf").read_bytes()
