@@ -206,6 +206,20 @@ def test_every_headline_number_is_its_source(study):
     for row, r in zip(extremes, marked.itertuples(), strict=True):
         assert row[3:7] == [f"{r.tau_median:.3f}", f"{r.tau_q25:.3f}", f"{r.tau_q75:.3f}",
                             f"{r.w:.3f}"]  # fmt: skip
+
+    # The agreement per sketch against kendall_w.csv (p-values as the page writes them:
+    # 4 decimals, scientific below 0.001).
+    def p(value) -> str:
+        return f"{value:.2e}" if value < 1e-3 else f"{value:.4f}"
+
+    per_sketch = tables.table("sketch")[1:]
+    assert [row[0] for row in per_sketch] == kendall_w["sketch_id"].tolist()
+    for row, r in zip(per_sketch, kendall_w.itertuples(), strict=True):
+        assert row[1:5] == [f"{r.n_raters} of {r.n_raters_all}", f"{r.w:.3f}", p(r.p_value),
+                            f"{r.alpha_ordinal:.3f}"]  # fmt: skip
+        assert row[6] == f"{r.alpha_interval:.3f}"
+        assert row[8] == str(r.n_ratings)
+        assert row[10] == p(r.skillings_mack_p_value)
     listed = tables.table("participant")[1:]
     for row, r in zip(listed, participants.itertuples(), strict=True):
         assert row == [r.participant, str(r.n_trials), str(r.n_missing),
@@ -329,3 +343,29 @@ def test_fig9_files_are_the_same_bytes_from_the_same_inputs(tmp_path):
         assert (tmp_path / f"one{suffix}").read_bytes() == (tmp_path / f"two{suffix}").read_bytes()
     # Two runs within one second would share a creation date: there is none to share.
     assert b"CreationDate" not in (tmp_path / "one.pdf").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("phases", "reason"),
+    [
+        (("anchor_demo", "anchor_repeat", "main"), "no anchor pair rated again in the main block"),
+        (("main",), "no anchoring phase in this study"),
+    ],
+)
+def test_an_empty_test_family_says_why(study, tmp_path, phases, reason):
+    from sbir_study.analysis.report import write_report
+
+    out = study / "analysis"
+    summary = json.loads((out / "summary.json").read_text())
+    summary["phases"] = {k: v for k, v in summary["phases"].items() if k in phases}
+    summary["anchoring"] = {"n_tests": 0, "n_significant": 0, "share_significant": None,
+                            "wilson_low": None, "wilson_high": None}  # fmt: skip
+    summary["n_participants"] = 1
+    write_report(tmp_path / "report.html", summary,
+                 pd.read_csv(out / "kendall_w.csv", dtype={"sketch_id": str}),
+                 pd.read_csv(out / "sketch_agreement.csv", dtype={"sketch_id": str}).fillna(""),
+                 {})  # fmt: skip
+    tables = _Tables((tmp_path / "report.html").read_text(encoding="utf-8"))
+    (anchoring,) = [r for r in tables.table("statistic") if r[0].startswith("anchoring")]
+    assert anchoring[1:4] == [reason, "", ""]
+    assert any(p.startswith("1 participant, ") for p in tables.paragraphs)
