@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
-from sbir_study.analysis import StudyDesign, simulate_study
+from sbir_study.analysis import StudyDesign, load_ratings, simulate_study
 from sbir_study.analysis.distribution import rating_distribution
 from sbir_study.analysis.figures import (
     _fitted_range,
@@ -25,6 +25,7 @@ from sbir_study.analysis.figures import (
     plot_sketch_extremes,
     plot_vs_consensus,
 )
+from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings
 from sbir_study.analysis.report import _count
 from tests.helpers import run_cli
 
@@ -110,9 +111,8 @@ def test_study_without_anchoring_says_so(tmp_path):
                                seed=5)  # fmt: skip
     trials = trials[~trials["phase"].isin(["anchor_demo", "anchor_repeat"])]
     trials.to_csv(tmp_path / "ratings.csv", index=False, na_rep="n/a")
-    result = run_cli("analyze", str(tmp_path / "ratings.csv"), "--out", str(tmp_path / "out"),
-                     "--bootstrap", "20", "--permutations", "20")  # fmt: skip
-    assert result.returncode == 0, result.stderr
+    options = AnalysisOptions(bootstrap=20, permutations=20)
+    analyze_ratings(load_ratings(tmp_path / "ratings.csv"), tmp_path / "out", options)
     page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     headline = _Tables(page).table("statistic")
     (anchoring,) = [row for row in headline if row[0].startswith("anchoring")]
