@@ -56,6 +56,8 @@ FIGURES = (
 )
 
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+#: Kendall's tau_b as mathtext, set as the paper sets it (an italic tau, subscript b).
+_TAU = r"$\tau_b$"
 _DPI = 150
 #: Up to this many participants, Figs. 4 and 6 draw each participant at a labelled
 #: place; beyond it, one tick per participant merges into a black band and a box per
@@ -70,6 +72,9 @@ _BAND_SMOOTHING = 1 / 200
 #: Font embedding of the PDFs: TrueType (42), which journals accept, instead of
 #: matplotlib's default Type 3. Set on each save, never globally.
 _PDF_FONTS = {"pdf.fonttype": 42, "ps.fonttype": 42}
+#: No creation date in the PDFs, so identical runs write identical bytes (their SHA-256
+#: in the output record then says "unchanged"); the PNGs carry no date already.
+_PDF_METADATA = {"CreationDate": None}
 
 
 def tau_threshold(n_items: int, alpha: float = 0.05, alternative: str = "greater") -> float:
@@ -141,9 +146,11 @@ def plot_anchoring(
         ax.axhline(threshold, color="0.3", linestyle="--", linewidth=1)
         handles.append(Line2D([], [], color="0.3", linestyle="--"))
         labels.append(f"significance threshold (n = {n_items}, no ties, α = {alpha:g})")
-    ax.legend(handles, labels, loc="lower left", fontsize="small", framealpha=0.9)
-    ax.set_ylim(-1.05, 1.05)
-    ax.set_ylabel("Kendall's τ_b with the prescribed ratings")
+    # Fitted to the data, the axes have no empty corner to spare: the legend goes beside.
+    ax.set_ylim(*_fitted_range([*table["tau_b"], threshold]))
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0,
+              fontsize="small")  # fmt: skip
+    ax.set_ylabel(f"Kendall's {_TAU} with the prescribed ratings")
     return ax
 
 
@@ -179,7 +186,7 @@ def _anchoring_aggregate(table, ax, alpha) -> tuple[list, list]:
     (median,) = ax.plot(x, spread[50], color="C0", linewidth=1.2, drawstyle="steps-mid")
     significant = float((table["p_value"] < alpha).mean())
     n_sketches = table["sketch_id"].nunique()
-    _rank_axis(ax, len(spread[50]), "τ_b over their anchor sketches")
+    _rank_axis(ax, len(spread[50]), f"{_TAU} over their anchor sketches")
     return [median, band], [
         f"median over the {n_sketches} anchor sketches "
         f"({100 * significant:.1f}% of all {len(table)} correlations significant)",
@@ -230,7 +237,7 @@ def plot_inter_user(
     handles = [Line2D([], [], color="C0"), outlier,
                Line2D([], [], marker="o", markerfacecolor="none", markeredgecolor="black",
                       linestyle="")]  # fmt: skip
-    names = ["median τ_b (box: 25th-75th percentile)",
+    names = [f"median {_TAU} (box: 25th-75th percentile)",
              "range of the outliers (beyond 1.5 IQR)" if ranges else "outlier (beyond 1.5 IQR)",
              f"Kendall's W, {_raters_text(table)}"]  # fmt: skip
     if "alpha_ordinal" in table:
@@ -242,7 +249,7 @@ def plot_inter_user(
     ax.set_xticks(positions, labels, rotation=90, fontsize="small")
     ax.set_xlim(0.3, len(stats) + 0.7)
     ax.set_xlabel("sketch")
-    ax.set_ylabel("Kendall's τ_b between participants / W / α")
+    ax.set_ylabel(f"Kendall's {_TAU} between participants / W / α")
     # Headroom above tau = 1 for the legend, so it never covers a box.
     lowest = [b["whislo"] for b in stats]
     lowest += [np.min(b["fliers"]) for b in stats if np.size(b["fliers"])]
@@ -290,10 +297,10 @@ def plot_vs_consensus(
     variant = ("the consensus of the other participants (leave-one-out)" if loo
                else "the consensus, participant included (as in the paper)")  # fmt: skip
     ax.set_title(f"Each participant against {variant}", fontsize="medium")
-    ax.set_ylabel("τ_b with the consensus")
+    ax.set_ylabel(f"{_TAU} with the consensus")
     values = consensus[column].to_numpy(dtype=float)
     if not np.isfinite(values).any():
-        return _nothing_to_draw(ax, "No participant has a finite τ_b against the consensus.")
+        return _nothing_to_draw(ax, f"No participant has a finite {_TAU} against the consensus.")
     if _aggregate(view, len(participants)):
         spread = _by_participant(consensus, column, (5, 25, 50, 75, 95))
         x = np.arange(1, len(spread[50]) + 1)
@@ -305,7 +312,7 @@ def plot_vs_consensus(
                                 _running_median(spread[75], window), step="mid", color="C0",
                                 alpha=0.35, linewidth=0)  # fmt: skip
         (median,) = ax.plot(x, spread[50], color="C0", linewidth=1.2, drawstyle="steps-mid")
-        _rank_axis(ax, len(spread[50]), "τ_b over the sketches")
+        _rank_axis(ax, len(spread[50]), f"{_TAU} over the sketches")
         ax.legend([median, inner, outer], ["each participant's median over the sketches",
                                            f"25th-75th percentile{note}",
                                            f"5th-95th percentile{note}"],
@@ -349,12 +356,13 @@ def plot_distribution(
     levels = np.array(scale.points)
     width = 0.8 / max(len(distributions), 1)
     for k, (label, table) in enumerate(distributions.items()):
-        main = table[table["phase"] == "main"].set_index("rating")["share"]
-        shares = main.reindex(levels).to_numpy(dtype=float)
+        main = table[table["phase"] == "main"].set_index("rating")
+        shares = main["share"].reindex(levels).to_numpy(dtype=float)
         offset = (k - (len(distributions) - 1) / 2) * width
-        ax.bar(levels + offset, shares, width=width, label=label, color=f"C{k}")
+        ax.bar(levels + offset, shares, width=width, color=f"C{k}",
+               label=_distribution_label(label, main.get("count")))  # fmt: skip
     ax.axhline(1.0 / len(levels), color="black", linestyle="--", linewidth=1,
-               label=f"uniform (1/{len(levels)})")  # fmt: skip
+               label=f"desired uniform share (1/{len(levels)})")  # fmt: skip
     ax.set_xticks(levels)
     ax.set_xlabel(_rating_axis_label(scale))
     ax.set_ylabel("share of ratings")
@@ -362,6 +370,22 @@ def plot_distribution(
     ax.legend(loc="upper center", ncol=len(distributions) + 1, fontsize="small")
     ax.set_title("Distribution of ratings over the scale")
     return ax
+
+
+def _distribution_label(dataset: str, counts: pd.Series | None) -> str:
+    """A Fig. 7 legend entry: which study's main-block ratings a bar's shares are of.
+
+    The paper's Fig. 7 draws the "distribution of ratings gathered in pilot/final
+    study relative to the desired uniform distribution"; a bare ``final`` said
+    neither that it is a share nor of what. ``counts`` (the table's ``count``) may
+    be missing from a table made by hand: the label then names no number.
+
+    >>> _distribution_label("final", pd.Series([600, 640]))
+    'final study: share of its 1,240 main-block ratings'
+    """
+    if counts is None:
+        return f"{dataset} study: share of its main-block ratings"
+    return f"{dataset} study: share of its {int(counts.sum()):,} main-block ratings"
 
 
 def plot_bins(
@@ -418,9 +442,15 @@ def plot_sketch_extremes(
     for row, group in enumerate(("best", "worst")):
         chosen = extremes[extremes["group"] == group]
         for col, ax in enumerate(grid[row]):
-            ax.set_axis_off()
             if col >= len(chosen):
+                ax.set_axis_off()
                 continue
+            # A thin frame instead of axes: a white image is visible on the white page.
+            ax.set_xticks([])
+            ax.set_yticks([])
+            for spine in ax.spines.values():
+                spine.set_linewidth(0.6)
+                spine.set_edgecolor("0.5")
             entry = chosen.iloc[col]
             path = images.get(str(entry["sketch_id"]))
             if path is not None and Path(path).exists():
@@ -429,7 +459,7 @@ def plot_sketch_extremes(
                 with open_image(path) as picture:
                     picture.thumbnail((_THUMBNAIL, _THUMBNAIL))
                     ax.imshow(np.asarray(picture.convert("RGB")))
-            ax.set_title(f"{group}: {entry['sketch_id']}\nmedian τ_b {entry['tau_median']:.2f}",
+            ax.set_title(f"{group}: {entry['sketch_id']}\nmedian {_TAU} {entry['tau_median']:.2f}",
                          fontsize="small")  # fmt: skip
     return axes
 
@@ -447,7 +477,7 @@ def plot_power(summary: pd.DataFrame, *, axes: Sequence[Axes]) -> Sequence[Axes]
     k = summary["participants"].to_numpy()
     left.plot(k, summary["tau_median"], "o-", label="median over sketches")
     left.plot(k, summary["tau_p05"], "s--", label="5th percentile")
-    left.set_ylabel("τ_b, panel consensus vs reference panel")
+    left.set_ylabel(f"{_TAU}, panel consensus vs reference panel")
     left.legend(fontsize="small", loc="lower right")
     left.set_title("Ground truth from k participants")
     middle.plot(k, summary["w_significant_share"], "o-", label="mean share of sketches")
@@ -459,7 +489,7 @@ def plot_power(summary: pd.DataFrame, *, axes: Sequence[Axes]) -> Sequence[Axes]
     right.fill_between(k, summary["inter_user_share_p025"], summary["inter_user_share_p975"],
                        alpha=0.25, label="95% of replications")  # fmt: skip
     right.plot(k, summary["inter_user_share"], "o-", label="mean")
-    right.set_ylabel("share of inter-user τ_b significant")
+    right.set_ylabel(f"share of inter-user {_TAU} significant")
     right.legend(fontsize="small", loc="lower right")
     right.set_title("Inter-user correlations significant")
     for ax in axes:
@@ -593,7 +623,7 @@ def _save(figure: Figure, stem: Path) -> Path:
 
     with rc_context(_PDF_FONTS):
         figure.savefig(stem.with_suffix(".png"), dpi=_DPI)
-        figure.savefig(stem.with_suffix(".pdf"))
+        figure.savefig(stem.with_suffix(".pdf"), metadata=_PDF_METADATA)
     return stem.with_suffix(".png")
 
 
@@ -667,6 +697,29 @@ def _participant_axis(ax: Axes, participants: Sequence[str]) -> None:
     ax.set_xlim(0.3, len(participants) + 0.7)
     ax.set_xlabel("participant")
     ax.axhline(0.0, color="0.8", linewidth=0.8, zorder=0)
+
+
+def _fitted_range(values, margin: float = 0.08, bounds=(-1.05, 1.05)) -> tuple[float, float]:
+    """A y range that fits ``values`` with a margin, 0 kept in view when they straddle it.
+
+    Correlations that all lie between 0.1 and 1 on an axis from -1 to 1 crowd into
+    its upper half; fitted, their differences are legible. The range never leaves
+    ``bounds`` (tau_b's own, with room for a marker at -1 or 1).
+
+    Examples
+    --------
+    >>> [round(v, 3) for v in _fitted_range([0.2, 0.9, 1.0])]
+    [0.136, 1.05]
+    >>> [round(v, 3) for v in _fitted_range([-0.3, 0.5])]
+    [-0.364, 0.564]
+    """
+    values = np.asarray(list(values), dtype=float)
+    values = values[np.isfinite(values)]
+    if not values.size:
+        return bounds
+    low, high = float(values.min()), float(values.max())
+    pad = margin * max(high - low, 0.25)
+    return max(bounds[0], low - pad), min(bounds[1], high + pad)
 
 
 def _finite_min(values) -> float:

@@ -73,9 +73,16 @@ _CAPTIONS = {
 }
 
 
-def counted(n: int, noun: str) -> str:
-    """ "1 participant", "2 participants": a count with its noun in the right number."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+def counted(n, noun: str, plural: str | None = None) -> str:
+    """``n`` and its noun, agreeing: "1 participant", "12 participants", "3 sketches".
+
+    Every count the page (and analyze's console) prints goes through here, so none reads
+    "1 participants".
+
+    >>> counted(1, "participant"), counted(0, "sketch", "sketches")
+    ('1 participant', '0 sketches')
+    """
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def undefined_text(stats: Mapping) -> str:
@@ -176,8 +183,8 @@ def _what_was_analysed(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str
     return [
         "<h2>What was analysed</h2>",
         f"<p>{counted(summary['n_participants'], 'participant')}, "
-        f"{summary['n_sketches']} sketches, "
-        f"{summary['n_pairs']} sketch/image pairs in the main block. Significance level "
+        f"{counted(summary['n_sketches'], 'sketch', 'sketches')}, "
+        f"{counted(summary['n_pairs'], 'sketch/image pair')} in the main block. Significance level "
         f"&alpha; = {summary['alpha']:g}; tau_b tests {alternative}, normal approximation "
         f"with the tie-corrected variance.{_scale_text(scale)}</p>",
         table(["phase", "trials", "missed responses"], rows),
@@ -216,6 +223,10 @@ def _headline(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
     def family(name: str, label: str, paper: str) -> tuple:
         f = summary[name]
         undefined = undefined_text(f)
+        if not f["n_tests"]:
+            # No correlation to count: say why, not "n/a | n/a to n/a | 0 of 0".
+            return (label, _no_tests(name, summary) + (f" ({undefined})" if undefined else ""),
+                    "", "", paper)  # fmt: skip
         return (
             label,
             share(f["share_significant"]),
@@ -244,12 +255,14 @@ def _headline(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
             "(not reported: the paper's consensus includes the participant)",
         ),
         (
-            f"sketches with Kendall's W significant (W over the {raters_range(w)} participants "
-            "who rated every image of the sketch)"
+            f"sketches with Kendall's W significant (W over the {raters_range(w)} "
+            f"{_noun(w.get('n_raters_all_max'), 'participant')} who rated every image of the "
+            "sketch)"
             if w.get("n_raters_min") is not None
             else "sketches with Kendall's W significant (no sketch has two participants who "
             "rated every image)",
-            f"{w['n_significant']} of {w['n_sketches']}" if not w_undefined
+            f"{w['n_significant']} of {w['n_sketches']}"
+            if not w_undefined
             else f"{w['n_significant']} of {w['n_defined']} defined ({w_undefined})",
             "",
             f"W from {num(w['min'])} to {num(w['max'])}, median {num(w['median'])}",
@@ -294,8 +307,9 @@ def _pairwise_label(summary: Mapping) -> str:
         return "inter-user correlations significant"
     return (
         f"inter-user correlations significant (in {cap['n_sketches_sampled']} of "
-        f"{summary['n_sketches']} sketches over the pairs among {cap['max']:,} raters drawn "
-        f"at random, seed {cap['seed']}: analyze --pairwise-raters)"
+        f"{counted(summary['n_sketches'], 'sketch', 'sketches')} over the pairs among "
+        f"{cap['max']:,} {_noun(cap['max'], 'rater')} drawn at random, seed {cap['seed']}: "
+        "analyze --pairwise-raters)"
     )
 
 
@@ -312,7 +326,7 @@ def _every_rating_rows(summary: Mapping) -> list[tuple]:
             rows.append((
                 f"Krippendorff's alpha ({level}), all sketch/image pairs, over all "
                 f"{counted(alpha['n_raters'], 'participant')} and their "
-                f"{alpha['n_values']} ratings",
+                f"{counted(alpha['n_values'], 'rating')}",
                 num(result["alpha"]),
                 interval,
                 f"per sketch from {num(by_sketch['min'])} to {num(by_sketch['max'])}, "
@@ -324,7 +338,8 @@ def _every_rating_rows(summary: Mapping) -> list[tuple]:
     if sm:
         rows.append((
             "sketches with the Skillings-Mack test significant (over the "
-            f"{_span(sm['n_raters_min'], sm['n_raters_max'])} participants with at least two "
+            f"{_span(sm['n_raters_min'], sm['n_raters_max'])} "
+            f"{_noun(sm['n_raters_max'], 'participant')} with at least two "
             "ratings of the sketch)"
             if sm["n_raters_min"] is not None
             else "sketches with the Skillings-Mack test significant (no sketch has two "
@@ -333,10 +348,24 @@ def _every_rating_rows(summary: Mapping) -> list[tuple]:
             + (f" defined ({undefined_text(sm)})" if undefined_text(sm) else ""),
             "",
             f"chi-square approximation; by permutation {sm['n_significant_permutation']} of "
-            f"{sm['n_permutation_tested']} ({sm['permutations']} permutations)",
+            f"{sm['n_permutation_tested']} ({counted(sm['permutations'], 'permutation')})",
             "(not reported)",
         ))  # fmt: skip
     return rows
+
+
+def _noun(n, noun: str, plural: str | None = None) -> str:
+    """The noun alone, agreeing with ``n`` (a count printed apart, e.g. in a range)."""
+    return counted(n, noun, plural).split(" ", 1)[1]
+
+
+def _no_tests(family: str, summary: Mapping) -> str:
+    """What a test family without a single test says instead of empty numbers."""
+    if family != "anchoring":
+        return "no correlations to test"
+    if "anchor_repeat" in summary.get("phases", {}):
+        return "no anchor pair rated again in the main block"
+    return "no anchoring phase in this study"
 
 
 def _span(low, high) -> str:
@@ -347,16 +376,18 @@ def _span(low, high) -> str:
 
 def _figures(figures: Mapping[str, Path], summary: Mapping) -> list[str]:
     captions = dict(_CAPTIONS)
+    w = summary["kendall_w"]
     cap = _pairwise_sample(summary)
     sample = (
         ""
         if cap is None
-        else f" (of {cap['max']:,} participants drawn at random where more rated the sketch: "
-        f"{cap['n_sketches_sampled']} sketches)"
+        else f" (of {cap['max']:,} {_noun(cap['max'], 'participant')} drawn at random where "
+        f"more rated the sketch: {counted(cap['n_sketches_sampled'], 'sketch', 'sketches')})"
     )
     captions["fig5_interuser"] = captions["fig5_interuser"].format(
-        w_over=f", over the {raters_range(summary['kendall_w'])} participants who rated every "
-        "image of the sketch" if summary["kendall_w"].get("n_raters_min") is not None
+        w_over=f", over the {raters_range(w)} {_noun(w.get('n_raters_all_max'), 'participant')} "
+        "who rated every image of the sketch"
+        if w.get("n_raters_min") is not None
         else " (none: no sketch has two participants who rated every image)",
         sample=sample,
     )
@@ -466,9 +497,11 @@ def _agreement_table(
     floored = kendall_w["skillings_mack_permutation_p_value"].map(lambda p: at_floor(p, floor))
     if floored.any():
         parts.append(
-            f'<p class="note">‡ At the floor: with {permutations} permutations the smallest '
+            f'<p class="note">‡ At the floor: with {counted(permutations, "permutation")} the '
+            "smallest "
             f"permutation p-value there is, 1/({permutations} + 1) = {p_text(floor)}, was "
-            f"reached ({int(floored.sum())} of {len(kendall_w)} sketches); the exact p-value "
+            f"reached ({int(floored.sum())} of {counted(len(kendall_w), 'sketch', 'sketches')}); "
+            "the exact p-value "
             "may be smaller still. More permutations (<code>--permutations</code>) lower the "
             "floor.</p>"
         )
@@ -520,12 +553,16 @@ _OPEN_UP_TO = 10
 
 def _provenance(summary: Mapping) -> list[str]:
     sources = [(s["path"], s["sha256"], s["rows"]) for s in summary.get("sources", [])]
-    files = table(["file", "SHA-256", "lines"], sources, classes={0: "path", 1: "hash"})
+    # ``rows`` counts the lines below the header line (the rows of a well-formed file):
+    # the column says so, not "lines", which the file has one more of.
+    files = table(["file", "SHA-256", "lines below the header"], sources,
+                  classes={0: "path", 1: "hash"})  # fmt: skip
+    # One block, so the last page never holds the software table alone.
     return [
+        '<section class="keep">',
         "<h2>Inputs and software</h2>",
         collapsed(
-            f"{len(sources)} input file{'s' if len(sources) != 1 else ''} with their SHA-256 "
-            "(also in summary.json)",
+            f"{counted(len(sources), 'input file')} with their SHA-256 (also in summary.json)",
             files,
             open_up_to=_OPEN_UP_TO,
             n=len(sources),
@@ -533,4 +570,5 @@ def _provenance(summary: Mapping) -> list[str]:
         "<p>The software that computed the numbers and drew the figures, and (marked 'sessions') "
         "the libraries that ran the rating sessions, as their sidecars record them:</p>",
         software_table(summary.get("software", {})),
+        "</section>",
     ]

@@ -54,6 +54,10 @@ code { font-size: 0.9em; }
   body { max-width: none; margin: 0; padding: 0; font-size: 9pt; line-height: 1.3; }
   h2 { break-after: avoid; }
   .wide { overflow: visible; }
+  /* A table that fits on a page prints whole, never one row apart from the rest; a longer
+     one breaks between rows and repeats its header. A .keep block stays together. */
+  .wide, .keep { break-inside: avoid; }
+  thead { display: table-header-group; }
   table { font-size: 7pt; }
   th, td { padding: 0.15em 0.3em; }
   tr, figure, .banner { break-inside: avoid; }

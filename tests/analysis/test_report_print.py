@@ -226,3 +226,104 @@ def test_report_prints_on_a4_with_nothing_cut_off(reports, report, tmp_path):
     ).stdout
     assert re.search(r"Page size:\s+59[45]\.\d+ x 841\.\d+ pts \(A4\)", info), info
     assert int(re.search(r"Pages:\s+(\d+)", info).group(1)) >= 2
+
+
+def _pages_text(pdf) -> list[str]:
+    """The text of each page of ``pdf``, as pdftotext (poppler-utils) lays it out."""
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True)
+    pages = int(re.search(r"Pages:\s+(\d+)", info.stdout).group(1))
+    return [
+        subprocess.run(
+            ["pdftotext", "-layout", "-f", str(k), "-l", str(k), str(pdf), "-"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for k in range(1, pages + 1)
+    ]
+
+
+def _marked(page: str) -> tuple[str, int]:
+    """``page`` with each table's header and last row marked by invisible text (T<k>H, T<k>L).
+
+    pdftotext extracts transparent text like any other, so the printed page of a table's
+    header and of its last row can be told apart from any prose with the same words.
+    """
+
+    def mark(text: str) -> str:
+        return f'<span style="color: transparent; font-size: 1px">{text}</span>'
+
+    chunks = page.split("<table>")
+    for k in range(1, len(chunks)):
+        chunk = chunks[k].replace("<th>", "<th>" + mark(f"T{k}H"), 1)
+        last = chunk.rindex("<tr>", 0, chunk.index("</tbody>"))
+        cell = chunk.index(">", chunk.index("<td", last)) + 1
+        chunks[k] = chunk[:cell] + mark(f"T{k}L") + chunk[cell:]
+    return "<table>".join(chunks), len(chunks) - 1
+
+
+@pytest.mark.browser
+def test_printed_analysis_keeps_tables_whole(reports, tmp_path):
+    # Chromium prints the page; pdftotext reads each printed page back.
+    report = reports / "analysis" / "report.html"
+    marked, n_tables = _marked(report.read_text(encoding="utf-8"))
+    assert n_tables >= 5
+    copy = tmp_path / "report-marked.html"  # self-contained: its figures are embedded
+    copy.write_text(marked, encoding="utf-8")
+    driver = _chromium()
+    try:
+        driver.get(copy.as_uri())
+        pdf = base64.b64decode(
+            driver.execute_cdp_cmd(
+                "Page.printToPDF", {"preferCSSPageSize": True, "printBackground": True}
+            )["data"]
+        )
+    finally:
+        driver.quit()
+    (tmp_path / "report.pdf").write_bytes(pdf)
+    pages = _pages_text(tmp_path / "report.pdf")
+    assert len(pages) >= 2
+    # The last page holds more than the software table: its section, heading and all.
+    assert "Inputs and software" in pages[-1]
+    assert "The software that computed the numbers" in pages[-1]
+    # No row printed apart from its table: each table here fits a page, so its header and
+    # its last row are on the same page (a header repeated on a second page would put
+    # the header's first appearance on an earlier page than the last row).
+    # A table folded away in a closed <details> (the input files) is not printed at all.
+    printed = 0
+    for k in range(1, n_tables + 1):
+        head = [n for n, text in enumerate(pages) if f"T{k}H" in text]
+        tail = [n for n, text in enumerate(pages) if f"T{k}L" in text]
+        assert bool(head) == bool(tail), (k, head, tail)
+        if head:
+            assert head[0] == tail[-1], (k, head, tail)
+            printed += 1
+    assert printed >= 5
+
+
+@pytest.mark.browser
+def test_a_table_that_fits_a_page_is_never_split(tmp_path):
+    # A table placed where a page break would fall between its rows: printed with the
+    # reports' style, it moves to the next page whole, its header with it.
+    from sbir_study.foundation.html import page_head, table
+
+    rows = [(f"row{k}", k) for k in range(1, 16)]
+    page = tmp_path / "page.html"
+    spacer = '<div style="height: 250mm">spacer</div>'
+    parts = [*page_head("split"), spacer, table(["first", "second"], rows), "</body></html>"]
+    page.write_text("\n".join(parts), encoding="utf-8")
+    driver = _chromium()
+    try:
+        driver.get(page.as_uri())
+        pdf = base64.b64decode(
+            driver.execute_cdp_cmd(
+                "Page.printToPDF", {"preferCSSPageSize": True, "printBackground": True}
+            )["data"]
+        )
+    finally:
+        driver.quit()
+    (tmp_path / "page.pdf").write_bytes(pdf)
+    pages = _pages_text(tmp_path / "page.pdf")
+    assert len(pages) == 2
+    assert "spacer" in pages[0] and "row" not in pages[0]
+    assert re.findall(r"row\d+", pages[1]) == [name for name, _ in rows], pages
