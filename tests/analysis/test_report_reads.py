@@ -26,7 +26,7 @@ from sbir_study.analysis.figures import (
     plot_vs_consensus,
 )
 from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings
-from sbir_study.analysis.report import _count
+from sbir_study.analysis.report import counted
 from tests.helpers import run_cli
 
 
@@ -70,8 +70,8 @@ class _Tables(HTMLParser):
 @given(st.integers(0, 10**7))
 def test_a_count_agrees_with_its_number(n):
     # English: the singular for exactly one, the plural for zero and every other number.
-    assert _count(n, "participant") == (f"{n} participant" if n == 1 else f"{n} participants")
-    assert _count(n, "sketch", "sketches").endswith("sketch" if n == 1 else "sketches")
+    assert counted(n, "participant") == (f"{n} participant" if n == 1 else f"{n} participants")
+    assert counted(n, "sketch", "sketches").endswith("sketch" if n == 1 else "sketches")
 
 
 @pytest.fixture(scope="module")
