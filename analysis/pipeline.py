@@ -30,7 +30,15 @@ from .consensus import (
 from .distribution import binned_medians, box_summary, rating_distribution
 from .limits import PAIRWISE_FULL_ROWS, PAIRWISE_MODES, PAIRWISE_RATERS
 from .orientation import in_paper_orientation, ratings_scale
-from .ratings import RATING_COLUMNS, Provenance, RatingCube, check_text_labels, rating_cube
+from .ratings import (
+    ORIGINS,
+    RATING_COLUMNS,
+    Provenance,
+    RatingCube,
+    check_text_labels,
+    participant_origins,
+    rating_cube,
+)
 from .report import raters_range, write_report
 from .significance import summarize_family
 
@@ -40,8 +48,10 @@ __all__ = [
     "AnalysisOptions",
     "analyze_ratings",
     "format_summary",
+    "origin_counts",
     "participant_table",
     "sketch_agreement",
+    "with_origins",
 ]
 
 #: Sketches shown as best and as worst agreed on (the paper's Fig. 9 shows four of each).
@@ -247,6 +257,7 @@ def _summary(ratings, main, ground_truth, pairwise_p, consensus, anchoring, w_ta
         "alternative": alternative,
         "alpha": alpha,
         "simulated": provenance.simulated,
+        "origins": origin_counts(ratings),
         "pairwise": summarize_family(pairwise_p, alpha).to_dict(),
         "consensus": summarize_family(consensus["p_value"], alpha).to_dict(),
         "consensus_loo": summarize_family(consensus["p_value_loo"], alpha).to_dict(),
@@ -340,6 +351,24 @@ def participant_table(
     return table[columns]
 
 
+def with_origins(participants: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
+    """The participant table with each participant's ``origin`` (one of
+    :data:`~sbir_study.analysis.ratings.ORIGINS`) last, from the ratings' provenance: who
+    the numbers stand on, people or a simulation, is read beside each participant."""
+    origins = participant_origins(ratings)
+    return participants.assign(
+        origin=origins.reindex(participants["participant"].astype(str)).to_numpy()
+    )
+
+
+def origin_counts(ratings: pd.DataFrame) -> dict[str, int]:
+    """Participants per origin, in the order of :data:`~.ratings.ORIGINS` (an origin no one
+    has is left out; two origins of one participant's sessions, joined by ``+``, last)."""
+    counts = participant_origins(ratings).value_counts()
+    order = [o for o in ORIGINS if o in counts.index] + sorted(set(counts.index) - set(ORIGINS))
+    return {origin: int(counts[origin]) for origin in order}
+
+
 def sketch_agreement(pairwise_summary: pd.DataFrame, w_table: pd.DataFrame) -> pd.DataFrame:
     """Sketches ranked by their median inter-user tau_b, with the best and worst marked.
 
@@ -389,7 +418,7 @@ def _other_statistics(
     with progress.step("participants vs consensus, anchoring, bins"):
         consensus = participant_vs_consensus(ratings, alternative=options.alternative, cube=cube)
         consensus.to_csv(out / "consensus_tau.csv", index=False)
-        participants = participant_table(ratings, consensus, cube=cube)
+        participants = with_origins(participant_table(ratings, consensus, cube=cube), ratings)
         participants.to_csv(out / "participants.csv", index=False)
 
         anchoring = anchoring_consistency(ratings, alternative=options.alternative)

@@ -6,6 +6,7 @@ it opens in any browser, can be mailed, and archived with the data.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from sbir_study.foundation.paper import IMAGES_PER_SKETCH, PUBLISHED
 from sbir_study.foundation.scale import PAPER_SCALE, Scale
 
 from .limits import PERMUTATION_RATERS_LIMIT
+from .ratings import SIMULATED_ORIGINS
 
 __all__ = ["raters_range", "write_report"]
 
@@ -98,7 +100,7 @@ def write_report(
         *page_head("sbir-study analysis report"),
     ]
     if summary.get("simulated"):
-        parts.append(simulated_banner("these ratings"))
+        parts.append(_simulated_banner(participants))
     parts.append("<h1>Sketch/image rating study: analysis report</h1>")
     parts += _what_was_analysed(summary, scale)
     parts += _headline(summary, scale)
@@ -386,21 +388,61 @@ _AGREEMENT_HEADER = (
 )  # fmt: skip
 
 
+#: How the banner and the participants' section name each origin.
+_ORIGIN_WORDS = {"run-simulate": "run --simulate"}
+#: Participants named per origin in the banner before the rest are counted.
+_BANNER_NAMES = 10
+
+
+def _simulated_banner(participants: pd.DataFrame | None) -> str:
+    """The banner of a report on simulated ratings, saying which participants are simulated
+    and by what ("1 of 2 participants simulated: sub-x by run --simulate"), from their
+    ``origin``; the general banner where the table does not say (no origin column)."""
+    if participants is None or "origin" not in participants:
+        return simulated_banner("these ratings")
+    simulated = participants[participants["origin"].isin(SIMULATED_ORIGINS)]
+    by_origin = []
+    for origin, group in simulated.groupby("origin", sort=True):
+        names = [f"sub-{label}" for label in group["participant"].astype(str)]
+        shown = ", ".join(names[:_BANNER_NAMES])
+        if len(names) > _BANNER_NAMES:
+            shown += f" and {len(names) - _BANNER_NAMES} more"
+        by_origin.append(f"{shown} by {_ORIGIN_WORDS.get(origin, origin)}")
+    return (
+        f'<p class="banner">SIMULATED DATA: {len(simulated)} of {len(participants)} '
+        f"participants simulated: {html.escape('; '.join(by_origin))}. The numbers show what "
+        "the pipeline computes, not a finding.</p>"
+    )
+
+
+def _origin_text(participants: pd.DataFrame) -> str:
+    """The participants' origins in words ("27 lab, 1 run --simulate")."""
+    if "origin" not in participants:
+        return ""
+    counts = participants["origin"].value_counts(sort=False).sort_index()
+    listed = ", ".join(f"{n} {_ORIGIN_WORDS.get(o, o)}" for o, n in counts.items())
+    return f" Their origins (the <code>origin</code> column): {html.escape(listed)}."
+
+
 def _participants(participants: pd.DataFrame) -> list[str]:
+    has_origin = "origin" in participants
     rows = [
         (r.participant, r.n_trials, r.n_missing, f"{r.n_sketches_complete} of {r.n_sketches}",
-         num(r.tau_b_median), num(r.tau_b_loo_median))
+         num(r.tau_b_median), num(r.tau_b_loo_median),
+         *([_ORIGIN_WORDS.get(r.origin, r.origin)] if has_origin else []))
         for r in participants.itertuples()
     ]  # fmt: skip
+    header = _PARTICIPANT_HEADER + (("origin",) if has_origin else ())
     return [
         "<h2>Participants</h2>",
         "<p>Main-block trials and missed response windows per participant; the sketches of "
         "which they rated every image (those their ratings enter Kendall's W for); and the "
         "median over the sketches of their tau_b against the consensus, inclusive (as in the "
-        "paper) and leave-one-out. All of it in <code>participants.csv</code>.</p>",
+        "paper) and leave-one-out. All of it in <code>participants.csv</code>."
+        f"{_origin_text(participants)}</p>",
         collapsed(
             f"{len(rows)} participants",
-            table(_PARTICIPANT_HEADER, rows, classes=_TEXT_AT_0),
+            table(header, rows, classes=_TEXT_AT_0),
             open_up_to=_PARTICIPANTS_OPEN_UP_TO,
             n=len(rows),
         ),
