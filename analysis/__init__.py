@@ -20,6 +20,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "consensus",
         "corrections",
         "distribution",
+        "exclusion",
         "figures",
         "importing",
         "limits",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -39,7 +39,7 @@ from .ratings import (
     participant_origins,
     rating_cube,
 )
-from .report import raters_range, write_report
+from .report import participant_count, raters_range, write_report
 from .significance import summarize_family
 
 __all__ = [
@@ -51,7 +51,9 @@ __all__ = [
     "origin_counts",
     "participant_table",
     "sketch_agreement",
+    "with_exclusions",
     "with_origins",
+    "without_excluded",
 ]
 
 #: Sketches shown as best and as worst agreed on (the paper's Fig. 9 shows four of each).
@@ -108,6 +110,7 @@ def analyze_ratings(
     pilot: pd.DataFrame | None = None,
     sketch_images: dict[str, Path] | None = None,
     overwrite: bool = False,
+    exclusions: Mapping[str, Sequence[str]] | None = None,
 ) -> dict:
     """Compute every statistic of the paper's Sec. 3 and write the tables to ``out``.
 
@@ -137,6 +140,11 @@ def analyze_ratings(
     (:func:`~sbir_study.analysis.orientation.in_paper_orientation`), and every table
     and figure is in that orientation: the scale's low end is the best match, the
     ground truth ranks by ascending mean rating. ``pilot`` must be on the same scale.
+
+    ``exclusions`` maps the participants to leave out to the rules that exclude them
+    (:func:`~sbir_study.analysis.exclusion.decide_exclusions`): every statistic is
+    computed without their ratings, as if their files were not there, and
+    ``participants.csv``, ``summary.json`` and the report list them with their rules.
     """
     check_text_labels(ratings)
     inputs = [s.path for t in (ratings, pilot) if t is not None
@@ -144,7 +152,7 @@ def analyze_ratings(
     inputs += list((sketch_images or {}).values())
     with output_folder(out, "analyze", overwrite=overwrite, inputs=inputs) as folder:
         return _analyze_into(folder, ratings, options, figures=figures, pilot=pilot,
-                             sketch_images=sketch_images)  # fmt: skip
+                             sketch_images=sketch_images, exclusions=exclusions or {})  # fmt: skip
 
 
 def _analyze_into(
@@ -155,8 +163,10 @@ def _analyze_into(
     figures: bool,
     pilot: pd.DataFrame | None,
     sketch_images: dict[str, Path] | None,
+    exclusions: Mapping[str, Sequence[str]],
 ) -> dict:
     alpha, alternative = options.alpha, options.alternative
+    everyone, ratings = ratings, without_excluded(ratings, exclusions)
     scale = ratings_scale(ratings)
     if pilot is not None and ratings_scale(pilot) != scale:
         raise InputError(f"pilot: its rating scale {ratings_scale(pilot)} differs from the "
@@ -196,6 +206,8 @@ def _analyze_into(
         pairwise_p, pairwise_summary, boxes = pairwise.result()
     del cube  # not held through the figures: 100 MB for 10,000 participants of 31 sketches
     w_table, overall_alpha, consensus, participants, anchoring, bins, distributions = others
+    participants = with_exclusions(participants, everyone, consensus, exclusions)
+    participants.to_csv(out / "participants.csv", index=False)
     extremes = sketch_agreement(pairwise_summary, w_table)
     extremes.to_csv(out / "sketch_agreement.csv", index=False)
 
@@ -215,6 +227,8 @@ def _analyze_into(
             options,
             scale,
         )
+        summary["excluded"] = [{"participant": label, "rules": list(rules)}
+                               for label, rules in exclusions.items()]  # fmt: skip
     figure_files = {}
     if figures:
         from .figures import write_figures  # matplotlib only when drawing
@@ -361,6 +375,35 @@ def with_origins(participants: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFr
     )
 
 
+def without_excluded(ratings: pd.DataFrame, exclusions: Mapping[str, Sequence[str]]):
+    """``ratings`` without the rows of the excluded participants, and without their
+    labels among the categories: the table of a dataset whose excluded participants'
+    files were never there."""
+    if not exclusions:
+        return ratings
+    kept = ratings[~ratings["participant"].astype(str).isin(list(exclusions))].copy()
+    kept["participant"] = kept["participant"].cat.remove_unused_categories()
+    return kept
+
+
+def with_exclusions(participants: pd.DataFrame, everyone: pd.DataFrame, consensus: pd.DataFrame,
+                    exclusions: Mapping[str, Sequence[str]]) -> pd.DataFrame:  # fmt: skip
+    """The participant table with the excluded participants' rows (their own counts; no
+    consensus tau_b, since the consensus was formed without them), ``excluded`` and
+    ``exclusion_rule`` (their rules, joined by ``; ``; empty for the included)."""
+    rows = [participants]
+    if exclusions:
+        excluded = everyone[everyone["participant"].astype(str).isin(list(exclusions))].copy()
+        excluded["participant"] = excluded["participant"].cat.remove_unused_categories()
+        excluded = excluded[excluded["phase"] != "practice"]
+        rows.append(with_origins(participant_table(excluded, consensus.iloc[:0]), everyone))
+    table = pd.concat([r for r in rows if len(r)], ignore_index=True)
+    table["participant"] = table["participant"].astype(str)
+    table = table.sort_values("participant", kind="stable", ignore_index=True)
+    rule = table["participant"].map({k: "; ".join(v) for k, v in exclusions.items()})
+    return table.assign(excluded=rule.notna(), exclusion_rule=rule.fillna(""))
+
+
 def origin_counts(ratings: pd.DataFrame) -> dict[str, int]:
     """Participants per origin, in the order of :data:`~.ratings.ORIGINS` (an origin no one
     has is left out; two origins of one participant's sessions, joined by ``+``, last)."""
@@ -419,7 +462,6 @@ def _other_statistics(
         consensus = participant_vs_consensus(ratings, alternative=options.alternative, cube=cube)
         consensus.to_csv(out / "consensus_tau.csv", index=False)
         participants = with_origins(participant_table(ratings, consensus, cube=cube), ratings)
-        participants.to_csv(out / "participants.csv", index=False)
 
         anchoring = anchoring_consistency(ratings, alternative=options.alternative)
         anchoring.to_csv(out / "anchoring.csv", index=False)
@@ -649,7 +691,7 @@ def format_summary(summary: Mapping, out: str | Path) -> str:
     out = Path(out)
     label = " (simulated data)" if summary["simulated"] else ""
     lines = [
-        f"Analysed {summary['n_participants']} participants, {summary['n_sketches']} sketches, "
+        f"Analysed {participant_count(summary)}, {summary['n_sketches']} sketches, "
         f"{summary['n_pairs']} pairs{label}; alternative {summary['alternative']}, "
         f"alpha {summary['alpha']}."
     ]

@@ -118,6 +118,9 @@ class Provenance:
     #: Where each participant's ratings came from: (participant, one of :data:`ORIGINS`),
     #: by label (see :func:`sidecar_origin`).
     origins: tuple[tuple[str, str], ...] = ()
+    #: Each session's ``SessionStatus`` as its sidecar records it: (participant, status),
+    #: one per session that records one (``complete``, ``incomplete``, ``timed_out``, ...).
+    statuses: tuple[tuple[str, str], ...] = ()
 
     def __deepcopy__(self, memo) -> Provenance:
         # Immutable: pandas deep-copies attrs on every operation, sharing is enough.
@@ -181,6 +184,7 @@ def load_ratings(path: str | Path, *, scale: Scale | None = None) -> pd.DataFram
         simulated = any(_says_simulated(sidecar) for sidecar in sidecars.values())
         scale = _dataset_scale(sidecars, scale)
         origins = _session_origins(path, sidecars)
+        statuses = _session_statuses(path, sidecars)
     elif path.is_file():
         with progress.step(f"reading {path.name}"):
             frame, source = _read_file(path)
@@ -191,6 +195,7 @@ def load_ratings(path: str | Path, *, scale: Scale | None = None) -> pd.DataFram
         if scale is None:
             scale = _recorded_scale(sidecar, sidecar_path, protocol=False) or PAPER_SCALE
         table_origin = sidecar_origin(sidecar, sidecar_path) or "table"
+        statuses = ()
     elif path.exists():
         raise InputError(
             f"{path}: is not a regular file; expected a ratings table or a BIDS dataset"
@@ -206,7 +211,7 @@ def load_ratings(path: str | Path, *, scale: Scale | None = None) -> pd.DataFram
     del frame
     release_freed()  # the files' text and the raw table: half a GiB at 2,000 sessions
     ratings.attrs["provenance"] = Provenance(
-        tuple(sources), simulated, _session_software(sidecars.values()), origins
+        tuple(sources), simulated, _session_software(sidecars.values()), origins, statuses
     )
     return ratings
 
@@ -707,6 +712,15 @@ def _session_origins(root: Path, sidecars: dict[Path, object]) -> tuple[tuple[st
         label = _participant_of(root, path.with_suffix(".tsv"))
         found.setdefault(label, set()).add(sidecar_origin(sidecar, path) or "unknown")
     return tuple((label, "+".join(sorted(found[label]))) for label in sorted(found))
+
+
+def _session_statuses(root: Path, sidecars: dict[Path, object]) -> tuple[tuple[str, str], ...]:
+    """Each session's recorded ``SessionStatus`` (see :attr:`Provenance.statuses`)."""
+    return tuple(sorted(
+        (_participant_of(root, path.with_suffix(".tsv")), str(sidecar["SessionStatus"]))
+        for path, sidecar in sidecars.items()
+        if isinstance(sidecar, dict) and sidecar.get("SessionStatus") is not None
+    ))  # fmt: skip
 
 
 def _table_origins(frame: pd.DataFrame, default: str) -> tuple[tuple[str, str], ...]:

@@ -31,7 +31,7 @@ from sbir_study.foundation.scale import PAPER_SCALE, Scale
 from .limits import PERMUTATION_RATERS_LIMIT
 from .ratings import SIMULATED_ORIGINS
 
-__all__ = ["raters_range", "write_report"]
+__all__ = ["participant_count", "raters_range", "write_report"]
 
 _CAPTIONS = {
     "fig4_anchoring": (
@@ -103,6 +103,7 @@ def write_report(
         parts.append(_simulated_banner(participants))
     parts.append("<h1>Sketch/image rating study: analysis report</h1>")
     parts += _what_was_analysed(summary, scale)
+    parts += _exclusions(summary)
     parts += _headline(summary, scale)
     parts += _figures(figures, summary)
     parts += _extremes(sketch_agreement)
@@ -143,7 +144,7 @@ def _what_was_analysed(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str
     }[summary["alternative"]]
     return [
         "<h2>What was analysed</h2>",
-        f"<p>{summary['n_participants']} participants, {summary['n_sketches']} sketches, "
+        f"<p>{participant_count(summary)}, {summary['n_sketches']} sketches, "
         f"{summary['n_pairs']} sketch/image pairs in the main block. Significance level "
         f"&alpha; = {summary['alpha']:g}; tau_b tests {alternative}, normal approximation "
         f"with the tie-corrected variance.{_scale_text(scale)}</p>",
@@ -388,6 +389,33 @@ _AGREEMENT_HEADER = (
 )  # fmt: skip
 
 
+def participant_count(summary: Mapping) -> str:
+    """The participants analysed, and of how many when some were excluded ("22 of 28
+    participants, 6 excluded")."""
+    n, excluded = summary["n_participants"], len(summary.get("excluded") or ())
+    if not excluded:
+        return f"{n} participants"
+    return f"{n} of {n + excluded} participants, {excluded} excluded"
+
+
+def _exclusions(summary: Mapping) -> list[str]:
+    """The excluded participants with the rules that excluded them (none: nothing)."""
+    excluded = summary.get("excluded") or []
+    if not excluded:
+        return []
+    rows = [(f"sub-{e['participant']}", "; ".join(e["rules"])) for e in excluded]
+    return [
+        "<h2>Excluded participants</h2>",
+        f"<p>{participant_count(summary)} by the rules given to <code>analyze --exclude</code>; "
+        "every statistic on this page is computed without the excluded participants' ratings "
+        "(<code>participants.csv</code>: <code>excluded</code>, <code>exclusion_rule</code>; "
+        "<code>summary.json</code>: <code>excluded</code>).</p>",
+        collapsed(f"{len(rows)} excluded", table(["participant", "rules"], rows,
+                                                 classes=_TEXT_AT_0),
+                  open_up_to=_OPEN_UP_TO, n=len(rows)),
+    ]  # fmt: skip
+
+
 #: How the banner and the participants' section name each origin.
 _ORIGIN_WORDS = {"run-simulate": "run --simulate"}
 #: Participants named per origin in the banner before the rest are counted.
@@ -426,13 +454,16 @@ def _origin_text(participants: pd.DataFrame) -> str:
 
 def _participants(participants: pd.DataFrame) -> list[str]:
     has_origin = "origin" in participants
+    has_exclusions = "exclusion_rule" in participants and bool(participants["excluded"].any())
     rows = [
         (r.participant, r.n_trials, r.n_missing, f"{r.n_sketches_complete} of {r.n_sketches}",
          num(r.tau_b_median), num(r.tau_b_loo_median),
-         *([_ORIGIN_WORDS.get(r.origin, r.origin)] if has_origin else []))
+         *([_ORIGIN_WORDS.get(r.origin, r.origin)] if has_origin else []),
+         *([r.exclusion_rule or ""] if has_exclusions else []))
         for r in participants.itertuples()
     ]  # fmt: skip
-    header = _PARTICIPANT_HEADER + (("origin",) if has_origin else ())
+    header = (_PARTICIPANT_HEADER + (("origin",) if has_origin else ())
+              + (("excluded by",) if has_exclusions else ()))  # fmt: skip
     return [
         "<h2>Participants</h2>",
         "<p>Main-block trials and missed response windows per participant; the sketches of "

@@ -102,8 +102,33 @@ def register(commands) -> None:
         "agreed sketches (fig9_extremes); the set is validated first (default: none, no "
         "Fig. 9)",
     )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        type=_exclusion_rule,
+        default=[],
+        metavar="RULE",
+        help="leave out the participants a pre-registered rule names, before every statistic "
+        "(repeatable): anchoring-tau-below=V (median tau_b of their repeated anchor ratings "
+        "against the prescribed ones below V), missed-above=V (share of main-block trials "
+        "without a rating above V), incomplete (a session whose sidecar records a status "
+        "other than complete), labels=FILE (one participant label per line); they are "
+        "listed with their rules in participants.csv, summary.json and the report "
+        "(default: none)",
+    )
     add_overwrite(parser)
     parser.set_defaults(handler=analyze)
+
+
+def _exclusion_rule(text: str):
+    """``--exclude``: one rule (:func:`~sbir_study.analysis.exclusion.parse_exclusion_rule`)."""
+    from sbir_study.analysis.exclusion import parse_exclusion_rule
+    from sbir_study.foundation.checks import InputError
+
+    try:
+        return parse_exclusion_rule(text)
+    except InputError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--exclude: ")) from None
 
 
 def _raters_or_all(text: str) -> int | None:
@@ -130,6 +155,11 @@ def analyze(args: argparse.Namespace) -> int:
 
     scale = Scale.parse(args.scale) if args.scale is not None else None
     ratings = load_ratings(args.input, scale=scale)
+    exclusions = None
+    if args.exclude:
+        from sbir_study.analysis.exclusion import decide_exclusions
+
+        exclusions = decide_exclusions(ratings, args.exclude, alternative=args.alternative)
     pilot = load_ratings(args.pilot) if args.pilot is not None else None
     sketch_images = None
     if args.stimuli is not None:
@@ -138,6 +168,6 @@ def analyze(args: argparse.Namespace) -> int:
         sketch_images = load_set(args.stimuli).sketch_paths()
     summary = analyze_ratings(ratings, args.out, options, figures=not args.no_figures,
                               pilot=pilot, sketch_images=sketch_images,
-                              overwrite=args.overwrite)  # fmt: skip
+                              overwrite=args.overwrite, exclusions=exclusions)  # fmt: skip
     print(format_summary(summary, args.out))
     return 0
