@@ -3,11 +3,11 @@
 A study pre-registers which participants it will not analyse (``analyze --exclude``):
 those whose repeated anchor ratings do not follow the prescribed ones
 (``anchoring-tau-below=V``), who missed too many response windows (``missed-above=V``),
-whose sessions did not finish (``incomplete``), or who are named in a file
-(``labels=FILE``). The rules are decided on every participant's own ratings, before any
-statistic; the statistics then stand on the others alone, as if the excluded
-participants' files were not there, and every output lists who was excluded and by
-which rule.
+whose sessions did not finish (``incomplete``), who failed more than N catch pairs
+(``catch-failed=N``), or who are named in a file (``labels=FILE``). The rules are
+decided on every participant's own ratings, before any statistic; the statistics then
+stand on the others alone, as if the excluded participants' files were not there, and
+every output lists who was excluded and by which rule.
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ from .ratings import Provenance
 __all__ = ["EXCLUSION_RULES", "ExclusionRule", "decide_exclusions", "parse_exclusion_rule"]
 
 #: The rules, as ``analyze --exclude`` spells them (``=`` and a value where one is needed).
-EXCLUSION_RULES = ("anchoring-tau-below=V", "missed-above=V", "incomplete", "labels=FILE")
+EXCLUSION_RULES = ("anchoring-tau-below=V", "missed-above=V", "incomplete", "catch-failed=N",
+                   "labels=FILE")  # fmt: skip
 _EXPECTED = (
     "expected one of anchoring-tau-below=V (a tau_b between -1 and 1), missed-above=V (a "
-    "share between 0 and 1), incomplete, labels=FILE"
+    "share between 0 and 1), incomplete, catch-failed=N (a whole number >= 0), labels=FILE"
 )
 
 
@@ -67,6 +68,8 @@ def parse_exclusion_rule(text: str) -> ExclusionRule:
         return ExclusionRule(kind, None, text.strip())
     if kind == "labels" and value:
         return ExclusionRule(kind, Path(value), f"labels={value}")
+    if kind == "catch-failed" and value.isdigit():
+        return ExclusionRule(kind, int(value), f"catch-failed={int(value)}")
     if kind in ("anchoring-tau-below", "missed-above") and value:
         low = -1.0 if kind == "anchoring-tau-below" else 0.0
         try:
@@ -79,7 +82,8 @@ def parse_exclusion_rule(text: str) -> ExclusionRule:
 
 
 def decide_exclusions(
-    ratings: pd.DataFrame, rules: Sequence[ExclusionRule], *, alternative: str = "greater"
+    ratings: pd.DataFrame, rules: Sequence[ExclusionRule], *, alternative: str = "greater",
+    catch: pd.DataFrame | None = None,
 ) -> dict[str, list[str]]:
     """Each participant that ``rules`` exclude, with the texts of the rules that do.
 
@@ -90,19 +94,22 @@ def decide_exclusions(
     ``incomplete``: a session of theirs records a ``SessionStatus`` other than
     ``complete`` (a flat table, and a sidecar that records no status, excludes no one by
     it); ``labels=FILE``: the file names them (one label per line, ``sub-`` optional,
-    blank lines and lines starting with ``#`` skipped).
+    blank lines and lines starting with ``#`` skipped); ``catch-failed=N``: more than N
+    of their catch pairs failed (``catch``, else those the sessions recorded;
+    :func:`~sbir_study.analysis.catch.score_catch_pairs`).
 
     Raises
     ------
     InputError
-        For ``anchoring-tau-below`` on ratings without an anchoring phase, a label in a
+        For ``anchoring-tau-below`` on ratings without an anchoring phase,
+        ``catch-failed`` without catch pairs, a label in a
         file that is no participant of the ratings (naming file and line), or rules that
         would leave no participant.
     """
     labels = pd.Index(ratings["participant"].astype(str).unique()).sort_values()
     found: dict[str, list[str]] = {}
     for rule in rules:
-        for label in _excluded_by(rule, ratings, labels, alternative):
+        for label in _excluded_by(rule, ratings, labels, alternative, catch):
             found.setdefault(label, [])
             if rule.text not in found[label]:
                 found[label].append(rule.text)
@@ -115,7 +122,18 @@ def decide_exclusions(
 
 
 def _excluded_by(rule: ExclusionRule, ratings: pd.DataFrame, labels: pd.Index,
-                 alternative: str) -> list[str]:  # fmt: skip
+                 alternative: str, catch: pd.DataFrame | None) -> list[str]:  # fmt: skip
+    if rule.kind == "catch-failed":
+        from .catch import catch_pairs_of, score_catch_pairs
+
+        pairs = catch_pairs_of(ratings) if catch is None else catch
+        if pairs.empty:
+            raise InputError(
+                f"--exclude: {rule.text} needs catch pairs; expected a dataset whose protocol "
+                "names [[catch]] pairs, or analyze --catch FILE.csv"
+            )
+        scores = score_catch_pairs(ratings, pairs)
+        return list(scores.loc[scores["n_catch_failed"] > rule.value, "participant"])
     if rule.kind == "labels":
         return _labels_in_file(rule.value, labels)
     if rule.kind == "incomplete":

@@ -51,6 +51,7 @@ __all__ = [
     "origin_counts",
     "participant_table",
     "sketch_agreement",
+    "with_catch_scores",
     "with_exclusions",
     "with_origins",
     "without_excluded",
@@ -111,6 +112,7 @@ def analyze_ratings(
     sketch_images: dict[str, Path] | None = None,
     overwrite: bool = False,
     exclusions: Mapping[str, Sequence[str]] | None = None,
+    catch: pd.DataFrame | None = None,
 ) -> dict:
     """Compute every statistic of the paper's Sec. 3 and write the tables to ``out``.
 
@@ -145,6 +147,9 @@ def analyze_ratings(
     (:func:`~sbir_study.analysis.exclusion.decide_exclusions`): every statistic is
     computed without their ratings, as if their files were not there, and
     ``participants.csv``, ``summary.json`` and the report list them with their rules.
+    ``catch``, the catch pairs (:func:`~sbir_study.analysis.catch.read_catch_pairs`;
+    ``None``: those the sessions recorded), are scored per participant into
+    ``participants.csv`` and stay in every statistic as the pairs they are.
     """
     check_text_labels(ratings)
     inputs = [s.path for t in (ratings, pilot) if t is not None
@@ -152,7 +157,8 @@ def analyze_ratings(
     inputs += list((sketch_images or {}).values())
     with output_folder(out, "analyze", overwrite=overwrite, inputs=inputs) as folder:
         return _analyze_into(folder, ratings, options, figures=figures, pilot=pilot,
-                             sketch_images=sketch_images, exclusions=exclusions or {})  # fmt: skip
+                             sketch_images=sketch_images, exclusions=exclusions or {},
+                             catch=catch)  # fmt: skip
 
 
 def _analyze_into(
@@ -164,6 +170,7 @@ def _analyze_into(
     pilot: pd.DataFrame | None,
     sketch_images: dict[str, Path] | None,
     exclusions: Mapping[str, Sequence[str]],
+    catch: pd.DataFrame | None = None,
 ) -> dict:
     alpha, alternative = options.alpha, options.alternative
     everyone, ratings = ratings, without_excluded(ratings, exclusions)
@@ -207,6 +214,7 @@ def _analyze_into(
     del cube  # not held through the figures: 100 MB for 10,000 participants of 31 sketches
     w_table, overall_alpha, consensus, participants, anchoring, bins, distributions = others
     participants = with_exclusions(participants, everyone, consensus, exclusions)
+    participants = with_catch_scores(participants, everyone, catch)
     participants.to_csv(out / "participants.csv", index=False)
     extremes = sketch_agreement(pairwise_summary, w_table)
     extremes.to_csv(out / "sketch_agreement.csv", index=False)
@@ -402,6 +410,21 @@ def with_exclusions(participants: pd.DataFrame, everyone: pd.DataFrame, consensu
     table = table.sort_values("participant", kind="stable", ignore_index=True)
     rule = table["participant"].map({k: "; ".join(v) for k, v in exclusions.items()})
     return table.assign(excluded=rule.notna(), exclusion_rule=rule.fillna(""))
+
+
+def with_catch_scores(participants: pd.DataFrame, everyone: pd.DataFrame,
+                      catch: pd.DataFrame | None) -> pd.DataFrame:  # fmt: skip
+    """The participant table with each one's catch pairs passed, failed and missing
+    (:func:`~sbir_study.analysis.catch.score_catch_pairs` on the ratings as pressed), when
+    the study has catch pairs (``catch``, else those its sessions recorded)."""
+    from .catch import catch_pairs_of, score_catch_pairs
+
+    pairs = catch_pairs_of(everyone) if catch is None else catch
+    if pairs.empty:
+        return participants
+    scores = score_catch_pairs(everyone, pairs).set_index("participant")
+    scores = scores.reindex(participants["participant"].astype(str))
+    return participants.assign(**{c: scores[c].to_numpy() for c in scores.columns})
 
 
 def origin_counts(ratings: pd.DataFrame) -> dict[str, int]:

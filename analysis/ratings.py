@@ -121,6 +121,9 @@ class Provenance:
     #: Each session's ``SessionStatus`` as its sidecar records it: (participant, status),
     #: one per session that records one (``complete``, ``incomplete``, ``timed_out``, ...).
     statuses: tuple[tuple[str, str], ...] = ()
+    #: The catch pairs the sessions' protocols name (``Protocol.catch`` in each sidecar):
+    #: (sketch_id, image_id, lowest, highest), the ratings that pass as pressed.
+    catch: tuple[tuple[str, str, int, int], ...] = ()
 
     def __deepcopy__(self, memo) -> Provenance:
         # Immutable: pandas deep-copies attrs on every operation, sharing is enough.
@@ -185,6 +188,7 @@ def load_ratings(path: str | Path, *, scale: Scale | None = None) -> pd.DataFram
         scale = _dataset_scale(sidecars, scale)
         origins = _session_origins(path, sidecars)
         statuses = _session_statuses(path, sidecars)
+        catch = _recorded_catch_pairs(sidecars)
     elif path.is_file():
         with progress.step(f"reading {path.name}"):
             frame, source = _read_file(path)
@@ -196,6 +200,7 @@ def load_ratings(path: str | Path, *, scale: Scale | None = None) -> pd.DataFram
             scale = _recorded_scale(sidecar, sidecar_path, protocol=False) or PAPER_SCALE
         table_origin = sidecar_origin(sidecar, sidecar_path) or "table"
         statuses = ()
+        catch = _recorded_catch_pairs(sidecars)
     elif path.exists():
         raise InputError(
             f"{path}: is not a regular file; expected a ratings table or a BIDS dataset"
@@ -211,7 +216,8 @@ def load_ratings(path: str | Path, *, scale: Scale | None = None) -> pd.DataFram
     del frame
     release_freed()  # the files' text and the raw table: half a GiB at 2,000 sessions
     ratings.attrs["provenance"] = Provenance(
-        tuple(sources), simulated, _session_software(sidecars.values()), origins, statuses
+        tuple(sources), simulated, _session_software(sidecars.values()), origins, statuses,
+        catch,
     )
     return ratings
 
@@ -721,6 +727,28 @@ def _session_statuses(root: Path, sidecars: dict[Path, object]) -> tuple[tuple[s
         for path, sidecar in sidecars.items()
         if isinstance(sidecar, dict) and sidecar.get("SessionStatus") is not None
     ))  # fmt: skip
+
+
+def _recorded_catch_pairs(sidecars: dict[Path, object]) -> tuple[tuple[str, str, int, int], ...]:
+    """The catch pairs the sidecars' protocols name (``Protocol.catch``: ``sketch_id``,
+    ``image_id``, ``ratings`` "LOW-HIGH"), over every session; one pair with two ranges
+    is refused, naming a sidecar."""
+    found: dict[tuple[str, str], tuple[int, int]] = {}
+    for path, sidecar in sidecars.items():
+        protocol = sidecar.get("Protocol") if isinstance(sidecar, dict) else None
+        for pair in (protocol or {}).get("catch") or () if isinstance(protocol, dict) else ():
+            try:
+                key = (str(pair["sketch_id"]), str(pair["image_id"]))
+                low, _, high = str(pair["ratings"]).partition("-")
+                bounds = (int(low), int(high or low))
+            except (KeyError, TypeError, ValueError):
+                raise InputError(f"{path}: field 'Protocol.catch': expected sketch_id, image_id "
+                                 f"and ratings LOW-HIGH, got {pair!r}") from None  # fmt: skip
+            if found.setdefault(key, bounds) != bounds:
+                raise InputError(f"{path}: field 'Protocol.catch': the pair {key[0]}/{key[1]} "
+                                 f"passes {bounds[0]}-{bounds[1]} here, {found[key][0]}-"
+                                 f"{found[key][1]} in another session; expected one range")
+    return tuple((*key, *bounds) for key, bounds in sorted(found.items()))
 
 
 def _table_origins(frame: pd.DataFrame, default: str) -> tuple[tuple[str, str], ...]:

@@ -452,25 +452,39 @@ def _origin_text(participants: pd.DataFrame) -> str:
     return f" Their origins (the <code>origin</code> column): {html.escape(listed)}."
 
 
+def _catch_text(participants: pd.DataFrame) -> str:
+    """What the catch-pair column holds, when the study has catch pairs."""
+    if "n_catch_failed" not in participants:
+        return ""
+    n = int(participants[["n_catch_passed", "n_catch_failed", "n_catch_missing"]].iloc[0].sum())
+    return (f" Each participant's {n} catch pairs (pairs whose passing ratings the protocol "
+            "or <code>--catch</code> names) passed, failed and missing (not rated); they stay "
+            "in every statistic as the pairs they are.")  # fmt: skip
+
+
 def _participants(participants: pd.DataFrame) -> list[str]:
     has_origin = "origin" in participants
     has_exclusions = "exclusion_rule" in participants and bool(participants["excluded"].any())
+    has_catch = "n_catch_failed" in participants
     rows = [
         (r.participant, r.n_trials, r.n_missing, f"{r.n_sketches_complete} of {r.n_sketches}",
          num(r.tau_b_median), num(r.tau_b_loo_median),
          *([_ORIGIN_WORDS.get(r.origin, r.origin)] if has_origin else []),
-         *([r.exclusion_rule or ""] if has_exclusions else []))
+         *([r.exclusion_rule or ""] if has_exclusions else []),
+         *([f"{r.n_catch_passed} / {r.n_catch_failed} / {r.n_catch_missing}"]
+           if has_catch else []))
         for r in participants.itertuples()
     ]  # fmt: skip
     header = (_PARTICIPANT_HEADER + (("origin",) if has_origin else ())
-              + (("excluded by",) if has_exclusions else ()))  # fmt: skip
+              + (("excluded by",) if has_exclusions else ())
+              + (("catch pairs passed / failed / missing",) if has_catch else ()))  # fmt: skip
     return [
         "<h2>Participants</h2>",
         "<p>Main-block trials and missed response windows per participant; the sketches of "
         "which they rated every image (those their ratings enter Kendall's W for); and the "
         "median over the sketches of their tau_b against the consensus, inclusive (as in the "
         "paper) and leave-one-out. All of it in <code>participants.csv</code>."
-        f"{_origin_text(participants)}</p>",
+        f"{_origin_text(participants)}{_catch_text(participants)}</p>",
         collapsed(
             f"{len(rows)} participants",
             table(header, rows, classes=_TEXT_AT_0),

@@ -51,9 +51,12 @@ def test_any_other_text_is_refused_naming_the_option(text):
     except InputError as error:
         assert str(error).startswith("--exclude: expected one of anchoring-tau-below=V")
         return
-    assert rule.kind in ("anchoring-tau-below", "missed-above", "incomplete", "labels")
+    assert rule.kind in ("anchoring-tau-below", "missed-above", "incomplete", "catch-failed",
+                         "labels")  # fmt: skip
     if rule.kind in ("anchoring-tau-below", "missed-above"):
         assert -1 <= rule.value <= 1
+    if rule.kind == "catch-failed":
+        assert type(rule.value) is int and rule.value >= 0
 
 
 def _beh_tables(root):
