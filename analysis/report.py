@@ -237,8 +237,14 @@ def _headline(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
         f"participants, {PUBLISHED['n_sketches']} sketches x {IMAGES_PER_SKETCH} "
         "images). Intervals are Wilson 95% intervals of the share; they treat the tests as "
         "independent, which correlations sharing raters are not.</p>",
-        table(["statistic", "this study", "95% interval", "detail", "paper"], rows),
+        table(["statistic", _this_study(summary), "95% interval", "detail", "paper"], rows),
     ]
+
+
+def _this_study(summary: Mapping) -> str:
+    """The headline column's name: with the included count beside it when some participants
+    were excluded ("this study: 22 of 28 participants, 6 excluded")."""
+    return f"this study: {participant_count(summary)}" if summary.get("excluded") else "this study"
 
 
 def _pairwise_sample(summary: Mapping) -> Mapping | None:

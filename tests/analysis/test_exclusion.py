@@ -149,6 +149,7 @@ def test_excluding_by_labels_equals_the_dataset_without_their_folders(tmp_path, 
     assert summary == plain_summary
     page = (with_rule / "report.html").read_text()
     assert "4 of 6 participants, 2 excluded" in page and "Excluded participants" in page
+    assert "this study: 4 of 6 participants, 2 excluded" in page  # the headline column
 
 
 def test_rules_that_exclude_everyone_are_one_line(tmp_path, dataset):
