@@ -18,9 +18,11 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submodules=[
         "agreement",
+        "catch",
         "consensus",
         "corrections",
         "distribution",
+        "exclusion",
         "figures",
         "importing",
         "limits",

@@ -1726,6 +1726,7 @@ def _write(
         files = list(dict.fromkeys(rows["_source"]))
         sidecar = {
             "GeneratedBy": f"sbir-study import {version}".strip(),
+            "Origin": "imported",
             "Imported": {
                 **imported.settings,
                 "Sources": [{"File": f, "SHA256": imported.sources[f]} for f in files],

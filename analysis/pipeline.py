@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -30,8 +30,16 @@ from .consensus import (
 from .distribution import binned_medians, box_summary, rating_distribution
 from .limits import PAIRWISE_FULL_ROWS, PAIRWISE_MODES, PAIRWISE_RATERS
 from .orientation import in_paper_orientation, ratings_scale
-from .ratings import RATING_COLUMNS, Provenance, RatingCube, check_text_labels, rating_cube
-from .report import counted, raters_range, undefined_text, write_report
+from .ratings import (
+    ORIGINS,
+    RATING_COLUMNS,
+    Provenance,
+    RatingCube,
+    check_text_labels,
+    participant_origins,
+    rating_cube,
+)
+from .report import counted, participant_count, raters_range, undefined_text, write_report
 from .significance import summarize_family
 
 __all__ = [
@@ -40,8 +48,13 @@ __all__ = [
     "AnalysisOptions",
     "analyze_ratings",
     "format_summary",
+    "origin_counts",
     "participant_table",
     "sketch_agreement",
+    "with_catch_scores",
+    "with_exclusions",
+    "with_origins",
+    "without_excluded",
 ]
 
 #: Sketches shown as best and as worst agreed on (the paper's Fig. 9 shows four of each).
@@ -102,6 +115,8 @@ def analyze_ratings(
     pilot: pd.DataFrame | None = None,
     sketch_images: dict[str, Path] | None = None,
     overwrite: bool = False,
+    exclusions: Mapping[str, Sequence[str]] | None = None,
+    catch: pd.DataFrame | None = None,
 ) -> dict:
     """Compute every statistic of the paper's Sec. 3 and write the tables to ``out``.
 
@@ -133,6 +148,14 @@ def analyze_ratings(
     (:func:`~sbir_study.analysis.orientation.in_paper_orientation`), and every table
     and figure is in that orientation: the scale's low end is the best match, the
     ground truth ranks by ascending mean rating. ``pilot`` must be on the same scale.
+
+    ``exclusions`` maps the participants to leave out to the rules that exclude them
+    (:func:`~sbir_study.analysis.exclusion.decide_exclusions`): every statistic is
+    computed without their ratings, as if their files were not there, and
+    ``participants.csv``, ``summary.json`` and the report list them with their rules.
+    ``catch``, the catch pairs (:func:`~sbir_study.analysis.catch.read_catch_pairs`;
+    ``None``: those the sessions recorded), are scored per participant into
+    ``participants.csv`` and stay in every statistic as the pairs they are.
     """
     check_text_labels(ratings)
     inputs = [s.path for t in (ratings, pilot) if t is not None
@@ -140,7 +163,8 @@ def analyze_ratings(
     inputs += list((sketch_images or {}).values())
     with output_folder(out, "analyze", overwrite=overwrite, inputs=inputs) as folder:
         return _analyze_into(folder, ratings, options, figures=figures, pilot=pilot,
-                             sketch_images=sketch_images)  # fmt: skip
+                             sketch_images=sketch_images, exclusions=exclusions or {},
+                             catch=catch)  # fmt: skip
 
 
 def _analyze_into(
@@ -151,8 +175,11 @@ def _analyze_into(
     figures: bool,
     pilot: pd.DataFrame | None,
     sketch_images: dict[str, Path] | None,
+    exclusions: Mapping[str, Sequence[str]],
+    catch: pd.DataFrame | None = None,
 ) -> dict:
     alpha, alternative = options.alpha, options.alternative
+    everyone, ratings = ratings, without_excluded(ratings, exclusions)
     scale = ratings_scale(ratings)
     if pilot is not None and ratings_scale(pilot) != scale:
         raise InputError(f"pilot: its rating scale {ratings_scale(pilot)} differs from the "
@@ -193,6 +220,9 @@ def _analyze_into(
     reliability, predicted = _write_reliability(out, cube, options)
     del cube  # not held through the figures: 100 MB for 10,000 participants of 31 sketches
     w_table, overall_alpha, consensus, participants, anchoring, bins, distributions = others
+    participants = with_exclusions(participants, everyone, consensus, exclusions)
+    participants = with_catch_scores(participants, everyone, catch)
+    participants.to_csv(out / "participants.csv", index=False)
     extremes = sketch_agreement(pairwise_summary, w_table)
     extremes.to_csv(out / "sketch_agreement.csv", index=False)
 
@@ -213,6 +243,8 @@ def _analyze_into(
             scale,
             pairwise_undefined,
         )
+        summary["excluded"] = [{"participant": label, "rules": list(rules)}
+                               for label, rules in exclusions.items()]  # fmt: skip
     figure_files = {}
     if figures:
         from .figures import write_figures  # matplotlib only when drawing
@@ -263,6 +295,7 @@ def _summary(ratings, main, ground_truth, pairwise_p, consensus, anchoring, w_ta
         "alternative": alternative,
         "alpha": alpha,
         "simulated": provenance.simulated,
+        "origins": origin_counts(ratings),
         "pairwise": {**summarize_family(pairwise_p, alpha).to_dict(),
                      "undefined": _undefined(pairwise_undefined)},
         "consensus": {**summarize_family(consensus["p_value"], alpha).to_dict(),
@@ -363,6 +396,68 @@ def participant_table(
     return table[columns]
 
 
+def with_origins(participants: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
+    """The participant table with each participant's ``origin`` (one of
+    :data:`~sbir_study.analysis.ratings.ORIGINS`) last, from the ratings' provenance: who
+    the numbers stand on, people or a simulation, is read beside each participant."""
+    origins = participant_origins(ratings)
+    return participants.assign(
+        origin=origins.reindex(participants["participant"].astype(str)).to_numpy()
+    )
+
+
+def without_excluded(ratings: pd.DataFrame, exclusions: Mapping[str, Sequence[str]]):
+    """``ratings`` without the rows of the excluded participants, and without their
+    labels among the categories: the table of a dataset whose excluded participants'
+    files were never there."""
+    if not exclusions:
+        return ratings
+    kept = ratings[~ratings["participant"].astype(str).isin(list(exclusions))].copy()
+    kept["participant"] = kept["participant"].cat.remove_unused_categories()
+    return kept
+
+
+def with_exclusions(participants: pd.DataFrame, everyone: pd.DataFrame, consensus: pd.DataFrame,
+                    exclusions: Mapping[str, Sequence[str]]) -> pd.DataFrame:  # fmt: skip
+    """The participant table with the excluded participants' rows (their own counts; no
+    consensus tau_b, since the consensus was formed without them), ``excluded`` and
+    ``exclusion_rule`` (their rules, joined by ``; ``; empty for the included)."""
+    rows = [participants]
+    if exclusions:
+        excluded = everyone[everyone["participant"].astype(str).isin(list(exclusions))].copy()
+        excluded["participant"] = excluded["participant"].cat.remove_unused_categories()
+        excluded = excluded[excluded["phase"] != "practice"]
+        rows.append(with_origins(participant_table(excluded, consensus.iloc[:0]), everyone))
+    table = pd.concat([r for r in rows if len(r)], ignore_index=True)
+    table["participant"] = table["participant"].astype(str)
+    table = table.sort_values("participant", kind="stable", ignore_index=True)
+    rule = table["participant"].map({k: "; ".join(v) for k, v in exclusions.items()})
+    return table.assign(excluded=rule.notna(), exclusion_rule=rule.fillna(""))
+
+
+def with_catch_scores(participants: pd.DataFrame, everyone: pd.DataFrame,
+                      catch: pd.DataFrame | None) -> pd.DataFrame:  # fmt: skip
+    """The participant table with each one's catch pairs passed, failed and missing
+    (:func:`~sbir_study.analysis.catch.score_catch_pairs` on the ratings as pressed), when
+    the study has catch pairs (``catch``, else those its sessions recorded)."""
+    from .catch import catch_pairs_of, score_catch_pairs
+
+    pairs = catch_pairs_of(everyone) if catch is None else catch
+    if pairs.empty:
+        return participants
+    scores = score_catch_pairs(everyone, pairs).set_index("participant")
+    scores = scores.reindex(participants["participant"].astype(str))
+    return participants.assign(**{c: scores[c].to_numpy() for c in scores.columns})
+
+
+def origin_counts(ratings: pd.DataFrame) -> dict[str, int]:
+    """Participants per origin, in the order of :data:`~.ratings.ORIGINS` (an origin no one
+    has is left out; two origins of one participant's sessions, joined by ``+``, last)."""
+    counts = participant_origins(ratings).value_counts()
+    order = [o for o in ORIGINS if o in counts.index] + sorted(set(counts.index) - set(ORIGINS))
+    return {origin: int(counts[origin]) for origin in order}
+
+
 def sketch_agreement(pairwise_summary: pd.DataFrame, w_table: pd.DataFrame) -> pd.DataFrame:
     """Sketches ranked by their median inter-user tau_b, with the best and worst marked.
 
@@ -412,8 +507,7 @@ def _other_statistics(
     with progress.step("participants vs consensus, anchoring, bins"):
         consensus = participant_vs_consensus(ratings, alternative=options.alternative, cube=cube)
         consensus.to_csv(out / "consensus_tau.csv", index=False)
-        participants = participant_table(ratings, consensus, cube=cube)
-        participants.to_csv(out / "participants.csv", index=False)
+        participants = with_origins(participant_table(ratings, consensus, cube=cube), ratings)
 
         anchoring = anchoring_consistency(ratings, alternative=options.alternative)
         anchoring.to_csv(out / "anchoring.csv", index=False)
@@ -733,8 +827,7 @@ def format_summary(summary: Mapping, out: str | Path) -> str:
     out = Path(out)
     label = " (simulated data)" if summary["simulated"] else ""
     lines = [
-        f"Analysed {counted(summary['n_participants'], 'participant')}, "
-        f"{summary['n_sketches']} sketches, "
+        f"Analysed {participant_count(summary)}, {summary['n_sketches']} sketches, "
         f"{summary['n_pairs']} pairs{label}; alternative {summary['alternative']}, "
         f"alpha {summary['alpha']}."
     ]

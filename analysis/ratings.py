@@ -44,8 +44,11 @@ from sbir_study.foundation.tables import (
 )
 
 __all__ = [
+    "ORIGINS",
     "PHASES",
     "RATING_COLUMNS",
+    "RECORDED_ORIGINS",
+    "SIMULATED_ORIGINS",
     "Provenance",
     "RatingCube",
     "RatingsWarning",
@@ -53,7 +56,9 @@ __all__ = [
     "check_text_labels",
     "load_ratings",
     "main_phase_cube",
+    "participant_origins",
     "rating_cube",
+    "sidecar_origin",
     "validate_ratings",
 ]
 
@@ -77,6 +82,15 @@ _WORDING = replace(COLON, twice="column {name!r} appears twice in the header")
 _BIDS_PATTERNS = ("sub-*/beh/*_beh.tsv", "sub-*/ses-*/beh/*_beh.tsv")
 
 
+#: Where a session's ratings came from, as its sidecar records it (``Origin``): a lab
+#: session, a browser session (``export-online``), ``run --simulate``, ``simulate``,
+#: ``import``.
+RECORDED_ORIGINS = ("lab", "online", "run-simulate", "simulate", "imported")
+#: Every origin a participant can have: also ``table`` (a flat table that names none) and
+#: ``unknown`` (a session file whose sidecar records none, or is missing).
+ORIGINS = (*RECORDED_ORIGINS, "table", "unknown")
+#: The origins whose ratings no person gave.
+SIMULATED_ORIGINS = ("run-simulate", "simulate")
 #: Groups of labels alike but for leading zeros that one warning names (then a count).
 _LEADING_ZERO_GROUPS_SHOWN = 5
 
@@ -104,6 +118,15 @@ class Provenance:
     #: (package, its versions over the sessions, comma-separated), for the ones an analysis
     #: does not itself use (PsychoPy, Psychtoolbox, Pillow).
     session_software: tuple[tuple[str, str], ...] = ()
+    #: Where each participant's ratings came from: (participant, one of :data:`ORIGINS`),
+    #: by label (see :func:`sidecar_origin`).
+    origins: tuple[tuple[str, str], ...] = ()
+    #: Each session's ``SessionStatus`` as its sidecar records it: (participant, status),
+    #: one per session that records one (``complete``, ``incomplete``, ``timed_out``, ...).
+    statuses: tuple[tuple[str, str], ...] = ()
+    #: The catch pairs the sessions' protocols name (``Protocol.catch`` in each sidecar):
+    #: (sketch_id, image_id, lowest, highest), the ratings that pass as pressed.
+    catch: tuple[tuple[str, str, int, int], ...] = ()
 
     def __deepcopy__(self, memo) -> Provenance:
         # Immutable: pandas deep-copies attrs on every operation, sharing is enough.
@@ -166,6 +189,9 @@ def load_ratings(path: str | Path, *, scale: Scale | None = None) -> pd.DataFram
         sidecars = _read_sidecars(Path(s.path).with_suffix(".json") for s in sources)
         simulated = any(_says_simulated(sidecar) for sidecar in sidecars.values())
         scale = _dataset_scale(sidecars, scale)
+        origins = _session_origins(path, sidecars)
+        statuses = _session_statuses(path, sidecars)
+        catch = _recorded_catch_pairs(sidecars)
     elif path.is_file():
         with progress.step(f"reading {path.name}"):
             frame, source = _read_file(path)
@@ -175,6 +201,9 @@ def load_ratings(path: str | Path, *, scale: Scale | None = None) -> pd.DataFram
         simulated = _says_simulated(sidecar)
         if scale is None:
             scale = _recorded_scale(sidecar, sidecar_path, protocol=False) or PAPER_SCALE
+        table_origin = sidecar_origin(sidecar, sidecar_path) or "table"
+        statuses = ()
+        catch = _recorded_catch_pairs(sidecars)
     elif path.exists():
         raise InputError(
             f"{path}: is not a regular file; expected a ratings table or a BIDS dataset"
@@ -185,10 +214,13 @@ def load_ratings(path: str | Path, *, scale: Scale | None = None) -> pd.DataFram
         )
     with progress.step("checking ratings"):
         ratings = validate_ratings(frame, scale=scale)
+        if not path.is_dir():
+            origins = _table_origins(frame, table_origin)
     del frame
     release_freed()  # the files' text and the raw table: half a GiB at 2,000 sessions
     ratings.attrs["provenance"] = Provenance(
-        tuple(sources), simulated, _session_software(sidecars.values())
+        tuple(sources), simulated, _session_software(sidecars.values()), origins, statuses,
+        catch,
     )
     return ratings
 
@@ -631,6 +663,119 @@ def _dataset_scale(sidecars: dict[Path, object], given: Scale | None) -> Scale:
     if given is not None and given != scale:
         raise InputError(f"scale: {given} differs from the scale {scale} that {path} records")
     return scale
+
+
+def sidecar_origin(sidecar, path: str | Path = "sidecar") -> str | None:
+    """Where the session a sidecar describes came from: one of :data:`ORIGINS`, or ``None``.
+
+    A sidecar written since origins were recorded says so itself (``Origin``); an
+    older one is read by what only its writer records (docs/formats.md): ``Imported``
+    (``sbir-study import``), ``"Mode": "online"`` (``export-online``), ``SimulationSeed``
+    or a ``GeneratedBy`` of ``sbir-study simulate`` (``simulate``), ``"Simulated": true``
+    otherwise (``run --simulate``, whose sidecar is the lab session's), and a lab
+    session's ``KeyboardBackend`` (``lab``). A sidecar that records none of these, or no
+    sidecar (``None``), gives ``None``: the caller decides (``unknown`` for a session
+    file, ``table`` for a flat table).
+
+    Raises
+    ------
+    InputError
+        For an ``Origin`` that is not one of :data:`ORIGINS`, naming ``path``.
+
+    Examples
+    --------
+    >>> sidecar_origin({"Simulated": True, "KeyboardBackend": "ptb"})
+    'run-simulate'
+    >>> sidecar_origin({"Origin": "online"}), sidecar_origin({"TaskName": "x"})
+    ('online', None)
+    """
+    if not isinstance(sidecar, dict):
+        return None
+    if "Origin" in sidecar:
+        origin = sidecar["Origin"]
+        if origin not in RECORDED_ORIGINS:
+            raise InputError(f"{path}: field 'Origin': expected one of "
+                             f"{', '.join(RECORDED_ORIGINS)}, got {origin!r}")  # fmt: skip
+        return origin
+    if "Imported" in sidecar:
+        return "imported"
+    if sidecar.get("Mode") == "online":
+        return "online"
+    generated = sidecar.get("GeneratedBy")
+    if "SimulationSeed" in sidecar or (
+        isinstance(generated, str) and generated.startswith("sbir-study simulate")
+    ):
+        return "simulate"
+    if sidecar.get("Simulated") is True:
+        return "run-simulate"
+    if "KeyboardBackend" in sidecar:
+        return "lab"
+    return None
+
+
+def _session_origins(root: Path, sidecars: dict[Path, object]) -> tuple[tuple[str, str], ...]:
+    """Each participant's origin from their sessions' sidecars; sessions of two origins
+    (a lab and an online session, say) give them joined by ``+``."""
+    found: dict[str, set[str]] = {}
+    for path, sidecar in sidecars.items():
+        label = _participant_of(root, path.with_suffix(".tsv"))
+        found.setdefault(label, set()).add(sidecar_origin(sidecar, path) or "unknown")
+    return tuple((label, "+".join(sorted(found[label]))) for label in sorted(found))
+
+
+def _session_statuses(root: Path, sidecars: dict[Path, object]) -> tuple[tuple[str, str], ...]:
+    """Each session's recorded ``SessionStatus`` (see :attr:`Provenance.statuses`)."""
+    return tuple(sorted(
+        (_participant_of(root, path.with_suffix(".tsv")), str(sidecar["SessionStatus"]))
+        for path, sidecar in sidecars.items()
+        if isinstance(sidecar, dict) and sidecar.get("SessionStatus") is not None
+    ))  # fmt: skip
+
+
+def _recorded_catch_pairs(sidecars: dict[Path, object]) -> tuple[tuple[str, str, int, int], ...]:
+    """The catch pairs the sidecars' protocols name (``Protocol.catch``: ``sketch_id``,
+    ``image_id``, ``ratings`` "LOW-HIGH"), over every session; one pair with two ranges
+    is refused, naming a sidecar."""
+    found: dict[tuple[str, str], tuple[int, int]] = {}
+    for path, sidecar in sidecars.items():
+        protocol = sidecar.get("Protocol") if isinstance(sidecar, dict) else None
+        for pair in (protocol or {}).get("catch") or () if isinstance(protocol, dict) else ():
+            try:
+                key = (str(pair["sketch_id"]), str(pair["image_id"]))
+                low, _, high = str(pair["ratings"]).partition("-")
+                bounds = (int(low), int(high or low))
+            except (KeyError, TypeError, ValueError):
+                raise InputError(f"{path}: field 'Protocol.catch': expected sketch_id, image_id "
+                                 f"and ratings LOW-HIGH, got {pair!r}") from None  # fmt: skip
+            if found.setdefault(key, bounds) != bounds:
+                raise InputError(f"{path}: field 'Protocol.catch': the pair {key[0]}/{key[1]} "
+                                 f"passes {bounds[0]}-{bounds[1]} here, {found[key][0]}-"
+                                 f"{found[key][1]} in another session; expected one range")
+    return tuple((*key, *bounds) for key, bounds in sorted(found.items()))
+
+
+def _table_origins(frame: pd.DataFrame, default: str) -> tuple[tuple[str, str], ...]:
+    """Each participant's origin in a flat table: its ``origin`` column where it has one
+    (one of :data:`RECORDED_ORIGINS` or ``table``, one per participant), else ``default``."""
+    labels = frame["participant"].astype(str).str.strip()
+    if "origin" not in frame:
+        return tuple((label, default) for label in sorted(labels.unique()))
+    given = frame.assign(_origin=frame["origin"].astype(str).str.strip(), _label=labels)
+    allowed = (*RECORDED_ORIGINS, "table")
+    _fail_where(given, ~given["_origin"].isin(allowed), "origin", f"one of {', '.join(allowed)}")
+    first = given.drop_duplicates("_label").set_index("_label")["_origin"]
+    differs = given["_origin"].to_numpy() != first.reindex(given["_label"]).to_numpy()
+    _fail_where(given, pd.Series(differs, index=given.index), "origin",
+                "one origin per participant (as on the participant's first row)")  # fmt: skip
+    return tuple(sorted(first.items()))
+
+
+def participant_origins(ratings: pd.DataFrame) -> pd.Series:
+    """Each participant's origin (:attr:`Provenance.origins`), by label; ``table`` for a
+    participant that the ratings' provenance does not name (a table built in code)."""
+    provenance = ratings.attrs.get("provenance", Provenance())
+    labels = pd.Index(ratings["participant"].astype(str).unique(), name="participant")
+    return pd.Series(dict(provenance.origins), dtype=object).reindex(labels).fillna("table")
 
 
 def _says_simulated(sidecar) -> bool:

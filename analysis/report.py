@@ -6,6 +6,7 @@ it opens in any browser, can be mailed, and archived with the data.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping
 from html import escape as html_escape
 from pathlib import Path
@@ -29,8 +30,9 @@ from sbir_study.foundation.paper import IMAGES_PER_SKETCH, PUBLISHED
 from sbir_study.foundation.scale import PAPER_SCALE, Scale
 
 from .limits import PERMUTATION_RATERS_LIMIT
+from .ratings import SIMULATED_ORIGINS
 
-__all__ = ["counted", "raters_range", "undefined_text", "write_report"]
+__all__ = ["counted", "participant_count", "raters_range", "undefined_text", "write_report"]
 
 _CAPTIONS = {
     "fig4_anchoring": (
@@ -138,9 +140,10 @@ def write_report(
         *page_head("sbir-study analysis report"),
     ]
     if summary.get("simulated"):
-        parts.append(simulated_banner("these ratings"))
+        parts.append(_simulated_banner(participants))
     parts.append("<h1>Sketch/image rating study: analysis report</h1>")
     parts += _what_was_analysed(summary, scale)
+    parts += _exclusions(summary)
     parts += _headline(summary, scale)
     parts += _reliability(summary)
     parts += _figures(figures, summary)
@@ -182,7 +185,7 @@ def _what_was_analysed(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str
     }[summary["alternative"]]
     return [
         "<h2>What was analysed</h2>",
-        f"<p>{counted(summary['n_participants'], 'participant')}, "
+        f"<p>{participant_count(summary)}, "
         f"{counted(summary['n_sketches'], 'sketch', 'sketches')}, "
         f"{counted(summary['n_pairs'], 'sketch/image pair')} in the main block. Significance level "
         f"&alpha; = {summary['alpha']:g}; tau_b tests {alternative}, normal approximation "
@@ -290,8 +293,14 @@ def _headline(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
         f"participants, {PUBLISHED['n_sketches']} sketches x {IMAGES_PER_SKETCH} "
         "images). Intervals are Wilson 95% intervals of the share; they treat the tests as "
         "independent, which correlations sharing raters are not.</p>",
-        table(["statistic", "this study", "95% interval", "detail", "paper"], rows),
+        table(["statistic", _this_study(summary), "95% interval", "detail", "paper"], rows),
     ]
+
+
+def _this_study(summary: Mapping) -> str:
+    """The headline column's name: with the included count beside it when some participants
+    were excluded ("this study: 22 of 28 participants, 6 excluded")."""
+    return f"this study: {participant_count(summary)}" if summary.get("excluded") else "this study"
 
 
 def _pairwise_sample(summary: Mapping) -> Mapping | None:
@@ -514,21 +523,105 @@ _AGREEMENT_HEADER = (
 )  # fmt: skip
 
 
+def participant_count(summary: Mapping) -> str:
+    """The participants analysed, and of how many when some were excluded ("22 of 28
+    participants, 6 excluded")."""
+    n, excluded = summary["n_participants"], len(summary.get("excluded") or ())
+    if not excluded:
+        return counted(n, "participant")
+    return f"{n} of {counted(n + excluded, 'participant')}, {excluded} excluded"
+
+
+def _exclusions(summary: Mapping) -> list[str]:
+    """The excluded participants with the rules that excluded them (none: nothing)."""
+    excluded = summary.get("excluded") or []
+    if not excluded:
+        return []
+    rows = [(f"sub-{e['participant']}", "; ".join(e["rules"])) for e in excluded]
+    return [
+        "<h2>Excluded participants</h2>",
+        f"<p>{participant_count(summary)} by the rules given to <code>analyze --exclude</code>; "
+        "every statistic on this page is computed without the excluded participants' ratings "
+        "(<code>participants.csv</code>: <code>excluded</code>, <code>exclusion_rule</code>; "
+        "<code>summary.json</code>: <code>excluded</code>).</p>",
+        collapsed(f"{len(rows)} excluded", table(["participant", "rules"], rows,
+                                                 classes=_TEXT_AT_0),
+                  open_up_to=_OPEN_UP_TO, n=len(rows)),
+    ]  # fmt: skip
+
+
+#: How the banner and the participants' section name each origin.
+_ORIGIN_WORDS = {"run-simulate": "run --simulate"}
+#: Participants named per origin in the banner before the rest are counted.
+_BANNER_NAMES = 10
+
+
+def _simulated_banner(participants: pd.DataFrame | None) -> str:
+    """The banner of a report on simulated ratings, saying which participants are simulated
+    and by what ("1 of 2 participants simulated: sub-x by run --simulate"), from their
+    ``origin``; the general banner where the table does not say (no origin column)."""
+    if participants is None or "origin" not in participants:
+        return simulated_banner("these ratings")
+    simulated = participants[participants["origin"].isin(SIMULATED_ORIGINS)]
+    by_origin = []
+    for origin, group in simulated.groupby("origin", sort=True):
+        names = [f"sub-{label}" for label in group["participant"].astype(str)]
+        shown = ", ".join(names[:_BANNER_NAMES])
+        if len(names) > _BANNER_NAMES:
+            shown += f" and {len(names) - _BANNER_NAMES} more"
+        by_origin.append(f"{shown} by {_ORIGIN_WORDS.get(origin, origin)}")
+    return (
+        f'<p class="banner">SIMULATED DATA: {len(simulated)} of {len(participants)} '
+        f"participants simulated: {html.escape('; '.join(by_origin))}. The numbers show what "
+        "the pipeline computes, not a finding.</p>"
+    )
+
+
+def _origin_text(participants: pd.DataFrame) -> str:
+    """The participants' origins in words ("27 lab, 1 run --simulate")."""
+    if "origin" not in participants:
+        return ""
+    counts = participants["origin"].value_counts(sort=False).sort_index()
+    listed = ", ".join(f"{n} {_ORIGIN_WORDS.get(o, o)}" for o, n in counts.items())
+    return f" Their origins (the <code>origin</code> column): {html.escape(listed)}."
+
+
+def _catch_text(participants: pd.DataFrame) -> str:
+    """What the catch-pair column holds, when the study has catch pairs."""
+    if "n_catch_failed" not in participants:
+        return ""
+    n = int(participants[["n_catch_passed", "n_catch_failed", "n_catch_missing"]].iloc[0].sum())
+    return (f" Each participant's {n} catch pairs (pairs whose passing ratings the protocol "
+            "or <code>--catch</code> names) passed, failed and missing (not rated); they stay "
+            "in every statistic as the pairs they are.")  # fmt: skip
+
+
 def _participants(participants: pd.DataFrame) -> list[str]:
+    has_origin = "origin" in participants
+    has_exclusions = "exclusion_rule" in participants and bool(participants["excluded"].any())
+    has_catch = "n_catch_failed" in participants
     rows = [
         (r.participant, r.n_trials, r.n_missing, f"{r.n_sketches_complete} of {r.n_sketches}",
-         num(r.tau_b_median), num(r.tau_b_loo_median))
+         num(r.tau_b_median), num(r.tau_b_loo_median),
+         *([_ORIGIN_WORDS.get(r.origin, r.origin)] if has_origin else []),
+         *([r.exclusion_rule or ""] if has_exclusions else []),
+         *([f"{r.n_catch_passed} / {r.n_catch_failed} / {r.n_catch_missing}"]
+           if has_catch else []))
         for r in participants.itertuples()
     ]  # fmt: skip
+    header = (_PARTICIPANT_HEADER + (("origin",) if has_origin else ())
+              + (("excluded by",) if has_exclusions else ())
+              + (("catch pairs passed / failed / missing",) if has_catch else ()))  # fmt: skip
     return [
         "<h2>Participants</h2>",
         "<p>Main-block trials and missed response windows per participant; the sketches of "
         "which they rated every image (those their ratings enter Kendall's W for); and the "
         "median over the sketches of their tau_b against the consensus, inclusive (as in the "
-        "paper) and leave-one-out. All of it in <code>participants.csv</code>.</p>",
+        "paper) and leave-one-out. All of it in <code>participants.csv</code>."
+        f"{_origin_text(participants)}{_catch_text(participants)}</p>",
         collapsed(
             counted(len(rows), "participant"),
-            table(_PARTICIPANT_HEADER, rows, classes=_TEXT_AT_0),
+            table(header, rows, classes=_TEXT_AT_0),
             open_up_to=_PARTICIPANTS_OPEN_UP_TO,
             n=len(rows),
         ),

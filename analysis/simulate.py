@@ -527,6 +527,7 @@ def _write_simulated(root: Path, design: StudyDesign, model: RaterModel, seed: i
     trials, participants = simulate_study(design, model, seed, stimuli=stimuli, scale=scale)
     provenance = {
         "Simulated": True,
+        "Origin": "simulate",
         "SimulationSeed": seed,
         "SimulationDesign": asdict(design),
         "SimulationModel": asdict(model),

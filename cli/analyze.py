@@ -111,8 +111,44 @@ def register(commands) -> None:
         "agreed sketches (fig9_extremes); the set is validated first (default: none, no "
         "Fig. 9)",
     )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        type=_exclusion_rule,
+        default=[],
+        metavar="RULE",
+        help="leave out the participants a pre-registered rule names, before every statistic "
+        "(repeatable): anchoring-tau-below=V (median tau_b of their repeated anchor ratings "
+        "against the prescribed ones below V), missed-above=V (share of main-block trials "
+        "without a rating above V), incomplete (a session whose sidecar records a status "
+        "other than complete), catch-failed=N (more than N catch pairs failed), labels=FILE "
+        "(one participant label per line); they are "
+        "listed with their rules in participants.csv, summary.json and the report "
+        "(default: none)",
+    )
+    parser.add_argument(
+        "--catch",
+        type=Path,
+        default=None,
+        metavar="FILE.csv",
+        help="catch pairs, a CSV with sketch_id,image_id,lowest,highest (the ratings that "
+        "pass, as pressed), scored per participant into participants.csv; for a flat table, "
+        "or instead of those a dataset's protocol names (default: those the sessions' "
+        "sidecars record, else none)",
+    )
     add_overwrite(parser)
     parser.set_defaults(handler=analyze)
+
+
+def _exclusion_rule(text: str):
+    """``--exclude``: one rule (:func:`~sbir_study.analysis.exclusion.parse_exclusion_rule`)."""
+    from sbir_study.analysis.exclusion import parse_exclusion_rule
+    from sbir_study.foundation.checks import InputError
+
+    try:
+        return parse_exclusion_rule(text)
+    except InputError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--exclude: ")) from None
 
 
 def _raters_or_all(text: str) -> int | None:
@@ -139,6 +175,17 @@ def analyze(args: argparse.Namespace) -> int:
 
     scale = Scale.parse(args.scale) if args.scale is not None else None
     ratings = load_ratings(args.input, scale=scale)
+    catch = None
+    if args.catch is not None:
+        from sbir_study.analysis.catch import read_catch_pairs
+
+        catch = read_catch_pairs(args.catch)
+    exclusions = None
+    if args.exclude:
+        from sbir_study.analysis.exclusion import decide_exclusions
+
+        exclusions = decide_exclusions(ratings, args.exclude, alternative=args.alternative,
+                                       catch=catch)  # fmt: skip
     pilot = load_ratings(args.pilot) if args.pilot is not None else None
     sketch_images = None
     if args.stimuli is not None:
@@ -147,6 +194,7 @@ def analyze(args: argparse.Namespace) -> int:
         sketch_images = load_set(args.stimuli).sketch_paths()
     summary = analyze_ratings(ratings, args.out, options, figures=not args.no_figures,
                               pilot=pilot, sketch_images=sketch_images,
-                              overwrite=args.overwrite)  # fmt: skip
+                              overwrite=args.overwrite, exclusions=exclusions,
+                              catch=catch)  # fmt: skip
     print(format_summary(summary, args.out))
     return 0

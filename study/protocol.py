@@ -328,6 +328,32 @@ class Practice:
 
 
 @dataclass(frozen=True, config=_TABLE)
+class CatchPair:
+    """``[[catch]]``: a pair of the stimulus set whose rating is known in advance (an image
+    with its own sketch, a blank image), rated in the main block like any pair and
+    scored by ``analyze`` on top (passed, failed or missing) to check attention."""
+
+    sketch_id: Annotated[PairId, _Expects(f"a sketch id of the stimulus set, {ID_RULE}")] = Field(
+        description="The sketch of the pair."
+    )
+    image_id: Annotated[PairId, _Expects(f"an image id of the stimulus set, {ID_RULE}")] = Field(
+        description="The image of the pair."
+    )
+    ratings: Annotated[
+        StrictStr, Field(pattern=r"^\s*[0-9]\s*(-\s*[0-9]\s*)?$"),
+        _Expects('the ratings that pass, as pressed: "LOW-HIGH" or one rating ("1-2", "7")'),
+    ] = Field(description='The ratings that pass, as pressed on the scale: "1-2", or "7".')
+
+    @property
+    def lowest(self) -> int:
+        return int(self.ratings.split("-")[0])
+
+    @property
+    def highest(self) -> int:
+        return int(self.ratings.split("-")[-1])
+
+
+@dataclass(frozen=True, config=_TABLE)
 class Pauses:
     """``[pauses]``: pauses the participant asks for, and scheduled breaks."""
 
@@ -612,6 +638,28 @@ class Protocol:
     )
     online: Online = Field(default_factory=Online, description=Online.__doc__)
     texts: Texts = Field(default_factory=Texts, description=Texts.__doc__)
+    catch: tuple[CatchPair, ...] = Field(
+        (),
+        description="Catch pairs ([[catch]] tables): pairs of the stimulus set's main block "
+        "with the ratings that pass; recorded in every session's sidecar (with the protocol) "
+        "and scored by analyze. [] for none.",
+    )
+
+    @model_validator(mode="after")
+    def _catch_pairs_fit_the_scale(self) -> Protocol:
+        seen = set()
+        for number, pair in enumerate(self.catch):
+            if not 1 <= pair.lowest <= pair.highest <= len(self.response.keys):
+                raise _refusal(
+                    f"expected ratings LOW-HIGH with 1 <= LOW <= HIGH <= {len(self.response.keys)} "
+                    f"(the rating keys), got {pair.ratings!r}",
+                    field=f"catch[{number}].ratings",
+                )
+            if (pair.sketch_id, pair.image_id) in seen:
+                raise _refusal(f"expected each pair once, got {pair.sketch_id}/{pair.image_id} "
+                               "twice", field=f"catch[{number}]")  # fmt: skip
+            seen.add((pair.sketch_id, pair.image_id))
+        return self
 
     @model_validator(mode="after")
     def _answer_keys_are_not_the_quit_key(self) -> Protocol:
@@ -688,8 +736,12 @@ def load_protocol(path: str | Path, *, online: bool = False) -> Protocol:
 
 
 def protocol_dict(protocol: Protocol) -> dict:
-    """The protocol as plain data (for the session's sidecar)."""
-    return dataclasses.asdict(protocol)
+    """The protocol as plain data (for the session's sidecar); ``catch`` only when it names
+    catch pairs, so that a protocol without them is recorded as it always was."""
+    recorded = dataclasses.asdict(protocol)
+    if not recorded["catch"]:
+        del recorded["catch"]
+    return recorded
 
 
 def backend_key_names() -> frozenset[str]:
@@ -752,6 +804,8 @@ def _refusal_line(error: Mapping, raw: dict) -> str:
     """``<key>: expected ..., got ...`` (or ``unknown key ...``) for one pydantic error."""
     loc, kind = error["loc"], error["type"]
     where = _dotted(loc)
+    if loc[:1] == ("catch",) and len(loc) >= 3 and isinstance(loc[1], int):
+        return _catch_refusal(error, where)
     if kind == "unexpected_keyword_argument":
         return _unknown_key(loc)
     if kind == "dataclass_type":
@@ -771,6 +825,20 @@ def _refusal_line(error: Mapping, raw: dict) -> str:
         value = value[name]
     expects = _expects(names) or error["msg"]
     return f"{'.'.join(names)}: expected {expects}, got {value!r}"
+
+
+def _catch_refusal(error: Mapping, where: str) -> str:
+    """A refusal inside one ``[[catch]]`` table, named by its index (``catch[0].ratings``)."""
+    key, names = error["loc"][2], list(CatchPair.__pydantic_fields__)
+    table = where.rsplit(".", 1)[0]
+    if error["type"] == "unexpected_keyword_argument":
+        return f"{table}: unknown key {key!r}; expected {', '.join(names)}"
+    if error["type"] == "missing":
+        return f"{table}: missing key {key!r}; expected {', '.join(names)}"
+    info = CatchPair.__pydantic_fields__.get(key)
+    expects = next((item.text for item in getattr(info, "metadata", ())
+                    if isinstance(item, _Expects)), error["msg"])  # fmt: skip
+    return f"{where}: expected {expects}, got {error['input']!r}"
 
 
 def _dotted(loc: tuple) -> str:

@@ -31,6 +31,7 @@ __all__ = [
     "TRIAL_COLUMNS",
     "AnchorScaleWarning",
     "build_trials",
+    "check_catch_pairs",
     "draw_seed",
     "practice_pairs",
     "stimulus_set_for",
@@ -167,7 +168,22 @@ def stimulus_set_for(folder: str | Path, protocol: Protocol):
             )
         if meant := _anchors_meant_for(stimulus_set.folder, prescribed, protocol.scale):
             warnings.warn(meant, AnchorScaleWarning, stacklevel=2)
+    check_catch_pairs(protocol, stimulus_set.manifest, folder)
     return stimulus_set
+
+
+def check_catch_pairs(protocol: Protocol, manifest: pd.DataFrame, folder: str | Path) -> None:
+    """Every catch pair of the protocol is a pair of the set's main block (a role of
+    ``main_roles``): a catch pair no participant is shown could never be scored."""
+    rated = manifest[manifest["role"].isin(protocol.main_roles)]
+    index = pd.MultiIndex.from_frame(rated[["sketch_id", "image_id"]])
+    for number, pair in enumerate(protocol.catch):
+        if (pair.sketch_id, pair.image_id) not in index:
+            raise InputError(
+                f"{folder}: catch[{number}]: the stimulus set has no pair "
+                f"{pair.sketch_id}/{pair.image_id} of role {' or '.join(protocol.main_roles)}; "
+                "expected a pair of its main block (manifest.csv: sketch_id, image_id)"
+            )
 
 
 class AnchorScaleWarning(UserWarning):

@@ -309,6 +309,7 @@ def _sidecar(study: Mapping, protocol: dict, session: Mapping, n_stored: int) ->
         **bids.scale_sidecar(scale),
         "TaskName": study["task"],
         "Mode": "online",
+        "Origin": "online",
         "Protocol": protocol,
         "ProtocolFile": study["protocol_file"],
         "StimulusSet": study["stimulus_set"],

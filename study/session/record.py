@@ -46,6 +46,7 @@ def open_record(plan: SessionPlan, timing: DisplayTiming, *, realtime: bool,
         "KeyboardBackend": "ptb",
         "RealtimePriority": realtime,
         "Simulated": bool(plan.simulate),
+        "Origin": "run-simulate" if plan.simulate else "lab",
         "Software": software_versions(SESSION_PACKAGES),
         **bids.scale_sidecar(protocol.scale),
     }

@@ -235,6 +235,7 @@ def test_jspsych_trials_on_a_stimulus_set_are_analysed_as_pandas_averages_them(t
     assert result.returncode == 0, result.stderr
     sidecar = json.loads(next((tmp_path / "data").glob("sub-*/beh/*_beh.json")).read_text())
     assert sidecar["Imported"]["StimulusSet"]["Folder"] == str(small_set)
+    assert sidecar["Origin"] == "imported"
     truth = analyzed_ground_truth(tmp_path / "data", tmp_path / "out", dtype={"sketch_id": str})
     means = (
         pd.DataFrame(expected, columns=["sketch_id", "image_id", "rating"])

@@ -33,6 +33,7 @@ def test_simulate_flat_table_round_trips(tmp_path):
     assert result.returncode == 0, result.stderr
     ratings = load_ratings(table)
     assert ratings.attrs["provenance"].simulated
+    assert json.loads(table.with_suffix(".json").read_text())["Origin"] == "simulate"
     assert len(ratings) == 3 * (2 * 5 + 2 * 21)
     assert_input_error(run_main("simulate", "--out", str(table), "--flat"), str(table), "exists")
 

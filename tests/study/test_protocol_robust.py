@@ -97,6 +97,18 @@ def _pairs(value):
     )
 
 
+def _catch_pairs(value):
+    """[[catch]] tables: distinct pairs of ids, each with "LOW-HIGH" or one rating, 1 <= LOW <=
+    HIGH <= the number of rating keys (7 by default)."""
+    if type(value) is not tuple or not all(dataclasses.is_dataclass(p) for p in value):
+        return False
+    pairs = [(p.sketch_id, p.image_id) for p in value]
+    spans = [re.fullmatch(r"\s*([0-9])\s*(?:-\s*([0-9])\s*)?", p.ratings) for p in value]
+    return _pairs(tuple(pairs)) and all(
+        s and 1 <= int(s[1]) <= int(s[2] or s[1]) <= 7 for s in spans
+    )
+
+
 def _placeholders(allowed):
     """A string whose braces are {{, }} or one of the row's placeholders (README, [texts])."""
 
@@ -150,6 +162,7 @@ DOCUMENTED = {
     ("anchoring", "repeat"): _flag,
     ("anchoring", "repeat_from"): _number(0, 1, high_open=True),
     ("practice", "pairs"): _pairs,
+    ("", "catch"): _catch_pairs,
     ("pauses", "allowed"): _flag,
     ("pauses", "break_every"): _whole(0),
     ("participants", "details"): lambda v: (

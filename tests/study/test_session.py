@@ -256,6 +256,7 @@ def test_random_multi_press_sequences_in_a_real_window(display, tmp_path):
     sidecar = json.loads(beh_file(data, TASK).with_suffix(".json").read_text())
     assert sidecar["SessionStatus"] == "incomplete" and sidecar["TimingMode"] == "clock"
     assert sidecar["KeyboardBackend"] == "ptb" and sidecar["RatingKeysReceivedLate"] == 0
+    assert sidecar["Origin"] == "lab"  # a person pressed the keys (docs/formats.md)
     warnings = assert_valid_bids(data)
     assert not {"NO_AUTHORS", "TOO_FEW_AUTHORS"} & set(warnings), warnings
     from sbir_study.analysis import load_ratings
@@ -310,6 +311,8 @@ def test_scheduled_breaks(display, small_set, tmp_path):
     # blank), none after the last.
     assert (paused.iloc[[2, 4]] > 0.45).all(), paused.tolist()
     assert (paused.drop(index=[2, 4]) == 0).all(), paused.tolist()
+    sidecar = json.loads(beh_file(data, TASK).with_suffix(".json").read_text())
+    assert sidecar["Origin"] == "run-simulate" and sidecar["Simulated"] is True
 
 
 def test_sigkill_mid_block_then_resume(display, tmp_path):

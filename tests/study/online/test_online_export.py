@@ -89,7 +89,7 @@ def test_an_incomplete_design_exports_valid_bids_that_analyze_reads(tmp_path, on
         assert tuple(table.columns) == SESSION_COLUMNS
         assert (table["onset_monotonic"] == "n/a").all()
         sidecar = json.loads(tsv.with_suffix(".json").read_text())
-        assert sidecar["Mode"] == "online"
+        assert sidecar["Mode"] == "online" and sidecar["Origin"] == "online"
         assert sidecar["TrialOrder"][: len(table)] == [
             [int(r.trial), r.phase, r.sketch_id, r.image_id] for r in table.itertuples()
         ]

@@ -1,0 +1,135 @@
+"""Catch pairs: pairs whose rating is known in advance, scored per participant.
+
+A protocol may name catch pairs (``[[catch]]``: an image with its own sketch, a blank
+image) with the ratings that pass. They are pairs of the main block, rated like any
+other, and stay in every statistic and in the ground truth: a catch pair is a real
+pair, and leaving it out would make the ground truth depend on which pairs a protocol
+called catch pairs. They are only scored on top: for each participant, how many they
+rated within the range (passed), outside it (failed), or did not rate (missing: a
+missed window, or a pair not shown to them). A session records its protocol in its
+sidecar, catch pairs included, so ``analyze`` knows them from the dataset; a flat table
+takes them from ``analyze --catch FILE.csv``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from sbir_study.foundation.checks import InputError, bad_ids
+
+from .ratings import Provenance
+
+__all__ = ["CATCH_COLUMNS", "CATCH_SCORE_COLUMNS", "catch_pairs_of", "read_catch_pairs",
+           "score_catch_pairs"]  # fmt: skip
+
+#: The columns of a catch-pair file (``analyze --catch``) and of the pairs' table.
+CATCH_COLUMNS = ("sketch_id", "image_id", "lowest", "highest")
+#: The columns :func:`score_catch_pairs` adds to ``participants.csv``.
+CATCH_SCORE_COLUMNS = ("n_catch_passed", "n_catch_failed", "n_catch_missing")
+
+
+def read_catch_pairs(path: str | Path) -> pd.DataFrame:
+    """Read a catch-pair file: a CSV with ``sketch_id,image_id,lowest,highest``, the
+    ratings that pass (as pressed, ``lowest`` to ``highest`` inclusive).
+
+    Raises
+    ------
+    InputError
+        Naming the file, line and field, for a missing column, a bad id, a rating that
+        is no whole number, ``lowest`` above ``highest``, or a pair listed twice.
+    """
+    path = Path(path)
+    try:
+        table = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file; expected a catch-pair table (--catch)") from None
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError) as error:
+        raise InputError(f"{path}: cannot be read ({error}); expected a CSV catch-pair "
+                         "table (--catch)") from None  # fmt: skip
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{path}: the file is empty; expected the header "
+                         f"{','.join(CATCH_COLUMNS)}") from None  # fmt: skip
+    missing = [c for c in CATCH_COLUMNS if c not in table.columns]
+    if missing:
+        raise InputError(f"{path}: line 1: missing column {missing[0]!r}; expected the columns "
+                         f"{', '.join(CATCH_COLUMNS)}")  # fmt: skip
+    pairs = []
+    for line, row in enumerate(table[list(CATCH_COLUMNS)].itertuples(index=False), start=2):
+        sketch_id, image_id, low, high = (str(v).strip() for v in row)
+        for name, value in (("sketch_id", sketch_id), ("image_id", image_id)):
+            if bad_ids([value])[0]:
+                raise InputError(f"{path}: line {line}: field {name!r}: expected an id of "
+                                 f"letters, digits and '._-', got {value!r}")  # fmt: skip
+        bounds = []
+        for name, value in (("lowest", low), ("highest", high)):
+            if not value.isdigit():
+                raise InputError(f"{path}: line {line}: field {name!r}: expected a whole "
+                                 f"rating, as pressed, got {value!r}")  # fmt: skip
+            bounds.append(int(value))
+        if bounds[0] > bounds[1]:
+            raise InputError(f"{path}: line {line}: field 'highest': expected a rating >= "
+                             f"lowest ({bounds[0]}), got {bounds[1]}")  # fmt: skip
+        if (sketch_id, image_id) in {(p[0], p[1]) for p in pairs}:
+            raise InputError(f"{path}: line {line}: the pair {sketch_id}/{image_id} is listed "
+                             "twice; expected each catch pair once")  # fmt: skip
+        pairs.append((sketch_id, image_id, *bounds))
+    return pd.DataFrame(pairs, columns=list(CATCH_COLUMNS)).astype(
+        {"lowest": "int64", "highest": "int64"}
+    )
+
+
+def catch_pairs_of(ratings: pd.DataFrame) -> pd.DataFrame:
+    """The catch pairs the ratings' sessions recorded (:attr:`Provenance.catch`), as a table
+    of :data:`CATCH_COLUMNS` (empty when none did)."""
+    recorded = ratings.attrs.get("provenance", Provenance()).catch
+    return pd.DataFrame(list(recorded), columns=list(CATCH_COLUMNS)).astype(
+        {"lowest": "int64", "highest": "int64"}
+    )
+
+
+def score_catch_pairs(ratings: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """Each participant's catch pairs passed, failed and missing.
+
+    ``ratings`` as pressed (before any change of orientation: a catch range is given
+    in the ratings as pressed); each participant's main-block rating of each pair of
+    ``pairs`` (:data:`CATCH_COLUMNS`) is ``passed`` when within ``lowest..highest``,
+    ``failed`` when outside, ``missing`` when not given or the pair not shown.
+
+    Returns
+    -------
+    DataFrame
+        ``participant`` and :data:`CATCH_SCORE_COLUMNS`, one row per participant.
+
+    Examples
+    --------
+    >>> ratings = pd.DataFrame({"participant": ["a", "a", "b"], "sketch_id": "s",
+    ...     "image_id": ["s", "x", "s"], "phase": "main",
+    ...     "rating": pd.array([1, 4, 6], dtype="Int64")})
+    >>> pairs = pd.DataFrame({"sketch_id": ["s", "s"], "image_id": ["s", "blank"],
+    ...     "lowest": [1, 7], "highest": [2, 7]})
+    >>> score_catch_pairs(ratings, pairs)
+      participant  n_catch_passed  n_catch_failed  n_catch_missing
+    0           a               1               0                1
+    1           b               0               1                1
+    """
+    main = ratings[ratings["phase"] == "main"]
+    labels = pd.Index(sorted(ratings["participant"].astype(str).unique()), name="participant")
+    rated = pd.DataFrame({"participant": main["participant"].astype(str),
+                          "sketch_id": main["sketch_id"].astype(str),
+                          "image_id": main["image_id"].astype(str),
+                          "rating": main["rating"].astype("Float64")})  # fmt: skip
+    scored = rated.merge(pairs.astype({"sketch_id": str, "image_id": str}),
+                         on=["sketch_id", "image_id"], validate="m:1")  # fmt: skip
+    given = scored["rating"].notna()
+    within = given & scored["rating"].between(scored["lowest"], scored["highest"]).fillna(False)
+    by_participant = scored.assign(passed=within, failed=given & ~within).groupby("participant")
+    passed = by_participant["passed"].sum().reindex(labels, fill_value=0)
+    failed = by_participant["failed"].sum().reindex(labels, fill_value=0)
+    return pd.DataFrame({
+        "participant": labels,
+        "n_catch_passed": passed.to_numpy("int64"),
+        "n_catch_failed": failed.to_numpy("int64"),
+        "n_catch_missing": (len(pairs) - passed - failed).to_numpy("int64"),
+    })  # fmt: skip
