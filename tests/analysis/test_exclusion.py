@@ -78,9 +78,12 @@ def test_missed_above_is_the_share_of_main_trials_without_a_rating(dataset):
 def test_anchoring_tau_below_is_the_median_over_anchor_sketches_of_scipys_tau_b(dataset):
     repeats = _beh_tables(dataset).query("phase == 'anchor_repeat'").dropna(subset=["rating"])
     # scipy.stats.kendalltau (tau-b) of each participant's repeated vs prescribed ratings,
-    # per anchor sketch; the participant's value is the median over their sketches.
+    # per anchor sketch, where it is a test (three shared images or more, docs/agreement.md:
+    # "Undefined is not a result"); the participant's value is the median over their sketches.
     per_sketch = repeats.groupby(["participant", "sketch_id"]).apply(
-        lambda g: kendalltau(g["rating"], g["anchor_rating"]).statistic, include_groups=False
+        lambda g: kendalltau(g["rating"], g["anchor_rating"]).statistic if len(g) >= 3
+        else np.nan,
+        include_groups=False,
     )
     tau = per_sketch.groupby(level="participant").median()
     cut = float(tau.dropna().sort_values().iloc[2])
