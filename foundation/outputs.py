@@ -625,11 +625,29 @@ def _aside(target: Path, command: str, plan: _Plan, commit) -> Iterator[Path]:
         if message is None:
             raise
         raise message from None
-    except BaseException:
+    except BaseException as error:
         if temporary is not None:
             with _held_signals():
                 shutil.rmtree(temporary, ignore_errors=True)
+        # A library's clean-up can hide the storage's error behind its own: matplotlib's
+        # PDF writer, whose write failed with ENOSPC, then fails closing its stream
+        # (AttributeError: 'Stream' object has no attribute 'pos'). The storage's error
+        # is in the chain, and it is the one to report.
+        if isinstance(error, Exception):
+            for cause in _chain(error):
+                if isinstance(cause, OSError) and (
+                    message := _written_error(cause, temporary, target)
+                ) is not None:
+                    raise message from None
         raise
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """The exceptions ``error`` was raised from or while handling, nearest first."""
+    seen = {id(error)}
+    while (error := error.__cause__ or error.__context__) is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
 
 
 @contextlib.contextmanager

@@ -119,6 +119,31 @@ def test_a_failed_command_leaves_the_old_output_and_no_temporary_folder(tmp_path
     assert tree(tmp_path) == before
 
 
+def test_a_storage_error_hidden_by_a_librarys_clean_up_is_the_one_reported(tmp_path):
+    """matplotlib's PDF writer, whose write failed with ENOSPC, then fails closing its stream
+    with AttributeError ('Stream' object has no attribute 'pos'): seen with a full disk. The
+    message names the output and the storage's error, as for any other write."""
+    with output_folder(tmp_path / "out", "analyze") as folder:
+        write(folder, {"a.csv": "old"})
+    before = tree(tmp_path)
+    with pytest.raises(InputError) as raised:
+        with output_folder(tmp_path / "out", "analyze", overwrite=True) as folder:
+            write(folder, {"a.csv": "half"})
+            try:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            except OSError:
+                raise AttributeError("'Stream' object has no attribute 'pos'")  # noqa: B904
+    assert str(raised.value) == (
+        f"{tmp_path / 'out'}: {os.strerror(errno.ENOSPC)} while writing; nothing was replaced"
+    )
+    assert tree(tmp_path) == before
+    # An error with no storage error behind it stays what it is.
+    with pytest.raises(AttributeError):
+        with output_folder(tmp_path / "out", "analyze", overwrite=True) as folder:
+            raise AttributeError("a bug")
+    assert tree(tmp_path) == before
+
+
 @pytest.mark.parametrize("exchange", [True, False])
 def test_replacing_without_renameat2_gives_the_same_result(tmp_path, monkeypatch, exchange):
     if not exchange:  # a system or file system without renameat2: two renames
