@@ -431,8 +431,10 @@ def with_exclusions(participants: pd.DataFrame, everyone: pd.DataFrame, consensu
     table = pd.concat([r for r in rows if len(r)], ignore_index=True)
     table["participant"] = table["participant"].astype(str)
     table = table.sort_values("participant", kind="stable", ignore_index=True)
-    rule = table["participant"].map({k: "; ".join(v) for k, v in exclusions.items()})
-    return table.assign(excluded=rule.notna(), exclusion_rule=rule.fillna(""))
+    rules = {label: "; ".join(texts) for label, texts in exclusions.items()}
+    labels = table["participant"]
+    return table.assign(excluded=labels.isin(list(rules)),
+                        exclusion_rule=[rules.get(label, "") for label in labels])  # fmt: skip
 
 
 def with_catch_scores(participants: pd.DataFrame, everyone: pd.DataFrame,
