@@ -406,6 +406,21 @@ def with_origins(participants: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFr
     )
 
 
+def with_session_status(participants: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
+    """The participant table with ``session_status`` last: the ``SessionStatus`` their
+    sessions' sidecars record (``complete``, ``incomplete``, ``timed_out``, ...; a
+    participant's several statuses sorted and joined by ``+``), empty where none records
+    one (``simulate``, a flat table, an import). A session that did not finish is read beside
+    its participant's numbers, not only in the sidecar."""
+    found: dict[str, set[str]] = {}
+    for label, status in ratings.attrs.get("provenance", Provenance()).statuses:
+        found.setdefault(label, set()).add(status)
+    labels = participants["participant"].astype(str)
+    return participants.assign(
+        session_status=["+".join(sorted(found.get(label, ()))) for label in labels]
+    )
+
+
 def without_excluded(ratings: pd.DataFrame, exclusions: Mapping[str, Sequence[str]]):
     """``ratings`` without the rows of the excluded participants, and without their
     labels among the categories: the table of a dataset whose excluded participants'
@@ -427,7 +442,8 @@ def with_exclusions(participants: pd.DataFrame, everyone: pd.DataFrame, consensu
         excluded = everyone[everyone["participant"].astype(str).isin(list(exclusions))].copy()
         excluded["participant"] = excluded["participant"].cat.remove_unused_categories()
         excluded = excluded[excluded["phase"] != "practice"]
-        rows.append(with_origins(participant_table(excluded, consensus.iloc[:0]), everyone))
+        table = with_origins(participant_table(excluded, consensus.iloc[:0]), everyone)
+        rows.append(with_session_status(table, everyone))
     table = pd.concat([r for r in rows if len(r)], ignore_index=True)
     table["participant"] = table["participant"].astype(str)
     table = table.sort_values("participant", kind="stable", ignore_index=True)
@@ -509,7 +525,9 @@ def _other_statistics(
     with progress.step("participants vs consensus, anchoring, bins"):
         consensus = participant_vs_consensus(ratings, alternative=options.alternative, cube=cube)
         consensus.to_csv(out / "consensus_tau.csv", index=False)
-        participants = with_origins(participant_table(ratings, consensus, cube=cube), ratings)
+        participants = with_session_status(
+            with_origins(participant_table(ratings, consensus, cube=cube), ratings), ratings
+        )
 
         anchoring = anchoring_consistency(ratings, alternative=options.alternative)
         anchoring.to_csv(out / "anchoring.csv", index=False)

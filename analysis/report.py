@@ -598,18 +598,25 @@ def _catch_text(participants: pd.DataFrame) -> str:
 
 def _participants(participants: pd.DataFrame) -> list[str]:
     has_origin = "origin" in participants
+    # Flagged where a session did not finish (a study whose every session finished, or whose
+    # sessions record no status, has no such column).
+    has_status = "session_status" in participants and bool(
+        (~participants["session_status"].fillna("").isin(["", "complete"])).any()
+    )
     has_exclusions = "exclusion_rule" in participants and bool(participants["excluded"].any())
     has_catch = "n_catch_failed" in participants
     rows = [
         (r.participant, r.n_trials, r.n_missing, f"{r.n_sketches_complete} of {r.n_sketches}",
          num(r.tau_b_median), num(r.tau_b_loo_median),
          *([_ORIGIN_WORDS.get(r.origin, r.origin)] if has_origin else []),
+         *([_session_words(r.session_status)] if has_status else []),
          *([r.exclusion_rule or ""] if has_exclusions else []),
          *([f"{r.n_catch_passed} / {r.n_catch_failed} / {r.n_catch_missing}"]
            if has_catch else []))
         for r in participants.itertuples()
     ]  # fmt: skip
     header = (_PARTICIPANT_HEADER + (("origin",) if has_origin else ())
+              + (("session",) if has_status else ())
               + (("excluded by",) if has_exclusions else ())
               + (("catch pairs passed / failed / missing",) if has_catch else ()))  # fmt: skip
     return [
@@ -618,7 +625,10 @@ def _participants(participants: pd.DataFrame) -> list[str]:
         "which they rated every image (those their ratings enter Kendall's W for); and the "
         "median over the sketches of their tau_b against the consensus, inclusive (as in the "
         "paper) and leave-one-out. All of it in <code>participants.csv</code>."
-        f"{_origin_text(participants)}{_catch_text(participants)}</p>",
+        f"{_origin_text(participants)}{_catch_text(participants)}"
+        + (" A session that did not finish is flagged under <em>session</em>." if has_status
+           else "")
+        + "</p>",
         collapsed(
             counted(len(rows), "participant"),
             table(header, rows, classes=_TEXT_AT_0),
@@ -626,6 +636,13 @@ def _participants(participants: pd.DataFrame) -> list[str]:
             n=len(rows),
         ),
     ]
+
+
+def _session_words(status) -> str:
+    """A session status as the participants table flags it: empty for a finished session
+    (or none recorded), the status in words otherwise ("incomplete", "timed out")."""
+    status = "" if pd.isna(status) else str(status)
+    return "" if status in ("", "complete") else status.replace("_", " ")
 
 
 #: A paper-sized study's participants are listed open; a crowd's fold away.

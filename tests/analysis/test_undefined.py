@@ -6,7 +6,9 @@ denominator in ``summary.json`` must equal a count made here independently: the 
 consensus comparisons are enumerated with pandas and each test is
 ``scipy.stats.kendalltau(method="asymptotic")``, which gives NaN for a constant side;
 Kendall's W and the Skillings-Mack test are counted from their rules (at least two
-participants who rated every image, resp. at least two ratings). Nothing undefined may be
+participants who rated every image, resp. at least two ratings), and a sketch's
+Krippendorff's alpha is defined where the ``krippendorff`` package computes one (it refuses
+a sketch with no image rated twice, or one value only). Nothing undefined may be
 counted significant, and every undefined row of a table must say why.
 """
 
@@ -17,6 +19,7 @@ import re
 import warnings
 from itertools import combinations
 
+import krippendorff
 import numpy as np
 import pandas as pd
 from hypothesis import HealthCheck, given, settings
@@ -69,7 +72,7 @@ def _tau_p(x, y) -> float:
 def _oracle(table: pd.DataFrame) -> dict:
     """Every family's (defined, significant, undefined) counted from the rules, not our code."""
     counts = {name: [0, 0, 0] for name in ("pairwise", "consensus", "consensus_loo")}
-    w_defined = w_undefined = sm_defined = sm_undefined = 0
+    w_defined = w_undefined = sm_defined = sm_undefined = alpha_defined = alpha_undefined = 0
 
     def count(name, p):
         if np.isnan(p):
@@ -100,8 +103,16 @@ def _oracle(table: pd.DataFrame) -> dict:
         sm_ok = ((~np.isnan(matrix)).sum(axis=1) >= 2).sum() >= 2
         sm_defined += sm_ok
         sm_undefined += not sm_ok
+        try:
+            alpha_ok = bool(np.isfinite(krippendorff.alpha(reliability_data=matrix,
+                                                            level_of_measurement="ordinal")))
+        except ValueError:  # no unit with two values, or one value in the domain
+            alpha_ok = False
+        alpha_defined += alpha_ok
+        alpha_undefined += not alpha_ok
     return {**{k: tuple(v) for k, v in counts.items()}, "kendall_w": (w_defined, w_undefined),
-            "skillings_mack": (sm_defined, sm_undefined)}  # fmt: skip
+            "skillings_mack": (sm_defined, sm_undefined),
+            "alpha": (alpha_defined, alpha_undefined)}  # fmt: skip
 
 
 @settings(max_examples=20, deadline=None,
@@ -128,6 +139,9 @@ def test_shares_count_only_defined_tests(tmp_path_factory, table):
     assert sm["n_significant"] <= sm["n_sketches"]
     if w["n_defined"]:
         assert w["n_raters_min"] >= 2  # no W over one participant
+    alpha = summary.get("krippendorff_alpha")
+    if alpha:
+        assert alpha["ordinal"]["by_sketch"]["n_undefined"] == expected["alpha"][1]
 
     # Every undefined row is empty and names its reason; nothing undefined is significant.
     consensus = pd.read_csv(out / "consensus_tau.csv", keep_default_na=False, na_values=[""],
@@ -142,6 +156,8 @@ def test_shares_count_only_defined_tests(tmp_path_factory, table):
     agreement = pd.read_csv(out / "kendall_w.csv", keep_default_na=False, na_values=[""],
                             dtype={"w_reason": str, "alpha_reason": str,
                                    "skillings_mack_reason": str})  # fmt: skip
+    alpha_by_sketch = agreement["alpha_ordinal"].notna()
+    assert (alpha_by_sketch.sum(), (~alpha_by_sketch).sum()) == expected["alpha"]
     for value, reason in (("w", "w_reason"), ("alpha_ordinal", "alpha_reason"),
                           ("skillings_mack_p_value", "skillings_mack_reason")):  # fmt: skip
         assert ((agreement[reason].fillna("") != "") == agreement[value].isna()).all(), reason
