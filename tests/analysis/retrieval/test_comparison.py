@@ -5,6 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.stats
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from sbir_study.analysis.retrieval.comparison import (
     bootstrap_mean,
@@ -99,3 +101,24 @@ def test_compare_systems_holm_and_wilcoxon():
     same = pd.concat([per_sketch, same[same["system"] == "d"]])
     cd = compare_systems(same, n_resamples=1_000).query("system_a == 'c' and system_b == 'd'")
     assert cd["wilcoxon_p_value"].iloc[0] == 1.0 and cd["permutation_p_value"].iloc[0] == 1.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    values=st.lists(st.floats(-1, 1, allow_nan=False), min_size=2, max_size=40),
+    seed=st.integers(0, 2**32 - 1),
+    n_resamples=st.integers(50, 3000),
+    confidence=st.sampled_from([0.9, 0.95, 0.99]),
+)
+def test_bootstrap_interval_is_scipys(values, seed, n_resamples, confidence):
+    """bootstrap_mean's percentile interval is scipy.stats.bootstrap's with the same seed
+    (the same draws; the means summed in another order)."""
+    values = np.asarray(values)
+    assume(np.ptp(values) > 0)
+    result = bootstrap_mean(values, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    interval = scipy.stats.bootstrap(
+        (values,), np.mean, confidence_level=confidence, n_resamples=n_resamples,
+        method="percentile", rng=np.random.default_rng(seed),
+    ).confidence_interval  # fmt: skip
+    assert (result.ci_low, result.ci_high) == pytest.approx((interval.low, interval.high),
+                                                            rel=1e-12, abs=1e-14)  # fmt: skip
