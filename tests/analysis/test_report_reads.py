@@ -27,7 +27,7 @@ from sbir_study.analysis.figures import (
 )
 from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings
 from sbir_study.analysis.report import counted
-from tests.helpers import run_cli
+from tests.helpers import run_cli, run_main
 
 
 class _Tables(HTMLParser):
@@ -76,14 +76,15 @@ def test_a_count_agrees_with_its_number(n):
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    """A simulated BIDS study of 5 participants and its analysis, twice (determinism)."""
+    """A simulated BIDS study of 5 participants and its analysis, twice (determinism): once
+    in this process, once in a fresh one."""
     root = tmp_path_factory.mktemp("reads")
-    result = run_cli("simulate", "--out", str(root / "data"), "--participants", "5",
-                     "--sketches", "4", "--images", "8", "--seed", "2")  # fmt: skip
+    result = run_main("simulate", "--out", str(root / "data"), "--participants", "5",
+                      "--sketches", "4", "--images", "8", "--seed", "2")  # fmt: skip
     assert result.returncode == 0, result.stderr
-    for out in ("analysis", "again"):
-        result = run_cli("analyze", str(root / "data"), "--out", str(root / out),
-                         "--bootstrap", "50", "--permutations", "20")  # fmt: skip
+    for out, run in (("analysis", run_main), ("again", run_cli)):
+        result = run("analyze", str(root / "data"), "--out", str(root / out),
+                     "--bootstrap", "50", "--permutations", "20")  # fmt: skip
         assert result.returncode == 0, result.stderr
     return root
 
