@@ -39,6 +39,7 @@ LONGEST_FIRST = (
     "tests/test_docs.py",
     "tests/study/online/test_online_load.py",
     "tests/analysis/test_report_print.py",
+    "tests/analysis/test_report_reads.py",
 )
 
 
