@@ -116,7 +116,7 @@ def process_changes(before: dict, after: dict) -> list[str]:
     return changes
 
 
-def run_main(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None):
+def run_main(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None):
     """``sbir-study ARGS`` in this process, through :func:`sbir_study.cli.main`.
 
     Gives what :func:`run_cli` gives for a fresh process (exit status, stdout, stderr, as a
@@ -140,7 +140,7 @@ def run_main(*args: str, cwd: Path | None = None, env: dict[str, str] | None = N
         before = process_state()
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             try:
-                status = main(list(args))
+                status = main([str(arg) for arg in args])  # paths as the shell passes them
             except SystemExit as ended:  # argparse's own exit, as sys.exit(main()) ends
                 code = ended.code
                 status = code if isinstance(code, int) else 0 if code is None else 1

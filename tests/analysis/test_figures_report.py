@@ -21,7 +21,7 @@ from sbir_study.analysis.pipeline import (
     sketch_agreement,
 )
 from sbir_study.foundation.html import share
-from tests.helpers import assert_input_error, run_cli
+from tests.helpers import assert_input_error, run_main
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -201,9 +201,9 @@ def test_fig6_draws_the_papers_statistic_and_leave_one_out():
 
 def test_simulated_input_is_labelled_at_the_top(tmp_path):
     data = tmp_path / "data"
-    run_cli("simulate", "--out", str(data), "--participants", "4", "--sketches", "3",
+    run_main("simulate", "--out", str(data), "--participants", "4", "--sketches", "3",
             "--images", "8", "--seed", "1")  # fmt: skip
-    result = run_cli("analyze", str(data), "--out", str(tmp_path / "out"))
+    result = run_main("analyze", str(data), "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
     page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     body = page[page.index("<body>") :]
@@ -215,7 +215,7 @@ def test_pilot_is_drawn_beside_the_final_study(small_study, tmp_path):
     root, _ = small_study
     pilot, _ = simulate_study(StudyDesign(participants=3, sketches=5, images_per_sketch=10), seed=9)
     pilot.to_csv(tmp_path / "pilot.csv", index=False, na_rep="n/a")
-    result = run_cli("analyze", str(root / "ratings.csv"), "--out", str(tmp_path / "out"),
+    result = run_main("analyze", str(root / "ratings.csv"), "--out", str(tmp_path / "out"),
                      "--pilot", str(tmp_path / "pilot.csv"))  # fmt: skip
     assert result.returncode == 0, result.stderr
     table = pd.read_csv(tmp_path / "out" / "rating_distribution.csv")
@@ -237,12 +237,12 @@ def test_stimuli_thumbnails_and_missing_manifest(small_study, tmp_path):
         imsave(stimuli / "sketches" / f"{sketch}.png", np.eye(16), cmap="gray")
         imsave(stimuli / "images" / sketch / "i1.png", np.eye(16)[::-1], cmap="gray")
     import_set(stimuli, anchors=AnchorDesign(sketches=0))
-    result = run_cli("analyze", str(root / "ratings.csv"), "--out", str(tmp_path / "out"),
+    result = run_main("analyze", str(root / "ratings.csv"), "--out", str(tmp_path / "out"),
                      "--stimuli", str(stimuli))  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "out" / "figures" / "fig9_extremes.png").exists()
 
-    result = run_cli("analyze", str(root / "ratings.csv"), "--out", str(tmp_path / "out2"),
+    result = run_main("analyze", str(root / "ratings.csv"), "--out", str(tmp_path / "out2"),
                      "--stimuli", str(tmp_path / "nowhere"))  # fmt: skip
     assert_input_error(result, "nowhere", "no such folder; expected a stimulus set")
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from sbir_study.analysis import AnalysisOptions, analyze_ratings, inter_user_tau_pairs
 from sbir_study.analysis.simulate import StudyDesign, simulate_study
 from sbir_study.foundation.checks import InputError
-from tests.helpers import run_cli
+from tests.helpers import run_main
 
 
 def crowd(participants: int, sketches: int, images: int, seed: int, missing: float = 0.05):
@@ -167,18 +167,18 @@ def test_the_default_leaves_a_paper_sized_study_whole(study, tmp_path):
 def test_the_command_line_option(study, tmp_path):
     table = tmp_path / "ratings.csv"
     study.to_csv(table, index=False)
-    done = run_cli("analyze", str(table), "--out", str(tmp_path / "a"), "--no-figures",
+    done = run_main("analyze", str(table), "--out", str(tmp_path / "a"), "--no-figures",
                    "--pairwise-raters", "4")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert json.loads((tmp_path / "a" / "summary.json").read_text())["pairwise_raters"]["max"] == 4
-    done = run_cli("analyze", str(table), "--out", str(tmp_path / "b"), "--no-figures",
+    done = run_main("analyze", str(table), "--out", str(tmp_path / "b"), "--no-figures",
                    "--pairwise-raters", "ALL")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert (
         json.loads((tmp_path / "b" / "summary.json").read_text())["pairwise_raters"]["max"] is None
     )
     for bad in ("1", "x", "2.5", ""):
-        done = run_cli("analyze", str(table), "--out", str(tmp_path / "c"), "--no-figures",
+        done = run_main("analyze", str(table), "--out", str(tmp_path / "c"), "--no-figures",
                        "--pairwise-raters", bad)  # fmt: skip
         assert done.returncode == 2
         lines = done.stderr.strip().splitlines()

@@ -14,7 +14,7 @@ from sbir_study.analysis import (
 )
 from sbir_study.analysis.simulate import StudyDesign
 from sbir_study.foundation.checks import InputError
-from tests.helpers import assert_input_error, run_cli
+from tests.helpers import assert_input_error, run_main
 
 HEADER = "participant,sketch_id,image_id,phase,rating,rt,anchor_rating,trial\n"
 GOOD_ROWS = "01,s1,a,main,2,1.2,n/a,1\n01,s1,b,main,5,0.9,n/a,2\n"
@@ -59,7 +59,7 @@ GOOD_ROWS = "01,s1,a,main,2,1.2,n/a,1\n01,s1,b,main,5,0.9,n/a,2\n"
 def test_bad_table_exits_2_naming_the_place(tmp_path, content, fragments):
     table = tmp_path / "ratings.csv"
     table.write_text(content, encoding="utf-8")
-    result = run_cli("analyze", str(table), "--out", str(tmp_path / "out"))
+    result = run_main("analyze", str(table), "--out", str(tmp_path / "out"))
     assert_input_error(result, str(table), *fragments)
     assert not (tmp_path / "out" / "summary.json").exists()
 
@@ -70,19 +70,19 @@ def test_not_utf8_names_the_line(tmp_path):
         (HEADER + GOOD_ROWS).encode() + "01,s1,caf\xe9,main,3,1,n/a,3\n".encode("latin-1")
     )
     assert_input_error(
-        run_cli("analyze", str(table), "--out", str(tmp_path / "out")),
+        run_main("analyze", str(table), "--out", str(tmp_path / "out")),
         str(table), "line 4", "not UTF-8",
     )  # fmt: skip
 
 
 def test_missing_path_and_empty_dataset(tmp_path):
     assert_input_error(
-        run_cli("analyze", str(tmp_path / "nothing.csv"), "--out", str(tmp_path / "o")),
+        run_main("analyze", str(tmp_path / "nothing.csv"), "--out", str(tmp_path / "o")),
         "nothing.csv", "no such file",
     )  # fmt: skip
     (tmp_path / "dataset").mkdir()
     assert_input_error(
-        run_cli("analyze", str(tmp_path / "dataset"), "--out", str(tmp_path / "o")),
+        run_main("analyze", str(tmp_path / "dataset"), "--out", str(tmp_path / "o")),
         "dataset", "no sub-*/beh/*_beh.tsv",
     )  # fmt: skip
 
@@ -150,9 +150,8 @@ def test_the_libraries_that_ran_the_sessions_reach_the_summary(small_dataset, tm
         path.write_text(json.dumps(content))
     ratings = load_ratings(small_dataset)
     assert ratings.attrs["provenance"].session_software == (("psychopy", "2025.1.0, 2025.2.1"),)
-    assert (
-        run_cli("analyze", small_dataset, "--out", tmp_path / "out", "--no-figures").returncode == 0
-    )
+    result = run_main("analyze", small_dataset, "--out", tmp_path / "out", "--no-figures")
+    assert result.returncode == 0, result.stderr
     software = json.loads((tmp_path / "out" / "summary.json").read_text())["software"]
     assert software["psychopy (sessions)"] == "2025.1.0, 2025.2.1"
     assert "numpy" in software and "numpy (sessions)" not in software
@@ -174,7 +173,7 @@ def test_cut_off_last_line_is_dropped_with_a_warning(small_dataset):
 def test_cut_off_line_through_the_cli(small_dataset, tmp_path):
     path = next(small_dataset.glob("sub-01/beh/*_beh.tsv"))
     path.write_text(path.read_text()[:-7])
-    result = run_cli("analyze", str(small_dataset), "--out", str(tmp_path / "out"))
+    result = run_main("analyze", str(small_dataset), "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
     assert "warning" in result.stderr and str(path) in result.stderr
 
@@ -185,7 +184,7 @@ def test_bids_participant_must_match_file_label(small_dataset, tmp_path):
     text[5] = text[5].replace("03", "01", 1)
     path.write_text("\n".join(text))
     assert_input_error(
-        run_cli("analyze", str(small_dataset), "--out", str(tmp_path / "out")),
+        run_main("analyze", str(small_dataset), "--out", str(tmp_path / "out")),
         str(path), "line 6", "'participant'", "expected '03'",
     )  # fmt: skip
 
@@ -196,5 +195,5 @@ def test_duplicate_across_bids_files_names_both(small_dataset, tmp_path):
     session.mkdir(parents=True)
     copy = session / "sub-01_ses-2_task-sbirrating_beh.tsv"
     copy.write_text(first.read_text())
-    result = run_cli("analyze", str(small_dataset), "--out", str(tmp_path / "out"))
+    result = run_main("analyze", str(small_dataset), "--out", str(tmp_path / "out"))
     assert_input_error(result, "twice", str(first))

@@ -18,7 +18,7 @@ from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.scale import Scale
 from sbir_study.stimuli import AnchorDesign, SetDesign, generate_set, load_set, read_manifest
 from sbir_study.stimuli.manifest import read_checksums, write_checksums
-from tests.helpers import run_cli
+from tests.helpers import run_main
 
 SMALL = {"sketches": 1, "images_per_sketch": 2, "anchor_sketches": 2, "width": 64,
          "height": 64}  # fmt: skip
@@ -69,14 +69,14 @@ def test_generate_refuses_more_anchor_images_than_points(tmp_path):
 
 
 def test_generate_scale_on_the_command_line(tmp_path):
-    result = run_cli("stimuli", "generate", "--out", str(tmp_path / "set"), "--sketches", "1",
+    result = run_main("stimuli", "generate", "--out", str(tmp_path / "set"), "--sketches", "1",
                      "--images", "2", "--anchor-sketches", "1", "--anchor-images", "9",
                      "--scale", "1-9:high-is-best", "--width", "64", "--height", "64")  # fmt: skip
     assert result.returncode == 0, result.stderr
     manifest = read_manifest(tmp_path / "set")
     assert sorted(manifest.loc[manifest["role"] == "anchor", "anchor_rating"].astype(int)) == list(
         range(1, 10))  # fmt: skip
-    assert run_cli("stimuli", "validate", str(tmp_path / "set"), "--anchor-sketches", "1",
+    assert run_main("stimuli", "validate", str(tmp_path / "set"), "--anchor-sketches", "1",
                    "--anchor-images", "9", "--no-open").returncode == 0  # fmt: skip
 
 

@@ -11,7 +11,7 @@ from scipy import ndimage, stats
 from sbir_study.stimuli import SetDesign, generate_set, read_manifest, set_digest
 from sbir_study.stimuli.manifest import read_checksums
 from tests.helpers import SMALL_SET as SMALL
-from tests.helpers import assert_input_error, run_cli
+from tests.helpers import assert_input_error, run_main
 
 
 def test_generate_is_reproducible_byte_for_byte(small_set, tmp_path):
@@ -88,7 +88,7 @@ def test_latent_similarity_is_monotone_with_an_image_distance(tmp_path):
 
 
 def test_generate_refuses_a_folder_that_is_not_empty(small_set):
-    result = run_cli("stimuli", "generate", "--out", str(small_set))
+    result = run_main("stimuli", "generate", "--out", str(small_set))
     assert_input_error(result, str(small_set), "exists", "pass --overwrite")
-    result = run_cli("stimuli", "generate", "--out", str(small_set) + "x", "--anchor-images", "9")
+    result = run_main("stimuli", "generate", "--out", str(small_set) + "x", "--anchor-images", "9")
     assert_input_error(result, "--anchor-images", "2..7")

@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from sbir_study.stimuli import import_set, read_manifest
-from tests.helpers import assert_input_error, run_cli
+from tests.helpers import assert_input_error, run_main
 
 
 def _lab_folder(root, sketches=("duck", "tower"), images=3):
@@ -33,7 +33,7 @@ def test_import_writes_manifest_and_checksums_without_touching_the_files(tmp_pat
         }
     ).to_csv(folder / "anchors.csv", index=False)
     before = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in folder.rglob("*.*")}
-    result = run_cli("stimuli", "import", str(folder), "--anchor-sketches", "1")
+    result = run_main("stimuli", "import", str(folder), "--anchor-sketches", "1")
     assert result.returncode == 0, result.stderr
     assert "2 sketches, 14 images, anchors 1 sketches x 7 images" in result.stdout
     assert before == {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in before}
@@ -44,7 +44,7 @@ def test_import_writes_manifest_and_checksums_without_touching_the_files(tmp_pat
     check = subprocess.run(["sha256sum", "--check", "--quiet", "SHA256SUMS"], cwd=folder)
     assert check.returncode == 0
     # Importing again needs --overwrite; with it, new images are picked up.
-    assert_input_error(run_cli("stimuli", "import", str(folder)), "manifest.csv", "--overwrite")
+    assert_input_error(run_main("stimuli", "import", str(folder)), "manifest.csv", "--overwrite")
     Image.new("RGB", (40, 30)).save(folder / "images" / "duck" / "duck-new.png")
     again = import_set(folder, overwrite=True)
     assert len(pd.read_csv(again)) == 22
@@ -73,7 +73,7 @@ def test_import_writes_manifest_and_checksums_without_touching_the_files(tmp_pat
 def test_import_errors(tmp_path, damage, fragments):
     folder = _lab_folder(tmp_path / "lab")
     damage(folder)
-    result = run_cli("stimuli", "import", str(folder), "--anchor-sketches", "0")
+    result = run_main("stimuli", "import", str(folder), "--anchor-sketches", "0")
     assert_input_error(result, *fragments)
     assert not (folder / "manifest.csv").exists()
 
@@ -81,6 +81,6 @@ def test_import_errors(tmp_path, damage, fragments):
 def test_import_names_the_validation_problems(tmp_path):
     folder = _lab_folder(tmp_path / "lab")
     (folder / "images" / "duck" / "duck-1.jpg").write_bytes(b"broken")
-    result = run_cli("stimuli", "import", str(folder), "--anchor-sketches", "0")
+    result = run_main("stimuli", "import", str(folder), "--anchor-sketches", "0")
     assert result.returncode == 2
     assert "duck-1.jpg: cannot be read as an image" in result.stderr

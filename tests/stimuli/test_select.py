@@ -21,7 +21,7 @@ from sbir_study.stimuli import (
     set_digest,
 )
 from sbir_study.stimuli.select import quotas, rating_counts, sketch_spread
-from tests.helpers import run_cli
+from tests.helpers import run_main
 
 
 def _pool_and_pilot(ratings_by_sketch, participants=2):
@@ -178,7 +178,7 @@ def test_quotas_are_as_even_as_the_candidates_allow(available, total, seed):
 def test_select_end_to_end_is_closer_to_uniform_than_the_pool(tmp_path):
     design = SetDesign(sketches=12, images_per_sketch=40, width=64, height=64, role="candidate")
     pool = generate_set(tmp_path / "pool", design, seed=2)
-    result = run_cli(
+    result = run_main(
         "simulate",
         "--stimuli",
         str(pool),
@@ -195,10 +195,10 @@ def test_select_end_to_end_is_closer_to_uniform_than_the_pool(tmp_path):
     pilot = load_ratings(tmp_path / "pilot")
     assert set(pilot["phase"].astype(str)) == {"main"}
     out = tmp_path / "selected"
-    result = run_cli("stimuli", "select", str(pool), str(tmp_path / "pilot"), "--out", str(out),
+    result = run_main("stimuli", "select", str(pool), str(tmp_path / "pilot"), "--out", str(out),
                      "--sketches", "8", "--images", "14", "--seed", "1")  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert run_cli("stimuli", "validate", str(out)).returncode == 0
+    assert run_main("stimuli", "validate", str(out)).returncode == 0
 
     manifest = read_manifest(out)
     main = manifest[manifest["role"] == "main"]

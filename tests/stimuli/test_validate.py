@@ -20,7 +20,7 @@ from sbir_study.stimuli import (
     write_checksums,
 )
 from sbir_study.stimuli.manifest import read_checksums
-from tests.helpers import run_cli
+from tests.helpers import run_main
 
 
 def resum(folder):
@@ -49,7 +49,7 @@ def assert_problems(result, *fragments, lines=None):
 
 
 def test_a_generated_set_validates_and_sha256sum_agrees(small_set):
-    result = run_cli("stimuli", "validate", str(small_set))
+    result = run_main("stimuli", "validate", str(small_set))
     assert result.returncode == 0, result.stderr
     assert "3 sketches, 18 images, anchors 3 sketches x 7 images" in result.stdout
     # Independent check with GNU coreutils: every listed file matches ...
@@ -79,7 +79,7 @@ def test_every_file_is_listed_and_the_digest_follows_any_change(set_copy):
 def test_missing_image(set_copy):
     path = read_manifest(set_copy)["image_path"].iloc[3]
     (set_copy / path).unlink()
-    result = run_cli("stimuli", "validate", str(set_copy))
+    result = run_main("stimuli", "validate", str(set_copy))
     assert_problems(result, f"{path}: no such file (manifest line 5, image_path)")
 
 
@@ -87,26 +87,26 @@ def test_unreadable_image(set_copy):
     path = read_manifest(set_copy)["image_path"].iloc[0]
     (set_copy / path).write_bytes(b"not a JPEG at all")
     resum(set_copy)
-    result = run_cli("stimuli", "validate", str(set_copy))
+    result = run_main("stimuli", "validate", str(set_copy))
     assert_problems(result, f"{path}: cannot be read as an image", "manifest line 2", lines=1)
 
 
 def test_checksum_mismatch(set_copy):
     path = read_manifest(set_copy)["sketch_path"].iloc[-1]
     Image.new("L", (96, 72), 255).save(set_copy / path)  # a valid image, but not the listed one
-    result = run_cli("stimuli", "validate", str(set_copy))
+    result = run_main("stimuli", "validate", str(set_copy))
     assert_problems(result, f"{path}: checksum mismatch", lines=1)
 
 
 def test_missing_checksums_file(set_copy):
     (set_copy / "SHA256SUMS").unlink()
-    result = run_cli("stimuli", "validate", str(set_copy))
+    result = run_main("stimuli", "validate", str(set_copy))
     assert_problems(result, "SHA256SUMS: no such file", lines=1)
 
 
 def test_duplicate_pair(set_copy):
     edit_manifest(set_copy, lambda m: pd.concat([m, m.iloc[[24]]], ignore_index=True))
-    result = run_cli("stimuli", "validate", str(set_copy))
+    result = run_main("stimuli", "validate", str(set_copy))
     row = read_manifest(set_copy).iloc[24]
     assert_problems(result, f"line 41: duplicate pair ({row.sketch_id}, {row.image_id}); first "
                     "on line 26", lines=1)  # fmt: skip
@@ -127,7 +127,7 @@ def test_unsafe_paths(set_copy, bad_path, expected):
         return m
 
     edit_manifest(set_copy, change)
-    result = run_cli("stimuli", "validate", str(set_copy))
+    result = run_main("stimuli", "validate", str(set_copy))
     assert_problems(result, f"line 32: image_path {bad_path!r}", expected, lines=1)
 
 
@@ -143,21 +143,21 @@ def test_symlink_out_of_the_set(set_copy, tmp_path):
 
     edit_manifest(set_copy, change)
     write_checksums(set_copy, [*read_checksums(set_copy)[0], "images/s01/linked.png"])
-    result = run_cli("stimuli", "validate", str(set_copy))
+    result = run_main("stimuli", "validate", str(set_copy))
     assert_problems(result, "line 23: image_path 'images/s01/linked.png'", "outside the set",
                     lines=1)  # fmt: skip
 
 
 def test_anchor_block_not_whole(set_copy):
     edit_manifest(set_copy, lambda m: m.drop(index=9))  # the third image of the second anchor
-    result = run_cli("stimuli", "validate", str(set_copy))
+    result = run_main("stimuli", "validate", str(set_copy))
     assert_problems(result, "anchor sketch a02 has images rated 1, 2, 4, 5, 6, 7; expected one "
                     "each rated 1, 2, 3, 4, 5, 6, 7", lines=1)  # fmt: skip
     # The size of a whole block is configurable: a set without anchoring validates with 0.
     edit_manifest(set_copy, lambda m: m[m["role"] != "anchor"])
-    assert_problems(run_cli("stimuli", "validate", str(set_copy)),
+    assert_problems(run_main("stimuli", "validate", str(set_copy)),
                     "anchor block has 0 sketches; expected 3", lines=1)  # fmt: skip
-    result = run_cli("stimuli", "validate", "--anchor-sketches", "0", str(set_copy))
+    result = run_main("stimuli", "validate", "--anchor-sketches", "0", str(set_copy))
     assert result.returncode == 0, result.stderr
     assert "no anchors" in result.stdout
 
@@ -175,7 +175,7 @@ def test_sketch_without_images(set_copy):
         return pd.concat([m, extra], ignore_index=True)  # fmt: skip
 
     edit_manifest(set_copy, change)
-    result = run_cli("stimuli", "validate", str(set_copy))
+    result = run_main("stimuli", "validate", str(set_copy))
     assert_problems(result, "line 41: sketch s99 has no images", lines=1)
 
 
@@ -183,7 +183,7 @@ def test_many_problems_one_line_each_and_load_set_names_the_first(set_copy):
     manifest = read_manifest(set_copy)
     for path in manifest["image_path"].iloc[21:24]:
         (set_copy / path).unlink()
-    result = run_cli("stimuli", "validate", str(set_copy))
+    result = run_main("stimuli", "validate", str(set_copy))
     assert_problems(result, *manifest["image_path"].iloc[21:24])
     with pytest.raises(InputError, match="more problems; sbir-study stimuli validate"):
         from sbir_study.stimuli import load_set
@@ -193,12 +193,12 @@ def test_many_problems_one_line_each_and_load_set_names_the_first(set_copy):
 
 def test_bad_manifest_header_and_roles(set_copy):
     edit_manifest(set_copy, lambda m: m.assign(role=np.where(m.index == 25, "mian", m["role"])))
-    assert_problems(run_cli("stimuli", "validate", str(set_copy)),
+    assert_problems(run_main("stimuli", "validate", str(set_copy)),
                     "line 27: role 'mian': expected one of main, anchor, candidate")  # fmt: skip
     edit_manifest(set_copy, lambda m: m.drop(columns="sketch_path"))
-    assert_problems(run_cli("stimuli", "validate", str(set_copy)),
+    assert_problems(run_main("stimuli", "validate", str(set_copy)),
                     "line 1: missing column 'sketch_path'", lines=1)  # fmt: skip
-    assert_problems(run_cli("stimuli", "validate", str(set_copy / "nowhere")),
+    assert_problems(run_main("stimuli", "validate", str(set_copy / "nowhere")),
                     "no such folder", lines=1)  # fmt: skip
 
 
