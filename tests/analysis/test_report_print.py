@@ -179,6 +179,26 @@ def _chromium():
     return chromium(width=1200, height=1000)
 
 
+def _printed_pdf(driver) -> bytes:
+    """The open page as Chromium prints it (its own page size, backgrounds included)."""
+    return base64.b64decode(
+        driver.execute_cdp_cmd(
+            "Page.printToPDF", {"preferCSSPageSize": True, "printBackground": True}
+        )["data"]
+    )
+
+
+def _print(page, pdf):
+    """Print the HTML file ``page`` with Chromium into ``pdf``; return ``pdf``."""
+    driver = _chromium()
+    try:
+        driver.get(page.as_uri())
+        pdf.write_bytes(_printed_pdf(driver))
+    finally:
+        driver.quit()
+    return pdf
+
+
 def _print_layout(driver, page) -> dict:
     """Open ``page`` laid out for print on an A4 page's width; measure what overflows."""
     driver.get(page.as_uri())
@@ -208,11 +228,7 @@ def test_report_prints_on_a4_with_nothing_cut_off(reports, report, tmp_path):
     driver = _chromium()
     try:
         layout = _print_layout(driver, reports / report / "report.html")
-        pdf = base64.b64decode(
-            driver.execute_cdp_cmd(
-                "Page.printToPDF", {"preferCSSPageSize": True, "printBackground": True}
-            )["data"]
-        )
+        pdf = _printed_pdf(driver)
     finally:
         driver.quit()
     assert layout["width"] == round(A4_CONTENT_PX)
@@ -270,18 +286,7 @@ def test_printed_analysis_keeps_tables_whole(reports, tmp_path):
     assert n_tables >= 5
     copy = tmp_path / "report-marked.html"  # self-contained: its figures are embedded
     copy.write_text(marked, encoding="utf-8")
-    driver = _chromium()
-    try:
-        driver.get(copy.as_uri())
-        pdf = base64.b64decode(
-            driver.execute_cdp_cmd(
-                "Page.printToPDF", {"preferCSSPageSize": True, "printBackground": True}
-            )["data"]
-        )
-    finally:
-        driver.quit()
-    (tmp_path / "report.pdf").write_bytes(pdf)
-    pages = _pages_text(tmp_path / "report.pdf")
+    pages = _pages_text(_print(copy, tmp_path / "report.pdf"))
     assert len(pages) >= 2
     # The last page holds more than the software table: its section, heading and all.
     assert "Inputs and software" in pages[-1]
@@ -312,18 +317,7 @@ def test_a_table_that_fits_a_page_is_never_split(tmp_path):
     spacer = '<div style="height: 250mm">spacer</div>'
     parts = [*page_head("split"), spacer, table(["first", "second"], rows), "</body></html>"]
     page.write_text("\n".join(parts), encoding="utf-8")
-    driver = _chromium()
-    try:
-        driver.get(page.as_uri())
-        pdf = base64.b64decode(
-            driver.execute_cdp_cmd(
-                "Page.printToPDF", {"preferCSSPageSize": True, "printBackground": True}
-            )["data"]
-        )
-    finally:
-        driver.quit()
-    (tmp_path / "page.pdf").write_bytes(pdf)
-    pages = _pages_text(tmp_path / "page.pdf")
+    pages = _pages_text(_print(page, tmp_path / "page.pdf"))
     assert len(pages) == 2
     assert "spacer" in pages[0] and "row" not in pages[0]
     assert re.findall(r"row\d+", pages[1]) == [name for name, _ in rows], pages
