@@ -269,3 +269,18 @@ def toml_text(settings: dict) -> str:
         if isinstance(values, dict):
             lines += [f"[{table}]", *(f"{k} = {toml_value(v)}" for k, v in values.items())]
     return "\n".join(lines) + "\n"
+
+
+def analysed_simulation(root: Path, *, participants: int, sketches: int, images: int,
+                        seed: int) -> Path:  # fmt: skip
+    """A simulated study's flat table (``root/ratings.csv``) and analyze's files for it
+    (``root/analysis``, no figures, no resampling); returns ``root``."""
+    from sbir_study.analysis import StudyDesign, analyze_ratings, load_ratings, simulate_study
+    from sbir_study.analysis.pipeline import AnalysisOptions
+
+    design = StudyDesign(participants=participants, sketches=sketches, images_per_sketch=images)
+    trials, _ = simulate_study(design, seed=seed)
+    trials.to_csv(root / "ratings.csv", index=False, na_rep="n/a")
+    analyze_ratings(load_ratings(root / "ratings.csv"), root / "analysis",
+                    AnalysisOptions(bootstrap=0, permutations=0), figures=False)  # fmt: skip
+    return root

@@ -13,8 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from sbir_study.analysis import StudyDesign, analyze_ratings, load_ratings, simulate_study
-from sbir_study.analysis.pipeline import AnalysisOptions
 from sbir_study.analysis.retrieval.baseline import write_trec_run
 from sbir_study.analysis.retrieval.comparison import compare_systems
 from sbir_study.analysis.retrieval.evaluation import (
@@ -24,6 +22,7 @@ from sbir_study.analysis.retrieval.evaluation import (
     write_evaluation,
 )
 from sbir_study.foundation.checks import InputError
+from tests.helpers import analysed_simulation
 
 FAST = dict(bootstrap=200, permutations=200, cutoffs=(5, 10))
 
@@ -33,11 +32,7 @@ def study(tmp_path_factory):
     """analyze's files for 8 simulated participants on 6 sketches x 24 images, and three
     runs without ties: the consensus with noise of three sizes."""
     root = tmp_path_factory.mktemp("missing")
-    trials, _ = simulate_study(StudyDesign(participants=8, sketches=6, images_per_sketch=24),
-                               seed=31)  # fmt: skip
-    trials.to_csv(root / "ratings.csv", index=False, na_rep="n/a")
-    analyze_ratings(load_ratings(root / "ratings.csv"), root / "analysis",
-                    AnalysisOptions(bootstrap=0, permutations=0), figures=False)  # fmt: skip
+    analysed_simulation(root, participants=8, sketches=6, images=24, seed=31)
     truth = pd.read_csv(root / "analysis" / "ground_truth.csv")
     rng = np.random.default_rng(5)
     for name, noise in (("good", 0.5), ("fair", 1.5), ("poor", 4.0)):

@@ -10,14 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sbir_study.analysis import StudyDesign, analyze_ratings, load_ratings, simulate_study
-from sbir_study.analysis.pipeline import AnalysisOptions
 from sbir_study.analysis.retrieval.baseline import write_trec_run
 from sbir_study.analysis.retrieval.evaluation import (
     EvaluationOptions,
     evaluate_files,
     write_evaluation,
 )
+from tests.helpers import analysed_simulation
 
 CUTOFFS = (5, 10, 20)
 # evaluate's measure -> (trec_eval measure, which qrels): every measure both compute.
@@ -42,11 +41,7 @@ FAST = EvaluationOptions(bootstrap=100, permutations=100, cutoffs=CUTOFFS)
 def study(tmp_path_factory):
     """analyze's files for 8 simulated participants on 6 sketches x 24 images."""
     root = tmp_path_factory.mktemp("parity")
-    trials, _ = simulate_study(StudyDesign(participants=8, sketches=6, images_per_sketch=24),
-                               seed=21)  # fmt: skip
-    trials.to_csv(root / "ratings.csv", index=False, na_rep="n/a")
-    analyze_ratings(load_ratings(root / "ratings.csv"), root / "analysis",
-                    AnalysisOptions(bootstrap=0, permutations=0), figures=False)  # fmt: skip
+    analysed_simulation(root, participants=8, sketches=6, images=24, seed=21)
     return root
 
 
