@@ -150,13 +150,10 @@ def _interrupted(interrupt: BaseException) -> int:
 
 def _interrupt_behind(problem: BaseException) -> BaseException | None:
     """The interrupt among the causes and contexts of ``problem``, if one is."""
-    seen = set()
-    while problem is not None and id(problem) not in seen:
-        if isinstance(problem, (KeyboardInterrupt, Interrupted)):
-            return problem
-        seen.add(id(problem))
-        problem = problem.__cause__ or problem.__context__
-    return None
+    from sbir_study.foundation.checks import causes
+
+    return next((c for c in causes(problem) if isinstance(c, (KeyboardInterrupt, Interrupted))),
+                None)  # fmt: skip
 
 
 def _restore_environment(saved: dict[str, str]) -> None:

@@ -33,7 +33,7 @@ import hashlib
 import re
 import unicodedata
 import warnings
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -388,3 +388,12 @@ def float_array(values, name: str = "ratings") -> np.ndarray:
         return np.where(missing, np.nan, np.where(missing, 0.0, cells).astype(np.float64))
     except (TypeError, ValueError):
         raise InputError(f"{name}: expected numbers or missing values") from None
+
+
+def causes(error: BaseException) -> Iterator[BaseException]:
+    """The exceptions ``error`` was raised from or while handling, nearest first (each once:
+    a library may chain an error to itself)."""
+    seen = {id(error)}
+    while (error := error.__cause__ or error.__context__) is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error

@@ -68,7 +68,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .checks import InputError
+from .checks import InputError, causes
 from .provenance import DISTRIBUTION, file_digest
 
 __all__ = [
@@ -634,20 +634,12 @@ def _aside(target: Path, command: str, plan: _Plan, commit) -> Iterator[Path]:
         # (AttributeError: 'Stream' object has no attribute 'pos'). The storage's error
         # is in the chain, and it is the one to report.
         if isinstance(error, Exception):
-            for cause in _chain(error):
+            for cause in causes(error):
                 if isinstance(cause, OSError) and (
                     message := _written_error(cause, temporary, target)
                 ) is not None:
                     raise message from None
         raise
-
-
-def _chain(error: BaseException) -> Iterator[BaseException]:
-    """The exceptions ``error`` was raised from or while handling, nearest first."""
-    seen = {id(error)}
-    while (error := error.__cause__ or error.__context__) is not None and id(error) not in seen:
-        seen.add(id(error))
-        yield error
 
 
 @contextlib.contextmanager
