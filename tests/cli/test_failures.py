@@ -58,9 +58,15 @@ def test_the_log_goes_to_the_state_folder_never_beside_the_data(tmp_path):
 def test_an_unwritable_log_folder_falls_back_to_the_temporary_folder(tmp_path):
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")
-    result = _broken(tmp_path, {"SBIR_STUDY_LOG_DIR": str(blocked / "logs")})
+    temporary = tmp_path / "tmp"  # the system's temporary folder, here the test's own
+    temporary.mkdir()
+    result = _broken(tmp_path, {"SBIR_STUDY_LOG_DIR": str(blocked / "logs"),
+                                "TMPDIR": str(temporary)})  # fmt: skip
     assert result.returncode == 1
     assert "sbir-study-logs" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    (log,) = (temporary / "sbir-study-logs").iterdir()
+    assert str(log) in result.stderr
+    assert "RuntimeError: a bug in the analysis" in log.read_text()
 
 
 def _analyze(tmp_path, out, *extra):
