@@ -73,4 +73,8 @@ def test_two_servers_one_database_one_killed(online_set, tmp_path, start_server,
     status = second.admin("api/admin/status").json()
     assert status["participants"]["started"] == 40
     assert status["trials_stored"] == counts["stored"]
+    # Its live load is its own: the participant requests it answered (not the first one's).
+    assert status["load"]["requests"] > 0 and status["load"]["process"].endswith(
+        f":{second.process.pid}"
+    )
     print(f"\ntwo servers: {counts}, {moved} moved, {result.retries} retries")
