@@ -14,12 +14,19 @@
    clients, load and kill. It answers faster; it stores a retried trial twice and keeps no
    order or ownership.
 
+   With ``--two-servers``, also scale out as the README deploys it (``two_server_run``): two
+   ``serve`` processes on two ports against one PostgreSQL, the participants spread over both;
+   halfway the first is killed with SIGKILL and not started again, and its participants'
+   retries go to the second, as a proxy sends them. Reported as above, with the sessions
+   that moved and the trials each server acknowledged.
+
 2. Browser: one participant in headless Chromium rates ``--trials`` pairs (0.6 s + 0.4 s),
    one to three key presses per trial at random times, sent through the DevTools protocol.
    Reported: recorded time - sent time of every press and of each final rating (rt), and
    the measured stimulus and blank durations against the protocol's.
 
     python benchmarks/bench_online.py [--participants 500] [--duration 120] [--trials 120]
+                                      [--two-servers]
 """
 
 from __future__ import annotations
@@ -192,6 +199,67 @@ def load_run(name, server, args, db_url=None, baseline_file=None) -> dict:
     return row
 
 
+def two_server_run(folder: Path, protocol: Path, stimuli: Path, args) -> dict:
+    """Two ``serve`` (one worker each) on one PostgreSQL, the participants spread over both,
+    the first killed halfway and not started again (see the module docstring)."""
+    postgres = Postgres().start()
+    servers: list[Server] = []
+    try:
+        url = postgres.new_database()
+        servers = [Server(protocol, stimuli, folder / f"two-{k}", db=url).start() for k in (1, 2)]
+        first, second = servers
+
+        def kill_first():
+            time.sleep(args.ramp + (args.duration - args.ramp) / 2)
+            first.kill()
+
+        killer = threading.Thread(target=kill_first)
+        killer.start()
+        result = run_load(
+            [first.url, second.url],
+            args.participants,
+            args.duration,
+            pace_s=args.pace,
+            stimulus_s=args.pace * 2 / 3,
+            seed=7,
+            ramp_s=args.ramp,
+            processes=args.clients,
+        )
+        killer.join()
+        rows = query(url, "SELECT s.participant, t.trial FROM trials t "
+                          "JOIN sessions s ON s.id = t.session_id")  # fmt: skip
+    finally:
+        for server in servers:
+            server.stop()
+        postgres.stop()
+    keys = [tuple(r) for r in rows]
+    stored = set(keys)
+    moved = {
+        label
+        for (label, _), base in result.acknowledged_by.items()
+        if base == second.url and result.started_by.get(label) == first.url
+    }
+    row = {
+        "server": "serve, PostgreSQL, 2 servers on 2 ports, the first killed",
+        "participants": args.participants,
+        "acknowledged": len(result.acknowledged),
+        "acknowledged_by_first": sum(b == first.url for b in result.acknowledged_by.values()),
+        "acknowledged_by_second": sum(b == second.url for b in result.acknowledged_by.values()),
+        "sessions_moved": len(moved),
+        "retries": result.retries,
+        "acknowledged_again": result.duplicates,
+        "refused": len(result.refused),
+        "throughput_per_s": round(len(result.acknowledged) / result.elapsed, 1),
+        "round_trip": percentiles(result.latencies),
+        "server_time": percentiles(result.server_times) if result.server_times else None,
+        "stored": len(stored),
+        "stored_twice": len(keys) - len(stored),
+        "lost": sum(1 for key in result.acknowledged if key not in stored),
+    }
+    print(json.dumps(row), flush=True)
+    return row
+
+
 def browser_run(folder: Path, stimuli: Path, trials: int) -> dict:
     protocol = write_protocol(folder, anchoring={"enabled": False, "repeat": False})
     server = Server(protocol, stimuli, folder / "browser-data").start()
@@ -283,6 +351,11 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=3, help="client processes")
     parser.add_argument("--trials", type=int, default=120)
     parser.add_argument("--skip", choices=("load", "browser"), action="append", default=[])
+    parser.add_argument(
+        "--two-servers",
+        action="store_true",
+        help="also two serve processes on one PostgreSQL, the first killed (two_server_run)",
+    )
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-online-"))
     try:
@@ -322,6 +395,8 @@ def main() -> None:
                 server.stop()
             finally:
                 postgres.stop()
+            if args.two_servers:
+                results["two_servers"] = two_server_run(folder, protocol, stimuli, args)
         if "browser" not in args.skip:
             results["browser"] = browser_run(folder, stimuli, args.trials)
         print(json.dumps(results, indent=2))

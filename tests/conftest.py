@@ -38,6 +38,7 @@ LONGEST_FIRST = (
     "tests/test_install.py",
     "tests/test_docs.py",
     "tests/study/online/test_online_load.py",
+    "tests/study/online/test_online_scale.py",
     "tests/analysis/test_report_print.py",
     "tests/analysis/test_report_reads.py",
 )

@@ -11,7 +11,8 @@ writes the BIDS dataset that ``sbir-study analyze`` reads.
 Modules: :mod:`.assignment` (which pairs a participant rates),
 :mod:`.keys` (browser key names), :mod:`.service` (the operations and their
 transactions), :mod:`.scoring` (a browser's report -> a trial record),
-:mod:`.status` (the experimenter's view and page), :mod:`.storage` (database
+:mod:`.status` (the experimenter's view and page) with :mod:`.metrics` (the
+live load), :mod:`.storage` (database
 and migrations) with :mod:`.queries` (its SQL statements), :mod:`.app` (HTTP:
 the app assembled from :mod:`.page_routes`, :mod:`.participant_routes` and
 :mod:`.admin_routes`, who may call them in :mod:`.deps`), :mod:`.export`
@@ -30,6 +31,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "export",
         "keys",
         "loadtest",
+        "metrics",
         "page_routes",
         "participant_routes",
         "queries",

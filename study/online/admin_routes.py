@@ -1,5 +1,5 @@
-"""The experimenter's routes: the study's status (JSON and a page), its participants (CSV)
-and its BIDS export.
+"""The experimenter's routes: the study's status (JSON and a page) with the live load of the
+process that answers (:mod:`.metrics`), its participants (CSV) and its BIDS export.
 
 Each needs the admin token, declared once per router: :data:`api` answers
 without it as the rest of the API does (401, ``{"error": ...}``), :data:`page`
@@ -8,7 +8,7 @@ with the browser's login prompt (HTTP Basic; the token is the password).
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
 from .deps import StudyDep, require_admin, require_admin_login
@@ -21,8 +21,8 @@ page = APIRouter(dependencies=[Depends(require_admin_login)])
 
 
 @api.get("/status")
-def status(study: StudyDep):
-    return study.status()
+def status(request: Request, study: StudyDep):
+    return {**study.status(), "load": request.app.state.load.view()}
 
 
 @api.get("/export.zip")
@@ -37,8 +37,9 @@ def export(study: StudyDep) -> Response:
 
 
 @page.get("/admin")
-def admin_page(study: StudyDep) -> HTMLResponse:
-    return HTMLResponse(status_page(study.status(), study.participants()))
+def admin_page(request: Request, study: StudyDep) -> HTMLResponse:
+    view = {**study.status(), "load": request.app.state.load.view()}
+    return HTMLResponse(status_page(view, study.participants()))
 
 
 @page.get("/admin/participants.csv")

@@ -13,7 +13,7 @@ Routes (all relative, so that the study can sit under a path behind a proxy):
 ``GET /api/sessions/ID``               the session's state, to resume it (token)
 ``PUT /api/sessions/ID/trials/N``      store trial N once (token)
 ``POST /api/sessions/ID/finish``       complete, or end after the quit key (token)
-``GET /api/admin/status``, ``/admin``  the experimenter's status, JSON and page (admin token)
+``GET /api/admin/status``, ``/admin``  the experimenter's status and the live load (admin token)
 ``GET /admin/participants.csv``        one row per participant (admin token)
 ``GET /api/admin/export.zip``          the BIDS dataset so far (admin token)
 ``GET /healthz``                       ``ok`` (for a proxy's health check)
@@ -21,7 +21,8 @@ Routes (all relative, so that the study can sit under a path behind a proxy):
 
 The routes live in :mod:`.page_routes`, :mod:`.participant_routes` and
 :mod:`.admin_routes`, who may call them in :mod:`.deps`; :func:`create_app`
-assembles them with the answers to errors and two middlewares.
+assembles them with the answers to errors and two middlewares; the outer one also
+times every participant request for the status's live load (:mod:`.metrics`).
 
 Every refusal is a 4xx answer with ``{"error": "<one line naming the field>"}``.
 Request bodies above ``max_body`` bytes are refused (413) before they are read
@@ -44,6 +45,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from . import admin_routes, page_routes, participant_routes
 from .deps import AdminLoginRequired, ask_for_admin_login
+from .metrics import LoadWindow, counted
 from .page_routes import render_index, web_assets
 from .service import OnlineStudy, ServiceError
 
@@ -72,6 +74,7 @@ def create_app(study: OnlineStudy, admin_token: str, *, max_body: int = 65_536) 
     app.state.admin_digest = hashlib.sha256(admin_token.encode("utf-8")).hexdigest()
     app.state.browser_config = study.browser_config()
     app.state.study = study
+    app.state.load = LoadWindow()
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(StarletteHTTPException, _http)
     app.add_exception_handler(ServiceError, _refused)
@@ -81,16 +84,17 @@ def create_app(study: OnlineStudy, admin_token: str, *, max_body: int = 65_536) 
     app.include_router(admin_routes.api)
     app.include_router(admin_routes.page)
     app.add_middleware(_BodyLimit, limit=max_body)
-    app.add_middleware(_Headers)
+    app.add_middleware(_Headers, load=app.state.load)
     return app
 
 
 class _Headers:
     """Security headers on every answer, no caching of the API, and the time the server took
-    (``Server-Timing: app;dur=MS``), so that a load test can tell it from the network's."""
+    (``Server-Timing: app;dur=MS``), so that a load test can tell it from the network's; the
+    same time of a participant request goes to the live load (``load``)."""
 
-    def __init__(self, app) -> None:
-        self.app = app
+    def __init__(self, app, load: LoadWindow) -> None:
+        self.app, self.load = app, load
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -105,8 +109,10 @@ class _Headers:
                 headers += [(k.lower().encode(), v.encode()) for k, v in _SECURITY.items()]
                 if private:
                     headers.append((b"cache-control", b"no-store"))
-                took = (time.perf_counter() - began) * 1000.0
-                headers.append((b"server-timing", f"app;dur={took:.2f}".encode()))
+                took = time.perf_counter() - began
+                headers.append((b"server-timing", f"app;dur={took * 1000.0:.2f}".encode()))
+                if counted(path):
+                    self.load.request(took)
                 message = {**message, "headers": headers}
             await send(message)
 

@@ -7,6 +7,12 @@ retrying it with back-off (connection errors, 5xx, a server being restarted)
 before the next, exactly as the page's queue does. Every request's latency
 and outcome is recorded, so that a run can be checked against the database:
 every acknowledged trial stored, none twice.
+
+Given several base URLs (servers on one database, as behind a proxy), the
+participants are spread over them in turn; a participant stays with its
+server until a request to it fails (no answer, or a 5xx), and then sends
+that request and the rest to the next one, as a proxy takes a dead server
+out of its rotation.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import asyncio
 import random
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 __all__ = ["LoadResult", "run_load"]
@@ -26,7 +33,9 @@ class LoadResult:
 
     participants: int = 0
     sessions: dict = field(default_factory=dict)  # label -> session id
+    started_by: dict = field(default_factory=dict)  # label -> base URL that answered its start
     acknowledged: dict = field(default_factory=dict)  # (label, trial) -> claimed rating
+    acknowledged_by: dict = field(default_factory=dict)  # (label, trial) -> base URL that did
     created: int = 0
     duplicates: int = 0
     refused: list = field(default_factory=list)
@@ -38,7 +47,9 @@ class LoadResult:
     def merge(self, other: LoadResult) -> None:
         self.participants += other.participants
         self.sessions.update(other.sessions)
+        self.started_by.update(other.started_by)
         self.acknowledged.update(other.acknowledged)
+        self.acknowledged_by.update(other.acknowledged_by)
         self.created += other.created
         self.duplicates += other.duplicates
         self.refused += other.refused
@@ -84,8 +95,23 @@ def _report(
     }, rating
 
 
+class _Route:
+    """The servers a participant may send to, and the one it sends to now."""
+
+    def __init__(self, bases: Sequence[str], first: int) -> None:
+        self.bases, self.current = list(bases), first % len(bases)
+
+    @property
+    def base(self) -> str:
+        return self.bases[self.current]
+
+    def fail_over(self) -> None:
+        self.current = (self.current + 1) % len(self.bases)
+
+
 async def _participant(
     client,
+    route: _Route,
     label: str,
     pace: float,
     stimulus_s: float,
@@ -96,10 +122,13 @@ async def _participant(
 ) -> None:
     token = secrets.token_urlsafe(32)
     body = {"participant": label, "token": token, "environment": {"refresh_hz": 60.0}}
-    state = await _until_answered(client, "POST", "api/sessions", body, None, deadline, result)
+    state = await _until_answered(
+        client, route, "POST", "api/sessions", body, None, deadline, result
+    )
     if state is None:
         return
     result.sessions[label] = state["session_id"]
+    result.started_by[label] = route.base
     headers = {"Authorization": f"Bearer {token}"}
     started = time.monotonic()
     for number, trial in enumerate(state["trials"], start=1):
@@ -110,22 +139,32 @@ async def _participant(
         report, rating = _report(trial, number, pace, stimulus_s, rng, keys)
         path = f"api/sessions/{state['session_id']}/trials/{number}"
         answer = await _until_answered(
-            client, "PUT", path, report, headers, deadline + 30.0, result, trial=(label, number)
+            client,
+            route,
+            "PUT",
+            path,
+            report,
+            headers,
+            deadline + 30.0,
+            result,
+            trial=(label, number),
         )
         if answer is None:
             return
         result.acknowledged[(label, number)] = rating
+        result.acknowledged_by[(label, number)] = route.base
 
 
-async def _until_answered(client, method, path, body, headers, deadline, result, trial=None):
-    """Send until a 2xx (returned) or a 4xx (recorded as refused); back-off on the rest."""
+async def _until_answered(client, route, method, path, body, headers, deadline, result, trial=None):
+    """Send until a 2xx (returned) or a 4xx (recorded as refused); back-off on the rest,
+    each retry to the route's next server."""
     import httpx
 
     delay = 0.1
     while time.monotonic() < deadline:
         sent = time.perf_counter()
         try:
-            answer = await client.request(method, path, json=body, headers=headers)
+            answer = await client.request(method, route.base + path, json=body, headers=headers)
         except httpx.HTTPError:
             answer = None
         if answer is not None and answer.status_code < 500:
@@ -143,13 +182,14 @@ async def _until_answered(client, method, path, body, headers, deadline, result,
             result.refused.append((trial or path, answer.status_code, answer.text[:200]))
             return None
         result.retries += 1
+        route.fail_over()
         await asyncio.sleep(delay * (0.5 + random.random()))
         delay = min(delay * 2, 2.0)
     return None
 
 
 async def _run(
-    base_url: str,
+    bases: list[str],
     indices: list[int],
     total: int,
     duration_s: float,
@@ -163,18 +203,20 @@ async def _run(
     import httpx
 
     result = LoadResult(participants=len(indices))
-    limits = httpx.Limits(max_connections=len(indices) + 10, max_keepalive_connections=len(indices))
+    connections = len(indices) * len(bases)
+    limits = httpx.Limits(max_connections=connections + 10, max_keepalive_connections=connections)
     timeout = httpx.Timeout(30.0, connect=5.0)
     await asyncio.sleep(max(0.0, start_at - time.time()))
     start = time.monotonic()
     deadline = start + duration_s
-    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=timeout) as client:
+    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
 
         async def one(k: int) -> None:
             await asyncio.sleep(ramp_s * k / max(total, 1))
             rng = random.Random(seed * 1_000_003 + k)
+            route = _Route(bases, k)
             await _participant(
-                client, f"load{k:05d}", pace_s, stimulus_s, deadline, result, rng, keys
+                client, route, f"load{k:05d}", pace_s, stimulus_s, deadline, result, rng, keys
             )
 
         await asyncio.gather(*(one(k) for k in indices))
@@ -187,7 +229,7 @@ def _run_share(*args) -> LoadResult:
 
 
 def run_load(
-    base_url: str,
+    base_url: str | Sequence[str],
     participants: int,
     duration_s: float,
     *,
@@ -205,12 +247,20 @@ def run_load(
     shares the participants among that many client processes, so that the
     clients, not only the server, keep the pace. Bounded: no trial is begun
     after ``duration_s``, and one begun is retried for at most 30 s more.
+
+    ``base_url`` may be several servers of one study (one database): participant
+    ``k`` starts on the ``k``-th (in turn), and a request that fails is retried on the
+    next (see the module docstring); ``LoadResult.acknowledged_by`` says which server
+    acknowledged each trial.
     """
-    base = base_url.rstrip("/") + "/"
+    urls = [base_url] if isinstance(base_url, str) else list(base_url)
+    if not urls:
+        raise ValueError("base_url: expected at least one server address")
+    bases = [url.rstrip("/") + "/" for url in urls]
     shares = [list(range(j, participants, processes)) for j in range(processes)]
     start_at = time.time() + (1.0 if processes > 1 else 0.0)
     arguments = [
-        (base, share, participants, duration_s, pace_s, stimulus_s, seed, keys, ramp_s, start_at)
+        (bases, share, participants, duration_s, pace_s, stimulus_s, seed, keys, ramp_s, start_at)
         for share in shares
         if share
     ]

@@ -56,6 +56,9 @@ class TrialIn(_Model):
     events: Annotated[list[KeyEventIn], Field(max_length=500)]
     paused_before: Annotated[float, Field(allow_inf_nan=False, ge=0.0, le=1e7)]
     rating: int | None
+    # Trials the page holds behind this one, not yet acknowledged: for the status's live load
+    # only, neither stored nor part of the trial (a retry may carry another count).
+    queued: Annotated[int, Field(strict=True, ge=0, le=100_000)] | None = None
 
 
 class UrlParametersIn(_Model):
@@ -139,9 +142,16 @@ def resume(session_id: str, token: SessionToken, study: StudyDep):
 
 @router.put("/sessions/{session_id}/trials/{trial}")
 def put_trial(
-    session_id: str, trial: int, body: TrialIn, token: SessionToken, study: StudyDep
+    request: Request,
+    session_id: str,
+    trial: int,
+    body: TrialIn,
+    token: SessionToken,
+    study: StudyDep,
 ) -> JSONResponse:
-    created = study.store_trial(session_id, token, trial, body.model_dump())
+    created = study.store_trial(session_id, token, trial, body.model_dump(exclude={"queued"}))
+    if body.queued is not None:  # a page's report counts once its trial is accepted
+        request.app.state.load.page_queue(session_id, body.queued)
     return JSONResponse(
         {"trial": trial, "stored": True, "duplicate": not created},
         status_code=201 if created else 200,

@@ -4,7 +4,9 @@
 database holds, :func:`participant_table` one row per participant (``GET
 admin/participants.csv``: what an experimenter needs to approve or reject a
 submission on a crowd platform), :func:`status_page` the page of both (``GET
-admin``); all pure, the reading is :class:`~.service.OnlineStudy`'s.
+admin``); all pure, the reading is :class:`~.service.OnlineStudy`'s. The page also
+shows the live load of the process that answers it (the status's ``load``,
+:meth:`.metrics.LoadWindow.view`), when the status has one.
 """
 
 from __future__ import annotations
@@ -246,6 +248,27 @@ def _participant_rows(table: pd.DataFrame | None) -> str:
     return f'<h2>Each participant</h2><table id="participants"><tr>{head}</tr>\n{body}</table>'
 
 
+def _load_rows(load: dict | None) -> str:
+    """The live load (:meth:`.metrics.LoadWindow.view`) as an HTML section ("" without one)."""
+    if load is None:
+        return ""
+
+    def ms(value) -> str:
+        return "n/a" if value is None else f"{value:.1f} ms"
+
+    return f"""<h2>Load now (last {load["span_s"]:.0f} s, this server process)</h2>
+<table id="load">
+<tr><th>requests per second</th><td>{load["requests_per_s"]:.1f}
+({load["requests"]} participant requests)</td></tr>
+<tr><th>server time</th><td>p50 {ms(load["server_ms_p50"])},
+p99 {ms(load["server_ms_p99"])}</td></tr>
+<tr><th>trials waiting in participants' pages</th><td>{load["trials_waiting"]}
+(longest queue {load["trials_waiting_max"]}, {load["pages_reporting"]} pages reporting)</td></tr>
+</table>
+<p>Process {html.escape(load["process"])}: with several workers or hosts, each counts
+the requests it answered.</p>"""
+
+
 def _utc(epoch: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
@@ -303,6 +326,7 @@ max {ms(timing.get("blank_max"))}</td></tr>
 </table>
 <h2>Lists</h2><table><tr><th>list</th><th>pairs</th><th>complete</th><th>running</th></tr>
 {lists}</table>
+{_load_rows(status.get("load"))}
 {people_rows}
 <p>Refreshes every 30 s. JSON: <code>api/admin/status</code>; the participants as CSV:
 <a href="admin/participants.csv"><code>admin/participants.csv</code></a>; the BIDS dataset

@@ -91,7 +91,8 @@ class SbirSender {
           answer = await fetch(this.url(item.trial), {
             method: "PUT",
             headers: { "Content-Type": "application/json", Authorization: `Bearer ${this.token}` },
-            body: JSON.stringify(item.body),
+            // With the trials waiting behind it, for the experimenter's live load (not stored).
+            body: JSON.stringify({ ...item.body, queued: this.queue.length - 1 }),
             cache: "no-store",
           });
         } catch (error) {

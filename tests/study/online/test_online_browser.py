@@ -13,12 +13,13 @@ import sqlite3
 import statistics
 import time
 
+import httpx
 import pandas as pd
 import pytest
 
 from sbir_study.study.online.keys import browser_key_name
 from tests.study.online.browser_participant import Participant, summary
-from tests.study.online.support import END_S, free_port, write_protocol
+from tests.study.online.support import ADMIN_TOKEN, END_S, free_port, write_protocol
 
 SCALE_KEYS = {str(k): k for k in range(1, 8)} | {f"num_{k}": k for k in range(1, 8)}
 
@@ -293,6 +294,12 @@ def test_escape_asks_and_ends_incomplete_with_everything_saved(
     assert stored["trial"].tolist() == [1, 2]
     assert stored["rating"].tolist()[0] == 3  # the keypad's 3
     assert stored_sessions(data)["status"].tolist() == ["incomplete"]
+    # The page reported its queue with each trial: nothing waits behind the last one sent.
+    status = httpx.get(
+        participant.url + "api/admin/status", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    )
+    load = status.json()["load"]
+    assert (load["pages_reporting"], load["trials_waiting"]) == (1, 0), load
 
 
 def test_leaving_full_screen_asks_as_escape_does(online_set, tmp_path, start_server, browser):
