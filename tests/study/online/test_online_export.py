@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sbir_study.analysis import load_ratings
 from sbir_study.study.recorder import SESSION_COLUMNS
@@ -634,3 +636,78 @@ def test_the_export_fills_what_the_server_knows_and_lists_who_stored_nothing(
     description = json.loads((out / "dataset_description.json").read_text())
     assert (description["Name"], description["Authors"]) == (DATASET["name"], DATASET["authors"])
     assert set(load_ratings(out)["participant"]) == {"gone2", "full3", "quit4"}
+
+
+# --- the two rules of the export, on generated sessions ----------------------------------
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["anchor_demo", "main", "anchor_repeat"]),
+            st.one_of(st.just(0.0), st.floats(0.001, 600.0)),
+            st.sampled_from([True, True, True, False]),  # stored, mostly
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_planned_onsets_are_the_lab_timelines_until_a_trial_is_missing(trials):
+    """Against the lab's own Timeline; after a trial that is not stored, n/a."""
+    from sbir_study.study.online.export import planned_onsets
+
+    order = [[k, phase] for k, (phase, _, _) in enumerate(trials, start=1)]
+    kept = [(k, paused) for k, (_, paused, stored) in enumerate(trials, start=1) if stored]
+    group = pd.DataFrame(kept, columns=["trial", "paused_before"])
+    timing = {"stimulus_s": STIMULUS_S, "blank_s": BLANK_S, "anchor_demo_s": ANCHOR_DEMO_S}
+    got = planned_onsets(group, order, timing)
+    first_gap = next((k for k, (_, _, stored) in enumerate(trials, start=1) if not stored), None)
+    whole = [t for t in group.itertuples() if first_gap is None or t.trial < first_gap]
+    expected = lab_timeline(
+        pd.DataFrame({"phase": [trials[t.trial - 1][0] for t in whole],
+                      "paused_before": [t.paused_before for t in whole]})
+    )  # fmt: skip
+    assert got[: len(whole)] == pytest.approx(expected, abs=1e-9)
+    assert got[len(whole) :] == [None] * (len(group) - len(whole))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    durations=st.lists(st.floats(0.1, 5.0), min_size=1, max_size=12),
+    presses=st.lists(
+        st.tuples(
+            st.floats(0.0, 70.0),
+            st.sampled_from(["Digit3", "Numpad7", "KeyP", "Escape", ""]),
+            st.text(max_size=4),
+        ),
+        max_size=40,
+        unique_by=lambda p: p[0],
+    ),
+    start=st.floats(-1000.0, 1000.0),
+)
+def test_the_key_log_holds_each_key_the_page_sent_once_in_order(durations, presses, start):
+    """The page sends with each trial the keys from its onset to 50 ms after its window;
+    the log holds each once, in order, on the session's clock, in cells a TSV can hold."""
+    from sbir_study.study.online.export import key_log
+    from sbir_study.study.online.keys import browser_key_name
+
+    onsets = np.concatenate([[0.0], np.cumsum(durations)])[:-1] + start
+    ends = onsets + np.asarray(durations)
+    keys = [{"code": c, "key": k, "t": start + t} for t, c, k in sorted(presses)]
+    windows = list(zip(onsets, ends, strict=True))
+    rows = []
+    for number, (onset, end) in enumerate(windows, start=1):
+        carried = [e for e in keys if onset <= e["t"] < end + 0.05]
+        rows.append((number, json.dumps(carried), onset, onset - start))
+    group = pd.DataFrame(rows, columns=["trial", "events", "page_onset", "onset"])
+    log = key_log(group)
+    sent = [e for e in keys if any(onset <= e["t"] < end + 0.05 for onset, end in windows)]
+    assert log["page_time"].tolist() == [e["t"] for e in sent]
+    assert log["session_time"].to_numpy() == pytest.approx([e["t"] - start for e in sent])
+    named = [k if isinstance(k, str) else None for k in log["key"]]  # n/a in the file
+    assert named == [browser_key_name(e["code"], e["key"]) for e in sent]
+    for column in ("code", "browser_key"):
+        cells = log[column].dropna()
+        assert all(cell.isprintable() and "\t" not in cell for cell in cells)
+    assert log["onset_monotonic"].isna().all()
