@@ -31,6 +31,7 @@ import io
 import json
 import tempfile
 import time
+import warnings
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -232,6 +233,12 @@ def write_dataset(
         n_trials += len(group)
         complete += session["status"] == "complete"
     dataset = protocol.get("dataset", {})
+    if not dataset.get("authors"):
+        warnings.warn(
+            f"the protocol {study['name']!r} names no authors ([dataset] authors); the "
+            "export's dataset_description.json names none",
+            stacklevel=2,
+        )
     description = dataset_description(
         {"Name": dataset.get("name"), "Authors": dataset.get("authors")}, _GENERATED_BY
     )

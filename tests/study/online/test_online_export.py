@@ -93,6 +93,7 @@ def test_an_incomplete_design_exports_valid_bids_that_analyze_reads(tmp_path, on
     assert (
         "5 participants (4 complete)" in done.stdout and "1 sessions without a trial" in done.stdout
     )
+    assert "names no authors" not in done.stderr
     # The protocol's [dataset] names the authors: no NO_AUTHORS warning.
     assert "NO_AUTHORS" not in assert_valid_bids(out)
     for tsv in sorted(out.glob("sub-*/beh/*_beh.tsv")):
@@ -140,7 +141,10 @@ def test_the_target_is_refused_or_replaced_only_when_it_is_an_earlier_export(tmp
     fill(client, "b1")
     db = f"sqlite:///{client.db}"
     out = tmp_path / "bids"
-    assert cli("export-online", "--db", db, "--out", str(out)).returncode == 0
+    first = cli("export-online", "--db", db, "--out", str(out))
+    assert first.returncode == 0
+    # As run warns: the protocol names no authors, so the dataset names none.
+    assert "names no authors ([dataset] authors)" in first.stderr
     again = cli("export-online", "--db", db, "--out", str(out))
     assert again.returncode == 2 and "pass --overwrite" in again.stderr
     fill(client, "b2")
