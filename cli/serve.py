@@ -104,7 +104,9 @@ def export_command(args: argparse.Namespace) -> int:
         done = export_online(args.db, args.out, study=args.study, overwrite=args.overwrite,
                              with_lab=args.with_lab)  # fmt: skip
     left_out = (
-        f"; {done.skipped_empty} sessions without a trial left out" if done.skipped_empty else ""
+        f"; {done.skipped_empty} sessions without a trial, in participants.tsv only"
+        if done.skipped_empty
+        else ""
     )
     print(f"Exported {done.participants} participants ({done.complete} complete), {done.trials} "
           f"trials of {done.study!r} to {done.out}{left_out}")  # fmt: skip

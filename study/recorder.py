@@ -32,10 +32,13 @@ from sbir_study.foundation.provenance import toolkit_version
 from .participants import DETAILS, MISSING, details_description
 
 __all__ = [
+    "KEY_LOG_COLUMNS",
     "SESSION_COLUMNS",
     "SessionRecorder",
     "check_dataset_folder",
+    "dataset_description",
     "format_cell",
+    "key_log_path",
     "label_of",
     "recorded_details",
 ]
@@ -46,6 +49,9 @@ SESSION_COLUMNS = (
     "rating", "rt", "anchor_rating", "onset_planned", "onset", "onset_monotonic",
     "stim_duration", "blank_duration", "dropped_frames", "n_presses", "presses", "paused_before",
 )  # fmt: skip
+
+#: The columns of a session's key log (:func:`key_log_path`), in file order.
+KEY_LOG_COLUMNS = ("key", "onset_monotonic", "session_time")
 
 #: participants.json's entry for the id as given (``sbir-study run --participant``).
 SOURCE_ID_DESCRIPTION = {
@@ -198,8 +204,7 @@ class SessionRecorder:
     @property
     def key_log(self) -> Path:
         """Every key-down the session received: ``sourcedata/sub-<label>/<name>_keys.tsv``."""
-        return self.path.parents[2] / "sourcedata" / self.path.parent.parent.name / (
-            self.path.name.replace("_beh.tsv", "_keys.tsv"))  # fmt: skip
+        return key_log_path(self.path)
 
     def finish(self, status: str, **entries) -> None:
         """Close the files and complete the sidecar (``complete`` or ``incomplete``)."""
@@ -218,6 +223,17 @@ class SessionRecorder:
         return pd.read_csv(self.path, sep="\t", dtype=str, keep_default_na=False)
 
 
+def key_log_path(beh: Path) -> Path:
+    """The key log of the session whose ``_beh.tsv`` is ``beh``: beside the dataset's
+    ``sub-<label>`` folders, in ``sourcedata/sub-<label>/<name>_keys.tsv``.
+
+    >>> key_log_path(Path("data/sub-07/beh/sub-07_task-sbirrating_beh.tsv")).as_posix()
+    'data/sourcedata/sub-07/sub-07_task-sbirrating_keys.tsv'
+    """
+    return beh.parents[2] / "sourcedata" / beh.parent.parent.name / (
+        beh.name.replace("_beh.tsv", "_keys.tsv"))  # fmt: skip
+
+
 def _open_key_log(path: Path):
     """The key log, for appending (a header when new; a resumed session goes on below)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -226,7 +242,7 @@ def _open_key_log(path: Path):
         _keep_whole_lines(path, keep_in=path.parent)  # a key cut off by a crash: kept aside
     handle = open(path, "a", encoding="utf-8", newline="\n")
     if new:
-        handle.write("key\tonset_monotonic\tsession_time\n")
+        handle.write("\t".join(KEY_LOG_COLUMNS) + "\n")
     return handle
 
 
@@ -346,21 +362,36 @@ def _read_participants(path: Path) -> pd.DataFrame | None:
     return table
 
 
+def dataset_description(dataset: Mapping, generated_by: str) -> dict:
+    """The content of a dataset's ``dataset_description.json``.
+
+    ``dataset`` holds the protocol's ``[dataset]`` as ``Name`` and ``Authors``
+    (``Authors`` left out when it names none); ``generated_by`` is the command
+    that wrote the dataset, as ``GeneratedBy`` records it.
+
+    >>> written = dataset_description({"Name": "Ratings", "Authors": ["A. B."]}, "sbir-study run")
+    >>> written["Name"], written["Authors"], written["GeneratedBy"][0]["Description"]
+    ('Ratings', ['A. B.'], 'sbir-study run')
+    """
+    description = {
+        "Name": dataset.get("Name") or "sbir-study rating sessions",
+        "BIDSVersion": bids.BIDS_VERSION,
+        "DatasetType": "raw",
+    }
+    if dataset.get("Authors"):
+        description["Authors"] = list(dataset["Authors"])
+    description["GeneratedBy"] = [
+        {"Name": "sbir-study", "Version": toolkit_version(), "Description": generated_by}
+    ]
+    return description
+
+
 def _start_dataset(root: Path, label: str, details: Mapping[str, str], dataset: Mapping,
                    source_id: str | None) -> None:  # fmt: skip
     """Create the dataset files that do not exist yet and add the participant."""
     root.mkdir(parents=True, exist_ok=True)
     if not (root / "dataset_description.json").exists():
-        description = {
-            "Name": dataset.get("Name") or "sbir-study rating sessions",
-            "BIDSVersion": bids.BIDS_VERSION,
-            "DatasetType": "raw",
-        }
-        if dataset.get("Authors"):
-            description["Authors"] = list(dataset["Authors"])
-        description["GeneratedBy"] = [
-            {"Name": "sbir-study", "Version": toolkit_version(), "Description": "sbir-study run"}
-        ]
+        description = dataset_description(dataset, "sbir-study run")
         _replace_atomically(root / "dataset_description.json",
                             json.dumps(description, indent=2) + "\n")  # fmt: skip
     if not (root / "README").exists():

@@ -1,15 +1,22 @@
 """The online sessions of a database as the BIDS dataset that ``sbir-study analyze`` reads.
 
-Each session becomes ``sub-<label>/beh/sub-<label>_task-<task>_beh.tsv`` with
-exactly the lab session's columns (:data:`sbir_study.study.recorder.SESSION_COLUMNS`,
-``n/a`` where a column does not apply to a browser: ``onset_monotonic``),
-cells written as the lab recorder writes them, and a sidecar with the lab
-session's entries plus the online ones: ``Mode`` (``online``), the browser,
-screen and window size, the refresh estimate, the participant's list and the
-URL parameters of a crowd platform. ``participants.tsv`` holds the
-participant's id as the platform sent it (``source_id``, of which the label
-was made) and the details the participant gave (age, sex, handedness), spelled
-and described as the lab session records them (:mod:`sbir_study.study.participants`).
+Each session with a stored trial becomes ``sub-<label>/beh/sub-<label>_task-<task>_beh.tsv``
+with exactly the lab session's columns (:data:`sbir_study.study.recorder.SESSION_COLUMNS`),
+cells written as the lab recorder writes them: what the server stored, the files
+of each pair from the session's trial order, ``onset_planned`` on the lab's
+timeline (:func:`planned_onsets`), and ``n/a`` for ``onset_monotonic``, which a
+browser cannot give. Beside it, a sidecar with the lab session's entries plus
+the online ones: ``Mode`` (``online``), the browser, screen and window size,
+the refresh estimate, the participant's list and the URL parameters of a crowd
+platform; and the session's key log in ``sourcedata/`` as the lab writes it
+(:func:`key_log`), from the key events the page sent with each trial.
+``participants.tsv`` holds every participant who started, those who stored no
+trial too, with the status the experimenter's status page gives them, the
+participant's id as the platform sent it (``source_id``, of which the label was
+made) and the details the participant gave (age, sex, handedness), spelled and
+described as the lab session records them (:mod:`sbir_study.study.participants`).
+``dataset_description.json`` takes the protocol's ``[dataset]`` name and authors,
+written as the lab session writes it (:func:`sbir_study.study.recorder.dataset_description`).
 
 The dataset is written as every output is (:mod:`sbir_study.foundation.outputs`,
 ``docs/outputs.md``): into a temporary folder beside ``out``, moved into place
@@ -24,6 +31,7 @@ import io
 import json
 import tempfile
 import time
+import warnings
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,15 +43,29 @@ from sqlalchemy.engine import Engine
 
 from sbir_study.foundation import bids
 from sbir_study.foundation.checks import InputError
-from sbir_study.foundation.provenance import toolkit_version
 from sbir_study.foundation.scale import Scale
 
 from ..participants import DETAILS, check_details, details_description
-from ..recorder import SESSION_COLUMNS, format_cell
-from . import storage
-from .storage import sessions, studies, trials
+from ..recorder import (
+    KEY_LOG_COLUMNS,
+    SESSION_COLUMNS,
+    dataset_description,
+    format_cell,
+    key_log_path,
+)
+from . import queries, storage
+from .keys import browser_key_name
+from .storage import studies
 
-__all__ = ["ExportSummary", "export_online", "export_zip", "write_dataset"]
+__all__ = [
+    "KEY_LOG_EXTRA_COLUMNS",
+    "ExportSummary",
+    "export_online",
+    "export_zip",
+    "key_log",
+    "planned_onsets",
+    "write_dataset",
+]
 
 _GENERATED_BY = "sbir-study export-online"
 
@@ -52,14 +74,36 @@ study of Eitz et al. 2011, Sec. 2.3, run in a browser by sbir-study serve and
 exported by sbir-study export-online). One _beh.tsv per participant: one row per
 presented pair, columns as in the lab sessions, described in the _beh.json
 sidecar, which also holds the protocol, the stimulus-set digest, the seed, the
-trial order, the participant's list of pairs and the browser and screen.
+trial order, the participant's list of pairs and the browser and screen. The
+key-downs behind each participant's trials are in sourcedata/, as the lab's key
+logs are.
 """
 
 
-#: participants.tsv columns beside participant_id, with their sidecar descriptions.
+#: The key log's columns after the lab's (:data:`~sbir_study.study.recorder.KEY_LOG_COLUMNS`):
+#: what only a browser gives.
+KEY_LOG_EXTRA_COLUMNS = ("code", "browser_key", "page_time", "trial")
+
+#: participants.tsv's ``status``: as the status page and ``admin/participants.csv`` give it.
+_STATUS_DESCRIPTION = {
+    "Description": "How the participant's online session stands at the time of the export, "
+    "as the experimenter's status page (admin/participants.csv) gives it; a participant "
+    "who started and stored no trial has no sub- folder.",
+    "Levels": {
+        "running": "started, heard from within the protocol's online.dropout_after_s",
+        "complete": "every trial stored",
+        "incomplete": "ended early (quit)",
+        "timed_out": "came back after online.dropout_after_s without contact",
+        "dropped_out": "running, but silent for online.dropout_after_s",
+    },
+}
+
+
 @dataclass(frozen=True)
 class ExportSummary:
-    """What :func:`export_online` wrote."""
+    """What :func:`export_online` wrote: the participants with files (lab ones copied in
+    included), their trials, the complete online sessions, and ``skipped_empty`` sessions
+    that stored no trial (in participants.tsv, without files)."""
 
     out: Path
     study: str
@@ -152,60 +196,55 @@ def write_dataset(
     engine: Engine, study_id: int, root: Path, *, with_lab: Sequence[str | Path] = ()
 ) -> ExportSummary:
     """Write the study's sessions as a BIDS dataset into the empty folder ``root``."""
+    of_study = {"study": study_id}
     with storage.reading(engine) as connection:
-        study = (
-            connection.execute(sa.select(studies).where(studies.c.id == study_id)).mappings().one()
-        )
-        rows = (
-            connection.execute(
-                sa.select(sessions)
-                .where(sessions.c.study_id == study_id)
-                .order_by(sessions.c.participant)
-            )
-            .mappings()
-            .all()
-        )
-        stored = pd.read_sql(
-            sa.select(trials)
-            .join(sessions, sessions.c.id == trials.c.session_id)
-            .where(sessions.c.study_id == study_id)
-            .order_by(trials.c.session_id, trials.c.trial),
-            connection,
-        )
+        study = connection.execute(queries.EXPORT_STUDY, of_study).mappings().one()
+        rows = connection.execute(queries.EXPORT_SESSIONS, of_study).mappings().all()
+        stored = pd.read_sql(queries.EXPORT_TRIALS, connection, params=of_study)
     protocol = json.loads(study["protocol_json"])
     task = study["task"]
+    # A running session silent this long has dropped out, as the status page counts it
+    # (sbir_study.study.online.status.participant_table).
+    silent_since = storage.now() - protocol["online"]["dropout_after_s"]
     by_session = {key: group for key, group in stored.groupby("session_id", sort=False)}
     people, n_trials, complete, empty = [], 0, 0, 0
     for session in rows:
-        group = by_session.get(session["id"])
-        if group is None or group.empty:
-            empty += 1
-            continue
         label = bids.check_label(session["participant"])
-        path = bids.beh_path(root, label, task)
-        table = _beh_table(label, group)
-        _write(path, table)
-        _write_json(path.with_suffix(".json"), _sidecar(study, protocol, session, len(group)))
+        status = session["status"]
+        if status == "running" and session["last_seen_at"] < silent_since:
+            status = "dropped_out"
         people.append(
             {
                 "participant_id": f"sub-{label}",
                 "source_id": session["source_id"],
+                "status": status,
                 **_details(session["details"]),
             }
         )
+        group = by_session.get(session["id"])
+        if group is None or group.empty:
+            empty += 1  # in participants.tsv, with no files: there is nothing to write
+            continue
+        order = json.loads(session["trial_order"])
+        path = bids.beh_path(root, label, task)
+        _write(path, _beh_table(label, group, order, protocol["timing"]))
+        _write_json(path.with_suffix(".json"), _sidecar(study, protocol, session, len(group)))
+        _write_text(key_log_path(path), _tsv(key_log(group)))
         n_trials += len(group)
         complete += session["status"] == "complete"
-    description = {
-        "Name": f"sbir-study online sessions: {study['name']}",
-        "BIDSVersion": bids.BIDS_VERSION,
-        "DatasetType": "raw",
-        "GeneratedBy": [
-            {"Name": "sbir-study", "Version": toolkit_version(), "Description": _GENERATED_BY}
-        ],
-    }
+    dataset = protocol.get("dataset", {})
+    if not dataset.get("authors"):
+        warnings.warn(
+            f"the protocol {study['name']!r} names no authors ([dataset] authors); the "
+            "export's dataset_description.json names none",
+            stacklevel=2,
+        )
+    description = dataset_description(
+        {"Name": dataset.get("name"), "Authors": dataset.get("authors")}, _GENERATED_BY
+    )
     _write_json(root / "dataset_description.json", description)
     _write_text(root / "README", _README)
-    participants = pd.DataFrame(people, columns=["participant_id", "source_id", *DETAILS])
+    participants = pd.DataFrame(people, columns=["participant_id", "source_id", "status", *DETAILS])
     described = {
         "participant_id": {"Description": "Participant label (sub-<label>)."},
         "source_id": {
@@ -213,19 +252,99 @@ def write_dataset(
             "platform's id, e.g. Prolific's PROLIFIC_PID), of which the label is made "
             "(sbir_study.foundation.checks.participant_label)."
         },
+        "status": _STATUS_DESCRIPTION,
         **details_description(DETAILS),
     }
     for lab in with_lab:
         table, descriptions = _copy_lab(Path(lab), root, set(participants["participant_id"]))
         participants = pd.concat([participants, table], ignore_index=True)
         described = {**descriptions, **described}
-        people.extend(table.to_dict("records"))
     _write_text(
         root / "participants.tsv",
         participants.to_csv(sep="\t", index=False, na_rep="n/a", lineterminator="\n"),
     )
     _write_json(root / "participants.json", described)
-    return ExportSummary(root, study["name"], len(people), n_trials, complete, empty)
+    n_people = len(participants) - empty
+    return ExportSummary(root, study["name"], n_people, n_trials, complete, empty)
+
+
+def planned_onsets(group: pd.DataFrame, order: Sequence[Sequence], timing: Mapping) -> list:
+    """Each stored trial's ``onset_planned``: when the lab's timeline had the pair due.
+
+    The lab's rule (:class:`sbir_study.study.schedule.Timeline`, and ``onset_planned`` in
+    :data:`sbir_study.foundation.bids.BEH_COLUMNS`): the first pair is due one blank
+    (``blank_s``) after the key press that began the session (session time 0), each
+    next one the previous planned onset plus the previous pair's duration
+    (``anchor_demo_s`` for an anchor demonstration, else ``stimulus_s``), one blank, and
+    its own ``paused_before``. Late frames never move it, so ``onset - onset_planned``
+    is how far the page's pair came from the protocol's timeline, as in the lab.
+
+    ``group`` is the session's stored trials (``trial``, ``paused_before``), ``order``
+    its trial order, ``timing`` the protocol's ``[timing]``. A trial after one that is
+    not stored gets None: the time paused before the missing one is not known.
+
+    Examples
+    --------
+    Pairs of 2 s with a 1 s blank, the third after a pause that moved the timeline 5 s:
+
+    >>> group = pd.DataFrame({"trial": [1, 2, 3], "paused_before": [0.0, 0.0, 5.0]})
+    >>> order = [[k, "main"] for k in (1, 2, 3)]
+    >>> planned_onsets(group, order, {"stimulus_s": 2.0, "blank_s": 1.0, "anchor_demo_s": 3.0})
+    [1.0, 4.0, 12.0]
+    """
+    blank = timing["blank_s"]
+    shown = {
+        int(row[0]): timing["anchor_demo_s"] if row[1] == "anchor_demo" else timing["stimulus_s"]
+        for row in order
+    }
+    planned: list = []
+    due = blank  # trial 1: one blank after the session began
+    for number, paused in zip(group["trial"], group["paused_before"], strict=True):
+        number = int(number)
+        if number != len(planned) + 1:  # a trial missing before this one
+            return planned + [None] * (len(group) - len(planned))
+        due += paused
+        planned.append(due)
+        due += shown[number] + blank
+    return planned
+
+
+def key_log(group: pd.DataFrame) -> pd.DataFrame:
+    """The session's key log, as the lab's (``sourcedata/``), from its stored trials' key events.
+
+    The page sends with each trial every key-down from the trial's onset until a
+    moment after its window closed, so one may come with two trials: it is logged
+    once, with the first. Columns: the lab's, :data:`~sbir_study.study.recorder.KEY_LOG_COLUMNS`
+    (``key`` as PsychoPy names it, :func:`~.keys.browser_key_name`, or None when it has
+    no name; ``onset_monotonic`` None, a browser cannot read the system's monotonic clock;
+    ``session_time`` in seconds from the session's start, as ``onset`` is), then
+    :data:`KEY_LOG_EXTRA_COLUMNS`: the browser's ``KeyboardEvent.code`` and ``.key``, the
+    time on the page's clock (``performance.now()``, seconds; a reloaded page's starts
+    again) and the trial whose report carried it.
+    """
+    rows = []
+    previous: list = []
+    for trial in group.itertuples(index=False):
+        events = json.loads(trial.events)
+        start = trial.page_onset - trial.onset  # the session's start on this page's clock
+        for event in events:
+            if event in previous:
+                continue
+            code, key, t = str(event.get("code", "")), str(event.get("key", "")), event["t"]
+            rows.append(
+                (browser_key_name(code, key), None, t - start, _plain(code), _plain(key), t,
+                 int(trial.trial))
+            )  # fmt: skip
+        previous = events
+    return pd.DataFrame(rows, columns=[*KEY_LOG_COLUMNS, *KEY_LOG_EXTRA_COLUMNS])
+
+
+def _plain(text: str) -> str | None:
+    """A browser's key text as one TSV cell: control characters (a tab, a line break) as
+    ``\\uXXXX``, none for an empty one."""
+    if not text:
+        return None
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
 
 
 def _details(stored: str) -> dict[str, str | None]:
@@ -260,6 +379,10 @@ def _copy_lab(lab: Path, root: Path, taken: set[str]):
             if path.is_file():
                 relative = path.relative_to(lab).as_posix()
                 _write_text(root / relative, path.read_text(encoding="utf-8"))
+        # The session's key log (and any line a crash cut off), byte for byte.
+        for path in sorted((lab / "sourcedata" / label).rglob("*")):
+            if path.is_file():
+                _write_bytes(root / path.relative_to(lab), path.read_bytes())
         taken.add(label)
     try:
         descriptions = json.loads((lab / "participants.json").read_text(encoding="utf-8"))
@@ -268,16 +391,32 @@ def _copy_lab(lab: Path, root: Path, taken: set[str]):
     return table.replace({"": None}), descriptions
 
 
-def _beh_table(label: str, group: pd.DataFrame) -> pd.DataFrame:
+def _beh_table(label: str, group: pd.DataFrame, order: Sequence[Sequence],
+               timing: Mapping) -> pd.DataFrame:  # fmt: skip
+    """The lab's columns of the session's stored trials (what each holds: docs/formats.md)."""
+    files = {int(row[0]): (row[5], row[6]) for row in order}
     columns = {}
     for column in SESSION_COLUMNS:
         if column == "participant":
             columns[column] = [label] * len(group)
+        elif column == "sketch_file":
+            columns[column] = [files[int(t)][0] for t in group["trial"]]
+        elif column == "image_file":
+            columns[column] = [files[int(t)][1] for t in group["trial"]]
+        elif column == "onset_planned":
+            columns[column] = planned_onsets(group, order, timing)
         elif column in group.columns:
             columns[column] = group[column].tolist()
-        else:  # a lab column a browser does not have (onset_monotonic) or does not record yet
+        else:  # onset_monotonic: a browser cannot read the system's monotonic clock
             columns[column] = [None] * len(group)
     return pd.DataFrame(columns)
+
+
+def _tsv(table: pd.DataFrame) -> str:
+    """A table as the lab's files write one: tab-separated, floats with 6 decimals, n/a."""
+    lines = ["\t".join(table.columns)]
+    lines += ["\t".join(format_cell(v) for v in row) for row in table.itertuples(index=False)]
+    return "\n".join(lines) + "\n"
 
 
 def _write(path: Path, table: pd.DataFrame) -> None:
@@ -342,7 +481,11 @@ def _sidecar(study: Mapping, protocol: dict, session: Mapping, n_stored: int) ->
         "KeyboardBackend": "browser KeyboardEvent.timeStamp (performance.now() clock); names "
         "from KeyboardEvent.code as in sbir_study.study.online.keys",
         "ClockNote": "onset_monotonic is n/a: a browser has no access to the system's monotonic "
-        "clock; onsets are frame times of requestAnimationFrame on performance.now().",
+        "clock; onsets are frame times of requestAnimationFrame on performance.now(), from the "
+        "key press that began the session. onset_planned is the lab's timeline computed by the "
+        "server from the protocol's timing and each trial's paused_before (n/a after a trial "
+        "that is not stored). The key log in sourcedata/ holds the key-downs the page sent "
+        "with each trial (from its onset to just after its window closed).",
         "CrowdPlatform": {k: url[k] for k in ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID") if k in url}
         or None,
         "Software": environment.get("software"),
@@ -354,8 +497,12 @@ def _iso(epoch: float) -> str:
 
 
 def _write_text(path: Path, text: str) -> None:
+    _write_bytes(path, text.encode("utf-8"))
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(text.encode("utf-8"))  # flushed to disk with the rest when moved into place
+    path.write_bytes(data)  # flushed to disk with the rest when moved into place
 
 
 def _write_json(path: Path, content) -> None:

@@ -12,6 +12,9 @@ import sqlalchemy as sa
 from .storage import LIST_LOCK, sessions, studies, trials
 
 __all__ = [
+    "EXPORT_SESSIONS",
+    "EXPORT_STUDY",
+    "EXPORT_TRIALS",
     "FINISH_SESSION",
     "INSERT_SESSION",
     "INSERT_STUDY",
@@ -169,6 +172,23 @@ PARTICIPANT_TRIALS = (
     )
     .join(sessions, sessions.c.id == trials.c.session_id)
     .where(sessions.c.study_id == sa.bindparam("study"))
+)
+
+# --- the export (study ``study``) ---
+#: The study's row.
+EXPORT_STUDY = sa.select(studies).where(studies.c.id == sa.bindparam("study"))
+#: Every session of the study, stored trials or none, by participant label.
+EXPORT_SESSIONS = (
+    sa.select(sessions)
+    .where(sessions.c.study_id == sa.bindparam("study"))
+    .order_by(sessions.c.participant)
+)
+#: Every stored trial of the study, by session and trial, with the key events behind it.
+EXPORT_TRIALS = (
+    sa.select(trials)
+    .join(sessions, sessions.c.id == trials.c.session_id)
+    .where(sessions.c.study_id == sa.bindparam("study"))
+    .order_by(trials.c.session_id, trials.c.trial)
 )
 
 _TRIAL_INSERTS: dict = {}

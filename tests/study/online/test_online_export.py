@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -9,18 +10,24 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sbir_study.analysis import load_ratings
 from sbir_study.study.recorder import SESSION_COLUMNS
 from tests.study.online.support import END_S, make_client, report, start, write_protocol
 
 VALIDATOR = Path(__file__).parents[3] / ".node" / "node_modules" / ".bin" / "bids-validator"
+#: A protocol's [dataset]: what dataset_description.json names.
+DATASET = {"name": "Sketch ratings online (pilot)", "authors": ["Ada Lovelace", "Alan Turing"]}
 
 
-def assert_valid_bids(root: Path) -> None:
-    """No errors from the BIDS validator (npm bids-validator, installed by make install)."""
+def assert_valid_bids(root: Path) -> list[str]:
+    """No errors from the BIDS validator (npm bids-validator, installed by make install);
+    the keys of its warnings."""
     assert VALIDATOR.exists(), f"{VALIDATOR} is missing; make install installs it"
     result = subprocess.run([str(VALIDATOR), str(root), "--json"], capture_output=True, text=True)
     found = json.loads(result.stdout)
@@ -29,6 +36,7 @@ def assert_valid_bids(root: Path) -> None:
         for e in found["issues"]["errors"]
     ]
     assert not errors, errors
+    return [w["key"] for w in found["issues"]["warnings"]]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -67,7 +75,9 @@ def fill(
 
 
 def test_an_incomplete_design_exports_valid_bids_that_analyze_reads(tmp_path, online_set):
-    client = make_client(tmp_path, online_set, online={"subset": "pairs", "lists": 2})
+    client = make_client(
+        tmp_path, online_set, online={"subset": "pairs", "lists": 2}, dataset=DATASET
+    )
     for label, details in (
         ("a1", {"age": 30, "sex": "male"}),
         ("a2", {"handedness": "right"}),
@@ -76,14 +86,16 @@ def test_an_incomplete_design_exports_valid_bids_that_analyze_reads(tmp_path, on
     ):
         fill(client, label, details=details)
     fill(client, "quit5", stop_after=6, finish="incomplete")
-    start(client, "nothing6")  # consented, never rated: no files
+    start(client, "nothing6")  # consented, never rated: in participants.tsv, no files
     out = tmp_path / "bids"
     done = cli("export-online", "--db", f"sqlite:///{client.db}", "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert (
         "5 participants (4 complete)" in done.stdout and "1 sessions without a trial" in done.stdout
     )
-    assert_valid_bids(out)
+    assert "names no authors" not in done.stderr
+    # The protocol's [dataset] names the authors: no NO_AUTHORS warning.
+    assert "NO_AUTHORS" not in assert_valid_bids(out)
     for tsv in sorted(out.glob("sub-*/beh/*_beh.tsv")):
         table = pd.read_csv(tsv, sep="\t", dtype=str, keep_default_na=False)
         assert tuple(table.columns) == SESSION_COLUMNS
@@ -99,10 +111,16 @@ def test_an_incomplete_design_exports_valid_bids_that_analyze_reads(tmp_path, on
     assert people.to_dict("records")[0] == {
         "participant_id": "sub-a1",
         "source_id": "a1",
+        "status": "complete",
         "age": "30",
         "sex": "M",
         "handedness": "n/a",
     }
+    assert people.set_index("participant_id")["status"][["sub-quit5", "sub-nothing6"]].tolist() == [
+        "incomplete",
+        "running",
+    ]
+    assert not (out / "sub-nothing6").exists()
     assert people.loc[1, "handedness"] == "R"
     described = json.loads((out / "participants.json").read_text())
     assert described["sex"]["Levels"] == {"F": "female", "M": "male", "O": "other"}
@@ -123,7 +141,10 @@ def test_the_target_is_refused_or_replaced_only_when_it_is_an_earlier_export(tmp
     fill(client, "b1")
     db = f"sqlite:///{client.db}"
     out = tmp_path / "bids"
-    assert cli("export-online", "--db", db, "--out", str(out)).returncode == 0
+    first = cli("export-online", "--db", db, "--out", str(out))
+    assert first.returncode == 0
+    # As run warns: the protocol names no authors, so the dataset names none.
+    assert "names no authors ([dataset] authors)" in first.stderr
     again = cli("export-online", "--db", db, "--out", str(out))
     assert again.returncode == 2 and "pass --overwrite" in again.stderr
     fill(client, "b2")
@@ -367,3 +388,330 @@ def test_the_export_records_the_protocols_scale_as_the_lab_does(tmp_path, online
     assert sidecar["RatingScale"] == {"Low": 1, "High": 7, "Best": "high"}
     assert sidecar["rating"]["Levels"]["7"] == "best match"
     assert load_ratings(out).attrs["scale"] == Scale(1, 7, "high")
+
+
+# --- what the server knows, filled in; who stored nothing, listed ---------------------------
+
+BLANK_S, STIMULUS_S, ANCHOR_DEMO_S = 0.4, 0.6, 0.8
+
+
+class Page:
+    """One participant's page as the tests drive it: its own clock (performance.now(), s),
+    late frames and pauses, and every key-down it made, kept in order."""
+
+    def __init__(self, client, label: str, clock: list[float], session_start: float) -> None:
+        self.client, self.clock, self.start = client, clock, session_start
+        self.created = clock[0]
+        answer, token = start(client, label, environment={"refresh_hz": 60.0})
+        assert answer.status_code == 201, answer.text
+        self.state = answer.json()
+        self.headers = {"Authorization": f"Bearer {token}"}
+        self.keys: list[dict] = []  # every key-down made, in order, once
+
+    def rate(self, plan: list[dict]) -> None:
+        """The first ``len(plan)`` trials, each ``{paused, late, press, extra}``: its pair
+        ``late`` s after the previous blank's end (and ``paused`` s more: a pause screen came
+        between), a rating key ``press = (key, s after onset)``, ``extra`` keys ``(code, key,
+        s after the window's end)``; every third pair is taken down a frame late. As the page
+        does, a trial's report carries the keys from its onset to 50 ms after its window."""
+        trials, onsets, blanks = self.state["trials"], [], []
+        due = self.start + BLANK_S  # one blank after the key that began the session
+        for number, step in enumerate(plan, start=1):
+            phase = trials[number - 1]["phase"]
+            shown = ANCHOR_DEMO_S if phase == "anchor_demo" else STIMULUS_S
+            onsets.append(due + step.get("paused", 0.0) + step.get("late", 0.0))
+            blanks.append(onsets[-1] + shown + (1 / 60 if number % 3 == 0 else 0.0))
+            due = blanks[-1] + BLANK_S
+        for number, step in enumerate(plan, start=1):
+            trial, onset, blank_onset = trials[number - 1], onsets[number - 1], blanks[number - 1]
+            following = plan[number] if number < len(plan) else {"paused": 1.0}
+            # The next screen: the next pair, or (before a pause, after the last) a message.
+            next_onset = onsets[number] if not following.get("paused") else blank_onset + BLANK_S
+            events = []
+            if step.get("press"):
+                key, after = step["press"]
+                events.append({"code": f"Digit{key}", "key": key, "t": onset + after})
+            events += [{"code": c, "key": k, "t": next_onset + dt} for c, k, dt in step.get(
+                "extra", ())]  # fmt: skip
+            carried = [e for e in self.keys if e["t"] >= onset]
+            self.keys += events
+            rated = trial["phase"] != "anchor_demo" and step.get("press")
+            body = {
+                "sketch_id": trial["sketch_id"],
+                "image_id": trial["image_id"],
+                "onset": onset,
+                "blank_onset": blank_onset,
+                "next_onset": next_onset,
+                "session_start": self.start,
+                "frames": [onset, blank_onset, next_onset],
+                "events": carried + events,
+                "paused_before": step.get("paused", 0.0),
+                "rating": int(step["press"][0]) if rated else None,
+            }
+            self.clock[0] = self.created + (next_onset - self.start) + 0.2  # as it is sent
+            put = self.client.put(
+                f"/api/sessions/{self.state['session_id']}/trials/{number}",
+                json=body,
+                headers=self.headers,
+            )
+            assert put.status_code == 201, put.text
+
+    def finish(self, status: str) -> None:
+        done = self.client.post(
+            f"/api/sessions/{self.state['session_id']}/finish",
+            json={"status": status},
+            headers=self.headers,
+        )
+        assert done.status_code == 200, done.text
+
+
+def stored_trials(db: Path) -> pd.DataFrame:
+    """The trials as the database holds them, with their session's label and trial order,
+    read with sqlite3 (not the server's code)."""
+    import sqlite3
+
+    with sqlite3.connect(db) as connection:
+        return pd.read_sql_query(
+            "SELECT s.participant, s.trial_order, t.* FROM trials t "
+            "JOIN sessions s ON s.id = t.session_id ORDER BY s.participant, t.trial",
+            connection,
+        )
+
+
+def lab_timeline(trials: pd.DataFrame) -> list[float]:
+    """onset_planned as the lab's session plans it: its Timeline, driven as the lab's loop
+    drives it (one blank after the key that began the session; a waiting screen answered
+    moves the timeline by the trial's paused_before)."""
+    from sbir_study.study.schedule import Timeline
+
+    timeline = Timeline(planned=BLANK_S)
+    planned = []
+    for row in trials.itertuples():
+        if row.paused_before:  # a pause answered so that the pair comes paused_before late
+            timeline.resume(timeline.planned + row.paused_before - BLANK_S, BLANK_S)
+        shown = ANCHOR_DEMO_S if row.phase == "anchor_demo" else STIMULUS_S
+        onset, paused = timeline.begin_pair(shown, BLANK_S)
+        assert paused == pytest.approx(row.paused_before)
+        planned.append(onset)
+    return planned
+
+
+def test_the_export_fills_what_the_server_knows_and_lists_who_stored_nothing(
+    tmp_path, online_set, server_clock
+):
+    from sbir_study.study.online import export
+    from sbir_study.study.recorder import KEY_LOG_COLUMNS, SessionRecorder
+    from tests.study.online.support import ADMIN_TOKEN
+
+    client = make_client(
+        tmp_path,
+        online_set,
+        timing={"stimulus_s": STIMULUS_S, "blank_s": BLANK_S, "anchor_demo_s": ANCHOR_DEMO_S},
+        online={"dropout_after_s": 60.0},
+        dataset=DATASET,
+    )
+    clock = server_clock
+    Page(client, "silent1", clock, 3.0)  # started, never rated: drops out
+    Page(client, "gone2", clock, 3.0).rate([{}])  # one trial, then silent: drops out
+    clock[0] += 61.0
+    page = Page(client, "full3", clock, 812.25)
+    # A key without a PsychoPy name (no code) in the blank, and one just after the window:
+    # sent with its trial and again with the next one.
+    extra = {2: [("", "é", -0.1)], 7: [("KeyX", "x", 0.04)]}
+    page.rate(
+        [
+            {
+                "paused": 2.5 if number == 5 else 0.0,  # a pause before trial 5
+                "late": 0.004,  # each pair 4 ms after the blank's end: the page falls behind
+                "press": None if number == 6 else (str(1 + number % 7), 0.3),
+                "extra": extra.get(number, ()),
+            }
+            for number in range(1, len(page.state["trials"]) + 1)
+        ]
+    )
+    page.finish("complete")
+    quit4 = Page(client, "quit4", clock, 0.5)
+    quit4.rate([{"press": ("3", 0.2)}, {"press": ("4", 0.9)}])
+    quit4.finish("incomplete")
+    Page(client, "new5", clock, 1.0)  # just started: running, nothing stored yet
+
+    out = tmp_path / "bids"
+    summary = export.export_online(f"sqlite:///{client.db}", out)
+    assert (summary.participants, summary.skipped_empty) == (3, 2)
+    stored = stored_trials(client.db)
+
+    # participants.tsv: everyone who started, with the status page's status.
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    listed = client.get("/admin/participants.csv", headers=admin)
+    status_table = pd.read_csv(io.StringIO(listed.text), dtype=str, keep_default_na=False)
+    people = pd.read_csv(out / "participants.tsv", sep="\t", dtype=str, keep_default_na=False)
+    assert dict(zip(people["participant_id"], people["status"], strict=True)) == {
+        f"sub-{p}": s for p, s in zip(status_table["participant"], status_table["status"],
+                                      strict=True)
+    }  # fmt: skip
+    counts = client.get("/api/admin/status", headers=admin).json()["participants"]
+    assert counts["started"] == len(people)
+    assert {k: v for k, v in counts.items() if k != "started"} == {
+        k: int((people["status"] == k).sum()) for k in counts if k != "started"
+    }
+    assert set(people["status"]) == {"dropped_out", "complete", "incomplete", "running"}
+    # Files only for those who stored a trial; the others are in participants.tsv only.
+    assert sorted(p.name for p in out.glob("sub-*")) == sorted(
+        f"sub-{p}" for p in set(stored["participant"])
+    )
+    assert "status" in json.loads((out / "participants.json").read_text())
+
+    # Each row: the files of its pair from the session's trial order, the stored values,
+    # onset_planned on the lab's timeline; onset_monotonic n/a.
+    for label, expected in stored.groupby("participant"):
+        path = out / f"sub-{label}" / "beh" / f"sub-{label}_task-sbirtest_beh.tsv"
+        table = pd.read_csv(path, sep="\t")
+        order = pd.DataFrame(
+            json.loads(expected["trial_order"].iloc[0]),
+            columns=["trial", "phase", "sketch_id", "image_id", "anchor_rating", "sketch_file",
+                     "image_file"],
+        ).set_index("trial")  # fmt: skip
+        assert table["sketch_file"].tolist() == order.loc[table["trial"], "sketch_file"].tolist()
+        assert table["image_file"].tolist() == order.loc[table["trial"], "image_file"].tolist()
+        assert (table["sketch_file"].map(lambda f: (online_set / f).is_file())).all()
+        for column in ("onset", "stim_duration", "blank_duration", "paused_before", "rt"):
+            assert np.allclose(table[column], expected[column], atol=5e-7, equal_nan=True), column
+        assert table["rating"].equals(expected["rating"].reset_index(drop=True))
+        assert table["onset_monotonic"].isna().all()
+        assert np.allclose(table["onset_planned"], lab_timeline(expected), atol=5e-7)
+    full = pd.read_csv(next(out.glob("sub-full3/beh/*.tsv")), sep="\t")
+    # The page fell 4 ms further behind each trial, and a frame at every third blank.
+    lag = (full["onset"] - full["onset_planned"]).to_numpy()
+    frames = np.array([(k - 1) // 3 for k in full["trial"]]) / 60
+    assert np.allclose(lag, 0.004 * full["trial"] + frames, atol=5e-6)
+
+    # The key log: every key-down the page made, once, in order, on the session's clock.
+    log = pd.read_csv(out / "sourcedata" / "sub-full3" / "sub-full3_task-sbirtest_keys.tsv",
+                      sep="\t", keep_default_na=False, na_values=["n/a"])  # fmt: skip
+    assert tuple(log.columns[:3]) == KEY_LOG_COLUMNS
+    assert list(zip(log["code"].replace({np.nan: ""}), log["browser_key"], strict=True)) == [
+        (e["code"], e["key"]) for e in page.keys
+    ]
+    assert np.allclose(log["page_time"], [e["t"] for e in page.keys], atol=5e-7)
+    assert np.allclose(log["session_time"], log["page_time"] - 812.25, atol=5e-6)
+    assert log["onset_monotonic"].isna().all()
+    # PsychoPy's name of each key; a key without one (é, sent with no code) is n/a.
+    assert log["key"].fillna("n/a").tolist() == [
+        "n/a" if e["key"] == "é" else e["key"] for e in page.keys
+    ]
+    sent = {
+        (e["code"], e["key"], e["t"])
+        for events in stored.loc[stored["participant"] == "full3", "events"]
+        for e in json.loads(events)
+    }
+    assert sent == {(e["code"], e["key"], e["t"]) for e in page.keys}
+
+    # The lab's files of the same design read with the same columns and dtypes.
+    lab = tmp_path / "lab"
+    rows = full.astype(object).where(full.notna(), None).to_dict("records")
+    recorder = SessionRecorder.open(
+        lab, "lab1", task="sbirtest", session={}, trial_order=full[["trial", "phase",
+        "sketch_id", "image_id"]].values.tolist(),
+    )  # fmt: skip
+    for number, row in enumerate(rows):
+        row.update(participant="lab1", onset_monotonic=5000.0 + row["onset"])
+        recorder.append(row, [(k, 5000.0 + s, s) for k, s in
+                              log.loc[log["trial"] == number + 1, ["key", "session_time"]]
+                              .fillna("x").itertuples(index=False)])  # fmt: skip
+    recorder.finish("complete")
+    lab_table = pd.read_csv(next(lab.glob("sub-lab1/beh/*.tsv")), sep="\t")
+    assert list(lab_table.columns) == list(full.columns)
+    # (onset_monotonic, n/a on every online row, reads as the lab's numbers do: float)
+    assert {c: t for c, t in full.dtypes.items() if t != lab_table[c].dtype} == {}
+    lab_log = pd.read_csv(recorder.key_log, sep="\t")
+    assert list(lab_log.columns) == list(log.columns[:3])
+    assert (lab_log.dtypes.drop("onset_monotonic") == log[list(lab_log.columns)].dtypes.drop(
+        "onset_monotonic")).all()  # fmt: skip
+
+    # With the lab's dataset copied in: its key log too, byte for byte; its status n/a.
+    mixed = tmp_path / "mixed"
+    export.export_online(f"sqlite:///{client.db}", mixed, with_lab=[lab])
+    copied = mixed / recorder.key_log.relative_to(lab)
+    assert copied.read_bytes() == recorder.key_log.read_bytes()
+    both = pd.read_csv(mixed / "participants.tsv", sep="\t", dtype=str, keep_default_na=False)
+    assert both.set_index("participant_id")["status"]["sub-lab1"] == "n/a"
+
+    # dataset_description.json: the protocol's [dataset] (the validator's view of it: above).
+    description = json.loads((out / "dataset_description.json").read_text())
+    assert (description["Name"], description["Authors"]) == (DATASET["name"], DATASET["authors"])
+    assert set(load_ratings(out)["participant"]) == {"gone2", "full3", "quit4"}
+
+
+# --- the two rules of the export, on generated sessions ----------------------------------
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["anchor_demo", "main", "anchor_repeat"]),
+            st.one_of(st.just(0.0), st.floats(0.001, 600.0)),
+            st.sampled_from([True, True, True, False]),  # stored, mostly
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_planned_onsets_are_the_lab_timelines_until_a_trial_is_missing(trials):
+    """Against the lab's own Timeline; after a trial that is not stored, n/a."""
+    from sbir_study.study.online.export import planned_onsets
+
+    order = [[k, phase] for k, (phase, _, _) in enumerate(trials, start=1)]
+    kept = [(k, paused) for k, (_, paused, stored) in enumerate(trials, start=1) if stored]
+    group = pd.DataFrame(kept, columns=["trial", "paused_before"])
+    timing = {"stimulus_s": STIMULUS_S, "blank_s": BLANK_S, "anchor_demo_s": ANCHOR_DEMO_S}
+    got = planned_onsets(group, order, timing)
+    first_gap = next((k for k, (_, _, stored) in enumerate(trials, start=1) if not stored), None)
+    whole = [t for t in group.itertuples() if first_gap is None or t.trial < first_gap]
+    expected = lab_timeline(
+        pd.DataFrame({"phase": [trials[t.trial - 1][0] for t in whole],
+                      "paused_before": [t.paused_before for t in whole]})
+    )  # fmt: skip
+    assert got[: len(whole)] == pytest.approx(expected, abs=1e-9)
+    assert got[len(whole) :] == [None] * (len(group) - len(whole))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    durations=st.lists(st.floats(0.1, 5.0), min_size=1, max_size=12),
+    presses=st.lists(
+        st.tuples(
+            st.floats(0.0, 70.0),
+            st.sampled_from(["Digit3", "Numpad7", "KeyP", "Escape", ""]),
+            st.text(max_size=4),
+        ),
+        max_size=40,
+        unique_by=lambda p: p[0],
+    ),
+    start=st.floats(-1000.0, 1000.0),
+)
+def test_the_key_log_holds_each_key_the_page_sent_once_in_order(durations, presses, start):
+    """The page sends with each trial the keys from its onset to 50 ms after its window;
+    the log holds each once, in order, on the session's clock, in cells a TSV can hold."""
+    from sbir_study.study.online.export import key_log
+    from sbir_study.study.online.keys import browser_key_name
+
+    onsets = np.concatenate([[0.0], np.cumsum(durations)])[:-1] + start
+    ends = onsets + np.asarray(durations)
+    keys = [{"code": c, "key": k, "t": start + t} for t, c, k in sorted(presses)]
+    windows = list(zip(onsets, ends, strict=True))
+    rows = []
+    for number, (onset, end) in enumerate(windows, start=1):
+        carried = [e for e in keys if onset <= e["t"] < end + 0.05]
+        rows.append((number, json.dumps(carried), onset, onset - start))
+    group = pd.DataFrame(rows, columns=["trial", "events", "page_onset", "onset"])
+    log = key_log(group)
+    sent = [e for e in keys if any(onset <= e["t"] < end + 0.05 for onset, end in windows)]
+    assert log["page_time"].tolist() == [e["t"] for e in sent]
+    assert log["session_time"].to_numpy() == pytest.approx([e["t"] - start for e in sent])
+    named = [k if isinstance(k, str) else None for k in log["key"]]  # n/a in the file
+    assert named == [browser_key_name(e["code"], e["key"]) for e in sent]
+    for column in ("code", "browser_key"):
+        cells = log[column].dropna()
+        assert all(cell.isprintable() and "\t" not in cell for cell in cells)
+    assert log["onset_monotonic"].isna().all()
