@@ -13,11 +13,13 @@ from .storage import LIST_LOCK, sessions, studies, trials
 
 __all__ = [
     "FINISH_SESSION",
+    "FOLLOWING_TRIAL",
     "INSERT_SESSION",
     "INSERT_STUDY",
     "PARTICIPANTS_PER_LIST",
     "PARTICIPANT_SESSIONS",
     "PARTICIPANT_TRIALS",
+    "PREVIOUS_TRIAL",
     "SEEN",
     "SESSION_FACTS",
     "SESSION_OF_PARTICIPANT",
@@ -83,6 +85,7 @@ SESSION_FACTS = sa.select(
     sessions.c.trial_order,
     sessions.c.environment,
     sessions.c.list_index,
+    sessions.c.created_at,
 ).where((sessions.c.id == sa.bindparam("sid")) & (sessions.c.study_id == sa.bindparam("study")))
 SESSION_STATUS = sa.select(sessions.c.status).where(sessions.c.id == sa.bindparam("sid"))
 #: The status of the session ``sid`` and when it was last heard from.
@@ -112,6 +115,21 @@ STORED_TRIALS = (
     sa.select(trials.c.trial, trials.c.onset, trials.c.stim_duration, trials.c.blank_duration)
     .where(trials.c.session_id == sa.bindparam("sid"))
     .order_by(trials.c.trial)
+)
+_TIMES = (trials.c.trial, trials.c.onset, trials.c.stim_duration, trials.c.blank_duration)
+#: The stored trial of the session ``sid`` just before trial ``trial`` (its times).
+PREVIOUS_TRIAL = (
+    sa.select(*_TIMES)
+    .where((trials.c.session_id == sa.bindparam("sid")) & (trials.c.trial < sa.bindparam("trial")))
+    .order_by(trials.c.trial.desc())
+    .limit(1)
+)
+#: The stored trial of the session ``sid`` just after trial ``trial`` (its times).
+FOLLOWING_TRIAL = (
+    sa.select(*_TIMES)
+    .where((trials.c.session_id == sa.bindparam("sid")) & (trials.c.trial > sa.bindparam("trial")))
+    .order_by(trials.c.trial)
+    .limit(1)
 )
 SESSION_TRIAL_COUNT = sa.select(sa.func.count()).where(trials.c.session_id == sa.bindparam("sid"))
 #: The digest of the report stored as trial ``trial`` of the session ``sid``.

@@ -42,6 +42,7 @@ from ..trials import build_trials, draw_seed
 from . import queries, storage
 from .assignment import choose_list, list_manifest, split_lists
 from .keys import BROWSER_CODES
+from .plausibility import StoredTimes, check_trial_times
 from .scoring import check_rating_on_scale, counted_refresh, score_report
 from .status import participant_table, study_status
 
@@ -480,8 +481,9 @@ class OnlineStudy:
 
         A report for a trial that holds other data is refused (409) and
         changes nothing; so is a new trial of a finished session. The report is
-        scored by :func:`.scoring.score_report`; a rating off the protocol's scale
-        is refused before the session is looked up.
+        scored by :func:`.scoring.score_report` and its times checked by
+        :func:`.plausibility.check_trial_times` (422); a rating off the protocol's
+        scale is refused before the session is looked up.
         """
         try:
             check_rating_on_scale(report.get("rating"), self.protocol.scale)
@@ -496,6 +498,7 @@ class OnlineStudy:
                 self.protocol,
                 refresh_hz=self._refresh(session),
             )
+            self._check_times(session_id, session, trial, record, report)
         except InputError as error:
             raise ServiceError(422, str(error)) from None
         payload = storage.dumps(dict(report))
@@ -530,6 +533,28 @@ class OnlineStudy:
                 "with other data; nothing was changed",
             )
         return False
+
+    def _check_times(
+        self, session_id: str, session: Mapping, trial: int, record, report: Mapping
+    ) -> None:
+        """Refuse a trial whose times cannot be true (:mod:`.plausibility`): past the
+        session's age on the server's clock, or overlapping the stored trials around it.
+
+        Read before the trial's transaction: a session's page sends its trials one at a
+        time, so the trials around one do not change while it is checked.
+        """
+        key = {"sid": session_id, "trial": trial}
+        with storage.reading(self.engine) as connection:
+            previous = connection.execute(queries.PREVIOUS_TRIAL, key).first()
+            following = connection.execute(queries.FOLLOWING_TRIAL, key).first()
+        check_trial_times(
+            record,
+            report,
+            window_end=report["blank_onset"] + self.protocol.timing.blank_s,
+            session_age_s=storage.now() - session["created_at"],
+            previous=None if previous is None else StoredTimes(*previous),
+            following=None if following is None else StoredTimes(*following),
+        )
 
     def finish(self, session_id: str, token: str | None, status: str) -> dict:
         """End a session: ``complete`` (every trial stored), ``incomplete`` (quit) or

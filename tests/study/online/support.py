@@ -329,9 +329,13 @@ def start(client, label="p01", token=None, **extra):
     return answer, token
 
 
-def report(trial: dict, number: int, presses=(), *, rating="auto", stimulus_s=0.6, blank_s=0.4):
-    """A trial report as the page sends it: presses are (key, seconds from onset)."""
-    onset = 5.0 + number
+def report(
+    trial: dict, number: int, presses=(), *, rating="auto", stimulus_s=0.6, blank_s=0.4, onset=None
+):
+    """A trial report as the page sends it: presses are (key, seconds from onset). The session
+    began at 5 s on the page's clock; trial ``number`` shows at ``onset``, by default
+    ``5 + number`` (each trial 1 s after the one before, as the test protocol's are)."""
+    onset = 5.0 + number if onset is None else onset
     blank_onset = onset + stimulus_s
     events = [{"code": f"Digit{k}", "key": k, "t": onset + t} for k, t in presses]
     if rating == "auto":

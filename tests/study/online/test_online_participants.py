@@ -21,16 +21,19 @@ def rate(client, label: str, *, stop_after=None, finish="complete", skip_every=4
     answer, token = start(client, label)
     state = answer.json()
     headers = {"Authorization": f"Bearer {token}"}
+    onset = 6.0  # each trial begins when the one before ended, as on the page
     for number, trial in enumerate(state["trials"], start=1):
         if stop_after is not None and number > stop_after:
             break
         rated = trial["phase"] != "anchor_demo"
         presses = [] if (not rated or number % skip_every == 0) else [("3", 0.2)]
         shown = 0.6 + jitter * (number % 3)
+        body = report(
+            trial, number, presses, stimulus_s=shown, blank_s=0.4 + jitter / 2, onset=onset
+        )
+        onset = body["next_onset"]
         put = client.put(
-            f"/api/sessions/{state['session_id']}/trials/{number}",
-            json=report(trial, number, presses, stimulus_s=shown, blank_s=0.4 + jitter / 2),
-            headers=headers,
+            f"/api/sessions/{state['session_id']}/trials/{number}", json=body, headers=headers
         )
         assert put.status_code == 201, put.text
     if finish:
