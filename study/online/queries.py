@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from .storage import LIST_LOCK, sessions, studies, trials
+from .storage import LIST_LOCK, refusals, sessions, studies, trials
 
 __all__ = [
     "FINISH_SESSION",
     "FOLLOWING_TRIAL",
+    "INSERT_REFUSAL",
     "INSERT_SESSION",
     "INSERT_STUDY",
     "PARTICIPANTS_PER_LIST",
+    "PARTICIPANT_REFUSALS",
     "PARTICIPANT_SESSIONS",
     "PARTICIPANT_TRIALS",
     "PREVIOUS_TRIAL",
@@ -27,6 +29,8 @@ __all__ = [
     "SESSION_STATUS",
     "SESSION_STATUS_SEEN",
     "SESSION_TRIAL_COUNT",
+    "STATUS_REFUSALS",
+    "STATUS_REFUSAL_COUNT",
     "STATUS_SESSIONS",
     "STATUS_TRIAL_COUNT",
     "STATUS_TRIAL_DURATIONS",
@@ -162,6 +166,36 @@ STATUS_TRIAL_COUNT = (
     .select_from(trials)
     .join(sessions, sessions.c.id == trials.c.session_id)
     .where(sessions.c.study_id == sa.bindparam("study"))
+)
+
+# --- refused trials ---
+INSERT_REFUSAL = refusals.insert()
+STATUS_REFUSAL_COUNT = (
+    sa.select(sa.func.count())
+    .select_from(refusals)
+    .join(sessions, sessions.c.id == refusals.c.session_id)
+    .where(sessions.c.study_id == sa.bindparam("study"))
+)
+#: The study's latest refusals, newest first, with the participant's label (``limit`` rows).
+STATUS_REFUSALS = (
+    sa.select(
+        sessions.c.participant,
+        refusals.c.trial,
+        refusals.c.status,
+        refusals.c.reason,
+        refusals.c.refused_at,
+    )
+    .join(sessions, sessions.c.id == refusals.c.session_id)
+    .where(sessions.c.study_id == sa.bindparam("study"))
+    .order_by(refusals.c.refused_at.desc(), refusals.c.id.desc())
+    .limit(sa.bindparam("limit"))
+)
+#: Every refusal of the study, in the order they came, for the participant table.
+PARTICIPANT_REFUSALS = (
+    sa.select(refusals.c.session_id, refusals.c.trial, refusals.c.status, refusals.c.reason)
+    .join(sessions, sessions.c.id == refusals.c.session_id)
+    .where(sessions.c.study_id == sa.bindparam("study"))
+    .order_by(refusals.c.id)
 )
 
 #: Every session of the study, for the participant table.

@@ -556,6 +556,34 @@ class OnlineStudy:
             following=None if following is None else StoredTimes(*following),
         )
 
+    def record_refusal(
+        self, session_id: str, token: str | None, trial: int | None, status: int, reason: str
+    ) -> bool:
+        """Keep a trial report refused to a session's own page (the ``refusals`` table).
+
+        The status page and the participant table count them with their reasons: a
+        page sets a refused trial aside and never sends it again, so this is where the
+        experimenter learns of it. Only the session's own page (its token) is counted
+        against it; another caller's refusal is in serve's log alone. Returns whether
+        it was kept.
+        """
+        try:
+            self.authorise(session_id, token)
+        except ServiceError:
+            return False
+        with self.engine.begin() as connection:
+            connection.execute(
+                queries.INSERT_REFUSAL,
+                {
+                    "session_id": session_id,
+                    "trial": trial,
+                    "status": status,
+                    "reason": reason[: storage.MAX_REASON_LENGTH],
+                    "refused_at": storage.now(),
+                },
+            )
+        return True
+
     def finish(self, session_id: str, token: str | None, status: str) -> dict:
         """End a session: ``complete`` (every trial stored), ``incomplete`` (quit) or
         ``timed_out``.
@@ -606,6 +634,8 @@ class OnlineStudy:
             ).all()
             durations = connection.execute(queries.STATUS_TRIAL_DURATIONS, key).all()
             trials_stored = connection.execute(queries.STATUS_TRIAL_COUNT, key).scalar_one()
+            refused = connection.execute(queries.STATUS_REFUSAL_COUNT, key).scalar_one()
+            latest = connection.execute(queries.STATUS_REFUSALS, {**key, "limit": 20}).all()
         return study_status(
             self.protocol,
             self.study_id,
@@ -613,6 +643,8 @@ class OnlineStudy:
             sessions=sessions,
             durations=durations,
             trials_stored=trials_stored,
+            trials_refused=refused,
+            latest_refusals=latest,
         )
 
     def participants(self) -> pd.DataFrame:
@@ -627,10 +659,15 @@ class OnlineStudy:
                 connection.execute(queries.PARTICIPANT_TRIALS, key).mappings().all(),
                 columns=[c.name for c in queries.PARTICIPANT_TRIALS.selected_columns],
             )
+            refusals = pd.DataFrame(
+                connection.execute(queries.PARTICIPANT_REFUSALS, key).mappings().all(),
+                columns=[c.name for c in queries.PARTICIPANT_REFUSALS.selected_columns],
+            )
         return participant_table(
             self.protocol,
             sessions,
             trials,
+            refusals=refusals,
             silent_since=storage.now() - self.protocol.online.dropout_after_s,
             code_of=lambda status: (
                 self.ending(_ENDING_OF[status])["code"] if status in _ENDING_OF else None

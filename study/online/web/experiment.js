@@ -421,10 +421,33 @@ async function main() {
   completionPage(config, result);
 }
 
-main().catch((error) => {
+/**
+ * The trials of this page's session that the server refused: its sender set each aside
+ * (never to send again), and the server kept each for the experimenter's status.
+ */
+function refusedTrials() {
+  const session = window.sbir.session;
+  if (!session || !session.sender) return [];
+  try {
+    return JSON.parse(localStorage.getItem(session.sender.refusedKey) || "[]");
+  } catch (error) {
+    return [];
+  }
+}
+
+/** The error page: what went wrong, and which trials could not be stored (if any). */
+function errorPage(error) {
   window.sbir.phase = "error";
   window.sbir.error = String(error);
   // Before the settings are in, the protocol's words are those the page came with.
   const config = window.sbir.config || { texts: { went_wrong: document.body.dataset.wentWrong } };
-  page(`<div class="sbir-text">${paragraphs(text(config, "went_wrong", { error: String(error) }))}</div>`);
-});
+  let html = paragraphs(text(config, "went_wrong", { error: String(error) }));
+  const refused = config.texts.trials_not_stored ? refusedTrials() : [];
+  if (refused.length) {
+    const trials = [...new Set(refused.map((item) => item.trial))].sort((a, b) => a - b).join(", ");
+    html += `<div id="sbir-not-stored">${paragraphs(text(config, "trials_not_stored", { trials }))}</div>`;
+  }
+  page(`<div class="sbir-text">${html}</div>`);
+}
+
+main().catch(errorPage);

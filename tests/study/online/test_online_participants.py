@@ -82,6 +82,8 @@ def expected_table(db, protocol, dropout_after_s: float, now: float) -> pd.DataF
                 if pd.isna(s.finished_at)
                 else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s.finished_at)),
                 "completion_code": "DONE42" if status == "complete" else "",
+                "trials_refused": 0,
+                "refusals": "",
             }
         )
     return pd.DataFrame(rows)
@@ -90,7 +92,7 @@ def expected_table(db, protocol, dropout_after_s: float, now: float) -> pd.DataF
 def read_csv(text: str) -> pd.DataFrame:
     return pd.read_csv(
         io.StringIO(text),
-        dtype={"participant": str, "source_id": str, "completion_code": str},
+        dtype={"participant": str, "source_id": str, "completion_code": str, "refusals": str},
         keep_default_na=False,
         na_values={"timing_error_median_ms": [""]},
     )
@@ -155,7 +157,7 @@ def test_the_participant_table_needs_the_admin_token(tmp_path, online_set):
     assert answer.status_code == 200
     assert answer.text.splitlines() == [
         "participant,source_id,list,status,trials_stored,trials_planned,missed_windows,"
-        "timing_error_median_ms,started,ended,completion_code"
+        "timing_error_median_ms,started,ended,completion_code,trials_refused,refusals"
     ]
 
 

@@ -5,7 +5,8 @@ a number that is not finite or extreme, a list past its length, unicode where na
 times moved past the session's life or back over the trial before, a key event outside
 its trial. Whatever the server answers, a 2xx stored what a valid page would send (checked
 here against the body, by rules written out in this file), and a refusal named the field
-and changed nothing the study holds (a dump of its tables before and after).
+and changed nothing the study holds (a dump of its tables before and after), but for the
+refusal itself, kept for the experimenter.
 """
 
 from __future__ import annotations
@@ -48,6 +49,15 @@ def dump(db) -> dict[str, list]:
             name: sorted(map(repr, connection.execute(f"SELECT * FROM {name}").fetchall()))
             for name in names
         }
+
+
+def refusals_of(db, session_id: str) -> list[tuple]:
+    """The refusals kept for a session: (trial, status, reason), in the order they came."""
+    with sqlite3.connect(db) as connection:
+        return connection.execute(
+            "SELECT trial, status, reason FROM refusals WHERE session_id = ? ORDER BY id",
+            (session_id,),
+        ).fetchall()
 
 
 def other_type(kind: str):
@@ -183,7 +193,7 @@ def test_a_trial_is_stored_as_a_valid_page_sends_it_or_refused_changing_nothing(
     previous_end = first["next_onset"] - first["session_start"]
     valid = report(state["trials"][rated], number, [("3", 0.2), ("5", 0.3)])
     body, field = data.draw(changed(valid, previous_end), label="body")
-    before = dump(client.db)
+    before, kept = dump(client.db), refusals_of(client.db, state["session_id"])
     put = client.put(f"{url}/{number}", content=json.dumps(body), headers=headers)
     after = dump(client.db)
     if put.status_code < 300:
@@ -210,6 +220,9 @@ def test_a_trial_is_stored_as_a_valid_page_sends_it_or_refused_changing_nothing(
         assert 400 <= put.status_code < 500, put.text
         assert after == before, "a refused trial changed the study's tables"
         error = put.json()["error"]
+        # ... but for the refusal itself, kept for the experimenter's status.
+        assert refusals_of(client.db, state["session_id"]) == [
+            *kept, (number, put.status_code, error)]  # fmt: skip
         if field is not None and put.status_code == 422:
             named = error.split(":")[0].split("[")[0].split(".")[0]
             assert named in (field, "times") and field in error, (error, field)
