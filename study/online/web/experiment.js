@@ -177,12 +177,26 @@ function environment(check) {
   };
 }
 
+/**
+ * Where on the session's clock the trials resume (s): the end of the server's last stored
+ * trial (`state.resumed_at`), or of a later one this page still holds unsent, so that the
+ * next trial begins after it (the server refuses a trial that begins before the one before
+ * it ended).
+ */
+function resumedAt(state, queue) {
+  return queue.reduce(
+    (latest, item) => Math.max(latest, item.body.next_onset - item.body.session_start),
+    state.resumed_at || 0,
+  );
+}
+
 /* Part 2: the trials, from the next unrecorded one. */
 async function trialsPart(config, state, token) {
   const session = new SbirSession(config, state, token);
   window.sbir.session = session;
   if (state.environment && state.environment.refresh_hz) session.period = 1 / state.environment.refresh_hz;
   session.sender.kick(); // trials kept from before a reload go first
+  state.resumed_at = resumedAt(state, session.sender.queue);
   const trials = state.trials;
   const start = Math.max(state.next_trial, session.sender.highestQueued() + 1) - 1;
   if (start >= trials.length) return "complete";

@@ -14,9 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import shutil
 import sqlite3
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -28,7 +26,7 @@ from sbir_study.foundation.checks import MAX_SOURCE_ID_LENGTH
 from sbir_study.study.online.server import ServeSettings, build_app
 from sbir_study.study.protocol import load_protocol
 from sbir_study.study.texts import fill
-from tests.study.online.support import ADMIN_TOKEN, make_client, report, start
+from tests.study.online.support import ADMIN_TOKEN, make_client, report, run_page, start
 
 ROOT = Path(__file__).resolve().parents[3]
 GERMAN = ROOT / "protocols" / "example_de.toml"
@@ -217,36 +215,32 @@ def test_refused_trials_are_counted_with_their_reasons(tmp_path, online_set):
     assert f'<td id="trials-refused">{len(said)} ' in page
 
 
-def test_the_error_page_names_the_trials_not_stored_and_that_the_researcher_knows(tmp_path):
-    """experiment.js's error page, run in Node with the DOM it touches stubbed: the refused
-    trials its sender set aside, in the protocol's words ([texts] trials_not_stored)."""
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("Node.js is not installed")
+def test_the_error_page_names_the_trials_not_stored_and_that_the_researcher_knows():
+    """experiment.js's error page (in Node, support.run_page): the refused trials its sender
+    set aside, each once, in the protocol's words ([texts] trials_not_stored)."""
     texts = load_protocol(GERMAN).texts
     config = {"texts": {"went_wrong": texts.went_wrong,
                         "trials_not_stored": texts.trials_not_stored}}  # fmt: skip
     refused = [{"trial": 7, "status": 422, "error": "onset: ..."},
                {"trial": 4, "status": 409, "error": "..."},
                {"trial": 7, "status": 422, "error": "again"}]  # fmt: skip
-    script = tmp_path / "error_page.js"
-    script.write_text(
-        NODE_HARNESS.replace("CONFIG", json.dumps(config)).replace("REFUSED", json.dumps(refused)),
-        encoding="utf-8",
+    shown = run_page(
+        "const shown = [];"
+        "for (const key of ['sbir-refused:S1', 'sbir-refused:none']) {"
+        "  window.sbir.config = CONFIG; window.sbir.session = { sender: { refusedKey: key } };"
+        "  errorPage(new Error('finish refused'));"
+        "  shown.push([window.sbir.phase, document.body.innerHTML]);"
+        "}"
+        "shown".replace("CONFIG", json.dumps(config)),
+        storage={"sbir-refused:S1": json.dumps(refused)},
     )
-    run = subprocess.run(
-        [node, str(script), str(ROOT / "study" / "online" / "web" / "experiment.js")],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    shown = json.loads(run.stdout)
-    assert shown["phase"] == "error"
     error = fill(texts.went_wrong, error="Error: finish refused")
     told = fill(texts.trials_not_stored, trials="4, 7")
     assert "benachrichtigt" in told
-    assert _text_of(shown["html"]) == " ".join(f"{error}\n\n{told}".split())
+    assert [phase for phase, _ in shown] == ["error", "error"]
+    assert _text_of(shown[0][1]) == " ".join(f"{error}\n\n{told}".split())
     # Without refused trials the page says only what went wrong.
-    assert _text_of(shown["without"]) == " ".join(error.split())
+    assert _text_of(shown[1][1]) == " ".join(error.split())
 
 
 def _text_of(html_text: str) -> str:
@@ -261,42 +255,3 @@ def _text_of(html_text: str) -> str:
     parser = Text()
     parser.feed(html_text.replace("<br>", "\n"))
     return " ".join(" ".join(parser.parts).split())
-
-
-#: Runs experiment.js in a Node context with the few browser objects it touches: its settings'
-#: request fails (so it does nothing else), then its error page is asked for.
-NODE_HARNESS = r"""
-const fs = require("fs");
-const vm = require("vm");
-const storage = { "sbir-refused:S1": JSON.stringify(REFUSED) };
-const body = { innerHTML: "", dataset: { wentWrong: "x", settingsFailed: "y" } };
-const escape = (t) => String(t).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-const context = {
-  console,
-  setTimeout,
-  window: {},
-  document: {
-    body,
-    documentElement: {},
-    createElement: () => {
-      let content = "";
-      return { set textContent(v) { content = v; }, get innerHTML() { return escape(content); } };
-    },
-  },
-  localStorage: {
-    getItem: (k) => (k in storage ? storage[k] : null), setItem() {}, removeItem() {},
-  },
-  fetch: () => Promise.reject(new Error("offline")),
-};
-vm.createContext(context);
-vm.runInContext(fs.readFileSync(process.argv[2], "utf-8"), context);
-setTimeout(() => {
-  context.window.sbir.config = CONFIG;
-  context.window.sbir.session = { sender: { refusedKey: "sbir-refused:S1" } };
-  vm.runInContext('errorPage(new Error("finish refused"))', context);
-  const html = body.innerHTML;
-  context.window.sbir.session = { sender: { refusedKey: "sbir-refused:none" } };
-  vm.runInContext('errorPage(new Error("finish refused"))', context);
-  console.log(JSON.stringify({ phase: context.window.sbir.phase, html, without: body.innerHTML }));
-}, 50);
-"""

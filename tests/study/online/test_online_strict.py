@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.study.online.support import make_client, report, start
+from tests.study.online.support import make_client, report, run_page, start
 
 #: The session-life allowance and key grace of study/online/plausibility.py, restated: the
 #: rules a stored trial is checked against below are this file's own.
@@ -260,3 +260,14 @@ def test_the_issues_three_trials_are_refused_naming_the_field(client):
         put = client.put(f"{url}/{number}", json=valid, headers=headers)
         assert put.status_code == status, put.text
     assert put.json()["duplicate"] is True
+
+
+def test_a_reloaded_page_resumes_after_the_trials_it_still_holds():
+    """After a reload the page's clock goes on from the server's last stored trial, or from a
+    later one the page still holds unsent (its queue), so that its next trial does not begin
+    before that one ended and is not refused for it (experiment.js resumedAt, in Node)."""
+    held = [{"trial": 3, "body": {"next_onset": 17.5, "session_start": 5.0}},
+            {"trial": 4, "body": {"next_onset": 4.0, "session_start": -9.25}}]  # fmt: skip
+    cases = "[resumedAt({resumed_at: 9.5}, HELD), resumedAt({resumed_at: 14.0}, []),"
+    cases += " resumedAt({resumed_at: 20.0}, HELD), resumedAt({}, [])]"
+    assert run_page(cases.replace("HELD", json.dumps(held))) == [13.25, 14.0, 20.0, 0]
