@@ -271,3 +271,53 @@ def test_a_reloaded_page_resumes_after_the_trials_it_still_holds():
     cases = "[resumedAt({resumed_at: 9.5}, HELD), resumedAt({resumed_at: 14.0}, []),"
     cases += " resumedAt({resumed_at: 20.0}, HELD), resumedAt({}, [])]"
     assert run_page(cases.replace("HELD", json.dumps(held))) == [13.25, 14.0, 20.0, 0]
+
+
+SESSION_BODIES = {
+    "an age as a string": ({"details": {"age": "34"}}, "details.age"),
+    "an age as a number with a fraction": ({"details": {"age": 34.0}}, "details.age"),
+    "mobile as a string": ({"environment": {"mobile": "false"}}, "environment.mobile"),
+    "a width that is not whole": ({"environment": {"screen_width": 1920.5}},
+                                  "environment.screen_width"),
+    "a refresh rate as a string": ({"environment": {"refresh_hz": "60"}},
+                                   "environment.refresh_hz"),
+    "a refresh rate that is not finite": ({"environment": {"refresh_hz": math.inf}},
+                                          "environment.refresh_hz"),
+    "a platform id as a number": ({"url_parameters": {"PROLIFIC_PID": 12345}},
+                                  "url_parameters.PROLIFIC_PID"),
+    "a token as a number": ({"token": 10**40}, "token"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(SESSION_BODIES))
+def test_every_other_body_is_strict_too(client, case):
+    """The bodies of a session's start, an id's check and a session's end: a value of another
+    JSON type than its field's is refused (422, naming the field), nothing stored."""
+    change, field = SESSION_BODIES[case]
+    body = {"participant": f"c{secrets.token_hex(4)}", "token": secrets.token_urlsafe(32)}
+    for name, value in change.items():
+        body[name] = value
+    before = dump(client.db)
+    answer = client.post(
+        "/api/sessions", content=json.dumps(body), headers={"Content-Type": "application/json"}
+    )
+    assert answer.status_code == 422 and answer.json()["error"].startswith(f"{field}: "), (
+        answer.text
+    )
+    assert dump(client.db) == before
+
+
+def test_an_ids_check_and_a_sessions_end_are_strict(client):
+    checked = client.post("/api/participant-id", json={"participant": 12345})
+    assert checked.status_code == 422 and checked.json()["error"].startswith("participant: ")
+    answer, token = start(client, "strictend")
+    session = answer.json()["session_id"]
+    before = dump(client.db)
+    for status in (True, 1, ["complete"]):
+        ended = client.post(
+            f"/api/sessions/{session}/finish",
+            json={"status": status},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert ended.status_code == 422 and ended.json()["error"].startswith("status: ")
+    assert dump(client.db) == before
