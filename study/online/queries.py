@@ -13,15 +13,14 @@ from .storage import LIST_LOCK, refusals, sessions, studies, trials
 
 __all__ = [
     "FINISH_SESSION",
-    "FOLLOWING_TRIAL",
     "INSERT_REFUSAL",
     "INSERT_SESSION",
     "INSERT_STUDY",
+    "NEIGHBOUR_TRIALS",
     "PARTICIPANTS_PER_LIST",
     "PARTICIPANT_REFUSALS",
     "PARTICIPANT_SESSIONS",
     "PARTICIPANT_TRIALS",
-    "PREVIOUS_TRIAL",
     "SEEN",
     "SESSION_FACTS",
     "SESSION_OF_PARTICIPANT",
@@ -121,19 +120,24 @@ STORED_TRIALS = (
     .order_by(trials.c.trial)
 )
 _TIMES = (trials.c.trial, trials.c.onset, trials.c.stim_duration, trials.c.blank_duration)
-#: The stored trial of the session ``sid`` just before trial ``trial`` (its times).
-PREVIOUS_TRIAL = (
-    sa.select(*_TIMES)
-    .where((trials.c.session_id == sa.bindparam("sid")) & (trials.c.trial < sa.bindparam("trial")))
-    .order_by(trials.c.trial.desc())
-    .limit(1)
-)
-#: The stored trial of the session ``sid`` just after trial ``trial`` (its times).
-FOLLOWING_TRIAL = (
-    sa.select(*_TIMES)
-    .where((trials.c.session_id == sa.bindparam("sid")) & (trials.c.trial > sa.bindparam("trial")))
-    .order_by(trials.c.trial)
-    .limit(1)
+_IN_SESSION = trials.c.session_id == sa.bindparam("sid")
+#: The stored trials of the session ``sid`` just before and just after trial ``trial`` (their
+#: times; none, one or both), in one statement.
+NEIGHBOUR_TRIALS = sa.union_all(
+    sa.select(
+        sa.select(*_TIMES)
+        .where(_IN_SESSION & (trials.c.trial < sa.bindparam("trial")))
+        .order_by(trials.c.trial.desc())
+        .limit(1)
+        .subquery()
+    ),
+    sa.select(
+        sa.select(*_TIMES)
+        .where(_IN_SESSION & (trials.c.trial > sa.bindparam("trial")))
+        .order_by(trials.c.trial)
+        .limit(1)
+        .subquery()
+    ),
 )
 SESSION_TRIAL_COUNT = sa.select(sa.func.count()).where(trials.c.session_id == sa.bindparam("sid"))
 #: The digest of the report stored as trial ``trial`` of the session ``sid``.

@@ -545,15 +545,15 @@ class OnlineStudy:
         """
         key = {"sid": session_id, "trial": trial}
         with storage.reading(self.engine) as connection:
-            previous = connection.execute(queries.PREVIOUS_TRIAL, key).first()
-            following = connection.execute(queries.FOLLOWING_TRIAL, key).first()
+            rows = connection.execute(queries.NEIGHBOUR_TRIALS, key).all()
+        around = [StoredTimes(*row) for row in rows]
         check_trial_times(
             record,
             report,
             window_end=report["blank_onset"] + self.protocol.timing.blank_s,
             session_age_s=storage.now() - session["created_at"],
-            previous=None if previous is None else StoredTimes(*previous),
-            following=None if following is None else StoredTimes(*following),
+            previous=next((t for t in around if t.trial < trial), None),
+            following=next((t for t in around if t.trial > trial), None),
         )
 
     def record_refusal(
