@@ -163,6 +163,8 @@ def screens(protocol: Protocol, where: Literal["lab", "online"]) -> list[Screen]
         add("an id whose session began in another browser", texts.already_started)
         add("a study that takes no more participants", texts.study_full)
         add("after an error", fill(texts.went_wrong, error="(what went wrong)"))
+        add("after an error, when the server refused trials",
+            fill(texts.trials_not_stored, trials="4, 7"))  # fmt: skip
         add("when the page cannot load the study's settings",
             fill(texts.went_wrong, error=texts.settings_failed))  # fmt: skip
     return shown

@@ -46,6 +46,7 @@ PLACEHOLDERS: dict[str, tuple[str, ...]] = {
     "window_too_small": ("min_width", "min_height", "width", "height"),
     "completion_code": ("code",),
     "went_wrong": ("error",),
+    "trials_not_stored": ("trials",),
     "bad_participant_id": ("max_length",),
 }
 
@@ -305,6 +306,11 @@ class Texts:
         "Something went wrong: {error}\n\nPlease reload this page; the session continues where "
         "it stopped.",
         description="Online: after an error; {error} is what went wrong.",
+    )
+    trials_not_stored: StrictStr = Field(
+        "These trials could not be stored: {trials}. The researcher has been told.",
+        description="Online: under went_wrong when the server refused trials of the session "
+        "(the status page counts each, with its reason); {trials} are their numbers.",
     )
 
     bad_participant_id: StrictStr = Field(

@@ -28,7 +28,9 @@ Every refusal is a 4xx answer with ``{"error": "<one line naming the field>"}``.
 Request bodies above ``max_body`` bytes are refused (413) before they are read
 whole. Every refusal of a request to the API is also written to serve's log (logger
 ``sbir_study.study.online``, one line with the method, path, status and that message), so that
-the experimenter sees a participant's trial refused, not only the participant's page.
+the experimenter sees a participant's trial refused, not only the participant's page; a
+refused trial of a session's own page is also kept in the database
+(:meth:`~.service.OnlineStudy.record_refusal`), and counted with its reason on the status page.
 """
 
 from __future__ import annotations
@@ -36,11 +38,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import time
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.security.utils import get_authorization_scheme_param
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from . import admin_routes, page_routes, participant_routes
@@ -54,6 +59,10 @@ __all__ = ["create_app", "web_assets"]
 #: Where refusals are written (``sbir-study serve`` sends it to stderr with uvicorn's own).
 LOG = logging.getLogger("sbir_study.study.online")
 _REFUSED = "sbir_study.refused"  # in a request's scope once its refusal is logged
+#: A trial's address (``PUT api/sessions/ID/trials/N``): the session and the trial it names.
+_TRIAL_PATH = re.compile(r"/api/sessions/([^/]+)/trials/([^/]*)")
+#: Refusals a page retries (it keeps the trial) or that no session's own page meets.
+_NOT_KEPT = {401, 403, 404, 408, 425, 429}
 
 _SECURITY = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data: blob:; "
@@ -159,33 +168,59 @@ class _BodyLimit:
         return await self.app(scope, limited, guarded)
 
 
-def _log_refusal(scope: dict, status: int, message: str) -> None:
+def _log_refusal(scope: dict, status: int, message: str) -> bool:
     """One line in serve's log for a refused API request (the page's files are not logged).
 
     Once, with what the client was told: after a body refused for its size, the app's own
-    answer (it sees the client gone) is never sent, and is not logged either.
+    answer (it sees the client gone) is never sent, and is not logged either. Returns
+    whether this call wrote it.
     """
     if scope.get(_REFUSED):
-        return
+        return False
     scope[_REFUSED] = True
     path = scope.get("path", "")
     if path.startswith("/api/"):
         LOG.warning("refused %s %s (%d): %s", scope.get("method", ""), path, status, message)
+    return True
 
 
-def _refusal(request: Request, status: int, message: str, headers=None) -> JSONResponse:
+async def _keep_refused_trial(scope: dict, status: int, message: str) -> None:
+    """Keep a refused trial (``PUT api/sessions/ID/trials/N``) for the experimenter's status,
+    when its page will not send it again; the service keeps it only for the session's own
+    token. In the thread pool: it writes to the database."""
+    found = _TRIAL_PATH.fullmatch(scope.get("path", ""))
+    if scope.get("method") != "PUT" or found is None or status in _NOT_KEPT:
+        return
+    session_id, number = found.groups()
+    trial = int(number) if number.isdigit() and len(number) < 10 else None
+    headers = dict(scope.get("headers") or [])
+    authorization = headers.get(b"authorization", b"").decode("latin-1")
+    scheme, token = get_authorization_scheme_param(authorization)
+    if scheme.lower() != "bearer" or not token:
+        return
+    study = scope["app"].state.study
+    try:
+        await run_in_threadpool(study.record_refusal, session_id, token, trial, status, message)
+    except Exception:  # the refusal is answered and logged whatever the database says
+        LOG.exception("could not keep the refusal of PUT %s", scope.get("path", ""))
+
+
+async def _refusal(request: Request, status: int, message: str, headers=None) -> JSONResponse:
     """The app's answer ``{"error": message}``; a 4xx is also written to serve's log as a
-    refusal, a 5xx (an image changed on disk) as an error."""
+    refusal (and a refused trial kept), a 5xx (an image changed on disk) as an error."""
     if 400 <= status < 500:
-        _log_refusal(request.scope, status, message)
+        if _log_refusal(request.scope, status, message):
+            await _keep_refused_trial(request.scope, status, message)
     elif status >= 500:
         LOG.error("%s", message)
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
 async def _refuse(scope: dict, send, status: int, message: str) -> None:
-    """Answer ``{"error": message}`` from the middleware, before the app; logged as above."""
-    _log_refusal(scope, status, message)
+    """Answer ``{"error": message}`` from the middleware, before the app; logged and kept
+    as above."""
+    if _log_refusal(scope, status, message):
+        await _keep_refused_trial(scope, status, message)
     body = json.dumps({"error": message}).encode()
     await send(
         {
@@ -213,13 +248,13 @@ async def _invalid(request: Request, error: RequestValidationError) -> JSONRespo
     message = f"{_where(first.get('loc', ()))}: {first.get('msg', 'invalid')}"
     if first.get("type") == "json_invalid":
         message = "request body: expected a JSON object"
-    return _refusal(request, 422, message)
+    return await _refusal(request, 422, message)
 
 
 async def _http(request: Request, error: StarletteHTTPException) -> JSONResponse:
     message = "no such page" if error.status_code == 404 else str(error.detail)
-    return _refusal(request, error.status_code, message, getattr(error, "headers", None))
+    return await _refusal(request, error.status_code, message, getattr(error, "headers", None))
 
 
 async def _refused(request: Request, error: ServiceError) -> JSONResponse:
-    return _refusal(request, error.status, str(error))
+    return await _refusal(request, error.status, str(error))

@@ -2,9 +2,13 @@
 
 Every route but ``config`` belongs to one session, and takes its token
 (:data:`~.deps.SessionToken`); each only calls the service, in FastAPI's thread
-pool (plain ``def``). The request bodies are the models below: unknown fields,
-strings past their length and times that are not finite are refused (422)
-before the service is asked.
+pool (plain ``def``). The request bodies are the models below, strict: a value of
+another JSON type than the field's (``true`` or ``"3"`` for a rating, ``"5"`` for a
+time; an integer is taken for a number), unknown fields, strings past their length,
+lists past theirs and numbers that are not finite or out of range are refused (422,
+naming the field) before the service is asked. Whether a trial's times are plausible
+(within the session's life, after the previous trial's) is the service's check
+(:func:`.plausibility.check_trial_times`).
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ Text = Annotated[str, Field(max_length=200)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    # Strict: pydantic's lax mode would store a rating sent as true or "3" as 1 or 3.
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 
 
 class KeyEventIn(_Model):

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from .storage import LIST_LOCK, sessions, studies, trials
+from .storage import LIST_LOCK, refusals, sessions, studies, trials
 
 __all__ = [
     "EXPORT_SESSIONS",
     "EXPORT_STUDY",
     "EXPORT_TRIALS",
     "FINISH_SESSION",
+    "INSERT_REFUSAL",
     "INSERT_SESSION",
     "INSERT_STUDY",
+    "NEIGHBOUR_TRIALS",
     "PARTICIPANTS_PER_LIST",
+    "PARTICIPANT_REFUSALS",
     "PARTICIPANT_SESSIONS",
     "PARTICIPANT_TRIALS",
     "SEEN",
@@ -28,6 +31,8 @@ __all__ = [
     "SESSION_STATUS",
     "SESSION_STATUS_SEEN",
     "SESSION_TRIAL_COUNT",
+    "STATUS_REFUSALS",
+    "STATUS_REFUSAL_COUNT",
     "STATUS_SESSIONS",
     "STATUS_TRIAL_COUNT",
     "STATUS_TRIAL_DURATIONS",
@@ -86,6 +91,7 @@ SESSION_FACTS = sa.select(
     sessions.c.trial_order,
     sessions.c.environment,
     sessions.c.list_index,
+    sessions.c.created_at,
 ).where((sessions.c.id == sa.bindparam("sid")) & (sessions.c.study_id == sa.bindparam("study")))
 SESSION_STATUS = sa.select(sessions.c.status).where(sessions.c.id == sa.bindparam("sid"))
 #: The status of the session ``sid`` and when it was last heard from.
@@ -115,6 +121,26 @@ STORED_TRIALS = (
     sa.select(trials.c.trial, trials.c.onset, trials.c.stim_duration, trials.c.blank_duration)
     .where(trials.c.session_id == sa.bindparam("sid"))
     .order_by(trials.c.trial)
+)
+_TIMES = (trials.c.trial, trials.c.onset, trials.c.stim_duration, trials.c.blank_duration)
+_IN_SESSION = trials.c.session_id == sa.bindparam("sid")
+#: The stored trials of the session ``sid`` just before and just after trial ``trial`` (their
+#: times; none, one or both), in one statement.
+NEIGHBOUR_TRIALS = sa.union_all(
+    sa.select(
+        sa.select(*_TIMES)
+        .where(_IN_SESSION & (trials.c.trial < sa.bindparam("trial")))
+        .order_by(trials.c.trial.desc())
+        .limit(1)
+        .subquery()
+    ),
+    sa.select(
+        sa.select(*_TIMES)
+        .where(_IN_SESSION & (trials.c.trial > sa.bindparam("trial")))
+        .order_by(trials.c.trial)
+        .limit(1)
+        .subquery()
+    ),
 )
 SESSION_TRIAL_COUNT = sa.select(sa.func.count()).where(trials.c.session_id == sa.bindparam("sid"))
 #: The digest of the report stored as trial ``trial`` of the session ``sid``.
@@ -147,6 +173,36 @@ STATUS_TRIAL_COUNT = (
     .select_from(trials)
     .join(sessions, sessions.c.id == trials.c.session_id)
     .where(sessions.c.study_id == sa.bindparam("study"))
+)
+
+# --- refused trials ---
+INSERT_REFUSAL = refusals.insert()
+STATUS_REFUSAL_COUNT = (
+    sa.select(sa.func.count())
+    .select_from(refusals)
+    .join(sessions, sessions.c.id == refusals.c.session_id)
+    .where(sessions.c.study_id == sa.bindparam("study"))
+)
+#: The study's latest refusals, newest first, with the participant's label (``limit`` rows).
+STATUS_REFUSALS = (
+    sa.select(
+        sessions.c.participant,
+        refusals.c.trial,
+        refusals.c.status,
+        refusals.c.reason,
+        refusals.c.refused_at,
+    )
+    .join(sessions, sessions.c.id == refusals.c.session_id)
+    .where(sessions.c.study_id == sa.bindparam("study"))
+    .order_by(refusals.c.refused_at.desc(), refusals.c.id.desc())
+    .limit(sa.bindparam("limit"))
+)
+#: Every refusal of the study, in the order they came, for the participant table.
+PARTICIPANT_REFUSALS = (
+    sa.select(refusals.c.session_id, refusals.c.trial, refusals.c.status, refusals.c.reason)
+    .join(sessions, sessions.c.id == refusals.c.session_id)
+    .where(sessions.c.study_id == sa.bindparam("study"))
+    .order_by(refusals.c.id)
 )
 
 #: Every session of the study, for the participant table.

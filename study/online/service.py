@@ -42,6 +42,7 @@ from ..trials import build_trials, draw_seed
 from . import queries, storage
 from .assignment import choose_list, list_manifest, split_lists
 from .keys import BROWSER_CODES
+from .plausibility import StoredTimes, check_trial_times
 from .scoring import check_rating_on_scale, counted_refresh, score_report
 from .status import participant_table, study_status
 
@@ -480,8 +481,9 @@ class OnlineStudy:
 
         A report for a trial that holds other data is refused (409) and
         changes nothing; so is a new trial of a finished session. The report is
-        scored by :func:`.scoring.score_report`; a rating off the protocol's scale
-        is refused before the session is looked up.
+        scored by :func:`.scoring.score_report` and its times checked by
+        :func:`.plausibility.check_trial_times` (422); a rating off the protocol's
+        scale is refused before the session is looked up.
         """
         try:
             check_rating_on_scale(report.get("rating"), self.protocol.scale)
@@ -496,6 +498,7 @@ class OnlineStudy:
                 self.protocol,
                 refresh_hz=self._refresh(session),
             )
+            self._check_times(session_id, session, trial, record, report)
         except InputError as error:
             raise ServiceError(422, str(error)) from None
         payload = storage.dumps(dict(report))
@@ -530,6 +533,56 @@ class OnlineStudy:
                 "with other data; nothing was changed",
             )
         return False
+
+    def _check_times(
+        self, session_id: str, session: Mapping, trial: int, record, report: Mapping
+    ) -> None:
+        """Refuse a trial whose times cannot be true (:mod:`.plausibility`): past the
+        session's age on the server's clock, or overlapping the stored trials around it.
+
+        Read before the trial's transaction: a session's page sends its trials one at a
+        time, so the trials around one do not change while it is checked.
+        """
+        key = {"sid": session_id, "trial": trial}
+        with storage.reading(self.engine) as connection:
+            rows = connection.execute(queries.NEIGHBOUR_TRIALS, key).all()
+        around = [StoredTimes(*row) for row in rows]
+        check_trial_times(
+            record,
+            report,
+            window_end=report["blank_onset"] + self.protocol.timing.blank_s,
+            session_age_s=storage.now() - session["created_at"],
+            previous=next((t for t in around if t.trial < trial), None),
+            following=next((t for t in around if t.trial > trial), None),
+        )
+
+    def record_refusal(
+        self, session_id: str, token: str | None, trial: int | None, status: int, reason: str
+    ) -> bool:
+        """Keep a trial report refused to a session's own page (the ``refusals`` table).
+
+        The status page and the participant table count them with their reasons: a
+        page sets a refused trial aside and never sends it again, so this is where the
+        experimenter learns of it. Only the session's own page (its token) is counted
+        against it; another caller's refusal is in serve's log alone. Returns whether
+        it was kept.
+        """
+        try:
+            self.authorise(session_id, token)
+        except ServiceError:
+            return False
+        with self.engine.begin() as connection:
+            connection.execute(
+                queries.INSERT_REFUSAL,
+                {
+                    "session_id": session_id,
+                    "trial": trial,
+                    "status": status,
+                    "reason": reason[: storage.MAX_REASON_LENGTH],
+                    "refused_at": storage.now(),
+                },
+            )
+        return True
 
     def finish(self, session_id: str, token: str | None, status: str) -> dict:
         """End a session: ``complete`` (every trial stored), ``incomplete`` (quit) or
@@ -581,6 +634,8 @@ class OnlineStudy:
             ).all()
             durations = connection.execute(queries.STATUS_TRIAL_DURATIONS, key).all()
             trials_stored = connection.execute(queries.STATUS_TRIAL_COUNT, key).scalar_one()
+            refused = connection.execute(queries.STATUS_REFUSAL_COUNT, key).scalar_one()
+            latest = connection.execute(queries.STATUS_REFUSALS, {**key, "limit": 20}).all()
         return study_status(
             self.protocol,
             self.study_id,
@@ -588,6 +643,8 @@ class OnlineStudy:
             sessions=sessions,
             durations=durations,
             trials_stored=trials_stored,
+            trials_refused=refused,
+            latest_refusals=latest,
         )
 
     def participants(self) -> pd.DataFrame:
@@ -602,10 +659,15 @@ class OnlineStudy:
                 connection.execute(queries.PARTICIPANT_TRIALS, key).mappings().all(),
                 columns=[c.name for c in queries.PARTICIPANT_TRIALS.selected_columns],
             )
+            refusals = pd.DataFrame(
+                connection.execute(queries.PARTICIPANT_REFUSALS, key).mappings().all(),
+                columns=[c.name for c in queries.PARTICIPANT_REFUSALS.selected_columns],
+            )
         return participant_table(
             self.protocol,
             sessions,
             trials,
+            refusals=refusals,
             silent_since=storage.now() - self.protocol.online.dropout_after_s,
             code_of=lambda status: (
                 self.ending(_ENDING_OF[status])["code"] if status in _ENDING_OF else None

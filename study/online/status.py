@@ -35,6 +35,8 @@ PARTICIPANT_COLUMNS = (
     "started",
     "ended",
     "completion_code",
+    "trials_refused",
+    "refusals",
 )
 
 
@@ -46,8 +48,11 @@ def study_status(
     sessions: Iterable[tuple[str, int, bool, int]],
     durations: Sequence[tuple[str, float, float]],
     trials_stored: int,
+    trials_refused: int = 0,
+    latest_refusals: Iterable[tuple[str, int | None, int, str, float]] = (),
 ) -> dict:
-    """Participants started, complete, quit, timed out, dropped out, running; trials; timing.
+    """Participants started, complete, quit, timed out, dropped out, running; trials stored
+    and refused; timing.
 
     Parameters
     ----------
@@ -65,6 +70,11 @@ def study_status(
         errors are measured over (the latest ones).
     trials_stored
         Every trial stored in the study.
+    trials_refused
+        Every trial report of a session's own page the server refused.
+    latest_refusals
+        ``(participant, trial, status, reason, refused_at)`` of the latest refusals,
+        newest first (``refused`` in the view; ``at`` in UTC, ISO 8601).
 
     Examples
     --------
@@ -95,6 +105,11 @@ def study_status(
         "study_id": study_id,
         "participants": counts,
         "trials_stored": int(trials_stored),
+        "trials_refused": int(trials_refused),
+        "refused": [
+            {"participant": p, "trial": t, "status": int(c), "error": r, "at": _utc(when)}
+            for p, t, c, r, when in latest_refusals
+        ],
         # Numbered from 1, as the page, the session's state and the export's sidecar number them.
         "lists": [
             {"list": k + 1, **v, "pairs": list_pairs[k]}
@@ -138,6 +153,7 @@ def participant_table(
     *,
     silent_since: float,
     code_of: Callable[[str], str | None],
+    refusals: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per participant, in the order they started (:data:`PARTICIPANT_COLUMNS`).
 
@@ -156,6 +172,9 @@ def participant_table(
     code_of
         The code of a session's ending, from its status (``complete``, ``incomplete``:
         quit, ``timed_out``), or None.
+    refusals
+        The trial reports of their pages the server refused, in the order they came:
+        ``session_id, trial, status, reason`` (None: none).
 
     Notes
     -----
@@ -165,6 +184,9 @@ def participant_table(
     planned| over the participant's stimulus and blank durations together, as
     the status's ``timing_error_ms.median`` is over the study's. ``list`` is
     numbered from 1; ``started`` and ``ended`` are UTC, ISO 8601.
+    ``trials_refused`` counts the participant's trial reports the server refused
+    (each one its page set aside, never to send again), ``refusals`` says which and
+    why: ``trial N (STATUS): reason``, joined by ``; ``.
 
     Examples
     --------
@@ -207,6 +229,13 @@ def participant_table(
     stored = grouped.size()
     missed = grouped["missed"].sum()
     median = errors.groupby("session_id")["error"].median().round(3)
+    refused: dict[str, list[str]] = {}
+    if refusals is not None:
+        for row in refusals.itertuples(index=False):
+            trial = "?" if row.trial is None or pd.isna(row.trial) else int(row.trial)
+            refused.setdefault(row.session_id, []).append(
+                f"trial {trial} ({int(row.status)}): {row.reason}"
+            )
     rows = []
     for session in sessions.sort_values(["created_at", "participant"]).itertuples(index=False):
         status = session.status
@@ -227,6 +256,8 @@ def participant_table(
                 "started": _utc(session.created_at),
                 "ended": "" if finished is None or pd.isna(finished) else _utc(finished),
                 "completion_code": code_of(status) or "",
+                "trials_refused": len(refused.get(session.id, [])),
+                "refusals": "; ".join(refused.get(session.id, [])),
             }
         )
     return pd.DataFrame(rows, columns=list(PARTICIPANT_COLUMNS))
@@ -269,6 +300,25 @@ p99 {ms(load["server_ms_p99"])}</td></tr>
 the requests it answered.</p>"""
 
 
+def _refusal_rows(refused: Sequence[dict]) -> str:
+    """The latest refused trials as an HTML section ("" without any)."""
+    if not refused:
+        return ""
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape('' if entry[key] is None else str(entry[key]))}</td>"
+            for key in ("at", "participant", "trial", "status", "error")
+        )
+        + "</tr>"
+        for entry in refused
+    )
+    return (
+        '<h2>Refused trials (the latest)</h2><table id="refused"><tr><th>at</th>'
+        f"<th>participant</th><th>trial</th><th>status</th><th>reason</th></tr>\n{body}</table>"
+    )
+
+
 def _utc(epoch: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
@@ -303,6 +353,7 @@ def status_page(status: dict, participants: pd.DataFrame | None = None) -> str:
         )
     )
     people_rows = _participant_rows(participants)
+    refused = _refusal_rows(status.get("refused", []))
     lists = "".join(
         f"<tr><td>{entry['list']}</td><td>{entry['pairs']}</td><td>{entry['complete']}</td>"
         f"<td>{entry['running']}</td></tr>"
@@ -317,6 +368,8 @@ def status_page(status: dict, participants: pd.DataFrame | None = None) -> str:
 <h2>Participants</h2><table>{rows}</table>
 <h2>Trials</h2><table>
 <tr><th>stored</th><td>{status["trials_stored"]}</td></tr>
+<tr><th>refused</th><td id="trials-refused">{status.get("trials_refused", 0)} (reports a
+participant's page sent and the server refused; each participant's in the table below)</td></tr>
 <tr><th>median timing error</th><td>{ms(timing.get("median"))} (stimulus and blank
 durations against the protocol, over the last {timing.get("n_trials", 0)} trials)</td></tr>
 <tr><th>stimulus duration error</th><td>median {ms(timing.get("stimulus_median"))},
@@ -327,7 +380,7 @@ max {ms(timing.get("blank_max"))}</td></tr>
 <h2>Lists</h2><table><tr><th>list</th><th>pairs</th><th>complete</th><th>running</th></tr>
 {lists}</table>
 {_load_rows(status.get("load"))}
-{people_rows}
+{refused}{people_rows}
 <p>Refreshes every 30 s. JSON: <code>api/admin/status</code>; the participants as CSV:
 <a href="admin/participants.csv"><code>admin/participants.csv</code></a>; the BIDS dataset
 so far: <code>api/admin/export.zip</code> (or <code>sbir-study export-online</code>).</p>

@@ -1,6 +1,6 @@
 """The online study's database: SQLite in the data folder, or PostgreSQL for several servers.
 
-Three tables (created and upgraded by Alembic, never by hand):
+Four tables (created and upgraded by Alembic, never by hand):
 
 ``studies``
     one row per (protocol, stimulus set) ever served from this database;
@@ -10,7 +10,11 @@ Three tables (created and upgraded by Alembic, never by hand):
     order, status and the details and browser it reported;
 ``trials``
     one row per recorded trial, keyed by (session, trial): a retry of the
-    same trial finds its row and changes nothing.
+    same trial finds its row and changes nothing;
+``refusals``
+    one row per trial report of a session's own page that the server refused
+    (its trial number when the address gives one, the HTTP status, the reason the
+    page was given, the time): what the experimenter's status counts.
 
 SQLite runs in WAL mode with ``synchronous=FULL`` (a committed trial survives
 a crash of the process or the machine) and every transaction begins
@@ -37,6 +41,7 @@ __all__ = [
     "migrate",
     "open_database",
     "reading",
+    "refusals",
     "sessions",
     "studies",
     "trials",
@@ -112,6 +117,21 @@ trials = sa.Table(
     sa.Column("payload_sha256", sa.String(64), nullable=False),
     sa.Column("received_at", sa.Float, nullable=False),
 )
+
+#: The longest reason of a refusal kept (a reason quotes what the page sent).
+MAX_REASON_LENGTH = 500
+
+refusals = sa.Table(
+    "refusals",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("session_id", sa.String(32), sa.ForeignKey("sessions.id"), nullable=False),
+    sa.Column("trial", sa.Integer, nullable=True),
+    sa.Column("status", sa.Integer, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("refused_at", sa.Float, nullable=False),
+)
+sa.Index("ix_refusals_session", refusals.c.session_id)
 
 
 def default_url(data: str | Path) -> str:

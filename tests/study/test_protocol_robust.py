@@ -129,7 +129,7 @@ PLACEHOLDERS = {"anchor_label": ["rating"], "age_retry": ["low", "high"],
                 "scale_reminder": ["best_key", "worst_key", "best_rating", "worst_rating"],
                 "window_too_small": ["min_width", "min_height", "width", "height"],
                 "completion_code": ["code"], "went_wrong": ["error"],
-                "bad_participant_id": ["max_length"]}  # fmt: skip
+                "trials_not_stored": ["trials"], "bad_participant_id": ["max_length"]}  # fmt: skip
 # The README's [texts] rows of answer keys.
 ANSWER_KEYS = """yes_key no_key female_key male_key other_key right_key left_key ambidextrous_key
     not_say_key""".split()
@@ -141,7 +141,8 @@ TEXTS = """quit_question anchor_label scale_reminder age_question age_retry sex_
     male other handedness right left ambidextrous prefer_not_to_say continue_button fullscreen
     fullscreen_button window_too_small cannot_enlarge needs_keyboard screen_too_small loading
     loading_failed welcome_back saving completion_code completion_redirect completion_link
-    quit_ended session_ended timed_out_ended could_not_start went_wrong bad_participant_id
+    quit_ended session_ended timed_out_ended could_not_start went_wrong trials_not_stored
+    bad_participant_id
     already_started study_full settings_failed needs_javascript""".split()
 DOCUMENTED = {
     ("", "name"): _text,

@@ -177,12 +177,26 @@ function environment(check) {
   };
 }
 
+/**
+ * Where on the session's clock the trials resume (s): the end of the server's last stored
+ * trial (`state.resumed_at`), or of a later one this page still holds unsent, so that the
+ * next trial begins after it (the server refuses a trial that begins before the one before
+ * it ended).
+ */
+function resumedAt(state, queue) {
+  return queue.reduce(
+    (latest, item) => Math.max(latest, item.body.next_onset - item.body.session_start),
+    state.resumed_at || 0,
+  );
+}
+
 /* Part 2: the trials, from the next unrecorded one. */
 async function trialsPart(config, state, token) {
   const session = new SbirSession(config, state, token);
   window.sbir.session = session;
   if (state.environment && state.environment.refresh_hz) session.period = 1 / state.environment.refresh_hz;
   session.sender.kick(); // trials kept from before a reload go first
+  state.resumed_at = resumedAt(state, session.sender.queue);
   const trials = state.trials;
   const start = Math.max(state.next_trial, session.sender.highestQueued() + 1) - 1;
   if (start >= trials.length) return "complete";
@@ -421,10 +435,33 @@ async function main() {
   completionPage(config, result);
 }
 
-main().catch((error) => {
+/**
+ * The trials of this page's session that the server refused: its sender set each aside
+ * (never to send again), and the server kept each for the experimenter's status.
+ */
+function refusedTrials() {
+  const session = window.sbir.session;
+  if (!session || !session.sender) return [];
+  try {
+    return JSON.parse(localStorage.getItem(session.sender.refusedKey) || "[]");
+  } catch (error) {
+    return [];
+  }
+}
+
+/** The error page: what went wrong, and which trials could not be stored (if any). */
+function errorPage(error) {
   window.sbir.phase = "error";
   window.sbir.error = String(error);
   // Before the settings are in, the protocol's words are those the page came with.
   const config = window.sbir.config || { texts: { went_wrong: document.body.dataset.wentWrong } };
-  page(`<div class="sbir-text">${paragraphs(text(config, "went_wrong", { error: String(error) }))}</div>`);
-});
+  let html = paragraphs(text(config, "went_wrong", { error: String(error) }));
+  const refused = config.texts.trials_not_stored ? refusedTrials() : [];
+  if (refused.length) {
+    const trials = [...new Set(refused.map((item) => item.trial))].sort((a, b) => a - b).join(", ");
+    html += `<div id="sbir-not-stored">${paragraphs(text(config, "trials_not_stored", { trials }))}</div>`;
+  }
+  page(`<div class="sbir-text">${html}</div>`);
+}
+
+main().catch(errorPage);

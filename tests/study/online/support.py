@@ -7,6 +7,7 @@ The fixtures themselves are in conftest.py beside this module.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pwd
 import secrets
@@ -20,6 +21,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
@@ -329,9 +331,13 @@ def start(client, label="p01", token=None, **extra):
     return answer, token
 
 
-def report(trial: dict, number: int, presses=(), *, rating="auto", stimulus_s=0.6, blank_s=0.4):
-    """A trial report as the page sends it: presses are (key, seconds from onset)."""
-    onset = 5.0 + number
+def report(
+    trial: dict, number: int, presses=(), *, rating="auto", stimulus_s=0.6, blank_s=0.4, onset=None
+):
+    """A trial report as the page sends it: presses are (key, seconds from onset). The session
+    began at 5 s on the page's clock; trial ``number`` shows at ``onset``, by default
+    ``5 + number`` (each trial 1 s after the one before, as the test protocol's are)."""
+    onset = 5.0 + number if onset is None else onset
     blank_onset = onset + stimulus_s
     events = [{"code": f"Digit{k}", "key": k, "t": onset + t} for k, t in presses]
     if rating == "auto":
@@ -354,3 +360,52 @@ def report(trial: dict, number: int, presses=(), *, rating="auto", stimulus_s=0.
         "paused_before": 0.0,
         "rating": rating,
     }
+
+
+#: experiment.js in a Node context holding the few browser objects it touches: its settings'
+#: request fails, so it does nothing else; then EXPRESSION is evaluated and printed as JSON.
+_PAGE_HARNESS = r"""
+const fs = require("fs");
+const vm = require("vm");
+const storage = JSON.parse(process.argv[2]);
+const escape = (t) => String(t).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+const context = {
+  console,
+  setTimeout,
+  window: {},
+  document: {
+    body: { innerHTML: "", dataset: { wentWrong: "{error}", settingsFailed: "no settings" } },
+    documentElement: {},
+    createElement: () => {
+      let content = "";
+      return { set textContent(v) { content = v; }, get innerHTML() { return escape(content); } };
+    },
+  },
+  localStorage: {
+    getItem: (k) => (k in storage ? storage[k] : null), setItem() {}, removeItem() {},
+  },
+  fetch: () => Promise.reject(new Error("offline")),
+};
+vm.createContext(context);
+vm.runInContext(fs.readFileSync(process.argv[1], "utf-8"), context);
+setTimeout(() => {
+  const result = vm.runInContext(fs.readFileSync(0, "utf-8"), context);
+  process.stdout.write(JSON.stringify(result));
+}, 50);
+"""
+
+
+def run_page(expression: str, storage: dict | None = None):
+    """What ``expression`` (JavaScript, its last statement's value) gives in the online page's
+    script (study/online/web/experiment.js), run by Node without a browser: for the page's
+    functions that need no screen. ``storage`` is its localStorage. Skips without Node."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("Node.js is not installed")
+    page = Path(__file__).resolve().parents[3] / "study" / "online" / "web" / "experiment.js"
+    run = subprocess.run(
+        [node, "-e", _PAGE_HARNESS, str(page), json.dumps(storage or {})],
+        input=expression, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)

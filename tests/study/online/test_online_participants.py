@@ -21,16 +21,19 @@ def rate(client, label: str, *, stop_after=None, finish="complete", skip_every=4
     answer, token = start(client, label)
     state = answer.json()
     headers = {"Authorization": f"Bearer {token}"}
+    onset = 6.0  # each trial begins when the one before ended, as on the page
     for number, trial in enumerate(state["trials"], start=1):
         if stop_after is not None and number > stop_after:
             break
         rated = trial["phase"] != "anchor_demo"
         presses = [] if (not rated or number % skip_every == 0) else [("3", 0.2)]
         shown = 0.6 + jitter * (number % 3)
+        body = report(
+            trial, number, presses, stimulus_s=shown, blank_s=0.4 + jitter / 2, onset=onset
+        )
+        onset = body["next_onset"]
         put = client.put(
-            f"/api/sessions/{state['session_id']}/trials/{number}",
-            json=report(trial, number, presses, stimulus_s=shown, blank_s=0.4 + jitter / 2),
-            headers=headers,
+            f"/api/sessions/{state['session_id']}/trials/{number}", json=body, headers=headers
         )
         assert put.status_code == 201, put.text
     if finish:
@@ -79,6 +82,8 @@ def expected_table(db, protocol, dropout_after_s: float, now: float) -> pd.DataF
                 if pd.isna(s.finished_at)
                 else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s.finished_at)),
                 "completion_code": "DONE42" if status == "complete" else "",
+                "trials_refused": 0,
+                "refusals": "",
             }
         )
     return pd.DataFrame(rows)
@@ -87,7 +92,7 @@ def expected_table(db, protocol, dropout_after_s: float, now: float) -> pd.DataF
 def read_csv(text: str) -> pd.DataFrame:
     return pd.read_csv(
         io.StringIO(text),
-        dtype={"participant": str, "source_id": str, "completion_code": str},
+        dtype={"participant": str, "source_id": str, "completion_code": str, "refusals": str},
         keep_default_na=False,
         na_values={"timing_error_median_ms": [""]},
     )
@@ -152,7 +157,7 @@ def test_the_participant_table_needs_the_admin_token(tmp_path, online_set):
     assert answer.status_code == 200
     assert answer.text.splitlines() == [
         "participant,source_id,list,status,trials_stored,trials_planned,missed_windows,"
-        "timing_error_median_ms,started,ended,completion_code"
+        "timing_error_median_ms,started,ended,completion_code,trials_refused,refusals"
     ]
 
 

@@ -1,5 +1,6 @@
 """What the online page says before and without its settings, and the server's refusals a
-participant reads, in the protocol's words ([texts]).
+participant reads, in the protocol's words ([texts]); and the refused trials the experimenter
+is shown (status, participant table) and the participant is told of (the error page).
 
 The page (index.html) is filled in by the server with the protocol's language, title, the
 line a browser without JavaScript shows, and what the page says when it cannot load the
@@ -10,9 +11,14 @@ holding <, > or quotes is shown as written and cannot become markup.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import sqlite3
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
 
@@ -20,7 +26,7 @@ from sbir_study.foundation.checks import MAX_SOURCE_ID_LENGTH
 from sbir_study.study.online.server import ServeSettings, build_app
 from sbir_study.study.protocol import load_protocol
 from sbir_study.study.texts import fill
-from tests.study.online.support import ADMIN_TOKEN, make_client, start
+from tests.study.online.support import ADMIN_TOKEN, make_client, report, run_page, start
 
 ROOT = Path(__file__).resolve().parents[3]
 GERMAN = ROOT / "protocols" / "example_de.toml"
@@ -140,3 +146,112 @@ def test_a_page_that_cannot_load_its_settings_says_so_in_the_protocols_words(
     expected = fill(texts["went_wrong"], error=texts["settings_failed"])
     assert " ".join(shown.split()) == " ".join(expected.split())
     assert "konnten nicht geladen werden" in shown and "Something" not in shown
+
+
+# --- Refused trials, counted for the experimenter -----------------------------------------------
+
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+def test_refused_trials_are_counted_with_their_reasons(tmp_path, online_set):
+    """Each trial report of a session's own page the server refuses is kept: counted on the
+    status (JSON and page) and in the participant table, with the reason the page was given;
+    a retry acknowledged, or a report under another session's token or none, is not."""
+    client = make_client(tmp_path, online_set)
+    answer, token = start(client, "alice")
+    alice = answer.json()
+    _, other = start(client, "bob")
+    own = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    url = f"/api/sessions/{alice['session_id']}/trials"
+    first = report(alice["trials"][0], 1)
+    assert client.put(f"{url}/1", json=first, headers=own).status_code == 201
+    second = report(alice["trials"][1], 2)
+    back = report(alice["trials"][1], 2, onset=second["onset"] - 0.5)
+    sent = [  # (trial in the address, body, headers, status, kept)
+        ("2", json.dumps({**second, "rating": "3"}), own, 422, True),
+        ("1", json.dumps({**first, "paused_before": 1.0}), own, 409, True),
+        ("2", json.dumps(back), own, 422, True),  # times back over trial 1's
+        ("3", json.dumps({**second, "frames": [1.0] * 20_000}), own, 413, True),
+        ("x", json.dumps(second), own, 422, True),
+        ("1", json.dumps(first), own, 200, False),  # a retry, acknowledged
+        ("2", json.dumps({**second, "rating": "3"}), {**own, "Authorization": f"Bearer {other}"},
+         422, False),  # another session's token
+        ("2", json.dumps({**second, "rating": "3"}), {"Content-Type": "application/json"},
+         422, False),  # no token
+    ]  # fmt: skip
+    said = []
+    for trial, body, headers, status, kept in sent:
+        put = client.put(f"{url}/{trial}", content=body, headers=headers)
+        assert put.status_code == status, put.text
+        if kept:
+            said.append((None if trial == "x" else int(trial), status, put.json()["error"]))
+    assert said[0][2].startswith("rating: ") and said[2][2].startswith("onset: ")
+
+    with sqlite3.connect(client.db) as connection:
+        stored = connection.execute(
+            "SELECT s.participant, r.trial, r.status, r.reason FROM refusals r "
+            "JOIN sessions s ON s.id = r.session_id ORDER BY r.id"
+        ).fetchall()
+    assert stored == [("alice", *entry) for entry in said]
+
+    status = client.get("/api/admin/status", headers=ADMIN).json()
+    assert status["trials_refused"] == len(said)
+    assert [(r["participant"], r["trial"], r["status"], r["error"]) for r in status["refused"]] == [
+        ("alice", *entry) for entry in reversed(said)]  # fmt: skip
+
+    table = client.get("/admin/participants.csv", headers=ADMIN).text
+    rows = list(csv.DictReader(io.StringIO(table)))
+    assert [(r["participant"], r["trials_refused"]) for r in rows] == [
+        ("alice", str(len(said))), ("bob", "0")]  # fmt: skip
+    expected = "; ".join(
+        f"trial {'?' if number is None else number} ({code}): {reason}"
+        for number, code, reason in said
+    )
+    assert rows[0]["refusals"] == expected and rows[1]["refusals"] == ""
+
+    page = client.get("/admin", headers=ADMIN).text
+    shown = pd.read_html(io.StringIO(page), attrs={"id": "refused"})[0]
+    assert shown["reason"].tolist() == [reason for _, _, reason in reversed(said)]
+    assert f'<td id="trials-refused">{len(said)} ' in page
+
+
+def test_the_error_page_names_the_trials_not_stored_and_that_the_researcher_knows():
+    """experiment.js's error page (in Node, support.run_page): the refused trials its sender
+    set aside, each once, in the protocol's words ([texts] trials_not_stored)."""
+    texts = load_protocol(GERMAN).texts
+    config = {"texts": {"went_wrong": texts.went_wrong,
+                        "trials_not_stored": texts.trials_not_stored}}  # fmt: skip
+    refused = [{"trial": 7, "status": 422, "error": "onset: ..."},
+               {"trial": 4, "status": 409, "error": "..."},
+               {"trial": 7, "status": 422, "error": "again"}]  # fmt: skip
+    shown = run_page(
+        "const shown = [];"
+        "for (const key of ['sbir-refused:S1', 'sbir-refused:none']) {"
+        "  window.sbir.config = CONFIG; window.sbir.session = { sender: { refusedKey: key } };"
+        "  errorPage(new Error('finish refused'));"
+        "  shown.push([window.sbir.phase, document.body.innerHTML]);"
+        "}"
+        "shown".replace("CONFIG", json.dumps(config)),
+        storage={"sbir-refused:S1": json.dumps(refused)},
+    )
+    error = fill(texts.went_wrong, error="Error: finish refused")
+    told = fill(texts.trials_not_stored, trials="4, 7")
+    assert "benachrichtigt" in told
+    assert [phase for phase, _ in shown] == ["error", "error"]
+    assert _text_of(shown[0][1]) == " ".join(f"{error}\n\n{told}".split())
+    # Without refused trials the page says only what went wrong.
+    assert _text_of(shown[1][1]) == " ".join(error.split())
+
+
+def _text_of(html_text: str) -> str:
+    class Text(HTMLParser):
+        def __init__(self):
+            super().__init__(convert_charrefs=True)
+            self.parts = []
+
+        def handle_data(self, data):
+            self.parts.append(data)
+
+    parser = Text()
+    parser.feed(html_text.replace("<br>", "\n"))
+    return " ".join(" ".join(parser.parts).split())

@@ -32,10 +32,10 @@ def test_migrations_build_the_declared_schema(database):
     engine = storage.open_database(database)
     assert storage.schema_revision(engine) is None
     storage.migrate(engine)
-    assert storage.schema_revision(engine) == "0002"
+    assert storage.schema_revision(engine) == "0003"
     assert schema_differences(engine) == []  # Alembic's own comparison with the tables
     storage.migrate(engine)  # again: nothing to do
-    assert storage.schema_revision(engine) == "0002"
+    assert storage.schema_revision(engine) == "0003"
     engine.dispose()
 
 
@@ -54,7 +54,7 @@ def test_migrations_started_together_do_not_collide(postgres):
         _, err = run.communicate(timeout=120)
         assert run.returncode == 0, err
     engine = storage.open_database(url)
-    assert storage.schema_revision(engine) == "0002"
+    assert storage.schema_revision(engine) == "0003"
     assert schema_differences(engine) == []
     engine.dispose()
 
@@ -106,7 +106,7 @@ def test_an_older_database_is_upgraded_with_its_sessions_ids_kept(database):
             "'{}', '{}', '{}')"
         )
     storage.migrate(engine)
-    assert storage.schema_revision(engine) == "0002"
+    assert storage.schema_revision(engine) == "0003"
     assert schema_differences(engine) == []
     with engine.connect() as connection:
         found = connection.exec_driver_sql("SELECT participant, source_id FROM sessions").all()
