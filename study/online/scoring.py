@@ -5,8 +5,11 @@ trial's frame times; the record is computed here with
 :func:`sbir_study.study.responses.score_trial` (the last rating key before the
 window closes) and :func:`sbir_study.study.schedule.dropped_frames`, the
 functions the lab session uses, so a browser's own rating is checked, never
-trusted. Pure: no database, no HTTP. A report that cannot be a trial of its
-session raises :class:`~sbir_study.foundation.checks.InputError` naming the field.
+trusted. The window closes as in the lab, when the next screen was actually shown
+(the page's ``next_onset``), at most :data:`LATE_FLIP_MAX_S` after the blank's
+nominal end (:func:`window_end`). Pure: no database, no HTTP. A report that cannot
+be a trial of its session raises :class:`~sbir_study.foundation.checks.InputError`
+naming the field.
 """
 
 from __future__ import annotations
@@ -19,11 +22,24 @@ from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.scale import Scale
 
 from ..protocol import Protocol
-from ..responses import format_presses, rating_key_map, score_trial
+from ..responses import format_presses, rating_key_map, response_window_end, score_trial
 from ..schedule import dropped_frames
 from .keys import browser_key_name
 
-__all__ = ["TrialRecord", "check_rating_on_scale", "counted_refresh", "score_report"]
+__all__ = [
+    "LATE_FLIP_MAX_S",
+    "TrialRecord",
+    "check_rating_on_scale",
+    "counted_refresh",
+    "score_report",
+    "window_end",
+]
+
+#: How long after the blank's nominal end (``blank_onset + blank_s``) a page's next screen
+#: may come and still close the window (s). A stalled page (a busy laptop) shows its blank
+#: longer, and a press made while it is visible counts, as in the lab; beyond this the
+#: window is closed here whatever the page reports, so that no page holds it open.
+LATE_FLIP_MAX_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -76,6 +92,22 @@ def counted_refresh(reported: object, refresh_range_hz: tuple[float, float]) -> 
     return None
 
 
+def window_end(report: Mapping, blank_s: float) -> float:
+    """When the reported trial's response window closed: the page's next screen
+    (``next_onset``), no later than :data:`LATE_FLIP_MAX_S` after the nominal end.
+
+    Examples
+    --------
+    >>> window_end({"blank_onset": 12.0, "next_onset": 13.3}, 1.0)
+    13.3
+    >>> window_end({"blank_onset": 12.0, "next_onset": 60.0}, 1.0)
+    13.5
+    """
+    return response_window_end(
+        report["blank_onset"], report["next_onset"], blank_s, LATE_FLIP_MAX_S
+    )
+
+
 def score_report(
     report: Mapping,
     trial: int,
@@ -113,7 +145,8 @@ def score_report(
     Examples
     --------
     A pair shown at 10.0 s for 2 s, then black for 1 s; the participant pressed 3,
-    then 2, in the window (a press at 13.0 s, when the window closes, is too late):
+    then 2, in the window (a press at 13.0 s, when the next pair came and the window
+    closed, is too late):
 
     >>> order = [[1, "main", "s1", "i1", None, "s1.png", "i1.png"]]
     >>> keys = [{"code": f"Digit{k}", "key": k, "t": t} for k, t in (("3", 10.4), ("2", 11.1))]
@@ -150,16 +183,16 @@ def score_report(
             "frames: expected the frame times in order, from onset "
             "through blank_onset to next_onset"
         )
-    window_end = blank_onset + protocol.timing.blank_s
+    closed = window_end(report, protocol.timing.blank_s)
     key_map = rating_key_map(protocol.response.keys, keypad=protocol.response.keypad)
     named = [(browser_key_name(e["code"], e["key"]), e["t"]) for e in report["events"]]
-    response = score_trial([(n, t) for n, t in named if n is not None], onset, window_end, key_map)
+    response = score_trial([(n, t) for n, t in named if n is not None], onset, closed, key_map)
     rated = phase != "anchor_demo"
     rating = response.rating if rated else None
     if report.get("rating") != rating:
         raise InputError(
             f"rating: the browser scored {report.get('rating')}, the key events give "
-            f"{rating} (the last rating key before {window_end:.4f} s)"
+            f"{rating} (the last rating key before {closed:.4f} s)"
         )
     dropped = None
     if refresh_hz is not None and len(frames) >= 2:

@@ -42,7 +42,13 @@ from ..trials import build_trials, draw_seed
 from . import queries, storage
 from .assignment import choose_list, list_manifest, split_lists
 from .keys import BROWSER_CODES
-from .scoring import check_rating_on_scale, counted_refresh, score_report
+from .scoring import (
+    LATE_FLIP_MAX_S,
+    check_rating_on_scale,
+    counted_refresh,
+    score_report,
+    window_end,
+)
 from .status import participant_table, study_status
 
 __all__ = [
@@ -243,6 +249,8 @@ class OnlineStudy:
                 "blank_s": protocol.timing.blank_s,
                 "anchor_demo_s": protocol.timing.anchor_demo_s,
                 "refresh_range_hz": list(protocol.timing.refresh_range_hz),
+                # The page closes a window as the server does (scoring.window_end).
+                "late_flip_max_s": LATE_FLIP_MAX_S,
             },
             "response": {
                 "keys": list(protocol.response.keys),
@@ -505,7 +513,7 @@ class OnlineStudy:
             **record.__dict__,
             "session_id": session_id,
             "page_onset": report["onset"],
-            "page_window_end": report["blank_onset"] + self.protocol.timing.blank_s,
+            "page_window_end": window_end(report, self.protocol.timing.blank_s),
             "events": storage.dumps(list(report["events"])),
             "payload_sha256": digest,
             "received_at": now,

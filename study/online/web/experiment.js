@@ -199,9 +199,10 @@ async function trialsPart(config, state, token) {
     choices: keys,
     on_load: () => { session.messageShown(); window.sbir.phase = extra.phase || "message"; },
     on_finish: (data) => {
-      // Time spent on a pause, break or instructions screen is the next trial's paused_before.
-      if (extra.phase !== "quit") session.pausedBefore += (data.rt || 0) / 1000;
+      // As in the lab, the next pair comes one blank after the key that ended the screen;
+      // the time spent on it and that blank are the next trial's paused_before.
       if (extra.on_finish) extra.on_finish(data);
+      else session.resume(session.lastKeyTime());
     },
   });
 
@@ -220,10 +221,7 @@ async function trialsPart(config, state, token) {
   const welcome = start > 0 ? `${text(config, "welcome_back")}\n\n` : "";
   timeline.push(message(welcome + opening, [" "], {
     phase: "instructions",
-    on_finish: () => {
-      session.pausedBefore = 0;
-      session.sessionStart = performance.now() / 1000 - state.resumed_at;
-    },
+    on_finish: () => session.begin(session.lastKeyTime(), start > 0),
   }));
   for (let index = start; index < trials.length; index += 1) {
     const trial = trials[index];
@@ -244,7 +242,10 @@ async function trialsPart(config, state, token) {
           if (data.response === config.texts.yes_key) {
             ended = true;
             jsPsych.abortExperiment();
-          } else if (!document.fullscreenElement && document.documentElement.requestFullscreen) {
+            return;
+          }
+          session.resume(session.lastKeyTime());
+          if (!document.fullscreenElement && document.documentElement.requestFullscreen) {
             document.documentElement.requestFullscreen().catch(() => {});
           }
         },

@@ -256,6 +256,65 @@ def test_reload_mid_session_resumes_at_the_next_unrecorded_trial(
     assert sessions[["participant", "source_id"]].values.tolist() == [["Rreload1", "R_reload-1"]]
 
 
+def test_a_stalled_page_keeps_the_window_open_while_its_blank_is_shown_and_pairs_wait_a_blank(
+    online_set, tmp_path, start_server, browser
+):
+    """The lab's rule, on a page whose main thread stalls 300 ms over the end of a blank (a
+    busy laptop): the blank stays on screen, and the participant's last press, made 20 ms
+    after the blank's nominal end while it is still visible, is the rating, as the lab's
+    window closes only at the next flip. And as in the lab, the first pair comes one blank
+    after the space bar that ended the instructions, and one blank after a pause."""
+    participant, data = past_the_intake(
+        "?participant=stalled", tmp_path, online_set, start_server, browser
+    )
+    stimulus_s, blank_s = 0.6, 0.4
+    participant.wait(lambda: participant.phase() == "instructions", what="the instructions")
+    time.sleep(0.2)
+    space = participant.key("space")
+    first = participant.onset_of(1)["onset"]
+    participant.key_at("3", first + 0.3, 1)
+    nominal_end = first + stimulus_s + blank_s
+    # The stall: a busy loop on the page's main thread from 150 ms before the blank's
+    # nominal end to 150 ms after it; no frame is drawn meanwhile, the blank stays up.
+    participant.driver.execute_script(
+        "const due = arguments[0] * 1000; setTimeout(() => { const end = performance.now() + 300;"
+        " while (performance.now() < end) {} }, Math.max(0, due - performance.now()))",
+        nominal_end - 0.15,
+    )
+    participant.key_at("2", nominal_end + 0.02, 1)
+    second = participant.onset_of(2)["onset"]
+    participant.key_at("5", second + 0.2, 2)
+    participant.key_at("p", second + 0.3, 2)
+    participant.wait(lambda: participant.phase() == "pause", what="the pause")
+    time.sleep(0.3)
+    resumed = participant.key("space")
+    third = participant.onset_of(3)["onset"]
+    participant.wait(lambda: participant.phase() == "complete", timeout=END_S, what="the end")
+
+    stored = stored_trials(data).set_index("trial")
+    one = stored.loc[1]
+    assert one["blank_duration"] > blank_s + 0.1, one.to_dict()  # the page did stall
+    presses = [p.split("@") for p in one["presses"].split()]
+    assert [int(r) for r, _ in presses] == [3, 2]
+    # The 2 was pressed after the nominal end and before the next pair was on screen.
+    shown = one["stim_duration"] + one["blank_duration"]
+    assert stimulus_s + blank_s < float(presses[-1][1]) < shown, (presses, shown)
+    assert one["rating"] == 2
+    assert (stored.loc[2, "rating"], stored.loc[2, "n_presses"]) == (5, 1)  # the 5 alone
+    # One blank between the key and the pair (less than a frame early at most, as a frame is
+    # drawn before its time stamp; the key is stamped after it was sent).
+    for key, onset in ((space, first), (resumed, third)):
+        assert blank_s - 0.02 <= onset - key <= blank_s + 0.06, (onset - key, key, onset)
+    # Recorded as the lab records them: the first pair one blank into the session, unpaused;
+    # the break and the blank after it in the next pair's paused_before.
+    assert stored.loc[1, "onset"] == pytest.approx(blank_s, abs=0.03)
+    assert stored.loc[1, "paused_before"] == 0
+    # The timeline moved from one blank after the second pair's blank onset to the third's.
+    due = stored.loc[2, "page_onset"] + stored.loc[2, "stim_duration"] + blank_s
+    assert stored.loc[3, "paused_before"] == pytest.approx(third - due, abs=0.02)
+    assert stored.loc[3, "paused_before"] > 0.3
+
+
 def test_an_id_that_cannot_be_used_is_refused_on_the_first_screen(
     online_set, tmp_path, start_server, browser
 ):
@@ -376,12 +435,14 @@ def test_completion_redirects_and_a_second_browser_cannot_take_the_label(
 def test_the_page_scores_and_names_keys_as_the_server_does(
     online_set, tmp_path, start_server, browser, probe
 ):
-    """The page's own scoring (sent along for the server to check) and key names equal
-    study.responses.score_trial and study.online.keys on generated cases (hypothesis)."""
+    """The page's own scoring (sent along for the server to check), the end of its window and
+    its key names equal study.responses.score_trial, study.online.scoring.window_end and
+    study.online.keys on generated cases (hypothesis)."""
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
     from sbir_study.study.online.keys import BROWSER_CODES
+    from sbir_study.study.online.scoring import LATE_FLIP_MAX_S, window_end
     from sbir_study.study.responses import rating_key_map, score_trial
 
     protocol = write_protocol(tmp_path)
@@ -415,22 +476,32 @@ def test_the_page_scores_and_names_keys_as_the_server_does(
             deadline=None,
             suppress_health_check=[HealthCheck.function_scoped_fixture],
         )
-        @given(events, times, times)
-        def check(events, onset, length):
-            window_end = onset + length
+        @given(events, times, times, times)
+        def check(events, onset, length, next_after):
+            blank_onset = onset + length / 2
+            report = {"blank_onset": blank_onset, "next_onset": blank_onset + next_after}
+            closed = driver.execute_script(
+                "return sbirWindowEnd(arguments[0], arguments[1], arguments[2], arguments[3])",
+                blank_onset,
+                blank_onset + next_after,
+                length / 2,
+                LATE_FLIP_MAX_S,
+            )
+            assert closed == window_end(report, length / 2)
+            window_end_at = onset + length
             records = [{"code": c, "key": k, "t": t} for c, k, t in events]
             page = driver.execute_script(
                 "return sbirScore(arguments[0], arguments[1], arguments[2], arguments[3],"
                 " arguments[4])",
                 records,
                 onset,
-                window_end,
+                window_end_at,
                 key_map,
                 table,
             )
             named = [(browser_key_name(c, k), t) for c, k, t in events]
             expected = score_trial(
-                [e for e in named if e[0] is not None], onset, window_end, key_map
+                [e for e in named if e[0] is not None], onset, window_end_at, key_map
             )
             assert page["rating"] == expected.rating
             assert [tuple(p) for p in page["presses"]] == [
