@@ -41,6 +41,7 @@ from sbir_study.foundation.scale import Scale
 from ..participants import DETAILS, check_details, details_description
 from ..recorder import SESSION_COLUMNS, format_cell
 from . import storage
+from .scoring import resumed_from
 from .storage import sessions, studies, trials
 
 __all__ = ["ExportSummary", "export_online", "export_zip", "write_dataset"]
@@ -185,7 +186,14 @@ def write_dataset(
         path = bids.beh_path(root, label, task)
         table = _beh_table(label, group)
         _write(path, table)
-        _write_json(path.with_suffix(".json"), _sidecar(study, protocol, session, len(group)))
+        sidecar = _sidecar(study, protocol, session, len(group))
+        # As the lab's sidecar says a session was resumed: the trials a reloaded page went on
+        # from, each with the time it reached the server.
+        resumed = resumed_from(group[["trial", "page_onset", "onset"]].itertuples(index=False))
+        if resumed:
+            at = group.set_index("trial")["received_at"]
+            sidecar["Resumed"] = [{"At": _iso(at[t]), "FromTrial": t} for t in resumed]
+        _write_json(path.with_suffix(".json"), sidecar)
         people.append(
             {
                 "participant_id": f"sub-{label}",

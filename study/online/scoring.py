@@ -15,7 +15,7 @@ naming the field.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sbir_study.foundation.checks import InputError
@@ -31,6 +31,7 @@ __all__ = [
     "TrialRecord",
     "check_rating_on_scale",
     "counted_refresh",
+    "resumed_from",
     "score_report",
     "window_end",
 ]
@@ -90,6 +91,37 @@ def counted_refresh(reported: object, refresh_range_hz: tuple[float, float]) -> 
     if isinstance(reported, int | float) and low <= reported <= high:
         return float(reported)
     return None
+
+
+def resumed_from(stored: Iterable[tuple[int, float, float]]) -> list[int]:
+    """The trials a session went on from after a reload: from its stored trials'
+    ``(trial, page_onset, onset)`` in order, those a new page showed first.
+
+    A page's times are on its own ``performance.now()`` clock, which a reload starts
+    again; a stored ``onset`` is on the session's clock (``page_onset - session_start``).
+    Their difference, where the session began on the page's clock, is the same for
+    every trial one page showed, and changes where another page took over. This is
+    what the lab's sidecar records as ``Resumed`` (``FromTrial``) on ``run --resume``.
+
+    Examples
+    --------
+    Trials 1 and 2 on the first page (session start 5.0 on its clock), a reload, trials
+    3 and 4 on the next page (session start -57.5: 57.5 s had passed when it began):
+
+    >>> resumed_from([(1, 6.0, 1.0), (2, 9.0, 4.0), (3, 2.5, 60.0), (4, 5.5, 63.0)])
+    [3]
+    """
+    resumed, start = [], None
+    for trial, page_onset, onset in stored:
+        began = page_onset - onset
+        if start is not None and abs(began - start) > _SAME_PAGE_S:
+            resumed.append(int(trial))
+        start = began
+    return resumed
+
+
+# Within one page, page_onset - onset is its session start up to float rounding (~1e-12 s).
+_SAME_PAGE_S = 1e-6
 
 
 def window_end(report: Mapping, blank_s: float) -> float:

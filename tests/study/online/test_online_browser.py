@@ -223,7 +223,8 @@ def test_reload_mid_session_resumes_at_the_next_unrecorded_trial(
     for trial in trials[:4]:
         onset = participant.onset_of(trial["trial"])["onset"]
         participant.key_at(str(trial["trial"] % 7 + 1), onset + 0.2, trial["trial"])
-    participant.onset_of(5)
+    shown = participant.onset_of(5)  # trial 4's window closed here, on the wall clock:
+    left = (participant.origin_ms + shown["onset"] * 1000.0) / 1000.0
     time.sleep(0.2)
     participant.driver.refresh()  # mid-trial 5: its window never closed, so it is not recorded
     participant.calibrate()
@@ -233,8 +234,10 @@ def test_reload_mid_session_resumes_at_the_next_unrecorded_trial(
     state = participant.session()["state"]
     assert [(t["trial"], t["sketch_id"], t["image_id"]) for t in state["trials"]] == order
     assert "Welcome back" in participant.driver.page_source
+    time.sleep(1.0)  # reading the welcome back
     participant.key("space")
     resumed_at = participant.onset_of(5)  # the same order, from trial 5
+    back = (participant.origin_ms + resumed_at["onset"] * 1000.0) / 1000.0
     assert participant.driver.execute_script("return window.sbir.session.onsets")[0]["trial"] == 5
     for trial in trials[4:]:
         onset = (
@@ -249,8 +252,14 @@ def test_reload_mid_session_resumes_at_the_next_unrecorded_trial(
     assert stored[["trial", "sketch_id", "image_id"]].apply(tuple, axis=1).tolist() == order
     assert stored.loc[stored["trial"] <= 4, "rating"].tolist() == [t % 7 + 1 for t in range(1, 5)]
     assert (stored.loc[stored["trial"] >= 5, "rating"] == 6).all()
-    # The onset column goes on from where the session stopped, as after a lab resume.
-    assert stored.loc[4, "onset"] >= stored.loc[3, "onset"] + 0.9
+    # The time away (the reload, the screens, the welcome back and the blank after it) is
+    # accounted as a pause is: trial 5's paused_before, measured here on the wall clock, and
+    # the session's clock goes on over it.
+    four, five = stored.set_index("trial").loc[4], stored.set_index("trial").loc[5]
+    assert back - left > 1.5
+    assert five["paused_before"] == pytest.approx(back - left, abs=0.05)
+    due = four["onset"] + four["stim_duration"] + four["blank_duration"]
+    assert five["onset"] == pytest.approx(due + five["paused_before"], abs=0.03)
     sessions = stored_sessions(data)
     assert sessions["status"].tolist() == ["complete"]
     assert sessions[["participant", "source_id"]].values.tolist() == [["Rreload1", "R_reload-1"]]

@@ -10,12 +10,22 @@ page made longer (hypothesis), and the issue's case written out by hand.
 
 from __future__ import annotations
 
+import json
+import re
+
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sbir_study.foundation.checks import InputError
-from sbir_study.study.online.scoring import LATE_FLIP_MAX_S, score_report, window_end
+from sbir_study.study.online.export import export_online
+from sbir_study.study.online.scoring import (
+    LATE_FLIP_MAX_S,
+    resumed_from,
+    score_report,
+    window_end,
+)
 from sbir_study.study.protocol import Protocol
 from sbir_study.study.responses import rating_key_map, score_trial
 
@@ -105,3 +115,51 @@ def test_the_server_records_what_the_lab_would(onset, late, presses, at_edges):
     assert record.blank_duration == next_onset - blank_onset
     if late <= LATE_FLIP_MAX_S:
         assert window_end(report(onset, next_onset, [], None), BLANK_S) == next_onset
+
+
+def test_a_reloaded_page_is_recorded_as_a_resumed_session_as_the_lab_records_one(
+    tmp_path, online_set
+):
+    """A reload starts the page's clock again: the trials after it carry another session
+    start on the page's clock. The export's sidecar says where the session went on, as the
+    lab's says it after ``run --resume`` (``Resumed``: ``At``, ``FromTrial``); a session one
+    page ran from start to end says nothing of the kind."""
+    from tests.study.online.support import make_client, report, start
+
+    client = make_client(tmp_path, online_set)
+    for label, reload_before in (("reloaded", 3), ("onepage", None)):
+        answer, token = start(client, label)
+        state = answer.json()
+        for number, trial in enumerate(state["trials"][:5], start=1):
+            body = report(trial, number, [("4", 0.2)])
+            if reload_before is not None and number >= reload_before:
+                # The new page's clock reads 6 s less; 30 s passed while it was away.
+                for key in ("onset", "blank_onset", "next_onset"):
+                    body[key] -= 6.0
+                body["frames"] = [t - 6.0 for t in body["frames"]]
+                body["events"] = [{**e, "t": e["t"] - 6.0} for e in body["events"]]
+                body["session_start"] -= 36.0
+                body["paused_before"] = 30.0 if number == reload_before else 0.0
+            put = client.put(
+                f"/api/sessions/{state['session_id']}/trials/{number}",
+                json=body,
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            assert put.status_code == 201, put.text
+    out = tmp_path / "bids"
+    export_online(f"sqlite:///{client.db}", out)
+    resumed = json.loads(next(out.glob("sub-reloaded/beh/*_beh.json")).read_text())["Resumed"]
+    assert [r["FromTrial"] for r in resumed] == [3]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}", resumed[0]["At"])
+    assert "Resumed" not in json.loads(next(out.glob("sub-onepage/beh/*_beh.json")).read_text())
+    beh = pd.read_csv(next(out.glob("sub-reloaded/beh/*_beh.tsv")), sep="\t")
+    # The session's clock went on over the time away, which the trial after it records.
+    assert beh["onset"].tolist() == pytest.approx([1.0, 2.0, 33.0, 34.0, 35.0])
+    assert beh["paused_before"].tolist() == [0.0, 0.0, 30.0, 0.0, 0.0]
+
+
+def test_resumed_from_finds_every_change_of_page():
+    # Hand-made: pages began at 5.0, then -57.5, then 1000.0 on their own clocks.
+    stored = [(1, 6.0, 1.0), (2, 9.0, 4.0), (3, 2.5, 60.0), (4, 1070.0, 70.0), (5, 1073.0, 73.0)]
+    assert resumed_from(stored) == [3, 4]
+    assert resumed_from(stored[:2]) == [] == resumed_from([])
