@@ -293,7 +293,7 @@ async function finish(session, status, token) {
  * The page of an ending: its text, then the code and the address the protocol sets for it
  * ([online]: completion_code/_url for a complete session, no_consent_, quit_, timed_out_).
  */
-function endingPage(config, phase, ending, body) {
+function endingPage(config, phase, ending, body, last = "") {
   if (document.fullscreenElement && document.exitFullscreen) document.exitFullscreen().catch(() => {});
   window.sbir.phase = phase;
   window.sbir.ending = ending || {};
@@ -306,13 +306,17 @@ function endingPage(config, phase, ending, body) {
   if (completion.url) {
     html += `<p>${escapeHtml(text(config, "completion_redirect"))} <a id="sbir-return" href="${escapeHtml(completion.url)}">${escapeHtml(text(config, "completion_link"))}</a></p>`;
   }
-  page(`<div class="sbir-text">${html}</div>`);
+  page(`<div class="sbir-text">${html}${last}</div>`);
   if (completion.url) setTimeout(() => { window.location.assign(completion.url); }, 3000);
 }
 
 function completionPage(config, result) {
   window.sbir.finished = result;
-  endingPage(config, "complete", result.completion, paragraphs(config.instructions.end));
+  // Not the lab's end text ([instructions] end), which waits for a space bar that no page
+  // can close its window with: what is true here, in the protocol's words ([texts]).
+  const completion = result.completion || {};
+  const close = completion.url ? "" : `<p id="sbir-close">${escapeHtml(text(config, "close_window"))}</p>`;
+  endingPage(config, "complete", completion, paragraphs(text(config, "complete_ended")), close);
 }
 
 async function main() {

@@ -122,6 +122,12 @@ def test_browser_participant_every_rating_exact_and_times_measured(
     assert finished["completion"]["code"] == "SBIR2011"
     code = participant.driver.find_element("id", "sbir-code").text
     assert code == "SBIR2011"
+    # The end page says what is true: no key closes a browser's window, the participant may.
+    ending = participant.driver.execute_script("return document.body.innerText")
+    assert ending.split() == (
+        "Thank you! The session is complete. Your completion code: SBIR2011 "
+        "You may close this window now.".split()
+    )
     windows = participant.driver.execute_script("return window.sbir.session.onsets")
 
     stored = stored_trials(data).set_index("trial")
@@ -429,6 +435,8 @@ def test_completion_redirects_and_a_second_browser_cannot_take_the_label(
     participant.intake({})
     participant.start_trials()
     participant.wait(lambda: participant.phase() == "complete", timeout=END_S, what="the end")
+    # Sent on to the platform: the page does not say the window may be closed.
+    assert not participant.driver.find_elements("id", "sbir-close")
     participant.wait(
         lambda: "cc=DONE42" in participant.driver.current_url, timeout=10, what="the redirect"
     )

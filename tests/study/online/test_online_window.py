@@ -163,3 +163,21 @@ def test_resumed_from_finds_every_change_of_page():
     stored = [(1, 6.0, 1.0), (2, 9.0, 4.0), (3, 2.5, 60.0), (4, 1070.0, 70.0), (5, 1073.0, 73.0)]
     assert resumed_from(stored) == [3, 4]
     assert resumed_from(stored[:2]) == [] == resumed_from([])
+
+
+def test_the_end_page_says_what_is_true_in_the_protocols_language(tmp_path, online_set):
+    """No key closes a browser's window: the page's end texts ([texts] complete_ended,
+    close_window) name none, and a language file's own words reach the page."""
+    import tomllib
+    from pathlib import Path
+
+    from tests.study.online.support import make_client
+
+    german = Path(__file__).resolve().parents[3] / "protocols" / "example_de.toml"
+    written = tomllib.loads(german.read_text(encoding="utf-8"))["texts"]
+    english = make_client(tmp_path, online_set).get("/api/config").json()["texts"]
+    (tmp_path / "de").mkdir()
+    own = make_client(tmp_path / "de", online_set, texts=written).get("/api/config").json()
+    for name in ("complete_ended", "close_window"):
+        assert own["texts"][name] == written[name] != english[name]
+        assert "space" not in english[name].lower() and "Leertaste" not in written[name]
