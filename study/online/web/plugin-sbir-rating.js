@@ -166,6 +166,7 @@ class SbirSession {
     this.pauseRequested = false;
     this.quitRequested = false;
     this.onsets = []; // for the tests: [{trial, onset, window_end}] on the page's clock (s)
+    this.screens = []; // for the tests: [{phase, shown}] of the message screens (s)
     this.current = null;
     this.prepared = new Map();
     const control = config.response;
@@ -334,9 +335,27 @@ class SbirSession {
     }
   }
 
-  /** A message screen is on (two frames after its page change): it ends the pending blank. */
+  /**
+   * A message screen's page is in place. After a trial it stays hidden until that trial's
+   * blank is due to end, as the lab flips a waiting screen when it is due (and a pair here
+   * comes); it is on from the frame after it is shown, whose time ends the pending blank.
+   */
   messageShown() {
-    requestAnimationFrame(() => requestAnimationFrame((ts) => this.closePending(ts / 1000)));
+    const due = this.pending ? this.nominalNext - 1.5 * this.period : null;
+    const content = document.querySelector(".sbir-text");
+    if (due !== null && content) content.style.visibility = "hidden";
+    const reveal = (now) => {
+      if (due !== null && now / 1000 < due) {
+        requestAnimationFrame(reveal);
+        return;
+      }
+      if (content) content.style.visibility = "";
+      requestAnimationFrame((ts) => {
+        this.screens.push({ phase: window.sbir.phase, shown: ts / 1000 });
+        this.closePending(ts / 1000);
+      });
+    };
+    requestAnimationFrame(reveal);
     this.nextOnsetTarget = 0;
   }
 }

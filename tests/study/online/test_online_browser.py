@@ -324,6 +324,15 @@ def test_a_stalled_page_keeps_the_window_open_while_its_blank_is_shown_and_pairs
     # the break and the blank after it in the next pair's paused_before.
     assert stored.loc[1, "onset"] == pytest.approx(blank_s, abs=0.03)
     assert stored.loc[1, "paused_before"] == 0
+    # The pause screen came when the second pair's blank was due to end (not a frame
+    # before), and its coming closed that pair's window.
+    screens = participant.driver.execute_script("return window.sbir.session.screens")
+    pause = next(s["shown"] for s in screens if s["phase"] == "pause")
+    two = stored.loc[2]
+    blank_onset = two["page_onset"] + two["stim_duration"]
+    assert pause == two["page_window_end"]
+    assert pause == pytest.approx(blank_onset + two["blank_duration"], abs=1e-9)
+    assert pause >= blank_onset + blank_s - 0.009
     # The timeline moved from one blank after the second pair's blank onset to the third's.
     due = stored.loc[2, "page_onset"] + stored.loc[2, "stim_duration"] + blank_s
     assert stored.loc[3, "paused_before"] == pytest.approx(third - due, abs=0.02)
