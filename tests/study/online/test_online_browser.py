@@ -318,6 +318,11 @@ def test_a_stalled_page_keeps_the_window_open_while_its_blank_is_shown_and_pairs
     assert (stored.loc[2, "rating"], stored.loc[2, "n_presses"]) == (5, 1)  # the 5 alone
     # One blank between the key and the pair (less than a frame early at most, as a frame is
     # drawn before its time stamp; the key is stamped after it was sent).
+    print(
+        f"\nfirst pair - space: {first - space:.4f} s; pair after the pause - space: "
+        f"{third - resumed:.4f} s; stalled blank: {one['blank_duration']:.4f} s, the 2 at "
+        f"{float(presses[-1][1]):.4f} s from onset"
+    )
     for key, onset in ((space, first), (resumed, third)):
         assert blank_s - 0.02 <= onset - key <= blank_s + 0.06, (onset - key, key, onset)
     # Recorded as the lab records them: the first pair one blank into the session, unpaused;
