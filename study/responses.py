@@ -27,6 +27,7 @@ __all__ = [
     "first_press",
     "format_presses",
     "rating_key_map",
+    "response_window_end",
     "score_trial",
 ]
 
@@ -101,6 +102,31 @@ def event_stream(events: Iterable[KeyEvent | tuple[str, float]]) -> tuple[KeyEve
     return tuple(stream)
 
 
+def response_window_end(
+    blank_onset: float, next_flip: float, blank_s: float, late_max_s: float = math.inf
+) -> float:
+    """When a trial's response window closes: at the flip that ended its blank.
+
+    The one rule of both sessions. The rating can be changed "during the total of 2
+    seconds of stimulus or the 1 second of blank screen" (Sec. 2.3), and the blank
+    lasts until the next screen is actually shown: a press made while the blank is
+    still visible counts, also when a late flip (a busy machine) made the blank
+    longer than ``blank_s``. The lab session's flips are its own and are taken
+    as they came (``late_max_s`` infinite); a page's report of its next flip is
+    bounded: the window closes no later than ``late_max_s`` after the blank's
+    nominal end (``blank_onset + blank_s``), so a page cannot hold it open.
+
+    Examples
+    --------
+    A blank from 12.0 s for 1 s, the next pair flipped 0.3 s late: the window
+    closes at 13.3 s; reported 5 s late, at 13.5 s with half a second allowed.
+
+    >>> response_window_end(12.0, 13.3, 1.0), response_window_end(12.0, 18.0, 1.0, 0.5)
+    (13.3, 13.5)
+    """
+    return min(next_flip, blank_onset + blank_s + late_max_s)
+
+
 def score_trial(
     events: Iterable[KeyEvent | tuple[str, float]],
     onset: float,
@@ -117,6 +143,8 @@ def score_trial(
     onset, window_end
         The response window ``[onset, window_end)``: a press at the onset
         counts, a press at the very instant the window closes does not.
+        The window closes with the flip of the next screen
+        (:func:`response_window_end`).
     key_map
         Rating key name -> rating (:func:`rating_key_map`); other keys are
         ignored.

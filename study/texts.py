@@ -284,6 +284,16 @@ class Texts:
     completion_link: StrictStr = Field(
         "Continue here", description="Online: the link to the completion address."
     )
+    complete_ended: StrictStr = Field(
+        "Thank you! The session is complete.",
+        description="Online: at the end of a complete session (the lab window shows "
+        "[instructions] end, which waits for the space bar).",
+    )
+    close_window: StrictStr = Field(
+        "You may close this window now.",
+        description="Online: last on the page of a complete session that sends the "
+        "participant to no completion address.",
+    )
     quit_ended: StrictStr = Field(
         "The session has ended. Everything so far is saved. Thank you.",
         description="Online: after the participant chose to end the session.",

@@ -55,6 +55,7 @@ from ..recorder import (
 )
 from . import queries, storage
 from .keys import browser_key_name
+from .scoring import resumed_from
 from .storage import studies
 
 __all__ = [
@@ -228,7 +229,14 @@ def write_dataset(
         order = json.loads(session["trial_order"])
         path = bids.beh_path(root, label, task)
         _write(path, _beh_table(label, group, order, protocol["timing"]))
-        _write_json(path.with_suffix(".json"), _sidecar(study, protocol, session, len(group)))
+        sidecar = _sidecar(study, protocol, session, len(group))
+        # As the lab's sidecar says a session was resumed: the trials a reloaded page went on
+        # from, each with the time it reached the server.
+        resumed = resumed_from(group[["trial", "page_onset", "onset"]].itertuples(index=False))
+        if resumed:
+            at = group.set_index("trial")["received_at"]
+            sidecar["Resumed"] = [{"At": _iso(at[t]), "FromTrial": t} for t in resumed]
+        _write_json(path.with_suffix(".json"), sidecar)
         _write_text(key_log_path(path), _tsv(key_log(group)))
         n_trials += len(group)
         complete += session["status"] == "complete"

@@ -5,25 +5,42 @@ trial's frame times; the record is computed here with
 :func:`sbir_study.study.responses.score_trial` (the last rating key before the
 window closes) and :func:`sbir_study.study.schedule.dropped_frames`, the
 functions the lab session uses, so a browser's own rating is checked, never
-trusted. Pure: no database, no HTTP. A report that cannot be a trial of its
-session raises :class:`~sbir_study.foundation.checks.InputError` naming the field.
+trusted. The window closes as in the lab, when the next screen was actually shown
+(the page's ``next_onset``), at most :data:`LATE_FLIP_MAX_S` after the blank's
+nominal end (:func:`window_end`). Pure: no database, no HTTP. A report that cannot
+be a trial of its session raises :class:`~sbir_study.foundation.checks.InputError`
+naming the field.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.scale import Scale
 
 from ..protocol import Protocol
-from ..responses import format_presses, rating_key_map, score_trial
+from ..responses import format_presses, rating_key_map, response_window_end, score_trial
 from ..schedule import dropped_frames
 from .keys import browser_key_name
 
-__all__ = ["TrialRecord", "check_rating_on_scale", "counted_refresh", "score_report"]
+__all__ = [
+    "LATE_FLIP_MAX_S",
+    "TrialRecord",
+    "check_rating_on_scale",
+    "counted_refresh",
+    "resumed_from",
+    "score_report",
+    "window_end",
+]
+
+#: How long after the blank's nominal end (``blank_onset + blank_s``) a page's next screen
+#: may come and still close the window (s). A stalled page (a busy laptop) shows its blank
+#: longer, and a press made while it is visible counts, as in the lab; beyond this the
+#: window is closed here whatever the page reports, so that no page holds it open.
+LATE_FLIP_MAX_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -76,6 +93,53 @@ def counted_refresh(reported: object, refresh_range_hz: tuple[float, float]) -> 
     return None
 
 
+def resumed_from(stored: Iterable[tuple[int, float, float]]) -> list[int]:
+    """The trials a session went on from after a reload: from its stored trials'
+    ``(trial, page_onset, onset)`` in order, those a new page showed first.
+
+    A page's times are on its own ``performance.now()`` clock, which a reload starts
+    again; a stored ``onset`` is on the session's clock (``page_onset - session_start``).
+    Their difference, where the session began on the page's clock, is the same for
+    every trial one page showed, and changes where another page took over. This is
+    what the lab's sidecar records as ``Resumed`` (``FromTrial``) on ``run --resume``.
+
+    Examples
+    --------
+    Trials 1 and 2 on the first page (session start 5.0 on its clock), a reload, trials
+    3 and 4 on the next page (session start -57.5: 57.5 s had passed when it began):
+
+    >>> resumed_from([(1, 6.0, 1.0), (2, 9.0, 4.0), (3, 2.5, 60.0), (4, 5.5, 63.0)])
+    [3]
+    """
+    resumed, start = [], None
+    for trial, page_onset, onset in stored:
+        began = page_onset - onset
+        if start is not None and abs(began - start) > _SAME_PAGE_S:
+            resumed.append(int(trial))
+        start = began
+    return resumed
+
+
+# Within one page, page_onset - onset is its session start up to float rounding (~1e-12 s).
+_SAME_PAGE_S = 1e-6
+
+
+def window_end(report: Mapping, blank_s: float) -> float:
+    """When the reported trial's response window closed: the page's next screen
+    (``next_onset``), no later than :data:`LATE_FLIP_MAX_S` after the nominal end.
+
+    Examples
+    --------
+    >>> window_end({"blank_onset": 12.0, "next_onset": 13.3}, 1.0)
+    13.3
+    >>> window_end({"blank_onset": 12.0, "next_onset": 60.0}, 1.0)
+    13.5
+    """
+    return response_window_end(
+        report["blank_onset"], report["next_onset"], blank_s, LATE_FLIP_MAX_S
+    )
+
+
 def score_report(
     report: Mapping,
     trial: int,
@@ -113,7 +177,8 @@ def score_report(
     Examples
     --------
     A pair shown at 10.0 s for 2 s, then black for 1 s; the participant pressed 3,
-    then 2, in the window (a press at 13.0 s, when the window closes, is too late):
+    then 2, in the window (a press at 13.0 s, when the next pair came and the window
+    closed, is too late):
 
     >>> order = [[1, "main", "s1", "i1", None, "s1.png", "i1.png"]]
     >>> keys = [{"code": f"Digit{k}", "key": k, "t": t} for k, t in (("3", 10.4), ("2", 11.1))]
@@ -150,16 +215,16 @@ def score_report(
             "frames: expected the frame times in order, from onset "
             "through blank_onset to next_onset"
         )
-    window_end = blank_onset + protocol.timing.blank_s
+    closed = window_end(report, protocol.timing.blank_s)
     key_map = rating_key_map(protocol.response.keys, keypad=protocol.response.keypad)
     named = [(browser_key_name(e["code"], e["key"]), e["t"]) for e in report["events"]]
-    response = score_trial([(n, t) for n, t in named if n is not None], onset, window_end, key_map)
+    response = score_trial([(n, t) for n, t in named if n is not None], onset, closed, key_map)
     rated = phase != "anchor_demo"
     rating = response.rating if rated else None
     if report.get("rating") != rating:
         raise InputError(
             f"rating: the browser scored {report.get('rating')}, the key events give "
-            f"{rating} (the last rating key before {window_end:.4f} s)"
+            f"{rating} (the last rating key before {closed:.4f} s)"
         )
     dropped = None
     if refresh_hz is not None and len(frames) >= 2:

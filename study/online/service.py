@@ -43,7 +43,13 @@ from . import queries, storage
 from .assignment import choose_list, list_manifest, split_lists
 from .keys import BROWSER_CODES
 from .plausibility import StoredTimes, check_trial_times
-from .scoring import check_rating_on_scale, counted_refresh, score_report
+from .scoring import (
+    LATE_FLIP_MAX_S,
+    check_rating_on_scale,
+    counted_refresh,
+    score_report,
+    window_end,
+)
 from .status import participant_table, study_status
 
 __all__ = [
@@ -244,6 +250,8 @@ class OnlineStudy:
                 "blank_s": protocol.timing.blank_s,
                 "anchor_demo_s": protocol.timing.anchor_demo_s,
                 "refresh_range_hz": list(protocol.timing.refresh_range_hz),
+                # The page closes a window as the server does (scoring.window_end).
+                "late_flip_max_s": LATE_FLIP_MAX_S,
             },
             "response": {
                 "keys": list(protocol.response.keys),
@@ -508,7 +516,7 @@ class OnlineStudy:
             **record.__dict__,
             "session_id": session_id,
             "page_onset": report["onset"],
-            "page_window_end": report["blank_onset"] + self.protocol.timing.blank_s,
+            "page_window_end": window_end(report, self.protocol.timing.blank_s),
             "events": storage.dumps(list(report["events"])),
             "payload_sha256": digest,
             "received_at": now,
@@ -550,7 +558,7 @@ class OnlineStudy:
         check_trial_times(
             record,
             report,
-            window_end=report["blank_onset"] + self.protocol.timing.blank_s,
+            window_end=window_end(report, self.protocol.timing.blank_s),
             session_age_s=storage.now() - session["created_at"],
             previous=next((t for t in around if t.trial < trial), None),
             following=next((t for t in around if t.trial > trial), None),

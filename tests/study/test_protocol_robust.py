@@ -141,9 +141,9 @@ TEXTS = """quit_question anchor_label scale_reminder age_question age_retry sex_
     male other handedness right left ambidextrous prefer_not_to_say continue_button fullscreen
     fullscreen_button window_too_small cannot_enlarge needs_keyboard screen_too_small loading
     loading_failed welcome_back saving completion_code completion_redirect completion_link
-    quit_ended session_ended timed_out_ended could_not_start went_wrong trials_not_stored
-    bad_participant_id
-    already_started study_full settings_failed needs_javascript""".split()
+    complete_ended close_window quit_ended session_ended timed_out_ended could_not_start
+    went_wrong trials_not_stored bad_participant_id already_started study_full settings_failed
+    needs_javascript""".split()
 DOCUMENTED = {
     ("", "name"): _text,
     ("", "task"): lambda v: _text(v) and re.fullmatch(r"[A-Za-z0-9]+", v) is not None,

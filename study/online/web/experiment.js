@@ -213,9 +213,10 @@ async function trialsPart(config, state, token) {
     choices: keys,
     on_load: () => { session.messageShown(); window.sbir.phase = extra.phase || "message"; },
     on_finish: (data) => {
-      // Time spent on a pause, break or instructions screen is the next trial's paused_before.
-      if (extra.phase !== "quit") session.pausedBefore += (data.rt || 0) / 1000;
+      // As in the lab, the next pair comes one blank after the key that ended the screen;
+      // the time spent on it and that blank are the next trial's paused_before.
       if (extra.on_finish) extra.on_finish(data);
+      else session.resume(session.lastKeyTime());
     },
   });
 
@@ -234,10 +235,7 @@ async function trialsPart(config, state, token) {
   const welcome = start > 0 ? `${text(config, "welcome_back")}\n\n` : "";
   timeline.push(message(welcome + opening, [" "], {
     phase: "instructions",
-    on_finish: () => {
-      session.pausedBefore = 0;
-      session.sessionStart = performance.now() / 1000 - state.resumed_at;
-    },
+    on_finish: () => session.begin(session.lastKeyTime(), start > 0),
   }));
   for (let index = start; index < trials.length; index += 1) {
     const trial = trials[index];
@@ -258,7 +256,10 @@ async function trialsPart(config, state, token) {
           if (data.response === config.texts.yes_key) {
             ended = true;
             jsPsych.abortExperiment();
-          } else if (!document.fullscreenElement && document.documentElement.requestFullscreen) {
+            return;
+          }
+          session.resume(session.lastKeyTime());
+          if (!document.fullscreenElement && document.documentElement.requestFullscreen) {
             document.documentElement.requestFullscreen().catch(() => {});
           }
         },
@@ -306,7 +307,7 @@ async function finish(session, status, token) {
  * The page of an ending: its text, then the code and the address the protocol sets for it
  * ([online]: completion_code/_url for a complete session, no_consent_, quit_, timed_out_).
  */
-function endingPage(config, phase, ending, body) {
+function endingPage(config, phase, ending, body, last = "") {
   if (document.fullscreenElement && document.exitFullscreen) document.exitFullscreen().catch(() => {});
   window.sbir.phase = phase;
   window.sbir.ending = ending || {};
@@ -319,13 +320,17 @@ function endingPage(config, phase, ending, body) {
   if (completion.url) {
     html += `<p>${escapeHtml(text(config, "completion_redirect"))} <a id="sbir-return" href="${escapeHtml(completion.url)}">${escapeHtml(text(config, "completion_link"))}</a></p>`;
   }
-  page(`<div class="sbir-text">${html}</div>`);
+  page(`<div class="sbir-text">${html}${last}</div>`);
   if (completion.url) setTimeout(() => { window.location.assign(completion.url); }, 3000);
 }
 
 function completionPage(config, result) {
   window.sbir.finished = result;
-  endingPage(config, "complete", result.completion, paragraphs(config.instructions.end));
+  // Not the lab's end text ([instructions] end), which waits for a space bar that no page
+  // can close its window with: what is true here, in the protocol's words ([texts]).
+  const completion = result.completion || {};
+  const close = completion.url ? "" : `<p id="sbir-close">${escapeHtml(text(config, "close_window"))}</p>`;
+  endingPage(config, "complete", completion, paragraphs(text(config, "complete_ended")), close);
 }
 
 async function main() {

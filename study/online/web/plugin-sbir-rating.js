@@ -11,6 +11,12 @@
  * next trial makes its pair visible one frame before, so that a pair follows the blank of
  * the previous one on the frame it is due.
  *
+ * A trial's response window closes when the next screen is on (the next pair's onset, or
+ * the message screen after the blank), as the lab's closes at the next flip: on a stalled
+ * page the blank stays on longer and a press made while it is visible counts. The window
+ * closes no later than `late_flip_max_s` after the blank's nominal end (sbirWindowEnd,
+ * the server's study.responses.response_window_end).
+ *
  * The record is not computed here: the session sends the key events, the frame times and
  * the window to the server, which scores it with the lab session's rule
  * (study.responses.score_trial). The browser scores it too (SbirSession.score), only so that
@@ -27,6 +33,11 @@ function sbirKeyName(code, key, table) {
   if (key === "Enter") return "return";
   if (key.length === 1 && /^[A-Za-z0-9]$/.test(key)) return key.toLowerCase();
   return null;
+}
+
+/** When a window closes: at the next screen's onset, at most `lateMax` after the nominal end. */
+function sbirWindowEnd(blankOnset, nextOnset, blank, lateMax) {
+  return Math.min(nextOnset, blankOnset + blank + lateMax);
 }
 
 /** The last rating key in [onset, windowEnd): {rating, rt, presses}, as score_trial does. */
@@ -149,12 +160,14 @@ class SbirSession {
     this.pending = null;
     this.closing = 0; // records being put together (their key events still arriving)
     this.nextOnsetTarget = 0;
+    this.nominalNext = null; // when the next pair is due if no screen comes between (page clock, s)
     this.sessionStart = null;
     this.firstPair = true; // the page's first pair is yet to come
     this.pausedBefore = 0;
     this.pauseRequested = false;
     this.quitRequested = false;
     this.onsets = []; // for the tests: [{trial, onset, window_end}] on the page's clock (s)
+    this.screens = []; // for the tests: [{phase, shown}] of the message screens (s)
     this.current = null;
     this.prepared = new Map();
     const control = config.response;
@@ -214,7 +227,10 @@ class SbirSession {
     this.frame(ts);
     const frames = this.frames.filter((t) => t >= pending.onset && t <= ts);
     this.frames = [ts];
-    const windowEnd = pending.blankOnset + this.config.timing.blank_s;
+    const timing = this.config.timing;
+    const windowEnd = sbirWindowEnd(pending.blankOnset, ts, timing.blank_s, timing.late_flip_max_s);
+    const shown = this.onsets.find((o) => o.trial === pending.trial.trial && o.onset === pending.onset);
+    if (shown) shown.window_end = windowEnd;
     this.closing += 1;
     // Key events are delivered a little after their time stamp: collect them a moment later.
     setTimeout(() => {
@@ -234,8 +250,69 @@ class SbirSession {
         rating: pending.trial.phase === "anchor_demo" ? null : scored.rating,
       };
       this.sender.push(pending.trial.trial, body);
+      this.keepClock(windowEnd);
       this.closing -= 1;
     }, 60);
+  }
+
+  /** The most recent key-down's time (the key that ended a screen), else now (s). */
+  lastKeyTime() {
+    return this.events.length ? this.events[this.events.length - 1].t : performance.now() / 1000;
+  }
+
+  /**
+   * The session's clock, kept across a reload: when the session began on the wall clock and
+   * where its last window closed (session time). A reload restarts performance.now(); with
+   * this the time away is known, and counted as a pause is.
+   */
+  clockKey() {
+    return `sbir-clock:${this.state.session_id}`;
+  }
+
+  keepClock(windowEnd) {
+    const startWall = Date.now() / 1000 - (performance.now() / 1000 - this.sessionStart);
+    const kept = JSON.parse(localStorage.getItem(this.clockKey()) || "null");
+    localStorage.setItem(this.clockKey(), JSON.stringify({
+      start_wall: kept ? kept.start_wall : startWall,
+      window_end: windowEnd === undefined ? (kept ? kept.window_end : 0) : windowEnd - this.sessionStart,
+    }));
+  }
+
+  /**
+   * The key that ended the session's first screen was pressed at `t`: the session's clock
+   * starts there, or, after a reload (`resumed`), goes on from where it stopped, the time
+   * away included; the first pair comes one blank later.
+   */
+  begin(t, resumed) {
+    const kept = resumed ? JSON.parse(localStorage.getItem(this.clockKey()) || "null") : null;
+    this.pausedBefore = 0;
+    if (!resumed) {
+      this.sessionStart = t;
+      // The first pair is planned one blank after the key (the lab's Timeline): no pause.
+      this.nominalNext = t + this.config.timing.blank_s;
+      this.keepClock();
+    } else {
+      // Where the last window closed, and how much session time has passed at `t`: from
+      // the wall clock when the page kept it, else none beyond the server's record.
+      const stopped = kept ? kept.window_end : this.state.resumed_at;
+      const away = kept ? Date.now() / 1000 - (performance.now() / 1000 - t) - kept.start_wall : stopped;
+      this.sessionStart = t - Math.max(away, stopped);
+      this.nominalNext = this.sessionStart + stopped;
+    }
+    this.resume(t);
+  }
+
+  /**
+   * A waiting screen (instructions, a pause or break, the quit question answered no) was
+   * ended by a key at `t`: the next pair comes one blank later, as in the lab
+   * (study.schedule.Timeline.resume), and the time this adds to the timeline is the next
+   * trial's paused_before.
+   */
+  resume(t) {
+    const planned = t + this.config.timing.blank_s;
+    if (this.nominalNext !== null) this.pausedBefore += planned - this.nominalNext;
+    this.nominalNext = planned;
+    this.nextOnsetTarget = planned - 1.5 * this.period;
   }
 
   /** Resolves when the last trial is recorded and every record acknowledged. */
@@ -259,9 +336,27 @@ class SbirSession {
     }
   }
 
-  /** A message screen is on (two frames after its page change): it ends the pending blank. */
+  /**
+   * A message screen's page is in place. After a trial it stays hidden until that trial's
+   * blank is due to end, as the lab flips a waiting screen when it is due (and a pair here
+   * comes); it is on from the frame after it is shown, whose time ends the pending blank.
+   */
   messageShown() {
-    requestAnimationFrame(() => requestAnimationFrame((ts) => this.closePending(ts / 1000)));
+    const due = this.pending ? this.nominalNext - 1.5 * this.period : null;
+    const content = document.querySelector(".sbir-text");
+    if (due !== null && content) content.style.visibility = "hidden";
+    const reveal = (now) => {
+      if (due !== null && now / 1000 < due) {
+        requestAnimationFrame(reveal);
+        return;
+      }
+      if (content) content.style.visibility = "";
+      requestAnimationFrame((ts) => {
+        this.screens.push({ phase: window.sbir.phase, shown: ts / 1000 });
+        this.closePending(ts / 1000);
+      });
+    };
+    requestAnimationFrame(reveal);
     this.nextOnsetTarget = 0;
   }
 }
@@ -357,6 +452,7 @@ var jsPsychSbirRating = (function (jspsych) {
         if (step === "blank" && ts >= blankOnset + blank - 2.5 * period) {
           session.pending = { trial, onset, blankOnset, pausedBefore: session.pausedBefore };
           session.pausedBefore = 0;
+          session.nominalNext = blankOnset + blank;
           session.nextOnsetTarget = blankOnset + blank - 1.5 * period;
           session.current = null;
           display_element.innerHTML = "";

@@ -123,6 +123,12 @@ def test_browser_participant_every_rating_exact_and_times_measured(
     assert finished["completion"]["code"] == "SBIR2011"
     code = participant.driver.find_element("id", "sbir-code").text
     assert code == "SBIR2011"
+    # The end page says what is true: no key closes a browser's window, the participant may.
+    ending = participant.driver.execute_script("return document.body.innerText")
+    assert ending.split() == (
+        "Thank you! The session is complete. Your completion code: SBIR2011 "
+        "You may close this window now.".split()
+    )
     windows = participant.driver.execute_script("return window.sbir.session.onsets")
 
     stored = stored_trials(data).set_index("trial")
@@ -224,7 +230,8 @@ def test_reload_mid_session_resumes_at_the_next_unrecorded_trial(
     for trial in trials[:4]:
         onset = participant.onset_of(trial["trial"])["onset"]
         participant.key_at(str(trial["trial"] % 7 + 1), onset + 0.2, trial["trial"])
-    participant.onset_of(5)
+    shown = participant.onset_of(5)  # trial 4's window closed here, on the wall clock:
+    left = (participant.origin_ms + shown["onset"] * 1000.0) / 1000.0
     time.sleep(0.2)
     participant.driver.refresh()  # mid-trial 5: its window never closed, so it is not recorded
     participant.calibrate()
@@ -234,8 +241,10 @@ def test_reload_mid_session_resumes_at_the_next_unrecorded_trial(
     state = participant.session()["state"]
     assert [(t["trial"], t["sketch_id"], t["image_id"]) for t in state["trials"]] == order
     assert "Welcome back" in participant.driver.page_source
+    time.sleep(1.0)  # reading the welcome back
     participant.key("space")
     resumed_at = participant.onset_of(5)  # the same order, from trial 5
+    back = (participant.origin_ms + resumed_at["onset"] * 1000.0) / 1000.0
     assert participant.driver.execute_script("return window.sbir.session.onsets")[0]["trial"] == 5
     for trial in trials[4:]:
         onset = (
@@ -250,11 +259,90 @@ def test_reload_mid_session_resumes_at_the_next_unrecorded_trial(
     assert stored[["trial", "sketch_id", "image_id"]].apply(tuple, axis=1).tolist() == order
     assert stored.loc[stored["trial"] <= 4, "rating"].tolist() == [t % 7 + 1 for t in range(1, 5)]
     assert (stored.loc[stored["trial"] >= 5, "rating"] == 6).all()
-    # The onset column goes on from where the session stopped, as after a lab resume.
-    assert stored.loc[4, "onset"] >= stored.loc[3, "onset"] + 0.9
+    # The time away (the reload, the screens, the welcome back and the blank after it) is
+    # accounted as a pause is: trial 5's paused_before, measured here on the wall clock, and
+    # the session's clock goes on over it.
+    four, five = stored.set_index("trial").loc[4], stored.set_index("trial").loc[5]
+    assert back - left > 1.5
+    assert five["paused_before"] == pytest.approx(back - left, abs=0.05)
+    due = four["onset"] + four["stim_duration"] + four["blank_duration"]
+    assert five["onset"] == pytest.approx(due + five["paused_before"], abs=0.03)
     sessions = stored_sessions(data)
     assert sessions["status"].tolist() == ["complete"]
     assert sessions[["participant", "source_id"]].values.tolist() == [["Rreload1", "R_reload-1"]]
+
+
+def test_a_stalled_page_keeps_the_window_open_while_its_blank_is_shown_and_pairs_wait_a_blank(
+    online_set, tmp_path, start_server, browser
+):
+    """The lab's rule, on a page whose main thread stalls 300 ms over the end of a blank (a
+    busy laptop): the blank stays on screen, and the participant's last press, made 20 ms
+    after the blank's nominal end while it is still visible, is the rating, as the lab's
+    window closes only at the next flip. And as in the lab, the first pair comes one blank
+    after the space bar that ended the instructions, and one blank after a pause."""
+    participant, data = past_the_intake(
+        "?participant=stalled", tmp_path, online_set, start_server, browser
+    )
+    stimulus_s, blank_s = 0.6, 0.4
+    participant.wait(lambda: participant.phase() == "instructions", what="the instructions")
+    time.sleep(0.2)
+    space = participant.key("space")
+    first = participant.onset_of(1)["onset"]
+    participant.key_at("3", first + 0.3, 1)
+    nominal_end = first + stimulus_s + blank_s
+    # The stall: a busy loop on the page's main thread from 150 ms before the blank's
+    # nominal end to 150 ms after it; no frame is drawn meanwhile, the blank stays up.
+    participant.driver.execute_script(
+        "const due = arguments[0] * 1000; setTimeout(() => { const end = performance.now() + 300;"
+        " while (performance.now() < end) {} }, Math.max(0, due - performance.now()))",
+        nominal_end - 0.15,
+    )
+    participant.key_at("2", nominal_end + 0.02, 1)
+    second = participant.onset_of(2)["onset"]
+    participant.key_at("5", second + 0.2, 2)
+    participant.key_at("p", second + 0.3, 2)
+    participant.wait(lambda: participant.phase() == "pause", what="the pause")
+    time.sleep(0.3)
+    resumed = participant.key("space")
+    third = participant.onset_of(3)["onset"]
+    participant.wait(lambda: participant.phase() == "complete", timeout=END_S, what="the end")
+
+    stored = stored_trials(data).set_index("trial")
+    one = stored.loc[1]
+    assert one["blank_duration"] > blank_s + 0.1, one.to_dict()  # the page did stall
+    presses = [p.split("@") for p in one["presses"].split()]
+    assert [int(r) for r, _ in presses] == [3, 2]
+    # The 2 was pressed after the nominal end and before the next pair was on screen.
+    shown = one["stim_duration"] + one["blank_duration"]
+    assert stimulus_s + blank_s < float(presses[-1][1]) < shown, (presses, shown)
+    assert one["rating"] == 2
+    assert (stored.loc[2, "rating"], stored.loc[2, "n_presses"]) == (5, 1)  # the 5 alone
+    # One blank between the key and the pair (less than a frame early at most, as a frame is
+    # drawn before its time stamp; the key is stamped after it was sent).
+    print(
+        f"\nfirst pair - space: {first - space:.4f} s; pair after the pause - space: "
+        f"{third - resumed:.4f} s; stalled blank: {one['blank_duration']:.4f} s, the 2 at "
+        f"{float(presses[-1][1]):.4f} s from onset"
+    )
+    for key, onset in ((space, first), (resumed, third)):
+        assert blank_s - 0.02 <= onset - key <= blank_s + 0.06, (onset - key, key, onset)
+    # Recorded as the lab records them: the first pair one blank into the session, unpaused;
+    # the break and the blank after it in the next pair's paused_before.
+    assert stored.loc[1, "onset"] == pytest.approx(blank_s, abs=0.03)
+    assert stored.loc[1, "paused_before"] == 0
+    # The pause screen came when the second pair's blank was due to end (not a frame
+    # before), and its coming closed that pair's window.
+    screens = participant.driver.execute_script("return window.sbir.session.screens")
+    pause = next(s["shown"] for s in screens if s["phase"] == "pause")
+    two = stored.loc[2]
+    blank_onset = two["page_onset"] + two["stim_duration"]
+    assert pause == two["page_window_end"]
+    assert pause == pytest.approx(blank_onset + two["blank_duration"], abs=1e-9)
+    assert pause >= blank_onset + blank_s - 0.009
+    # The timeline moved from one blank after the second pair's blank onset to the third's.
+    due = stored.loc[2, "page_onset"] + stored.loc[2, "stim_duration"] + blank_s
+    assert stored.loc[3, "paused_before"] == pytest.approx(third - due, abs=0.02)
+    assert stored.loc[3, "paused_before"] > 0.3
 
 
 def test_an_id_that_cannot_be_used_is_refused_on_the_first_screen(
@@ -368,6 +456,8 @@ def test_completion_redirects_and_a_second_browser_cannot_take_the_label(
     participant.intake({})
     participant.start_trials()
     participant.wait(lambda: participant.phase() == "complete", timeout=END_S, what="the end")
+    # Sent on to the platform: the page does not say the window may be closed.
+    assert not participant.driver.find_elements("id", "sbir-close")
     participant.wait(
         lambda: "cc=DONE42" in participant.driver.current_url, timeout=10, what="the redirect"
     )
@@ -383,12 +473,14 @@ def test_completion_redirects_and_a_second_browser_cannot_take_the_label(
 def test_the_page_scores_and_names_keys_as_the_server_does(
     online_set, tmp_path, start_server, browser, probe
 ):
-    """The page's own scoring (sent along for the server to check) and key names equal
-    study.responses.score_trial and study.online.keys on generated cases (hypothesis)."""
+    """The page's own scoring (sent along for the server to check), the end of its window and
+    its key names equal study.responses.score_trial, study.online.scoring.window_end and
+    study.online.keys on generated cases (hypothesis)."""
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
     from sbir_study.study.online.keys import BROWSER_CODES
+    from sbir_study.study.online.scoring import LATE_FLIP_MAX_S, window_end
     from sbir_study.study.responses import rating_key_map, score_trial
 
     protocol = write_protocol(tmp_path)
@@ -422,22 +514,32 @@ def test_the_page_scores_and_names_keys_as_the_server_does(
             deadline=None,
             suppress_health_check=[HealthCheck.function_scoped_fixture],
         )
-        @given(events, times, times)
-        def check(events, onset, length):
-            window_end = onset + length
+        @given(events, times, times, times)
+        def check(events, onset, length, next_after):
+            blank_onset = onset + length / 2
+            report = {"blank_onset": blank_onset, "next_onset": blank_onset + next_after}
+            closed = driver.execute_script(
+                "return sbirWindowEnd(arguments[0], arguments[1], arguments[2], arguments[3])",
+                blank_onset,
+                blank_onset + next_after,
+                length / 2,
+                LATE_FLIP_MAX_S,
+            )
+            assert closed == window_end(report, length / 2)
+            window_end_at = onset + length
             records = [{"code": c, "key": k, "t": t} for c, k, t in events]
             page = driver.execute_script(
                 "return sbirScore(arguments[0], arguments[1], arguments[2], arguments[3],"
                 " arguments[4])",
                 records,
                 onset,
-                window_end,
+                window_end_at,
                 key_map,
                 table,
             )
             named = [(browser_key_name(c, k), t) for c, k, t in events]
             expected = score_trial(
-                [e for e in named if e[0] is not None], onset, window_end, key_map
+                [e for e in named if e[0] is not None], onset, window_end_at, key_map
             )
             assert page["rating"] == expected.rating
             assert [tuple(p) for p in page["presses"]] == [
