@@ -153,7 +153,13 @@ class OnlineStudy:
         study.lists  # noqa: B018 - an impossible split is refused now, not at the first participant
         storage.migrate(engine)
         study.study_id = study._register()
+        study.writer  # noqa: B018 - made once, before requests (threads) can race for it
         return study
+
+    @cached_property
+    def writer(self) -> storage.GroupCommit:
+        """The process's trial writer (:class:`~.storage.GroupCommit`)."""
+        return storage.GroupCommit(self.engine, refusals=(ServiceError,))
 
     @cached_property
     def lists(self) -> list[pd.DataFrame]:
@@ -329,6 +335,18 @@ class OnlineStudy:
         self.check_participant_id(source_id)
         online = self.protocol.online
         now = storage.now()
+        # The trial order (tens of milliseconds of pandas for a paper-size list) is built
+        # before the list lock is taken, for the list the counts point to now; under the
+        # lock the choice is made again, and only if it differs is the order built there.
+        # Held for the build, the lock made a crowd's starts queue one behind the other.
+        seed = draw_seed()
+        with storage.reading(self.engine) as connection:
+            guess = choose_list(
+                self._participants(connection, now), len(self.lists), online.raters_per_list
+            )
+        built = None
+        if guess is not None:
+            built = build_trials(self.protocol, self._list_manifest(guess), seed)
         with self.engine.begin() as connection:
             queries.lock_list_choice(connection)
             taken = connection.execute(
@@ -347,8 +365,9 @@ class OnlineStudy:
                 )
                 if index is None:
                     raise ServiceError(409, self.protocol.texts.study_full)
-                seed = draw_seed()
-                order = build_trials(self.protocol, self._list_manifest(index), seed)
+                order = built
+                if index != guess:
+                    order = build_trials(self.protocol, self._list_manifest(index), seed)
                 session_id = secrets.token_hex(16)
                 software = _software()
                 connection.execute(
@@ -511,19 +530,27 @@ class OnlineStudy:
             "received_at": now,
         }
         key = {"sid": session_id, "trial": trial}
-        with self.engine.begin() as connection:
+
+        def write(connection):
+            # Refuses only before writing (GroupCommit's rule): the rest of the group commits.
             status = connection.execute(queries.SESSION_STATUS, {"sid": session_id}).scalar_one()
             if status == "running":
                 insert = queries.insert_trial_once(connection)
                 if connection.execute(insert, values).rowcount:
                     connection.execute(queries.SEEN, {"sid": session_id, "now": now})
-                    return True
+                    return None
             existing = connection.execute(queries.TRIAL_PAYLOAD, key).first()
             if existing is None:
                 raise ServiceError(
                     409, f"session {session_id!r} is {status}; it takes no more trials"
                 )
-        if existing[0] != digest:
+            return existing[0]
+
+        # Answered only after the commit that holds it (one commit for all queued trials).
+        existing = self.writer.run(write)
+        if existing is None:
+            return True
+        if existing != digest:
             raise ServiceError(
                 409,
                 f"trial {trial} of session {session_id!r} is already stored "
