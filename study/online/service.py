@@ -140,6 +140,8 @@ class OnlineStudy:
     engine: Engine
     protocol_file: str = ""
     study_id: int = 0
+    #: The images' largest height / width when already known (serve's kept set check).
+    max_aspect: float | None = None
     _sessions: dict = field(default_factory=dict, repr=False)
     _manifests: dict = field(default_factory=dict, repr=False)
     _images: dict = field(default_factory=dict, repr=False)
@@ -147,9 +149,16 @@ class OnlineStudy:
 
     # --- set-up ---
     @classmethod
-    def open(cls, protocol: Protocol, stimulus_set, engine: Engine, protocol_file: str = ""):
+    def open(
+        cls,
+        protocol: Protocol,
+        stimulus_set,
+        engine: Engine,
+        protocol_file: str = "",
+        max_aspect: float | None = None,
+    ):
         """Check the lists against the set, migrate the schema and register the study."""
-        study = cls(protocol, stimulus_set, engine, str(protocol_file))
+        study = cls(protocol, stimulus_set, engine, str(protocol_file), max_aspect=max_aspect)
         study.lists  # noqa: B018 - an impossible split is refused now, not at the first participant
         storage.migrate(engine)
         study.study_id = study._register()
@@ -286,6 +295,8 @@ class OnlineStudy:
         }
 
     def _max_aspect(self, manifest: pd.DataFrame) -> float:
+        if self.max_aspect is not None:
+            return self.max_aspect
         from PIL import Image
 
         aspects = []

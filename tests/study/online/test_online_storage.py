@@ -44,6 +44,16 @@ def test_migrations_build_the_declared_schema(database):
     engine.dispose()
 
 
+def test_the_head_revision_known_without_alembic_is_alembics():
+    """storage.HEAD lets a restart skip loading Alembic; it must be Alembic's own head."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(Path(storage.__file__).parent / "migrations"))
+    assert ScriptDirectory.from_config(config).get_heads() == [storage.HEAD]
+
+
 def test_migrations_started_together_do_not_collide(postgres):
     """Three hosts starting at once (three processes): one migrates, the others wait."""
     url = postgres.new_database()
