@@ -213,7 +213,10 @@ class OnlineStudy:
         """The manifest a participant of list ``index`` sees (kept: it never changes)."""
         kept = self._manifests.get(index)
         if kept is None:
-            kept = list_manifest(self.stimulus_set.manifest, self.lists, index)
+            kept = list_manifest(self.stimulus_set.manifest, self.lists, index).copy()
+            # Without the manifest's line numbers (attrs["lines"], for the set's messages):
+            # pandas deep-copies attrs at every step, which was half of a session's start.
+            kept.attrs = {}
             self._manifests[index] = kept
         return kept
 
