@@ -152,6 +152,10 @@ def serve(
         "log_level": "warning",
         "log_config": log_config(),
         "timeout_graceful_shutdown": 10,
+        # A page sends a trial every few seconds (the paper's 3 s) over one connection; kept
+        # open 30 s between requests (uvicorn's default is 5 s), a pause or a slow trial does
+        # not cost a new connection.
+        "timeout_keep_alive": 30,
     }
     if workers > 1:
         study.engine.dispose()
