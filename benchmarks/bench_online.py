@@ -21,7 +21,13 @@
    clients, load and kill. It answers faster; it stores a retried trial twice and keeps no
    order or ownership.
 
-2. Browser: one participant in headless Chromium rates ``--trials`` pairs (0.6 s + 0.4 s),
+2. Write path, in process (no HTTP): 32 participants on SQLite each store 40 trials as fast
+   as they can, in 32 threads, through the service (scoring and storing), once with one
+   transaction per trial (as before group commit) and once through the group commit,
+   alternated twice. Reported: trials/s, CPU per trial and latency p50/p99 of each, so the
+   lever is measured side by side on whatever machine runs it.
+
+3. Browser: one participant in headless Chromium rates ``--trials`` pairs (0.6 s + 0.4 s),
    one to three key presses per trial at random times, sent through the DevTools protocol.
    Reported: recorded time - sent time of every press and of each final rating (rt), and
    the measured stimulus and blank durations against the protocol's.
@@ -229,6 +235,65 @@ def load_run(name, server, args, db_url=None, baseline_file=None) -> dict:
     return row
 
 
+def write_path_run(folder: Path, stimuli: Path, participants=32, trials=40) -> list[dict]:
+    """Group commit against one transaction per trial, in process (see the docstring, 2)."""
+    from sbir_study.study.online.participant_routes import TrialIn
+    from tests.study.online.support import make_client, report
+
+    class OneTransactionPerTrial:
+        def __init__(self, engine) -> None:
+            self.engine = engine
+
+        def run(self, work):
+            with self.engine.begin() as connection:
+                return work(connection)
+
+    rows = []
+    for number, kind in enumerate(["one transaction per trial", "group commit"] * 2):
+        where = folder / f"write-path-{number}"
+        where.mkdir()
+        study = make_client(where, stimuli, timing={"stimulus_s": 2.0, "blank_s": 1.0}).study
+        if kind != "group commit":
+            study.__dict__["writer"] = OneTransactionPerTrial(study.engine)
+        work = []
+        for k in range(participants):
+            token = "t" * 32 + str(k)
+            state, _ = study.create_session(
+                f"w{k}", token, details={}, environment={"refresh_hz": 60.0}, url_parameters={}
+            )
+            bodies = [
+                TrialIn(**report(state["trials"][n - 1], n, stimulus_s=2.0, blank_s=1.0))
+                for n in range(1, trials + 1)
+            ]
+            work.append((state["session_id"], token, [b.model_dump() for b in bodies]))
+        latencies = []
+
+        def post(session_id, token, bodies, study=study, latencies=latencies):
+            for n, body in enumerate(bodies, start=1):
+                began = time.perf_counter()
+                study.store_trial(session_id, token, n, body)
+                latencies.append(time.perf_counter() - began)
+
+        threads = [threading.Thread(target=post, args=item) for item in work]
+        began, cpu = time.perf_counter(), time.process_time()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        wall, cpu = time.perf_counter() - began, time.process_time() - cpu
+        row = {
+            "write_path": kind,
+            "trials": len(latencies),
+            "trials_per_s": round(len(latencies) / wall, 1),
+            "cpu_ms_per_trial": round(cpu / len(latencies) * 1000, 2),
+            "latency": percentiles(latencies),
+        }
+        study.engine.dispose()
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
 def browser_run(folder: Path, stimuli: Path, trials: int) -> dict:
     protocol = write_protocol(folder, anchoring={"enabled": False, "repeat": False})
     server = Server(protocol, stimuli, folder / "browser-data").start()
@@ -368,7 +433,9 @@ def main() -> None:
     )
     parser.add_argument("--clients", type=int, default=3, help="client processes")
     parser.add_argument("--trials", type=int, default=120)
-    parser.add_argument("--skip", choices=("load", "browser"), action="append", default=[])
+    parser.add_argument(
+        "--skip", choices=("load", "write-path", "browser"), action="append", default=[]
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-online-"))
@@ -409,6 +476,8 @@ def main() -> None:
                 server.stop()
             finally:
                 postgres.stop()
+        if "write-path" not in args.skip:
+            results["write_path"] = write_path_run(folder, stimuli)
         if "browser" not in args.skip:
             results["browser"] = browser_run(folder, stimuli, args.trials)
         print(json.dumps(results, indent=2))
