@@ -4,9 +4,16 @@
    retry-until-acknowledged queue, over HTTP) each post one trial every ``--pace`` seconds
    (the paper's 2 s + 1 s) for ``--duration`` seconds against a real ``sbir-study serve``:
    on SQLite (one process), and on a private PostgreSQL server (two worker processes).
-   Halfway through, the server is killed with SIGKILL and started again. Reported: trials
-   acknowledged and stored, lost (acknowledged but not stored) and stored twice, request
-   latency p50/p99 and throughput.
+   Halfway through the full load, the server is killed with SIGKILL and started again.
+   Reported: trials acknowledged and stored, lost (acknowledged but not stored) and stored
+   twice; the server's own time per trial (``Server-Timing``) and the round trip, p50/p99,
+   of the trials and apart of the session starts; throughput at full load; the restart
+   (new process started -> first answered request, polled every 10 ms); and the clients'
+   own lateness and CPU, so that an overloaded client is not taken for a slow server.
+   The goals of issue 26 (1,000 participants, 333 trials/s offered; trial server time p99
+   < 50 ms on SQLite and on PostgreSQL with 2 workers, round trip p99 < 250 ms there;
+   restart < 1 s; nothing lost or twice) are printed beside the figures, with a table for
+   benchmarks/RESULTS.md.
 
    Beside it, in the same run, what a jsPsych study is usually given to save its data: an
    endpoint that appends each posted trial to a file (the ``save_data`` script of the
@@ -20,13 +27,19 @@
    retries go to the second, as a proxy sends them. Reported as above, with the sessions
    that moved and the trials each server acknowledged.
 
-2. Browser: one participant in headless Chromium rates ``--trials`` pairs (0.6 s + 0.4 s),
+2. Write path, in process (no HTTP): 32 participants on SQLite each store 40 trials as fast
+   as they can, in 32 threads, through the service (scoring and storing), once with one
+   transaction per trial (as before group commit) and once through the group commit,
+   alternated twice. Reported: trials/s, CPU per trial and latency p50/p99 of each, so the
+   lever is measured side by side on whatever machine runs it.
+
+3. Browser: one participant in headless Chromium rates ``--trials`` pairs (0.6 s + 0.4 s),
    one to three key presses per trial at random times, sent through the DevTools protocol.
    Reported: recorded time - sent time of every press and of each final rating (rt), and
    the measured stimulus and blank durations against the protocol's.
 
-    python benchmarks/bench_online.py [--participants 500] [--duration 120] [--trials 120]
-                                      [--two-servers]
+    python benchmarks/bench_online.py [--participants 1000] [--duration 180] [--trials 120]
+        [--skip browser] [--two-servers] [--json FILE]
 """
 
 from __future__ import annotations
@@ -147,6 +160,21 @@ def percentiles(values) -> dict | None:
     }
 
 
+def first_answer(url: str, began: float, timeout: float = 120.0) -> float | None:
+    """Seconds from ``began`` to the first 200 of ``healthz`` (polled every 10 ms)."""
+    import httpx
+
+    with httpx.Client(timeout=0.5) as client:
+        while time.monotonic() < began + timeout:
+            try:
+                if client.get(url + "healthz").status_code == 200:
+                    return time.monotonic() - began
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.01)
+    return None
+
+
 def load_run(name, server, args, db_url=None, baseline_file=None) -> dict:
     restart = {}
 
@@ -155,8 +183,11 @@ def load_run(name, server, args, db_url=None, baseline_file=None) -> dict:
         server.kill()
         time.sleep(1.0)
         began = time.monotonic()
-        server.start()
-        restart["seconds"] = round(time.monotonic() - began, 2)
+        starting = threading.Thread(target=server.start)
+        starting.start()
+        answered = first_answer(server.url, began)
+        restart["seconds"] = round(answered, 3) if answered is not None else None
+        starting.join()
 
     killer = threading.Thread(target=kill_and_restart)
     killer.start()
@@ -171,17 +202,28 @@ def load_run(name, server, args, db_url=None, baseline_file=None) -> dict:
         processes=args.clients,
     )
     killer.join()
+    at = np.asarray(result.acknowledged_at) - result.started
     row = {
         "server": name,
         "participants": args.participants,
+        "offered_per_s": round(args.participants / args.pace, 1),
         "acknowledged": len(result.acknowledged),
         "retries": result.retries,
         "acknowledged_again": result.duplicates,
         "refused": len(result.refused),
         "throughput_per_s": round(len(result.acknowledged) / result.elapsed, 1),
+        # Trials acknowledged once all participants had arrived, per second of that time.
+        "full_load_per_s": round(
+            float(((at >= args.ramp) & (at < args.duration)).sum()) / (args.duration - args.ramp),
+            1,
+        ),
         "restart_s": restart.get("seconds"),
+        "server_time": percentiles(result.server_times),
         "round_trip": percentiles(result.latencies),
-        "server_time": percentiles(result.server_times) if result.server_times else None,
+        "start_server_time": percentiles(result.start_server_times),
+        "start_round_trip": percentiles(result.start_latencies),
+        "client_lag": percentiles(result.lags),
+        "client_cpu_share": [round(c / result.elapsed, 2) for c in result.client_cpu],
     }
     if db_url is not None:
         stored = query(db_url, "SELECT s.participant, t.trial FROM trials t "
@@ -260,6 +302,65 @@ def two_server_run(folder: Path, protocol: Path, stimuli: Path, args) -> dict:
     return row
 
 
+def write_path_run(folder: Path, stimuli: Path, participants=32, trials=40) -> list[dict]:
+    """Group commit against one transaction per trial, in process (see the docstring, 2)."""
+    from sbir_study.study.online.participant_routes import TrialIn
+    from tests.study.online.support import make_client, report
+
+    class OneTransactionPerTrial:
+        def __init__(self, engine) -> None:
+            self.engine = engine
+
+        def run(self, work):
+            with self.engine.begin() as connection:
+                return work(connection)
+
+    rows = []
+    for number, kind in enumerate(["one transaction per trial", "group commit"] * 2):
+        where = folder / f"write-path-{number}"
+        where.mkdir()
+        study = make_client(where, stimuli, timing={"stimulus_s": 2.0, "blank_s": 1.0}).study
+        if kind != "group commit":
+            study.__dict__["writer"] = OneTransactionPerTrial(study.engine)
+        work = []
+        for k in range(participants):
+            token = "t" * 32 + str(k)
+            state, _ = study.create_session(
+                f"w{k}", token, details={}, environment={"refresh_hz": 60.0}, url_parameters={}
+            )
+            bodies = [
+                TrialIn(**report(state["trials"][n - 1], n, stimulus_s=2.0, blank_s=1.0))
+                for n in range(1, trials + 1)
+            ]
+            work.append((state["session_id"], token, [b.model_dump() for b in bodies]))
+        latencies = []
+
+        def post(session_id, token, bodies, study=study, latencies=latencies):
+            for n, body in enumerate(bodies, start=1):
+                began = time.perf_counter()
+                study.store_trial(session_id, token, n, body)
+                latencies.append(time.perf_counter() - began)
+
+        threads = [threading.Thread(target=post, args=item) for item in work]
+        began, cpu = time.perf_counter(), time.process_time()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        wall, cpu = time.perf_counter() - began, time.process_time() - cpu
+        row = {
+            "write_path": kind,
+            "trials": len(latencies),
+            "trials_per_s": round(len(latencies) / wall, 1),
+            "cpu_ms_per_trial": round(cpu / len(latencies) * 1000, 2),
+            "latency": percentiles(latencies),
+        }
+        study.engine.dispose()
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
 def browser_run(folder: Path, stimuli: Path, trials: int) -> dict:
     protocol = write_protocol(folder, anchoring={"enabled": False, "repeat": False})
     server = Server(protocol, stimuli, folder / "browser-data").start()
@@ -332,9 +433,58 @@ def browser_run(folder: Path, stimuli: Path, trials: int) -> dict:
     return row
 
 
+def _ms(figures: dict | None, key: str) -> str:
+    return f"{figures[key]:,.1f}" if figures else "n/a"
+
+
+def table(rows: list[dict]) -> str:
+    """The load figures as benchmarks/RESULTS.md shows them, one row per server."""
+    lines = [
+        "| server | acknowledged | lost | stored twice | trials/s at full load (offered) "
+        "| restart to first answer (s) | trial server time p50 / p99 (ms) "
+        "| trial round trip p50 / p99 (ms) | session start server time p50 / p99 (ms) "
+        "| client lag p99 (ms) | client CPU (share of a core, each) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['server']} | {row['acknowledged']:,} | {row['lost']} | "
+            f"{row['stored_twice']} | {row['full_load_per_s']} ({row['offered_per_s']}) | "
+            f"{row['restart_s']} | {_ms(row['server_time'], 'p50_ms')} / "
+            f"{_ms(row['server_time'], 'p99_ms')} | {_ms(row['round_trip'], 'p50_ms')} / "
+            f"{_ms(row['round_trip'], 'p99_ms')} | {_ms(row['start_server_time'], 'p50_ms')} / "
+            f"{_ms(row['start_server_time'], 'p99_ms')} | {_ms(row['client_lag'], 'p99_ms')} | "
+            f"{', '.join(str(c) for c in row['client_cpu_share'])} |"
+        )
+    return "\n".join(lines)
+
+
+def goals(results: dict) -> list[str]:
+    """Each goal of issue 26 ("A crowd at once") against this run's figures."""
+
+    def p99(row, key):
+        return row[key]["p99_ms"] if row.get(key) else float("inf")
+
+    said = []
+    for key, round_trip in (("sqlite", None), ("postgresql", 250.0)):
+        row = results.get(key)
+        if row is None:
+            continue
+        checks = [
+            ("trial server time p99 < 50 ms", p99(row, "server_time") < 50.0),
+            ("nothing lost or stored twice", row["lost"] == 0 and row["stored_twice"] == 0),
+            ("restart < 1 s", row["restart_s"] is not None and row["restart_s"] < 1.0),
+        ]
+        if round_trip is not None:
+            checks.append(("trial round trip p99 < 250 ms", p99(row, "round_trip") < round_trip))
+        for what, met in checks:
+            said.append(f"{row['server']}: {what}: {'met' if met else 'NOT met'}")
+    return said
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--participants", type=int, default=500)
+    parser.add_argument("--participants", type=int, default=1000)
     parser.add_argument(
         "--duration",
         type=float,
@@ -350,7 +500,10 @@ def main() -> None:
     )
     parser.add_argument("--clients", type=int, default=3, help="client processes")
     parser.add_argument("--trials", type=int, default=120)
-    parser.add_argument("--skip", choices=("load", "browser"), action="append", default=[])
+    parser.add_argument(
+        "--skip", choices=("load", "write-path", "browser"), action="append", default=[]
+    )
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument(
         "--two-servers",
         action="store_true",
@@ -397,9 +550,17 @@ def main() -> None:
                 postgres.stop()
             if args.two_servers:
                 results["two_servers"] = two_server_run(folder, protocol, stimuli, args)
+        if "write-path" not in args.skip:
+            results["write_path"] = write_path_run(folder, stimuli)
         if "browser" not in args.skip:
             results["browser"] = browser_run(folder, stimuli, args.trials)
         print(json.dumps(results, indent=2))
+        loads = [results[k] for k in ("baseline", "sqlite", "postgresql") if k in results]
+        if loads:
+            print(table(loads))
+            print("\n".join(goals(results)))
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

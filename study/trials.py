@@ -144,11 +144,16 @@ def practice_pairs(protocol: Protocol, manifest: pd.DataFrame) -> pd.DataFrame:
     return manifest.iloc[rows].assign(phase="practice")
 
 
-def stimulus_set_for(folder: str | Path, protocol: Protocol):
-    """Load and check the stimulus set, with the anchor pairs the protocol needs."""
+def stimulus_set_for(folder: str | Path, protocol: Protocol, *, checked=None):
+    """Load and check the stimulus set, with the anchor pairs the protocol needs.
+
+    ``checked`` is the set already checked by :func:`~sbir_study.stimuli.load_set` (``serve``
+    keeps its check between starts: :mod:`sbir_study.study.online.setcheck`); only the
+    protocol's checks of it run then.
+    """
     from sbir_study.stimuli import load_set
 
-    stimulus_set = load_set(folder)
+    stimulus_set = checked if checked is not None else load_set(folder)
     if protocol.anchoring.enabled and stimulus_set.pairs("anchor").empty:
         raise InputError(
             f"{folder}: the protocol {protocol.name!r} has anchoring, but the set has no anchor "

@@ -13,6 +13,11 @@ participants are spread over them in turn; a participant stays with its
 server until a request to it fails (no answer, or a 5xx), and then sends
 that request and the rest to the next one, as a proxy takes a dead server
 out of its rotation.
+The clients measure themselves too, so that an overloaded client is not taken for a slow
+server: how late a client woke for each trial against its due time (``lags``), and the CPU
+time each client process used over the run (``client_cpu``, seconds per process). The
+clients reuse their connections (one ``httpx.AsyncClient`` per process, keep-alive), as a
+browser does.
 """
 
 from __future__ import annotations
@@ -42,6 +47,12 @@ class LoadResult:
     retries: int = 0
     latencies: list = field(default_factory=list)  # seconds of every answered trial request
     server_times: list = field(default_factory=list)  # what the server says it took (s)
+    start_latencies: list = field(default_factory=list)  # the same of the session starts
+    start_server_times: list = field(default_factory=list)
+    lags: list = field(default_factory=list)  # seconds each trial woke after its due time
+    client_cpu: list = field(default_factory=list)  # CPU seconds of each client process
+    acknowledged_at: list = field(default_factory=list)  # time.time() of each trial's 2xx
+    started: float = 0.0  # time.time() when the clients began
     elapsed: float = 0.0
 
     def merge(self, other: LoadResult) -> None:
@@ -56,6 +67,12 @@ class LoadResult:
         self.retries += other.retries
         self.latencies += other.latencies
         self.server_times += other.server_times
+        self.start_latencies += other.start_latencies
+        self.start_server_times += other.start_server_times
+        self.lags += other.lags
+        self.client_cpu += other.client_cpu
+        self.acknowledged_at += other.acknowledged_at
+        self.started = min(self.started or other.started, other.started)
         self.elapsed = max(self.elapsed, other.elapsed)
 
 
@@ -133,7 +150,11 @@ async def _participant(
     started = time.monotonic()
     for number, trial in enumerate(state["trials"], start=1):
         due = started + number * pace  # sent when its window closes
-        await asyncio.sleep(max(0.0, due - time.monotonic()))
+        if due > time.monotonic():
+            await asyncio.sleep(due - time.monotonic())
+            # The client's own lateness (its event loop busy): not the server's, which shows
+            # as the previous trial's round trip.
+            result.lags.append(time.monotonic() - due)
         if time.monotonic() >= deadline:
             return
         report, rating = _report(trial, number, pace, stimulus_s, rng, keys)
@@ -153,6 +174,7 @@ async def _participant(
             return
         result.acknowledged[(label, number)] = rating
         result.acknowledged_by[(label, number)] = route.base
+        result.acknowledged_at.append(time.time())
 
 
 async def _until_answered(client, route, method, path, body, headers, deadline, result, trial=None):
@@ -168,10 +190,15 @@ async def _until_answered(client, route, method, path, body, headers, deadline, 
         except httpx.HTTPError:
             answer = None
         if answer is not None and answer.status_code < 500:
-            result.latencies.append(time.perf_counter() - sent)
+            latencies, server_times = (
+                (result.latencies, result.server_times)
+                if trial is not None
+                else (result.start_latencies, result.start_server_times)
+            )
+            latencies.append(time.perf_counter() - sent)
             timing = answer.headers.get("server-timing", "")
             if "dur=" in timing:
-                result.server_times.append(float(timing.split("dur=")[1].split(",")[0]) / 1000)
+                server_times.append(float(timing.split("dur=")[1].split(",")[0]) / 1000)
             if answer.is_success:
                 if trial is not None:
                     if answer.status_code == 201:
@@ -207,6 +234,8 @@ async def _run(
     limits = httpx.Limits(max_connections=connections + 10, max_keepalive_connections=connections)
     timeout = httpx.Timeout(30.0, connect=5.0)
     await asyncio.sleep(max(0.0, start_at - time.time()))
+    cpu = time.process_time()
+    result.started = time.time()
     start = time.monotonic()
     deadline = start + duration_s
     async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
@@ -221,6 +250,7 @@ async def _run(
 
         await asyncio.gather(*(one(k) for k in indices))
     result.elapsed = time.monotonic() - start
+    result.client_cpu.append(time.process_time() - cpu)
     return result
 
 

@@ -32,21 +32,26 @@ class ServeSettings:
     db: str
     admin_token: str
     max_body: int = 65_536
+    #: The data folder, where the set's check is kept between starts ("": not kept).
+    data: str = ""
 
 
 def build_app(settings: ServeSettings):
     """Load and check everything, migrate the schema, and return the app (and the study)."""
     from ..protocol import load_protocol
-    from ..trials import stimulus_set_for
     from .app import create_app, web_assets
     from .service import OnlineStudy
+    from .setcheck import checked_set
     from .storage import open_database
 
     protocol = load_protocol(settings.protocol, online=True)
-    stimulus_set = stimulus_set_for(settings.stimuli, protocol)
+    # Checked whole at the first start; reused at a restart when nothing changed (setcheck).
+    stimulus_set, aspect, _ = checked_set(settings.stimuli, protocol, settings.data or None)
     web_assets()
     engine = open_database(settings.db)
-    study = OnlineStudy.open(protocol, stimulus_set, engine, protocol_file=settings.protocol)
+    study = OnlineStudy.open(
+        protocol, stimulus_set, engine, protocol_file=settings.protocol, max_aspect=aspect
+    )
     return create_app(study, settings.admin_token, max_body=settings.max_body), study
 
 
@@ -126,6 +131,7 @@ def serve(
         db=db or default_url(data),
         admin_token=token,
         max_body=max_body,
+        data=str(data.resolve()),
     )
     app, study = build_app(settings)  # checks everything (and migrates) before any worker starts
     where = f"http://{host}:{port}{root_path}/"
@@ -146,6 +152,10 @@ def serve(
         "log_level": "warning",
         "log_config": log_config(),
         "timeout_graceful_shutdown": 10,
+        # A page sends a trial every few seconds (the paper's 3 s) over one connection; kept
+        # open 30 s between requests (uvicorn's default is 5 s), a pause or a slow trial does
+        # not cost a new connection.
+        "timeout_keep_alive": 30,
     }
     if workers > 1:
         study.engine.dispose()

@@ -147,6 +147,8 @@ class OnlineStudy:
     engine: Engine
     protocol_file: str = ""
     study_id: int = 0
+    #: The images' largest height / width when already known (serve's kept set check).
+    max_aspect: float | None = None
     _sessions: dict = field(default_factory=dict, repr=False)
     _manifests: dict = field(default_factory=dict, repr=False)
     _images: dict = field(default_factory=dict, repr=False)
@@ -154,13 +156,26 @@ class OnlineStudy:
 
     # --- set-up ---
     @classmethod
-    def open(cls, protocol: Protocol, stimulus_set, engine: Engine, protocol_file: str = ""):
+    def open(
+        cls,
+        protocol: Protocol,
+        stimulus_set,
+        engine: Engine,
+        protocol_file: str = "",
+        max_aspect: float | None = None,
+    ):
         """Check the lists against the set, migrate the schema and register the study."""
-        study = cls(protocol, stimulus_set, engine, str(protocol_file))
+        study = cls(protocol, stimulus_set, engine, str(protocol_file), max_aspect=max_aspect)
         study.lists  # noqa: B018 - an impossible split is refused now, not at the first participant
         storage.migrate(engine)
         study.study_id = study._register()
+        study.writer  # noqa: B018 - made once, before requests (threads) can race for it
         return study
+
+    @cached_property
+    def writer(self) -> storage.GroupCommit:
+        """The process's trial writer (:class:`~.storage.GroupCommit`)."""
+        return storage.GroupCommit(self.engine, refusals=(ServiceError,))
 
     @cached_property
     def lists(self) -> list[pd.DataFrame]:
@@ -205,7 +220,10 @@ class OnlineStudy:
         """The manifest a participant of list ``index`` sees (kept: it never changes)."""
         kept = self._manifests.get(index)
         if kept is None:
-            kept = list_manifest(self.stimulus_set.manifest, self.lists, index)
+            kept = list_manifest(self.stimulus_set.manifest, self.lists, index).copy()
+            # Without the manifest's line numbers (attrs["lines"], for the set's messages):
+            # pandas deep-copies attrs at every step, which was half of a session's start.
+            kept.attrs = {}
             self._manifests[index] = kept
         return kept
 
@@ -289,6 +307,8 @@ class OnlineStudy:
         }
 
     def _max_aspect(self, manifest: pd.DataFrame) -> float:
+        if self.max_aspect is not None:
+            return self.max_aspect
         from PIL import Image
 
         aspects = []
@@ -338,6 +358,18 @@ class OnlineStudy:
         self.check_participant_id(source_id)
         online = self.protocol.online
         now = storage.now()
+        # The trial order (tens of milliseconds of pandas for a paper-size list) is built
+        # before the list lock is taken, for the list the counts point to now; under the
+        # lock the choice is made again, and only if it differs is the order built there.
+        # Held for the build, the lock made a crowd's starts queue one behind the other.
+        seed = draw_seed()
+        with storage.reading(self.engine) as connection:
+            guess = choose_list(
+                self._participants(connection, now), len(self.lists), online.raters_per_list
+            )
+        built = None
+        if guess is not None:
+            built = build_trials(self.protocol, self._list_manifest(guess), seed)
         with self.engine.begin() as connection:
             queries.lock_list_choice(connection)
             taken = connection.execute(
@@ -356,8 +388,9 @@ class OnlineStudy:
                 )
                 if index is None:
                     raise ServiceError(409, self.protocol.texts.study_full)
-                seed = draw_seed()
-                order = build_trials(self.protocol, self._list_manifest(index), seed)
+                order = built
+                if index != guess:
+                    order = build_trials(self.protocol, self._list_manifest(index), seed)
                 session_id = secrets.token_hex(16)
                 software = _software()
                 connection.execute(
@@ -522,19 +555,27 @@ class OnlineStudy:
             "received_at": now,
         }
         key = {"sid": session_id, "trial": trial}
-        with self.engine.begin() as connection:
+
+        def write(connection):
+            # Refuses only before writing (GroupCommit's rule): the rest of the group commits.
             status = connection.execute(queries.SESSION_STATUS, {"sid": session_id}).scalar_one()
             if status == "running":
                 insert = queries.insert_trial_once(connection)
                 if connection.execute(insert, values).rowcount:
                     connection.execute(queries.SEEN, {"sid": session_id, "now": now})
-                    return True
+                    return None
             existing = connection.execute(queries.TRIAL_PAYLOAD, key).first()
             if existing is None:
                 raise ServiceError(
                     409, f"session {session_id!r} is {status}; it takes no more trials"
                 )
-        if existing[0] != digest:
+            return existing[0]
+
+        # Answered only after the commit that holds it (one commit for all queued trials).
+        existing = self.writer.run(write)
+        if existing is None:
+            return True
+        if existing != digest:
             raise ServiceError(
                 409,
                 f"trial {trial} of session {session_id!r} is already stored "

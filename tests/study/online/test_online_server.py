@@ -13,9 +13,11 @@ import zipfile
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sbir_study.study.online.server import ServeSettings, build_app
 from tests.study.online.support import (
     ADMIN_TOKEN,
     make_client,
@@ -433,3 +435,81 @@ def test_pairs_of_a_list_make_the_trial_list(tmp_path, online_set):
         )
         main = {t["sketch_id"] for t in state["trials"] if t["phase"] == "main"}
         assert len(main) == 1  # one whole sketch of the two
+
+
+# --- the set's check kept between starts (study/online/setcheck.py) ---
+def _settings(tmp_path, stimuli):
+    (tmp_path / "data").mkdir(exist_ok=True)
+    return ServeSettings(
+        protocol=str(write_protocol(tmp_path)),
+        stimuli=str(stimuli),
+        db=f"sqlite:///{tmp_path / 'data' / 'online.sqlite3'}",
+        admin_token=ADMIN_TOKEN,
+        data=str(tmp_path / "data"),
+    )
+
+
+def _check(settings):
+    """(set, max aspect, whether the kept check was reused), as build_app gets them."""
+    from sbir_study.study.online.setcheck import checked_set
+    from sbir_study.study.protocol import load_protocol
+
+    return checked_set(settings.stimuli, load_protocol(settings.protocol, online=True),
+                       settings.data)  # fmt: skip
+
+
+def test_the_sets_check_is_reused_when_nothing_changed(tmp_path, online_set, monkeypatch):
+    from PIL import Image
+
+    from sbir_study.stimuli import validate
+
+    copy = tmp_path / "set"
+    shutil.copytree(online_set, copy)
+    settings = _settings(tmp_path, copy)
+    first, aspect, reused = _check(settings)
+    assert not reused and (tmp_path / "data" / "stimulus-check.json").is_file()
+    # The aspect the page is sized by, measured here from the files (PIL), not by setcheck.
+    names = set(first.manifest["sketch_path"]) | set(first.manifest["image_path"])
+    sizes = [Image.open(copy / name).size for name in names]
+    assert aspect == round(max(h / w for w, h in sizes), 4)
+
+    def no_check(*args, **kwargs):
+        raise AssertionError("the set was checked again")
+
+    monkeypatch.setattr(validate, "validate_set", no_check)  # what load_set runs
+    again, aspect_again, reused = _check(settings)
+    assert reused and aspect_again == aspect
+    assert again.digest == first.digest and again.manifest.equals(first.manifest)
+    _, study = build_app(settings)
+    assert study.browser_config()["display"]["max_aspect"] == aspect
+
+
+def test_a_changed_file_is_checked_again_and_a_bad_one_refused(tmp_path, online_set):
+    import os
+
+    from sbir_study.foundation.checks import InputError
+
+    copy = tmp_path / "set"
+    shutil.copytree(online_set, copy)
+    settings = _settings(tmp_path, copy)
+    first = _check(settings)[0]
+    name = first.manifest["image_path"].iloc[0]
+    target = copy / name
+    status = target.stat()
+    os.utime(target, ns=(status.st_atime_ns, status.st_mtime_ns + 10**9))  # touched only
+    assert _check(settings)[2] is False  # checked again, and still good
+    assert _check(settings)[2] is True  # that check is kept
+    target.write_bytes(target.read_bytes()[:-8] + b"\0" * 8)  # corrupted, same size
+    with pytest.raises(InputError, match=re.escape(name)):  # checked again: refused
+        _check(settings)
+    # Rewritten with its size and times put back, the kept check cannot see it; it is
+    # still never served (each image's SHA-256 is checked when first read).
+    original = (online_set / name).read_bytes()
+    target.write_bytes(original)
+    os.utime(target, ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert _check(settings)[2] is False  # the kept check was of the touched file
+    target.write_bytes(original[:-8] + b"\0" * 8)
+    os.utime(target, ns=(status.st_atime_ns, status.st_mtime_ns))
+    client = TestClient(build_app(settings)[0])
+    answer = client.get(f"/stimuli/{name}")
+    assert answer.status_code == 500 and "changed on disk" in answer.json()["error"]

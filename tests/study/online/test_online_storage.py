@@ -1,13 +1,18 @@
 """The database: Alembic's migrations build exactly the declared schema, on SQLite and on
-PostgreSQL; SQLite runs in WAL mode with full sync; concurrent migrations do not collide."""
+PostgreSQL; SQLite runs in WAL mode with full sync; concurrent migrations do not collide; the
+group commit answers a write only after its commit, and loses none acknowledged at a kill."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
@@ -37,6 +42,16 @@ def test_migrations_build_the_declared_schema(database):
     storage.migrate(engine)  # again: nothing to do
     assert storage.schema_revision(engine) == "0003"
     engine.dispose()
+
+
+def test_the_head_revision_known_without_alembic_is_alembics():
+    """storage.HEAD lets a restart skip loading Alembic; it must be Alembic's own head."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(Path(storage.__file__).parent / "migrations"))
+    assert ScriptDirectory.from_config(config).get_heads() == [storage.HEAD]
 
 
 def test_migrations_started_together_do_not_collide(postgres):
@@ -112,3 +127,139 @@ def test_an_older_database_is_upgraded_with_its_sessions_ids_kept(database):
         found = connection.exec_driver_sql("SELECT participant, source_id FROM sessions").all()
     assert [tuple(row) for row in found] == [("P07", "P07")]
     engine.dispose()
+
+
+# --- group commit: many requests' trials in one transaction, each answered after its commit ---
+_ROWS = sa.Table("rows", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True))
+
+
+class Refused(Exception):
+    pass
+
+
+def _writer(database) -> storage.GroupCommit:
+    engine = storage.open_database(database)
+    _ROWS.metadata.create_all(engine)
+    return storage.GroupCommit(engine, refusals=(Refused,))
+
+
+def _stored(engine) -> set[int]:
+    with storage.reading(engine) as connection:
+        return {row.id for row in connection.execute(sa.select(_ROWS.c.id))}
+
+
+def test_group_commit_answers_each_write_only_after_its_commit(database):
+    """Writes queued while a commit runs go in the next one, together; each caller is answered
+    only when its row is visible to another connection (committed)."""
+    writer = _writer(database)
+    hold = threading.Event()
+
+    def first(connection):
+        hold.wait(10)  # the writer is busy: the 20 writes below queue meanwhile
+        connection.execute(_ROWS.insert(), {"id": 0})
+
+    seen_at_answer = {}
+
+    def write(number):
+        writer.run(lambda connection: connection.execute(_ROWS.insert(), {"id": number}))
+        seen_at_answer[number] = number in _stored(writer.engine)
+
+    threads = [threading.Thread(target=writer.run, args=(first,))]
+    threads += [threading.Thread(target=write, args=(k,)) for k in range(1, 21)]
+    threads[0].start()
+    time.sleep(0.2)
+    for thread in threads[1:]:
+        thread.start()
+    time.sleep(0.5)
+    assert seen_at_answer == {}  # nothing answered while the first commit is held
+    hold.set()
+    for thread in threads:
+        thread.join(30)
+    assert seen_at_answer == {k: True for k in range(1, 21)}
+    assert writer.writes == 21
+    assert writer.commits < 21  # grouped (2 when all 20 were queued before the first ended)
+    writer.engine.dispose()
+
+
+def test_group_commit_a_refusal_or_a_failing_write_spares_the_others(database):
+    writer = _writer(database)
+    hold = threading.Event()
+    outcomes = {}
+
+    def run(number, work):
+        try:
+            outcomes[number] = writer.run(work)
+        except Exception as error:  # the test records what each caller got
+            outcomes[number] = type(error).__name__
+
+    def insert(number):
+        def work(connection):
+            if number == 1:
+                hold.wait(10)
+            connection.execute(_ROWS.insert(), {"id": number})
+            return number
+
+        return work
+
+    def refuse(connection):
+        raise Refused("no")
+
+    def duplicate(connection):  # a database error after writing: the group is rolled back
+        connection.execute(_ROWS.insert(), {"id": 500})
+        connection.execute(_ROWS.insert(), {"id": 500})
+
+    jobs = [(1, insert(1)), (2, insert(2)), (3, refuse), (4, duplicate), (5, insert(5))]
+    threads = [threading.Thread(target=run, args=job) for job in jobs]
+    threads[0].start()
+    time.sleep(0.2)
+    for thread in threads[1:]:
+        thread.start()
+    time.sleep(0.3)
+    hold.set()
+    for thread in threads:
+        thread.join(30)
+    assert outcomes == {1: 1, 2: 2, 3: "Refused", 4: "IntegrityError", 5: 5}
+    assert _stored(writer.engine) == {1, 2, 5}
+    writer.engine.dispose()
+
+
+_KILLED_WRITER = """
+import sys, threading
+import sqlalchemy as sa
+from sbir_study.study.online import storage
+rows = sa.Table("rows", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True))
+engine = storage.open_database(sys.argv[1])
+rows.metadata.create_all(engine)
+writer = storage.GroupCommit(engine)
+lock = threading.Lock()
+
+def client(first):
+    for number in range(first, first + 100_000, 8):
+        writer.run(lambda connection: connection.execute(rows.insert(), {"id": number}))
+        with lock:
+            print(number, flush=True)  # acknowledged
+
+for k in range(8):
+    threading.Thread(target=client, args=(k,)).start()
+"""
+
+
+def test_group_commit_loses_no_acknowledged_write_at_a_kill(tmp_path):
+    """SIGKILL while 8 clients write: every write acknowledged before the kill is stored."""
+    database = f"sqlite:///{tmp_path / 'killed.sqlite3'}"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, database], stdout=subprocess.PIPE, text=True
+    )
+    acknowledged = []
+    for line in child.stdout:
+        acknowledged.append(int(line))
+        if len(acknowledged) == 400:
+            break
+    child.send_signal(signal.SIGKILL)
+    child.wait(10)
+    acknowledged += [int(line) for line in child.stdout.read().split()]  # answered before it
+    engine = storage.open_database(database)
+    stored = _stored(engine)
+    engine.dispose()
+    assert len(acknowledged) >= 400
+    assert set(acknowledged) <= stored
