@@ -434,7 +434,7 @@ async function main() {
     window.sbir.phase = "saving";
     const result = await finish(session, "incomplete", token);
     window.sbir.finished = result;
-    return endingPage(config, "ended", result.completion, paragraphs(text(config, "quit_ended")));
+    return endingPage(config, "ended", result.completion, quitWords(config));
   }
   const result = await finish(session, "complete", token);
   completionPage(config, result);
@@ -454,18 +454,32 @@ function refusedTrials() {
   }
 }
 
+/** Which trials could not be stored, in the protocol's words ("" when every one was). */
+function notStoredWords(config) {
+  const refused = config.texts.trials_not_stored ? refusedTrials() : [];
+  if (!refused.length) return "";
+  const trials = [...new Set(refused.map((item) => item.trial))].sort((a, b) => a - b).join(", ");
+  return `<div id="sbir-not-stored">${paragraphs(text(config, "trials_not_stored", { trials }))}</div>`;
+}
+
+/**
+ * The words after the participant chose to end the session: quit_ended says everything so
+ * far is saved, which is not true when the server refused trials; then the session's end
+ * and the trials not stored.
+ */
+function quitWords(config) {
+  const notStored = notStoredWords(config);
+  if (!notStored) return paragraphs(text(config, "quit_ended"));
+  return paragraphs(text(config, "session_ended")) + notStored;
+}
+
 /** The error page: what went wrong, and which trials could not be stored (if any). */
 function errorPage(error) {
   window.sbir.phase = "error";
   window.sbir.error = String(error);
   // Before the settings are in, the protocol's words are those the page came with.
   const config = window.sbir.config || { texts: { went_wrong: document.body.dataset.wentWrong } };
-  let html = paragraphs(text(config, "went_wrong", { error: String(error) }));
-  const refused = config.texts.trials_not_stored ? refusedTrials() : [];
-  if (refused.length) {
-    const trials = [...new Set(refused.map((item) => item.trial))].sort((a, b) => a - b).join(", ");
-    html += `<div id="sbir-not-stored">${paragraphs(text(config, "trials_not_stored", { trials }))}</div>`;
-  }
+  const html = paragraphs(text(config, "went_wrong", { error: String(error) })) + notStoredWords(config);
   page(`<div class="sbir-text">${html}</div>`);
 }
 

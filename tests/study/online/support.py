@@ -398,10 +398,11 @@ setTimeout(() => {
 def run_page(expression: str, storage: dict | None = None):
     """What ``expression`` (JavaScript, its last statement's value) gives in the online page's
     script (study/online/web/experiment.js), run by Node without a browser: for the page's
-    functions that need no screen. ``storage`` is its localStorage. Skips without Node."""
+    functions that need no screen. ``storage`` is its localStorage. Node comes with
+    ``make install`` (the BIDS validator's npm)."""
     node = shutil.which("node")
     if node is None:
-        pytest.skip("Node.js is not installed")
+        pytest.fail("Node.js is not installed (make install installs it)")
     page = Path(__file__).resolve().parents[3] / "study" / "online" / "web" / "experiment.js"
     run = subprocess.run(
         [node, "-e", _PAGE_HARNESS, str(page), json.dumps(storage or {})],

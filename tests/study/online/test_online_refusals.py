@@ -243,6 +243,25 @@ def test_the_error_page_names_the_trials_not_stored_and_that_the_researcher_know
     assert _text_of(shown[1][1]) == " ".join(error.split())
 
 
+def test_ending_the_session_says_everything_is_saved_only_when_it_is():
+    """The quit ending (experiment.js's quitWords, in Node): quit_ended ("Everything so far
+    is saved") without refused trials; with them, the session's end and the trials not
+    stored, in the protocol's words."""
+    texts = load_protocol(GERMAN).texts
+    words = ("quit_ended", "session_ended", "trials_not_stored")
+    config = {"texts": {key: getattr(texts, key) for key in words}}
+    shown = run_page(
+        "['sbir-refused:S1', 'sbir-refused:none'].map((key) => {"
+        "  window.sbir.session = { sender: { refusedKey: key } };"
+        "  return quitWords(CONFIG);"
+        "})".replace("CONFIG", json.dumps(config)),
+        storage={"sbir-refused:S1": json.dumps([{"trial": 3, "status": 422, "error": "..."}])},
+    )
+    told = fill(texts.trials_not_stored, trials="3")
+    assert _text_of(shown[0]) == " ".join(f"{texts.session_ended}\n\n{told}".split())
+    assert _text_of(shown[1]) == " ".join(texts.quit_ended.split())
+
+
 def _text_of(html_text: str) -> str:
     class Text(HTMLParser):
         def __init__(self):
