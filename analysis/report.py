@@ -699,9 +699,9 @@ def participants_listed(
     paper's, participant included) and every flagged participant.
 
     Flagged: a session that did not finish, an excluded participant, a failed catch pair, a
-    simulated participant among people, no tau_b against the consensus. Returns, by row of
+    simulated participant among more people, no tau_b against the consensus. Returns, by row of
     ``participants`` (in its order), why each listed participant is listed ("" up to
-    ``up_to``): "lowest median tau_b", "highest median tau_b" and the flags, joined by "; ".
+    ``up_to``): "lowest", "highest" (median tau_b) and the flags, joined by "; ".
     """
     if len(participants) <= up_to:
         return pd.Series("", index=participants.index, dtype=object)
@@ -711,9 +711,10 @@ def participants_listed(
     order = pd.DataFrame({"tau": median, "label": participants["participant"].astype(str)})
     ranked = order[np.isfinite(median)].sort_values(["tau", "label"], kind="stable").index
     position = {label: k for k, label in enumerate(participants.index)}
-    for end, chosen in (("lowest", ranked[:at_each_end]), ("highest", ranked[-at_each_end:])):
+    ends = (("lowest", ranked[:at_each_end]), ("highest", ranked[len(ranked) - at_each_end :]))
+    for end, chosen in ends:
         for label in chosen:
-            reasons[position[label]].append(f"{end} median tau_b")
+            reasons[position[label]].append(end)
     flags = [(~np.isfinite(median), "no tau_b against the consensus")]
     if "session_status" in participants:
         flags.append((participants["session_status"].map(_session_words) != "",
