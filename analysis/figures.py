@@ -153,7 +153,7 @@ def plot_anchoring(
     n_items = int(anchoring["n_items"].max())
     threshold = tau_threshold(n_items, alpha, alternative)
     if _aggregate(view, len(participants)):
-        handles, labels, drawn = _anchoring_aggregate(table, ax, alpha)
+        handles, labels, drawn, title = _anchoring_aggregate(table, ax, alpha)
     else:
         handles, labels = _anchoring_each(anchoring, table, participants, ax, alpha)
         drawn = table["tau_b"].to_numpy(dtype=float)
@@ -166,7 +166,7 @@ def plot_anchoring(
     ax.set_ylim(*_fitted_range([*drawn, threshold]))
     if _aggregate(view, len(participants)):
         ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2,
-                  fontsize="small")  # fmt: skip
+                  fontsize="small", title=title or None, title_fontsize="small")  # fmt: skip
     else:
         ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   borderaxespad=0, fontsize="small")  # fmt: skip
@@ -196,7 +196,7 @@ def _anchoring_each(anchoring, table, participants, ax, alpha) -> tuple[list, li
     return handles, labels
 
 
-def _anchoring_aggregate(table, ax, alpha) -> tuple[list, list, np.ndarray]:
+def _anchoring_aggregate(table, ax, alpha) -> tuple[list, list, np.ndarray, str]:
     spread = _rank_windows(table, "tau_b")
     median, inner, outer = _draw_rank_bands(ax, spread)
     significant = float((table["p_value"] < alpha).mean())
@@ -207,10 +207,11 @@ def _anchoring_aggregate(table, ax, alpha) -> tuple[list, list, np.ndarray]:
         [
             f"each participant's median over the {n_sketches} anchor sketches "
             f"({100 * significant:.1f}% of all {len(table):,} correlations significant)",
-            f"25th-75th percentile{spread.note}",
-            f"5th-95th percentile{spread.note}",
+            "25th-75th percentile",
+            "5th-95th percentile",
         ],
         np.concatenate([spread.median, *spread.bands.values()]),
+        spread.note,
     )
 
 
@@ -326,9 +327,9 @@ def plot_vs_consensus(
         median, inner, outer = _draw_rank_bands(ax, spread)
         _rank_axis(ax, len(spread.median), f"{_TAU} over the sketches")
         ax.legend([median, inner, outer], ["each participant's median over the sketches",
-                                           f"25th-75th percentile{spread.note}",
-                                           f"5th-95th percentile{spread.note}"],
-                  loc="lower right", fontsize="small", framealpha=0.9)  # fmt: skip
+                                           "25th-75th percentile", "5th-95th percentile"],
+                  loc="lower right", fontsize="small", framealpha=0.9, title=spread.note or None,
+                  title_fontsize="small")  # fmt: skip
         drawn = [spread.median, *spread.bands.values()]
     else:
         by_participant = consensus.groupby(consensus["participant"].astype(str))[column]
@@ -661,7 +662,7 @@ def _say_how_the_panels_differ(consensus: pd.DataFrame, ax: Axes) -> None:
     typical = difference.median()
     typical = f"{typical:.3f}" if typical >= 0.0005 else "less than 0.001"
     ax.text(0.01, 0.97, f"Each participant's median differs from the top panel's by at most "
-            f"{difference.max():.3f} (half of them by {typical}): one of {len(medians):,} "
+            f"{difference.max():.3f}\n(half of them by {typical}): one of {len(medians):,} "
             "participants moves the consensus little.",
             transform=ax.transAxes, ha="left", va="top", fontsize="small",
             bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85})  # fmt: skip
@@ -734,7 +735,7 @@ def _rank_windows(
     high = np.minimum(centres - window // 2 + window, n)
     quantiles = np.array([np.percentile(ordered[starts[a] : starts[b]], percentiles)
                           for a, b in zip(low, high, strict=True)])  # fmt: skip
-    note = "" if window == 1 else f", over the {window} participants around each rank"
+    note = "" if window == 1 else f"bands over the {window:,} participants around each rank"
     return _RankSpread(
         median=order["median"].to_numpy(dtype=float),
         ranks=centres + 1.0,
@@ -761,7 +762,7 @@ def _rank_axis(ax: Axes, n: int, what: str) -> None:
     """The x axis of an aggregate view: participants by rank, a handful of ticks."""
     from matplotlib.ticker import MaxNLocator
 
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=10, integer=True))
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=10, steps=[1, 2, 2.5, 5, 10], integer=True))
     ax.xaxis.set_major_formatter(_THOUSANDS)
     margin = max(0.5, _RANK_MARGIN * n)
     ax.set_xlim(1 - margin, n + margin)

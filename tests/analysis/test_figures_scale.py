@@ -187,7 +187,7 @@ def test_fig6_says_how_little_the_panels_differ(tmp_path):
     (text,) = [t.get_text() for t in loo.texts]
     typical = difference.median()
     typical = f"{typical:.3f}" if typical >= 0.0005 else "less than 0.001"
-    assert f"at most {difference.max():.3f} (half of them by {typical})" in text
+    assert f"at most {difference.max():.3f}\n(half of them by {typical})" in text
     assert f"one of {len(medians)} participants" in text
 
 
@@ -221,7 +221,8 @@ def test_anchoring_aggregate_states_the_share_significant():
     share = 100 * (table["p_value"] < 0.05).mean()
     assert any(f"{share:.1f}% of all 1,500 correlations significant" in label for label in labels)
     # 3 anchors each: ceil(400 / 3) participants pool 400 values, more than sqrt(500) do.
-    assert any("over the 134 participants around each rank" in label for label in labels)
+    title = ax.get_legend().get_title().get_text()
+    assert title == "bands over the 134 participants around each rank"
 
 
 def test_fig4_without_anchors_says_so(tmp_path):
