@@ -19,12 +19,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import StrMethodFormatter
 
 from sbir_study.foundation.checks import check_option
 from sbir_study.foundation.scale import PAPER_SCALE, Scale
@@ -59,6 +61,8 @@ _MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 #: Kendall's tau_b as mathtext, set as the paper sets it (an italic tau, subscript b).
 _TAU = r"$\tau_b$"
 _DPI = 150
+#: Counts on an axis as a reader writes them: 100,000, not 100000 or 1e5.
+_THOUSANDS = StrMethodFormatter("{x:,.0f}")
 #: Up to this many participants, Figs. 4 and 6 draw each participant at a labelled
 #: place; beyond it, one tick per participant merges into a black band and a box per
 #: person is a few pixels wide, so they draw the distribution over the participants
@@ -66,9 +70,19 @@ _DPI = 150
 PARTICIPANT_VIEW_LIMIT = 60
 #: Correlations per sketch beyond which Fig. 5 draws the range of the outliers, not each.
 _FLIER_POINTS_LIMIT = 5000
-#: In the aggregate view, the bands are running medians over about this share of the
-#: participants: at 2,000 a band is 10 participants wide, under a pixel each otherwise.
-_BAND_SMOOTHING = 1 / 200
+#: In the aggregate view, the bands are quantiles of every tau_b of the participants in a
+#: window of ranks ceil(sqrt(N)) wide (45 of 2,000, 100 of 10,000), and wide
+#: enough to pool at least :data:`_BAND_VALUES` values (Fig. 4's three anchors each: 134
+#: participants): a window that grows with N pools more values as the ranks crowd together,
+#: so the band is smooth at any size, where a running median of each participant's own
+#: quantiles (over 31 sketches or 3 anchors) stayed jagged across the whole width. The
+#: quantiles are taken at most at :data:`_BAND_POINTS` ranks, evenly spaced: more than a
+#: figure's width in pixels.
+_BAND_POINTS = 400
+_BAND_VALUES = 400
+#: The aggregate view's margin left and right of the ranks, as a share of N, so the lowest-
+#: and highest-ranked participants are not drawn on the axis lines.
+_RANK_MARGIN = 0.02
 #: Font embedding of the PDFs: TrueType (42), which journals accept, instead of
 #: matplotlib's default Type 3. Set on each save, never globally.
 _PDF_FONTS = {"pdf.fonttype": 42, "ps.fonttype": 42}
@@ -139,17 +153,23 @@ def plot_anchoring(
     n_items = int(anchoring["n_items"].max())
     threshold = tau_threshold(n_items, alpha, alternative)
     if _aggregate(view, len(participants)):
-        handles, labels = _anchoring_aggregate(table, ax, alpha)
+        handles, labels, drawn, title = _anchoring_aggregate(table, ax, alpha)
     else:
         handles, labels = _anchoring_each(anchoring, table, participants, ax, alpha)
+        drawn = table["tau_b"].to_numpy(dtype=float)
     if np.isfinite(threshold):
         ax.axhline(threshold, color="0.3", linestyle="--", linewidth=1)
         handles.append(Line2D([], [], color="0.3", linestyle="--"))
         labels.append(f"significance threshold (n = {n_items}, no ties, α = {alpha:g})")
-    # Fitted to the data, the axes have no empty corner to spare: the legend goes beside.
-    ax.set_ylim(*_fitted_range([*table["tau_b"], threshold]))
-    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0,
-              fontsize="small")  # fmt: skip
+    # Fitted to the data, the axes have no empty corner to spare: the legend goes beside,
+    # or, in the aggregate view (as wide as a page, with long entries), below.
+    ax.set_ylim(*_fitted_range([*drawn, threshold]))
+    if _aggregate(view, len(participants)):
+        ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2,
+                  fontsize="small", title=title or None, title_fontsize="small")  # fmt: skip
+    else:
+        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  borderaxespad=0, fontsize="small")  # fmt: skip
     ax.set_ylabel(f"Kendall's {_TAU} with the prescribed ratings")
     return ax
 
@@ -176,22 +196,23 @@ def _anchoring_each(anchoring, table, participants, ax, alpha) -> tuple[list, li
     return handles, labels
 
 
-def _anchoring_aggregate(table, ax, alpha) -> tuple[list, list]:
-    spread = _by_participant(table, "tau_b", (0, 50, 100))
-    x = np.arange(1, len(spread[50]) + 1)
-    window, note = _smoothing(len(x))
-    band = ax.fill_between(x, _running_median(spread[0], window),
-                           _running_median(spread[100], window), step="mid", color="C0",
-                           alpha=0.25, linewidth=0)  # fmt: skip
-    (median,) = ax.plot(x, spread[50], color="C0", linewidth=1.2, drawstyle="steps-mid")
+def _anchoring_aggregate(table, ax, alpha) -> tuple[list, list, np.ndarray, str]:
+    spread = _rank_windows(table, "tau_b")
+    median, inner, outer = _draw_rank_bands(ax, spread)
     significant = float((table["p_value"] < alpha).mean())
     n_sketches = table["sketch_id"].nunique()
-    _rank_axis(ax, len(spread[50]), f"{_TAU} over their anchor sketches")
-    return [median, band], [
-        f"median over the {n_sketches} anchor sketches "
-        f"({100 * significant:.1f}% of all {len(table)} correlations significant)",
-        f"lowest to highest anchor sketch{note}",
-    ]
+    _rank_axis(ax, len(spread.median), f"{_TAU} over their anchor sketches")
+    return (
+        [median, inner, outer],
+        [
+            f"each participant's median over the {n_sketches} anchor sketches "
+            f"({100 * significant:.1f}% of all {len(table):,} correlations significant)",
+            "25th-75th percentile",
+            "5th-95th percentile",
+        ],
+        np.concatenate([spread.median, *spread.bands.values()]),
+        spread.note,
+    )
 
 
 def plot_inter_user(
@@ -273,7 +294,7 @@ def _raters_text(table: pd.DataFrame) -> str:
 
     def span(values) -> str:
         low, high = int(values.min()), int(values.max())
-        return str(low) if low == high else f"{low}-{high}"
+        return f"{low:,}" if low == high else f"{low:,}-{high:,}"
 
     return f"over the {span(k)} of {span(m)} raters who rated every image"
 
@@ -302,21 +323,14 @@ def plot_vs_consensus(
     if not np.isfinite(values).any():
         return _nothing_to_draw(ax, f"No participant has a finite {_TAU} against the consensus.")
     if _aggregate(view, len(participants)):
-        spread = _by_participant(consensus, column, (5, 25, 50, 75, 95))
-        x = np.arange(1, len(spread[50]) + 1)
-        window, note = _smoothing(len(x))
-        outer = ax.fill_between(x, _running_median(spread[5], window),
-                                _running_median(spread[95], window), step="mid", color="C0",
-                                alpha=0.15, linewidth=0)  # fmt: skip
-        inner = ax.fill_between(x, _running_median(spread[25], window),
-                                _running_median(spread[75], window), step="mid", color="C0",
-                                alpha=0.35, linewidth=0)  # fmt: skip
-        (median,) = ax.plot(x, spread[50], color="C0", linewidth=1.2, drawstyle="steps-mid")
-        _rank_axis(ax, len(spread[50]), f"{_TAU} over the sketches")
+        spread = _rank_windows(consensus, column)
+        median, inner, outer = _draw_rank_bands(ax, spread)
+        _rank_axis(ax, len(spread.median), f"{_TAU} over the sketches")
         ax.legend([median, inner, outer], ["each participant's median over the sketches",
-                                           f"25th-75th percentile{note}",
-                                           f"5th-95th percentile{note}"],
-                  loc="lower right", fontsize="small", framealpha=0.9)  # fmt: skip
+                                           "25th-75th percentile", "5th-95th percentile"],
+                  loc="lower right", fontsize="small", framealpha=0.9, title=spread.note or None,
+                  title_fontsize="small")  # fmt: skip
+        drawn = [spread.median, *spread.bands.values()]
     else:
         by_participant = consensus.groupby(consensus["participant"].astype(str))[column]
         data = [by_participant.get_group(p).dropna().to_numpy() for p in participants]
@@ -324,7 +338,9 @@ def plot_vs_consensus(
                    flierprops={"marker": "+", "markeredgecolor": "red", "markersize": 5},
                    medianprops={"color": "C0", "linewidth": 1.5})  # fmt: skip
         _participant_axis(ax, participants)
-    ax.set_ylim(min(0.0, _finite_min(values) - 0.05), 1.02)
+        drawn = [values]
+    # Fitted to what is drawn (as Fig. 4), not -1 to 1 with a third of the axes empty.
+    ax.set_ylim(*_fitted_range(np.concatenate(drawn)))
     return ax
 
 
@@ -416,6 +432,7 @@ def plot_bins(
     left.legend(loc="upper left", fontsize="small")
     left.set_title("Mean and standard deviation per bin")
     right.bar(k, bins["n_ratings"].to_numpy(), color="C0")
+    right.yaxis.set_major_formatter(_THOUSANDS)
     right.set_xticks(levels)
     right.set_xlabel("bin k")
     right.set_ylabel("number of ratings")
@@ -506,6 +523,11 @@ def write_power_figure(summary: pd.DataFrame, stem: str | Path) -> Path:
     return _save(figure, Path(stem))
 
 
+#: The prophecy's m axis is logarithmic past this many raters (a paper-sized study's runs
+#: to 56: linear, as before).
+_PROPHECY_LOG_ABOVE = 200
+
+
 def plot_reliability_prophecy(
     predicted: pd.DataFrame, *, ax: Axes, target: float = 0.8, n_raters: int | None = None
 ) -> Axes:
@@ -528,8 +550,14 @@ def plot_reliability_prophecy(
     ax.axhline(target, color="C3", linestyle="--", linewidth=1.0, label=f"reliability {target:g}")
     if n_raters is not None:
         ax.axvline(n_raters, color="0.4", linestyle=":", linewidth=1.0,
-                   label=f"this study: {n_raters} raters")  # fmt: skip
+                   label=f"this study: {n_raters:,} raters")  # fmt: skip
     ax.set_xlabel("raters m")
+    if predicted["n_raters"].max() > _PROPHECY_LOG_ABOVE:
+        # A crowd's m runs to thousands while the curves rise within the first tens: on a
+        # linear axis they hug its left edge, on a logarithmic one each step is legible.
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(_THOUSANDS)
+        ax.set_xlabel("raters m (logarithmic)")
     ax.set_ylabel("predicted reliability (Spearman-Brown, ρ)")
     ax.set_ylim(min(0.0, _finite_min([predicted["predicted"].min()])), 1.0)
     ax.grid(alpha=0.3)
@@ -596,10 +624,11 @@ def write_figures(
     inclusive, leave_one_out = figure.subplots(2, 1, sharey=True)
     plot_vs_consensus(consensus, ax=inclusive, view=participant_view)
     plot_vs_consensus(consensus, ax=leave_one_out, loo=True, view=participant_view)
-    # One scale for both panels, low enough for either.
-    low = _finite_min([consensus["tau_b"].min(), consensus["tau_b_loo"].min()])
-    inclusive.set_ylim(min(0.0, low - 0.05), 1.02)
-    leave_one_out.set_ylim(min(0.0, low - 0.05), 1.02)
+    # One scale for both panels, each fitted to what it draws: wide enough for either.
+    limits = np.array([inclusive.get_ylim(), leave_one_out.get_ylim()])
+    leave_one_out.set_ylim(limits[:, 0].min(), limits[:, 1].max())
+    if not each:
+        _say_how_the_panels_differ(consensus, leave_one_out)
     written["fig6_vs_consensus"] = _save(figure, folder / "fig6_vs_consensus")
 
     figure = Figure(figsize=(6.5, 4.2), layout="constrained")
@@ -618,6 +647,27 @@ def write_figures(
     return written
 
 
+def _say_how_the_panels_differ(consensus: pd.DataFrame, ax: Axes) -> None:
+    """Write on Fig. 6's leave-one-out panel how far it lies from the inclusive one.
+
+    With many participants each one's share of the consensus is small and the two panels
+    look the same; the largest and the typical difference of a participant's median say
+    so in numbers, where a reader would otherwise look for a difference that is not there.
+    """
+    labels = consensus["participant"].astype(str)
+    medians = consensus.groupby(labels)[["tau_b", "tau_b_loo"]].median()
+    difference = (medians["tau_b"] - medians["tau_b_loo"]).abs().dropna()
+    if difference.empty:
+        return
+    typical = difference.median()
+    typical = f"{typical:.3f}" if typical >= 0.0005 else "less than 0.001"
+    ax.text(0.01, 0.97, f"Each participant's median differs from the top panel's by at most "
+            f"{difference.max():.3f}\n(half of them by {typical}): one of {len(medians):,} "
+            "participants moves the consensus little.",
+            transform=ax.transAxes, ha="left", va="top", fontsize="small",
+            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85})  # fmt: skip
+
+
 def _save(figure: Figure, stem: Path) -> Path:
     from matplotlib import rc_context
 
@@ -634,48 +684,89 @@ def _aggregate(view: str, n_participants: int) -> bool:
     return view == "aggregate" or (view == "auto" and n_participants > PARTICIPANT_VIEW_LIMIT)
 
 
-def _by_participant(table: pd.DataFrame, column: str, percentiles: Sequence[int]) -> dict:
-    """Each participant's percentiles of ``column``, participants sorted by their median.
+class _RankSpread(NamedTuple):
+    """The aggregate view of Figs. 4 and 6: each participant's median, participants sorted
+    by it, and the pooled quantiles over windows of ranks (:func:`_rank_windows`)."""
 
-    Returns a mapping percentile -> array, one entry per participant with a finite value.
+    median: np.ndarray
+    ranks: np.ndarray
+    bands: dict
+    window: int
+    note: str
+
+
+def _rank_window(n: int, n_values: int) -> int:
+    """The participants a band's window holds at ``n`` participants with ``n_values``
+    values in all: ceil(sqrt(n)), or enough to pool :data:`_BAND_VALUES` values, at most n.
+
+    >>> _rank_window(61, 61 * 31), _rank_window(2000, 2000 * 31), _rank_window(2000, 6000)
+    (13, 45, 134)
+    """
+    per_participant = n_values / max(n, 1)
+    wanted = max(math.ceil(math.sqrt(n)), math.ceil(_BAND_VALUES / max(per_participant, 1)))
+    return max(1, min(n, wanted))
+
+
+def _rank_windows(
+    table: pd.DataFrame, column: str, percentiles: Sequence[int] = (5, 25, 75, 95)
+) -> _RankSpread:
+    """Participants sorted by their median of ``column``; at up to :data:`_BAND_POINTS`
+    ranks, the ``percentiles`` of every value of the :func:`_rank_window` participants
+    around the rank (a window centred on it, cut at the ends).
+
+    Pooling the window's values, not smoothing each participant's own quantiles, gives a
+    band that is smooth at any N and says where a participant of that rank's tau_b lie.
+    Ties of the median are broken by the participant label, so the order is reproducible.
     """
     values = table[["participant", column]].dropna()
-    grouped = values.groupby(values["participant"].astype(str), sort=False)[column]
-    spread = grouped.quantile([q / 100 for q in percentiles]).unstack()
-    spread.columns = list(percentiles)
-    # The median breaks ties by the participant label, so the order is reproducible.
-    median = grouped.median()
+    labels = values["participant"].astype(str)
+    median = values.groupby(labels, sort=False)[column].median()
     order = pd.DataFrame({"median": median, "label": median.index}).sort_values(
         ["median", "label"], kind="stable"
     )
-    spread = spread.loc[order.index]
-    return {q: spread[q].to_numpy(dtype=float) for q in percentiles}
+    rank = pd.Series(np.arange(len(order)), index=order.index)
+    # Every value in the order of its participant's rank: a window is one slice.
+    by_rank = rank.reindex(labels).to_numpy()
+    ordered = values[column].to_numpy(dtype=float)[np.argsort(by_rank, kind="stable")]
+    starts = np.concatenate([[0], np.cumsum(np.bincount(by_rank, minlength=len(order)))])
+    n, window = len(order), _rank_window(len(order), len(values))
+    centres = np.unique(np.linspace(0, n - 1, min(n, _BAND_POINTS)).round().astype(int))
+    low = np.maximum(centres - window // 2, 0)
+    high = np.minimum(centres - window // 2 + window, n)
+    quantiles = np.array([np.percentile(ordered[starts[a] : starts[b]], percentiles)
+                          for a, b in zip(low, high, strict=True)])  # fmt: skip
+    note = "" if window == 1 else f"bands over the {window:,} participants around each rank"
+    return _RankSpread(
+        median=order["median"].to_numpy(dtype=float),
+        ranks=centres + 1.0,
+        bands={q: quantiles[:, k] for k, q in enumerate(percentiles)},
+        window=window,
+        note=note,
+    )
 
 
-def _smoothing(n: int) -> tuple[int, str]:
-    """The running-median window of the bands for ``n`` participants, and its legend note."""
-    window = max(1, round(n * _BAND_SMOOTHING))
-    window += 1 - window % 2  # odd, so the window is centred on its participant
-    if window == 1:
-        return 1, ""
-    return window, f" (running median over {window} neighbouring participants)"
-
-
-def _running_median(values: np.ndarray, window: int) -> np.ndarray:
-    """The centred running median of ``values`` (shorter windows at the ends)."""
-    if window <= 1:
-        return values
-    return (pd.Series(values).rolling(window, center=True, min_periods=1).median()
-            .to_numpy(dtype=float))  # fmt: skip
+def _draw_rank_bands(ax: Axes, spread: _RankSpread) -> tuple:
+    """Draw the aggregate view: the medians as a line, the bands of the windows' 25th-75th
+    and 5th-95th percentiles; returns the three artists for the legend."""
+    bands = spread.bands
+    outer = ax.fill_between(spread.ranks, bands[5], bands[95], color="C0", alpha=0.15,
+                            linewidth=0)  # fmt: skip
+    inner = ax.fill_between(spread.ranks, bands[25], bands[75], color="C0", alpha=0.35,
+                            linewidth=0)  # fmt: skip
+    x = np.arange(1, len(spread.median) + 1)
+    (median,) = ax.plot(x, spread.median, color="C0", linewidth=1.2, drawstyle="steps-mid")
+    return median, inner, outer
 
 
 def _rank_axis(ax: Axes, n: int, what: str) -> None:
     """The x axis of an aggregate view: participants by rank, a handful of ticks."""
     from matplotlib.ticker import MaxNLocator
 
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=10, integer=True))
-    ax.set_xlim(0.5, n + 0.5)
-    ax.set_xlabel(f"{n} participants, sorted by their median {what} (rank)")
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=10, steps=[1, 2, 2.5, 5, 10], integer=True))
+    ax.xaxis.set_major_formatter(_THOUSANDS)
+    margin = max(0.5, _RANK_MARGIN * n)
+    ax.set_xlim(1 - margin, n + margin)
+    ax.set_xlabel(f"{n:,} participants, sorted by their median {what} (rank)")
     ax.axhline(0.0, color="0.8", linewidth=0.8, zorder=0)
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from html import escape as html_escape
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from sbir_study.foundation.html import (
@@ -32,15 +33,34 @@ from sbir_study.foundation.scale import PAPER_SCALE, Scale
 from .limits import PERMUTATION_RATERS_LIMIT
 from .ratings import SIMULATED_ORIGINS
 
-__all__ = ["counted", "participant_count", "raters_range", "undefined_text", "write_report"]
+__all__ = [
+    "PARTICIPANTS_LISTED_UP_TO",
+    "counted",
+    "participant_count",
+    "participants_listed",
+    "raters_range",
+    "share_interval",
+    "undefined_text",
+    "write_report",
+]
+
+#: Up to this many participants the report lists every one; beyond, the participants a
+#: reader needs (:func:`participants_listed`), and ``participants.csv`` holds them all: at
+#: 2,000 participants the full table was thousands of rows, hundreds of printed pages.
+PARTICIPANTS_LISTED_UP_TO = 100
+#: Above :data:`PARTICIPANTS_LISTED_UP_TO`, this many of the lowest and of the highest
+#: median tau_b against the consensus are listed, besides every flagged participant.
+PARTICIPANTS_AT_EACH_END = 10
 
 _CAPTIONS = {
     "fig4_anchoring": (
         "Fig. 4. For each participant, tau_b between their ratings of the anchor pairs during "
         "the experiment and the prescribed anchor ratings, one marker per anchor sketch; "
         "hollow markers are not significant. With more than 60 participants: the participants "
-        "sorted by their median over the anchor sketches, the medians as a line in a band "
-        "from each one's lowest to highest tau_b."
+        "sorted by their median over the anchor sketches, the medians as a line, in bands of "
+        "the 25th-75th and 5th-95th percentiles of every anchor tau_b of the participants "
+        "around each rank: ceil(sqrt(N)) of them, or enough to pool 400 values (134 with "
+        "three anchor sketches)."
     ),
     "fig5_interuser": (
         "Fig. 5. Per sketch, the tau_b between every pair of participants{sample}: median "
@@ -57,7 +77,10 @@ _CAPTIONS = {
         "the paper's 99%). Bottom: leave-one-out, the mean rating of the other participants "
         "only, which does not reward a participant for agreeing with their own share of it. "
         "With more than 60 participants, each panel sorts them by their median and draws the "
-        "medians as a line in bands of their 25th-75th and 5th-95th percentiles."
+        "medians as a line, in bands of the 25th-75th and 5th-95th percentiles of every tau_b "
+        "of the ceil(sqrt(N)) participants around each rank (45 of 2,000); the two panels "
+        "then look alike, as one participant is a small part of a crowd's consensus, and the "
+        "bottom panel states by how much each participant's median differs."
     ),
     "fig7_distribution": (
         "Fig. 7. Share of ratings at each point of the scale, against the uniform share."
@@ -81,10 +104,45 @@ def counted(n, noun: str, plural: str | None = None) -> str:
     Every count the page (and analyze's console) prints goes through here, so none reads
     "1 participants".
 
-    >>> counted(1, "participant"), counted(0, "sketch", "sketches")
-    ('1 participant', '0 sketches')
+    Thousands are separated, as a crowd's counts need ("62,000,000 correlations").
+
+    >>> counted(1, "participant"), counted(0, "sketch", "sketches"), counted(2000, "rater")
+    ('1 participant', '0 sketches', '2,000 raters')
     """
-    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
+#: The most decimals :func:`share_interval` prints: past them, an interval is narrower than
+#: any difference a reader of a share would act on.
+_SHARE_DECIMALS = 3
+
+
+def share_interval(value, low, high) -> tuple[str, str]:
+    """A share and its interval, in percent, with as many decimals as the bounds need to
+    differ (1 to 3): "89.2%" and "88.1% to 90.2%", or, over 62 million tests,
+    "89.21%" and "89.19% to 89.22%", never "89.2% to 89.2%".
+
+    An interval narrower than the last decimal says so instead of repeating a bound.
+
+    Examples
+    --------
+    >>> share_interval(0.892, 0.85, 0.93)
+    ('89.2%', '85.0% to 93.0%')
+    >>> share_interval(0.89203, 0.89195, 0.89211)
+    ('89.20%', '89.20% to 89.21%')
+    >>> share_interval(0.89203, 0.89201, 0.89204)
+    ('89.203%', '89.201% to 89.204%')
+    >>> share_interval(0.5, 0.5, 0.5)
+    ('50.000%', '50.000% (interval narrower than 0.001 points)')
+    """
+    if any(v is None or isnan(v) for v in (value, low, high)):
+        return share(value), f"{share(low)} to {share(high)}"
+    for digits in range(1, _SHARE_DECIMALS + 1):
+        lower, upper = f"{100 * low:.{digits}f}%", f"{100 * high:.{digits}f}%"
+        if lower != upper:
+            return f"{100 * value:.{digits}f}%", f"{lower} to {upper}"
+    return (f"{100 * value:.{digits}f}%",
+            f"{lower} (interval narrower than {10.0 ** -digits:g} points)")  # fmt: skip
 
 
 def undefined_text(stats: Mapping) -> str:
@@ -128,12 +186,15 @@ def write_report(
     participants: pd.DataFrame | None = None,
     *,
     scale: Scale = PAPER_SCALE,
+    participants_listed_up_to: int = PARTICIPANTS_LISTED_UP_TO,
 ) -> Path:
     """Write the report page to ``path`` from an analysis' summary, tables and figure files.
 
     ``kendall_w`` is the agreement table (``kendall_w.csv``), ``participants``
     the per-participant table (``participants.csv``) when there is one; ``scale``
-    the ratings' scale, named on the page when it is not the paper's.
+    the ratings' scale, named on the page when it is not the paper's. Up to
+    ``participants_listed_up_to`` participants every one is listed; beyond, those of
+    :func:`participants_listed`.
     """
     path = Path(path)
     parts = [
@@ -151,7 +212,7 @@ def write_report(
     permutations = (summary.get("skillings_mack") or {}).get("permutations") or 0
     parts += _agreement_table(kendall_w, summary["alpha"], permutations, scale)
     if participants is not None:
-        parts += _participants(participants)
+        parts += _participants(participants, participants_listed_up_to)
     parts += _provenance(summary)
     parts.append("</body></html>")
     path.write_text("\n".join(parts) + "\n", encoding="utf-8")
@@ -176,7 +237,7 @@ def _scale_text(scale: Scale) -> str:
 
 def _what_was_analysed(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
     phases = summary.get("phases", {})
-    rows = [(phase, counts["n_trials"], _missing_text(phase, counts))
+    rows = [(phase, _int(counts["n_trials"]), _missing_text(phase, counts))
             for phase, counts in phases.items()]  # fmt: skip
     alternative = {
         "greater": "one-sided, P(tau >= observed), as in the paper",
@@ -205,7 +266,7 @@ def _missing_text(phase: str, counts: Mapping) -> str | int:
     """A phase's missed responses; for a phase rated by nobody, why there are none."""
     if phase in _NOT_RATED and counts["n_missing"] == counts["n_trials"]:
         return _NOT_RATED[phase]
-    return counts["n_missing"]
+    return _int(counts["n_missing"])
 
 
 def _published(family: str) -> str:
@@ -230,11 +291,13 @@ def _headline(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
             # No correlation to count: say why, not "n/a | n/a to n/a | 0 of 0".
             return (label, _no_tests(name, summary) + (f" ({undefined})" if undefined else ""),
                     "", "", paper)  # fmt: skip
+        point, interval = share_interval(f["share_significant"], f["wilson_low"],
+                                         f["wilson_high"])  # fmt: skip
         return (
             label,
-            share(f["share_significant"]),
-            f"{share(f['wilson_low'])} to {share(f['wilson_high'])}",
-            f"{f['n_significant']} of {f['n_tests']}"
+            point,
+            interval,
+            f"{f['n_significant']:,} of {f['n_tests']:,}"
             + (f" defined ({undefined})" if undefined else ""),
             paper,
         )
@@ -356,11 +419,37 @@ def _every_rating_rows(summary: Mapping) -> list[tuple]:
             f"{sm['n_significant']} of {sm['n_sketches']}"
             + (f" defined ({undefined_text(sm)})" if undefined_text(sm) else ""),
             "",
-            f"chi-square approximation; by permutation {sm['n_significant_permutation']} of "
-            f"{sm['n_permutation_tested']} ({counted(sm['permutations'], 'permutation')})",
+            f"chi-square approximation; {_permutation_text(sm)}",
             "(not reported)",
         ))  # fmt: skip
     return rows
+
+
+def _permutation_text(sm: Mapping) -> str:
+    """What the Skillings-Mack row says of its permutation p-values: how many are
+    significant, or, where none was computed, that none was and why (not "0 of 0")."""
+    permutations, tested = sm["permutations"], sm["n_permutation_tested"]
+    over = sm["n_raters_max"] is not None and sm["n_raters_max"] > PERMUTATION_RATERS_LIMIT
+    why = (f"not computed for sketches with more than {PERMUTATION_RATERS_LIMIT} raters, "
+           "where the chi-square approximation is good and each permutation costs raters x "
+           "images")  # fmt: skip
+    if not permutations:
+        return "permutation p-values not computed (--permutations 0)"
+    if not tested:
+        if over and sm["n_raters_min"] > PERMUTATION_RATERS_LIMIT:
+            return (f"permutation p-values {why} (these sketches have "
+                    f"{_span(sm['n_raters_min'], sm['n_raters_max'])} raters)")  # fmt: skip
+        return "no permutation p-value defined"
+    return (f"by permutation {sm['n_significant_permutation']} of {tested} "
+            f"({counted(permutations, 'permutation')}"
+            + (f"; {why}" if over else "") + ")")  # fmt: skip
+
+
+def _int(value) -> str:
+    """A count in a table cell, thousands separated ("1,984"); anything else as it is."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        return str(value)
+    return f"{value:,}"
 
 
 def _noun(n, noun: str, plural: str | None = None) -> str:
@@ -380,7 +469,7 @@ def _no_tests(family: str, summary: Mapping) -> str:
 def _span(low, high) -> str:
     if low is None:
         return "n/a"
-    return str(low) if low == high else f"{low}-{high}"
+    return f"{low:,}" if low == high else f"{low:,}-{high:,}"
 
 
 def _figures(figures: Mapping[str, Path], summary: Mapping) -> list[str]:
@@ -427,7 +516,7 @@ def _reliability(summary: Mapping) -> list[str]:
     rho_low, rho_high = found["rho_sb_interval"]
     return [
         "<h2>How reliable is the ground truth?</h2>",
-        f"<p>Split in random halves ({found['n_splits']} splits), the two halves' consensus "
+        f"<p>Split in random halves ({found['n_splits']:,} splits), the two halves' consensus "
         f"rankings agree with tau_b {num(found['tau_b_half'])} (Spearman's rho "
         f"{num(found['rho_half'])}); carried to the whole group by the Spearman-Brown formula, "
         f"{num(found['tau_b_sb'])} ({num(low)}-{num(high)}, 95% of splits), rho "
@@ -444,7 +533,7 @@ def _extremes(agreement: pd.DataFrame) -> list[str]:
     marked = agreement[agreement["group"] != ""]
     rows = [
         (r.group, r.sketch_id, r.rank, num(r.tau_median), num(r.tau_q25), num(r.tau_q75),
-         num(r.w), f"{r.n_raters} of {r.n_raters_all}")
+         num(r.w), f"{_int(r.n_raters)} of {_int(r.n_raters_all)}")
         for r in marked.itertuples()
     ]  # fmt: skip
     return [
@@ -469,7 +558,9 @@ def _agreement_table(
     # (1 + #{SM* >= SM}) / (1 + permutations) is never below 1 / (1 + permutations).
     floor = 1.0 / (1 + permutations) if permutations else float("nan")
 
-    def permutation_p(value) -> str:
+    def permutation_p(value, n_raters) -> str:
+        if isnan(value) and n_raters > PERMUTATION_RATERS_LIMIT:
+            return f"not computed (over {PERMUTATION_RATERS_LIMIT} raters)"
         return p_text(value) + (" ‡" if at_floor(value, floor) else "")
 
     def why(value: str, reason) -> str:
@@ -477,14 +568,15 @@ def _agreement_table(
         return f"undefined: {reason}" if isinstance(reason, str) and reason else value
 
     rows = [
-        (r.sketch_id, f"{r.n_raters} of {r.n_raters_all}", why(num(r.w), r.w_reason),
+        (r.sketch_id, f"{_int(r.n_raters)} of {_int(r.n_raters_all)}", why(num(r.w), r.w_reason),
          p_text(r.p_value), why(num(r.alpha_ordinal), r.alpha_reason),
          interval(r.alpha_ordinal_ci_low, r.alpha_ordinal_ci_high),
          why(num(r.alpha_interval), r.alpha_reason),
-         interval(r.alpha_interval_ci_low, r.alpha_interval_ci_high), f"{r.n_ratings}",
+         interval(r.alpha_interval_ci_low, r.alpha_interval_ci_high), _int(r.n_ratings),
          why(f"{num(r.skillings_mack, 1)} ({r.skillings_mack_df})", r.skillings_mack_reason),
-         p_text(r.skillings_mack_p_value), permutation_p(r.skillings_mack_permutation_p_value),
-         f"{r.skillings_mack_n_raters} of {r.n_raters_all}")
+         p_text(r.skillings_mack_p_value),
+         permutation_p(r.skillings_mack_permutation_p_value, r.skillings_mack_n_raters),
+         f"{_int(r.skillings_mack_n_raters)} of {_int(r.n_raters_all)}")
         for r in kendall_w.itertuples()
     ]  # fmt: skip
     parts = [
@@ -568,10 +660,10 @@ def _simulated_banner(participants: pd.DataFrame | None) -> str:
         names = [f"sub-{label}" for label in group["participant"].astype(str)]
         shown = ", ".join(names[:_BANNER_NAMES])
         if len(names) > _BANNER_NAMES:
-            shown += f" and {len(names) - _BANNER_NAMES} more"
+            shown += f" and {len(names) - _BANNER_NAMES:,} more"
         by_origin.append(f"{shown} by {_ORIGIN_WORDS.get(origin, origin)}")
     return (
-        f'<p class="banner">SIMULATED DATA: {len(simulated)} of {len(participants)} '
+        f'<p class="banner">SIMULATED DATA: {len(simulated):,} of {len(participants):,} '
         f"participants simulated: {html.escape('; '.join(by_origin))}. The numbers show what "
         "the pipeline computes, not a finding.</p>"
     )
@@ -582,7 +674,7 @@ def _origin_text(participants: pd.DataFrame) -> str:
     if "origin" not in participants:
         return ""
     counts = participants["origin"].value_counts(sort=False).sort_index()
-    listed = ", ".join(f"{n} {_ORIGIN_WORDS.get(o, o)}" for o, n in counts.items())
+    listed = ", ".join(f"{n:,} {_ORIGIN_WORDS.get(o, o)}" for o, n in counts.items())
     return f" Their origins (the <code>origin</code> column): {html.escape(listed)}."
 
 
@@ -596,7 +688,54 @@ def _catch_text(participants: pd.DataFrame) -> str:
             "in every statistic as the pairs they are.")  # fmt: skip
 
 
-def _participants(participants: pd.DataFrame) -> list[str]:
+def participants_listed(
+    participants: pd.DataFrame,
+    *,
+    up_to: int = PARTICIPANTS_LISTED_UP_TO,
+    at_each_end: int = PARTICIPANTS_AT_EACH_END,
+) -> pd.Series:
+    """Which participants the report lists, and why: every one up to ``up_to``; beyond,
+    the ``at_each_end`` lowest and highest by median tau_b against the consensus (the
+    paper's, participant included) and every flagged participant.
+
+    Flagged: a session that did not finish, an excluded participant, a failed catch pair, a
+    simulated participant among more people, no tau_b against the consensus. Returns, by row of
+    ``participants`` (in its order), why each listed participant is listed ("" up to
+    ``up_to``): "lowest", "highest" (median tau_b) and the flags, joined by "; ".
+    """
+    if len(participants) <= up_to:
+        return pd.Series("", index=participants.index, dtype=object)
+    reasons = [[] for _ in range(len(participants))]
+    median = participants["tau_b_median"].to_numpy(dtype=float)
+    # Ties broken by the label, as Figs. 4 and 6 sort, so the lists are reproducible.
+    order = pd.DataFrame({"tau": median, "label": participants["participant"].astype(str)})
+    ranked = order[np.isfinite(median)].sort_values(["tau", "label"], kind="stable").index
+    position = {label: k for k, label in enumerate(participants.index)}
+    ends = (("lowest", ranked[:at_each_end]), ("highest", ranked[len(ranked) - at_each_end :]))
+    for end, chosen in ends:
+        for label in chosen:
+            reasons[position[label]].append(end)
+    flags = [(~np.isfinite(median), "no tau_b against the consensus")]
+    if "session_status" in participants:
+        flags.append((participants["session_status"].map(_session_words) != "",
+                      "session did not finish"))  # fmt: skip
+    if "excluded" in participants:
+        flags.append((participants["excluded"].fillna(False).astype(bool), "excluded"))
+    if "n_catch_failed" in participants:
+        flags.append((participants["n_catch_failed"].fillna(0) > 0, "failed a catch pair"))
+    if "origin" in participants:
+        # Simulated participants mixed into a study of people stand out; in a simulated
+        # study (the banner says so) every one would be flagged, which says nothing.
+        simulated = participants["origin"].isin(SIMULATED_ORIGINS)
+        if simulated.sum() < (~simulated).sum():
+            flags.append((simulated, "simulated"))
+    for flagged, why in flags:
+        for k in np.flatnonzero(np.asarray(flagged, dtype=bool)):
+            reasons[k].append(why)
+    return pd.Series(["; ".join(r) for r in reasons], index=participants.index, dtype=object)
+
+
+def _participants(participants: pd.DataFrame, up_to: int = PARTICIPANTS_LISTED_UP_TO) -> list[str]:
     has_origin = "origin" in participants
     # Flagged where a session did not finish (a study whose every session finished, or whose
     # sessions record no status, has no such column).
@@ -605,20 +744,43 @@ def _participants(participants: pd.DataFrame) -> list[str]:
     )
     has_exclusions = "exclusion_rule" in participants and bool(participants["excluded"].any())
     has_catch = "n_catch_failed" in participants
+    why = participants_listed(participants, up_to=up_to)
+    chosen = participants
+    if len(participants) > up_to:
+        chosen = participants[why != ""]
+        # The listed few in the order of their median tau_b, those without one last.
+        chosen = chosen.assign(_label=chosen["participant"].astype(str)).sort_values(
+            ["tau_b_median", "_label"], kind="stable", na_position="last"
+        )
+    truncated = len(chosen) < len(participants)
     rows = [
-        (r.participant, r.n_trials, r.n_missing, f"{r.n_sketches_complete} of {r.n_sketches}",
+        (r.participant, _int(r.n_trials), _int(r.n_missing),
+         f"{r.n_sketches_complete} of {r.n_sketches}",
          num(r.tau_b_median), num(r.tau_b_loo_median),
          *([_ORIGIN_WORDS.get(r.origin, r.origin)] if has_origin else []),
          *([_session_words(r.session_status)] if has_status else []),
          *([r.exclusion_rule or ""] if has_exclusions else []),
          *([f"{r.n_catch_passed} / {r.n_catch_failed} / {r.n_catch_missing}"]
-           if has_catch else []))
-        for r in participants.itertuples()
+           if has_catch else []),
+         *([why[r.Index]] if truncated else []))
+        for r in chosen.itertuples()
     ]  # fmt: skip
     header = (_PARTICIPANT_HEADER + (("origin",) if has_origin else ())
               + (("session",) if has_status else ())
               + (("excluded by",) if has_exclusions else ())
-              + (("catch pairs passed / failed / missing",) if has_catch else ()))  # fmt: skip
+              + (("catch pairs passed / failed / missing",) if has_catch else ())
+              + (("listed as",) if truncated else ()))  # fmt: skip
+    listed = (
+        f" With more than {up_to:,} participants the table lists those a reader needs: the "
+        f"{PARTICIPANTS_AT_EACH_END} lowest and the {PARTICIPANTS_AT_EACH_END} highest by "
+        "median tau_b against the consensus (inclusive), and every flagged one (a session "
+        "that did not finish, an excluded participant, a failed catch pair, a simulated "
+        "participant among more people, no tau_b against the consensus), "
+        f"{len(rows):,} of {len(participants):,}, in the order of their median tau_b; "
+        "<code>participants.csv</code> holds every participant."
+        if truncated
+        else ""
+    )
     return [
         "<h2>Participants</h2>",
         "<p>Main-block trials and missed response windows per participant; the sketches of "
@@ -626,11 +788,17 @@ def _participants(participants: pd.DataFrame) -> list[str]:
         "median over the sketches of their tau_b against the consensus, inclusive (as in the "
         "paper) and leave-one-out. All of it in <code>participants.csv</code>."
         f"{_origin_text(participants)}{_catch_text(participants)}"
-        + (" A session that did not finish is flagged under <em>session</em>." if has_status
-           else "")
+        + (
+            " A session that did not finish is flagged under <em>session</em>."
+            if has_status
+            else ""
+        )
+        + listed
         + "</p>",
         collapsed(
-            counted(len(rows), "participant"),
+            f"{len(rows):,} of {counted(len(participants), 'participant')}"
+            if truncated
+            else counted(len(rows), "participant"),
             table(header, rows, classes=_TEXT_AT_0),
             open_up_to=_PARTICIPANTS_OPEN_UP_TO,
             n=len(rows),
@@ -661,8 +829,16 @@ _TEXT_AT_0, _TEXT_AT_1 = {0: ""}, {1: ""}
 _OPEN_UP_TO = 10
 
 
+#: Past this many input files (a BIDS crowd has one per participant) the page lists the
+#: first :data:`_SOURCES_SHOWN`; ``summary.json``'s ``sources`` holds every one.
+_SOURCES_LISTED_UP_TO = PARTICIPANTS_LISTED_UP_TO
+_SOURCES_SHOWN = 10
+
+
 def _provenance(summary: Mapping) -> list[str]:
-    sources = [(s["path"], s["sha256"], s["rows"]) for s in summary.get("sources", [])]
+    every = summary.get("sources", [])
+    shown = every if len(every) <= _SOURCES_LISTED_UP_TO else every[:_SOURCES_SHOWN]
+    sources = [(s["path"], s["sha256"], _int(s["rows"])) for s in shown]
     # ``rows`` counts the lines below the header line (the rows of a well-formed file):
     # the column says so, not "lines", which the file has one more of.
     files = table(["file", "SHA-256", "lines below the header"], sources,
@@ -672,7 +848,10 @@ def _provenance(summary: Mapping) -> list[str]:
         '<section class="keep">',
         "<h2>Inputs and software</h2>",
         collapsed(
-            f"{counted(len(sources), 'input file')} with their SHA-256 (also in summary.json)",
+            f"{counted(len(sources), 'input file')} with their SHA-256 (also in summary.json)"
+            if len(shown) == len(every)
+            else f"{len(shown)} of {counted(len(every), 'input file')} with their SHA-256 "
+            "(every one in summary.json's sources)",
             files,
             open_up_to=_OPEN_UP_TO,
             n=len(sources),

@@ -117,8 +117,8 @@ def table(
             f"<tbody>{''.join(body)}</tbody></table></div>")  # fmt: skip
 
 
-#: A number as the pages write it: 0.44, 1.73e-35, 12%, 9.99e-04 ‡ (at its floor).
-_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?%?( ‡)?")
+#: A number as the pages write it: 0.44, 1.73e-35, 12%, 9.99e-04 ‡ (at its floor), 2,480,000.
+_NUMBER = re.compile(r"(< )?[-+]?(\d{1,3}(,\d{3})+(\.\d*)?|\d+\.?\d*|\.\d+)(e[-+]?\d+)?%?( ‡)?")
 
 
 def _numeric(value) -> bool:
@@ -170,8 +170,16 @@ def num(value, digits: int = 3) -> str:
 
 
 def p_text(value) -> str:
+    """A p-value as the pages print it; one that underflowed to 0 (a crowd's chi-square
+    tests) is "< 1e-300", not "0.00e+00", which reads as impossible.
+
+    >>> p_text(0.0312), p_text(2.5e-9), p_text(0.0)
+    ('0.0312', '2.50e-09', '< 1e-300')
+    """
     if value is None or isnan(value):
         return "n/a"
+    if value == 0:
+        return "< 1e-300"
     return f"{value:.2e}" if value < 1e-3 else f"{value:.4f}"
 
 

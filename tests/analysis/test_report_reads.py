@@ -26,7 +26,7 @@ from sbir_study.analysis.figures import (
     plot_vs_consensus,
 )
 from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings
-from sbir_study.analysis.report import counted
+from sbir_study.analysis.report import counted, share_interval, write_report
 from tests.helpers import run_cli, run_main
 
 
@@ -69,8 +69,11 @@ class _Tables(HTMLParser):
 
 @given(st.integers(0, 10**7))
 def test_a_count_agrees_with_its_number(n):
-    # English: the singular for exactly one, the plural for zero and every other number.
-    assert counted(n, "participant") == (f"{n} participant" if n == 1 else f"{n} participants")
+    # English: the singular for exactly one, the plural for zero and every other number;
+    # thousands separated by commas (grouped here by a regular expression on the digits).
+    digits = re.sub(r"(?<=\d)(?=(\d{3})+$)", ",", str(n))
+    assert counted(n, "participant") == (f"{digits} participant" if n == 1
+                                         else f"{digits} participants")  # fmt: skip
     assert counted(n, "sketch", "sketches").endswith("sketch" if n == 1 else "sketches")
 
 
@@ -142,9 +145,9 @@ def test_every_headline_number_is_its_source(study):
               "sketch/image pairs in the main block")  # fmt: skip
     assert any(p.startswith(counts) for p in tables.paragraphs)
     for phase, trials, missed in tables.table("phase")[1:]:
-        assert int(trials) == summary["phases"][phase]["n_trials"]
-        if missed.isdigit():
-            assert int(missed) == summary["phases"][phase]["n_missing"]
+        assert int(trials.replace(",", "")) == summary["phases"][phase]["n_trials"]
+        if missed.replace(",", "").isdigit():
+            assert int(missed.replace(",", "")) == summary["phases"][phase]["n_missing"]
 
     rows = {row[0]: row[1:] for row in tables.table("statistic")[1:]}
     labels = iter(rows)
@@ -371,3 +374,159 @@ def test_an_empty_test_family_says_why(study, tmp_path, phases, reason):
     (anchoring,) = [r for r in tables.table("statistic") if r[0].startswith("anchoring")]
     assert anchoring[1:4] == [reason, "", ""]
     assert any(p.startswith("1 participant, ") for p in tables.paragraphs)
+
+
+def _decimal_percent(value: float, digits: int) -> str:
+    # Reference: the decimal module, rounding the float's exact value half to even, as
+    # correctly rounded formatting does.
+    from decimal import ROUND_HALF_EVEN, Decimal
+
+    exact = Decimal(value) * 100
+    return f"{exact.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_EVEN)}%"
+
+
+@given(st.floats(0, 1), st.floats(0, 1), st.floats(0, 1))
+def test_a_share_interval_prints_the_digits_its_bounds_need(a, b, c):
+    low, value, high = sorted((a, b, c))
+    point, interval = share_interval(value, low, high)
+    digits = len(point.rstrip("%").split(".")[1])
+    assert 1 <= digits <= 3
+    assert point == _decimal_percent(value, digits)
+    lower, upper = _decimal_percent(low, digits), _decimal_percent(high, digits)
+    if " to " in interval:
+        # The bounds differ as printed, and one decimal fewer would have made them equal.
+        assert interval == f"{lower} to {upper}" and lower != upper
+        if digits > 1:
+            assert _decimal_percent(low, digits - 1) == _decimal_percent(high, digits - 1)
+    else:
+        # Narrower than the last decimal: it says so, never "89.2% to 89.2%".
+        assert digits == 3 and lower == upper
+        assert interval == f"{lower} (interval narrower than 0.001 points)"
+
+
+def test_a_crowd_share_keeps_its_precision_and_the_note_on_independence(study, tmp_path):
+    out = study / "analysis"
+    summary = json.loads((out / "summary.json").read_text())
+    # The issue's case: 86.13% of 61,969,000 inter-user correlations (Wilson's interval from
+    # statsmodels, an independent implementation of the summary's).
+    from statsmodels.stats.proportion import proportion_confint
+
+    n, k = 61_969_000, 53_376_130
+    low, high = proportion_confint(k, n, alpha=0.05, method="wilson")
+    summary["pairwise"].update(n_tests=n, n_significant=k, share_significant=k / n,
+                               wilson_low=low, wilson_high=high)  # fmt: skip
+    _write(out, summary, tmp_path / "report.html")
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    (row,) = [r for r in _Tables(page).table("statistic") if r[0].startswith("inter-user")]
+    assert row[1:4] == [f"{100 * k / n:.2f}%", f"{100 * low:.2f}% to {100 * high:.2f}%",
+                        "53,376,130 of 61,969,000"]  # fmt: skip
+    assert row[2].split(" to ")[0] != row[2].split(" to ")[1]
+    assert "which correlations sharing raters are not" in page
+
+
+def _write(out, summary, path, participants=None, **options):
+    return write_report(path, summary,
+                        pd.read_csv(out / "kendall_w.csv", dtype={"sketch_id": str}),
+                        pd.read_csv(out / "sketch_agreement.csv",
+                                    dtype={"sketch_id": str}).fillna(""),
+                        {}, participants, **options)  # fmt: skip
+
+
+def test_permutation_p_values_not_computed_say_why(study, tmp_path):
+    out = study / "analysis"
+    summary = json.loads((out / "summary.json").read_text())
+    kendall_w = pd.read_csv(out / "kendall_w.csv", dtype={"sketch_id": str})
+    # A crowd: every sketch rated by more than 50 raters, none permuted.
+    summary["skillings_mack"].update(n_permutation_tested=0, n_significant_permutation=0,
+                                     n_raters_min=1990, n_raters_max=2000)  # fmt: skip
+    kendall_w["skillings_mack_permutation_p_value"] = np.nan
+    kendall_w["skillings_mack_n_raters"] = 2000
+    kendall_w.to_csv(tmp_path / "kendall_w.csv", index=False)
+    (tmp_path / "sketch_agreement.csv").write_bytes((out / "sketch_agreement.csv").read_bytes())
+    _write(tmp_path, summary, tmp_path / "report.html")
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    tables = _Tables(page)
+    (row,) = [r for r in tables.table("statistic") if "Skillings-Mack" in r[0]]
+    assert "0 of 0" not in row[3]
+    assert "permutation p-values not computed for sketches with more than 50 raters" in row[3]
+    assert "(these sketches have 1,990-2,000 raters)" in row[3]
+    column = tables.table("sketch")[0].index("p (SM, permutation)")
+    assert {r[column] for r in tables.table("sketch")[1:]} == {"not computed (over 50 raters)"}
+
+
+@pytest.fixture(scope="module")
+def crowd(tmp_path_factory):
+    """A simulated study of 30 participants, analysed: a crowd for a report whose
+    participants' threshold is lowered to 12."""
+    root = tmp_path_factory.mktemp("crowd")
+    result = run_main("simulate", "--flat", "--out", str(root / "ratings.csv"),
+                      "--participants", "30", "--sketches", "3", "--images", "8",
+                      "--seed", "4")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    result = run_main("analyze", str(root / "ratings.csv"), "--out", str(root / "analysis"),
+                      "--bootstrap", "20", "--permutations", "20", "--no-figures",
+                      "--reliability-splits", "10")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return root / "analysis"
+
+
+def test_a_crowd_report_lists_the_participants_a_reader_needs(crowd, tmp_path):
+    # Reference: the selection made again with pandas from participants.csv.
+    summary = json.loads((crowd / "summary.json").read_text())
+    participants = pd.read_csv(crowd / "participants.csv", dtype={"participant": str},
+                               keep_default_na=False, na_values=[""])  # fmt: skip
+    # Flags, set on participants in the middle of the ranking: a session that did not finish,
+    # an exclusion, no tau_b, and a simulated participant among people (lab).
+    middle = participants.sort_values("tau_b_median").index[12:16]
+    participants = participants.astype({"session_status": object, "exclusion_rule": object})
+    participants.loc[middle[0], "session_status"] = "incomplete"
+    participants.loc[middle[1], ["excluded", "exclusion_rule"]] = [True, "missed-above=0.1"]
+    participants.loc[middle[2], "tau_b_median"] = np.nan
+    participants["origin"] = "lab"
+    participants.loc[middle[3], "origin"] = "run-simulate"
+    _write(crowd, summary, tmp_path / "report.html", participants,
+           participants_listed_up_to=12)  # fmt: skip
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    listed = _Tables(page).table("participant")
+    header, rows = listed[0], listed[1:]
+    assert header[-1] == "listed as"
+    ranked = participants.dropna(subset=["tau_b_median"]).sort_values(
+        ["tau_b_median", "participant"], kind="stable"
+    )
+    lowest, highest = ranked["participant"].head(10), ranked["participant"].tail(10)
+    flagged = participants.loc[middle, "participant"]
+    expected = set(lowest) | set(highest) | set(flagged)
+    assert len(expected) == 24
+    tau = participants.set_index("participant")["tau_b_median"].fillna(np.inf)
+    assert [r[0] for r in rows] == sorted(expected, key=lambda p: (tau[p], p))
+    why = {r[0]: r[-1] for r in rows}
+    assert all(why[p].startswith("lowest") for p in lowest)
+    assert all(why[p].startswith("highest") for p in highest)
+    assert "session did not finish" in why[flagged.iloc[0]]
+    assert "excluded" in why[flagged.iloc[1]]
+    assert "no tau_b against the consensus" in why[flagged.iloc[2]]
+    assert why[flagged.iloc[3]] == "simulated"
+    assert f"{len(rows)} of 30 participants" in page
+    assert "participants.csv</code> holds every participant" in page
+    assert "With more than 12 participants" in page
+
+
+def test_up_to_the_threshold_every_participant_is_listed_as_before(crowd, tmp_path):
+    summary = json.loads((crowd / "summary.json").read_text())
+    participants = pd.read_csv(crowd / "participants.csv", dtype={"participant": str})
+    _write(crowd, summary, tmp_path / "report.html", participants)
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    listed = _Tables(page).table("participant")
+    assert [r[0] for r in listed[1:]] == participants["participant"].tolist()
+    assert "listed as" not in listed[0] and "holds every participant" not in page
+
+
+@given(st.integers(-(10**12), 10**12), st.sampled_from(["", "%", ".5"]))
+def test_a_count_with_separators_is_a_number_cell(n, tail):
+    # Right-aligned and never broken, as the same count without separators was.
+    from sbir_study.foundation.html import table
+
+    for cell in (f"{n:,}{tail}", f"{n}{tail}", "< 1e-300"):
+        assert '<td class="num">' in table(["n"], [(cell,)]), cell
+    for text in ("1,23", "12,3456", "sub-01", "1,000 of 2,000"):
+        assert '<td class="num">' not in table(["n"], [(text,)]), text
