@@ -57,7 +57,7 @@ def register(commands) -> None:
         f"(full), never (summary), or while it has at most {PAIRWISE_FULL_ROWS:,} rows, about "
         "800 raters on 31 sketches (auto); pairwise_tau_summary.csv is always written. The "
         "table is zstd-compressed Parquet, every value exact (pandas.read_parquet reads it): "
-        "about 14.5 bytes a row, so 20 MiB at 300 raters of 31 sketches, 860 MiB at 2,000 "
+        "about 15 bytes a row, so 20 MiB at 300 raters of 31 sketches, 890 MiB at 2,000 "
         "(62 million rows) (default: auto)",
     )
     parser.add_argument(
