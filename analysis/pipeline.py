@@ -216,8 +216,9 @@ def _analyze_into(
     with ThreadPoolExecutor(1) if pairs >= _PAIRS_BESIDE else _InThisThread() as pool:
         pairwise = pool.submit(_write_pairwise, ratings, cube, out, options, full)
         others = _other_statistics(out, ratings, cube, options, pilot, scale)
+        # Beside the pairs too: after them, it kept one core idle for a second or more.
+        reliability, predicted = _write_reliability(out, cube, options)
         pairwise_p, pairwise_summary, boxes, pairwise_undefined = pairwise.result()
-    reliability, predicted = _write_reliability(out, cube, options)
     del cube  # not held through the figures: 100 MB for 10,000 participants of 31 sketches
     w_table, overall_alpha, consensus, participants, anchoring, bins, distributions = others
     participants = with_exclusions(participants, everyone, consensus, exclusions)

@@ -774,7 +774,9 @@ def participant_origins(ratings: pd.DataFrame) -> pd.Series:
     """Each participant's origin (:attr:`Provenance.origins`), by label; ``table`` for a
     participant that the ratings' provenance does not name (a table built in code)."""
     provenance = ratings.attrs.get("provenance", Provenance())
-    labels = pd.Index(ratings["participant"].astype(str).unique(), name="participant")
+    # The distinct labels first, then their text: not a string for each of millions of rows.
+    distinct = pd.Series(ratings["participant"].unique())
+    labels = pd.Index(distinct.astype(str).unique(), name="participant")
     return pd.Series(dict(provenance.origins), dtype=object).reindex(labels).fillna("table")
 
 
