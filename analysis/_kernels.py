@@ -156,7 +156,7 @@ def _pair_signs(x: np.ndarray, dtype) -> np.ndarray:
             out=signs[:, start:stop],
         )
         start = stop
-    return signs.astype(dtype)
+    return signs.astype(dtype, copy=False)
 
 
 def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR_CELLS):
@@ -377,15 +377,15 @@ def paired_rows_tau_b(
     n = both.sum(axis=1)
 
     n_pairs = items * (items - 1) // 2
-    # Sums of n_pairs terms +-1 and 0: exact in float32 while n_pairs < 2**24.
-    dtype = np.float32 if n_pairs < 2**24 else np.float64
     con_minus_dis = np.empty(rows, dtype=np.float64)
     block = max(1, _BLOCK_BYTES // (max(n_pairs, 1) * 8))
     for start in range(0, rows, block):
         part = slice(start, start + block)
-        sx = _pair_signs(x[part], dtype)
-        sy = _pair_signs(y[part], dtype)
-        con_minus_dis[part] = np.einsum("ij,ij->i", sx, sy)
+        sx = _pair_signs(x[part], np.int8)
+        sy = _pair_signs(y[part], np.int8)
+        # Products of signs are -1, 0 or 1 and their sums whole numbers, exact in int8 and
+        # int64: no conversion to floats for a product of row with row (twice as fast).
+        con_minus_dis[part] = np.multiply(sx, sy, out=sx).sum(axis=1, dtype=np.int64)
 
     tau, pvalue = tau_b_from_counts(
         con_minus_dis, n, tie_sums(tie_group_sizes(x)), tie_sums(tie_group_sizes(y)), alternative
