@@ -240,14 +240,26 @@ def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR
                 y2, y3 = _power_sums(by_value, valid, start + row_gaps, later, columns=False)
                 hit, where = _among(a, row_gaps, stop - start)
                 y_p2[hit], y_p3[hit] = y2[where, b[hit]], y3[where, b[hit]]
-        tau, p = tau_b_from_counts(
-            con_minus_dis,
-            n,
-            ((x_p2 - n) / 2.0, x_p3 - 3.0 * x_p2 + 2.0 * n, 2.0 * x_p3 + 3.0 * x_p2 - 5.0 * n),
-            ((y_p2 - n) / 2.0, y_p3 - 3.0 * y_p2 + 2.0 * n, 2.0 * y_p3 + 3.0 * y_p2 - 5.0 * n),
-            alternative,
-        )
+        multiples = 2.0 * n, 5.0 * n
+        tau, p = tau_b_from_counts(con_minus_dis, n, _tie_terms(x_p2, x_p3, n, *multiples),
+                                   _tie_terms(y_p2, y_p3, n, *multiples), alternative)  # fmt: skip
         yield (a + start).astype(np.int32), (b + start).astype(np.int32), tau, p, n.astype(np.int32)
+
+
+def _tie_terms(p2: np.ndarray, p3: np.ndarray, n: np.ndarray, two_n: np.ndarray,
+               five_n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """The tie terms from the power sums P_2 = ``p2``, P_3 = ``p3`` over ``n`` items:
+    (P_2 - n) / 2, P_3 - 3 P_2 + 2n, 2 P_3 + 3 P_2 - 5n, operation for operation as written
+    (the same bits) but into three arrays; ``p2`` is overwritten."""
+    three_p2 = 3.0 * p2
+    second = np.subtract(p3, three_p2)
+    second += two_n
+    third = np.multiply(2.0, p3)
+    third += three_p2
+    third -= five_n
+    first = np.subtract(p2, n, out=p2)
+    first /= 2.0
+    return first, second, third
 
 
 def in_order(work, jobs, *, weight, threshold: float = 2e6):
