@@ -159,16 +159,19 @@ def box_summary(
     (2.0, 3.0, 4.0, 4.0, [100.0])
     """
     data = np.asarray(values, dtype=np.float64).ravel()
-    data = data[np.isfinite(data)]
+    finite = np.isfinite(data)
+    if not finite.all():  # else no copy: millions of inter-user tau_b a sketch at crowd scale
+        data = data[finite]
     if data.size == 0:
         nan = float("nan")
         return {"med": nan, "q1": nan, "q3": nan, "whislo": nan, "whishi": nan,
                 "fliers": np.empty(0), "mean": nan, "n": 0}  # fmt: skip
     q1, med, q3 = np.percentile(data, [25, 50, 75]) if quartiles is None else quartiles
     reach = whis * (q3 - q1)
-    inside = data[(data >= q1 - reach) & (data <= q3 + reach)]
-    whislo = float(inside.min()) if inside.size else float(q1)
-    whishi = float(inside.max()) if inside.size else float(q3)
+    inside = (data >= q1 - reach) & (data <= q3 + reach)
+    # The extremes within reach without gathering them into a copy first.
+    whislo = float(np.min(data, where=inside, initial=np.inf)) if inside.any() else float(q1)
+    whishi = float(np.max(data, where=inside, initial=-np.inf)) if inside.any() else float(q3)
     fliers = np.sort(data[(data < whislo) | (data > whishi)])
     if max_fliers is not None and fliers.size > max_fliers:
         low = fliers[fliers < whislo]

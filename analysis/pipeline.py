@@ -741,13 +741,14 @@ def _tau_summary(tau: np.ndarray, p: np.ndarray, alpha: float) -> tuple[tuple[fl
     box-plot summary (:func:`~sbir_study.analysis.distribution.box_summary`).
     """
     defined = ~np.isnan(p)
-    tau = tau[defined]
+    if not defined.all():  # else no copies of the sketch's (millions of) pairs
+        tau, p = tau[defined], p[defined]
     if not tau.size:
         return (np.nan,) * 8, box_summary(tau)
     # Every quantile in one selection over the sketch's (millions of) pairs.
     q05, q1, med, q3, q95 = np.quantile(tau, [0.05, 0.25, 0.5, 0.75, 0.95])
     box = box_summary(tau, max_fliers=_MAX_FLIERS, quartiles=(q1, med, q3))
-    numbers = (tau.min(), q05, q1, med, q3, q95, tau.max(), (p[defined] < alpha).mean())
+    numbers = (tau.min(), q05, q1, med, q3, q95, tau.max(), (p < alpha).mean())
     return tuple(map(float, numbers)), box
 
 
