@@ -27,7 +27,7 @@ from .consensus import (
     write_binary_qrels,
     write_qrels,
 )
-from .distribution import binned_medians, box_summary, rating_distribution
+from .distribution import binned_medians, box_summary, linear_quantiles, rating_distribution
 from .limits import PAIRWISE_FULL_ROWS, PAIRWISE_MODES, PAIRWISE_RATERS
 from .orientation import in_paper_orientation, ratings_scale
 from .ratings import (
@@ -745,8 +745,8 @@ def _tau_summary(tau: np.ndarray, p: np.ndarray, alpha: float) -> tuple[tuple[fl
         tau, p = tau[defined], p[defined]
     if not tau.size:
         return (np.nan,) * 8, box_summary(tau)
-    # Every quantile in one selection over the sketch's (millions of) pairs.
-    q05, q1, med, q3, q95 = np.quantile(tau, [0.05, 0.25, 0.5, 0.75, 0.95])
+    # Every quantile from one pass over the sketch's (millions of) pairs, as np.quantile's.
+    q05, q1, med, q3, q95 = linear_quantiles(tau, [0.05, 0.25, 0.5, 0.75, 0.95])
     box = box_summary(tau, max_fliers=_MAX_FLIERS, quartiles=(q1, med, q3))
     numbers = (tau.min(), q05, q1, med, q3, q95, tau.max(), (p < alpha).mean())
     return tuple(map(float, numbers)), box
