@@ -1,5 +1,6 @@
-"""``sbir-study analyze`` at crowd scale, from the command line, beside what a user would
-otherwise run.
+"""``sbir-study analyze`` at crowd scale beside a bare pandas read of the same files.
+
+From the command line, beside what a user would otherwise run.
 
 The ratio (issue 27), in one run: ``analyze --no-figures`` on a simulated study of
 ``--raters`` participants (a BIDS dataset) and of ``--large`` participants (one flat
