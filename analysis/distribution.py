@@ -252,6 +252,10 @@ def linear_quantiles(values, q, *, histogram_from: int = _HISTOGRAM_FROM) -> np.
     before = np.cumsum(chosen_counts) - chosen_counts  # chosen values in earlier bins
     position = ranks - (ends - counts)[needed] + before[needed]
     lower, upper = chosen[position[0]], chosen[position[1]]
+    if ((lower == 0) | (upper == 0)).any():
+        # 0.0 and -0.0 are equal but not the same bits, and which of them a partition puts
+        # at a rank is its own affair.
+        return np.quantile(values, q)
     gamma = virtual - below
     pairs = zip(lower, upper, gamma, strict=True)
     return np.array([np.quantile(np.array([a, b]), g) for a, b, g in pairs])
