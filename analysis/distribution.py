@@ -159,16 +159,19 @@ def box_summary(
     (2.0, 3.0, 4.0, 4.0, [100.0])
     """
     data = np.asarray(values, dtype=np.float64).ravel()
-    data = data[np.isfinite(data)]
+    finite = np.isfinite(data)
+    if not finite.all():  # else no copy: millions of inter-user tau_b a sketch at crowd scale
+        data = data[finite]
     if data.size == 0:
         nan = float("nan")
         return {"med": nan, "q1": nan, "q3": nan, "whislo": nan, "whishi": nan,
                 "fliers": np.empty(0), "mean": nan, "n": 0}  # fmt: skip
     q1, med, q3 = np.percentile(data, [25, 50, 75]) if quartiles is None else quartiles
     reach = whis * (q3 - q1)
-    inside = data[(data >= q1 - reach) & (data <= q3 + reach)]
-    whislo = float(inside.min()) if inside.size else float(q1)
-    whishi = float(inside.max()) if inside.size else float(q3)
+    inside = (data >= q1 - reach) & (data <= q3 + reach)
+    # The extremes within reach without gathering them into a copy first.
+    whislo = float(np.min(data, where=inside, initial=np.inf)) if inside.any() else float(q1)
+    whishi = float(np.max(data, where=inside, initial=-np.inf)) if inside.any() else float(q3)
     fliers = np.sort(data[(data < whislo) | (data > whishi)])
     if max_fliers is not None and fliers.size > max_fliers:
         low = fliers[fliers < whislo]
@@ -186,3 +189,73 @@ def box_summary(
         "mean": float(data.mean()),
         "n": int(data.size),
     }
+
+
+#: From this many values on, :func:`linear_quantiles` selects through a histogram.
+_HISTOGRAM_FROM = 100_000
+_HISTOGRAM_BINS = 1 << 16
+
+
+def linear_quantiles(values, q, *, histogram_from: int = _HISTOGRAM_FROM) -> np.ndarray:
+    """``np.quantile(values, q)`` (method ``"linear"``), bit for bit, faster for many values.
+
+    numpy partitions the values around each order statistic it needs, several passes over
+    millions of values (a sketch's inter-user tau_b at crowd scale: 2 million). Here one
+    pass counts them into 65,536 bins of equal width between the least and the greatest
+    (``(v - least) * scale`` rounds monotonically, so the bins keep the values' order), and
+    only the values of the few bins that hold the needed order statistics are sorted. Each
+    quantile then interpolates between its two order statistics by numpy's own
+    interpolation: ``np.quantile`` of those two at the fractional part of the virtual
+    index (n - 1) q, which numpy computes the same way for the whole array. Fewer than
+    ``histogram_from`` values, NaN or infinities, ``q`` at 1, or values piled into a few
+    bins go to ``np.quantile`` itself.
+
+    Examples
+    --------
+    >>> values = np.random.default_rng(0).normal(size=200_000)
+    >>> q = [0.05, 0.25, 0.5, 0.75, 0.95]
+    >>> bool((linear_quantiles(values, q) == np.quantile(values, q)).all())
+    True
+    """
+    values = np.asarray(values, dtype=np.float64).ravel()
+    q = np.asarray(q, dtype=np.float64)
+    n = values.size
+    if n < max(histogram_from, 2) or q.ndim != 1 or not ((q >= 0) & (q < 1)).all():
+        return np.quantile(values, q)
+    least, greatest = values.min(), values.max()
+    bins = _HISTOGRAM_BINS
+    with np.errstate(all="ignore"):
+        spread = greatest - least
+        scale = bins / spread
+    # NaN or infinities, one value, or a spread too small to divide by: numpy's own way.
+    if not (np.isfinite(spread) and np.isfinite(scale) and spread > 0):
+        return np.quantile(values, q)
+    scaled = np.subtract(values, least)
+    scaled *= scale
+    index = scaled.astype(np.intp)
+    del scaled
+    np.minimum(index, bins - 1, out=index)  # the greatest value: the last bin
+    counts = np.bincount(index, minlength=bins)
+    ends = np.cumsum(counts)
+    virtual = (n - 1) * q
+    below = np.floor(virtual)
+    ranks = np.stack([below.astype(np.intp), below.astype(np.intp) + 1])
+    if (ranks[1] > n - 1).any():
+        return np.quantile(values, q)
+    needed = np.searchsorted(ends, ranks, side="right")
+    wanted = np.zeros(bins, dtype=bool)
+    wanted[needed.ravel()] = True
+    chosen_counts = np.where(wanted, counts, 0)
+    if chosen_counts.sum() > n // 8:
+        return np.quantile(values, q)
+    chosen = np.sort(values[wanted[index]])
+    before = np.cumsum(chosen_counts) - chosen_counts  # chosen values in earlier bins
+    position = ranks - (ends - counts)[needed] + before[needed]
+    lower, upper = chosen[position[0]], chosen[position[1]]
+    if ((lower == 0) | (upper == 0)).any():
+        # 0.0 and -0.0 are equal but not the same bits, and which of them a partition puts
+        # at a rank is its own affair.
+        return np.quantile(values, q)
+    gamma = virtual - below
+    pairs = zip(lower, upper, gamma, strict=True)
+    return np.array([np.quantile(np.array([a, b]), g) for a, b, g in pairs])

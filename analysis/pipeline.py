@@ -27,7 +27,7 @@ from .consensus import (
     write_binary_qrels,
     write_qrels,
 )
-from .distribution import binned_medians, box_summary, rating_distribution
+from .distribution import binned_medians, box_summary, linear_quantiles, rating_distribution
 from .limits import PAIRWISE_FULL_ROWS, PAIRWISE_MODES, PAIRWISE_RATERS
 from .orientation import in_paper_orientation, ratings_scale
 from .ratings import (
@@ -216,8 +216,11 @@ def _analyze_into(
     with ThreadPoolExecutor(1) if pairs >= _PAIRS_BESIDE else _InThisThread() as pool:
         pairwise = pool.submit(_write_pairwise, ratings, cube, out, options, full)
         others = _other_statistics(out, ratings, cube, options, pilot, scale)
+        # Beside the pairs too: after them, it kept one core idle for a second or more. Not
+        # on a thread of its own: beside the other statistics, their peaks of memory add
+        # up (3.7 GiB instead of 3.2 at 10,000 participants).
+        reliability, predicted = _write_reliability(out, cube, options)
         pairwise_p, pairwise_summary, boxes, pairwise_undefined = pairwise.result()
-    reliability, predicted = _write_reliability(out, cube, options)
     del cube  # not held through the figures: 100 MB for 10,000 participants of 31 sketches
     w_table, overall_alpha, consensus, participants, anchoring, bins, distributions = others
     participants = with_exclusions(participants, everyone, consensus, exclusions)
@@ -689,11 +692,16 @@ class _PairwiseWriter:
                                   ("p_value", pa.float64()), ("n_items", pa.int32()),
                                   ("reason", label)])  # fmt: skip
         # Dictionaries for the labels only, and statistics for sketch_id only (readers can skip
-        # row groups by sketch): on the floats both cost more time than they save space.
-        # Snappy rather than zstd: a twentieth larger, half the time (benchmarks/RESULTS.md).
+        # row groups by sketch): on the floats both cost more time than they save space (nearly
+        # every tau_b and p-value is distinct). The floats' bytes split into streams by
+        # significance (BYTE_STREAM_SPLIT), so zstd finds the repeating sign and exponent
+        # bytes: 16% smaller than snappy at the same speed; lossless, as every Parquet
+        # encoding and codec is. zstd's level 1: higher levels take up to twice the time to
+        # save 1% more (docs/outputs.md).
         labels = ["sketch_id", "participant_a", "participant_b", "reason"]
         self._writer = pq.ParquetWriter(
-            path, self._schema, compression="snappy", use_dictionary=labels,
+            path, self._schema, compression="zstd", compression_level=1,
+            use_dictionary=labels, use_byte_stream_split=["tau_b", "p_value"],
             write_statistics=["sketch_id"],
         )  # fmt: skip
 
@@ -735,13 +743,14 @@ def _tau_summary(tau: np.ndarray, p: np.ndarray, alpha: float) -> tuple[tuple[fl
     box-plot summary (:func:`~sbir_study.analysis.distribution.box_summary`).
     """
     defined = ~np.isnan(p)
-    tau = tau[defined]
+    if not defined.all():  # else no copies of the sketch's (millions of) pairs
+        tau, p = tau[defined], p[defined]
     if not tau.size:
         return (np.nan,) * 8, box_summary(tau)
-    # Every quantile in one selection over the sketch's (millions of) pairs.
-    q05, q1, med, q3, q95 = np.quantile(tau, [0.05, 0.25, 0.5, 0.75, 0.95])
+    # Every quantile from one pass over the sketch's (millions of) pairs, as np.quantile's.
+    q05, q1, med, q3, q95 = linear_quantiles(tau, [0.05, 0.25, 0.5, 0.75, 0.95])
     box = box_summary(tau, max_fliers=_MAX_FLIERS, quartiles=(q1, med, q3))
-    numbers = (tau.min(), q05, q1, med, q3, q95, tau.max(), (p[defined] < alpha).mean())
+    numbers = (tau.min(), q05, q1, med, q3, q95, tau.max(), (p < alpha).mean())
     return tuple(map(float, numbers)), box
 
 

@@ -757,9 +757,10 @@ def _recorded_catch_pairs(sidecars: dict[Path, object]) -> tuple[tuple[str, str,
 def _table_origins(frame: pd.DataFrame, default: str) -> tuple[tuple[str, str], ...]:
     """Each participant's origin in a flat table: its ``origin`` column where it has one
     (one of :data:`RECORDED_ORIGINS` or ``table``, one per participant), else ``default``."""
+    if "origin" not in frame:  # the distinct labels' text only, not a string per row
+        distinct = pd.Series(frame["participant"].unique()).astype(str).str.strip()
+        return tuple((label, default) for label in sorted(distinct.unique()))
     labels = frame["participant"].astype(str).str.strip()
-    if "origin" not in frame:
-        return tuple((label, default) for label in sorted(labels.unique()))
     given = frame.assign(_origin=frame["origin"].astype(str).str.strip(), _label=labels)
     allowed = (*RECORDED_ORIGINS, "table")
     _fail_where(given, ~given["_origin"].isin(allowed), "origin", f"one of {', '.join(allowed)}")
@@ -774,7 +775,9 @@ def participant_origins(ratings: pd.DataFrame) -> pd.Series:
     """Each participant's origin (:attr:`Provenance.origins`), by label; ``table`` for a
     participant that the ratings' provenance does not name (a table built in code)."""
     provenance = ratings.attrs.get("provenance", Provenance())
-    labels = pd.Index(ratings["participant"].astype(str).unique(), name="participant")
+    # The distinct labels first, then their text: not a string for each of millions of rows.
+    distinct = pd.Series(ratings["participant"].unique())
+    labels = pd.Index(distinct.astype(str).unique(), name="participant")
     return pd.Series(dict(provenance.origins), dtype=object).reindex(labels).fillna("table")
 
 

@@ -1,23 +1,36 @@
-"""``sbir-study analyze`` at crowd scale, from the command line, beside what a user would
-otherwise write.
+"""``sbir-study analyze`` at crowd scale beside a bare pandas read of the same files.
 
-* ``simulate`` (BIDS, or ``--flat``) and ``analyze`` as a user runs them: a fresh
-  process each, interpreter start and imports included; peak = the child's maximum
-  resident set size (``os.wait4``, as ``/usr/bin/time -v`` reports it);
-* the ``--pairwise auto`` switch: tables at sizes around it, time and size on disk;
-* in the same run, the ways a user would otherwise do it: reading the BIDS files with
-  ``pandas.read_csv`` one file at a time; the all-pairs table with a loop of
-  ``scipy.stats.kendalltau`` (timed on a sample of pairs, scaled to all) and written with
-  ``DataFrame.to_csv`` (the old ``pairwise_tau.csv``) against Parquet.
+From the command line, beside what a user would otherwise run.
 
-    python benchmarks/bench_scale.py [--raters 2000] [--switch 600,700,800,900]
-        [--large 10000] [--large-sketches 31]
+The ratio (issue 27), in one run: ``analyze --no-figures`` on a simulated study of
+``--raters`` participants (a BIDS dataset) and of ``--large`` participants (one flat
+table), each beside a fresh process that does only a plain ``pandas.read_csv`` of the
+same files and the mean rating and rank of every sketch/image pair (the least a user
+without the toolkit would run: :func:`bare_read`), ``--runs`` of each, alternating so
+that both see the same load. Goals: within 2x the bare read at 2,000 raters, within 3x
+at 10,000. Every run is a fresh process (interpreter start and imports included); peak
+= the child's maximum resident set size (``os.wait4``, as ``/usr/bin/time -v``
+reports it); user and system CPU seconds apart (system time is page faults of a large
+working set, mostly). The studies are simulated once (``--seed 1``) into ``--cache``
+and reused.
+
+With ``--extras``, also what the earlier sections of ``RESULTS.md`` measured: the
+``--pairwise auto`` switch (``--switch``), ``analyze`` with figures, ``load_ratings``
+against one ``read_csv`` per file in-process, and the all-pairs table against a loop
+of ``scipy.stats.kendalltau`` and ``DataFrame.to_csv``.
+
+    python benchmarks/bench_scale.py [--raters 2000] [--large 10000] [--runs 5]
+        [--cache /tmp/sbir-bench-scale] [--extras [--switch 600,700,800,900]]
+
+``python benchmarks/bench_scale.py --bare-read PATH`` is the bare read itself (the
+child process the ratio is taken against).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -114,17 +127,86 @@ def pairwise_comparison(table: Path, sketches: int = 1, sample: int = 2000) -> N
              f"{csv / parquet:.1f}x slower; {csv_mib:.1f} MiB")  # fmt: skip
 
 
+def run_split(command: list[str]) -> tuple[float, float, float, float]:
+    """Wall seconds, peak MiB, user and system CPU seconds of one child process."""
+    start = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        with open(os.devnull, "w") as sink:
+            os.dup2(sink.fileno(), 1)
+        os.execv(command[0], command)
+    _, status, usage = os.wait4(pid, 0)
+    seconds = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"failed: {' '.join(command)}")
+    return seconds, usage.ru_maxrss / 1024, usage.ru_utime, usage.ru_stime
+
+
+def cached_study(cache: Path, participants: int, *, flat: bool) -> Path:
+    """A simulated study (``--seed 1``), simulated once into ``cache`` and reused."""
+    cache.mkdir(parents=True, exist_ok=True)
+    study = cache / (f"flat{participants}.csv" if flat else f"bids{participants}")
+    if not study.exists():
+        run([*CLI, "simulate", *(["--flat"] if flat else []), "--out", str(study),
+             "--participants", str(participants), "--seed", "1"])  # fmt: skip
+    return study
+
+
+def ratio_rows(name: str, study: Path, runs: int, goal: float) -> None:
+    """``runs`` of analyze --no-figures and of the bare read, alternating; one row each and
+    the ratio of their medians, with its range over the runs' pairs."""
+    bare = [sys.executable, str(Path(__file__).with_name("bare_read.py")), str(study)]
+    ours, theirs = [], []
+    with tempfile.TemporaryDirectory() as folder:
+        for k in range(runs):
+            theirs.append(run_split(bare))
+            ours.append(run_split([*CLI, "analyze", str(study), "--out", f"{folder}/{k}",
+                                   "--no-figures"]))  # fmt: skip
+    ratios = [a[0] / b[0] for a, b in zip(ours, theirs, strict=True)]
+    ratio = statistics.median(r[0] for r in ours) / statistics.median(r[0] for r in theirs)
+    for label, result in (("analyze --no-figures", ours), ("bare read + consensus", theirs)):
+        wall = sorted(r[0] for r in result)
+        print(f"| {name}: {label} | {wall[0]:.1f}-{wall[-1]:.1f} "
+              f"({statistics.median(wall):.1f}) | "
+              f"{statistics.median(r[2] for r in result):.1f} | "
+              f"{statistics.median(r[3] for r in result):.1f} | "
+              f"{min(r[1] for r in result):,.0f}-{max(r[1] for r in result):,.0f} |",
+              flush=True)  # fmt: skip
+    verdict = "met" if ratio <= goal else "not met"
+    print(f"| {name}: **ratio** | {ratio:.2f}x (runs {min(ratios):.2f}-{max(ratios):.2f}x) | "
+          f"| | goal <= {goal:g}x: {verdict} |", flush=True)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--raters", dest="participants", type=int, default=2000,
-                        help="participants of the simulated study")  # fmt: skip
+                        help="participants of the simulated BIDS study")  # fmt: skip
+    parser.add_argument("--large", type=int, default=10000,
+                        help="participants of the simulated flat table (0: none)")  # fmt: skip
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/sbir-bench-scale"))
+    parser.add_argument("--extras", action="store_true",
+                        help="also the earlier sections' comparisons")  # fmt: skip
     parser.add_argument("--switch", default="600,700,800,900")
-    parser.add_argument("--large", type=int, default=0, help="also a flat table of this size")
-    parser.add_argument("--large-sketches", type=int, default=31)
     args = parser.parse_args()
 
-    print("| run | wall s | CPU s | peak MiB | ratio / note |\n|---|---|---|---|---|")
-    print(f"(load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())})")
+    print(f"(load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}; "
+          f"{args.runs} runs each, alternating)\n")  # fmt: skip
+    print("| study: run | wall s, range (median) | user CPU s (median) | system CPU s (median) "
+          "| peak MiB |\n|---|---|---|---|---|")  # fmt: skip
+    bids = cached_study(args.cache, args.participants, flat=False)
+    ratio_rows(f"{args.participants:,} raters, BIDS", bids, args.runs, goal=2.0)
+    if args.large:
+        large = cached_study(args.cache, args.large, flat=True)
+        ratio_rows(f"{args.large:,} raters, one table", large, args.runs, goal=3.0)
+    print(f"(load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())})")
+    if args.extras:
+        extras(args, bids)
+
+
+def extras(args, bids: Path) -> None:
+    """The comparisons of the earlier sections of ``RESULTS.md``."""
+    print("\n| run | wall s | CPU s | peak MiB | ratio / note |\n|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         for participants in [int(r) for r in args.switch.split(",") if r]:
@@ -140,32 +222,9 @@ def main() -> None:
             line(f"analyze --no-figures, {participants} participants (flat)", seconds, peak, note,
                  cpu=cpu)  # fmt: skip
 
-        bids = folder / "bids"
-        seconds, peak, cpu = run([*CLI, "simulate", "--out", str(bids), "--participants",
-                             str(args.participants), "--seed", "1"])  # fmt: skip
-        line(
-            f"simulate, {args.participants} participants, BIDS ({size_mib(bids):.0f} MiB)",
-            seconds,
-            peak,
-            cpu=cpu,
-        )
-        seconds, peak, cpu = run([*CLI, "analyze", str(bids), "--out", str(folder / "t"),
-                             "--no-figures"])  # fmt: skip
-        line(
-            f"analyze --no-figures, {args.participants} participants, BIDS",
-            seconds,
-            peak,
-            "goal < 15 s",
-            cpu=cpu,
-        )
         seconds, peak, cpu = run([*CLI, "analyze", str(bids), "--out", str(folder / "f")])
-        line(
-            f"analyze with figures, {args.participants} participants, BIDS",
-            seconds,
-            peak,
-            "goal < 30 s",
-            cpu=cpu,
-        )
+        line(f"analyze with figures, {args.participants} participants, BIDS", seconds, peak,
+             "goal < 30 s", cpu=cpu)  # fmt: skip
 
         from sbir_study.analysis import load_ratings
 
@@ -181,19 +240,6 @@ def main() -> None:
         run([*CLI, "simulate", "--flat", "--out", str(flat), "--participants",
              str(args.participants), "--seed", "1"])  # fmt: skip
         pairwise_comparison(flat)
-
-        if args.large:
-            large = folder / "large.csv"
-            seconds, peak, cpu = run([*CLI, "simulate", "--flat", "--out", str(large),
-                                 "--participants", str(args.large), "--sketches",
-                                 str(args.large_sketches), "--seed", "1"])  # fmt: skip
-            line(f"simulate --flat, {args.large} participants x {args.large_sketches} sketches",
-                 seconds, peak, f"{size_mib(large):.0f} MiB", cpu=cpu)  # fmt: skip
-            seconds, peak, cpu = run([*CLI, "analyze", str(large), "--out", str(folder / "l"),
-                                 "--no-figures"])  # fmt: skip
-            line(f"analyze --no-figures, {args.large} participants x {args.large_sketches} "
-                 "sketches", seconds, peak, "goal < 90 s, < 8 GiB (31 sketches)",
-                 cpu=cpu)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -55,8 +55,10 @@ def register(commands) -> None:
         default="auto",
         help="inter-user table of every pair of participants, pairwise_tau.parquet: always "
         f"(full), never (summary), or while it has at most {PAIRWISE_FULL_ROWS:,} rows, about "
-        "800 raters on 31 sketches (auto); pairwise_tau_summary.csv is always written "
-        "(default: auto)",
+        "800 raters on 31 sketches (auto); pairwise_tau_summary.csv is always written. The "
+        "table is zstd-compressed Parquet, every value exact (pandas.read_parquet reads it): "
+        "about 15 bytes a row, so 20 MiB at 300 raters of 31 sketches, 890 MiB at 2,000 "
+        "(62 million rows) (default: auto)",
     )
     parser.add_argument(
         "--pairwise-raters",
