@@ -419,13 +419,13 @@ def _every_rating_rows(summary: Mapping) -> list[tuple]:
             f"{sm['n_significant']} of {sm['n_sketches']}"
             + (f" defined ({undefined_text(sm)})" if undefined_text(sm) else ""),
             "",
-            f"chi-square approximation; {_permutation_text(sm)}",
+            f"chi-square approximation; {permutation_text(sm)}",
             "(not reported)",
         ))  # fmt: skip
     return rows
 
 
-def _permutation_text(sm: Mapping) -> str:
+def permutation_text(sm: Mapping) -> str:
     """What the Skillings-Mack row says of its permutation p-values: how many are
     significant, or, where none was computed, that none was and why (not "0 of 0")."""
     permutations, tested = sm["permutations"], sm["n_permutation_tested"]

@@ -25,7 +25,7 @@ from sbir_study.analysis.figures import (
     plot_sketch_extremes,
     plot_vs_consensus,
 )
-from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings
+from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings, format_summary
 from sbir_study.analysis.report import counted, share_interval, write_report
 from tests.helpers import run_cli, run_main
 
@@ -422,6 +422,10 @@ def test_a_crowd_share_keeps_its_precision_and_the_note_on_independence(study, t
                         "53,376,130 of 61,969,000"]  # fmt: skip
     assert row[2].split(" to ")[0] != row[2].split(" to ")[1]
     assert "which correlations sharing raters are not" in page
+    # analyze's console says it alike.
+    printed = format_summary(summary, out)
+    assert (f"{100 * k / n:.2f}% of 61,969,000 tau_b significant "
+            f"(95% CI {100 * low:.2f}% to {100 * high:.2f}%)") in printed  # fmt: skip
 
 
 def _write(out, summary, path, participants=None, **options):
@@ -452,6 +456,10 @@ def test_permutation_p_values_not_computed_say_why(study, tmp_path):
     assert "(these sketches have 1,990-2,000 raters)" in row[3]
     column = tables.table("sketch")[0].index("p (SM, permutation)")
     assert {r[column] for r in tables.table("sketch")[1:]} == {"not computed (over 50 raters)"}
+    # analyze's console says it alike.
+    (line,) = [x for x in format_summary(summary, out).splitlines() if "Skillings-Mack" in x]
+    assert "0 of 0" not in line
+    assert "permutation p-values not computed for sketches with more than 50 raters" in line
 
 
 @pytest.fixture(scope="module")
