@@ -278,7 +278,7 @@ def _analyze_into(
     with progress.step("summary.json, report.html"):
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         write_report(out / "report.html", summary, w_table, extremes, figure_files, participants,
-                     scale=scale)  # fmt: skip
+                     scale=scale, anchoring=anchoring)  # fmt: skip
     return summary
 
 

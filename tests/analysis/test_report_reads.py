@@ -519,6 +519,34 @@ def test_a_crowd_report_lists_the_participants_a_reader_needs(crowd, tmp_path):
     assert "With more than 12 participants" in page
 
 
+def test_a_participant_who_followed_none_of_the_anchors_is_listed(crowd, tmp_path):
+    summary = json.loads((crowd / "summary.json").read_text())
+    participants = pd.read_csv(crowd / "participants.csv", dtype={"participant": str})
+    middle = participants.sort_values("tau_b_median")["participant"].iloc[12:15].tolist()
+    # Anchoring tests of three anchor sketches each (anchoring.csv's columns): the first of
+    # the middle participants significant on none, the second on one, the third undefined.
+    rows = []
+    for label in participants["participant"]:
+        p_values = [0.01, 0.2, 0.3]
+        if label == middle[0]:
+            p_values = [0.06, 0.2, 0.5]
+        elif label == middle[2]:
+            p_values = [np.nan] * 3
+        rows += [{"participant": label, "sketch_id": f"a{k}", "p_value": p}
+                 for k, p in enumerate(p_values)]  # fmt: skip
+    anchoring = pd.DataFrame(rows)
+    _write(crowd, summary, tmp_path / "report.html", participants,
+           participants_listed_up_to=12, anchoring=anchoring)  # fmt: skip
+    listed = _Tables((tmp_path / "report.html").read_text(encoding="utf-8")).table("participant")
+    why = {r[0]: r[-1] for r in listed[1:]}
+    # The reference: no p-value below the summary's alpha among the defined ones (pandas).
+    defined = anchoring.dropna(subset=["p_value"])
+    none = defined.groupby("participant")["p_value"].min() >= summary["alpha"]
+    assert set(none[none].index) == {middle[0]}
+    assert why[middle[0]] == "followed none of the anchors"
+    assert middle[1] not in why and middle[2] not in why
+
+
 def test_up_to_the_threshold_every_participant_is_listed_as_before(crowd, tmp_path):
     summary = json.loads((crowd / "summary.json").read_text())
     participants = pd.read_csv(crowd / "participants.csv", dtype={"participant": str})
