@@ -39,7 +39,15 @@ from .ratings import (
     participant_origins,
     rating_cube,
 )
-from .report import counted, participant_count, raters_range, undefined_text, write_report
+from .report import (
+    counted,
+    participant_count,
+    permutation_text,
+    raters_range,
+    share_interval,
+    undefined_text,
+    write_report,
+)
 from .significance import summarize_family
 
 __all__ = [
@@ -273,7 +281,7 @@ def _analyze_into(
     with progress.step("summary.json, report.html"):
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         write_report(out / "report.html", summary, w_table, extremes, figure_files, participants,
-                     scale=scale)  # fmt: skip
+                     scale=scale, anchoring=anchoring)  # fmt: skip
     return summary
 
 
@@ -855,24 +863,29 @@ def format_summary(summary: Mapping, out: str | Path) -> str:
     """The lines ``sbir-study analyze`` prints: the headline numbers and where the files are."""
     out = Path(out)
     label = " (simulated data)" if summary["simulated"] else ""
+    sketches = counted(summary["n_sketches"], "sketch", "sketches")
     lines = [
-        f"Analysed {participant_count(summary)}, {summary['n_sketches']} sketches, "
-        f"{summary['n_pairs']} pairs{label}; alternative {summary['alternative']}, "
+        f"Analysed {participant_count(summary)}, {sketches}, "
+        f"{counted(summary['n_pairs'], 'pair')}{label}; alternative {summary['alternative']}, "
         f"alpha {summary['alpha']}."
     ]
     for family, name in _FAMILY_NAMES:
         stats = summary[family]
         undefined = undefined_text(stats)
+        # As the report prints a share: with the decimals its interval needs (a crowd's
+        # millions of tests give an interval narrower than 0.1 points).
+        value, interval = share_interval(
+            stats["share_significant"], stats["wilson_low"], stats["wilson_high"]
+        )
         if stats["n_tests"] and not undefined:
             lines.append(
-                f"  {name}: {stats['share_significant']:.1%} of {stats['n_tests']} tau_b "
-                f"significant (95% CI {stats['wilson_low']:.1%}-{stats['wilson_high']:.1%})"
+                f"  {name}: {value} of {stats['n_tests']:,} tau_b significant "
+                f"(95% CI {interval})"
             )
         elif stats["n_tests"]:
             lines.append(
-                f"  {name}: {stats['share_significant']:.1%} of {stats['n_tests']} defined "
-                f"({undefined}) tau_b significant "
-                f"(95% CI {stats['wilson_low']:.1%}-{stats['wilson_high']:.1%})"
+                f"  {name}: {value} of {stats['n_tests']:,} defined ({undefined}) tau_b "
+                f"significant (95% CI {interval})"
             )
         elif undefined:
             lines.append(f"  {name}: no tau_b defined ({undefined})")
@@ -898,7 +911,7 @@ def format_summary(summary: Mapping, out: str | Path) -> str:
         ordinal, interval = alpha["ordinal"], alpha["interval"]
         lines.append(
             f"  Krippendorff's alpha over all {counted(alpha['n_raters'], 'participant')} and "
-            f"{alpha['n_values']} ratings: ordinal {ordinal['alpha']:.3f} "
+            f"{alpha['n_values']:,} ratings: ordinal {ordinal['alpha']:.3f} "
             f"({_interval_text(ordinal)}), interval {interval['alpha']:.3f} "
             f"({_interval_text(interval)})" + (f"; per sketch {by_sketch}" if by_sketch else "")
         )
@@ -910,8 +923,7 @@ def format_summary(summary: Mapping, out: str | Path) -> str:
         defined = " defined" if undefined else ""
         lines.append(
             f"  Skillings-Mack: {sm['n_significant']} of {sm['n_sketches']}{defined} sketches "
-            f"significant (chi-square), {sm['n_significant_permutation']} of "
-            f"{sm['n_permutation_tested']} by permutation"
+            f"significant (chi-square), {permutation_text(sm)}"
             + (f" ({undefined})" if undefined else "")
         )
     lines += _reliability_lines(summary.get("reliability"))

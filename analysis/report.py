@@ -187,6 +187,7 @@ def write_report(
     *,
     scale: Scale = PAPER_SCALE,
     participants_listed_up_to: int = PARTICIPANTS_LISTED_UP_TO,
+    anchoring: pd.DataFrame | None = None,
 ) -> Path:
     """Write the report page to ``path`` from an analysis' summary, tables and figure files.
 
@@ -194,7 +195,8 @@ def write_report(
     the per-participant table (``participants.csv``) when there is one; ``scale``
     the ratings' scale, named on the page when it is not the paper's. Up to
     ``participants_listed_up_to`` participants every one is listed; beyond, those of
-    :func:`participants_listed`.
+    :func:`participants_listed`, which flags, from ``anchoring`` (``anchoring.csv``) when
+    given, the participants who followed none of the anchors (:func:`anchors_not_followed`).
     """
     path = Path(path)
     parts = [
@@ -212,6 +214,12 @@ def write_report(
     permutations = (summary.get("skillings_mack") or {}).get("permutations") or 0
     parts += _agreement_table(kendall_w, summary["alpha"], permutations, scale)
     if participants is not None:
+        if anchoring is not None:
+            participants = participants.assign(
+                anchors_not_followed=anchors_not_followed(
+                    anchoring, participants["participant"], summary["alpha"]
+                )
+            )
         parts += _participants(participants, participants_listed_up_to)
     parts += _provenance(summary)
     parts.append("</body></html>")
@@ -419,13 +427,13 @@ def _every_rating_rows(summary: Mapping) -> list[tuple]:
             f"{sm['n_significant']} of {sm['n_sketches']}"
             + (f" defined ({undefined_text(sm)})" if undefined_text(sm) else ""),
             "",
-            f"chi-square approximation; {_permutation_text(sm)}",
+            f"chi-square approximation; {permutation_text(sm)}",
             "(not reported)",
         ))  # fmt: skip
     return rows
 
 
-def _permutation_text(sm: Mapping) -> str:
+def permutation_text(sm: Mapping) -> str:
     """What the Skillings-Mack row says of its permutation p-values: how many are
     significant, or, where none was computed, that none was and why (not "0 of 0")."""
     permutations, tested = sm["permutations"], sm["n_permutation_tested"]
@@ -699,8 +707,10 @@ def participants_listed(
     paper's, participant included) and every flagged participant.
 
     Flagged: a session that did not finish, an excluded participant, a failed catch pair, a
-    simulated participant among more people, no tau_b against the consensus. Returns, by row of
-    ``participants`` (in its order), why each listed participant is listed ("" up to
+    participant who followed none of the anchors (column ``anchors_not_followed``, when
+    there), a simulated participant among more people, no tau_b against the consensus.
+    Returns, by row of ``participants`` (in its order), why each listed participant is
+    listed ("" up to
     ``up_to``): "lowest", "highest" (median tau_b) and the flags, joined by "; ".
     """
     if len(participants) <= up_to:
@@ -723,6 +733,8 @@ def participants_listed(
         flags.append((participants["excluded"].fillna(False).astype(bool), "excluded"))
     if "n_catch_failed" in participants:
         flags.append((participants["n_catch_failed"].fillna(0) > 0, "failed a catch pair"))
+    if "anchors_not_followed" in participants:
+        flags.append((participants["anchors_not_followed"], "followed none of the anchors"))
     if "origin" in participants:
         # Simulated participants mixed into a study of people stand out; in a simulated
         # study (the banner says so) every one would be flagged, which says nothing.
@@ -733,6 +745,25 @@ def participants_listed(
         for k in np.flatnonzero(np.asarray(flagged, dtype=bool)):
             reasons[k].append(why)
     return pd.Series(["; ".join(r) for r in reasons], index=participants.index, dtype=object)
+
+
+def anchors_not_followed(anchoring: pd.DataFrame, labels: pd.Series, alpha: float) -> pd.Series:
+    """Whether each participant of ``labels`` followed none of the anchors: their tau_b
+    against the prescribed ratings (``anchoring.csv``, the paper's anchoring consistency)
+    is defined for at least one anchor sketch and significant (p < ``alpha``) for none.
+
+    False for a participant with no defined anchoring test (no anchors, or constant
+    ratings: the table's ``reason`` says which), by position of ``labels``.
+
+    >>> table = pd.DataFrame({"participant": ["01", "01", "02", "02", "03"],
+    ...                       "p_value": [0.2, 0.01, 0.3, 0.4, float("nan")]})
+    >>> anchors_not_followed(table, pd.Series(["01", "02", "03", "04"]), 0.05).tolist()
+    [False, True, False, False]
+    """
+    defined = anchoring.dropna(subset=["p_value"])
+    by_participant = (defined["p_value"] < alpha).groupby(defined["participant"].astype(str))
+    failed = ~by_participant.any()
+    return labels.astype(str).map(failed).fillna(False).astype(bool).set_axis(labels.index)
 
 
 def _participants(participants: pd.DataFrame, up_to: int = PARTICIPANTS_LISTED_UP_TO) -> list[str]:
@@ -774,8 +805,10 @@ def _participants(participants: pd.DataFrame, up_to: int = PARTICIPANTS_LISTED_U
         f" With more than {up_to:,} participants the table lists those a reader needs: the "
         f"{PARTICIPANTS_AT_EACH_END} lowest and the {PARTICIPANTS_AT_EACH_END} highest by "
         "median tau_b against the consensus (inclusive), and every flagged one (a session "
-        "that did not finish, an excluded participant, a failed catch pair, a simulated "
-        "participant among more people, no tau_b against the consensus), "
+        "that did not finish, an excluded participant, a failed catch pair, a participant "
+        "whose tau_b against the anchors' prescribed ratings is significant for none of the "
+        "anchor sketches, a simulated participant among more people, no tau_b against the "
+        "consensus), "
         f"{len(rows):,} of {len(participants):,}, in the order of their median tau_b; "
         "<code>participants.csv</code> holds every participant."
         if truncated

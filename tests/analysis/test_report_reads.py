@@ -25,7 +25,7 @@ from sbir_study.analysis.figures import (
     plot_sketch_extremes,
     plot_vs_consensus,
 )
-from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings
+from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings, format_summary
 from sbir_study.analysis.report import counted, share_interval, write_report
 from tests.helpers import run_cli, run_main
 
@@ -422,6 +422,10 @@ def test_a_crowd_share_keeps_its_precision_and_the_note_on_independence(study, t
                         "53,376,130 of 61,969,000"]  # fmt: skip
     assert row[2].split(" to ")[0] != row[2].split(" to ")[1]
     assert "which correlations sharing raters are not" in page
+    # analyze's console says it alike.
+    printed = format_summary(summary, out)
+    assert (f"{100 * k / n:.2f}% of 61,969,000 tau_b significant "
+            f"(95% CI {100 * low:.2f}% to {100 * high:.2f}%)") in printed  # fmt: skip
 
 
 def _write(out, summary, path, participants=None, **options):
@@ -452,6 +456,10 @@ def test_permutation_p_values_not_computed_say_why(study, tmp_path):
     assert "(these sketches have 1,990-2,000 raters)" in row[3]
     column = tables.table("sketch")[0].index("p (SM, permutation)")
     assert {r[column] for r in tables.table("sketch")[1:]} == {"not computed (over 50 raters)"}
+    # analyze's console says it alike.
+    (line,) = [x for x in format_summary(summary, out).splitlines() if "Skillings-Mack" in x]
+    assert "0 of 0" not in line
+    assert "permutation p-values not computed for sketches with more than 50 raters" in line
 
 
 @pytest.fixture(scope="module")
@@ -509,6 +517,34 @@ def test_a_crowd_report_lists_the_participants_a_reader_needs(crowd, tmp_path):
     assert f"{len(rows)} of 30 participants" in page
     assert "participants.csv</code> holds every participant" in page
     assert "With more than 12 participants" in page
+
+
+def test_a_participant_who_followed_none_of_the_anchors_is_listed(crowd, tmp_path):
+    summary = json.loads((crowd / "summary.json").read_text())
+    participants = pd.read_csv(crowd / "participants.csv", dtype={"participant": str})
+    middle = participants.sort_values("tau_b_median")["participant"].iloc[12:15].tolist()
+    # Anchoring tests of three anchor sketches each (anchoring.csv's columns): the first of
+    # the middle participants significant on none, the second on one, the third undefined.
+    rows = []
+    for label in participants["participant"]:
+        p_values = [0.01, 0.2, 0.3]
+        if label == middle[0]:
+            p_values = [0.06, 0.2, 0.5]
+        elif label == middle[2]:
+            p_values = [np.nan] * 3
+        rows += [{"participant": label, "sketch_id": f"a{k}", "p_value": p}
+                 for k, p in enumerate(p_values)]  # fmt: skip
+    anchoring = pd.DataFrame(rows)
+    _write(crowd, summary, tmp_path / "report.html", participants,
+           participants_listed_up_to=12, anchoring=anchoring)  # fmt: skip
+    listed = _Tables((tmp_path / "report.html").read_text(encoding="utf-8")).table("participant")
+    why = {r[0]: r[-1] for r in listed[1:]}
+    # The reference: no p-value below the summary's alpha among the defined ones (pandas).
+    defined = anchoring.dropna(subset=["p_value"])
+    none = defined.groupby("participant")["p_value"].min() >= summary["alpha"]
+    assert set(none[none].index) == {middle[0]}
+    assert why[middle[0]] == "followed none of the anchors"
+    assert middle[1] not in why and middle[2] not in why
 
 
 def test_up_to_the_threshold_every_participant_is_listed_as_before(crowd, tmp_path):
