@@ -40,7 +40,14 @@ import sys
 import threading
 import warnings
 
-from sbir_study.foundation.provenance import DISTRIBUTION as PROG
+try:
+    from sbir_study.foundation.provenance import DISTRIBUTION as PROG
+except KeyboardInterrupt:
+    # Ctrl-C while the command line loads, before main() handles interrupts: nothing has
+    # been written, and the user gets the one line, not a traceback through the imports.
+    print("sbir-study: interrupted (SIGINT) while starting; nothing was written",
+          file=sys.stderr)  # fmt: skip
+    raise SystemExit(130) from None
 
 __all__ = ["FAMILIES", "build_parser", "main"]
 

@@ -45,9 +45,9 @@ def _files(stimulus_set) -> dict[str, list[int]]:
 
 
 def _version() -> str:
-    from sbir_study import __version__
+    from sbir_study.foundation.provenance import toolkit_version
 
-    return __version__
+    return toolkit_version()
 
 
 def _kept(path: Path, folder: Path):
