@@ -234,9 +234,10 @@ def load_run(name, server, args, db_url=None, baseline_file=None) -> dict:
         for line in baseline_file.read_text().splitlines():
             path = line.split("\t", 1)[0].split("/")
             keys.append((path[3], int(path[5])))
-    row["stored"] = len(set(keys))
-    row["stored_twice"] = len(keys) - len(set(keys))
-    row["lost"] = sum(1 for key in result.acknowledged if key not in set(keys))
+    stored = set(keys)
+    row["stored"] = len(stored)
+    row["stored_twice"] = len(keys) - len(stored)
+    row["lost"] = sum(1 for key in result.acknowledged if key not in stored)
     print(json.dumps(row), flush=True)
     return row
 
