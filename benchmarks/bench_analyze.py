@@ -38,6 +38,12 @@ def run_usage(command: list[str]) -> tuple[float, float, float]:
     CPU time is steadier than wall time on a shared machine; on 2 cores the wall time of a
     quiet machine lies between CPU / 2 (all threaded) and CPU (all single-threaded).
     """
+    seconds, peak, user, system = run_split(command)
+    return seconds, peak, user + system
+
+
+def run_split(command: list[str]) -> tuple[float, float, float, float]:
+    """Wall seconds, peak MiB, user and system CPU seconds of one child process."""
     start = time.perf_counter()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
@@ -48,7 +54,7 @@ def run_usage(command: list[str]) -> tuple[float, float, float]:
     seconds = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"failed: {' '.join(command)}")
-    return seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+    return seconds, usage.ru_maxrss / 1024, usage.ru_utime, usage.ru_stime
 
 
 def measure(command: list[str], repeat: int) -> dict:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from bench_analyze import run_usage  # one child process: seconds, peak MiB, CPU seconds
+from bench_analyze import run_split, run_usage  # one child: seconds, peak MiB, CPU
 
 # The console script a user runs, from the same environment.
 CLI = [str(Path(sys.executable).with_name("sbir-study"))]
@@ -125,21 +125,6 @@ def pairwise_comparison(table: Path, sketches: int = 1, sample: int = 2000) -> N
         csv_mib = size_mib(Path(folder) / "pairs.csv")
         line("writing it: DataFrame.to_csv (the former pairwise_tau.csv)", csv, "-",
              f"{csv / parquet:.1f}x slower; {csv_mib:.1f} MiB")  # fmt: skip
-
-
-def run_split(command: list[str]) -> tuple[float, float, float, float]:
-    """Wall seconds, peak MiB, user and system CPU seconds of one child process."""
-    start = time.perf_counter()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - child
-        with open(os.devnull, "w") as sink:
-            os.dup2(sink.fileno(), 1)
-        os.execv(command[0], command)
-    _, status, usage = os.wait4(pid, 0)
-    seconds = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"failed: {' '.join(command)}")
-    return seconds, usage.ru_maxrss / 1024, usage.ru_utime, usage.ru_stime
 
 
 def cached_study(cache: Path, participants: int, *, flat: bool) -> Path:
