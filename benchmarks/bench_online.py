@@ -33,6 +33,11 @@
    alternated twice. Reported: trials/s, CPU per trial and latency p50/p99 of each, so the
    lever is measured side by side on whatever machine runs it.
 
+2b. Session starts beside trials, in process (no HTTP): 100 participants on SQLite each store
+   one trial a second while 17 new participants a second start (1,000 arriving over 60 s),
+   against the same trials alone, alternated twice, 20 s each. Reported: trial time and
+   start time p50/p99, starts done of those offered, CPU: what the starts cost the trials.
+
 3. Browser: one participant in headless Chromium rates ``--trials`` pairs (0.6 s + 0.4 s),
    one to three key presses per trial at random times, sent through the DevTools protocol.
    Reported: recorded time - sent time of every press and of each final rating (rt), and
@@ -362,6 +367,83 @@ def write_path_run(folder: Path, stimuli: Path, participants=32, trials=40) -> l
     return rows
 
 
+def starts_run(folder: Path, stimuli: Path, writers=100, rate=17.0, seconds=20.0) -> list[dict]:
+    """Trials alone against trials while a crowd arrives, in process (see the docstring, 2b)."""
+    import random
+
+    from sbir_study.study.online.participant_routes import TrialIn
+    from tests.study.online.support import make_client, report
+
+    rows = []
+    for number, kind in enumerate(["trials alone", "trials while starts arrive"] * 2):
+        where = folder / f"starts-{number}"
+        where.mkdir()
+        study = make_client(where, stimuli).study
+        work = []
+        for k in range(writers):
+            token = "t" * 32 + str(k)
+            state, _ = study.create_session(
+                f"w{k}", token, details={}, environment={"refresh_hz": 60.0}, url_parameters={}
+            )
+            bodies = [
+                TrialIn(**report(state["trials"][n - 1], n)).model_dump()
+                for n in range(1, int(seconds) + 3)
+            ]
+            work.append((state["session_id"], token, bodies))
+        trial_times, start_times = [], []
+        end = time.monotonic() + seconds
+
+        def post(session_id, token, bodies, study=study, times=trial_times, end=end):
+            due = time.monotonic() + random.random()  # one trial a second, as the test protocol
+            for n, body in enumerate(bodies, start=1):
+                time.sleep(max(0.0, due - time.monotonic()))
+                if time.monotonic() > end:
+                    return
+                began = time.perf_counter()
+                study.store_trial(session_id, token, n, body)
+                times.append(time.perf_counter() - began)
+                due += 1.0
+
+        def arrive(j, threads=6, study=study, times=start_times, end=end, number=number):
+            due, k = time.monotonic() + j / rate, 0
+            while True:
+                time.sleep(max(0.0, due - time.monotonic()))
+                if time.monotonic() > end:
+                    return
+                began = time.perf_counter()
+                study.create_session(
+                    f"a{number}x{j}x{k}",
+                    "u" * 32 + f"{j}x{k}",
+                    details={},
+                    environment={"refresh_hz": 60.0},
+                    url_parameters={},
+                )
+                times.append(time.perf_counter() - began)
+                k, due = k + 1, due + threads / rate
+
+        threads = [threading.Thread(target=post, args=item) for item in work]
+        if kind != "trials alone":
+            threads += [threading.Thread(target=arrive, args=(j,)) for j in range(6)]
+        cpu = time.process_time()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        row = {
+            "starts": kind,
+            "trials": len(trial_times),
+            "trial": percentiles(trial_times),
+            "starts_done": len(start_times),
+            "starts_offered": 0 if kind == "trials alone" else int(rate * seconds),
+            "start": percentiles(start_times),
+            "cpu_cores": round((time.process_time() - cpu) / seconds, 2),
+        }
+        study.engine.dispose()
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
 def browser_run(folder: Path, stimuli: Path, trials: int) -> dict:
     protocol = write_protocol(folder, anchoring={"enabled": False, "repeat": False})
     server = Server(protocol, stimuli, folder / "browser-data").start()
@@ -502,7 +584,10 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=3, help="client processes")
     parser.add_argument("--trials", type=int, default=120)
     parser.add_argument(
-        "--skip", choices=("load", "write-path", "browser"), action="append", default=[]
+        "--skip",
+        choices=("load", "write-path", "starts", "browser"),
+        action="append",
+        default=[],
     )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument(
@@ -553,6 +638,8 @@ def main() -> None:
                 results["two_servers"] = two_server_run(folder, protocol, stimuli, args)
         if "write-path" not in args.skip:
             results["write_path"] = write_path_run(folder, stimuli)
+        if "starts" not in args.skip:
+            results["starts"] = starts_run(folder, stimuli)
         if "browser" not in args.skip:
             results["browser"] = browser_run(folder, stimuli, args.trials)
         print(json.dumps(results, indent=2))

@@ -51,11 +51,10 @@ from sbir_study.foundation.checks import InputError, check_option
 from sbir_study.foundation.progress import counter
 from sbir_study.foundation.scale import PAPER_SCALE, Scale
 
-from .manifest import write_checksums, write_manifest
+from .manifest import GENERATOR_FILE, write_checksums, write_manifest
 
 __all__ = ["GENERATOR_FILE", "SetDesign", "generate_set", "latent_rating"]
 
-GENERATOR_FILE = "generator.json"
 _SUPERSAMPLE = 2
 
 

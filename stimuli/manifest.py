@@ -37,6 +37,7 @@ from sbir_study.foundation.tables import COLON, read_table, read_text
 
 __all__ = [
     "CHECKSUMS",
+    "GENERATOR_FILE",
     "MANIFEST",
     "MANIFEST_COLUMNS",
     "ROLES",
@@ -49,6 +50,9 @@ __all__ = [
 
 MANIFEST = "manifest.csv"
 CHECKSUMS = "SHA256SUMS"
+#: What ``stimuli generate`` records of a set it made (its design, its anchors' scale). Here,
+#: not in :mod:`.generate`, so that reading it (``serve``'s start) does not import PIL.
+GENERATOR_FILE = "generator.json"
 MANIFEST_COLUMNS = ("sketch_id", "image_id", "sketch_path", "image_path", "role")
 ROLES = ("main", "anchor", "candidate")
 

@@ -205,7 +205,7 @@ def _anchors_meant_for(folder: Path, prescribed: pd.Series, scale: Scale) -> str
     (``AnchorScale``; absent, the paper's); an imported set says nothing, and then only
     the prescribed ratings' range is looked at.
     """
-    from sbir_study.stimuli.generate import GENERATOR_FILE
+    from sbir_study.stimuli.manifest import GENERATOR_FILE
 
     generator = Path(folder) / GENERATOR_FILE
     meant = None

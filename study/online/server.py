@@ -156,6 +156,8 @@ def serve(
         # open 30 s between requests (uvicorn's default is 5 s), a pause or a slow trial does
         # not cost a new connection.
         "timeout_keep_alive": 30,
+        # No websockets are served: their protocol's modules are not imported at start.
+        "ws": "none",
     }
     if workers > 1:
         study.engine.dispose()

@@ -27,6 +27,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal, get_args
 
+import numpy as np
 import pandas as pd
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
@@ -38,7 +39,7 @@ from ..protocol import Protocol, protocol_dict
 from ..responses import rating_key_map
 from ..screens import instruction_texts
 from ..texts import fill
-from ..trials import build_trials, draw_seed
+from ..trials import TRIAL_COLUMNS, build_trials, draw_seed
 from . import queries, storage
 from .assignment import choose_list, list_manifest, split_lists
 from .keys import BROWSER_CODES
@@ -151,6 +152,7 @@ class OnlineStudy:
     max_aspect: float | None = None
     _sessions: dict = field(default_factory=dict, repr=False)
     _manifests: dict = field(default_factory=dict, repr=False)
+    _orders: dict = field(default_factory=dict, repr=False)
     _images: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -215,6 +217,14 @@ class OnlineStudy:
                 )
             self._images[path] = data
         return data
+
+    def _list_order(self, index: int) -> ListOrder:
+        """List ``index``'s pairs as the trial order's rows, made once (they never change)."""
+        kept = self._orders.get(index)
+        if kept is None:
+            kept = ListOrder.of(self.protocol, self._list_manifest(index))
+            self._orders[index] = kept
+        return kept
 
     def _list_manifest(self, index: int) -> pd.DataFrame:
         """The manifest a participant of list ``index`` sees (kept: it never changes)."""
@@ -358,63 +368,72 @@ class OnlineStudy:
         self.check_participant_id(source_id)
         online = self.protocol.online
         now = storage.now()
-        # The trial order (tens of milliseconds of pandas for a paper-size list) is built
-        # before the list lock is taken, for the list the counts point to now; under the
-        # lock the choice is made again, and only if it differs is the order built there.
-        # Held for the build, the lock made a crowd's starts queue one behind the other.
+        # The trial order is drawn before the write, for the list the counts point to now;
+        # in the write the choice is made again, and only if it differs is it drawn there
+        # (a millisecond: ListOrder). The write is queued to the trial writer (GroupCommit),
+        # so a crowd's starts share its commits and never wait for the write lock with it.
         seed = draw_seed()
         with storage.reading(self.engine) as connection:
             guess = choose_list(
                 self._participants(connection, now), len(self.lists), online.raters_per_list
             )
-        built = None
-        if guess is not None:
-            built = build_trials(self.protocol, self._list_manifest(guess), seed)
-        with self.engine.begin() as connection:
+        drawn = None if guess is None else self._list_order(guess).rows(seed)
+        drawn_json = None if drawn is None else storage.dumps(drawn)
+        token_sha256 = _digest(token)
+        environment_json = storage.dumps({**environment, "software": _software()})
+
+        def write(connection) -> tuple[str, dict | None]:
+            # Refuses (409) only before writing (GroupCommit's rule).
             queries.lock_list_choice(connection)
             taken = connection.execute(
                 queries.SESSION_OF_SOURCE, {"study": self.study_id, "source_id": source_id}
             ).first()
             if taken is not None:
-                if hmac.compare_digest(taken.token_sha256, _digest(token)):
-                    session_id = taken.id
-                    created = False
-                else:
-                    raise ServiceError(409, self.protocol.texts.already_started)
+                if hmac.compare_digest(taken.token_sha256, token_sha256):
+                    return taken.id, None
+                raise ServiceError(409, self.protocol.texts.already_started)
+            label = participant_label(source_id, _LabelsOfStudy(connection, self.study_id))
+            index = choose_list(
+                self._participants(connection, now), len(self.lists), online.raters_per_list
+            )
+            if index is None:
+                raise ServiceError(409, self.protocol.texts.study_full)
+            if index == guess:
+                rows, rows_json = drawn, drawn_json
             else:
-                label = participant_label(source_id, _LabelsOfStudy(connection, self.study_id))
-                index = choose_list(
-                    self._participants(connection, now), len(self.lists), online.raters_per_list
-                )
-                if index is None:
-                    raise ServiceError(409, self.protocol.texts.study_full)
-                order = built
-                if index != guess:
-                    order = build_trials(self.protocol, self._list_manifest(index), seed)
-                session_id = secrets.token_hex(16)
-                software = _software()
-                connection.execute(
-                    queries.INSERT_SESSION,
-                    {
-                        "id": session_id,
-                        "study_id": self.study_id,
-                        "participant": label,
-                        "source_id": source_id,
-                        "token_sha256": _digest(token),
-                        "list_index": index,
-                        "seed": seed,
-                        "n_trials": len(order),
-                        "trial_order": storage.dumps(_order_rows(order)),
-                        "status": "running",
-                        "created_at": now,
-                        "last_seen_at": now,
-                        "finished_at": None,
-                        "details": storage.dumps(dict(details)),
-                        "environment": storage.dumps({**environment, "software": software}),
-                        "url_parameters": storage.dumps(dict(url_parameters)),
-                    },
-                )
-                created = True
+                rows = self._list_order(index).rows(seed)
+                rows_json = storage.dumps(rows)
+            session_id = secrets.token_hex(16)
+            facts = {
+                "id": session_id,
+                "participant": label,
+                "source_id": source_id,
+                "token_sha256": token_sha256,
+                "n_trials": len(rows),
+                "environment": environment_json,
+                "list_index": index,
+                "created_at": now,
+            }
+            connection.execute(
+                queries.INSERT_SESSION,
+                {
+                    **facts,
+                    "study_id": self.study_id,
+                    "seed": seed,
+                    "trial_order": rows_json,
+                    "status": "running",
+                    "last_seen_at": now,
+                    "finished_at": None,
+                    "details": storage.dumps(dict(details)),
+                    "url_parameters": storage.dumps(dict(url_parameters)),
+                },
+            )
+            return session_id, {**facts, "order": rows}
+
+        session_id, facts = self.writer.run(write)
+        created = facts is not None
+        if created:  # committed now: kept as authorise() would read them
+            self._keep(session_id, facts)
         return self.session_state(session_id, token), created
 
     def _participants(self, connection, now: float) -> dict[int, int]:
@@ -443,13 +462,16 @@ class OnlineStudy:
                 raise ServiceError(404, f"no session {session_id!r} in this study")
             session = dict(row)
             session["order"] = json.loads(session.pop("trial_order"))
-            with self._lock:
-                if len(self._sessions) > 50_000:
-                    self._sessions.clear()
-                self._sessions[session_id] = session
+            self._keep(session_id, session)
         if not hmac.compare_digest(session["token_sha256"], _digest(token)):
             raise ServiceError(403, f"the token does not belong to session {session_id!r}")
         return session
+
+    def _keep(self, session_id: str, session: dict) -> None:
+        with self._lock:
+            if len(self._sessions) > 50_000:
+                self._sessions.clear()
+            self._sessions[session_id] = session
 
     def order(self, session: Mapping) -> list[list]:
         """The session's trial order."""
@@ -742,20 +764,68 @@ class _LabelsOfStudy:
 
 
 def _order_rows(order: pd.DataFrame) -> list[list]:
-    columns = [
-        "trial",
-        "phase",
-        "sketch_id",
-        "image_id",
-        "anchor_rating",
-        "sketch_path",
-        "image_path",
-    ]
-    rows = order[columns].to_numpy(dtype=object).tolist()
+    """A trial order as stored: one list per trial, :data:`ORDER_COLUMNS`, plain Python values."""
+    rows = order[list(ORDER_COLUMNS)].to_numpy(dtype=object).tolist()
     for row in rows:
         row[0] = int(row[0])
         row[4] = None if pd.isna(row[4]) else int(row[4])
     return rows
+
+
+#: A stored trial order's columns (``sessions.trial_order``: one list of these per trial).
+ORDER_COLUMNS = TRIAL_COLUMNS
+
+
+@dataclass(frozen=True)
+class ListOrder:
+    """A list's pairs, ready to be put in a participant's order: :meth:`rows` is
+    ``_order_rows(build_trials(protocol, list_manifest, seed))`` without pandas.
+
+    A session's start built its 1,282-trial order with pandas (``build_trials``: about 17 ms
+    of CPU of the start's 25) while a crowd arrived at 17 starts a second. The pairs and
+    their rows depend on the list only; the seed draws the main block's permutation, then
+    each anchor repeat's slot (:func:`~sbir_study.foundation.trial_order.session_order`'s
+    draws, in its order). So the rows are made once per list, from ``build_trials`` itself,
+    and each start only draws. A test compares the two over generated sets, seeds and
+    anchoring settings.
+    """
+
+    #: The anchor pairs' rows in the demo's order (sketch, then prescribed rating).
+    anchors: tuple[tuple, ...]
+    #: The main pairs' rows in the manifest's order.
+    main: tuple[tuple, ...]
+    repeat: bool
+    repeat_from: float
+
+    @classmethod
+    def of(cls, protocol: Protocol, manifest: pd.DataFrame) -> ListOrder:
+        """The rows of ``manifest``'s pairs as ``build_trials`` writes them for ``protocol``."""
+        seed = 0
+        built = _order_rows(build_trials(protocol, manifest, seed))
+        anchors = tuple(tuple(row[2:]) for row in built if row[1] == "anchor_demo")
+        drawn = [tuple(row[2:]) for row in built if row[1] == "main"]
+        # build_trials put main pair k of the manifest at place j where permutation[j] == k.
+        permutation = np.random.default_rng(seed).permutation(len(drawn))
+        main: list = [None] * len(drawn)
+        for place, pair in zip(permutation, drawn, strict=True):
+            main[int(place)] = pair
+        anchoring = protocol.anchoring
+        return cls(anchors, tuple(main), anchoring.enabled and anchoring.repeat,
+                   anchoring.repeat_from)  # fmt: skip
+
+    def rows(self, seed: int) -> list[list]:
+        """The order of a participant of this list with ``seed``, as stored."""
+        rng = np.random.default_rng(seed)
+        block = [("main", self.main[k]) for k in rng.permutation(len(self.main)).tolist()]
+        if self.repeat and self.anchors:
+            start = int(np.ceil(self.repeat_from * len(block)))
+            # As session_order: a repeat drawn into slot k goes just before main trial k.
+            slots = rng.integers(start, len(block) + 1, size=len(self.anchors))
+            keys = np.concatenate([np.arange(len(block)), slots - 0.5])
+            both = block + [("anchor_repeat", pair) for pair in self.anchors]
+            block = [both[k] for k in np.argsort(keys, kind="stable").tolist()]
+        ordered = [("anchor_demo", pair) for pair in self.anchors] + block
+        return [[number, phase, *pair] for number, (phase, pair) in enumerate(ordered, start=1)]
 
 
 @functools.lru_cache(maxsize=100_000)

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from sbir_study.foundation.checks import InputError
 from sbir_study.study.online.assignment import choose_list, list_manifest, split_lists
 from sbir_study.study.online.keys import BROWSER_CODES, browser_key_name
-from sbir_study.study.online.service import stimulus_pixels
-from sbir_study.study.protocol import Online, Protocol, load_protocol
+from sbir_study.study.online.service import ListOrder, stimulus_pixels
+from sbir_study.study.protocol import Anchoring, Online, Protocol, load_protocol
+from sbir_study.study.trials import build_trials
 from tests.study.online.support import write_protocol
 
 
@@ -116,6 +117,32 @@ def test_lists_split_the_main_pairs_evenly(manifest, subset, lists, seed):
     assert set(shown.index) == set(parts[0].index) | set(
         manifest.index[manifest["role"] == "anchor"]
     )
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    manifests(),
+    st.integers(0, 2**63 - 1),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([0.0, 0.3, 0.5, 0.99]),
+    st.integers(0, 3),
+)
+def test_a_list_order_is_build_trials_order(manifest, seed, enabled, repeat, repeat_from, drop):
+    """serve draws a participant's order from rows made once per list (ListOrder): the same
+    trials, phases and prescribed ratings as build_trials (the lab's and the simulator's
+    rule, read here through pandas) for every seed and anchoring setting."""
+    manifest = manifest.drop(index=manifest.index[manifest["role"] == "anchor"][:drop])
+    anchoring = Anchoring(enabled=enabled, repeat=repeat, repeat_from=repeat_from)
+    protocol = replace(Protocol(), anchoring=anchoring)
+    columns = ["trial", "phase", "sketch_id", "image_id", "anchor_rating", "sketch_path",
+               "image_path"]  # fmt: skip
+    built = build_trials(protocol, manifest, seed)[columns]
+    expected = [
+        [int(trial), phase, sketch, image, None if pd.isna(rating) else int(rating), sp, ip]
+        for trial, phase, sketch, image, rating, sp, ip in built.itertuples(index=False, name=None)
+    ]
+    assert ListOrder.of(protocol, manifest).rows(seed) == expected
 
 
 @given(st.lists(st.integers(0, 50), min_size=1, max_size=12), st.integers(0, 60))
