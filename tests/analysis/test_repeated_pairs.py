@@ -12,7 +12,7 @@ PHASES = ["practice", "main", "anchor_demo", "anchor_repeat"]
 PHASES_TYPE = pd.CategoricalDtype(PHASES)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.data(), st.integers(0, 30), st.booleans())
 def test_any_repeated_is_pandas_duplicated(data, rows, categorical):
     labels = st.one_of(st.none(), st.sampled_from(["a", "b", "c", "10", "1"]))
