@@ -270,19 +270,24 @@ def in_order(work, jobs, *, weight, threshold: float = 2e6):
     pairs) run side by side on threads, one per core, with one job computed
     ahead per core. When the first job weighs less than ``threshold`` (a
     paper-sized study, where starting threads costs more than it saves), or on
-    one core, they run one after the other: the results are the same either way.
+    one core or with ``$SBIR_STUDY_THREADS=1`` (:func:`threads`), they run one after the
+    other: the results are the same either way.
     While threads run, BLAS is held to one thread each, so the cores are not
     asked for more threads than they have.
     """
-    workers = _cores()
+    workers = threads()
     jobs = iter(jobs)
     first = next(jobs, None)
     if first is None:
         return
     if workers < 2 or weight(first) < threshold:
-        yield work(*first)
-        for job in jobs:
-            yield work(*job)
+        # Held to one thread (``$SBIR_STUDY_THREADS=1``), a crowd-scale study's BLAS
+        # products are too.
+        one = workers < 2 and weight(first) >= threshold and THREADS_VARIABLE in os.environ
+        with _blas_threads().limit(limits=1, user_api="blas") if one else contextlib.nullcontext():
+            yield work(*first)
+            for job in jobs:
+                yield work(*job)
         return
     ahead = collections.deque()
     with _blas_threads().limit(limits=1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
@@ -299,8 +304,23 @@ def in_order(work, jobs, *, weight, threshold: float = 2e6):
                 future.cancel()
 
 
-def _cores() -> int:
-    """The cores this process may run on (at most 8: each thread holds a sketch's pairs)."""
+#: Sets the threads of the crowd-scale statistics (whole number >= 1), where a machine is
+#: shared or to check the results of one thread; unset, one per core.
+THREADS_VARIABLE = "SBIR_STUDY_THREADS"
+
+
+def threads() -> int:
+    """The threads for the sketches: ``$SBIR_STUDY_THREADS`` if set, else the cores this
+    process may run on (at most 8: each thread holds a sketch's pairs). The results are
+    the same bits at any number: each sketch is computed whole on one thread."""
+    given = os.environ.get(THREADS_VARIABLE, "").strip()
+    if given:
+        if not (given.isascii() and given.isdigit()) or int(given) < 1:
+            from sbir_study.foundation.checks import InputError
+
+            raise InputError(f"${THREADS_VARIABLE}: {given!r}; expected a whole number >= 1 "
+                             "(the threads of the crowd-scale statistics)")  # fmt: skip
+        return int(given)
     if hasattr(os, "sched_getaffinity"):
         return min(len(os.sched_getaffinity(0)), 8)
     return min(os.cpu_count() or 1, 8)

@@ -112,6 +112,7 @@ class AnalysisOptions:
                 raise InputError(f"{name}: expected a whole number >= 0, got {value!r}")
         check_whole_number("pairwise_raters", self.pairwise_raters, 2, none_ok=True)
         check_whole_number("reliability_splits", self.reliability_splits, 1)
+        _kernels.threads()  # a bad $SBIR_STUDY_THREADS is refused before the ratings are read
 
 
 def analyze_ratings(
@@ -221,7 +222,9 @@ def _analyze_into(
     cube = rating_cube(main)
     # At crowd scale the inter-user pairs are computed on threads of their own while the
     # other statistics are computed here: each side alone leaves a core idle much of the time.
-    with ThreadPoolExecutor(1) if pairs >= _PAIRS_BESIDE else _InThisThread() as pool:
+    # (``$SBIR_STUDY_THREADS=1``: everything in this thread, one after the other.)
+    beside = pairs >= _PAIRS_BESIDE and _kernels.threads() > 1
+    with ThreadPoolExecutor(1) if beside else _InThisThread() as pool:
         pairwise = pool.submit(_write_pairwise, ratings, cube, out, options, full)
         others = _other_statistics(out, ratings, cube, options, pilot, scale)
         # Beside the pairs too: after them, it kept one core idle for a second or more. Not

@@ -860,6 +860,8 @@ def _float_column(frame: pd.DataFrame, column: str, *, non_negative: bool) -> pd
 
 def _check_unique_pairs(frame: pd.DataFrame) -> None:
     key = ["participant", "sketch_id", "image_id", "phase"]
+    if not _any_repeated(frame, key):
+        return
     once = frame[frame["phase"].isin(_ONCE_PER_PHASE)]
     repeated = once.duplicated(key, keep=False)
     if not repeated.any():
@@ -877,3 +879,28 @@ def _check_unique_pairs(frame: pd.DataFrame) -> None:
         f"rated sketch {second['sketch_id']!r} image {second['image_id']!r} twice in phase "
         f"{second['phase']!r} (first at {where_first}); expected each pair once per phase"
     )
+
+
+def _any_repeated(frame: pd.DataFrame, key: list[str]) -> bool:
+    """Whether a ``key`` of the rows of a once-per-phase phase is repeated: one whole number
+    a row from the categoricals' codes (a missing label is code -1, equal to another missing
+    one, as ``DataFrame.duplicated`` has it), sorted, equal neighbours or not.
+    ``DataFrame.duplicated`` over the four columns took 5% of ``analyze`` at 10,000
+    participants (1.1 s CPU at 2,000, this 0.15 s); it is left to name the rows of a
+    repeated pair."""
+    once = frame["phase"].isin(_ONCE_PER_PHASE).to_numpy()
+    columns = [frame[name] for name in key]
+    if not all(isinstance(column.dtype, pd.CategoricalDtype) for column in columns):
+        return bool(frame[once].duplicated(key).any())
+    combined = np.zeros(int(once.sum()), dtype=np.int64)
+    span = 1
+    for column in columns:
+        size = len(column.cat.categories) + 1  # and code -1
+        span *= size
+        if span >= 2**62:  # no room for one number a row: as pandas does it
+            return bool(frame[once].duplicated(key).any())
+        combined *= size
+        combined += column.cat.codes.to_numpy()[once]
+        combined += 1
+    combined.sort()  # a sort finds equal neighbours 10x faster than a hash table here
+    return bool((combined[1:] == combined[:-1]).any())

@@ -32,7 +32,7 @@ def test_threads_are_used_above_the_threshold_and_not_below():
     below = list(_kernels.in_order(_work, jobs, weight=lambda job: 1, threshold=2))
     assert {ident for _, ident in below} == {here}
     above = list(_kernels.in_order(_work, jobs, weight=lambda job: 1, threshold=1))
-    if _kernels._cores() >= 2:
+    if _kernels.threads() >= 2:
         assert here not in {ident for _, ident in above}
 
 
@@ -52,7 +52,7 @@ def test_an_error_in_a_job_reaches_the_caller_and_a_stop_starts_nothing_more():
                                 weight=lambda j: 1, threshold=0)  # fmt: skip
     assert next(results) == 0
     results.close()
-    assert len(started) <= 2 + _kernels._cores()
+    assert len(started) <= 2 + _kernels.threads()
 
 
 def test_inter_user_pairs_on_threads_equal_scipy():
@@ -117,3 +117,92 @@ def test_analyze_on_threads_writes_the_files_it_writes_alone(tmp_path, monkeypat
     for name in files:
         alone = (tmp_path / "alone" / name).read_bytes()
         assert (tmp_path / "threads" / name).read_bytes() == alone, name
+
+
+def _crowd(raters=600, images=8, sketches=("s1", "s2", "s3"), seed=4):
+    rng = np.random.default_rng(seed)
+    frames = []
+    for sketch in sketches:
+        ratings = rng.integers(1, 8, size=(raters, images)).astype(float)
+        ratings[rng.random(ratings.shape) < 0.05] = np.nan
+        frames.append(pd.DataFrame({
+            "participant": np.repeat([f"p{r:03d}" for r in range(raters)], images),
+            "sketch_id": sketch,
+            "image_id": np.tile([f"{sketch}_i{i}" for i in range(images)], raters),
+            "rating": ratings.ravel()}))  # fmt: skip
+    table = pd.concat(frames, ignore_index=True)
+    table["phase"] = "main"
+    return table
+
+
+@pytest.mark.parametrize("threads", ["2", "3"])
+def test_sbir_study_threads_gives_the_bits_of_one_thread(monkeypatch, threads):
+    """Every array of every sketch, bit for bit, on one thread and on several (600 raters:
+    above the weight at which the sketches go to threads)."""
+    table = _crowd()
+    monkeypatch.setenv(_kernels.THREADS_VARIABLE, "1")
+    alone = list(inter_user_tau_pairs(table))
+    monkeypatch.setenv(_kernels.THREADS_VARIABLE, threads)
+    used = []
+    pairwise = _kernels.pairwise_tau_b_blocks
+    monkeypatch.setattr(_kernels, "pairwise_tau_b_blocks", lambda *a, **k: used.append(
+        threading.get_ident()) or pairwise(*a, **k))  # fmt: skip
+    several = list(inter_user_tau_pairs(table))
+    assert threading.get_ident() not in used
+    assert len(alone) == len(several) == 3
+    for one, other in zip(alone, several, strict=True):
+        for field in ("participants", "participant_a", "participant_b", "statistic", "pvalue",
+                      "n_items", "reason"):  # fmt: skip
+            a, b = getattr(one, field), getattr(other, field)
+            assert a.dtype == b.dtype and a.shape == b.shape, field
+            if a.dtype == object:
+                assert a.tolist() == b.tolist(), field
+            else:
+                assert a.tobytes() == b.tobytes(), field
+
+
+def test_one_thread_computes_everything_in_the_calling_thread(tmp_path, monkeypatch):
+    """``$SBIR_STUDY_THREADS=1`` on the crowd-scale path: no thread of its own for the pairs,
+    and every table byte for byte the one of two threads."""
+    from sbir_study.analysis import AnalysisOptions, analyze_ratings, pipeline
+
+    table = _crowd(raters=60, images=6, sketches=("s1", "s2"))
+    monkeypatch.setattr(pipeline, "_PAIRS_BESIDE", 0)
+    monkeypatch.setenv(_kernels.THREADS_VARIABLE, "2")
+    analyze_ratings(table, tmp_path / "two", AnalysisOptions(bootstrap=20), figures=False)
+    monkeypatch.setenv(_kernels.THREADS_VARIABLE, "1")
+    where = []
+    write_pairwise = pipeline._write_pairwise
+
+    def traced(*args):
+        where.append(threading.get_ident())
+        return write_pairwise(*args)
+
+    monkeypatch.setattr(pipeline, "_write_pairwise", traced)
+    analyze_ratings(table, tmp_path / "one", AnalysisOptions(bootstrap=20), figures=False)
+    assert where == [threading.get_ident()]
+    files = sorted(p.name for p in (tmp_path / "two").iterdir() if p.suffix in (".csv", ".qrels"))
+    assert "consensus_tau.csv" in files and "pairwise_tau_summary.csv" in files
+    for name in files:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.one_of(st.integers(-3, 40).map(str),
+                 st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"),
+                         max_size=4)))  # fmt: skip
+def test_sbir_study_threads_takes_a_whole_number_from_1_and_refuses_the_rest(value):
+    from sbir_study.analysis import AnalysisOptions
+    from sbir_study.foundation.checks import InputError
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(_kernels.THREADS_VARIABLE, value)
+        stripped = value.strip()
+        if stripped == "":
+            assert _kernels.threads() >= 1  # unset or blank: the cores
+        elif stripped.isascii() and stripped.isdigit() and int(stripped) >= 1:
+            assert _kernels.threads() == int(stripped)
+            AnalysisOptions()
+        else:
+            with pytest.raises(InputError, match=r"\$SBIR_STUDY_THREADS: .*whole number >= 1"):
+                AnalysisOptions()
