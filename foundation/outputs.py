@@ -475,13 +475,23 @@ def _make_temporary(absolute: Path, command: str) -> Path:
     try:
         marker = OutputRecord(command, absolute.name, {}, _version(), _now(), complete=False,
                               pid=os.getpid(), host=socket.gethostname())  # fmt: skip
-        (temporary / RECORD).write_text(marker.to_json(), encoding="utf-8")
+        _write_whole(temporary / RECORD, marker.to_json())
     except OSError as error:
         shutil.rmtree(temporary, ignore_errors=True)
         raise InputError(
             f"{absolute}: cannot be written ({error.strerror}); choose another --out"
         ) from None
     return temporary
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all (a sibling file, then renamed over it): a writer
+    killed while it writes its temporary folder's record leaves the previous record, never
+    a truncated one, so the next run still knows the folder for a killed writer's and
+    removes it (:func:`_clear_leftovers`)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
 
 
 def _folder_mode(target: Path) -> int:
@@ -677,7 +687,7 @@ def output_folder(
 
     def commit(temporary: Path):
         text = _seal(temporary, _listing(temporary), command, plan.target)
-        (temporary / RECORD).write_text(text, encoding="utf-8")
+        _write_whole(temporary / RECORD, text)
         if not _syncfs(temporary):
             for base, _, _ in os.walk(temporary):
                 _fsync_folder(Path(base))
@@ -739,7 +749,7 @@ def output_files(
         if missing:
             raise RuntimeError(f"sbir-study {command} did not write {missing[0]}")
         record_path = temporary / f".{plan.target.name}{RECORD}"
-        record_path.write_text(_seal(temporary, names, command, plan.target), encoding="utf-8")
+        _write_whole(record_path, _seal(temporary, names, command, plan.target))
         if not _syncfs(temporary):
             _fsync_folder(temporary)
         again = _plan_files(target, companions, command, overwrite, inputs, inside_inputs)

@@ -397,3 +397,23 @@ def test_replaced_exactly_when_every_file_is_the_same_commands_own(
         assert sorted(os.listdir(root / "out")) == [RECORD, "new.csv"]
         assert json.loads((root / "out" / RECORD).read_text())["command"] == "analyze"
     assert leftovers(root) == []
+
+
+def test_a_writer_killed_while_it_writes_its_record_leaves_one_the_next_run_reads(
+    tmp_path, monkeypatch
+):
+    """The record of a temporary folder is written whole or not at all: killed between the
+    write and the rename (here the rename interrupted), the folder keeps the record it had,
+    which read_record still reads, so the next run knows it for a killed writer's."""
+    from sbir_study.foundation import outputs
+
+    record = tmp_path / outputs.RECORD
+    outputs._write_whole(record, '{"before": true}')
+
+    def killed(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(outputs.os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        outputs._write_whole(record, '{"after": true}')
+    assert record.read_text(encoding="utf-8") == '{"before": true}'

@@ -65,7 +65,10 @@ def test_the_german_example_is_what_the_page_shows(online_set, tmp_path, start_s
     label = driver.execute_script("return document.querySelector('.sbir-label').textContent")
     assert label == "Bewertung: 1"
     participant.key("escape")
-    participant.wait(lambda: participant.phase() == "quit", what="the quit question")
+    # The question shows once the trial's blank is over (the phase is set when Escape went
+    # down): wait for its words, not only for the phase.
+    participant.wait(lambda: participant.phase() == "quit" and "beenden?" in body(),
+                     what="the quit question")  # fmt: skip
     assert "Die Sitzung jetzt beenden?" in body() and "weitermachen" in body()
     participant.key("j")  # the German protocol's yes ([texts] yes_key)
     participant.wait(lambda: participant.phase() == "ended", what="the end")
