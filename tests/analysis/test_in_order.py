@@ -18,6 +18,21 @@ def _work(k, delay):
     return k, threading.get_ident()
 
 
+def _trace_pairwise_writes(monkeypatch) -> list[int]:
+    """The threads analyze writes its pairwise table from (a list that fills as it runs)."""
+    from sbir_study.analysis import pipeline
+
+    where: list[int] = []
+    write_pairwise = pipeline._write_pairwise
+
+    def traced(*args):
+        where.append(threading.get_ident())
+        return write_pairwise(*args)
+
+    monkeypatch.setattr(pipeline, "_write_pairwise", traced)
+    return where
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.floats(0, 0.004), max_size=12), st.sampled_from([0, 1e18]))
 def test_results_come_in_the_order_of_the_jobs(delays, threshold):
@@ -101,14 +116,7 @@ def test_analyze_on_threads_writes_the_files_it_writes_alone(tmp_path, monkeypat
     monkeypatch.setattr(_kernels, "in_order", lambda work, jobs, *, weight, threshold=0:
                         original(work, jobs, weight=weight, threshold=0))  # fmt: skip
     monkeypatch.setattr(pipeline, "_PAIRS_BESIDE", 0)
-    where = []
-    write_pairwise = pipeline._write_pairwise
-
-    def traced(*args):
-        where.append(threading.get_ident())
-        return write_pairwise(*args)
-
-    monkeypatch.setattr(pipeline, "_write_pairwise", traced)
+    where = _trace_pairwise_writes(monkeypatch)
     analyze_ratings(trials, tmp_path / "threads", AnalysisOptions(), figures=False)
     assert where and where[0] != threading.get_ident()
     files = sorted(p.name for p in (tmp_path / "alone").iterdir()
@@ -171,14 +179,7 @@ def test_one_thread_computes_everything_in_the_calling_thread(tmp_path, monkeypa
     monkeypatch.setenv(_kernels.THREADS_VARIABLE, "2")
     analyze_ratings(table, tmp_path / "two", AnalysisOptions(bootstrap=20), figures=False)
     monkeypatch.setenv(_kernels.THREADS_VARIABLE, "1")
-    where = []
-    write_pairwise = pipeline._write_pairwise
-
-    def traced(*args):
-        where.append(threading.get_ident())
-        return write_pairwise(*args)
-
-    monkeypatch.setattr(pipeline, "_write_pairwise", traced)
+    where = _trace_pairwise_writes(monkeypatch)
     analyze_ratings(table, tmp_path / "one", AnalysisOptions(bootstrap=20), figures=False)
     assert where == [threading.get_ident()]
     files = sorted(p.name for p in (tmp_path / "two").iterdir() if p.suffix in (".csv", ".qrels"))
