@@ -763,7 +763,7 @@ def anchors_not_followed(anchoring: pd.DataFrame, labels: pd.Series, alpha: floa
     defined = anchoring.dropna(subset=["p_value"])
     by_participant = (defined["p_value"] < alpha).groupby(defined["participant"].astype(str))
     failed = ~by_participant.any()
-    return labels.astype(str).map(failed).fillna(False).astype(bool).set_axis(labels.index)
+    return labels.astype(str).isin(failed.index[failed.to_numpy()])
 
 
 def _participants(participants: pd.DataFrame, up_to: int = PARTICIPANTS_LISTED_UP_TO) -> list[str]:
