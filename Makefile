@@ -130,19 +130,20 @@ serve-demo: $(STAMP)
 	$(BIN)/sbir-study serve --protocol protocols/demo.toml --stimuli $(DEMO)/online-stimuli \
 		--data $(DEMO)/online --host 127.0.0.1 --port 8000
 
-# The suite in two passes at the same time, each on every core (pytest-xdist), each module's
-# tests in one worker (they share its fixtures): the window and browser tests, which mostly
-# wait on the clock and are timed to the millisecond, at normal priority; every other test,
-# which computes, at a lower one (nice), so that it takes only the CPU the timed tests leave.
-# The timed pass's output follows the other's. Both passes run; make test fails when either
-# fails.
-PYTEST := $(BIN)/python -m pytest -q --tb=short -rfE --durations=25 \
-	--numprocesses auto --dist loadscope
+# The suite in two passes at the same time (pytest-xdist), each module's (or class's) tests
+# in one worker (they share its fixtures): the window and browser tests, which mostly wait on
+# the clock and are timed to the millisecond, at normal priority, a worker per core; every
+# other test, which computes, at a lower one (nice), so that it takes only the CPU the timed
+# tests leave, two workers per core (its tests wait on the processes they start: two per
+# core keep the cores busy). The timed pass's output follows the other's. Both passes run;
+# make test fails when either fails.
+PYTEST := $(BIN)/python -m pytest -q --tb=short -rfE --durations=25 --dist loadscope
+COMPUTING_WORKERS := $(shell echo $$(( $$(nproc) * 2 )))
 test: $(STAMP)
 	@status=0; started=$$(date +%s); timed_log=$$(mktemp); \
-	$(PYTEST) -m "realtime or browser" > $$timed_log 2>&1 & timed=$$!; \
+	$(PYTEST) --numprocesses auto -m "realtime or browser" > $$timed_log 2>&1 & timed=$$!; \
 	trap 'kill $$timed 2>/dev/null; rm -f $$timed_log' EXIT INT TERM; \
-	nice -n 10 $(PYTEST) -m "not realtime and not browser" || status=$$?; \
+	nice -n 10 $(PYTEST) --numprocesses $(COMPUTING_WORKERS) -m "not realtime and not browser" || status=$$?; \
 	wait $$timed || status=$$?; \
 	echo; echo "make test: the window and browser tests (beside the others):"; \
 	cat $$timed_log; \

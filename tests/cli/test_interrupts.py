@@ -27,8 +27,6 @@ from sbir_study.foundation.outputs import RECORD, TEMP_PREFIX
 from tests.helpers import SBIR_STUDY, run_main
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
-#: One seed for the moments: random, and the same on every machine.
-MOMENTS = random.Random(20111)
 
 
 def _run(args, cwd):
@@ -105,86 +103,156 @@ def _lab(folder: Path, images: int) -> None:
             )
 
 
-@pytest.fixture(scope="module")
-def scenarios(tmp_path_factory):
-    root = tmp_path_factory.mktemp("interrupts")
-    setup = [
-        ["stimuli", "generate", "--out", "set", "--sketches", "3", "--images", "6", "--width",
-         "96", "--height", "72", "--seed", "1"],
-        ["simulate", "--stimuli", "set", "--participants", "6", "--out", "data", "--seed", "2"],
-        ["analyze", "data", "--out", "truth", "--no-figures"],
-        ["baseline", "--stimuli", "set", "--distance", "l1,chi2", "--out", "runs"],
-    ]  # fmt: skip
-    # The inputs are made in this process; the commands interrupted are real processes.
-    for args in setup:
-        result = run_main(*args, cwd=root)
+#: The inputs each command reads, made in this process (the commands interrupted are real
+#: processes), and the command itself.
+_INPUTS = {
+    "set": ["stimuli", "generate", "--out", "set", "--sketches", "3", "--images", "6",
+            "--width", "96", "--height", "72", "--seed", "1"],
+    "data": ["simulate", "--stimuli", "set", "--participants", "6", "--out", "data",
+             "--seed", "2"],
+    "truth": ["analyze", "data", "--out", "truth", "--no-figures"],
+    "runs": ["baseline", "--stimuli", "set", "--distance", "l1,chi2", "--out", "runs"],
+}  # fmt: skip
+_SCENARIOS = {
+    "analyze": (("set", "data"), ["analyze", "data", "--out", "analysis"], "analysis", None),
+    "evaluate": (("set", "data", "truth", "runs"),
+                 ["evaluate", "--ground-truth", "truth/ground_truth.csv", "runs/l1.run",
+                  "runs/chi2.run", "--ratings", "data", "--out", "evaluation", "--bootstrap",
+                  "2000"], "evaluation", None),
+    "simulate": ((), ["simulate", "--participants", "40", "--out", "sim"], "sim", None),
+    "simulate --flat": ((), ["simulate", "--participants", "40", "--flat", "--out", "sim.csv"],
+                        "sim.csv", ["sim.csv", "sim.json"]),
+    "stimuli generate": ((), ["stimuli", "generate", "--out", "generated", "--sketches", "6",
+                              "--images", "10", "--width", "128", "--height", "96"],
+                         "generated", None),
+    "stimuli import": (("lab",), ["stimuli", "import", "lab", "--anchor-sketches", "0"],
+                       "lab/manifest.csv", ["lab/manifest.csv", "lab/SHA256SUMS"]),
+}  # fmt: skip
+
+
+def _prepared(name: str, root: Path) -> Scenario:
+    """The command ``name`` with its inputs in ``root`` and its first, complete output."""
+    inputs, args, target, group = _SCENARIOS[name]
+    for made in inputs:
+        if made == "lab":
+            _lab(root / "lab", images=12)
+            continue
+        result = run_main(*_INPUTS[made], cwd=root)
         assert result.returncode == 0, result.stderr
-    _lab(root / "lab", images=12)
-    made = [
-        Scenario("analyze", root, ["analyze", "data", "--out", "analysis"], root / "analysis"),
-        Scenario("evaluate", root, ["evaluate", "--ground-truth", "truth/ground_truth.csv",
-                                    "runs/l1.run", "runs/chi2.run", "--ratings", "data",
-                                    "--out", "evaluation", "--bootstrap", "2000"],
-                 root / "evaluation"),
-        Scenario("simulate", root, ["simulate", "--participants", "40", "--out", "sim"],
-                 root / "sim"),
-        Scenario("simulate --flat", root, ["simulate", "--participants", "40", "--flat", "--out",
-                                           "sim.csv"], root / "sim.csv",
-                 group=[root / "sim.csv", root / "sim.json"]),
-        Scenario("stimuli generate", root, ["stimuli", "generate", "--out", "generated",
-                                            "--sketches", "6", "--images", "10", "--width", "128",
-                                            "--height", "96"], root / "generated"),
-        Scenario("stimuli import", root, ["stimuli", "import", "lab", "--anchor-sketches", "0"],
-                 root / "lab" / "manifest.csv",
-                 group=[root / "lab" / "manifest.csv", root / "lab" / "SHA256SUMS"]),
-    ]  # fmt: skip
+    scenario = Scenario(name, root, args, root / target,
+                        group=None if group is None else [root / g for g in group])  # fmt: skip
     # How long the interpreter takes, on this machine now, to reach the command line's code
     # (sbir_study's package, which the console script imports first): an interrupt before
     # that is Python's own, with its traceback; from there on it is the command's.
     started = time.monotonic()
     subprocess.run([sys.executable, "-c", "import sbir_study"], check=True)
     startup = time.monotonic() - started
-    for scenario in made:
-        started = time.monotonic()
-        result = _run(scenario.args, root)
-        assert result.returncode == 0, result.stderr
-        scenario.duration = time.monotonic() - started
-        scenario.earliest = max(0.3, 2 * startup)
-        scenario.expected = scenario.names()
-        assert scenario.complete(scenario.expected)
-    return made
+    started = time.monotonic()
+    result = _run(scenario.args, root)
+    assert result.returncode == 0, result.stderr
+    scenario.duration = time.monotonic() - started
+    scenario.earliest = max(0.3, 2 * startup)
+    scenario.expected = scenario.names()
+    assert scenario.complete(scenario.expected)
+    return scenario
 
 
-COMMANDS = ("analyze", "evaluate", "simulate", "simulate --flat", "stimuli generate",
-            "stimuli import")  # fmt: skip
 #: "any": a moment of the whole run, from just after the interpreter has started (before
 #: that, Python itself handles a signal; at least 0.3 s, twice the start on a busy machine)
 #: to a little after the run would have finished;
 #: "writing": a moment after the temporary output has appeared, while it is being written.
-CASES = [(c, sig, when) for c in COMMANDS for sig in SIGNALS for when in ("any", "writing")]
+MOMENTS = ("any", "writing")
 
 
 def _signal_at_a_moment(process, scenario, number, when) -> float:
+    # One seed per case: random, and the same on every machine whichever worker runs it.
+    draw = random.Random(f"20111 {scenario.name} {signal.Signals(number).name} {when}")
     started = time.monotonic()
     if when == "any":
-        moment = MOMENTS.uniform(scenario.earliest, max(scenario.duration * 1.2,
-                                                         scenario.earliest))  # fmt: skip
+        moment = draw.uniform(scenario.earliest, max(scenario.duration * 1.2,
+                                                     scenario.earliest))  # fmt: skip
         time.sleep(moment)
     else:
         while process.poll() is None and not scenario.leftovers():
             time.sleep(0.005)
         left = max(scenario.duration - (time.monotonic() - started), 0.05)
-        time.sleep(MOMENTS.uniform(0.0, left))
+        time.sleep(draw.uniform(0.0, left))
         moment = time.monotonic() - started
     if process.poll() is None:
         process.send_signal(number)
     return moment
 
 
-@pytest.mark.parametrize("name, number, when", CASES,
-                         ids=[f"{n}-{s.name}-{w}" for n, s, w in CASES])  # fmt: skip
-def test_an_interrupted_command_leaves_the_old_output_or_the_new(scenarios, name, number, when):
-    scenario = next(s for s in scenarios if s.name == name)
+def pytest_generate_tests(metafunc):
+    """Each class below interrupts one command with its signals, at both moments."""
+    if metafunc.cls is not None and hasattr(metafunc.cls, "command"):
+        cases = [(number, when) for number in metafunc.cls.signals for when in MOMENTS]
+        metafunc.parametrize("number, when", cases,
+                             ids=[f"{n.name}-{w}" for n, w in cases])  # fmt: skip
+
+
+class _Interrupted:
+    """The test of one command (``command``) under ``signals``. The classes are split so
+    that the slow commands' cases run on several workers (each class builds only the
+    inputs its command reads)."""
+
+    command: str
+    signals: tuple = SIGNALS
+
+    @pytest.fixture(scope="class")
+    def scenario(self, tmp_path_factory):
+        return _prepared(self.command, tmp_path_factory.mktemp("interrupts"))
+
+    def test_an_interrupted_command_leaves_the_old_output_or_the_new(self, scenario, number,
+                                                                     when):  # fmt: skip
+        _interrupt(scenario, number, when)
+
+
+class TestAnalyzeSIGINT(_Interrupted):
+    command, signals = "analyze", (signal.SIGINT,)
+
+
+class TestAnalyzeSIGTERM(_Interrupted):
+    command, signals = "analyze", (signal.SIGTERM,)
+
+
+class TestAnalyzeSIGKILL(_Interrupted):
+    command, signals = "analyze", (signal.SIGKILL,)
+
+
+class TestEvaluateSIGINTOrSIGTERM(_Interrupted):
+    command, signals = "evaluate", (signal.SIGINT, signal.SIGTERM)
+
+
+class TestEvaluateSIGKILL(_Interrupted):
+    command, signals = "evaluate", (signal.SIGKILL,)
+
+
+class TestSimulate(_Interrupted):
+    command = "simulate"
+
+
+class TestSimulateFlat(_Interrupted):
+    command = "simulate --flat"
+
+
+class TestStimuliGenerate(_Interrupted):
+    command = "stimuli generate"
+
+
+class TestStimuliImport(_Interrupted):
+    command = "stimuli import"
+
+
+def test_every_command_is_interrupted_under_every_signal():
+    """The classes above, together, cover each command under each signal."""
+    covered = {(cls.command, number) for cls in _Interrupted.__subclasses__()
+               for number in cls.signals}  # fmt: skip
+    assert covered == {(name, number) for name in _SCENARIOS for number in SIGNALS}
+
+
+def _interrupt(scenario: Scenario, number, when) -> None:
+    name = scenario.name
     if name == "stimuli import":  # a new image, so that the new output differs from the old
         extra = scenario.root / "lab" / "images" / "duck" / f"duck-new{number}{when}.png"
         Image.new("RGB", (64, 48), (number, 1, 2)).save(extra)
