@@ -192,9 +192,9 @@ def pytest_generate_tests(metafunc):
 
 
 class _Interrupted:
-    """The test of one command (``command``) under ``signals``. The classes are split so
-    that the slow commands' cases run on several workers (each class builds only the
-    inputs its command reads)."""
+    """The test of one command (``command``) under ``signals``: a class per command, so that
+    the commands' cases run on several workers, each class building only the inputs its
+    command reads."""
 
     command: str
     signals: tuple = SIGNALS
@@ -208,24 +208,12 @@ class _Interrupted:
         _interrupt(scenario, number, when)
 
 
-class TestAnalyzeSIGINT(_Interrupted):
-    command, signals = "analyze", (signal.SIGINT,)
+class TestAnalyze(_Interrupted):
+    command = "analyze"
 
 
-class TestAnalyzeSIGTERM(_Interrupted):
-    command, signals = "analyze", (signal.SIGTERM,)
-
-
-class TestAnalyzeSIGKILL(_Interrupted):
-    command, signals = "analyze", (signal.SIGKILL,)
-
-
-class TestEvaluateSIGINTOrSIGTERM(_Interrupted):
-    command, signals = "evaluate", (signal.SIGINT, signal.SIGTERM)
-
-
-class TestEvaluateSIGKILL(_Interrupted):
-    command, signals = "evaluate", (signal.SIGKILL,)
+class TestEvaluate(_Interrupted):
+    command = "evaluate"
 
 
 class TestSimulate(_Interrupted):
