@@ -113,6 +113,8 @@ _INPUTS = {
     "truth": ["analyze", "data", "--out", "truth", "--no-figures"],
     "runs": ["baseline", "--stimuli", "set", "--distance", "l1,chi2", "--out", "runs"],
 }  # fmt: skip
+#: Each command: the inputs it reads, its arguments, what it writes, and for a group of
+#: files (not a folder) the files.
 _SCENARIOS = {
     "analyze": (("set", "data"), ["analyze", "data", "--out", "analysis"], "analysis", None),
     "evaluate": (("set", "data", "truth", "runs"),
