@@ -308,10 +308,27 @@ def two_server_run(folder: Path, protocol: Path, stimuli: Path, args) -> dict:
     return row
 
 
+def started_sessions(study, count: int, trials: int) -> list[tuple[int, str, list[dict]]]:
+    """``count`` sessions started in process (labels w0, w1, ...), each with the reports of
+    its first ``trials`` trials as the page sends them: (session id, token, bodies)."""
+    from sbir_study.study.online.participant_routes import TrialIn
+    from tests.study.online.support import report
+
+    work = []
+    for k in range(count):
+        token = "t" * 32 + str(k)
+        state, _ = study.create_session(
+            f"w{k}", token, details={}, environment={"refresh_hz": 60.0}, url_parameters={}
+        )
+        bodies = [TrialIn(**report(state["trials"][n - 1], n)).model_dump()
+                  for n in range(1, trials + 1)]  # fmt: skip
+        work.append((state["session_id"], token, bodies))
+    return work
+
+
 def write_path_run(folder: Path, stimuli: Path, participants=32, trials=40) -> list[dict]:
     """Group commit against one transaction per trial, in process (see the docstring, 2)."""
-    from sbir_study.study.online.participant_routes import TrialIn
-    from tests.study.online.support import make_client, report
+    from tests.study.online.support import make_client
 
     class OneTransactionPerTrial:
         def __init__(self, engine) -> None:
@@ -330,17 +347,7 @@ def write_path_run(folder: Path, stimuli: Path, participants=32, trials=40) -> l
         study = make_client(where, stimuli, timing={"stimulus_s": 0.6, "blank_s": 0.4}).study
         if kind != "group commit":
             study.__dict__["writer"] = OneTransactionPerTrial(study.engine)
-        work = []
-        for k in range(participants):
-            token = "t" * 32 + str(k)
-            state, _ = study.create_session(
-                f"w{k}", token, details={}, environment={"refresh_hz": 60.0}, url_parameters={}
-            )
-            bodies = [
-                TrialIn(**report(state["trials"][n - 1], n))
-                for n in range(1, trials + 1)
-            ]
-            work.append((state["session_id"], token, [b.model_dump() for b in bodies]))
+        work = started_sessions(study, participants, trials)
         latencies = []
 
         def post(session_id, token, bodies, study=study, latencies=latencies):
@@ -373,25 +380,14 @@ def starts_run(folder: Path, stimuli: Path, writers=100, rate=17.0, seconds=20.0
     """Trials alone against trials while a crowd arrives, in process (see the docstring, 2b)."""
     import random
 
-    from sbir_study.study.online.participant_routes import TrialIn
-    from tests.study.online.support import make_client, report
+    from tests.study.online.support import make_client
 
     rows = []
     for number, kind in enumerate(["trials alone", "trials while starts arrive"] * 2):
         where = folder / f"starts-{number}"
         where.mkdir()
         study = make_client(where, stimuli).study
-        work = []
-        for k in range(writers):
-            token = "t" * 32 + str(k)
-            state, _ = study.create_session(
-                f"w{k}", token, details={}, environment={"refresh_hz": 60.0}, url_parameters={}
-            )
-            bodies = [
-                TrialIn(**report(state["trials"][n - 1], n)).model_dump()
-                for n in range(1, int(seconds) + 3)
-            ]
-            work.append((state["session_id"], token, bodies))
+        work = started_sessions(study, writers, int(seconds) + 2)
         trial_times, start_times = [], []
         end = time.monotonic() + seconds
 
