@@ -5,10 +5,13 @@ import json
 
 import numpy as np
 import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 from scipy import ndimage, stats
 
 from sbir_study.stimuli import SetDesign, generate_set, read_manifest, set_digest
+from sbir_study.stimuli.generate import _SensorNoise
 from sbir_study.stimuli.manifest import read_checksums
 from tests.helpers import SMALL_SET as SMALL
 from tests.helpers import assert_input_error, run_main
@@ -26,6 +29,31 @@ def test_generate_is_reproducible_byte_for_byte(small_set, tmp_path):
     more = generate_set(tmp_path / "more", SetDesign(sketches=4, images_per_sketch=6, width=96,
                                                      height=72), seed=7)  # fmt: skip
     assert read_checksums(more)[0]["images/s03/s03_i06.jpg"] == mine["images/s03/s03_i06.jpg"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seeds=st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=4),
+    width=st.integers(64, 90),
+    height=st.integers(64, 80),
+    level=st.integers(0, 255),
+)
+def test_sensor_noise_kept_between_images_is_numpys_normal_noise(seeds, width, height, level):
+    """The noise added in kept arrays, image after image, is what adding
+    ``rng.normal(0.0, 3.0, shape)`` in single precision to each image gives (NumPy's draws
+    the reference): the same numbers from the same stream, nothing carried over from the
+    image before, and the stream left where NumPy's call leaves it."""
+    noise = _SensorNoise(SetDesign(width=width, height=height))
+    for seed in seeds:
+        pixels = np.random.default_rng(seed).integers(0, 256, (height, width, 3), np.uint8)
+        pixels[0, 0] = level  # the ends of the range, where rounding and clipping meet
+        canvas = Image.fromarray(pixels)
+        mine, numpys = np.random.default_rng(seed), np.random.default_rng(seed)
+        kept = np.asarray(noise.added_to(canvas, mine))
+        draws = numpys.normal(0.0, 3.0, (height, width, 3)).astype(np.float32)
+        expected = np.clip(np.rint(pixels.astype(np.float32) + draws), 0, 255).astype(np.uint8)
+        assert np.array_equal(kept, expected)
+        assert mine.random() == numpys.random()  # the streams go on alike
 
 
 def test_generate_follows_the_paper_design(small_set):
