@@ -339,10 +339,17 @@ def test_a_stalled_page_keeps_the_window_open_while_its_blank_is_shown_and_pairs
     assert pause == two["page_window_end"]
     assert pause == pytest.approx(blank_onset + two["blank_duration"], abs=1e-9)
     assert pause >= blank_onset + blank_s - 0.009
-    # The timeline moved from one blank after the second pair's blank onset to the third's.
+    # The timeline moved from one blank after the second pair's blank onset (due) to one
+    # blank after the key that ended the pause: paused_before is that planned shift. The
+    # page stamps the key when it arrives, after the test sent it; the third pair comes at
+    # its planned onset or later (a busy page draws late frames: 40 ms late was seen), at
+    # most a frame and a half early, as the first frame past its target shows it.
     due = stored.loc[2, "page_onset"] + stored.loc[2, "stim_duration"] + blank_s
-    assert stored.loc[3, "paused_before"] == pytest.approx(third - due, abs=0.02)
-    assert stored.loc[3, "paused_before"] > 0.3
+    paused = stored.loc[3, "paused_before"]
+    assert resumed + blank_s - due - 0.005 <= paused <= third - due + 0.03, (
+        resumed + blank_s - due, paused, third - due
+    )
+    assert paused > 0.3
 
 
 def test_an_id_that_cannot_be_used_is_refused_on_the_first_screen(
