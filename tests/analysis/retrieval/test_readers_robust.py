@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sbir_study.analysis.retrieval.baseline import write_trec_run
@@ -30,6 +30,7 @@ TOKENS = ["sketch_id", "image_id", "mean_rating", "score", "s1", "s2", "a", "b",
 
 @settings(max_examples=150, deadline=3000)
 @given(content=table_bytes(TOKENS, separators=(",", "\t")))
+@example(content=b"image_id\timage_id\timage_id\t7")  # one line of four fields: qrels
 def test_any_bytes_as_a_ground_truth(content):
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "ground_truth.csv"
@@ -39,7 +40,12 @@ def test_any_bytes_as_a_ground_truth(content):
         assert not bad_ids(truth.sketches).any()
         assert not bad_ids(np.concatenate(truth.images)).any()
         judged = truth.mean_rating[truth.judged]
-        assert ((judged >= 1) & (judged <= 7)).all()
+        if truth.from_qrels:  # four fields without a comma: TREC qrels, read as grades
+            grades = truth.grade[truth.judged]
+            assert ((grades >= 0) & (grades == np.round(grades))).all()
+            assert (judged == -grades).all()  # what tau_b correlates with: higher is better
+        else:
+            assert ((judged >= 1) & (judged <= 7)).all()
 
 
 @settings(max_examples=150, deadline=3000)
