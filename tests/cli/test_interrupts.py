@@ -200,8 +200,9 @@ class _Interrupted:
     command: str
 
     @pytest.fixture(scope="class")
-    def scenario(self, tmp_path_factory):
-        return _prepared(self.command, tmp_path_factory.mktemp("interrupts"))
+    @classmethod
+    def scenario(cls, tmp_path_factory):
+        return _prepared(cls.command, tmp_path_factory.mktemp("interrupts"))
 
     def test_an_interrupted_command_leaves_the_old_output_or_the_new(self, scenario, number,
                                                                      when):  # fmt: skip
