@@ -285,9 +285,23 @@ def test_a_stalled_page_keeps_the_window_open_while_its_blank_is_shown_and_pairs
     )
     stimulus_s, blank_s = 0.6, 0.4
     participant.wait(lambda: participant.phase() == "instructions", what="the instructions")
+    # Every frame the page draws from here, by its time stamp (an animation-frame callback of
+    # its own: callbacks of one frame share its time).
+    participant.driver.execute_script(
+        "window.drawn = []; const log = (now) => { window.drawn.push(now / 1000); "
+        "requestAnimationFrame(log); }; requestAnimationFrame(log);"
+    )
+
+    def stamped_space() -> float:  # the page's time stamp of the last space bar it took
+        return participant.driver.execute_script(
+            "const s = window.sbir.session.events.filter((e) => e.code === 'Space');"
+            "return s.length ? s[s.length - 1].t : null"
+        )
+
     time.sleep(0.2)
     space = participant.key("space")
     first = participant.onset_of(1)["onset"]
+    space_stamp = stamped_space()
     participant.key_at("3", first + 0.3, 1)
     nominal_end = first + stimulus_s + blank_s
     # The stall: a busy loop on the page's main thread from 150 ms before the blank's
@@ -305,6 +319,7 @@ def test_a_stalled_page_keeps_the_window_open_while_its_blank_is_shown_and_pairs
     time.sleep(0.3)
     resumed = participant.key("space")
     third = participant.onset_of(3)["onset"]
+    resumed_stamp = stamped_space()
     participant.wait(lambda: participant.phase() == "complete", timeout=END_S, what="the end")
 
     stored = stored_trials(data).set_index("trial")
@@ -317,15 +332,23 @@ def test_a_stalled_page_keeps_the_window_open_while_its_blank_is_shown_and_pairs
     assert stimulus_s + blank_s < float(presses[-1][1]) < shown, (presses, shown)
     assert one["rating"] == 2
     assert (stored.loc[2, "rating"], stored.loc[2, "n_presses"]) == (5, 1)  # the 5 alone
-    # One blank between the key and the pair (less than a frame early at most, as a frame is
-    # drawn before its time stamp; the key is stamped after it was sent).
+    # Each pair one blank after the key the page took (stamped after the test sent it): never
+    # early (made visible the frame before it is due, its frame begins up to a frame and a
+    # half before), and held back by no frame the page drew (a busy page draws frames late,
+    # as happened here, 106 ms once; then the pair comes on the frame after the first one
+    # drawn past its time).
     print(
         f"\nfirst pair - space: {first - space:.4f} s; pair after the pause - space: "
         f"{third - resumed:.4f} s; stalled blank: {one['blank_duration']:.4f} s, the 2 at "
         f"{float(presses[-1][1]):.4f} s from onset"
     )
-    for key, onset in ((space, first), (resumed, third)):
-        assert blank_s - 0.02 <= onset - key <= blank_s + 0.06, (onset - key, key, onset)
+    drawn = participant.driver.execute_script("return window.drawn")
+    for sent, stamp, onset in ((space, space_stamp, first), (resumed, resumed_stamp, third)):
+        assert stamp is not None and stamp >= sent - 0.005, (stamp, sent)
+        planned = stamp + blank_s
+        assert onset >= planned - 0.03, (onset, planned)
+        held = [t for t in drawn if planned <= t < onset]
+        assert len(held) <= 1, (onset - planned, held)
     # Recorded as the lab records them: the first pair one blank into the session, unpaused;
     # the break and the blank after it in the next pair's paused_before.
     assert stored.loc[1, "onset"] == pytest.approx(blank_s, abs=0.03)
@@ -340,15 +363,11 @@ def test_a_stalled_page_keeps_the_window_open_while_its_blank_is_shown_and_pairs
     assert pause == pytest.approx(blank_onset + two["blank_duration"], abs=1e-9)
     assert pause >= blank_onset + blank_s - 0.009
     # The timeline moved from one blank after the second pair's blank onset (due) to one
-    # blank after the key that ended the pause: paused_before is that planned shift. The
-    # page stamps the key when it arrives, after the test sent it; the third pair comes at
-    # its planned onset or later (a busy page draws late frames: 40 ms late was seen), at
-    # most a frame and a half early, as the first frame past its target shows it.
+    # blank after the key that ended the pause: paused_before is that planned shift, not
+    # the third pair's onset (late on a busy page: 38 ms once). Times are stored to 0.1 ms.
     due = stored.loc[2, "page_onset"] + stored.loc[2, "stim_duration"] + blank_s
     paused = stored.loc[3, "paused_before"]
-    assert resumed + blank_s - due - 0.005 <= paused <= third - due + 0.03, (
-        resumed + blank_s - due, paused, third - due
-    )
+    assert paused == pytest.approx(resumed_stamp + blank_s - due, abs=0.0005)
     assert paused > 0.3
 
 
