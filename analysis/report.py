@@ -770,11 +770,12 @@ def _participants(participants: pd.DataFrame, up_to: int = PARTICIPANTS_LISTED_U
     has_origin = "origin" in participants
     # Flagged where a session did not finish (a study whose every session finished, or whose
     # sessions record no status, has no such column).
-    if has_status := "session_status" in participants:
-        # A missing status (a column pandas read back as float NaN) is no status: not
-        # filled with "", which pandas warns will raise for a float column.
-        status = participants["session_status"]
-        has_status = bool((status.notna() & ~status.isin(["", "complete"])).any())
+    # A missing status (a column pandas read back as float NaN) is no status: not filled
+    # with "", which pandas warns will raise for a float column.
+    status = participants.get("session_status")
+    has_status = status is not None and bool(
+        (status.notna() & ~status.isin(["", "complete"])).any()
+    )
     has_exclusions = "exclusion_rule" in participants and bool(participants["excluded"].any())
     has_catch = "n_catch_failed" in participants
     why = participants_listed(participants, up_to=up_to)

@@ -292,7 +292,7 @@ def test_a_stalled_page_keeps_the_window_open_while_its_blank_is_shown_and_pairs
         "requestAnimationFrame(log); }; requestAnimationFrame(log);"
     )
 
-    def stamped_space() -> float:  # the page's time stamp of the last space bar it took
+    def stamped_space() -> float | None:  # the page's stamp of the last space bar it took
         return participant.driver.execute_script(
             "const s = window.sbir.session.events.filter((e) => e.code === 'Space');"
             "return s.length ? s[s.length - 1].t : null"
