@@ -29,6 +29,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import StrMethodFormatter
 
 from sbir_study.foundation.checks import check_option
+from sbir_study.foundation.html import DEFAULT_FIGURE_FORMATS, figure_formats
 from sbir_study.foundation.scale import PAPER_SCALE, Scale
 
 __all__ = [
@@ -86,9 +87,13 @@ _RANK_MARGIN = 0.02
 #: Font embedding of the PDFs: TrueType (42), which journals accept, instead of
 #: matplotlib's default Type 3. Set on each save, never globally.
 _PDF_FONTS = {"pdf.fonttype": 42, "ps.fonttype": 42}
-#: No creation date in the PDFs, so identical runs write identical bytes (their SHA-256
-#: in the output record then says "unchanged"); the PNGs carry no date already.
+#: No creation date in the PDFs and SVGs, and the SVGs' element ids drawn from a fixed
+#: salt, so identical runs write identical bytes (their SHA-256 in the output record then
+#: says "unchanged"); the PNGs carry no date already.
 _PDF_METADATA = {"CreationDate": None}
+_SAVE_OPTIONS = {"png": {"dpi": _DPI}, "pdf": {"metadata": _PDF_METADATA},
+                 "svg": {"metadata": {"Date": None}}}  # fmt: skip
+_SVG_IDS = {"svg.hashsalt": "sbir-study"}
 
 
 def tau_threshold(n_items: int, alpha: float = 0.05, alternative: str = "greater") -> float:
@@ -516,11 +521,14 @@ def plot_power(summary: pd.DataFrame, *, axes: Sequence[Axes]) -> Sequence[Axes]
     return axes
 
 
-def write_power_figure(summary: pd.DataFrame, stem: str | Path) -> Path:
-    """Draw :func:`plot_power` to ``stem``.png and ``stem``.pdf; return the PNG path."""
+def write_power_figure(
+    summary: pd.DataFrame, stem: str | Path, *, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS
+) -> Path:
+    """Draw :func:`plot_power` to ``stem``.png and ``stem``.pdf (or ``formats``); return the
+    PNG path."""
     figure = Figure(figsize=(14.0, 4.2), layout="constrained")
     plot_power(summary, axes=figure.subplots(1, 3))
-    return _save(figure, Path(stem))
+    return _save(figure, Path(stem), formats)
 
 
 #: The prophecy's m axis is logarithmic past this many raters (a paper-sized study's runs
@@ -566,13 +574,19 @@ def plot_reliability_prophecy(
 
 
 def write_reliability_figure(
-    predicted: pd.DataFrame, stem: str | Path, *, target: float = 0.8, n_raters: int | None = None
+    predicted: pd.DataFrame,
+    stem: str | Path,
+    *,
+    target: float = 0.8,
+    n_raters: int | None = None,
+    formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
 ) -> Path:
-    """Draw :func:`plot_reliability_prophecy` to ``stem``.png and ``.pdf``; return the PNG."""
+    """Draw :func:`plot_reliability_prophecy` to ``stem``.png and ``.pdf`` (or ``formats``);
+    return the PNG."""
     figure = Figure(figsize=(6.5, 4.2), layout="constrained")
     plot_reliability_prophecy(predicted, ax=figure.add_subplot(), target=target,
                               n_raters=n_raters)  # fmt: skip
-    return _save(figure, Path(stem))
+    return _save(figure, Path(stem), formats)
 
 
 def write_figures(
@@ -590,8 +604,10 @@ def write_figures(
     sketch_images: Mapping[str, Path] | None = None,
     participant_view: str = "auto",
     scale: Scale = PAPER_SCALE,
+    formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
 ) -> dict[str, Path]:
-    """Draw Figs. 4-8 (and Fig. 9 when sketch images are given) as ``.png`` and ``.pdf``.
+    """Draw Figs. 4-8 (and Fig. 9 when sketch images are given) as ``.png`` and ``.pdf``,
+    or in ``formats`` (:func:`~sbir_study.foundation.html.figure_formats`: png among them).
 
     Figs. 7 and 8 have one bar or bin per point of ``scale``, the ratings in the
     paper's orientation (:func:`~sbir_study.analysis.orientation.in_paper_orientation`).
@@ -602,6 +618,7 @@ def write_figures(
     TrueType. Returns the PNG path of each figure, by name (see :data:`FIGURES`).
     """
     check_option("participant_view", participant_view, _VIEWS)
+    formats = figure_formats(formats)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     n_participants = max(anchoring["participant"].nunique(), consensus["participant"].nunique())
@@ -614,11 +631,11 @@ def write_figures(
     figure = Figure(figsize=(min(wide, 24.0), 4.5), layout="constrained")
     plot_anchoring(anchoring, ax=figure.add_subplot(), alpha=alpha, alternative=alternative,
                    view=participant_view)  # fmt: skip
-    written["fig4_anchoring"] = _save(figure, folder / "fig4_anchoring")
+    written["fig4_anchoring"] = _save(figure, folder / "fig4_anchoring", formats)
 
     figure = Figure(figsize=(max(8.0, 0.3 * len(boxes) + 2.0), 4.8), layout="constrained")
     plot_inter_user(boxes, kendall_w, ax=figure.add_subplot())
-    written["fig5_interuser"] = _save(figure, folder / "fig5_interuser")
+    written["fig5_interuser"] = _save(figure, folder / "fig5_interuser", formats)
 
     figure = Figure(figsize=(min(wide, 24.0), 8.0), layout="constrained")
     inclusive, leave_one_out = figure.subplots(2, 1, sharey=True)
@@ -629,21 +646,21 @@ def write_figures(
     leave_one_out.set_ylim(limits[:, 0].min(), limits[:, 1].max())
     if not each:
         _say_how_the_panels_differ(consensus, leave_one_out)
-    written["fig6_vs_consensus"] = _save(figure, folder / "fig6_vs_consensus")
+    written["fig6_vs_consensus"] = _save(figure, folder / "fig6_vs_consensus", formats)
 
     figure = Figure(figsize=(6.5, 4.2), layout="constrained")
     plot_distribution(distributions, ax=figure.add_subplot(), scale=scale)
-    written["fig7_distribution"] = _save(figure, folder / "fig7_distribution")
+    written["fig7_distribution"] = _save(figure, folder / "fig7_distribution", formats)
 
     figure = Figure(figsize=(11.0, 4.2), layout="constrained")
     plot_bins(bins, axes=figure.subplots(1, 2), scale=scale)
-    written["fig8_bins"] = _save(figure, folder / "fig8_bins")
+    written["fig8_bins"] = _save(figure, folder / "fig8_bins", formats)
 
     if extremes is not None and sketch_images:
         per_row = int(extremes["group"].value_counts().max())
         figure = Figure(figsize=(2.2 * per_row, 5.0), layout="constrained")
         plot_sketch_extremes(extremes, sketch_images, axes=figure.subplots(2, per_row))
-        written["fig9_extremes"] = _save(figure, folder / "fig9_extremes")
+        written["fig9_extremes"] = _save(figure, folder / "fig9_extremes", formats)
     return written
 
 
@@ -668,12 +685,13 @@ def _say_how_the_panels_differ(consensus: pd.DataFrame, ax: Axes) -> None:
             bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85})  # fmt: skip
 
 
-def _save(figure: Figure, stem: Path) -> Path:
+def _save(figure: Figure, stem: Path, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS) -> Path:
+    """Write ``figure`` to ``stem`` with the suffix of each of ``formats``; return the PNG."""
     from matplotlib import rc_context
 
-    with rc_context(_PDF_FONTS):
-        figure.savefig(stem.with_suffix(".png"), dpi=_DPI)
-        figure.savefig(stem.with_suffix(".pdf"), metadata=_PDF_METADATA)
+    with rc_context({**_PDF_FONTS, **_SVG_IDS}):
+        for suffix in figure_formats(formats):
+            figure.savefig(stem.with_suffix(f".{suffix}"), **_SAVE_OPTIONS[suffix])
     return stem.with_suffix(".png")
 
 

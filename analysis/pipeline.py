@@ -14,6 +14,8 @@ import pandas as pd
 
 from sbir_study.foundation import progress
 from sbir_study.foundation.checks import InputError, check_option, check_whole_number
+from sbir_study.foundation.html import DEFAULT_FIGURE_FORMATS
+from sbir_study.foundation.html import figure_formats as checked_figure_formats
 from sbir_study.foundation.memory import release_freed
 from sbir_study.foundation.outputs import output_folder
 from sbir_study.foundation.provenance import software_versions
@@ -121,6 +123,7 @@ def analyze_ratings(
     options=AnalysisOptions(),
     *,
     figures: bool = True,
+    figure_formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
     pilot: pd.DataFrame | None = None,
     sketch_images: dict[str, Path] | None = None,
     overwrite: bool = False,
@@ -142,7 +145,9 @@ def analyze_ratings(
     ``docs/reliability.md``), ``summary.json`` (``docs/formats.md`` lists their columns)
     and ``report.html``. With ``figures``, also Figs. 4-8 and ``reliability_prophecy``
     in ``figures/`` (Fig. 9 as thumbnails when ``sketch_images`` maps sketch
-    ids to image files); ``pilot``, the ratings of a pilot study, is drawn
+    ids to image files), each as PNG and PDF or in ``figure_formats``
+    (:func:`~sbir_study.foundation.html.figure_formats`: png among them, as the report
+    embeds it); ``pilot``, the ratings of a pilot study, is drawn
     beside the final study in Fig. 7. Returns the summary.
 
     ``out`` is written as every output is (``docs/outputs.md``): aside, then
@@ -167,13 +172,14 @@ def analyze_ratings(
     ``participants.csv`` and stay in every statistic as the pairs they are.
     """
     check_text_labels(ratings)
+    formats = checked_figure_formats(figure_formats)
     inputs = [s.path for t in (ratings, pilot) if t is not None
               for s in t.attrs.get("provenance", Provenance()).sources]  # fmt: skip
     inputs += list((sketch_images or {}).values())
     with output_folder(out, "analyze", overwrite=overwrite, inputs=inputs) as folder:
-        return _analyze_into(folder, ratings, options, figures=figures, pilot=pilot,
-                             sketch_images=sketch_images, exclusions=exclusions or {},
-                             catch=catch)  # fmt: skip
+        return _analyze_into(folder, ratings, options, figures=formats if figures else (),
+                             pilot=pilot, sketch_images=sketch_images,
+                             exclusions=exclusions or {}, catch=catch)  # fmt: skip
 
 
 def _analyze_into(
@@ -181,7 +187,7 @@ def _analyze_into(
     ratings: pd.DataFrame,
     options: AnalysisOptions,
     *,
-    figures: bool,
+    figures: tuple[str, ...],
     pilot: pd.DataFrame | None,
     sketch_images: dict[str, Path] | None,
     exclusions: Mapping[str, Sequence[str]],
@@ -277,8 +283,9 @@ def _analyze_into(
                 extremes=extremes[extremes["group"] != ""],
                 sketch_images=sketch_images,
                 scale=scale,
+                formats=figures,
             )
-        figure_files.update(_reliability_figure(out / "figures", predicted, summary))
+        figure_files.update(_reliability_figure(out / "figures", predicted, summary, figures))
     summary["reliability"] = reliability
     summary["figures"] = sorted(figure_files)
     with progress.step("summary.json, report.html"):
@@ -597,13 +604,14 @@ def _write_reliability(out: Path, cube: RatingCube, options: AnalysisOptions):
     return reliability.reliability_summary(split_half, icc), predicted
 
 
-def _reliability_figure(folder: Path, predicted: pd.DataFrame, summary: dict) -> dict:
+def _reliability_figure(folder: Path, predicted: pd.DataFrame, summary: dict,
+                        formats: tuple[str, ...]) -> dict:  # fmt: skip
     from .figures import write_reliability_figure
     from .reliability import RELIABILITY_TARGET
 
     stem = folder / "reliability_prophecy"
     write_reliability_figure(predicted, stem, target=RELIABILITY_TARGET,
-                             n_raters=summary["n_participants"])  # fmt: skip
+                             n_raters=summary["n_participants"], formats=formats)  # fmt: skip
     return {"reliability_prophecy": stem.with_suffix(".png")}
 
 

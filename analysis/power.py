@@ -20,7 +20,7 @@ result does not depend on ``jobs`` or on the other replications.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +34,7 @@ from scipy import special
 from sbir_study.foundation import paper
 from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.environment import environment_variables
+from sbir_study.foundation.html import DEFAULT_FIGURE_FORMATS
 from sbir_study.foundation.progress import counter
 
 from . import _kernels
@@ -234,20 +235,24 @@ def write_power(
     *,
     overwrite: bool = False,
     reliability: pd.DataFrame | None = None,
+    figure_formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
 ) -> Path:
-    """Write ``power_runs.csv``, ``power.csv`` and ``power.png``/``.pdf`` into ``out``, as
+    """Write ``power_runs.csv``, ``power.csv`` and ``power.png``/``.pdf`` (or the
+    ``figure_formats``: :func:`~sbir_study.foundation.html.figure_formats`) into ``out``, as
     every output is written (``docs/outputs.md``); with ``reliability``
     (:func:`raters_for_reliability`), ``power_reliability.csv`` too."""
+    from sbir_study.foundation.html import figure_formats as checked_figure_formats
     from sbir_study.foundation.outputs import output_folder
 
     from .figures import write_power_figure
 
+    formats = checked_figure_formats(figure_formats)
     with output_folder(out, "power", overwrite=overwrite) as folder:
         runs.to_csv(folder / "power_runs.csv", index=False)
         summary.to_csv(folder / "power.csv", index=False)
         if reliability is not None:
             reliability.to_csv(folder / "power_reliability.csv", index=False)
-        write_power_figure(summary, folder / "power")
+        write_power_figure(summary, folder / "power", formats=formats)
     return Path(out)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from .common import (
     add_alpha,
     add_alternative,
+    add_figure_formats,
     add_overwrite,
     add_seed,
     count,
@@ -98,6 +99,7 @@ def register(commands) -> None:
         action="store_true",
         help="skip Figs. 4-9 (tables, summary.json and report.html are still written)",
     )
+    add_figure_formats(parser)
     parser.add_argument(
         "--pilot",
         type=Path,
@@ -195,8 +197,8 @@ def analyze(args: argparse.Namespace) -> int:
 
         sketch_images = load_set(args.stimuli).sketch_paths()
     summary = analyze_ratings(ratings, args.out, options, figures=not args.no_figures,
-                              pilot=pilot, sketch_images=sketch_images,
-                              overwrite=args.overwrite, exclusions=exclusions,
-                              catch=catch)  # fmt: skip
+                              figure_formats=args.figure_formats, pilot=pilot,
+                              sketch_images=sketch_images, overwrite=args.overwrite,
+                              exclusions=exclusions, catch=catch)  # fmt: skip
     print(format_summary(summary, args.out))
     return 0

@@ -32,6 +32,7 @@ __all__ = [
     "add_alpha",
     "add_alternative",
     "add_anchor_design",
+    "add_figure_formats",
     "add_overwrite",
     "add_seed",
     "at_least",
@@ -298,6 +299,31 @@ def add_overwrite(parser: argparse.ArgumentParser, what: str = "results") -> Non
         action="store_true",
         help=f"replace the {what} an earlier run of this command wrote at --out; never "
         "anything else (another command's output, a file it did not write)",
+    )
+
+
+def _figure_formats(text: str) -> tuple[str, ...]:
+    from sbir_study.foundation.html import figure_formats
+
+    try:
+        return figure_formats(text)
+    except InputError as problem:
+        raise argparse.ArgumentTypeError(str(problem).removeprefix("figure formats: ")) from None
+
+
+def add_figure_formats(parser: argparse.ArgumentParser) -> None:
+    """``--figure-formats``: the files each figure is written as (png among them)."""
+    from sbir_study.foundation.html import DEFAULT_FIGURE_FORMATS, FIGURE_FORMATS
+
+    parser.add_argument(
+        "--figure-formats",
+        type=_figure_formats,
+        default=DEFAULT_FIGURE_FORMATS,
+        metavar="LIST",
+        help=f"comma-separated formats each figure is written in, from "
+        f"{', '.join(FIGURE_FORMATS)}; png is always among them, as the report embeds it "
+        f"(default: {','.join(DEFAULT_FIGURE_FORMATS)}: the PDF with TrueType fonts, as "
+        "journals take it)",
     )
 
 

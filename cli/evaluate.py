@@ -12,6 +12,7 @@ from .common import (
     InputError,
     add_alpha,
     add_alternative,
+    add_figure_formats,
     add_overwrite,
     add_seed,
     at_least,
@@ -153,6 +154,7 @@ def _register_evaluate(commands) -> None:
     )
     add_seed(parser)
     parser.add_argument("--no-figures", action="store_true", help="skip figures/")
+    add_figure_formats(parser)
     add_overwrite(parser)
     parser.set_defaults(handler=evaluate)
 
@@ -236,7 +238,7 @@ def evaluate(args: argparse.Namespace) -> int:
         )  # fmt: skip
     with step("writing tables, figures and report"):
         write_evaluation(evaluation, args.out, figures=not args.no_figures,
-                         overwrite=args.overwrite)  # fmt: skip
+                         figure_formats=args.figure_formats, overwrite=args.overwrite)  # fmt: skip
     print(format_evaluation(evaluation, args.out))
     return 0
 

@@ -8,7 +8,15 @@ from pathlib import Path
 from sbir_study.foundation import paper
 from sbir_study.foundation.progress import step
 
-from .common import add_alpha, add_overwrite, add_seed, options_from, positive_int, whole_numbers
+from .common import (
+    add_alpha,
+    add_figure_formats,
+    add_overwrite,
+    add_seed,
+    options_from,
+    positive_int,
+    whole_numbers,
+)
 
 __all__ = ["COMMANDS", "register"]
 
@@ -50,6 +58,7 @@ def register(commands) -> None:
                         help="images per sketch")  # fmt: skip
     add_alpha(parser)
     add_seed(parser)
+    add_figure_formats(parser)
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
     parser.add_argument(
         "--pilot",
@@ -119,7 +128,8 @@ def power(args: argparse.Namespace) -> int:
     runs = power_analysis(options, jobs=args.jobs, progress=None)
     summary = summarize_power(runs)
     with step("writing"):
-        write_power(runs, summary, args.out, overwrite=args.overwrite, reliability=reliability)
+        write_power(runs, summary, args.out, overwrite=args.overwrite, reliability=reliability,
+                    figure_formats=args.figure_formats)  # fmt: skip
     print(format_power(summary, options, args.out))
     if reliability is not None:
         print(format_reliability(reliability))

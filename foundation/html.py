@@ -14,10 +14,15 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .checks import InputError
+
 __all__ = [
+    "DEFAULT_FIGURE_FORMATS",
+    "FIGURE_FORMATS",
     "STYLE",
     "at_floor",
     "collapsed",
+    "figure_formats",
     "figure_list",
     "isnan",
     "num",
@@ -76,17 +81,58 @@ def page_head(title: str) -> list[str]:
     ]
 
 
+#: The file formats a figure can be written in, and the default: the PNG, which the
+#: reports embed, and a PDF with its fonts embedded as TrueType, which journals take.
+#: SVG is for pages and editors (its text drawn as paths: the same on every machine).
+FIGURE_FORMATS = ("png", "pdf", "svg")
+DEFAULT_FIGURE_FORMATS = ("png", "pdf")
+
+
+def figure_formats(formats: str | Sequence[str]) -> tuple[str, ...]:
+    """The figure formats ``formats`` names (a comma-separated text or a sequence), each
+    once, in the order of :data:`FIGURE_FORMATS`; raise :class:`InputError` for an unknown
+    one or a list without ``png`` (the reports embed the PNG figures).
+
+    Examples
+    --------
+    >>> figure_formats("pdf, png,pdf")
+    ('png', 'pdf')
+    >>> try:
+    ...     figure_formats("pdf")
+    ... except InputError as error:
+    ...     print(error)
+    figure formats: got 'pdf', expected png among them (the report embeds the PNG figures)
+    """
+    given = formats.split(",") if isinstance(formats, str) else list(formats)
+    names = [str(name).strip().lower() for name in given if str(name).strip()]
+    shown = formats if isinstance(formats, str) else ",".join(map(str, formats))
+    unknown = [name for name in names if name not in FIGURE_FORMATS]
+    if unknown:
+        raise InputError(f"figure formats: got {unknown[0]!r} in {shown!r}, expected a "
+                         f"comma-separated list of {', '.join(FIGURE_FORMATS)}")  # fmt: skip
+    if "png" not in names:
+        raise InputError(f"figure formats: got {shown!r}, expected png among them (the report "
+                         "embeds the PNG figures)")  # fmt: skip
+    return tuple(name for name in FIGURE_FORMATS if name in names)
+
+
 def figure_list(figures: Mapping[str, Path], captions: Mapping[str, str]) -> list[str]:
+    """The report's figures, each PNG embedded, its caption naming the other files of the
+    figure that were written beside it (the PDF, the SVG)."""
     if not figures:
         return ["<h2>Figures</h2>", "<p>Not drawn (<code>--no-figures</code>).</p>"]
     parts = ["<h2>Figures</h2>"]
     for name in figures:
-        data = base64.b64encode(Path(figures[name]).read_bytes()).decode("ascii")
+        png = Path(figures[name])
+        data = base64.b64encode(png.read_bytes()).decode("ascii")
         caption = html.escape(captions.get(name, name))
+        others = ", ".join(f"<code>figures/{html.escape(name)}.{suffix}</code>"
+                           for suffix in FIGURE_FORMATS[1:]
+                           if png.with_suffix(f".{suffix}").is_file())  # fmt: skip
         parts.append(
             f'<figure id="{name}"><img alt="{html.escape(name)}" '
-            f'src="data:image/png;base64,{data}"><figcaption>{caption} '
-            f"(<code>figures/{name}.pdf</code>)</figcaption></figure>"
+            f'src="data:image/png;base64,{data}"><figcaption>{caption}'
+            f"{f' ({others})' if others else ''}</figcaption></figure>"
         )
     return parts
 

@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 
 from sbir_study.foundation.checks import InputError, check_option
+from sbir_study.foundation.html import DEFAULT_FIGURE_FORMATS
+from sbir_study.foundation.html import figure_formats as checked_figure_formats
 from sbir_study.foundation.outputs import output_folder
 from sbir_study.foundation.provenance import software_versions
 from sbir_study.foundation.scale import Scale
@@ -433,7 +435,12 @@ def _mark_significant(summary: pd.DataFrame, comparisons: pd.DataFrame) -> pd.Da
 
 
 def write_evaluation(
-    evaluation: Evaluation, out: str | Path, *, figures: bool = True, overwrite: bool = False
+    evaluation: Evaluation,
+    out: str | Path,
+    *,
+    figures: bool = True,
+    figure_formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
+    overwrite: bool = False,
 ) -> dict:
     """Write the evaluation to ``out``; returns the headline numbers (``evaluation.json``).
 
@@ -446,18 +453,21 @@ def write_evaluation(
     trec_eval, ranx and ir_measures),
     ``evaluation.json`` (inputs with SHA-256, options, software, headline per
     system), ``report.html`` and, with ``figures``, ``figures/`` (per-sketch
-    tau_b and the precision-recall curves).
+    tau_b and the precision-recall curves, each as PNG and PDF or in ``figure_formats``:
+    :func:`~sbir_study.foundation.html.figure_formats`).
 
     ``out`` is written as every output is (``docs/outputs.md``): aside, then
     moved into place when complete; an existing ``out`` only with
     ``overwrite``, and only when an earlier ``evaluate`` wrote it.
     """
+    formats = checked_figure_formats(figure_formats) if figures else ()
     inputs = [entry["path"] for entry in evaluation.inputs.get("files", [])]
     with output_folder(out, "evaluate", overwrite=overwrite, inputs=inputs) as folder:
-        return _write_evaluation_into(evaluation, folder, figures=figures)
+        return _write_evaluation_into(evaluation, folder, figures=formats)
 
 
-def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: bool) -> dict:
+def _write_evaluation_into(evaluation: Evaluation, out: Path, *,
+                           figures: tuple[str, ...]) -> dict:  # fmt: skip
     evaluation.per_sketch.to_csv(out / "per_sketch.csv", index=False)
     evaluation.summary.to_csv(out / "summary.csv", index=False)
     evaluation.comparisons.to_csv(out / "comparisons.csv", index=False)
@@ -514,7 +524,8 @@ def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: bool) 
         from .figures import write_evaluation_figures  # matplotlib only when drawing
 
         written = write_evaluation_figures(out / "figures", evaluation.per_sketch,
-                                           evaluation.pr_curve, evaluation.summary)  # fmt: skip
+                                           evaluation.pr_curve, evaluation.summary,
+                                           formats=figures)  # fmt: skip
     result["figures"] = sorted(written)
     (out / "evaluation.json").write_text(json.dumps(result, indent=2, allow_nan=False) + "\n",
                                          encoding="utf-8")  # fmt: skip

@@ -14,12 +14,15 @@ only when figures are drawn.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+
+from sbir_study.foundation.html import DEFAULT_FIGURE_FORMATS, figure_formats
 
 from ..figures import _MARKERS, _save
 
@@ -123,9 +126,13 @@ def write_evaluation_figures(
     per_sketch: pd.DataFrame,
     pr_curve: pd.DataFrame,
     summary: pd.DataFrame | None = None,
+    *,
+    formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
 ) -> dict[str, Path]:
-    """Draw the figures of ``evaluate`` (``.png`` and ``.pdf``); returns the PNG paths by name:
-    ``systems_tau`` (with ``summary``), ``per_sketch_tau``, ``precision_recall``."""
+    """Draw the figures of ``evaluate`` (``.png`` and ``.pdf``, or ``formats``: png among
+    them); returns the PNG paths by name: ``systems_tau`` (with ``summary``),
+    ``per_sketch_tau``, ``precision_recall``."""
+    formats = figure_formats(formats)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     written = {}
@@ -133,7 +140,7 @@ def write_evaluation_figures(
         n = summary.loc[summary["measure"] == "tau_b", "system"].nunique()
         figure = Figure(figsize=(7.5, 1.7 + 0.35 * n), layout="constrained")
         plot_system_summary(summary, ax=figure.add_subplot())
-        written["systems_tau"] = _save(figure, folder / "systems_tau")
+        written["systems_tau"] = _save(figure, folder / "systems_tau", formats)
     n_sketches = per_sketch["sketch_id"].nunique()
     # The legend, one line per system beside the axes, sets the height once there are many:
     # about 0.25 in a line at the "small" font, so that its entries never run off the page.
@@ -141,10 +148,10 @@ def write_evaluation_figures(
     height = max(4.8, 1.0 + 0.25 * n_lines)
     figure = Figure(figsize=(max(9.0, 0.28 * n_sketches + 5.0), height), layout="constrained")
     plot_system_tau(per_sketch, ax=figure.add_subplot())
-    written["per_sketch_tau"] = _save(figure, folder / "per_sketch_tau")
+    written["per_sketch_tau"] = _save(figure, folder / "per_sketch_tau", formats)
     figure = Figure(figsize=(8.0, 4.8), layout="constrained")
     plot_precision_recall(pr_curve, ax=figure.add_subplot())
-    written["precision_recall"] = _save(figure, folder / "precision_recall")
+    written["precision_recall"] = _save(figure, folder / "precision_recall", formats)
     return written
 
 
