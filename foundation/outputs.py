@@ -55,8 +55,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -84,8 +86,11 @@ __all__ = [
 
 #: The output record: inside an output folder, or ``.<file>`` + this beside a file group.
 RECORD = ".sbir-study-output.json"
-#: Temporary folders beside a target start with this.
+#: Temporary folders beside a target start with this, then their writer's host (a digest
+#: of its name) and process id: a writer killed before it wrote the folder's record is
+#: still known by the name (:func:`_clear_leftovers`).
 TEMP_PREFIX = ".sbir-study-tmp-"
+_WRITER = re.compile(rf"{re.escape(TEMP_PREFIX)}([0-9a-f]{{8}})-([0-9]+)-")
 _RECORD_FORMAT = 1
 _HELD_SIGNALS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
                  if hasattr(signal, name)}  # fmt: skip
@@ -428,8 +433,19 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _host_digest() -> str:
+    return hashlib.sha256(socket.gethostname().encode("utf-8")).hexdigest()[:8]
+
+
+def _temporary_prefix() -> str:
+    """:data:`TEMP_PREFIX` and this writer (:data:`_WRITER`)."""
+    return f"{TEMP_PREFIX}{_host_digest()}-{os.getpid()}-"
+
+
 def _clear_leftovers(parent: Path, name: str) -> None:
-    """Remove the temporary folders that a killed writer of ``name`` left in ``parent``."""
+    """Remove the temporary folders that a killed writer of ``name`` left in ``parent``,
+    and those of any writer on this host killed before it wrote its folder's record (an
+    empty folder, whose output cannot be told)."""
     try:
         entries = [e for e in os.scandir(parent) if e.name.startswith(TEMP_PREFIX) and e.is_dir()]
     except OSError:
@@ -437,7 +453,10 @@ def _clear_leftovers(parent: Path, name: str) -> None:
     host = socket.gethostname()
     for entry in entries:
         record = read_record(Path(entry.path))
-        if record is None or record.target != name:
+        if record is None:
+            _clear_unrecorded(entry)
+            continue
+        if record.target != name:
             continue
         if record.host != host or _alive(record.pid):
             warnings.warn(
@@ -458,12 +477,29 @@ def _clear_leftovers(parent: Path, name: str) -> None:
         )
 
 
+def _clear_unrecorded(entry: os.DirEntry) -> None:
+    """Remove a temporary folder without a record whose name says that a process of this
+    host made it, and that process is gone: killed between making the folder and writing
+    its record, it wrote nothing else."""
+    writer = _WRITER.match(entry.name)
+    if writer is None or writer.group(1) != _host_digest() or _alive(int(writer.group(2))):
+        return
+    with _held_signals():
+        shutil.rmtree(entry.path, ignore_errors=True)
+    warnings.warn(
+        f"{entry.path}: removed the unfinished output of an interrupted sbir-study (process "
+        f"{writer.group(2)}), stopped before it had written anything",
+        OutputWarning,
+        stacklevel=5,
+    )
+
+
 def _make_temporary(absolute: Path, command: str) -> Path:
     """A new temporary folder beside ``absolute``, with a record saying what is under way."""
     parent = absolute.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        temporary = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=parent))
+        temporary = Path(tempfile.mkdtemp(prefix=_temporary_prefix(), dir=parent))
         # mkdtemp makes the folder private (0700); the output gets the mode a folder made
         # with mkdir would have, or that of the folder it replaces.
         os.chmod(temporary, _folder_mode(absolute))
@@ -550,7 +586,7 @@ def _replace_folder(temporary: Path, target: Path) -> None:
     if _renameat2(temporary, target, _RENAME_EXCHANGE):
         return
     # Without an exchange: two renames; the old output waits beside until the new is in place.
-    aside = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=target.parent))
+    aside = Path(tempfile.mkdtemp(prefix=_temporary_prefix(), dir=target.parent))
     os.rmdir(aside)
     os.rename(target, aside)
     os.rename(temporary, target)

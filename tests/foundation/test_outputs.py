@@ -282,6 +282,34 @@ def test_leftovers_of_a_killed_run_are_removed_by_the_next(tmp_path):
     assert not stale.exists() and alive.exists()
 
 
+def test_a_writer_killed_before_its_record_is_known_by_its_folders_name(tmp_path):
+    """Killed between making its temporary folder and writing the record in it, a writer
+    leaves an empty folder whose name says which process of which host made it: the next
+    run removes it once that process is gone, and leaves those of a live process, of
+    another host, and folders it cannot tell."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    host = outputs._host_digest()
+    killed = tmp_path / f"{TEMP_PREFIX}{host}-{int(dead.stdout)}-abc"
+    half_recorded = tmp_path / f"{TEMP_PREFIX}{host}-{int(dead.stdout)}-def"
+    running = tmp_path / f"{TEMP_PREFIX}{host}-{os.getpid()}-ghi"
+    elsewhere = tmp_path / f"{TEMP_PREFIX}{'0' * 8 if host != '0' * 8 else '1' * 8}-1-jkl"
+    unnamed = tmp_path / f"{TEMP_PREFIX}someone"
+    for folder in (killed, half_recorded, running, elsewhere, unnamed):
+        folder.mkdir()
+    (half_recorded / f"{RECORD}.partial").write_text('{"format": 1, "comm')
+    with pytest.warns(outputs.OutputWarning) as caught:
+        with output_folder(tmp_path / "out", "analyze") as folder:
+            write(folder, {"a.csv": "1"})
+            made_by = outputs._WRITER.match(folder.name)
+    # This run's own folder carries its name: this host, this process.
+    assert made_by is not None and made_by.groups() == (host, str(os.getpid()))
+    removed = [str(w.message) for w in caught if "stopped before it had written" in str(w.message)]
+    assert sorted(m.split(":")[0] for m in removed) == sorted([str(killed), str(half_recorded)])
+    assert not killed.exists() and not half_recorded.exists()
+    assert running.exists() and elsewhere.exists() and unnamed.exists()
+
+
 def test_a_target_changed_during_the_work_is_not_replaced(tmp_path):
     with output_folder(tmp_path / "out", "analyze") as folder:
         write(folder, {"a.csv": "1"})
