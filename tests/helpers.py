@@ -32,6 +32,13 @@ SBIR_STUDY = [str(Path(sys.executable).with_name("sbir-study"))]
 if not Path(SBIR_STUDY[0]).exists():
     SBIR_STUDY = [sys.executable, "-P", "-m", "sbir_study"]
 
+#: Figures as PNG alone (``--figure-formats png``), for the tests that read the figures or
+#: the report but not the PDFs, which the figure tests read (tests/analysis/
+#: test_figures_report.py, test_figures_scale.py, test_report_reads.py, retrieval/
+#: test_figures.py): a PDF, its fonts embedded, takes about twice a PNG's time to write.
+PNG = ("png",)
+PNG_OPTION = ("--figure-formats", "png")
+
 
 def snapshot(root: Path) -> dict[str, str]:
     """Every entry under ``root``: a file's SHA-256, a link's target, a folder's mark."""

@@ -21,7 +21,7 @@ from sbir_study.analysis.pipeline import (
     sketch_agreement,
 )
 from sbir_study.foundation.html import share
-from tests.helpers import assert_input_error, run_main
+from tests.helpers import PNG, PNG_OPTION, assert_input_error, run_main
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -136,7 +136,8 @@ def _with_gaps(ratings, share, seed):
 def test_every_agreement_number_says_over_how_many_raters(small_study, tmp_path):
     _, ratings = small_study
     ratings = _with_gaps(ratings, 0.04, seed=3)
-    summary = analyze_ratings(ratings, tmp_path, AnalysisOptions(bootstrap=200, permutations=200))
+    summary = analyze_ratings(ratings, tmp_path, AnalysisOptions(bootstrap=200, permutations=200),
+                              figure_formats=PNG)
     table = pd.read_csv(tmp_path / "kendall_w.csv")
     assert (table["n_raters"] < table["n_raters_all"]).any()  # raters were left out of W
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
@@ -158,7 +159,8 @@ def test_every_agreement_number_says_over_how_many_raters(small_study, tmp_path)
 
 def test_fig6_compares_like_with_like(small_study, tmp_path):
     _, ratings = small_study
-    summary = analyze_ratings(ratings, tmp_path, AnalysisOptions(bootstrap=0, permutations=0))
+    summary = analyze_ratings(ratings, tmp_path, AnalysisOptions(bootstrap=0, permutations=0),
+                              figure_formats=PNG)
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     # The paper's 99% stands beside the inclusive statistic (the paper's), not the
     # leave-one-out one, which the paper did not report.
@@ -203,7 +205,7 @@ def test_simulated_input_is_labelled_at_the_top(tmp_path):
     data = tmp_path / "data"
     run_main("simulate", "--out", str(data), "--participants", "4", "--sketches", "3",
             "--images", "8", "--seed", "1")  # fmt: skip
-    result = run_main("analyze", str(data), "--out", str(tmp_path / "out"))
+    result = run_main("analyze", str(data), "--out", str(tmp_path / "out"), *PNG_OPTION)
     assert result.returncode == 0, result.stderr
     page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     body = page[page.index("<body>") :]
@@ -215,8 +217,9 @@ def test_pilot_is_drawn_beside_the_final_study(small_study, tmp_path):
     root, _ = small_study
     pilot, _ = simulate_study(StudyDesign(participants=3, sketches=5, images_per_sketch=10), seed=9)
     pilot.to_csv(tmp_path / "pilot.csv", index=False, na_rep="n/a")
-    result = run_main("analyze", str(root / "ratings.csv"), "--out", str(tmp_path / "out"),
-                     "--pilot", str(tmp_path / "pilot.csv"))  # fmt: skip
+    result = run_main("analyze", str(root / "ratings.csv"), *PNG_OPTION,
+                      "--out", str(tmp_path / "out"),
+                      "--pilot", str(tmp_path / "pilot.csv"))  # fmt: skip
     assert result.returncode == 0, result.stderr
     table = pd.read_csv(tmp_path / "out" / "rating_distribution.csv")
     assert set(table["dataset"]) == {"pilot", "final"}
@@ -237,13 +240,14 @@ def test_stimuli_thumbnails_and_missing_manifest(small_study, tmp_path):
         imsave(stimuli / "sketches" / f"{sketch}.png", np.eye(16), cmap="gray")
         imsave(stimuli / "images" / sketch / "i1.png", np.eye(16)[::-1], cmap="gray")
     import_set(stimuli, anchors=AnchorDesign(sketches=0))
-    result = run_main("analyze", str(root / "ratings.csv"), "--out", str(tmp_path / "out"),
-                     "--stimuli", str(stimuli))  # fmt: skip
+    result = run_main("analyze", str(root / "ratings.csv"), *PNG_OPTION,
+                      "--out", str(tmp_path / "out"), "--stimuli", str(stimuli))  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "out" / "figures" / "fig9_extremes.png").exists()
 
-    result = run_main("analyze", str(root / "ratings.csv"), "--out", str(tmp_path / "out2"),
-                     "--stimuli", str(tmp_path / "nowhere"))  # fmt: skip
+    result = run_main("analyze", str(root / "ratings.csv"), *PNG_OPTION,
+                      "--out", str(tmp_path / "out2"),
+                      "--stimuli", str(tmp_path / "nowhere"))  # fmt: skip
     assert_input_error(result, "nowhere", "no such folder; expected a stimulus set")
 
 

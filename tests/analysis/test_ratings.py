@@ -173,7 +173,8 @@ def test_cut_off_last_line_is_dropped_with_a_warning(small_dataset):
 def test_cut_off_line_through_the_cli(small_dataset, tmp_path):
     path = next(small_dataset.glob("sub-01/beh/*_beh.tsv"))
     path.write_text(path.read_text()[:-7])
-    result = run_main("analyze", str(small_dataset), "--out", str(tmp_path / "out"))
+    result = run_main("analyze", str(small_dataset), "--out", str(tmp_path / "out"),
+                      "--no-figures")  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "warning" in result.stderr and str(path) in result.stderr
 

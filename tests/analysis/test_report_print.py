@@ -23,7 +23,8 @@ A4_CONTENT_PX = (210 - 2 * 12) / 25.4 * 96
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):
     """A simulated BIDS study (anchoring included), its analysis and an evaluation of 3 runs
-    (the commands run in this process: what they write, not their process, is tested here)."""
+    (the commands run in this process: what they write, not their process, is tested here;
+    the figures as the PNGs the reports embed, the PDFs being no part of a printed report)."""
     root = tmp_path_factory.mktemp("reports")
     data = root / "data with a long folder name for the file table"
     result = run_main(
@@ -49,6 +50,8 @@ def reports(tmp_path_factory):
         "50",
         "--permutations",
         "20",
+        "--figure-formats",
+        "png",
     )
     assert result.returncode == 0, result.stderr
     truth = pd.read_csv(root / "analysis" / "ground_truth.csv")
@@ -72,6 +75,8 @@ def reports(tmp_path_factory):
         "200",
         "--permutations",
         "100",
+        "--figure-formats",
+        "png",
         *map(str, runs),
     )
     assert result.returncode == 0, result.stderr
@@ -86,6 +91,8 @@ def reports(tmp_path_factory):
         "200",
         "--permutations",
         "100",
+        "--figure-formats",
+        "png",
         *map(str, runs),
     )
     assert result.returncode == 0, result.stderr

@@ -27,7 +27,7 @@ from sbir_study.analysis.figures import (
 )
 from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings, format_summary
 from sbir_study.analysis.report import counted, share_interval, write_report
-from tests.helpers import run_cli, run_main
+from tests.helpers import PNG, run_cli, run_main
 
 
 class _Tables(HTMLParser):
@@ -116,7 +116,8 @@ def test_study_without_anchoring_says_so(tmp_path):
     trials = trials[~trials["phase"].isin(["anchor_demo", "anchor_repeat"])]
     trials.to_csv(tmp_path / "ratings.csv", index=False, na_rep="n/a")
     options = AnalysisOptions(bootstrap=20, permutations=20)
-    analyze_ratings(load_ratings(tmp_path / "ratings.csv"), tmp_path / "out", options)
+    analyze_ratings(load_ratings(tmp_path / "ratings.csv"), tmp_path / "out", options,
+                    figure_formats=PNG)  # fmt: skip
     page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     headline = _Tables(page).table("statistic")
     (anchoring,) = [row for row in headline if row[0].startswith("anchoring")]

@@ -11,8 +11,10 @@ import pytest
 from sbir_study.analysis import load_ratings
 from sbir_study.analysis.retrieval.runs import load_ground_truth, load_run
 from sbir_study.cli import main
+from tests.helpers import PNG_OPTION
 
-FAST = ["--bootstrap", "200", "--permutations", "200"]
+#: Fewer resamples, and the figures as PNG alone (tests.helpers.PNG_OPTION).
+FAST = ["--bootstrap", "200", "--permutations", "200", *PNG_OPTION]
 
 
 def evaluate(retrieval_study, out, *extra, runs=("l1", "chi2")):

@@ -114,13 +114,16 @@ _INPUTS = {
     "runs": ["baseline", "--stimuli", "set", "--distance", "l1,chi2", "--out", "runs"],
 }  # fmt: skip
 #: Each command: the inputs it reads, its arguments, what it writes, and for a group of
-#: files (not a folder) the files.
+#: files (not a folder) the files. analyze and evaluate draw their figures as PNG alone:
+#: every file of the output is staged and moved into place alike, whatever its format, and
+#: the PDF writer is tested with the figures (tests/analysis/test_figures_report.py).
 _SCENARIOS = {
-    "analyze": (("set", "data"), ["analyze", "data", "--out", "analysis"], "analysis", None),
+    "analyze": (("set", "data"), ["analyze", "data", "--out", "analysis", "--figure-formats",
+                                  "png"], "analysis", None),
     "evaluate": (("set", "data", "truth", "runs"),
                  ["evaluate", "--ground-truth", "truth/ground_truth.csv", "runs/l1.run",
                   "runs/chi2.run", "--ratings", "data", "--out", "evaluation", "--bootstrap",
-                  "2000"], "evaluation", None),
+                  "2000", "--figure-formats", "png"], "evaluation", None),
     "simulate": ((), ["simulate", "--participants", "40", "--out", "sim"], "sim", None),
     "simulate --flat": ((), ["simulate", "--participants", "40", "--flat", "--out", "sim.csv"],
                         "sim.csv", ["sim.csv", "sim.json"]),

@@ -10,7 +10,7 @@ import json
 import pandas as pd
 import pytest
 
-from tests.helpers import run_main
+from tests.helpers import PNG, run_main
 
 LABELS = {"01": "01", "02": "1", "03": "001", "04": "0010"}
 
@@ -50,13 +50,14 @@ def test_labels_stay_text_through_tables_figures_and_report(flat_tables, tmp_pat
     drawn = {}
     save = sbir_study.analysis.figures._save
 
-    def record(figure, stem):
+    def record(figure, stem, formats):
         drawn[stem.name] = [tick.get_text() for ax in figure.axes for tick in ax.get_xticklabels()]
-        return save(figure, stem)
+        return save(figure, stem, formats)
 
     monkeypatch.setattr(sbir_study.analysis.figures, "_save", record)
     out = tmp_path / "out"
-    analyze_ratings(ratings, out, AnalysisOptions(bootstrap=50, permutations=50))
+    analyze_ratings(ratings, out, AnalysisOptions(bootstrap=50, permutations=50),
+                    figure_formats=PNG)  # fmt: skip
 
     # Tables, read back as text.
     for name, column in [("consensus_tau.csv", "participant"), ("anchoring.csv", "participant"),

@@ -28,7 +28,7 @@ from sbir_study.study.screens import instruction_texts, screens
 from sbir_study.study.session.loop import TrialLoop
 from sbir_study.study.texts import PRACTICE_NOTE
 from sbir_study.study.trials import build_trials
-from tests.helpers import DATA, snapshot
+from tests.helpers import DATA, PNG, snapshot
 from tests.study.session_harness import beh_file, start_session
 
 
@@ -171,7 +171,7 @@ def test_the_simulated_participant_answers_the_rest_as_without_practice(small_se
 # --- The analysis ------------------------------------------------------------------------------
 
 
-def test_a_practice_rating_changes_no_output(tmp_path, monkeypatch):
+def test_a_practice_rating_changes_no_output(tmp_path):
     from sbir_study.analysis import AnalysisOptions, analyze_ratings, validate_ratings
 
     table = pd.read_csv(DATA / "ratings_small.csv", dtype=str, keep_default_na=False)
@@ -188,11 +188,11 @@ def test_a_practice_rating_changes_no_output(tmp_path, monkeypatch):
     with_practice = pd.concat([pd.DataFrame(practice, columns=table.columns), shifted],
                               ignore_index=True)  # fmt: skip
     options = AnalysisOptions(bootstrap=20, permutations=20)
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")  # the PDFs' creation date (matplotlib)
     written = {}
     for name, frame in (("plain", table), ("practice", with_practice)):
         ratings = validate_ratings(frame)
-        analyze_ratings(ratings, tmp_path / name, options)
+        # The figures as PNG: drawn from the same numbers, the same PNG bytes.
+        analyze_ratings(ratings, tmp_path / name, options, figure_formats=PNG)
         written[name] = snapshot(tmp_path / name)
         del written[name][".sbir-study-output.json"]  # what wrote the folder, and when
     assert (validate_ratings(with_practice)["phase"] == "practice").sum() == 24

@@ -150,13 +150,13 @@ def test_the_per_sketch_figure_stays_readable_with_12_systems(tmp_path, n_system
     drawn = {}
     original = figures._save
 
-    def keep(figure, path):
+    def keep(figure, path, formats):
         drawn[Path(path).name] = figure
-        return original(figure, path)
+        return original(figure, path, formats)
 
     figures._save, saved = keep, figures._save
     try:
-        write_evaluation_figures(tmp_path, per_sketch, pr, summary)
+        write_evaluation_figures(tmp_path, per_sketch, pr, summary, formats=("png",))
     finally:
         figures._save = saved
     figure = drawn["per_sketch_tau"]
