@@ -98,7 +98,7 @@ def process_state() -> dict:
         "loggers": loggers,
         "logging disabled below": logging.root.manager.disable,
         "streams": (sys.stdin, sys.stdout, sys.stderr),
-        "threads": sorted(thread.name for thread in threading.enumerate()),
+        "threads": sorted((thread.name, thread.ident) for thread in threading.enumerate()),
         "umask": umask,
     }
 
@@ -107,11 +107,18 @@ def process_changes(before: dict, after: dict) -> list[str]:
     """What differs between two :func:`process_state`, each named with its old and new value.
 
     A logger first made in between with no handler of its own is no change: a module
-    imported for the first time makes its logger, as it would in a fresh process.
+    imported for the first time makes its logger, as it would in a fresh process. Of the
+    threads, those left running that were not there before are changes; one that ended in
+    between (a test's own client retiring an idle worker) is not the command's doing.
     """
     changes = []
     for key, old in before.items():
         new = after[key]
+        if key == "threads":
+            started = [name for name, ident in new if (name, ident) not in old]
+            if started:
+                changes.append(f"threads left running: {started!r}")
+            continue
         if key == "loggers":
             new = {name: value for name, value in new.items() if name in old or value[3]}
         if key in ("environment", "signal handlers", "loggers"):

@@ -13,7 +13,6 @@ import csv
 import json
 import shutil
 import subprocess
-import sys
 import tomllib
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -23,7 +22,7 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from tests.helpers import toml_text
+from tests.helpers import run_main, toml_text
 from tests.study.online.browser_participant import Participant
 from tests.study.online.support import END_S
 from tests.study.session_harness import start_session
@@ -62,9 +61,9 @@ def write_protocol(folder: Path) -> Path:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "sbir_study", *args], capture_output=True, text=True, timeout=300
-    )
+    """``sbir-study ARGS`` in this process (:func:`tests.helpers.run_main`): what the commands
+    write is tested here, not the process they run in."""
+    return run_main(*args)
 
 
 def ok(*args: str) -> subprocess.CompletedProcess:

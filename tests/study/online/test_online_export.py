@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from sbir_study.analysis import load_ratings
 from sbir_study.study.recorder import SESSION_COLUMNS
+from tests.helpers import run_main
 from tests.study.online.support import END_S, make_client, report, start, write_protocol
 
 VALIDATOR = Path(__file__).parents[3] / ".node" / "node_modules" / ".bin" / "bids-validator"
@@ -40,9 +41,9 @@ def assert_valid_bids(root: Path) -> list[str]:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "sbir_study", *args], capture_output=True, text=True, timeout=300
-    )
+    """``sbir-study ARGS`` in this process (:func:`tests.helpers.run_main`): what the commands
+    write is tested here, not the process they run in."""
+    return run_main(*args)
 
 
 def fill(
