@@ -99,19 +99,16 @@ def core_install(tmp_path_factory):
     root = tmp_path_factory.mktemp("install")
     source = _copy_source(root / "source")
     env = root / "env"
-    made = _run([sys.executable, "-m", "venv", env], root)
+    # Without pip of its own: this environment's pip installs into it (``pip --python``),
+    # which spares the venv's ensurepip (most of the venv's making), and the project is
+    # built in an isolated environment, as pip builds it for a user.
+    made = _run([sys.executable, "-m", "venv", "--without-pip", env], root)
     assert made.returncode == 0, made.stderr
     python = env / "bin" / "python"
-    # A fresh venv's own setuptools (65 on Python 3.11) cannot build this project (it
-    # needs 77, for the SPDX license field); pip then builds in an isolated environment.
-    setuptools = _run([python, "-c", "import importlib.metadata as m; "
-                       "print(m.version('setuptools'))"], root).stdout.strip()  # fmt: skip
-    isolation = []
-    if setuptools and int(setuptools.split(".")[0]) >= 77:
-        isolation = ["--no-build-isolation"]
     # No byte-compiling: a third of the time, for modules that run once here.
-    installed = _run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                      "--no-compile", *isolation, "-c", LOCK, source], root)  # fmt: skip
+    installed = _run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet",
+                      "--disable-pip-version-check", "--no-compile", "-c", LOCK, source],
+                     root)  # fmt: skip
     assert installed.returncode == 0, installed.stdout + installed.stderr
     return root, env / "bin"
 
