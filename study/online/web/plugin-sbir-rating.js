@@ -25,6 +25,18 @@
 /* global jsPsychModule */
 "use strict";
 
+/*
+ * A key-down reaches the page a little after its time stamp; a trial's record is put
+ * together once the keys pressed before its window closed have arrived. On a free page that
+ * is SBIR_KEY_GRACE_MS after the close; a timer that fires more than SBIR_KEY_LATE_MS late
+ * says the page, or the machine, was busy, and a key may still be on its way: the page
+ * then waits again, until a timer fires on time, at most SBIR_KEY_WAIT_MAX_MS after the
+ * close. The records are put together in the order of their trials.
+ */
+const SBIR_KEY_GRACE_MS = 60;
+const SBIR_KEY_LATE_MS = 20;
+const SBIR_KEY_WAIT_MAX_MS = 1000;
+
 /** PsychoPy's name of a browser key-down (see study/online/keys.py), or null. */
 function sbirKeyName(code, key, table) {
   if (Object.prototype.hasOwnProperty.call(table, code)) return table[code];
@@ -159,6 +171,7 @@ class SbirSession {
     this.intervals = [];
     this.pending = null;
     this.closing = 0; // records being put together (their key events still arriving)
+    this.closed = []; // those records, in the order of their trials: what collect() needs
     this.nextOnsetTarget = 0;
     this.nominalNext = null; // when the next pair is due if no screen comes between (page clock, s)
     this.sessionStart = null;
@@ -232,27 +245,45 @@ class SbirSession {
     const shown = this.onsets.find((o) => o.trial === pending.trial.trial && o.onset === pending.onset);
     if (shown) shown.window_end = windowEnd;
     this.closing += 1;
-    // Key events are delivered a little after their time stamp: collect them a moment later.
-    setTimeout(() => {
-      const events = this.events.filter((e) => e.t >= pending.onset && e.t < windowEnd + 0.05);
-      this.events = this.events.filter((e) => e.t >= windowEnd);
-      const scored = sbirScore(events, pending.onset, windowEnd, this.ratingKeys, this.table);
-      const body = {
-        sketch_id: pending.trial.sketch_id,
-        image_id: pending.trial.image_id,
-        onset: pending.onset,
-        blank_onset: pending.blankOnset,
-        next_onset: ts,
-        session_start: this.sessionStart,
-        frames,
-        events,
-        paused_before: pending.pausedBefore,
-        rating: pending.trial.phase === "anchor_demo" ? null : scored.rating,
-      };
-      this.sender.push(pending.trial.trial, body);
-      this.keepClock(windowEnd);
-      this.closing -= 1;
-    }, 60);
+    // Its key events are collected once those pressed before the window closed have come.
+    this.closed.push({ pending, ts, frames, windowEnd, closedAt: performance.now() });
+    if (this.closed.length === 1) this.collectLater(SBIR_KEY_GRACE_MS);
+  }
+
+  collectLater(delay) {
+    const due = performance.now() + delay;
+    setTimeout(() => this.collect(due), delay);
+  }
+
+  /** Put together the first closed record whose keys have come (SBIR_KEY_GRACE_MS). */
+  collect(due) {
+    const { pending, ts, frames, windowEnd, closedAt } = this.closed[0];
+    const now = performance.now();
+    const waited = now - closedAt;
+    if (waited < SBIR_KEY_WAIT_MAX_MS && (waited < SBIR_KEY_GRACE_MS || now - due > SBIR_KEY_LATE_MS)) {
+      this.collectLater(Math.max(SBIR_KEY_GRACE_MS - waited, now - due > SBIR_KEY_LATE_MS ? SBIR_KEY_GRACE_MS : 0));
+      return;
+    }
+    this.closed.shift();
+    const events = this.events.filter((e) => e.t >= pending.onset && e.t < windowEnd + 0.05);
+    this.events = this.events.filter((e) => e.t >= windowEnd);
+    const scored = sbirScore(events, pending.onset, windowEnd, this.ratingKeys, this.table);
+    const body = {
+      sketch_id: pending.trial.sketch_id,
+      image_id: pending.trial.image_id,
+      onset: pending.onset,
+      blank_onset: pending.blankOnset,
+      next_onset: ts,
+      session_start: this.sessionStart,
+      frames,
+      events,
+      paused_before: pending.pausedBefore,
+      rating: pending.trial.phase === "anchor_demo" ? null : scored.rating,
+    };
+    this.sender.push(pending.trial.trial, body);
+    this.keepClock(windowEnd);
+    this.closing -= 1;
+    if (this.closed.length) this.collectLater(Math.max(0, this.closed[0].closedAt + SBIR_KEY_GRACE_MS - now));
   }
 
   /** The most recent key-down's time (the key that ended a screen), else now (s). */

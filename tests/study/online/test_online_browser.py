@@ -621,6 +621,47 @@ def test_scheduled_breaks_come_after_every_so_many_rated_pairs(
     assert (paused.drop(index=after_break) == 0).all(), paused.tolist()
 
 
+def test_a_key_that_reaches_a_busy_page_late_still_counts_for_its_window(
+    online_set, tmp_path, start_server, browser
+):
+    """A key pressed before a window closed reaches a busy page late: here the page is kept
+    busy for 200 ms from just after the next pair came, and a 2, stamped 50 ms before the
+    window closed, reaches it 10 ms after that. The trial's record waits for it: the 2 is
+    the rating (collecting once, 60 ms after the close, lost it)."""
+    participant, data = past_the_intake(
+        "?participant=latekey", tmp_path, online_set, start_server, browser
+    )
+    stimulus_s, blank_s = 0.6, 0.4
+    participant.start_trials()
+    first = participant.onset_of(1)["onset"]
+    participant.key_at("3", first + 0.3, 1)
+    closes = first + stimulus_s + blank_s  # the next pair's due onset
+    participant.driver.execute_script(
+        "const due = arguments[0] * 1000; setTimeout(() => { const end = performance.now() + 200;"
+        " while (performance.now() < end) {} }, Math.max(0, due - performance.now()))",
+        closes + 0.03,
+    )
+    second = participant.onset_of(2)["onset"]
+    stamp = second - 0.05
+    key, code, key_code = KEYS["2"]
+    # The key's time stamp, given to the DevTools command on the wall clock (s).
+    wall = (stamp * 1000 + participant.origin_ms - participant.offset_ms) / 1000
+    down = {"type": "keyDown", "key": key, "code": code, "text": key, "timestamp": wall,
+            "windowsVirtualKeyCode": key_code, "nativeVirtualKeyCode": key_code}  # fmt: skip
+    while participant.page_now() < closes + 0.24:
+        time.sleep(0.002)
+    participant.driver.execute_cdp_cmd("Input.dispatchKeyEvent", down)
+    participant.driver.execute_cdp_cmd("Input.dispatchKeyEvent", {**down, "type": "keyUp"})
+    assert participant.page_now() > closes + 0.23  # it came after the busy spell
+    participant.wait(lambda: participant.phase() == "complete", timeout=END_S, what="the end")
+    one = stored_trials(data).set_index("trial").loc[1]
+    presses = [p.split("@") for p in one["presses"].split()]
+    assert [int(r) for r, _ in presses] == [3, 2], one.to_dict()
+    # At the stamp given (the page's clock placed on the wall clock to about a millisecond).
+    assert abs(float(presses[-1][1]) - (stamp - first)) <= 0.003, (presses, stamp - first)
+    assert one["rating"] == 2
+
+
 @pytest.mark.parametrize("resume", [False, True])
 def test_frames_stamped_before_the_key_that_began_the_trials_lose_no_trial(
     online_set, tmp_path, start_server, browser, resume
