@@ -467,14 +467,7 @@ def _clear_leftovers(parent: Path, name: str) -> None:
                 stacklevel=4,
             )
             continue
-        with _held_signals():
-            shutil.rmtree(entry.path, ignore_errors=True)
-        warnings.warn(
-            f"{entry.path}: removed the unfinished output of an interrupted sbir-study "
-            f"{record.command} (process {record.pid})",
-            OutputWarning,
-            stacklevel=4,
-        )
+        _remove_leftover(entry.path, f"{record.command} (process {record.pid})")
 
 
 def _clear_unrecorded(entry: os.DirEntry) -> None:
@@ -484,14 +477,17 @@ def _clear_unrecorded(entry: os.DirEntry) -> None:
     writer = _WRITER.match(entry.name)
     if writer is None or writer.group(1) != _host_digest() or _alive(int(writer.group(2))):
         return
+    _remove_leftover(entry.path, f"(process {writer.group(2)}), stopped before it had "
+                                 "written anything")  # fmt: skip
+
+
+def _remove_leftover(path: str, what: str) -> None:
+    """Remove a killed writer's temporary folder and say so: "removed the unfinished output
+    of an interrupted sbir-study ``what``"."""
     with _held_signals():
-        shutil.rmtree(entry.path, ignore_errors=True)
-    warnings.warn(
-        f"{entry.path}: removed the unfinished output of an interrupted sbir-study (process "
-        f"{writer.group(2)}), stopped before it had written anything",
-        OutputWarning,
-        stacklevel=5,
-    )
+        shutil.rmtree(path, ignore_errors=True)
+    warnings.warn(f"{path}: removed the unfinished output of an interrupted sbir-study {what}",
+                  OutputWarning, stacklevel=5)  # fmt: skip
 
 
 def _make_temporary(absolute: Path, command: str) -> Path:
