@@ -170,8 +170,7 @@ class SbirSession {
     this.period = 1 / 60;
     this.intervals = [];
     this.pending = null;
-    this.closing = 0; // records being put together (their key events still arriving)
-    this.closed = []; // those records, in the order of their trials: what collect() needs
+    this.closed = []; // records being put together (their key events still arriving), in trial order
     this.nextOnsetTarget = 0;
     this.nominalNext = null; // when the next pair is due if no screen comes between (page clock, s)
     this.sessionStart = null;
@@ -244,7 +243,6 @@ class SbirSession {
     const windowEnd = sbirWindowEnd(pending.blankOnset, ts, timing.blank_s, timing.late_flip_max_s);
     const shown = this.onsets.find((o) => o.trial === pending.trial.trial && o.onset === pending.onset);
     if (shown) shown.window_end = windowEnd;
-    this.closing += 1;
     // Its key events are collected once those pressed before the window closed have come.
     this.closed.push({ pending, ts, frames, windowEnd, closedAt: performance.now() });
     if (this.closed.length === 1) this.collectLater(SBIR_KEY_GRACE_MS);
@@ -260,8 +258,9 @@ class SbirSession {
     const { pending, ts, frames, windowEnd, closedAt } = this.closed[0];
     const now = performance.now();
     const waited = now - closedAt;
-    if (waited < SBIR_KEY_WAIT_MAX_MS && (waited < SBIR_KEY_GRACE_MS || now - due > SBIR_KEY_LATE_MS)) {
-      this.collectLater(Math.max(SBIR_KEY_GRACE_MS - waited, now - due > SBIR_KEY_LATE_MS ? SBIR_KEY_GRACE_MS : 0));
+    const late = now - due > SBIR_KEY_LATE_MS; // the page, or the machine, was busy
+    if (waited < SBIR_KEY_WAIT_MAX_MS && (waited < SBIR_KEY_GRACE_MS || late)) {
+      this.collectLater(late ? SBIR_KEY_GRACE_MS : SBIR_KEY_GRACE_MS - waited);
       return;
     }
     this.closed.shift();
@@ -282,7 +281,6 @@ class SbirSession {
     };
     this.sender.push(pending.trial.trial, body);
     this.keepClock(windowEnd);
-    this.closing -= 1;
     if (this.closed.length) this.collectLater(Math.max(0, this.closed[0].closedAt + SBIR_KEY_GRACE_MS - now));
   }
 
@@ -348,7 +346,7 @@ class SbirSession {
 
   /** Resolves when the last trial is recorded and every record acknowledged. */
   async settled() {
-    while (this.pending || this.closing) await new Promise((done) => setTimeout(done, 20));
+    while (this.pending || this.closed.length) await new Promise((done) => setTimeout(done, 20));
     await this.sender.drain();
   }
 
