@@ -40,6 +40,39 @@ def normal_pvalue(z: np.ndarray, alternative: str) -> np.ndarray:
     return 2.0 * special.ndtr(-np.abs(z))
 
 
+def f_sf(x, dfn, dfd) -> np.ndarray:
+    """The F distribution's survival function, as ``scipy.stats.f.sf(x, dfn, dfd)``.
+
+    ``scipy.special.fdtrc`` inside the support; and as scipy.stats around it: 1 at and
+    below 0, 0 at infinity, NaN for NaN or a degree of freedom not above 0.
+    """
+    x, dfn, dfd = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (x, dfn, dfd)))
+    valid = (dfn > 0) & (dfd > 0)
+    inside = valid & (x > 0) & (x < np.inf)
+    output = np.zeros(x.shape)
+    output[~valid | np.isnan(x)] = np.nan
+    output[valid & (x <= 0)] = 1.0
+    output[inside] = special.fdtrc(dfn[inside], dfd[inside], x[inside])
+    return output[()]
+
+
+def f_ppf(q, dfn, dfd) -> np.ndarray:
+    """The F distribution's quantile function, as ``scipy.stats.f.ppf(q, dfn, dfd)``.
+
+    ``scipy.special.fdtri`` for 0 < q < 1; 0 at q = 0 and infinity at q = 1; NaN for any
+    other q or a degree of freedom not above 0.
+    """
+    q, dfn, dfd = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (q, dfn, dfd)))
+    valid = (dfn > 0) & (dfd > 0)
+    inside = valid & (q > 0) & (q < 1)
+    output = np.full(q.shape, np.nan)
+    output[valid & (q == 0)] = 0.0
+    output[valid & (q == 1)] = np.inf
+    # scipy adds the location, 0, to the quantile: -0.0 comes out as 0.0.
+    output[inside] = special.fdtri(dfn[inside], dfd[inside], q[inside]) + 0.0
+    return output[()]
+
+
 def tie_sums(counts: np.ndarray, axis: int = -1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Tie terms of Kendall's variance from tie-group sizes along ``axis``.
 
@@ -126,9 +159,11 @@ def tie_group_sizes(x: np.ndarray) -> np.ndarray:
 
 
 def average_ranks(x: np.ndarray) -> np.ndarray:
-    """Per-row ranks 1..n with ties given their average rank; rows without NaN.
+    """Per-row ranks 1..n with ties given their average rank, among a row's values; NaN
+    where ``x`` is NaN.
 
-    Equal to ``scipy.stats.rankdata(x, axis=1)`` (method ``"average"``).
+    Equal to ``scipy.stats.rankdata(x, axis=1, nan_policy="omit")`` (method
+    ``"average"``), which for rows without NaN is ``scipy.stats.rankdata(x, axis=1)``.
     """
     rows, cols = x.shape
     order = np.argsort(x, axis=1, kind="stable")
@@ -142,6 +177,8 @@ def average_ranks(x: np.ndarray) -> np.ndarray:
     ranks_sorted = group_start + (group_size + 1) / 2.0
     ranks = np.empty(xs.shape, dtype=np.float64)
     np.put_along_axis(ranks, order, ranks_sorted, axis=1)
+    # NaN sorts last and equals nothing, so the values' groups ahead of it are whole.
+    ranks[np.isnan(x)] = np.nan
     return ranks
 
 

@@ -20,7 +20,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from sbir_study.foundation.checks import InputError, check_whole_number
 
@@ -146,11 +145,7 @@ def _row_spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Spearman's rho between row i of ``x`` and row i of ``y`` over the items both have."""
     both = ~np.isnan(x) & ~np.isnan(y)
     x, y = np.where(both, x, np.nan), np.where(both, y, np.nan)
-    gaps = ~both.all(axis=1)
-    rx, ry = stats.rankdata(x, axis=1), stats.rankdata(y, axis=1)
-    if gaps.any():  # ranks among the items present, only where some are missing (rare)
-        rx[gaps] = stats.rankdata(x[gaps], axis=1, nan_policy="omit")
-        ry[gaps] = stats.rankdata(y[gaps], axis=1, nan_policy="omit")
+    rx, ry = _kernels.average_ranks(x), _kernels.average_ranks(y)  # among the items present
     n = both.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         dx = rx - np.nansum(rx, axis=1, keepdims=True) / n[:, None]
@@ -328,11 +323,11 @@ def _icc_from_matrix(y: np.ndarray, confidence: float = 0.95) -> list[dict]:
         icc31 = (msr - mse) / (msr + (k - 1) * mse)
         icc3k = (msr - mse) / msr
         f = msr / mse
-        p = stats.f.sf(f, df1, df2)
+        p = _kernels.f_sf(f, df1, df2)
         tail = (1 + confidence) / 2
         # ICC(3,.): Shrout & Fleiss (1979), Table 4 (McGraw & Wong 1996, case 3).
-        f_low = f / stats.f.ppf(tail, df1, df2)
-        f_high = f * stats.f.ppf(tail, df2, df1)
+        f_low = f / _kernels.f_ppf(tail, df1, df2)
+        f_high = f * _kernels.f_ppf(tail, df2, df1)
         ci31 = ((f_low - 1) / (f_low + k - 1), (f_high - 1) / (f_high + k - 1))
         ci3k = (1 - 1 / f_low, 1 - 1 / f_high)
         # ICC(2,1): an F with Satterthwaite's approximate df v (McGraw & Wong 1996, case 2A;
@@ -340,8 +335,8 @@ def _icc_from_matrix(y: np.ndarray, confidence: float = 0.95) -> list[dict]:
         fj = msc / mse
         spread = n * (1 + (k - 1) * icc21) - k * icc21
         v = df2 * (k * icc21 * fj + spread) ** 2 / (df1 * k**2 * icc21**2 * fj**2 + spread**2)
-        fu = stats.f.ppf(tail, df1, v)
-        fl = stats.f.ppf(tail, v, df1)
+        fu = _kernels.f_ppf(tail, df1, v)
+        fl = _kernels.f_ppf(tail, v, df1)
         low21 = n * (msr - fu * mse) / (fu * (k * msc + (k * n - k - n) * mse) + n * msr)
         high21 = n * (fl * msr - mse) / (k * msc + (k * n - k - n) * mse + n * fl * msr)
         ci2k = (k * low21 / (1 + (k - 1) * low21), k * high21 / (1 + (k - 1) * high21))

@@ -155,6 +155,22 @@ def test_wilson_holds_its_share_inside_zero_to_one(n, share):
     assert high == pytest.approx(reference.high, rel=1e-9, abs=1e-12)
 
 
+@settings(max_examples=500, deadline=None)
+@given(
+    n=st.integers(1, 10**12),
+    share=st.floats(0, 1),
+    confidence=st.one_of(st.sampled_from([0.95, 0.99, 0.5]), st.floats(1e-6, 1 - 1e-9)),
+)
+def test_wilson_is_statsmodels_to_the_last_bit(n, share, confidence):
+    # Reference: statsmodels.stats.proportion.proportion_confint(method="wilson"), whose
+    # terms wilson_interval follows without importing it (or scipy.stats).
+    from statsmodels.stats.proportion import proportion_confint
+
+    count = round(share * n)
+    reference = proportion_confint(count, n, alpha=1.0 - confidence, method="wilson")
+    assert wilson_interval(count, n, confidence=confidence) == reference
+
+
 @pytest.mark.parametrize("n", [0, -3])
 def test_wilson_of_no_tests_is_undefined(n):
     assert all(np.isnan(wilson_interval(0, n)))

@@ -251,6 +251,23 @@ def test_stimuli_thumbnails_and_missing_manifest(small_study, tmp_path):
     assert_input_error(result, "nowhere", "no such folder; expected a stimulus set")
 
 
+def test_analyze_loads_neither_scipy_stats_nor_statsmodels(small_study, tmp_path):
+    # Their import is two seconds of every analyze; what it needs from them is computed
+    # from scipy.special as they compute it (tests/analysis/test_reliability.py and
+    # test_consensus.py compare the two bit for bit).
+    root, _ = small_study
+    code = (
+        "import sys\n"
+        "from sbir_study.analysis import AnalysisOptions, load_ratings, analyze_ratings\n"
+        f"analyze_ratings(load_ratings({str(root / 'ratings.csv')!r}), {str(tmp_path)!r}, "
+        "AnalysisOptions(pairwise='full'), figure_formats=['png'])\n"
+        "loaded = [m for m in sys.modules if m.startswith(('scipy.stats', 'statsmodels'))]\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert (tmp_path / "figures" / "fig5_interuser.png").is_file()
+
+
 def test_computation_never_imports_matplotlib(small_study, tmp_path):
     root, _ = small_study
     code = (

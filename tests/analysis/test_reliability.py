@@ -12,8 +12,9 @@ import pytest
 import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
-from sbir_study.analysis import reliability
+from sbir_study.analysis import _kernels, reliability
 from sbir_study.analysis.ratings import RatingCube
 from sbir_study.foundation.checks import InputError
 
@@ -39,6 +40,32 @@ def sparse_cube() -> RatingCube:
     values[0, [2, 5], :] = np.nan  # sketch s0: 7 raters, an odd number
     values[2, 3:, :] = np.nan  # sketch s2: 3 raters
     return _cube(values)
+
+
+#: Values where the F distribution's functions change behaviour, and ordinary ones.
+_F_EDGES = st.sampled_from([np.nan, np.inf, -np.inf, 0.0, -0.0, -1.0, 5e-324, 1.0, 1e300])
+_F_VALUES = st.one_of(_F_EDGES, st.floats(-10, 1e6, allow_nan=False))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_F_VALUES, _F_VALUES, _F_VALUES, st.one_of(_F_EDGES, st.floats(0, 1)))
+def test_f_survival_and_quantiles_are_scipy_stats_to_the_bit(x, dfn, dfd, q):
+    # Reference: scipy.stats.f.sf and scipy.stats.f.ppf (the ICC's p-values and intervals
+    # come from these without importing scipy.stats), NaN where scipy gives NaN.
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(_kernels.f_sf(x, dfn, dfd), scipy.stats.f.sf(x, dfn, dfd))
+        np.testing.assert_array_equal(_kernels.f_ppf(q, dfn, dfd),
+                                      scipy.stats.f.ppf(q, dfn, dfd))  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(1, 5), st.integers(1, 12)),
+              elements=st.one_of(st.sampled_from([1.0, 2.0, 2.0, 7.0, np.nan, -0.0, 0.0]),
+                                 st.floats(-5, 5))))  # fmt: skip
+def test_average_ranks_are_scipy_rankdata_omitting_missing_values(x):
+    # Reference: scipy.stats.rankdata(x, axis=1, nan_policy="omit"), bit for bit.
+    np.testing.assert_array_equal(_kernels.average_ranks(x),
+                                  scipy.stats.rankdata(x, axis=1, nan_policy="omit"))  # fmt: skip
 
 
 def test_split_half_values_match_scipy_on_the_same_halves(sparse_cube):
