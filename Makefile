@@ -140,10 +140,12 @@ serve-demo: $(STAMP)
 # modules (in __pycache__/, ignored by git) even where PYTHONDONTWRITEBYTECODE is set: each
 # worker otherwise rewrites all of them again, 10 of its 15 s of collection.
 PYTEST := $(BIN)/python -m pytest -q --tb=short -rfE --durations=25 --dist loadscope
+# The modules of the window and browser tests (tests/conftest.py refuses such a test elsewhere).
+TIMED_MODULES = $(shell grep -v '^\#' tests/timed.txt)
 COMPUTING_WORKERS := $(shell echo $$(( $$(nproc) * 2 )))
 test: $(STAMP)
 	@unset PYTHONDONTWRITEBYTECODE; status=0; started=$$(date +%s); timed_log=$$(mktemp); \
-	$(PYTEST) --numprocesses auto -m "realtime or browser" > $$timed_log 2>&1 & timed=$$!; \
+	$(PYTEST) --numprocesses auto -m "realtime or browser" $(TIMED_MODULES) > $$timed_log 2>&1 & timed=$$!; \
 	trap 'kill $$timed 2>/dev/null; rm -f $$timed_log' EXIT INT TERM; \
 	nice -n 10 $(PYTEST) --numprocesses $(COMPUTING_WORKERS) -m "not realtime and not browser" || status=$$?; \
 	wait $$timed || status=$$?; \

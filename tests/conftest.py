@@ -4,6 +4,7 @@ import gc
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 # ranx, an oracle of the retrieval measures, runs its kernels through numba, which compiles
 # them on first use: one to three minutes on a fresh machine for a test on a few sketches.
@@ -17,6 +18,12 @@ from tests.helpers import DATA, SMALL_SET
 
 #: The markers (pyproject.toml) that the fixtures a test uses give it.
 _MARKER_OF_FIXTURE = {"display": "realtime", "browser": "browser", "postgres": "postgresql"}
+#: The modules that `make test` runs the window and browser tests from (tests/timed.txt).
+TIMED_MODULES = frozenset(
+    line.strip()
+    for line in (Path(__file__).parent / "timed.txt").read_text(encoding="utf-8").splitlines()
+    if line.strip() and not line.startswith("#")
+)
 
 
 def pytest_collection_finish(session):
@@ -49,6 +56,14 @@ def pytest_collection_modifyitems(items):
         for fixture, marker in _MARKER_OF_FIXTURE.items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(marker)
+        module = item.nodeid.split("::")[0]
+        if module not in TIMED_MODULES and any(
+            item.get_closest_marker(m) for m in ("realtime", "browser")
+        ):
+            raise pytest.UsageError(
+                f"{item.nodeid}: a window or browser test in a module that tests/timed.txt "
+                "does not list; make test would not run it (add the module there)"
+            )
     # A stable sort: the order within a module, and of the other modules, stays.
     rank = {name: position for position, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
