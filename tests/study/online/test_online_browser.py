@@ -657,8 +657,13 @@ def test_a_key_that_reaches_a_busy_page_late_still_counts_for_its_window(
     one = stored_trials(data).set_index("trial").loc[1]
     presses = [p.split("@") for p in one["presses"].split()]
     assert [int(r) for r, _ in presses] == [3, 2], one.to_dict()
-    # At the stamp given (the page's clock placed on the wall clock to about a millisecond).
-    assert abs(float(presses[-1][1]) - (stamp - first)) <= 0.003, (presses, stamp - first)
+    # At the stamp given, not when it arrived (290 ms later): to within the error of the
+    # page's clock placed on the wall clock, and 2 ms for Chromium's own placing of the
+    # command's wall-clock stamp on its event clock (1.1-1.6 ms early in quiet runs here; a
+    # fixed 3 ms was once exceeded by 0.1 ms on a loaded machine).
+    tolerance = participant.offset_error_ms / 1000 + 0.002
+    assert abs(float(presses[-1][1]) - (stamp - first)) <= tolerance, (presses, stamp - first,
+                                                                         tolerance)  # fmt: skip
     assert one["rating"] == 2
 
 
