@@ -30,7 +30,7 @@ __all__ = [
 DISTRIBUTION = "sbir-study"
 #: Every library that shapes a number or a figure of the analysis.
 ANALYSIS_PACKAGES = (
-    DISTRIBUTION, "numpy", "scipy", "pandas", "statsmodels", "matplotlib", "pyarrow",
+    DISTRIBUTION, "numpy", "scipy", "pandas", "matplotlib", "pyarrow",
 )  # fmt: skip
 #: ... and, for a rating session, the libraries that time and show it.
 SESSION_PACKAGES = (*ANALYSIS_PACKAGES, "psychopy", "psychtoolbox", "pillow")
