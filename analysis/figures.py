@@ -526,6 +526,7 @@ def write_power_figure(
 ) -> Path:
     """Draw :func:`plot_power` to ``stem``.png and ``stem``.pdf (or ``formats``); return the
     PNG path."""
+    formats = figure_formats(formats)
     figure = Figure(figsize=(14.0, 4.2), layout="constrained")
     plot_power(summary, axes=figure.subplots(1, 3))
     return _save(figure, Path(stem), formats)
@@ -583,6 +584,7 @@ def write_reliability_figure(
 ) -> Path:
     """Draw :func:`plot_reliability_prophecy` to ``stem``.png and ``.pdf`` (or ``formats``);
     return the PNG."""
+    formats = figure_formats(formats)
     figure = Figure(figsize=(6.5, 4.2), layout="constrained")
     plot_reliability_prophecy(predicted, ax=figure.add_subplot(), target=target,
                               n_raters=n_raters)  # fmt: skip
@@ -686,11 +688,13 @@ def _say_how_the_panels_differ(consensus: pd.DataFrame, ax: Axes) -> None:
 
 
 def _save(figure: Figure, stem: Path, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS) -> Path:
-    """Write ``figure`` to ``stem`` with the suffix of each of ``formats``; return the PNG."""
+    """Write ``figure`` to ``stem`` with the suffix of each of ``formats`` (as
+    :func:`~sbir_study.foundation.html.figure_formats` returns them: the public writers
+    check what they are given); return the PNG."""
     from matplotlib import rc_context
 
     with rc_context({**_PDF_FONTS, **_SVG_IDS}):
-        for suffix in figure_formats(formats):
+        for suffix in formats:
             figure.savefig(stem.with_suffix(f".{suffix}"), **_SAVE_OPTIONS[suffix])
     return stem.with_suffix(".png")
 

@@ -32,6 +32,7 @@ class Participant:
     url: str
     presses: list[Press] = field(default_factory=list)
     offset_ms: float = 0.0  # page epoch (timeOrigin + now) minus this process's time.time()
+    offset_error_ms: float = 0.0  # how far offset_ms may be off: half its best round trip
 
     def open(self, query: str = "") -> None:
         self.driver.get(self.url + query)
@@ -45,11 +46,10 @@ class Participant:
             page = self.driver.execute_script("return performance.timeOrigin + performance.now()")
             after = time.time()
             samples.append((after - before, page - (before + after) / 2 * 1000.0))
-        best = min(samples)
-        self.offset_ms = best[1]
-        # The page read its clock inside that round trip: the offset is right to within half
+        # The page read its clock inside the round trip: the offset is right to within half
         # of it (a few milliseconds on a loaded machine).
-        self.offset_error_ms = best[0] * 1000.0 / 2
+        round_trip, self.offset_ms = min(samples)
+        self.offset_error_ms = round_trip * 1000.0 / 2
         self.origin_ms = self.driver.execute_script("return performance.timeOrigin")
 
     def page_now(self) -> float:
