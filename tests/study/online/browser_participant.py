@@ -81,8 +81,12 @@ class Participant:
 
         self.wait(found, timeout, css).click()
 
-    def key(self, name: str, trial: int = 0) -> float:
-        """Press and release a key now; returns the page time at which it was sent."""
+    def key(self, name: str, trial: int = 0, *, stamped: bool = False) -> float:
+        """Press and release a key now; returns the page time at which it was sent.
+
+        ``stamped``: the key carries the time it was sent as its event time, as a keyboard's
+        press does, however late a busy page takes it (without, a page stamps a DevTools key
+        when its main thread gets to it)."""
         key, code, key_code = KEYS[name]
         down = {
             "type": "keyDown",
@@ -94,16 +98,18 @@ class Participant:
         if len(key) == 1:
             down["text"] = key
         sent = self.page_now()
+        if stamped:  # on the wall clock (s)
+            down["timestamp"] = (sent * 1000.0 + self.origin_ms - self.offset_ms) / 1000.0
         self.driver.execute_cdp_cmd("Input.dispatchKeyEvent", down)
         returned = self.page_now()
         self.driver.execute_cdp_cmd("Input.dispatchKeyEvent", {**down, "type": "keyUp"})
         self.presses.append(Press(name, trial, sent, returned - sent))
         return sent
 
-    def key_at(self, name: str, page_time: float, trial: int) -> float:
+    def key_at(self, name: str, page_time: float, trial: int, *, stamped: bool = False) -> float:
         while (remaining := page_time - self.page_now()) > 0:
             time.sleep(min(remaining, 0.002) if remaining < 0.01 else remaining - 0.008)
-        return self.key(name, trial)
+        return self.key(name, trial, stamped=stamped)
 
     def intake(self, details: dict | None = None) -> None:
         """Consent, details, full screen; the window check runs by itself."""
