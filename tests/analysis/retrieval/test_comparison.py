@@ -8,6 +8,7 @@ import scipy.stats
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from sbir_study.analysis.retrieval import comparison
 from sbir_study.analysis.retrieval.comparison import (
     bootstrap_mean,
     compare_systems,
@@ -33,6 +34,38 @@ def test_exact_permutation_p_equals_scipy(seed, n):
     ours = paired_permutation_test(a, b, n_resamples=10_000)
     assert ours.pvalue == pytest.approx(scipy_paired_p(a, b, n_resamples=10_000), abs=1e-12)
     assert ours.statistic == pytest.approx(np.mean(a - b))
+
+
+#: Differences as P@k and NN give them: few values, so ties and zeros (the branch of
+#: scipy.stats.wilcoxon that enumerates the sign patterns), and any others.
+_DIFFERENCES = st.one_of(st.sampled_from([0.0, -0.0, 0.1, -0.1, 0.2, -0.2, 0.25, 0.5, -1.0]),
+                         st.floats(-1, 1, allow_nan=False))  # fmt: skip
+
+
+def _scipy_wilcoxon(d):
+    result = scipy.stats.wilcoxon(d)
+    return float(result.statistic), float(result.pvalue)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_DIFFERENCES, min_size=1, max_size=8))
+def test_wilcoxon_is_scipys_bit_for_bit(values):
+    # Reference: scipy.stats.wilcoxon(d) (two-sided, method "auto"), statistic and p-value
+    # to the bit, whichever of its branches (exact, permutation) the differences take. Up
+    # to 8 differences: SciPy's permutation branch takes about 0.25 ms per sign pattern
+    # (the edge, 13 and 14, below).
+    d = np.asarray(values)
+    assume(np.any(d != 0))
+    assert comparison._wilcoxon(d) == _scipy_wilcoxon(d)
+
+
+@pytest.mark.parametrize("n", [13, 14])
+def test_wilcoxon_at_the_edge_of_scipys_permutation_branch(n):
+    # Reference: scipy.stats.wilcoxon: at 13 differences with ties and a zero SciPy
+    # enumerates the 2^13 sign patterns, at 14 it takes the normal approximation.
+    d = np.resize([0.1, -0.2, 0.1, 0.3, 0.0, 0.4, -0.1, 0.2], n) + np.repeat([0, 0.5], [8, n - 8])
+    d[4] = 0.0
+    assert comparison._wilcoxon(d) == _scipy_wilcoxon(d)
 
 
 def test_random_permutation_p_agrees_with_scipy_within_monte_carlo_error():
