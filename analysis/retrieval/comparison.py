@@ -215,27 +215,50 @@ _WILCOXON_PERMUTATION_MAX = 13
 
 def _wilcoxon(d: np.ndarray) -> tuple[float, float]:
     """The two-sided Wilcoxon signed-rank test of ``scipy.stats.wilcoxon(d)``: its statistic
+    and p-value, bit for bit (:func:`_wilcoxon_tests` of one row)."""
+    return _wilcoxon_tests([d])[0]
+
+
+def _wilcoxon_tests(differences: list[np.ndarray]) -> list[tuple[float, float]]:
+    """``scipy.stats.wilcoxon(d)`` (two-sided, method "auto") of each ``d``: its statistic
     and p-value, bit for bit.
 
     Where SciPy runs an exact permutation test (ties or zeros among 13 differences or
     fewer) it is computed here: SciPy ranks the differences again for each of the 2^n sign
     patterns, about a second at 12 sketches, for every pair of systems and measure; the
     ranks of |d| do not change when signs flip, so the 2^n values of the statistic are one
-    matrix product of exact half-integer sums. Elsewhere SciPy computes it.
+    matrix product of exact half-integer sums. Elsewhere SciPy computes it, once for all
+    the rows of a length that take the same branch (its per-call overhead is most of a
+    test's time): the branch it would choose for each alone, named (SciPy's "auto" decides
+    for a whole array at once).
     """
-    if d.size == 0:
-        return float("nan"), float("nan")
-    nonzero = d != 0
-    if not np.any(nonzero):
-        return 0.0, 1.0  # no difference at all: nothing to test
-    magnitudes = np.abs(d[nonzero])
-    ties = np.unique(magnitudes).size < magnitudes.size
-    if d.size <= _WILCOXON_PERMUTATION_MAX and (ties or not nonzero.all()):
-        return _wilcoxon_enumerated(d, nonzero)
-    from scipy import stats
+    results = [(float("nan"), float("nan"))] * len(differences)
+    batches: dict[tuple[int, str], list[int]] = {}
+    for row, d in enumerate(differences):
+        if d.size == 0:
+            continue
+        nonzero = d != 0
+        if not np.any(nonzero):
+            results[row] = (0.0, 1.0)  # no difference at all: nothing to test
+            continue
+        magnitudes = np.abs(d[nonzero])
+        if np.unique(magnitudes).size < magnitudes.size or not nonzero.all():
+            if d.size <= _WILCOXON_PERMUTATION_MAX:
+                results[row] = _wilcoxon_enumerated(d, nonzero)
+                continue
+            method = "asymptotic"  # ties or zeros among more: the normal approximation
+        else:
+            method = "auto"  # SciPy's exact distribution up to 50, the approximation beyond
+        batches.setdefault((d.size, method), []).append(row)
+    if batches:
+        from scipy import stats
 
-    result = stats.wilcoxon(d)
-    return float(result.statistic), float(result.pvalue)
+        for (_, method), rows in batches.items():
+            found = stats.wilcoxon(np.vstack([differences[r] for r in rows]), method=method,
+                                   axis=1)  # fmt: skip
+            for row, statistic, p in zip(rows, found.statistic, found.pvalue, strict=True):
+                results[row] = (float(statistic), float(p))
+    return results
 
 
 def _wilcoxon_enumerated(d: np.ndarray, nonzero: np.ndarray) -> tuple[float, float]:
@@ -289,15 +312,33 @@ def paired_differences_interval(
 
 def _t_test(d: np.ndarray) -> tuple[float, float]:
     """Student's paired t-test of mean(d) = 0 (``scipy.stats.ttest_rel``), two-sided."""
-    from scipy import stats
+    return _t_tests([d])[0]
 
-    if d.size < 2 or np.ptp(d) == 0:
-        # No spread: t is undefined (SciPy gives NaN); no difference at all is nothing to test.
-        return (0.0, 1.0) if d.size >= 2 and d[0] == 0 else (float("nan"), float("nan"))
-    with warnings.catch_warnings():  # near-equal differences: SciPy warns of precision loss
-        warnings.simplefilter("ignore", RuntimeWarning)
-        result = stats.ttest_rel(d, np.zeros_like(d))
-    return float(result.statistic), float(result.pvalue)
+
+def _t_tests(differences: list[np.ndarray]) -> list[tuple[float, float]]:
+    """Student's paired t-test of mean(d) = 0 of each ``d`` (``scipy.stats.ttest_rel``,
+    two-sided), bit for bit: SciPy called once for all the rows of a length."""
+    results = [(float("nan"), float("nan"))] * len(differences)
+    batches: dict[int, list[int]] = {}
+    for row, d in enumerate(differences):
+        if d.size < 2 or np.ptp(d) == 0:
+            # No spread: t is undefined (SciPy gives NaN); no difference at all is nothing
+            # to test.
+            if d.size >= 2 and d[0] == 0:
+                results[row] = (0.0, 1.0)
+            continue
+        batches.setdefault(d.size, []).append(row)
+    if batches:
+        from scipy import stats
+
+        for rows in batches.values():
+            block = np.vstack([differences[r] for r in rows])
+            with warnings.catch_warnings():  # near-equal differences: SciPy warns of precision
+                warnings.simplefilter("ignore", RuntimeWarning)  # loss
+                found = stats.ttest_rel(block, np.zeros_like(block), axis=1)
+            for row, statistic, p in zip(rows, found.statistic, found.pvalue, strict=True):
+                results[row] = (float(statistic), float(p))
+    return results
 
 
 def effect_size_dz(d) -> float:
@@ -405,12 +446,10 @@ def compare_systems(
             patterns, exact = patterns_for[d.size]
             observed = float(d.mean())
             permutation_p_value = _permutation_pvalue(observed, patterns @ d / d.size, exact)
-            statistic, wilcoxon_p_value = _wilcoxon(d)
-            t_statistic, t_p_value = _t_test(d)
+            # The t and Wilcoxon columns are filled below, for all the pairs at once.
             found.append([measure, first, second, int(d.size), float(a[both].mean()),
-                          float(b[both].mean()), observed, effect_size_dz(d), t_statistic,
-                          t_p_value, statistic, wilcoxon_p_value,
-                          permutation_p_value])  # fmt: skip
+                          float(b[both].mean()), observed, effect_size_dz(d), np.nan, np.nan,
+                          np.nan, np.nan, permutation_p_value])  # fmt: skip
     table = pd.DataFrame(found, columns=["measure", "system_a", "system_b", "n_sketches",
                                          "mean_a", "mean_b", "mean_difference",
                                          "effect_size_dz", "t_statistic", "t_p_value",
@@ -418,6 +457,10 @@ def compare_systems(
                                          "permutation_p_value"])  # fmt: skip
     if table.empty:
         return pd.DataFrame(columns=columns)
+    table[["t_statistic", "t_p_value"]] = np.array(_t_tests(differences)).reshape(-1, 2)
+    table[["wilcoxon_statistic", "wilcoxon_p_value"]] = np.array(
+        _wilcoxon_tests(differences)
+    ).reshape(-1, 2)
     table["difference_ci_low"] = np.nan
     table["difference_ci_high"] = np.nan
     sizes = np.array([d.size for d in differences])

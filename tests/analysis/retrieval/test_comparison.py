@@ -1,6 +1,8 @@
 """Comparing systems: the paired permutation test against scipy.stats.permutation_test,
 the bootstrap interval against the t interval, the Wilcoxon test against SciPy."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -66,6 +68,47 @@ def test_wilcoxon_at_the_edge_of_scipys_permutation_branch(n):
     d = np.resize([0.1, -0.2, 0.1, 0.3, 0.0, 0.4, -0.1, 0.2], n) + np.repeat([0, 0.5], [8, n - 8])
     d[4] = 0.0
     assert comparison._wilcoxon(d) == _scipy_wilcoxon(d)
+
+
+def _scipy_t(d):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = scipy.stats.ttest_rel(d, np.zeros_like(d))
+    return float(result.statistic), float(result.pvalue)
+
+
+#: Lengths of differences: SciPy's permutation branch (with ties, up to 13) costs about
+#: 0.25 ms per sign pattern, so its lengths here stop at 8; beyond 13 the exact
+#: distribution (no ties), the normal approximation (ties, or more than 50).
+_LENGTHS = st.one_of(st.integers(1, 8), st.integers(14, 60))
+
+
+def _rows_of_length(n: int):
+    """Rows of n differences, some with ties or zeros, some all distinct and nonzero."""
+    distinct = st.lists(st.floats(0.001, 1), min_size=n, max_size=n, unique=True)
+    signed = st.tuples(distinct, st.lists(st.booleans(), min_size=n, max_size=n)).map(
+        lambda drawn: [v if up else -v for v, up in zip(*drawn, strict=True)]
+    )
+    return st.lists(st.one_of(st.lists(_DIFFERENCES, min_size=n, max_size=n), signed),
+                    min_size=1, max_size=4)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_LENGTHS.flatmap(_rows_of_length), min_size=1, max_size=4))
+def test_the_tests_of_many_pairs_at_once_are_each_pairs_alone(groups):
+    # Reference: scipy.stats.wilcoxon(d) and scipy.stats.ttest_rel(d, 0) of each row alone
+    # (compare_systems tests all its pairs at once, SciPy called once per length and
+    # branch), to the bit; rows of one length with and without ties side by side.
+    differences = [np.asarray(row) for group in groups for row in group]
+    wilcoxon = comparison._wilcoxon_tests(differences)
+    t = comparison._t_tests(differences)
+    for d, (statistic, p), (t_statistic, t_p) in zip(differences, wilcoxon, t, strict=True):
+        if np.any(d != 0):
+            assert (statistic, p) == _scipy_wilcoxon(d), d
+        else:
+            assert (statistic, p) == (0.0, 1.0)
+        if d.size >= 2 and np.ptp(d) > 0:
+            np.testing.assert_array_equal((t_statistic, t_p), _scipy_t(d))
 
 
 def test_random_permutation_p_agrees_with_scipy_within_monte_carlo_error():
