@@ -65,6 +65,7 @@ __all__ = [
     "COMMA",
     "MISSING_VALUES",
     "Header",
+    "LineNumbers",
     "Rows",
     "TextFile",
     "Wording",
@@ -453,6 +454,22 @@ def read_rows(
     return Rows(frame, lines, owner)
 
 
+class LineNumbers(tuple):
+    """Each row's line in its file (``DataFrame.attrs["lines"]``): a tuple that pandas
+    shares from frame to frame instead of copying it.
+
+    pandas deep-copies a frame's ``attrs`` into every frame an operation makes
+    (``NDFrame.__finalize__``): a list of a table's line numbers was copied, number by
+    number, at each step of every command that read the table (0.9 s of ``baseline``'s
+    10 s on the paper's set). The numbers never change, so a copy is the same object.
+    """
+
+    __slots__ = ()
+
+    def __deepcopy__(self, memo) -> LineNumbers:
+        return self
+
+
 def read_table(
     file: TextFile, sep: str, *, wording: Wording = COLON, quote: bool = True
 ) -> pd.DataFrame:
@@ -460,7 +477,8 @@ def read_table(
 
     ``DataFrame.attrs["lines"]`` holds each row's line in the file (the header
     is the first line that is not blank, usually line 1), for messages about
-    the rows. Errors as :func:`read_header` and :func:`read_rows`.
+    the rows, as :class:`LineNumbers`. Errors as :func:`read_header` and
+    :func:`read_rows`.
 
     Examples
     --------
@@ -469,12 +487,14 @@ def read_table(
     >>> _ = path.write_bytes(b'a,b\\n1,"x, y"\\n\\n,\\n3,4\\n')
     >>> table = read_table(read_text(path), ",")
     >>> table["b"].tolist(), table.attrs["lines"]
-    (['x, y', '4'], [2, 5])
+    (['x, y', '4'], (2, 5))
+    >>> table[["b"]].attrs["lines"] is table.attrs["lines"]  # shared, not copied
+    True
     """
     header = read_header(file, sep, quote=quote, wording=wording)
     rows = read_rows([(file, header)], wording=wording, categorical=False)
     table = rows.frame
-    table.attrs["lines"] = rows.lines.tolist()
+    table.attrs["lines"] = LineNumbers(rows.lines.tolist())
     return table
 
 

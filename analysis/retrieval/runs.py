@@ -47,6 +47,7 @@ from sbir_study.foundation.tables import (
     COMMA,
     MISSING_VALUES,
     Header,
+    LineNumbers,
     read_header,
     read_rows,
     read_table,
@@ -346,7 +347,7 @@ def ground_truth_from_qrels(
     # mean ratings are placeholders, replaced by the grades below.
     placeholder = pd.DataFrame({"sketch_id": frame["query_id"], "image_id": frame["doc_id"],
                                 "mean_rating": float(scale.low)})  # fmt: skip
-    placeholder.attrs["lines"] = list(line)
+    placeholder.attrs["lines"] = LineNumbers(line.tolist())
     truth = ground_truth_from_frame(placeholder, source=source, scale=scale)
     by_pair = pd.Series(
         grade,

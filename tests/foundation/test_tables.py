@@ -585,7 +585,7 @@ def test_a_quoted_header_and_cells_as_r_writes_them(tmp_path):
     assert list(table.columns) == ["participant", "note, free"]
     assert table["participant"].tolist() == ["01", "02"]  # text stays text
     assert table["note, free"].tolist() == ['x, "y"', "NA"]
-    assert table.attrs["lines"] == [2, 3]
+    assert table.attrs["lines"] == (2, 3)
 
 
 def test_missing_numbers_are_nan_spelled_as_everywhere(tmp_path):
