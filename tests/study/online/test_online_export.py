@@ -268,7 +268,11 @@ def test_a_browser_and_a_lab_participant_give_the_same_columns_analyzed_alike(
     except AssertionError as failure:  # what the server said about each request, to see why
         raise AssertionError(f"{failure}\nserve's log:\n{server.log.read_text()[-4000:]}") from None
     _out, err = recorded.communicate(timeout=180)
-    assert recorded.returncode == 0, err
+    # What the lab session had written when it ended (a PsychoPy window under Xvfb once
+    # ended in a segmentation fault, exit 139, with nothing on stderr but that).
+    written = {str(f.relative_to(lab)): len(f.read_bytes().splitlines())
+               for f in sorted(lab.rglob("*")) if f.is_file()}  # fmt: skip
+    assert recorded.returncode == 0, f"{err}\nthe lab session's files (lines): {written}"
     mixed = tmp_path / "mixed"
     done = cli(
         "export-online",
