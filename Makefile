@@ -165,6 +165,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_stimuli.py
 	$(BIN)/python benchmarks/bench_session.py
 	$(BIN)/python benchmarks/bench_evaluate.py
+	$(BIN)/python benchmarks/bench_comparisons.py
 
 clean:
 	rm -rf build .pytest_cache
