@@ -133,8 +133,8 @@ def _sign_patterns(n: int, n_resamples: int, seed: int) -> tuple[np.ndarray, boo
     """Sign flips for n pairs: all 2^n patterns when that is at most ``n_resamples``
     (an exact test), else ``n_resamples`` random ones."""
     if _enumerates(n, n_resamples):
-        patterns = np.array(list(itertools.product((1.0, -1.0), repeat=n))).reshape(-1, n)
-        return patterns, True
+        # Row k's signs are the bits of k: -1 where a bit is set.
+        return 1.0 - 2.0 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1), True
     rng = np.random.default_rng(seed)
     return rng.choice((1.0, -1.0), size=(n_resamples, n)), False
 
@@ -213,12 +213,6 @@ def paired_permutation_test(a, b, *, n_resamples: int = 10_000, seed: int = 0) -
 _WILCOXON_PERMUTATION_MAX = 13
 
 
-def _wilcoxon(d: np.ndarray) -> tuple[float, float]:
-    """The two-sided Wilcoxon signed-rank test of ``scipy.stats.wilcoxon(d)``: its statistic
-    and p-value, bit for bit (:func:`_wilcoxon_tests` of one row)."""
-    return _wilcoxon_tests([d])[0]
-
-
 def _wilcoxon_tests(differences: list[np.ndarray]) -> list[tuple[float, float]]:
     """``scipy.stats.wilcoxon(d)`` (two-sided, method "auto") of each ``d``: its statistic
     and p-value, bit for bit.
@@ -269,12 +263,9 @@ def _wilcoxon_enumerated(d: np.ndarray, nonzero: np.ndarray) -> tuple[float, flo
     ranks = np.zeros(d.size)  # a zero difference has no rank: no sign puts it in r+
     ranks[nonzero] = _kernels.average_ranks(np.abs(d[nonzero])[None, :])[0]
     r_plus, r_minus = float(ranks[d > 0].sum()), float(ranks[d < 0].sum())
-    patterns = (np.arange(2**d.size)[:, None] >> np.arange(d.size)) & 1
-    null = patterns @ ranks  # r+ under each sign pattern: sums of half-integers, exact
-    gamma = abs(_TIES_TOLERANCE * r_plus)
-    less = np.count_nonzero(null <= r_plus + gamma) / null.size
-    greater = np.count_nonzero(null >= r_plus - gamma) / null.size
-    return min(r_plus, r_minus), float(np.clip(min(less, greater) * 2, 0.0, 1.0))
+    patterns, exact = _sign_patterns(d.size, 2**d.size, seed=0)
+    null = (patterns > 0) @ ranks  # r+ under each sign pattern: sums of half-integers, exact
+    return min(r_plus, r_minus), _permutation_pvalue(r_plus, null, exact)
 
 
 #: How ``compare_systems`` forms Holm's family: the pairs of systems of each measure, or
@@ -308,11 +299,6 @@ def paired_differences_interval(
         low[~flat], high[~flat] = _percentile_intervals(differences[~flat], confidence,
                                                         n_resamples, seed)  # fmt: skip
     return low, high
-
-
-def _t_test(d: np.ndarray) -> tuple[float, float]:
-    """Student's paired t-test of mean(d) = 0 (``scipy.stats.ttest_rel``), two-sided."""
-    return _t_tests([d])[0]
 
 
 def _t_tests(differences: list[np.ndarray]) -> list[tuple[float, float]]:
