@@ -19,6 +19,17 @@ R_REFERENCE = DATA / "r_reference"
 ROOT = Path(__file__).parents[1]
 
 
+#: Folders of the repository that are not its source: the environments, outputs and caches
+#: (some gigabytes), and pip's ``*.egg-info`` (:func:`not_source`).
+NOT_SOURCE = frozenset({".git", ".venv", ".node", "build", "node_modules", "__pycache__",
+                        ".pytest_cache", ".ruff_cache", ".hypothesis"})  # fmt: skip
+
+
+def not_source(name: str) -> bool:
+    """Whether a folder of the repository so named holds no source (:data:`NOT_SOURCE`)."""
+    return name in NOT_SOURCE or name.endswith(".egg-info")
+
+
 def r_reference(name: str) -> pd.DataFrame:
     """A table written by tests/r/reference.R (R 4.2, base packages)."""
     return pd.read_csv(

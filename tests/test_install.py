@@ -21,15 +21,10 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from sbir_study.cli import main
-from tests.helpers import ROOT
+from tests.helpers import ROOT, not_source
 
 LOCK = ROOT / "constraints" / "lock.txt"
 LOWEST = ROOT / "constraints" / "lowest.txt"
-
-#: Left out of the copy that pip builds from: what is not the source (the environment,
-#: outputs, caches). The copy keeps pip's in-tree build out of the working tree.
-_NOT_SOURCE = {".git", ".venv", ".node", "build", "node_modules", "__pycache__",
-               ".pytest_cache", ".ruff_cache", ".hypothesis"}  # fmt: skip
 
 
 def _project() -> dict:
@@ -77,8 +72,11 @@ def test_lock_lies_inside_the_declared_ranges():
 
 
 def _copy_source(folder: Path) -> Path:
+    """The source alone, for pip to build from: the copy keeps pip's in-tree build out of
+    the working tree."""
+
     def ignore(directory, names):
-        return [n for n in names if n in _NOT_SOURCE or n.endswith(".egg-info")]
+        return [n for n in names if not_source(n)]
 
     return shutil.copytree(ROOT, folder, ignore=ignore)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import DATA, ROOT, SBIR_STUDY
+from tests.helpers import DATA, ROOT, SBIR_STUDY, not_source
 
 #: What each layer may import of the project (besides itself): the foundation nothing,
 #: the command line everything.
@@ -126,15 +126,10 @@ def test_no_import_circle():
         pytest.fail(f"import circle: {' -> '.join(error.args[1])}")
 
 
-#: Folders of the repository that hold installed or generated files, not its code: not
-#: walked at all (the environments and make run's outputs are some gigabytes).
-_NOT_CODE = {".venv", ".node", "build", "node_modules", ".git", "__pycache__"}
-
-
 def _repository_python_files() -> list[Path]:
     files = []
     for base, folders, names in os.walk(ROOT):
-        folders[:] = [f for f in folders if f not in _NOT_CODE and not f.endswith(".egg-info")]
+        folders[:] = [f for f in folders if not not_source(f)]  # not walked at all
         files += [Path(base) / n for n in names if n.endswith(".py")]
     return files
 
