@@ -55,6 +55,11 @@ class Participant:
     def page_now(self) -> float:
         return (time.time() * 1000.0 + self.offset_ms - self.origin_ms) / 1000.0
 
+    def wall_clock(self, page_time: float) -> float:
+        """A time on the page's performance.now() clock (s) on the wall clock (s), as a
+        DevTools input event's ``timestamp`` takes it: :meth:`page_now` the other way."""
+        return (page_time * 1000.0 + self.origin_ms - self.offset_ms) / 1000.0
+
     def phase(self) -> str:
         return self.driver.execute_script("return window.sbir && window.sbir.phase")
 
@@ -98,8 +103,8 @@ class Participant:
         if len(key) == 1:
             down["text"] = key
         sent = self.page_now()
-        if stamped:  # on the wall clock (s)
-            down["timestamp"] = (sent * 1000.0 + self.origin_ms - self.offset_ms) / 1000.0
+        if stamped:
+            down["timestamp"] = self.wall_clock(sent)
         self.driver.execute_cdp_cmd("Input.dispatchKeyEvent", down)
         returned = self.page_now()
         self.driver.execute_cdp_cmd("Input.dispatchKeyEvent", {**down, "type": "keyUp"})

@@ -652,8 +652,8 @@ def test_a_key_that_reaches_a_busy_page_late_still_counts_for_its_window(
     second = participant.onset_of(2)["onset"]
     stamp = second - 0.05
     key, code, key_code = KEYS["2"]
-    # The key's time stamp, given to the DevTools command on the wall clock (s).
-    wall = (stamp * 1000 + participant.origin_ms - participant.offset_ms) / 1000
+    # The key's time stamp, given to the DevTools command on the wall clock.
+    wall = participant.wall_clock(stamp)
     down = {"type": "keyDown", "key": key, "code": code, "text": key, "timestamp": wall,
             "windowsVirtualKeyCode": key_code, "nativeVirtualKeyCode": key_code}  # fmt: skip
     while participant.page_now() < closes + 0.24:
