@@ -139,7 +139,8 @@ serve-demo: $(STAMP)
 # make test fails when either fails. Python keeps the tests' compiled and assertion-rewritten
 # modules (in __pycache__/, ignored by git) even where PYTHONDONTWRITEBYTECODE is set: each
 # worker otherwise rewrites all of them again, 10 of its 15 s of collection.
-PYTEST := $(BIN)/python -m pytest -q --tb=short -rfE --durations=25 --dist loadscope
+PYTEST := $(BIN)/python -m pytest -q --tb=short -rfE --durations=25 --dist loadscope \
+	--no-loadscope-reorder
 # The modules of the window and browser tests (tests/conftest.py refuses such a test elsewhere).
 TIMED_MODULES = $(shell grep -v '^\#' tests/timed.txt)
 COMPUTING_WORKERS := $(shell echo $$(( $$(nproc) * 2 )))

@@ -4,6 +4,7 @@ import gc
 import os
 import shutil
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 # ranx, an oracle of the retrieval measures, runs its kernels through numba, which compiles
@@ -43,20 +44,38 @@ def pytest_collection_finish(session):
 
 
 #: The modules that take longest (a minute or more of one core each: `make test` prints the
-#: slowest tests), run first so that make test's workers, which take a module at a time, end
-#: together rather than one waiting for the other's last long module.
+#: slowest tests), longest first, as measured in make test's two passes: they start first so
+#: that make test's workers, which take a module (or a class) at a time, end together rather
+#: than three waiting for the fourth's last long module. The other modules follow, those with
+#: more tests first. make test passes ``--no-loadscope-reorder``: pytest-xdist would otherwise
+#: order the modules by their number of tests alone, which puts make run's (one long
+#: fixture, 35 short tests) in the middle of the run.
 LONGEST_FIRST = (
-    "tests/study/test_session.py",
     "tests/study/online/test_online_browser.py",
-    "tests/study/online/test_any_lab.py",
-    "tests/cli/test_interrupts.py",
-    "tests/test_install.py",
+    "tests/study/test_session.py",
     "tests/test_docs.py",
-    "tests/study/online/test_online_load.py",
-    "tests/study/online/test_online_scale.py",
-    "tests/analysis/test_report_print.py",
+    "tests/cli/test_bad_inputs.py",
+    "tests/study/test_protocol_robust.py",
+    "tests/test_layout.py",
     "tests/analysis/test_report_reads.py",
+    "tests/test_install.py",
+    "tests/study/online/test_online_server.py",
+    "tests/analysis/test_analyze_scale.py",
+    "tests/cli/test_interrupts.py",
+    "tests/study/online/test_online_load.py",
+    "tests/cli/test_evaluate.py",
+    "tests/analysis/test_figures_report.py",
+    "tests/analysis/test_report_print.py",
+    "tests/study/test_session_scale.py",
+    "tests/study/test_practice.py",
+    "tests/study/online/test_any_lab.py",
 )
+
+
+def _scope(nodeid: str) -> str:
+    """The unit pytest-xdist's ``--dist loadscope`` gives one worker: a test's module, or
+    its class."""
+    return nodeid.rsplit("::", 1)[0]
 
 
 def pytest_collection_modifyitems(items):
@@ -72,9 +91,11 @@ def pytest_collection_modifyitems(items):
                 f"{item.nodeid}: a window or browser test in a module that tests/timed.txt "
                 "does not list; make test would not run it (add the module there)"
             )
-    # A stable sort: the order within a module, and of the other modules, stays.
+    # A stable sort: the order within a module stays.
     rank = {name: position for position, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+    sizes = Counter(_scope(item.nodeid) for item in items)
+    items.sort(key=lambda item: (rank.get(item.nodeid.split("::")[0], len(rank)),
+                                 -sizes[_scope(item.nodeid)]))  # fmt: skip
 
 
 @pytest.fixture(scope="session")
