@@ -1,8 +1,9 @@
 """The installs a user can choose, as pyproject.toml declares them.
 
 The core install (``pip install sbir-study``, no extras) is built into a fresh virtual
-environment at the locked versions and runs the analysis and scoring commands; the
-commands that need an extra say which install brings it. The constraints files are
+environment at the locked versions, from the wheel pip builds of the repository, and runs
+the analysis and scoring commands; the commands that need an extra say which install
+brings it; the wheel holds ``sbir_study`` alone at its top. The constraints files are
 checked against pyproject.toml: the lowest versions CI tests are the declared lower
 bounds, and the lock lies inside the declared ranges.
 """
@@ -14,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -89,26 +91,51 @@ def _run(command: list, cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def core_install(tmp_path_factory):
+def wheel(tmp_path_factory) -> Path:
+    """The wheel pip builds from the repository's source, in an isolated environment as it
+    builds one for a user (``pip wheel``): what the core install installs and what the
+    wheel test opens."""
+    root = tmp_path_factory.mktemp("wheel")
+    source = _copy_source(root / "source")
+    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
+                  "--disable-pip-version-check", "--wheel-dir", root / "dist", source],
+                 root)  # fmt: skip
+    assert built.returncode == 0, built.stdout + built.stderr
+    (found,) = (root / "dist").glob("sbir_study-*.whl")
+    return found
+
+
+@pytest.fixture(scope="module")
+def core_install(tmp_path_factory, wheel):
     """A fresh virtual environment holding the core install alone, at the locked versions.
 
-    Built from pip's cache where make install filled it: a minute or two.
+    Installed from pip's cache where make install filled it: a minute or two.
     """
     root = tmp_path_factory.mktemp("install")
-    source = _copy_source(root / "source")
     env = root / "env"
     # Without pip of its own: this environment's pip installs into it (``pip --python``),
-    # which spares the venv's ensurepip (most of the venv's making), and the project is
-    # built in an isolated environment, as pip builds it for a user.
+    # which spares the venv's ensurepip (most of the venv's making).
     made = _run([sys.executable, "-m", "venv", "--without-pip", env], root)
     assert made.returncode == 0, made.stderr
     python = env / "bin" / "python"
     # No byte-compiling: a third of the time, for modules that run once here.
     installed = _run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet",
-                      "--disable-pip-version-check", "--no-compile", "-c", LOCK, source],
+                      "--disable-pip-version-check", "--no-compile", "-c", LOCK, wheel],
                      root)  # fmt: skip
     assert installed.returncode == 0, installed.stdout + installed.stderr
     return root, env / "bin"
+
+
+def test_a_wheel_holds_sbir_study_and_nothing_else_at_its_top(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    tops = {name.split("/")[0] for name in names}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"sbir_study"}
+    # Every subpackage and its data went in under it.
+    for expected in ("sbir_study/foundation/checks.py", "sbir_study/analysis/retrieval/runs.py",
+                     "sbir_study/study/online/web/index.html", "sbir_study/cli/__init__.py",
+                     "sbir_study/stimuli/manifest.py"):  # fmt: skip
+        assert expected in names
 
 
 def test_core_install_has_no_session_or_server_packages(core_install):
