@@ -28,6 +28,7 @@ __all__ = [
     "SESSION_FACTS",
     "SESSION_OF_PARTICIPANT",
     "SESSION_OF_SOURCE",
+    "SESSION_REFUSAL_COUNT",
     "SESSION_STATUS",
     "SESSION_STATUS_SEEN",
     "SESSION_TRIAL_COUNT",
@@ -41,6 +42,7 @@ __all__ = [
     "TRIAL_PAYLOAD",
     "insert_trial_once",
     "lock_list_choice",
+    "lock_session",
 ]
 
 # --- studies ---
@@ -177,6 +179,12 @@ STATUS_TRIAL_COUNT = (
 
 # --- refused trials ---
 INSERT_REFUSAL = refusals.insert()
+#: The refusals kept for one session.
+SESSION_REFUSAL_COUNT = (
+    sa.select(sa.func.count())
+    .select_from(refusals)
+    .where(refusals.c.session_id == sa.bindparam("sid"))
+)
 STATUS_REFUSAL_COUNT = (
     sa.select(sa.func.count())
     .select_from(refusals)
@@ -262,6 +270,15 @@ def insert_trial_once(connection) -> sa.Insert:
         statement = insert(trials).on_conflict_do_nothing(index_elements=["session_id", "trial"])
         _TRIAL_INSERTS[dialect] = statement
     return statement
+
+
+def lock_session(connection, session_id: str) -> None:
+    """Serialise the writers of one session's rows until the transaction ends (SQLite: one
+    writer at a time already)."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(
+            sa.select(sessions.c.id).where(sessions.c.id == session_id).with_for_update()
+        )
 
 
 def lock_list_choice(connection) -> None:

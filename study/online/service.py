@@ -635,14 +635,19 @@ class OnlineStudy:
         The status page and the participant table count them with their reasons: a
         page sets a refused trial aside and never sends it again, so this is where the
         experimenter learns of it. Only the session's own page (its token) is counted
-        against it; another caller's refusal is in serve's log alone. Returns whether
-        it was kept.
+        against it; another caller's refusal is in serve's log alone, and so is one past
+        :data:`~.storage.MAX_REFUSALS_PER_SESSION` of a session (a page in a loop).
+        Returns whether it was kept.
         """
         try:
             self.authorise(session_id, token)
         except ServiceError:
             return False
         with self.engine.begin() as connection:
+            queries.lock_session(connection, session_id)
+            kept = connection.execute(queries.SESSION_REFUSAL_COUNT, {"sid": session_id})
+            if kept.scalar_one() >= storage.MAX_REFUSALS_PER_SESSION:
+                return False
             connection.execute(
                 queries.INSERT_REFUSAL,
                 {

@@ -185,8 +185,9 @@ def participant_table(
     the status's ``timing_error_ms.median`` is over the study's. ``list`` is
     numbered from 1; ``started`` and ``ended`` are UTC, ISO 8601.
     ``trials_refused`` counts the participant's trial reports the server refused
-    (each one its page set aside, never to send again), ``refusals`` says which and
-    why: ``trial N (STATUS): reason``, joined by ``; ``.
+    (each one its page set aside, never to send again; at most
+    :data:`~.storage.MAX_REFUSALS_PER_SESSION` kept a session, the rest in serve's log),
+    ``refusals`` says which and why: ``trial N (STATUS): reason``, joined by ``; ``.
 
     Examples
     --------

@@ -132,6 +132,13 @@ trials = sa.Table(
 
 #: The longest reason of a refusal kept (a reason quotes what the page sent).
 MAX_REASON_LENGTH = 500
+#: The most refusals kept for one session. A page sets a refused trial aside and never
+#: sends it again, so an honest page is refused at most once a trial (the paper's whole
+#: block is 1,240 pairs); past this, a page (or someone holding its token) is sending
+#: reports in a loop, and the table would grow without end. What is not kept is still
+#: answered and written to serve's log. At most 2,000 rows of at most 500 characters: about
+#: 1 MB a session.
+MAX_REFUSALS_PER_SESSION = 2000
 
 refusals = sa.Table(
     "refusals",

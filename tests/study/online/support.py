@@ -307,14 +307,16 @@ def chromium(width: int = 1400, height: int = 1000, screen: tuple[int, int] = (1
     return driver
 
 
-def make_client(tmp_path, online_set, **tables):
+def make_client(tmp_path, online_set, *, url=None, **tables):
+    """A TestClient of the app on ``url`` (default: SQLite in ``tmp_path``), its protocol
+    given ``tables``."""
     protocol = write_protocol(tmp_path, **tables)
     db = tmp_path / "online.sqlite3"
     app, study = build_app(
         ServeSettings(
             protocol=str(protocol),
             stimuli=str(online_set),
-            db=f"sqlite:///{db}",
+            db=url or f"sqlite:///{db}",
             admin_token=ADMIN_TOKEN,
             max_body=65_536,
         )

@@ -15,6 +15,8 @@ import csv
 import io
 import json
 import sqlite3
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -23,6 +25,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from sbir_study.foundation.checks import MAX_SOURCE_ID_LENGTH
+from sbir_study.study.online import storage
 from sbir_study.study.online.server import ServeSettings, build_app
 from sbir_study.study.protocol import load_protocol
 from sbir_study.study.texts import fill
@@ -274,3 +277,51 @@ def _text_of(html_text: str) -> str:
     parser = Text()
     parser.feed(html_text.replace("<br>", "\n"))
     return " ".join(" ".join(parser.parts).split())
+
+
+def test_a_page_refused_in_a_loop_fills_no_more_than_the_limit(tmp_path, online_set, monkeypatch):
+    """Past storage.MAX_REFUSALS_PER_SESSION a session's refusals are answered as before but
+    not kept: a page sending reports in a loop cannot grow the table without end."""
+    monkeypatch.setattr(storage, "MAX_REFUSALS_PER_SESSION", 3)
+    client = make_client(tmp_path, online_set)
+    answer, token = start(client, "alice")
+    alice = answer.json()
+    own = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    url = f"/api/sessions/{alice['session_id']}/trials"
+    bad = json.dumps({**report(alice["trials"][0], 1), "rating": "3"})
+    for _ in range(5):
+        put = client.put(f"{url}/1", content=bad, headers=own)
+        assert put.status_code == 422 and put.json()["error"].startswith("rating: ")
+    with sqlite3.connect(client.db) as connection:
+        assert connection.execute("SELECT count(*) FROM refusals").fetchone() == (3,)
+    assert client.get("/api/admin/status", headers=ADMIN).json()["trials_refused"] == 3
+    # The limit is the session's: another participant's refusals are kept.
+    answer, token = start(client, "bob")
+    bob = answer.json()
+    put = client.put(f"/api/sessions/{bob['session_id']}/trials/1", content=bad,
+                     headers={**own, "Authorization": f"Bearer {token}"})  # fmt: skip
+    assert put.status_code == 422
+    with sqlite3.connect(client.db) as connection:
+        assert connection.execute("SELECT count(*) FROM refusals").fetchone() == (4,)
+
+
+def test_refusals_sent_at_once_to_postgresql_keep_to_the_limit(tmp_path, online_set, postgres,
+                                                              monkeypatch):  # fmt: skip
+    """Refusals of one session recorded at the same moment from many threads, against
+    PostgreSQL (whose transactions run side by side, unlike SQLite's one writer): exactly
+    the limit is kept, not one more."""
+    monkeypatch.setattr(storage, "MAX_REFUSALS_PER_SESSION", 5)
+    client = make_client(tmp_path, online_set, url=postgres.new_database())
+    answer, token = start(client, "alice")
+    session_id = answer.json()["session_id"]
+    barrier = threading.Barrier(12)
+
+    def refuse(trial):
+        barrier.wait()
+        return client.study.record_refusal(session_id, token, trial, 422, "rating: ...")
+
+    with ThreadPoolExecutor(12) as pool:
+        kept = list(pool.map(refuse, range(1, 13)))
+    assert kept.count(True) == 5
+    with client.study.engine.connect() as connection:
+        assert connection.exec_driver_sql("SELECT count(*) FROM refusals").scalar_one() == 5
