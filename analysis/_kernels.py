@@ -16,6 +16,7 @@ import collections
 import contextlib
 import functools
 import os
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -460,27 +461,50 @@ def paired_rows_tau_b(
 
     Each row pair uses the items present in both rows.
     """
+    return paired_rows_tau_b_each(x, [y], alternative)[0]
+
+
+def paired_rows_tau_b_each(
+    x: np.ndarray, ys: Sequence[np.ndarray], alternative: str
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """:func:`paired_rows_tau_b` of ``x`` with each of ``ys``, in that order.
+
+    Where each of ``ys`` leaves out the same items of every row (the participant against
+    the consensus and against the leave-one-out consensus), the item-pair signs and tie
+    terms of ``x`` are computed once for all of them; the results are the same numbers as
+    one call per ``y``.
+    """
+    x_present = ~np.isnan(x)
+    masks = [x_present & ~np.isnan(y) for y in ys]
+    if any(not np.array_equal(mask, masks[0]) for mask in masks[1:]):
+        return [paired_rows_tau_b_each(x, [y], alternative)[0] for y in ys]
+    both = masks[0]
     rows, items = x.shape
-    both = ~np.isnan(x) & ~np.isnan(y)
     x = np.where(both, x, np.nan)
-    y = np.where(both, y, np.nan)
+    ys = [np.where(both, y, np.nan) for y in ys]
     n = both.sum(axis=1)
 
     n_pairs = items * (items - 1) // 2
-    con_minus_dis = np.empty(rows, dtype=np.float64)
+    con_minus_dis = np.empty((len(ys), rows), dtype=np.float64)
     block = max(1, _BLOCK_BYTES // (max(n_pairs, 1) * 8))
     for start in range(0, rows, block):
         part = slice(start, start + block)
         sx = _pair_signs(x[part], np.int8)
-        sy = _pair_signs(y[part], np.int8)
-        # Products of signs are -1, 0 or 1 and their sums whole numbers, exact in int8 and
-        # int64: no conversion to floats for a product of row with row (twice as fast).
-        con_minus_dis[part] = np.multiply(sx, sy, out=sx).sum(axis=1, dtype=np.int64)
+        for k, y in enumerate(ys):
+            sy = _pair_signs(y[part], np.int8)
+            # Products of signs are -1, 0 or 1 and their sums whole numbers, exact in int8
+            # and int64: no conversion to floats for a product of row with row (twice as
+            # fast).
+            con_minus_dis[k, part] = np.multiply(sx, sy, out=sy).sum(axis=1, dtype=np.int64)
 
-    tau, pvalue = tau_b_from_counts(
-        con_minus_dis, n, tie_sums(tie_group_sizes(x)), tie_sums(tie_group_sizes(y)), alternative
-    )
-    return tau, pvalue, n
+    x_ties = tie_sums(tie_group_sizes(x))
+    results = []
+    for k, y in enumerate(ys):
+        tau, pvalue = tau_b_from_counts(
+            con_minus_dis[k], n, x_ties, tie_sums(tie_group_sizes(y)), alternative
+        )
+        results.append((tau, pvalue, n))
+    return results
 
 
 def kendall_w(x: np.ndarray) -> float:

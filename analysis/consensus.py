@@ -215,8 +215,11 @@ def participant_vs_consensus(
         others = np.where(rated, (total - np.nan_to_num(values)) / (count - 1), total / count)
     rows = values.reshape(-1, values.shape[2])
     inclusive, others = inclusive.reshape(rows.shape), others.reshape(rows.shape)
-    tau, p, n = _kernels.paired_rows_tau_b(rows, inclusive, alternative)
-    tau_loo, p_loo, _ = _kernels.paired_rows_tau_b(rows, others, alternative)
+    # Each participant's item-pair signs once for both consensuses: where the participant
+    # rated, the two leave out the same images (those no one else rated).
+    (tau, p, n), (tau_loo, p_loo, _) = _kernels.paired_rows_tau_b_each(
+        rows, [inclusive, others], alternative
+    )
     participant = np.tile(cube.participants, len(cube.sketches))
     raters = np.repeat(rated.any(axis=2).sum(axis=1), len(cube.participants))
     reason = _consensus_reasons(rows, inclusive, p, participant, raters)

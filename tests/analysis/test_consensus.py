@@ -188,3 +188,56 @@ def test_qrels_never_carry_an_unchecked_id(tmp_path, column, bad):
     with pytest.raises(InputError, match=f"{column}: expected an id"):
         write_qrels(truth, tmp_path / "x.qrels")
     assert not (tmp_path / "x.qrels").exists()
+
+
+_CELLS = st.one_of(st.integers(1, 7).map(float), st.just(np.nan),
+                   st.floats(1, 7, allow_nan=False))  # fmt: skip
+
+
+@settings(max_examples=150)
+@given(
+    st.integers(1, 5).flatmap(
+        lambda rows: st.integers(2, 9).flatmap(
+            lambda items: st.lists(
+                st.lists(st.lists(_CELLS, min_size=items, max_size=items),
+                         min_size=rows, max_size=rows),
+                min_size=3, max_size=3)  # fmt: skip
+        )
+    ),
+    st.booleans(),
+    st.sampled_from(["greater", "less", "two-sided"]),
+)
+def test_a_row_against_each_of_several_is_scipys_kendalltau(arrays, same_gaps, alternative):
+    # Reference: scipy.stats.kendalltau(method="asymptotic") of each row pair over the items
+    # present in both, to the bit; the participant's signs shared between the two (the
+    # consensus and the leave-one-out consensus) where both leave out the same items, and
+    # not where they differ.
+    import warnings
+
+    from scipy import stats
+
+    from sbir_study.analysis import _kernels
+
+    x, first, second = (np.array(a) for a in arrays)
+    if same_gaps:
+        second = np.where(np.isnan(first), np.nan, np.nan_to_num(second, nan=4.0))
+    results = _kernels.paired_rows_tau_b_each(x, [first, second], alternative)
+    for y, (tau, p, n) in zip([first, second], results, strict=True):
+        for row in range(x.shape[0]):
+            both = ~np.isnan(x[row]) & ~np.isnan(y[row])
+            assert n[row] == both.sum()
+            if both.sum() < 2:
+                assert np.isnan(tau[row]) and np.isnan(p[row])
+                continue
+            # SciPy's normal approximation divides by n - 2: at two items, tau_b alone.
+            method = "asymptotic" if both.sum() >= 3 else "exact"
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                reference = stats.kendalltau(x[row, both], y[row, both], method=method,
+                                             alternative=alternative)  # fmt: skip
+            if np.isnan(reference.statistic):
+                assert np.isnan(tau[row]) and np.isnan(p[row])
+                continue
+            assert tau[row] == reference.statistic, (row, x[row], y[row])
+            if method == "asymptotic":
+                assert p[row] == reference.pvalue, (row, x[row], y[row])
