@@ -194,16 +194,16 @@ _CELLS = st.one_of(st.integers(1, 7).map(float), st.just(np.nan),
                    st.floats(1, 7, allow_nan=False))  # fmt: skip
 
 
+def _three_arrays(rows: int, items: int):
+    """Three arrays of ``rows`` x ``items`` ratings, means and gaps (NaN)."""
+    row = st.lists(_CELLS, min_size=items, max_size=items)
+    array = st.lists(row, min_size=rows, max_size=rows)
+    return st.lists(array, min_size=3, max_size=3)
+
+
 @settings(max_examples=150)
 @given(
-    st.integers(1, 5).flatmap(
-        lambda rows: st.integers(2, 9).flatmap(
-            lambda items: st.lists(
-                st.lists(st.lists(_CELLS, min_size=items, max_size=items),
-                         min_size=rows, max_size=rows),
-                min_size=3, max_size=3)  # fmt: skip
-        )
-    ),
+    st.tuples(st.integers(1, 5), st.integers(2, 9)).flatmap(lambda shape: _three_arrays(*shape)),
     st.booleans(),
     st.sampled_from(["greater", "less", "two-sided"]),
 )
