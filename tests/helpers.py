@@ -309,3 +309,35 @@ def analysed_simulation(root: Path, *, participants: int, sketches: int, images:
     analyze_ratings(load_ratings(root / "ratings.csv"), root / "analysis",
                     AnalysisOptions(bootstrap=0, permutations=0), figures=False)  # fmt: skip
     return root
+
+
+#: The BIDS validators a dataset the toolkit writes must pass: the legacy one (npm
+#: bids-validator 1.x, which make install puts in .node/) and the schema one (3.x, which
+#: runs on Deno: PyPI's bids-validator-deno, in the [test] extra). They differ: the schema
+#: validator checks the files against the specification's schema, the legacy one by its
+#: own rules.
+LEGACY_VALIDATOR = ROOT / ".node" / "node_modules" / ".bin" / "bids-validator"
+SCHEMA_VALIDATOR = Path(sys.executable).parent / "bids-validator-deno"
+
+
+def assert_valid_bids(root: Path) -> list[str]:
+    """No errors from either BIDS validator on ``root``; the keys of their warnings (the
+    legacy validator's ``key``, then the schema validator's ``code``)."""
+    assert LEGACY_VALIDATOR.exists(), f"{LEGACY_VALIDATOR} is missing; make install installs it"
+    assert SCHEMA_VALIDATOR.exists(), f"{SCHEMA_VALIDATOR} is missing; make install installs it"
+    result = subprocess.run([str(LEGACY_VALIDATOR), str(root), "--json"], capture_output=True,
+                            text=True)  # fmt: skip
+    legacy = json.loads(result.stdout)
+    errors = [(e["key"], e["reason"],
+               [(f.get("file") or {}).get("relativePath") for f in e["files"]][:3])
+              for e in legacy["issues"]["errors"]]  # fmt: skip
+    assert not errors, errors
+    result = subprocess.run([str(SCHEMA_VALIDATOR), str(root), "--json"], capture_output=True,
+                            text=True)  # fmt: skip
+    schema = json.loads(result.stdout)["issues"]["issues"]
+    errors = [(i["code"], i.get("location"), i.get("subCode")) for i in schema
+              if i["severity"] == "error"]  # fmt: skip
+    assert not errors, errors
+    return [w["key"] for w in legacy["issues"]["warnings"]] + [
+        i["code"] for i in schema if i["severity"] == "warning"
+    ]

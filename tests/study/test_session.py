@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 from sbir_study.stimuli import SetDesign, generate_set
+from tests.helpers import assert_valid_bids
 from tests.study.session_harness import (
     Keyboard,
     beh_file,
@@ -31,7 +32,6 @@ from tests.study.session_harness import (
 
 FRAME_60HZ = 1.0 / 60.0
 TASK = "sbirtest"
-VALIDATOR = Path(__file__).parents[2] / ".node" / "node_modules" / ".bin" / "bids-validator"
 
 
 def protocol_file(folder: Path, stimulus_s: float, blank_s: float, anchoring: bool,
@@ -46,17 +46,6 @@ def protocol_file(folder: Path, stimulus_s: float, blank_s: float, anchoring: bo
         "[display]\nfullscreen = false\nresolution = [800, 600]\n" + extra
     )
     return path
-
-
-def assert_valid_bids(root: Path) -> list[str]:
-    """No errors from the BIDS validator (npm bids-validator); returns the warnings' keys."""
-    assert VALIDATOR.exists(), f"{VALIDATOR} is missing; make install installs it"
-    result = subprocess.run([str(VALIDATOR), str(root), "--json"], capture_output=True, text=True)
-    report = json.loads(result.stdout)
-    errors = [(e["key"], e["reason"], [f["file"]["relativePath"] for f in e["files"]][:3])
-              for e in report["issues"]["errors"]]  # fmt: skip
-    assert not errors, errors
-    return [w["key"] for w in report["issues"]["warnings"]]
 
 
 def read_trials(data: Path, label: str = "01") -> pd.DataFrame:

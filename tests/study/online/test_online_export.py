@@ -18,26 +18,11 @@ from hypothesis import strategies as st
 
 from sbir_study.analysis import load_ratings
 from sbir_study.study.recorder import SESSION_COLUMNS
-from tests.helpers import run_main
+from tests.helpers import assert_valid_bids, run_main
 from tests.study.online.support import END_S, make_client, report, start, write_protocol
 
-VALIDATOR = Path(__file__).parents[3] / ".node" / "node_modules" / ".bin" / "bids-validator"
 #: A protocol's [dataset]: what dataset_description.json names.
 DATASET = {"name": "Sketch ratings online (pilot)", "authors": ["Ada Lovelace", "Alan Turing"]}
-
-
-def assert_valid_bids(root: Path) -> list[str]:
-    """No errors from the BIDS validator (npm bids-validator, installed by make install);
-    the keys of its warnings."""
-    assert VALIDATOR.exists(), f"{VALIDATOR} is missing; make install installs it"
-    result = subprocess.run([str(VALIDATOR), str(root), "--json"], capture_output=True, text=True)
-    found = json.loads(result.stdout)
-    errors = [
-        (e["key"], e["reason"], [f["file"]["relativePath"] for f in e["files"]][:3])
-        for e in found["issues"]["errors"]
-    ]
-    assert not errors, errors
-    return [w["key"] for w in found["issues"]["warnings"]]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -135,6 +120,27 @@ def test_an_incomplete_design_exports_valid_bids_that_analyze_reads(tmp_path, on
     assert analyzed.returncode == 0, analyzed.stderr
     summary = json.loads((analysis / "summary.json").read_text())
     assert summary["n_participants"] == 5 and summary["n_pairs"] == 8
+
+
+def test_both_validators_judge_the_export(tmp_path, online_set):
+    """assert_valid_bids runs the schema validator too: a participants.tsv that lists one
+    participant twice and leaves another out passes the legacy validator and fails the
+    schema one."""
+    import shutil
+
+    client = make_client(tmp_path, online_set, online={"subset": "pairs", "lists": 2},
+                         dataset=DATASET)  # fmt: skip
+    for label in ("a1", "a2"):
+        fill(client, label)
+    out = tmp_path / "bids"
+    assert cli("export-online", "--db", f"sqlite:///{client.db}", "--out", str(out)).returncode == 0
+    assert_valid_bids(out)
+    broken = shutil.copytree(out, tmp_path / "broken")
+    (broken / "participants.tsv").write_text(
+        "participant_id\tsource_id\nsub-a1\ta1\nsub-a1\ta1\n", encoding="utf-8"
+    )
+    with pytest.raises(AssertionError, match="TSV_INDEX_VALUE_NOT_UNIQUE"):
+        assert_valid_bids(broken)
 
 
 def test_the_target_is_refused_or_replaced_only_when_it_is_an_earlier_export(tmp_path, online_set):
