@@ -82,6 +82,14 @@ def test_an_incomplete_design_exports_valid_bids_that_analyze_reads(tmp_path, on
     assert "names no authors" not in done.stderr
     # The protocol's [dataset] names the authors: no NO_AUTHORS warning.
     assert "NO_AUTHORS" not in assert_valid_bids(out)
+    # assert_valid_bids runs the schema validator too: one participant listed twice in
+    # participants.tsv passes the legacy validator, and the schema one refuses it.
+    broken = shutil.copytree(out, tmp_path / "broken")
+    listed = (broken / "participants.tsv").read_text(encoding="utf-8").splitlines()
+    (broken / "participants.tsv").write_text("\n".join([*listed, listed[1]]) + "\n",
+                                             encoding="utf-8")  # fmt: skip
+    with pytest.raises(AssertionError, match="TSV_INDEX_VALUE_NOT_UNIQUE"):
+        assert_valid_bids(broken)
     for tsv in sorted(out.glob("sub-*/beh/*_beh.tsv")):
         table = pd.read_csv(tsv, sep="\t", dtype=str, keep_default_na=False)
         assert tuple(table.columns) == SESSION_COLUMNS
@@ -120,27 +128,6 @@ def test_an_incomplete_design_exports_valid_bids_that_analyze_reads(tmp_path, on
     assert analyzed.returncode == 0, analyzed.stderr
     summary = json.loads((analysis / "summary.json").read_text())
     assert summary["n_participants"] == 5 and summary["n_pairs"] == 8
-
-
-def test_both_validators_judge_the_export(tmp_path, online_set):
-    """assert_valid_bids runs the schema validator too: a participants.tsv that lists one
-    participant twice and leaves another out passes the legacy validator and fails the
-    schema one."""
-    import shutil
-
-    client = make_client(tmp_path, online_set, online={"subset": "pairs", "lists": 2},
-                         dataset=DATASET)  # fmt: skip
-    for label in ("a1", "a2"):
-        fill(client, label)
-    out = tmp_path / "bids"
-    assert cli("export-online", "--db", f"sqlite:///{client.db}", "--out", str(out)).returncode == 0
-    assert_valid_bids(out)
-    broken = shutil.copytree(out, tmp_path / "broken")
-    (broken / "participants.tsv").write_text(
-        "participant_id\tsource_id\nsub-a1\ta1\nsub-a1\ta1\n", encoding="utf-8"
-    )
-    with pytest.raises(AssertionError, match="TSV_INDEX_VALUE_NOT_UNIQUE"):
-        assert_valid_bids(broken)
 
 
 def test_the_target_is_refused_or_replaced_only_when_it_is_an_earlier_export(tmp_path, online_set):
