@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from .storage import LIST_LOCK, refusals, sessions, studies, trials
+from .storage import LIST_LOCK, refusals, session_orders, sessions, studies, trials
 
 __all__ = [
     "EXPORT_SESSIONS",
@@ -18,6 +18,7 @@ __all__ = [
     "FINISH_SESSION",
     "INSERT_REFUSAL",
     "INSERT_SESSION",
+    "INSERT_SESSION_ORDER",
     "INSERT_STUDY",
     "NEIGHBOUR_TRIALS",
     "PARTICIPANTS_PER_LIST",
@@ -65,6 +66,8 @@ SESSION_OF_SOURCE = sa.select(sessions.c.id, sessions.c.token_sha256).where(
     & (sessions.c.source_id == sa.bindparam("source_id"))
 )
 INSERT_SESSION = sessions.insert()
+#: The trial order of a session just inserted (``session_id``, ``trial_order``).
+INSERT_SESSION_ORDER = session_orders.insert()
 
 #: Per list, the participants who hold a place in it: complete, or running and heard from since
 #: ``active_since`` (a silent one has dropped out and frees the place).
@@ -84,17 +87,21 @@ PARTICIPANTS_PER_LIST = (
 )
 
 #: What never changes once a session is created (``sid`` in the study ``study``).
-SESSION_FACTS = sa.select(
-    sessions.c.id,
-    sessions.c.participant,
-    sessions.c.source_id,
-    sessions.c.token_sha256,
-    sessions.c.n_trials,
-    sessions.c.trial_order,
-    sessions.c.environment,
-    sessions.c.list_index,
-    sessions.c.created_at,
-).where((sessions.c.id == sa.bindparam("sid")) & (sessions.c.study_id == sa.bindparam("study")))
+SESSION_FACTS = (
+    sa.select(
+        sessions.c.id,
+        sessions.c.participant,
+        sessions.c.source_id,
+        sessions.c.token_sha256,
+        sessions.c.n_trials,
+        session_orders.c.trial_order,
+        sessions.c.environment,
+        sessions.c.list_index,
+        sessions.c.created_at,
+    )
+    .join(session_orders, session_orders.c.session_id == sessions.c.id)
+    .where((sessions.c.id == sa.bindparam("sid")) & (sessions.c.study_id == sa.bindparam("study")))
+)
 SESSION_STATUS = sa.select(sessions.c.status).where(sessions.c.id == sa.bindparam("sid"))
 #: The status of the session ``sid`` and when it was last heard from.
 SESSION_STATUS_SEEN = sa.select(sessions.c.status, sessions.c.last_seen_at).where(
@@ -243,7 +250,8 @@ PARTICIPANT_TRIALS = (
 EXPORT_STUDY = sa.select(studies).where(studies.c.id == sa.bindparam("study"))
 #: Every session of the study, stored trials or none, by participant label.
 EXPORT_SESSIONS = (
-    sa.select(sessions)
+    sa.select(sessions, session_orders.c.trial_order)
+    .join(session_orders, session_orders.c.session_id == sessions.c.id)
     .where(sessions.c.study_id == sa.bindparam("study"))
     .order_by(sessions.c.participant)
 )

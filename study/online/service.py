@@ -420,13 +420,15 @@ class OnlineStudy:
                     **facts,
                     "study_id": self.study_id,
                     "seed": seed,
-                    "trial_order": rows_json,
                     "status": "running",
                     "last_seen_at": now,
                     "finished_at": None,
                     "details": storage.dumps(dict(details)),
                     "url_parameters": storage.dumps(dict(url_parameters)),
                 },
+            )
+            connection.execute(
+                queries.INSERT_SESSION_ORDER, {"session_id": session_id, "trial_order": rows_json}
             )
             return session_id, {**facts, "order": rows}
 
@@ -777,7 +779,8 @@ def _order_rows(order: pd.DataFrame) -> list[list]:
     return rows
 
 
-#: A stored trial order's columns (``sessions.trial_order``: one list of these per trial).
+#: A stored trial order's columns (``session_orders.trial_order``: one list of these per
+#: trial).
 ORDER_COLUMNS = TRIAL_COLUMNS
 
 

@@ -30,6 +30,7 @@ before: on disk, with ``synchronous=FULL``, before its 201 leaves the server.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import threading
@@ -51,9 +52,11 @@ __all__ = [
     "GroupCommit",
     "metadata",
     "migrate",
+    "migrating",
     "open_database",
     "reading",
     "refusals",
+    "session_orders",
     "sessions",
     "studies",
     "trials",
@@ -90,7 +93,6 @@ sessions = sa.Table(
     sa.Column("list_index", sa.Integer, nullable=False),
     sa.Column("seed", sa.BigInteger, nullable=False),
     sa.Column("n_trials", sa.Integer, nullable=False),
-    sa.Column("trial_order", sa.Text, nullable=False),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("last_seen_at", sa.Float, nullable=False),
@@ -101,8 +103,25 @@ sessions = sa.Table(
     sa.UniqueConstraint("study_id", "participant", name="uq_sessions_study_participant"),
     sa.UniqueConstraint("study_id", "source_id", name="uq_sessions_study_source"),
 )
+#: Every column the per-list count of places (``queries.PARTICIPANTS_PER_LIST``, at every
+#: session start) reads: the count is answered from the index alone.
 sa.Index(
-    "ix_sessions_study_list_status", sessions.c.study_id, sessions.c.list_index, sessions.c.status
+    "ix_sessions_study_list_status_seen",
+    sessions.c.study_id,
+    sessions.c.list_index,
+    sessions.c.status,
+    sessions.c.last_seen_at,
+)
+
+#: Each session's trial order (JSON: one list per trial, ``service.ORDER_COLUMNS``), written
+#: once when the session starts. A table of its own, not a column of ``sessions``: about 100 KB
+#: for the paper's block, which SQLite would rewrite with the session's row at every trial's
+#: ``last_seen_at`` and read through to reach the columns after it.
+session_orders = sa.Table(
+    "session_orders",
+    metadata,
+    sa.Column("session_id", sa.String(32), sa.ForeignKey("sessions.id"), primary_key=True),
+    sa.Column("trial_order", sa.Text, nullable=False),
 )
 
 trials = sa.Table(
@@ -229,7 +248,7 @@ def reading(engine: Engine):
 
 
 #: The newest revision of ``study/online/migrations`` (a test checks it against Alembic's head).
-HEAD = "0003"
+HEAD = "0004"
 
 
 def migrate(engine: Engine) -> None:
@@ -246,13 +265,40 @@ def migrate(engine: Engine) -> None:
     if current is not None and [tuple(row) for row in current] == [(HEAD,)]:
         return
     from alembic import command
+
+    with migrating(engine) as config:
+        command.upgrade(config, "head")
+
+
+@contextlib.contextmanager
+def migrating(engine: Engine):
+    """Alembic's configuration for the migrations, on one connection in one transaction.
+
+    On SQLite, foreign keys are not enforced while the migrations run, and are checked
+    before the commit: Alembic changes a SQLite table by copying it and dropping the old
+    one, and dropping ``sessions`` while trials refer to it fails with the keys enforced
+    (SQLite's own procedure for such changes: keys off outside the transaction, change,
+    ``PRAGMA foreign_key_check``, keys on).
+    """
     from alembic.config import Config
 
     config = Config()
     config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+    with engine.connect() as connection:
+        sqlite = connection.dialect.name == "sqlite"
+        if sqlite:  # outside a transaction, where SQLite takes the setting
+            connection.connection.driver_connection.execute("PRAGMA foreign_keys=OFF")
+        try:
+            with connection.begin():
+                config.attributes["connection"] = connection
+                yield config
+                if sqlite:
+                    broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
+                    if broken:
+                        raise RuntimeError(f"the migration broke foreign keys: {broken[:5]}")
+        finally:
+            if sqlite:
+                connection.connection.driver_connection.execute("PRAGMA foreign_keys=ON")
 
 
 def schema_revision(engine: Engine) -> str | None:

@@ -470,8 +470,9 @@ def stored_trials(db: Path) -> pd.DataFrame:
 
     with sqlite3.connect(db) as connection:
         return pd.read_sql_query(
-            "SELECT s.participant, s.trial_order, t.* FROM trials t "
-            "JOIN sessions s ON s.id = t.session_id ORDER BY s.participant, t.trial",
+            "SELECT s.participant, o.trial_order, t.* FROM trials t "
+            "JOIN sessions s ON s.id = t.session_id "
+            "JOIN session_orders o ON o.session_id = s.id ORDER BY s.participant, t.trial",
             connection,
         )
 

@@ -37,10 +37,10 @@ def test_migrations_build_the_declared_schema(database):
     engine = storage.open_database(database)
     assert storage.schema_revision(engine) is None
     storage.migrate(engine)
-    assert storage.schema_revision(engine) == "0003"
+    assert storage.schema_revision(engine) == "0004"
     assert schema_differences(engine) == []  # Alembic's own comparison with the tables
     storage.migrate(engine)  # again: nothing to do
-    assert storage.schema_revision(engine) == "0003"
+    assert storage.schema_revision(engine) == "0004"
     engine.dispose()
 
 
@@ -69,7 +69,7 @@ def test_migrations_started_together_do_not_collide(postgres):
         _, err = run.communicate(timeout=120)
         assert run.returncode == 0, err
     engine = storage.open_database(url)
-    assert storage.schema_revision(engine) == "0003"
+    assert storage.schema_revision(engine) == "0004"
     assert schema_differences(engine) == []
     engine.dispose()
 
@@ -98,15 +98,12 @@ def test_bad_database_addresses_are_named(url, words):
 
 
 def test_an_older_database_is_upgraded_with_its_sessions_ids_kept(database):
-    """A database of revision 0001 keeps its sessions; the id as given is their label."""
+    """A database of revision 0001 keeps its sessions, their trials and trial orders; the id
+    as given is their label."""
     from alembic import command
-    from alembic.config import Config
 
     engine = storage.open_database(database)
-    config = Config()
-    config.set_main_option("script_location", str(Path(storage.__file__).parent / "migrations"))
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
+    with storage.migrating(engine) as config:
         command.upgrade(config, "0001")
     with engine.begin() as connection:
         connection.exec_driver_sql(
@@ -114,19 +111,68 @@ def test_an_older_database_is_upgraded_with_its_sessions_ids_kept(database):
             "stimulus_digest, stimulus_set, created_at) VALUES ('s', 't', '{}', 'a', '', 'b', "
             "'', 0)"
         )
+        connection.execute(
+            sa.text(
+                "INSERT INTO sessions (id, study_id, participant, token_sha256, list_index, seed, "
+                "n_trials, trial_order, status, created_at, last_seen_at, details, environment, "
+                "url_parameters) VALUES ('x1', 1, 'P07', 'd', 0, 1, 2, :order, 'running', 0, 0, "
+                "'{}', '{}', '{}')"
+            ),
+            {"order": ORDER},
+        )
         connection.exec_driver_sql(
-            "INSERT INTO sessions (id, study_id, participant, token_sha256, list_index, seed, "
-            "n_trials, trial_order, status, created_at, last_seen_at, details, environment, "
-            "url_parameters) VALUES ('x1', 1, 'P07', 'd', 0, 1, 2, '[]', 'running', 0, 0, "
-            "'{}', '{}', '{}')"
+            "INSERT INTO trials (session_id, trial, phase, sketch_id, image_id, onset, "
+            "stim_duration, blank_duration, n_presses, paused_before, page_onset, "
+            "page_window_end, events, payload_sha256, received_at) VALUES ('x1', 1, 'main', "
+            "'s1', 'i1', 0, 2, 1, 0, 0, 0, 3, '[]', 'h', 0)"
         )
     storage.migrate(engine)
-    assert storage.schema_revision(engine) == "0003"
+    assert storage.schema_revision(engine) == "0004"
     assert schema_differences(engine) == []
     with engine.connect() as connection:
         found = connection.exec_driver_sql("SELECT participant, source_id FROM sessions").all()
+        orders = connection.exec_driver_sql("SELECT * FROM session_orders").all()
+        kept = connection.exec_driver_sql("SELECT session_id, trial FROM trials").all()
     assert [tuple(row) for row in found] == [("P07", "P07")]
+    assert [tuple(row) for row in orders] == [("x1", ORDER)]
+    assert [tuple(row) for row in kept] == [("x1", 1)]
     engine.dispose()
+
+
+def test_the_orders_go_back_into_sessions_on_a_downgrade(database):
+    """Revision 0004 moved the trial orders into a table of their own; its downgrade puts
+    them back, as revision 0003 had them."""
+    from alembic import command
+
+    engine = storage.open_database(database)
+    storage.migrate(engine)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(
+            "INSERT INTO studies (name, task, protocol_json, protocol_sha256, protocol_file, "
+            "stimulus_digest, stimulus_set, created_at) VALUES ('s', 't', '{}', 'a', '', 'b', "
+            "'', 0)"
+        )
+        connection.execute(storage.sessions.insert(), {
+            "id": "x1", "study_id": 1, "participant": "P07", "source_id": "P07",
+            "token_sha256": "d", "list_index": 0, "seed": 1, "n_trials": 2,
+            "status": "running", "created_at": 0, "last_seen_at": 0, "details": "{}",
+            "environment": "{}", "url_parameters": "{}"})  # fmt: skip
+        connection.execute(storage.session_orders.insert(), {"session_id": "x1",
+                                                             "trial_order": ORDER})  # fmt: skip
+    with storage.migrating(engine) as config:
+        command.downgrade(config, "0003")
+    with engine.connect() as connection:
+        found = connection.exec_driver_sql("SELECT id, trial_order FROM sessions").all()
+        tables = sa.inspect(connection).get_table_names()
+    assert [tuple(row) for row in found] == [("x1", ORDER)]
+    assert "session_orders" not in tables
+    storage.migrate(engine)  # and up again
+    assert schema_differences(engine) == []
+    engine.dispose()
+
+
+#: A stored trial order of two trials, as the service writes it.
+ORDER = '[["anchor_demo","s1","i1",1],["main","s1","i2",null]]'
 
 
 # --- group commit: many requests' trials in one transaction, each answered after its commit ---
