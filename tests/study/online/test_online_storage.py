@@ -97,6 +97,18 @@ def test_bad_database_addresses_are_named(url, words):
         storage.open_database(url)
 
 
+#: A stored trial order of two trials, as the service writes it.
+ORDER = '[["anchor_demo","s1","i1",1],["main","s1","i2",null]]'
+
+
+def _insert_study(connection) -> None:
+    """Study 1, in the columns every revision has."""
+    connection.exec_driver_sql(
+        "INSERT INTO studies (name, task, protocol_json, protocol_sha256, protocol_file, "
+        "stimulus_digest, stimulus_set, created_at) VALUES ('s', 't', '{}', 'a', '', 'b', '', 0)"
+    )
+
+
 def test_an_older_database_is_upgraded_with_its_sessions_ids_kept(database):
     """A database of revision 0001 keeps its sessions, their trials and trial orders; the id
     as given is their label."""
@@ -106,11 +118,7 @@ def test_an_older_database_is_upgraded_with_its_sessions_ids_kept(database):
     with storage.migrating(engine) as config:
         command.upgrade(config, "0001")
     with engine.begin() as connection:
-        connection.exec_driver_sql(
-            "INSERT INTO studies (name, task, protocol_json, protocol_sha256, protocol_file, "
-            "stimulus_digest, stimulus_set, created_at) VALUES ('s', 't', '{}', 'a', '', 'b', "
-            "'', 0)"
-        )
+        _insert_study(connection)
         connection.execute(
             sa.text(
                 "INSERT INTO sessions (id, study_id, participant, token_sha256, list_index, seed, "
@@ -147,11 +155,7 @@ def test_the_orders_go_back_into_sessions_on_a_downgrade(database):
     engine = storage.open_database(database)
     storage.migrate(engine)
     with engine.begin() as connection:
-        connection.exec_driver_sql(
-            "INSERT INTO studies (name, task, protocol_json, protocol_sha256, protocol_file, "
-            "stimulus_digest, stimulus_set, created_at) VALUES ('s', 't', '{}', 'a', '', 'b', "
-            "'', 0)"
-        )
+        _insert_study(connection)
         connection.execute(storage.sessions.insert(), {
             "id": "x1", "study_id": 1, "participant": "P07", "source_id": "P07",
             "token_sha256": "d", "list_index": 0, "seed": 1, "n_trials": 2,
@@ -169,10 +173,6 @@ def test_the_orders_go_back_into_sessions_on_a_downgrade(database):
     storage.migrate(engine)  # and up again
     assert schema_differences(engine) == []
     engine.dispose()
-
-
-#: A stored trial order of two trials, as the service writes it.
-ORDER = '[["anchor_demo","s1","i1",1],["main","s1","i2",null]]'
 
 
 # --- group commit: many requests' trials in one transaction, each answered after its commit ---
