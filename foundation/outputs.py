@@ -64,11 +64,13 @@ import signal
 import socket
 import stat
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 from .checks import InputError, causes
 from .provenance import DISTRIBUTION, file_digest
@@ -94,6 +96,8 @@ _WRITER = re.compile(rf"{re.escape(TEMP_PREFIX)}([0-9a-f]{{8}})-([0-9]+)-")
 _RECORD_FORMAT = 1
 _HELD_SIGNALS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
                  if hasattr(signal, name)}  # fmt: skip
+#: How deep the main thread is in :func:`_held_signals` (a hold inside a hold changes nothing).
+_HOLD = SimpleNamespace(depth=0)
 
 
 class OutputWarning(UserWarning):
@@ -402,15 +406,46 @@ def check_dataset_folder(folder: str | Path, command: str) -> Path:
 
 @contextlib.contextmanager
 def _held_signals() -> Iterator[None]:
-    """Hold back SIGINT, SIGTERM and SIGHUP (delivered when the block ends)."""
-    if not hasattr(signal, "pthread_sigmask"):
+    """Hold back SIGINT, SIGTERM and SIGHUP: a signal that comes meanwhile is delivered,
+    once, when the block ends.
+
+    The hold is kept where Python runs its signal handlers, in the main thread: for the
+    block, each of these signals' handler only notes that it came. Blocking the signals
+    with ``pthread_sigmask`` holds them back from the calling thread alone, and the
+    kernel gives a signal sent to the process to any thread that does not block it (a
+    progress clock, a library's thread pool); Python then runs the handler in the main
+    thread, inside the block. In another thread than the main one there is nothing to
+    hold: no handler runs there.
+    """
+    if threading.current_thread() is not threading.main_thread() or _HOLD.depth:
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
+    previous = {number: signal.getsignal(number) for number in _HELD_SIGNALS}
+    if any(handler is None for handler in previous.values()):
+        # A handler set outside Python cannot be put back; hold in this thread only.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        return
+    came: list[int] = []
+
+    def note(number, frame) -> None:
+        if number not in came:
+            came.append(number)
+
+    _HOLD.depth += 1
     try:
+        for number in previous:
+            signal.signal(number, note)
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        _HOLD.depth -= 1
+        for number in came:
+            signal.raise_signal(number)  # the handler it had: the program's own, or the default
 
 
 def _version() -> str:
@@ -677,9 +712,10 @@ def _aside(target: Path, command: str, plan: _Plan, commit) -> Iterator[Path]:
         # is in the chain, and it is the one to report.
         if isinstance(error, Exception):
             for cause in causes(error):
-                if isinstance(cause, OSError) and (
-                    message := _written_error(cause, temporary, target)
-                ) is not None:
+                if (
+                    isinstance(cause, OSError)
+                    and (message := _written_error(cause, temporary, target)) is not None
+                ):
                     raise message from None
         raise
 

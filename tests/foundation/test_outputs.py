@@ -445,3 +445,47 @@ def test_a_writer_killed_while_it_writes_its_record_leaves_one_the_next_run_read
     with pytest.raises(KeyboardInterrupt):
         outputs._write_whole(record, '{"after": true}')
     assert record.read_text(encoding="utf-8") == '{"before": true}'
+
+
+class _Ended(BaseException):
+    pass
+
+
+@pytest.mark.parametrize("threads", [0, 3])
+def test_signals_are_held_back_whichever_thread_the_kernel_gives_them_to(threads, monkeypatch):
+    """A signal sent to the process goes to any thread that does not block it. Blocking it
+    in the calling thread alone (``pthread_sigmask``) let SIGTERM, taken by a helper thread
+    (a progress clock, a library's pool), raise inside the held block: after the temporary
+    folder was made and before it was known, so that it stayed."""
+    import signal
+    import threading
+    import time
+
+    raised, held = [], []
+
+    def handler(number, frame):
+        raised.append((number, bool(held)))
+        raise _Ended(number)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    stop = threading.Event()
+    helpers = [threading.Thread(target=stop.wait) for _ in range(threads)]
+    for helper in helpers:
+        helper.start()
+    try:
+        with pytest.raises(_Ended):
+            with outputs._held_signals():
+                os.kill(os.getpid(), signal.SIGTERM)
+                os.kill(os.getpid(), signal.SIGTERM)
+                held.append(True)
+                for _ in range(50):  # bytecode and sleeps: where a handler would run
+                    time.sleep(0.002)
+                held.clear()
+        # Delivered once the hold ended, once, as the kernel delivers a blocked signal.
+        assert raised == [(signal.SIGTERM, False)]
+        assert signal.getsignal(signal.SIGTERM) is handler
+    finally:
+        stop.set()
+        for helper in helpers:
+            helper.join()
+        signal.signal(signal.SIGTERM, previous)
