@@ -83,7 +83,7 @@ logs are.
 
 #: The key log's columns after the lab's (:data:`~sbir_study.study.recorder.KEY_LOG_COLUMNS`):
 #: what only a browser gives.
-KEY_LOG_EXTRA_COLUMNS = ("code", "browser_key", "page_time", "trial")
+KEY_LOG_EXTRA_COLUMNS = ("code", "browser_key", "page_time", "trial", "screen")
 
 #: participants.tsv's ``status``: as the status page and ``admin/participants.csv`` give it.
 _STATUS_DESCRIPTION = {
@@ -237,7 +237,8 @@ def write_dataset(
             at = group.set_index("trial")["received_at"]
             sidecar["Resumed"] = [{"At": _iso(at[t]), "FromTrial": t} for t in resumed]
         _write_json(path.with_suffix(".json"), sidecar)
-        _write_text(key_log_path(path), _tsv(key_log(group)))
+        final = json.loads(session["final_events"]) if session["final_events"] else None
+        _write_text(key_log_path(path), _tsv(key_log(group, final)))
         n_trials += len(group)
         complete += session["status"] == "complete"
     dataset = protocol.get("dataset", {})
@@ -317,34 +318,54 @@ def planned_onsets(group: pd.DataFrame, order: Sequence[Sequence], timing: Mappi
     return planned
 
 
-def key_log(group: pd.DataFrame) -> pd.DataFrame:
-    """The session's key log, as the lab's (``sourcedata/``), from its stored trials' key events.
+def key_log(group: pd.DataFrame, final: Mapping | None = None) -> pd.DataFrame:
+    """The session's key log, as the lab's (``sourcedata/``), from the key events the page sent.
 
     The page sends with each trial every key-down from the trial's onset until a
-    moment after its window closed, so one may come with two trials: it is logged
-    once, with the first. Columns: the lab's, :data:`~sbir_study.study.recorder.KEY_LOG_COLUMNS`
-    (``key`` as PsychoPy names it, :func:`~.keys.browser_key_name`, or None when it has
-    no name; ``onset_monotonic`` None, a browser cannot read the system's monotonic clock;
+    moment after its window closed (``events``), and the keys pressed on its screens
+    since the previous trial's report (``screen_events``: instructions, a pause, the
+    quit question); with the session's finish, those of its last screens (``final``:
+    ``{"session_start": ..., "events": [...]}``, as ``sessions.final_events`` holds
+    it). A key sent twice (one pressed just after a window closed comes with that
+    trial and with the next report) is logged once, with the first.
+
+    Columns: the lab's, :data:`~sbir_study.study.recorder.KEY_LOG_COLUMNS` (``key`` as
+    PsychoPy names it, :func:`~.keys.browser_key_name`, or None when it has no name;
+    ``onset_monotonic`` None, a browser cannot read the system's monotonic clock;
     ``session_time`` in seconds from the session's start, as ``onset`` is), then
     :data:`KEY_LOG_EXTRA_COLUMNS`: the browser's ``KeyboardEvent.code`` and ``.key``, the
     time on the page's clock (``performance.now()``, seconds; a reloaded page's starts
-    again) and the trial whose report carried it.
+    again), the trial whose report carried it (None for the finish's) and the screen on
+    view when it went down, as the page saw it (``trial``: a pair or its blank; for a key
+    of a trial's window from a page that named no screen, ``trial`` too).
     """
     rows = []
     previous: list = []
-    for trial in group.itertuples(index=False):
-        events = json.loads(trial.events)
-        start = trial.page_onset - trial.onset  # the session's start on this page's clock
+
+    def add(events, start, trial, default_screen) -> None:
         for event in events:
-            if event in previous:
-                continue
             code, key, t = str(event.get("code", "")), str(event.get("key", "")), event["t"]
+            if {"code": code, "key": key, "t": t} in previous:
+                continue
             rows.append(
-                (browser_key_name(code, key), None, t - start, _plain(code), _plain(key), t,
-                 int(trial.trial))
+                (browser_key_name(code, key), None, None if start is None else t - start,
+                 _plain(code), _plain(key), t, trial, event.get("screen") or default_screen)
             )  # fmt: skip
-        previous = events
-    return pd.DataFrame(rows, columns=[*KEY_LOG_COLUMNS, *KEY_LOG_EXTRA_COLUMNS])
+
+    for trial in group.itertuples(index=False):
+        start = trial.page_onset - trial.onset  # the session's start on this page's clock
+        number = int(trial.trial)
+        events = json.loads(trial.events)
+        screens = json.loads(getattr(trial, "screen_events", None) or "[]")
+        add(screens, start, number, "message")
+        add(events, start, number, "trial")  # a page of an earlier version named no screen
+        previous = [{"code": str(e.get("code", "")), "key": str(e.get("key", "")), "t": e["t"]}
+                    for e in events]  # fmt: skip
+    if final:
+        add(final.get("events", ()), final.get("session_start"), None, "message")
+    log = pd.DataFrame(rows, columns=[*KEY_LOG_COLUMNS, *KEY_LOG_EXTRA_COLUMNS])
+    log["trial"] = log["trial"].astype("Int64")  # a whole number, or n/a for the finish's keys
+    return log
 
 
 def _plain(text: str) -> str | None:

@@ -28,6 +28,7 @@ __all__ = [
     "FinishIn",
     "KeyEventIn",
     "ParticipantIdIn",
+    "ScreenKeyIn",
     "SessionIn",
     "TrialIn",
     "UrlParametersIn",
@@ -43,10 +44,25 @@ class _Model(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 
 
+#: The page's screens a key can be pressed on (``window.sbir.phase`` in experiment.js): a
+#: pair and its blank (``trial``), the instructions, a pause or scheduled break, the quit
+#: question, another message, and the last screen while the session is saved.
+Screen = Literal["trial", "instructions", "message", "pause", "quit", "saving"]
+
+
 class KeyEventIn(_Model):
     code: Annotated[str, Field(max_length=32)]
     key: Annotated[str, Field(max_length=32)]
     t: Time
+    # The screen on view when the key went down, for the key log (a page of an earlier
+    # version sends none).
+    screen: Screen | None = None
+
+
+class ScreenKeyIn(KeyEventIn):
+    """A key-down on one of the page's screens between the pairs, and which screen it was."""
+
+    screen: Screen
 
 
 class TrialIn(_Model):
@@ -59,6 +75,8 @@ class TrialIn(_Model):
     session_start: Annotated[float, Field(allow_inf_nan=False, ge=-1e9, le=1e9)]
     frames: Annotated[list[Time], Field(max_length=5000)]
     events: Annotated[list[KeyEventIn], Field(max_length=500)]
+    # Keys pressed since the previous pair's report, before this pair's onset (the key log's).
+    screen_events: Annotated[list[ScreenKeyIn], Field(max_length=500)] = []
     paused_before: Annotated[float, Field(allow_inf_nan=False, ge=0.0, le=1e7)]
     rating: int | None
     # Trials the page holds behind this one, not yet acknowledged: for the status's live load
@@ -110,6 +128,10 @@ class SessionIn(_Model):
 
 class FinishIn(_Model):
     status: FinishStatus
+    # The keys of the last screens (the quit question answered, the end), for the key log;
+    # on the page's clock, whose session began at session_start.
+    events: Annotated[list[ScreenKeyIn], Field(max_length=500)] = []
+    session_start: Annotated[float, Field(allow_inf_nan=False, ge=-1e9, le=1e9)] | None = None
 
 
 router = APIRouter(prefix="/api")
@@ -154,7 +176,9 @@ def put_trial(
     token: SessionToken,
     study: StudyDep,
 ) -> JSONResponse:
-    created = study.store_trial(session_id, token, trial, body.model_dump(exclude={"queued"}))
+    # As sent: a field the page left out (an earlier version's) is not stored as its default.
+    report = body.model_dump(exclude={"queued"}, exclude_unset=True)
+    created = study.store_trial(session_id, token, trial, report)
     if body.queued is not None:  # a page's report counts once its trial is accepted
         request.app.state.load.page_queue(session_id, body.queued)
     return JSONResponse(
@@ -165,4 +189,6 @@ def put_trial(
 
 @router.post("/sessions/{session_id}/finish")
 def finish(session_id: str, body: FinishIn, token: SessionToken, study: StudyDep):
-    return study.finish(session_id, token, body.status)
+    final = {"session_start": body.session_start,
+             "events": [event.model_dump() for event in body.events]}  # fmt: skip
+    return study.finish(session_id, token, body.status, final_events=final)

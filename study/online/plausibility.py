@@ -79,7 +79,8 @@ def check_trial_times(
         The trial as scored from ``report`` (its times on the session's clock).
     report
         The page's report (``onset``, ``blank_onset``, ``next_onset``, ``events``,
-        ``paused_before``; times on the page's clock).
+        ``screen_events``, ``paused_before``; times on the page's clock). The keys of
+        ``screen_events`` were pressed before the pair: none after its onset.
     window_end
         When the trial's response window closed, on the page's clock.
     session_age_s
@@ -133,6 +134,12 @@ def check_trial_times(
             raise InputError(
                 f"events[{index}].t: expected within the trial, {first:.4f} to {last:.4f} s "
                 f"on the page's clock, got {event['t']:.4f} s"
+            )
+    for index, event in enumerate(report.get("screen_events", ())):
+        if event["t"] > first:
+            raise InputError(
+                f"screen_events[{index}].t: expected before the pair's onset, at most "
+                f"{first:.4f} s on the page's clock, got {event['t']:.4f} s"
             )
     end = record.onset + record.stim_duration + record.blank_duration
     if previous is not None and record.onset < previous.end - ORDER_TOLERANCE_S:

@@ -121,6 +121,7 @@ FINISH_SESSION = (
         status=sa.bindparam("new_status"),
         finished_at=sa.bindparam("now"),
         last_seen_at=sa.bindparam("now"),
+        final_events=sa.bindparam("final"),
     )
 )
 

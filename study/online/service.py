@@ -575,6 +575,7 @@ class OnlineStudy:
             "page_onset": report["onset"],
             "page_window_end": window_end(report, self.protocol.timing.blank_s),
             "events": storage.dumps(list(report["events"])),
+            "screen_events": storage.dumps(list(report.get("screen_events", ()))),
             "payload_sha256": digest,
             "received_at": now,
         }
@@ -662,7 +663,14 @@ class OnlineStudy:
             )
         return True
 
-    def finish(self, session_id: str, token: str | None, status: str) -> dict:
+    def finish(
+        self,
+        session_id: str,
+        token: str | None,
+        status: str,
+        *,
+        final_events: Mapping | None = None,
+    ) -> dict:
         """End a session: ``complete`` (every trial stored), ``incomplete`` (quit) or
         ``timed_out``.
 
@@ -672,6 +680,10 @@ class OnlineStudy:
         holds, then finishes as ``timed_out``. (While silent, the session counts
         as dropped out and its list place went to the next participant.) The
         answer carries the ending's code and address (:meth:`ending`).
+
+        ``final_events`` (``{"session_start": ..., "events": [...]}``) are the keys of
+        the page's last screens, for the key log; kept with the finish that ends the
+        session, not changed by a repeated one.
         """
         if status not in FINISH_STATUSES:
             raise ServiceError(
@@ -693,8 +705,10 @@ class OnlineStudy:
                     f"{session['n_trials']} trials stored; send the others first",
                 )
             else:
+                final = None if final_events is None else storage.dumps(dict(final_events))
                 connection.execute(
-                    queries.FINISH_SESSION, {**key, "new_status": status, "now": storage.now()}
+                    queries.FINISH_SESSION,
+                    {**key, "new_status": status, "now": storage.now(), "final": final},
                 )
                 current = status
         return {"status": current, "stored": stored,

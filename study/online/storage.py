@@ -100,6 +100,9 @@ sessions = sa.Table(
     sa.Column("details", sa.Text, nullable=False),
     sa.Column("environment", sa.Text, nullable=False),
     sa.Column("url_parameters", sa.Text, nullable=False),
+    # The keys of the page's last screens (the quit question, the end), sent with the finish:
+    # JSON {"session_start": page clock or null, "events": [...]}; null until finished.
+    sa.Column("final_events", sa.Text, nullable=True),
     sa.UniqueConstraint("study_id", "participant", name="uq_sessions_study_participant"),
     sa.UniqueConstraint("study_id", "source_id", name="uq_sessions_study_source"),
 )
@@ -147,6 +150,9 @@ trials = sa.Table(
     sa.Column("events", sa.Text, nullable=False),
     sa.Column("payload_sha256", sa.String(64), nullable=False),
     sa.Column("received_at", sa.Float, nullable=False),
+    # The keys pressed on the page's screens since the previous pair (instructions, a pause,
+    # the quit question), sent with this trial: JSON, as ``events`` with each key's screen.
+    sa.Column("screen_events", sa.Text, nullable=False, server_default="[]"),
 )
 
 #: The longest reason of a refusal kept (a reason quotes what the page sent).
@@ -248,7 +254,7 @@ def reading(engine: Engine):
 
 
 #: The newest revision of ``study/online/migrations`` (a test checks it against Alembic's head).
-HEAD = "0004"
+HEAD = "0005"
 
 
 def migrate(engine: Engine) -> None:

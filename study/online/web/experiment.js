@@ -293,8 +293,11 @@ async function trialsPart(config, state, token) {
 
 async function finish(session, status, token) {
   await session.settled(); // the last trial recorded and every trial acknowledged
+  // The keys of the last screens (the quit question answered, the end) go with the finish.
+  const keys = session.finalKeys ? session.finalKeys() : {};
+  const body = { status, ...keys };
   for (let attempt = 0; ; attempt += 1) {
-    const answer = await api("POST", `api/sessions/${session.state.session_id}/finish`, { status }, token).catch(() => null);
+    const answer = await api("POST", `api/sessions/${session.state.session_id}/finish`, body, token).catch(() => null);
     if (answer && answer.ok) return answer.content;
     if (answer && answer.status >= 400 && answer.status < 500 && (answer.status !== 409 || attempt >= 5)) {
       throw new Error(answer.content ? answer.content.error : `finish refused (${answer.status})`);

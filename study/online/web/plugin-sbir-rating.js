@@ -158,6 +158,12 @@ class SbirSender {
 }
 
 /** One participant's running session: the key log, the frame log and the pending trial. */
+/** A key-down as the server takes it, with the screen on view, one of those it knows. */
+function sbirScreenKey({ code, key, t, screen }) {
+  const known = ["trial", "instructions", "message", "pause", "quit", "saving"];
+  return { code, key, t, screen: known.includes(screen) ? screen : "message" };
+}
+
 class SbirSession {
   constructor(config, state, token) {
     this.config = config;
@@ -181,12 +187,14 @@ class SbirSession {
     this.onsets = []; // for the tests: [{trial, onset, window_end}] on the page's clock (s)
     this.screens = []; // for the tests: [{phase, shown}] of the message screens (s)
     this.current = null;
+    this.visible = "message"; // the screen on view: "trial" from a pair's flip, else a message's phase
     this.prepared = new Map();
     const control = config.response;
     this.listener = (event) => {
       if (event.repeat) return; // a held key repeats; PsychoPy reports one press per key-down
       const t = event.timeStamp / 1000;
-      this.events.push({ code: event.code || "", key: event.key || "", t });
+      // The screen on view when it came (for the key log): a pair or its blank, or a message.
+      this.events.push({ code: event.code || "", key: event.key || "", t, screen: this.visible });
       const name = sbirKeyName(event.code || "", event.key || "", this.table);
       if (this.current) {
         if (name === control.pause_key && config.pauses.allowed) this.pauseRequested = true;
@@ -264,7 +272,11 @@ class SbirSession {
       return;
     }
     this.closed.shift();
-    const events = this.events.filter((e) => e.t >= pending.onset && e.t < windowEnd + 0.05);
+    const events = this.events.filter((e) => e.t >= pending.onset && e.t < windowEnd + 0.05)
+      .map(sbirScreenKey);
+    // Keys of the screens since the previous pair's report (it kept those from its window's
+    // end on): the instructions, a pause, the quit question answered no.
+    const screenEvents = this.events.filter((e) => e.t < pending.onset).map(sbirScreenKey);
     this.events = this.events.filter((e) => e.t >= windowEnd);
     const scored = sbirScore(events, pending.onset, windowEnd, this.ratingKeys, this.table);
     const body = {
@@ -276,12 +288,18 @@ class SbirSession {
       session_start: this.sessionStart,
       frames,
       events,
+      screen_events: screenEvents,
       paused_before: pending.pausedBefore,
       rating: pending.trial.phase === "anchor_demo" ? null : scored.rating,
     };
     this.sender.push(pending.trial.trial, body);
     this.keepClock(windowEnd);
     if (this.closed.length) this.collectLater(Math.max(0, this.closed[0].closedAt + SBIR_KEY_GRACE_MS - now));
+  }
+
+  /** The keys not yet sent, of the last screens (the quit question, the end): the finish's. */
+  finalKeys() {
+    return { session_start: this.sessionStart, events: this.events.map(sbirScreenKey) };
   }
 
   /** The most recent key-down's time (the key that ended a screen), else now (s). */
@@ -352,6 +370,7 @@ class SbirSession {
 
   /** A pair is on screen from `ts`: the previous trial (if any) is complete. */
   startTrial(ts) {
+    this.visible = "trial";
     if (this.pending) this.closePending(ts);
     else this.frames = [ts];
     if (this.firstPair) {
@@ -381,6 +400,7 @@ class SbirSession {
       }
       if (content) content.style.visibility = "";
       requestAnimationFrame((ts) => {
+        this.visible = window.sbir.phase;
         this.screens.push({ phase: window.sbir.phase, shown: ts / 1000 });
         this.closePending(ts / 1000);
       });

@@ -334,11 +334,14 @@ def start(client, label="p01", token=None, **extra):
 
 
 def report(
-    trial: dict, number: int, presses=(), *, rating="auto", stimulus_s=0.6, blank_s=0.4, onset=None
-):
+    trial: dict, number: int, presses=(), *, rating="auto", stimulus_s=0.6, blank_s=0.4, onset=None,
+    screen_presses=(),
+):  # fmt: skip
     """A trial report as the page sends it: presses are (key, seconds from onset). The session
     began at 5 s on the page's clock; trial ``number`` shows at ``onset``, by default
-    ``5 + number`` (each trial 1 s after the one before, as the test protocol's are)."""
+    ``5 + number`` (each trial 1 s after the one before, as the test protocol's are).
+    ``screen_presses`` are (key, seconds before the onset, screen): keys of the screens
+    since the previous trial."""
     onset = 5.0 + number if onset is None else onset
     blank_onset = onset + stimulus_s
     events = [{"code": f"Digit{k}", "key": k, "t": onset + t} for k, t in presses]
@@ -359,9 +362,12 @@ def report(
         "session_start": 5.0,
         "frames": [onset, blank_onset, blank_onset + blank_s],
         "events": events,
+        "screen_events": [{"code": f"Digit{k}" if k.isdigit() else f"Key{k.upper()}", "key": k,
+                           "t": onset - before, "screen": screen}
+                          for k, before, screen in screen_presses],
         "paused_before": 0.0,
         "rating": rating,
-    }
+    }  # fmt: skip
 
 
 #: experiment.js in a Node context holding the few browser objects it touches: its settings'

@@ -47,7 +47,7 @@ def stamped_presses(participant) -> list[tuple]:
     installed, each stamp checked to lie while its DevTools command ran: between sending
     and return (1 ms for the clock calibration)."""
     stamps = participant.driver.execute_script("return window.testKeys")
-    presses = participant.presses[-len(stamps):] if stamps else []
+    presses = participant.presses[-len(stamps) :] if stamps else []
     assert [KEYS[p.name][1] for p in presses] == [s["code"] for s in stamps]
     for press, stamp in zip(presses, stamps, strict=True):
         sent, returned = press.page_time, press.page_time + press.sent_within
@@ -418,21 +418,38 @@ def test_an_id_that_cannot_be_used_is_refused_on_the_first_screen(
     assert server.admin("api/admin/status").json()["participants"]["started"] == 0
 
 
+def shown(participant, phase: str) -> int:
+    """How many of the page's message screens of ``phase`` have been put on screen (a
+    message after a pair is revealed when its blank is due to end)."""
+    return participant.driver.execute_script(
+        "return window.sbir.session.screens.filter((s) => s.phase === arguments[0]).length",
+        phase,
+    )
+
+
 def test_escape_asks_and_ends_incomplete_with_everything_saved(
     online_set, tmp_path, start_server, browser
 ):
+    """Also: every key-down of the session's screens is in the export's key log, as the
+    lab logs every one, with the report that carried it and the screen it came on."""
     participant, data = past_the_intake(
         "?participant=quitter", tmp_path, online_set, start_server, browser
     )
+    participant.wait(lambda: participant.phase() == "instructions"
+                     and shown(participant, "instructions") == 1, timeout=60,
+                     what="the instructions")  # fmt: skip
+    participant.key("k")  # a stray key while reading
     participant.start_trials()
     onset = participant.onset_of(1)["onset"]
     participant.key_at("num_3", onset + 0.2, 1)
     participant.key_at("escape", onset + 0.4, 1)
-    participant.wait(lambda: participant.phase() == "quit", what="the question")
+    participant.wait(lambda: shown(participant, "quit") == 1, what="the question")
+    time.sleep(0.1)  # past the 50 ms after its window closed: a key of the question's alone
     participant.key("n")  # go on
     onset = participant.onset_of(2)["onset"]
     participant.key_at("escape", onset + 0.3, 2)
-    participant.wait(lambda: participant.phase() == "quit", what="the question again")
+    participant.wait(lambda: shown(participant, "quit") == 2, what="the question again")
+    time.sleep(0.1)
     participant.key("y")
     participant.wait(lambda: participant.phase() == "ended", what="the end")
     stored = stored_trials(data)
@@ -445,6 +462,26 @@ def test_escape_asks_and_ends_incomplete_with_everything_saved(
     )
     load = status.json()["load"]
     assert (load["pages_reporting"], load["trials_waiting"]) == (1, 0), load
+    # The key log: the screens' keys with the next trial's report, the last answer with the
+    # finish; each pressed key once, in order, at the time the page stamped it.
+    from sbir_study.study.online.export import export_online
+
+    export_online(f"sqlite:///{data / 'online.sqlite3'}", tmp_path / "bids")
+    (path,) = (tmp_path / "bids" / "sourcedata" / "sub-quitter").glob("*_keys.tsv")
+    log = pd.read_csv(path, sep="\t", dtype={"trial": str}, keep_default_na=False)
+    logged = list(zip(log["key"], log["trial"], log["screen"], strict=True))
+    # Escape is not among them: in full screen the browser takes it (leaving full screen,
+    # which asks the question as the quit key does); the page never sees that key-down.
+    assert logged == [
+        ("k", "1", "instructions"), ("space", "1", "instructions"), ("num_3", "1", "trial"),
+        ("n", "2", "quit"), ("y", "n/a", "quit"),
+    ], log.to_string()  # fmt: skip
+    received = [press for press in participant.presses if press.name != "escape"]
+    # Stamped while its DevTools command ran (1 ms for the clock calibration).
+    for press, stamp in zip(received, log["page_time"], strict=True):
+        sent, returned = press.page_time, press.page_time + press.sent_within
+        assert sent - 0.001 <= stamp <= returned + 0.001, (press, stamp)
+    assert (log["session_time"].astype(float).diff().dropna() > 0).all()
 
 
 def test_leaving_full_screen_asks_as_escape_does(online_set, tmp_path, start_server, browser):

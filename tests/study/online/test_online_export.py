@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -675,41 +676,86 @@ def test_planned_onsets_are_the_lab_timelines_until_a_trial_is_missing(trials):
     assert got[len(whole) :] == [None] * (len(group) - len(whole))
 
 
-@settings(max_examples=30, deadline=None)
+SCREENS = ("instructions", "message", "pause", "quit", "trial", "saving")
+
+
+@settings(max_examples=40, deadline=None)
 @given(
     durations=st.lists(st.floats(0.1, 5.0), min_size=1, max_size=12),
-    presses=st.lists(
-        st.tuples(
-            st.floats(0.0, 70.0),
-            st.sampled_from(["Digit3", "Numpad7", "KeyP", "Escape", ""]),
-            st.text(max_size=4),
-        ),
-        max_size=40,
-        unique_by=lambda p: p[0],
-    ),
+    gaps=st.lists(st.sampled_from([0.0, 0.0, 0.03, 0.5, 4.0]), min_size=12, max_size=12),
     start=st.floats(-1000.0, 1000.0),
+    finished=st.booleans(),
+    named=st.booleans(),
+    data=st.data(),
 )
-def test_the_key_log_holds_each_key_the_page_sent_once_in_order(durations, presses, start):
-    """The page sends with each trial the keys from its onset to 50 ms after its window;
-    the log holds each once, in order, on the session's clock, in cells a TSV can hold."""
+def test_the_key_log_holds_each_key_the_page_sent_once_in_order(
+    durations, gaps, start, finished, named, data
+):
+    """The page sends with each trial the keys from its onset to 50 ms after its window, and
+    those of the screens before it since the previous trial's window (a screen between two
+    pairs: ``gaps``); with the finish, those after the last window. The log holds each key
+    once, in order, with the first report that carried it, on the session's clock, in cells a
+    TSV can hold. Each key says the screen on view when it went down, as the page named it
+    (``named``; a page of an earlier version named none for a window's keys: ``trial``)."""
+    from sbir_study.study.online import export
     from sbir_study.study.online.export import key_log
     from sbir_study.study.online.keys import browser_key_name
 
-    onsets = np.concatenate([[0.0], np.cumsum(durations)])[:-1] + start
-    ends = onsets + np.asarray(durations)
-    keys = [{"code": c, "key": k, "t": start + t} for t, c, k in sorted(presses)]
-    windows = list(zip(onsets, ends, strict=True))
-    rows = []
-    for number, (onset, end) in enumerate(windows, start=1):
-        carried = [e for e in keys if onset <= e["t"] < end + 0.05]
-        rows.append((number, json.dumps(carried), onset, onset - start))
-    group = pd.DataFrame(rows, columns=["trial", "events", "page_onset", "onset"])
-    log = key_log(group)
-    sent = [e for e in keys if any(onset <= e["t"] < end + 0.05 for onset, end in windows)]
+    # Each pair's onset follows the previous window's end after its screen's gap.
+    onsets, ends, at = [], [], start
+    for duration, gap in zip(durations, gaps, strict=False):
+        onsets.append(at + gap)
+        ends.append(at + gap + duration)
+        at = ends[-1]
+    # Keys anywhere, and near the windows' ends, where one is sent with two reports.
+    near_an_end = st.sampled_from(ends).flatmap(lambda end: st.floats(end - 0.1, end + 0.1))
+    presses = data.draw(st.lists(
+        st.tuples(
+            st.one_of(st.floats(start - 5.0, at + 5.0), near_an_end),
+            st.sampled_from(["Digit3", "Numpad7", "KeyP", "Escape", "Space", ""]),
+            st.text(max_size=4),
+            st.sampled_from(SCREENS),
+        ),
+        max_size=40,
+        unique_by=lambda p: p[0],
+    ), label="presses")  # fmt: skip
+    keys = [{"code": c, "key": k, "t": t, "screen": screen} for t, c, k, screen in sorted(presses)]
+    plain = [e if named else {"code": e["code"], "key": e["key"], "t": e["t"]} for e in keys]
+    rows, carrier = [], {}  # key's index: the first report that carried it, and its screen
+    for number, (onset, end) in enumerate(zip(onsets, ends, strict=True), start=1):
+        since = ends[number - 2] if number > 1 else -math.inf  # what the page still holds
+        screens = [k for k, e in enumerate(keys) if since <= e["t"] < onset]
+        window = [k for k, e in enumerate(keys) if onset <= e["t"] < end + 0.05]
+        for k in screens:
+            carrier.setdefault(k, (number, keys[k]["screen"]))
+        for k in window:
+            carrier.setdefault(k, (number, keys[k]["screen"] if named else "trial"))
+        rows.append((number, json.dumps([plain[k] for k in window]),
+                     json.dumps([keys[k] for k in screens]), onset, onset - start))  # fmt: skip
+    group = pd.DataFrame(rows, columns=["trial", "events", "screen_events", "page_onset", "onset"])
+    final = None
+    if finished:
+        left = [k for k, e in enumerate(keys) if e["t"] >= ends[-1]]
+        final = {"session_start": start, "events": [keys[k] for k in left]}
+        for k in left:
+            carrier.setdefault(k, (None, keys[k]["screen"]))
+    log = key_log(group, final)
+    order = sorted(carrier)  # in time: the keys are
+    sent = [keys[k] for k in order]
+    # Every key is sent, but for those after the last window of a session never finished.
+    after = sum(e["t"] >= ends[-1] + 0.05 for e in keys)
+    assert len(sent) == len(keys) - (0 if finished else after)
     assert log["page_time"].tolist() == [e["t"] for e in sent]
     assert log["session_time"].to_numpy() == pytest.approx([e["t"] - start for e in sent])
     named = [k if isinstance(k, str) else None for k in log["key"]]  # n/a in the file
     assert named == [browser_key_name(e["code"], e["key"]) for e in sent]
+    trials = [None if pd.isna(t) else int(t) for t in log["trial"]]
+    assert list(zip(trials, log["screen"], strict=True)) == [carrier[k] for k in order]
+    # As the file gives it: the trial a whole number (not 3.000000), n/a for the finish's.
+    lines = export._tsv(log).splitlines()
+    column = lines[0].split("\t").index("trial")
+    cells = [line.split("\t")[column] for line in lines[1:]]
+    assert cells == ["n/a" if t is None else str(t) for t in trials]
     for column in ("code", "browser_key"):
         cells = log[column].dropna()
         assert all(cell.isprintable() and "\t" not in cell for cell in cells)

@@ -37,10 +37,10 @@ def test_migrations_build_the_declared_schema(database):
     engine = storage.open_database(database)
     assert storage.schema_revision(engine) is None
     storage.migrate(engine)
-    assert storage.schema_revision(engine) == "0004"
+    assert storage.schema_revision(engine) == storage.HEAD == "0005"
     assert schema_differences(engine) == []  # Alembic's own comparison with the tables
     storage.migrate(engine)  # again: nothing to do
-    assert storage.schema_revision(engine) == "0004"
+    assert storage.schema_revision(engine) == storage.HEAD
     engine.dispose()
 
 
@@ -69,7 +69,7 @@ def test_migrations_started_together_do_not_collide(postgres):
         _, err = run.communicate(timeout=120)
         assert run.returncode == 0, err
     engine = storage.open_database(url)
-    assert storage.schema_revision(engine) == "0004"
+    assert storage.schema_revision(engine) == storage.HEAD
     assert schema_differences(engine) == []
     engine.dispose()
 
@@ -135,21 +135,25 @@ def test_an_older_database_is_upgraded_with_its_sessions_ids_kept(database):
             "'s1', 'i1', 0, 2, 1, 0, 0, 0, 3, '[]', 'h', 0)"
         )
     storage.migrate(engine)
-    assert storage.schema_revision(engine) == "0004"
+    assert storage.schema_revision(engine) == storage.HEAD
     assert schema_differences(engine) == []
     with engine.connect() as connection:
-        found = connection.exec_driver_sql("SELECT participant, source_id FROM sessions").all()
+        found = connection.exec_driver_sql(
+            "SELECT participant, source_id, final_events FROM sessions"
+        ).all()
         orders = connection.exec_driver_sql("SELECT * FROM session_orders").all()
-        kept = connection.exec_driver_sql("SELECT session_id, trial FROM trials").all()
-    assert [tuple(row) for row in found] == [("P07", "P07")]
+        kept = connection.exec_driver_sql("SELECT session_id, trial, screen_events FROM trials")
+        kept = kept.all()
+    # A trial stored before revision 0005 sent no screen keys; a session not finished, none.
+    assert [tuple(row) for row in found] == [("P07", "P07", None)]
     assert [tuple(row) for row in orders] == [("x1", ORDER)]
-    assert [tuple(row) for row in kept] == [("x1", 1)]
+    assert [tuple(row) for row in kept] == [("x1", 1, "[]")]
     engine.dispose()
 
 
 def test_the_orders_go_back_into_sessions_on_a_downgrade(database):
-    """Revision 0004 moved the trial orders into a table of their own; its downgrade puts
-    them back, as revision 0003 had them."""
+    """Revision 0005's downgrade drops the screens' keys; 0004 moved the trial orders into a
+    table of their own, and its downgrade puts them back, as revision 0003 had them."""
     from alembic import command
 
     engine = storage.open_database(database)
@@ -163,6 +167,13 @@ def test_the_orders_go_back_into_sessions_on_a_downgrade(database):
             "environment": "{}", "url_parameters": "{}"})  # fmt: skip
         connection.execute(storage.session_orders.insert(), {"session_id": "x1",
                                                              "trial_order": ORDER})  # fmt: skip
+    with storage.migrating(engine) as config:
+        command.downgrade(config, "0004")
+    with engine.connect() as connection:
+        inspector = sa.inspect(connection)
+        session_columns = {c["name"] for c in inspector.get_columns("sessions")}
+        trial_columns = {c["name"] for c in inspector.get_columns("trials")}
+    assert "final_events" not in session_columns and "screen_events" not in trial_columns
     with storage.migrating(engine) as config:
         command.downgrade(config, "0003")
     with engine.connect() as connection:

@@ -31,6 +31,8 @@ TIMES = ("onset", "blank_onset", "next_onset")
 FLOATS = (*TIMES, "session_start", "paused_before")
 STRINGS = ("sketch_id", "image_id")
 DAY_S = 86_400.0
+#: The screens a key may come on, as experiment.js names them (``window.sbir.phase``).
+SCREENS = ("trial", "instructions", "message", "pause", "quit", "saving")
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +88,8 @@ def changed(draw, valid: dict, before_end: float):
     body = json.loads(json.dumps(valid))
     kind = draw(st.sampled_from([
         "wrong type", "not finite", "extreme", "huge list", "unicode", "unknown field",
-        "missing field", "later", "backwards", "key outside", "valid shift"]))  # fmt: skip
+        "missing field", "later", "backwards", "key outside", "valid shift", "screen key",
+        "screen key after the onset", "unknown screen"]))  # fmt: skip
     if kind == "wrong type":
         name = draw(st.sampled_from([*FLOATS, *STRINGS, "rating", "frames", "events"]))
         shape = ("number" if name in FLOATS else "string" if name in STRINGS
@@ -134,7 +137,20 @@ def changed(draw, valid: dict, before_end: float):
     if kind == "missing field":
         name = draw(st.sampled_from(sorted(body)))
         del body[name]
-        return body, name
+        # The page of an earlier version sends no screen keys: none, as a page sends for none.
+        return body, None if name == "screen_events" else name
+    if kind == "screen key":  # any time up to the pair's onset, on any screen the page has
+        body["screen_events"].append({
+            "code": "Space", "key": " ", "t": draw(st.floats(0.0, body["onset"])),
+            "screen": draw(st.sampled_from(SCREENS))})  # fmt: skip
+        return body, None
+    if kind == "screen key after the onset":
+        body["screen_events"][0]["t"] = draw(st.floats(body["onset"] + 1e-3, body["onset"] + 1e6))
+        return body, "screen_events"
+    if kind == "unknown screen":
+        body["screen_events"][0]["screen"] = draw(st.text(max_size=12).filter(
+            lambda name: name not in SCREENS))  # fmt: skip
+        return body, "screen_events"
     if kind in ("later", "backwards", "valid shift"):
         # Every time of the page moved alike, as a page whose session began elsewhere.
         shift = {
@@ -146,8 +162,10 @@ def changed(draw, valid: dict, before_end: float):
         for name in moved:
             body[name] += shift
         body["frames"] = [t + shift for t in body["frames"]]
-        for event in body["events"]:
+        for event in [*body["events"], *body["screen_events"]]:
             event["t"] += shift
+        if kind == "backwards" and body["onset"] >= 0 > min(e["t"] for e in body["screen_events"]):
+            return body, "screen_events"  # a screen's key before the page's clock began
         return body, {"later": "onset", "backwards": "onset", "valid shift": None}[kind]
     # A key event outside its trial: before the pair, or long after its window.
     outside = draw(st.one_of(st.floats(-1e6, body["onset"] - 1e-3),
@@ -167,6 +185,7 @@ def plausible(body: dict, previous_end: float, age_s: float) -> bool:
         and following - start <= age_s + ALLOWANCE_S
         and onset - start >= previous_end - 1e-6
         and all(onset <= e["t"] <= window_end for e in body["events"])
+        and all(0.0 <= e["t"] <= onset for e in body.get("screen_events", []))
     )
 
 
@@ -191,7 +210,8 @@ def test_a_trial_is_stored_as_a_valid_page_sends_it_or_refused_changing_nothing(
     first = report(state["trials"][rated - 1], number - 1)
     assert client.put(f"{url}/{number - 1}", json=first, headers=headers).status_code == 201
     previous_end = first["next_onset"] - first["session_start"]
-    valid = report(state["trials"][rated], number, [("3", 0.2), ("5", 0.3)])
+    valid = report(state["trials"][rated], number, [("3", 0.2), ("5", 0.3)],
+                   screen_presses=[("p", 0.5, "pause"), ("4", 0.25, "pause")])  # fmt: skip
     body, field = data.draw(changed(valid, previous_end), label="body")
     before, kept = dump(client.db), refusals_of(client.db, state["session_id"])
     put = client.put(f"{url}/{number}", content=json.dumps(body), headers=headers)
@@ -202,10 +222,11 @@ def test_a_trial_is_stored_as_a_valid_page_sends_it_or_refused_changing_nothing(
         with sqlite3.connect(client.db) as connection:
             row = connection.execute(
                 "SELECT rating, typeof(rating), page_onset, onset, paused_before, events, "
-                "sketch_id, image_id FROM trials WHERE session_id = ? AND trial = ?",
+                "sketch_id, image_id, screen_events FROM trials WHERE session_id = ? AND "
+                "trial = ?",
                 (state["session_id"], number),
             ).fetchone()
-        rating, rating_type, page_onset, onset, paused, events, sketch, image = row
+        rating, rating_type, page_onset, onset, paused, events, sketch, image, screens = row
         # As a valid page sends it: an integer rating (never true or "3"), the body's own
         # times and key events, the session's pair, and times that keep the rules.
         assert type(body["rating"]) in (int, type(None))
@@ -214,6 +235,7 @@ def test_a_trial_is_stored_as_a_valid_page_sends_it_or_refused_changing_nothing(
         assert page_onset == body["onset"] and paused == body["paused_before"]
         assert onset == pytest.approx(body["onset"] - body["session_start"])
         assert json.loads(events) == body["events"]
+        assert json.loads(screens) == body.get("screen_events", [])
         assert (sketch, image) == (valid["sketch_id"], valid["image_id"])
         assert plausible(body, previous_end, age_s=time.time() - began)
     else:
