@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from sbir_study.study.online.keys import browser_key_name
+from sbir_study.study.texts import Texts, fill
 from tests.study.online.browser_participant import KEYS, Participant, summary
 from tests.study.online.support import ADMIN_TOKEN, END_S, free_port, write_protocol
 
@@ -482,6 +483,84 @@ def test_escape_asks_and_ends_incomplete_with_everything_saved(
         sent, returned = press.page_time, press.page_time + press.sent_within
         assert sent - 0.001 <= stamp <= returned + 0.001, (press, stamp)
     assert (log["session_time"].astype(float).diff().dropna() > 0).all()
+
+
+#: Installed on the page: its report of trial 2 claims a rating its keys do not give, which
+#: the server refuses (422) as it refuses any report that cannot be true. With ``finish``,
+#: the session's finish is answered 403 as a server answers a page whose session it will not
+#: end: the real server answers a complete session missing a trial 409, which the page
+#: retries for half a minute before it gives up the same way.
+_REFUSE_TRIAL_2 = """
+const original = window.fetch;
+window.fetch = (url, options) => {
+  if (String(url).endsWith("/trials/2") && options && options.method === "PUT") {
+    const body = JSON.parse(options.body);
+    body.rating = body.rating === 7 ? 1 : 7;
+    options = { ...options, body: JSON.stringify(body) };
+  }
+  if (arguments[0] && String(url).endsWith("/finish")) {
+    return Promise.resolve(new Response(JSON.stringify({ error: "session not ended" }),
+      { status: 403, headers: { "Content-Type": "application/json" } }));
+  }
+  return original(url, options);
+};
+"""
+
+
+def _refusal_counted(participant, label: str) -> None:
+    """The experimenter sees the refusal of trial 2 with its reason, on the status and in
+    the participant table."""
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    status = httpx.get(participant.url + "api/admin/status", headers=admin).json()
+    assert status["trials_refused"] == 1, status
+    (refused,) = status["refused"]
+    assert (refused["participant"], refused["trial"], refused["status"]) == (label, 2, 422)
+    assert refused["error"].startswith("rating: the browser scored 7"), refused
+    table = httpx.get(participant.url + "admin/participants.csv", headers=admin).text
+    assert f"trial 2 (422): {refused['error']}" in table
+
+
+@pytest.mark.parametrize("ending", ["quit", "error"])
+def test_a_trial_the_server_refused_is_named_at_the_end_and_the_experimenter_told(
+    online_set, tmp_path, start_server, browser, ending
+):
+    """The page sets a refused trial aside and goes on; its ending (the participant quits,
+    or the page gives up) names the trials not stored and says the researcher has been
+    told, in the protocol's words; the status counts the refusal with its reason."""
+    label = f"refused{ending}"
+    participant, data = past_the_intake(
+        f"?participant={label}", tmp_path, online_set, start_server, browser
+    )
+    participant.wait(lambda: participant.phase() == "instructions", timeout=60,
+                     what="the instructions")  # fmt: skip
+    participant.driver.execute_script(_REFUSE_TRIAL_2, ending == "error")
+    participant.start_trials()
+    for trial in (1, 2):
+        onset = participant.onset_of(trial)["onset"]
+        participant.key_at("3", onset + 0.2, trial)
+    onset = participant.onset_of(3)["onset"]
+    if ending == "quit":
+        participant.key_at("escape", onset + 0.2, 3)
+        participant.wait(lambda: shown(participant, "quit") == 1, what="the question")
+        participant.key("y")
+        participant.wait(lambda: participant.phase() == "ended", what="the end")
+    else:
+        trials = participant.session()["state"]["trials"]
+        for trial in range(3, len(trials) + 1):
+            onset = participant.onset_of(trial)["onset"]
+            participant.key_at("3", onset + 0.2, trial)
+        participant.wait(lambda: participant.phase() == "error", timeout=END_S, what="the error")
+    words = participant.driver.find_element("css selector", ".sbir-text").text
+    texts = Texts()  # the test protocol's: the defaults
+    told = fill(texts.trials_not_stored, trials="2")
+    if ending == "quit":  # not quit_ended, which says everything so far is saved
+        assert " ".join(words.split()) == " ".join(f"{texts.session_ended} {told}".split())
+    else:
+        said = fill(texts.went_wrong, error="Error: session not ended")
+        assert " ".join(words.split()) == " ".join(f"{said} {told}".split())
+    stored = stored_trials(data)
+    assert 2 not in stored["trial"].tolist() and {1, 3} <= set(stored["trial"])
+    _refusal_counted(participant, label)
 
 
 def test_leaving_full_screen_asks_as_escape_does(online_set, tmp_path, start_server, browser):
