@@ -22,8 +22,8 @@ of ``scipy.stats.kendalltau`` and ``DataFrame.to_csv``.
     python benchmarks/bench_scale.py [--raters 2000] [--large 10000] [--runs 5]
         [--cache /tmp/sbir-bench-scale] [--extras [--switch 600,700,800,900]]
 
-``python benchmarks/bench_scale.py --bare-read PATH`` is the bare read itself (the
-child process the ratio is taken against).
+``python benchmarks/bare_read.py PATH`` is the bare read itself (the child process the
+ratio is taken against).
 """
 
 from __future__ import annotations
