@@ -157,13 +157,20 @@ class SbirSender {
   }
 }
 
-/** One participant's running session: the key log, the frame log and the pending trial. */
 /** A key-down as the server takes it, with the screen on view, one of those it knows. */
 function sbirScreenKey({ code, key, t, screen }) {
   const known = ["trial", "instructions", "message", "pause", "quit", "saving"];
   return { code, key, t, screen: known.includes(screen) ? screen : "message" };
 }
 
+/**
+ * The most keys of the screens sent with one report, the server's bound on a report's
+ * screen_events and a finish's events: a long break's key mashing must not get the next
+ * trial refused. Past it, only the last ones are sent (docs/formats.md, the key log).
+ */
+const SBIR_SCREEN_KEYS_MAX = 500;
+
+/** One participant's running session: the key log, the frame log and the pending trial. */
 class SbirSession {
   constructor(config, state, token) {
     this.config = config;
@@ -276,7 +283,8 @@ class SbirSession {
       .map(sbirScreenKey);
     // Keys of the screens since the previous pair's report (it kept those from its window's
     // end on): the instructions, a pause, the quit question answered no.
-    const screenEvents = this.events.filter((e) => e.t < pending.onset).map(sbirScreenKey);
+    const screenEvents = this.events.filter((e) => e.t < pending.onset)
+      .slice(-SBIR_SCREEN_KEYS_MAX).map(sbirScreenKey);
     this.events = this.events.filter((e) => e.t >= windowEnd);
     const scored = sbirScore(events, pending.onset, windowEnd, this.ratingKeys, this.table);
     const body = {
@@ -299,7 +307,8 @@ class SbirSession {
 
   /** The keys not yet sent, of the last screens (the quit question, the end): the finish's. */
   finalKeys() {
-    return { session_start: this.sessionStart, events: this.events.map(sbirScreenKey) };
+    const events = this.events.slice(-SBIR_SCREEN_KEYS_MAX).map(sbirScreenKey);
+    return { session_start: this.sessionStart, events };
   }
 
   /** The most recent key-down's time (the key that ended a screen), else now (s). */

@@ -722,9 +722,23 @@ def test_the_page_scores_and_names_keys_as_the_server_does(
     check()
 
 
+#: On the page: ``arguments[0]`` key-downs now, on the screen on view, as its listener
+#: records them (a break's key mashing; 600 real presses take DevTools half a minute).
+_MASHED = """
+const session = window.sbir.session;
+const now = performance.now() / 1000;
+for (let k = 0; k < arguments[0]; k += 1) {
+  session.events.push({ code: "KeyX", key: "x", t: now - 1e-4 * (arguments[0] - k),
+                        screen: session.visible });
+}
+"""
+
+
 def test_scheduled_breaks_come_after_every_so_many_rated_pairs(
     online_set, tmp_path, start_server, browser
 ):
+    """Also: 600 keys on the first break reach the next trial's report as its last 500
+    screen keys (the server's bound), and the trial is stored, not refused."""
     participant, data = past_the_intake(
         "?participant=breaker", tmp_path, online_set, start_server, browser,
         timing={"stimulus_s": 0.3, "blank_s": 0.2}, pauses={"break_every": 3},
@@ -734,15 +748,24 @@ def test_scheduled_breaks_come_after_every_so_many_rated_pairs(
     for trial in trials:
         participant.onset_of(trial["trial"])
         if trial["trial"] % 3 == 0 and trial["trial"] < len(trials):
-            participant.wait(lambda: participant.phase() == "pause", what="the break")
+            breaks = trial["trial"] // 3
+            participant.wait(lambda n=breaks: shown(participant, "pause") == n, what="the break")
             time.sleep(0.4)
+            if trial["trial"] == 3:
+                participant.driver.execute_script(_MASHED, 600)
             participant.key("space")
     participant.wait(lambda: participant.phase() == "complete", timeout=END_S, what="the end")
-    paused = stored_trials(data).set_index("trial")["paused_before"]
+    stored = stored_trials(data).set_index("trial")
+    paused = stored["paused_before"]
     after_break = [t for t in paused.index if t > 1 and (t - 1) % 3 == 0]
     assert after_break == [4, 7]
     assert (paused.loc[after_break] > 0.35).all(), paused.tolist()
     assert (paused.drop(index=after_break) == 0).all(), paused.tolist()
+    assert stored.index.tolist() == [t["trial"] for t in trials]  # every trial stored
+    screens = json.loads(stored.loc[4, "screen_events"])
+    # The last 500 keys of the break: 499 mashed, then the space that ended it.
+    assert len(screens) == 500 and {e["screen"] for e in screens} == {"pause"}
+    assert [e["code"] for e in screens] == ["KeyX"] * 499 + ["Space"]
 
 
 def test_a_key_that_reaches_a_busy_page_late_still_counts_for_its_window(
