@@ -242,13 +242,17 @@ async function trialsPart(config, state, token) {
     if (index === firstRated && index !== start) {
       timeline.push(message(instructions.main, [" "], { phase: "instructions" }));
     }
-    timeline.push({
+    // A pair withdrawn before it was on screen (a pause or quit key of the previous trial's
+    // window came after that trial's screens were chosen) comes again after the screens.
+    let withdrawn = false;
+    const group = [{
       type: jsPsychSbirRating,
       index,
-      on_start: () => { window.sbir.phase = "trial"; },
-    });
+      on_start: () => { window.sbir.phase = "trial"; withdrawn = false; },
+      on_finish: (data) => { withdrawn = Boolean(data.withdrawn); },
+    }];
     const last = index + 1 === trials.length;
-    timeline.push({
+    group.push({
       // The answer keys are the protocol's ([texts] yes_key, no_key: a letter or digit).
       timeline: [message(text(config, "quit_question"), [config.texts.yes_key, config.texts.no_key], {
         phase: "quit",
@@ -270,17 +274,20 @@ async function trialsPart(config, state, token) {
         return asked;
       },
     });
-    if (last) break;
     const every = config.pauses.break_every;
-    timeline.push({
+    group.push({
       timeline: [message(instructions.pause, [" "], { phase: "pause" })],
       conditional_function: () => {
         const asked = session.pauseRequested;
         session.pauseRequested = false;
-        const scheduled = Boolean(every) && trial.phase !== "anchor_demo" && ratedSoFar[index] % every === 0;
-        return asked || scheduled;
+        // After the last pair, only a pause asked for before it came (it was withdrawn); a
+        // scheduled break, only after a pair that was shown.
+        const scheduled = !withdrawn && !last && Boolean(every) && trial.phase !== "anchor_demo"
+          && ratedSoFar[index] % every === 0;
+        return (asked && (!last || withdrawn)) || scheduled;
       },
     });
+    timeline.push({ timeline: group, loop_function: () => withdrawn });
   }
   await jsPsych.run(timeline);
   if (ended) return "incomplete";

@@ -191,6 +191,7 @@ class SbirSession {
     this.pausedBefore = 0;
     this.pauseRequested = false;
     this.quitRequested = false;
+    this.controlAt = -Infinity; // when the last pause or quit key of a trial's window went down (s)
     this.onsets = []; // for the tests: [{trial, onset, window_end}] on the page's clock (s)
     this.screens = []; // for the tests: [{phase, shown}] of the message screens (s)
     this.current = null;
@@ -203,15 +204,22 @@ class SbirSession {
       // The screen on view when it came (for the key log): a pair or its blank, or a message.
       this.events.push({ code: event.code || "", key: event.key || "", t, screen: this.visible });
       const name = sbirKeyName(event.code || "", event.key || "", this.table);
-      if (this.current) {
+      // While a trial's window is open: its pair, and its blank until the next screen is
+      // flipped (the pending trial), as the lab takes a pause or quit key at any instant
+      // of a trial.
+      if (this.current || this.pending) {
         if (name === control.pause_key && config.pauses.allowed) this.pauseRequested = true;
         if (name === control.quit_key) this.quitRequested = true;
+        if (name === control.quit_key || name === control.pause_key) this.controlAt = t;
       }
     };
     document.addEventListener("keydown", this.listener, { capture: true });
     document.addEventListener("fullscreenchange", () => {
       // Leaving full screen (a browser takes Escape for that) asks to end, as the quit key does.
-      if (!document.fullscreenElement && this.current) this.quitRequested = true;
+      if (!document.fullscreenElement && (this.current || this.pending)) {
+        this.quitRequested = true;
+        this.controlAt = performance.now() / 1000;
+      }
     });
   }
 
@@ -411,6 +419,12 @@ class SbirSession {
       requestAnimationFrame((ts) => {
         this.visible = window.sbir.phase;
         this.screens.push({ phase: window.sbir.phase, shown: ts / 1000 });
+        // A pause or quit key of the trial this screen follows is handled by the screens
+        // chosen after it, as in the lab (one pause, not a second after this one).
+        if (this.pending) {
+          this.pauseRequested = false;
+          this.quitRequested = false;
+        }
         this.closePending(ts / 1000);
       });
     };
@@ -477,6 +491,19 @@ var jsPsychSbirRating = (function (jspsych) {
       const tick = (now) => {
         const ts = now / 1000;
         const period = session.period;
+        if (step !== "waiting" && step !== "showing") {
+          // (the pair is on: a key now is this trial's)
+        } else if ((session.pauseRequested || session.quitRequested)
+          && (step === "waiting" || session.controlAt < ts)) {
+          // A pause or quit key of the previous trial's window, which stays open until this
+          // pair is flipped, came after that trial's screens were chosen: as in the lab, it
+          // takes effect right after that trial. This pair is withdrawn before it is on
+          // screen (or in the frame it came on) and comes again, whole, after the screens.
+          stage.style.visibility = "hidden";
+          display_element.innerHTML = "";
+          this.jsPsych.finishTrial({ trial: trial.trial, withdrawn: true });
+          return;
+        }
         if (step === "waiting") {
           if (ts >= earliest) {
             stage.style.visibility = "visible";

@@ -403,6 +403,52 @@ def test_a_stalled_page_keeps_the_window_open_while_its_blank_is_shown_and_pairs
     assert paused > 0.3
 
 
+def test_a_pause_key_at_the_end_of_a_blank_takes_effect_right_after_that_trial(
+    online_set, tmp_path, start_server, browser
+):
+    """The lab takes a pause or quit key at any instant of a trial, its blank included until
+    the next pair is flipped: the pause comes right after that trial, and a pair flipped
+    before the key was seen is withdrawn and comes again after it. Here the page ends the
+    trial's step (2.5 frames before the blank's end, so as to flip the next pair on time),
+    then stalls 300 ms with the blank on screen from 35 ms before its end; the pause key is
+    pressed in the stall, 30 ms before the blank's end, before any later frame began."""
+    participant, data = past_the_intake(
+        "?participant=latepause", tmp_path, online_set, start_server, browser
+    )
+    stimulus_s, blank_s = 0.6, 0.4
+    participant.start_trials()
+    first = participant.onset_of(1)["onset"]
+    participant.key_at("3", first + 0.2, 1)
+    nominal_end = first + stimulus_s + blank_s
+    participant.driver.execute_script(
+        "const due = arguments[0] * 1000; setTimeout(() => { const end = performance.now() + 300;"
+        " while (performance.now() < end) {} }, Math.max(0, due - performance.now()))",
+        nominal_end - 0.035,
+    )
+    pressed = participant.key_at("p", nominal_end - 0.03, 1, stamped=True)
+    participant.wait(lambda: shown(participant, "pause") == 1, what="the pause")
+    time.sleep(0.3)
+    participant.key("space")
+    participant.wait(lambda: participant.phase() == "complete", timeout=END_S, what="the end")
+
+    screens = participant.driver.execute_script("return window.sbir.session.screens")
+    pause = next(s["shown"] for s in screens if s["phase"] == "pause")
+    onsets = participant.driver.execute_script("return window.sbir.session.onsets")
+    # The second pair was never on screen before the pause (at most withdrawn in the frame
+    # it came on: then it is in onsets twice, the first without a window's end).
+    second = [o for o in onsets if o["trial"] == 2]
+    assert second[-1]["onset"] > pause, (second, pause, first, nominal_end, pressed, onsets)
+    stored = stored_trials(data).set_index("trial")
+    assert stored.index.tolist() == list(range(1, len(stored) + 1)) and len(stored) > 2
+    one = stored.loc[1]
+    assert one["rating"] == 3 and one["n_presses"] == 1, one.to_dict()
+    # Trial 1's window stayed open until the pause was flipped, the key inside it.
+    assert one["page_window_end"] == pytest.approx(pause, abs=1e-9)
+    assert one["page_onset"] < pressed < pause
+    assert json.loads(one["events"])[-1]["code"] == "KeyP"
+    assert stored.loc[2, "paused_before"] > 0.25
+
+
 def test_an_id_that_cannot_be_used_is_refused_on_the_first_screen(
     online_set, tmp_path, start_server, browser
 ):
