@@ -192,6 +192,7 @@ class SbirSession {
     this.pauseRequested = false;
     this.quitRequested = false;
     this.controlAt = -Infinity; // when the last pause or quit key of a trial's window went down (s)
+    this.lastWindow = null; // the last closed window: {onset, end, closedBy: the screen that closed it}
     this.onsets = []; // for the tests: [{trial, onset, window_end}] on the page's clock (s)
     this.screens = []; // for the tests: [{phase, shown}] of the message screens (s)
     this.current = null;
@@ -207,10 +208,21 @@ class SbirSession {
       // While a trial's window is open: its pair, and its blank until the next screen is
       // flipped (the pending trial), as the lab takes a pause or quit key at any instant
       // of a trial.
-      if (this.current || this.pending) {
-        if (name === control.pause_key && config.pauses.allowed) this.pauseRequested = true;
-        if (name === control.quit_key) this.quitRequested = true;
-        if (name === control.quit_key || name === control.pause_key) this.controlAt = t;
+      // A key pressed in a window that has closed since (a busy page takes it late) is that
+      // trial's too, by its time stamp, unless the screen that closed the window is the one
+      // it asks for.
+      const last = this.lastWindow;
+      const late = !(this.current || this.pending) && last !== null && t >= last.onset && t < last.end;
+      if (this.current || this.pending || late) {
+        const handled = late ? last.closedBy : null;
+        if (name === control.pause_key && config.pauses.allowed && handled !== "pause") {
+          this.pauseRequested = true;
+          this.controlAt = t;
+        }
+        if (name === control.quit_key && handled !== "quit") {
+          this.quitRequested = true;
+          this.controlAt = t;
+        }
       }
     };
     document.addEventListener("keydown", this.listener, { capture: true });
@@ -266,6 +278,7 @@ class SbirSession {
     const windowEnd = sbirWindowEnd(pending.blankOnset, ts, timing.blank_s, timing.late_flip_max_s);
     const shown = this.onsets.find((o) => o.trial === pending.trial.trial && o.onset === pending.onset);
     if (shown) shown.window_end = windowEnd;
+    this.lastWindow = { onset: pending.onset, end: windowEnd, closedBy: this.visible };
     // Its key events are collected once those pressed before the window closed have come.
     this.closed.push({ pending, ts, frames, windowEnd, closedAt: performance.now() });
     if (this.closed.length === 1) this.collectLater(SBIR_KEY_GRACE_MS);
@@ -419,12 +432,10 @@ class SbirSession {
       requestAnimationFrame((ts) => {
         this.visible = window.sbir.phase;
         this.screens.push({ phase: window.sbir.phase, shown: ts / 1000 });
-        // A pause or quit key of the trial this screen follows is handled by the screens
-        // chosen after it, as in the lab (one pause, not a second after this one).
-        if (this.pending) {
-          this.pauseRequested = false;
-          this.quitRequested = false;
-        }
+        // A pause key of the trial this pause follows is handled by it (one pause, not a
+        // second after it), and a quit key by this question; any other comes after it.
+        if (this.pending && window.sbir.phase === "pause") this.pauseRequested = false;
+        if (this.pending && window.sbir.phase === "quit") this.quitRequested = false;
         this.closePending(ts / 1000);
       });
     };
@@ -491,16 +502,16 @@ var jsPsychSbirRating = (function (jspsych) {
       const tick = (now) => {
         const ts = now / 1000;
         const period = session.period;
-        if (step !== "waiting" && step !== "showing") {
-          // (the pair is on: a key now is this trial's)
-        } else if ((session.pauseRequested || session.quitRequested)
-          && (step === "waiting" || session.controlAt < ts)) {
+        if ((session.pauseRequested || session.quitRequested) && step !== "hiding" && step !== "blank"
+          && (step === "waiting" || session.controlAt < (onset === null ? ts : onset))) {
           // A pause or quit key of the previous trial's window, which stays open until this
-          // pair is flipped, came after that trial's screens were chosen: as in the lab, it
-          // takes effect right after that trial. This pair is withdrawn before it is on
-          // screen (or in the frame it came on) and comes again, whole, after the screens.
+          // pair is flipped, came after that trial's screens were chosen (or reached a busy
+          // page after this pair was flipped): as in the lab, it takes effect right after
+          // that trial. This pair is withdrawn (before it is on screen, or as soon as the key
+          // is seen) and comes again, whole, after the screens.
           stage.style.visibility = "hidden";
           display_element.innerHTML = "";
+          if (session.current && session.current.onset === onset) session.current = null;
           this.jsPsych.finishTrial({ trial: trial.trial, withdrawn: true });
           return;
         }
