@@ -43,6 +43,17 @@ KEY_LOGGER = (
 )
 
 
+def stall(participant, *, at: float, ms: int) -> None:
+    """Keep the page's main thread busy for ``ms`` from ``at`` on its clock (a busy laptop):
+    no frame is drawn and no key is taken meanwhile."""
+    participant.driver.execute_script(
+        "const due = arguments[0] * 1000; setTimeout(() => { const end = performance.now() + "
+        "arguments[1]; while (performance.now() < end) {} }, Math.max(0, due - performance.now()))",
+        at,
+        ms,
+    )
+
+
 def stamped_presses(participant) -> list[tuple]:
     """(press, the page's stamp of it) for every key sent since :data:`KEY_LOGGER` was
     installed, each stamp checked to lie while its DevTools command ran: between sending
@@ -330,11 +341,7 @@ def test_a_stalled_page_keeps_the_window_open_while_its_blank_is_shown_and_pairs
     nominal_end = first + stimulus_s + blank_s
     # The stall: a busy loop on the page's main thread from 150 ms before the blank's
     # nominal end to 150 ms after it; no frame is drawn meanwhile, the blank stays up.
-    participant.driver.execute_script(
-        "const due = arguments[0] * 1000; setTimeout(() => { const end = performance.now() + 300;"
-        " while (performance.now() < end) {} }, Math.max(0, due - performance.now()))",
-        nominal_end - 0.15,
-    )
+    stall(participant, at=nominal_end - 0.15, ms=300)
     # Pressed while the page is busy: stamped when pressed, as a keyboard stamps it (a key
     # the page stamped when it got to it, after the stall, lost the trial on a loaded machine
     # when the next pair came first).
@@ -420,11 +427,7 @@ def test_a_pause_key_at_the_end_of_a_blank_takes_effect_right_after_that_trial(
     first = participant.onset_of(1)["onset"]
     participant.key_at("3", first + 0.2, 1)
     nominal_end = first + stimulus_s + blank_s
-    participant.driver.execute_script(
-        "const due = arguments[0] * 1000; setTimeout(() => { const end = performance.now() + 300;"
-        " while (performance.now() < end) {} }, Math.max(0, due - performance.now()))",
-        nominal_end - 0.035,
-    )
+    stall(participant, at=nominal_end - 0.035, ms=300)
     pressed = participant.key_at("p", nominal_end - 0.03, 1, stamped=True)
     participant.wait(lambda: shown(participant, "pause") == 1, what="the pause")
     time.sleep(0.3)
@@ -467,11 +470,7 @@ def test_keys_pressed_before_a_pause_screen_appears_ask_once_and_a_quit_is_not_l
     first = participant.onset_of(1)["onset"]
     participant.key_at("p", first + 0.2, 1)
     nominal_end = first + stimulus_s + blank_s
-    participant.driver.execute_script(
-        "const due = arguments[0] * 1000; setTimeout(() => { const end = performance.now() + 300;"
-        " while (performance.now() < end) {} }, Math.max(0, due - performance.now()))",
-        nominal_end - 0.035,
-    )
+    stall(participant, at=nominal_end - 0.035, ms=300)
     participant.key_at("p", nominal_end - 0.03, 1, stamped=True)
     participant.key_at("q", nominal_end - 0.025, 1, stamped=True)
     answered = {"pause": 0, "quit": 0}
@@ -882,11 +881,7 @@ def test_a_key_that_reaches_a_busy_page_late_still_counts_for_its_window(
     first = participant.onset_of(1)["onset"]
     participant.key_at("3", first + 0.3, 1)
     closes = first + stimulus_s + blank_s  # the next pair's due onset
-    participant.driver.execute_script(
-        "const due = arguments[0] * 1000; setTimeout(() => { const end = performance.now() + 200;"
-        " while (performance.now() < end) {} }, Math.max(0, due - performance.now()))",
-        closes + 0.03,
-    )
+    stall(participant, at=closes + 0.03, ms=200)
     second = participant.onset_of(2)["onset"]
     stamp = second - 0.05
     key, code, key_code = KEYS["2"]
