@@ -70,7 +70,6 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 
 from .checks import InputError, causes
 from .provenance import DISTRIBUTION, file_digest
@@ -96,8 +95,6 @@ _WRITER = re.compile(rf"{re.escape(TEMP_PREFIX)}([0-9a-f]{{8}})-([0-9]+)-")
 _RECORD_FORMAT = 1
 _HELD_SIGNALS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
                  if hasattr(signal, name)}  # fmt: skip
-#: How deep the main thread is in :func:`_held_signals` (a hold inside a hold changes nothing).
-_HOLD = SimpleNamespace(depth=0)
 
 
 class OutputWarning(UserWarning):
@@ -415,9 +412,10 @@ def _held_signals() -> Iterator[None]:
     kernel gives a signal sent to the process to any thread that does not block it (a
     progress clock, a library's thread pool); Python then runs the handler in the main
     thread, inside the block. In another thread than the main one there is nothing to
-    hold: no handler runs there.
+    hold: no handler runs there. A hold inside a hold notes for the outer one: it puts the
+    outer hold's handlers back and raises the signal into them.
     """
-    if threading.current_thread() is not threading.main_thread() or _HOLD.depth:
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = {number: signal.getsignal(number) for number in _HELD_SIGNALS}
@@ -435,7 +433,6 @@ def _held_signals() -> Iterator[None]:
         if number not in came:
             came.append(number)
 
-    _HOLD.depth += 1
     try:
         for number in previous:
             signal.signal(number, note)
@@ -443,7 +440,6 @@ def _held_signals() -> Iterator[None]:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-        _HOLD.depth -= 1
         for number in came:
             signal.raise_signal(number)  # the handler it had: the program's own, or the default
 

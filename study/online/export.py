@@ -340,12 +340,15 @@ def key_log(group: pd.DataFrame, final: Mapping | None = None) -> pd.DataFrame:
     of a trial's window from a page that named no screen, ``trial`` too).
     """
     rows = []
-    previous: list = []
+    previous: set[tuple] = set()  # the keys the previous trial's report carried
+
+    def identity(event) -> tuple:
+        return str(event.get("code", "")), str(event.get("key", "")), event["t"]
 
     def add(events, start, trial, default_screen) -> None:
         for event in events:
-            code, key, t = str(event.get("code", "")), str(event.get("key", "")), event["t"]
-            if {"code": code, "key": key, "t": t} in previous:
+            code, key, t = key_of = identity(event)
+            if key_of in previous:
                 continue
             rows.append(
                 (browser_key_name(code, key), None, None if start is None else t - start,
@@ -356,11 +359,9 @@ def key_log(group: pd.DataFrame, final: Mapping | None = None) -> pd.DataFrame:
         start = trial.page_onset - trial.onset  # the session's start on this page's clock
         number = int(trial.trial)
         events = json.loads(trial.events)
-        screens = json.loads(getattr(trial, "screen_events", None) or "[]")
-        add(screens, start, number, "message")
+        add(json.loads(trial.screen_events), start, number, "message")
         add(events, start, number, "trial")  # a page of an earlier version named no screen
-        previous = [{"code": str(e.get("code", "")), "key": str(e.get("key", "")), "t": e["t"]}
-                    for e in events]  # fmt: skip
+        previous = {identity(event) for event in events}
     if final:
         add(final.get("events", ()), final.get("session_start"), None, "message")
     log = pd.DataFrame(rows, columns=[*KEY_LOG_COLUMNS, *KEY_LOG_EXTRA_COLUMNS])

@@ -1,5 +1,6 @@
 """The output policy (foundation/outputs.py, docs/outputs.md): nothing is lost or overwritten."""
 
+import contextlib
 import errno
 import json
 import os
@@ -451,12 +452,15 @@ class _Ended(BaseException):
     pass
 
 
-@pytest.mark.parametrize("threads", [0, 3])
-def test_signals_are_held_back_whichever_thread_the_kernel_gives_them_to(threads, monkeypatch):
+@pytest.mark.parametrize("threads, nested", [(0, False), (3, False), (3, True)])
+def test_signals_are_held_back_whichever_thread_the_kernel_gives_them_to(
+    threads, nested, monkeypatch
+):
     """A signal sent to the process goes to any thread that does not block it. Blocking it
     in the calling thread alone (``pthread_sigmask``) let SIGTERM, taken by a helper thread
     (a progress clock, a library's pool), raise inside the held block: after the temporary
-    folder was made and before it was known, so that it stayed."""
+    folder was made and before it was known, so that it stayed. Inside a hold held in
+    another (``nested``), the signal waits for the outer one's end."""
     import signal
     import threading
     import time
@@ -475,10 +479,13 @@ def test_signals_are_held_back_whichever_thread_the_kernel_gives_them_to(threads
     try:
         with pytest.raises(_Ended):
             with outputs._held_signals():
-                os.kill(os.getpid(), signal.SIGTERM)
-                os.kill(os.getpid(), signal.SIGTERM)
-                held.append(True)
-                for _ in range(50):  # bytecode and sleeps: where a handler would run
+                with outputs._held_signals() if nested else contextlib.nullcontext():
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    held.append(True)
+                    for _ in range(50):  # bytecode and sleeps: where a handler would run
+                        time.sleep(0.002)
+                for _ in range(10):  # between the inner hold's end and the outer's
                     time.sleep(0.002)
                 held.clear()
         # Delivered once the hold ended, once, as the kernel delivers a blocked signal.
