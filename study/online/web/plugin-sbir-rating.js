@@ -157,10 +157,12 @@ class SbirSender {
   }
 }
 
+/** The screens the server knows a key by (participant_routes.Screen). */
+const SBIR_SCREENS = ["trial", "instructions", "message", "pause", "quit", "saving"];
+
 /** A key-down as the server takes it, with the screen on view, one of those it knows. */
 function sbirScreenKey({ code, key, t, screen }) {
-  const known = ["trial", "instructions", "message", "pause", "quit", "saving"];
-  return { code, key, t, screen: known.includes(screen) ? screen : "message" };
+  return { code, key, t, screen: SBIR_SCREENS.includes(screen) ? screen : "message" };
 }
 
 /**
@@ -205,15 +207,14 @@ class SbirSession {
       // The screen on view when it came (for the key log): a pair or its blank, or a message.
       this.events.push({ code: event.code || "", key: event.key || "", t, screen: this.visible });
       const name = sbirKeyName(event.code || "", event.key || "", this.table);
-      // While a trial's window is open: its pair, and its blank until the next screen is
-      // flipped (the pending trial), as the lab takes a pause or quit key at any instant
-      // of a trial.
-      // A key pressed in a window that has closed since (a busy page takes it late) is that
-      // trial's too, by its time stamp, unless the screen that closed the window is the one
-      // it asks for.
+      // A pause or quit key of a trial's window: its pair, and its blank until the next
+      // screen is flipped (the pending trial), as the lab takes one at any instant of a
+      // trial; or one a busy page takes late, stamped in a window that has closed since,
+      // unless the screen that closed it is the one the key asks for.
+      const open = Boolean(this.current || this.pending);
       const last = this.lastWindow;
-      const late = !(this.current || this.pending) && last !== null && t >= last.onset && t < last.end;
-      if (this.current || this.pending || late) {
+      const late = !open && last !== null && t >= last.onset && t < last.end;
+      if (open || late) {
         const handled = late ? last.closedBy : null;
         if (name === control.pause_key && config.pauses.allowed && handled !== "pause") {
           this.pauseRequested = true;
@@ -279,6 +280,10 @@ class SbirSession {
     const shown = this.onsets.find((o) => o.trial === pending.trial.trial && o.onset === pending.onset);
     if (shown) shown.window_end = windowEnd;
     this.lastWindow = { onset: pending.onset, end: windowEnd, closedBy: this.visible };
+    // A pause or question that closes the window handles the key that asked for it (one
+    // pause, not a second after it); the other's key comes after it.
+    if (this.visible === "pause") this.pauseRequested = false;
+    if (this.visible === "quit") this.quitRequested = false;
     // Its key events are collected once those pressed before the window closed have come.
     this.closed.push({ pending, ts, frames, windowEnd, closedAt: performance.now() });
     if (this.closed.length === 1) this.collectLater(SBIR_KEY_GRACE_MS);
@@ -432,10 +437,6 @@ class SbirSession {
       requestAnimationFrame((ts) => {
         this.visible = window.sbir.phase;
         this.screens.push({ phase: window.sbir.phase, shown: ts / 1000 });
-        // A pause key of the trial this pause follows is handled by it (one pause, not a
-        // second after it), and a quit key by this question; any other comes after it.
-        if (this.pending && window.sbir.phase === "pause") this.pauseRequested = false;
-        if (this.pending && window.sbir.phase === "quit") this.quitRequested = false;
         this.closePending(ts / 1000);
       });
     };
@@ -511,7 +512,7 @@ var jsPsychSbirRating = (function (jspsych) {
           // is seen) and comes again, whole, after the screens.
           stage.style.visibility = "hidden";
           display_element.innerHTML = "";
-          if (session.current && session.current.onset === onset) session.current = null;
+          session.current = null; // set by this pair alone, if it came on
           this.jsPsych.finishTrial({ trial: trial.trial, withdrawn: true });
           return;
         }
