@@ -563,7 +563,6 @@ class OnlineStudy:
                 self.protocol,
                 refresh_hz=self._refresh(session),
             )
-            self._check_times(session_id, session, trial, record, report)
         except InputError as error:
             raise ServiceError(422, str(error)) from None
         payload = storage.dumps(dict(report))
@@ -583,6 +582,7 @@ class OnlineStudy:
 
         def write(connection):
             # Refuses only before writing (GroupCommit's rule): the rest of the group commits.
+            self._check_times(connection, key, session, record, report)
             status = connection.execute(queries.SESSION_STATUS, {"sid": session_id}).scalar_one()
             if status == "running":
                 insert = queries.insert_trial_once(connection)
@@ -608,27 +608,29 @@ class OnlineStudy:
             )
         return False
 
-    def _check_times(
-        self, session_id: str, session: Mapping, trial: int, record, report: Mapping
-    ) -> None:
-        """Refuse a trial whose times cannot be true (:mod:`.plausibility`): past the
+    def _check_times(self, connection, key: Mapping, session: Mapping, record,
+                     report: Mapping) -> None:  # fmt: skip
+        """Refuse (422) a trial whose times cannot be true (:mod:`.plausibility`): past the
         session's age on the server's clock, or overlapping the stored trials around it.
 
-        Read before the trial's transaction: a session's page sends its trials one at a
-        time, so the trials around one do not change while it is checked.
+        Read in the write's own transaction (``connection``, the group commit's), so the
+        trials around it are the ones its insert will sit beside, with no connection or
+        transaction of its own to pay for per trial.
         """
-        key = {"sid": session_id, "trial": trial}
-        with storage.reading(self.engine) as connection:
-            rows = connection.execute(queries.NEIGHBOUR_TRIALS, key).all()
+        rows = connection.execute(queries.NEIGHBOUR_TRIALS, key).all()
         around = [StoredTimes(*row) for row in rows]
-        check_trial_times(
-            record,
-            report,
-            window_end=window_end(report, self.protocol.timing.blank_s),
-            session_age_s=storage.now() - session["created_at"],
-            previous=next((t for t in around if t.trial < trial), None),
-            following=next((t for t in around if t.trial > trial), None),
-        )
+        trial = key["trial"]
+        try:
+            check_trial_times(
+                record,
+                report,
+                window_end=window_end(report, self.protocol.timing.blank_s),
+                session_age_s=storage.now() - session["created_at"],
+                previous=next((t for t in around if t.trial < trial), None),
+                following=next((t for t in around if t.trial > trial), None),
+            )
+        except InputError as error:
+            raise ServiceError(422, str(error)) from None
 
     def record_refusal(
         self, session_id: str, token: str | None, trial: int | None, status: int, reason: str

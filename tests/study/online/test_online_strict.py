@@ -343,3 +343,65 @@ def test_an_ids_check_and_a_sessions_end_are_strict(client):
         )
         assert ended.status_code == 422 and ended.json()["error"].startswith("status: ")
     assert dump(client.db) == before
+
+
+def test_a_trial_refused_for_its_times_in_a_group_commit_spares_the_others(
+    tmp_path_factory, online_set
+):
+    """The times are checked in the write's own transaction: queued in one group with valid
+    trials of other sessions, a trial whose times run back over the trial before is refused
+    (422, naming the field) before it writes, and the group's other trials are committed
+    with it, in one commit."""
+    import threading
+
+    from sbir_study.study.online.service import ServiceError
+
+    client = make_client(tmp_path_factory.mktemp("group"), online_set)
+    study = client.study
+    sessions = []
+    for k in range(5):
+        answer, token = start(client, f"g{k} with space")
+        state = answer.json()
+        rated = next(n for n, t in enumerate(state["trials"]) if t["phase"] != "anchor_demo")
+        first = report(state["trials"][rated - 1], rated)
+        assert study.store_trial(state["session_id"], token, rated, first)
+        sessions.append((state["session_id"], token, rated + 1, state["trials"][rated]))
+    outcomes: dict[int, object] = {}
+
+    def send(k: int) -> None:
+        session_id, token, number, trial = sessions[k]
+        body = report(trial, number, [("2", 0.1), ("5", 0.9)])
+        if k == 2:  # begins half a second before the end of the trial before
+            body = {**body, **{name: body[name] - 1.5 for name in TIMES},
+                    "frames": [t - 1.5 for t in body["frames"]],
+                    "events": [{**e, "t": e["t"] - 1.5} for e in body["events"]]}  # fmt: skip
+        try:
+            outcomes[k] = study.store_trial(session_id, token, number, body)
+        except ServiceError as error:
+            outcomes[k] = error
+
+    # Hold the writer on a first write, so that the five trials queue into one group.
+    held, go = threading.Event(), threading.Event()
+    holder = threading.Thread(target=study.writer.run, args=(lambda c: held.set() or go.wait(),))
+    holder.start()
+    assert held.wait(10)
+    senders = [threading.Thread(target=send, args=(k,)) for k in range(5)]
+    for sender in senders:
+        sender.start()
+    deadline = time.monotonic() + 10
+    while study.writer._queue.qsize() < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    commits = study.writer.commits
+    go.set()
+    for thread in (holder, *senders):
+        thread.join(10)
+    assert study.writer.commits == commits + 2  # the holder's, then the five's
+    refused = outcomes.pop(2)
+    assert isinstance(refused, ServiceError) and refused.status == 422, refused
+    assert str(refused).startswith("onset: expected no earlier than the end of trial")
+    assert outcomes == {0: True, 1: True, 3: True, 4: True}
+    with sqlite3.connect(client.db) as connection:
+        stored = connection.execute(
+            "SELECT session_id, trial FROM trials WHERE trial > 1").fetchall()  # fmt: skip
+    wanted = {(s, n) for k, (s, _, n, _) in enumerate(sessions) if k != 2}
+    assert wanted <= set(stored) and (sessions[2][0], sessions[2][2]) not in set(stored)
