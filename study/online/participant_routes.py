@@ -2,7 +2,9 @@
 
 Every route but ``config`` belongs to one session, and takes its token
 (:data:`~.deps.SessionToken`); each only calls the service, in FastAPI's thread
-pool (plain ``def``). The request bodies are the models below, strict: a value of
+pool (plain ``def``), but a trial's, the route a crowd sends most: it waits for its group
+commit in the event loop (``async def``), with no thread of the pool held per trial.
+The request bodies are the models below, strict: a value of
 another JSON type than the field's (``true`` or ``"3"`` for a rating, ``"5"`` for a
 time; an integer is taken for a number), unknown fields, strings past their length,
 lists past theirs and numbers that are not finite or out of range are refused (422,
@@ -168,7 +170,7 @@ def resume(session_id: str, token: SessionToken, study: StudyDep):
 
 
 @router.put("/sessions/{session_id}/trials/{trial}")
-def put_trial(
+async def put_trial(
     request: Request,
     session_id: str,
     trial: int,
@@ -178,7 +180,7 @@ def put_trial(
 ) -> JSONResponse:
     # As sent: a field the page left out (an earlier version's) is not stored as its default.
     report = body.model_dump(exclude={"queued"}, exclude_unset=True)
-    created = study.store_trial(session_id, token, trial, report)
+    created = await study.store_trial_async(session_id, token, trial, report)
     if body.queued is not None:  # a page's report counts once its trial is accepted
         request.app.state.load.page_queue(session_id, body.queued)
     return JSONResponse(

@@ -13,6 +13,7 @@ experimenter's view in :mod:`.status`, the SQL statements in :mod:`.queries`.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import hashlib
@@ -550,11 +551,29 @@ class OnlineStudy:
         :func:`.plausibility.check_trial_times` (422); a rating off the protocol's
         scale is refused before the session is looked up.
         """
-        try:
-            check_rating_on_scale(report.get("rating"), self.protocol.scale)
-        except InputError as error:
-            raise ServiceError(422, str(error)) from None
-        session = self.authorise(session_id, token)
+        _check_on_scale(report, self.protocol)
+        write, answer = self._trial_write(self.authorise(session_id, token), trial, report)
+        return answer(self.writer.run(write))
+
+    async def store_trial_async(
+        self, session_id: str, token: str | None, trial: int, report: Mapping
+    ) -> bool:
+        """:meth:`store_trial` in the server's event loop, which goes on while the trial's
+        group commits; only a session not yet known to this process is looked up in a
+        thread (the one read that can wait for the database)."""
+        _check_on_scale(report, self.protocol)
+        session = self._sessions.get(session_id)
+        if session is None or not token:
+            session = await asyncio.to_thread(self.authorise, session_id, token)
+        else:
+            session = self.authorise(session_id, token)
+        write, answer = self._trial_write(session, trial, report)
+        return answer(await self.writer.submit(write))
+
+    def _trial_write(self, session: Mapping, trial: int, report: Mapping):
+        """The write that stores ``report`` as trial ``trial`` of ``session`` (a function of
+        the group commit's connection), and what turns its outcome into the answer."""
+        session_id = session["id"]
         try:
             record = score_report(
                 report,
@@ -596,17 +615,19 @@ class OnlineStudy:
                 )
             return existing[0]
 
-        # Answered only after the commit that holds it (one commit for all queued trials).
-        existing = self.writer.run(write)
-        if existing is None:
-            return True
-        if existing != digest:
-            raise ServiceError(
-                409,
-                f"trial {trial} of session {session_id!r} is already stored "
-                "with other data; nothing was changed",
-            )
-        return False
+        def answer(existing) -> bool:
+            # Answered only after the commit that holds it (one commit for all queued trials).
+            if existing is None:
+                return True
+            if existing != digest:
+                raise ServiceError(
+                    409,
+                    f"trial {trial} of session {session_id!r} is already stored "
+                    "with other data; nothing was changed",
+                )
+            return False
+
+        return write, answer
 
     def _check_times(self, connection, key: Mapping, session: Mapping, record,
                      report: Mapping) -> None:  # fmt: skip
@@ -867,3 +888,11 @@ def _software() -> dict[str, str]:
 
 def _digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _check_on_scale(report: Mapping, protocol: Protocol) -> None:
+    """Refuse (422) a report whose rating is off the protocol's scale."""
+    try:
+        check_rating_on_scale(report.get("rating"), protocol.scale)
+    except InputError as error:
+        raise ServiceError(422, str(error)) from None

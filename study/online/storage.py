@@ -30,8 +30,10 @@ before: on disk, with ``synchronous=FULL``, before its 201 leaves the server.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import logging
 import queue
 import threading
 import time
@@ -176,6 +178,8 @@ refusals = sa.Table(
     sa.Column("refused_at", sa.Float, nullable=False),
 )
 sa.Index("ix_refusals_session", refusals.c.session_id)
+
+LOG = logging.getLogger("sbir_study.study.online")
 
 
 def default_url(data: str | Path) -> str:
@@ -359,7 +363,30 @@ class GroupCommit:
     def run(self, work: Callable[[Any], Any]) -> Any:
         """Run ``work(connection)`` in the next group's transaction; return after its commit."""
         future: Future = Future()
-        self._queue.put((work, future))
+
+        def answer(value, error) -> None:
+            if error is None:
+                future.set_result(value)
+            else:
+                future.set_exception(error)
+
+        self._put(work, answer)
+        return future.result()
+
+    async def submit(self, work: Callable[[Any], Any]) -> Any:
+        """:meth:`run` for a coroutine: the event loop goes on while the group commits.
+
+        A request whose task is cancelled (its client gone) still has its write
+        committed or refused with the group's; it is only no longer waited for.
+        """
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._put(work, lambda value, error: loop.call_soon_threadsafe(_settle, future, value,
+                                                                        error))  # fmt: skip
+        return await future
+
+    def _put(self, work: Callable[[Any], Any], answer: Callable[[Any, Any], None]) -> None:
+        self._queue.put((work, answer))
         if self._thread is None:
             with self._start:  # started in the process that writes (after uvicorn's fork)
                 if self._thread is None:
@@ -367,7 +394,6 @@ class GroupCommit:
                         target=self._writer, name="sbir-group-commit", daemon=True
                     )
                     self._thread.start()
-        return future.result()
 
     def _writer(self) -> None:
         while True:
@@ -381,28 +407,41 @@ class GroupCommit:
                 self._commit(batch)
             except Exception:  # a group that failed as a whole: each write again on its own
                 for item in batch:
-                    if not item[1].done():
-                        self._commit([item])
+                    self._commit([item])
 
     def _commit(self, batch: list) -> None:
-        """Run the batch in one transaction; answer each write only after the commit."""
+        """Run the batch in one transaction; answer each write only after the commit.
+
+        Raises only when a group of several failed before any was answered; a write alone
+        is answered with its failure.
+        """
         outcomes = []
         try:
             with self.engine.begin() as connection:
-                for work, future in batch:
+                for work, answer in batch:
                     try:
-                        outcomes.append((future, work(connection), None))
+                        outcomes.append((answer, work(connection), None))
                     except self.refusals as error:
-                        outcomes.append((future, None, error))
+                        outcomes.append((answer, None, error))
         except Exception as error:
             if len(batch) > 1:
                 raise
-            batch[0][1].set_exception(error)
-            return
-        self.commits += 1
-        self.writes += len(batch)
-        for future, value, error in outcomes:
-            if error is None:
-                future.set_result(value)
-            else:
-                future.set_exception(error)
+            outcomes = [(batch[0][1], None, error)]
+        else:
+            self.commits += 1
+            self.writes += len(batch)
+        for answer, value, error in outcomes:
+            try:
+                answer(value, error)
+            except Exception:  # a waiter gone (its event loop closed): the others still hear
+                LOG.exception("the group commit could not answer a write")
+
+
+def _settle(future: asyncio.Future, value, error) -> None:
+    """Answer a coroutine's write in its event loop, unless it stopped waiting."""
+    if future.done():
+        return
+    if error is None:
+        future.set_result(value)
+    else:
+        future.set_exception(error)

@@ -4,6 +4,7 @@ group commit answers a write only after its commit, and loses none acknowledged 
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import subprocess
 import sys
@@ -277,6 +278,58 @@ def test_group_commit_a_refusal_or_a_failing_write_spares_the_others(database):
         thread.join(30)
     assert outcomes == {1: 1, 2: 2, 3: "Refused", 4: "IntegrityError", 5: 5}
     assert _stored(writer.engine) == {1, 2, 5}
+    writer.engine.dispose()
+
+
+def test_group_commit_answers_coroutines_in_their_loop_and_a_waiter_gone_loses_nothing(database):
+    """submit(): coroutines' writes share the group's commit with threads' writes; each is
+    answered in its event loop after the commit, a refusal as its exception; a coroutine
+    cancelled while its write waits (its client gone) leaves the write committed, and the
+    others of its group answered."""
+    writer = _writer(database)
+    hold = threading.Event()
+
+    def insert(number, wait=False):
+        def work(connection):
+            if wait:
+                hold.wait(10)
+            connection.execute(_ROWS.insert(), {"id": number})
+            return number
+
+        return work
+
+    def refuse(connection):
+        raise Refused("no")
+
+    holder = threading.Thread(target=writer.run, args=(insert(0, wait=True),))
+    holder.start()
+    time.sleep(0.2)
+
+    async def main():
+        seen = {}
+
+        async def write(number):
+            value = await writer.submit(insert(number))
+            seen[number] = (value, number in _stored(writer.engine))
+
+        tasks = [asyncio.create_task(write(k)) for k in range(1, 6)]
+        refused = asyncio.create_task(writer.submit(refuse))
+        gone = asyncio.create_task(writer.submit(insert(99)))
+        await asyncio.sleep(0.3)
+        assert seen == {} and writer.commits == 0  # all queued behind the held commit
+        gone.cancel()
+        hold.set()
+        await asyncio.gather(*tasks)
+        with pytest.raises(Refused):
+            await refused
+        assert gone.cancelled()
+        return seen
+
+    seen = asyncio.run(main())
+    holder.join(30)
+    assert seen == {k: (k, True) for k in range(1, 6)}
+    assert _stored(writer.engine) == {0, 1, 2, 3, 4, 5, 99}
+    assert writer.commits == 2  # the held write's, then the seven's together
     writer.engine.dispose()
 
 
