@@ -88,8 +88,10 @@ def create_app(study: OnlineStudy, admin_token: str, *, max_body: int = 65_536) 
     app.add_exception_handler(StarletteHTTPException, _http)
     app.add_exception_handler(ServiceError, _refused)
     app.add_exception_handler(AdminLoginRequired, ask_for_admin_login)
-    app.include_router(page_routes.router)
+    # The participants' routes first: a crowd's trials are most of the requests, and
+    # FastAPI tries the routes in order.
     app.include_router(participant_routes.router)
+    app.include_router(page_routes.router)
     app.include_router(admin_routes.api)
     app.include_router(admin_routes.page)
     app.add_middleware(_BodyLimit, limit=max_body)
