@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from .deps import SessionToken, StudyDep
@@ -153,20 +153,21 @@ def check_participant_id(body: ParticipantIdIn, study: StudyDep):
 
 
 @router.post("/sessions")
-def start(body: SessionIn, study: StudyDep) -> JSONResponse:
-    state, created = study.create_session(
+def start(body: SessionIn, study: StudyDep) -> Response:
+    session_id, created = study.start_session(
         body.participant,
         body.token,
         details=body.details.model_dump(),
         environment=body.environment.model_dump(),
         url_parameters=body.url_parameters.model_dump(exclude_none=True),
     )
-    return JSONResponse(state, status_code=201 if created else 200)
+    state = study.session_state_json(session_id, body.token)
+    return Response(state, status_code=201 if created else 200, media_type="application/json")
 
 
 @router.get("/sessions/{session_id}")
-def resume(session_id: str, token: SessionToken, study: StudyDep):
-    return study.session_state(session_id, token)
+def resume(session_id: str, token: SessionToken, study: StudyDep) -> Response:
+    return Response(study.session_state_json(session_id, token), media_type="application/json")
 
 
 @router.put("/sessions/{session_id}/trials/{trial}")

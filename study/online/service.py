@@ -155,6 +155,8 @@ class OnlineStudy:
     _manifests: dict = field(default_factory=dict, repr=False)
     _orders: dict = field(default_factory=dict, repr=False)
     _images: dict = field(default_factory=dict, repr=False)
+    #: JSON of each pair's part of a stored order row and of a page's trial (_OrderJson).
+    _json: _OrderJson = field(default_factory=lambda: _OrderJson(), repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     # --- set-up ---
@@ -353,6 +355,21 @@ class OnlineStudy:
         environment: Mapping,
         url_parameters: Mapping,
     ) -> tuple[dict, bool]:
+        """Start a participant's session (:meth:`start_session`); its state as a dict."""
+        session_id, created = self.start_session(source_id, token, details=details,
+                                                 environment=environment,
+                                                 url_parameters=url_parameters)  # fmt: skip
+        return self.session_state(session_id, token), created
+
+    def start_session(
+        self,
+        source_id: str,
+        token: str,
+        *,
+        details: Mapping,
+        environment: Mapping,
+        url_parameters: Mapping,
+    ) -> tuple[str, bool]:
         """Start a participant's session: a label, a list, a seed, the trial order.
 
         ``source_id`` is the participant's id as the page was given it (a
@@ -364,7 +381,7 @@ class OnlineStudy:
         request is idempotent: asked again with the same id and token (an answer
         lost on the way), it returns the same session. An id that has a session
         under another token is refused (409): no one else can write under it.
-        Returns the session's state and whether it was created now.
+        Returns the session's id and whether it was created now.
         """
         self.check_participant_id(source_id)
         online = self.protocol.online
@@ -379,7 +396,7 @@ class OnlineStudy:
                 self._participants(connection, now), len(self.lists), online.raters_per_list
             )
         drawn = None if guess is None else self._list_order(guess).rows(seed)
-        drawn_json = None if drawn is None else storage.dumps(drawn)
+        drawn_json = None if drawn is None else self._json.rows(drawn)
         token_sha256 = _digest(token)
         environment_json = storage.dumps({**environment, "software": _software()})
 
@@ -403,7 +420,7 @@ class OnlineStudy:
                 rows, rows_json = drawn, drawn_json
             else:
                 rows = self._list_order(index).rows(seed)
-                rows_json = storage.dumps(rows)
+                rows_json = self._json.rows(rows)
             session_id = secrets.token_hex(16)
             facts = {
                 "id": session_id,
@@ -437,7 +454,7 @@ class OnlineStudy:
         created = facts is not None
         if created:  # committed now: kept as authorise() would read them
             self._keep(session_id, facts)
-        return self.session_state(session_id, token), created
+        return session_id, created
 
     def _participants(self, connection, now: float) -> dict[int, int]:
         since = now - self.protocol.online.dropout_after_s
@@ -482,6 +499,21 @@ class OnlineStudy:
 
     def session_state(self, session_id: str, token: str) -> dict:
         """What the browser needs to run or resume the session."""
+        session, state = self._state(session_id, token)
+        state["trials"] = [
+            _page_trial(t, phase, s, i, a, sp, ip)
+            for t, phase, s, i, a, sp, ip in self.order(session)
+        ]
+        return state
+
+    def session_state_json(self, session_id: str, token: str) -> str:
+        """:meth:`session_state` as the JSON the page is sent, its 1,282 trials joined from
+        each pair's JSON, made once (a crowd's starts encoded their orders anew each)."""
+        session, state = self._state(session_id, token)
+        trials = self._json.page_trials(self.order(session))
+        return _json_text(state)[:-1] + ',"trials":' + trials + "}"
+
+    def _state(self, session_id: str, token: str) -> tuple[dict, dict]:
         session = self.authorise(session_id, token)
         with storage.reading(self.engine) as connection:
             stored = connection.execute(queries.STORED_TRIALS, {"sid": session_id}).all()
@@ -495,18 +527,6 @@ class OnlineStudy:
             "source_id": session["source_id"],
             "status": status,
             "list": session["list_index"] + 1,  # numbered from 1, as the status and export
-            "trials": [
-                {
-                    "trial": t,
-                    "phase": phase,
-                    "sketch_id": s,
-                    "image_id": i,
-                    "anchor_rating": a,
-                    "sketch_url": _url(sp),
-                    "image_url": _url(ip),
-                }
-                for t, phase, s, i, a, sp, ip in self.order(session)
-            ],
             "stored": len(stored),
             "next_trial": (last.trial + 1) if last else 1,
             "resumed_at": (last.onset + last.stim_duration + last.blank_duration) if last else 0.0,
@@ -517,7 +537,7 @@ class OnlineStudy:
         }
         if status != "running":
             state["completion"] = self.ending(_ENDING_OF[status])
-        return state
+        return session, state
 
     def ending(self, name: str) -> dict:
         """The code and address the protocol sets for an ending (:data:`ENDINGS`).
@@ -871,6 +891,59 @@ class ListOrder:
             block = [both[k] for k in np.argsort(keys, kind="stable").tolist()]
         ordered = [("anchor_demo", pair) for pair in self.anchors] + block
         return [[number, phase, *pair] for number, (phase, pair) in enumerate(ordered, start=1)]
+
+
+def _page_trial(trial, phase, sketch_id, image_id, anchor_rating, sketch_path, image_path):
+    """A trial of the order as the page is sent it."""
+    return {
+        "trial": trial,
+        "phase": phase,
+        "sketch_id": sketch_id,
+        "image_id": image_id,
+        "anchor_rating": anchor_rating,
+        "sketch_url": _url(sketch_path),
+        "image_url": _url(image_path),
+    }
+
+
+def _json_text(value) -> str:
+    """JSON as Starlette's JSONResponse writes it."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+class _OrderJson:
+    """A session's order as JSON, joined from the JSON of each of its pairs, made once.
+
+    A row of an order is ``[trial, phase, *pair]``; across a study's sessions the pairs and
+    phases repeat, only the numbering and the sequence differ. :meth:`rows` is exactly
+    ``storage.dumps(rows)`` (what is stored) and :meth:`page_trials` the page's trials as
+    :func:`_json_text` writes them (a test compares both with the encoder's).
+    """
+
+    def __init__(self) -> None:
+        self._stored: dict[tuple, str] = {}
+        self._page: dict[tuple, str] = {}
+
+    def rows(self, rows: list[list]) -> str:
+        parts = []
+        for row in rows:
+            key = tuple(row[1:])
+            text = self._stored.get(key)
+            if text is None:
+                text = self._stored.setdefault(key, storage.dumps(list(key))[1:])
+            parts.append(f"[{row[0]:d},{text}")
+        return "[" + ",".join(parts) + "]"
+
+    def page_trials(self, rows: list[list]) -> str:
+        parts = []
+        for row in rows:
+            key = tuple(row[1:])
+            text = self._page.get(key)
+            if text is None:
+                whole = _json_text(_page_trial(0, *key))
+                text = self._page.setdefault(key, whole.removeprefix('{"trial":0,'))
+            parts.append(f'{{"trial":{row[0]:d},{text}')
+        return "[" + ",".join(parts) + "]"
 
 
 @functools.lru_cache(maxsize=100_000)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pandas as pd
@@ -10,9 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sbir_study.foundation.checks import InputError
+from sbir_study.study.online import storage
 from sbir_study.study.online.assignment import choose_list, list_manifest, split_lists
 from sbir_study.study.online.keys import BROWSER_CODES, browser_key_name
-from sbir_study.study.online.service import ListOrder, stimulus_pixels
+from sbir_study.study.online.service import ListOrder, _OrderJson, _page_trial, stimulus_pixels
 from sbir_study.study.protocol import Anchoring, Online, Protocol, load_protocol
 from sbir_study.study.trials import build_trials
 from tests.study.online.support import write_protocol
@@ -143,6 +145,36 @@ def test_a_list_order_is_build_trials_order(manifest, seed, enabled, repeat, rep
         for trial, phase, sketch, image, rating, sp, ip in built.itertuples(index=False, name=None)
     ]
     assert ListOrder.of(protocol, manifest).rows(seed) == expected
+
+
+_NAMES = st.text(min_size=1, max_size=12)  # unicode, quotes, backslashes, spaces, controls
+_ROWS = st.lists(
+    st.tuples(
+        st.sampled_from(["anchor_demo", "main", "anchor_repeat"]),
+        st.sampled_from(["s 1", 's"2', "é/ü"]) | _NAMES,
+        _NAMES,
+        st.none() | st.integers(1, 7),
+        _NAMES.map(lambda name: f"sketches/{name}.png"),
+        _NAMES.map(lambda name: f"images/{name} x.jpg"),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_ROWS, min_size=1, max_size=3))
+def test_an_order_joined_from_its_pairs_json_is_the_encoders_text(orders):
+    """A session's order is stored, and sent to its page, as JSON joined from each pair's
+    JSON made once (_OrderJson): the stored text is storage.dumps's to the byte, the page's
+    what Starlette's JSONResponse wrote, for any ids and paths and any pairs met before."""
+    encoded = _OrderJson()
+    for pairs in orders:
+        rows = [[number, *pair] for number, pair in enumerate(pairs, start=1)]
+        assert encoded.rows(rows) == storage.dumps(rows)
+        page = [_page_trial(*row) for row in rows]
+        assert encoded.page_trials(rows) == json.dumps(
+            page, ensure_ascii=False, allow_nan=False, separators=(",", ":")
+        )
 
 
 @given(st.lists(st.integers(0, 50), min_size=1, max_size=12), st.integers(0, 60))
