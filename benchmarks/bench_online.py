@@ -155,9 +155,10 @@ class Baseline(Server):
 
 
 def percentiles(values) -> dict | None:
-    if not len(values):
+    array = np.asarray(values, dtype=float) * 1000.0
+    array = array[~np.isnan(array)]  # answers without a Server-Timing header
+    if not array.size:
         return None
-    array = np.asarray(values) * 1000.0
     return {
         "p50_ms": round(float(np.percentile(array, 50)), 2),
         "p99_ms": round(float(np.percentile(array, 99)), 2),
@@ -178,6 +179,25 @@ def first_answer(url: str, began: float, timeout: float = 120.0) -> float | None
                 pass
             time.sleep(0.01)
     return None
+
+
+def by_phase(result, args) -> dict:
+    """The trials' server time and round trip in each part of a load run, by when they were
+    answered: while the participants arrive, at full load before the kill, the 15 s after
+    it (the server down, then started again), and the full load after that."""
+    kill = args.ramp + (args.duration - args.ramp) / 2
+    at = np.asarray(result.answered_at) - result.started
+    parts = {"arrivals": (0.0, args.ramp), "full load": (args.ramp, kill),
+             "kill and restart": (kill, kill + 15.0), "after": (kill + 15.0, np.inf)}  # fmt: skip
+    figures = {}
+    for name, (begin, end) in parts.items():
+        chosen = (at >= begin) & (at < end)
+        figures[name] = {
+            "trials": int(chosen.sum()),
+            "server_time": percentiles(np.asarray(result.server_times)[chosen]),
+            "round_trip": percentiles(np.asarray(result.latencies)[chosen]),
+        }
+    return figures
 
 
 def load_run(name, server, args, db_url=None, baseline_file=None) -> dict:
@@ -229,6 +249,7 @@ def load_run(name, server, args, db_url=None, baseline_file=None) -> dict:
         "start_round_trip": percentiles(result.start_latencies),
         "client_lag": percentiles(result.lags),
         "client_cpu_share": [round(c / result.elapsed, 2) for c in result.client_cpu],
+        "by_phase": by_phase(result, args),
     }
     if db_url is not None:
         stored = query(db_url, "SELECT s.participant, t.trial FROM trials t "

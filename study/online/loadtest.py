@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 
 __all__ = ["LoadResult", "run_load"]
 
+NAN = float("nan")  # a server time not sent
+
 
 @dataclass
 class LoadResult:
@@ -50,6 +52,7 @@ class LoadResult:
     refused: list = field(default_factory=list)
     retries: int = 0
     latencies: list = field(default_factory=list)  # seconds of every answered trial request
+    answered_at: list = field(default_factory=list)  # time.time() of each, in the same order
     server_times: list = field(default_factory=list)  # what the server says it took (s)
     start_latencies: list = field(default_factory=list)  # the same of the session starts
     start_server_times: list = field(default_factory=list)
@@ -70,6 +73,7 @@ class LoadResult:
         self.refused += other.refused
         self.retries += other.retries
         self.latencies += other.latencies
+        self.answered_at += other.answered_at
         self.server_times += other.server_times
         self.start_latencies += other.start_latencies
         self.start_server_times += other.start_server_times
@@ -207,8 +211,12 @@ async def _until_answered(client, route, method, path, body, headers, deadline, 
                 else (result.start_latencies, result.start_server_times)
             )
             latencies.append(time.perf_counter() - sent)
-            if "dur=" in timing:
-                server_times.append(float(timing.split("dur=")[1].split(",")[0]) / 1000)
+            if trial is not None:
+                result.answered_at.append(time.time())
+            # The server's time of each answered request (NaN if it sent none), in step with
+            # the latencies.
+            took = float(timing.split("dur=")[1].split(",")[0]) / 1000 if "dur=" in timing else NAN
+            server_times.append(took)
             if 200 <= status < 300:
                 if trial is not None:
                     if status == 201:
