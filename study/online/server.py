@@ -9,9 +9,12 @@ hosts behind a proxy each run ``serve`` against the same PostgreSQL database.
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import os
 import secrets
+import threading
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -58,7 +61,38 @@ def build_app(settings: ServeSettings):
 def app_from_environment():
     """The app of a uvicorn worker process (settings from the parent's environment)."""
     settings = ServeSettings(**json.loads(os.environ[_ENVIRONMENT]))
-    return build_app(settings)[0]
+    return settled(build_app(settings)[0])
+
+
+#: How often a running server's garbage collector walks everything it holds (seconds).
+FULL_COLLECTION_EVERY_S = 300.0
+
+
+def settled(app, every_s: float = FULL_COLLECTION_EVERY_S):
+    """``app``, in a process whose garbage collector no longer holds requests for long.
+
+    Under a crowd's load the collector's full collections came every second or two and
+    held every request meanwhile, for 0.05-0.5 s each: each walked what the process holds
+    for good (the modules, the study, the app: a few hundred thousand objects) and the
+    thousand participants' open connections, because the short-lived objects of the
+    requests in flight, promoted at each younger collection, soon pass its threshold
+    (a quarter of the objects it holds). So what is built is set aside (``gc.freeze``),
+    full collections no longer come by themselves, and a thread makes one every
+    ``every_s`` seconds instead: cyclic garbage still goes, within minutes, and the
+    younger generations are collected as before (they free the requests' cycles).
+    """
+    gc.collect()
+    gc.freeze()
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, 1_000_000)
+
+    def now_and_then() -> None:
+        while True:
+            time.sleep(every_s)
+            gc.collect()
+
+    threading.Thread(target=now_and_then, name="sbir-full-collection", daemon=True).start()
+    return app
 
 
 def admin_token(data: Path, token_file: Path | None) -> tuple[str, str]:
@@ -169,4 +203,4 @@ def serve(
             **options,
         )
     else:
-        uvicorn.run(app, **options)
+        uvicorn.run(settled(app), **options)

@@ -513,3 +513,43 @@ def test_a_changed_file_is_checked_again_and_a_bad_one_refused(tmp_path, online_
     client = TestClient(build_app(settings)[0])
     answer = client.get(f"/stimuli/{name}")
     assert answer.status_code == 500 and "changed on disk" in answer.json()["error"]
+
+
+_SETTLED = """
+import gc, sys, time, weakref
+from sbir_study.study.online.server import settled
+
+class Node:
+    pass
+
+app = object()
+assert settled(app, every_s=0.2) is app
+frozen, threshold = gc.get_freeze_count(), gc.get_threshold()
+gone, nodes = [], []
+for _ in range(3):
+    node = Node()
+    node.self = node  # a cycle: only the cyclic collector frees it
+    weakref.finalize(node, gone.append, 1)
+    nodes.append(node)
+del node
+gc.collect(1)  # the nodes, alive, go to the oldest generation
+nodes.clear()  # garbage there: only a full collection frees it
+gc.collect(1)
+collected = len(gone)
+time.sleep(1.0)
+print(frozen, threshold[2], collected, len(gone))
+"""
+
+
+def test_a_running_server_sets_what_it_built_aside_and_collects_fully_on_a_clock():
+    """serve's process (server.settled): what it built is frozen out of the collector's
+    walks, full collections no longer come by themselves under load, and a thread makes
+    one on a clock, so cyclic garbage that outlived the younger collections is still freed."""
+    import subprocess
+    import sys
+
+    answer = subprocess.run([sys.executable, "-c", _SETTLED], capture_output=True, text=True,
+                            timeout=120, check=True)  # fmt: skip
+    frozen, threshold, before, after = map(int, answer.stdout.split())
+    assert frozen > 10_000 and threshold == 1_000_000
+    assert (before, after) == (0, 3)
