@@ -155,6 +155,8 @@ class OnlineStudy:
     _manifests: dict = field(default_factory=dict, repr=False)
     _orders: dict = field(default_factory=dict, repr=False)
     _images: dict = field(default_factory=dict, repr=False)
+    #: The trial write's statements on the driver's cursor (storage.Driver).
+    _driver: storage.Driver = field(default_factory=storage.Driver, repr=False)
     #: JSON of each pair's part of a stored order row and of a page's trial (_OrderJson).
     _json: _OrderJson = field(default_factory=lambda: _OrderJson(), repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -623,11 +625,12 @@ class OnlineStudy:
         def write(connection):
             # Refuses only before writing (GroupCommit's rule): the rest of the group commits.
             self._check_times(connection, key, session, record, report)
-            status = connection.execute(queries.SESSION_STATUS, {"sid": session_id}).scalar_one()
+            driver = self._driver
+            [(status,)] = driver.all(connection, queries.SESSION_STATUS, {"sid": session_id})
             if status == "running":
                 insert = queries.insert_trial_once(connection)
-                if connection.execute(insert, values).rowcount:
-                    connection.execute(queries.SEEN, {"sid": session_id, "now": now})
+                if driver.count(connection, insert, values):
+                    driver.count(connection, queries.SEEN, {"sid": session_id, "now": now})
                     return None
             existing = connection.execute(queries.TRIAL_PAYLOAD, key).first()
             if existing is None:
@@ -659,7 +662,7 @@ class OnlineStudy:
         trials around it are the ones its insert will sit beside, with no connection or
         transaction of its own to pay for per trial.
         """
-        rows = connection.execute(queries.NEIGHBOUR_TRIALS, key).all()
+        rows = self._driver.all(connection, queries.NEIGHBOUR_TRIALS, key)
         around = [StoredTimes(*row) for row in rows]
         trial = key["trial"]
         try:

@@ -51,6 +51,7 @@ from sbir_study.foundation.checks import InputError
 
 __all__ = [
     "LIST_LOCK",
+    "Driver",
     "GroupCommit",
     "metadata",
     "migrate",
@@ -326,6 +327,52 @@ def dumps(value) -> str:
 
 def now() -> float:
     return time.time()
+
+
+class Driver:
+    """Statements of the trial write run on the driver's own cursor, compiled once.
+
+    SQLAlchemy compiles a statement from its cache and builds its parameters, its
+    execution context and its result at every execution: under a crowd's load that was a
+    sixth of the server's CPU for the four statements each trial runs. Here each statement
+    is compiled once per dialect and set of columns, to the driver's SQL and parameter
+    order, and run on the cursor of the transaction's own connection; what it returns is
+    the driver's (rows as tuples, the row count). Only for statements whose columns need no
+    conversion of SQLAlchemy's (numbers, text).
+    """
+
+    def __init__(self) -> None:
+        self._compiled: dict[tuple, tuple[str, tuple[str, ...] | None, dict]] = {}
+
+    def _sql(self, connection, statement, keys: tuple[str, ...]):
+        key = (connection.dialect.name, id(statement), keys)
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            done = statement.compile(dialect=connection.dialect, column_keys=list(keys))
+            positional = connection.dialect.paramstyle in ("qmark", "numeric", "format")
+            names = tuple(done.positiontup) if positional else None
+            # The values the statement holds itself (a LIMIT's), beside those given.
+            fixed = {name: value for name, value in done.params.items() if name not in keys}
+            compiled = self._compiled.setdefault(key, (str(done), names, fixed))
+        return compiled
+
+    def all(self, connection, statement, parameters: dict) -> list[tuple]:
+        """The rows ``statement`` returns with ``parameters``."""
+        with contextlib.closing(self._run(connection, statement, parameters)) as cursor:
+            return cursor.fetchall()
+
+    def count(self, connection, statement, parameters: dict) -> int:
+        """The rows ``statement`` changed with ``parameters``."""
+        with contextlib.closing(self._run(connection, statement, parameters)) as cursor:
+            return cursor.rowcount
+
+    def _run(self, connection, statement, parameters: dict):
+        sql, names, fixed = self._sql(connection, statement, tuple(parameters))
+        if fixed:
+            parameters = {**fixed, **parameters}
+        cursor = connection.connection.dbapi_connection.cursor()
+        cursor.execute(sql, parameters if names is None else [parameters[n] for n in names])
+        return cursor
 
 
 class GroupCommit:

@@ -333,6 +333,66 @@ def test_group_commit_answers_coroutines_in_their_loop_and_a_waiter_gone_loses_n
     writer.engine.dispose()
 
 
+def test_the_trial_writes_statements_on_the_drivers_cursor_answer_as_sqlalchemys(database):
+    """storage.Driver runs the trial write's statements compiled once, on the driver's
+    cursor: the same rows (a neighbour query with its own LIMIT and a parameter used twice)
+    and row counts (an insert that does nothing the second time) as SQLAlchemy's own."""
+    from sbir_study.study.online import queries
+
+    engine = storage.open_database(database)
+    storage.migrate(engine)
+    driver = storage.Driver()
+    with engine.begin() as connection:
+        connection.execute(
+            queries.INSERT_STUDY,
+            {
+                "id": 1,
+                "name": "n",
+                "task": "t",
+                "protocol_json": "{}",
+                "protocol_sha256": "p",
+                "protocol_file": "f",
+                "stimulus_digest": "d",
+                "stimulus_set": "s",
+                "created_at": 1.0,
+            },
+        )
+        connection.execute(storage.sessions.insert(), {
+            "id": "s 1", "study_id": 1, "participant": "p", "source_id": "p", "token_sha256": "t",
+            "list_index": 0, "seed": 7, "n_trials": 12, "status": "running", "created_at": 1.0,
+            "last_seen_at": 1.0, "finished_at": None, "details": "{}", "environment": "{}",
+            "url_parameters": "{}"})  # fmt: skip
+    for number, trial in enumerate((2, 5, 9, 5)):
+        values = {"session_id": "s 1", "trial": trial, "phase": "main", "sketch_id": "a b",
+                  "image_id": "c'd", "rating": 3, "rt": 0.5, "anchor_rating": None,
+                  "onset": trial * 3.0, "stim_duration": 2.0, "blank_duration": 1.0,
+                  "dropped_frames": 0, "n_presses": 1, "presses": "[]", "paused_before": 0.0,
+                  "page_onset": trial * 3.0, "page_window_end": trial * 3.0 + 3.0,
+                  "events": "[]", "payload_sha256": "h", "received_at": 2.0,
+                  "screen_events": "[]"}  # fmt: skip
+        with engine.begin() as connection:
+            insert = queries.insert_trial_once(connection)
+            counted = driver.count(connection, insert, values)
+            again = number == 3  # trial 5 a second time: the insert does nothing
+            seen = (
+                0 if again else driver.count(connection, queries.SEEN, {"sid": "s 1", "now": 4.0})
+            )
+        assert (counted, seen) == ((0, 0) if again else (1, 1))
+    with engine.begin() as connection:
+        assert (
+            connection.execute(sa.select(sa.func.count()).select_from(storage.trials)).scalar() == 3
+        )
+        for trial in (1, 2, 3, 5, 7, 9, 10):
+            key = {"sid": "s 1", "trial": trial}
+            ours = driver.all(connection, queries.NEIGHBOUR_TRIALS, key)
+            theirs = [tuple(row) for row in connection.execute(queries.NEIGHBOUR_TRIALS, key)]
+            around = any(t < trial for t in (2, 5, 9)) + any(t > trial for t in (2, 5, 9))
+            assert sorted(ours) == sorted(theirs) and len(ours) == around
+        assert driver.all(connection, queries.SESSION_STATUS, {"sid": "s 1"}) == [("running",)]
+        assert driver.all(connection, queries.SESSION_STATUS, {"sid": "none"}) == []
+    engine.dispose()
+
+
 _KILLED_WRITER = """
 import sys, threading
 import sqlalchemy as sa
