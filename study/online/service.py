@@ -348,19 +348,10 @@ class OnlineStudy:
         """The refusal of an id no label can be made of, in the protocol's words."""
         return fill(self.protocol.texts.bad_participant_id, max_length=MAX_SOURCE_ID_LENGTH)
 
-    def create_session(
-        self,
-        source_id: str,
-        token: str,
-        *,
-        details: Mapping,
-        environment: Mapping,
-        url_parameters: Mapping,
-    ) -> tuple[dict, bool]:
-        """Start a participant's session (:meth:`start_session`); its state as a dict."""
-        session_id, created = self.start_session(source_id, token, details=details,
-                                                 environment=environment,
-                                                 url_parameters=url_parameters)  # fmt: skip
+    def create_session(self, source_id: str, token: str, **start) -> tuple[dict, bool]:
+        """Start a participant's session (:meth:`start_session`, the same keywords); its state
+        as a dict."""
+        session_id, created = self.start_session(source_id, token, **start)
         return self.session_state(session_id, token), created
 
     def start_session(
