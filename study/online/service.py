@@ -931,25 +931,26 @@ class _OrderJson:
         self._page: dict[tuple, str] = {}
 
     def rows(self, rows: list[list]) -> str:
-        parts = []
-        for row in rows:
-            key = tuple(row[1:])
-            text = self._stored.get(key)
-            if text is None:
-                text = self._stored.setdefault(key, storage.dumps(list(key))[1:])
-            parts.append(f"[{row[0]:d},{text}")
-        return "[" + ",".join(parts) + "]"
+        return _joined(rows, self._stored, "[{:d},", lambda key: storage.dumps(list(key))[1:])
 
     def page_trials(self, rows: list[list]) -> str:
-        parts = []
-        for row in rows:
-            key = tuple(row[1:])
-            text = self._page.get(key)
-            if text is None:
-                whole = _json_text(_page_trial(0, *key))
-                text = self._page.setdefault(key, whole.removeprefix('{"trial":0,'))
-            parts.append(f'{{"trial":{row[0]:d},{text}')
-        return "[" + ",".join(parts) + "]"
+        def made(key: tuple) -> str:
+            return _json_text(_page_trial(0, *key)).removeprefix('{"trial":0,')
+
+        return _joined(rows, self._page, '{{"trial":{:d},', made)
+
+
+def _joined(rows, made: dict, head: str, make) -> str:
+    """The JSON list of ``rows``: each row's ``head`` (its trial number) and the JSON of the
+    rest of it, made by ``make`` once and kept in ``made``."""
+    parts = []
+    for row in rows:
+        key = tuple(row[1:])
+        text = made.get(key)
+        if text is None:
+            text = made.setdefault(key, make(key))
+        parts.append(head.format(row[0]) + text)
+    return "[" + ",".join(parts) + "]"
 
 
 @functools.lru_cache(maxsize=100_000)
