@@ -14,6 +14,7 @@ experimenter's view in :mod:`.status`, the SQL statements in :mod:`.queries`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -565,7 +566,8 @@ class OnlineStudy:
         :func:`.plausibility.check_trial_times` (422); a rating off the protocol's
         scale is refused before the session is looked up.
         """
-        _check_on_scale(report, self.protocol)
+        with _unprocessable():
+            check_rating_on_scale(report.get("rating"), self.protocol.scale)
         write, answer = self._trial_write(self.authorise(session_id, token), trial, report)
         return answer(self.writer.run(write))
 
@@ -575,12 +577,13 @@ class OnlineStudy:
         """:meth:`store_trial` in the server's event loop, which goes on while the trial's
         group commits; only a session not yet known to this process is looked up in a
         thread (the one read that can wait for the database)."""
-        _check_on_scale(report, self.protocol)
-        session = self._sessions.get(session_id)
-        if session is None or not token:
-            session = await asyncio.to_thread(self.authorise, session_id, token)
+        with _unprocessable():
+            check_rating_on_scale(report.get("rating"), self.protocol.scale)
+        authorise = functools.partial(self.authorise, session_id, token)
+        if session_id in self._sessions:
+            session = authorise()
         else:
-            session = self.authorise(session_id, token)
+            session = await asyncio.to_thread(authorise)
         write, answer = self._trial_write(session, trial, report)
         return answer(await self.writer.submit(write))
 
@@ -588,7 +591,7 @@ class OnlineStudy:
         """The write that stores ``report`` as trial ``trial`` of ``session`` (a function of
         the group commit's connection), and what turns its outcome into the answer."""
         session_id = session["id"]
-        try:
+        with _unprocessable():
             record = score_report(
                 report,
                 trial,
@@ -596,8 +599,6 @@ class OnlineStudy:
                 self.protocol,
                 refresh_hz=self._refresh(session),
             )
-        except InputError as error:
-            raise ServiceError(422, str(error)) from None
         payload = storage.dumps(dict(report))
         digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()
         now = storage.now()
@@ -656,7 +657,7 @@ class OnlineStudy:
         rows = self._driver.all(connection, queries.NEIGHBOUR_TRIALS, key)
         around = [StoredTimes(*row) for row in rows]
         trial = key["trial"]
-        try:
+        with _unprocessable():
             check_trial_times(
                 record,
                 report,
@@ -665,8 +666,6 @@ class OnlineStudy:
                 previous=next((t for t in around if t.trial < trial), None),
                 following=next((t for t in around if t.trial > trial), None),
             )
-        except InputError as error:
-            raise ServiceError(422, str(error)) from None
 
     def record_refusal(
         self, session_id: str, token: str | None, trial: int | None, status: int, reason: str
@@ -970,9 +969,11 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def _check_on_scale(report: Mapping, protocol: Protocol) -> None:
-    """Refuse (422) a report whose rating is off the protocol's scale."""
+@contextlib.contextmanager
+def _unprocessable():
+    """A report refused by a check (InputError) is refused to its page (422), in the
+    check's words."""
     try:
-        check_rating_on_scale(report.get("rating"), protocol.scale)
+        yield
     except InputError as error:
         raise ServiceError(422, str(error)) from None

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import queue
@@ -410,14 +411,7 @@ class GroupCommit:
     def run(self, work: Callable[[Any], Any]) -> Any:
         """Run ``work(connection)`` in the next group's transaction; return after its commit."""
         future: Future = Future()
-
-        def answer(value, error) -> None:
-            if error is None:
-                future.set_result(value)
-            else:
-                future.set_exception(error)
-
-        self._put(work, answer)
+        self._put(work, functools.partial(_settle, future))
         return future.result()
 
     async def submit(self, work: Callable[[Any], Any]) -> Any:
@@ -484,8 +478,9 @@ class GroupCommit:
                 LOG.exception("the group commit could not answer a write")
 
 
-def _settle(future: asyncio.Future, value, error) -> None:
-    """Answer a coroutine's write in its event loop, unless it stopped waiting."""
+def _settle(future: asyncio.Future | Future, value, error) -> None:
+    """Answer a write's future (a thread's, or a coroutine's in its event loop), unless its
+    waiter stopped waiting."""
     if future.done():
         return
     if error is None:
