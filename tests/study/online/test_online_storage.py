@@ -206,6 +206,23 @@ def _stored(engine) -> set[int]:
         return {row.id for row in connection.execute(sa.select(_ROWS.c.id))}
 
 
+def _insert(number: int, hold: threading.Event | None = None):
+    """A write of row ``number`` that returns it; with ``hold``, it waits for it first, so
+    that the writes queued meanwhile go into the next group together."""
+
+    def work(connection):
+        if hold is not None:
+            hold.wait(10)
+        connection.execute(_ROWS.insert(), {"id": number})
+        return number
+
+    return work
+
+
+def _refuse(connection):
+    raise Refused("no")
+
+
 def test_group_commit_answers_each_write_only_after_its_commit(database):
     """Writes queued while a commit runs go in the next one, together; each caller is answered
     only when its row is visible to another connection (committed)."""
@@ -250,23 +267,11 @@ def test_group_commit_a_refusal_or_a_failing_write_spares_the_others(database):
         except Exception as error:  # the test records what each caller got
             outcomes[number] = type(error).__name__
 
-    def insert(number):
-        def work(connection):
-            if number == 1:
-                hold.wait(10)
-            connection.execute(_ROWS.insert(), {"id": number})
-            return number
-
-        return work
-
-    def refuse(connection):
-        raise Refused("no")
-
     def duplicate(connection):  # a database error after writing: the group is rolled back
         connection.execute(_ROWS.insert(), {"id": 500})
         connection.execute(_ROWS.insert(), {"id": 500})
 
-    jobs = [(1, insert(1)), (2, insert(2)), (3, refuse), (4, duplicate), (5, insert(5))]
+    jobs = [(1, _insert(1, hold)), (2, _insert(2)), (3, _refuse), (4, duplicate), (5, _insert(5))]
     threads = [threading.Thread(target=run, args=job) for job in jobs]
     threads[0].start()
     time.sleep(0.2)
@@ -289,19 +294,7 @@ def test_group_commit_answers_coroutines_in_their_loop_and_a_waiter_gone_loses_n
     writer = _writer(database)
     hold = threading.Event()
 
-    def insert(number, wait=False):
-        def work(connection):
-            if wait:
-                hold.wait(10)
-            connection.execute(_ROWS.insert(), {"id": number})
-            return number
-
-        return work
-
-    def refuse(connection):
-        raise Refused("no")
-
-    holder = threading.Thread(target=writer.run, args=(insert(0, wait=True),))
+    holder = threading.Thread(target=writer.run, args=(_insert(0, hold),))
     holder.start()
     time.sleep(0.2)
 
@@ -309,12 +302,12 @@ def test_group_commit_answers_coroutines_in_their_loop_and_a_waiter_gone_loses_n
         seen = {}
 
         async def write(number):
-            value = await writer.submit(insert(number))
+            value = await writer.submit(_insert(number))
             seen[number] = (value, number in _stored(writer.engine))
 
         tasks = [asyncio.create_task(write(k)) for k in range(1, 6)]
-        refused = asyncio.create_task(writer.submit(refuse))
-        gone = asyncio.create_task(writer.submit(insert(99)))
+        refused = asyncio.create_task(writer.submit(_refuse))
+        gone = asyncio.create_task(writer.submit(_insert(99)))
         await asyncio.sleep(0.3)
         assert seen == {} and writer.commits == 0  # all queued behind the held commit
         gone.cancel()
