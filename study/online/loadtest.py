@@ -3,10 +3,14 @@
 Each participant starts a session (token and label drawn on its side, as the
 page does), then sends its trials one after another at the protocol's pace,
 each as soon as its window closes, keeping an unacknowledged trial and
-retrying it with back-off (connection errors, 5xx, a server being restarted)
-before the next, exactly as the page's queue does. Every request's latency
-and outcome is recorded, so that a run can be checked against the database:
-every acknowledged trial stored, none twice.
+retrying it with back-off (connection errors, 5xx, 408/425/429, a server being
+restarted) before the next, as the page's queue does: the same first delay,
+doubling and ceiling, each wait drawn between half and one and a half times the
+delay (:data:`TRIAL_RETRY`), and with each trial the number of trials waiting
+behind it (``queued``, for the status page's live load). A session start is
+tried as the page tries it (:data:`START_RETRY`: eight attempts). Every
+request's latency and outcome is recorded, so that a run can be checked
+against the database: every acknowledged trial stored, none twice.
 
 Given several base URLs (servers on one database, as behind a proxy), the
 participants are spread over them in turn; a participant stays with its
@@ -36,6 +40,32 @@ from dataclasses import dataclass, field
 __all__ = ["LoadResult", "run_load"]
 
 NAN = float("nan")  # a server time not sent
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How a request is tried again: wait ``first_s`` (times a draw between 0.5 and 1.5)
+    after the first failure, twice as long after each further one, never more than
+    ``most_s``; give up after ``attempts`` tries (None: not before the deadline)."""
+
+    first_s: float
+    most_s: float
+    attempts: int | None = None
+
+    def waits(self, rng: random.Random):
+        delay = self.first_s
+        while True:
+            yield delay * (0.5 + rng.random())
+            delay = min(delay * 2.0, self.most_s)
+
+
+#: The page's trial queue (``SbirSender`` in web/plugin-sbir-rating.js): 0.25 s, doubling,
+#: at most 15 s, until acknowledged. A test holds the two to the same numbers.
+TRIAL_RETRY = Retry(first_s=0.25, most_s=15.0)
+#: The page's session start (web/experiment.js): 0.5 s, doubling, eight attempts.
+START_RETRY = Retry(first_s=0.5, most_s=64.0, attempts=8)
+#: Answers below 500 that the page tries again rather than taking as a refusal.
+RETRIED_STATUSES = frozenset({408, 425, 429})
 
 
 @dataclass
@@ -151,7 +181,8 @@ async def _participant(
     # trial it was rating, as a page does: on a machine too busy to keep the pace, every
     # participant still has trials to check (only later trials are cut at the deadline).
     state = await _until_answered(
-        client, route, "POST", "api/sessions", body, None, deadline + 30.0, result
+        client, route, "POST", "api/sessions", body, None, deadline + 30.0, result, rng,
+        START_RETRY,
     )
     if state is None:
         return
@@ -169,6 +200,9 @@ async def _participant(
         if number > 1 and time.monotonic() >= deadline:
             return
         report, rating = _report(trial, number, pace, stimulus_s, rng, keys)
+        # The trials whose windows closed while this one waited (the page's queue behind it).
+        closed = min(int((time.monotonic() - started) / pace), len(state["trials"]))
+        report["queued"] = max(0, closed - number)
         path = f"api/sessions/{state['session_id']}/trials/{number}"
         answer = await _until_answered(
             client,
@@ -179,6 +213,8 @@ async def _participant(
             headers,
             deadline + 30.0,
             result,
+            rng,
+            TRIAL_RETRY,
             trial=(label, number),
         )
         if answer is None:
@@ -188,13 +224,18 @@ async def _participant(
         result.acknowledged_at.append(time.time())
 
 
-async def _until_answered(client, route, method, path, body, headers, deadline, result, trial=None):
-    """Send until a 2xx (returned) or a 4xx (recorded as refused); back-off on the rest,
-    each retry to the route's next server."""
+async def _until_answered(
+    client, route, method, path, body, headers, deadline, result, rng, retry, trial=None
+):
+    """Send until a 2xx (returned) or a refusal (a 4xx but :data:`RETRIED_STATUSES`:
+    recorded as refused); after anything else wait as ``retry`` says, then send to the
+    route's next server."""
     import aiohttp
 
-    delay = 0.1
-    while time.monotonic() < deadline:
+    waits = retry.waits(rng)
+    tries = 0
+    while time.monotonic() < deadline and (retry.attempts is None or tries < retry.attempts):
+        tries += 1
         sent = time.perf_counter()
         try:
             async with client.request(
@@ -204,7 +245,7 @@ async def _until_answered(client, route, method, path, body, headers, deadline, 
                 timing = answer.headers.get("server-timing", "")
         except (TimeoutError, aiohttp.ClientError):
             status = None
-        if status is not None and status < 500:
+        if status is not None and status < 500 and status not in RETRIED_STATUSES:
             latencies, server_times = (
                 (result.latencies, result.server_times)
                 if trial is not None
@@ -228,8 +269,7 @@ async def _until_answered(client, route, method, path, body, headers, deadline, 
             return None
         result.retries += 1
         route.fail_over()
-        await asyncio.sleep(delay * (0.5 + random.random()))
-        delay = min(delay * 2, 2.0)
+        await asyncio.sleep(next(waits))
     return None
 
 

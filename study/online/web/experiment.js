@@ -309,7 +309,9 @@ async function finish(session, status, token) {
     if (answer && answer.status >= 400 && answer.status < 500 && (answer.status !== 409 || attempt >= 5)) {
       throw new Error(answer.content ? answer.content.error : `finish refused (${answer.status})`);
     }
-    await new Promise((done) => setTimeout(done, Math.min(1000 * 2 ** attempt, 15000)));
+    // Each wait drawn between half and one and a half times the delay, as the trial queue's:
+    // pages that lost the server together do not all come back at the same moment.
+    await new Promise((done) => setTimeout(done, Math.min(1000 * 2 ** attempt, 15000) * (0.5 + Math.random())));
   }
 }
 
@@ -423,7 +425,7 @@ async function main() {
         details: intakeResult.details, environment: environment(intakeResult.check),
       }).catch(() => null);
       if (answer && answer.status < 500) break;
-      await new Promise((done) => setTimeout(done, 500 * 2 ** attempt));
+      await new Promise((done) => setTimeout(done, 500 * 2 ** attempt * (0.5 + Math.random())));
     }
     if (!answer || !answer.ok) {
       page(`<div class="sbir-text"><p>${escapeHtml((answer.content && answer.content.error) || text(config, "could_not_start"))}</p></div>`);
