@@ -181,7 +181,15 @@ async def _participant(
     # trial it was rating, as a page does: on a machine too busy to keep the pace, every
     # participant still has trials to check (only later trials are cut at the deadline).
     state = await _until_answered(
-        client, route, "POST", "api/sessions", body, None, deadline + 30.0, result, rng,
+        client,
+        route,
+        "POST",
+        "api/sessions",
+        body,
+        None,
+        deadline + 30.0,
+        result,
+        rng,
         START_RETRY,
     )
     if state is None:
