@@ -23,7 +23,7 @@ import json
 import math
 import secrets
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -153,6 +153,9 @@ class OnlineStudy:
     #: The images' largest height / width when already known (serve's kept set check).
     max_aspect: float | None = None
     _sessions: dict = field(default_factory=dict, repr=False)
+    #: The ``(phase, *pair)`` keys of the orders read back from the database, one of each
+    #: (:meth:`Order.of_rows`).
+    _keys: dict = field(default_factory=dict, repr=False)
     _manifests: dict = field(default_factory=dict, repr=False)
     _orders: dict = field(default_factory=dict, repr=False)
     _images: dict = field(default_factory=dict, repr=False)
@@ -389,7 +392,7 @@ class OnlineStudy:
             guess = choose_list(
                 self._participants(connection, now), len(self.lists), online.raters_per_list
             )
-        drawn = None if guess is None else self._list_order(guess).rows(seed)
+        drawn = None if guess is None else self._list_order(guess).keys(seed)
         drawn_json = None if drawn is None else self._json.rows(drawn)
         token_sha256 = _digest(token)
         environment_json = storage.dumps({**environment, "software": _software()})
@@ -411,17 +414,17 @@ class OnlineStudy:
             if index is None:
                 raise ServiceError(409, self.protocol.texts.study_full)
             if index == guess:
-                rows, rows_json = drawn, drawn_json
+                keys, rows_json = drawn, drawn_json
             else:
-                rows = self._list_order(index).rows(seed)
-                rows_json = self._json.rows(rows)
+                keys = self._list_order(index).keys(seed)
+                rows_json = self._json.rows(keys)
             session_id = secrets.token_hex(16)
             facts = {
                 "id": session_id,
                 "participant": label,
                 "source_id": source_id,
                 "token_sha256": token_sha256,
-                "n_trials": len(rows),
+                "n_trials": len(keys),
                 "environment": environment_json,
                 "list_index": index,
                 "created_at": now,
@@ -442,7 +445,7 @@ class OnlineStudy:
             connection.execute(
                 queries.INSERT_SESSION_ORDER, {"session_id": session_id, "trial_order": rows_json}
             )
-            return session_id, {**facts, "order": _kept(rows)}
+            return session_id, {**facts, "order": Order(keys)}
 
         session_id, facts = self.writer.run(write)
         created = facts is not None
@@ -475,7 +478,10 @@ class OnlineStudy:
             if row is None:
                 raise ServiceError(404, f"no session {session_id!r} in this study")
             session = dict(row)
-            session["order"] = _kept(json.loads(session.pop("trial_order")))
+            try:
+                session["order"] = Order.of_rows(json.loads(session.pop("trial_order")), self._keys)
+            except ValueError as error:  # written by hand: never served wrongly numbered
+                raise ServiceError(500, f"session {session_id!r}: {error}") from None
             self._keep(session_id, session)
         if not hmac.compare_digest(session["token_sha256"], _digest(token)):
             raise ServiceError(403, f"the token does not belong to session {session_id!r}")
@@ -487,7 +493,7 @@ class OnlineStudy:
                 self._sessions.clear()
             self._sessions[session_id] = session
 
-    def order(self, session: Mapping) -> tuple[tuple, ...]:
+    def order(self, session: Mapping) -> Order:
         """The session's trial order (rows of ``trial, phase, sketch_id, image_id,
         anchor_rating, sketch_path, image_path``)."""
         return session["order"]
@@ -505,7 +511,7 @@ class OnlineStudy:
         """:meth:`session_state` as the JSON the page is sent, its 1,282 trials joined from
         each pair's JSON, made once (a crowd's starts encoded their orders anew each)."""
         session, state = self._state(session_id, token)
-        trials = self._json.page_trials(self.order(session))
+        trials = self._json.page_trials(self.order(session).keys)
         return _json_text(state)[:-1] + ',"trials":' + trials + "}"
 
     def _state(self, session_id: str, token: str) -> tuple[dict, dict]:
@@ -872,30 +878,81 @@ class ListOrder:
         return cls(anchors, tuple(main), anchoring.enabled and anchoring.repeat,
                    anchoring.repeat_from)  # fmt: skip
 
-    def rows(self, seed: int) -> list[list]:
-        """The order of a participant of this list with ``seed``, as stored."""
+    @cached_property
+    def _phase_keys(self) -> tuple[tuple, tuple, tuple]:
+        """Each pair with its phase, ``(phase, *pair)``, made once: the anchors' demo, the
+        main pairs, the anchors' repeats. A participant's order is a sequence of these."""
+        return (
+            tuple(("anchor_demo", *pair) for pair in self.anchors),
+            tuple(("main", *pair) for pair in self.main),
+            tuple(("anchor_repeat", *pair) for pair in self.anchors),
+        )
+
+    def keys(self, seed: int) -> tuple[tuple, ...]:
+        """The order of a participant of this list with ``seed``: ``(phase, *pair)`` of each
+        trial, in trial order (shared by every participant of the list)."""
+        demo, main, again = self._phase_keys
         rng = np.random.default_rng(seed)
-        block = [("main", self.main[k]) for k in rng.permutation(len(self.main)).tolist()]
+        block = [main[k] for k in rng.permutation(len(main)).tolist()]
         if self.repeat and self.anchors:
             start = int(np.ceil(self.repeat_from * len(block)))
             # As session_order: a repeat drawn into slot k goes just before main trial k.
             slots = rng.integers(start, len(block) + 1, size=len(self.anchors))
             keys = np.concatenate([np.arange(len(block)), slots - 0.5])
-            both = block + [("anchor_repeat", pair) for pair in self.anchors]
+            both = block + list(again)
             block = [both[k] for k in np.argsort(keys, kind="stable").tolist()]
-        ordered = [("anchor_demo", pair) for pair in self.anchors] + block
-        return [[number, phase, *pair] for number, (phase, pair) in enumerate(ordered, start=1)]
+        return (*demo, *block)
+
+    def rows(self, seed: int) -> list[list]:
+        """The order of a participant of this list with ``seed``, as stored."""
+        return [[number, *key] for number, key in enumerate(self.keys(seed), start=1)]
 
 
-def _kept(rows) -> tuple[tuple, ...]:
-    """A session's order as the process keeps it: tuples of strings, numbers and None.
+class Order(Sequence):
+    """A session's trial order as the process keeps it: row ``i`` is ``(i + 1, *keys[i])``,
+    the rows of :data:`ORDER_COLUMNS` (trial, phase, sketch_id, image_id, anchor_rating,
+    sketch_path, image_path).
 
-    The cyclic garbage collector stops tracking such tuples, so a thousand sessions' orders
-    (1.3 million rows) are not walked by each of its full collections. As lists they were:
-    a full collection every few seconds under a crowd's load, each holding every request
-    for half a second.
+    ``keys`` are the ``(phase, *pair)`` tuples of :class:`ListOrder`, shared by every
+    session of a list: a start puts the drawn sequence aside as it is, and a thousand
+    sessions hold a thousand tuples of references, not 1.3 million rows of their own.
+    Before, each start turned its drawn rows into tuples (and joined their JSON from them),
+    and a restarted server parsed each session's rows into new strings: a crowd's starts
+    spent a third of the server's time on their orders. The tuples hold only strings,
+    numbers and None, which the cyclic garbage collector stops tracking.
     """
-    return tuple(map(tuple, rows))
+
+    __slots__ = ("keys",)
+
+    def __init__(self, keys: tuple[tuple, ...]) -> None:
+        self.keys = keys
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self.keys)))]
+        key = self.keys[index]  # an IndexError as a tuple's
+        return (index % len(self.keys) + 1, *key)
+
+    def __iter__(self):
+        for number, key in enumerate(self.keys, start=1):
+            yield (number, *key)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Order) and self.keys == other.keys
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @classmethod
+    def of_rows(cls, rows, shared: dict) -> Order:
+        """The order of stored ``rows`` (numbered from 1, as every order is written), its
+        keys taken from ``shared`` where an equal one is there (and put there if not)."""
+        for number, row in enumerate(rows, start=1):
+            if row[0] != number:
+                raise ValueError(f"trial order: row {number} is numbered {row[0]!r}")
+        return cls(tuple([shared.setdefault(key, key) for key in (tuple(r[1:]) for r in rows)]))
 
 
 def _page_trial(trial, phase, sketch_id, image_id, anchor_rating, sketch_path, image_path):
@@ -929,26 +986,28 @@ class _OrderJson:
         self._stored: dict[tuple, str] = {}
         self._page: dict[tuple, str] = {}
 
-    def rows(self, rows: list[list]) -> str:
-        return _joined(rows, self._stored, "[{:d},", lambda key: storage.dumps(list(key))[1:])
+    def rows(self, keys: Sequence[tuple]) -> str:
+        """The stored text of the order whose trial ``n`` is ``(n, *keys[n - 1])``."""
+        return _joined(keys, self._stored, "[", lambda key: storage.dumps(list(key))[1:])
 
-    def page_trials(self, rows: list[list]) -> str:
+    def page_trials(self, keys: Sequence[tuple]) -> str:
+        """The page's trials of that order."""
+
         def made(key: tuple) -> str:
             return _json_text(_page_trial(0, *key)).removeprefix('{"trial":0,')
 
-        return _joined(rows, self._page, '{{"trial":{:d},', made)
+        return _joined(keys, self._page, '{"trial":', made)
 
 
-def _joined(rows, made: dict, head: str, make) -> str:
-    """The JSON list of ``rows``: each row's ``head`` (its trial number) and the JSON of the
-    rest of it, made by ``make`` once and kept in ``made``."""
+def _joined(keys, made: dict, head: str, make) -> str:
+    """The JSON list of the rows ``(n, *keys[n - 1])``: each row's ``head``, its trial
+    number, and the JSON of its key, made by ``make`` once and kept in ``made``."""
     parts = []
-    for row in rows:
-        key = tuple(row[1:])
+    for number, key in enumerate(keys, start=1):
         text = made.get(key)
         if text is None:
             text = made.setdefault(key, make(key))
-        parts.append(head.format(row[0]) + text)
+        parts.append(f"{head}{number},{text}")
     return "[" + ",".join(parts) + "]"
 
 

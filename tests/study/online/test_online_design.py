@@ -14,7 +14,13 @@ from sbir_study.foundation.checks import InputError
 from sbir_study.study.online import storage
 from sbir_study.study.online.assignment import choose_list, list_manifest, split_lists
 from sbir_study.study.online.keys import BROWSER_CODES, browser_key_name
-from sbir_study.study.online.service import ListOrder, _OrderJson, _page_trial, stimulus_pixels
+from sbir_study.study.online.service import (
+    ListOrder,
+    Order,
+    _OrderJson,
+    _page_trial,
+    stimulus_pixels,
+)
 from sbir_study.study.protocol import Anchoring, Online, Protocol, load_protocol
 from sbir_study.study.trials import build_trials
 from tests.study.online.support import write_protocol
@@ -170,11 +176,42 @@ def test_an_order_joined_from_its_pairs_json_is_the_encoders_text(orders):
     encoded = _OrderJson()
     for pairs in orders:
         rows = [[number, *pair] for number, pair in enumerate(pairs, start=1)]
-        assert encoded.rows(rows) == storage.dumps(rows)
+        assert encoded.rows(pairs) == storage.dumps(rows)
         page = [_page_trial(*row) for row in rows]
-        assert encoded.page_trials(rows) == json.dumps(
+        assert encoded.page_trials(pairs) == json.dumps(
             page, ensure_ascii=False, allow_nan=False, separators=(",", ":")
         )
+
+
+@settings(max_examples=100, deadline=None)
+@given(manifests(), st.integers(0, 2**63 - 1), st.booleans())
+def test_an_order_kept_as_its_pairs_reads_as_its_rows(manifest, seed, repeat):
+    """A session's order is kept as the list's shared (phase, *pair) keys (Order): read by
+    index, negative index, slice or in turn it is the rows ListOrder.rows draws (the test
+    above holds those to build_trials), and read back from its stored JSON, as a restarted
+    server does, it is the same order, its keys the ones already kept."""
+    protocol = replace(Protocol(), anchoring=Anchoring(enabled=True, repeat=repeat))
+    lists = ListOrder.of(protocol, manifest)
+    keys = lists.keys(seed)
+    rows = [tuple(row) for row in lists.rows(seed)]
+    order = Order(keys)
+    assert len(order) == len(rows) and list(order) == rows
+    assert [order[i] for i in range(-len(rows), len(rows))] == rows + rows
+    assert order[1:-1:2] == rows[1:-1:2]
+    for outside in (len(rows), -len(rows) - 1):
+        with pytest.raises(IndexError):
+            order[outside]
+    shared: dict = {}
+    first = Order.of_rows(json.loads(storage.dumps(lists.rows(seed))), shared)
+    again = Order.of_rows(json.loads(storage.dumps(lists.rows(seed + 1))), shared)
+    assert first == order and list(again) == [tuple(row) for row in lists.rows(seed + 1)]
+    assert all(key is shared[key] for key in first.keys + again.keys)
+    # A stored order is numbered from 1 (every writer numbers it so): another is refused.
+    if rows:
+        renumbered = [list(row) for row in rows]
+        renumbered[-1][0] += 1
+        with pytest.raises(ValueError, match=f"row {len(rows)} is numbered"):
+            Order.of_rows(renumbered, {})
 
 
 @given(st.lists(st.integers(0, 50), min_size=1, max_size=12), st.integers(0, 60))

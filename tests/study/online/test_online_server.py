@@ -294,6 +294,39 @@ def test_ids_no_label_can_be_made_of_are_refused(client, source_id):
     assert "cannot be used" in said and "contact the researcher" in said
 
 
+def test_a_server_that_knew_no_session_reads_each_order_back_as_it_was(client):
+    """A restarted server knows no session: it reads one's order back from the database at
+    its first request. The page is sent the same trials, a trial is scored against the same
+    pair, and the sessions' orders share their pairs' keys (one of each in the process)."""
+    study = client.study
+    started = [start(client, label) for label in ("p 1", "p 2")]
+    ids = [answer.json()["session_id"] for answer, _ in started]
+    orders = [study._sessions[session]["order"] for session in ids]
+
+    def resumed():
+        return [client.post("/api/sessions", json={"participant": label, "token": token}).text
+                for label, (_, token) in zip(("p 1", "p 2"), started, strict=True)]  # fmt: skip
+
+    before = resumed()
+    study._sessions.clear()  # as after a restart
+    assert resumed() == before
+    restored = [study._sessions[session]["order"] for session in ids]
+    assert restored == orders and all(a is not b for a, b in zip(restored, orders, strict=True))
+    assert all(key is study._keys[key] for order in restored for key in order.keys)
+    assert {id(key) for key in restored[0].keys} == {id(key) for key in restored[1].keys}
+
+    study._sessions.clear()
+    trial = json.loads(before[1])["trials"][0]
+    headers = {"Authorization": f"Bearer {started[1][1]}"}
+    stored = client.put(f"/api/sessions/{ids[1]}/trials/1", json=report(trial, 1, [("2", 0.3)]),
+                        headers=headers)  # fmt: skip
+    assert stored.status_code == 201
+    assert rows(client, "SELECT s.source_id, t.sketch_id, t.image_id, t.phase FROM trials t "
+                        "JOIN sessions s ON s.id = t.session_id") == [
+        ("p 2", trial["sketch_id"], trial["image_id"], trial["phase"])
+    ]  # fmt: skip
+
+
 def test_platform_ids_get_labels_by_the_rule_and_are_kept_as_given(client):
     """Qualtrics-style ids with punctuation: the rule's labels, two ids never one label."""
     from sbir_study.foundation.checks import participant_label
