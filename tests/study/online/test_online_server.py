@@ -295,35 +295,47 @@ def test_ids_no_label_can_be_made_of_are_refused(client, source_id):
 
 
 def test_a_server_that_knew_no_session_reads_each_order_back_as_it_was(client):
-    """A restarted server knows no session: it reads one's order back from the database at
-    its first request. The page is sent the same trials, a trial is scored against the same
-    pair, and the sessions' orders share their pairs' keys (one of each in the process)."""
+    """A restarted server knows no session: at its first request it draws the session's
+    order again from its list and seed, and takes the draw only if it is the stored order to
+    the character; else it reads the stored order. Either way the page is sent the same
+    trials, a trial is scored against the same pair, and the orders share their pairs'
+    keys (one of each in the process)."""
     study = client.study
-    started = [start(client, label) for label in ("p 1", "p 2")]
+    labels = ("p 1", "p 2", "p 3")
+    started = [start(client, label) for label in labels]
     ids = [answer.json()["session_id"] for answer, _ in started]
     orders = [study._sessions[session]["order"] for session in ids]
 
     def resumed():
         return [client.post("/api/sessions", json={"participant": label, "token": token}).text
-                for label, (_, token) in zip(("p 1", "p 2"), started, strict=True)]  # fmt: skip
+                for label, (_, token) in zip(labels, started, strict=True)]  # fmt: skip
 
     before = resumed()
+    # Session 3's seed no longer draws its order (as after a change to the set or the
+    # protocol): its stored order is read, and it is still the order it was given.
+    with sqlite3.connect(client.db) as connection:
+        connection.execute("UPDATE sessions SET seed = seed + 1 WHERE id = ?", (ids[2],))
     study._sessions.clear()  # as after a restart
     assert resumed() == before
     restored = [study._sessions[session]["order"] for session in ids]
     assert restored == orders and all(a is not b for a, b in zip(restored, orders, strict=True))
-    assert all(key is study._keys[key] for order in restored for key in order.keys)
+    # Sessions 1 and 2 were drawn: their keys are their list's, the same objects in both;
+    # session 3's were read, onto the keys the process keeps for orders read.
     assert {id(key) for key in restored[0].keys} == {id(key) for key in restored[1].keys}
+    assert not {id(key) for key in restored[0].keys} & {id(key) for key in study._keys}
+    assert all(key is study._keys[key] for key in restored[2].keys)
 
     study._sessions.clear()
-    trial = json.loads(before[1])["trials"][0]
-    headers = {"Authorization": f"Bearer {started[1][1]}"}
-    stored = client.put(f"/api/sessions/{ids[1]}/trials/1", json=report(trial, 1, [("2", 0.3)]),
-                        headers=headers)  # fmt: skip
-    assert stored.status_code == 201
+    for number, (_, token) in enumerate(started[1:], start=2):
+        trial = json.loads(before[number - 1])["trials"][0]
+        stored = client.put(f"/api/sessions/{ids[number - 1]}/trials/1",
+                            json=report(trial, 1, [("2", 0.3)]),
+                            headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+        assert stored.status_code == 201
     assert rows(client, "SELECT s.source_id, t.sketch_id, t.image_id, t.phase FROM trials t "
-                        "JOIN sessions s ON s.id = t.session_id") == [
-        ("p 2", trial["sketch_id"], trial["image_id"], trial["phase"])
+                        "JOIN sessions s ON s.id = t.session_id ORDER BY s.source_id") == [
+        (label, trial["sketch_id"], trial["image_id"], trial["phase"])
+        for label, trial in ((labels[k], json.loads(before[k])["trials"][0]) for k in (1, 2))
     ]  # fmt: skip
 
 
