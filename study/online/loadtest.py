@@ -277,7 +277,10 @@ async def _until_answered(
             return None
         result.retries += 1
         route.fail_over()
-        await asyncio.sleep(next(waits))
+        if retry.attempts is not None and tries >= retry.attempts:
+            break  # the page gives up here (its last wait changes nothing the server sees)
+        # Never past the deadline: a run stays bounded, whatever the ceiling of the waits.
+        await asyncio.sleep(min(next(waits), max(0.0, deadline - time.monotonic())))
     return None
 
 

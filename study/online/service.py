@@ -935,9 +935,9 @@ class Order(Sequence):
     session of a list: a start puts the drawn sequence aside as it is, and a thousand
     sessions hold a thousand tuples of references, not 1.3 million rows of their own.
     Before, each start turned its drawn rows into tuples (and joined their JSON from them),
-    and a restarted server parsed each session's rows into new strings: a crowd's starts
-    spent a third of the server's time on their orders. The tuples hold only strings,
-    numbers and None, which the cyclic garbage collector stops tracking.
+    and a restarted server parsed each session's rows into new strings: while a crowd
+    arrived, its starts spent about 30% of the server's time on their orders. The tuples
+    hold only strings, numbers and None, which the cyclic garbage collector stops tracking.
     """
 
     __slots__ = ("keys",)
