@@ -861,8 +861,8 @@ ORDER_COLUMNS = TRIAL_COLUMNS
 
 @dataclass(frozen=True)
 class ListOrder:
-    """A list's pairs, ready to be put in a participant's order: :meth:`rows` is
-    ``_order_rows(build_trials(protocol, list_manifest, seed))`` without pandas.
+    """A list's pairs, ready to be put in a participant's order: ``Order(keys(seed))``
+    reads as ``_order_rows(build_trials(protocol, list_manifest, seed))``, without pandas.
 
     A session's start built its 1,282-trial order with pandas (``build_trials``: about 17 ms
     of CPU of the start's 25) while a crowd arrived at 17 starts a second. The pairs and
@@ -920,10 +920,6 @@ class ListOrder:
             both = block + list(again)
             block = [both[k] for k in np.argsort(keys, kind="stable").tolist()]
         return (*demo, *block)
-
-    def rows(self, seed: int) -> list[list]:
-        """The order of a participant of this list with ``seed``, as stored."""
-        return [[number, *key] for number, key in enumerate(self.keys(seed), start=1)]
 
 
 class Order(Sequence):

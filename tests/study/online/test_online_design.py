@@ -137,7 +137,8 @@ def test_lists_split_the_main_pairs_evenly(manifest, subset, lists, seed):
     st.integers(0, 3),
 )
 def test_a_list_order_is_build_trials_order(manifest, seed, enabled, repeat, repeat_from, drop):
-    """serve draws a participant's order from rows made once per list (ListOrder): the same
+    """serve draws a participant's order from keys made once per list (ListOrder) and keeps
+    it as those keys (Order): read in turn, by index, negative index or slice, the same
     trials, phases and prescribed ratings as build_trials (the lab's and the simulator's
     rule, read here through pandas) for every seed and anchoring setting."""
     manifest = manifest.drop(index=manifest.index[manifest["role"] == "anchor"][:drop])
@@ -147,10 +148,16 @@ def test_a_list_order_is_build_trials_order(manifest, seed, enabled, repeat, rep
                "image_path"]  # fmt: skip
     built = build_trials(protocol, manifest, seed)[columns]
     expected = [
-        [int(trial), phase, sketch, image, None if pd.isna(rating) else int(rating), sp, ip]
+        (int(trial), phase, sketch, image, None if pd.isna(rating) else int(rating), sp, ip)
         for trial, phase, sketch, image, rating, sp, ip in built.itertuples(index=False, name=None)
     ]
-    assert ListOrder.of(protocol, manifest).rows(seed) == expected
+    order = Order(ListOrder.of(protocol, manifest).keys(seed))
+    assert len(order) == len(expected) and list(order) == expected
+    assert [order[i] for i in range(-len(expected), len(expected))] == expected + expected
+    assert order[1:-1:2] == expected[1:-1:2]
+    for outside in (len(expected), -len(expected) - 1):
+        with pytest.raises(IndexError):
+            order[outside]
 
 
 _NAMES = st.text(min_size=1, max_size=12)  # unicode, quotes, backslashes, spaces, controls
@@ -185,26 +192,18 @@ def test_an_order_joined_from_its_pairs_json_is_the_encoders_text(orders):
 
 @settings(max_examples=100, deadline=None)
 @given(manifests(), st.integers(0, 2**63 - 1), st.booleans())
-def test_an_order_kept_as_its_pairs_reads_as_its_rows(manifest, seed, repeat):
-    """A session's order is kept as the list's shared (phase, *pair) keys (Order): read by
-    index, negative index, slice or in turn it is the rows ListOrder.rows draws (the test
-    above holds those to build_trials), and read back from its stored JSON, as a restarted
-    server does, it is the same order, its keys the ones already kept."""
+def test_an_order_read_back_from_its_stored_json_is_the_same_order(manifest, seed, repeat):
+    """A restarted server reads a session's order back from its stored JSON (Order.of_rows):
+    the same order as the one drawn (the test above holds those to build_trials), its keys
+    the ones the process already keeps, one of each."""
     protocol = replace(Protocol(), anchoring=Anchoring(enabled=True, repeat=repeat))
     lists = ListOrder.of(protocol, manifest)
-    keys = lists.keys(seed)
-    rows = [tuple(row) for row in lists.rows(seed)]
-    order = Order(keys)
-    assert len(order) == len(rows) and list(order) == rows
-    assert [order[i] for i in range(-len(rows), len(rows))] == rows + rows
-    assert order[1:-1:2] == rows[1:-1:2]
-    for outside in (len(rows), -len(rows) - 1):
-        with pytest.raises(IndexError):
-            order[outside]
+    order, other = Order(lists.keys(seed)), Order(lists.keys(seed + 1))
+    rows = list(order)
     shared: dict = {}
-    first = Order.of_rows(json.loads(storage.dumps(lists.rows(seed))), shared)
-    again = Order.of_rows(json.loads(storage.dumps(lists.rows(seed + 1))), shared)
-    assert first == order and list(again) == [tuple(row) for row in lists.rows(seed + 1)]
+    first = Order.of_rows(json.loads(storage.dumps(rows)), shared)
+    again = Order.of_rows(json.loads(storage.dumps(list(other))), shared)
+    assert first == order and again == other
     assert all(key is shared[key] for key in first.keys + again.keys)
     # A stored order is numbered from 1 (every writer numbers it so): another is refused.
     if rows:
