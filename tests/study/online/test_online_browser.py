@@ -54,6 +54,23 @@ def stall(participant, *, at: float, ms: int) -> None:
     )
 
 
+def stall_at_step_end(participant, *, trial: int, ms: int) -> None:
+    """Keep the page's main thread busy for ``ms`` from the instant trial ``trial``'s step
+    ends (when the page sets that trial ``pending``, 2.5 frames before its blank's due end,
+    so as to flip the next pair on time), inside that frame: the blank stays on screen and
+    no later frame begins meanwhile. (A stall set by the clock alone must fall in those 2.5
+    frames: on a loaded machine its timer fired after the next pair was flipped.)"""
+    participant.driver.execute_script(
+        "const s = window.sbir.session, trial = arguments[0], ms = arguments[1];"
+        "let value = s.pending, done = false;"
+        "Object.defineProperty(s, 'pending', {configurable: true, get: () => value,"
+        " set: (v) => { value = v; if (!done && v && v.trial.trial === trial) { done = true;"
+        " const end = performance.now() + ms; while (performance.now() < end) {} } }});",
+        trial,
+        ms,
+    )
+
+
 def stamped_presses(participant) -> list[tuple]:
     """(press, the page's stamp of it) for every key sent since :data:`KEY_LOGGER` was
     installed, each stamp checked to lie while its DevTools command ran: between sending
@@ -417,8 +434,8 @@ def test_a_pause_key_at_the_end_of_a_blank_takes_effect_right_after_that_trial(
     the next pair is flipped: the pause comes right after that trial, and a pair flipped
     before the key was seen is withdrawn and comes again after it. Here the page ends the
     trial's step (2.5 frames before the blank's end, so as to flip the next pair on time),
-    then stalls 300 ms with the blank on screen from 35 ms before its end; the pause key is
-    pressed in the stall, 30 ms before the blank's end, before any later frame began."""
+    then stalls 300 ms in that frame with the blank on screen; the pause key is pressed in
+    the stall, 30 ms before the blank's end, before any later frame began."""
     participant, data = past_the_intake(
         "?participant=latepause", tmp_path, online_set, start_server, browser
     )
@@ -427,7 +444,7 @@ def test_a_pause_key_at_the_end_of_a_blank_takes_effect_right_after_that_trial(
     first = participant.onset_of(1)["onset"]
     participant.key_at("3", first + 0.2, 1)
     nominal_end = first + stimulus_s + blank_s
-    stall(participant, at=nominal_end - 0.035, ms=300)
+    stall_at_step_end(participant, trial=1, ms=300)
     pressed = participant.key_at("p", nominal_end - 0.03, 1, stamped=True)
     participant.wait(lambda: shown(participant, "pause") == 1, what="the pause")
     time.sleep(0.3)
@@ -441,6 +458,7 @@ def test_a_pause_key_at_the_end_of_a_blank_takes_effect_right_after_that_trial(
     # it came on: then it is in onsets twice, the first without a window's end).
     second = [o for o in onsets if o["trial"] == 2]
     assert second[-1]["onset"] > pause, (second, pause, first, nominal_end, pressed, onsets)
+    assert pause > nominal_end + 0.2, (pause, nominal_end)  # the page did stall
     stored = stored_trials(data).set_index("trial")
     assert stored.index.tolist() == list(range(1, len(stored) + 1)) and len(stored) > 2
     one = stored.loc[1]
@@ -459,7 +477,7 @@ def test_keys_pressed_before_a_pause_screen_appears_ask_once_and_a_quit_is_not_l
     still on screen (the page stalled), it asks for no second pause; the quit key pressed
     then too is not lost: its question comes before the next pair. (A key that reached the
     page after the pause screen appeared is the pause screen's, and asks nothing: on a busy
-    machine the stall can begin late, so the test reads where the keys fell.)"""
+    machine a key can be sent late, so the test reads where the keys fell.)"""
     participant, data = past_the_intake(
         "?participant=twice", tmp_path, online_set, start_server, browser,
         response={"quit_key": "q"},
@@ -470,7 +488,7 @@ def test_keys_pressed_before_a_pause_screen_appears_ask_once_and_a_quit_is_not_l
     first = participant.onset_of(1)["onset"]
     participant.key_at("p", first + 0.2, 1)
     nominal_end = first + stimulus_s + blank_s
-    stall(participant, at=nominal_end - 0.035, ms=300)
+    stall_at_step_end(participant, trial=1, ms=300)
     participant.key_at("p", nominal_end - 0.03, 1, stamped=True)
     participant.key_at("q", nominal_end - 0.025, 1, stamped=True)
     answered = {"pause": 0, "quit": 0}
