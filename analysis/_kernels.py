@@ -22,6 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from scipy import special
 
+from sbir_study.foundation.threads import THREADS_VARIABLE, threads
+
 ALTERNATIVES = ("greater", "two-sided", "less")
 
 # Sign arrays are built in column blocks of about this many bytes, so that the
@@ -344,26 +346,6 @@ def in_order(work, jobs, *, weight, threshold: float = 2e6):
 
 #: Sets the threads of the crowd-scale statistics (whole number >= 1), where a machine is
 #: shared or to check the results of one thread; unset, one per core.
-THREADS_VARIABLE = "SBIR_STUDY_THREADS"
-
-
-def threads() -> int:
-    """The threads for the sketches: ``$SBIR_STUDY_THREADS`` if set, else the cores this
-    process may run on (at most 8: each thread holds a sketch's pairs). The results are
-    the same bits at any number: each sketch is computed whole on one thread."""
-    given = os.environ.get(THREADS_VARIABLE, "").strip()
-    if given:
-        if not (given.isascii() and given.isdigit()) or int(given) < 1:
-            from sbir_study.foundation.checks import InputError
-
-            raise InputError(f"${THREADS_VARIABLE}: {given!r}; expected a whole number >= 1 "
-                             "(the threads of the crowd-scale statistics)")  # fmt: skip
-        return int(given)
-    if hasattr(os, "sched_getaffinity"):
-        return min(len(os.sched_getaffinity(0)), 8)
-    return min(os.cpu_count() or 1, 8)
-
-
 def _one_blas_thread(cells: int):
     """BLAS on one thread for a block of ``cells`` pairs: the products with 40 terms per
     cell are too small for threads to pay, and on a busy machine waiting for them made

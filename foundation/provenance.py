@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path
 from typing import NamedTuple
@@ -21,6 +21,7 @@ __all__ = [
     "DISTRIBUTION",
     "SESSION_PACKAGES",
     "FileDigest",
+    "data_sha256",
     "file_digest",
     "software_versions",
     "toolkit_version",
@@ -77,12 +78,15 @@ class FileDigest(NamedTuple):
     data: bytes | None = None
 
 
-def file_digest(path: str | Path, *, sync: bool = False, keep: bool = False) -> FileDigest:
+def file_digest(path: str | Path, *, sync: bool = False, keep: bool = False,
+                hashed: bool = True) -> FileDigest:  # fmt: skip
     """The SHA-256 of a file and its number of lines: the one file hash of the toolkit.
 
     The file is read in chunks, never whole, unless ``keep`` asks for its bytes
     (a reader that parses them hashes what it parses). ``sync`` also flushes the
-    file to disk (``fsync``) before it is closed. Errors of the operating system
+    file to disk (``fsync``) before it is closed. ``hashed=False`` (with ``keep``)
+    leaves the SHA-256 empty, for a reader that hashes the bytes it keeps with
+    :func:`data_sha256` on a thread beside its parse. Errors of the operating system
     (a missing or unreadable file) are raised as they are.
 
     Examples
@@ -94,11 +98,11 @@ def file_digest(path: str | Path, *, sync: bool = False, keep: bool = False) -> 
     >>> digest.sha256 == hashlib.sha256(b"a\\r\\nb\\rc").hexdigest(), digest.lines
     (True, 3)
     """
-    digest = hashlib.sha256()
     if keep:
         data = Path(path).read_bytes()
-        digest.update(data)
-        return FileDigest(digest.hexdigest(), _line_ends(data) + _unended(data), data)
+        return FileDigest(data_sha256(data) if hashed else "", _line_ends(data) + _unended(data),
+                          data)  # fmt: skip
+    digest = hashlib.sha256()
     ends = 0
     last = b""
     with open(path, "rb") as stream:
@@ -109,6 +113,29 @@ def file_digest(path: str | Path, *, sync: bool = False, keep: bool = False) -> 
         if sync:
             os.fsync(stream.fileno())
     return FileDigest(digest.hexdigest(), ends + _unended(last))
+
+
+def data_sha256(data: bytes, *, stop: Callable[[], bool] | None = None) -> str | None:
+    """The SHA-256 of a file's bytes, as :func:`file_digest` gives it (``hashlib``
+    releases the interpreter lock over them: a thread can hash while another parses).
+
+    ``stop`` is asked between slices of ``_CHUNK`` bytes; once it says so, the hash is
+    left and None returned (a reader whose file was refused does not wait for it).
+
+    Examples
+    --------
+    >>> data_sha256(b"abc") == hashlib.sha256(b"abc").hexdigest()
+    True
+    >>> data_sha256(b"abc", stop=lambda: True) is None
+    True
+    """
+    digest = hashlib.sha256()
+    view = memoryview(data)
+    for offset in range(0, len(data), _CHUNK):
+        if stop is not None and stop():
+            return None
+        digest.update(view[offset : offset + _CHUNK])
+    return digest.hexdigest()
 
 
 def _line_ends(data: bytes, before: bytes = b"") -> int:

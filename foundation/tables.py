@@ -222,7 +222,8 @@ def _first_line(data: bytes, start: int, end: int) -> tuple[int, str, int] | Non
         return None  # refused it already
 
 
-def read_text(path: str | Path, wording: Wording = COLON, *, stream: bool = False) -> TextFile:
+def read_text(path: str | Path, wording: Wording = COLON, *, stream: bool = False,
+              hashed: bool = True) -> TextFile:  # fmt: skip
     """Read a text file: its bytes, checked as UTF-8, its SHA-256 and its number of lines.
 
     A folder, a file that cannot be read, and one that is not UTF-8 raise
@@ -233,6 +234,9 @@ def read_text(path: str | Path, wording: Wording = COLON, *, stream: bool = Fals
     a large file that Arrow reads by itself (a run of millions of lines): its bytes
     are read, and checked, only when they are asked for (:attr:`TextFile.data`: a
     message about a line, a table Arrow refuses); Arrow checks the text it parses.
+    ``hashed=False`` (not with ``stream``) leaves :attr:`TextFile.sha256` empty, for a
+    reader that hashes :attr:`TextFile.data` itself, beside its parse
+    (:func:`~sbir_study.foundation.provenance.data_sha256`).
 
     Examples
     --------
@@ -247,7 +251,7 @@ def read_text(path: str | Path, wording: Wording = COLON, *, stream: bool = Fals
     if path.is_dir():
         raise InputError(f"{path}: is a folder; expected a text file")
     try:
-        digest = file_digest(path, keep=not stream)
+        digest = file_digest(path, keep=not stream, hashed=hashed or stream)
         if stream:
             with open(path, "rb") as opened:
                 size = os.fstat(opened.fileno()).st_size

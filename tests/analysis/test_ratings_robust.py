@@ -1,5 +1,6 @@
 """Ratings can never be misattributed, and no bytes make the reader fail with a traceback."""
 
+import hashlib
 import tempfile
 from pathlib import Path
 
@@ -11,6 +12,8 @@ from hypothesis import strategies as st
 
 from sbir_study.analysis import load_ratings
 from sbir_study.foundation.checks import InputError, bad_ids
+from sbir_study.foundation.environment import environment_variables
+from sbir_study.foundation.threads import THREADS_VARIABLE
 from tests.helpers import reads_or_refuses, table_bytes
 
 COLUMNS = ["participant", "sketch_id", "image_id", "phase", "rating", "rt", "trial"]
@@ -67,6 +70,55 @@ def test_a_participant_column_that_contradicts_the_file_name_is_named(tmp_path):
         load_ratings(tmp_path)
 
 
+# A participant cell of a BIDS file: the file's own label (blanks around it are
+# stripped), or not: another label, another spelling, an empty cell, n/a (a file from
+# another tool leaves the column out, and each of its rows takes the file's label).
+CELLS = st.sampled_from(["own", " own", "own  ", "other", "OWN", "", "n/a"])
+
+
+@settings(max_examples=80, deadline=5000)
+@given(
+    files=st.lists(
+        st.tuples(st.sampled_from([COLUMNS, COLUMNS[::-1]]), st.booleans(),
+                  st.lists(CELLS, min_size=1, max_size=5)),
+        min_size=1,
+        max_size=4,
+    )
+)  # fmt: skip
+def test_a_participant_column_is_read_against_the_file_name_cell_by_cell(files):
+    """Every cell that names the file's own participant (blanks around it stripped), and
+    every row of a file without the column, is read as that participant; any other cell,
+    in any of the files, is refused, naming its file, line, the expected label and the
+    stripped value."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        wrong, expected = [], {}
+        for number, (columns, with_participant, cells) in enumerate(files):
+            label, other = f"p{number}", f"p{number + 1}" if number else "x9"
+            spelled = {"own": label, " own": f" {label}", "own  ": f"{label}  ",
+                       "other": other, "OWN": label.upper(), "": "", "n/a": "n/a"}  # fmt: skip
+            rows = _rows(label, [1 + k % 7 for k in range(len(cells))])
+            for row, cell in zip(rows, cells, strict=True):
+                row["participant"] = spelled[cell]
+            path = _write_session(root, label, rows, columns, with_participant=with_participant)
+            if with_participant:
+                wrong += [(str(path), line, label, spelled[cell].strip())
+                          for line, cell in enumerate(cells, start=2)
+                          if cell in ("other", "OWN", "", "n/a")]  # fmt: skip
+            expected |= {(label, row["image_id"]): row["rating"] for row in rows}
+        if not wrong:
+            assert _given(load_ratings(root)) == expected
+            return
+        with pytest.raises(InputError) as refused:
+            load_ratings(root)
+        message = str(refused.value)
+        assert any(
+            message == f"{path}: line {line}: field 'participant': expected {label!r} (the "
+            f"file's sub- label), got {value!r}"
+            for path, line, label, value in wrong
+        ), (message, wrong)
+
+
 def test_a_file_in_another_participants_folder_is_refused(tmp_path):
     path = tmp_path / "sub-01" / "beh" / "sub-02_task-sbirrating_beh.tsv"
     path.parent.mkdir(parents=True)
@@ -102,10 +154,13 @@ layouts = st.one_of(
         ),
         min_size=1,
         max_size=6,
-    )
+    ),
+    threads=st.sampled_from(["1", "2", "3"]),
 )
-def test_every_rating_is_read_back_as_written(sessions):
-    """Any layouts, any mix of files with and without a participant column, any line ends."""
+def test_every_rating_is_read_back_as_written(sessions, threads):
+    """Any layouts, any mix of files with and without a participant column, any line ends;
+    and each file's SHA-256, taken on a thread beside the parse (or in this one), is the
+    file's as ``hashlib`` takes it."""
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         expected = {}
@@ -115,7 +170,12 @@ def test_every_rating_is_read_back_as_written(sessions):
                            line_end=end)  # fmt: skip
             expected |= {(label, row["image_id"]): None if row["rating"] == "n/a"
                          else row["rating"] for row in rows}  # fmt: skip
-        assert _given(load_ratings(root)) == expected
+        with environment_variables({THREADS_VARIABLE: threads}):
+            read = load_ratings(root)
+        assert _given(read) == expected
+        hashed = {source.path: source.sha256 for source in read.attrs["provenance"].sources}
+        assert hashed == {str(path): hashlib.sha256(path.read_bytes()).hexdigest()
+                          for path in root.glob("sub-*/beh/*_beh.tsv")}  # fmt: skip
 
 
 IDS = ["participant", "sketch_id", "image_id", "phase", "rating", "rt", "anchor_rating",
