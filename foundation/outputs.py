@@ -242,13 +242,17 @@ def _check_place(target: Path, absolute: Path, inputs: Iterable[str | Path],
         )
     if real == Path(real.anchor) or real == Path(os.path.realpath(Path.home())):
         raise InputError(f"{target}: is a top-level folder; expected a new folder for the output")
+    # Compared as text (real paths are normal): a study's thousands of session files cost
+    # a second as Path objects and their parents.
+    place = str(real)
     for given in inputs:
-        source = Path(os.path.realpath(given))
-        if real == source or real in source.parents:
+        found = os.path.realpath(given)
+        if _within(found, place):
             raise InputError(
                 f"{target}: holds the input {given}; it is never overwritten, choose another --out"
             )
-        if not inside_inputs and source in real.parents and source.is_dir():
+        if not inside_inputs and _within(place, found) and os.path.isdir(found):
+            source = Path(found)
             derivatives = source / "derivatives"
             if not (_is_bids(source) and real.is_relative_to(derivatives)):
                 raise InputError(
@@ -267,6 +271,12 @@ def _check_place(target: Path, absolute: Path, inputs: Iterable[str | Path],
             f"{target}: is inside {above}, {what}; nothing is written into it, choose a folder "
             "outside it"
         )
+
+
+def _within(path: str, folder: str) -> bool:
+    """Whether the normal absolute ``path`` is ``folder`` or below it (as ``Path(path) ==
+    Path(folder) or Path(folder) in Path(path).parents``)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _listing(folder: Path) -> dict[str, os.stat_result]:

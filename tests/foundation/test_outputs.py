@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -342,6 +343,7 @@ def test_the_dataset_folder_of_a_session(tmp_path):
 
 WRITER = """
 import sys
+from pathlib import Path
 from sbir_study.foundation.outputs import output_folder
 from sbir_study.foundation.checks import InputError
 try:
@@ -496,3 +498,17 @@ def test_signals_are_held_back_whichever_thread_the_kernel_gives_them_to(
         for helper in helpers:
             helper.join()
         signal.signal(signal.SIGTERM, previous)
+
+
+_PARTS = st.lists(st.sampled_from(["a", "ab", "a b", "b", ".x", "a-", "é"]), max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=_PARTS, folder=_PARTS)
+def test_within_is_paths_and_their_parents(path, folder):
+    """The text comparison of normal absolute paths that the output's place is checked with
+    (thousands of session files) decides as Path and its parents do: a name that merely
+    begins like the folder's (``ab`` beside ``a``) is not inside it."""
+    path, folder = "/" + "/".join(path), "/" + "/".join(folder)
+    expected = Path(path) == Path(folder) or Path(folder) in Path(path).parents
+    assert outputs._within(path, folder) == expected
