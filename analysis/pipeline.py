@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -210,12 +211,6 @@ def _analyze_into(
     if main.empty:
         raise InputError("ratings: no rows of phase 'main'; expected the main block of a study")
 
-    with progress.step("ground truth"):
-        ground_truth = consensus_ground_truth(ratings)
-        ground_truth.to_csv(out / "ground_truth.csv", index=False)
-        write_qrels(ground_truth, out / "ground_truth.qrels", scale=scale)
-        write_binary_qrels(ground_truth, out / "ground_truth_binary.qrels", scale=scale)
-
     raters = main.groupby("sketch_id", observed=True)["participant"].nunique().to_numpy()
     if options.pairwise_raters is not None:
         raters = np.minimum(raters, options.pairwise_raters)
@@ -230,19 +225,31 @@ def _analyze_into(
     # other statistics are computed here: each side alone leaves a core idle much of the time.
     # (``$SBIR_STUDY_THREADS=1``: everything in this thread, one after the other.)
     beside = pairs >= _PAIRS_BESIDE and _kernels.threads() > 1
-    with ThreadPoolExecutor(1) if beside else _InThisThread() as pool:
-        pairwise = pool.submit(_write_pairwise, ratings, cube, out, options, full)
+    # The reliability is computed by whichever side is free first: beside the pairs when
+    # the other statistics end first (2,000 participants), else after them, beside the
+    # other statistics (10,000: the pairs end 18 s before them).
+    pool = ThreadPoolExecutor(1) if beside else _InThisThread()
+    with pool, _Once(_write_reliability, out, cube, options) as reliability_files:
+        pairwise = pool.submit(_then, _write_pairwise, reliability_files.claim, ratings, cube,
+                               out, options, full)  # fmt: skip
+        # After the pairs have begun: at crowd scale they end last, and the ground truth
+        # before them kept a core idle for half a second.
+        with progress.step("ground truth"):
+            ground_truth = consensus_ground_truth(ratings)
+            ground_truth.to_csv(out / "ground_truth.csv", index=False)
+            write_qrels(ground_truth, out / "ground_truth.qrels", scale=scale)
+            write_binary_qrels(ground_truth, out / "ground_truth_binary.qrels", scale=scale)
         others = _other_statistics(out, ratings, cube, options, pilot, scale)
-        # Beside the pairs too: after them, it kept one core idle for a second or more. Not
-        # on a thread of its own: beside the other statistics, their peaks of memory add
-        # up (3.7 GiB instead of 3.2 at 10,000 participants).
-        reliability, predicted = _write_reliability(out, cube, options)
+        # Not on a thread of its own from the start: beside the other statistics and the
+        # pairs, their peaks of memory added up (3.7 GiB instead of 3.2 at 10,000).
+        reliability_files.claim()
+        w_table, overall_alpha, consensus, participants, anchoring, bins, distributions = others
+        participants = with_exclusions(participants, everyone, consensus, exclusions)
+        participants = with_catch_scores(participants, everyone, catch)
+        participants.to_csv(out / "participants.csv", index=False)
         pairwise_p, pairwise_summary, boxes, pairwise_undefined = pairwise.result()
+        reliability, predicted = reliability_files.result()
     del cube  # not held through the figures: 100 MB for 10,000 participants of 31 sketches
-    w_table, overall_alpha, consensus, participants, anchoring, bins, distributions = others
-    participants = with_exclusions(participants, everyone, consensus, exclusions)
-    participants = with_catch_scores(participants, everyone, catch)
-    participants.to_csv(out / "participants.csv", index=False)
     extremes = sketch_agreement(pairwise_summary, w_table)
     extremes.to_csv(out / "sketch_agreement.csv", index=False)
 
@@ -348,10 +355,7 @@ def _summary(ratings, main, ground_truth, pairwise_p, consensus, anchoring, w_ta
             }
             for row in bins.itertuples()
         ],
-        "phases": {
-            phase: {"n_trials": len(group), "n_missing": int(group["rating"].isna().sum())}
-            for phase, group in ratings.groupby("phase", sort=True)
-        },
+        "phases": _phase_counts(ratings),
         "pairwise_table": "full" if full else "summary",
         "pairwise_raters": {
             "max": options.pairwise_raters,
@@ -487,6 +491,17 @@ def with_catch_scores(participants: pd.DataFrame, everyone: pd.DataFrame,
     scores = score_catch_pairs(everyone, pairs).set_index("participant")
     scores = scores.reindex(participants["participant"].astype(str))
     return participants.assign(**{c: scores[c].to_numpy() for c in scores.columns})
+
+
+def _phase_counts(ratings: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """Trials and missing ratings of each phase, the phases in sorted order. Counted from the
+    phase and rating columns alone: a group per phase copied every column of millions of
+    rows (2.5 s at 10,000 participants)."""
+    missing = ratings["rating"].isna().groupby(ratings["phase"], observed=True, sort=True)
+    return {
+        phase: {"n_trials": int(n), "n_missing": int(k)}
+        for phase, n, k in zip(missing.size().index, missing.size(), missing.sum(), strict=True)
+    }
 
 
 def origin_counts(ratings: pd.DataFrame) -> dict[str, int]:
@@ -631,6 +646,47 @@ class _InThisThread:
         except BaseException as error:  # handed to the caller by result(), as a thread does
             future.set_exception(error)
         return future
+
+
+class _Once:
+    """Work that two threads may each offer to do: the first to :meth:`claim` it computes
+    it, the other goes on; :meth:`result` waits for it. A block that ends in an error
+    leaves it unclaimed to no one (the other thread does not start it)."""
+
+    def __init__(self, work, *args) -> None:
+        self._work, self._args = work, args
+        self._lock = threading.Lock()
+        self._claimed = False
+        self._future: Future = Future()
+
+    def claim(self) -> None:
+        with self._lock:
+            if self._claimed:
+                return
+            self._claimed = True
+        self._future.set_running_or_notify_cancel()
+        try:
+            self._future.set_result(self._work(*self._args))
+        except BaseException as error:  # handed to the caller by result()
+            self._future.set_exception(error)
+
+    def __enter__(self) -> _Once:
+        return self
+
+    def __exit__(self, kind, *exc) -> None:
+        if kind is not None:
+            with self._lock:
+                self._claimed = True
+
+    def result(self):
+        return self._future.result()
+
+
+def _then(first, second, *args):
+    """``first(*args)``, then ``second()``; ``first``'s result."""
+    result = first(*args)
+    second()
+    return result
 
 
 def _write_pairwise(

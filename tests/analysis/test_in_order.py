@@ -207,3 +207,49 @@ def test_sbir_study_threads_takes_a_whole_number_from_1_and_refuses_the_rest(val
         else:
             with pytest.raises(InputError, match=r"\$SBIR_STUDY_THREADS: .*whole number >= 1"):
                 AnalysisOptions()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0, 0.003), min_size=2, max_size=5), st.booleans())
+def test_work_offered_by_several_threads_is_done_once(delays, fails):
+    """The reliability is computed by whichever of the pairs' thread and the main thread is
+    free first: any number of threads may offer, at any moments; it runs once, and every
+    one who asks gets its result (or its error)."""
+    from sbir_study.analysis.pipeline import _Once
+
+    ran = []
+
+    def work():
+        ran.append(threading.get_ident())
+        if fails:
+            raise ValueError("refused")
+        return 42
+
+    once = _Once(work)
+
+    def offer(delay):
+        threading.Event().wait(delay)
+        once.claim()
+
+    threads = [threading.Thread(target=offer, args=(d,)) for d in delays]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(ran) == 1
+    if fails:
+        with pytest.raises(ValueError, match="refused"):
+            once.result()
+    else:
+        assert once.result() == 42
+
+
+def test_work_left_by_a_block_that_failed_is_not_started():
+    from sbir_study.analysis.pipeline import _Once
+
+    ran = []
+    once = _Once(lambda: ran.append(1))
+    with pytest.raises(RuntimeError), once:
+        raise RuntimeError("the other statistics failed")
+    once.claim()  # the pairs' thread, finishing later
+    assert ran == []
