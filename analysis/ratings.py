@@ -138,7 +138,8 @@ class Provenance:
         return self
 
 
-def load_ratings(path: str | Path, *, scale: Scale | None = None) -> pd.DataFrame:
+def load_ratings(path: str | Path, *, scale: Scale | None = None,
+                 extra_columns: bool = True) -> pd.DataFrame:  # fmt: skip
     """Read and validate a flat ratings table or a BIDS dataset.
 
     Parameters
@@ -152,6 +153,10 @@ def load_ratings(path: str | Path, *, scale: Scale | None = None) -> pd.DataFram
         one its ``_beh.json`` sidecars record (``RatingScale``; for a session
         recorded before the scale was, the number of its protocol's keys); a
         ``scale`` given for it must be the same.
+    extra_columns
+        Keep the columns beyond :data:`RATING_COLUMNS` (a session's timing and key
+        presses). ``False`` leaves them out, for a caller that reads the ratings only
+        (``analyze``): they are still parsed and their lines checked, not converted.
 
     Returns
     -------
@@ -189,13 +194,14 @@ def load_ratings(path: str | Path, *, scale: Scale | None = None) -> pd.DataFram
     1          01        b  main    <NA>
     """
     path = Path(path)
+    columns = None if extra_columns else RATING_COLUMNS
     with _Hasher() as hasher:
-        return _load_ratings(path, scale, hasher)
+        return _load_ratings(path, scale, hasher, columns)
 
 
-def _load_ratings(path: Path, scale: Scale | None, hasher: _Hasher) -> pd.DataFrame:
+def _load_ratings(path: Path, scale: Scale | None, hasher: _Hasher, columns) -> pd.DataFrame:
     if path.is_dir():
-        frame, sources = _read_bids(path, hasher)
+        frame, sources = _read_bids(path, hasher, columns)
         sidecars = _read_sidecars(Path(s.path).with_suffix(".json") for s in sources)
         simulated = any(_says_simulated(sidecar) for sidecar in sidecars.values())
         scale = _dataset_scale(sidecars, scale)
@@ -204,7 +210,7 @@ def _load_ratings(path: Path, scale: Scale | None, hasher: _Hasher) -> pd.DataFr
         catch = _recorded_catch_pairs(sidecars)
     elif path.is_file():
         with progress.step(f"reading {path.name}"):
-            frame, source = _read_file(path, hasher)
+            frame, source = _read_file(path, hasher, columns)
         sources = [source]
         sidecars = _read_sidecars([path.with_suffix(".json")])
         ((sidecar_path, sidecar),) = sidecars.items()
@@ -464,7 +470,7 @@ def main_phase_cube(ratings: pd.DataFrame, cube: RatingCube | None = None) -> Ra
 # --- reading files ---------------------------------------------------------------------------
 
 
-def _read_bids(root: Path, hasher: _Hasher) -> tuple[pd.DataFrame, list[_Source]]:
+def _read_bids(root: Path, hasher: _Hasher, columns=None) -> tuple[pd.DataFrame, list[_Source]]:
     paths = sorted({f for pattern in _BIDS_PATTERNS for f in root.glob(pattern)})
     if not paths:
         raise InputError(
@@ -473,7 +479,7 @@ def _read_bids(root: Path, hasher: _Hasher) -> tuple[pd.DataFrame, list[_Source]
     files = [_read_text(path, hasher, bids=True, label=_participant_of(root, path))
              for path in progress.track(paths, "reading session files", unit="file")]  # fmt: skip
     with progress.step("parsing session files"):
-        frame = _parse(files)
+        frame = _parse(files, columns)
     # Each row's label came with it through the parse (files are parsed grouped by header,
     # not in file order), as a categorical (files of several headers are concatenated as
     # text): the participant column is that label.
@@ -611,9 +617,9 @@ class _RawFile:
         return not self.header.quote or self.file.data.find(b'"', self.header.end) < 0
 
 
-def _read_file(path: Path, hasher: _Hasher) -> tuple[pd.DataFrame, _Source]:
+def _read_file(path: Path, hasher: _Hasher, columns=None) -> tuple[pd.DataFrame, _Source]:
     raw = _read_text(path, hasher, bids=False)
-    return _parse([raw]), raw.source
+    return _parse([raw], columns), raw.source
 
 
 def _read_text(path: Path, hasher: _Hasher | None = None, *, bids: bool,
@@ -654,8 +660,9 @@ def _read_text(path: Path, hasher: _Hasher | None = None, *, bids: bool,
     return raw
 
 
-def _parse(files: list[_RawFile]) -> pd.DataFrame:
-    """Parse files as tables, those with the same header in one pass.
+def _parse(files: list[_RawFile], columns=None) -> pd.DataFrame:
+    """Parse files as tables, those with the same header in one pass; only ``columns``
+    (those of them a file has) when given.
 
     Every column is read as text, as a categorical (:func:`~sbir_study.foundation.tables.read_rows`:
     a crowd-scale study repeats a few thousand distinct cells over millions of rows).
@@ -667,7 +674,9 @@ def _parse(files: list[_RawFile]) -> pd.DataFrame:
         groups.setdefault((raw.header.sep, raw.header.quote, raw.header.names), []).append(raw)
     frames = []
     for members in groups.values():
-        rows = read_rows([(m.file, m.header) for m in members], wording=_WORDING)
+        names = members[0].header.names
+        rows = read_rows([(m.file, m.header) for m in members], wording=_WORDING,
+                         columns=None if columns is None else [n for n in names if n in columns])
         frame = rows.frame
         # Which file each row came from, as codes into the files: a text column of
         # millions of repeated paths costs more to build than the parse itself.

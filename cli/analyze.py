@@ -178,7 +178,9 @@ def analyze(args: argparse.Namespace) -> int:
     from sbir_study.foundation.scale import Scale
 
     scale = Scale.parse(args.scale) if args.scale is not None else None
-    ratings = load_ratings(args.input, scale=scale)
+    # The statistics read the rating columns only: a session's timing and key presses are
+    # parsed (their lines checked) but not kept.
+    ratings = load_ratings(args.input, scale=scale, extra_columns=False)
     catch = None
     if args.catch is not None:
         from sbir_study.analysis.catch import read_catch_pairs
@@ -190,7 +192,7 @@ def analyze(args: argparse.Namespace) -> int:
 
         exclusions = decide_exclusions(ratings, args.exclude, alternative=args.alternative,
                                        catch=catch)  # fmt: skip
-    pilot = load_ratings(args.pilot) if args.pilot is not None else None
+    pilot = load_ratings(args.pilot, extra_columns=False) if args.pilot is not None else None
     sketch_images = None
     if args.stimuli is not None:
         from sbir_study.stimuli import load_set

@@ -445,10 +445,11 @@ def read_rows(
     if parsed is None:
         frame, lines, owner = _python(pieces, wanted, numbers, categorical, wording)
     else:
-        frame, spans = parsed
+        frame, spans, rest = parsed
         lines, owner = _row_lines(pieces, len(frame), spans, wording)
         if header.sep is not None:
-            blank = _blank_rows(frame)
+            blank = _blank_rows(frame, rest)
+            del rest
             if blank.any():
                 keep = ~blank
                 frame = frame[keep].reset_index(drop=True)
@@ -531,9 +532,11 @@ class _Chain(io.RawIOBase):
 
 
 def _arrow(pieces: list[_Piece], wanted: list[str], numbers: list[str], categorical: bool):
-    """Parse with Arrow: ``(frame, spans)``, ``spans`` whether a quoted field holds a line
-    break; None when Arrow refuses the rows, or when a whitespace-separated file is not
-    one blank between fields (the Python pass then reads it, or names the bad line)."""
+    """Parse with Arrow: ``(frame, spans, rest)``, ``spans`` whether a quoted field holds a
+    line break, ``rest`` the columns parsed but not ``wanted`` (an Arrow table of plain
+    text, for the blank rows; None when there are none); None when Arrow refuses the rows,
+    or when a whitespace-separated file is not one blank between fields (the Python pass
+    then reads it, or names the bad line)."""
     import pyarrow as pa
 
     header = pieces[0].header
@@ -558,9 +561,13 @@ def _arrow(pieces: list[_Piece], wanted: list[str], numbers: list[str], categori
     # still sees the number of fields on every line.
     kept = wanted if whitespace else list(header.names)
     text_names = [n for n in kept if n not in numbers]
+    # The columns not asked for are still parsed (a blank row, a quote or a line end in
+    # them counts), as plain text: no categorical of a column no one reads (a session's
+    # key presses, a distinct value on nearly every row).
+    skipped = [n for n in kept if n not in wanted] if categorical else []
     for attempt, quoted in enumerate(attempts, start=1):
         last = attempt == len(attempts)
-        table = _read_csv(pieces, kept, numbers, sep, quoted, streamed)
+        table = _read_csv(pieces, kept, numbers, sep, quoted, streamed, skipped)
         if table is None:
             if last:
                 return None
@@ -588,23 +595,29 @@ def _arrow(pieces: list[_Piece], wanted: list[str], numbers: list[str], categori
                 names=table.column_names,
             )  # fmt: skip
             frame, _ = _frame(table, None)
+            rest = None
         else:
             pattern = (_ODD_FIELD if whitespace else "[\r\n]" if quoted
                        else None if last else '"')  # fmt: skip
-            frame, matched = _frame(table, pattern)
+            frame, matched = _frame(table.drop_columns(skipped), pattern)
+            if pattern is not None and not matched:
+                matched = any(_holds(table.column(n), pattern) for n in skipped)
             if whitespace and matched:
                 return None
             if matched and not quoted and not last:
                 continue
             spans = quoted and matched
+            rest = table.select(skipped) if skipped else None
         del table
         release_freed()  # Arrow's parse buffers, before the caller's next step
-        return frame, spans
+        return frame, spans, rest
     return None
 
 
-def _read_csv(pieces: list[_Piece], kept, numbers, sep: str, quoted: bool, streamed: bool):
-    """Arrow's parse of the rows of ``pieces``: a table of the ``kept`` columns, or None."""
+def _read_csv(pieces: list[_Piece], kept, numbers, sep: str, quoted: bool, streamed: bool,
+              plain=()):  # fmt: skip
+    """Arrow's parse of the rows of ``pieces``: a table of the ``kept`` columns (those in
+    ``plain`` as plain text, the other text columns dictionary-encoded), or None."""
     import pyarrow as pa
     from pyarrow import csv as arrow_csv
 
@@ -613,7 +626,7 @@ def _read_csv(pieces: list[_Piece], kept, numbers, sep: str, quoted: bool, strea
     if streamed and not (quoted and not pieces[0].ends()):
         file, start = pieces[0].file, pieces[0].header.end
         if start >= file.size:
-            return pa.table({n: pa.array([], _arrow_type(n, numbers)) for n in kept})
+            return pa.table({n: pa.array([], _arrow_type(n, numbers, plain)) for n in kept})
         source = pa.OSFile(str(file.path))
         source.seek(start)
     else:
@@ -624,7 +637,7 @@ def _read_csv(pieces: list[_Piece], kept, numbers, sep: str, quoted: bool, strea
                 if not piece.ends():  # a file's last row must not run into the next file's
                     parts.append(memoryview(b"\n"))
         if not parts:
-            return pa.table({n: pa.array([], _arrow_type(n, numbers)) for n in kept})
+            return pa.table({n: pa.array([], _arrow_type(n, numbers, plain)) for n in kept})
         source = pa.BufferReader(parts[0]) if len(parts) == 1 else _Chain(parts)
     try:
         return arrow_csv.read_csv(
@@ -640,7 +653,7 @@ def _read_csv(pieces: list[_Piece], kept, numbers, sep: str, quoted: bool, strea
                 ignore_empty_lines=True,
             ),
             convert_options=arrow_csv.ConvertOptions(
-                column_types={n: _arrow_type(n, numbers) for n in kept},
+                column_types={n: _arrow_type(n, numbers, plain) for n in kept},
                 include_columns=kept,
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
@@ -653,10 +666,12 @@ def _read_csv(pieces: list[_Piece], kept, numbers, sep: str, quoted: bool, strea
         source.close()
 
 
-def _arrow_type(name: str, numbers):
+def _arrow_type(name: str, numbers, plain=()):
     import pyarrow as pa
 
-    return pa.float64() if name in numbers else pa.dictionary(pa.int32(), pa.string())
+    if name in numbers:
+        return pa.float64()
+    return pa.string() if name in plain else pa.dictionary(pa.int32(), pa.string())
 
 
 def _frame(table, pattern: str | None) -> tuple[pd.DataFrame, bool]:
@@ -689,17 +704,18 @@ def _frame(table, pattern: str | None) -> tuple[pd.DataFrame, bool]:
 
 
 def _holds(column, pattern: str) -> bool:
-    """Whether a dictionary column holds a value matching ``pattern`` (checked once per
-    distinct value of each chunk)."""
+    """Whether a text column holds a value matching ``pattern`` (a dictionary column's
+    checked once per distinct value of each chunk)."""
     import pyarrow.compute as pc
 
-    dictionaries = [c.dictionary for c in column.chunks if hasattr(c, "dictionary")]
-    return any(pc.any(pc.match_substring_regex(d, pattern)).as_py() for d in dictionaries if len(d))
+    values = [c.dictionary if hasattr(c, "dictionary") else c for c in column.chunks]
+    return any(pc.any(pc.match_substring_regex(v, pattern)).as_py() for v in values if len(v))
 
 
-def _blank_rows(frame: pd.DataFrame) -> np.ndarray:
+def _blank_rows(frame: pd.DataFrame, rest=None) -> np.ndarray:
     """Rows whose every field is empty (a line of separators only; a missing number counts
-    as empty).
+    as empty), those of ``frame`` and of ``rest`` (an Arrow table of the columns parsed
+    but not asked for, plain text).
 
     Only rows whose first field is empty can be one, so the other fields are
     compared on those rows alone.
@@ -712,6 +728,15 @@ def _blank_rows(frame: pd.DataFrame) -> np.ndarray:
     if maybe.any():
         part = frame.loc[maybe]
         blank[maybe] = (part.isna() | (part == "")).all(axis=1).to_numpy()
+    if rest is not None and blank.any():
+        import pyarrow.compute as pc
+
+        for name in rest.column_names:
+            rows = np.flatnonzero(blank)
+            if not rows.size:
+                break
+            empty = pc.equal(rest.column(name).take(rows), "")
+            blank[rows] = empty.to_numpy(zero_copy_only=False)
     return blank
 
 

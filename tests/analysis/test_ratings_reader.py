@@ -11,6 +11,7 @@ import io
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -190,3 +191,73 @@ def test_a_trailing_separator_on_every_row_is_refused_not_shifted(tmp_path, sep,
     with pytest.raises(InputError) as error:
         _parse([_read_text(path, bids=False)])
     assert str(error.value) == f"{path}: line 2: expected 4 fields, found 5"
+
+
+# A ratings table with a session's extra columns, any of them empty, some rows blank (the
+# separators only), written plain or quoted by the csv module (a quote, a separator or a
+# line break inside an extra cell).
+_EXTRA = ["onset", "presses", "note"]
+_CELLS = {
+    "participant": st.sampled_from(["01", "02", " 03", ""]),
+    "sketch_id": st.sampled_from(["s1", "s2", ""]),
+    "image_id": st.sampled_from(["a", "b", "c", "d", ""]),
+    "rating": st.sampled_from(["1", "4", "7", "n/a", "", "9"]),
+    "phase": st.sampled_from(["main", "anchor_repeat", ""]),
+    "onset": st.sampled_from(["", "0.0", "3.25"]),
+    "presses": st.sampled_from(["", "2@0.51 3@0.9", 'said "2"', "a,b"]),
+    "note": st.sampled_from(["", "x", "two\nlines", "cr\r\nlf"]),
+}
+
+
+@st.composite
+def _tables_with_extras(draw):
+    more = draw(st.sets(st.sampled_from(["phase", *_EXTRA])))
+    names = draw(st.permutations(["participant", "sketch_id", "image_id", "rating", *more]))
+    # A row: blank, every field of it; or any cells; or the rating columns' blank and the
+    # extra ones' any (a blank row only to a reader that looked at the rating columns).
+    cells = st.fixed_dictionaries({name: _CELLS[name] for name in names})
+    only_extra = st.fixed_dictionaries(
+        {name: _CELLS[name] if name in _EXTRA else st.just("") for name in names}
+    )
+    rows = draw(st.lists(st.one_of(st.just(None), cells, only_extra), min_size=1, max_size=8))
+    quoted = draw(st.booleans())
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n", quoting=csv.QUOTE_MINIMAL if quoted
+                        else csv.QUOTE_NONE, escapechar=None if quoted else "\\")  # fmt: skip
+    writer.writerow(names)
+    for row in rows:
+        cells = [""] * len(names) if row is None else [row[n] for n in names]
+        if not quoted:
+            cells = [c.replace('"', "").replace(",", ";").replace("\r", "").replace("\n", " ")
+                     for c in cells]  # fmt: skip
+        writer.writerow(cells)
+    return text.getvalue()
+
+
+@settings(max_examples=150, deadline=None)
+@given(table=_tables_with_extras())
+def test_a_table_read_without_its_extra_columns_is_the_same_table_without_them(table):
+    """``analyze`` reads the rating columns only (``extra_columns=False``): the extra
+    columns are parsed as text and not kept. Every table reads to the rating columns of
+    the whole table, or is refused with the same message: a row is blank only when every
+    field is, extra ones included, and a quote or a line break in an extra cell counts."""
+    from sbir_study.analysis import load_ratings
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "ratings.csv"
+        path.write_text(table, encoding="utf-8", newline="")
+        outcomes = []
+        for extra in (True, False):
+            try:
+                frame = load_ratings(path, extra_columns=extra)
+            except InputError as error:
+                outcomes.append(("refused", str(error)))
+            else:
+                outcomes.append(("read", frame[[c for c in frame if c not in _EXTRA]]))
+        (whole, whole_value), (rating_only, rating_value) = outcomes
+        assert whole == rating_only, (whole_value, rating_value)
+        if whole == "refused":
+            assert whole_value == rating_value
+        else:
+            assert not set(_EXTRA) & set(rating_value.columns)
+            pd.testing.assert_frame_equal(whole_value, rating_value)
