@@ -225,13 +225,13 @@ def _analyze_into(
     # other statistics are computed here: each side alone leaves a core idle much of the time.
     # (``$SBIR_STUDY_THREADS=1``: everything in this thread, one after the other.)
     beside = pairs >= _PAIRS_BESIDE and _kernels.threads() > 1
-    # The reliability is computed by whichever side is free first: beside the pairs when
-    # the other statistics end first (2,000 participants), else after them, beside the
-    # other statistics (10,000: the pairs end 18 s before them).
+    # Each statistic is computed by whichever side is free first: at 2,000 participants the
+    # pairs end last and this thread takes every one; at 10,000 they end 18 s before the
+    # others, and their thread then takes what is left.
     pool = ThreadPoolExecutor(1) if beside else _InThisThread()
-    with pool, _Once(_write_reliability, out, cube, options) as reliability_files:
-        pairwise = pool.submit(_then, _write_pairwise, reliability_files.claim, ratings, cube,
-                               out, options, full)  # fmt: skip
+    with pool, _Work(_statistics(out, ratings, cube, options, pilot, scale)) as statistics:
+        pairwise = pool.submit(_then, _write_pairwise, statistics.take, ratings, cube, out,
+                               options, full)  # fmt: skip
         # After the pairs have begun: at crowd scale they end last, and the ground truth
         # before them kept a core idle for half a second.
         with progress.step("ground truth"):
@@ -239,16 +239,13 @@ def _analyze_into(
             ground_truth.to_csv(out / "ground_truth.csv", index=False)
             write_qrels(ground_truth, out / "ground_truth.qrels", scale=scale)
             write_binary_qrels(ground_truth, out / "ground_truth_binary.qrels", scale=scale)
-        others = _other_statistics(out, ratings, cube, options, pilot, scale)
-        # Not on a thread of its own from the start: beside the other statistics and the
-        # pairs, their peaks of memory added up (3.7 GiB instead of 3.2 at 10,000).
-        reliability_files.claim()
-        w_table, overall_alpha, consensus, participants, anchoring, bins, distributions = others
+        statistics.take()
+        (w_table, overall_alpha), (consensus, participants), anchoring, bins, distributions, (
+            reliability, predicted) = statistics.results()  # fmt: skip
         participants = with_exclusions(participants, everyone, consensus, exclusions)
         participants = with_catch_scores(participants, everyone, catch)
         participants.to_csv(out / "participants.csv", index=False)
         pairwise_p, pairwise_summary, boxes, pairwise_undefined = pairwise.result()
-        reliability, predicted = reliability_files.result()
     del cube  # not held through the figures: 100 MB for 10,000 participants of 31 sketches
     extremes = sketch_agreement(pairwise_summary, w_table)
     extremes.to_csv(out / "sketch_agreement.csv", index=False)
@@ -538,10 +535,24 @@ def sketch_agreement(pairwise_summary: pd.DataFrame, w_table: pd.DataFrame) -> p
                   *raters]]  # fmt: skip
 
 
-def _other_statistics(
-    out: Path, ratings: pd.DataFrame, cube: RatingCube, options: AnalysisOptions, pilot, scale
-):
-    """Every statistic but the inter-user pairs, each table written as it is computed."""
+def _statistics(out: Path, ratings: pd.DataFrame, cube: RatingCube, options: AnalysisOptions,
+                pilot, scale) -> list[_Once]:  # fmt: skip
+    """Every statistic but the inter-user pairs, as work that the main thread and the pairs'
+    thread take in turn, whichever is free (:class:`_Once`); each writes its tables as it
+    is computed. In the order they are taken; each is the same whichever thread takes it."""
+    return [
+        _Once(_agreement_tables, out, ratings, cube, options, scale),
+        _Once(_consensus_tables, out, ratings, cube, options),
+        _Once(_anchoring_table, out, ratings, options),
+        _Once(_bins_table, out, ratings, cube, scale),
+        _Once(_distribution_table, out, ratings, pilot, scale),
+        # Last: beside the others from the start, their peaks of memory added up (3.7 GiB
+        # instead of 3.2 at 10,000 participants).
+        _Once(_write_reliability, out, cube, options),
+    ]
+
+
+def _agreement_tables(out: Path, ratings, cube, options: AnalysisOptions, scale):
     with progress.step("Kendall's W, Krippendorff's alpha, Skillings-Mack"):
         w_table = agreement_by_sketch(
             ratings,
@@ -557,20 +568,34 @@ def _other_statistics(
                                               seed=options.seed, scale=scale)
             for level in ("ordinal", "interval")
         }  # fmt: skip
+    return w_table, overall_alpha
 
-    with progress.step("participants vs consensus, anchoring, bins"):
+
+def _consensus_tables(out: Path, ratings, cube, options: AnalysisOptions):
+    with progress.step("participants vs consensus"):
         consensus = participant_vs_consensus(ratings, alternative=options.alternative, cube=cube)
         consensus.to_csv(out / "consensus_tau.csv", index=False)
         participants = with_session_status(
             with_origins(participant_table(ratings, consensus, cube=cube), ratings), ratings
         )
+    return consensus, participants
 
+
+def _anchoring_table(out: Path, ratings, options: AnalysisOptions):
+    with progress.step("anchoring"):
         anchoring = anchoring_consistency(ratings, alternative=options.alternative)
         anchoring.to_csv(out / "anchoring.csv", index=False)
+    return anchoring
 
+
+def _bins_table(out: Path, ratings, cube, scale):
+    with progress.step("binned medians"):
         bins = binned_medians(ratings, cube=cube, scale=scale)
         bins.to_csv(out / "bins.csv", index=False)
+    return bins
 
+
+def _distribution_table(out: Path, ratings, pilot, scale):
     distributions = {"final": rating_distribution(ratings, scale=scale)}
     if pilot is not None:
         distributions = {"pilot": rating_distribution(pilot, scale=scale), **distributions}
@@ -578,7 +603,7 @@ def _other_statistics(
         [table.assign(dataset=name) for name, table in distributions.items()], ignore_index=True
     )
     distribution.to_csv(out / "rating_distribution.csv", index=False)
-    return w_table, overall_alpha, consensus, participants, anchoring, bins, distributions
+    return distributions
 
 
 def _reliability_lines(found: Mapping | None) -> list[str]:
@@ -680,6 +705,29 @@ class _Once:
 
     def result(self):
         return self._future.result()
+
+
+class _Work:
+    """A list of :class:`_Once` that several threads work through: each :meth:`take` claims
+    what no one has yet, in order; :meth:`results` waits for all. A block that ends in an
+    error leaves what is not begun to no one."""
+
+    def __init__(self, items: list[_Once]) -> None:
+        self.items = items
+
+    def __enter__(self) -> _Work:
+        return self
+
+    def __exit__(self, kind, *exc) -> None:
+        for item in self.items:
+            item.__exit__(kind, *exc)
+
+    def take(self) -> None:
+        for item in self.items:
+            item.claim()
+
+    def results(self) -> list:
+        return [item.result() for item in self.items]
 
 
 def _then(first, second, *args):
