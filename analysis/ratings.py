@@ -535,12 +535,17 @@ def _participant_of(root: Path, path: Path) -> str:
     return label
 
 
+#: A file at least this large is hashed on the reader's thread beside the parse; a smaller
+#: one at once (2,000 session files of 0.3 MB each: handing each to the thread made the
+#: reading a second slower, the two threads passing the interpreter lock for every file).
+_HASH_ASIDE_BYTES = 16 * 2**20
+
+
 class _Hasher:
-    """The SHA-256 of each file read, taken on a thread of its own while the files are
-    parsed and checked (``hashlib`` releases the interpreter lock over a file's bytes):
-    3 s of the reading of a 930 MB table, 0.5 s of 2,000 session files. In the calling
-    thread when ``$SBIR_STUDY_THREADS`` is 1. The thread is a daemon: a refused file does
-    not wait for the others' hashes."""
+    """The SHA-256 of each large file read, taken on a thread of its own while the files
+    are parsed and checked (``hashlib`` releases the interpreter lock over a file's
+    bytes): 3 s of the reading of a 930 MB table. In the calling thread when
+    ``$SBIR_STUDY_THREADS`` is 1. A refused file does not wait for the others' hashes."""
 
     def __init__(self, *, threaded: bool = True) -> None:
         self._queue: queue.SimpleQueue | None = None
@@ -566,7 +571,7 @@ class _Hasher:
 
     def submit(self, data: bytes) -> Future:
         digest: Future = Future()
-        if self._queue is None:
+        if self._queue is None or len(data) < _HASH_ASIDE_BYTES:
             digest.set_result(data_sha256(data))
         else:
             self._queue.put((data, digest))

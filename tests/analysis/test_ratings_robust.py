@@ -2,6 +2,7 @@
 
 import hashlib
 import tempfile
+import unittest.mock
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sbir_study.analysis import load_ratings
+from sbir_study.analysis import ratings as ratings_module
 from sbir_study.foundation.checks import InputError, bad_ids
 from sbir_study.foundation.environment import environment_variables
 from sbir_study.foundation.threads import THREADS_VARIABLE
@@ -156,11 +158,12 @@ layouts = st.one_of(
         max_size=6,
     ),
     threads=st.sampled_from(["1", "2", "3"]),
+    aside=st.sampled_from([0, ratings_module._HASH_ASIDE_BYTES]),
 )
-def test_every_rating_is_read_back_as_written(sessions, threads):
+def test_every_rating_is_read_back_as_written(sessions, threads, aside):
     """Any layouts, any mix of files with and without a participant column, any line ends;
-    and each file's SHA-256, taken on a thread beside the parse (or in this one), is the
-    file's as ``hashlib`` takes it."""
+    and each file's SHA-256, taken on a thread beside the parse (every file, with ``aside``
+    0) or in this one, is the file's as ``hashlib`` takes it."""
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         expected = {}
@@ -170,7 +173,10 @@ def test_every_rating_is_read_back_as_written(sessions, threads):
                            line_end=end)  # fmt: skip
             expected |= {(label, row["image_id"]): None if row["rating"] == "n/a"
                          else row["rating"] for row in rows}  # fmt: skip
-        with environment_variables({THREADS_VARIABLE: threads}):
+        with (
+            environment_variables({THREADS_VARIABLE: threads}),
+            unittest.mock.patch.object(ratings_module, "_HASH_ASIDE_BYTES", aside),
+        ):
             read = load_ratings(root)
         assert _given(read) == expected
         hashed = {source.path: source.sha256 for source in read.attrs["provenance"].sources}
