@@ -226,8 +226,8 @@ def _analyze_into(
     # (``$SBIR_STUDY_THREADS=1``: everything in this thread, one after the other.)
     beside = pairs >= _PAIRS_BESIDE and _kernels.threads() > 1
     # Each statistic is computed by whichever side is free first: at 2,000 participants the
-    # pairs end last and this thread takes every one; at 10,000 they end 18 s before the
-    # others, and their thread then takes what is left.
+    # pairs end last and this thread takes every one; at 10,000 they ended 18 s before the
+    # others (the second core idle), and their thread now takes what is left.
     pool = ThreadPoolExecutor(1) if beside else _InThisThread()
     with pool, _Work(_statistics(out, ratings, cube, options, pilot, scale)) as statistics:
         pairwise = pool.submit(_then, _write_pairwise, statistics.take, ratings, cube, out,
@@ -676,7 +676,7 @@ class _InThisThread:
 class _Once:
     """Work that two threads may each offer to do: the first to :meth:`claim` it computes
     it, the other goes on; :meth:`result` waits for it. A block that ends in an error
-    leaves it unclaimed to no one (the other thread does not start it)."""
+    leaves it to no one: the other thread does not start it."""
 
     def __init__(self, work, *args) -> None:
         self._work, self._args = work, args

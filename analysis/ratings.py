@@ -536,8 +536,8 @@ def _participant_of(root: Path, path: Path) -> str:
 
 
 #: A file at least this large is hashed on the reader's thread beside the parse; a smaller
-#: one at once (2,000 session files of 0.3 MB each: handing each to the thread made the
-#: reading a second slower, the two threads passing the interpreter lock for every file).
+#: one at once (2,000 session files of 0.3 MB each, 0.5 s of hashing in all, would pass the
+#: interpreter lock between the two threads for every file).
 _HASH_ASIDE_BYTES = 16 * 2**20
 
 
