@@ -344,8 +344,6 @@ def in_order(work, jobs, *, weight, threshold: float = 2e6):
                 future.cancel()
 
 
-#: Sets the threads of the crowd-scale statistics (whole number >= 1), where a machine is
-#: shared or to check the results of one thread; unset, one per core.
 def _one_blas_thread(cells: int):
     """BLAS on one thread for a block of ``cells`` pairs: the products with 40 terms per
     cell are too small for threads to pay, and on a busy machine waiting for them made

@@ -12,6 +12,8 @@ import os
 
 __all__ = ["THREADS_VARIABLE", "threads"]
 
+#: Sets the threads of the crowd-scale statistics (whole number >= 1), where a machine is
+#: shared or to check the results of one thread; unset, one per core.
 THREADS_VARIABLE = "SBIR_STUDY_THREADS"
 
 
