@@ -153,12 +153,20 @@ def dense_ranks(x: np.ndarray) -> np.ndarray:
 
 
 def tie_group_sizes(x: np.ndarray) -> np.ndarray:
-    """Per-row sizes of the groups of equal values, shape (rows, columns), 0-padded."""
+    """Per-row sizes of the groups of equal values, shape (rows, columns), 0-padded.
+
+    Column r of a row is the size of its group of the r-th smallest distinct value
+    (:func:`dense_ranks`' rank r); NaN is in no group. From the rows sorted (NaN last):
+    each value's place is not needed, only how many share it, so there is no
+    permutation to take and put back (half the time at 10,000 participants).
+    """
     rows, cols = x.shape
-    ranks = dense_ranks(x)
-    present = ranks >= 0
-    flat = (np.arange(rows)[:, None] * cols + ranks)[present]
-    return np.bincount(flat, minlength=rows * cols).reshape(rows, cols)
+    xs = np.sort(x, axis=1)
+    new_value = np.ones(xs.shape, dtype=bool)
+    new_value[:, 1:] = xs[:, 1:] != xs[:, :-1]
+    group = np.cumsum(new_value, axis=1)
+    group += (np.arange(rows) * cols - 1)[:, None]  # rank r of row i -> i * cols + r
+    return np.bincount(group[~np.isnan(xs)], minlength=rows * cols).reshape(rows, cols)
 
 
 def average_ranks(x: np.ndarray) -> np.ndarray:
