@@ -321,7 +321,13 @@ def _warn_of_leading_zeros(frame: pd.DataFrame) -> None:
     where it first occurs, so that the experimenter can tell which it is.
     """
     labels = pd.Series(frame["participant"].cat.categories)
-    groups = labels.groupby(labels.str.lstrip("0").to_numpy(), sort=True).agg(list)
+    unpadded = labels.str.lstrip("0")
+    # Grouped only where two labels meet: a group of each of 10,000 labels took 0.6 s.
+    meet = unpadded.duplicated(keep=False).to_numpy()
+    if not meet.any():
+        return
+    labels = labels[meet]
+    groups = labels.groupby(unpadded[meet].to_numpy(), sort=True).agg(list)
     alike = [group for group in groups if len(group) > 1]
     if not alike:
         return
@@ -396,10 +402,29 @@ def _labels(column: pd.Series) -> pd.Categorical:
     identifier columns hold millions of repeats of a few thousand labels, and
     every later grouping works on the integer codes.
     """
-    codes, uniques = pd.factorize(column, use_na_sentinel=False)
+    codes, uniques = _distinct_cells(column)
     stripped = pd.Index(uniques).astype(str).str.strip()
     merged, categories = pd.factorize(stripped, sort=True)
     return pd.Categorical.from_codes(merged[codes], categories=categories)
+
+
+def _distinct_cells(column: pd.Series) -> tuple[np.ndarray, object]:
+    """``pd.factorize(column, use_na_sentinel=False)``, in any order of the distinct cells.
+
+    A categorical column (as the reader gives them) with no missing cell has them
+    already: its codes, renumbered over the categories that occur. Hashing the codes of
+    12 million rows again took 0.1 s a column at 10,000 participants.
+    """
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy()
+        if codes.size and codes.min() >= 0:
+            categories = column.cat.categories
+            occurs = np.bincount(codes, minlength=len(categories)) > 0
+            if not occurs.all():
+                codes = (np.cumsum(occurs) - 1)[codes]
+                categories = categories[occurs]
+            return codes, categories
+    return pd.factorize(column, use_na_sentinel=False)
 
 
 @dataclass(frozen=True)
@@ -930,7 +955,22 @@ class _Distinct:
             _fail_where(frame, pd.Series(bad[self.codes], index=frame.index), column, expected)
 
     def rows(self, values: np.ndarray, index: pd.Index, dtype: str) -> pd.Series:
-        return pd.Series(values[self.codes], index=index).astype(dtype)
+        """``values`` (one per distinct cell; NaN: missing) spread over the rows, as ``dtype``.
+
+        A nullable integer column is made from its numbers and its mask, each taken per
+        distinct value and then spread: converting millions of floats with
+        ``astype("Int64")`` took 0.25 s a column at 10,000 participants, to the same
+        values. Whole numbers beyond int64 go through ``astype`` (which refuses them).
+        """
+        if dtype == "Int64":
+            missing = np.isnan(values)
+            if not (np.abs(values[~missing]) < 2.0**63).all():
+                return pd.Series(values[self.codes], index=index).astype(dtype)
+            whole = np.where(missing, 0.0, values).astype(np.int64)
+            # Arrays of its own, not copied again (``pd.Series`` copies a NumPy array).
+            return pd.Series(pd.arrays.IntegerArray(whole[self.codes], missing[self.codes]),
+                             index=index, copy=False)  # fmt: skip
+        return pd.Series(values[self.codes], index=index, copy=False).astype(dtype)
 
 
 def _integer_column(frame: pd.DataFrame, column: str, bounds: tuple[int, int] | None) -> pd.Series:

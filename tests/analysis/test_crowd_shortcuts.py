@@ -6,10 +6,72 @@ labels, ties, NaN and infinities, numbers past int64.
 """
 
 import numpy as np
+import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sbir_study.analysis import _kernels
+from sbir_study.analysis import ratings as ratings_module
+
+CELLS = st.sampled_from(["a", " a", "a ", "b", "01", "1", "x y", "", "n/a", "Ä", "s 1"])
+
+
+@st.composite
+def categorical_columns(draw):
+    """A categorical column as the reader gives one, or not: unused categories, a missing
+    cell, or a plain object column."""
+    values = draw(st.lists(CELLS, min_size=1, max_size=30))
+    kind = draw(st.sampled_from(["categorical", "unused categories", "missing", "object"]))
+    if kind == "object":
+        return pd.Series(values, dtype=object)
+    categories = sorted(set(values) | ({"unused", " b "} if kind == "unused categories" else set()))
+    column = pd.Series(pd.Categorical(values, categories=categories))
+    if kind == "missing":
+        column[draw(st.integers(0, len(values) - 1))] = np.nan
+    return column
+
+
+@settings(max_examples=200, deadline=None)
+@given(categorical_columns())
+def test_labels_from_the_codes_are_the_labels_from_factorize(column):
+    # Oracle: the labels as pd.factorize gives the distinct cells (the code before the shortcut).
+    codes, uniques = pd.factorize(column, use_na_sentinel=False)
+    stripped = pd.Index(uniques).astype(str).str.strip()
+    merged, categories = pd.factorize(stripped, sort=True)
+    expected = pd.Categorical.from_codes(merged[codes], categories=categories)
+    got = ratings_module._labels(column)
+    assert got.equals(expected)
+    assert list(got.categories) == list(expected.categories)
+    assert got.categories.dtype == expected.categories.dtype
+    np.testing.assert_array_equal(got.codes, expected.codes)
+
+
+WHOLE = st.one_of(
+    st.integers(-(2**70), 2**70).map(float),
+    st.sampled_from([0.0, -0.0, 1.0, 7.0, float("nan"), 2.0**63, -(2.0**63), 2.0**63 - 1024]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(WHOLE, min_size=1, max_size=8), st.data())
+def test_an_integer_column_from_its_parts_is_the_astype_column(distinct, data):
+    values = np.array(distinct, dtype=np.float64)
+    codes = np.array(data.draw(st.lists(st.integers(0, len(values) - 1), max_size=25)),
+                     dtype=np.intp)  # fmt: skip
+    index = pd.RangeIndex(len(codes))
+    column = ratings_module._Distinct(codes, np.array([], dtype=object), values, np.array([]))
+    # Oracle: pandas' own conversion of the spread floats (which refuses what int64 cannot hold).
+    try:
+        expected = pd.Series(values[codes], index=index).astype("Int64")
+    except (TypeError, ValueError) as error:
+        with pytest.raises(type(error)):
+            column.rows(values, index, "Int64")
+        return
+    got = column.rows(values, index, "Int64")
+    pd.testing.assert_series_equal(got, expected)
+    assert got.dtype == "Int64"
+
 
 ROW_VALUES = st.sampled_from([0.0, -0.0, 1.0, 1.5, 2.0, 7.0, float("nan"), float("inf"),
                               float("-inf"), 1e-300, 3.0])  # fmt: skip
