@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import special
 
-from .corrections import benjamini_hochberg_count
+from .corrections import benjamini_hochberg_count, count_true
 
 __all__ = ["FamilySummary", "summarize_family", "wilson_interval"]
 
@@ -94,8 +94,9 @@ def summarize_family(pvalues, alpha: float = 0.05) -> FamilySummary:
     (0.2077, 0.9385)
     """
     p = np.asarray(pvalues, dtype=np.float64).ravel()
-    n_tests = int(np.count_nonzero(~np.isnan(p)))
-    n_significant = int(np.count_nonzero(p < alpha))  # NaN compares False: no copy of p
+    n_tests = p.size - count_true(p, np.isnan)
+    # NaN compares False; in blocks, on both cores (62 million p-values at 2,000 raters).
+    n_significant = count_true(p, lambda part, out: np.less(part, alpha, out=out))
     low, high = wilson_interval(n_significant, n_tests)
     return FamilySummary(
         n_tests=n_tests,

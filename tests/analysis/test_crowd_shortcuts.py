@@ -5,14 +5,19 @@ each test), over generated inputs: missing cells, categories no row uses, blanks
 labels, ties, NaN and infinities, numbers past int64.
 """
 
+import unittest.mock
+
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from statsmodels.stats.multitest import multipletests
 
-from sbir_study.analysis import _kernels, pipeline
+from sbir_study.analysis import _kernels, corrections, pipeline
 from sbir_study.analysis import ratings as ratings_module
+from sbir_study.foundation.environment import environment_variables
+from sbir_study.foundation.threads import THREADS_VARIABLE
 
 CELLS = st.sampled_from(["a", " a", "a ", "b", "01", "1", "x y", "", "n/a", "Ä", "s 1"])
 
@@ -116,3 +121,38 @@ def test_tie_group_sizes_are_the_counts_of_each_distinct_value(rows, columns, da
         # Oracle: np.unique's counts of the row's values, smallest first, NaN left out.
         _, counts = np.unique(row[~np.isnan(row)], return_counts=True)
         np.testing.assert_array_equal(sizes, np.pad(counts, (0, columns - counts.size)))
+
+
+P_VALUES = st.sampled_from([0.0, 1e-300, 0.01, 0.05, 0.0500001, 0.5, 1.0, float("nan")])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(P_VALUES, max_size=40), st.integers(1, 6), st.integers(0, 50),
+       st.sampled_from(["1", "2", "3"]), st.sampled_from([0.05, 0.01, 1.0]))  # fmt: skip
+def test_counts_in_blocks_on_threads_are_counts_of_the_whole(values, block, threaded_from,
+                                                             workers, alpha):  # fmt: skip
+    x = np.array(values, dtype=np.float64)
+    with environment_variables({THREADS_VARIABLE: workers}):
+        nan = corrections.count_true(x, np.isnan, block=block, threaded_from=threaded_from)
+        below = corrections.count_true(
+            x, lambda part, out: np.less(part, alpha, out=out), block=block,
+            threaded_from=threaded_from,
+        )  # fmt: skip
+    # Oracle: NumPy's count over the whole array at once.
+    assert nan == np.count_nonzero(np.isnan(x))
+    assert below == np.count_nonzero(x < alpha)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(P_VALUES, min_size=1, max_size=60), st.sampled_from(["1", "2"]))
+def test_the_benjamini_hochberg_count_in_blocks_is_statsmodels_count(values, workers):
+    p = np.array(values, dtype=np.float64)
+    defined = p[~np.isnan(p)]
+    with (
+        environment_variables({THREADS_VARIABLE: workers}),
+        unittest.mock.patch.multiple(corrections, _COUNT_BLOCK=3, _COUNT_THREADED=0),
+    ):
+        got = corrections.benjamini_hochberg_count(p, 0.05)
+    # Oracle: statsmodels' Benjamini-Hochberg rejections over the defined p-values.
+    expected = int(multipletests(defined, 0.05, method="fdr_bh")[0].sum()) if defined.size else 0
+    assert got == expected
