@@ -5,7 +5,9 @@ each test), over generated inputs: missing cells, categories no row uses, blanks
 labels, ties, NaN and infinities, numbers past int64.
 """
 
+import tempfile
 import unittest.mock
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -156,3 +158,40 @@ def test_the_benjamini_hochberg_count_in_blocks_is_statsmodels_count(values, wor
     # Oracle: statsmodels' Benjamini-Hochberg rejections over the defined p-values.
     expected = int(multipletests(defined, 0.05, method="fdr_bh")[0].sum()) if defined.size else 0
     assert got == expected
+
+
+FLOATS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 1e-5, 1e16, 0.1, 1 / 3, 5e-324, float("nan")]),
+)
+
+
+@st.composite
+def tables(draw):
+    """A table such as analyze writes: float columns with repeats, text with separators,
+    quotes and line breaks, whole numbers and categoricals."""
+    rows = draw(st.integers(0, 12))
+    pool = draw(st.lists(FLOATS, min_size=1, max_size=5))
+    floats = st.lists(st.sampled_from(pool) | FLOATS, min_size=rows, max_size=rows)
+    text = st.lists(st.text(st.sampled_from('ab ,"\n\r\tä'), max_size=4), min_size=rows,
+                    max_size=rows)  # fmt: skip
+    table = pd.DataFrame({
+        "participant": pd.Categorical(draw(text)),
+        "tau_b": np.array(draw(floats), dtype=np.float64),
+        "reason": pd.Series(draw(text), dtype=object),
+        "n_items": draw(st.lists(st.integers(-5, 2**40), min_size=rows, max_size=rows)),
+        "p_value": np.array(draw(floats), dtype=np.float64),
+    })  # fmt: skip
+    return table
+
+
+@settings(max_examples=200, deadline=None)
+@given(tables(), st.sampled_from([0, 3, 10_000]))
+def test_a_table_written_with_its_floats_formatted_once_is_to_csv_to_the_byte(table, rows):
+    with tempfile.TemporaryDirectory() as folder:
+        ours, theirs = Path(folder) / "ours.csv", Path(folder) / "theirs.csv"
+        with unittest.mock.patch.object(pipeline, "_FORMAT_ONCE_ROWS", rows):
+            pipeline._write_csv(table, ours)
+        # Oracle: pandas' own writer.
+        table.to_csv(theirs, index=False)
+        assert ours.read_bytes() == theirs.read_bytes()
