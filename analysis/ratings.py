@@ -14,12 +14,14 @@ writing leaves behind; that partial row is dropped, the complete ones kept.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import queue
 import threading
 import warnings
-from concurrent.futures import Future
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -501,8 +503,12 @@ def _read_bids(root: Path, hasher: _Hasher, columns=None) -> tuple[pd.DataFrame,
         raise InputError(
             f"{root}: no sub-*/beh/*_beh.tsv files; expected a BIDS dataset of rating sessions"
         )
-    files = [_read_text(path, hasher, bids=True, label=_participant_of(root, path))
-             for path in progress.track(paths, "reading session files", unit="file")]  # fmt: skip
+    with _ReadAhead(paths, hasher) as ahead:
+        files = [
+            _read_text(path, hasher, bids=True, label=_participant_of(root, path),
+                       fetched=ahead.next())
+            for path in progress.track(paths, "reading session files", unit="file")
+        ]  # fmt: skip
     with progress.step("parsing session files"):
         frame = _parse(files, columns)
     # Each row's label came with it through the parse (files are parsed grouped by header,
@@ -652,12 +658,52 @@ def _read_file(path: Path, hasher: _Hasher, columns=None) -> tuple[pd.DataFrame,
     return _parse([raw], columns), raw.source
 
 
-def _read_text(path: Path, hasher: _Hasher | None = None, *, bids: bool,
-               label: str | None = None) -> _RawFile:  # fmt: skip
-    """Read, decode and check one file up to its header; its SHA-256 is taken by ``hasher``
-    (here, when none is given)."""
+def _fetch(path: Path, hasher: _Hasher) -> tuple[TextFile, Future]:
+    """A file's bytes, checked as UTF-8, and its SHA-256 (taken by ``hasher``)."""
     file = read_text(path, _WORDING, hashed=False)
-    digest = (hasher or _Hasher(threaded=False)).submit(file.data)
+    return file, hasher.submit(file.data)
+
+
+#: From this many session files, :class:`_ReadAhead` reads them on the threads.
+_READ_AHEAD_FILES = 64
+
+
+class _ReadAhead:
+    """The files of a dataset read (:func:`_fetch`) on threads, ahead of the checks of each
+    one in order: reading and hashing release the interpreter lock (0.4 s of the 1.3 s
+    that 2,000 session files took). Each file's result, or its error, is taken in the
+    files' order (:meth:`next`), so the first file at fault is the one named, as when
+    they are read one after the other. On leaving, reads not begun are not begun."""
+
+    def __init__(self, paths: Sequence[Path], hasher: _Hasher) -> None:
+        self._hasher = hasher
+        self._paths = iter(paths)
+        workers = threads()
+        self._pool = (ThreadPoolExecutor(workers, thread_name_prefix="sbir-read")
+                      if workers > 1 and len(paths) >= _READ_AHEAD_FILES else None)  # fmt: skip
+        self._ahead: collections.deque[Future] = collections.deque()
+
+    def __enter__(self) -> _ReadAhead:
+        if self._pool is not None:
+            for path in self._paths:
+                self._ahead.append(self._pool.submit(_fetch, path, self._hasher))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def next(self) -> tuple[TextFile, Future] | None:
+        """The next file's bytes and hash (None when they are read in the caller's thread)."""
+        return self._ahead.popleft().result() if self._pool is not None else None
+
+
+def _read_text(path: Path, hasher: _Hasher | None = None, *, bids: bool,
+               label: str | None = None,
+               fetched: tuple[TextFile, Future] | None = None) -> _RawFile:  # fmt: skip
+    """Read, decode and check one file up to its header; its SHA-256 is taken by ``hasher``
+    (here, when none is given). ``fetched``: the file already read (:class:`_ReadAhead`)."""
+    file, digest = fetched or _fetch(path, hasher or _Hasher(threaded=False))
     if file.is_blank():
         raise InputError(f"{path}: the file is empty; expected a header line and one row per pair")
 

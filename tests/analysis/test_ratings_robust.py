@@ -3,6 +3,7 @@
 import hashlib
 import tempfile
 import unittest.mock
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -159,11 +160,13 @@ layouts = st.one_of(
     ),
     threads=st.sampled_from(["1", "2", "3"]),
     aside=st.sampled_from([0, ratings_module._HASH_ASIDE_BYTES]),
+    ahead=st.sampled_from([0, ratings_module._READ_AHEAD_FILES]),
 )
-def test_every_rating_is_read_back_as_written(sessions, threads, aside):
+def test_every_rating_is_read_back_as_written(sessions, threads, aside, ahead):
     """Any layouts, any mix of files with and without a participant column, any line ends;
     and each file's SHA-256, taken on a thread beside the parse (every file, with ``aside``
-    0) or in this one, is the file's as ``hashlib`` takes it."""
+    0) or in this one, is the file's as ``hashlib`` takes it; the files read ahead on the
+    threads (``ahead`` 0) or one after the other."""
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         expected = {}
@@ -176,6 +179,7 @@ def test_every_rating_is_read_back_as_written(sessions, threads, aside):
         with (
             environment_variables({THREADS_VARIABLE: threads}),
             unittest.mock.patch.object(ratings_module, "_HASH_ASIDE_BYTES", aside),
+            unittest.mock.patch.object(ratings_module, "_READ_AHEAD_FILES", ahead),
         ):
             read = load_ratings(root)
         assert _given(read) == expected
@@ -183,6 +187,9 @@ def test_every_rating_is_read_back_as_written(sessions, threads, aside):
         assert hashed == {str(path): hashlib.sha256(path.read_bytes()).hexdigest()
                           for path in root.glob("sub-*/beh/*_beh.tsv")}  # fmt: skip
 
+
+#: A session file that reads: two rows, the second cut off (a session that stopped).
+VALID_SESSION = b"sketch_id\timage_id\trating\ns1\ti1\t2\ns1\ti2\t5\ns1\ti3"
 
 IDS = ["participant", "sketch_id", "image_id", "phase", "rating", "rt", "anchor_rating",
        "trial", "01", "s1", "a", "main", "anchor_repeat", "3", "n/a"]  # fmt: skip
@@ -227,6 +234,47 @@ def test_any_bytes_in_a_bids_dataset(first, second, name):
         other.parent.mkdir(parents=True)
         other.write_bytes(second)
         _check_result(reads_or_refuses(load_ratings, root))
+
+
+def _read_recording(root: Path, threads: str, ahead: int):
+    """What reading a dataset gives: the table (or the refusal's message) and the warnings'
+    messages, in order."""
+    with (
+        environment_variables({THREADS_VARIABLE: threads}),
+        unittest.mock.patch.object(ratings_module, "_READ_AHEAD_FILES", ahead),
+        warnings.catch_warnings(record=True) as caught,
+    ):
+        warnings.simplefilter("always")
+        try:
+            outcome = load_ratings(root)
+        except InputError as error:
+            outcome = str(error)
+    return outcome, [str(w.message) for w in caught]
+
+
+@settings(max_examples=100, deadline=None)
+@given(files=st.lists(st.one_of(table_bytes(IDS, separators=("\t",)), st.just(VALID_SESSION)),
+                      min_size=2, max_size=5),
+       misnamed=st.one_of(st.none(), st.integers(0, 4)))  # fmt: skip
+def test_files_read_ahead_on_threads_give_what_one_after_the_other_gives(files, misnamed):
+    """The same table, or the same first refusal, and the same warnings in the same order,
+    whichever files are bad (bytes, headers, cut-off lines, a name that is not sub-<label>)."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        for k, content in enumerate(files):
+            name = "x_beh.tsv" if k == misnamed else f"sub-{k:02d}_task-x_beh.tsv"
+            path = root / f"sub-{k:02d}" / "beh" / name
+            path.parent.mkdir(parents=True)
+            path.write_bytes(content)
+        # Oracle: the files read one after the other, in this thread.
+        expected, expected_warnings = _read_recording(root, "1", ratings_module._READ_AHEAD_FILES)
+        got, got_warnings = _read_recording(root, "2", 0)
+    if isinstance(expected, str):
+        assert got == expected
+    else:
+        pd.testing.assert_frame_equal(got, expected)
+        assert got.attrs["provenance"] == expected.attrs["provenance"]
+    assert got_warnings == expected_warnings
 
 
 @settings(max_examples=100, deadline=3000)
