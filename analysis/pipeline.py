@@ -204,7 +204,9 @@ def _analyze_into(
     # presses) would be copied along by every selection of rows. Practice trials are
     # recorded to learn the keys on, and no statistic counts them.
     ratings = in_paper_orientation(ratings)[[c for c in RATING_COLUMNS if c in ratings]]
-    ratings = ratings[ratings["phase"] != "practice"]
+    practice = (ratings["phase"] == "practice").to_numpy()
+    if practice.any():  # else no copy of 12 million rows (0.25 s at 10,000 participants)
+        ratings = ratings[~practice]
     if pilot is not None:
         pilot = in_paper_orientation(pilot)
     main = ratings[ratings["phase"] == "main"]

@@ -407,7 +407,27 @@ def _labels(column: pd.Series) -> pd.Categorical:
     codes, uniques = _distinct_cells(column)
     stripped = pd.Index(uniques).astype(str).str.strip()
     merged, categories = pd.factorize(stripped, sort=True)
-    return pd.Categorical.from_codes(merged[codes], categories=categories)
+    # The codes index the categories by construction: not checked again, row by row.
+    return pd.Categorical.from_codes(merged[codes], categories=categories, validate=False)
+
+
+def _sorted_cells(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(column, sort=True)``, its distinct cells as an object array.
+
+    ``factorize`` sorts a categorical's cells in the order of its categories (a validated
+    label column's are sorted); one with no missing cell has them already: its codes,
+    renumbered over the categories that occur (the rows of one phase need not use them
+    all). Hashing 12 million codes again took 0.1 s a column at 10,000 participants.
+    """
+    if (
+        isinstance(column.dtype, pd.CategoricalDtype)
+        and len(column)
+        and column.cat.codes.min() >= 0
+    ):
+        codes, distinct = _distinct_cells(column)
+        return codes.astype(np.intp, copy=False), np.asarray(distinct, dtype=object)
+    codes, distinct = pd.factorize(column, sort=True)
+    return codes, np.asarray(distinct, dtype=object)
 
 
 def _distinct_cells(column: pd.Series) -> tuple[np.ndarray, object]:
@@ -454,9 +474,9 @@ def rating_cube(ratings: pd.DataFrame, column: str = "rating") -> RatingCube:
     Sketches, participants and images are in sorted order. The table must hold
     each (participant, sketch, image) once, as one validated phase does.
     """
-    sketch_code, sketches = pd.factorize(ratings["sketch_id"], sort=True)
-    participant_code, participants = pd.factorize(ratings["participant"], sort=True)
-    image_code, image_names = pd.factorize(ratings["image_id"], sort=True)
+    sketch_code, sketches = _sorted_cells(ratings["sketch_id"])
+    participant_code, participants = _sorted_cells(ratings["participant"])
+    image_code, image_names = _sorted_cells(ratings["image_id"])
     # Pairs sorted by sketch, then image: a pair's position within its sketch is
     # its index among all pairs minus the index of its sketch's first pair. The keys are
     # small whole numbers, so the distinct ones and each row's index among them come from

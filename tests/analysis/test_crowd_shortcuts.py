@@ -195,3 +195,17 @@ def test_a_table_written_with_its_floats_formatted_once_is_to_csv_to_the_byte(ta
         # Oracle: pandas' own writer.
         table.to_csv(theirs, index=False)
         assert ours.read_bytes() == theirs.read_bytes()
+
+
+@settings(max_examples=200, deadline=None)
+@given(categorical_columns(), st.booleans())
+def test_sorted_cells_from_the_codes_are_factorize_sorted(column, shuffled):
+    if shuffled and isinstance(column.dtype, pd.CategoricalDtype):
+        column = column.cat.reorder_categories(column.cat.categories[::-1])
+    # Oracle: pandas' factorize with its distinct cells sorted (the code before the shortcut).
+    codes, distinct = pd.factorize(column, sort=True)
+    got_codes, got_distinct = ratings_module._sorted_cells(column)
+    np.testing.assert_array_equal(got_codes, codes)
+    assert got_codes.dtype == np.intp
+    assert got_distinct.dtype == object
+    assert list(got_distinct) == list(np.asarray(distinct, dtype=object))
