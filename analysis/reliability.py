@@ -133,10 +133,21 @@ def _first_half(keys: np.ndarray, raters: np.ndarray) -> np.ndarray:
 
 
 def _half_means(values: np.ndarray, half: np.ndarray) -> np.ndarray:
-    """Splits x images: each image's mean rating over the participants of ``half``."""
+    """Splits x images: each image's mean rating over the participants of ``half``.
+
+    The sums and counts are whole numbers (ratings are), exact in single precision while
+    every partial sum stays below 2**24 (a 7-point scale and 10,000 raters: 70,000): the
+    products then run in single precision, twice as fast, to the same sums; past that, or
+    for ratings that are not whole, in double.
+    """
     rated = ~np.isnan(values)
-    total = half.astype(np.float64) @ np.where(rated, values, 0.0)
-    count = half.astype(np.float64) @ rated.astype(np.float64)
+    given = np.where(rated, values, 0.0)
+    largest = float(np.abs(given).max(initial=0.0))
+    exact = largest * half.shape[1] < 2**24 and bool((given == np.floor(given)).all())
+    dtype = np.float32 if exact else np.float64
+    weights = half.astype(dtype)
+    total = (weights @ given.astype(dtype)).astype(np.float64)
+    count = (weights @ rated.astype(dtype)).astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(count > 0, total / count, np.nan)
 

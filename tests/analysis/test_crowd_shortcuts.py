@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.multitest import multipletests
 
-from sbir_study.analysis import _kernels, corrections, pipeline
+from sbir_study.analysis import _kernels, corrections, pipeline, reliability
 from sbir_study.analysis import ratings as ratings_module
 from sbir_study.foundation.environment import environment_variables
 from sbir_study.foundation.threads import THREADS_VARIABLE
@@ -209,3 +209,28 @@ def test_sorted_cells_from_the_codes_are_factorize_sorted(column, shuffled):
     assert got_codes.dtype == np.intp
     assert got_distinct.dtype == object
     assert list(got_distinct) == list(np.asarray(distinct, dtype=object))
+
+
+RATINGS = st.sampled_from([1.0, 2.0, 7.0, 0.0, -3.0, 2.5, 0.1, 1 / 3, 2.0**20, 2.0**23,
+                           float("nan")])  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 9), st.integers(1, 6), st.integers(1, 4), st.data())
+def test_half_means_in_single_precision_are_the_double_precision_means(raters, images, splits,
+                                                                       data):  # fmt: skip
+    values = np.array(data.draw(st.lists(RATINGS, min_size=raters * images,
+                                         max_size=raters * images)),
+                      dtype=np.float64).reshape(raters, images)  # fmt: skip
+    cells = splits * raters
+    half = np.array(data.draw(st.lists(st.booleans(), min_size=cells, max_size=cells)))
+    half = half.reshape(splits, raters)
+    # Oracle: the sums and counts as double-precision products (NumPy), then the means.
+    rated = ~np.isnan(values)
+    total = half.astype(np.float64) @ np.where(rated, values, 0.0)
+    count = half.astype(np.float64) @ rated.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        expected = np.where(count > 0, total / count, np.nan)
+    got = reliability._half_means(values, half)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, expected)
