@@ -234,3 +234,24 @@ def test_half_means_in_single_precision_are_the_double_precision_means(raters, i
     got = reliability._half_means(values, half)
     assert got.dtype == np.float64
     np.testing.assert_array_equal(got, expected)
+
+
+KEYS = st.sampled_from([0.0, 0.25, 0.5, 0.5, 0.75, 1e-300, 0.9999])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 12), st.integers(1, 4), st.data())
+def test_the_first_half_by_partition_is_the_first_half_by_stable_sort(participants, splits,
+                                                                      data):  # fmt: skip
+    cells = splits * participants
+    keys = np.array(data.draw(st.lists(KEYS, min_size=cells, max_size=cells))).reshape(
+        splits, participants
+    )
+    raters = np.array(data.draw(st.lists(st.booleans(), min_size=participants,
+                                         max_size=participants)))  # fmt: skip
+    # Oracle: the raters' ranks in a stable sort of the keys (NumPy), the first half of them.
+    order = np.argsort(np.where(raters, keys, np.inf), axis=1, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(participants)[None, :], axis=1)
+    expected = rank < raters.sum() // 2
+    np.testing.assert_array_equal(reliability._first_half(keys, raters), expected)
