@@ -22,7 +22,7 @@ from sbir_study.foundation.outputs import output_folder
 from sbir_study.foundation.provenance import software_versions
 
 from . import _kernels
-from .agreement import agreement_by_sketch, inter_user_tau_pairs, krippendorff_alpha_overall
+from .agreement import agreement_by_sketch, alpha_at_levels, inter_user_tau_pairs
 from .consensus import (
     anchoring_consistency,
     consensus_ground_truth,
@@ -567,11 +567,9 @@ def _agreement_tables(out: Path, ratings, cube, options: AnalysisOptions, scale)
             scale=scale,
         )
         w_table.to_csv(out / "kendall_w.csv", index=False)
-        overall_alpha = {
-            level: krippendorff_alpha_overall(ratings, level=level, n_resamples=options.bootstrap,
-                                              seed=options.seed, scale=scale)
-            for level in ("ordinal", "interval")
-        }  # fmt: skip
+        overall_alpha = alpha_at_levels(ratings, ("ordinal", "interval"),
+                                                  n_resamples=options.bootstrap,
+                                                  seed=options.seed, scale=scale)  # fmt: skip
     return w_table, overall_alpha
 
 
