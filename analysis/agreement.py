@@ -852,8 +852,8 @@ def krippendorff_alpha_overall(
     0.9621
     """
     return alpha_at_levels(ratings, (level,), n_resamples=n_resamples,
-                                     confidence_level=confidence_level, seed=seed,
-                                     scale=scale)[level]  # fmt: skip
+                           confidence_level=confidence_level, seed=seed,
+                           scale=scale)[level]  # fmt: skip
 
 
 def alpha_at_levels(

@@ -568,8 +568,8 @@ def _agreement_tables(out: Path, ratings, cube, options: AnalysisOptions, scale)
         )
         w_table.to_csv(out / "kendall_w.csv", index=False)
         overall_alpha = alpha_at_levels(ratings, ("ordinal", "interval"),
-                                                  n_resamples=options.bootstrap,
-                                                  seed=options.seed, scale=scale)  # fmt: skip
+                                        n_resamples=options.bootstrap, seed=options.seed,
+                                        scale=scale)  # fmt: skip
     return w_table, overall_alpha
 
 

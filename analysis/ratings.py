@@ -690,10 +690,11 @@ _READ_AHEAD_FILES = 64
 
 class _ReadAhead:
     """The files of a dataset read (:func:`_fetch`) on threads, ahead of the checks of each
-    one in order: reading and hashing release the interpreter lock (0.4 s of the 1.3 s
-    that 2,000 session files took). Each file's result, or its error, is taken in the
-    files' order (:meth:`next`), so the first file at fault is the one named, as when
-    they are read one after the other. On leaving, reads not begun are not begun."""
+    one in order: reading and hashing release the interpreter lock (the loop over 2,000
+    session files took 1.05 s instead of 1.39 s, in process under cProfile). Each file's
+    result, or its error, is taken in the files' order (:meth:`next`), so the first file
+    at fault is the one named, as when they are read one after the other. On leaving,
+    reads not begun are not begun."""
 
     def __init__(self, paths: Sequence[Path], hasher: _Hasher) -> None:
         self._hasher = hasher
