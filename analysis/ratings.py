@@ -329,10 +329,7 @@ def _warn_of_leading_zeros(frame: pd.DataFrame) -> None:
     if not meet.any():
         return
     labels = labels[meet]
-    groups = labels.groupby(unpadded[meet].to_numpy(), sort=True).agg(list)
-    alike = [group for group in groups if len(group) > 1]
-    if not alike:
-        return
+    alike = list(labels.groupby(unpadded[meet].to_numpy(), sort=True).agg(list))
     first = frame.drop_duplicates("participant").set_index("participant")
     named = [
         " and ".join(
@@ -415,38 +412,39 @@ def _sorted_cells(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """``pd.factorize(column, sort=True)``, its distinct cells as an object array.
 
     ``factorize`` sorts a categorical's cells in the order of its categories (a validated
-    label column's are sorted); one with no missing cell has them already: its codes,
-    renumbered over the categories that occur (the rows of one phase need not use them
-    all). Hashing 12 million codes again took 0.1 s a column at 10,000 participants.
+    label column's are sorted), which :func:`_occurring_categories` keeps.
     """
-    if (
-        isinstance(column.dtype, pd.CategoricalDtype)
-        and len(column)
-        and column.cat.codes.min() >= 0
-    ):
-        codes, distinct = _distinct_cells(column)
-        return codes.astype(np.intp, copy=False), np.asarray(distinct, dtype=object)
-    codes, distinct = pd.factorize(column, sort=True)
-    return codes, np.asarray(distinct, dtype=object)
+    found = _occurring_categories(column)
+    codes, distinct = found if found is not None else pd.factorize(column, sort=True)
+    return codes.astype(np.intp, copy=False), np.asarray(distinct, dtype=object)
 
 
 def _distinct_cells(column: pd.Series) -> tuple[np.ndarray, object]:
-    """``pd.factorize(column, use_na_sentinel=False)``, in any order of the distinct cells.
+    """``pd.factorize(column, use_na_sentinel=False)``, in any order of the distinct cells
+    (:func:`_occurring_categories` where it can)."""
+    found = _occurring_categories(column)
+    return found if found is not None else pd.factorize(column, use_na_sentinel=False)
 
-    A categorical column (as the reader gives them) with no missing cell has them
-    already: its codes, renumbered over the categories that occur. Hashing the codes of
-    12 million rows again took 0.1 s a column at 10,000 participants.
+
+def _occurring_categories(column: pd.Series) -> tuple[np.ndarray, pd.Index] | None:
+    """A categorical column's codes, renumbered over the categories that occur, and those
+    categories in their order; None for a column that is not a categorical or has a
+    missing cell (code -1).
+
+    The reader gives every text column as a categorical: factorizing the codes of 12
+    million rows again took 0.1 s a column at 10,000 participants.
     """
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        codes = column.cat.codes.to_numpy()
-        if codes.size and codes.min() >= 0:
-            categories = column.cat.categories
-            occurs = np.bincount(codes, minlength=len(categories)) > 0
-            if not occurs.all():
-                codes = (np.cumsum(occurs) - 1)[codes]
-                categories = categories[occurs]
-            return codes, categories
-    return pd.factorize(column, use_na_sentinel=False)
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        return None
+    codes = column.cat.codes.to_numpy()
+    if not codes.size or codes.min() < 0:
+        return None
+    categories = column.cat.categories
+    occurs = np.bincount(codes, minlength=len(categories)) > 0
+    if not occurs.all():
+        codes = (np.cumsum(occurs) - 1)[codes]
+        categories = categories[occurs]
+    return codes, categories
 
 
 @dataclass(frozen=True)
@@ -698,7 +696,7 @@ class _ReadAhead:
 
     def __init__(self, paths: Sequence[Path], hasher: _Hasher) -> None:
         self._hasher = hasher
-        self._paths = iter(paths)
+        self._paths = paths
         workers = threads()
         self._pool = (ThreadPoolExecutor(workers, thread_name_prefix="sbir-read")
                       if workers > 1 and len(paths) >= _READ_AHEAD_FILES else None)  # fmt: skip
@@ -1007,7 +1005,7 @@ class _Distinct:
 
     @classmethod
     def of(cls, column: pd.Series) -> _Distinct:
-        codes, uniques = pd.factorize(column, use_na_sentinel=False)
+        codes, uniques = _distinct_cells(column)
         text = pd.Index(uniques).astype(str).str.strip()
         # A cell no file wrote (a column of one session file that another lacks, such as
         # anchor_rating beside an imported session) is missing too, not the text "nan".
