@@ -239,6 +239,67 @@ def test_pair_blocks_match_scipy_for_every_pair(x, cells, alternative):
     assert seen == shares
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    st.data(),
+    st.sampled_from([3, 8, 40, 76, 77, 120]),
+    st.sampled_from(["greater", "two-sided", "less"]),
+)
+def test_pair_blocks_are_scipys_bits(data, items, alternative):
+    # Reference: scipy.stats.kendalltau (asymptotic, tie-corrected), bit for bit: the tie
+    # terms are whole numbers, exact in single precision up to 76 items and in double
+    # from 77, and every rounding step is scipy's. Ratings on a scale, scores with many
+    # ties, or one large tie group, any share of them missing, blocks crossing the rows.
+    from sbir_study.analysis import _kernels
+
+    raters = data.draw(st.integers(2, 8))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    kind = data.draw(st.sampled_from(["scale", "scores", "nearly constant"]))
+    if kind == "scale":
+        x = rng.integers(1, data.draw(st.integers(2, 8)), size=(raters, items)).astype(float)
+    elif kind == "scores":
+        x = np.round(rng.normal(size=(raters, items)), 1)
+    else:  # one large tie group: the tie terms' largest whole numbers (2 xtie ytie)
+        x = np.where(rng.random((raters, items)) < 0.03, 2.0, 1.0)
+    x[rng.random(x.shape) < data.draw(st.sampled_from([0.0, 0.01, 0.3, 0.9]))] = np.nan
+    cells = data.draw(st.integers(1, 40))
+    for a, b, tau, p, n in _kernels.pairwise_tau_b_blocks(x, alternative, cells=cells):
+        for i, j, t, pv, k in zip(a, b, tau, p, n, strict=True):
+            both = ~np.isnan(x[i]) & ~np.isnan(x[j])
+            if k < 2 or np.ptp(x[i][both]) == 0 or np.ptp(x[j][both]) == 0:
+                assert np.isnan(t) and np.isnan(pv)
+                continue
+            if k == 2:  # scipy's asymptotic variance divides by n - 2: tau only, p undefined
+                assert t == scipy.stats.kendalltau(x[i][both], x[j][both]).statistic
+                assert np.isnan(pv)
+                continue
+            expected = scipy.stats.kendalltau(x[i][both], x[j][both], alternative=alternative,
+                                              method="asymptotic")  # fmt: skip
+            assert (t, pv) == (expected.statistic, expected.pvalue), (i, j)
+
+
+@pytest.mark.parametrize("items", [76, 77, 120])
+def test_pair_blocks_at_the_largest_tie_terms_are_scipys_bits(items):
+    # Reference: scipy.stats.kendalltau (asymptotic), bit for bit. Nearly every rating the
+    # same: 2 xtie ytie nears items**4 / 2, the largest whole number of the tie terms, which
+    # passes 2**24 from 77 items (single precision would round it there).
+    from sbir_study.analysis import _kernels
+
+    rng = np.random.default_rng(items)
+    x = np.where(rng.random((12, items)) < 0.03, 2.0, 1.0)
+    x[0, :3] = 2.0  # no rater constant
+    compared = 0
+    for a, b, tau, p, _ in _kernels.pairwise_tau_b_blocks(x, "greater"):
+        for i, j, t, pv in zip(a, b, tau, p, strict=True):
+            if np.ptp(x[i]) == 0 or np.ptp(x[j]) == 0:
+                continue
+            expected = scipy.stats.kendalltau(x[i], x[j], alternative="greater",
+                                              method="asymptotic")  # fmt: skip
+            assert (t, pv) == (expected.statistic, expected.pvalue), (i, j)
+            compared += 1
+    assert compared >= 30
+
+
 def test_pair_blocks_with_blas_limited_match_scipy(monkeypatch):
     # The one-thread BLAS path taken at crowd scale, forced on a small matrix; reference
     # scipy.stats.kendalltau (asymptotic) on the items both raters gave.
