@@ -197,6 +197,68 @@ def test_a_table_written_with_its_floats_formatted_once_is_to_csv_to_the_byte(ta
         assert ours.read_bytes() == theirs.read_bytes()
 
 
+TEXT = st.text(st.sampled_from('ab ,"\n\r\tä\x00'), max_size=4)
+
+
+@st.composite
+def long_tables(draw):
+    """A table of any of the columns analyze writes, in any number and order: floats with
+    repeats, whole numbers to the int64 limits, booleans, and text (plain, categorical or
+    pandas' string type, with missing cells) that may hold separators, quotes and line
+    breaks; names that may need quoting too."""
+    rows = draw(st.integers(0, 12))
+    pool = draw(st.lists(FLOATS, min_size=1, max_size=5))
+    kinds = draw(st.lists(st.sampled_from(["float", "int", "bool", "object", "category",
+                                           "string"]), min_size=1, max_size=5))  # fmt: skip
+    names = draw(st.lists(st.sampled_from(["tau_b", "n_items", "reason", "a,b", 'say "x"']),
+                          min_size=len(kinds), max_size=len(kinds), unique=True))  # fmt: skip
+    columns = {}
+    for name, kind in zip(names, kinds, strict=True):
+        if kind == "float":
+            values = draw(st.lists(st.sampled_from(pool) | FLOATS, min_size=rows, max_size=rows))
+            columns[name] = np.array(values, dtype=np.float64)
+        elif kind == "int":
+            values = draw(st.lists(st.integers(-(2**63), 2**63 - 1), min_size=rows, max_size=rows))
+            columns[name] = np.array(values, dtype=np.int64)
+        elif kind == "bool":
+            columns[name] = np.array(draw(st.lists(st.booleans(), min_size=rows, max_size=rows)))
+        else:
+            values = draw(st.lists(TEXT | st.none(), min_size=rows, max_size=rows))
+            if kind == "object":
+                columns[name] = pd.Series(values, dtype=object)
+            elif kind == "category":
+                columns[name] = pd.Categorical(values)
+            else:
+                columns[name] = pd.Series(values, dtype="string")
+    return pd.DataFrame(columns, index=pd.RangeIndex(rows))
+
+
+@settings(max_examples=300, deadline=None)
+@given(long_tables(), st.sampled_from([0, 3, 10_000]), st.sampled_from([1, 2, 65_536]))
+def test_a_table_written_from_its_columns_is_to_csv_to_the_byte(table, rows, chunk):
+    with tempfile.TemporaryDirectory() as folder:
+        ours, theirs = Path(folder) / "ours.csv", Path(folder) / "theirs.csv"
+        with unittest.mock.patch.multiple(pipeline, _FORMAT_ONCE_ROWS=rows,
+                                          _CSV_CHUNK_ROWS=chunk):  # fmt: skip
+            pipeline._write_csv(table, ours)
+        # Oracle: pandas' own writer.
+        table.to_csv(theirs, index=False)
+        assert ours.read_bytes() == theirs.read_bytes()
+
+
+ANY_BITS = st.integers(-(2**63), 2**63 - 1).map(lambda bits: float(np.int64(bits).view(np.float64)))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.floats(allow_nan=False) | ANY_BITS, min_size=1, max_size=50))
+def test_python_repr_of_a_float_is_numpys_text_of_it(values):
+    # Oracle: NumPy's astype(str), which to_csv writes a float column with; any bits (NaN
+    # is written as the empty text, apart).
+    values = np.array(values, dtype=np.float64)
+    values = values[~np.isnan(values)]
+    assert [repr(value) for value in values.tolist()] == values.astype(str).tolist()
+
+
 @settings(max_examples=200, deadline=None)
 @given(categorical_columns(), st.booleans())
 def test_sorted_cells_from_the_codes_are_factorize_sorted(column, shuffled):
