@@ -876,20 +876,18 @@ def alpha_at_levels(
     _check_resampling(n_resamples, confidence_level)
     rating = ratings["rating"].to_numpy(dtype=np.float64, na_value=np.nan)
     used = (ratings["phase"] == "main").to_numpy() & ~np.isnan(rating)
-    # Integer codes of the identifiers (categoricals after validation: no string work).
-    sketch, _ = pd.factorize(ratings["sketch_id"][used])
-    image, images = pd.factorize(ratings["image_id"][used])
-    participant, _ = pd.factorize(ratings["participant"][used])
-    pair_code, pairs = pd.factorize(sketch.astype(np.int64) * max(len(images), 1) + image)
+    # Each sketch/image pair numbered by its first row, as pd.factorize numbers them (the
+    # bootstrap draws the pairs by these numbers), and each row's participant.
+    pair_code, n_pairs, participant = _pair_codes(ratings, used)
     scale = scale or ratings_scale(ratings)
     domain = np.array(scale.points, dtype=np.float64)
     value = rating[used].astype(np.int64) - scale.low
-    cells = np.bincount(pair_code * domain.size + value, minlength=len(pairs) * domain.size)
-    counts = cells.reshape(len(pairs), domain.size)
+    cells = np.bincount(pair_code * domain.size + value, minlength=n_pairs * domain.size)
+    counts = cells.reshape(n_pairs, domain.size)
     pairable = counts.sum(axis=1) >= 2
     units = _kernels.unit_coincidences(counts)
     in_pairable = pairable[pair_code]
-    raters = int(np.unique(participant[in_pairable]).size)
+    raters = _distinct_count(participant[in_pairable])
     results = {}
     for level in levels:
         statistic, low, high = _alpha_with_interval(
@@ -899,6 +897,53 @@ def alpha_at_levels(
             statistic, low, high, level, raters, int(pairable.sum()), int(in_pairable.sum())
         )
     return results
+
+
+def _pair_codes(ratings: pd.DataFrame, used: np.ndarray):
+    """For the ``used`` rows: each row's sketch/image pair as ``pd.factorize`` numbers the
+    pairs (in the order of their first rows), the number of pairs, and each row's
+    participant as an integer code.
+
+    From the categoricals' codes when the three columns are categoricals (as validated
+    ratings are) without a missing label among the rows: a pair's first row by one
+    ``np.minimum.at`` over a table of every sketch x image, not a hash of 12 million rows
+    (0.3 s at 10,000 participants, and as much again for each column factorized).
+    """
+    columns = [ratings[name] for name in ("sketch_id", "image_id", "participant")]
+    if all(isinstance(c.dtype, pd.CategoricalDtype) for c in columns):
+        sketch, image, participant = (c.cat.codes.to_numpy()[used] for c in columns)
+        if not ((sketch < 0).any() or (image < 0).any() or (participant < 0).any()):
+            size = len(columns[1].cat.categories)
+            key = sketch.astype(np.intp) * size + image
+            pair_code, n_pairs = _first_row_codes(key, len(columns[0].cat.categories) * size)
+            return pair_code, n_pairs, participant
+    sketch, _ = pd.factorize(columns[0][used])
+    image, images = pd.factorize(columns[1][used])
+    participant, _ = pd.factorize(columns[2][used])
+    pair_code, pairs = pd.factorize(sketch.astype(np.int64) * max(len(images), 1) + image)
+    return pair_code, len(pairs), participant
+
+
+def _first_row_codes(keys: np.ndarray, size: int) -> tuple[np.ndarray, int]:
+    """``pd.factorize(keys)``'s codes and number of distinct keys, for keys in
+    ``range(size)``: each key numbered by the rank of its first row."""
+    first = np.full(size, keys.size, dtype=np.intp)
+    np.minimum.at(first, keys, np.arange(keys.size))
+    present = np.flatnonzero(first < keys.size)
+    order = present[np.argsort(first[present])]  # first rows are distinct: no ties
+    code = np.empty(size, dtype=np.intp)
+    code[order] = np.arange(order.size)
+    return code[keys], int(order.size)
+
+
+def _distinct_count(codes: np.ndarray) -> int:
+    """How many distinct values ``codes`` (integer codes; factorize's -1 for a missing
+    label counts as one) holds, as ``np.unique(codes).size``."""
+    if codes.size == 0:
+        return 0
+    if codes.min() < 0:
+        return int(np.unique(codes).size)
+    return int(np.count_nonzero(np.bincount(codes)))
 
 
 def _check_resampling(n_resamples, confidence_level) -> None:

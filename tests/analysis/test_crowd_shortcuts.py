@@ -19,6 +19,7 @@ from statsmodels.stats.multitest import multipletests
 from sbir_study.analysis import _kernels, agreement, corrections, pipeline, reliability
 from sbir_study.analysis import ratings as ratings_module
 from sbir_study.foundation.environment import environment_variables
+from sbir_study.foundation.scale import Scale
 from sbir_study.foundation.threads import THREADS_VARIABLE
 
 CELLS = st.sampled_from(["a", " a", "a ", "b", "01", "1", "x y", "", "n/a", "Ä", "s 1"])
@@ -195,6 +196,60 @@ def test_a_table_written_with_its_floats_formatted_once_is_to_csv_to_the_byte(ta
         # Oracle: pandas' own writer.
         table.to_csv(theirs, index=False)
         assert ours.read_bytes() == theirs.read_bytes()
+
+
+@st.composite
+def alpha_tables(draw):
+    """Ratings of a 1-7 scale in any row order, some missing or of another phase, with the
+    labels as categoricals (unused categories, categories in any order, a missing label)."""
+    rows = draw(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 5),
+                                   st.sampled_from([1, 2, 3, 4, 5, 6, 7, None]),
+                                   st.sampled_from(["main", "main", "anchor_repeat"])),
+                         min_size=1, max_size=40))  # fmt: skip
+    table = pd.DataFrame({
+        "participant": [f"p {p}" for p, *_ in rows],
+        "sketch_id": [f"s{s}" for _, s, *_ in rows],
+        "image_id": [f"i{s}-{i}" for _, s, i, *_ in rows],
+        "rating": pd.array([r for *_, r, _ in rows], dtype="Int64"),
+        "phase": [phase for *_, phase in rows],
+    })  # fmt: skip
+    for name in ("participant", "sketch_id", "image_id"):
+        categories = sorted(set(table[name]) | {f"{name} unused"})
+        if draw(st.booleans()):
+            categories.reverse()
+        table[name] = pd.Categorical(table[name], categories=categories)
+    if draw(st.booleans()):
+        row = draw(st.integers(0, len(rows) - 1))
+        table.loc[row, draw(st.sampled_from(["participant", "sketch_id", "image_id"]))] = np.nan
+    return table
+
+
+@settings(max_examples=200, deadline=None)
+@given(alpha_tables())
+def test_alpha_from_the_codes_is_alpha_from_factorized_labels(table):
+    scale = Scale(1, 7)
+    got = agreement.alpha_at_levels(table, ("ordinal", "interval"), n_resamples=30, seed=3,
+                                    scale=scale)  # fmt: skip
+    # Oracle: the same table with its labels as text, which alpha_at_levels numbers with
+    # pd.factorize (the units in the order of their first rows, as the bootstrap draws them).
+    text = table.astype({name: object for name in ("participant", "sketch_id", "image_id")})
+    expected = agreement.alpha_at_levels(text, ("ordinal", "interval"), n_resamples=30, seed=3,
+                                         scale=scale)  # fmt: skip
+    for level in ("ordinal", "interval"):
+        assert np.array_equal(np.array(got[level][:3]), np.array(expected[level][:3]),
+                              equal_nan=True)  # fmt: skip
+        assert got[level][3:] == expected[level][3:]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 9), max_size=60))
+def test_codes_by_first_row_are_factorize_codes(keys):
+    keys = np.array(keys, dtype=np.intp)
+    codes, distinct = agreement._first_row_codes(keys, 10)
+    # Oracle: pandas' factorize (codes in the order of first appearance).
+    expected, uniques = pd.factorize(keys)
+    np.testing.assert_array_equal(codes, expected)
+    assert distinct == len(uniques)
 
 
 TEXT = st.text(st.sampled_from('ab ,"\n\r\tä\x00'), max_size=4)
