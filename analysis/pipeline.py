@@ -210,45 +210,48 @@ def _analyze_into(
         ratings = ratings[~practice]
     if pilot is not None:
         pilot = in_paper_orientation(pilot)
-    main = ratings[ratings["phase"] == "main"]
-    if main.empty:
-        raise InputError("ratings: no rows of phase 'main'; expected the main block of a study")
+    # The ground truth reads the table alone: at crowd scale it is computed on a thread of
+    # its own from here on, beside the main phase's selection and cube (1.5 s at 10,000
+    # participants, on one core while the other was idle), and the statistics.
+    aside = len(ratings) >= _GROUND_TRUTH_ASIDE_ROWS and _kernels.threads() > 1
+    truth_pool = ThreadPoolExecutor(1, thread_name_prefix="sbir-truth") if aside else None
+    with truth_pool or _InThisThread() as truth_pool:
+        truth = truth_pool.submit(_ground_truth_files, out, ratings, scale)
+        if not aside:
+            truth.result()  # in this thread: a refusal before anything else, as one expects
+        main = ratings[ratings["phase"] == "main"]
+        if main.empty:
+            raise InputError("ratings: no rows of phase 'main'; expected the main block of a study")
 
-    raters = _raters_by_sketch(main)
-    if options.pairwise_raters is not None:
-        raters = np.minimum(raters, options.pairwise_raters)
-    pairs = int((raters * (raters - 1) // 2).sum())
-    full = options.pairwise == "full" or (
-        options.pairwise == "auto" and pairs <= PAIRWISE_FULL_ROWS
-    )
-    # The main phase as sketches x participants x images, built once for every statistic
-    # that reads it (each would build its own from the table otherwise).
-    cube = rating_cube(main)
-    # At crowd scale the inter-user pairs are computed on threads of their own while the
-    # other statistics are computed here: each side alone leaves a core idle much of the time.
-    # (``$SBIR_STUDY_THREADS=1``: everything in this thread, one after the other.)
-    beside = pairs >= _PAIRS_BESIDE and _kernels.threads() > 1
-    # Each statistic is computed by whichever side is free first: at 2,000 participants the
-    # pairs end last and this thread takes every one; at 10,000 they ended 18 s before the
-    # others (the second core idle), and their thread now takes what is left.
-    pool = ThreadPoolExecutor(1) if beside else _InThisThread()
-    with pool, _Work(_statistics(out, ratings, cube, options, pilot, scale)) as statistics:
-        pairwise = pool.submit(_then, _write_pairwise, statistics.take, ratings, cube, out,
-                               options, full)  # fmt: skip
-        # After the pairs have begun: at crowd scale they end last, and the ground truth
-        # before them kept a core idle for half a second.
-        with progress.step("ground truth"):
-            ground_truth = consensus_ground_truth(ratings)
-            ground_truth.to_csv(out / "ground_truth.csv", index=False)
-            write_qrels(ground_truth, out / "ground_truth.qrels", scale=scale)
-            write_binary_qrels(ground_truth, out / "ground_truth_binary.qrels", scale=scale)
-        statistics.take()
-        ((consensus, participants), (_, reliability), w_table, overall_alpha, anchoring, bins,
-         distributions, predicted) = statistics.results()  # fmt: skip
-        participants = with_exclusions(participants, everyone, consensus, exclusions)
-        participants = with_catch_scores(participants, everyone, catch)
-        _write_csv(participants, out / "participants.csv")
-        pairwise_family, pairwise_summary, boxes, pairwise_undefined = pairwise.result()
+        raters = _raters_by_sketch(main)
+        if options.pairwise_raters is not None:
+            raters = np.minimum(raters, options.pairwise_raters)
+        pairs = int((raters * (raters - 1) // 2).sum())
+        full = options.pairwise == "full" or (
+            options.pairwise == "auto" and pairs <= PAIRWISE_FULL_ROWS
+        )
+        # The main phase as sketches x participants x images, built once for every statistic
+        # that reads it (each would build its own from the table otherwise).
+        cube = rating_cube(main)
+        # At crowd scale the inter-user pairs are computed on threads of their own while the
+        # other statistics are computed here: each side alone leaves a core idle much of the time.
+        # (``$SBIR_STUDY_THREADS=1``: everything in this thread, one after the other.)
+        beside = pairs >= _PAIRS_BESIDE and _kernels.threads() > 1
+        # Each statistic is computed by whichever side is free first: at 2,000 participants the
+        # pairs end last and this thread takes every one; at 10,000 they ended 18 s before the
+        # others (the second core idle), and their thread now takes what is left.
+        pool = ThreadPoolExecutor(1) if beside else _InThisThread()
+        with pool, _Work(_statistics(out, ratings, cube, options, pilot, scale)) as statistics:
+            pairwise = pool.submit(_then, _write_pairwise, statistics.take, ratings, cube, out,
+                                   options, full)  # fmt: skip
+            statistics.take()
+            ground_truth = truth.result()
+            ((consensus, participants), (_, reliability), w_table, overall_alpha, anchoring, bins,
+             distributions, predicted) = statistics.results()  # fmt: skip
+            participants = with_exclusions(participants, everyone, consensus, exclusions)
+            participants = with_catch_scores(participants, everyone, catch)
+            _write_csv(participants, out / "participants.csv")
+            pairwise_family, pairwise_summary, boxes, pairwise_undefined = pairwise.result()
     del cube  # not held through the figures: 100 MB for 10,000 participants of 31 sketches
     extremes = sketch_agreement(pairwise_summary, w_table)
     extremes.to_csv(out / "sketch_agreement.csv", index=False)
@@ -759,6 +762,21 @@ def _then(first, second, *args):
     result = first(*args)
     second()
     return result
+
+
+def _ground_truth_files(out: Path, ratings: pd.DataFrame, scale) -> pd.DataFrame:
+    """``ground_truth.csv`` and its two qrels files; the ground truth."""
+    with progress.step("ground truth"):
+        ground_truth = consensus_ground_truth(ratings)
+        ground_truth.to_csv(out / "ground_truth.csv", index=False)
+        write_qrels(ground_truth, out / "ground_truth.qrels", scale=scale)
+        write_binary_qrels(ground_truth, out / "ground_truth_binary.qrels", scale=scale)
+    return ground_truth
+
+
+#: From this many rows (a study of about 800 participants of the paper's design) the ground
+#: truth is computed on a thread of its own (:func:`_analyze_into`).
+_GROUND_TRUTH_ASIDE_ROWS = 1_000_000
 
 
 #: A table of at least this many rows is written by :func:`_write_csv` from its columns'
