@@ -259,12 +259,12 @@ TEXT = st.text(st.sampled_from('ab ,"\n\r\tä\x00'), max_size=4)
 def long_tables(draw):
     """A table of any of the columns analyze writes, in any number and order: floats with
     repeats, whole numbers to the int64 limits, booleans, and text (plain, categorical or
-    pandas' string type, with missing cells) that may hold separators, quotes and line
+    either of pandas' string types, with missing cells) that may hold separators, quotes and line
     breaks; names that may need quoting too."""
     rows = draw(st.integers(0, 12))
     pool = draw(st.lists(FLOATS, min_size=1, max_size=5))
     kinds = draw(st.lists(st.sampled_from(["float", "int", "bool", "object", "category",
-                                           "string"]), min_size=1, max_size=5))  # fmt: skip
+                                           "string", "str"]), min_size=1, max_size=5))  # fmt: skip
     names = draw(st.lists(st.sampled_from(["tau_b", "n_items", "reason", "a,b", 'say "x"']),
                           min_size=len(kinds), max_size=len(kinds), unique=True))  # fmt: skip
     columns = {}
@@ -283,8 +283,8 @@ def long_tables(draw):
                 columns[name] = pd.Series(values, dtype=object)
             elif kind == "category":
                 columns[name] = pd.Categorical(values)
-            else:
-                columns[name] = pd.Series(values, dtype="string")
+            else:  # pandas' string types: missing as pd.NA ("string") or as NaN ("str")
+                columns[name] = pd.Series(values, dtype=kind)
     return pd.DataFrame(columns, index=pd.RangeIndex(rows))
 
 
