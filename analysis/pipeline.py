@@ -826,21 +826,12 @@ def _csv_texts(frame: pd.DataFrame) -> list[np.ndarray] | None:
     texts = []
     for position, dtype in enumerate(frame.dtypes):
         column = frame.iloc[:, position]
-        if dtype in (np.float64, np.int64, np.bool_):
-            values = column.to_numpy()
-            # One text per distinct bit pattern: 0.0 and -0.0, and NaNs, stay apart.
-            key = values.view(np.int64) if dtype == np.float64 else values
-            distinct, inverse = np.unique(key, return_inverse=True)
-            if dtype == np.float64:
-                distinct = distinct.view(np.float64)
-            if dtype == np.float64:
-                # Python's repr of a float is NumPy's astype(str) of it, the text to_csv writes
-                # (the tests compare them over any bits), in half the time.
-                text = np.array([repr(value) for value in distinct.tolist()], dtype=object)
-                text[np.isnan(distinct)] = ""  # to_csv's na_rep
-            else:
-                text = distinct.astype(str).astype(object)
-            texts.append(text[inverse])
+        if dtype == np.float64:
+            distinct, inverse = _distinct_floats(column.to_numpy())
+            texts.append(_float_texts(distinct)[inverse])
+        elif dtype in (np.int64, np.bool_):
+            distinct, inverse = np.unique(column.to_numpy(), return_inverse=True)
+            texts.append(distinct.astype(str).astype(object)[inverse])
         elif _plain_text(column):
             values = column.to_numpy(dtype=object, na_value="")
             _, distinct = pd.factorize(values)
@@ -869,9 +860,25 @@ def _needs_quotes(text: str) -> bool:
     return any(mark in text for mark in _CSV_QUOTED)
 
 
+def _distinct_floats(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct bit patterns of ``values`` (so 0.0 and -0.0, and NaNs, apart) as floats,
+    and each value's index among them."""
+    bits, inverse = np.unique(values.view(np.int64), return_inverse=True)
+    return bits.view(np.float64), inverse
+
+
+def _float_texts(values: np.ndarray) -> np.ndarray:
+    """Each float as ``to_csv`` writes it, an object array: NumPy's ``astype(str)``, which is
+    Python's ``repr`` (the tests compare them over any bits; ``repr`` takes half the time),
+    and ``""`` for NaN (``to_csv``'s ``na_rep``)."""
+    text = np.array([repr(value) for value in values.tolist()], dtype=object)
+    text[np.isnan(values)] = ""
+    return text
+
+
 def _to_csv_formatted_once(frame: pd.DataFrame, path: Path) -> None:
     """``frame.to_csv(path, index=False)`` with each long float column's distinct bit
-    patterns (so 0.0 and -0.0 apart) given ``to_csv``'s ``astype(str)`` once: a float is
+    patterns turned into ``to_csv``'s text once (:func:`_float_texts`): a float is
     written as that text, one cell at a time (2 of the 4 s of ``to_csv`` for the 1.24
     million floats of ``consensus_tau.csv`` at 10,000 participants, 380,000 of them
     distinct). A column of mostly distinct values is left to ``to_csv``."""
@@ -879,13 +886,10 @@ def _to_csv_formatted_once(frame: pd.DataFrame, path: Path) -> None:
     for position, dtype in enumerate(frame.dtypes):
         if dtype != np.float64 or len(frame) < _FORMAT_ONCE_ROWS:
             continue
-        values = frame.iloc[:, position].to_numpy()
-        bits, inverse = np.unique(values.view(np.int64), return_inverse=True)
-        if bits.size > len(values) // 2:
+        distinct, inverse = _distinct_floats(frame.iloc[:, position].to_numpy())
+        if distinct.size > len(frame) // 2:
             continue
-        text = bits.view(np.float64).astype(str).astype(object)
-        text[np.isnan(bits.view(np.float64))] = ""  # to_csv's na_rep
-        columns[position] = text[inverse]
+        columns[position] = _float_texts(distinct)[inverse]
     if columns:
         frame = frame.copy(deep=False)
         for position, text in columns.items():
