@@ -101,40 +101,55 @@ def tau_b_from_counts(
     undefined (NaN) where fewer than two items are shared or one list is
     constant over them, as scipy returns.
     """
-    xtie, x0, x1 = (np.asarray(term, dtype=np.float64) for term in x_ties)
-    ytie, y0, y1 = (np.asarray(term, dtype=np.float64) for term in y_ties)
-    n = np.asarray(n, dtype=np.float64)
-    # scipy's expressions, operation for operation (the same bits), computed into a few
-    # arrays in place: at crowd scale each is a block of a million pairs, and a fresh one
-    # per operation cost as much in page faults as the arithmetic.
-    m = n * (n - 1.0)
-    tot = m / 2.0
-    scratch, other = np.empty_like(m), np.empty_like(m)
+    x_ties = tuple(np.asarray(term, dtype=np.float64) for term in x_ties)
+    y_ties = tuple(np.asarray(term, dtype=np.float64) for term in y_ties)
+    return _tau_b(con_minus_dis, np.asarray(n, dtype=np.float64), x_ties, y_ties, alternative)
+
+
+def _tau_b(con_minus_dis: np.ndarray, n: np.ndarray, x_ties, y_ties,
+           alternative: str) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """tau_b and its p-value from ``n`` shared items, concordant minus discordant pairs and
+    each side's tie terms (sum t(t-1)/2, sum t(t-1)(t-2), sum t(t-1)(2t+5)); its inputs are
+    left as they are.
+
+    The tie terms and what is made of them alone are whole numbers, computed in ``n``'s
+    precision (the callers choose one in which they are exact: double, or single for the
+    pairs' blocks of few items); each division, root and sum that rounds is scipy's, in
+    double precision and scipy's order, so the results are scipy's bits (the tests compare
+    them bit for bit).
+    """
+    xtie, x0, x1 = x_ties
+    ytie, y0, y1 = y_ties
+    m = np.subtract(n, 1)
+    m *= n
+    tot = m * 0.5
+    # tot - xtie and tot - ytie, the pairs of each side not tied: tau_b's denominators.
+    x_rest = np.subtract(tot, xtie)
+    y_rest = np.subtract(tot, ytie, out=tot)
+    undefined = (n < 2) | (x_rest == 0) | (y_rest == 0)
+    # var = (m (2n + 5) - x1 - y1) / 18 + (2 xtie ytie) / m + x0 y0 / (9 m (n - 2))
+    first = 2 * n
+    first += 5
+    first *= m
+    first -= x1
+    first -= y1
+    second = 2 * xtie
+    second *= ytie
+    third = 9 * m
+    third *= n - 2
+    double = np.float64
     with np.errstate(divide="ignore", invalid="ignore"):
-        # tau = con_minus_dis / sqrt(tot - xtie) / sqrt(tot - ytie), clipped to [-1, 1]
-        np.sqrt(np.subtract(tot, xtie, out=scratch), out=scratch)
-        tau = np.divide(con_minus_dis, scratch)
-        np.sqrt(np.subtract(tot, ytie, out=scratch), out=scratch)
+        scratch = np.sqrt(x_rest, dtype=double)
+        tau = np.divide(con_minus_dis, scratch, dtype=double)
+        np.sqrt(y_rest, out=scratch, dtype=double)
         np.clip(np.divide(tau, scratch, out=tau), -1.0, 1.0, out=tau)
-        # var = (m (2n + 5) - x1 - y1) / 18 + (2 xtie ytie) / m + x0 y0 / (9 m (n - 2))
-        var = np.multiply(2.0, n)
-        var += 5.0
-        np.multiply(m, var, out=var)
-        var -= x1
-        var -= y1
-        var /= 18.0
-        np.multiply(2.0, xtie, out=scratch)
-        scratch *= ytie
-        scratch /= m
+        var = np.divide(first, 18.0, dtype=double)
+        var += np.divide(second, m, out=scratch, dtype=double)
+        np.multiply(x0, y0, out=scratch, dtype=double)  # up to items**6: in double
+        scratch /= third
         var += scratch
-        np.multiply(9.0, m, out=other)
-        other *= np.subtract(n, 2.0, out=scratch)
-        np.multiply(x0, y0, out=scratch)
-        scratch /= other
-        var += scratch
-        pvalue = normal_pvalue(np.divide(con_minus_dis, np.sqrt(var, out=var), out=var),
-                               alternative)  # fmt: skip
-    undefined = (n < 2) | (xtie == tot) | (ytie == tot)
+        np.sqrt(var, out=var)
+        pvalue = normal_pvalue(np.divide(con_minus_dis, var, out=var, dtype=double), alternative)
     tau[undefined] = np.nan
     pvalue[undefined] = np.nan
     return tau, pvalue
@@ -312,13 +327,8 @@ def _block_tau_b(con_minus_dis: np.ndarray, n: np.ndarray, x_sums, y_sums,
                  alternative: str) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """tau_b and its p-value for a block of rater pairs, from the pairs' counts: ``n``
     shared items, concordant minus discordant pairs, and each side's power sums
-    (P_2, P_3) of its tie-group sizes over the shared items.
-
-    :func:`tau_b_from_counts` in fewer passes. Every tie term is a whole number, computed
-    exactly in ``n``'s precision (the caller chooses one in which it is); each division,
-    root and sum that rounds is scipy's, in double precision and scipy's order, so the
-    results are the same bits (the tests compare them with scipy's, bit for bit). ``x_sums``
-    and ``y_sums`` are overwritten.
+    (P_2, P_3) of its tie-group sizes over the shared items, in ``n``'s precision
+    (:func:`_tau_b`). ``x_sums`` and ``y_sums`` are overwritten.
     """
     two_n = 2 * n
     five_n = 5 * n
@@ -336,43 +346,7 @@ def _block_tau_b(con_minus_dis: np.ndarray, n: np.ndarray, x_sums, y_sums,
         first *= 0.5
         return first, second, third
 
-    x_p3, y_p3 = x_sums[1], y_sums[1]
-    xtie, x0, x1 = tie_terms(*x_sums)
-    ytie, y0, y1 = tie_terms(*y_sums)
-    m = np.subtract(n, 1)
-    m *= n
-    tot = np.multiply(m, 0.5, out=x_p3)
-    undefined = n < 2
-    # tot - xtie and tot - ytie, the pairs of each side not tied: tau_b's denominators.
-    x_rest = np.subtract(tot, xtie, out=y_p3)
-    y_rest = np.subtract(tot, ytie, out=tot)
-    undefined |= x_rest == 0
-    undefined |= y_rest == 0
-    # var = (m (2n + 5) - x1 - y1) / 18 + (2 xtie ytie) / m + x0 y0 / (9 m (n - 2))
-    first = np.add(two_n, 5, out=two_n)
-    first *= m
-    first -= x1
-    first -= y1
-    second = np.multiply(2, xtie, out=xtie)
-    second *= ytie
-    third = np.multiply(9, m, out=five_n)
-    third *= np.subtract(n, 2, out=x1)
-    double = np.float64
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scratch = np.sqrt(x_rest, dtype=double)
-        tau = np.divide(con_minus_dis, scratch, dtype=double)
-        np.sqrt(y_rest, out=scratch, dtype=double)
-        np.clip(np.divide(tau, scratch, out=tau), -1.0, 1.0, out=tau)
-        var = np.divide(first, 18.0, dtype=double)
-        var += np.divide(second, m, out=scratch, dtype=double)
-        np.multiply(x0, y0, out=scratch, dtype=double)  # up to items**6: in double
-        scratch /= third
-        var += scratch
-        np.sqrt(var, out=var)
-        pvalue = normal_pvalue(np.divide(con_minus_dis, var, out=var, dtype=double), alternative)
-    tau[undefined] = np.nan
-    pvalue[undefined] = np.nan
-    return tau, pvalue
+    return _tau_b(con_minus_dis, n, tie_terms(*x_sums), tie_terms(*y_sums), alternative)
 
 
 def in_order(work, jobs, *, weight, threshold: float = 2e6):
