@@ -21,6 +21,7 @@ import hashlib
 import hmac
 import json
 import math
+import operator
 import secrets
 import threading
 from collections.abc import Mapping, Sequence
@@ -182,6 +183,17 @@ class OnlineStudy:
         study.study_id = study._register()
         study.writer  # noqa: B018 - made once, before requests (threads) can race for it
         return study
+
+    def warm(self) -> None:
+        """Make now what the first requests would otherwise make: each list's pairs as order
+        keys (:class:`ListOrder`), their JSON as stored and as the page is sent, the set's
+        checksums. ``serve`` calls it before it forks its workers, so that every worker, a
+        worker forked again after a crash too, starts with them made."""
+        for index in range(len(self.lists)):
+            keys = self._list_order(index).keys(0)
+            self._json.rows(keys)
+            self._json.page_trials(keys)
+        self.stimulus_files  # noqa: B018 - a cached property
 
     @cached_property
     def writer(self) -> storage.GroupCommit:
@@ -911,14 +923,14 @@ class ListOrder:
         trial, in trial order (shared by every participant of the list)."""
         demo, main, again = self._phase_keys
         rng = np.random.default_rng(seed)
-        block = [main[k] for k in rng.permutation(len(main)).tolist()]
+        block = list(map(main.__getitem__, rng.permutation(len(main)).tolist()))
         if self.repeat and self.anchors:
             start = int(np.ceil(self.repeat_from * len(block)))
             # As session_order: a repeat drawn into slot k goes just before main trial k.
             slots = rng.integers(start, len(block) + 1, size=len(self.anchors))
             keys = np.concatenate([np.arange(len(block)), slots - 0.5])
             both = block + list(again)
-            block = [both[k] for k in np.argsort(keys, kind="stable").tolist()]
+            block = list(map(both.__getitem__, np.argsort(keys, kind="stable").tolist()))
         return (*demo, *block)
 
 
@@ -1015,14 +1027,26 @@ class _OrderJson:
 
 def _joined(keys, made: dict, head: str, make) -> str:
     """The JSON list of the rows ``(n, *keys[n - 1])``: each row's ``head``, its trial
-    number, and the JSON of its key, made by ``make`` once and kept in ``made``."""
-    parts = []
-    for number, key in enumerate(keys, start=1):
-        text = made.get(key)
-        if text is None:
-            text = made.setdefault(key, make(key))
-        parts.append(f"{head}{number},{text}")
-    return "[" + ",".join(parts) + "]"
+    number, and the JSON of its key, made by ``make`` once and kept in ``made``.
+
+    Joined by ``map`` over the kept texts and the rows' heads (``_heads``), without a
+    Python step per row: a restarted server checks a thousand sessions' orders at once
+    (:meth:`OnlineStudy._stored_order`), and the loop was most of each check.
+    """
+    try:
+        texts = list(map(made.__getitem__, keys))
+    except KeyError:
+        for key in keys:
+            if key not in made:
+                made[key] = make(key)
+        texts = list(map(made.__getitem__, keys))
+    return "[" + ",".join(map(operator.add, _heads(head, len(texts)), texts)) + "]"
+
+
+@functools.lru_cache(maxsize=64)
+def _heads(head: str, count: int) -> tuple[str, ...]:
+    """``head`` with each row number 1..``count`` and its comma: ``'[1,'``, ``'[2,'``..."""
+    return tuple(f"{head}{number}," for number in range(1, count + 1))
 
 
 @functools.lru_cache(maxsize=100_000)

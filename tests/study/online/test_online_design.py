@@ -262,3 +262,20 @@ def test_stimulus_pixels_are_psychopys_degrees(display):
     width, gap = stimulus_pixels(protocol)
     assert width == round(deg2pix(geometry.stimulus_deg, monitor))
     assert gap == round(deg2pix(geometry.gap_deg, monitor))
+
+
+def test_warm_makes_each_lists_order_and_json_before_the_workers_fork(tmp_path, online_set):
+    """serve warms the study before it forks its workers (OnlineStudy.warm): every list's
+    pairs are made into order keys, and the JSON kept for them is what the encoders write,
+    so a worker forked again after a crash answers its first sessions as a warm one does."""
+    from tests.study.online.support import make_client
+
+    study = make_client(tmp_path, online_set, online={"subset": "pairs", "lists": 2}).study
+    assert study._orders == {} and study._json._stored == {}
+    study.warm()
+    assert sorted(study._orders) == [0, 1]
+    for index in (0, 1):
+        keys = study._list_order(index).keys(7)
+        rows = [[number, *key] for number, key in enumerate(keys, start=1)]
+        assert set(keys) <= set(study._json._stored) and set(keys) <= set(study._json._page)
+        assert study._json.rows(keys) == storage.dumps(rows)
