@@ -128,7 +128,8 @@ def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace):
 EXTRAS = {
     "lab": (("psychopy", "PsychoPy"),),
     "online": (("fastapi", "FastAPI"), ("uvicorn", "uvicorn"), ("sqlalchemy", "SQLAlchemy"),
-               ("alembic", "Alembic")),
+               ("alembic", "Alembic"), ("gunicorn", "gunicorn"),
+               ("uvicorn_worker", "uvicorn-worker")),
 }  # fmt: skip
 
 

@@ -1,8 +1,11 @@
-"""``sbir-study serve``: check the protocol and the set, migrate the database, run uvicorn.
+"""``sbir-study serve``: check the protocol and the set, migrate the database, serve.
 
-One process serves the embedded SQLite database; ``workers`` > 1 starts
-several uvicorn worker processes, each building the same app from the
-settings passed in the environment (:func:`app_from_environment`). Several
+``serve`` checks everything and builds the app once, in its main process, then
+forks the processes that answer (gunicorn's arbiter, with uvicorn's worker):
+``workers`` of them, one for the embedded SQLite database. Each starts from the
+built app, so a worker that dies (a crash, ``kill -9``, the kernel's
+out-of-memory killer) is forked again at once and answers within a tenth of a
+second; only a start of ``serve`` itself imports and builds everything. Several
 hosts behind a proxy each run ``serve`` against the same PostgreSQL database.
 """
 
@@ -10,19 +13,19 @@ from __future__ import annotations
 
 import copy
 import gc
-import json
+import logging.config
 import os
 import secrets
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from sbir_study.foundation.checks import InputError
 
-__all__ = ["ServeSettings", "app_from_environment", "build_app", "serve"]
+__all__ = ["ServeSettings", "build_app", "serve"]
 
-_ENVIRONMENT = "SBIR_STUDY_ONLINE_SETTINGS"
 TOKEN_VARIABLE = "SBIR_STUDY_ADMIN_TOKEN"
 
 
@@ -58,41 +61,41 @@ def build_app(settings: ServeSettings):
     return create_app(study, settings.admin_token, max_body=settings.max_body), study
 
 
-def app_from_environment():
-    """The app of a uvicorn worker process (settings from the parent's environment)."""
-    settings = ServeSettings(**json.loads(os.environ[_ENVIRONMENT]))
-    return settled(build_app(settings)[0])
-
-
 #: How often a running server's garbage collector walks everything it holds (seconds).
 FULL_COLLECTION_EVERY_S = 300.0
 
 
-def settled(app, every_s: float = FULL_COLLECTION_EVERY_S):
-    """``app``, in a process whose garbage collector no longer holds requests for long.
+def set_aside() -> None:
+    """Set what the process built aside from the garbage collector's walks (before forking).
 
     Under a crowd's load the collector's full collections came every second or two and
     held every request meanwhile, for 0.05-0.5 s each: each walked what the process holds
     for good (the modules, the study, the app: a few hundred thousand objects) and the
     thousand participants' open connections, because the short-lived objects of the
     requests in flight, promoted at each younger collection, soon pass its threshold
-    (a quarter of the objects it holds). So what is built is set aside (``gc.freeze``),
-    full collections no longer come by themselves, and a thread makes one every
-    ``every_s`` seconds instead: cyclic garbage still goes, within minutes, and the
-    younger generations are collected as before (they free the requests' cycles).
+    (a quarter of the objects it holds). So what is built is set aside (``gc.freeze``;
+    forked workers inherit it, and their pages of it stay shared), and full collections
+    no longer come by themselves: :func:`collect_now_and_then` makes them on a clock.
+    The younger generations are collected as before (they free the requests' cycles).
     """
     gc.collect()
     gc.freeze()
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, 1_000_000)
 
+
+def collect_now_and_then(every_s: float = FULL_COLLECTION_EVERY_S) -> threading.Thread:
+    """A thread that makes a full collection every ``every_s`` seconds (in each worker):
+    cyclic garbage that outlived the younger collections still goes, within minutes."""
+
     def now_and_then() -> None:
         while True:
             time.sleep(every_s)
             gc.collect()
 
-    threading.Thread(target=now_and_then, name="sbir-full-collection", daemon=True).start()
-    return app
+    thread = threading.Thread(target=now_and_then, name="sbir-full-collection", daemon=True)
+    thread.start()
+    return thread
 
 
 def admin_token(data: Path, token_file: Path | None) -> tuple[str, str]:
@@ -149,9 +152,12 @@ def serve(
     forwarded_allow_ips: str = "127.0.0.1",
     root_path: str = "",
 ) -> None:
-    """Serve the protocol's browser session until interrupted (see ``sbir-study serve --help``)."""
-    import uvicorn
+    """Serve the protocol's browser session until interrupted (see ``sbir-study serve --help``).
 
+    Runs until stopped. SIGTERM lets the workers finish the requests they hold (for up
+    to 10 s); SIGINT (Ctrl-C) stops them at once. A trial not yet answered is not lost:
+    its page sends it again until a server stores it.
+    """
     from .storage import default_url
 
     data = Path(data)
@@ -177,30 +183,58 @@ def serve(
     )
     print(f"Participants: {where}  (add ?PROLIFIC_PID=... or ?participant=LABEL)", flush=True)
     print(f"Status: {where}admin (admin token in {token_source})", flush=True)
-    options = {
-        "host": host,
-        "port": port,
+    uvicorn_options = {
         "proxy_headers": proxy_headers,
-        "forwarded_allow_ips": forwarded_allow_ips,
         "root_path": root_path,
-        "log_level": "warning",
-        "log_config": log_config(),
-        "timeout_graceful_shutdown": 10,
-        # A page sends a trial every few seconds (the paper's 3 s) over one connection; kept
-        # open 30 s between requests (uvicorn's default is 5 s), a pause or a slow trial does
-        # not cost a new connection.
-        "timeout_keep_alive": 30,
-        # No websockets are served: their protocol's modules are not imported at start.
+        "timeout_graceful_shutdown": _GRACEFUL_S,
+        # No websockets are served: their protocol's modules are not imported.
         "ws": "none",
     }
-    if workers > 1:
-        study.engine.dispose()
-        os.environ[_ENVIRONMENT] = json.dumps(asdict(settings))
-        uvicorn.run(
-            "sbir_study.study.online.server:app_from_environment",
-            factory=True,
-            workers=workers,
-            **options,
-        )
-    else:
-        uvicorn.run(settled(app), **options)
+    options = {
+        "bind": f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
+        "workers": workers,
+        "preload_app": True,
+        "loglevel": "warning",
+        # A page sends a trial every few seconds (the paper's 3 s) over one connection; kept
+        # open 30 s between requests, a pause or a slow trial does not cost a new connection.
+        "keepalive": 30,
+        "graceful_timeout": _GRACEFUL_S,
+        # A worker whose event loop has not come round for a minute is stuck: it is killed
+        # and forked again (the trials it held unanswered are sent again by their pages).
+        "timeout": 60,
+        "forwarded_allow_ips": forwarded_allow_ips,
+    }
+    logging.config.dictConfig(log_config())
+    study.warm()
+    # No database connection and no thread crosses the fork: each worker opens its own.
+    study.engine.dispose()
+    set_aside()
+    _arbiter(app, study.engine, uvicorn_options, options).run()
+
+
+#: Seconds a stopped worker has to finish the requests it holds.
+_GRACEFUL_S = 10
+
+
+def _arbiter(app, engine, uvicorn_options: dict, options: dict):
+    """gunicorn's arbiter over ``app``, built here: ``workers`` forked uvicorn workers, each
+    forked again at once when it dies."""
+    from gunicorn.app.base import BaseApplication
+    from uvicorn_worker import UvicornWorker
+
+    class Worker(UvicornWorker):
+        CONFIG_KWARGS: ClassVar[dict] = {"loop": "auto", "http": "auto", **uvicorn_options}
+
+    def post_fork(arbiter, worker) -> None:
+        engine.dispose(close=False)  # the pool starts empty in the worker (SQLAlchemy's advice)
+        collect_now_and_then()
+
+    class Application(BaseApplication):
+        def load_config(self) -> None:
+            for name, value in {**options, "worker_class": Worker, "post_fork": post_fork}.items():
+                self.cfg.set(name, value)
+
+        def load(self):
+            return app
+
+    return Application()

@@ -141,6 +141,17 @@ class Server:
                 os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
 
+    def worker_pids(self) -> list[int]:
+        """The process ids of the server's workers (the serve process's children)."""
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        return [int(pid) for pid in children.read_text().split()]
+
+    def kill_worker(self) -> int:
+        """SIGKILL one worker, as a crash or the out-of-memory killer would; its process id."""
+        pid = self.worker_pids()[0]
+        os.kill(pid, signal.SIGKILL)
+        return pid
+
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
@@ -258,6 +269,17 @@ class Postgres:
             capture_output=True,
         )
         return f"postgresql://sbir@127.0.0.1:{self.port}/{name}"
+
+    def worker_pids(self) -> list[int]:
+        """The process ids of the server's workers (the serve process's children)."""
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        return [int(pid) for pid in children.read_text().split()]
+
+    def kill_worker(self) -> int:
+        """SIGKILL one worker, as a crash or the out-of-memory killer would; its process id."""
+        pid = self.worker_pids()[0]
+        os.kill(pid, signal.SIGKILL)
+        return pid
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:

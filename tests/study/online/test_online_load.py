@@ -33,8 +33,11 @@ def check_nothing_lost(db_url: str, result) -> dict:
         assert sorted(numbers) == list(range(1, len(numbers) + 1)), label
     assert len(sessions) == len({p for (p,) in sessions}) == len(result.sessions)
     assert not result.refused, result.refused[:3]
-    return {"stored": len(stored), "acknowledged": len(result.acknowledged),
-            "participants_acknowledged": len({label for label, _ in result.acknowledged})}
+    return {
+        "stored": len(stored),
+        "acknowledged": len(result.acknowledged),
+        "participants_acknowledged": len({label for label, _ in result.acknowledged}),
+    }
 
 
 def kill_and_restart(server, at: float, down_s: float = 1.0) -> threading.Thread:
@@ -72,6 +75,47 @@ def test_sqlite_under_load_with_a_kill_in_the_middle(
     # checked real traffic.
     assert counts["participants_acknowledged"] == 60
     print(f"\nSQLite: {counts}, {result.retries} retries, {result.duplicates} acknowledged again")
+
+
+@pytest.mark.parametrize(
+    "database", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)]
+)
+def test_workers_killed_under_load_are_forked_again_and_lose_nothing(
+    database, load_protocol, online_set, tmp_path, request, start_server
+):
+    """A worker killed with SIGKILL (a crash, the out-of-memory killer) is forked again from
+    the serve process, which stays up and checks nothing anew; nothing acknowledged is lost,
+    nothing stored twice. SQLite with one worker, PostgreSQL with two."""
+    if database == "sqlite":
+        db, workers = None, 1
+        url = f"sqlite:///{tmp_path / 'data' / 'online.sqlite3'}"
+    else:
+        db = url = request.getfixturevalue("postgres").new_database()
+        workers = 2
+    server = start_server(load_protocol, online_set, tmp_path / "data", db=db, workers=workers)
+    killed: list[int] = []
+
+    def kill_twice():
+        for at in (4.0, 4.0):
+            time.sleep(at)
+            killed.append(server.kill_worker())
+
+    killer = threading.Thread(target=kill_twice)
+    killer.start()
+    result = run_load(
+        server.url, participants=40, duration_s=12.0, pace_s=0.5, stimulus_s=0.3, seed=4, ramp_s=2.0
+    )
+    killer.join()
+    counts = check_nothing_lost(url, result)
+    assert counts["participants_acknowledged"] == 40 and len(killed) == 2  # as above
+    # The same serve process all along, its workers replaced: none killed is left, as many
+    # as asked for run, and the set was checked and the app built once (one "Serving" line).
+    assert server.process.poll() is None
+    workers_now = server.worker_pids()
+    assert len(workers_now) == workers and not set(killed) & set(workers_now)
+    log = server.log.read_text()
+    assert log.count("Serving ") == 1
+    assert all(f"Worker (pid:{pid}) was sent SIGKILL" in log for pid in killed)
 
 
 def test_postgresql_two_servers_one_killed(

@@ -562,13 +562,13 @@ def test_a_changed_file_is_checked_again_and_a_bad_one_refused(tmp_path, online_
 
 _SETTLED = """
 import gc, sys, time, weakref
-from sbir_study.study.online.server import settled
+from sbir_study.study.online.server import collect_now_and_then, set_aside
 
 class Node:
     pass
 
-app = object()
-assert settled(app, every_s=0.2) is app
+set_aside()
+collect_now_and_then(every_s=0.2)
 frozen, threshold = gc.get_freeze_count(), gc.get_threshold()
 gone, nodes = [], []
 for _ in range(3):
@@ -587,9 +587,10 @@ print(frozen, threshold[2], collected, len(gone))
 
 
 def test_a_running_server_sets_what_it_built_aside_and_collects_fully_on_a_clock():
-    """serve's process (server.settled): what it built is frozen out of the collector's
-    walks, full collections no longer come by themselves under load, and a thread makes
-    one on a clock, so cyclic garbage that outlived the younger collections is still freed."""
+    """serve's processes (server.set_aside, collect_now_and_then): what it built is frozen
+    out of the collector's walks, full collections no longer come by themselves under load,
+    and a thread makes one on a clock, so cyclic garbage that outlived the younger
+    collections is still freed."""
     import subprocess
     import sys
 
