@@ -189,11 +189,15 @@ def first_answer(url: str, began: float, timeout: float = 120.0) -> float | None
     return None
 
 
-def by_phase(result, args) -> dict:
+def by_phase(result, args, killed_at: float | None = None) -> dict:
     """The trials' server time and round trip in each part of a load run, by when they were
     answered: while the participants arrive, at full load before the kill, the 15 s after
-    it (the server down, then started again), and the full load after that."""
+    it (the server down, then started again), and the full load after that. The kill's
+    time is the clock's when it was sent (``killed_at``, ``time.time()``): the clients
+    begin a second or more after the kill's timer, once their processes are up."""
     kill = args.ramp + (args.duration - args.ramp) / 2
+    if killed_at is not None:
+        kill = killed_at - result.started
     at = np.asarray(result.answered_at) - result.started
     parts = {"arrivals": (0.0, args.ramp), "full load": (args.ramp, kill),
              "kill and restart": (kill, kill + 15.0), "after": (kill + 15.0, np.inf)}  # fmt: skip
@@ -217,6 +221,7 @@ def load_run(name, server, args, db_url=None, baseline_file=None) -> dict:
             # Every worker at once, as a crash of the processes that answer would: serve's
             # own process forks them again (seconds from the kill to the first answer).
             pids = server.worker_pids()
+            restart["killed_at"] = time.time()
             began = time.monotonic()
             for pid in pids:
                 os.kill(pid, signal.SIGKILL)
@@ -224,6 +229,7 @@ def load_run(name, server, args, db_url=None, baseline_file=None) -> dict:
         else:
             # The whole process group (serve, or the append's uvicorn), started again 1 s
             # later (seconds from the new process's start to its first answer).
+            restart["killed_at"] = time.time()
             server.kill()
             time.sleep(1.0)
             began = time.monotonic()
@@ -271,7 +277,10 @@ def load_run(name, server, args, db_url=None, baseline_file=None) -> dict:
         "start_round_trip": percentiles(result.start_latencies),
         "client_lag": percentiles(result.lags),
         "client_cpu_share": [round(c / result.elapsed, 2) for c in result.client_cpu],
-        "by_phase": by_phase(result, args),
+        "kill_at_s": round(restart["killed_at"] - result.started, 2)
+        if "killed_at" in restart
+        else None,
+        "by_phase": by_phase(result, args, restart.get("killed_at")),
     }
     if db_url is not None:
         stored = query(db_url, "SELECT s.participant, t.trial FROM trials t "
