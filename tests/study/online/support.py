@@ -270,17 +270,6 @@ class Postgres:
         )
         return f"postgresql://sbir@127.0.0.1:{self.port}/{name}"
 
-    def worker_pids(self) -> list[int]:
-        """The process ids of the server's workers (the serve process's children)."""
-        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
-        return [int(pid) for pid in children.read_text().split()]
-
-    def kill_worker(self) -> int:
-        """SIGKILL one worker, as a crash or the out-of-memory killer would; its process id."""
-        pid = self.worker_pids()[0]
-        os.kill(pid, signal.SIGKILL)
-        return pid
-
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)  # fast shutdown
