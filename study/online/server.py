@@ -161,6 +161,7 @@ def serve(
     """
     from .storage import default_url
 
+    _check_address(host, port)
     data = Path(data)
     if data.exists() and not data.is_dir():
         raise InputError(f"--data: {data} is not a folder")
@@ -215,6 +216,26 @@ def serve(
 
 #: Seconds a stopped worker has to finish the requests it holds.
 _GRACEFUL_S = 10
+
+
+def _check_address(host: str, port: int) -> None:
+    """Refuse, before anything is checked or built, an address ``serve`` cannot listen on (a
+    port in use, a host not of this machine): gunicorn would try it for 5 s and stop with
+    a dozen lines. Bound as gunicorn binds it (``SO_REUSEADDR``), then closed at once."""
+    import socket
+
+    try:
+        family, kind, protocol, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM
+        )[0]
+        with socket.socket(family, kind, protocol) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as error:
+        raise InputError(
+            f"--host {host} --port {port}: cannot listen there ({error.strerror or error}); "
+            "expected a free port on an address of this machine"
+        ) from None
 
 
 def _arbiter(app, engine, uvicorn_options: dict, options: dict):

@@ -599,3 +599,28 @@ def test_a_running_server_sets_what_it_built_aside_and_collects_fully_on_a_clock
     frozen, threshold, before, after = map(int, answer.stdout.split())
     assert frozen > 10_000 and threshold == 1_000_000
     assert (before, after) == (0, 3)
+
+
+@pytest.mark.parametrize("where", ["port in use", "not this machine"])
+def test_serve_refuses_an_address_it_cannot_listen_on_in_one_line(tmp_path, online_set, where):
+    """A port another program holds, or a host that is not this machine's: exit 2 and one
+    line naming --host and --port, before the set is checked or the data folder made (not
+    gunicorn's five seconds of retries and a dozen lines)."""
+    import socket
+
+    from tests.helpers import run_cli
+
+    protocol = write_protocol(tmp_path)
+    data = tmp_path / "data folder"
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        # 192.0.2.1 is TEST-NET-1 (RFC 5737): never an address of this machine.
+        host = "127.0.0.1" if where == "port in use" else "192.0.2.1"
+        answer = run_cli("serve", "--protocol", str(protocol), "--stimuli", str(online_set),
+                         "--data", str(data), "--host", host, "--port", str(port))  # fmt: skip
+    assert answer.returncode == 2, answer.stderr
+    lines = answer.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"--host {host} --port {port}: cannot listen there" in lines[0]
+    assert not data.exists()
