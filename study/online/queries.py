@@ -86,7 +86,8 @@ PARTICIPANTS_PER_LIST = (
     .group_by(sessions.c.list_index)
 )
 
-#: What never changes once a session is created (``sid`` in the study ``study``).
+#: What never changes once a session is created, of the sessions ``sids`` (a list) of the
+#: study ``study``.
 SESSION_FACTS = (
     sa.select(
         sessions.c.id,
@@ -101,7 +102,10 @@ SESSION_FACTS = (
         sessions.c.created_at,
     )
     .join(session_orders, session_orders.c.session_id == sessions.c.id)
-    .where((sessions.c.id == sa.bindparam("sid")) & (sessions.c.study_id == sa.bindparam("study")))
+    .where(
+        sessions.c.id.in_(sa.bindparam("sids", expanding=True))
+        & (sessions.c.study_id == sa.bindparam("study"))
+    )
 )
 SESSION_STATUS = sa.select(sessions.c.status).where(sessions.c.id == sa.bindparam("sid"))
 #: The status of the session ``sid`` and when it was last heard from.

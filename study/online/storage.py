@@ -52,6 +52,7 @@ from sbir_study.foundation.checks import InputError
 
 __all__ = [
     "LIST_LOCK",
+    "BatchedReads",
     "Driver",
     "GroupCommit",
     "metadata",
@@ -487,3 +488,63 @@ def _settle(future: asyncio.Future | Future, value, error) -> None:
         future.set_result(value)
     else:
         future.set_exception(error)
+
+
+class BatchedReads:
+    """One reader thread that reads, in one query, the keys that requests asked for meanwhile.
+
+    :meth:`get` returns a future of what ``read_many`` gives for a key (a function of a list
+    of keys that returns a dict from each key found to its value, or to an exception to
+    raise for that key alone); a key not in the dict gives ``None``. Requests that ask for a
+    key already being read wait for the same read. The thread takes every key asked for
+    while the previous read ran (up to ``max_batch``), so after a restart, when every
+    participant's next request asks for a session this process has not seen, one
+    query and one connection serve hundreds of them; alone, a key waits for nothing. A read
+    that fails as a whole answers each of its keys with the failure.
+    """
+
+    def __init__(self, read_many: Callable[[list], dict], *, max_batch: int = 256) -> None:
+        self.read_many = read_many
+        self.max_batch = max_batch
+        self._waiting: dict[Any, Future] = {}
+        self._asked: list = []
+        self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)
+        self._thread: threading.Thread | None = None
+        self.reads = 0  # queries made (a test reads them)
+
+    def get(self, key) -> Future:
+        """A future of ``key``'s value (``None`` if not found)."""
+        with self._lock:
+            future = self._waiting.get(key)
+            if future is None:
+                future = self._waiting[key] = Future()
+                self._asked.append(key)
+                if self._thread is None:  # started in the process that reads (after a fork)
+                    self._thread = threading.Thread(
+                        target=self._reader, name="sbir-batched-reads", daemon=True
+                    )
+                    self._thread.start()
+                self._ready.notify()
+            return future
+
+    def _reader(self) -> None:
+        while True:
+            with self._lock:
+                while not self._asked:
+                    self._ready.wait()
+                batch = self._asked[: self.max_batch]
+                del self._asked[: self.max_batch]
+            try:
+                found = self.read_many(batch)
+            except Exception as error:
+                found = dict.fromkeys(batch, error)
+            self.reads += 1
+            with self._lock:
+                futures = [self._waiting.pop(key) for key in batch]
+            for key, future in zip(batch, futures, strict=True):
+                value = found.get(key)
+                if isinstance(value, Exception):
+                    future.set_exception(value)
+                else:
+                    future.set_result(value)
