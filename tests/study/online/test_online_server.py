@@ -601,6 +601,30 @@ def test_a_running_server_sets_what_it_built_aside_and_collects_fully_on_a_clock
     assert (before, after) == (0, 3)
 
 
+def test_serve_builds_with_the_collector_paused_and_turns_it_back_on_as_it_was():
+    """serve builds with the cyclic collector off (server.collector_paused): on again after
+    the build, also when the build fails, and left off where it was off."""
+    import gc
+
+    from sbir_study.study.online.server import collector_paused
+
+    assert gc.isenabled()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+            raise ValueError("a protocol that does not load")
+    except ValueError:
+        pass
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 @pytest.mark.parametrize("where", ["port in use", "not this machine"])
 def test_serve_refuses_an_address_it_cannot_listen_on_in_one_line(tmp_path, online_set, where):
     """A port another program holds, or a host that is not this machine's: exit 2 and one
