@@ -183,23 +183,26 @@ def serve(
     to 10 s); SIGINT (Ctrl-C) stops them at once. A trial not yet answered is not lost:
     its page sends it again until a server stores it.
     """
-    from .storage import default_url
-
-    _check_address(host, port)
-    data = Path(data)
-    if data.exists() and not data.is_dir():
-        raise InputError(f"--data: {data} is not a folder")
-    data.mkdir(parents=True, exist_ok=True)
-    token, token_source = admin_token(data, Path(admin_token_file) if admin_token_file else None)
-    settings = ServeSettings(
-        protocol=str(protocol),
-        stimuli=str(stimuli),
-        db=db or default_url(data),
-        admin_token=token,
-        max_body=max_body,
-        data=str(data.resolve()),
-    )
+    # The start makes what is kept for good; nothing to collect until it is frozen.
     with collector_paused():
+        from .storage import default_url
+
+        _check_address(host, port)
+        data = Path(data)
+        if data.exists() and not data.is_dir():
+            raise InputError(f"--data: {data} is not a folder")
+        data.mkdir(parents=True, exist_ok=True)
+        token, token_source = admin_token(
+            data, Path(admin_token_file) if admin_token_file else None
+        )
+        settings = ServeSettings(
+            protocol=str(protocol),
+            stimuli=str(stimuli),
+            db=db or default_url(data),
+            admin_token=token,
+            max_body=max_body,
+            data=str(data.resolve()),
+        )
         app, study = build_app(settings)  # checks everything (and migrates) before any fork
         study.warm()
         # No database connection and no thread crosses the fork: each worker opens its own.
