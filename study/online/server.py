@@ -5,7 +5,7 @@ forks the processes that answer (gunicorn's arbiter, with uvicorn's worker):
 ``workers`` of them, one for the embedded SQLite database. Each starts from the
 built app, so a worker that dies (a crash, ``kill -9``, the kernel's
 out-of-memory killer) is forked again at once and answers within a second
-(benchmarks/RESULTS.md: 0.2-0.6 s under the load of 1,000 participants); only a
+(benchmarks/RESULTS.md: 0.04-0.6 s under the load of 1,000 participants); only a
 start of ``serve`` itself imports and builds everything. Several
 hosts behind a proxy each run ``serve`` against the same PostgreSQL database.
 """
