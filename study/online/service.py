@@ -13,7 +13,6 @@ experimenter's view in :mod:`.status`, the SQL statements in :mod:`.queries`.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import functools
@@ -182,6 +181,7 @@ class OnlineStudy:
         storage.migrate(engine)
         study.study_id = study._register()
         study.writer  # noqa: B018 - made once, before requests (threads) can race for it
+        study._reads  # noqa: B018 - the same
         return study
 
     def warm(self) -> None:
@@ -493,7 +493,7 @@ class OnlineStudy:
             raise ServiceError(401, "missing the session token (Authorization: Bearer TOKEN)")
         session = self._sessions.get(session_id)
         if session is None:
-            session = await asyncio.wrap_future(self._reads.get(session_id))
+            session = await self._reads.wait(session_id)
         return self._authorised(session_id, session, token)
 
     def _authorised(self, session_id: str, session: dict | None, token: str) -> dict:

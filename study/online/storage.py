@@ -519,6 +519,9 @@ class BatchedReads:
             future = self._waiting.get(key)
             if future is None:
                 future = self._waiting[key] = Future()
+                # Handed out running: a waiter that gives up cannot cancel it for the others
+                # (asyncio.wrap_future cancels what it wraps when its coroutine is cancelled).
+                future.set_running_or_notify_cancel()
                 self._asked.append(key)
                 if self._thread is None:  # started in the process that reads (after a fork)
                     self._thread = threading.Thread(
@@ -527,6 +530,12 @@ class BatchedReads:
                     self._thread.start()
                 self._ready.notify()
             return future
+
+    async def wait(self, key):
+        """:meth:`get` for a coroutine, awaited in its event loop. A coroutine cancelled
+        while it waits (its client gone) stops waiting alone: the read, and every other
+        request waiting for the same key, go on."""
+        return await asyncio.wrap_future(self.get(key))
 
     def _reader(self) -> None:
         while True:

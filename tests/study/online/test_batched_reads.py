@@ -4,6 +4,7 @@ reaches only the keys it concerns."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
 import time
@@ -90,6 +91,36 @@ def test_a_read_that_fails_answers_its_keys_with_the_failure_and_the_next_reads(
         reads.get("a b").result(10)
     assert reads.get("a b").result(10) == "back"
     assert calls == [["a b"], ["a b"]]
+
+
+def test_a_coroutine_that_stops_waiting_cancels_nobody_elses_read():
+    """A request cancelled while its session is read (its client gone) stops waiting
+    alone: another request for the same key, from a thread or a coroutine, still gets the
+    value, and the reader goes on to the next key."""
+    held = threading.Event()
+
+    def read_many(batch):
+        if batch == ["a b"]:
+            assert held.wait(10)
+        return dict.fromkeys(batch, f"read {batch}")
+
+    reads = storage.BatchedReads(read_many)
+
+    async def scene():
+        gone = asyncio.ensure_future(reads.wait("a b"))
+        staying = asyncio.ensure_future(reads.wait("a b"))
+        await asyncio.sleep(0.05)
+        gone.cancel()
+        await asyncio.sleep(0.05)
+        held.set()
+        with pytest.raises(asyncio.CancelledError):
+            await gone
+        return await staying
+
+    from_thread = reads.get("a b")
+    assert asyncio.run(scene()) == "read ['a b']"
+    assert from_thread.result(10) == "read ['a b']"
+    assert reads.get("c").result(10) == "read ['c']"
 
 
 def test_a_restarted_server_reads_the_sessions_asked_for_at_once_in_one_query(tmp_path,
