@@ -479,9 +479,7 @@ class OnlineStudy:
         is created, so they are read once per process and kept; the sessions asked for
         while one is read are read together (:meth:`_read_sessions`).
         """
-        if not token:
-            raise ServiceError(401, "missing the session token (Authorization: Bearer TOKEN)")
-        session = self._sessions.get(session_id)
+        session = self._kept_session(session_id, token)
         if session is None:
             session = self._reads.get(session_id).result()
         return self._authorised(session_id, session, token)
@@ -489,12 +487,17 @@ class OnlineStudy:
     async def authorise_async(self, session_id: str, token: str | None) -> dict:
         """:meth:`authorise` in the server's event loop, which goes on while a session not
         yet known to this process is read back."""
-        if not token:
-            raise ServiceError(401, "missing the session token (Authorization: Bearer TOKEN)")
-        session = self._sessions.get(session_id)
+        session = self._kept_session(session_id, token)
         if session is None:
             session = await self._reads.wait(session_id)
         return self._authorised(session_id, session, token)
+
+    def _kept_session(self, session_id: str, token: str | None) -> dict | None:
+        """The session as this process keeps it (None: not read yet); 401 without a token,
+        before anything is read."""
+        if not token:
+            raise ServiceError(401, "missing the session token (Authorization: Bearer TOKEN)")
+        return self._sessions.get(session_id)
 
     def _authorised(self, session_id: str, session: dict | None, token: str) -> dict:
         if session is None:
