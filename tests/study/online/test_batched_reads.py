@@ -123,19 +123,36 @@ def test_a_coroutine_that_stops_waiting_cancels_nobody_elses_read():
     assert reads.get("c").result(10) == "read ['c']"
 
 
-def test_a_restarted_server_reads_the_sessions_asked_for_at_once_in_one_query(tmp_path,
-                                                                          online_set):  # fmt: skip
+@pytest.mark.parametrize(
+    "design",
+    [
+        {},  # the paper's: digits, 1 best, one list of every pair
+        # A lab's own: letters, the high end best, the pairs dealt over two lists.
+        {
+            "response": {"keys": ["a", "s", "d", "f", "g", "h", "j"], "best": "high"},
+            "online": {"subset": "pairs", "lists": 2},
+        },
+    ],
+    ids=["paper", "letters-high-best-two-lists"],
+)
+def test_a_restarted_server_reads_the_sessions_asked_for_at_once_in_one_query(
+    tmp_path, online_set, design
+):
     """A restarted server meets every participant's session at once: the sessions asked for
     while a read runs are read together, each request is answered with its own session and
     order (a token checked per request, not per read), an unknown session is 404, and a
     session whose stored order cannot be read fails alone (500) without failing the others
     read with it."""
-    client = make_client(tmp_path, online_set)
+    client = make_client(tmp_path, online_set, **design)
     study = client.study
     started = [start(client, f"p {n}") for n in range(12)]
     ids = [answer.json()["session_id"] for answer, _ in started]
     tokens = [token for _, token in started]
     orders = {session: study._sessions[session]["order"] for session in ids}
+    # Every list has its sessions (one list in the paper's design, two in the lab's own).
+    assert {study._sessions[session]["list_index"] for session in ids} == set(
+        range(len(study.lists))
+    )
     with sqlite3.connect(client.db) as connection:  # an order no version wrote: not served
         connection.execute("UPDATE sessions SET seed = seed + 1 WHERE id = ?", (ids[0],))
         connection.execute(
