@@ -34,13 +34,16 @@ analysis never pay for PsychoPy.
 
 from __future__ import annotations
 
-import os
-import signal
-import sys
-import threading
-import warnings
+import sys  # built into the interpreter: importing it runs no code an interrupt could stop
 
 try:
+    # Every import of the module, the standard library's included (a slow start on a busy
+    # machine was seen interrupted in ``import threading``).
+    import os
+    import signal
+    import threading
+    import warnings
+
     from sbir_study.foundation.provenance import DISTRIBUTION as PROG
 except KeyboardInterrupt:
     # Ctrl-C while the command line loads, before main() handles interrupts: nothing has
@@ -66,7 +69,7 @@ class Interrupted(BaseException):
 
 #: The command families, in the order ``--help`` lists them (each a module of this package).
 FAMILIES = ("analyze", "simulate", "power", "stimuli", "evaluate", "run", "serve", "protocol",
-            "importing")
+            "importing")  # fmt: skip
 
 
 def build_parser(command: str | None = None):
@@ -116,14 +119,17 @@ def _raise_interrupted(number, frame) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Only the main thread may set handlers (a program calling main() from another keeps its own).
-    ending = _ENDING if threading.current_thread() is threading.main_thread() else {}
-    previous = {number: signal.getsignal(number) for number in ending}
     environment = dict(os.environ)
-    for number in ending:
-        signal.signal(number, _raise_interrupted)
-    # Everything after the handlers, imports included: an interrupt at any moment is one line.
+    previous = {}
+    # Everything from here, the handlers and imports included: an interrupt at any moment
+    # is one line.
     try:
+        # Only the main thread may set handlers (a program calling main() from another
+        # keeps its own).
+        ending = _ENDING if threading.current_thread() is threading.main_thread() else {}
+        previous = {number: signal.getsignal(number) for number in ending}
+        for number in ending:
+            signal.signal(number, _raise_interrupted)
         from .common import unrecognized
 
         parser = build_parser(_named_command(sys.argv[1:] if argv is None else argv))

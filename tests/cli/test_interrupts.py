@@ -307,14 +307,18 @@ def test_an_interrupt_while_an_extension_module_loads_is_an_interrupt(
     assert not (tmp_path / "evaluation").exists()
 
 
-def test_an_interrupt_while_the_command_line_loads_is_one_line():
+@pytest.mark.parametrize("module", ["signal", "threading", "sbir_study.foundation.provenance"])
+def test_an_interrupt_while_the_command_line_loads_is_one_line(module):
     """SIGINT while ``sbir_study.cli`` imports what it needs, before ``main`` handles
-    interrupts (the console script's first line), here made to happen at that import."""
+    interrupts (the console script's first line), here made to happen at the import of
+    ``module``: the standard library's modules too, which a fresh interpreter has not
+    loaded yet (SIGINT was seen reaching ``import threading`` on a busy machine)."""
     loading = (
         "import sys\n"
+        f"assert {module!r} not in sys.modules, 'loaded before the command line'\n"
         "class Interrupting:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'sbir_study.foundation.provenance':\n"
+        f"        if name == {module!r}:\n"
         "            raise KeyboardInterrupt\n"
         "sys.meta_path.insert(0, Interrupting())\n"
         "from sbir_study.cli import main\n"
