@@ -28,12 +28,14 @@ import io
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.provenance import file_digest
 from sbir_study.foundation.tables import COLON, read_table, read_text
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "CHECKSUMS",

@@ -17,15 +17,17 @@ import json
 import secrets
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.scale import PAPER_SCALE, Scale
-from sbir_study.foundation.trial_order import session_order
 
 from .protocol import Protocol
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "TRIAL_COLUMNS",
@@ -80,6 +82,7 @@ def build_trials(
 
     Examples
     --------
+    >>> import pandas as pd
     >>> from sbir_study.study.protocol import Protocol
     >>> manifest = pd.DataFrame({
     ...     "sketch_id": ["a", "a", "s", "s", "s", "s"],
@@ -101,6 +104,10 @@ def build_trials(
     >>> first["image_id"].iloc[2:].tolist() == trials["image_id"].tolist()
     True
     """
+    import pandas as pd
+
+    from sbir_study.foundation.trial_order import session_order
+
     if not isinstance(seed, int | np.integer) or seed < 0:
         raise InputError(f"seed: expected a whole number >= 0, got {seed!r}")
     if not manifest["role"].isin(protocol.main_roles).any():
@@ -151,6 +158,8 @@ def stimulus_set_for(folder: str | Path, protocol: Protocol, *, checked=None):
     keeps its check between starts: :mod:`sbir_study.study.online.setcheck`); only the
     protocol's checks of it run then.
     """
+    import pandas as pd
+
     from sbir_study.stimuli import load_set
 
     stimulus_set = checked if checked is not None else load_set(folder)
@@ -180,6 +189,8 @@ def stimulus_set_for(folder: str | Path, protocol: Protocol, *, checked=None):
 def check_catch_pairs(protocol: Protocol, manifest: pd.DataFrame, folder: str | Path) -> None:
     """Every catch pair of the protocol is a pair of the set's main block (a role of
     ``main_roles``): a catch pair no participant is shown could never be scored."""
+    import pandas as pd
+
     rated = manifest[manifest["role"].isin(protocol.main_roles)]
     index = pd.MultiIndex.from_frame(rated[["sketch_id", "image_id"]])
     for number, pair in enumerate(protocol.catch):

@@ -25,13 +25,16 @@ multiple of ``lists``. The anchor pairs are not split: everyone sees them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from sbir_study.foundation.checks import InputError
 
 from ..protocol import Protocol
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["choose_list", "list_manifest", "split_lists"]
 
@@ -62,6 +65,7 @@ def split_lists(protocol: Protocol, manifest: pd.DataFrame) -> list[pd.DataFrame
     Examples
     --------
     >>> from dataclasses import replace
+    >>> import pandas as pd
     >>> from sbir_study.study.protocol import Online, Protocol
     >>> manifest = pd.DataFrame({"sketch_id": ["a"] * 4 + ["b"] * 4,
     ...                          "image_id": [f"i{k}" for k in range(8)], "role": "main"})
@@ -71,6 +75,8 @@ def split_lists(protocol: Protocol, manifest: pd.DataFrame) -> list[pd.DataFrame
     >>> [sorted(part["sketch_id"].unique()) for part in split_lists(protocol, manifest)]
     [['a', 'b'], ['a', 'b']]
     """
+    import pandas as pd
+
     online = protocol.online
     main = manifest[manifest["role"].isin(protocol.main_roles)]
     if main.empty:

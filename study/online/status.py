@@ -14,11 +14,14 @@ from __future__ import annotations
 import html
 import time
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..protocol import Protocol, Timing
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["PARTICIPANT_COLUMNS", "participant_table", "status_page", "study_status"]
 
@@ -191,6 +194,7 @@ def participant_table(
 
     Examples
     --------
+    >>> import pandas as pd
     >>> sessions = pd.DataFrame({"id": ["s1"], "participant": ["P1"], "source_id": ["P-1"],
     ...     "list_index": [0], "status": ["running"], "n_trials": [3], "created_at": [0.0],
     ...     "last_seen_at": [60.0], "finished_at": [None]})
@@ -205,6 +209,8 @@ def participant_table(
     timing_error_median_ms        0.0
     Name: 0, dtype: object
     """
+    import pandas as pd
+
     timing = protocol.timing
     trials = trials.assign(
         missed=trials["rating"].isna() & (trials["phase"] != "anchor_demo"),
