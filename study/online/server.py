@@ -53,12 +53,13 @@ def build_app(settings: ServeSettings):
     from .storage import open_database
 
     protocol = load_protocol(settings.protocol, online=True)
-    # Checked whole at the first start; reused at a restart when nothing changed (setcheck).
-    stimulus_set, aspect, _ = checked_set(settings.stimuli, protocol, settings.data or None)
+    # Checked whole and planned at the first start; at a restart when nothing changed, the
+    # check and the plan are read back (setcheck), without pandas.
+    checked = checked_set(settings.stimuli, protocol, settings.data or None)
     web_assets()
     engine = open_database(settings.db)
     study = OnlineStudy.open(
-        protocol, stimulus_set, engine, protocol_file=settings.protocol, max_aspect=aspect
+        protocol, checked.stimulus_set, engine, protocol_file=settings.protocol, plan=checked.plan
     )
     return create_app(study, settings.admin_token, max_body=settings.max_body), study
 
@@ -211,7 +212,7 @@ def serve(
     where = f"http://{host}:{port}{root_path}/"
     print(
         f"Serving {study.protocol.name!r} on the set {study.stimulus_set.folder} (digest "
-        f"{study.stimulus_set.digest[:12]}...), {len(study.lists)} list(s), database "
+        f"{study.stimulus_set.digest[:12]}...), {len(study.plan.orders)} list(s), database "
         f"{study.engine.url.render_as_string()}",
         flush=True,
     )

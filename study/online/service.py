@@ -27,10 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
-import numpy as np
-import pandas as pd
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
@@ -41,10 +39,11 @@ from ..protocol import Protocol, protocol_dict
 from ..responses import rating_key_map
 from ..screens import instruction_texts
 from ..texts import fill
-from ..trials import TRIAL_COLUMNS, build_trials, draw_seed
+from ..trials import TRIAL_COLUMNS, draw_seed
 from . import queries, storage
-from .assignment import choose_list, list_manifest, split_lists
+from .assignment import choose_list
 from .keys import BROWSER_CODES
+from .plan import ListOrder, ServingPlan
 from .plausibility import StoredTimes, check_trial_times
 from .scoring import (
     LATE_FLIP_MAX_S,
@@ -54,6 +53,9 @@ from .scoring import (
     window_end,
 )
 from .status import participant_table, study_status
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "ENDINGS",
@@ -150,14 +152,13 @@ class OnlineStudy:
     engine: Engine
     protocol_file: str = ""
     study_id: int = 0
-    #: The images' largest height / width when already known (serve's kept set check).
-    max_aspect: float | None = None
+    #: What every request needs of the protocol and set (:class:`~.plan.ServingPlan`;
+    #: made by :meth:`open` when not given, e.g. kept by serve's set check).
+    plan: ServingPlan | None = None
     _sessions: dict = field(default_factory=dict, repr=False)
     #: The ``(phase, *pair)`` keys of the orders read back from the database, one of each
     #: (:meth:`Order.of_rows`).
     _keys: dict = field(default_factory=dict, repr=False)
-    _manifests: dict = field(default_factory=dict, repr=False)
-    _orders: dict = field(default_factory=dict, repr=False)
     _images: dict = field(default_factory=dict, repr=False)
     #: The trial write's statements on the driver's cursor (storage.Driver).
     _driver: storage.Driver = field(default_factory=storage.Driver, repr=False)
@@ -174,10 +175,17 @@ class OnlineStudy:
         engine: Engine,
         protocol_file: str = "",
         max_aspect: float | None = None,
+        plan: ServingPlan | None = None,
     ):
-        """Check the lists against the set, migrate the schema and register the study."""
-        study = cls(protocol, stimulus_set, engine, str(protocol_file), max_aspect=max_aspect)
-        study.lists  # noqa: B018 - an impossible split is refused now, not at the first participant
+        """Check the lists against the set, migrate the schema and register the study.
+
+        ``plan`` is what serving needs of the protocol and set, made here (with pandas)
+        when not given; ``max_aspect``, the images' largest height / width, is then
+        measured when not given.
+        """
+        if plan is None:  # an impossible split is refused now, not at the first participant
+            plan = ServingPlan.of(protocol, stimulus_set, max_aspect)
+        study = cls(protocol, stimulus_set, engine, str(protocol_file), plan=plan)
         storage.migrate(engine)
         study.study_id = study._register()
         study.writer  # noqa: B018 - made once, before requests (threads) can race for it
@@ -189,8 +197,8 @@ class OnlineStudy:
         keys (:class:`ListOrder`), their JSON as stored and as the page is sent, the set's
         checksums. ``serve`` calls it before it forks its workers, so that every worker, a
         worker forked again after a crash too, starts with them made."""
-        for index in range(len(self.lists)):
-            keys = self._list_order(index).keys(0)
+        for order in self.plan.orders:
+            keys = order.keys(0)
             self._json.rows(keys)
             self._json.page_trials(keys)
         self.stimulus_files  # noqa: B018 - a cached property
@@ -202,21 +210,20 @@ class OnlineStudy:
 
     @cached_property
     def lists(self) -> list[pd.DataFrame]:
+        """The main pairs of each list, as the set's manifest (pandas; serving needs only
+        the plan's orders, made from these)."""
+        from .assignment import split_lists
+
         return split_lists(self.protocol, self.stimulus_set.manifest)
 
     @cached_property
     def protocol_json(self) -> str:
         return storage.dumps(json.loads(json.dumps(protocol_dict(self.protocol))))
 
-    @cached_property
-    def stimulus_files(self) -> dict[str, str]:
+    @property
+    def stimulus_files(self) -> Mapping[str, str]:
         """Every image file the set's manifest names -> its SHA-256 (from ``SHA256SUMS``)."""
-        from sbir_study.stimuli.manifest import read_checksums
-
-        checksums, _ = read_checksums(self.stimulus_set.folder)
-        manifest = self.stimulus_set.manifest
-        names = set(manifest["sketch_path"]) | set(manifest["image_path"])
-        return {name: checksums[name] for name in names if name in checksums}
+        return self.plan.stimulus_files
 
     def stimulus(self, path: str) -> bytes:
         """An image the set's manifest names, checked against its SHA-256 when first read.
@@ -240,23 +247,8 @@ class OnlineStudy:
         return data
 
     def _list_order(self, index: int) -> ListOrder:
-        """List ``index``'s pairs as the trial order's rows, made once (they never change)."""
-        kept = self._orders.get(index)
-        if kept is None:
-            kept = ListOrder.of(self.protocol, self._list_manifest(index))
-            self._orders[index] = kept
-        return kept
-
-    def _list_manifest(self, index: int) -> pd.DataFrame:
-        """The manifest a participant of list ``index`` sees (kept: it never changes)."""
-        kept = self._manifests.get(index)
-        if kept is None:
-            kept = list_manifest(self.stimulus_set.manifest, self.lists, index).copy()
-            # Without the manifest's line numbers (attrs["lines"], for the set's messages):
-            # pandas deep-copies attrs at every step, which was half of a session's start.
-            kept.attrs = {}
-            self._manifests[index] = kept
-        return kept
+        """List ``index``'s pairs as the trial order's rows (the plan's, made once)."""
+        return self.plan.orders[index]
 
     def _register(self) -> int:
         digest = hashlib.sha256(self.protocol_json.encode("utf-8")).hexdigest()
@@ -289,8 +281,7 @@ class OnlineStudy:
         """The settings the experiment page runs with (public: no participant data)."""
         protocol = self.protocol
         width, gap = stimulus_pixels(protocol)
-        manifest = self.stimulus_set.manifest
-        aspect = self._max_aspect(manifest)
+        aspect = self.plan.max_aspect
         return {
             "study": protocol.name,
             "task": protocol.task,
@@ -336,17 +327,6 @@ class OnlineStudy:
                 "no_consent": self.ending("no_consent"),
             },
         }
-
-    def _max_aspect(self, manifest: pd.DataFrame) -> float:
-        if self.max_aspect is not None:
-            return self.max_aspect
-        from PIL import Image
-
-        aspects = []
-        for name in sorted(self.stimulus_files):
-            with Image.open(self.stimulus_set.path(name)) as image:
-                aspects.append(image.height / image.width)
-        return round(max(aspects), 4) if aspects else 1.0
 
     # --- sessions ---
     def check_participant_id(self, source_id: str) -> None:
@@ -402,7 +382,7 @@ class OnlineStudy:
         seed = draw_seed()
         with storage.reading(self.engine) as connection:
             guess = choose_list(
-                self._participants(connection, now), len(self.lists), online.raters_per_list
+                self._participants(connection, now), len(self.plan.orders), online.raters_per_list
             )
         drawn = None if guess is None else self._list_order(guess).keys(seed)
         drawn_json = None if drawn is None else self._json.rows(drawn)
@@ -421,7 +401,7 @@ class OnlineStudy:
                 raise ServiceError(409, self.protocol.texts.already_started)
             label = participant_label(source_id, _LabelsOfStudy(connection, self.study_id))
             index = choose_list(
-                self._participants(connection, now), len(self.lists), online.raters_per_list
+                self._participants(connection, now), len(self.plan.orders), online.raters_per_list
             )
             if index is None:
                 raise ServiceError(409, self.protocol.texts.study_full)
@@ -551,7 +531,7 @@ class OnlineStudy:
         a restarted server meets a thousand sessions at once, and spent nearly a third of
         its time reading their orders.
         """
-        if 0 <= index < len(self.lists):
+        if 0 <= index < len(self.plan.orders):
             drawn = self._list_order(index).keys(seed)
             if self._json.rows(drawn) == text:
                 return Order(drawn)
@@ -843,7 +823,7 @@ class OnlineStudy:
         return study_status(
             self.protocol,
             self.study_id,
-            list_pairs=[len(pairs) for pairs in self.lists],
+            list_pairs=[len(order.main) for order in self.plan.orders],
             sessions=sessions,
             durations=durations,
             trials_stored=trials_stored,
@@ -853,6 +833,8 @@ class OnlineStudy:
 
     def participants(self) -> pd.DataFrame:
         """One row per participant (:func:`.status.participant_table`)."""
+        import pandas as pd
+
         key = {"study": self.study_id}
         with storage.reading(self.engine) as connection:
             sessions = pd.DataFrame(
@@ -896,81 +878,9 @@ class _LabelsOfStudy:
         return found.first() is not None
 
 
-def _order_rows(order: pd.DataFrame) -> list[list]:
-    """A trial order as stored: one list per trial, :data:`ORDER_COLUMNS`, plain Python values."""
-    rows = order[list(ORDER_COLUMNS)].to_numpy(dtype=object).tolist()
-    for row in rows:
-        row[0] = int(row[0])
-        row[4] = None if pd.isna(row[4]) else int(row[4])
-    return rows
-
-
 #: A stored trial order's columns (``session_orders.trial_order``: one list of these per
 #: trial).
 ORDER_COLUMNS = TRIAL_COLUMNS
-
-
-@dataclass(frozen=True)
-class ListOrder:
-    """A list's pairs, ready to be put in a participant's order: ``Order(keys(seed))``
-    reads as ``_order_rows(build_trials(protocol, list_manifest, seed))``, without pandas.
-
-    A session's start built its 1,282-trial order with pandas (``build_trials``: about 17 ms
-    of CPU of the start's 25) while a crowd arrived at 17 starts a second. The pairs and
-    their rows depend on the list only; the seed draws the main block's permutation, then
-    each anchor repeat's slot (:func:`~sbir_study.foundation.trial_order.session_order`'s
-    draws, in its order). So the rows are made once per list, from ``build_trials`` itself,
-    and each start only draws. A test compares the two over generated sets, seeds and
-    anchoring settings.
-    """
-
-    #: The anchor pairs' rows in the demo's order (sketch, then prescribed rating).
-    anchors: tuple[tuple, ...]
-    #: The main pairs' rows in the manifest's order.
-    main: tuple[tuple, ...]
-    repeat: bool
-    repeat_from: float
-
-    @classmethod
-    def of(cls, protocol: Protocol, manifest: pd.DataFrame) -> ListOrder:
-        """The rows of ``manifest``'s pairs as ``build_trials`` writes them for ``protocol``."""
-        seed = 0
-        built = _order_rows(build_trials(protocol, manifest, seed))
-        anchors = tuple(tuple(row[2:]) for row in built if row[1] == "anchor_demo")
-        drawn = [tuple(row[2:]) for row in built if row[1] == "main"]
-        # build_trials put main pair k of the manifest at place j where permutation[j] == k.
-        permutation = np.random.default_rng(seed).permutation(len(drawn))
-        main: list = [None] * len(drawn)
-        for place, pair in zip(permutation, drawn, strict=True):
-            main[int(place)] = pair
-        anchoring = protocol.anchoring
-        return cls(anchors, tuple(main), anchoring.enabled and anchoring.repeat,
-                   anchoring.repeat_from)  # fmt: skip
-
-    @cached_property
-    def _phase_keys(self) -> tuple[tuple, tuple, tuple]:
-        """Each pair with its phase, ``(phase, *pair)``, made once: the anchors' demo, the
-        main pairs, the anchors' repeats. A participant's order is a sequence of these."""
-        return (
-            tuple(("anchor_demo", *pair) for pair in self.anchors),
-            tuple(("main", *pair) for pair in self.main),
-            tuple(("anchor_repeat", *pair) for pair in self.anchors),
-        )
-
-    def keys(self, seed: int) -> tuple[tuple, ...]:
-        """The order of a participant of this list with ``seed``: ``(phase, *pair)`` of each
-        trial, in trial order (shared by every participant of the list)."""
-        demo, main, again = self._phase_keys
-        rng = np.random.default_rng(seed)
-        block = list(map(main.__getitem__, rng.permutation(len(main)).tolist()))
-        if self.repeat and self.anchors:
-            start = int(np.ceil(self.repeat_from * len(block)))
-            # As session_order: a repeat drawn into slot k goes just before main trial k.
-            slots = rng.integers(start, len(block) + 1, size=len(self.anchors))
-            keys = np.concatenate([np.arange(len(block)), slots - 0.5])
-            both = block + list(again)
-            block = list(map(both.__getitem__, np.argsort(keys, kind="stable").tolist()))
-        return (*demo, *block)
 
 
 class Order(Sequence):

@@ -17,31 +17,81 @@ Anything else (a file touched, replaced, added to the manifest, another version)
 the set again, whole, and a set that fails is refused as before. What the kept check
 cannot see, a file rewritten with its size and times put back, is still never served:
 :meth:`~.service.OnlineStudy.stimulus` checks each image's SHA-256 when it first reads it.
+
+The check also keeps the :class:`~.plan.ServingPlan` of the protocol it was made for
+(each list's trial-order rows, the images' SHA-256, their largest aspect ratio) with the
+warnings its making gave, for as long as the protocol (its every setting, hashed), the
+set's ``generator.json`` and the versions of sbir-study, NumPy and pandas stay the same.
+A start that finds both still holding neither reads the manifest nor imports pandas; it
+gives the kept warnings again. Another protocol on the same set reuses the set's check
+and makes its own plan.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import warnings
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 from sbir_study.foundation.checks import InputError
 
-__all__ = ["CHECK_FILE", "checked_set"]
+from .plan import ServingPlan
+
+__all__ = ["CHECK_FILE", "Checked", "KeptSet", "checked_set", "measured_aspect"]
 
 #: The kept check, in the data folder of ``serve``.
 CHECK_FILE = "stimulus-check.json"
 
 
-def _files(stimulus_set) -> dict[str, list[int]]:
-    """Size, modification time (ns), inode and device of every image the manifest names."""
-    manifest = stimulus_set.manifest
-    names = sorted((set(manifest["sketch_path"]) | set(manifest["image_path"])) - {""})
+class Checked(NamedTuple):
+    """What :func:`checked_set` gives ``serve``."""
+
+    #: The checked set: a :class:`~sbir_study.stimuli.StimulusSet`, or a :class:`KeptSet`
+    #: when the kept check and plan held.
+    stimulus_set: object
+    plan: ServingPlan
+    #: Whether the set's kept check was reused (the images not read again).
+    set_reused: bool
+    #: Whether the kept plan was reused (the manifest not read, pandas not imported).
+    plan_reused: bool
+
+
+@dataclass
+class KeptSet:
+    """A set whose kept check held: its folder and digest, which is all serving asks of it.
+    Its manifest is read (with pandas) only if something asks for it."""
+
+    folder: Path
+    digest: str
+
+    def path(self, relative: str) -> Path:
+        """A manifest path as a path on disk."""
+        return self.folder / relative
+
+    @cached_property
+    def manifest(self):
+        from sbir_study.stimuli.manifest import read_manifest
+
+        return read_manifest(self.folder)
+
+
+def _stat(folder: Path, names) -> dict[str, list[int]]:
+    """Size, modification time (ns), inode and device of each file ``names`` names."""
     found = {}
-    for name in names:
-        status = os.stat(stimulus_set.path(name))
+    for name in sorted(names):
+        status = os.stat(folder / name)
         found[name] = [status.st_size, status.st_mtime_ns, status.st_ino, status.st_dev]
     return found
+
+
+def _image_names(stimulus_set) -> set[str]:
+    manifest = stimulus_set.manifest
+    return (set(manifest["sketch_path"]) | set(manifest["image_path"])) - {""}
 
 
 def _version() -> str:
@@ -50,34 +100,72 @@ def _version() -> str:
     return toolkit_version()
 
 
-def _kept(path: Path, folder: Path):
-    """The set the kept check describes, if it still holds; else None."""
-    from sbir_study.stimuli.manifest import read_manifest, set_digest
-    from sbir_study.stimuli.validate import StimulusSet
+def _plan_key(protocol, folder: Path) -> dict:
+    """What a kept plan rests on besides the set (module docstring)."""
+    from importlib import metadata
+
+    from ..protocol import protocol_dict
+
+    settings = json.dumps(protocol_dict(protocol), sort_keys=True, ensure_ascii=False)
+    try:
+        generator = hashlib.sha256((folder / "generator.json").read_bytes()).hexdigest()
+    except FileNotFoundError:
+        generator = None
+    return {
+        "protocol_sha256": hashlib.sha256(settings.encode("utf-8")).hexdigest(),
+        "generator_sha256": generator,
+        "numpy": metadata.version("numpy"),
+        "pandas": metadata.version("pandas"),
+    }
+
+
+def _kept(path: Path, folder: Path) -> dict | None:
+    """The kept record, if its check of the set still holds; else None."""
+    from sbir_study.stimuli.manifest import set_digest
 
     try:
         kept = json.loads(path.read_text(encoding="utf-8"))
         if kept.get("version") != _version() or kept.get("folder") != str(folder.resolve()):
             return None
-        digest = set_digest(folder)
-        if kept.get("digest") != digest:
+        if kept.get("digest") != set_digest(folder):
             return None
-        stimulus_set = StimulusSet(folder, read_manifest(folder), digest)
-        if _files(stimulus_set) != kept.get("files"):
+        files = kept["files"]
+        # The digest covers manifest.csv: the names it lists are the kept ones.
+        if type(files) is not dict or _stat(folder, files) != files:
             return None
-        return stimulus_set, float(kept["max_aspect"])
+        float(kept["max_aspect"])
+        return kept
     except (OSError, ValueError, KeyError, TypeError, InputError):
         return None  # no kept check, or one that no longer holds: check again
 
 
-def _keep(path: Path, stimulus_set, max_aspect: float) -> None:
+def _kept_plan(kept: dict, key: dict) -> tuple[ServingPlan, list] | None:
+    """The kept plan and its warnings, if made for ``key``; else None."""
+    try:
+        record = kept["plan"]
+        if record["key"] != key:
+            return None
+        caught = record["warnings"]
+        if type(caught) is not list or any(
+            type(w) is not list or len(w) != 3 or any(type(part) is not str for part in w)
+            for w in caught
+        ):
+            return None
+        return ServingPlan.from_record(record), caught
+    except (ValueError, KeyError, TypeError):
+        return None  # made again
+
+
+def _keep(path: Path, stimulus_set, max_aspect: float, plan: ServingPlan, key: dict,
+          caught: list) -> None:  # fmt: skip
     """Write the check beside the data, whole or not at all (a temporary file renamed)."""
     record = {
         "version": _version(),
         "folder": str(stimulus_set.folder.resolve()),
         "digest": stimulus_set.digest,
         "max_aspect": max_aspect,
-        "files": _files(stimulus_set),
+        "files": _stat(stimulus_set.folder, _image_names(stimulus_set)),
+        "plan": {"key": key, "warnings": caught, **plan.record()},
     }
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
@@ -87,37 +175,68 @@ def _keep(path: Path, stimulus_set, max_aspect: float) -> None:
         partial.unlink(missing_ok=True)  # not kept: the next start checks again
 
 
-def max_aspect(stimulus_set) -> float:
+def measured_aspect(stimulus_set) -> float:
     """The largest height / width of the set's images (the page sizes its area by it)."""
     from PIL import Image
 
-    manifest = stimulus_set.manifest
-    names = sorted((set(manifest["sketch_path"]) | set(manifest["image_path"])) - {""})
     aspects = []
-    for name in names:
+    for name in sorted(_image_names(stimulus_set)):
         with Image.open(stimulus_set.path(name)) as image:
             aspects.append(image.height / image.width)
     return round(max(aspects), 4) if aspects else 1.0
 
 
-def checked_set(folder: str | Path, protocol, data: str | Path | None):
-    """The set in ``folder`` checked for ``protocol``, and its images' largest aspect ratio.
+def _warn_again(caught: list) -> None:
+    """Give again, each of its category, the warnings a kept plan's making gave (a category
+    not of sbir-study's, or not found now, is a UserWarning)."""
+    import importlib
 
-    With ``data``, the check kept in ``data/stimulus-check.json`` is reused when it still
-    holds (see the module docstring) and written after a full check; the protocol's own
-    checks of the set (anchor ratings on its scale, catch pairs) run every time.
-    Returns ``(stimulus_set, max_aspect, reused)``.
+    for module, name, text in caught:
+        category = UserWarning
+        if module.startswith("sbir_study."):
+            try:
+                found = getattr(importlib.import_module(module), name)
+            except (ImportError, AttributeError):
+                found = None
+            if isinstance(found, type) and issubclass(found, Warning):
+                category = found
+        warnings.warn(text, category, stacklevel=3)
+
+
+def checked_set(folder: str | Path, protocol, data: str | Path | None) -> Checked:
+    """The set in ``folder`` checked for ``protocol``, and the plan of serving it.
+
+    With ``data``, the check and plan kept in ``data/stimulus-check.json`` are reused when
+    they still hold (see the module docstring) and written after a new check or plan; the
+    protocol's own checks of the set (anchor ratings on its scale, catch pairs) run
+    whenever the plan is made, and their warnings are given at every start.
     """
     from ..trials import stimulus_set_for
 
     folder = Path(folder)
     path = Path(data) / CHECK_FILE if data else None
     kept = _kept(path, folder) if path is not None else None
+    key = _plan_key(protocol, folder)
+    checked = None
     if kept is not None:
-        stimulus_set, aspect = kept
-        return stimulus_set_for(folder, protocol, checked=stimulus_set), aspect, True
-    stimulus_set = stimulus_set_for(folder, protocol)
-    aspect = max_aspect(stimulus_set)
+        found = _kept_plan(kept, key)
+        if found is not None:
+            plan, caught = found
+            _warn_again(caught)
+            return Checked(KeptSet(folder, kept["digest"]), plan, True, True)
+        checked = KeptSet(folder, kept["digest"])
+        from sbir_study.stimuli.validate import StimulusSet
+
+        checked = StimulusSet(folder, checked.manifest, checked.digest)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        stimulus_set = stimulus_set_for(folder, protocol, checked=checked)
+    for warning in caught:
+        warnings.warn(warning.message, warning.category, stacklevel=2)
+    aspect = float(kept["max_aspect"]) if kept is not None else measured_aspect(stimulus_set)
+    plan = ServingPlan.of(protocol, stimulus_set, aspect)
     if path is not None:
-        _keep(path, stimulus_set, aspect)
-    return stimulus_set, aspect, False
+        kept_warnings = [[w.category.__module__, w.category.__qualname__, str(w.message)]
+                         for w in caught]  # fmt: skip
+        _keep(path, stimulus_set, aspect, plan, key, kept_warnings)
+    return Checked(stimulus_set, plan, kept is not None, False)

@@ -14,8 +14,8 @@ from sbir_study.foundation.checks import InputError
 from sbir_study.study.online import storage
 from sbir_study.study.online.assignment import choose_list, list_manifest, split_lists
 from sbir_study.study.online.keys import BROWSER_CODES, browser_key_name
+from sbir_study.study.online.plan import ListOrder
 from sbir_study.study.online.service import (
-    ListOrder,
     Order,
     _OrderJson,
     _page_trial,
@@ -266,14 +266,15 @@ def test_stimulus_pixels_are_psychopys_degrees(display):
 
 def test_warm_makes_each_lists_order_and_json_before_the_workers_fork(tmp_path, online_set):
     """serve warms the study before it forks its workers (OnlineStudy.warm): every list's
-    pairs are made into order keys, and the JSON kept for them is what the encoders write,
-    so a worker forked again after a crash answers its first sessions as a warm one does."""
+    pairs, made into order keys when the study opened (its plan), get their JSON, and the
+    JSON kept for them is what the encoders write, so a worker forked again after a crash
+    answers its first sessions as a warm one does."""
     from tests.study.online.support import make_client
 
     study = make_client(tmp_path, online_set, online={"subset": "pairs", "lists": 2}).study
-    assert study._orders == {} and study._json._stored == {}
+    assert len(study.plan.orders) == 2
+    assert study._json._stored == {} and study._json._page == {}
     study.warm()
-    assert sorted(study._orders) == [0, 1]
     for index in (0, 1):
         keys = study._list_order(index).keys(7)
         rows = [[number, *key] for number, key in enumerate(keys, start=1)]

@@ -499,8 +499,9 @@ def _check(settings):
     from sbir_study.study.online.setcheck import checked_set
     from sbir_study.study.protocol import load_protocol
 
-    return checked_set(settings.stimuli, load_protocol(settings.protocol, online=True),
-                       settings.data)  # fmt: skip
+    checked = checked_set(settings.stimuli, load_protocol(settings.protocol, online=True),
+                          settings.data)  # fmt: skip
+    return checked.stimulus_set, checked.plan.max_aspect, checked.set_reused
 
 
 def test_the_sets_check_is_reused_when_nothing_changed(tmp_path, online_set, monkeypatch):
