@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from ..protocol import Protocol
 
-__all__ = ["ListOrder", "ServingPlan"]
+__all__ = ["ListOrder", "ServingPlan", "image_names", "measured_aspect"]
 
 
 def _order_rows(order: pd.DataFrame) -> list[list]:
@@ -158,7 +158,6 @@ class ServingPlan:
         from sbir_study.stimuli.manifest import read_checksums
 
         from .assignment import list_manifest, split_lists
-        from .setcheck import measured_aspect
 
         manifest = stimulus_set.manifest
         lists = split_lists(protocol, manifest)
@@ -170,8 +169,8 @@ class ServingPlan:
             pairs.attrs = {}
             orders.append(ListOrder.of(protocol, pairs))
         checksums, _ = read_checksums(stimulus_set.folder)
-        names = set(manifest["sketch_path"]) | set(manifest["image_path"])
-        files = {name: checksums[name] for name in sorted(names) if name in checksums}
+        files = {name: checksums[name] for name in sorted(image_names(stimulus_set))
+                 if name in checksums}  # fmt: skip
         if max_aspect is None:
             max_aspect = measured_aspect(stimulus_set)
         return cls(tuple(orders), files, float(max_aspect))
@@ -198,3 +197,20 @@ class ServingPlan:
         if type(aspect) not in (int, float) or not 0 < aspect < float("inf"):
             raise ValueError("a kept plan's aspect ratio is not a positive number")
         return cls(tuple(map(ListOrder.from_record, orders)), files, float(aspect))
+
+
+def image_names(stimulus_set) -> set[str]:
+    """Every image file the set's manifest names."""
+    manifest = stimulus_set.manifest
+    return (set(manifest["sketch_path"]) | set(manifest["image_path"])) - {""}
+
+
+def measured_aspect(stimulus_set) -> float:
+    """The largest height / width of the set's images (the page sizes its area by it)."""
+    from PIL import Image
+
+    aspects = []
+    for name in sorted(image_names(stimulus_set)):
+        with Image.open(stimulus_set.path(name)) as image:
+            aspects.append(image.height / image.width)
+    return round(max(aspects), 4) if aspects else 1.0

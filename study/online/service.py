@@ -194,14 +194,13 @@ class OnlineStudy:
 
     def warm(self) -> None:
         """Make now what the first requests would otherwise make: each list's pairs as order
-        keys (:class:`ListOrder`), their JSON as stored and as the page is sent, the set's
-        checksums. ``serve`` calls it before it forks its workers, so that every worker, a
+        keys (:class:`ListOrder`, made with the plan), their JSON as stored and as the page
+        is sent. ``serve`` calls it before it forks its workers, so that every worker, a
         worker forked again after a crash too, starts with them made."""
         for order in self.plan.orders:
             keys = order.keys(0)
             self._json.rows(keys)
             self._json.page_trials(keys)
-        self.stimulus_files  # noqa: B018 - a cached property
 
     @cached_property
     def writer(self) -> storage.GroupCommit:

@@ -40,9 +40,9 @@ from typing import NamedTuple
 
 from sbir_study.foundation.checks import InputError
 
-from .plan import ServingPlan
+from .plan import ServingPlan, image_names, measured_aspect
 
-__all__ = ["CHECK_FILE", "Checked", "KeptSet", "checked_set", "measured_aspect"]
+__all__ = ["CHECK_FILE", "Checked", "KeptSet", "checked_set"]
 
 #: The kept check, in the data folder of ``serve``.
 CHECK_FILE = "stimulus-check.json"
@@ -87,11 +87,6 @@ def _stat(folder: Path, names) -> dict[str, list[int]]:
         status = os.stat(folder / name)
         found[name] = [status.st_size, status.st_mtime_ns, status.st_ino, status.st_dev]
     return found
-
-
-def _image_names(stimulus_set) -> set[str]:
-    manifest = stimulus_set.manifest
-    return (set(manifest["sketch_path"]) | set(manifest["image_path"])) - {""}
 
 
 def _version() -> str:
@@ -164,7 +159,7 @@ def _keep(path: Path, stimulus_set, max_aspect: float, plan: ServingPlan, key: d
         "folder": str(stimulus_set.folder.resolve()),
         "digest": stimulus_set.digest,
         "max_aspect": max_aspect,
-        "files": _stat(stimulus_set.folder, _image_names(stimulus_set)),
+        "files": _stat(stimulus_set.folder, image_names(stimulus_set)),
         "plan": {"key": key, "warnings": caught, **plan.record()},
     }
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
@@ -173,17 +168,6 @@ def _keep(path: Path, stimulus_set, max_aspect: float, plan: ServingPlan, key: d
         os.replace(partial, path)
     except OSError:
         partial.unlink(missing_ok=True)  # not kept: the next start checks again
-
-
-def measured_aspect(stimulus_set) -> float:
-    """The largest height / width of the set's images (the page sizes its area by it)."""
-    from PIL import Image
-
-    aspects = []
-    for name in sorted(_image_names(stimulus_set)):
-        with Image.open(stimulus_set.path(name)) as image:
-            aspects.append(image.height / image.width)
-    return round(max(aspects), 4) if aspects else 1.0
 
 
 def _warn_again(caught: list) -> None:
