@@ -119,11 +119,12 @@ def _raise_interrupted(number, frame) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    environment = dict(os.environ)
+    environment: dict[str, str] | None = None
     previous = {}
     # Everything from here, the handlers and imports included: an interrupt at any moment
     # is one line.
     try:
+        environment = dict(os.environ)
         # Only the main thread may set handlers (a program calling main() from another
         # keeps its own).
         ending = _ENDING if threading.current_thread() is threading.main_thread() else {}
@@ -150,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-        _restore_environment(environment)
+        if environment is not None:
+            _restore_environment(environment)
 
 
 def _interrupted(interrupt: BaseException) -> int:

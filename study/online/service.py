@@ -181,8 +181,10 @@ class OnlineStudy:
 
         ``plan`` is what serving needs of the protocol and set, made here (with pandas)
         when not given; ``max_aspect``, the images' largest height / width, is then
-        measured when not given.
+        measured when not given (a plan holds its own: give one or the other).
         """
+        if plan is not None and max_aspect is not None:
+            raise TypeError("OnlineStudy.open: give plan or max_aspect, not both")
         if plan is None:  # an impossible split is refused now, not at the first participant
             plan = ServingPlan.of(protocol, stimulus_set, max_aspect)
         study = cls(protocol, stimulus_set, engine, str(protocol_file), plan=plan)

@@ -21,10 +21,12 @@ cannot see, a file rewritten with its size and times put back, is still never se
 The check also keeps the :class:`~.plan.ServingPlan` of the protocol it was made for
 (each list's trial-order rows, the images' SHA-256, their largest aspect ratio) with the
 warnings its making gave, for as long as the protocol (its every setting, hashed), the
-set's ``generator.json`` and the versions of sbir-study, NumPy and pandas stay the same.
-A start that finds both still holding neither reads the manifest nor imports pandas; it
-gives the kept warnings again. Another protocol on the same set reuses the set's check
-and makes its own plan.
+set's ``generator.json``, the code that makes a plan (:data:`PLAN_CODE`'s files, hashed)
+and the versions of sbir-study, NumPy and pandas stay the same, and the plan is as it was
+written (its own SHA-256, its lists and anchor repeats those of the protocol). A start
+that finds both still holding neither reads the manifest nor imports pandas; it gives
+sbir-study's own warnings of the plan's making again, through the filters of that start.
+Another protocol on the same set reuses the set's check and makes its own plan.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from sbir_study.foundation.checks import InputError
 
 from .plan import ServingPlan, image_names, measured_aspect
 
-__all__ = ["CHECK_FILE", "Checked", "KeptSet", "checked_set"]
+__all__ = ["CHECK_FILE", "PLAN_CODE", "Checked", "KeptSet", "checked_set", "code_files"]
 
 #: The kept check, in the data folder of ``serve``.
 CHECK_FILE = "stimulus-check.json"
@@ -95,6 +97,32 @@ def _version() -> str:
     return toolkit_version()
 
 
+#: The modules whose code makes a plan (the lists, each list's rows, the order's draw) and
+#: keeps it: a plan made by other code (an editable install, an upgrade that kept the
+#: version) is made again.
+PLAN_CODE = (
+    "sbir_study.study.trials",
+    "sbir_study.foundation.trial_order",
+    "sbir_study.study.online.assignment",
+    "sbir_study.study.online.plan",
+    "sbir_study.study.online.setcheck",
+)
+
+
+def code_files() -> list[Path]:
+    """The source files of :data:`PLAN_CODE` (found without running them)."""
+    from importlib.util import find_spec
+
+    return [Path(find_spec(name).origin) for name in PLAN_CODE]
+
+
+def _code_sha256() -> str:
+    digest = hashlib.sha256()
+    for file in code_files():
+        digest.update(hashlib.sha256(file.read_bytes()).digest())
+    return digest.hexdigest()
+
+
 def _plan_key(protocol, folder: Path) -> dict:
     """What a kept plan rests on besides the set (module docstring)."""
     from importlib import metadata
@@ -109,6 +137,7 @@ def _plan_key(protocol, folder: Path) -> dict:
     return {
         "protocol_sha256": hashlib.sha256(settings.encode("utf-8")).hexdigest(),
         "generator_sha256": generator,
+        "code_sha256": _code_sha256(),
         "numpy": metadata.version("numpy"),
         "pandas": metadata.version("pandas"),
     }
@@ -128,17 +157,26 @@ def _kept(path: Path, folder: Path) -> dict | None:
         # The digest covers manifest.csv: the names it lists are the kept ones.
         if type(files) is not dict or _stat(folder, files) != files:
             return None
-        float(kept["max_aspect"])
+        aspect = kept["max_aspect"]
+        if type(aspect) not in (int, float) or not 0 < aspect < float("inf"):
+            return None
         return kept
     except (OSError, ValueError, KeyError, TypeError, InputError):
         return None  # no kept check, or one that no longer holds: check again
 
 
-def _kept_plan(kept: dict, key: dict) -> tuple[ServingPlan, list] | None:
-    """The kept plan and its warnings, if made for ``key``; else None."""
+def _sealed(record: dict) -> str:
+    """The SHA-256 of a kept plan's record (its key, warnings and plan), as written."""
+    text = json.dumps(record, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _kept_plan(kept: dict, key: dict, protocol) -> tuple[ServingPlan, list] | None:
+    """The kept plan and its warnings, if made for ``key`` and as written; else None."""
     try:
-        record = kept["plan"]
-        if record["key"] != key:
+        record = dict(kept["plan"])
+        # A plan changed on disk, even to values of the right types, is not this plan.
+        if record.pop("sha256") != _sealed(record) or record["key"] != key:
             return None
         caught = record["warnings"]
         if type(caught) is not list or any(
@@ -146,7 +184,15 @@ def _kept_plan(kept: dict, key: dict) -> tuple[ServingPlan, list] | None:
             for w in caught
         ):
             return None
-        return ServingPlan.from_record(record), caught
+        plan = ServingPlan.from_record(record)
+        anchoring = protocol.anchoring
+        repeat = anchoring.enabled and anchoring.repeat
+        if len(plan.orders) != protocol.online.lists or any(
+            order.repeat != repeat or order.repeat_from != anchoring.repeat_from
+            for order in plan.orders
+        ):
+            return None
+        return plan, caught
     except (ValueError, KeyError, TypeError):
         return None  # made again
 
@@ -162,6 +208,7 @@ def _keep(path: Path, stimulus_set, max_aspect: float, plan: ServingPlan, key: d
         "files": _stat(stimulus_set.folder, image_names(stimulus_set)),
         "plan": {"key": key, "warnings": caught, **plan.record()},
     }
+    record["plan"]["sha256"] = _sealed(record["plan"])
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
         partial.write_text(json.dumps(record, sort_keys=True), encoding="utf-8")
@@ -203,7 +250,7 @@ def checked_set(folder: str | Path, protocol, data: str | Path | None) -> Checke
     key = _plan_key(protocol, folder)
     checked = None
     if kept is not None:
-        found = _kept_plan(kept, key)
+        found = _kept_plan(kept, key, protocol)
         if found is not None:
             plan, caught = found
             _warn_again(caught)
@@ -212,15 +259,22 @@ def checked_set(folder: str | Path, protocol, data: str | Path | None) -> Checke
         from sbir_study.stimuli.validate import StimulusSet
 
         checked = StimulusSet(folder, checked.manifest, checked.digest)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        stimulus_set = stimulus_set_for(folder, protocol, checked=checked)
-    for warning in caught:
-        warnings.warn(warning.message, warning.category, stacklevel=2)
-    aspect = float(kept["max_aspect"]) if kept is not None else measured_aspect(stimulus_set)
-    plan = ServingPlan.of(protocol, stimulus_set, aspect)
+    # Every warning of the check and the plan, whatever the filters now: each is given here
+    # through them, and sbir-study's own are kept to be given (through the filters of
+    # that time) at every start that reads the plan back.
+    caught: list = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            stimulus_set = stimulus_set_for(folder, protocol, checked=checked)
+            aspect = (float(kept["max_aspect"]) if kept is not None
+                      else measured_aspect(stimulus_set))  # fmt: skip
+            plan = ServingPlan.of(protocol, stimulus_set, aspect)
+    finally:  # given also when the set or the protocol is refused
+        for warning in caught:
+            warnings.warn(warning.message, warning.category, stacklevel=2)
     if path is not None:
-        kept_warnings = [[w.category.__module__, w.category.__qualname__, str(w.message)]
-                         for w in caught]  # fmt: skip
-        _keep(path, stimulus_set, aspect, plan, key, kept_warnings)
+        own = [[w.category.__module__, w.category.__qualname__, str(w.message)]
+               for w in caught if w.category.__module__.startswith("sbir_study.")]  # fmt: skip
+        _keep(path, stimulus_set, aspect, plan, key, own)
     return Checked(stimulus_set, plan, kept is not None, False)

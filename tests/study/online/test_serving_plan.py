@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sbir_study.foundation.checks import InputError
+from sbir_study.study.online import setcheck
 from sbir_study.study.online.assignment import list_manifest, split_lists
 from sbir_study.study.online.plan import ServingPlan
 from sbir_study.study.online.server import ServeSettings, build_app
@@ -156,7 +157,7 @@ def _protocol(root: Path, name: str = "protocol.toml", **tables):
 
 
 def test_a_restart_reads_the_plan_back_and_makes_it_again_when_what_it_rests_on_changed(
-    tmp_path, online_set
+    tmp_path, online_set, monkeypatch
 ):
     copy = tmp_path / "set"
     shutil.copytree(online_set, copy)
@@ -187,13 +188,95 @@ def test_a_restart_reads_the_plan_back_and_makes_it_again_when_what_it_rests_on_
     assert not checked_set(copy, other, data).plan_reused
     assert checked_set(copy, other, data).plan_reused
 
-    # A kept plan spoiled on disk is made again, equal, and kept again.
-    record = json.loads((data / CHECK_FILE).read_text(encoding="utf-8"))
-    record["plan"]["orders"][0]["main"][0][2] = "1"
-    (data / CHECK_FILE).write_text(json.dumps(record), encoding="utf-8")
-    remade = checked_set(copy, other, data)
-    assert remade.set_reused and not remade.plan_reused and remade.plan == changed.plan
+    # The code that makes a plan changed (an editable install, an upgrade keeping the
+    # version): made again.
+    monkeypatch.setattr(setcheck, "_code_sha256", lambda: "0" * 64)
+    assert not checked_set(copy, other, data).plan_reused
     assert checked_set(copy, other, data).plan_reused
+    monkeypatch.undo()
+    assert not checked_set(copy, other, data).plan_reused
+
+
+def _swap_images(record):
+    main = record["plan"]["orders"][0]["main"]
+    main[0][4], main[1][4] = main[1][4], main[0][4]
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda r: r["plan"]["orders"][0]["main"][0].__setitem__(2, "1"),  # a wrong type
+        _swap_images,  # right types: two pairs' images swapped
+        lambda r: r["plan"]["orders"][0].update(repeat=False),  # no anchor repeats
+        lambda r: r["plan"]["orders"].pop(),  # a list fewer
+        lambda r: r["plan"]["stimulus_files"].popitem(),  # an image not served
+        lambda r: r["plan"].update(max_aspect=r["plan"]["max_aspect"] * 2),
+        lambda r: r["plan"].pop("sha256"),
+    ],
+    ids=[
+        "rating text",
+        "images swapped",
+        "no repeats",
+        "a list fewer",
+        "a file fewer",
+        "aspect doubled",
+        "no seal",
+    ],
+)
+def test_a_kept_plan_changed_on_disk_is_made_again(tmp_path, online_set, spoil):
+    """A kept plan is used only as it was written: one changed on disk, even to values of
+    the right types that would misattribute ratings (two pairs' images swapped), is made
+    again, equal to the first, and kept again."""
+    data = tmp_path / "data"
+    data.mkdir()
+    _, protocol = _protocol(tmp_path, online={"subset": "pairs", "lists": 2})
+    first = checked_set(online_set, protocol, data)
+    record = json.loads((data / CHECK_FILE).read_text(encoding="utf-8"))
+    spoil(record)
+    (data / CHECK_FILE).write_text(json.dumps(record), encoding="utf-8")
+    remade = checked_set(online_set, protocol, data)
+    assert remade.set_reused and not remade.plan_reused and remade.plan == first.plan
+    assert checked_set(online_set, protocol, data).plan_reused
+
+
+@pytest.mark.parametrize("aspect", [float("nan"), float("inf"), -1.0, 0, "1.3"])
+def test_a_kept_check_with_an_impossible_aspect_is_made_again(tmp_path, online_set, aspect):
+    data = tmp_path / "data"
+    data.mkdir()
+    _, protocol = _protocol(tmp_path)
+    first = checked_set(online_set, protocol, data)
+    record = json.loads((data / CHECK_FILE).read_text(encoding="utf-8"))
+    record["max_aspect"] = aspect
+    (data / CHECK_FILE).write_text(json.dumps(record), encoding="utf-8")
+    again = checked_set(online_set, protocol, data)
+    assert not again.set_reused and not again.plan_reused and again.plan == first.plan
+
+
+def test_the_plans_code_digest_covers_every_function_a_plan_comes_from():
+    """The kept plan's key hashes the files of the code that makes it: every function
+    ServingPlan.of calls to deal the lists and make each list's rows is in one of them."""
+    import inspect
+
+    from sbir_study.foundation.trial_order import session_order
+    from sbir_study.study.online import plan as plan_module
+    from sbir_study.study.trials import practice_pairs
+
+    made_by = [ServingPlan.of, plan_module.ListOrder.of, plan_module.ListOrder.keys,
+               split_lists, list_manifest, build_trials, practice_pairs, session_order,
+               checked_set]  # fmt: skip
+    files = {Path(inspect.getsourcefile(function)).resolve() for function in made_by}
+    assert files <= {file.resolve() for file in setcheck.code_files()}
+
+
+def test_the_study_takes_a_plan_or_an_aspect_not_both(tmp_path, online_set):
+    from sbir_study.study.online.service import OnlineStudy
+    from sbir_study.study.online.storage import open_database
+
+    protocol = Protocol()
+    plan = ServingPlan.of(protocol, _checked(online_set, protocol), 1.0)
+    with pytest.raises(TypeError, match="plan or max_aspect"):
+        OnlineStudy.open(protocol, None, open_database(f"sqlite:///{tmp_path / 'db'}"),
+                         max_aspect=1.0, plan=plan)  # fmt: skip
 
 
 def test_a_kept_plan_gives_its_warnings_again_at_every_start(tmp_path, online_set):
@@ -303,3 +386,67 @@ def _session_of(data: Path, label: str) -> tuple[int, int]:
         ).one()
     engine.dispose()
     return int(row[0]), int(row[1])
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda r: r["plan"]["orders"][0].update(repeat=False),
+        lambda r: r["plan"]["orders"][-1].update(repeat_from=0.25),
+        lambda r: r["plan"]["orders"].pop(),
+    ],
+    ids=["no repeats", "repeats from a quarter", "a list fewer"],
+)
+def test_a_kept_plan_sealed_anew_but_not_the_protocols_is_made_again(tmp_path, online_set, spoil):
+    """Beyond its seal, a kept plan must have the protocol's lists and anchor repeats."""
+    data = tmp_path / "data"
+    data.mkdir()
+    _, protocol = _protocol(tmp_path, online={"subset": "pairs", "lists": 2})
+    first = checked_set(online_set, protocol, data)
+    record = json.loads((data / CHECK_FILE).read_text(encoding="utf-8"))
+    spoil(record)
+    record["plan"].pop("sha256")
+    record["plan"]["sha256"] = setcheck._sealed(record["plan"])
+    (data / CHECK_FILE).write_text(json.dumps(record), encoding="utf-8")
+    remade = checked_set(online_set, protocol, data)
+    assert not remade.plan_reused and remade.plan == first.plan
+
+
+def test_only_the_toolkits_own_warnings_are_kept_and_each_is_given_once(
+    tmp_path, online_set, monkeypatch
+):
+    """A warning of a library while the plan is made (here a FutureWarning) is given at that
+    start only; sbir-study's own are given again at every start that reads the plan back,
+    through the filters of that start."""
+    from sbir_study.study.online import plan as plan_module
+
+    made = plan_module.ServingPlan.of
+
+    def warning_too(*args, **kwargs):
+        warnings.warn("a library's", FutureWarning, stacklevel=2)
+        warnings.warn("the toolkit's own", AnchorScaleWarning, stacklevel=2)
+        return made(*args, **kwargs)
+
+    data = tmp_path / "data"
+    data.mkdir()
+    _, protocol = _protocol(tmp_path)
+    monkeypatch.setattr(plan_module.ServingPlan, "of", warning_too)
+    with warnings.catch_warnings(record=True) as first:
+        warnings.simplefilter("always")
+        checked_set(online_set, protocol, data)
+    assert sorted((w.category.__name__, str(w.message)) for w in first) == [
+        ("AnchorScaleWarning", "the toolkit's own"),
+        ("FutureWarning", "a library's"),
+    ]
+    monkeypatch.undo()
+    with warnings.catch_warnings(record=True) as again:
+        warnings.simplefilter("always")
+        assert checked_set(online_set, protocol, data).plan_reused
+    assert [(w.category, str(w.message)) for w in again] == [
+        (AnchorScaleWarning, "the toolkit's own")
+    ]
+    with warnings.catch_warnings(record=True) as hidden:
+        warnings.simplefilter("always")
+        warnings.simplefilter("ignore", AnchorScaleWarning)
+        assert checked_set(online_set, protocol, data).plan_reused
+    assert hidden == []
