@@ -227,16 +227,25 @@ def test_a_kept_plan_changed_on_disk_is_made_again(tmp_path, online_set, spoil):
     """A kept plan is used only as it was written: one changed on disk, even to values of
     the right types that would misattribute ratings (two pairs' images swapped), is made
     again, equal to the first, and kept again."""
+    first, remade, again = _spoiled_starts(tmp_path, online_set, spoil, reseal=False)
+    assert remade.set_reused and not remade.plan_reused and remade.plan == first.plan
+    assert again.plan_reused
+
+
+def _spoiled_starts(tmp_path, online_set, spoil, *, reseal: bool):
+    """A first start (two lists of pairs), its kept plan spoiled (``spoil`` on the record,
+    sealed anew if ``reseal``), the start after it and one more."""
     data = tmp_path / "data"
     data.mkdir()
     _, protocol = _protocol(tmp_path, online={"subset": "pairs", "lists": 2})
     first = checked_set(online_set, protocol, data)
     record = json.loads((data / CHECK_FILE).read_text(encoding="utf-8"))
     spoil(record)
+    if reseal:
+        record["plan"].pop("sha256")
+        record["plan"]["sha256"] = setcheck._sealed(record["plan"])
     (data / CHECK_FILE).write_text(json.dumps(record), encoding="utf-8")
-    remade = checked_set(online_set, protocol, data)
-    assert remade.set_reused and not remade.plan_reused and remade.plan == first.plan
-    assert checked_set(online_set, protocol, data).plan_reused
+    return first, checked_set(online_set, protocol, data), checked_set(online_set, protocol, data)
 
 
 @pytest.mark.parametrize("aspect", [float("nan"), float("inf"), -1.0, 0, "1.3"])
@@ -399,17 +408,8 @@ def _session_of(data: Path, label: str) -> tuple[int, int]:
 )
 def test_a_kept_plan_sealed_anew_but_not_the_protocols_is_made_again(tmp_path, online_set, spoil):
     """Beyond its seal, a kept plan must have the protocol's lists and anchor repeats."""
-    data = tmp_path / "data"
-    data.mkdir()
-    _, protocol = _protocol(tmp_path, online={"subset": "pairs", "lists": 2})
-    first = checked_set(online_set, protocol, data)
-    record = json.loads((data / CHECK_FILE).read_text(encoding="utf-8"))
-    spoil(record)
-    record["plan"].pop("sha256")
-    record["plan"]["sha256"] = setcheck._sealed(record["plan"])
-    (data / CHECK_FILE).write_text(json.dumps(record), encoding="utf-8")
-    remade = checked_set(online_set, protocol, data)
-    assert not remade.plan_reused and remade.plan == first.plan
+    first, remade, again = _spoiled_starts(tmp_path, online_set, spoil, reseal=True)
+    assert not remade.plan_reused and remade.plan == first.plan and again.plan_reused
 
 
 def test_only_the_toolkits_own_warnings_are_kept_and_each_is_given_once(
