@@ -210,14 +210,6 @@ class OnlineStudy:
         return storage.GroupCommit(self.engine, refusals=(ServiceError,))
 
     @cached_property
-    def lists(self) -> list[pd.DataFrame]:
-        """The main pairs of each list, as the set's manifest (pandas; serving needs only
-        the plan's orders, made from these)."""
-        from .assignment import split_lists
-
-        return split_lists(self.protocol, self.stimulus_set.manifest)
-
-    @cached_property
     def protocol_json(self) -> str:
         return storage.dumps(json.loads(json.dumps(protocol_dict(self.protocol))))
 

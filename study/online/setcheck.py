@@ -247,7 +247,7 @@ def checked_set(folder: str | Path, protocol, data: str | Path | None) -> Checke
     folder = Path(folder)
     path = Path(data) / CHECK_FILE if data else None
     kept = _kept(path, folder) if path is not None else None
-    key = _plan_key(protocol, folder)
+    key = _plan_key(protocol, folder) if path is not None else None
     checked = None
     if kept is not None:
         found = _kept_plan(kept, key, protocol)
@@ -255,10 +255,10 @@ def checked_set(folder: str | Path, protocol, data: str | Path | None) -> Checke
             plan, caught = found
             _warn_again(caught)
             return Checked(KeptSet(folder, kept["digest"]), plan, True, True)
-        checked = KeptSet(folder, kept["digest"])
+        from sbir_study.stimuli.manifest import read_manifest
         from sbir_study.stimuli.validate import StimulusSet
 
-        checked = StimulusSet(folder, checked.manifest, checked.digest)
+        checked = StimulusSet(folder, read_manifest(folder), kept["digest"])
     # Every warning of the check and the plan, whatever the filters now: each is given here
     # through them, and sbir-study's own are kept to be given (through the filters of
     # that time) at every start that reads the plan back.

@@ -461,17 +461,18 @@ def test_lists_are_filled_in_turn_and_dropouts_release_theirs(tmp_path, online_s
 def test_pairs_of_a_list_make_the_trial_list(tmp_path, online_set):
     """Each list's participant sees the anchors and that list's pairs, in the trial order
     build_trials gives for the recorded seed."""
-    from sbir_study.study.online.assignment import list_manifest
+    from sbir_study.study.online.assignment import list_manifest, split_lists
     from sbir_study.study.trials import build_trials
 
     client = make_client(tmp_path, online_set, online={"subset": "sketches", "lists": 2})
     study = client.study
+    manifest = study.stimulus_set.manifest
     for label in ("a1", "a2"):
         state = start(client, label)[0].json()
         seed = rows(client, f"SELECT seed FROM sessions WHERE participant = '{label}'")[0][0]
         expected = build_trials(
             study.protocol,
-            list_manifest(study.stimulus_set.manifest, study.lists, state["list"] - 1),
+            list_manifest(manifest, split_lists(study.protocol, manifest), state["list"] - 1),
             seed,
         )
         got = [(t["trial"], t["phase"], t["sketch_id"], t["image_id"]) for t in state["trials"]]
