@@ -42,8 +42,18 @@ WEB    := study/online/web
 
 install: $(STAMP)
 
+# The editable install is a tree of links to the package's files (setuptools' strict mode,
+# under build/__editable__.*), which type checkers and IDEs follow as they follow any
+# installed package; a file added, removed or renamed is linked by installing again, which
+# $(PACKAGE_FILES) tells make to do.
+PACKAGE_FILES := $(VENV)/.package-files
+$(shell mkdir -p $(VENV) && git ls-files --cached --others --exclude-standard src foundation \
+	analysis stimuli study cli 2>/dev/null | sort > $(PACKAGE_FILES).new && \
+	{ cmp -s $(PACKAGE_FILES).new $(PACKAGE_FILES) || mv $(PACKAGE_FILES).new $(PACKAGE_FILES); }; \
+	rm -f $(PACKAGE_FILES).new)
+
 $(STAMP): pyproject.toml Makefile constraints/lock.txt scripts/ensure-apt.sh $(WEB)/package.json \
-		$(WEB)/package-lock.json
+		$(WEB)/package-lock.json $(PACKAGE_FILES)
 	@bash scripts/ensure-apt.sh $(APT_PACKAGES)
 	@command -v npm >/dev/null 2>&1 || bash scripts/ensure-apt.sh nodejs npm
 	@# jsPsych and its plugins for the browser session, as pinned by the lockfile; installed
@@ -54,7 +64,8 @@ $(STAMP): pyproject.toml Makefile constraints/lock.txt scripts/ensure-apt.sh $(W
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	@# The versions CI tested (make lock refreshes them); pyproject.toml holds the ranges.
-	$(BIN)/python -m pip install --quiet -c constraints/lock.txt -e '.[all,test]'
+	$(BIN)/python -m pip install --quiet -c constraints/lock.txt -e '.[all,test]' \
+		--config-settings editable_mode=strict
 	@# The BIDS validator checks the recorded datasets in the tests (tests/test_session.py).
 	@test -x $(NODE)/node_modules/.bin/bids-validator || npm install --silent --no-audit \
 		--no-fund --prefix $(NODE) bids-validator@$(BIDS_VALIDATOR)
@@ -100,7 +111,7 @@ run: $(STAMP)
 
 # The last file make run writes: missing after a failed run, older than the code after an edit.
 DEMO_DONE := $(RETRIEVAL)/evaluation/summary.csv
-DEMO_CODE := $(shell find foundation analysis stimuli study cli sbir_study -name '*.py' \
+DEMO_CODE := $(shell find foundation analysis stimuli study cli src -name '*.py' \
 	-not -path '*/node_modules/*') pyproject.toml Makefile
 
 $(DEMO_DONE): $(STAMP) $(DEMO_CODE)
@@ -168,5 +179,6 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_evaluate.py
 	$(BIN)/python benchmarks/bench_comparisons.py
 
+# The editable install's links live under build/: removing them removes the install's stamp.
 clean:
-	rm -rf build .pytest_cache
+	rm -rf build .pytest_cache $(STAMP)

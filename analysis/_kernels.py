@@ -106,8 +106,9 @@ def tau_b_from_counts(
     return _tau_b(con_minus_dis, np.asarray(n, dtype=np.float64), x_ties, y_ties, alternative)
 
 
-def _tau_b(con_minus_dis: np.ndarray, n: np.ndarray, x_ties, y_ties,
-           alternative: str) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def _tau_b(
+    con_minus_dis: np.ndarray, n: np.ndarray, x_ties, y_ties, alternative: str
+) -> tuple[np.ndarray, np.ndarray]:
     """tau_b and its p-value from ``n`` shared items, concordant minus discordant pairs and
     each side's tie terms (sum t(t-1)/2, sum t(t-1)(t-2), sum t(t-1)(2t+5)); its inputs are
     left as they are.
@@ -305,15 +306,21 @@ def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR
                 y_p2[row_gaps], y_p3[row_gaps] = _power_sums(
                     by_value, valid, start + row_gaps, later, columns=False
                 )
-        tau, p = _block_tau_b(con_minus_dis, n.astype(work, copy=False), (x_p2, x_p3),
-                              (y_p2, y_p3), alternative)  # fmt: skip
+        tau, p = _block_tau_b(
+            con_minus_dis, n.astype(work, copy=False), (x_p2, x_p3), (y_p2, y_p3), alternative
+        )
         a, b, flat = _upper_pairs(stop - start, raters - start)
         n = n.ravel()[flat]
         shared = n > 0
         if not shared.all():
             a, b, flat, n = a[shared], b[shared], flat[shared], n[shared]
-        yield ((a + start).astype(np.int32), (b + start).astype(np.int32), tau.ravel()[flat],
-               p.ravel()[flat], n.astype(np.int32))  # fmt: skip
+        yield (
+            (a + start).astype(np.int32),
+            (b + start).astype(np.int32),
+            tau.ravel()[flat],
+            p.ravel()[flat],
+            n.astype(np.int32),
+        )
 
 
 def _largest_tie_integer(items: int) -> int:
@@ -323,8 +330,9 @@ def _largest_tie_integer(items: int) -> int:
     return max(square**2 // 2, (2 * items + 5) * square + 2 * (3 * square + 2 * cube), 9 * cube)
 
 
-def _block_tau_b(con_minus_dis: np.ndarray, n: np.ndarray, x_sums, y_sums,
-                 alternative: str) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def _block_tau_b(
+    con_minus_dis: np.ndarray, n: np.ndarray, x_sums, y_sums, alternative: str
+) -> tuple[np.ndarray, np.ndarray]:
     """tau_b and its p-value for a block of rater pairs, from the pairs' counts: ``n``
     shared items, concordant minus discordant pairs, and each side's power sums
     (P_2, P_3) of its tie-group sizes over the shared items, in ``n``'s precision
@@ -608,9 +616,12 @@ def alpha_from_coincidences(o: np.ndarray, values: np.ndarray, level: str) -> np
 
 
 def bootstrap_alpha(
-    units: np.ndarray, values: np.ndarray, level: str, n_resamples: int,
+    units: np.ndarray,
+    values: np.ndarray,
+    level: str,
+    n_resamples: int,
     rng: np.random.Generator,
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """alpha of ``n_resamples`` samples of the pairable units drawn with replacement.
 
     ``units`` are the per-unit coincidence matrices (:func:`unit_coincidences`);
@@ -686,8 +697,9 @@ def skillings_mack(
     # per treatment by one reduceat over their cells sorted by treatment. A* sums it all.
     complete = observed.all(axis=1)
     full = centred[complete]
-    gap_values = [row[seen] for row, seen in zip(centred[~complete], observed[~complete],
-                                                 strict=True)]  # fmt: skip
+    gap_values = [
+        row[seen] for row, seen in zip(centred[~complete], observed[~complete], strict=True)
+    ]
     gap_cells = np.nonzero(observed[~complete])[1]
     by_cell = np.argsort(gap_cells, kind="stable")
     cells_present, starts = np.unique(gap_cells[by_cell], return_index=True)
@@ -700,8 +712,9 @@ def skillings_mack(
         if full.size:
             a_star += rng.permuted(np.broadcast_to(full, (size, *full.shape)), axis=2).sum(axis=1)
         if gap_values:
-            shuffled = [rng.permuted(np.broadcast_to(v, (size, v.size)), axis=1)
-                        for v in gap_values]  # fmt: skip
+            shuffled = [
+                rng.permuted(np.broadcast_to(v, (size, v.size)), axis=1) for v in gap_values
+            ]
             columns = np.concatenate(shuffled, axis=1)[:, by_cell]
             a_star[:, cells_present] += np.add.reduceat(columns, starts, axis=1)
         sm_star = np.einsum("pi,ij,pj->p", a_star, inverse, a_star)

@@ -53,7 +53,6 @@ __all__ = [
 ]
 
 
-
 class KendallTauResult(NamedTuple):
     """tau_b of two rating lists, its p-value and the number of items used."""
 
@@ -414,8 +413,15 @@ def krippendorff_alpha(
     )
     pairable = (~np.isnan(values)).sum(axis=0) >= 2
     given = ~np.isnan(values[:, pairable])
-    return KrippendorffAlphaResult(statistic, low, high, level, int(given.any(axis=1).sum()),
-                                   int(pairable.sum()), int(given.sum()))  # fmt: skip
+    return KrippendorffAlphaResult(
+        statistic,
+        low,
+        high,
+        level,
+        int(given.any(axis=1).sum()),
+        int(pairable.sum()),
+        int(given.sum()),
+    )
 
 
 def skillings_mack(ratings, *, permutations: int = 0, seed: int = 0) -> SkillingsMackResult:
@@ -631,8 +637,9 @@ def undefined_tau_reasons(x: np.ndarray, y: np.ndarray, x_labels, y_labels) -> n
             return np.fmax.reduce(shared, axis=1) == np.fmin.reduce(shared, axis=1)
 
     reasons = []
-    for n, cx, cy, lx, ly in zip(both.sum(axis=1), constant(x), constant(y), x_labels, y_labels,
-                                 strict=True):  # fmt: skip
+    for n, cx, cy, lx, ly in zip(
+        both.sum(axis=1), constant(x), constant(y), x_labels, y_labels, strict=True
+    ):
         if n < 3:
             reasons.append(FEWER_THAN_3)
         elif cx or cy:
@@ -670,8 +677,10 @@ def kendall_w_by_sketch(ratings: pd.DataFrame, *, cube: RatingCube | None = None
         ``n_raters_excluded`` counts those left out. :func:`agreement_by_sketch`
         adds the statistics that use every rating.
     """
-    rows = [(sketch_id, *kendall_w(matrix))
-            for _, sketch_id, _, matrix in _sketch_matrices(ratings, cube)]  # fmt: skip
+    rows = [
+        (sketch_id, *kendall_w(matrix))
+        for _, sketch_id, _, matrix in _sketch_matrices(ratings, cube)
+    ]
     return pd.DataFrame(rows, columns=list(AGREEMENT_COLUMNS[:12]))
 
 
@@ -693,14 +702,35 @@ def _sketch_matrices(ratings: pd.DataFrame, cube: RatingCube | None = None):
 
 #: The columns of :func:`agreement_by_sketch` (``kendall_w.csv``), in order.
 AGREEMENT_COLUMNS = (
-    "sketch_id", "w", "chi2", "df", "p_value", "f", "f_df1", "f_df2", "f_p_value",
-    "n_raters", "n_items", "n_raters_excluded", "n_raters_all", "n_ratings",
-    "alpha_ordinal", "alpha_ordinal_ci_low", "alpha_ordinal_ci_high",
-    "alpha_interval", "alpha_interval_ci_low", "alpha_interval_ci_high",
-    "skillings_mack", "skillings_mack_df", "skillings_mack_p_value",
-    "skillings_mack_permutation_p_value", "skillings_mack_n_raters",
-    "w_reason", "alpha_reason", "skillings_mack_reason",
-)  # fmt: skip
+    "sketch_id",
+    "w",
+    "chi2",
+    "df",
+    "p_value",
+    "f",
+    "f_df1",
+    "f_df2",
+    "f_p_value",
+    "n_raters",
+    "n_items",
+    "n_raters_excluded",
+    "n_raters_all",
+    "n_ratings",
+    "alpha_ordinal",
+    "alpha_ordinal_ci_low",
+    "alpha_ordinal_ci_high",
+    "alpha_interval",
+    "alpha_interval_ci_low",
+    "alpha_interval_ci_high",
+    "skillings_mack",
+    "skillings_mack_df",
+    "skillings_mack_p_value",
+    "skillings_mack_permutation_p_value",
+    "skillings_mack_n_raters",
+    "w_reason",
+    "alpha_reason",
+    "skillings_mack_reason",
+)
 _ALPHA_TABLE_LEVELS = ("ordinal", "interval")
 
 
@@ -782,23 +812,38 @@ def agreement_by_sketch(
         # One stream per sketch: a sketch's intervals do not depend on the others.
         rng = np.random.default_rng([seed, index])
         units = _kernels.unit_coincidences(_value_counts(matrix, domain)[1])
-        alphas = [_alpha_with_interval(units, domain, level, n_resamples, confidence_level, rng)
-                  for level in _ALPHA_TABLE_LEVELS]  # fmt: skip
+        alphas = [
+            _alpha_with_interval(units, domain, level, n_resamples, confidence_level, rng)
+            for level in _ALPHA_TABLE_LEVELS
+        ]
         test = skillings_mack(
             matrix,
             permutations=permutations if len(matrix) <= PERMUTATION_RATERS_LIMIT else 0,
             seed=int(rng.integers(2**63)),
         )
         w = kendall_w(matrix)
-        rows.append((sketch_id, *w, len(matrix), int((~np.isnan(matrix)).sum()),
-                     *alphas[0], *alphas[1], test.statistic, test.df, test.pvalue,
-                     test.permutation_pvalue, test.n_raters,
-                     *_sketch_reasons(matrix, w, alphas[0][0], test)))  # fmt: skip
+        rows.append(
+            (
+                sketch_id,
+                *w,
+                len(matrix),
+                int((~np.isnan(matrix)).sum()),
+                *alphas[0],
+                *alphas[1],
+                test.statistic,
+                test.df,
+                test.pvalue,
+                test.permutation_pvalue,
+                test.n_raters,
+                *_sketch_reasons(matrix, w, alphas[0][0], test),
+            )
+        )
     return pd.DataFrame(rows, columns=list(AGREEMENT_COLUMNS))
 
 
-def _sketch_reasons(matrix: np.ndarray, w: KendallWResult, alpha: float,
-                    test: SkillingsMackResult) -> tuple[str, str, str]:  # fmt: skip
+def _sketch_reasons(
+    matrix: np.ndarray, w: KendallWResult, alpha: float, test: SkillingsMackResult
+) -> tuple[str, str, str]:
     """Why W, alpha and the Skillings-Mack test of one sketch are undefined ("" where defined).
 
     ``matrix`` holds the sketch's m raters (each rated at least one image). The
@@ -808,16 +853,24 @@ def _sketch_reasons(matrix: np.ndarray, w: KendallWResult, alpha: float,
     few = "no rater" if m == 0 else "one rater" if m == 1 else ""
     w_reason = alpha_reason = sm_reason = ""
     if np.isnan(w.statistic):
-        w_reason = (few or (f"{w.n_raters} of {m} rated every image" if w.n_raters < 2 else
-                            "one image" if w.n_items < 2 else "every rater constant"))  # fmt: skip
+        w_reason = few or (
+            f"{w.n_raters} of {m} rated every image"
+            if w.n_raters < 2
+            else "one image"
+            if w.n_items < 2
+            else "every rater constant"
+        )
     if np.isnan(alpha):
         twice = ((~np.isnan(matrix)).sum(axis=0) >= 2).any()
         alpha_reason = few or ("every rating the same" if twice else "no image rated twice")
     if np.isnan(test.pvalue):
         sm_reason = few or (
-            f"{test.n_raters} of {m} rated 2 images" if test.n_raters < 2
-            else "one image" if test.n_items < 2 else "undefined"
-        )  # fmt: skip
+            f"{test.n_raters} of {m} rated 2 images"
+            if test.n_raters < 2
+            else "one image"
+            if test.n_items < 2
+            else "undefined"
+        )
     return w_reason, alpha_reason, sm_reason
 
 
@@ -851,9 +904,14 @@ def krippendorff_alpha_overall(
     ...                                level_of_measurement="interval")), 4)
     0.9621
     """
-    return alpha_at_levels(ratings, (level,), n_resamples=n_resamples,
-                           confidence_level=confidence_level, seed=seed,
-                           scale=scale)[level]  # fmt: skip
+    return alpha_at_levels(
+        ratings,
+        (level,),
+        n_resamples=n_resamples,
+        confidence_level=confidence_level,
+        seed=seed,
+        scale=scale,
+    )[level]
 
 
 def alpha_at_levels(
@@ -966,8 +1024,9 @@ def _value_counts(values: np.ndarray, domain: np.ndarray | None = None):
         if (found != values)[~np.isnan(values)].any():
             raise InputError(f"ratings: expected values among {domain.tolist()}")
     rows, columns = np.nonzero(~np.isnan(values))
-    cells = np.bincount(columns * domain.size + index[rows, columns],
-                        minlength=values.shape[1] * domain.size)  # fmt: skip
+    cells = np.bincount(
+        columns * domain.size + index[rows, columns], minlength=values.shape[1] * domain.size
+    )
     return domain, cells.reshape(values.shape[1], domain.size)
 
 

@@ -21,8 +21,13 @@ from sbir_study.foundation.checks import InputError, bad_ids
 
 from .ratings import Provenance
 
-__all__ = ["CATCH_COLUMNS", "CATCH_SCORE_COLUMNS", "catch_pairs_of", "read_catch_pairs",
-           "score_catch_pairs"]  # fmt: skip
+__all__ = [
+    "CATCH_COLUMNS",
+    "CATCH_SCORE_COLUMNS",
+    "catch_pairs_of",
+    "read_catch_pairs",
+    "score_catch_pairs",
+]
 
 #: The columns of a catch-pair file (``analyze --catch``) and of the pairs' table.
 CATCH_COLUMNS = ("sketch_id", "image_id", "lowest", "highest")
@@ -46,34 +51,46 @@ def read_catch_pairs(path: str | Path) -> pd.DataFrame:
     except FileNotFoundError:
         raise InputError(f"{path}: no such file; expected a catch-pair table (--catch)") from None
     except (OSError, UnicodeDecodeError, pd.errors.ParserError) as error:
-        raise InputError(f"{path}: cannot be read ({error}); expected a CSV catch-pair "
-                         "table (--catch)") from None  # fmt: skip
+        raise InputError(
+            f"{path}: cannot be read ({error}); expected a CSV catch-pair table (--catch)"
+        ) from None
     except pd.errors.EmptyDataError:
-        raise InputError(f"{path}: the file is empty; expected the header "
-                         f"{','.join(CATCH_COLUMNS)}") from None  # fmt: skip
+        raise InputError(
+            f"{path}: the file is empty; expected the header {','.join(CATCH_COLUMNS)}"
+        ) from None
     missing = [c for c in CATCH_COLUMNS if c not in table.columns]
     if missing:
-        raise InputError(f"{path}: line 1: missing column {missing[0]!r}; expected the columns "
-                         f"{', '.join(CATCH_COLUMNS)}")  # fmt: skip
+        raise InputError(
+            f"{path}: line 1: missing column {missing[0]!r}; expected the columns "
+            f"{', '.join(CATCH_COLUMNS)}"
+        )
     pairs = []
     for line, row in enumerate(table[list(CATCH_COLUMNS)].itertuples(index=False), start=2):
         sketch_id, image_id, low, high = (str(v).strip() for v in row)
         for name, value in (("sketch_id", sketch_id), ("image_id", image_id)):
             if bad_ids([value])[0]:
-                raise InputError(f"{path}: line {line}: field {name!r}: expected an id of "
-                                 f"letters, digits and '._-', got {value!r}")  # fmt: skip
+                raise InputError(
+                    f"{path}: line {line}: field {name!r}: expected an id of "
+                    f"letters, digits and '._-', got {value!r}"
+                )
         bounds = []
         for name, value in (("lowest", low), ("highest", high)):
             if not value.isdigit():
-                raise InputError(f"{path}: line {line}: field {name!r}: expected a whole "
-                                 f"rating, as pressed, got {value!r}")  # fmt: skip
+                raise InputError(
+                    f"{path}: line {line}: field {name!r}: expected a whole "
+                    f"rating, as pressed, got {value!r}"
+                )
             bounds.append(int(value))
         if bounds[0] > bounds[1]:
-            raise InputError(f"{path}: line {line}: field 'highest': expected a rating >= "
-                             f"lowest ({bounds[0]}), got {bounds[1]}")  # fmt: skip
+            raise InputError(
+                f"{path}: line {line}: field 'highest': expected a rating >= "
+                f"lowest ({bounds[0]}), got {bounds[1]}"
+            )
         if (sketch_id, image_id) in {(p[0], p[1]) for p in pairs}:
-            raise InputError(f"{path}: line {line}: the pair {sketch_id}/{image_id} is listed "
-                             "twice; expected each catch pair once")  # fmt: skip
+            raise InputError(
+                f"{path}: line {line}: the pair {sketch_id}/{image_id} is listed "
+                "twice; expected each catch pair once"
+            )
         pairs.append((sketch_id, image_id, *bounds))
     return pd.DataFrame(pairs, columns=list(CATCH_COLUMNS)).astype(
         {"lowest": "int64", "highest": "int64"}
@@ -116,20 +133,29 @@ def score_catch_pairs(ratings: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFram
     """
     main = ratings[ratings["phase"] == "main"]
     labels = pd.Index(sorted(ratings["participant"].astype(str).unique()), name="participant")
-    rated = pd.DataFrame({"participant": main["participant"].astype(str),
-                          "sketch_id": main["sketch_id"].astype(str),
-                          "image_id": main["image_id"].astype(str),
-                          "rating": main["rating"].astype("Float64")})  # fmt: skip
-    scored = rated.merge(pairs.astype({"sketch_id": str, "image_id": str}),
-                         on=["sketch_id", "image_id"], validate="m:1")  # fmt: skip
+    rated = pd.DataFrame(
+        {
+            "participant": main["participant"].astype(str),
+            "sketch_id": main["sketch_id"].astype(str),
+            "image_id": main["image_id"].astype(str),
+            "rating": main["rating"].astype("Float64"),
+        }
+    )
+    scored = rated.merge(
+        pairs.astype({"sketch_id": str, "image_id": str}),
+        on=["sketch_id", "image_id"],
+        validate="m:1",
+    )
     given = scored["rating"].notna()
     within = given & scored["rating"].between(scored["lowest"], scored["highest"]).fillna(False)
     by_participant = scored.assign(passed=within, failed=given & ~within).groupby("participant")
     passed = by_participant["passed"].sum().reindex(labels, fill_value=0)
     failed = by_participant["failed"].sum().reindex(labels, fill_value=0)
-    return pd.DataFrame({
-        "participant": labels,
-        "n_catch_passed": passed.to_numpy("int64"),
-        "n_catch_failed": failed.to_numpy("int64"),
-        "n_catch_missing": (len(pairs) - passed - failed).to_numpy("int64"),
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "participant": labels,
+            "n_catch_passed": passed.to_numpy("int64"),
+            "n_catch_failed": failed.to_numpy("int64"),
+            "n_catch_missing": (len(pairs) - passed - failed).to_numpy("int64"),
+        }
+    )

@@ -202,9 +202,18 @@ def participant_vs_consensus(
     cube = main_phase_cube(ratings, cube)
     if cube is None or cube.values.size == 0:
         return pd.DataFrame(
-            columns=["participant", "sketch_id", "tau_b", "p_value", "tau_b_loo",
-                     "p_value_loo", "n_items", "reason", "reason_loo"]
-        )  # fmt: skip
+            columns=[
+                "participant",
+                "sketch_id",
+                "tau_b",
+                "p_value",
+                "tau_b_loo",
+                "p_value_loo",
+                "n_items",
+                "reason",
+                "reason_loo",
+            ]
+        )
     values = cube.values  # sketches x participants x images
     rated = ~np.isnan(values)
     total = np.nansum(values, axis=1, keepdims=True)
@@ -227,9 +236,17 @@ def participant_vs_consensus(
     # A tau_b with no test (two shared images) is no result either.
     tau[np.isnan(p)] = np.nan
     tau_loo[np.isnan(p_loo)] = np.nan
-    return _per_participant_and_sketch(cube, rated.any(axis=2), tau_b=tau, p_value=p,
-                                       tau_b_loo=tau_loo, p_value_loo=p_loo, n_items=n,
-                                       reason=reason, reason_loo=reason_loo)  # fmt: skip
+    return _per_participant_and_sketch(
+        cube,
+        rated.any(axis=2),
+        tau_b=tau,
+        p_value=p,
+        tau_b_loo=tau_loo,
+        p_value_loo=p_loo,
+        n_items=n,
+        reason=reason,
+        reason_loo=reason_loo,
+    )
 
 
 def _consensus_reasons(rows, consensus, p, participant, raters) -> np.ndarray:
@@ -238,7 +255,9 @@ def _consensus_reasons(rows, consensus, p, participant, raters) -> np.ndarray:
     undefined = np.flatnonzero(np.isnan(p))
     if undefined.size:
         reason[undefined] = undefined_tau_reasons(
-            rows[undefined], consensus[undefined], participant[undefined],
+            rows[undefined],
+            consensus[undefined],
+            participant[undefined],
             ["consensus"] * undefined.size,
         )
         shared = (~np.isnan(rows[undefined]) & ~np.isnan(consensus[undefined])).sum(axis=1)
@@ -290,8 +309,7 @@ def anchoring_consistency(ratings: pd.DataFrame, *, alternative: str = "greater"
         )
         tau[undefined] = np.nan
     shown = (~np.isnan(prescribed.values)).any(axis=2)
-    return _per_participant_and_sketch(given, shown, tau_b=tau, p_value=p, n_items=n,
-                                       reason=reason)  # fmt: skip
+    return _per_participant_and_sketch(given, shown, tau_b=tau, p_value=p, n_items=n, reason=reason)
 
 
 def _per_participant_and_sketch(cube, kept: np.ndarray, **columns) -> pd.DataFrame:
@@ -301,7 +319,12 @@ def _per_participant_and_sketch(cube, kept: np.ndarray, **columns) -> pd.DataFra
     sorted by participant, then sketch.
     """
     sketch_index, participant_index = np.divmod(np.arange(kept.size), len(cube.participants))
-    table = pd.DataFrame({"participant": cube.participants[participant_index],
-                          "sketch_id": cube.sketches[sketch_index], **columns})  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "participant": cube.participants[participant_index],
+            "sketch_id": cube.sketches[sketch_index],
+            **columns,
+        }
+    )
     table = table[kept.reshape(-1)]
     return table.sort_values(["participant", "sketch_id"], kind="stable").reset_index(drop=True)

@@ -103,8 +103,9 @@ _COUNT_BLOCK = 1 << 20
 _COUNT_THREADED = 1 << 23
 
 
-def count_true(x: np.ndarray, test, *, block: int | None = None,
-               threaded_from: int | None = None) -> int:  # fmt: skip
+def count_true(
+    x: np.ndarray, test, *, block: int | None = None, threaded_from: int | None = None
+) -> int:
     """``np.count_nonzero(test(x))`` for a one-dimensional ``x``, in blocks.
 
     ``test(part, out=booleans)`` writes the test of a block of ``x`` into ``out`` (a ufunc

@@ -28,8 +28,13 @@ from .ratings import Provenance
 __all__ = ["EXCLUSION_RULES", "ExclusionRule", "decide_exclusions", "parse_exclusion_rule"]
 
 #: The rules, as ``analyze --exclude`` spells them (``=`` and a value where one is needed).
-EXCLUSION_RULES = ("anchoring-tau-below=V", "missed-above=V", "incomplete", "catch-failed=N",
-                   "labels=FILE")  # fmt: skip
+EXCLUSION_RULES = (
+    "anchoring-tau-below=V",
+    "missed-above=V",
+    "incomplete",
+    "catch-failed=N",
+    "labels=FILE",
+)
 _EXPECTED = (
     "expected one of anchoring-tau-below=V (a tau_b between -1 and 1), missed-above=V (a "
     "share between 0 and 1), incomplete, catch-failed=N (a whole number >= 0), labels=FILE"
@@ -82,7 +87,10 @@ def parse_exclusion_rule(text: str) -> ExclusionRule:
 
 
 def decide_exclusions(
-    ratings: pd.DataFrame, rules: Sequence[ExclusionRule], *, alternative: str = "greater",
+    ratings: pd.DataFrame,
+    rules: Sequence[ExclusionRule],
+    *,
+    alternative: str = "greater",
     catch: pd.DataFrame | None = None,
 ) -> dict[str, list[str]]:
     """Each participant that ``rules`` exclude, with the texts of the rules that do.
@@ -121,8 +129,13 @@ def decide_exclusions(
     return {label: found[label] for label in labels if label in found}
 
 
-def _excluded_by(rule: ExclusionRule, ratings: pd.DataFrame, labels: pd.Index,
-                 alternative: str, catch: pd.DataFrame | None) -> list[str]:  # fmt: skip
+def _excluded_by(
+    rule: ExclusionRule,
+    ratings: pd.DataFrame,
+    labels: pd.Index,
+    alternative: str,
+    catch: pd.DataFrame | None,
+) -> list[str]:
     if rule.kind == "catch-failed":
         from .catch import catch_pairs_of, score_catch_pairs
 
@@ -157,18 +170,23 @@ def _labels_in_file(path: Path, labels: pd.Index) -> list[str]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file; expected a file of participant labels "
-                         "(--exclude labels=FILE)") from None  # fmt: skip
+        raise InputError(
+            f"{path}: no such file; expected a file of participant labels (--exclude labels=FILE)"
+        ) from None
     except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: cannot be read ({error}); expected a UTF-8 file of "
-                         "participant labels (--exclude labels=FILE)") from None  # fmt: skip
+        raise InputError(
+            f"{path}: cannot be read ({error}); expected a UTF-8 file of "
+            "participant labels (--exclude labels=FILE)"
+        ) from None
     named = []
     for number, line in enumerate(lines, start=1):
         label = line.strip().removeprefix("sub-")
         if not label or label.startswith("#"):
             continue
         if label not in labels:
-            raise InputError(f"{path}: line {number}: participant {label!r} is not in the "
-                             "ratings; expected a participant label of the study")  # fmt: skip
+            raise InputError(
+                f"{path}: line {number}: participant {label!r} is not in the "
+                "ratings; expected a participant label of the study"
+            )
         named.append(label)
     return named

@@ -91,8 +91,11 @@ _PDF_FONTS = {"pdf.fonttype": 42, "ps.fonttype": 42}
 #: salt, so identical runs write identical bytes (their SHA-256 in the output record then
 #: says "unchanged"); the PNGs carry no date already.
 _PDF_METADATA = {"CreationDate": None}
-_SAVE_OPTIONS = {"png": {"dpi": _DPI}, "pdf": {"metadata": _PDF_METADATA},
-                 "svg": {"metadata": {"Date": None}}}  # fmt: skip
+_SAVE_OPTIONS = {
+    "png": {"dpi": _DPI},
+    "pdf": {"metadata": _PDF_METADATA},
+    "svg": {"metadata": {"Date": None}},
+}
 _SVG_IDS = {"svg.hashsalt": "sbir-study"}
 
 
@@ -170,11 +173,25 @@ def plot_anchoring(
     # or, in the aggregate view (as wide as a page, with long entries), below.
     ax.set_ylim(*_fitted_range([*drawn, threshold]))
     if _aggregate(view, len(participants)):
-        ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2,
-                  fontsize="small", title=title or None, title_fontsize="small")  # fmt: skip
+        ax.legend(
+            handles,
+            labels,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.16),
+            ncol=2,
+            fontsize="small",
+            title=title or None,
+            title_fontsize="small",
+        )
     else:
-        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                  borderaxespad=0, fontsize="small")  # fmt: skip
+        ax.legend(
+            handles,
+            labels,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            borderaxespad=0,
+            fontsize="small",
+        )
     ax.set_ylabel(f"Kendall's {_TAU} with the prescribed ratings")
     return ax
 
@@ -189,13 +206,28 @@ def _anchoring_each(anchoring, table, participants, ax, alpha) -> tuple[list, li
         significant = (rows["p_value"] < alpha).to_numpy()
         color = f"C{k}"
         marker = _MARKERS[k % len(_MARKERS)]
-        ax.scatter(x[significant], rows["tau_b"].to_numpy()[significant], marker=marker,
-                   color=color, s=28, label=f"anchor {sketch}", zorder=3)  # fmt: skip
-        ax.scatter(x[~significant], rows["tau_b"].to_numpy()[~significant], marker=marker,
-                   facecolors="none", edgecolors=color, s=28, zorder=3)  # fmt: skip
+        ax.scatter(
+            x[significant],
+            rows["tau_b"].to_numpy()[significant],
+            marker=marker,
+            color=color,
+            s=28,
+            label=f"anchor {sketch}",
+            zorder=3,
+        )
+        ax.scatter(
+            x[~significant],
+            rows["tau_b"].to_numpy()[~significant],
+            marker=marker,
+            facecolors="none",
+            edgecolors=color,
+            s=28,
+            zorder=3,
+        )
     handles, labels = ax.get_legend_handles_labels()
-    handles.append(Line2D([], [], marker="o", linestyle="", markerfacecolor="none",
-                          markeredgecolor="0.3"))  # fmt: skip
+    handles.append(
+        Line2D([], [], marker="o", linestyle="", markerfacecolor="none", markeredgecolor="0.3")
+    )
     labels.append("hollow: not significant")
     _participant_axis(ax, participants)
     return handles, labels
@@ -242,9 +274,14 @@ def plot_inter_user(
     # Past a few thousand correlations per sketch the outliers are a solid red bar of
     # plus signs (and only the most extreme were kept): their range says the same, legibly.
     ranges = max((int(box.get("n", 0)) for box in stats), default=0) > _FLIER_POINTS_LIMIT
-    ax.bxp(stats, positions=positions, showfliers=not ranges, widths=0.6,
-           flierprops={"marker": "+", "markeredgecolor": "red", "markersize": 5},
-           medianprops={"color": "C0", "linewidth": 1.5})  # fmt: skip
+    ax.bxp(
+        stats,
+        positions=positions,
+        showfliers=not ranges,
+        widths=0.6,
+        flierprops={"marker": "+", "markeredgecolor": "red", "markersize": 5},
+        medianprops={"color": "C0", "linewidth": 1.5},
+    )
     if ranges:
         for x, box in zip(positions, stats, strict=True):
             fliers = np.asarray(box["fliers"], dtype=float)
@@ -256,16 +293,22 @@ def plot_inter_user(
     table = kendall_w.set_index(kendall_w["sketch_id"].astype(str))
     labels = [str(box["label"]) for box in stats]
     w_values = table["w"].reindex(labels).to_numpy(dtype=float)
-    ax.plot(positions, w_values, "o", markerfacecolor="none", markeredgecolor="black",
-            markersize=6)  # fmt: skip
-    outlier = (Line2D([], [], color="red") if ranges
-               else Line2D([], [], marker="+", color="red", linestyle=""))  # fmt: skip
-    handles = [Line2D([], [], color="C0"), outlier,
-               Line2D([], [], marker="o", markerfacecolor="none", markeredgecolor="black",
-                      linestyle="")]  # fmt: skip
-    names = [f"median {_TAU} (box: 25th-75th percentile)",
-             "range of the outliers (beyond 1.5 IQR)" if ranges else "outlier (beyond 1.5 IQR)",
-             f"Kendall's W, {_raters_text(table)}"]  # fmt: skip
+    ax.plot(positions, w_values, "o", markerfacecolor="none", markeredgecolor="black", markersize=6)
+    outlier = (
+        Line2D([], [], color="red")
+        if ranges
+        else Line2D([], [], marker="+", color="red", linestyle="")
+    )
+    handles = [
+        Line2D([], [], color="C0"),
+        outlier,
+        Line2D([], [], marker="o", markerfacecolor="none", markeredgecolor="black", linestyle=""),
+    ]
+    names = [
+        f"median {_TAU} (box: 25th-75th percentile)",
+        "range of the outliers (beyond 1.5 IQR)" if ranges else "outlier (beyond 1.5 IQR)",
+        f"Kendall's W, {_raters_text(table)}",
+    ]
     if "alpha_ordinal" in table:
         alpha = table["alpha_ordinal"].reindex(labels).to_numpy(dtype=float)
         ax.plot(positions, alpha, "D", color="C0", markersize=4)
@@ -284,8 +327,7 @@ def plot_inter_user(
     ax.set_yticks(np.round(np.arange(np.ceil(low * 5) / 5, 1.01, 0.2), 1))
     # One row of legend on a wide figure, two on a narrow one.
     columns = len(names) if ax.figure.get_figwidth() >= 12 else 2
-    ax.legend(handles, names, loc="upper center", ncol=columns, fontsize="small",
-              framealpha=0.9)  # fmt: skip
+    ax.legend(handles, names, loc="upper center", ncol=columns, fontsize="small", framealpha=0.9)
     ax.set_title("Agreement between participants, per sketch")
     return ax
 
@@ -320,8 +362,11 @@ def plot_vs_consensus(
     check_option("view", view, _VIEWS)
     column = "tau_b_loo" if loo else "tau_b"
     participants = sorted(consensus["participant"].astype(str).unique())
-    variant = ("the consensus of the other participants (leave-one-out)" if loo
-               else "the consensus, participant included (as in the paper)")  # fmt: skip
+    variant = (
+        "the consensus of the other participants (leave-one-out)"
+        if loo
+        else "the consensus, participant included (as in the paper)"
+    )
     ax.set_title(f"Each participant against {variant}", fontsize="medium")
     ax.set_ylabel(f"{_TAU} with the consensus")
     values = consensus[column].to_numpy(dtype=float)
@@ -331,17 +376,30 @@ def plot_vs_consensus(
         spread = _rank_windows(consensus, column)
         median, inner, outer = _draw_rank_bands(ax, spread)
         _rank_axis(ax, len(spread.median), f"{_TAU} over the sketches")
-        ax.legend([median, inner, outer], ["each participant's median over the sketches",
-                                           "25th-75th percentile", "5th-95th percentile"],
-                  loc="lower right", fontsize="small", framealpha=0.9, title=spread.note or None,
-                  title_fontsize="small")  # fmt: skip
+        ax.legend(
+            [median, inner, outer],
+            [
+                "each participant's median over the sketches",
+                "25th-75th percentile",
+                "5th-95th percentile",
+            ],
+            loc="lower right",
+            fontsize="small",
+            framealpha=0.9,
+            title=spread.note or None,
+            title_fontsize="small",
+        )
         drawn = [spread.median, *spread.bands.values()]
     else:
         by_participant = consensus.groupby(consensus["participant"].astype(str))[column]
         data = [by_participant.get_group(p).dropna().to_numpy() for p in participants]
-        ax.boxplot(data, positions=np.arange(1, len(data) + 1), widths=0.6,
-                   flierprops={"marker": "+", "markeredgecolor": "red", "markersize": 5},
-                   medianprops={"color": "C0", "linewidth": 1.5})  # fmt: skip
+        ax.boxplot(
+            data,
+            positions=np.arange(1, len(data) + 1),
+            widths=0.6,
+            flierprops={"marker": "+", "markeredgecolor": "red", "markersize": 5},
+            medianprops={"color": "C0", "linewidth": 1.5},
+        )
         _participant_axis(ax, participants)
         drawn = [values]
     # Fitted to what is drawn (as Fig. 4), not -1 to 1 with a third of the axes empty.
@@ -380,10 +438,20 @@ def plot_distribution(
         main = table[table["phase"] == "main"].set_index("rating")
         shares = main["share"].reindex(levels).to_numpy(dtype=float)
         offset = (k - (len(distributions) - 1) / 2) * width
-        ax.bar(levels + offset, shares, width=width, color=f"C{k}",
-               label=_distribution_label(label, main.get("count")))  # fmt: skip
-    ax.axhline(1.0 / len(levels), color="black", linestyle="--", linewidth=1,
-               label=f"desired uniform share (1/{len(levels)})")  # fmt: skip
+        ax.bar(
+            levels + offset,
+            shares,
+            width=width,
+            color=f"C{k}",
+            label=_distribution_label(label, main.get("count")),
+        )
+    ax.axhline(
+        1.0 / len(levels),
+        color="black",
+        linestyle="--",
+        linewidth=1,
+        label=f"desired uniform share (1/{len(levels)})",
+    )
     ax.set_xticks(levels)
     ax.set_xlabel(_rating_axis_label(scale))
     ax.set_ylabel("share of ratings")
@@ -422,14 +490,25 @@ def plot_bins(
     left, right = axes
     k = bins["bin"].to_numpy()
     mean, sd = bins["mean"].to_numpy(float), bins["sd"].to_numpy(float)
-    left.errorbar(k, mean, yerr=sd, fmt="o", color="C0", ecolor="C0", capsize=4,
-                  label="mean ± sd")  # fmt: skip
-    left.plot([scale.low, scale.high], [scale.low, scale.high], color="0.7", linewidth=0.8,
-              zorder=0, label="rating = bin")  # fmt: skip
+    left.errorbar(k, mean, yerr=sd, fmt="o", color="C0", ecolor="C0", capsize=4, label="mean ± sd")
+    left.plot(
+        [scale.low, scale.high],
+        [scale.low, scale.high],
+        color="0.7",
+        linewidth=0.8,
+        zorder=0,
+        label="rating = bin",
+    )
     for x, m, s in zip(k, mean, sd, strict=True):
         if np.isfinite(s):
-            left.annotate(f"σ={s:.2f}", (x, m + s), textcoords="offset points", xytext=(0, 4),
-                          ha="center", fontsize="x-small")  # fmt: skip
+            left.annotate(
+                f"σ={s:.2f}",
+                (x, m + s),
+                textcoords="offset points",
+                xytext=(0, 4),
+                ha="center",
+                fontsize="x-small",
+            )
     left.set_xticks(levels)
     left.set_ylim(0, scale.high + 1.2)
     left.set_xlabel("bin k (k ≤ median rating of the pair < k + 1)")
@@ -481,8 +560,10 @@ def plot_sketch_extremes(
                 with open_image(path) as picture:
                     picture.thumbnail((_THUMBNAIL, _THUMBNAIL))
                     ax.imshow(np.asarray(picture.convert("RGB")))
-            ax.set_title(f"{group}: {entry['sketch_id']}\nmedian {_TAU} {entry['tau_median']:.2f}",
-                         fontsize="small")  # fmt: skip
+            ax.set_title(
+                f"{group}: {entry['sketch_id']}\nmedian {_TAU} {entry['tau_median']:.2f}",
+                fontsize="small",
+            )
     return axes
 
 
@@ -508,8 +589,13 @@ def plot_power(summary: pd.DataFrame, *, axes: Sequence[Axes]) -> Sequence[Axes]
     middle.set_ylabel("W significant (over the raters who rated every image)")
     middle.legend(fontsize="small", loc="lower right")
     middle.set_title("Kendall's W significant")
-    right.fill_between(k, summary["inter_user_share_p025"], summary["inter_user_share_p975"],
-                       alpha=0.25, label="95% of replications")  # fmt: skip
+    right.fill_between(
+        k,
+        summary["inter_user_share_p025"],
+        summary["inter_user_share_p975"],
+        alpha=0.25,
+        label="95% of replications",
+    )
     right.plot(k, summary["inter_user_share"], "o-", label="mean")
     right.set_ylabel(f"share of inter-user {_TAU} significant")
     right.legend(fontsize="small", loc="lower right")
@@ -553,13 +639,23 @@ def plot_reliability_prophecy(
             continue
         ax.plot(curve["n_raters"], curve["predicted"], color="C0", alpha=0.25, linewidth=0.8)
     overall = predicted[predicted["sketch_id"] == "all"]
-    ax.plot(overall["n_raters"], overall["predicted"], color="C0", linewidth=2.5,
-            label="all sketches (mean split-half)")  # fmt: skip
+    ax.plot(
+        overall["n_raters"],
+        overall["predicted"],
+        color="C0",
+        linewidth=2.5,
+        label="all sketches (mean split-half)",
+    )
     ax.plot([], [], color="C0", alpha=0.25, linewidth=0.8, label="each sketch")
     ax.axhline(target, color="C3", linestyle="--", linewidth=1.0, label=f"reliability {target:g}")
     if n_raters is not None:
-        ax.axvline(n_raters, color="0.4", linestyle=":", linewidth=1.0,
-                   label=f"this study: {n_raters:,} raters")  # fmt: skip
+        ax.axvline(
+            n_raters,
+            color="0.4",
+            linestyle=":",
+            linewidth=1.0,
+            label=f"this study: {n_raters:,} raters",
+        )
     ax.set_xlabel("raters m")
     if predicted["n_raters"].max() > _PROPHECY_LOG_ABOVE:
         # A crowd's m runs to thousands while the curves rise within the first tens: on a
@@ -586,8 +682,7 @@ def write_reliability_figure(
     return the PNG."""
     formats = figure_formats(formats)
     figure = Figure(figsize=(6.5, 4.2), layout="constrained")
-    plot_reliability_prophecy(predicted, ax=figure.add_subplot(), target=target,
-                              n_raters=n_raters)  # fmt: skip
+    plot_reliability_prophecy(predicted, ax=figure.add_subplot(), target=target, n_raters=n_raters)
     return _save(figure, Path(stem), formats)
 
 
@@ -631,8 +726,13 @@ def write_figures(
     written = {}
 
     figure = Figure(figsize=(min(wide, 24.0), 4.5), layout="constrained")
-    plot_anchoring(anchoring, ax=figure.add_subplot(), alpha=alpha, alternative=alternative,
-                   view=participant_view)  # fmt: skip
+    plot_anchoring(
+        anchoring,
+        ax=figure.add_subplot(),
+        alpha=alpha,
+        alternative=alternative,
+        view=participant_view,
+    )
     written["fig4_anchoring"] = _save(figure, folder / "fig4_anchoring", formats)
 
     figure = Figure(figsize=(max(8.0, 0.3 * len(boxes) + 2.0), 4.8), layout="constrained")
@@ -680,11 +780,18 @@ def _say_how_the_panels_differ(consensus: pd.DataFrame, ax: Axes) -> None:
         return
     typical = difference.median()
     typical = f"{typical:.3f}" if typical >= 0.0005 else "less than 0.001"
-    ax.text(0.01, 0.97, f"Each participant's median differs from the top panel's by at most "
-            f"{difference.max():.3f}\n(half of them by {typical}): one of {len(medians):,} "
-            "participants moves the consensus little.",
-            transform=ax.transAxes, ha="left", va="top", fontsize="small",
-            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85})  # fmt: skip
+    ax.text(
+        0.01,
+        0.97,
+        f"Each participant's median differs from the top panel's by at most "
+        f"{difference.max():.3f}\n(half of them by {typical}): one of {len(medians):,} "
+        "participants moves the consensus little.",
+        transform=ax.transAxes,
+        ha="left",
+        va="top",
+        fontsize="small",
+        bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85},
+    )
 
 
 def _save(figure: Figure, stem: Path, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS) -> Path:
@@ -755,8 +862,12 @@ def _rank_windows(
     centres = np.unique(np.linspace(0, n - 1, min(n, _BAND_POINTS)).round().astype(int))
     low = np.maximum(centres - window // 2, 0)
     high = np.minimum(centres - window // 2 + window, n)
-    quantiles = np.array([np.percentile(ordered[starts[a] : starts[b]], percentiles)
-                          for a, b in zip(low, high, strict=True)])  # fmt: skip
+    quantiles = np.array(
+        [
+            np.percentile(ordered[starts[a] : starts[b]], percentiles)
+            for a, b in zip(low, high, strict=True)
+        ]
+    )
     note = "" if window == 1 else f"bands over the {window:,} participants around each rank"
     return _RankSpread(
         median=order["median"].to_numpy(dtype=float),
@@ -771,10 +882,8 @@ def _draw_rank_bands(ax: Axes, spread: _RankSpread) -> tuple:
     """Draw the aggregate view: the medians as a line, the bands of the windows' 25th-75th
     and 5th-95th percentiles; returns the three artists for the legend."""
     bands = spread.bands
-    outer = ax.fill_between(spread.ranks, bands[5], bands[95], color="C0", alpha=0.15,
-                            linewidth=0)  # fmt: skip
-    inner = ax.fill_between(spread.ranks, bands[25], bands[75], color="C0", alpha=0.35,
-                            linewidth=0)  # fmt: skip
+    outer = ax.fill_between(spread.ranks, bands[5], bands[95], color="C0", alpha=0.15, linewidth=0)
+    inner = ax.fill_between(spread.ranks, bands[25], bands[75], color="C0", alpha=0.35, linewidth=0)
     x = np.arange(1, len(spread.median) + 1)
     (median,) = ax.plot(x, spread.median, color="C0", linewidth=1.2, drawstyle="steps-mid")
     return median, inner, outer
@@ -798,15 +907,27 @@ def _nothing_to_draw(ax: Axes, message: str) -> Axes:
 
     ax.set_xticks([])
     ax.set_yticks([])
-    ax.text(0.5, 0.5, textwrap.fill(message, 70), transform=ax.transAxes, ha="center",
-            va="center", fontsize="medium", color="0.25")  # fmt: skip
+    ax.text(
+        0.5,
+        0.5,
+        textwrap.fill(message, 70),
+        transform=ax.transAxes,
+        ha="center",
+        va="center",
+        fontsize="medium",
+        color="0.25",
+    )
     return ax
 
 
 def _participant_axis(ax: Axes, participants: Sequence[str]) -> None:
     positions = np.arange(1, len(participants) + 1)
-    ax.set_xticks(positions, participants, rotation=90 if len(participants) > 40 else 0,
-                  fontsize="small" if len(participants) <= 40 else "x-small")  # fmt: skip
+    ax.set_xticks(
+        positions,
+        participants,
+        rotation=90 if len(participants) > 40 else 0,
+        fontsize="small" if len(participants) <= 40 else "x-small",
+    )
     ax.set_xlim(0.3, len(participants) + 0.7)
     ax.set_xlabel("participant")
     ax.axhline(0.0, color="0.8", linewidth=0.8, zorder=0)

@@ -364,9 +364,14 @@ def _read_delimited(
 
 
 def _parse_delimited(
-    path: Path, text: str, sha256: str, used: str, *, sep: str | None,
+    path: Path,
+    text: str,
+    sha256: str,
+    used: str,
+    *,
+    sep: str | None,
     expected: Sequence[str] = (),
-) -> _Table:  # fmt: skip
+) -> _Table:
     """A delimited file's cells as text, from its text as :func:`decode_text` gave it."""
     if not text.strip():
         raise InputError(f"{path}: line 1: empty; expected a header line and one row per pair")

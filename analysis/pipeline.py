@@ -175,13 +175,24 @@ def analyze_ratings(
     """
     check_text_labels(ratings)
     formats = checked_figure_formats(figure_formats)
-    inputs = [s.path for t in (ratings, pilot) if t is not None
-              for s in t.attrs.get("provenance", Provenance()).sources]  # fmt: skip
+    inputs = [
+        s.path
+        for t in (ratings, pilot)
+        if t is not None
+        for s in t.attrs.get("provenance", Provenance()).sources
+    ]
     inputs += list((sketch_images or {}).values())
     with output_folder(out, "analyze", overwrite=overwrite, inputs=inputs) as folder:
-        return _analyze_into(folder, ratings, options, figures=formats if figures else (),
-                             pilot=pilot, sketch_images=sketch_images,
-                             exclusions=exclusions or {}, catch=catch)  # fmt: skip
+        return _analyze_into(
+            folder,
+            ratings,
+            options,
+            figures=formats if figures else (),
+            pilot=pilot,
+            sketch_images=sketch_images,
+            exclusions=exclusions or {},
+            catch=catch,
+        )
 
 
 def _analyze_into(
@@ -199,8 +210,10 @@ def _analyze_into(
     everyone, ratings = ratings, without_excluded(ratings, exclusions)
     scale = ratings_scale(ratings)
     if pilot is not None and ratings_scale(pilot) != scale:
-        raise InputError(f"pilot: its rating scale {ratings_scale(pilot)} differs from the "
-                         f"study's {scale}; expected the same scale")  # fmt: skip
+        raise InputError(
+            f"pilot: its rating scale {ratings_scale(pilot)} differs from the "
+            f"study's {scale}; expected the same scale"
+        )
     # The statistics read the rating columns only: a session's extra columns (timing,
     # presses) would be copied along by every selection of rows. Practice trials are
     # recorded to learn the keys on, and no statistic counts them.
@@ -242,12 +255,21 @@ def _analyze_into(
         # others (the second core idle), and their thread now takes what is left.
         pool = ThreadPoolExecutor(1) if beside else _InThisThread()
         with pool, _Work(_statistics(out, ratings, cube, options, pilot, scale)) as statistics:
-            pairwise = pool.submit(_then, _write_pairwise, statistics.take, ratings, cube, out,
-                                   options, full)  # fmt: skip
+            pairwise = pool.submit(
+                _then, _write_pairwise, statistics.take, ratings, cube, out, options, full
+            )
             statistics.take()
             ground_truth = truth.result()
-            ((consensus, participants), (_, reliability), w_table, overall_alpha, anchoring, bins,
-             distributions, predicted) = statistics.results()  # fmt: skip
+            (
+                (consensus, participants),
+                (_, reliability),
+                w_table,
+                overall_alpha,
+                anchoring,
+                bins,
+                distributions,
+                predicted,
+            ) = statistics.results()
             participants = with_exclusions(participants, everyone, consensus, exclusions)
             participants = with_catch_scores(participants, everyone, catch)
             _write_csv(participants, out / "participants.csv")
@@ -273,8 +295,9 @@ def _analyze_into(
             scale,
             pairwise_undefined,
         )
-        summary["excluded"] = [{"participant": label, "rules": list(rules)}
-                               for label, rules in exclusions.items()]  # fmt: skip
+        summary["excluded"] = [
+            {"participant": label, "rules": list(rules)} for label, rules in exclusions.items()
+        ]
     figure_files = {}
     if figures:
         from .figures import write_figures  # matplotlib only when drawing
@@ -300,14 +323,35 @@ def _analyze_into(
     summary["figures"] = sorted(figure_files)
     with progress.step("summary.json, report.html"):
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-        write_report(out / "report.html", summary, w_table, extremes, figure_files, participants,
-                     scale=scale, anchoring=anchoring)  # fmt: skip
+        write_report(
+            out / "report.html",
+            summary,
+            w_table,
+            extremes,
+            figure_files,
+            participants,
+            scale=scale,
+            anchoring=anchoring,
+        )
     return summary
 
 
-def _summary(ratings, main, ground_truth, pairwise_family, consensus, anchoring, w_table,
-             overall_alpha, bins, full, pairwise_summary, options, scale,
-             pairwise_undefined) -> dict:  # fmt: skip
+def _summary(
+    ratings,
+    main,
+    ground_truth,
+    pairwise_family,
+    consensus,
+    anchoring,
+    w_table,
+    overall_alpha,
+    bins,
+    full,
+    pairwise_summary,
+    options,
+    scale,
+    pairwise_undefined,
+) -> dict:
     """The contents of ``summary.json`` (``docs/formats.md``), but for its list of figures.
 
     Each family's ``undefined`` lists why its undefined tests are undefined
@@ -327,14 +371,19 @@ def _summary(ratings, main, ground_truth, pairwise_family, consensus, anchoring,
         "alpha": alpha,
         "simulated": provenance.simulated,
         "origins": origin_counts(ratings),
-        "pairwise": {**pairwise_family.to_dict(),
-                     "undefined": _undefined(pairwise_undefined)},
-        "consensus": {**summarize_family(consensus["p_value"], alpha).to_dict(),
-                      "undefined": _undefined_in(consensus, "reason")},
-        "consensus_loo": {**summarize_family(consensus["p_value_loo"], alpha).to_dict(),
-                          "undefined": _undefined_in(consensus, "reason_loo")},
-        "anchoring": {**summarize_family(anchoring["p_value"], alpha).to_dict(),
-                      "undefined": _undefined_in(anchoring, "reason")},
+        "pairwise": {**pairwise_family.to_dict(), "undefined": _undefined(pairwise_undefined)},
+        "consensus": {
+            **summarize_family(consensus["p_value"], alpha).to_dict(),
+            "undefined": _undefined_in(consensus, "reason"),
+        },
+        "consensus_loo": {
+            **summarize_family(consensus["p_value_loo"], alpha).to_dict(),
+            "undefined": _undefined_in(consensus, "reason_loo"),
+        },
+        "anchoring": {
+            **summarize_family(anchoring["p_value"], alpha).to_dict(),
+            "undefined": _undefined_in(anchoring, "reason"),
+        },
         "kendall_w": {
             "min": _number(w_table["w"].min()),
             "median": _number(w_table["w"].median()),
@@ -395,8 +444,16 @@ def participant_table(
     ``ratings``.
     """
     main = ratings[ratings["phase"] == "main"]
-    columns = ["participant", "n_trials", "n_ratings", "n_missing", "n_sketches",
-               "n_sketches_complete", "tau_b_median", "tau_b_loo_median"]  # fmt: skip
+    columns = [
+        "participant",
+        "n_trials",
+        "n_ratings",
+        "n_missing",
+        "n_sketches",
+        "n_sketches_complete",
+        "tau_b_median",
+        "tau_b_loo_median",
+    ]
     if main.empty:
         return pd.DataFrame(columns=columns)
     if cube is None:
@@ -411,15 +468,17 @@ def participant_table(
     labels = pd.Index(cube.participants, name="participant")
     medians = consensus.groupby(consensus["participant"].astype(str))[["tau_b", "tau_b_loo"]]
     medians = medians.median().reindex(labels.astype(str))
-    table = pd.DataFrame({
-        "participant": cube.participants,
-        "n_trials": per_row.size().reindex(labels).to_numpy(),
-        "n_ratings": per_row.count().reindex(labels).to_numpy(),
-        "n_sketches": rated,
-        "n_sketches_complete": complete,
-        "tau_b_median": medians["tau_b"].to_numpy(),
-        "tau_b_loo_median": medians["tau_b_loo"].to_numpy(),
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "participant": cube.participants,
+            "n_trials": per_row.size().reindex(labels).to_numpy(),
+            "n_ratings": per_row.count().reindex(labels).to_numpy(),
+            "n_sketches": rated,
+            "n_sketches_complete": complete,
+            "tau_b_median": medians["tau_b"].to_numpy(),
+            "tau_b_loo_median": medians["tau_b_loo"].to_numpy(),
+        }
+    )
     table.insert(3, "n_missing", table["n_trials"] - table["n_ratings"])
     return table[columns]
 
@@ -460,8 +519,12 @@ def without_excluded(ratings: pd.DataFrame, exclusions: Mapping[str, Sequence[st
     return kept
 
 
-def with_exclusions(participants: pd.DataFrame, everyone: pd.DataFrame, consensus: pd.DataFrame,
-                    exclusions: Mapping[str, Sequence[str]]) -> pd.DataFrame:  # fmt: skip
+def with_exclusions(
+    participants: pd.DataFrame,
+    everyone: pd.DataFrame,
+    consensus: pd.DataFrame,
+    exclusions: Mapping[str, Sequence[str]],
+) -> pd.DataFrame:
     """The participant table with the excluded participants' rows (their own counts; no
     consensus tau_b, since the consensus was formed without them), ``excluded`` and
     ``exclusion_rule`` (their rules, joined by ``; ``; empty for the included)."""
@@ -477,12 +540,14 @@ def with_exclusions(participants: pd.DataFrame, everyone: pd.DataFrame, consensu
     table = table.sort_values("participant", kind="stable", ignore_index=True)
     rules = {label: "; ".join(texts) for label, texts in exclusions.items()}
     labels = table["participant"]
-    return table.assign(excluded=labels.isin(list(rules)),
-                        exclusion_rule=[rules.get(label, "") for label in labels])  # fmt: skip
+    return table.assign(
+        excluded=labels.isin(list(rules)), exclusion_rule=[rules.get(label, "") for label in labels]
+    )
 
 
-def with_catch_scores(participants: pd.DataFrame, everyone: pd.DataFrame,
-                      catch: pd.DataFrame | None) -> pd.DataFrame:  # fmt: skip
+def with_catch_scores(
+    participants: pd.DataFrame, everyone: pd.DataFrame, catch: pd.DataFrame | None
+) -> pd.DataFrame:
     """The participant table with each one's catch pairs passed, failed and missing
     (:func:`~sbir_study.analysis.catch.score_catch_pairs` on the ratings as pressed), when
     the study has catch pairs (``catch``, else those its sessions recorded)."""
@@ -528,8 +593,9 @@ def sketch_agreement(pairwise_summary: pd.DataFrame, w_table: pd.DataFrame) -> p
     table = pairwise_summary[["sketch_id", "tau_median", "tau_q25", "tau_q75"]].merge(
         w_table[["sketch_id", "w", *raters]], on="sketch_id", how="left"
     )
-    table = table.sort_values(["tau_median", "sketch_id"], ascending=[False, True],
-                              na_position="last", ignore_index=True)  # fmt: skip
+    table = table.sort_values(
+        ["tau_median", "sketch_id"], ascending=[False, True], na_position="last", ignore_index=True
+    )
     table["rank"] = np.arange(1, len(table) + 1)
     n = min(N_EXTREMES, len(table) // 2)
     group = np.full(len(table), "", dtype=object)
@@ -537,12 +603,12 @@ def sketch_agreement(pairwise_summary: pd.DataFrame, w_table: pd.DataFrame) -> p
     if n:
         group[len(table) - n :] = "worst"
     table["group"] = group
-    return table[["sketch_id", "tau_median", "tau_q25", "tau_q75", "w", "rank", "group",
-                  *raters]]  # fmt: skip
+    return table[["sketch_id", "tau_median", "tau_q25", "tau_q75", "w", "rank", "group", *raters]]
 
 
-def _statistics(out: Path, ratings: pd.DataFrame, cube: RatingCube, options: AnalysisOptions,
-                pilot, scale) -> list[_Once]:  # fmt: skip
+def _statistics(
+    out: Path, ratings: pd.DataFrame, cube: RatingCube, options: AnalysisOptions, pilot, scale
+) -> list[_Once]:
     """Every statistic but the inter-user pairs, as work that the main thread and the pairs'
     thread take in turn, whichever is free (:class:`_Once`); each writes its tables as it
     is computed. In the order they are taken; each is the same whichever thread takes it."""
@@ -584,8 +650,13 @@ def _agreement_tables(out: Path, ratings, cube, options: AnalysisOptions, scale)
 def _overall_alpha(ratings, options: AnalysisOptions, scale):
     """The study's Krippendorff's alpha, ordinal and interval, over every sketch."""
     with progress.step("Krippendorff's alpha of the study"):
-        return alpha_at_levels(ratings, ("ordinal", "interval"), n_resamples=options.bootstrap,
-                               seed=options.seed, scale=scale)  # fmt: skip
+        return alpha_at_levels(
+            ratings,
+            ("ordinal", "interval"),
+            n_resamples=options.bootstrap,
+            seed=options.seed,
+            scale=scale,
+        )
 
 
 def _consensus_tables(out: Path, ratings, cube, options: AnalysisOptions):
@@ -633,8 +704,11 @@ def _reliability_lines(found: Mapping | None) -> list[str]:
 
     low, high = found["tau_b_sb_interval"]
     needed = found["raters_needed"]
-    reach = (f"{needed} raters reach {found['target']:g}" if needed is not None
-             else f"no number of raters reaches {found['target']:g}")  # fmt: skip
+    reach = (
+        f"{needed} raters reach {found['target']:g}"
+        if needed is not None
+        else f"no number of raters reaches {found['target']:g}"
+    )
     return [
         f"  Reliability of the consensus (split halves, Spearman-Brown): tau_b "
         f"{number(found['tau_b_sb'])} ({number(low)}-{number(high)}), rho "
@@ -671,14 +745,20 @@ def _prophecy_table(out: Path, cube: RatingCube, tables: _Once):
     return predicted
 
 
-def _reliability_figure(folder: Path, predicted: pd.DataFrame, summary: dict,
-                        formats: tuple[str, ...]) -> dict:  # fmt: skip
+def _reliability_figure(
+    folder: Path, predicted: pd.DataFrame, summary: dict, formats: tuple[str, ...]
+) -> dict:
     from .figures import write_reliability_figure
     from .reliability import RELIABILITY_TARGET
 
     stem = folder / "reliability_prophecy"
-    write_reliability_figure(predicted, stem, target=RELIABILITY_TARGET,
-                             n_raters=summary["n_participants"], formats=formats)  # fmt: skip
+    write_reliability_figure(
+        predicted,
+        stem,
+        target=RELIABILITY_TARGET,
+        n_raters=summary["n_participants"],
+        formats=formats,
+    )
     return {"reliability_prophecy": stem.with_suffix(".png")}
 
 
@@ -934,24 +1014,36 @@ def _write_pairwise(
     pvalues, summary_rows, boxes, undefined = [], [], [], []
     writer = _PairwiseWriter(out / PAIRWISE_TABLE) if full else None
     pairs_of_sketches = inter_user_tau_pairs(
-        ratings, alternative=options.alternative, max_raters=options.pairwise_raters,
-        seed=options.seed, cube=cube,
-    )  # fmt: skip
+        ratings,
+        alternative=options.alternative,
+        max_raters=options.pairwise_raters,
+        seed=options.seed,
+        cube=cube,
+    )
     try:
         for pairs in progress.track(
             pairs_of_sketches, "inter-user tau_b", total=len(cube.sketches), unit="sketch"
         ):
             numbers, box = _tau_summary(pairs.statistic, pairs.pvalue, options.alpha)
             pvalues.append(pairs.pvalue)
-            summary_rows.append((pairs.sketch_id, pairs.pvalue.size, pairs.participants.size,
-                                 pairs.n_raters_total, *numbers,
-                                 int(np.isnan(pairs.pvalue).sum())))  # fmt: skip
+            summary_rows.append(
+                (
+                    pairs.sketch_id,
+                    pairs.pvalue.size,
+                    pairs.participants.size,
+                    pairs.n_raters_total,
+                    *numbers,
+                    int(np.isnan(pairs.pvalue).sum()),
+                )
+            )
             boxes.append({**box, "label": str(pairs.sketch_id)})
             # The undefined pairs by their NaN p-value: no string comparison over millions.
-            reasons, counts = np.unique(pairs.reason[np.isnan(pairs.pvalue)].astype(str),
-                                        return_counts=True)  # fmt: skip
-            undefined += [(str(pairs.sketch_id), str(r), int(n))
-                          for r, n in zip(reasons, counts, strict=True)]  # fmt: skip
+            reasons, counts = np.unique(
+                pairs.reason[np.isnan(pairs.pvalue)].astype(str), return_counts=True
+            )
+            undefined += [
+                (str(pairs.sketch_id), str(r), int(n)) for r, n in zip(reasons, counts, strict=True)
+            ]
             if writer is not None:
                 writer.write(pairs)
     finally:
@@ -960,10 +1052,21 @@ def _write_pairwise(
     summary = pd.DataFrame(
         summary_rows,
         columns=[
-            "sketch_id", "n_pairs", "n_raters", "n_raters_all", "tau_min", "tau_q05", "tau_q25",
-            "tau_median", "tau_q75", "tau_q95", "tau_max", "share_significant", "n_undefined",
+            "sketch_id",
+            "n_pairs",
+            "n_raters",
+            "n_raters_all",
+            "tau_min",
+            "tau_q05",
+            "tau_q25",
+            "tau_median",
+            "tau_q75",
+            "tau_q95",
+            "tau_max",
+            "share_significant",
+            "n_undefined",
         ],
-    )  # fmt: skip
+    )
     summary.to_csv(out / "pairwise_tau_summary.csv", index=False)
     family = summarize_family(_concatenate_consuming(pvalues), options.alpha)
     return family, summary, boxes, undefined
@@ -994,10 +1097,17 @@ class _PairwiseWriter:
 
         self._pa = pa
         label = pa.dictionary(pa.int32(), pa.string())
-        self._schema = pa.schema([("sketch_id", label), ("participant_a", label),
-                                  ("participant_b", label), ("tau_b", pa.float64()),
-                                  ("p_value", pa.float64()), ("n_items", pa.int32()),
-                                  ("reason", label)])  # fmt: skip
+        self._schema = pa.schema(
+            [
+                ("sketch_id", label),
+                ("participant_a", label),
+                ("participant_b", label),
+                ("tau_b", pa.float64()),
+                ("p_value", pa.float64()),
+                ("n_items", pa.int32()),
+                ("reason", label),
+            ]
+        )
         # Dictionaries for the labels only, and statistics for sketch_id only (readers can skip
         # row groups by sketch): on the floats both cost more time than they save space (nearly
         # every tau_b and p-value is distinct). The floats' bytes split into streams by
@@ -1007,17 +1117,22 @@ class _PairwiseWriter:
         # save 1% more (docs/outputs.md).
         labels = ["sketch_id", "participant_a", "participant_b", "reason"]
         self._writer = pq.ParquetWriter(
-            path, self._schema, compression="zstd", compression_level=1,
-            use_dictionary=labels, use_byte_stream_split=["tau_b", "p_value"],
+            path,
+            self._schema,
+            compression="zstd",
+            compression_level=1,
+            use_dictionary=labels,
+            use_byte_stream_split=["tau_b", "p_value"],
             write_statistics=["sketch_id"],
-        )  # fmt: skip
+        )
 
     def write(self, pairs) -> None:
         pa = self._pa
         labels = pa.array(np.asarray(pairs.participants, dtype=object).astype(str), pa.string())
         size = pairs.participant_a.size
-        sketch = pa.DictionaryArray.from_arrays(np.zeros(size, np.int32),
-                                                pa.array([str(pairs.sketch_id)]))  # fmt: skip
+        sketch = pa.DictionaryArray.from_arrays(
+            np.zeros(size, np.int32), pa.array([str(pairs.sketch_id)])
+        )
         columns = [
             sketch,
             pa.DictionaryArray.from_arrays(pairs.participant_a.astype(np.int32), labels),
@@ -1079,18 +1194,25 @@ def _alpha_summary(overall: Mapping, w_table: pd.DataFrame, options: AnalysisOpt
             "alpha": _number(result.statistic),
             "ci_low": _number(result.ci_low),
             "ci_high": _number(result.ci_high),
-            "by_sketch": {"min": _number(column.min()), "median": _number(column.median()),
-                          "max": _number(column.max()), "n_undefined": int(column.isna().sum()),
-                          "undefined": _undefined_in(w_table, "alpha_reason")},
-        }  # fmt: skip
+            "by_sketch": {
+                "min": _number(column.min()),
+                "median": _number(column.median()),
+                "max": _number(column.max()),
+                "n_undefined": int(column.isna().sum()),
+                "undefined": _undefined_in(w_table, "alpha_reason"),
+            },
+        }
     first = next(iter(overall.values()))
     summary.update(
         n_raters=first.n_raters,
         n_units=first.n_units,
         n_values=first.n_values,
-        bootstrap={"method": "percentile, sketch/image pairs resampled",
-                   "resamples": options.bootstrap, "seed": options.seed},
-    )  # fmt: skip
+        bootstrap={
+            "method": "percentile, sketch/image pairs resampled",
+            "resamples": options.bootstrap,
+            "seed": options.seed,
+        },
+    )
     return summary
 
 
@@ -1178,8 +1300,7 @@ def format_summary(summary: Mapping, out: str | Path) -> str:
         )
         if stats["n_tests"] and not undefined:
             lines.append(
-                f"  {name}: {value} of {stats['n_tests']:,} tau_b significant "
-                f"(95% CI {interval})"
+                f"  {name}: {value} of {stats['n_tests']:,} tau_b significant (95% CI {interval})"
             )
         elif stats["n_tests"]:
             lines.append(

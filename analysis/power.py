@@ -94,8 +94,9 @@ class PowerOptions:
             raise InputError(f"alpha: expected a level between 0 and 1, got {self.alpha}")
 
 
-def power_analysis(options: PowerOptions = PowerOptions(), *, jobs: int = 1,
-                   progress: bool | None = False) -> pd.DataFrame:  # fmt: skip
+def power_analysis(
+    options: PowerOptions = PowerOptions(), *, jobs: int = 1, progress: bool | None = False
+) -> pd.DataFrame:
     """Simulate the replications and return one row per (replication, count).
 
     Columns: ``replication, participants, w_significant_share, tau_median,
@@ -116,8 +117,15 @@ def power_analysis(options: PowerOptions = PowerOptions(), *, jobs: int = 1,
         for done, task in enumerate(tasks, 1):
             rows.extend(_replication(task))
             report(done, len(tasks))
-    columns = ["replication", "participants", "w_significant_share", "tau_median", "tau_p05",
-               "inter_user_share", "inter_user_wilson_width"]  # fmt: skip
+    columns = [
+        "replication",
+        "participants",
+        "w_significant_share",
+        "tau_median",
+        "tau_p05",
+        "inter_user_share",
+        "inter_user_wilson_width",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -182,8 +190,17 @@ def _replication(task) -> list[tuple]:
         low, high = wilson_interval(significant, p.size)
         tau_median, tau_p05 = np.nanquantile(tau, [0.5, 0.05])
         share = significant / max(p.size, 1)
-        rows.append((index, k, w_significant / len(panel), float(tau_median), float(tau_p05),
-                     share, high - low))  # fmt: skip
+        rows.append(
+            (
+                index,
+                k,
+                w_significant / len(panel),
+                float(tau_median),
+                float(tau_p05),
+                share,
+                high - low,
+            )
+        )
     return rows
 
 
@@ -265,30 +282,45 @@ def format_reliability(reliability: pd.DataFrame) -> str:
     lines = [
         f"From the pilot ({int(overall['n_raters'])} participants; split-half rho "
         f"{overall['rho_half']:.3f}, Spearman-Brown {overall['rho_sb']:.3f}): "
-        + (f"a consensus of {int(needed)} raters reaches reliability {target:g}"
-           if not pd.isna(needed) else f"no number of raters reaches reliability {target:g}")
+        + (
+            f"a consensus of {int(needed)} raters reaches reliability {target:g}"
+            if not pd.isna(needed)
+            else f"no number of raters reaches reliability {target:g}"
+        )
         + " over all sketches."
-    ]  # fmt: skip
+    ]
     known = sketches["raters_needed"].dropna()
     if len(known):
         worst = sketches.loc[known.astype("int64").idxmax()]
-        lines.append(f"Per sketch: from {int(known.min())} to {int(known.max())} raters "
-                     f"(most: sketch {worst['sketch_id']}).")  # fmt: skip
+        lines.append(
+            f"Per sketch: from {int(known.min())} to {int(known.max())} raters "
+            f"(most: sketch {worst['sketch_id']})."
+        )
     unreachable = sketches.loc[sketches["raters_needed"].isna(), "sketch_id"].tolist()
     if unreachable:
-        lines.append(f"No number of raters brings {len(unreachable)} sketch(es) to {target:g}: "
-                     + ", ".join(map(str, unreachable)))  # fmt: skip
+        lines.append(
+            f"No number of raters brings {len(unreachable)} sketch(es) to {target:g}: "
+            + ", ".join(map(str, unreachable))
+        )
     return "\n".join(lines)
 
 
 def format_power(summary: pd.DataFrame, options: PowerOptions, out: str | Path) -> str:
     """The lines ``sbir-study power`` prints: the table per participant count."""
     out = Path(out)
-    shown = ["participants", "w_significant_share", "tau_median", "tau_p05", "inter_user_share",
-             "inter_user_range_width"]  # fmt: skip
-    return "\n".join([
-        f"{options.replications} replications per count, reference panel of "
-        f"{options.reference}, seed {options.seed}:",
-        summary[shown].round(3).to_string(index=False),
-        f"Table: {out / 'power.csv'}; figure: {out / 'power.png'}",
-    ])  # fmt: skip
+    shown = [
+        "participants",
+        "w_significant_share",
+        "tau_median",
+        "tau_p05",
+        "inter_user_share",
+        "inter_user_range_width",
+    ]
+    return "\n".join(
+        [
+            f"{options.replications} replications per count, reference panel of "
+            f"{options.reference}, seed {options.seed}:",
+            summary[shown].round(3).to_string(index=False),
+            f"Table: {out / 'power.csv'}; figure: {out / 'power.png'}",
+        ]
+    )

@@ -140,8 +140,9 @@ class Provenance:
         return self
 
 
-def load_ratings(path: str | Path, *, scale: Scale | None = None,
-                 extra_columns: bool = True) -> pd.DataFrame:  # fmt: skip
+def load_ratings(
+    path: str | Path, *, scale: Scale | None = None, extra_columns: bool = True
+) -> pd.DataFrame:
     """Read and validate a flat ratings table or a BIDS dataset.
 
     Parameters
@@ -238,7 +239,11 @@ def _load_ratings(path: Path, scale: Scale | None, hasher: _Hasher, columns) -> 
     sources = [source.hashed() for source in sources]
     release_freed()  # the files' text and the raw table: half a GiB at 2,000 sessions
     ratings.attrs["provenance"] = Provenance(
-        tuple(sources), simulated, _session_software(sidecars.values()), origins, statuses,
+        tuple(sources),
+        simulated,
+        _session_software(sidecars.values()),
+        origins,
+        statuses,
         catch,
     )
     return ratings
@@ -309,9 +314,13 @@ def _refuse_missing_labels(frame: pd.DataFrame) -> None:
     labels = frame["participant"].cat.categories
     missing = labels.str.lower().isin(MISSING_LABELS)
     if missing.any():
-        _fail_where(frame, frame["participant"].isin(labels[missing]), "participant",
-                    "a participant label that no table reads as a missing value (not NA, nan, "
-                    "none, null or n/a, in any case)")  # fmt: skip
+        _fail_where(
+            frame,
+            frame["participant"].isin(labels[missing]),
+            "participant",
+            "a participant label that no table reads as a missing value (not NA, nan, "
+            "none, null or n/a, in any case)",
+        )
 
 
 def _warn_of_leading_zeros(frame: pd.DataFrame) -> None:
@@ -360,8 +369,9 @@ def _compact_text(column: pd.Series) -> pd.Series:
     codes, uniques = pd.factorize(column, use_na_sentinel=True)
     # Python strings as categories whichever reader gave the column (Arrow's gives str).
     categories = pd.Index(np.asarray(uniques, dtype=object), dtype=object)
-    return pd.Series(pd.Categorical.from_codes(codes, categories), index=column.index,
-                     name=column.name)  # fmt: skip
+    return pd.Series(
+        pd.Categorical.from_codes(codes, categories), index=column.index, name=column.name
+    )
 
 
 def check_text_labels(frame: pd.DataFrame) -> None:
@@ -523,10 +533,11 @@ def _read_bids(root: Path, hasher: _Hasher, columns=None) -> tuple[pd.DataFrame,
         )
     with _ReadAhead(paths, hasher) as ahead:
         files = [
-            _read_text(path, hasher, bids=True, label=_participant_of(root, path),
-                       fetched=ahead.next())
+            _read_text(
+                path, hasher, bids=True, label=_participant_of(root, path), fetched=ahead.next()
+            )
             for path in progress.track(paths, "reading session files", unit="file")
-        ]  # fmt: skip
+        ]
     with progress.step("parsing session files"):
         frame = _parse(files, columns)
     # Each row's label came with it through the parse (files are parsed grouped by header,
@@ -698,8 +709,11 @@ class _ReadAhead:
         self._hasher = hasher
         self._paths = paths
         workers = threads()
-        self._pool = (ThreadPoolExecutor(workers, thread_name_prefix="sbir-read")
-                      if workers > 1 and len(paths) >= _READ_AHEAD_FILES else None)  # fmt: skip
+        self._pool = (
+            ThreadPoolExecutor(workers, thread_name_prefix="sbir-read")
+            if workers > 1 and len(paths) >= _READ_AHEAD_FILES
+            else None
+        )
         self._ahead: collections.deque[Future] = collections.deque()
 
     def __enter__(self) -> _ReadAhead:
@@ -717,9 +731,14 @@ class _ReadAhead:
         return self._ahead.popleft().result() if self._pool is not None else None
 
 
-def _read_text(path: Path, hasher: _Hasher | None = None, *, bids: bool,
-               label: str | None = None,
-               fetched: tuple[TextFile, Future] | None = None) -> _RawFile:  # fmt: skip
+def _read_text(
+    path: Path,
+    hasher: _Hasher | None = None,
+    *,
+    bids: bool,
+    label: str | None = None,
+    fetched: tuple[TextFile, Future] | None = None,
+) -> _RawFile:
     """Read, decode and check one file up to its header; its SHA-256 is taken by ``hasher``
     (here, when none is given). ``fetched``: the file already read (:class:`_ReadAhead`)."""
     file, digest = fetched or _fetch(path, hasher or _Hasher(threaded=False))
@@ -770,8 +789,11 @@ def _parse(files: list[_RawFile], columns=None) -> pd.DataFrame:
     frames = []
     for members in groups.values():
         names = members[0].header.names
-        rows = read_rows([(m.file, m.header) for m in members], wording=_WORDING,
-                         columns=None if columns is None else [n for n in names if n in columns])
+        rows = read_rows(
+            [(m.file, m.header) for m in members],
+            wording=_WORDING,
+            columns=None if columns is None else [n for n in names if n in columns],
+        )
         frame = rows.frame
         # Which file each row came from, as codes into the files: a text column of
         # millions of repeated paths costs more to build than the parse itself.
@@ -887,8 +909,10 @@ def sidecar_origin(sidecar, path: str | Path = "sidecar") -> str | None:
     if "Origin" in sidecar:
         origin = sidecar["Origin"]
         if origin not in RECORDED_ORIGINS:
-            raise InputError(f"{path}: field 'Origin': expected one of "
-                             f"{', '.join(RECORDED_ORIGINS)}, got {origin!r}")  # fmt: skip
+            raise InputError(
+                f"{path}: field 'Origin': expected one of "
+                f"{', '.join(RECORDED_ORIGINS)}, got {origin!r}"
+            )
         return origin
     if "Imported" in sidecar:
         return "imported"
@@ -918,11 +942,13 @@ def _session_origins(root: Path, sidecars: dict[Path, object]) -> tuple[tuple[st
 
 def _session_statuses(root: Path, sidecars: dict[Path, object]) -> tuple[tuple[str, str], ...]:
     """Each session's recorded ``SessionStatus`` (see :attr:`Provenance.statuses`)."""
-    return tuple(sorted(
-        (_participant_of(root, path.with_suffix(".tsv")), str(sidecar["SessionStatus"]))
-        for path, sidecar in sidecars.items()
-        if isinstance(sidecar, dict) and sidecar.get("SessionStatus") is not None
-    ))  # fmt: skip
+    return tuple(
+        sorted(
+            (_participant_of(root, path.with_suffix(".tsv")), str(sidecar["SessionStatus"]))
+            for path, sidecar in sidecars.items()
+            if isinstance(sidecar, dict) and sidecar.get("SessionStatus") is not None
+        )
+    )
 
 
 def _recorded_catch_pairs(sidecars: dict[Path, object]) -> tuple[tuple[str, str, int, int], ...]:
@@ -938,12 +964,16 @@ def _recorded_catch_pairs(sidecars: dict[Path, object]) -> tuple[tuple[str, str,
                 low, _, high = str(pair["ratings"]).partition("-")
                 bounds = (int(low), int(high or low))
             except (KeyError, TypeError, ValueError):
-                raise InputError(f"{path}: field 'Protocol.catch': expected sketch_id, image_id "
-                                 f"and ratings LOW-HIGH, got {pair!r}") from None  # fmt: skip
+                raise InputError(
+                    f"{path}: field 'Protocol.catch': expected sketch_id, image_id "
+                    f"and ratings LOW-HIGH, got {pair!r}"
+                ) from None
             if found.setdefault(key, bounds) != bounds:
-                raise InputError(f"{path}: field 'Protocol.catch': the pair {key[0]}/{key[1]} "
-                                 f"passes {bounds[0]}-{bounds[1]} here, {found[key][0]}-"
-                                 f"{found[key][1]} in another session; expected one range")
+                raise InputError(
+                    f"{path}: field 'Protocol.catch': the pair {key[0]}/{key[1]} "
+                    f"passes {bounds[0]}-{bounds[1]} here, {found[key][0]}-"
+                    f"{found[key][1]} in another session; expected one range"
+                )
     return tuple((*key, *bounds) for key, bounds in sorted(found.items()))
 
 
@@ -959,8 +989,12 @@ def _table_origins(frame: pd.DataFrame, default: str) -> tuple[tuple[str, str], 
     _fail_where(given, ~given["_origin"].isin(allowed), "origin", f"one of {', '.join(allowed)}")
     first = given.drop_duplicates("_label").set_index("_label")["_origin"]
     differs = given["_origin"].to_numpy() != first.reindex(given["_label"]).to_numpy()
-    _fail_where(given, pd.Series(differs, index=given.index), "origin",
-                "one origin per participant (as on the participant's first row)")  # fmt: skip
+    _fail_where(
+        given,
+        pd.Series(differs, index=given.index),
+        "origin",
+        "one origin per participant (as on the participant's first row)",
+    )
     return tuple(sorted(first.items()))
 
 
@@ -1033,8 +1067,11 @@ class _Distinct:
                 return pd.Series(values[self.codes], index=index).astype(dtype)
             whole = np.where(missing, 0.0, values).astype(np.int64)
             # Arrays of its own, not copied again (``pd.Series`` copies a NumPy array).
-            return pd.Series(pd.arrays.IntegerArray(whole[self.codes], missing[self.codes]),
-                             index=index, copy=False)  # fmt: skip
+            return pd.Series(
+                pd.arrays.IntegerArray(whole[self.codes], missing[self.codes]),
+                index=index,
+                copy=False,
+            )
         return pd.Series(values[self.codes], index=index, copy=False).astype(dtype)
 
 

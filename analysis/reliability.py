@@ -270,11 +270,13 @@ def split_half_reliability(
     labels = [str(s) for s in cube.sketches] + [_ALL]
     raters = np.append(n_raters, len(cube.participants))
     rows = []
-    for label, n, tau, rho in zip(labels, raters, [*taus, tau_all], [*rhos, rho_all],
-                                  strict=True):  # fmt: skip
-        row = {"sketch_id": label, "n_raters": int(n), "n_splits": n_splits,
-               "n_undefined": int(np.isnan(rho).sum() if label != _ALL
-                                  else np.isnan(rho_all).sum())}  # fmt: skip
+    for label, n, tau, rho in zip(labels, raters, [*taus, tau_all], [*rhos, rho_all], strict=True):
+        row = {
+            "sketch_id": label,
+            "n_raters": int(n),
+            "n_splits": n_splits,
+            "n_undefined": int(np.isnan(rho).sum() if label != _ALL else np.isnan(rho_all).sum()),
+        }
         row.update(_interval("tau_b", tau, confidence))
         row.update(_interval("rho", rho, confidence))
         half_raters = (n if label != _ALL else np.median(n_raters)) / 2.0
@@ -287,8 +289,9 @@ def _mean_over_defined(values: np.ndarray) -> np.ndarray:
     """Per split, the mean over the sketches defined in it (NaN where none is)."""
     defined = ~np.isnan(values)
     count = defined.sum(axis=0)
-    return np.where(count > 0, np.where(defined, values, 0.0).sum(axis=0) / np.maximum(count, 1),
-                    np.nan)  # fmt: skip
+    return np.where(
+        count > 0, np.where(defined, values, 0.0).sum(axis=0) / np.maximum(count, 1), np.nan
+    )
 
 
 def _interval(name: str, values: np.ndarray, confidence: float) -> dict:
@@ -324,11 +327,13 @@ def predicted_reliability(reliability: pd.DataFrame, raters) -> pd.DataFrame:
     m = np.asarray(raters, dtype=np.float64)
     r1 = reliability["r1"].to_numpy(dtype=np.float64)
     predicted = spearman_brown(r1[:, None], m[None, :])
-    return pd.DataFrame({
-        "sketch_id": np.repeat(reliability["sketch_id"].to_numpy(), m.size),
-        "n_raters": np.tile(m.astype(np.int64), len(r1)),
-        "predicted": predicted.ravel(),
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "sketch_id": np.repeat(reliability["sketch_id"].to_numpy(), m.size),
+            "n_raters": np.tile(m.astype(np.int64), len(r1)),
+            "predicted": predicted.ravel(),
+        }
+    )
 
 
 def _icc_from_matrix(y: np.ndarray, confidence: float = 0.95) -> list[dict]:
@@ -363,11 +368,22 @@ def _icc_from_matrix(y: np.ndarray, confidence: float = 0.95) -> list[dict]:
         low21 = n * (msr - fu * mse) / (fu * (k * msc + (k * n - k - n) * mse) + n * msr)
         high21 = n * (fl * msr - mse) / (k * msc + (k * n - k - n) * mse + n * fl * msr)
         ci2k = (k * low21 / (1 + (k - 1) * low21), k * high21 / (1 + (k - 1) * high21))
-    values = zip(ICC_TYPES, (icc21, icc2k, icc31, icc3k),
-                 ((low21, high21), ci2k, ci31, ci3k), strict=True)  # fmt: skip
-    return [{"type": t, "icc": float(icc), "f": float(f), "df1": int(df1), "df2": int(df2),
-             "p_value": float(p), "ci_low": float(lo), "ci_high": float(hi)}
-            for t, icc, (lo, hi) in values]  # fmt: skip
+    values = zip(
+        ICC_TYPES, (icc21, icc2k, icc31, icc3k), ((low21, high21), ci2k, ci31, ci3k), strict=True
+    )
+    return [
+        {
+            "type": t,
+            "icc": float(icc),
+            "f": float(f),
+            "df1": int(df1),
+            "df2": int(df2),
+            "p_value": float(p),
+            "ci_low": float(lo),
+            "ci_high": float(hi),
+        }
+        for t, icc, (lo, hi) in values
+    ]
 
 
 def intraclass_correlations(cube: RatingCube, *, confidence: float = 0.95) -> pd.DataFrame:
@@ -412,17 +428,42 @@ def intraclass_correlations(cube: RatingCube, *, confidence: float = 0.95) -> pd
         raters = ~np.isnan(values).all(axis=1)
         complete = ~np.isnan(values[raters]).any(axis=0)
         y = values[raters][:, complete].T  # targets x raters
-        base = {"n_images": int(complete.sum()), "n_images_excluded": int((~complete).sum()),
-                "n_raters": int(raters.sum())}  # fmt: skip
+        base = {
+            "n_images": int(complete.sum()),
+            "n_images_excluded": int((~complete).sum()),
+            "n_raters": int(raters.sum()),
+        }
         if y.shape[0] >= 2 and y.shape[1] >= 2:
             results = _icc_from_matrix(y, confidence)
         else:
-            results = [{"type": t, "icc": np.nan, "f": np.nan, "df1": 0, "df2": 0,
-                        "p_value": np.nan, "ci_low": np.nan, "ci_high": np.nan}
-                       for t in ICC_TYPES]  # fmt: skip
+            results = [
+                {
+                    "type": t,
+                    "icc": np.nan,
+                    "f": np.nan,
+                    "df1": 0,
+                    "df2": 0,
+                    "p_value": np.nan,
+                    "ci_low": np.nan,
+                    "ci_high": np.nan,
+                }
+                for t in ICC_TYPES
+            ]
         rows += [{"sketch_id": label, **r, **base} for r in results]
-    columns = ["sketch_id", "type", "icc", "f", "df1", "df2", "p_value", "ci_low", "ci_high",
-               "n_images", "n_images_excluded", "n_raters"]  # fmt: skip
+    columns = [
+        "sketch_id",
+        "type",
+        "icc",
+        "f",
+        "df1",
+        "df2",
+        "p_value",
+        "ci_low",
+        "ci_high",
+        "n_images",
+        "n_images_excluded",
+        "n_raters",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -460,11 +501,13 @@ def shortfall(split_half: pd.DataFrame, target: float = RELIABILITY_TARGET) -> p
     raters each would need: ``sketch_id, rho_sb, raters_needed``."""
     sketches = split_half[split_half["sketch_id"] != _ALL]
     below = sketches[~(sketches["rho_sb"] >= target)]
-    return pd.DataFrame({
-        "sketch_id": below["sketch_id"].to_numpy(),
-        "rho_sb": below["rho_sb"].to_numpy(),
-        "raters_needed": np.atleast_1d(raters_needed(target, below["r1"].to_numpy())),
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "sketch_id": below["sketch_id"].to_numpy(),
+            "rho_sb": below["rho_sb"].to_numpy(),
+            "raters_needed": np.atleast_1d(raters_needed(target, below["r1"].to_numpy())),
+        }
+    )
 
 
 def _number(x) -> float | None:

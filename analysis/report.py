@@ -141,8 +141,10 @@ def share_interval(value, low, high) -> tuple[str, str]:
         lower, upper = f"{100 * low:.{digits}f}%", f"{100 * high:.{digits}f}%"
         if lower != upper:
             return f"{100 * value:.{digits}f}%", f"{lower} to {upper}"
-    return (f"{100 * value:.{digits}f}%",
-            f"{lower} (interval narrower than {10.0 ** -digits:g} points)")  # fmt: skip
+    return (
+        f"{100 * value:.{digits}f}%",
+        f"{lower} (interval narrower than {10.0**-digits:g} points)",
+    )
 
 
 def undefined_text(stats: Mapping) -> str:
@@ -160,8 +162,10 @@ def undefined_text(stats: Mapping) -> str:
         group = groups.setdefault(entry["reason"], [0, []])
         group[0] += entry["n"]
         group[1].append(str(entry["sketch_id"]))
-    parts = [f"{reason} on {', '.join(sketches)}" + (f" ({n})" if len(groups) > 1 else "")
-             for reason, (n, sketches) in groups.items()]  # fmt: skip
+    parts = [
+        f"{reason} on {', '.join(sketches)}" + (f" ({n})" if len(groups) > 1 else "")
+        for reason, (n, sketches) in groups.items()
+    ]
     rest = total - sum(n for n, _ in groups.values())
     if rest > 0:
         parts.append(f"{rest} more in the tables")
@@ -173,8 +177,10 @@ def raters_range(w: Mapping) -> str:
     if w.get("n_raters_min") is None:
         return "n/a"
 
-    return (f"{_span(w['n_raters_min'], w['n_raters_max'])} of "
-            f"{_span(w['n_raters_all_min'], w['n_raters_all_max'])}")  # fmt: skip
+    return (
+        f"{_span(w['n_raters_min'], w['n_raters_max'])} of "
+        f"{_span(w['n_raters_all_min'], w['n_raters_all_max'])}"
+    )
 
 
 def write_report(
@@ -232,21 +238,27 @@ def _scale_text(scale: Scale) -> str:
     if scale == PAPER_SCALE:
         return ""
     best, worst = (scale.low, scale.high) if scale.best == "low" else (scale.high, scale.low)
-    text = (f" Ratings on a {scale.k}-point scale, {scale.low} to {scale.high}, {best} the best "
-            f"match and {worst} the worst")  # fmt: skip
+    text = (
+        f" Ratings on a {scale.k}-point scale, {scale.low} to {scale.high}, {best} the best "
+        f"match and {worst} the worst"
+    )
     if scale.best == "high":
         text += (
             f"; every table and figure shows them in the paper's orientation, {scale.low} "
             f"the best match: a recorded rating r as {scale.low + scale.high} - r"
         )
-    return (text + f". Relevant in the binary qrels: a mean rating below "
-            f"{scale.relevant_below:g}; qrels grades {scale.k - 1} (best) to 0.")  # fmt: skip
+    return (
+        text + f". Relevant in the binary qrels: a mean rating below "
+        f"{scale.relevant_below:g}; qrels grades {scale.k - 1} (best) to 0."
+    )
 
 
 def _what_was_analysed(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
     phases = summary.get("phases", {})
-    rows = [(phase, _int(counts["n_trials"]), _missing_text(phase, counts))
-            for phase, counts in phases.items()]  # fmt: skip
+    rows = [
+        (phase, _int(counts["n_trials"]), _missing_text(phase, counts))
+        for phase, counts in phases.items()
+    ]
     alternative = {
         "greater": "one-sided, P(tau >= observed), as in the paper",
         "two-sided": "two-sided",
@@ -297,10 +309,14 @@ def _headline(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
         undefined = undefined_text(f)
         if not f["n_tests"]:
             # No correlation to count: say why, not "n/a | n/a to n/a | 0 of 0".
-            return (label, _no_tests(name, summary) + (f" ({undefined})" if undefined else ""),
-                    "", "", paper)  # fmt: skip
-        point, interval = share_interval(f["share_significant"], f["wilson_low"],
-                                         f["wilson_high"])  # fmt: skip
+            return (
+                label,
+                _no_tests(name, summary) + (f" ({undefined})" if undefined else ""),
+                "",
+                "",
+                paper,
+            )
+        point, interval = share_interval(f["share_significant"], f["wilson_low"], f["wilson_high"])
         return (
             label,
             point,
@@ -400,36 +416,43 @@ def _every_rating_rows(summary: Mapping) -> list[tuple]:
     if alpha:
         for level in ("ordinal", "interval"):
             result = alpha[level]
-            interval = ("" if result["ci_low"] is None
-                        else f"{num(result['ci_low'])} to {num(result['ci_high'])}")  # fmt: skip
+            interval = (
+                ""
+                if result["ci_low"] is None
+                else f"{num(result['ci_low'])} to {num(result['ci_high'])}"
+            )
             by_sketch = result["by_sketch"]
-            rows.append((
-                f"Krippendorff's alpha ({level}), all sketch/image pairs, over all "
-                f"{counted(alpha['n_raters'], 'participant')} and their "
-                f"{counted(alpha['n_values'], 'rating')}",
-                num(result["alpha"]),
-                interval,
-                f"per sketch from {num(by_sketch['min'])} to {num(by_sketch['max'])}, "
-                f"median {num(by_sketch['median'])}"
-                + (f" ({undefined_text(by_sketch)})" if undefined_text(by_sketch) else ""),
-                "(not reported)",
-            ))  # fmt: skip
+            rows.append(
+                (
+                    f"Krippendorff's alpha ({level}), all sketch/image pairs, over all "
+                    f"{counted(alpha['n_raters'], 'participant')} and their "
+                    f"{counted(alpha['n_values'], 'rating')}",
+                    num(result["alpha"]),
+                    interval,
+                    f"per sketch from {num(by_sketch['min'])} to {num(by_sketch['max'])}, "
+                    f"median {num(by_sketch['median'])}"
+                    + (f" ({undefined_text(by_sketch)})" if undefined_text(by_sketch) else ""),
+                    "(not reported)",
+                )
+            )
     sm = summary.get("skillings_mack")
     if sm:
-        rows.append((
-            "sketches with the Skillings-Mack test significant (over the "
-            f"{_span(sm['n_raters_min'], sm['n_raters_max'])} "
-            f"{_noun(sm['n_raters_max'], 'participant')} with at least two "
-            "ratings of the sketch)"
-            if sm["n_raters_min"] is not None
-            else "sketches with the Skillings-Mack test significant (no sketch has two "
-            "participants with at least two ratings of it)",
-            f"{sm['n_significant']} of {sm['n_sketches']}"
-            + (f" defined ({undefined_text(sm)})" if undefined_text(sm) else ""),
-            "",
-            f"chi-square approximation; {permutation_text(sm)}",
-            "(not reported)",
-        ))  # fmt: skip
+        rows.append(
+            (
+                "sketches with the Skillings-Mack test significant (over the "
+                f"{_span(sm['n_raters_min'], sm['n_raters_max'])} "
+                f"{_noun(sm['n_raters_max'], 'participant')} with at least two "
+                "ratings of the sketch)"
+                if sm["n_raters_min"] is not None
+                else "sketches with the Skillings-Mack test significant (no sketch has two "
+                "participants with at least two ratings of it)",
+                f"{sm['n_significant']} of {sm['n_sketches']}"
+                + (f" defined ({undefined_text(sm)})" if undefined_text(sm) else ""),
+                "",
+                f"chi-square approximation; {permutation_text(sm)}",
+                "(not reported)",
+            )
+        )
     return rows
 
 
@@ -438,19 +461,24 @@ def permutation_text(sm: Mapping) -> str:
     significant, or, where none was computed, that none was and why (not "0 of 0")."""
     permutations, tested = sm["permutations"], sm["n_permutation_tested"]
     over = sm["n_raters_max"] is not None and sm["n_raters_max"] > PERMUTATION_RATERS_LIMIT
-    why = (f"not computed for sketches with more than {PERMUTATION_RATERS_LIMIT} raters, "
-           "where the chi-square approximation is good and each permutation costs raters x "
-           "images")  # fmt: skip
+    why = (
+        f"not computed for sketches with more than {PERMUTATION_RATERS_LIMIT} raters, "
+        "where the chi-square approximation is good and each permutation costs raters x "
+        "images"
+    )
     if not permutations:
         return "permutation p-values not computed (--permutations 0)"
     if not tested:
         if over and sm["n_raters_min"] > PERMUTATION_RATERS_LIMIT:
-            return (f"permutation p-values {why} (these sketches have "
-                    f"{_span(sm['n_raters_min'], sm['n_raters_max'])} raters)")  # fmt: skip
+            return (
+                f"permutation p-values {why} (these sketches have "
+                f"{_span(sm['n_raters_min'], sm['n_raters_max'])} raters)"
+            )
         return "no permutation p-value defined"
-    return (f"by permutation {sm['n_significant_permutation']} of {tested} "
-            f"({counted(permutations, 'permutation')}"
-            + (f"; {why}" if over else "") + ")")  # fmt: skip
+    return (
+        f"by permutation {sm['n_significant_permutation']} of {tested} "
+        f"({counted(permutations, 'permutation')}" + (f"; {why}" if over else "") + ")"
+    )
 
 
 def _int(value) -> str:
@@ -512,11 +540,12 @@ def _reliability(summary: Mapping) -> list[str]:
     else:
         sentences = [
             f"with {b['raters_needed']} raters the consensus of sketch {b['sketch_id']} would "
-            f"reach {target:g}" if b["raters_needed"] is not None
+            f"reach {target:g}"
+            if b["raters_needed"] is not None
             else f"no number of raters brings sketch {b['sketch_id']} to {target:g} (its "
             "halves do not agree)"
             for b in below
-        ]  # fmt: skip
+        ]
         verdict = "; ".join(sentences)
         verdict = verdict[0].upper() + verdict[1:] + "."
     needed = found["raters_needed"]
@@ -530,20 +559,31 @@ def _reliability(summary: Mapping) -> list[str]:
         f"{num(found['tau_b_sb'])} ({num(low)}-{num(high)}, 95% of splits), rho "
         f"{num(found['rho_sb'])} ({num(rho_low)}-{num(rho_high)}). ICC(2,k) over every pair "
         f"rated by every participant: {num(found['icc2k'])}. "
-        + (f"A consensus of {needed} raters would reach {target:g} over all sketches. "
-           if needed is not None else "")
+        + (
+            f"A consensus of {needed} raters would reach {target:g} over all sketches. "
+            if needed is not None
+            else ""
+        )
         + f"{html_escape(verdict)} Per sketch: <code>reliability.csv</code>, "
         "<code>icc.csv</code>.</p>",
-    ]  # fmt: skip
+    ]
 
 
 def _extremes(agreement: pd.DataFrame) -> list[str]:
     marked = agreement[agreement["group"] != ""]
     rows = [
-        (r.group, r.sketch_id, r.rank, num(r.tau_median), num(r.tau_q25), num(r.tau_q75),
-         num(r.w), f"{_int(r.n_raters)} of {_int(r.n_raters_all)}")
+        (
+            r.group,
+            r.sketch_id,
+            r.rank,
+            num(r.tau_median),
+            num(r.tau_q25),
+            num(r.tau_q75),
+            num(r.w),
+            f"{_int(r.n_raters)} of {_int(r.n_raters_all)}",
+        )
         for r in marked.itertuples()
-    ]  # fmt: skip
+    ]
     return [
         "<h2>Best and worst agreement (the paper's Fig. 9)</h2>",
         "<p>Sketches ranked by the median inter-user tau_b; all of them in "
@@ -553,8 +593,16 @@ def _extremes(agreement: pd.DataFrame) -> list[str]:
     ]
 
 
-_EXTREMES_HEADER = ("group", "sketch", "rank", "median tau_b", "25th pct", "75th pct", "W",
-                    "W over k of m")  # fmt: skip
+_EXTREMES_HEADER = (
+    "group",
+    "sketch",
+    "rank",
+    "median tau_b",
+    "25th pct",
+    "75th pct",
+    "W",
+    "W over k of m",
+)
 
 
 def _agreement_table(
@@ -576,17 +624,23 @@ def _agreement_table(
         return f"undefined: {reason}" if isinstance(reason, str) and reason else value
 
     rows = [
-        (r.sketch_id, f"{_int(r.n_raters)} of {_int(r.n_raters_all)}", why(num(r.w), r.w_reason),
-         p_text(r.p_value), why(num(r.alpha_ordinal), r.alpha_reason),
-         interval(r.alpha_ordinal_ci_low, r.alpha_ordinal_ci_high),
-         why(num(r.alpha_interval), r.alpha_reason),
-         interval(r.alpha_interval_ci_low, r.alpha_interval_ci_high), _int(r.n_ratings),
-         why(f"{num(r.skillings_mack, 1)} ({r.skillings_mack_df})", r.skillings_mack_reason),
-         p_text(r.skillings_mack_p_value),
-         permutation_p(r.skillings_mack_permutation_p_value, r.skillings_mack_n_raters),
-         f"{_int(r.skillings_mack_n_raters)} of {_int(r.n_raters_all)}")
+        (
+            r.sketch_id,
+            f"{_int(r.n_raters)} of {_int(r.n_raters_all)}",
+            why(num(r.w), r.w_reason),
+            p_text(r.p_value),
+            why(num(r.alpha_ordinal), r.alpha_reason),
+            interval(r.alpha_ordinal_ci_low, r.alpha_ordinal_ci_high),
+            why(num(r.alpha_interval), r.alpha_reason),
+            interval(r.alpha_interval_ci_low, r.alpha_interval_ci_high),
+            _int(r.n_ratings),
+            why(f"{num(r.skillings_mack, 1)} ({r.skillings_mack_df})", r.skillings_mack_reason),
+            p_text(r.skillings_mack_p_value),
+            permutation_p(r.skillings_mack_permutation_p_value, r.skillings_mack_n_raters),
+            f"{_int(r.skillings_mack_n_raters)} of {_int(r.n_raters_all)}",
+        )
         for r in kendall_w.itertuples()
-    ]  # fmt: skip
+    ]
     parts = [
         "<h2>Agreement per sketch: Kendall's W, Krippendorff's alpha, Skillings-Mack</h2>",
         "<p>Each sketch's raters are the participants who rated at least one of its images "
@@ -618,9 +672,20 @@ def _agreement_table(
 
 
 _AGREEMENT_HEADER = (
-    "sketch", "W over k of m", "W", "p (W)", "alpha ordinal", "95% interval", "alpha interval",
-    "95% interval", "ratings", "SM (df)", "p (SM)", "p (SM, permutation)", "SM over",
-)  # fmt: skip
+    "sketch",
+    "W over k of m",
+    "W",
+    "p (W)",
+    "alpha ordinal",
+    "95% interval",
+    "alpha interval",
+    "95% interval",
+    "ratings",
+    "SM (df)",
+    "p (SM)",
+    "p (SM, permutation)",
+    "SM over",
+)
 
 
 def participant_count(summary: Mapping) -> str:
@@ -644,10 +709,13 @@ def _exclusions(summary: Mapping) -> list[str]:
         "every statistic on this page is computed without the excluded participants' ratings "
         "(<code>participants.csv</code>: <code>excluded</code>, <code>exclusion_rule</code>; "
         "<code>summary.json</code>: <code>excluded</code>).</p>",
-        collapsed(f"{len(rows)} excluded", table(["participant", "rules"], rows,
-                                                 classes=_TEXT_AT_0),
-                  open_up_to=_OPEN_UP_TO, n=len(rows)),
-    ]  # fmt: skip
+        collapsed(
+            f"{len(rows)} excluded",
+            table(["participant", "rules"], rows, classes=_TEXT_AT_0),
+            open_up_to=_OPEN_UP_TO,
+            n=len(rows),
+        ),
+    ]
 
 
 #: How the banner and the participants' section name each origin.
@@ -691,9 +759,11 @@ def _catch_text(participants: pd.DataFrame) -> str:
     if "n_catch_failed" not in participants:
         return ""
     n = int(participants[["n_catch_passed", "n_catch_failed", "n_catch_missing"]].iloc[0].sum())
-    return (f" Each participant's {n} catch pairs (pairs whose passing ratings the protocol "
-            "or <code>--catch</code> names) passed, failed and missing (not rated); they stay "
-            "in every statistic as the pairs they are.")  # fmt: skip
+    return (
+        f" Each participant's {n} catch pairs (pairs whose passing ratings the protocol "
+        "or <code>--catch</code> names) passed, failed and missing (not rated); they stay "
+        "in every statistic as the pairs they are."
+    )
 
 
 def participants_listed(
@@ -727,8 +797,9 @@ def participants_listed(
             reasons[position[label]].append(end)
     flags = [(~np.isfinite(median), "no tau_b against the consensus")]
     if "session_status" in participants:
-        flags.append((participants["session_status"].map(_session_words) != "",
-                      "session did not finish"))  # fmt: skip
+        flags.append(
+            (participants["session_status"].map(_session_words) != "", "session did not finish")
+        )
     if "excluded" in participants:
         flags.append((participants["excluded"].fillna(False).astype(bool), "excluded"))
     if "n_catch_failed" in participants:
@@ -788,22 +859,33 @@ def _participants(participants: pd.DataFrame, up_to: int = PARTICIPANTS_LISTED_U
         )
     truncated = len(chosen) < len(participants)
     rows = [
-        (r.participant, _int(r.n_trials), _int(r.n_missing),
-         f"{r.n_sketches_complete} of {r.n_sketches}",
-         num(r.tau_b_median), num(r.tau_b_loo_median),
-         *([_ORIGIN_WORDS.get(r.origin, r.origin)] if has_origin else []),
-         *([_session_words(r.session_status)] if has_status else []),
-         *([r.exclusion_rule or ""] if has_exclusions else []),
-         *([f"{r.n_catch_passed} / {r.n_catch_failed} / {r.n_catch_missing}"]
-           if has_catch else []),
-         *([why[r.Index]] if truncated else []))
+        (
+            r.participant,
+            _int(r.n_trials),
+            _int(r.n_missing),
+            f"{r.n_sketches_complete} of {r.n_sketches}",
+            num(r.tau_b_median),
+            num(r.tau_b_loo_median),
+            *([_ORIGIN_WORDS.get(r.origin, r.origin)] if has_origin else []),
+            *([_session_words(r.session_status)] if has_status else []),
+            *([r.exclusion_rule or ""] if has_exclusions else []),
+            *(
+                [f"{r.n_catch_passed} / {r.n_catch_failed} / {r.n_catch_missing}"]
+                if has_catch
+                else []
+            ),
+            *([why[r.Index]] if truncated else []),
+        )
         for r in chosen.itertuples()
-    ]  # fmt: skip
-    header = (_PARTICIPANT_HEADER + (("origin",) if has_origin else ())
-              + (("session",) if has_status else ())
-              + (("excluded by",) if has_exclusions else ())
-              + (("catch pairs passed / failed / missing",) if has_catch else ())
-              + (("listed as",) if truncated else ()))  # fmt: skip
+    ]
+    header = (
+        _PARTICIPANT_HEADER
+        + (("origin",) if has_origin else ())
+        + (("session",) if has_status else ())
+        + (("excluded by",) if has_exclusions else ())
+        + (("catch pairs passed / failed / missing",) if has_catch else ())
+        + (("listed as",) if truncated else ())
+    )
     listed = (
         f" With more than {up_to:,} participants the table lists those a reader needs: the "
         f"{PARTICIPANTS_AT_EACH_END} lowest and the {PARTICIPANTS_AT_EACH_END} highest by "
@@ -854,9 +936,13 @@ _PARTICIPANTS_OPEN_UP_TO = 60
 
 
 _PARTICIPANT_HEADER = (
-    "participant", "trials", "missed", "sketches complete", "median tau_b vs consensus",
+    "participant",
+    "trials",
+    "missed",
+    "sketches complete",
+    "median tau_b vs consensus",
     "median tau_b, leave-one-out",
-)  # fmt: skip
+)
 
 
 #: A column of ids (participant, sketch) is text even when an id is all digits ("01").
@@ -877,8 +963,9 @@ def _provenance(summary: Mapping) -> list[str]:
     sources = [(s["path"], s["sha256"], _int(s["rows"])) for s in shown]
     # ``rows`` counts the lines below the header line (the rows of a well-formed file):
     # the column says so, not "lines", which the file has one more of.
-    files = table(["file", "SHA-256", "lines below the header"], sources,
-                  classes={0: "path", 1: "hash"})  # fmt: skip
+    files = table(
+        ["file", "SHA-256", "lines below the header"], sources, classes={0: "path", 1: "hash"}
+    )
     # One block, so the last page never holds the software table alone.
     return [
         '<section class="keep">',

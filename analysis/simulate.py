@@ -194,8 +194,10 @@ def simulate_study(
     streams = np.random.SeedSequence(seed).spawn(design.participants + 1)
     if stimuli is None:
         if design.anchor_sketches and design.anchor_images > scale.k:
-            raise InputError(f"anchor_images: expected at most one per point of the scale "
-                             f"{scale} ({scale.k}), got {design.anchor_images}")  # fmt: skip
+            raise InputError(
+                f"anchor_images: expected at most one per point of the scale "
+                f"{scale} ({scale.k}), got {design.anchor_images}"
+            )
         pairs = _pairs(design, np.random.default_rng(streams[0]), model, scale)
     else:
         pairs = _set_pairs(stimuli, model, scale)
@@ -252,8 +254,11 @@ def _set_pairs(
     generator seeded by the set's content, so every simulation of one set,
     ``run --simulate`` included, sees the same pairs.
     """
-    columns = [c for c in ("sketch_id", "image_id", "role", "anchor_rating", "latent_similarity")
-               if c in manifest.columns]  # fmt: skip
+    columns = [
+        c
+        for c in ("sketch_id", "image_id", "role", "anchor_rating", "latent_similarity")
+        if c in manifest.columns
+    ]
     content = manifest[columns].astype(str).to_csv(index=False, lineterminator="\n")
     entropy = int.from_bytes(hashlib.sha256(content.encode("utf-8")).digest()[:16], "big")
     rng = np.random.default_rng(entropy)
@@ -388,11 +393,16 @@ def rate_trials(
     rt = np.clip(rt * rng.lognormal(0.0, model.rt_sd_log, len(trials)), 0.2, window_s - 0.01)
     missed = rng.random(len(trials)) < model.miss_rate
     no_rating = missed | (phase == "anchor_demo")
-    answers = pd.DataFrame({
-        "rating": pd.array(np.where(no_rating, np.nan, rating), dtype="Float64").astype("Int64"),
-        "rt": np.where(no_rating, np.nan, np.round(rt, 4)),
-        "perceived": perceived,
-    }, index=trials.index)  # fmt: skip
+    answers = pd.DataFrame(
+        {
+            "rating": pd.array(np.where(no_rating, np.nan, rating), dtype="Float64").astype(
+                "Int64"
+            ),
+            "rt": np.where(no_rating, np.nan, np.round(rt, 4)),
+            "perceived": perceived,
+        },
+        index=trials.index,
+    )
     answers.attrs.update(rater_bias=float(bias), rater_noise=float(noise))
     return answers
 
@@ -422,12 +432,17 @@ def simulated_responses(
     known = pairs.reindex(keys)
     if known["latent"].isna().any():
         raise InputError("trials: a pair of the trial list is not in the stimulus set's manifest")
-    table = pd.DataFrame({"phase": trials["phase"].to_numpy(),
-                          "latent": known["latent"].to_numpy(dtype=float),
-                          "ambiguity": known["ambiguity"].to_numpy(dtype=float)},
-                         index=trials.index)  # fmt: skip
-    return rate_trials(table, model, np.random.default_rng([seed, 1]), window_s=window_s,
-                       scale=scale)  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "phase": trials["phase"].to_numpy(),
+            "latent": known["latent"].to_numpy(dtype=float),
+            "ambiguity": known["ambiguity"].to_numpy(dtype=float),
+        },
+        index=trials.index,
+    )
+    return rate_trials(
+        table, model, np.random.default_rng([seed, 1]), window_s=window_s, scale=scale
+    )
 
 
 def _session(
@@ -438,11 +453,13 @@ def _session(
     session_seed: int,
     scale: Scale,
 ) -> tuple[pd.DataFrame, float, float]:
-    order = session_order(pairs, np.random.default_rng(session_seed),
-                          repeat_from=design.anchor_repeat_from)  # fmt: skip
+    order = session_order(
+        pairs, np.random.default_rng(session_seed), repeat_from=design.anchor_repeat_from
+    )
     trial_s = design.stimulus_s + design.blank_s
-    answers = rate_trials(order, model, np.random.default_rng([session_seed, 1]),
-                          window_s=trial_s, scale=scale)  # fmt: skip
+    answers = rate_trials(
+        order, model, np.random.default_rng([session_seed, 1]), window_s=trial_s, scale=scale
+    )
     rated = answers["rating"].notna().to_numpy()
     trials = pd.DataFrame(
         {
@@ -506,13 +523,22 @@ def write_simulated_dataset(
     from sbir_study.foundation.outputs import output_files, output_folder
 
     root = Path(root)
-    settings = dict(design=design, model=model, seed=seed, flat=flat, version=version,
-                    stimuli=stimuli, stimulus_digest=stimulus_digest, scale=scale)  # fmt: skip
+    settings = dict(
+        design=design,
+        model=model,
+        seed=seed,
+        flat=flat,
+        version=version,
+        stimuli=stimuli,
+        stimulus_digest=stimulus_digest,
+        scale=scale,
+    )
     if flat:
         if sidecar_name(root) == root.name:
             raise InputError(f"{root}: expected a table name ending in .csv or .tsv")
-        with output_files(root, "simulate", companions=[sidecar_name(root)],
-                          overwrite=overwrite) as (table, _):  # fmt: skip
+        with output_files(
+            root, "simulate", companions=[sidecar_name(root)], overwrite=overwrite
+        ) as (table, _):
             _write_simulated(table, **settings)
     else:
         with output_folder(root, "simulate", overwrite=overwrite) as folder:
@@ -520,8 +546,18 @@ def write_simulated_dataset(
     return root
 
 
-def _write_simulated(root: Path, design: StudyDesign, model: RaterModel, seed: int, *, flat: bool,
-                     version: str, stimuli, stimulus_digest, scale: Scale) -> Path:  # fmt: skip
+def _write_simulated(
+    root: Path,
+    design: StudyDesign,
+    model: RaterModel,
+    seed: int,
+    *,
+    flat: bool,
+    version: str,
+    stimuli,
+    stimulus_digest,
+    scale: Scale,
+) -> Path:
     """The work of :func:`write_simulated_dataset`, into ``root`` (the temporary folder, or
     the table's temporary path with ``flat``)."""
     trials, participants = simulate_study(design, model, seed, stimuli=stimuli, scale=scale)
@@ -569,8 +605,7 @@ def _write_simulated(root: Path, design: StudyDesign, model: RaterModel, seed: i
     )
     seeds = dict(zip(participants["participant"], participants["session_seed"], strict=True))
     for label, session in trials.groupby("participant", sort=True):
-        bids.write_beh(root, label, session, {**provenance, "Seed": int(seeds[label])},
-                       scale=scale)  # fmt: skip
+        bids.write_beh(root, label, session, {**provenance, "Seed": int(seeds[label])}, scale=scale)
     return root
 
 
@@ -600,5 +635,6 @@ def design_for_set(manifest: pd.DataFrame, participants: int) -> StudyDesign:
         images_per_sketch=max(int(per_sketch.max()), 2),
         anchor_sketches=int(anchors["sketch_id"].nunique()),
         anchor_images=max(int(anchors.groupby("sketch_id").size().max()), 2)
-        if len(anchors) else paper.ANCHOR_IMAGES,
-    )  # fmt: skip
+        if len(anchors)
+        else paper.ANCHOR_IMAGES,
+    )

@@ -99,8 +99,10 @@ def main() -> None:
             crowd = folder / "crowd.csv"
             start = time.perf_counter()
             write_simulated_dataset(crowd, StudyDesign(participants=2000), seed=7, flat=True)
-            print(f"(crowd table simulated in {time.perf_counter() - start:.0f} s, "
-                  f"{crowd.stat().st_size / 2**20:.0f} MiB)")  # fmt: skip
+            print(
+                f"(crowd table simulated in {time.perf_counter() - start:.0f} s, "
+                f"{crowd.stat().st_size / 2**20:.0f} MiB)"
+            )
             crowd_result = measure(
                 [*cli, "analyze", str(crowd), "--out", str(folder / "out2"), "--no-figures"], 1
             )
@@ -112,8 +114,10 @@ def main() -> None:
                 )
             )
         print("\n".join(lines))
-        print(f"paper scale, median run / import floor: "
-              f"{paper_result['median'] / floor['median']:.1f}x")  # fmt: skip
+        print(
+            f"paper scale, median run / import floor: "
+            f"{paper_result['median'] / floor['median']:.1f}x"
+        )
 
 
 if __name__ == "__main__":

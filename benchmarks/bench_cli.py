@@ -48,17 +48,38 @@ def make_run(folder: Path) -> float:
         ("simulate", "--out", demo / "data", "--seed", "2011"),
         ("analyze", demo / "data", "--out", demo / "analysis"),
         ("stimuli", "generate", "--out", retrieval / "stimuli", "--seed", "2011"),
-        ("simulate", "--stimuli", retrieval / "stimuli", "--out", retrieval / "data", "--seed",
-         "2011"),
+        (
+            "simulate",
+            "--stimuli",
+            retrieval / "stimuli",
+            "--out",
+            retrieval / "data",
+            "--seed",
+            "2011",
+        ),
         ("analyze", retrieval / "data", "--out", retrieval / "analysis", "--no-figures"),
-        ("baseline", "--stimuli", retrieval / "stimuli", "--distance", "all", "--out",
-         retrieval / "runs"),
-    ]  # fmt: skip
+        (
+            "baseline",
+            "--stimuli",
+            retrieval / "stimuli",
+            "--distance",
+            "all",
+            "--out",
+            retrieval / "runs",
+        ),
+    ]
     total = sum(seconds(*map(str, step)) for step in steps)
     runs = sorted(str(p) for p in (retrieval / "runs").glob("*.run"))
-    total += seconds("evaluate", "--ground-truth", str(retrieval / "analysis" / "ground_truth.csv"),
-                     "--ratings", str(retrieval / "data"), "--out", str(retrieval / "evaluation"),
-                     *runs)  # fmt: skip
+    total += seconds(
+        "evaluate",
+        "--ground-truth",
+        str(retrieval / "analysis" / "ground_truth.csv"),
+        "--ratings",
+        str(retrieval / "data"),
+        "--out",
+        str(retrieval / "evaluation"),
+        *runs,
+    )
     return total
 
 
@@ -71,16 +92,38 @@ def main() -> None:
         folder = Path(folder)
         truth = write_benchmark(folder, sketches=31, images=101_240, judged=40)
         truth.to_csv(folder / "ground_truth.csv", index=False)
-        common = ("evaluate", "--ground-truth", str(folder / "ground_truth.csv"),
-                  str(folder / "run.txt"))  # fmt: skip
-        rows.append(("evaluate, 3.1M-line run, --no-figures",
-                     repeated(args.repeat, *common, "--out", str(folder / "ev1"),
-                              "--no-figures")))  # fmt: skip
-        rows.append(("evaluate, 3.1M-line run, with figures and report",
-                     repeated(args.repeat, *common, "--out", str(folder / "ev2"))))  # fmt: skip
-        rows.append(("stimuli generate (31 x 40 and the anchor block)",
-                     repeated(args.repeat, "stimuli", "generate", "--out",
-                              str(folder / "stimuli"), "--seed", "1")))  # fmt: skip
+        common = (
+            "evaluate",
+            "--ground-truth",
+            str(folder / "ground_truth.csv"),
+            str(folder / "run.txt"),
+        )
+        rows.append(
+            (
+                "evaluate, 3.1M-line run, --no-figures",
+                repeated(args.repeat, *common, "--out", str(folder / "ev1"), "--no-figures"),
+            )
+        )
+        rows.append(
+            (
+                "evaluate, 3.1M-line run, with figures and report",
+                repeated(args.repeat, *common, "--out", str(folder / "ev2")),
+            )
+        )
+        rows.append(
+            (
+                "stimuli generate (31 x 40 and the anchor block)",
+                repeated(
+                    args.repeat,
+                    "stimuli",
+                    "generate",
+                    "--out",
+                    str(folder / "stimuli"),
+                    "--seed",
+                    "1",
+                ),
+            )
+        )
         rows.append(("make run (its seven commands)", [make_run(folder)]))
     print("| command line | best s | median s | runs |")
     print("|---|---|---|---|")

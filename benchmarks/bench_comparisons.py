@@ -31,8 +31,9 @@ from scipy import stats
 from sbir_study.analysis.retrieval.comparison import _t_tests, _wilcoxon_tests
 
 
-def differences(sketches: int, systems: int, measures: int, levels: int | None,
-                seed: int) -> list[np.ndarray]:  # fmt: skip
+def differences(
+    sketches: int, systems: int, measures: int, levels: int | None, seed: int
+) -> list[np.ndarray]:
     """The per-sketch differences of every pair of the systems on each measure."""
     rng = np.random.default_rng(seed)
     rows = []
@@ -58,31 +59,41 @@ def per_pair(rows: list[np.ndarray]) -> list[tuple]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             t = stats.ttest_rel(d, np.zeros_like(d)) if np.ptp(d) > 0 else None
-        found.append(((float(w.statistic), float(w.pvalue)),
-                      None if t is None else (float(t.statistic), float(t.pvalue))))  # fmt: skip
+        found.append(
+            (
+                (float(w.statistic), float(w.pvalue)),
+                None if t is None else (float(t.statistic), float(t.pvalue)),
+            )
+        )
     return found
 
 
 def at_once(rows: list[np.ndarray]) -> list[tuple]:
     wilcoxon, t = _wilcoxon_tests(rows), _t_tests(rows)
-    return [None if not np.any(d != 0) else (w, tt if np.ptp(d) > 0 else None)
-            for d, w, tt in zip(rows, wilcoxon, t, strict=True)]  # fmt: skip
+    return [
+        None if not np.any(d != 0) else (w, tt if np.ptp(d) > 0 else None)
+        for d, w, tt in zip(rows, wilcoxon, t, strict=True)
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    designs = {"12 sketches, P@10 (ties and zeros)": differences(12, 6, 2, 10, 1),
-               "31 sketches, values to 3 decimals": differences(31, 12, 20, None, 2)}  # fmt: skip
+    designs = {
+        "12 sketches, P@10 (ties and zeros)": differences(12, 6, 2, 10, 1),
+        "31 sketches, values to 3 decimals": differences(31, 12, 20, None, 2),
+    }
     print("| design | pairs x measures | implementation | seconds (runs) | median | ratio |")
     print("|---|---|---|---|---|---|")
     for name, rows in designs.items():
         times = {"SciPy per pair": [], "compare_systems, all at once": []}
         results = {}
         for _ in range(args.repeat):  # alternated
-            for label, function in (("SciPy per pair", per_pair),
-                                    ("compare_systems, all at once", at_once)):  # fmt: skip
+            for label, function in (
+                ("SciPy per pair", per_pair),
+                ("compare_systems, all at once", at_once),
+            ):
                 started = time.perf_counter()
                 results[label] = function(rows)
                 times[label].append(time.perf_counter() - started)
@@ -90,9 +101,11 @@ def main() -> None:
         ours = float(np.median(times["compare_systems, all at once"]))
         for label, runs in times.items():
             median = float(np.median(runs))
-            print(f"| {name} | {len(rows):,} | {label} | "
-                  f"{', '.join(f'{r:.2f}' for r in runs)} | {median:.2f} | "
-                  f"{median / ours:.1f}x |")  # fmt: skip
+            print(
+                f"| {name} | {len(rows):,} | {label} | "
+                f"{', '.join(f'{r:.2f}' for r in runs)} | {median:.2f} | "
+                f"{median / ours:.1f}x |"
+            )
     print("\nEvery statistic and p-value equal to the bit.")
 
 

@@ -94,10 +94,18 @@ def with_ranx(folder: Path):
     from ranx import Qrels, Run, evaluate
 
     run = Run.from_file(str(folder / "run.txt"), kind="trec")
-    graded = evaluate(Qrels.from_file(str(folder / "graded.qrels"), kind="trec"), run,
-                      ["ndcg", "ndcg@10"], return_mean=False)  # fmt: skip
-    binary = evaluate(Qrels.from_file(str(folder / "binary.qrels"), kind="trec"), run,
-                      ["precision@10", "map", "r-precision"], return_mean=False)  # fmt: skip
+    graded = evaluate(
+        Qrels.from_file(str(folder / "graded.qrels"), kind="trec"),
+        run,
+        ["ndcg", "ndcg@10"],
+        return_mean=False,
+    )
+    binary = evaluate(
+        Qrels.from_file(str(folder / "binary.qrels"), kind="trec"),
+        run,
+        ["precision@10", "map", "r-precision"],
+        return_mean=False,
+    )
     return {**graded, **binary}
 
 
@@ -121,13 +129,18 @@ def command_line(folder: Path, truth_frame: pd.DataFrame, repeat: int) -> dict:
     from bench_analyze import run  # one child process: seconds and peak MiB
 
     truth_frame.to_csv(folder / "ground_truth.csv", index=False)
-    cli = [str(Path(sys.executable).with_name("sbir-study")), "evaluate", "--ground-truth",
-           str(folder / "ground_truth.csv"), str(folder / "run.txt")]  # fmt: skip
+    cli = [
+        str(Path(sys.executable).with_name("sbir-study")),
+        "evaluate",
+        "--ground-truth",
+        str(folder / "ground_truth.csv"),
+        str(folder / "run.txt"),
+    ]
     results = {}
-    for case, (name, extra) in enumerate((("tables (--no-figures)", ["--no-figures"]),
-                                          ("with figures", []))):  # fmt: skip
-        runs = [run([*cli, "--out", str(folder / f"cli{case}-{k}"), *extra])
-                for k in range(repeat)]  # fmt: skip
+    for case, (name, extra) in enumerate(
+        (("tables (--no-figures)", ["--no-figures"]), ("with figures", []))
+    ):
+        runs = [run([*cli, "--out", str(folder / f"cli{case}-{k}"), *extra]) for k in range(repeat)]
         seconds = sorted(s for s, _ in runs)
         results[name] = (seconds[0], float(np.median(seconds)), max(m for _, m in runs))
     return results
@@ -146,8 +159,10 @@ def main() -> None:
         start = time.perf_counter()
         truth_frame = write_benchmark(folder, args.sketches, args.images, args.judged)
         lines = args.sketches * args.images
-        print(f"wrote a run of {lines:,} lines ({(folder / 'run.txt').stat().st_size / 1e6:.0f} "
-              f"MB) in {time.perf_counter() - start:.1f} s")  # fmt: skip
+        print(
+            f"wrote a run of {lines:,} lines ({(folder / 'run.txt').stat().st_size / 1e6:.0f} "
+            f"MB) in {time.perf_counter() - start:.1f} s"
+        )
         truth = ground_truth_from_frame(truth_frame)
 
         ours_best, ours_median, values = best_of(lambda: ours(folder, truth), args.repeat)
@@ -156,32 +171,52 @@ def main() -> None:
         from_cli = command_line(folder, truth_frame, args.repeat)
 
         sketches = list(truth.sketches)
-        pairs = {"ndcg": "ndcg", "ndcg@10": "ndcg_cut_10", "p@10": "P_10", "ap": "map",
-                 "r_precision": "Rprec"}  # fmt: skip
+        pairs = {
+            "ndcg": "ndcg",
+            "ndcg@10": "ndcg_cut_10",
+            "p@10": "P_10",
+            "ap": "map",
+            "r_precision": "Rprec",
+        }
         trec_difference = max(
             float(np.max(np.abs(values[m] - np.array([trec[s][t] for s in sketches]))))
             for m, t in pairs.items()
         )
-        ranx_names = {"ndcg": "ndcg", "ndcg@10": "ndcg@10", "p@10": "precision@10", "ap": "map",
-                      "r_precision": "r-precision"}  # fmt: skip
-        ranx_difference = max(float(np.max(np.abs(values[m] - np.asarray(ranx[r]))))
-                              for m, r in ranx_names.items())  # fmt: skip
+        ranx_names = {
+            "ndcg": "ndcg",
+            "ndcg@10": "ndcg@10",
+            "p@10": "precision@10",
+            "ap": "map",
+            "r_precision": "r-precision",
+        }
+        ranx_difference = max(
+            float(np.max(np.abs(values[m] - np.asarray(ranx[r])))) for m, r in ranx_names.items()
+        )
 
         print()
-        print("| implementation (parse + score) | best s | median s | ratio to analysis "
-              "(median) | max abs difference |")  # fmt: skip
+        print(
+            "| implementation (parse + score) | best s | median s | ratio to analysis "
+            "(median) | max abs difference |"
+        )
         print("|---|---|---|---|---|")
-        print(f"| analysis: load_run + all measures | {ours_best:.2f} | {ours_median:.2f} | 1 "
-              "| - |")  # fmt: skip
-        print(f"| pytrec_eval: parse_run + evaluate (5 measures) | {trec_best:.2f} | "
-              f"{trec_median:.2f} | {trec_median / ours_median:.1f}x slower | "
-              f"{trec_difference:.1e} |")  # fmt: skip
-        print(f"| ranx: Run.from_file + evaluate (5 measures; 2 runs) | {ranx_best:.2f} | "
-              f"{ranx_median:.2f} | {ranx_median / ours_median:.1f}x slower | "
-              f"{ranx_difference:.1e} (ties ordered otherwise) |")  # fmt: skip
+        print(
+            f"| analysis: load_run + all measures | {ours_best:.2f} | {ours_median:.2f} | 1 | - |"
+        )
+        print(
+            f"| pytrec_eval: parse_run + evaluate (5 measures) | {trec_best:.2f} | "
+            f"{trec_median:.2f} | {trec_median / ours_median:.1f}x slower | "
+            f"{trec_difference:.1e} |"
+        )
+        print(
+            f"| ranx: Run.from_file + evaluate (5 measures; 2 runs) | {ranx_best:.2f} | "
+            f"{ranx_median:.2f} | {ranx_median / ours_median:.1f}x slower | "
+            f"{ranx_difference:.1e} (ties ordered otherwise) |"
+        )
         print()
-        print("| `sbir-study evaluate` from the command line (fresh process) | best s | "
-              "median s | peak MiB |")  # fmt: skip
+        print(
+            "| `sbir-study evaluate` from the command line (fresh process) | best s | "
+            "median s | peak MiB |"
+        )
         print("|---|---|---|---|")
         for name, (best, median, peak) in from_cli.items():
             print(f"| {name} | {best:.2f} | {median:.2f} | {peak:.0f} |")
@@ -189,8 +224,9 @@ def main() -> None:
     rng = np.random.default_rng(7)
     reference = rng.random((10_000, 500))
     x, y = reference[:31], reference[1000:1100]
-    _fast_best, fast_median, fast = best_of(lambda: mass_based(x, y, reference=reference),
-                                           args.repeat)  # fmt: skip
+    _fast_best, fast_median, fast = best_of(
+        lambda: mass_based(x, y, reference=reference), args.repeat
+    )
     pairs_direct = (4, 5)
     _direct_best, direct_median, direct = best_of(
         lambda: direct_mass_based(x[: pairs_direct[0]], y[: pairs_direct[1]], reference), 1
@@ -205,9 +241,11 @@ def main() -> None:
         "| sbir_study.analysis.mass_based (sorted columns, binary search; sorting included) | "
         f"{len(x) * len(y):,} | {fast_median:.2f} | {1000 * per_pair_fast:.3f} | 1 |"
     )
-    print(f"| direct count of the definition | {pairs_direct[0] * pairs_direct[1]} | "
-          f"{direct_median:.2f} | {1000 * per_pair_direct:.2f} | "
-          f"{per_pair_direct / per_pair_fast:.0f}x slower per pair |")  # fmt: skip
+    print(
+        f"| direct count of the definition | {pairs_direct[0] * pairs_direct[1]} | "
+        f"{direct_median:.2f} | {1000 * per_pair_direct:.2f} | "
+        f"{per_pair_direct / per_pair_fast:.0f}x slower per pair |"
+    )
     print(f"max abs difference on the pairs both computed: {difference:.1e}")
 
 

@@ -39,21 +39,47 @@ def main() -> None:
         folder = Path(folder)
         data = write_simulated_dataset(folder / "paper", StudyDesign(), seed=2011)
         rows = []
-        for name, extra in (("analyze, tables only (--no-figures)", ["--no-figures"]),
-                            ("analyze with figures and report", [])):  # fmt: skip
-            runs = [seconds([*cli, "analyze", str(data), "--out", str(folder / "out"), *extra,
-                             "--overwrite"]) for _ in range(args.repeat)]  # fmt: skip
+        for name, extra in (
+            ("analyze, tables only (--no-figures)", ["--no-figures"]),
+            ("analyze with figures and report", []),
+        ):
+            runs = [
+                seconds(
+                    [
+                        *cli,
+                        "analyze",
+                        str(data),
+                        "--out",
+                        str(folder / "out"),
+                        *extra,
+                        "--overwrite",
+                    ]
+                )
+                for _ in range(args.repeat)
+            ]
             rows.append((name, runs))
         for jobs in (1, 2):
-            run = seconds([*cli, "power", "--out", str(folder / f"power{jobs}"),
-                           "--replications", "100", "--jobs", str(jobs)])  # fmt: skip
+            run = seconds(
+                [
+                    *cli,
+                    "power",
+                    "--out",
+                    str(folder / f"power{jobs}"),
+                    "--replications",
+                    "100",
+                    "--jobs",
+                    str(jobs),
+                ]
+            )
             rows.append((f"power, 6 counts x 100 replications, --jobs {jobs}", [run]))
     print("| run | best s | median s | worst s | goal |")
     print("|---|---|---|---|---|")
     goals = {1: "< 15 s", 3: "< 120 s"}
     for index, (name, runs) in enumerate(rows):
-        print(f"| {name} | {min(runs):.2f} | {statistics.median(runs):.2f} | {max(runs):.2f} "
-              f"| {goals.get(index, '-')} |")  # fmt: skip
+        print(
+            f"| {name} | {min(runs):.2f} | {statistics.median(runs):.2f} | {max(runs):.2f} "
+            f"| {goals.get(index, '-')} |"
+        )
     tables, figures = statistics.median(rows[0][1]), statistics.median(rows[1][1])
     print(
         f"figures and report / tables only: {figures / tables:.1f}x; "

@@ -46,8 +46,11 @@ def one(kind: str) -> None:
         wall = time.perf_counter() - started
         user_end, system_end, faults_end = usage()
         digest = set_digest(made)[:8]
-    print(f"| {kind} | {wall:.2f} | {user_end - user:.2f} | {system_end - system:.2f} "
-          f"| {faults_end - faults:,} | {digest} |", flush=True)  # fmt: skip
+    print(
+        f"| {kind} | {wall:.2f} | {user_end - user:.2f} | {system_end - system:.2f} "
+        f"| {faults_end - faults:,} | {digest} |",
+        flush=True,
+    )
 
 
 def main() -> None:

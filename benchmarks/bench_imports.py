@@ -28,30 +28,50 @@ import time
 from pathlib import Path
 
 AFTER = {
-    "sbir-study --version": ["-c", "import sys; from sbir_study.cli import main; "
-                             "sys.exit(main())", "--version"],
-    "sbir-study analyze --help": ["-c", "import sys; from sbir_study.cli import main; "
-                                  "sys.exit(main())", "analyze", "--help"],
+    "sbir-study --version": [
+        "-c",
+        "import sys; from sbir_study.cli import main; sys.exit(main())",
+        "--version",
+    ],
+    "sbir-study analyze --help": [
+        "-c",
+        "import sys; from sbir_study.cli import main; sys.exit(main())",
+        "analyze",
+        "--help",
+    ],
     "import the recorder": ["-c", "import sbir_study.study.recorder"],
     "import load_ratings": ["-c", "from sbir_study.analysis import load_ratings"],
-}  # fmt: skip
+}
 #: The same work in the layout before one import name (study.cli, analysis, study).
 BEFORE = {
-    "sbir-study --version": ["-c", "import sys; from study.cli import main; sys.exit(main())",
-                             "--version"],
-    "sbir-study analyze --help": ["-c", "import sys; from study.cli import main; "
-                                  "sys.exit(main())", "analyze", "--help"],
+    "sbir-study --version": [
+        "-c",
+        "import sys; from study.cli import main; sys.exit(main())",
+        "--version",
+    ],
+    "sbir-study analyze --help": [
+        "-c",
+        "import sys; from study.cli import main; sys.exit(main())",
+        "analyze",
+        "--help",
+    ],
     "import the recorder": ["-c", "import study.recorder"],
     "import load_ratings": ["-c", "from analysis import load_ratings"],
-}  # fmt: skip
+}
 
 
 def run(arguments: list[str], tree: Path | None, *extra: str) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     if tree is not None:
         env["PYTHONPATH"] = str(tree)
-    return subprocess.run([sys.executable, *extra, *arguments], env=env, capture_output=True,
-                          text=True, check=True, cwd=tree or Path.cwd())  # fmt: skip
+    return subprocess.run(
+        [sys.executable, *extra, *arguments],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tree or Path.cwd(),
+    )
 
 
 def wall(arguments: list[str], tree: Path | None) -> float:
@@ -61,8 +81,22 @@ def wall(arguments: list[str], tree: Path | None) -> float:
 
 
 #: Imported by every interpreter start, or the project itself (which contains the rest).
-_SETUP = {"site", "encodings", "io", "zipimport", "_frozen_importlib_external", "sbir_study",
-          "study", "analysis", "stimuli", "codecs", "abc", "_io", "marshal", "posix"}
+_SETUP = {
+    "site",
+    "encodings",
+    "io",
+    "zipimport",
+    "_frozen_importlib_external",
+    "sbir_study",
+    "study",
+    "analysis",
+    "stimuli",
+    "codecs",
+    "abc",
+    "_io",
+    "marshal",
+    "posix",
+}
 
 
 def heaviest(arguments: list[str], tree: Path | None, top: int = 6) -> str:
@@ -83,8 +117,12 @@ def heaviest(arguments: list[str], tree: Path | None, top: int = 6) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", type=Path, default=None,
-                        help="a checkout of an earlier commit to time beside this one")  # fmt: skip
+    parser.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        help="a checkout of an earlier commit to time beside this one",
+    )
     parser.add_argument("--repeat", type=int, default=15)
     args = parser.parse_args()
     before = args.before.resolve() if args.before else None
@@ -100,8 +138,10 @@ def main() -> None:
         after = statistics.median(times["after"])
         if before is not None:
             earlier = statistics.median(times["before"])
-            print(f"| `{name}` | {earlier:.3f} | {after:.3f} | {min(times['after']):.3f} | "
-                  f"{after / earlier:.2f} |")  # fmt: skip
+            print(
+                f"| `{name}` | {earlier:.3f} | {after:.3f} | {min(times['after']):.3f} | "
+                f"{after / earlier:.2f} |"
+            )
             details.append((name, "before", heaviest(BEFORE[name], before)))
         else:
             print(f"| `{name}` | - | {after:.3f} | {min(times['after']):.3f} | - |")

@@ -98,10 +98,22 @@ def main() -> None:
     (folder / "app.py").write_text(SERVER)
     port = _free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "app:app", "--port", str(port), "--log-level",
-         "warning", "--no-access-log", "--backlog", "2048"],
-        cwd=folder, env={**os.environ, "PYTHONPATH": str(folder)},
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "app:app",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--no-access-log",
+            "--backlog",
+            "2048",
+        ],
+        cwd=folder,
+        env={**os.environ, "PYTHONPATH": str(folder)},
+    )
     try:
         for _ in range(100):
             try:
@@ -110,8 +122,10 @@ def main() -> None:
             except OSError:
                 time.sleep(0.05)
         url = f"http://127.0.0.1:{port}/api/sessions/1/trials/1"
-        print(f"{args.requests} PUTs per client process, one trivial uvicorn server; "
-              "client CPU per request (ms), each run")  # fmt: skip
+        print(
+            f"{args.requests} PUTs per client process, one trivial uvicorn server; "
+            "client CPU per request (ms), each run"
+        )
         print("| connections | httpx (ms CPU / request) | aiohttp (ms CPU / request) | ratio |")
         print("|---|---|---|---|")
         for connections in [int(c) for c in args.connections.split(",")]:
@@ -119,10 +133,19 @@ def main() -> None:
             for _ in range(args.runs):
                 for library in ("httpx", "aiohttp"):
                     done = subprocess.run(
-                        [sys.executable, "-c", CLIENT, library, url, str(args.requests),
-                         str(connections)],
-                        capture_output=True, text=True, check=False,
-                    )  # fmt: skip
+                        [
+                            sys.executable,
+                            "-c",
+                            CLIENT,
+                            library,
+                            url,
+                            str(args.requests),
+                            str(connections),
+                        ],
+                        capture_output=True,
+                        text=True,
+                        check=False,
+                    )
                     if done.returncode != 0:
                         sys.exit(f"{library} client, {connections} connections:\n{done.stderr}")
                     cpu = float(done.stdout.split()[0])

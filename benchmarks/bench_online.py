@@ -199,8 +199,12 @@ def by_phase(result, args, killed_at: float | None = None) -> dict:
     if killed_at is not None:
         kill = killed_at - result.started
     at = np.asarray(result.answered_at) - result.started
-    parts = {"arrivals": (0.0, args.ramp), "full load": (args.ramp, kill),
-             "kill and restart": (kill, kill + 15.0), "after": (kill + 15.0, np.inf)}  # fmt: skip
+    parts = {
+        "arrivals": (0.0, args.ramp),
+        "full load": (args.ramp, kill),
+        "kill and restart": (kill, kill + 15.0),
+        "after": (kill + 15.0, np.inf),
+    }
     figures = {}
     for name, (begin, end) in parts.items():
         chosen = (at >= begin) & (at < end)
@@ -283,8 +287,10 @@ def load_run(name, server, args, db_url=None, baseline_file=None) -> dict:
         "by_phase": by_phase(result, args, restart.get("killed_at")),
     }
     if db_url is not None:
-        stored = query(db_url, "SELECT s.participant, t.trial FROM trials t "
-                               "JOIN sessions s ON s.id = t.session_id")  # fmt: skip
+        stored = query(
+            db_url,
+            "SELECT s.participant, t.trial FROM trials t JOIN sessions s ON s.id = t.session_id",
+        )
         keys = [tuple(r) for r in stored]
     else:
         keys = []
@@ -318,10 +324,13 @@ def cold_starts(folder: Path, protocol: Path, stimuli: Path, times: int) -> dict
             starting.join()
             server.kill()
     figures = {
-        name: {"median_s": round(statistics.median(values), 3),
-               "min_s": round(min(values), 3), "max_s": round(max(values), 3)}
+        name: {
+            "median_s": round(statistics.median(values), 3),
+            "min_s": round(min(values), 3),
+            "max_s": round(max(values), 3),
+        }
         for name, values in took.items()
-    }  # fmt: skip
+    }
     figures["ratio_of_medians"] = round(
         figures["serve"]["median_s"] / figures["save_data"]["median_s"], 2
     )
@@ -356,8 +365,10 @@ def two_server_run(folder: Path, protocol: Path, stimuli: Path, args) -> dict:
             processes=args.clients,
         )
         killer.join()
-        rows = query(url, "SELECT s.participant, t.trial FROM trials t "
-                          "JOIN sessions s ON s.id = t.session_id")  # fmt: skip
+        rows = query(
+            url,
+            "SELECT s.participant, t.trial FROM trials t JOIN sessions s ON s.id = t.session_id",
+        )
     finally:
         for server in servers:
             server.stop()
@@ -402,8 +413,9 @@ def started_sessions(study, count: int, trials: int) -> list[tuple[int, str, lis
         state, _ = study.create_session(
             f"w{k}", token, details={}, environment={"refresh_hz": 60.0}, url_parameters={}
         )
-        bodies = [TrialIn(**report(state["trials"][n - 1], n)).model_dump()
-                  for n in range(1, trials + 1)]  # fmt: skip
+        bodies = [
+            TrialIn(**report(state["trials"][n - 1], n)).model_dump() for n in range(1, trials + 1)
+        ]
         work.append((state["session_id"], token, bodies))
     return work
 
@@ -556,9 +568,11 @@ def browser_run(folder: Path, stimuli: Path, trials: int) -> dict:
         server.stop()
     stored = {
         r.trial: r
-        for r in query(f"sqlite:///{folder / 'browser-data' / 'online.sqlite3'}",
-                       "SELECT trial, rt, presses, stim_duration, blank_duration FROM trials")
-    }  # fmt: skip
+        for r in query(
+            f"sqlite:///{folder / 'browser-data' / 'online.sqlite3'}",
+            "SELECT trial, rt, presses, stim_duration, blank_duration FROM trials",
+        )
+    }
     press_errors, rt_errors, slow = [], [], 0
     for window in windows[: len(stored)]:
         row = stored[window["trial"]]
@@ -636,9 +650,11 @@ def goals(results: dict) -> list[str]:
         checks = [
             ("trial server time p99 < 50 ms", p99(row, "server_time") < 50.0),
             ("nothing lost or stored twice", row["lost"] == 0 and row["stored_twice"] == 0),
-            (f"restart < 1 s ({row['killed']} killed)",
-             row["restart_s"] is not None and row["restart_s"] < 1.0),
-        ]  # fmt: skip
+            (
+                f"restart < 1 s ({row['killed']} killed)",
+                row["restart_s"] is not None and row["restart_s"] < 1.0,
+            ),
+        ]
         if round_trip is not None:
             checks.append(("trial round trip p99 < 250 ms", p99(row, "round_trip") < round_trip))
         for what, met in checks:
@@ -646,8 +662,10 @@ def goals(results: dict) -> list[str]:
     cold = results.get("cold_starts")
     if cold:
         met = cold["serve"]["median_s"] < 1.0
-        said.append(f"a whole serve started anew: first answer < 1 s (median of "
-                    f"{cold['serve']['median_s']} s): {'met' if met else 'NOT met'}")  # fmt: skip
+        said.append(
+            f"a whole serve started anew: first answer < 1 s (median of "
+            f"{cold['serve']['median_s']} s): {'met' if met else 'NOT met'}"
+        )
     return said
 
 

@@ -59,8 +59,11 @@ def main() -> None:
         for participants in (28, 300):
             design = StudyDesign(participants=participants)
             root = write_simulated_dataset(folder / f"d{participants}", design, seed=1)
-            runs = timed(lambda root=root: load_ratings(root), lambda root=root: plain_read(root),
-                         args.repeat)  # fmt: skip
+            runs = timed(
+                lambda root=root: load_ratings(root),
+                lambda root=root: plain_read(root),
+                args.repeat,
+            )
             rows.append((f"read BIDS, {participants} participants", *runs))
 
         ratings = load_ratings(folder / "d28")
@@ -72,29 +75,45 @@ def main() -> None:
         def straight() -> None:
             target = folder / f"b{next(counter)}"
             target.mkdir()
-            _analyze_into(target, ratings, AnalysisOptions(), figures=True, pilot=None,
-                          sketch_images=None)  # fmt: skip
+            _analyze_into(
+                target, ratings, AnalysisOptions(), figures=True, pilot=None, sketch_images=None
+            )
 
-        rows.append(("analyze, paper scale, figures and report",
-                     *timed(with_policy, straight, args.repeat)))  # fmt: skip
+        rows.append(
+            ("analyze, paper scale, figures and report", *timed(with_policy, straight, args.repeat))
+        )
         design = StudyDesign(participants=300)
 
         def simulate_policy() -> None:
             write_simulated_dataset(folder / f"s{next(counter)}", design, seed=3)
 
         def simulate_straight() -> None:
-            _write_simulated(folder / f"t{next(counter)}", design, RaterModel(), 3, flat=False,
-                             version="", stimuli=None, stimulus_digest=None)  # fmt: skip
+            _write_simulated(
+                folder / f"t{next(counter)}",
+                design,
+                RaterModel(),
+                3,
+                flat=False,
+                version="",
+                stimuli=None,
+                stimulus_digest=None,
+            )
 
-        rows.append(("simulate, 300 participants (BIDS)",
-                     *timed(simulate_policy, simulate_straight, args.repeat)))  # fmt: skip
+        rows.append(
+            (
+                "simulate, 300 participants (BIDS)",
+                *timed(simulate_policy, simulate_straight, args.repeat),
+            )
+        )
 
     print("| task | sbir-study best / median s | plain best / median s | ratio of bests |")
     print("|---|---|---|---|")
     for name, ours, plain in rows:
-        print(f"| {name} | {min(ours):.3f} / {statistics.median(ours):.3f} | "
-              f"{min(plain):.3f} / {statistics.median(plain):.3f} | "
-              f"{min(ours) / min(plain):.2f}x |")  # fmt: skip
+        print(
+            f"| {name} | {min(ours):.3f} / {statistics.median(ours):.3f} | "
+            f"{min(plain):.3f} / {statistics.median(plain):.3f} | "
+            f"{min(ours) / min(plain):.2f}x |"
+        )
 
 
 if __name__ == "__main__":

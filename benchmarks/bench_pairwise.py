@@ -73,10 +73,14 @@ def main() -> None:
     print("| implementation | seconds | ratio to pairwise_kendall_tau | max abs difference |")
     print("|---|---|---|---|")
     print(f"| sbir_study.analysis.pairwise_kendall_tau (tau and p) | {ours_s:.4f} | 1 | - |")
-    print(f"| loop of scipy.stats.kendalltau (tau and p) | {loop_s:.2f} | "
-          f"{loop_s / ours_s:.0f}x slower | tau {tau_error:.1e}, p {p_error:.1e} |")  # fmt: skip
-    print(f"| pandas DataFrame.corr(method='kendall') (tau only) | {pandas_s:.2f} | "
-          f"{pandas_s / ours_s:.0f}x slower | tau {pandas_error:.1e} |")  # fmt: skip
+    print(
+        f"| loop of scipy.stats.kendalltau (tau and p) | {loop_s:.2f} | "
+        f"{loop_s / ours_s:.0f}x slower | tau {tau_error:.1e}, p {p_error:.1e} |"
+    )
+    print(
+        f"| pandas DataFrame.corr(method='kendall') (tau only) | {pandas_s:.2f} | "
+        f"{pandas_s / ours_s:.0f}x slower | tau {pandas_error:.1e} |"
+    )
 
 
 if __name__ == "__main__":

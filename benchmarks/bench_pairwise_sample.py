@@ -41,8 +41,10 @@ def main() -> None:
     start = time.process_time()
     every = {p.sketch_id: (described(p), p.pvalue.size) for p in inter_user_tau_pairs(ratings)}
     every_cpu = time.process_time() - start
-    print("| draw | CPU s (all sketches) | pairs a sketch | largest quantile difference "
-          "| largest share-significant difference |")  # fmt: skip
+    print(
+        "| draw | CPU s (all sketches) | pairs a sketch | largest quantile difference "
+        "| largest share-significant difference |"
+    )
     print("|---|---|---|---|---|")
     n_every = next(iter(every.values()))[1]
     print(f"| every pair | {every_cpu:.1f} | {n_every:,} | 0 | 0 |")

@@ -49,8 +49,9 @@ def size_mib(path: Path) -> float:
     return sum(p.stat().st_size for p in files) / 2**20
 
 
-def line(name: str, seconds: float, peak: float | str = "-", note: str = "",
-         cpu: float | None = None) -> None:  # fmt: skip
+def line(
+    name: str, seconds: float, peak: float | str = "-", note: str = "", cpu: float | None = None
+) -> None:
     peak = f"{peak:.0f}" if isinstance(peak, float) else peak
     cpu_text = "-" if cpu is None else f"{cpu:.1f}"
     print(f"| {name} | {seconds:.1f} | {cpu_text} | {peak} | {note} |", flush=True)
@@ -87,28 +88,44 @@ def pairwise_comparison(table: Path, sketches: int = 1, sample: int = 2000) -> N
     matrix = ratings.pivot(index="participant", columns="image_id", values="rating")
     matrix = matrix.reindex(pairs.participants).to_numpy(dtype=float)
     rng = np.random.default_rng(0)
-    chosen = rng.choice(pairs.participant_a.size, size=min(sample, pairs.participant_a.size),
-                        replace=False)  # fmt: skip
+    chosen = rng.choice(
+        pairs.participant_a.size, size=min(sample, pairs.participant_a.size), replace=False
+    )
     start = time.perf_counter()
     worst = 0.0
     for k in chosen:
         a, b = matrix[pairs.participant_a[k]], matrix[pairs.participant_b[k]]
         both = ~np.isnan(a) & ~np.isnan(b)
-        result = scipy.stats.kendalltau(a[both], b[both], method="asymptotic",
-                                        alternative="greater")  # fmt: skip
-        worst = max(worst, abs(result.pvalue - pairs.pvalue[k]),
-                    abs(result.statistic - pairs.statistic[k]))  # fmt: skip
+        result = scipy.stats.kendalltau(
+            a[both], b[both], method="asymptotic", alternative="greater"
+        )
+        worst = max(
+            worst, abs(result.pvalue - pairs.pvalue[k]), abs(result.statistic - pairs.statistic[k])
+        )
     loop = (time.perf_counter() - start) * pairs.participant_a.size / chosen.size
     n = pairs.participant_a.size
-    line(f"inter-user tau_b of one sketch, {len(pairs.participants)} raters ({n:,} pairs): ours",
-         ours, "-", "1")  # fmt: skip
-    line("the same, loop of scipy.stats.kendalltau (timed on 2,000 pairs, scaled)", loop, "-",
-         f"{loop / ours:.0f}x slower; largest difference in tau or p {worst:.1e}")  # fmt: skip
-    frame = pd.DataFrame({"sketch_id": pairs.sketch_id,
-                          "participant_a": pairs.participants[pairs.participant_a],
-                          "participant_b": pairs.participants[pairs.participant_b],
-                          "tau_b": pairs.statistic, "p_value": pairs.pvalue,
-                          "n_items": pairs.n_items})  # fmt: skip
+    line(
+        f"inter-user tau_b of one sketch, {len(pairs.participants)} raters ({n:,} pairs): ours",
+        ours,
+        "-",
+        "1",
+    )
+    line(
+        "the same, loop of scipy.stats.kendalltau (timed on 2,000 pairs, scaled)",
+        loop,
+        "-",
+        f"{loop / ours:.0f}x slower; largest difference in tau or p {worst:.1e}",
+    )
+    frame = pd.DataFrame(
+        {
+            "sketch_id": pairs.sketch_id,
+            "participant_a": pairs.participants[pairs.participant_a],
+            "participant_b": pairs.participants[pairs.participant_b],
+            "tau_b": pairs.statistic,
+            "p_value": pairs.pvalue,
+            "n_items": pairs.n_items,
+        }
+    )
     with tempfile.TemporaryDirectory() as folder:
         from sbir_study.analysis.pipeline import _PairwiseWriter
 
@@ -120,11 +137,19 @@ def pairwise_comparison(table: Path, sketches: int = 1, sample: int = 2000) -> N
         start = time.perf_counter()
         frame.to_csv(Path(folder) / "pairs.csv", index=False)
         csv = time.perf_counter() - start
-        line("writing it: Parquet (pairwise_tau.parquet)", parquet, "-",
-             f"1; {size_mib(Path(folder) / 'pairs.parquet'):.1f} MiB")  # fmt: skip
+        line(
+            "writing it: Parquet (pairwise_tau.parquet)",
+            parquet,
+            "-",
+            f"1; {size_mib(Path(folder) / 'pairs.parquet'):.1f} MiB",
+        )
         csv_mib = size_mib(Path(folder) / "pairs.csv")
-        line("writing it: DataFrame.to_csv (the former pairwise_tau.csv)", csv, "-",
-             f"{csv / parquet:.1f}x slower; {csv_mib:.1f} MiB")  # fmt: skip
+        line(
+            "writing it: DataFrame.to_csv (the former pairwise_tau.csv)",
+            csv,
+            "-",
+            f"{csv / parquet:.1f}x slower; {csv_mib:.1f} MiB",
+        )
 
 
 def cached_study(cache: Path, participants: int, *, flat: bool) -> Path:
@@ -132,8 +157,19 @@ def cached_study(cache: Path, participants: int, *, flat: bool) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     study = cache / (f"flat{participants}.csv" if flat else f"bids{participants}")
     if not study.exists():
-        run([*CLI, "simulate", *(["--flat"] if flat else []), "--out", str(study),
-             "--participants", str(participants), "--seed", "1"])  # fmt: skip
+        run(
+            [
+                *CLI,
+                "simulate",
+                *(["--flat"] if flat else []),
+                "--out",
+                str(study),
+                "--participants",
+                str(participants),
+                "--seed",
+                "1",
+            ]
+        )
     return study
 
 
@@ -145,40 +181,60 @@ def ratio_rows(name: str, study: Path, runs: int, goal: float) -> None:
     with tempfile.TemporaryDirectory() as folder:
         for k in range(runs):
             theirs.append(run_split(bare))
-            ours.append(run_split([*CLI, "analyze", str(study), "--out", f"{folder}/{k}",
-                                   "--no-figures"]))  # fmt: skip
+            ours.append(
+                run_split([*CLI, "analyze", str(study), "--out", f"{folder}/{k}", "--no-figures"])
+            )
     ratios = [a[0] / b[0] for a, b in zip(ours, theirs, strict=True)]
     ratio = statistics.median(r[0] for r in ours) / statistics.median(r[0] for r in theirs)
     for label, result in (("analyze --no-figures", ours), ("bare read + consensus", theirs)):
         wall = sorted(r[0] for r in result)
-        print(f"| {name}: {label} | {wall[0]:.1f}-{wall[-1]:.1f} "
-              f"({statistics.median(wall):.1f}) | "
-              f"{statistics.median(r[2] for r in result):.1f} | "
-              f"{statistics.median(r[3] for r in result):.1f} | "
-              f"{min(r[1] for r in result):,.0f}-{max(r[1] for r in result):,.0f} |",
-              flush=True)  # fmt: skip
+        print(
+            f"| {name}: {label} | {wall[0]:.1f}-{wall[-1]:.1f} "
+            f"({statistics.median(wall):.1f}) | "
+            f"{statistics.median(r[2] for r in result):.1f} | "
+            f"{statistics.median(r[3] for r in result):.1f} | "
+            f"{min(r[1] for r in result):,.0f}-{max(r[1] for r in result):,.0f} |",
+            flush=True,
+        )
     verdict = "met" if ratio <= goal else "not met"
-    print(f"| {name}: **ratio** | {ratio:.2f}x (runs {min(ratios):.2f}-{max(ratios):.2f}x) | "
-          f"| | goal <= {goal:g}x: {verdict} |", flush=True)  # fmt: skip
+    print(
+        f"| {name}: **ratio** | {ratio:.2f}x (runs {min(ratios):.2f}-{max(ratios):.2f}x) | "
+        f"| | goal <= {goal:g}x: {verdict} |",
+        flush=True,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--raters", dest="participants", type=int, default=2000,
-                        help="participants of the simulated BIDS study")  # fmt: skip
-    parser.add_argument("--large", type=int, default=10000,
-                        help="participants of the simulated flat table (0: none)")  # fmt: skip
+    parser.add_argument(
+        "--raters",
+        dest="participants",
+        type=int,
+        default=2000,
+        help="participants of the simulated BIDS study",
+    )
+    parser.add_argument(
+        "--large",
+        type=int,
+        default=10000,
+        help="participants of the simulated flat table (0: none)",
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/sbir-bench-scale"))
-    parser.add_argument("--extras", action="store_true",
-                        help="also the earlier sections' comparisons")  # fmt: skip
+    parser.add_argument(
+        "--extras", action="store_true", help="also the earlier sections' comparisons"
+    )
     parser.add_argument("--switch", default="600,700,800,900")
     args = parser.parse_args()
 
-    print(f"(load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}; "
-          f"{args.runs} runs each, alternating)\n")  # fmt: skip
-    print("| study: run | wall s, range (median) | user CPU s (median) | system CPU s (median) "
-          "| peak MiB |\n|---|---|---|---|---|")  # fmt: skip
+    print(
+        f"(load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}; "
+        f"{args.runs} runs each, alternating)\n"
+    )
+    print(
+        "| study: run | wall s, range (median) | user CPU s (median) | system CPU s (median) "
+        "| peak MiB |\n|---|---|---|---|---|"
+    )
     bids = cached_study(args.cache, args.participants, flat=False)
     ratio_rows(f"{args.participants:,} raters, BIDS", bids, args.runs, goal=2.0)
     if args.large:
@@ -196,20 +252,41 @@ def extras(args, bids: Path) -> None:
         folder = Path(folder)
         for participants in [int(r) for r in args.switch.split(",") if r]:
             table = folder / f"r{participants}.csv"
-            run([*CLI, "simulate", "--flat", "--out", str(table), "--participants",
-                 str(participants), "--seed", "1"])  # fmt: skip
+            run(
+                [
+                    *CLI,
+                    "simulate",
+                    "--flat",
+                    "--out",
+                    str(table),
+                    "--participants",
+                    str(participants),
+                    "--seed",
+                    "1",
+                ]
+            )
             out = folder / f"a{participants}"
             seconds, peak, cpu = run(
                 [*CLI, "analyze", str(table), "--out", str(out), "--no-figures"]
             )
             written = "written" if (out / "pairwise_tau.parquet").exists() else "summary only"
             note = f"output {size_mib(out):.0f} MiB; pairwise_tau.parquet: {written}"
-            line(f"analyze --no-figures, {participants} participants (flat)", seconds, peak, note,
-                 cpu=cpu)  # fmt: skip
+            line(
+                f"analyze --no-figures, {participants} participants (flat)",
+                seconds,
+                peak,
+                note,
+                cpu=cpu,
+            )
 
         seconds, peak, cpu = run([*CLI, "analyze", str(bids), "--out", str(folder / "f")])
-        line(f"analyze with figures, {args.participants} participants, BIDS", seconds, peak,
-             "goal < 30 s", cpu=cpu)  # fmt: skip
+        line(
+            f"analyze with figures, {args.participants} participants, BIDS",
+            seconds,
+            peak,
+            "goal < 30 s",
+            cpu=cpu,
+        )
 
         from sbir_study.analysis import load_ratings
 
@@ -218,12 +295,27 @@ def extras(args, bids: Path) -> None:
         ours = time.perf_counter() - start
         theirs = read_bids_with_pandas(bids)
         line(f"reading {args.participants} session files: load_ratings (checked)", ours, "-", "1")
-        line("the same with pandas.read_csv per file (unchecked)", theirs, "-",
-             f"{theirs / ours:.2f}x the time of load_ratings")  # fmt: skip
+        line(
+            "the same with pandas.read_csv per file (unchecked)",
+            theirs,
+            "-",
+            f"{theirs / ours:.2f}x the time of load_ratings",
+        )
 
         flat = folder / "flat.csv"
-        run([*CLI, "simulate", "--flat", "--out", str(flat), "--participants",
-             str(args.participants), "--seed", "1"])  # fmt: skip
+        run(
+            [
+                *CLI,
+                "simulate",
+                "--flat",
+                "--out",
+                str(flat),
+                "--participants",
+                str(args.participants),
+                "--seed",
+                "1",
+            ]
+        )
         pairwise_comparison(flat)
 
 

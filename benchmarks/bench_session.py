@@ -77,9 +77,11 @@ class MachineLoad:
         self._stop.set()
         self._thread.join()
         stolen = (self._stolen() - self._steal) / 100  # USER_HZ
-        return {"load average during (mean)": float(np.mean(self.samples or [np.nan])),
-                "load average during (max)": float(np.max(self.samples or [np.nan])),
-                "CPU time stolen by the host (s)": stolen}  # fmt: skip
+        return {
+            "load average during (mean)": float(np.mean(self.samples or [np.nan])),
+            "load average during (max)": float(np.max(self.samples or [np.nan])),
+            "CPU time stolen by the host (s)": stolen,
+        }
 
 
 def busy(count: int) -> list[subprocess.Popen]:
@@ -96,8 +98,9 @@ def presses_for(rng: np.random.Generator, window: float) -> list[tuple[float, st
     return list(zip(times.tolist(), keys, strict=True))
 
 
-def session_run(folder: Path, stimuli: Path, load: int, seed: int,
-                x_nice: int = 0) -> tuple[pd.DataFrame, ...]:  # fmt: skip
+def session_run(
+    folder: Path, stimuli: Path, load: int, seed: int, x_nice: int = 0
+) -> tuple[pd.DataFrame, ...]:
     """One session; returns the recorded trials and the injected presses."""
     protocol = load_protocol(PROTOCOL)
     timing = protocol.timing
@@ -107,12 +110,24 @@ def session_run(folder: Path, stimuli: Path, load: int, seed: int,
     injected = []
     try:
         with xvfb(nice=x_nice) as display:
-            session = start_session(display, PROTOCOL, stimuli, data, "--seed", str(seed),
-                                    "--age", "n/a", "--sex", "n/a")  # fmt: skip
+            session = start_session(
+                display,
+                PROTOCOL,
+                stimuli,
+                data,
+                "--seed",
+                str(seed),
+                "--age",
+                "n/a",
+                "--sex",
+                "n/a",
+            )
             session.wait_line("the session begins when the participant presses space")
             sidecar = beh_file(data, protocol.task).with_suffix(".json")
-            order = pd.DataFrame(json.loads(sidecar.read_text())["TrialOrder"],
-                                 columns=["trial", "phase", "sketch_id", "image_id"])  # fmt: skip
+            order = pd.DataFrame(
+                json.loads(sidecar.read_text())["TrialOrder"],
+                columns=["trial", "phase", "sketch_id", "image_id"],
+            )
             keys = Keyboard(display)
             time.sleep(1.0)
             # Time zero: the space bar that ends the instructions; each onset is planned
@@ -163,8 +178,14 @@ def press_errors(trials: pd.DataFrame, presses: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["trial", "rating", "logged_right", "error"])
 
 
-def summary(name: str, trials: pd.DataFrame, errors: pd.DataFrame, stimulus_s: float,
-            blank_s: float, anchor_demo_s: float) -> dict:  # fmt: skip
+def summary(
+    name: str,
+    trials: pd.DataFrame,
+    errors: pd.DataFrame,
+    stimulus_s: float,
+    blank_s: float,
+    anchor_demo_s: float,
+) -> dict:
     onset_error = (trials["onset"] - trials["onset_planned"]).to_numpy() * 1000
     shown = np.where(trials["phase"] == "anchor_demo", anchor_demo_s, stimulus_s)
     stim_error = (trials["stim_duration"].to_numpy() - shown) * 1000
@@ -205,26 +226,48 @@ def write_costs(folder: Path, writes: int) -> dict[str, np.ndarray]:
     logging.console.setLevel(logging.ERROR)  # saveAsWideText warns at every overwrite
 
     order = [(k, "main", "s1", f"i{k}") for k in range(1, writes + 1)]
-    recorder = SessionRecorder.open(folder / "bids", "01", task="bench",
-                                    session={"Protocol": {}, "StimulusSetDigest": "", "Seed": 0},
-                                    trial_order=order)  # fmt: skip
+    recorder = SessionRecorder.open(
+        folder / "bids",
+        "01",
+        task="bench",
+        session={"Protocol": {}, "StimulusSetDigest": "", "Seed": 0},
+        trial_order=order,
+    )
     ours = []
     for k in range(1, writes + 1):
-        row = {"participant": "01", "trial": k, "phase": "main", "sketch_id": "s1",
-               "image_id": f"i{k}", "rating": k % 7 + 1, "rt": 0.8, "onset": 3.0 * k,
-               "onset_monotonic": 100.0 + 3 * k, "stim_duration": 2.0, "blank_duration": 1.0,
-               "n_presses": 1, "presses": "3@0.8", "paused_before": 0.0}  # fmt: skip
+        row = {
+            "participant": "01",
+            "trial": k,
+            "phase": "main",
+            "sketch_id": "s1",
+            "image_id": f"i{k}",
+            "rating": k % 7 + 1,
+            "rt": 0.8,
+            "onset": 3.0 * k,
+            "onset_monotonic": 100.0 + 3 * k,
+            "stim_duration": 2.0,
+            "blank_duration": 1.0,
+            "n_presses": 1,
+            "presses": "3@0.8",
+            "paused_before": 0.0,
+        }
         start = time.perf_counter()
         recorder.append(row)
         ours.append(time.perf_counter() - start)
     recorder.finish("complete")
-    handler = psychopy_data.ExperimentHandler(name="bench", dataFileName=str(folder / "psychopy"),
-                                              savePickle=False, saveWideText=False)  # fmt: skip
+    handler = psychopy_data.ExperimentHandler(
+        name="bench", dataFileName=str(folder / "psychopy"), savePickle=False, saveWideText=False
+    )
     theirs = []
     for k in range(1, writes + 1):
         start = time.perf_counter()
-        for name, value in (("trial", k), ("sketch_id", "s1"), ("image_id", f"i{k}"),
-                            ("rating", k % 7 + 1), ("rt", 0.8)):  # fmt: skip
+        for name, value in (
+            ("trial", k),
+            ("sketch_id", "s1"),
+            ("image_id", f"i{k}"),
+            ("rating", k % 7 + 1),
+            ("rt", 0.8),
+        ):
             handler.addData(name, value)
         handler.nextEntry()
         handler.saveAsWideText(
@@ -245,10 +288,11 @@ def main() -> None:
     parser.add_argument("--anchor-sketches", type=int, default=3)
     parser.add_argument("--load", type=int, default=2, help="busy processes in the loaded run")
     parser.add_argument(
-        "--runs", default="quiet,loaded",
+        "--runs",
+        default="quiet,loaded",
         help="runs in order: quiet, loaded, loaded-xrt (loaded, the X server at real-time "
         "priority)",
-    )  # fmt: skip
+    )
     parser.add_argument("--writes", type=int, default=1240)
     parser.add_argument("--seed", type=int, default=2011)
     parser.add_argument("--out", type=Path, default=None)
@@ -261,8 +305,11 @@ def main() -> None:
     (ROOT / "build").mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-session-", dir=ROOT / "build") as folder:
         folder = Path(folder)
-        design = SetDesign(sketches=args.sketches, images_per_sketch=args.images,
-                           anchor_sketches=args.anchor_sketches)  # fmt: skip
+        design = SetDesign(
+            sketches=args.sketches,
+            images_per_sketch=args.images,
+            anchor_sketches=args.anchor_sketches,
+        )
         stimuli = generate_set(folder / "set", design, seed=args.seed)
         for name in args.runs.split(","):
             load = args.load if name.startswith("loaded") else 0
@@ -278,9 +325,11 @@ def main() -> None:
                 args.out.mkdir(parents=True, exist_ok=True)
                 trials.to_csv(args.out / f"{name}_trials.csv", index=False)
                 errors.assign(t_injected=presses["t_injected"].to_numpy()).to_csv(
-                    args.out / f"{name}_presses.csv", index=False)  # fmt: skip
-            result = summary(name, trials, errors, timing.stimulus_s, timing.blank_s,
-                             timing.anchor_demo_s)  # fmt: skip
+                    args.out / f"{name}_presses.csv", index=False
+                )
+            result = summary(
+                name, trials, errors, timing.stimulus_s, timing.blank_s, timing.anchor_demo_s
+            )
             result["started"] = started
             result["load average before"] = " ".join(before)
             result.update(during)

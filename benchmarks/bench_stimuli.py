@@ -46,11 +46,14 @@ def main() -> None:
         rows.append(("generate, paper design (1,261 pairs)", runs))
         the_set = folder / "set0"
         for name, command, cwd in (
-            ("sha256sum -c SHA256SUMS (coreutils)", ["sha256sum", "-c", "--quiet", "SHA256SUMS"],
-             the_set),
+            (
+                "sha256sum -c SHA256SUMS (coreutils)",
+                ["sha256sum", "-c", "--quiet", "SHA256SUMS"],
+                the_set,
+            ),
             ("validate --no-open", [*cli, "validate", "--no-open", str(the_set)], None),
             ("validate (opens every image)", [*cli, "validate", str(the_set)], None),
-        ):  # fmt: skip
+        ):
             rows.append((name, [seconds(command, cwd) for _ in range(args.repeat)]))
     print("| run | best s | median s | worst s |")
     print("|---|---|---|---|")

@@ -48,15 +48,17 @@ try:
 except KeyboardInterrupt:
     # Ctrl-C while the command line loads, before main() handles interrupts: nothing has
     # been written, and the user gets the one line, not a traceback through the imports.
-    print("sbir-study: interrupted (SIGINT) while starting; nothing was written",
-          file=sys.stderr)  # fmt: skip
+    print("sbir-study: interrupted (SIGINT) while starting; nothing was written", file=sys.stderr)
     raise SystemExit(130) from None
 
 __all__ = ["FAMILIES", "build_parser", "main"]
 
 #: Signals that end a command cleanly (its temporary output removed), with their exit status.
-_ENDING = {getattr(signal, name): status for name, status in (("SIGTERM", 143), ("SIGHUP", 129))
-           if hasattr(signal, name)}  # fmt: skip
+_ENDING = {
+    getattr(signal, name): status
+    for name, status in (("SIGTERM", 143), ("SIGHUP", 129))
+    if hasattr(signal, name)
+}
 
 
 class Interrupted(BaseException):
@@ -68,8 +70,17 @@ class Interrupted(BaseException):
 
 
 #: The command families, in the order ``--help`` lists them (each a module of this package).
-FAMILIES = ("analyze", "simulate", "power", "stimuli", "evaluate", "run", "serve", "protocol",
-            "importing")  # fmt: skip
+FAMILIES = (
+    "analyze",
+    "simulate",
+    "power",
+    "stimuli",
+    "evaluate",
+    "run",
+    "serve",
+    "protocol",
+    "importing",
+)
 
 
 def build_parser(command: str | None = None):
@@ -167,8 +178,9 @@ def _interrupt_behind(problem: BaseException) -> BaseException | None:
     """The interrupt among the causes and contexts of ``problem``, if one is."""
     from sbir_study.foundation.checks import causes
 
-    return next((c for c in causes(problem) if isinstance(c, (KeyboardInterrupt, Interrupted))),
-                None)  # fmt: skip
+    return next(
+        (c for c in causes(problem) if isinstance(c, (KeyboardInterrupt, Interrupted))), None
+    )
 
 
 def _restore_environment(saved: dict[str, str]) -> None:

@@ -190,17 +190,26 @@ def analyze(args: argparse.Namespace) -> int:
     if args.exclude:
         from sbir_study.analysis.exclusion import decide_exclusions
 
-        exclusions = decide_exclusions(ratings, args.exclude, alternative=args.alternative,
-                                       catch=catch)  # fmt: skip
+        exclusions = decide_exclusions(
+            ratings, args.exclude, alternative=args.alternative, catch=catch
+        )
     pilot = load_ratings(args.pilot, extra_columns=False) if args.pilot is not None else None
     sketch_images = None
     if args.stimuli is not None:
         from sbir_study.stimuli import load_set
 
         sketch_images = load_set(args.stimuli).sketch_paths()
-    summary = analyze_ratings(ratings, args.out, options, figures=not args.no_figures,
-                              figure_formats=args.figure_formats, pilot=pilot,
-                              sketch_images=sketch_images, overwrite=args.overwrite,
-                              exclusions=exclusions, catch=catch)  # fmt: skip
+    summary = analyze_ratings(
+        ratings,
+        args.out,
+        options,
+        figures=not args.no_figures,
+        figure_formats=args.figure_formats,
+        pilot=pilot,
+        sketch_images=sketch_images,
+        overwrite=args.overwrite,
+        exclusions=exclusions,
+        catch=catch,
+    )
     print(format_summary(summary, args.out))
     return 0

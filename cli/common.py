@@ -127,10 +127,15 @@ def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace):
 #: The optional installs, the packages each brings that a command imports, and what for.
 EXTRAS = {
     "lab": (("psychopy", "PsychoPy"),),
-    "online": (("fastapi", "FastAPI"), ("uvicorn", "uvicorn"), ("sqlalchemy", "SQLAlchemy"),
-               ("alembic", "Alembic"), ("gunicorn", "gunicorn"),
-               ("uvicorn_worker", "uvicorn-worker")),
-}  # fmt: skip
+    "online": (
+        ("fastapi", "FastAPI"),
+        ("uvicorn", "uvicorn"),
+        ("sqlalchemy", "SQLAlchemy"),
+        ("alembic", "Alembic"),
+        ("gunicorn", "gunicorn"),
+        ("uvicorn_worker", "uvicorn-worker"),
+    ),
+}
 
 
 def require_extra(extra: str, command: str) -> None:

@@ -64,9 +64,13 @@ def _register_evaluate(commands) -> None:
         "--out.",
     )
     parser.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="retrieval run files")
-    parser.add_argument("--ground-truth", type=Path, required=True,
-                        help="ground_truth.csv as sbir-study analyze writes it, or TREC qrels "
-                        "(sketch_id 0 image_id grade, graded or binary)")  # fmt: skip
+    parser.add_argument(
+        "--ground-truth",
+        type=Path,
+        required=True,
+        help="ground_truth.csv as sbir-study analyze writes it, or TREC qrels "
+        "(sketch_id 0 image_id grade, graded or binary)",
+    )
     parser.add_argument("--out", type=Path, required=True, help="folder for the results")
     parser.add_argument(
         "--ratings",
@@ -121,8 +125,12 @@ def _register_evaluate(commands) -> None:
     )
     add_alternative(parser)
     add_alpha(parser, "significance level of the comparisons")
-    parser.add_argument("--bootstrap", type=at_least(100), default=10_000,
-                        help="bootstrap resamples of the intervals (default: 10000)")  # fmt: skip
+    parser.add_argument(
+        "--bootstrap",
+        type=at_least(100),
+        default=10_000,
+        help="bootstrap resamples of the intervals (default: 10000)",
+    )
     parser.add_argument(
         "--permutations",
         type=at_least(100),
@@ -232,13 +240,23 @@ def evaluate(args: argparse.Namespace) -> int:
     check_target(args.out, "evaluate", overwrite=args.overwrite, inputs=inputs)
     with step(f"scoring {len(args.runs)} run(s)"):
         evaluation = evaluate_files(
-            args.ground_truth, args.runs, options, names=args.name, ratings=args.ratings,
-            lower_is_better=args.lower_is_better, score_precision=args.score_precision,
+            args.ground_truth,
+            args.runs,
+            options,
+            names=args.name,
+            ratings=args.ratings,
+            lower_is_better=args.lower_is_better,
+            score_precision=args.score_precision,
             scale=scale,
-        )  # fmt: skip
+        )
     with step("writing tables, figures and report"):
-        write_evaluation(evaluation, args.out, figures=not args.no_figures,
-                         figure_formats=args.figure_formats, overwrite=args.overwrite)  # fmt: skip
+        write_evaluation(
+            evaluation,
+            args.out,
+            figures=not args.no_figures,
+            figure_formats=args.figure_formats,
+            overwrite=args.overwrite,
+        )
     print(format_evaluation(evaluation, args.out))
     return 0
 
@@ -273,13 +291,19 @@ def baseline(args: argparse.Namespace) -> int:
 
     distances = parse_distances(args.distance)
     single = len(distances) == 1 and not args.out.is_dir()
-    check_target(args.out, "baseline", folder=not single, overwrite=args.overwrite,
-                 inputs=[args.stimuli])  # fmt: skip
+    check_target(
+        args.out, "baseline", folder=not single, overwrite=args.overwrite, inputs=[args.stimuli]
+    )
     with step("checking the stimulus set"):
         stimulus_set = load_set(args.stimuli)
-    targets = write_baseline_runs(stimulus_set, distances, args.out, collection=args.collection,
-                                  overwrite=args.overwrite,
-                                  progress=progress_callback("descriptors"))  # fmt: skip
+    targets = write_baseline_runs(
+        stimulus_set,
+        distances,
+        args.out,
+        collection=args.collection,
+        overwrite=args.overwrite,
+        progress=progress_callback("descriptors"),
+    )
     sketches = stimulus_set.manifest.loc[
         stimulus_set.manifest["role"].isin(["main", "candidate"]), "sketch_id"
     ].nunique()

@@ -47,15 +47,21 @@ def register(commands) -> None:
         default=_COUNTS,
         help=f"comma-separated participant counts (default: {','.join(map(str, _COUNTS))})",
     )
-    parser.add_argument("--replications", type=positive_int, default=100,
-                        help="simulated studies per participant count")  # fmt: skip
+    parser.add_argument(
+        "--replications",
+        type=positive_int,
+        default=100,
+        help="simulated studies per participant count",
+    )
     parser.add_argument(
         "--reference", type=positive_int, default=100, help="participants in the reference panel"
     )
-    parser.add_argument("--sketches", type=positive_int, default=paper.SKETCHES,
-                        help="sketches per simulated study")  # fmt: skip
-    parser.add_argument("--images", type=positive_int, default=paper.IMAGES_PER_SKETCH,
-                        help="images per sketch")  # fmt: skip
+    parser.add_argument(
+        "--sketches", type=positive_int, default=paper.SKETCHES, help="sketches per simulated study"
+    )
+    parser.add_argument(
+        "--images", type=positive_int, default=paper.IMAGES_PER_SKETCH, help="images per sketch"
+    )
     add_alpha(parser)
     add_seed(parser)
     add_figure_formats(parser)
@@ -112,24 +118,36 @@ def power(args: argparse.Namespace) -> int:
     from sbir_study.analysis.simulate import StudyDesign
     from sbir_study.foundation.outputs import check_target
 
-    check_target(args.out, "power", overwrite=args.overwrite,
-                 inputs=[args.pilot] if args.pilot is not None else [])  # fmt: skip
+    check_target(
+        args.out,
+        "power",
+        overwrite=args.overwrite,
+        inputs=[args.pilot] if args.pilot is not None else [],
+    )
     reliability = None
     if args.pilot is not None:
         from sbir_study.analysis import load_ratings
 
         with step("pilot: split-half reliability"):
             reliability = raters_for_reliability(
-                load_ratings(args.pilot), target=args.reliability,
-                n_splits=args.reliability_splits, seed=args.seed,
-            )  # fmt: skip
+                load_ratings(args.pilot),
+                target=args.reliability,
+                n_splits=args.reliability_splits,
+                seed=args.seed,
+            )
     design = StudyDesign(sketches=args.sketches, images_per_sketch=args.images)
     options = options_from(PowerOptions, args, counts=args.participants, design=design)
     runs = power_analysis(options, jobs=args.jobs, progress=None)
     summary = summarize_power(runs)
     with step("writing"):
-        write_power(runs, summary, args.out, overwrite=args.overwrite, reliability=reliability,
-                    figure_formats=args.figure_formats)  # fmt: skip
+        write_power(
+            runs,
+            summary,
+            args.out,
+            overwrite=args.overwrite,
+            reliability=reliability,
+            figure_formats=args.figure_formats,
+        )
     print(format_power(summary, options, args.out))
     if reliability is not None:
         print(format_reliability(reliability))

@@ -35,9 +35,11 @@ def register(commands) -> None:
     )
     show.add_argument("file", type=Path, metavar="FILE", help="protocol file (.toml)")
     show.add_argument(
-        "--session", choices=("lab", "online", "both"), default="both",
+        "--session",
+        choices=("lab", "online", "both"),
+        default="both",
         help="which session's screens to print (default: both)",
-    )  # fmt: skip
+    )
     show.set_defaults(handler=show_command)
 
 

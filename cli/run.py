@@ -27,11 +27,13 @@ def register(commands) -> None:
     parser.add_argument("--protocol", type=Path, required=True, help="protocol file (.toml)")
     parser.add_argument("--stimuli", type=Path, required=True, help="stimulus set folder")
     parser.add_argument(
-        "--participant", required=True, metavar="ID",
+        "--participant",
+        required=True,
+        metavar="ID",
         help="the participant's id as a recruitment platform sends it or the lab's label; "
         "recorded under a BIDS label made of it (its letters and digits, see the README), the id "
         "as given in participants.tsv (source_id); the same id finds its label again on --resume",
-    )  # fmt: skip
+    )
     parser.add_argument("--data", type=Path, required=True, help="BIDS dataset folder")
     parser.add_argument("--resume", action="store_true", help="continue the participant's session")
     parser.add_argument(
@@ -39,15 +41,20 @@ def register(commands) -> None:
     )
     parser.add_argument("--windowed", action="store_true", help="a window, not the full screen")
     parser.add_argument(
-        "--seed", type=count, default=None,
+        "--seed",
+        type=count,
+        default=None,
         help="the participant's order seed (default: drawn at random and recorded)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--list", type=count, default=None, metavar="N",
+        "--list",
+        type=count,
+        default=None,
+        metavar="N",
         help="the list of main pairs the participant rates, from 1, when the protocol splits "
         "them ([online] subset and lists); default: the list with the fewest sessions in --data "
         "(a resumed session keeps its list)",
-    )  # fmt: skip
+    )
     details = parser.add_argument_group(
         "participant details",
         "those the protocol records ([participants] details) and these do not give are asked on "
@@ -57,13 +64,15 @@ def register(commands) -> None:
         "--age", default=None, help="whole years (default: asked on screen if recorded)"
     )
     details.add_argument(
-        "--sex", default=None,
+        "--sex",
+        default=None,
         help="F, M or O (female, male, other; default: asked on screen if recorded)",
-    )  # fmt: skip
+    )
     details.add_argument(
-        "--handedness", default=None,
+        "--handedness",
+        default=None,
         help="R, L or A (right, left, both; default: asked on screen if recorded)",
-    )  # fmt: skip
+    )
     parser.set_defaults(handler=run)
 
 
@@ -76,10 +85,13 @@ def run(args: argparse.Namespace) -> int:
     check_input_file(args.protocol, "a protocol (.toml)")
     details = {"age": args.age, "sex": args.sex, "handedness": args.handedness}
     outcome = run_from_files(
-        args.protocol, args.stimuli, args.participant, args.data,
+        args.protocol,
+        args.stimuli,
+        args.participant,
+        args.data,
         options_from(SessionOptions, args, details=details),
         progress=lambda line: print(line, flush=True),
-    )  # fmt: skip
+    )
     refresh = f"{outcome.refresh_hz:.1f} Hz" if outcome.refresh_hz else "unmeasurable"
     print(
         f"Session {outcome.status}: {outcome.recorded} of {outcome.planned} trials recorded in "

@@ -31,26 +31,32 @@ def register(commands) -> None:
     serve.add_argument("--protocol", type=Path, required=True, help="protocol file (.toml)")
     serve.add_argument("--stimuli", type=Path, required=True, help="stimulus set folder")
     serve.add_argument(
-        "--data", type=Path, required=True,
+        "--data",
+        type=Path,
+        required=True,
         help="folder for the SQLite database (online.sqlite3) and the admin token",
-    )  # fmt: skip
+    )
     serve.add_argument(
-        "--db", default=None,
+        "--db",
+        default=None,
         help="database address (default: sqlite:///DATA/online.sqlite3); postgresql://USER@HOST:"
         "PORT/NAME lets several servers share one study",
-    )  # fmt: skip
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--port", type=positive_int, default=8000, help="TCP port to listen on")
     serve.add_argument("--workers", type=positive_int, default=1, help="server processes")
     serve.add_argument(
-        "--admin-token-file", type=Path, default=None,
+        "--admin-token-file",
+        type=Path,
+        default=None,
         help="file holding the admin token (default: $SBIR_STUDY_ADMIN_TOKEN, else DATA/"
         "admin-token, created on first start)",
-    )  # fmt: skip
+    )
     serve.add_argument(
-        "--proxy-headers", action="store_true",
+        "--proxy-headers",
+        action="store_true",
         help="trust X-Forwarded-* headers from --forwarded-allow-ips (behind a proxy)",
-    )  # fmt: skip
+    )
     serve.add_argument(
         "--forwarded-allow-ips",
         default="127.0.0.1",
@@ -67,21 +73,30 @@ def register(commands) -> None:
         description="Write the sessions stored by `serve` as the BIDS dataset that `analyze` "
         "reads (the lab session's columns; browser, screen and refresh in the sidecars).",
     )
-    export.add_argument("--db", required=True,
-                        help="database address (sqlite:///FILE or postgresql://...)")  # fmt: skip
+    export.add_argument(
+        "--db", required=True, help="database address (sqlite:///FILE or postgresql://...)"
+    )
     export.add_argument("--out", type=Path, required=True, help="BIDS dataset folder to write")
-    export.add_argument("--study", type=positive_int, default=None,
-                        help="the study's id, when the database holds several (default: the "
-                        "only one)")  # fmt: skip
     export.add_argument(
-        "--overwrite", action="store_true",
+        "--study",
+        type=positive_int,
+        default=None,
+        help="the study's id, when the database holds several (default: the only one)",
+    )
+    export.add_argument(
+        "--overwrite",
+        action="store_true",
         help="replace an earlier export-online of --out (nothing else)",
-    )  # fmt: skip
+    )
     export.add_argument(
-        "--with-lab", type=Path, action="append", default=[], metavar="DATASET",
+        "--with-lab",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DATASET",
         help="a BIDS dataset of lab sessions (sbir-study run) to copy in beside the online ones "
         "(repeatable; read only)",
-    )  # fmt: skip
+    )
     export.set_defaults(handler=export_command)
 
 
@@ -89,10 +104,19 @@ def serve_command(args: argparse.Namespace) -> int:
     require_extra("online", "serve")
     from sbir_study.study.online import serve
 
-    serve(args.protocol, args.stimuli, args.data, db=args.db, host=args.host, port=args.port,
-          workers=args.workers, admin_token_file=args.admin_token_file,
-          proxy_headers=args.proxy_headers, forwarded_allow_ips=args.forwarded_allow_ips,
-          root_path=args.root_path)  # fmt: skip
+    serve(
+        args.protocol,
+        args.stimuli,
+        args.data,
+        db=args.db,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        admin_token_file=args.admin_token_file,
+        proxy_headers=args.proxy_headers,
+        forwarded_allow_ips=args.forwarded_allow_ips,
+        root_path=args.root_path,
+    )
     return 0
 
 
@@ -101,13 +125,16 @@ def export_command(args: argparse.Namespace) -> int:
     from sbir_study.study.online import export_online
 
     with step("exporting sessions"):
-        done = export_online(args.db, args.out, study=args.study, overwrite=args.overwrite,
-                             with_lab=args.with_lab)  # fmt: skip
+        done = export_online(
+            args.db, args.out, study=args.study, overwrite=args.overwrite, with_lab=args.with_lab
+        )
     left_out = (
         f"; {done.skipped_empty} sessions without a trial, in participants.tsv only"
         if done.skipped_empty
         else ""
     )
-    print(f"Exported {done.participants} participants ({done.complete} complete), {done.trials} "
-          f"trials of {done.study!r} to {done.out}{left_out}")  # fmt: skip
+    print(
+        f"Exported {done.participants} participants ({done.complete} complete), {done.trials} "
+        f"trials of {done.study!r} to {done.out}{left_out}"
+    )
     return 0

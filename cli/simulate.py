@@ -23,10 +23,15 @@ COMMANDS = {
 _DESIGN_OPTIONS = (
     ("--sketches", positive_int, paper.SKETCHES, "sketches (default: {})"),
     ("--images", positive_int, paper.IMAGES_PER_SKETCH, "images per sketch (default: {})"),
-    ("--anchor-sketches", count, paper.ANCHOR_SKETCHES,
-     "default: {}; with --stimuli only 0 is allowed (leave the set's anchors out, as in a pilot)"),
+    (
+        "--anchor-sketches",
+        count,
+        paper.ANCHOR_SKETCHES,
+        "default: {}; with --stimuli only 0 is allowed "
+        "(leave the set's anchors out, as in a pilot)",
+    ),
     ("--anchor-images", positive_int, paper.ANCHOR_IMAGES, "default: {}"),
-)  # fmt: skip
+)
 
 
 def register(commands) -> None:
@@ -46,8 +51,12 @@ def register(commands) -> None:
     parser.add_argument(
         "--out", type=Path, required=True, help="dataset folder (or file with --flat)"
     )
-    parser.add_argument("--participants", type=positive_int, default=paper.PARTICIPANTS,
-                        help="simulated participants")  # fmt: skip
+    parser.add_argument(
+        "--participants",
+        type=positive_int,
+        default=paper.PARTICIPANTS,
+        help="simulated participants",
+    )
     parser.add_argument(
         "--stimuli",
         type=Path,
@@ -106,8 +115,14 @@ def simulate(args: argparse.Namespace) -> int:
         )
     inputs = [args.stimuli] if args.stimuli is not None else []
     companions = [sidecar_name(args.out)] if args.flat else []
-    check_target(args.out, "simulate", folder=not args.flat, companions=companions,
-                 overwrite=args.overwrite, inputs=inputs)  # fmt: skip
+    check_target(
+        args.out,
+        "simulate",
+        folder=not args.flat,
+        companions=companions,
+        overwrite=args.overwrite,
+        inputs=inputs,
+    )
     scale = Scale.parse(args.scale)
     if args.miss_rate is not None and not 0.0 <= args.miss_rate < 1.0:
         raise InputError(f"--miss-rate: expected a share from 0 to below 1, got {args.miss_rate}")
@@ -126,9 +141,17 @@ def simulate(args: argparse.Namespace) -> int:
     model = RaterModel() if args.miss_rate is None else RaterModel(miss_rate=args.miss_rate)
     with step(f"simulating {design.participants} participants"):
         path = write_simulated_dataset(
-            args.out, design, model, args.seed, flat=args.flat, version=toolkit_version(),
-            stimuli=stimuli, stimulus_digest=digest, overwrite=args.overwrite, scale=scale,
-        )  # fmt: skip
+            args.out,
+            design,
+            model,
+            args.seed,
+            flat=args.flat,
+            version=toolkit_version(),
+            stimuli=stimuli,
+            stimulus_digest=digest,
+            overwrite=args.overwrite,
+            scale=scale,
+        )
     kind = "ratings table" if args.flat else "BIDS dataset"
     on = f" on {args.stimuli} (set digest {digest[:12]}...)" if digest else ""
     print(
@@ -154,8 +177,11 @@ def _set_design(args: argparse.Namespace):
     from sbir_study.analysis.simulate import design_for_set
     from sbir_study.stimuli import load_set
 
-    for flag, value in (("--sketches", args.sketches), ("--images", args.images),
-                        ("--anchor-images", args.anchor_images)):  # fmt: skip
+    for flag, value in (
+        ("--sketches", args.sketches),
+        ("--images", args.images),
+        ("--anchor-images", args.anchor_images),
+    ):
         if value is not None:
             raise InputError(f"{flag}: the stimulus set fixes the design; drop {flag}")
     if args.anchor_sketches not in (None, 0):

@@ -66,16 +66,31 @@ def _register_generate(actions) -> None:
     )
     generate.add_argument("--out", type=Path, required=True, help="new folder for the set")
     # The bounds of sbir_study.stimuli.SetDesign, checked here so that a message names the option.
-    generate.add_argument("--sketches", type=between(1, 10_000), default=paper.SKETCHES,
-                          help="sketches of the main block")  # fmt: skip
-    generate.add_argument("--images", type=between(2, 10_000), default=paper.IMAGES_PER_SKETCH,
-                          help="images per sketch")  # fmt: skip
-    generate.add_argument("--anchor-sketches", type=between(0, 100),
-                          default=paper.ANCHOR_SKETCHES,
-                          help="anchor sketches; 0 for a set without anchoring")  # fmt: skip
-    generate.add_argument("--anchor-images", type=between(2, 9), default=paper.ANCHOR_IMAGES,
-                          help="images per anchor sketch, prescribed ratings spread over the "
-                          "scale, at most one per point")  # fmt: skip
+    generate.add_argument(
+        "--sketches",
+        type=between(1, 10_000),
+        default=paper.SKETCHES,
+        help="sketches of the main block",
+    )
+    generate.add_argument(
+        "--images",
+        type=between(2, 10_000),
+        default=paper.IMAGES_PER_SKETCH,
+        help="images per sketch",
+    )
+    generate.add_argument(
+        "--anchor-sketches",
+        type=between(0, 100),
+        default=paper.ANCHOR_SKETCHES,
+        help="anchor sketches; 0 for a set without anchoring",
+    )
+    generate.add_argument(
+        "--anchor-images",
+        type=between(2, 9),
+        default=paper.ANCHOR_IMAGES,
+        help="images per anchor sketch, prescribed ratings spread over the "
+        "scale, at most one per point",
+    )
     generate.add_argument(
         "--scale",
         default="1-7",
@@ -83,10 +98,12 @@ def _register_generate(actions) -> None:
         "to 9 points, :high-is-best when the high end is the best match (1-5, "
         "1-9:high-is-best); that of the protocol the set will be rated under (default: 1-7)",
     )
-    generate.add_argument("--width", type=between(64, 4096), default=320,
-                          help="pixels (default 320)")  # fmt: skip
-    generate.add_argument("--height", type=between(64, 4096), default=240,
-                          help="pixels (default 240)")  # fmt: skip
+    generate.add_argument(
+        "--width", type=between(64, 4096), default=320, help="pixels (default 320)"
+    )
+    generate.add_argument(
+        "--height", type=between(64, 4096), default=240, help="pixels (default 240)"
+    )
     add_seed(generate)
     generate.add_argument(
         "--pool",
@@ -146,10 +163,18 @@ def _register_select(actions) -> None:
     )
     add_anchor_design(select)
     select.add_argument("--out", type=Path, required=True, help="new folder for the selected set")
-    select.add_argument("--sketches", type=positive_int, default=paper.SKETCHES,
-                        help=f"K (default: {paper.SKETCHES})")  # fmt: skip
-    select.add_argument("--images", type=positive_int, default=paper.IMAGES_PER_SKETCH,
-                        help=f"N (default: {paper.IMAGES_PER_SKETCH})")  # fmt: skip
+    select.add_argument(
+        "--sketches",
+        type=positive_int,
+        default=paper.SKETCHES,
+        help=f"K (default: {paper.SKETCHES})",
+    )
+    select.add_argument(
+        "--images",
+        type=positive_int,
+        default=paper.IMAGES_PER_SKETCH,
+        help=f"N (default: {paper.IMAGES_PER_SKETCH})",
+    )
     add_seed(select)
     add_overwrite(select, "selected set")
     select.set_defaults(handler=select_command)
@@ -185,13 +210,22 @@ def generate_command(args: argparse.Namespace) -> int:
 
     scale = Scale.parse(args.scale)
     if args.anchor_sketches and args.anchor_images > scale.k:
-        raise InputError(f"--anchor-images {args.anchor_images}: expected 2..{scale.k}, at most "
-                         f"one image per point of the scale {scale}")  # fmt: skip
-    design = options_from(SetDesign, args, images_per_sketch=args.images,
-                          role="candidate" if args.pool else "main")  # fmt: skip
-    folder = generate_set(args.out, design, args.seed, progress=None,
-                          version=toolkit_version(), overwrite=args.overwrite,
-                          scale=scale)  # fmt: skip
+        raise InputError(
+            f"--anchor-images {args.anchor_images}: expected 2..{scale.k}, at most "
+            f"one image per point of the scale {scale}"
+        )
+    design = options_from(
+        SetDesign, args, images_per_sketch=args.images, role="candidate" if args.pool else "main"
+    )
+    folder = generate_set(
+        args.out,
+        design,
+        args.seed,
+        progress=None,
+        version=toolkit_version(),
+        overwrite=args.overwrite,
+        scale=scale,
+    )
     with step("validating the stimulus set"):
         report = validate_set(folder, _anchor_design(args))
     if not report.ok:
@@ -204,8 +238,9 @@ def import_command(args: argparse.Namespace) -> int:
     from sbir_study.stimuli import import_set, validate_set
 
     with step("importing the stimulus set"):
-        import_set(args.folder, role=args.role, overwrite=args.overwrite,
-                   anchors=_anchor_design(args))  # fmt: skip
+        import_set(
+            args.folder, role=args.role, overwrite=args.overwrite, anchors=_anchor_design(args)
+        )
         report = validate_set(args.folder, _anchor_design(args), check_images=False)
     print(f"Imported {report.summary()}")
     return 0
@@ -217,15 +252,22 @@ def select_command(args: argparse.Namespace) -> int:
     from sbir_study.foundation.scale import Scale
     from sbir_study.stimuli import distance_to_uniform, write_selection
 
-    check_target(args.out, "stimuli select", overwrite=args.overwrite,
-                 inputs=[args.pool, args.pilot])  # fmt: skip
+    check_target(
+        args.out, "stimuli select", overwrite=args.overwrite, inputs=[args.pool, args.pilot]
+    )
     scale = Scale.parse(args.scale) if args.scale is not None else None
     ratings = load_ratings(args.pilot, scale=scale)
     with step("selecting pairs"):
-        selection = write_selection(args.pool, ratings, args.out, sketches=args.sketches,
-                                    images_per_sketch=args.images, seed=args.seed,
-                                    anchors=_anchor_design(args),
-                                    overwrite=args.overwrite)  # fmt: skip
+        selection = write_selection(
+            args.pool,
+            ratings,
+            args.out,
+            sketches=args.sketches,
+            images_per_sketch=args.images,
+            seed=args.seed,
+            anchors=_anchor_design(args),
+            overwrite=args.overwrite,
+        )
     table = selection.distribution.pivot(index="rating", columns="dataset", values="share")
     dropped = int((~selection.sketches["selected"]).sum())
     print(
@@ -237,6 +279,7 @@ def select_command(args: argparse.Namespace) -> int:
         f"{distance_to_uniform(table['pool']):.3f}, selection "
         f"{distance_to_uniform(table['selection']):.3f}"
     )
-    print(f"Tables: {args.out / 'selection_sketches.csv'}, "
-          f"{args.out / 'selection_distribution.csv'}")  # fmt: skip
+    print(
+        f"Tables: {args.out / 'selection_sketches.csv'}, {args.out / 'selection_distribution.csv'}"
+    )
     return 0

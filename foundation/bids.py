@@ -198,8 +198,7 @@ def write_beh(
         raise ValueError(f"columns without a description in BEH_COLUMNS: {unknown}")
     _write_text(path, _to_tsv(trials))
     columns = {**BEH_COLUMNS, **scale_sidecar(scale)}
-    content = {**{c: columns[c] for c in trials.columns}, "RatingScale": scale.sidecar(),
-               **sidecar}  # fmt: skip
+    content = {**{c: columns[c] for c in trials.columns}, "RatingScale": scale.sidecar(), **sidecar}
     _write_text(path.with_suffix(".json"), json.dumps(content, indent=2) + "\n")
     return path
 

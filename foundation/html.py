@@ -108,11 +108,15 @@ def figure_formats(formats: str | Sequence[str]) -> tuple[str, ...]:
     shown = formats if isinstance(formats, str) else ",".join(map(str, formats))
     unknown = [name for name in names if name not in FIGURE_FORMATS]
     if unknown:
-        raise InputError(f"figure formats: got {unknown[0]!r} in {shown!r}, expected a "
-                         f"comma-separated list of {', '.join(FIGURE_FORMATS)}")  # fmt: skip
+        raise InputError(
+            f"figure formats: got {unknown[0]!r} in {shown!r}, expected a "
+            f"comma-separated list of {', '.join(FIGURE_FORMATS)}"
+        )
     if "png" not in names:
-        raise InputError(f"figure formats: got {shown!r}, expected png among them (the report "
-                         "embeds the PNG figures)")  # fmt: skip
+        raise InputError(
+            f"figure formats: got {shown!r}, expected png among them (the report "
+            "embeds the PNG figures)"
+        )
     return tuple(name for name in FIGURE_FORMATS if name in names)
 
 
@@ -126,9 +130,11 @@ def figure_list(figures: Mapping[str, Path], captions: Mapping[str, str]) -> lis
         png = Path(figures[name])
         data = base64.b64encode(png.read_bytes()).decode("ascii")
         caption = html.escape(captions.get(name, name))
-        others = ", ".join(f"<code>figures/{html.escape(name)}.{suffix}</code>"
-                           for suffix in FIGURE_FORMATS[1:]
-                           if png.with_suffix(f".{suffix}").is_file())  # fmt: skip
+        others = ", ".join(
+            f"<code>figures/{html.escape(name)}.{suffix}</code>"
+            for suffix in FIGURE_FORMATS[1:]
+            if png.with_suffix(f".{suffix}").is_file()
+        )
         parts.append(
             f'<figure id="{name}"><img alt="{html.escape(name)}" '
             f'src="data:image/png;base64,{data}"><figcaption>{caption}'
@@ -159,8 +165,10 @@ def table(
             cls = f' class="{name}"' if name else ""
             cells.append(f"<td{cls}>{html.escape(str(value))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return (f'<div class="wide"><table><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table></div>")  # fmt: skip
+    return (
+        f'<div class="wide"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
 
 
 #: A number as the pages write it: 0.44, 1.73e-35, 12%, 9.99e-04 ‡ (at its floor), 2,480,000.

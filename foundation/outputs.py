@@ -93,8 +93,9 @@ RECORD = ".sbir-study-output.json"
 TEMP_PREFIX = ".sbir-study-tmp-"
 _WRITER = re.compile(rf"{re.escape(TEMP_PREFIX)}([0-9a-f]{{8}})-([0-9]+)-")
 _RECORD_FORMAT = 1
-_HELD_SIGNALS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
-                 if hasattr(signal, name)}  # fmt: skip
+_HELD_SIGNALS = {
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+}
 
 
 class OutputWarning(UserWarning):
@@ -115,8 +116,12 @@ class OutputRecord:
     host: str = ""
 
     def to_json(self) -> str:
-        return json.dumps({"format": _RECORD_FORMAT, "generated_by": DISTRIBUTION,
-                           **self.__dict__}, indent=2) + "\n"  # fmt: skip
+        return (
+            json.dumps(
+                {"format": _RECORD_FORMAT, "generated_by": DISTRIBUTION, **self.__dict__}, indent=2
+            )
+            + "\n"
+        )
 
 
 def read_record(path: str | Path) -> OutputRecord | None:
@@ -128,12 +133,15 @@ def read_record(path: str | Path) -> OutputRecord | None:
         if raw.get("generated_by") != DISTRIBUTION:
             return None
         return OutputRecord(
-            command=str(raw["command"]), target=str(raw["target"]),
+            command=str(raw["command"]),
+            target=str(raw["target"]),
             files={str(k): str(v) for k, v in dict(raw["files"]).items()},
-            version=str(raw.get("version", "")), written=str(raw.get("written", "")),
-            complete=bool(raw.get("complete", True)), pid=int(raw.get("pid", 0)),
+            version=str(raw.get("version", "")),
+            written=str(raw.get("written", "")),
+            complete=bool(raw.get("complete", True)),
+            pid=int(raw.get("pid", 0)),
             host=str(raw.get("host", "")),
-        )  # fmt: skip
+        )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
@@ -231,8 +239,9 @@ def _has_sessions(folder: Path) -> bool:
         return False
 
 
-def _check_place(target: Path, absolute: Path, inputs: Iterable[str | Path],
-                 inside_inputs: bool) -> None:  # fmt: skip
+def _check_place(
+    target: Path, absolute: Path, inputs: Iterable[str | Path], inside_inputs: bool
+) -> None:
     """Refuse the folders that are never targets, and targets inside them."""
     real = Path(os.path.realpath(absolute))
     cwd = Path(os.path.realpath(os.getcwd()))
@@ -322,8 +331,14 @@ def _plan_folder(target: Path, command: str, overwrite: bool, inputs) -> _Plan:
     return _Plan(absolute, tuple(entries))
 
 
-def _check_own(target: Path, record: OutputRecord, command: str, overwrite: bool,
-               present: dict[str, os.stat_result], base: Path) -> None:  # fmt: skip
+def _check_own(
+    target: Path,
+    record: OutputRecord,
+    command: str,
+    overwrite: bool,
+    present: dict[str, os.stat_result],
+    base: Path,
+) -> None:
     """Refuse to replace what ``command`` did not write, or anything without ``overwrite``."""
     if record.command != command:
         raise InputError(
@@ -353,8 +368,14 @@ def _is_file(status: os.stat_result) -> bool:
     return stat.S_ISREG(status.st_mode)
 
 
-def _plan_files(target: Path, companions: Sequence[str], command: str, overwrite: bool,
-                inputs, inside_inputs: bool) -> _Plan:  # fmt: skip
+def _plan_files(
+    target: Path,
+    companions: Sequence[str],
+    command: str,
+    overwrite: bool,
+    inputs,
+    inside_inputs: bool,
+) -> _Plan:
     absolute = _absolute(target)
     _check_name(target, absolute)
     names = [absolute.name, *companions]
@@ -518,8 +539,9 @@ def _clear_unrecorded(entry: os.DirEntry) -> None:
     writer = _WRITER.match(entry.name)
     if writer is None or writer.group(1) != _host_digest() or _alive(int(writer.group(2))):
         return
-    _remove_leftover(entry.path, f"(process {writer.group(2)}), stopped before it had "
-                                 "written anything")  # fmt: skip
+    _remove_leftover(
+        entry.path, f"(process {writer.group(2)}), stopped before it had written anything"
+    )
 
 
 def _remove_leftover(path: str, what: str) -> None:
@@ -527,8 +549,11 @@ def _remove_leftover(path: str, what: str) -> None:
     of an interrupted sbir-study ``what``"."""
     with _held_signals():
         shutil.rmtree(path, ignore_errors=True)
-    warnings.warn(f"{path}: removed the unfinished output of an interrupted sbir-study {what}",
-                  OutputWarning, stacklevel=5)  # fmt: skip
+    warnings.warn(
+        f"{path}: removed the unfinished output of an interrupted sbir-study {what}",
+        OutputWarning,
+        stacklevel=5,
+    )
 
 
 def _make_temporary(absolute: Path, command: str) -> Path:
@@ -546,8 +571,16 @@ def _make_temporary(absolute: Path, command: str) -> Path:
             f"{absolute}: cannot be written ({error.strerror}: {where}); choose another --out"
         ) from None
     try:
-        marker = OutputRecord(command, absolute.name, {}, _version(), _now(), complete=False,
-                              pid=os.getpid(), host=socket.gethostname())  # fmt: skip
+        marker = OutputRecord(
+            command,
+            absolute.name,
+            {},
+            _version(),
+            _now(),
+            complete=False,
+            pid=os.getpid(),
+            host=socket.gethostname(),
+        )
         _write_whole(temporary / RECORD, marker.to_json())
     except OSError as error:
         shutil.rmtree(temporary, ignore_errors=True)
@@ -649,8 +682,16 @@ def _seal(folder: Path, files: Iterable[str], command: str, target: Path) -> str
     # One syncfs flushes thousands of files (a BIDS dataset) far faster than one fsync each.
     synced = _syncfs(folder)
     hashes = {name: file_digest(folder / name, sync=not synced).sha256 for name in sorted(files)}
-    record = OutputRecord(command, target.name, hashes, _version(), _now(), complete=True,
-                          pid=os.getpid(), host=socket.gethostname())  # fmt: skip
+    record = OutputRecord(
+        command,
+        target.name,
+        hashes,
+        _version(),
+        _now(),
+        complete=True,
+        pid=os.getpid(),
+        host=socket.gethostname(),
+    )
     return record.to_json()
 
 
@@ -772,8 +813,9 @@ def output_folder(
 
         def finish() -> None:
             if _snapshot([plan.target]) != state:
-                raise InputError(f"{target}: changed while the output was written; nothing "
-                                 "was replaced")  # fmt: skip
+                raise InputError(
+                    f"{target}: changed while the output was written; nothing was replaced"
+                )
             if again.replaces or os.path.lexists(plan.target):
                 _replace_folder(temporary, plan.target)
             else:
@@ -832,8 +874,9 @@ def output_files(
 
         def finish() -> None:
             if _snapshot(paths) != state:
-                raise InputError(f"{target}: changed while the output was written; nothing "
-                                 "was replaced")  # fmt: skip
+                raise InputError(
+                    f"{target}: changed while the output was written; nothing was replaced"
+                )
             for name in names:
                 if name in again.replaces:
                     os.replace(temporary / name, parent / name)

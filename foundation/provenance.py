@@ -31,8 +31,13 @@ __all__ = [
 DISTRIBUTION = "sbir-study"
 #: Every library that shapes a number or a figure of the analysis.
 ANALYSIS_PACKAGES = (
-    DISTRIBUTION, "numpy", "scipy", "pandas", "matplotlib", "pyarrow",
-)  # fmt: skip
+    DISTRIBUTION,
+    "numpy",
+    "scipy",
+    "pandas",
+    "matplotlib",
+    "pyarrow",
+)
 #: ... and, for a rating session, the libraries that time and show it.
 SESSION_PACKAGES = (*ANALYSIS_PACKAGES, "psychopy", "psychtoolbox", "pillow")
 
@@ -78,8 +83,9 @@ class FileDigest(NamedTuple):
     data: bytes | None = None
 
 
-def file_digest(path: str | Path, *, sync: bool = False, keep: bool = False,
-                hashed: bool = True) -> FileDigest:  # fmt: skip
+def file_digest(
+    path: str | Path, *, sync: bool = False, keep: bool = False, hashed: bool = True
+) -> FileDigest:
     """The SHA-256 of a file and its number of lines: the one file hash of the toolkit.
 
     The file is read in chunks, never whole, unless ``keep`` asks for its bytes
@@ -100,8 +106,9 @@ def file_digest(path: str | Path, *, sync: bool = False, keep: bool = False,
     """
     if keep:
         data = Path(path).read_bytes()
-        return FileDigest(data_sha256(data) if hashed else "", _line_ends(data) + _unended(data),
-                          data)  # fmt: skip
+        return FileDigest(
+            data_sha256(data) if hashed else "", _line_ends(data) + _unended(data), data
+        )
     digest = hashlib.sha256()
     ends = 0
     last = b""

@@ -222,8 +222,9 @@ def _first_line(data: bytes, start: int, end: int) -> tuple[int, str, int] | Non
         return None  # refused it already
 
 
-def read_text(path: str | Path, wording: Wording = COLON, *, stream: bool = False,
-              hashed: bool = True) -> TextFile:  # fmt: skip
+def read_text(
+    path: str | Path, wording: Wording = COLON, *, stream: bool = False, hashed: bool = True
+) -> TextFile:
     """Read a text file: its bytes, checked as UTF-8, its SHA-256 and its number of lines.
 
     A folder, a file that cannot be read, and one that is not UTF-8 raise
@@ -262,8 +263,16 @@ def read_text(path: str | Path, wording: Wording = COLON, *, stream: bool = Fals
         raise InputError(f"{path}: cannot be read ({error.strerror or error})") from None
     if stream:
         start = 3 if head.startswith(codecs.BOM_UTF8) else 0
-        return TextFile(path, digest.sha256, digest.lines, size, wording, start,
-                        complete=last in (b"", b"\n", b"\r"), head=head)  # fmt: skip
+        return TextFile(
+            path,
+            digest.sha256,
+            digest.lines,
+            size,
+            wording,
+            start,
+            complete=last in (b"", b"\n", b"\r"),
+            head=head,
+        )
     data = digest.data
     start = 3 if data.startswith(codecs.BOM_UTF8) else 0
     if not data.isascii():
@@ -271,8 +280,16 @@ def read_text(path: str | Path, wording: Wording = COLON, *, stream: bool = Fals
         if bad is not None:
             line = _line_of(memoryview(data)[start:], bad - start)
             raise InputError(f"{wording.at(path, line)}: {wording.not_utf8.format(byte=data[bad])}")
-    return TextFile(path, digest.sha256, digest.lines, len(data), wording, start,
-                    complete=data[-1:] in (b"", b"\n", b"\r"), _data=data)  # fmt: skip
+    return TextFile(
+        path,
+        digest.sha256,
+        digest.lines,
+        len(data),
+        wording,
+        start,
+        complete=data[-1:] in (b"", b"\n", b"\r"),
+        _data=data,
+    )
 
 
 def _first_bad_byte(data: bytes, start: int) -> int | None:
@@ -590,15 +607,16 @@ def _arrow(pieces: list[_Piece], wanted: list[str], numbers: list[str], categori
                 continue
             spans = quoted and any(_holds(table.column(n), "[\r\n]") for n in text_names)
             table = pa.table(
-                [table.column(n).cast(pa.string()) if n in text_names else table.column(n)
-                 for n in table.column_names],
+                [
+                    table.column(n).cast(pa.string()) if n in text_names else table.column(n)
+                    for n in table.column_names
+                ],
                 names=table.column_names,
-            )  # fmt: skip
+            )
             frame, _ = _frame(table, None)
             rest = None
         else:
-            pattern = (_ODD_FIELD if whitespace else "[\r\n]" if quoted
-                       else None if last else '"')  # fmt: skip
+            pattern = _ODD_FIELD if whitespace else "[\r\n]" if quoted else None if last else '"'
             frame, matched = _frame(table.drop_columns(skipped), pattern)
             if pattern is not None and not matched:
                 matched = any(_holds(table.column(n), pattern) for n in skipped)
@@ -614,8 +632,9 @@ def _arrow(pieces: list[_Piece], wanted: list[str], numbers: list[str], categori
     return None
 
 
-def _read_csv(pieces: list[_Piece], kept, numbers, sep: str, quoted: bool, streamed: bool,
-              plain=()):  # fmt: skip
+def _read_csv(
+    pieces: list[_Piece], kept, numbers, sep: str, quoted: bool, streamed: bool, plain=()
+):
     """Arrow's parse of the rows of ``pieces``: a table of the ``kept`` columns (those in
     ``plain`` as plain text, the other text columns dictionary-encoded), or None."""
     import pyarrow as pa
@@ -692,8 +711,11 @@ def _frame(table, pattern: str | None) -> tuple[pd.DataFrame, bool]:
         if pa.types.is_dictionary(column.type):
             column = pa.table({name: column}).unify_dictionaries().column(0)
             chunks = column.chunks
-            codes = (np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks])
-                     if chunks else np.empty(0, dtype=np.int32))  # fmt: skip
+            codes = (
+                np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks])
+                if chunks
+                else np.empty(0, dtype=np.int32)
+            )
             values = chunks[0].dictionary if chunks else pa.array([], pa.string())
             if pattern is not None and len(values) and not matched:
                 matched = pc.any(pc.match_substring_regex(values, pattern)).as_py()
@@ -780,11 +802,17 @@ def _row_lines(pieces: list[_Piece], n_rows: int, spans: bool, wording: Wording)
     holds a line break, when Python's csv module finds where each record begins."""
     counts = [p.n_lines for p in pieces]
     if not spans and n_rows == sum(counts):  # no empty line anywhere: the common case
-        lines = [np.arange(p.first, p.first + n, dtype=np.int64)
-                 for p, n in zip(pieces, counts, strict=True)]  # fmt: skip
+        lines = [
+            np.arange(p.first, p.first + n, dtype=np.int64)
+            for p, n in zip(pieces, counts, strict=True)
+        ]
     else:
-        lines = [np.asarray([number for number, _ in _records(p, wording)], dtype=np.int64)
-                 if spans and p.holds(b'"') else _nonempty_lines(p) for p in pieces]  # fmt: skip
+        lines = [
+            np.asarray([number for number, _ in _records(p, wording)], dtype=np.int64)
+            if spans and p.holds(b'"')
+            else _nonempty_lines(p)
+            for p in pieces
+        ]
     sizes = [len(n) for n in lines]
     if sum(sizes) != n_rows:
         raise InputError(

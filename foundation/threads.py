@@ -34,8 +34,10 @@ def threads() -> int:
         if not (given.isascii() and given.isdigit()) or int(given) < 1:
             from sbir_study.foundation.checks import InputError
 
-            raise InputError(f"${THREADS_VARIABLE}: {given!r}; expected a whole number >= 1 "
-                             "(the threads of the crowd-scale statistics)")  # fmt: skip
+            raise InputError(
+                f"${THREADS_VARIABLE}: {given!r}; expected a whole number >= 1 "
+                "(the threads of the crowd-scale statistics)"
+            )
         return int(given)
     if hasattr(os, "sched_getaffinity"):
         return min(len(os.sched_getaffinity(0)), 8)

@@ -71,8 +71,11 @@ def session_order(
     anchors = pairs[pairs["role"] == "anchor"]
     if "anchor_rating" in anchors.columns and len(anchors):
         prescribed = pd.to_numeric(anchors["anchor_rating"])
-        anchors = anchors.assign(_prescribed=prescribed).sort_values(
-            ["sketch_id", "_prescribed"], kind="stable").drop(columns="_prescribed")  # fmt: skip
+        anchors = (
+            anchors.assign(_prescribed=prescribed)
+            .sort_values(["sketch_id", "_prescribed"], kind="stable")
+            .drop(columns="_prescribed")
+        )
     if not anchoring:
         anchors = anchors.iloc[:0]
     block = main.iloc[rng.permutation(len(main))].assign(phase="main")

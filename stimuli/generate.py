@@ -89,10 +89,15 @@ def latent_rating(similarity):
 
 
 def generate_set(
-    folder: str | Path, design: SetDesign = SetDesign(), seed: int = 0, *,
-    progress: bool | None = False, version: str = "", overwrite: bool = False,
+    folder: str | Path,
+    design: SetDesign = SetDesign(),
+    seed: int = 0,
+    *,
+    progress: bool | None = False,
+    version: str = "",
+    overwrite: bool = False,
     scale: Scale = PAPER_SCALE,
-) -> Path:  # fmt: skip
+) -> Path:
     """Draw a stimulus set into ``folder``.
 
     The anchor images' prescribed ratings are spread evenly over ``scale`` (the
@@ -110,18 +115,23 @@ def generate_set(
     from sbir_study.foundation.outputs import output_folder
 
     if scale.low != 1:  # a set's prescribed ratings are points of 1..9
-        raise InputError(f"scale: expected a scale from 1 for a set's anchors (1-5, "
-                         f"1-9:high-is-best), got {scale}")  # fmt: skip
+        raise InputError(
+            f"scale: expected a scale from 1 for a set's anchors (1-5, "
+            f"1-9:high-is-best), got {scale}"
+        )
     if design.anchor_sketches and design.anchor_images > scale.k:
-        raise InputError(f"anchor_images: expected at most one per point of the scale {scale} "
-                         f"({scale.k}), got {design.anchor_images}")  # fmt: skip
+        raise InputError(
+            f"anchor_images: expected at most one per point of the scale {scale} "
+            f"({scale.k}), got {design.anchor_images}"
+        )
     with output_folder(folder, "stimuli generate", overwrite=overwrite) as staging:
         _draw_set(staging, design, seed, progress=progress, version=version, scale=scale)
     return Path(folder)
 
 
-def _draw_set(folder: Path, design: SetDesign, seed: int, *, progress: bool | None,
-              version: str, scale: Scale) -> None:  # fmt: skip
+def _draw_set(
+    folder: Path, design: SetDesign, seed: int, *, progress: bool | None, version: str, scale: Scale
+) -> None:
     root = np.random.SeedSequence(seed)
     anchor_root, main_root = root.spawn(2)
     plans = [
@@ -145,9 +155,17 @@ def _draw_set(folder: Path, design: SetDesign, seed: int, *, progress: bool | No
         report(done, total)
     manifest = pd.DataFrame(
         rows,
-        columns=["sketch_id", "image_id", "sketch_path", "image_path", "role", "anchor_rating",
-                 "latent_similarity", "changes"],
-    )  # fmt: skip
+        columns=[
+            "sketch_id",
+            "image_id",
+            "sketch_path",
+            "image_path",
+            "role",
+            "anchor_rating",
+            "latent_similarity",
+            "changes",
+        ],
+    )
     manifest["anchor_rating"] = manifest["anchor_rating"].astype("Int64")
     write_manifest(folder, manifest)
     about = {
@@ -159,13 +177,24 @@ def _draw_set(folder: Path, design: SetDesign, seed: int, *, progress: bool | No
     if scale != PAPER_SCALE:  # the paper's set is described as it always was
         about["AnchorScale"] = str(scale)
     (folder / GENERATOR_FILE).write_bytes((json.dumps(about, indent=2) + "\n").encode("utf-8"))
-    files = [*manifest["sketch_path"].unique(), *manifest["image_path"], "manifest.csv",
-             GENERATOR_FILE]  # fmt: skip
+    files = [
+        *manifest["sketch_path"].unique(),
+        *manifest["image_path"],
+        "manifest.csv",
+        GENERATOR_FILE,
+    ]
     write_checksums(folder, files)
 
 
-def _draw_sketch(folder: Path, sketch_id: str, role: str, stream: np.random.SeedSequence,
-                 design: SetDesign, scale: Scale, noise: _SensorNoise) -> list[tuple]:  # fmt: skip
+def _draw_sketch(
+    folder: Path,
+    sketch_id: str,
+    role: str,
+    stream: np.random.SeedSequence,
+    design: SetDesign,
+    scale: Scale,
+    noise: _SensorNoise,
+) -> list[tuple]:
     n = design.anchor_images if role == "anchor" else design.images_per_sketch
     sketch_stream, *image_streams = stream.spawn(1 + n)
     rng = np.random.default_rng(sketch_stream)
@@ -192,8 +221,18 @@ def _draw_sketch(folder: Path, sketch_id: str, role: str, stream: np.random.Seed
         image_rng = np.random.default_rng(image_streams[i])
         changed, changes = _change(scene, 1.0 - float(similarity[i]), image_rng)
         _save(_render_image(changed, design, image_rng, noise), folder / image_path)
-        rows.append((sketch_id, image_id, sketch_path, image_path, role, prescribed[i],
-                     round(float(similarity[i]), 4), changes))  # fmt: skip
+        rows.append(
+            (
+                sketch_id,
+                image_id,
+                sketch_path,
+                image_path,
+                role,
+                prescribed[i],
+                round(float(similarity[i]), 4),
+                changes,
+            )
+        )
     return rows
 
 
@@ -346,13 +385,17 @@ def _compose(rng: np.random.Generator) -> _Scene:
     )
     horizon = None
     if rng.random() < 0.5:
-        horizon = (float(rng.uniform(0.62, 0.8)), float(rng.uniform(0.01, 0.04)),
-                   float(rng.uniform(0, 2 * np.pi)))  # fmt: skip
+        horizon = (
+            float(rng.uniform(0.62, 0.8)),
+            float(rng.uniform(0.01, 0.04)),
+            float(rng.uniform(0, 2 * np.pi)),
+        )
     return _Scene(objects, horizon, float(rng.choice([0.3, 0.1, 0.58])))
 
 
-def _random_object(rng: np.random.Generator, not_kind: str | None = None,
-                   small: bool = False) -> _Object:  # fmt: skip
+def _random_object(
+    rng: np.random.Generator, not_kind: str | None = None, small: bool = False
+) -> _Object:
     kinds = [k for k in _KINDS if k != not_kind]
     size = rng.uniform(0.1, 0.2) if small else rng.uniform(0.28, 0.44)
     return _Object(
@@ -403,13 +446,18 @@ def _change(scene: _Scene, d: float, rng: np.random.Generator) -> tuple[_Scene, 
     horizon = scene.horizon
     if horizon is not None:
         if rng.random() < replace_p:
-            horizon = (float(rng.uniform(0.3, 0.85)), float(rng.uniform(0.0, 0.08)),
-                       float(rng.uniform(0, 2 * np.pi)))  # fmt: skip
+            horizon = (
+                float(rng.uniform(0.3, 0.85)),
+                float(rng.uniform(0.0, 0.08)),
+                float(rng.uniform(0, 2 * np.pi)),
+            )
         else:
             horizon = (horizon[0] + shift[1] + 0.05 * rotation / 30.0, horizon[1], horizon[2])
-    changes = (f"shift={np.hypot(*shift):.3f};scale={scale:.3f};rotation={rotation:.1f};"
-               f"missing={missing};missing_parts={missing_parts};replaced={replaced};"
-               f"clutter={clutter}")  # fmt: skip
+    changes = (
+        f"shift={np.hypot(*shift):.3f};scale={scale:.3f};rotation={rotation:.1f};"
+        f"missing={missing};missing_parts={missing_parts};replaced={replaced};"
+        f"clutter={clutter}"
+    )
     # Clutter is drawn first: behind the scene's own objects.
     return _Scene(tuple(extra + objects), horizon, scene.ground_hue), changes
 
@@ -425,9 +473,11 @@ def _pieces(obj: _Object, width: int, height: int) -> list[tuple[np.ndarray, boo
     rot = np.array([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
     scale = obj.size * height
     centre = np.array([obj.x * width, obj.y * height])
-    return [(points @ rot.T * scale + centre, closed, role)
-            for k, (points, closed, role) in enumerate(_PIECES[obj.kind])
-            if k not in obj.dropped]  # fmt: skip
+    return [
+        (points @ rot.T * scale + centre, closed, role)
+        for k, (points, closed, role) in enumerate(_PIECES[obj.kind])
+        if k not in obj.dropped
+    ]
 
 
 def _horizon_line(horizon: tuple[float, float, float], width: int, height: int) -> np.ndarray:
@@ -459,8 +509,9 @@ def _render_sketch(scene: _Scene, design: SetDesign, rng: np.random.Generator) -
     return canvas.reduce(_SUPERSAMPLE)
 
 
-def _wobble(points: np.ndarray, closed: bool, amplitude: float,
-            rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+def _wobble(
+    points: np.ndarray, closed: bool, amplitude: float, rng: np.random.Generator
+) -> np.ndarray:
     """A hand-drawn version of a polyline: resampled, displaced smoothly, ends overshooting."""
     path = np.vstack([points, points[:1]]) if closed else points
     steps = np.hypot(*np.diff(path, axis=0).T)
@@ -490,13 +541,15 @@ def _wobble(points: np.ndarray, closed: bool, amplitude: float,
 def _rgb(hue: float, saturation: float, value: float) -> tuple[int, int, int]:
     import colorsys
 
-    r, g, b = colorsys.hsv_to_rgb(hue % 1.0, float(np.clip(saturation, 0, 1)),
-                                  float(np.clip(value, 0, 1)))  # fmt: skip
+    r, g, b = colorsys.hsv_to_rgb(
+        hue % 1.0, float(np.clip(saturation, 0, 1)), float(np.clip(value, 0, 1))
+    )
     return round(r * 255), round(g * 255), round(b * 255)
 
 
-def _render_image(scene: _Scene, design: SetDesign, rng: np.random.Generator,
-                  noise: _SensorNoise) -> Image.Image:  # fmt: skip
+def _render_image(
+    scene: _Scene, design: SetDesign, rng: np.random.Generator, noise: _SensorNoise
+) -> Image.Image:
     w, h = design.width * _SUPERSAMPLE, design.height * _SUPERSAMPLE
     rows = np.linspace(0.0, 1.0, h)[:, None, None]  # a vertical gradient, one column wide
     if scene.horizon is not None:

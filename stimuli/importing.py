@@ -94,8 +94,12 @@ def import_set(
     with output_files(folder / MANIFEST, "stimuli import", **writing) as (new, sums):
         write_manifest(new.parent, manifest)
         write_checksums(folder, listed, into=sums, staged={MANIFEST: new})
-        report = _validate(folder, anchors or anchor_block(manifest), check_images=True,
-                           staged={MANIFEST: new, CHECKSUMS: sums})  # fmt: skip
+        report = _validate(
+            folder,
+            anchors or anchor_block(manifest),
+            check_images=True,
+            staged={MANIFEST: new, CHECKSUMS: sums},
+        )
         if not report.ok:
             more = len(report.problems) - 1
             also = f"and {more} more; " if more else ""
@@ -133,8 +137,9 @@ def _manifest(folder: Path, role: str) -> pd.DataFrame:
         if not images:
             raise InputError(f"{image_folders[sketch_id]}: sketch {sketch_id!r} has no images")
         for image_id, image_path in images.items():
-            rows.append((sketch_id, image_id, _relative(folder, sketch_path),
-                         _relative(folder, image_path)))  # fmt: skip
+            rows.append(
+                (sketch_id, image_id, _relative(folder, sketch_path), _relative(folder, image_path))
+            )
     if not rows:
         raise InputError(f"{folder / 'sketches'}: no sketch files; expected <sketch_id>.<ext>")
     manifest = pd.DataFrame(rows, columns=["sketch_id", "image_id", "sketch_path", "image_path"])
@@ -146,8 +151,9 @@ def _manifest(folder: Path, role: str) -> pd.DataFrame:
 
 
 def _entries(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if not p.name.startswith(".") and p.name not in
-                  _IGNORED)  # fmt: skip
+    return sorted(
+        p for p in folder.iterdir() if not p.name.startswith(".") and p.name not in _IGNORED
+    )
 
 
 def _by_stem(root: Path, folder: Path) -> dict[str, Path]:
@@ -209,5 +215,9 @@ def _with_anchors(manifest: pd.DataFrame, anchors_file: Path) -> pd.DataFrame:
     manifest.loc[is_anchor, "role"] = "anchor"
     manifest["anchor_rating"] = manifest["anchor_rating"].fillna("")
     order = manifest["role"].map({"anchor": 0}).fillna(1)
-    return manifest.assign(_order=order).sort_values("_order", kind="stable").drop(
-        columns="_order").reset_index(drop=True)  # fmt: skip
+    return (
+        manifest.assign(_order=order)
+        .sort_values("_order", kind="stable")
+        .drop(columns="_order")
+        .reset_index(drop=True)
+    )

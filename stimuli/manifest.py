@@ -123,8 +123,11 @@ def write_checksums(
     """
     folder = Path(folder)
     staged = staged or {}
-    lines = [f"{file_digest(staged.get(p, folder / p)).sha256}  {p}\n"
-             for p in sorted(set(paths)) if p != CHECKSUMS]  # fmt: skip
+    lines = [
+        f"{file_digest(staged.get(p, folder / p)).sha256}  {p}\n"
+        for p in sorted(set(paths))
+        if p != CHECKSUMS
+    ]
     path = Path(into) if into is not None else folder / CHECKSUMS
     path.write_bytes("".join(lines).encode("utf-8"))
     return path
@@ -161,8 +164,9 @@ def read_checksums(
             name = name[1:]
         valid_hex = len(digest) == 64 and all(c in "0123456789abcdefABCDEF" for c in digest)
         if not sep or not valid_hex or not name:
-            problems.append(f"{path}: line {number}: expected '<64 hex digits>  <file>', "
-                            f"got {line[:80]!r}")  # fmt: skip
+            problems.append(
+                f"{path}: line {number}: expected '<64 hex digits>  <file>', got {line[:80]!r}"
+            )
             continue
         if name in checksums:
             problems.append(f"{path}: line {number}: {name} is listed twice")
@@ -181,6 +185,8 @@ def set_digest(folder: str | Path, *, staged: Mapping[str, Path] | None = None) 
     """
     folder = Path(folder)
     staged = staged or {}
-    listing = "".join(f"{file_digest(staged.get(name, folder / name)).sha256}  {name}\n"
-                      for name in (MANIFEST, CHECKSUMS))  # fmt: skip
+    listing = "".join(
+        f"{file_digest(staged.get(name, folder / name)).sha256}  {name}\n"
+        for name in (MANIFEST, CHECKSUMS)
+    )
     return hashlib.sha256(listing.encode("utf-8")).hexdigest()

@@ -71,8 +71,9 @@ def _levels(ratings: pd.DataFrame) -> np.ndarray:
 
 
 def _count_levels(counts: pd.DataFrame) -> np.ndarray:
-    return np.array([int(c.removeprefix("count_")) for c in counts.columns
-                     if c.startswith("count_")])  # fmt: skip
+    return np.array(
+        [int(c.removeprefix("count_")) for c in counts.columns if c.startswith("count_")]
+    )
 
 
 @dataclass(frozen=True)
@@ -151,8 +152,9 @@ def sketch_spread(counts: pd.DataFrame, images_per_sketch: int) -> pd.Series:
     levels = _count_levels(counts)
     values = counts[[f"count_{k}" for k in levels]].to_numpy(dtype=float)
     target = images_per_sketch / len(levels)
-    return pd.Series(np.sqrt(((values - target) ** 2).mean(axis=1)), index=counts.index,
-                     name="sigma")  # fmt: skip
+    return pd.Series(
+        np.sqrt(((values - target) ** 2).mean(axis=1)), index=counts.index, name="sigma"
+    )
 
 
 def quotas(available: np.ndarray, total: int, rng: np.random.Generator) -> np.ndarray:
@@ -233,8 +235,9 @@ def select_pairs(
     candidates, pilot = _candidates_and_pilot(pool, ratings)
     levels_all = _levels(ratings)
     medians = pilot.groupby(["sketch_id", "image_id"])["rating"].median().dropna()
-    level = np.clip(np.floor(medians.to_numpy(dtype=float) + 0.5), levels_all[0],
-                    levels_all[-1]).astype(int)  # fmt: skip
+    level = np.clip(
+        np.floor(medians.to_numpy(dtype=float) + 0.5), levels_all[0], levels_all[-1]
+    ).astype(int)
     levels = pd.Series(level, index=medians.index, name="pilot_level")
     table = _sketch_table(candidates, pilot, levels, images_per_sketch, levels_all)
     kept = _closest_to_uniform(table, sketches, images_per_sketch)
@@ -245,17 +248,29 @@ def select_pairs(
     pairs["pilot_median"] = medians.reindex(chosen_index).to_numpy()
     pairs["pilot_level"] = levels.reindex(chosen_index).to_numpy()
     order = pd.Index(sorted(kept))
-    pairs = pairs.assign(_s=order.get_indexer(pairs["sketch_id"])).sort_values(
-        ["_s", "image_id"], kind="stable").drop(columns="_s").reset_index(drop=True)  # fmt: skip
+    pairs = (
+        pairs.assign(_s=order.get_indexer(pairs["sketch_id"]))
+        .sort_values(["_s", "image_id"], kind="stable")
+        .drop(columns="_s")
+        .reset_index(drop=True)
+    )
 
     in_selection = pd.MultiIndex.from_frame(pilot[["sketch_id", "image_id"]]).isin(chosen_index)
     selected_counts = rating_counts(pilot[in_selection], images_per_sketch, points=levels_all)
     table["selected"] = table.index.isin(kept)
     table["sigma_selected"] = sketch_spread(selected_counts, images_per_sketch).reindex(table.index)
     table = table.reset_index()[
-        ["sketch_id", "n_candidates", "n_rated", "n_pilot_raters", "sigma", "selected",
-         "sigma_selected", *(f"count_{k}" for k in levels_all)]
-    ]  # fmt: skip
+        [
+            "sketch_id",
+            "n_candidates",
+            "n_rated",
+            "n_pilot_raters",
+            "sigma",
+            "selected",
+            "sigma_selected",
+            *(f"count_{k}" for k in levels_all),
+        ]
+    ]
     distribution = pd.concat(
         [
             _distribution("pool", pilot["rating"], levels_all),
@@ -276,8 +291,9 @@ def _candidates_and_pilot(pool: pd.DataFrame, ratings: pd.DataFrame):
     if candidates.empty:
         raise InputError("stimulus set: no pairs with role 'candidate'; expected a pilot pool")
     pilot = ratings[ratings["phase"].astype(str) == "main"]
-    pilot = pilot.assign(sketch_id=pilot["sketch_id"].astype(str),
-                         image_id=pilot["image_id"].astype(str))  # fmt: skip
+    pilot = pilot.assign(
+        sketch_id=pilot["sketch_id"].astype(str), image_id=pilot["image_id"].astype(str)
+    )
     known = pd.MultiIndex.from_frame(candidates[["sketch_id", "image_id"]])
     rated = pd.MultiIndex.from_frame(pilot[["sketch_id", "image_id"]])
     unknown = ~rated.isin(known)
@@ -290,11 +306,13 @@ def _candidates_and_pilot(pool: pd.DataFrame, ratings: pd.DataFrame):
     return candidates, pilot
 
 
-def _sketch_table(candidates, pilot, levels: pd.Series, images_per_sketch: int,
-                  points: np.ndarray) -> pd.DataFrame:  # fmt: skip
+def _sketch_table(
+    candidates, pilot, levels: pd.Series, images_per_sketch: int, points: np.ndarray
+) -> pd.DataFrame:
     """Per candidate sketch: its pilot rating counts, candidates, rated images and spread."""
     counts = rating_counts(pilot, images_per_sketch, points=points).reindex(
-        candidates["sketch_id"].unique())  # fmt: skip
+        candidates["sketch_id"].unique()
+    )
     spread = sketch_spread(counts.fillna(0.0), images_per_sketch)
     table = counts.assign(
         n_candidates=candidates.groupby("sketch_id").size(),
@@ -341,8 +359,9 @@ def _choose_images(
     return pd.MultiIndex.from_tuples(chosen, names=["sketch_id", "image_id"])
 
 
-def _distribution(name: str, rating: pd.Series | None, points: np.ndarray,
-                  total: int = 0) -> pd.DataFrame:  # fmt: skip
+def _distribution(
+    name: str, rating: pd.Series | None, points: np.ndarray, total: int = 0
+) -> pd.DataFrame:
     if rating is None:
         count = np.full(len(points), total / len(points))
     else:
@@ -376,20 +395,38 @@ def write_selection(
     """
     from sbir_study.foundation.outputs import check_target, output_folder
 
-    inputs = [pool_folder, *(s.path for s in getattr(ratings.attrs.get("provenance"),
-                                                     "sources", ()))]  # fmt: skip
+    inputs = [
+        pool_folder,
+        *(s.path for s in getattr(ratings.attrs.get("provenance"), "sources", ())),
+    ]
     check_target(out, "stimuli select", overwrite=overwrite, inputs=inputs)
     pool = load_set(pool_folder, anchors or AnchorDesign())
-    selection = select_pairs(pool.manifest, ratings, sketches=sketches,
-                             images_per_sketch=images_per_sketch, seed=seed)  # fmt: skip
+    selection = select_pairs(
+        pool.manifest, ratings, sketches=sketches, images_per_sketch=images_per_sketch, seed=seed
+    )
     with output_folder(out, "stimuli select", overwrite=overwrite, inputs=inputs) as folder:
-        _write_selected(pool, pool_folder, selection, folder, sketches=sketches,
-                        images_per_sketch=images_per_sketch, seed=seed)  # fmt: skip
+        _write_selected(
+            pool,
+            pool_folder,
+            selection,
+            folder,
+            sketches=sketches,
+            images_per_sketch=images_per_sketch,
+            seed=seed,
+        )
     return selection
 
 
-def _write_selected(pool, pool_folder, selection: Selection, out: Path, *, sketches: int,
-                    images_per_sketch: int, seed: int) -> None:  # fmt: skip
+def _write_selected(
+    pool,
+    pool_folder,
+    selection: Selection,
+    out: Path,
+    *,
+    sketches: int,
+    images_per_sketch: int,
+    seed: int,
+) -> None:
     import json
 
     manifest = pd.concat([pool.pairs("anchor"), selection.pairs], ignore_index=True)
@@ -399,8 +436,9 @@ def _write_selected(pool, pool_folder, selection: Selection, out: Path, *, sketc
         _link(pool.path(relative), out / relative)
     write_manifest(out, manifest)
     selection.sketches.to_csv(out / "selection_sketches.csv", index=False, lineterminator="\n")
-    selection.distribution.to_csv(out / "selection_distribution.csv", index=False,
-                                  lineterminator="\n")  # fmt: skip
+    selection.distribution.to_csv(
+        out / "selection_distribution.csv", index=False, lineterminator="\n"
+    )
     about = {
         "Pool": str(Path(pool_folder).resolve()),
         "PoolDigest": pool.digest,
@@ -411,8 +449,16 @@ def _write_selected(pool, pool_folder, selection: Selection, out: Path, *, sketc
         "SelectionDistanceToUniform": distance_to_uniform(_shares(selection, "selection")),
     }
     (out / "selection.json").write_text(json.dumps(about, indent=2) + "\n", encoding="utf-8")
-    write_checksums(out, [*files, MANIFEST, "selection_sketches.csv",
-                          "selection_distribution.csv", "selection.json"])  # fmt: skip
+    write_checksums(
+        out,
+        [
+            *files,
+            MANIFEST,
+            "selection_sketches.csv",
+            "selection_distribution.csv",
+            "selection.json",
+        ],
+    )
 
 
 def _shares(selection: Selection, dataset: str) -> np.ndarray:

@@ -76,8 +76,9 @@ class AnchorDesign:
         >>> AnchorDesign(images=3, scale=Scale(1, 5)).ratings
         (1, 3, 5)
         """
-        scale = self.scale or (PAPER_SCALE if self.images <= PAPER_SCALE.k
-                               else Scale(1, self.images))  # fmt: skip
+        scale = self.scale or (
+            PAPER_SCALE if self.images <= PAPER_SCALE.k else Scale(1, self.images)
+        )
         spread = np.rint(np.linspace(scale.low, scale.high, self.images)).astype(int)
         return tuple(int(r) for r in spread)
 
@@ -87,8 +88,11 @@ class AnchorDesign:
         when the set has no prescribed rating in 1..9)."""
         if self.scale is not None:
             return self
-        given = manifest.loc[manifest["role"] == "anchor", "anchor_rating"] if (
-            "anchor_rating" in manifest.columns) else pd.Series(dtype=str)  # fmt: skip
+        given = (
+            manifest.loc[manifest["role"] == "anchor", "anchor_rating"]
+            if ("anchor_rating" in manifest.columns)
+            else pd.Series(dtype=str)
+        )
         points = given[given.isin([str(k) for k in range(SCALE[0], SCALE[1] + 1)])]
         highest = int(points.astype(int).max()) if len(points) else PAPER_SCALE.high
         return replace(self, scale=Scale(1, max(highest, self.images, 2)))
@@ -233,8 +237,9 @@ def _validate(
                 found_here = found.format(n=len(values), values=listed)
                 problems.append(f"{where}: sketch {sketch_id} {found_here}; {expected}")
     with_images = set(manifest.loc[~declared, "sketch_id"])
-    for line, sketch_id in zip(lines[declared.to_numpy()], manifest.loc[declared, "sketch_id"],
-                               strict=True):  # fmt: skip
+    for line, sketch_id in zip(
+        lines[declared.to_numpy()], manifest.loc[declared, "sketch_id"], strict=True
+    ):
         if sketch_id not in with_images:
             problems.append(f"{where}: line {line}: sketch {sketch_id} has no images")
 
@@ -389,8 +394,9 @@ def _unreadable(path: Path) -> str | None:
     return None
 
 
-def _check_checksums(folder: Path, files: set[str], named: set[str], problems: list[str],
-                     staged: dict[str, Path]) -> None:  # fmt: skip
+def _check_checksums(
+    folder: Path, files: set[str], named: set[str], problems: list[str], staged: dict[str, Path]
+) -> None:
     """Check SHA256SUMS; ``files`` are the manifest's good paths, ``named`` all it names."""
     try:
         checksums, malformed = read_checksums(folder, path=staged.get(CHECKSUMS))

@@ -253,8 +253,10 @@ class Response:
                     )
         repeated = sorted({name for name in self.keys if self.keys.count(name) > 1})
         if repeated:
-            raise _refusal(f"expected distinct keys (one per scale point), got {repeated[0]!r} "
-                           "twice", field="keys")  # fmt: skip
+            raise _refusal(
+                f"expected distinct keys (one per scale point), got {repeated[0]!r} twice",
+                field="keys",
+            )
         # Each key has one job. A rating key's keypad twin (num_3 for "3") is claimed
         # beside it, so that a rating key named like another key's twin is refused rather
         # than recorded as the other rating.
@@ -270,8 +272,9 @@ class Response:
 
 def _claim(jobs: dict[str, str], name: str, job: str, field: str) -> None:
     if name in jobs:
-        raise _refusal(f"{name!r} is already {jobs[name]}; expected each key to have one job",
-                       field=field)  # fmt: skip
+        raise _refusal(
+            f"{name!r} is already {jobs[name]}; expected each key to have one job", field=field
+        )
     jobs[name] = job
 
 
@@ -340,7 +343,8 @@ class CatchPair:
         description="The image of the pair."
     )
     ratings: Annotated[
-        StrictStr, Field(pattern=r"^\s*[0-9]\s*(-\s*[0-9]\s*)?$"),
+        StrictStr,
+        Field(pattern=r"^\s*[0-9]\s*(-\s*[0-9]\s*)?$"),
         _Expects('the ratings that pass, as pressed: "LOW-HIGH" or one rating ("1-2", "7")'),
     ] = Field(description='The ratings that pass, as pressed on the scale: "1-2", or "7".')
 
@@ -556,24 +560,28 @@ class Online:
         "", description='Code shown to a participant who did not consent ("" for none).'
     )
     no_consent_url: _EndingUrl = Field(
-        "", description='Address the browser goes to when the participant did not consent ("" '
+        "",
+        description='Address the browser goes to when the participant did not consent ("" '
         "to stay on the page).",
-    )  # fmt: skip
+    )
     quit_code: _EndingCode = Field(
         "", description='Code shown when the participant ended the session early ("" for none).'
     )
     quit_url: _EndingUrl = Field(
-        "", description="Address the browser goes to when the participant ended the session "
+        "",
+        description="Address the browser goes to when the participant ended the session "
         'early ("" to stay on the page).',
-    )  # fmt: skip
+    )
     timed_out_code: _EndingCode = Field(
-        "", description="Code shown when a session timed out: its page came back after "
+        "",
+        description="Code shown when a session timed out: its page came back after "
         'dropout_after_s without contact ("" for none).',
-    )  # fmt: skip
+    )
     timed_out_url: _EndingUrl = Field(
-        "", description="Address the browser goes to when a session timed out (\"\" to stay on "
+        "",
+        description='Address the browser goes to when a session timed out ("" to stay on '
         "the page).",
-    )  # fmt: skip
+    )
     # Finite: the sidecar records the protocol as JSON, which has no infinity.
     dropout_after_s: Annotated[
         StrictFloat,
@@ -595,8 +603,11 @@ class Online:
     @model_validator(mode="after")
     def _one_list_for_all(self) -> Online:
         if self.subset == "all" and self.lists != 1:
-            raise _refusal(f'expected 1 with subset = "all" (or subset "sketches" or "pairs"), '
-                           f"got {self.lists!r}", field="lists")  # fmt: skip
+            raise _refusal(
+                f'expected 1 with subset = "all" (or subset "sketches" or "pairs"), '
+                f"got {self.lists!r}",
+                field="lists",
+            )
         return self
 
 
@@ -656,8 +667,10 @@ class Protocol:
                     field=f"catch[{number}].ratings",
                 )
             if (pair.sketch_id, pair.image_id) in seen:
-                raise _refusal(f"expected each pair once, got {pair.sketch_id}/{pair.image_id} "
-                               "twice", field=f"catch[{number}]")  # fmt: skip
+                raise _refusal(
+                    f"expected each pair once, got {pair.sketch_id}/{pair.image_id} twice",
+                    field=f"catch[{number}]",
+                )
             seen.add((pair.sketch_id, pair.image_id))
         return self
 
@@ -730,7 +743,7 @@ def load_protocol(path: str | Path, *, online: bool = False) -> Protocol:
         protocol = _PROTOCOL.validate_python(raw, context={"key_names": _key_names(online=online)})
     except ValidationError as error:
         raise InputError(f"{path}: {_refusal_line(error.errors()[0], raw)}") from None
-    if (unnamed := rating_keys_unnamed(protocol.instructions.main, protocol.response.keys)):
+    if unnamed := rating_keys_unnamed(protocol.instructions.main, protocol.response.keys):
         warnings.warn(f"{path}: {unnamed}", stacklevel=2)
     return protocol
 
@@ -836,8 +849,10 @@ def _catch_refusal(error: Mapping, where: str) -> str:
     if error["type"] == "missing":
         return f"{table}: missing key {key!r}; expected {', '.join(names)}"
     info = CatchPair.__pydantic_fields__.get(key)
-    expects = next((item.text for item in getattr(info, "metadata", ())
-                    if isinstance(item, _Expects)), error["msg"])  # fmt: skip
+    expects = next(
+        (item.text for item in getattr(info, "metadata", ()) if isinstance(item, _Expects)),
+        error["msg"],
+    )
     return f"{where}: expected {expects}, got {error['input']!r}"
 
 

@@ -45,10 +45,26 @@ __all__ = [
 
 #: The columns of a recorded session's ``_beh.tsv``, in file order.
 SESSION_COLUMNS = (
-    "participant", "trial", "phase", "sketch_id", "image_id", "sketch_file", "image_file",
-    "rating", "rt", "anchor_rating", "onset_planned", "onset", "onset_monotonic",
-    "stim_duration", "blank_duration", "dropped_frames", "n_presses", "presses", "paused_before",
-)  # fmt: skip
+    "participant",
+    "trial",
+    "phase",
+    "sketch_id",
+    "image_id",
+    "sketch_file",
+    "image_file",
+    "rating",
+    "rt",
+    "anchor_rating",
+    "onset_planned",
+    "onset",
+    "onset_monotonic",
+    "stim_duration",
+    "blank_duration",
+    "dropped_frames",
+    "n_presses",
+    "presses",
+    "paused_before",
+)
 
 #: The columns of a session's key log (:func:`key_log_path`), in file order.
 KEY_LOG_COLUMNS = ("key", "onset_monotonic", "session_time")
@@ -159,8 +175,10 @@ class SessionRecorder:
         _start_dataset(root, label, details or {}, dataset or {}, source_id)
         if resume:
             sidecar, recorded = _resume(path, session, order)
-            sidecar["Resumed"] = [*sidecar.get("Resumed", []), {
-                "At": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "FromTrial": recorded + 1}]  # fmt: skip
+            sidecar["Resumed"] = [
+                *sidecar.get("Resumed", []),
+                {"At": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "FromTrial": recorded + 1},
+            ]
             sidecar["SessionStatus"] = "running"
         else:
             sidecar = {
@@ -230,8 +248,12 @@ def key_log_path(beh: Path) -> Path:
     >>> key_log_path(Path("data/sub-07/beh/sub-07_task-sbirrating_beh.tsv")).as_posix()
     'data/sourcedata/sub-07/sub-07_task-sbirrating_keys.tsv'
     """
-    return beh.parents[2] / "sourcedata" / beh.parent.parent.name / (
-        beh.name.replace("_beh.tsv", "_keys.tsv"))  # fmt: skip
+    return (
+        beh.parents[2]
+        / "sourcedata"
+        / beh.parent.parent.name
+        / (beh.name.replace("_beh.tsv", "_keys.tsv"))
+    )
 
 
 def _open_key_log(path: Path):
@@ -386,14 +408,16 @@ def dataset_description(dataset: Mapping, generated_by: str) -> dict:
     return description
 
 
-def _start_dataset(root: Path, label: str, details: Mapping[str, str], dataset: Mapping,
-                   source_id: str | None) -> None:  # fmt: skip
+def _start_dataset(
+    root: Path, label: str, details: Mapping[str, str], dataset: Mapping, source_id: str | None
+) -> None:
     """Create the dataset files that do not exist yet and add the participant."""
     root.mkdir(parents=True, exist_ok=True)
     if not (root / "dataset_description.json").exists():
         description = dataset_description(dataset, "sbir-study run")
-        _replace_atomically(root / "dataset_description.json",
-                            json.dumps(description, indent=2) + "\n")  # fmt: skip
+        _replace_atomically(
+            root / "dataset_description.json", json.dumps(description, indent=2) + "\n"
+        )
     if not (root / "README").exists():
         _replace_atomically(root / "README", _README)
     participants = root / "participants.tsv"
@@ -420,9 +444,11 @@ def _start_dataset(root: Path, label: str, details: Mapping[str, str], dataset: 
             described = json.loads(sidecar.read_text(encoding="utf-8"))
         except (OSError, ValueError) as error:
             raise InputError(f"{sidecar}: cannot be read as JSON ({error})") from None
-    wanted = {"participant_id": {"Description": "Participant label (sub-<label>)."},
-              **({"source_id": SOURCE_ID_DESCRIPTION} if "source_id" in table.columns else {}),
-              **details_description([c for c in DETAILS if c in table.columns])}  # fmt: skip
+    wanted = {
+        "participant_id": {"Description": "Participant label (sub-<label>)."},
+        **({"source_id": SOURCE_ID_DESCRIPTION} if "source_id" in table.columns else {}),
+        **details_description([c for c in DETAILS if c in table.columns]),
+    }
     missing = {k: v for k, v in wanted.items() if k not in described}
     if missing or not sidecar.exists():
         _replace_atomically(sidecar, json.dumps({**described, **missing}, indent=2) + "\n")

@@ -68,8 +68,9 @@ def rating_key_map(keys: Sequence[str], *, keypad: bool = True) -> dict[str, int
     """
     mapping = {name: rating for rating, name in enumerate(keys, start=1)}
     if keypad:
-        mapping |= {f"num_{name}": rating for name, rating in list(mapping.items())
-                    if name.isdigit()}  # fmt: skip
+        mapping |= {
+            f"num_{name}": rating for name, rating in list(mapping.items()) if name.isdigit()
+        }
     return mapping
 
 

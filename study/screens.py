@@ -46,14 +46,21 @@ def instruction_texts(protocol: Protocol) -> dict[str, str]:
     response, timing, pauses = protocol.response, protocol.timing, protocol.pauses
     low, best_low = _scale(protocol)
     written = write_instructions(
-        keys=response.keys, low=low, best_low=best_low, stimulus_s=timing.stimulus_s,
-        blank_s=timing.blank_s, anchor_demo_s=timing.anchor_demo_s,
+        keys=response.keys,
+        low=low,
+        best_low=best_low,
+        stimulus_s=timing.stimulus_s,
+        blank_s=timing.blank_s,
+        anchor_demo_s=timing.anchor_demo_s,
         break_every=pauses.break_every,
-        pause_key=response.pause_key if pauses.allowed else None, quit_key=response.quit_key,
-    )  # fmt: skip
+        pause_key=response.pause_key if pauses.allowed else None,
+        quit_key=response.quit_key,
+    )
     own = protocol.instructions
-    texts = {kind: getattr(own, kind) if getattr(own, kind) is not None else text
-             for kind, text in written.items()}  # fmt: skip
+    texts = {
+        kind: getattr(own, kind) if getattr(own, kind) is not None else text
+        for kind, text in written.items()
+    }
     if not protocol.practice.pairs:
         return texts
     practice = own.practice if own.practice is not None else f"{PRACTICE_NOTE}\n\n{texts['main']}"
@@ -72,9 +79,13 @@ def scale_reminder(protocol: Protocol) -> str:
     low, best_low = _scale(protocol)
     high = low + len(keys) - 1
     best, worst = (0, -1) if best_low else (-1, 0)
-    return fill(protocol.texts.scale_reminder, best_key=key_label(keys[best]),
-                worst_key=key_label(keys[worst]), best_rating=low if best_low else high,
-                worst_rating=high if best_low else low)  # fmt: skip
+    return fill(
+        protocol.texts.scale_reminder,
+        best_key=key_label(keys[best]),
+        worst_key=key_label(keys[worst]),
+        best_rating=low if best_low else high,
+        worst_rating=high if best_low else low,
+    )
 
 
 class Screen(NamedTuple):
@@ -101,33 +112,53 @@ def screens(protocol: Protocol, where: Literal["lab", "online"]) -> list[Screen]
         shown.append(Screen(when, text))
 
     if lab:
-        questions = {"age": texts.age_question, "sex": texts.sex_question,
-                     "handedness": texts.handedness_question}  # fmt: skip
+        questions = {
+            "age": texts.age_question,
+            "sex": texts.sex_question,
+            "handedness": texts.handedness_question,
+        }
         for name in protocol.participants.details:
             add(f"details: {name}", questions[name])
             if name == "age":
-                add("details: an age out of range, under the question",
-                    fill(texts.age_retry, low=AGE_RANGE[0], high=AGE_RANGE[1]))  # fmt: skip
+                add(
+                    "details: an age out of range, under the question",
+                    fill(texts.age_retry, low=AGE_RANGE[0], high=AGE_RANGE[1]),
+                )
     else:
         add("the page's title", f"{texts.page_title} (language: {texts.language})")
         add("a browser without JavaScript", texts.needs_javascript)
-        add("an id in the page's address that cannot be used",
-            fill(texts.bad_participant_id, max_length=MAX_SOURCE_ID_LENGTH))  # fmt: skip
-        add("consent", f"{texts.consent_title}\n\n{online.consent}\n\n"
-            f"[{texts.agree}] [{texts.disagree}]")  # fmt: skip
+        add(
+            "an id in the page's address that cannot be used",
+            fill(texts.bad_participant_id, max_length=MAX_SOURCE_ID_LENGTH),
+        )
+        add(
+            "consent",
+            f"{texts.consent_title}\n\n{online.consent}\n\n[{texts.agree}] [{texts.disagree}]",
+        )
         add("after not agreeing", texts.declined)
         _ending(add, texts, online.no_consent_code, online.no_consent_url, "after not agreeing")
         if online.details:
-            add("details", "\n".join([
-                texts.details_title, texts.details_note, f"{texts.age}: ___",
-                f"{texts.sex}: {texts.prefer_not_to_say} | {texts.female} | {texts.male} | "
-                f"{texts.other}",
-                f"{texts.handedness}: {texts.prefer_not_to_say} | {texts.right} | {texts.left} | "
-                f"{texts.ambidextrous}",
-                f"[{texts.continue_button}]"]))  # fmt: skip
+            add(
+                "details",
+                "\n".join(
+                    [
+                        texts.details_title,
+                        texts.details_note,
+                        f"{texts.age}: ___",
+                        f"{texts.sex}: {texts.prefer_not_to_say} | {texts.female} | {texts.male} | "
+                        f"{texts.other}",
+                        f"{texts.handedness}: {texts.prefer_not_to_say} | {texts.right} | "
+                        f"{texts.left} | {texts.ambidextrous}",
+                        f"[{texts.continue_button}]",
+                    ]
+                ),
+            )
         add("full screen", f"{texts.fullscreen}\n\n[{texts.fullscreen_button}]")
-        add("a window too small", fill(texts.window_too_small, min_width=1040, min_height=640,
-            width=800, height=600) + f"\n\n[{texts.cannot_enlarge}]")  # fmt: skip
+        add(
+            "a window too small",
+            fill(texts.window_too_small, min_width=1040, min_height=640, width=800, height=600)
+            + f"\n\n[{texts.cannot_enlarge}]",
+        )
         add("on a phone or tablet", texts.needs_keyboard)
         add("a window that could not be enlarged", texts.screen_too_small)
         add("while the pictures load", texts.loading)
@@ -144,8 +175,7 @@ def screens(protocol: Protocol, where: Literal["lab", "online"]) -> list[Screen]
     if reminder:
         add("under each pair of the main block", scale_reminder(protocol))
     if not lab:
-        add("above the instructions, when a reloaded page resumes the session",
-            texts.welcome_back)  # fmt: skip
+        add("above the instructions, when a reloaded page resumes the session", texts.welcome_back)
     if protocol.pauses.allowed or protocol.pauses.break_every:
         add("a pause or a break", instructions["pause"])
     add("after the quit key", texts.quit_question)
@@ -163,10 +193,14 @@ def screens(protocol: Protocol, where: Literal["lab", "online"]) -> list[Screen]
         add("an id whose session began in another browser", texts.already_started)
         add("a study that takes no more participants", texts.study_full)
         add("after an error", fill(texts.went_wrong, error="(what went wrong)"))
-        add("after an error, when the server refused trials",
-            fill(texts.trials_not_stored, trials="4, 7"))  # fmt: skip
-        add("when the page cannot load the study's settings",
-            fill(texts.went_wrong, error=texts.settings_failed))  # fmt: skip
+        add(
+            "after an error, when the server refused trials",
+            fill(texts.trials_not_stored, trials="4, 7"),
+        )
+        add(
+            "when the page cannot load the study's settings",
+            fill(texts.went_wrong, error=texts.settings_failed),
+        )
     return shown
 
 

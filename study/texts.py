@@ -226,9 +226,9 @@ class Texts:
         "ambidextrous", description="Online: a choice of the handedness field."
     )
     prefer_not_to_say: StrictStr = Field(
-        "prefer not to say", description="Online: the first choice of the sex and handedness "
-        "fields.",
-    )  # fmt: skip
+        "prefer not to say",
+        description="Online: the first choice of the sex and handedness fields.",
+    )
     continue_button: StrictStr = Field("Continue", description="Online: the details form's button.")
     fullscreen: StrictStr = Field(
         "The study runs in full screen. Please close other programs and keep this window in "
@@ -462,8 +462,10 @@ def _names_key(text: str, name: str) -> bool:
     if len(name) == 1 and name.isalpha():
         return re.search(rf"(?<!\w){re.escape(name.upper())}(?!\w)", text) is not None
     spellings = {name, key_label(name), name.removeprefix("num_")}
-    return any(re.search(rf"(?<!\w){re.escape(spelling)}(?!\w)", text, flags=re.IGNORECASE)
-               for spelling in spellings)  # fmt: skip
+    return any(
+        re.search(rf"(?<!\w){re.escape(spelling)}(?!\w)", text, flags=re.IGNORECASE)
+        for spelling in spellings
+    )
 
 
 # --- the instruction texts written from the settings ----------------------------------------
@@ -514,8 +516,10 @@ def write_instructions(
     else:
         labels = [key_label(k) for k in keys]
         between = "" if len(keys) == 2 else ", the keys between them for the ratings between"
-        rating = (f"Press one of the keys {', '.join(labels)}: {labels[0]} for the {first} match, "
-                  f"{labels[-1]} for the {last} match{between},")  # fmt: skip
+        rating = (
+            f"Press one of the keys {', '.join(labels)}: {labels[0]} for the {first} match, "
+            f"{labels[-1]} for the {last} match{between},"
+        )
     controls = []
     if break_every:
         controls.append(f"There is a break after every {break_every} pairs.")

@@ -39,8 +39,15 @@ __all__ = [
     "stimulus_set_for",
 ]
 
-TRIAL_COLUMNS = ("trial", "phase", "sketch_id", "image_id", "anchor_rating", "sketch_path",
-                 "image_path")  # fmt: skip
+TRIAL_COLUMNS = (
+    "trial",
+    "phase",
+    "sketch_id",
+    "image_id",
+    "anchor_rating",
+    "sketch_path",
+    "image_path",
+)
 
 
 def draw_seed() -> int:
@@ -116,9 +123,14 @@ def build_trials(
             f"{protocol.name!r} rates those"
         )
     anchoring = protocol.anchoring
-    trials = session_order(manifest, np.random.default_rng(seed), main_roles=protocol.main_roles,
-                           anchoring=anchoring.enabled, repeat=anchoring.repeat,
-                           repeat_from=anchoring.repeat_from)  # fmt: skip
+    trials = session_order(
+        manifest,
+        np.random.default_rng(seed),
+        main_roles=protocol.main_roles,
+        anchoring=anchoring.enabled,
+        repeat=anchoring.repeat,
+        repeat_from=anchoring.repeat_from,
+    )
     if practice and protocol.practice.pairs:
         found = practice_pairs(protocol, manifest if practice_set is None else practice_set)
         trials = pd.concat([found, trials], ignore_index=True)

@@ -94,8 +94,12 @@ def pytest_collection_modifyitems(items):
     # A stable sort: the order within a module stays.
     rank = {name: position for position, name in enumerate(LONGEST_FIRST)}
     sizes = Counter(_scope(item.nodeid) for item in items)
-    items.sort(key=lambda item: (rank.get(item.nodeid.split("::")[0], len(rank)),
-                                 -sizes[_scope(item.nodeid)]))  # fmt: skip
+    items.sort(
+        key=lambda item: (
+            rank.get(item.nodeid.split("::")[0], len(rank)),
+            -sizes[_scope(item.nodeid)],
+        )
+    )
 
 
 @pytest.fixture(scope="session")
@@ -133,12 +137,39 @@ def retrieval_study(tmp_path_factory):
     root = tmp_path_factory.mktemp("evaluate")
     design = SetDesign(sketches=4, images_per_sketch=8, anchor_sketches=0, width=96, height=72)
     stimuli = generate_set(root / "set", design, seed=3)
-    assert main(["simulate", "--stimuli", str(stimuli), "--participants", "6", "--out",
-                 str(root / "data"), "--seed", "3"]) == 0  # fmt: skip
-    assert main(["analyze", str(root / "data"), "--out", str(root / "analysis"),
-                 "--no-figures"]) == 0  # fmt: skip
-    assert main(["baseline", "--stimuli", str(stimuli), "--distance", "l1,chi2,linf",
-                 "--out", str(root / "runs")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "simulate",
+                "--stimuli",
+                str(stimuli),
+                "--participants",
+                "6",
+                "--out",
+                str(root / "data"),
+                "--seed",
+                "3",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(["analyze", str(root / "data"), "--out", str(root / "analysis"), "--no-figures"]) == 0
+    )
+    assert (
+        main(
+            [
+                "baseline",
+                "--stimuli",
+                str(stimuli),
+                "--distance",
+                "l1,chi2,linf",
+                "--out",
+                str(root / "runs"),
+            ]
+        )
+        == 0
+    )
     return root
 
 
@@ -152,8 +183,11 @@ def mounted(tmp_path):
     """
     mount = tmp_path / "mnt"
     mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
-                          capture_output=True, check=False)  # fmt: skip
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+        capture_output=True,
+        check=False,
+    )
     if made.returncode != 0:
         pytest.skip("mounting a tmpfs needs privileges this machine does not give")
     yield mount

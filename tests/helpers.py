@@ -21,8 +21,19 @@ ROOT = Path(__file__).parents[1]
 
 #: Folders of the repository that are not its source: the environments, outputs and caches
 #: (some gigabytes), and pip's ``*.egg-info`` (:func:`not_source`).
-NOT_SOURCE = frozenset({".git", ".venv", ".node", "build", "node_modules", "__pycache__",
-                        ".pytest_cache", ".ruff_cache", ".hypothesis"})  # fmt: skip
+NOT_SOURCE = frozenset(
+    {
+        ".git",
+        ".venv",
+        ".node",
+        "build",
+        "node_modules",
+        "__pycache__",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".hypothesis",
+    }
+)
 
 
 def not_source(name: str) -> bool:
@@ -97,8 +108,12 @@ def process_state() -> dict:
     for logger in [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]:
         if isinstance(logger, logging.Logger):  # not a placeholder of a dotted name
             handlers_of = [h for h in logger.handlers if not isinstance(h, logging.NullHandler)]
-            loggers[logger.name] = (logging.getLevelName(logger.level), logger.propagate,
-                                    logger.disabled, handlers_of)  # fmt: skip
+            loggers[logger.name] = (
+                logging.getLevelName(logger.level),
+                logger.propagate,
+                logger.disabled,
+                handlers_of,
+            )
     umask = os.umask(0o022)
     os.umask(umask)
     return {
@@ -134,8 +149,11 @@ def process_changes(before: dict, after: dict) -> list[str]:
             new = {name: value for name, value in new.items() if name in old or value[3]}
         if key in ("environment", "signal handlers", "loggers"):
             names = sorted(set(old) | set(new), key=str)
-            changes += [f"{key}: {name} {old.get(name)!r} -> {new.get(name)!r}"
-                        for name in names if old.get(name) != new.get(name)]  # fmt: skip
+            changes += [
+                f"{key}: {name} {old.get(name)!r} -> {new.get(name)!r}"
+                for name in names
+                if old.get(name) != new.get(name)
+            ]
         elif old != new:
             changes.append(f"{key}: {old!r} -> {new!r}")
     return changes
@@ -227,9 +245,27 @@ def table_bytes(tokens, *, separators=(",", "\t", " ")):
     field = st.one_of(
         st.sampled_from(list(tokens)),
         st.text(max_size=6),
-        st.sampled_from(["", '"', '"a,b"', "n/a", "NaN", "inf", "-1", "1e309", "\x00", " ", "..",
-                         "../x", "a b", "é", "7.0", "2"]),
-    )  # fmt: skip
+        st.sampled_from(
+            [
+                "",
+                '"',
+                '"a,b"',
+                "n/a",
+                "NaN",
+                "inf",
+                "-1",
+                "1e309",
+                "\x00",
+                " ",
+                "..",
+                "../x",
+                "a b",
+                "é",
+                "7.0",
+                "2",
+            ]
+        ),
+    )
     line = st.builds(
         lambda fields, sep: sep.join(fields),
         st.lists(field, max_size=9),
@@ -244,11 +280,12 @@ def table_bytes(tokens, *, separators=(",", "\t", " ")):
     encoded = text.map(lambda t: t.encode("utf-8", "surrogatepass"))
     return st.one_of(
         encoded,
-        st.builds(lambda head, body: head + body, st.sampled_from([b"\xef\xbb\xbf", b"\xff\xfe"]),
-                  encoded),
+        st.builds(
+            lambda head, body: head + body, st.sampled_from([b"\xef\xbb\xbf", b"\xff\xfe"]), encoded
+        ),
         st.binary(max_size=64),
         st.builds(lambda a, b: a + b"\xff" + b, encoded, encoded),
-    )  # fmt: skip
+    )
 
 
 def toml_value(value) -> str:
@@ -296,8 +333,9 @@ def toml_text(settings: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def analysed_simulation(root: Path, *, participants: int, sketches: int, images: int,
-                        seed: int) -> Path:  # fmt: skip
+def analysed_simulation(
+    root: Path, *, participants: int, sketches: int, images: int, seed: int
+) -> Path:
     """A simulated study's flat table (``root/ratings.csv``) and analyze's files for it
     (``root/analysis``, no figures, no resampling); returns ``root``."""
     from sbir_study.analysis import StudyDesign, analyze_ratings, load_ratings, simulate_study
@@ -306,8 +344,12 @@ def analysed_simulation(root: Path, *, participants: int, sketches: int, images:
     design = StudyDesign(participants=participants, sketches=sketches, images_per_sketch=images)
     trials, _ = simulate_study(design, seed=seed)
     trials.to_csv(root / "ratings.csv", index=False, na_rep="n/a")
-    analyze_ratings(load_ratings(root / "ratings.csv"), root / "analysis",
-                    AnalysisOptions(bootstrap=0, permutations=0), figures=False)  # fmt: skip
+    analyze_ratings(
+        load_ratings(root / "ratings.csv"),
+        root / "analysis",
+        AnalysisOptions(bootstrap=0, permutations=0),
+        figures=False,
+    )
     return root
 
 
@@ -325,18 +367,22 @@ def assert_valid_bids(root: Path) -> list[str]:
     legacy validator's ``key``, then the schema validator's ``code``)."""
     assert LEGACY_VALIDATOR.exists(), f"{LEGACY_VALIDATOR} is missing; make install installs it"
     assert SCHEMA_VALIDATOR.exists(), f"{SCHEMA_VALIDATOR} is missing; make install installs it"
-    result = subprocess.run([str(LEGACY_VALIDATOR), str(root), "--json"], capture_output=True,
-                            text=True)  # fmt: skip
+    result = subprocess.run(
+        [str(LEGACY_VALIDATOR), str(root), "--json"], capture_output=True, text=True
+    )
     legacy = json.loads(result.stdout)
-    errors = [(e["key"], e["reason"],
-               [(f.get("file") or {}).get("relativePath") for f in e["files"]][:3])
-              for e in legacy["issues"]["errors"]]  # fmt: skip
+    errors = [
+        (e["key"], e["reason"], [(f.get("file") or {}).get("relativePath") for f in e["files"]][:3])
+        for e in legacy["issues"]["errors"]
+    ]
     assert not errors, errors
-    result = subprocess.run([str(SCHEMA_VALIDATOR), str(root), "--json"], capture_output=True,
-                            text=True)  # fmt: skip
+    result = subprocess.run(
+        [str(SCHEMA_VALIDATOR), str(root), "--json"], capture_output=True, text=True
+    )
     schema = json.loads(result.stdout)["issues"]["issues"]
-    errors = [(i["code"], i.get("location"), i.get("subCode")) for i in schema
-              if i["severity"] == "error"]  # fmt: skip
+    errors = [
+        (i["code"], i.get("location"), i.get("subCode")) for i in schema if i["severity"] == "error"
+    ]
     assert not errors, errors
     return [w["key"] for w in legacy["issues"]["warnings"]] + [
         i["code"] for i in schema if i["severity"] == "warning"

@@ -86,8 +86,16 @@ def demo(tmp_path_factory) -> Path:
     env = {**os.environ, "SBIR_STUDY_PROGRESS": "0"}
     for command in make_run_commands(ROOT / "Makefile", folder, bin_dir):
         # make runs each recipe line with /bin/sh -c, which expands the runs' glob.
-        done = subprocess.run(command, shell=True, executable="/bin/sh", cwd=ROOT, env=env,
-                              capture_output=True, text=True, check=False)  # fmt: skip
+        done = subprocess.run(
+            command,
+            shell=True,
+            executable="/bin/sh",
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if done.returncode != 0:
             pytest.fail(f"{command}\nexit {done.returncode}\n{done.stderr[-3000:]}")
     return folder
@@ -101,8 +109,15 @@ def values(demo) -> dict[str, str]:
 def test_the_demonstration_is_make_runs_seven_commands(tmp_path):
     commands = make_run_commands(ROOT / "Makefile", tmp_path / "demo", Path("/venv/bin"))
     subcommands = [shlex.split(command)[1] for command in commands]
-    assert subcommands == ["simulate", "analyze", "stimuli", "simulate", "analyze",
-                           "baseline", "evaluate"]  # fmt: skip
+    assert subcommands == [
+        "simulate",
+        "analyze",
+        "stimuli",
+        "simulate",
+        "analyze",
+        "baseline",
+        "evaluate",
+    ]
     assert all(str(tmp_path / "demo") in command for command in commands)
     assert "--seed 2011" in commands[0]  # the Makefile's SEED
 
@@ -243,10 +258,11 @@ _KEYS = st.sampled_from(sorted(update_docs.DEFINITIONS))
 def test_rewrite_replaces_the_spans_and_nothing_else(pieces, new):
     def document(text_of) -> str:
         return "".join(
-            piece if isinstance(piece, str)
+            piece
+            if isinstance(piece, str)
             else f"x <!-- demo: {piece[0]} -->{text_of(piece)}<!-- /demo -->"
             for piece in pieces
-        )  # fmt: skip
+        )
 
     values = {key: new.get(key, f"value of {key}") for key in update_docs.DEFINITIONS}
     text = document(lambda piece: piece[1])
@@ -261,6 +277,7 @@ def test_spans_render_as_invisible_inline_comments():
     # must be an inline comment inside its paragraph or table cell, none a block of raw
     # HTML or code, where a reader would see it.
     import markdown_it  # the test extra's; a missing one fails the test
+
     parser = markdown_it.MarkdownIt("commonmark").enable("table")
 
     def tokens(stream):

@@ -85,9 +85,14 @@ def _copy_source(folder: Path) -> Path:
 
 def _run(command: list, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [str(c) for c in command], cwd=cwd, capture_output=True, text=True, check=False,
-        env={**os.environ, "PYTHONWARNINGS": ""}, timeout=600,
-    )  # fmt: skip
+        [str(c) for c in command],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONWARNINGS": ""},
+        timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -97,9 +102,21 @@ def wheel(tmp_path_factory) -> Path:
     wheel test opens."""
     root = tmp_path_factory.mktemp("wheel")
     source = _copy_source(root / "source")
-    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
-                  "--disable-pip-version-check", "--wheel-dir", root / "dist", source],
-                 root)  # fmt: skip
+    built = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--wheel-dir",
+            root / "dist",
+            source,
+        ],
+        root,
+    )
     assert built.returncode == 0, built.stdout + built.stderr
     (found,) = (root / "dist").glob("sbir_study-*.whl")
     return found
@@ -119,9 +136,23 @@ def core_install(tmp_path_factory, wheel):
     assert made.returncode == 0, made.stderr
     python = env / "bin" / "python"
     # No byte-compiling: a third of the time, for modules that run once here.
-    installed = _run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet",
-                      "--disable-pip-version-check", "--no-compile", "-c", LOCK, wheel],
-                     root)  # fmt: skip
+    installed = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            python,
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-compile",
+            "-c",
+            LOCK,
+            wheel,
+        ],
+        root,
+    )
     assert installed.returncode == 0, installed.stdout + installed.stderr
     return root, env / "bin"
 
@@ -132,17 +163,28 @@ def test_a_wheel_holds_sbir_study_and_nothing_else_at_its_top(wheel):
     tops = {name.split("/")[0] for name in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"sbir_study"}
     # Every subpackage and its data went in under it.
-    for expected in ("sbir_study/foundation/checks.py", "sbir_study/analysis/retrieval/runs.py",
-                     "sbir_study/study/online/web/index.html", "sbir_study/cli/__init__.py",
-                     "sbir_study/stimuli/manifest.py"):  # fmt: skip
+    for expected in (
+        "sbir_study/foundation/checks.py",
+        "sbir_study/analysis/retrieval/runs.py",
+        "sbir_study/study/online/web/index.html",
+        "sbir_study/cli/__init__.py",
+        "sbir_study/stimuli/manifest.py",
+    ):
         assert expected in names
 
 
 def test_core_install_has_no_session_or_server_packages(core_install):
     root, bin_ = core_install
-    found = _run([bin_ / "python", "-c", "import importlib.util as u; print(*("
-                  "m for m in ('psychopy', 'fastapi', 'sqlalchemy', 'uvicorn', 'alembic') "
-                  "if u.find_spec(m)))"], root)  # fmt: skip
+    found = _run(
+        [
+            bin_ / "python",
+            "-c",
+            "import importlib.util as u; print(*("
+            "m for m in ('psychopy', 'fastapi', 'sqlalchemy', 'uvicorn', 'alembic') "
+            "if u.find_spec(m)))",
+        ],
+        root,
+    )
     assert found.returncode == 0, found.stderr
     assert found.stdout.split() == []
 
@@ -155,14 +197,42 @@ def test_core_install_simulates_analyses_and_scores_as_the_full_install(
     write the same ground truth and the same scores."""
     root, bin_ = core_install
     commands = [
-        ["stimuli", "generate", "--out", "set", "--sketches", "3", "--images", "6",
-         "--anchor-sketches", "0", "--width", "96", "--height", "72", "--seed", "5"],
+        [
+            "stimuli",
+            "generate",
+            "--out",
+            "set",
+            "--sketches",
+            "3",
+            "--images",
+            "6",
+            "--anchor-sketches",
+            "0",
+            "--width",
+            "96",
+            "--height",
+            "72",
+            "--seed",
+            "5",
+        ],
         ["simulate", "--stimuli", "set", "--participants", "5", "--out", "data", "--seed", "5"],
         ["analyze", "data", "--out", "analysis", "--pairwise", "summary"],
         ["baseline", "--stimuli", "set", "--distance", "l1", "--out", "l1.run"],
-        ["evaluate", "--ground-truth", "analysis/ground_truth.csv", "--ratings", "data",
-         "--bootstrap", "200", "--permutations", "200", "--out", "evaluation", "l1.run"],
-    ]  # fmt: skip
+        [
+            "evaluate",
+            "--ground-truth",
+            "analysis/ground_truth.csv",
+            "--ratings",
+            "data",
+            "--bootstrap",
+            "200",
+            "--permutations",
+            "200",
+            "--out",
+            "evaluation",
+            "l1.run",
+        ],
+    ]
     core = root / "commands"
     core.mkdir()
     monkeypatch.chdir(tmp_path)
@@ -173,21 +243,47 @@ def test_core_install_simulates_analyses_and_scores_as_the_full_install(
         assert main([*command, *figures]) == 0
     assert (core / "analysis" / "figures" / "fig5_interuser.png").is_file()
     assert (core / "evaluation" / "report.html").is_file()
-    for table in ["analysis/ground_truth.csv", "analysis/kendall_w.csv",
-                  "evaluation/summary.csv", "evaluation/per_sketch.csv"]:  # fmt: skip
+    for table in [
+        "analysis/ground_truth.csv",
+        "analysis/kendall_w.csv",
+        "evaluation/summary.csv",
+        "evaluation/per_sketch.csv",
+    ]:
         assert filecmp.cmp(core / table, tmp_path / table, shallow=False), table
 
 
 @pytest.mark.parametrize(
     ("command", "extra"),
     [
-        (["run", "--protocol", "{protocols}/demo.toml", "--stimuli", "set",
-          "--participant", "01", "--data", "session"], "lab"),
-        (["serve", "--protocol", "{protocols}/demo.toml", "--stimuli", "set",
-          "--data", "online"], "online"),
+        (
+            [
+                "run",
+                "--protocol",
+                "{protocols}/demo.toml",
+                "--stimuli",
+                "set",
+                "--participant",
+                "01",
+                "--data",
+                "session",
+            ],
+            "lab",
+        ),
+        (
+            [
+                "serve",
+                "--protocol",
+                "{protocols}/demo.toml",
+                "--stimuli",
+                "set",
+                "--data",
+                "online",
+            ],
+            "online",
+        ),
         (["export-online", "--db", "online.sqlite", "--out", "exported"], "online"),
     ],
-)  # fmt: skip
+)
 def test_commands_of_an_extra_name_its_install(core_install, command, extra):
     """Exit status 2 and one line naming the pip install that brings the command."""
     root, bin_ = core_install

@@ -106,9 +106,10 @@ def test_a_module_imports_only_its_own_layer_and_those_below(name):
     if layer == "sbir_study":  # the face loads nothing; __main__ runs the command line
         return
     wrong = sorted(
-        target for target in _imports(name, MODULES[name])
+        target
+        for target in _imports(name, MODULES[name])
         if _layer(target) != layer and _layer(target) not in ALLOWED[layer]
-    )  # fmt: skip
+    )
     assert not wrong, f"{name} imports {wrong}, above or beside its layer"
 
 
@@ -136,8 +137,11 @@ def test_nothing_in_the_repository_imports_a_generic_top_level_name():
     offenders = []
     files = _repository_python_files()
     # The walk reaches every part of the code (the tests and benchmarks beside the package).
-    assert {ROOT / "tests" / "test_layout.py", ROOT / "benchmarks" / "bench_scale.py",
-            ROOT / "analysis" / "retrieval" / "runs.py"} <= set(files)  # fmt: skip
+    assert {
+        ROOT / "tests" / "test_layout.py",
+        ROOT / "benchmarks" / "bench_scale.py",
+        ROOT / "analysis" / "retrieval" / "runs.py",
+    } <= set(files)
     for path in files:
         relative = path.relative_to(ROOT)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -146,14 +150,21 @@ def test_nothing_in_the_repository_imports_a_generic_top_level_name():
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.level == 0:
                 names = [node.module or ""]
-            offenders += [f"{relative}:{node.lineno}: {n}" for n in names
-                          if n.split(".")[0] in GENERIC]  # fmt: skip
+            offenders += [
+                f"{relative}:{node.lineno}: {n}" for n in names if n.split(".")[0] in GENERIC
+            ]
     assert not offenders
 
 
 def _run_python(code: str, cwd: Path, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **env}, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        check=False,
+    )
 
 
 @pytest.fixture
@@ -179,10 +190,19 @@ def test_the_package_works_beside_a_users_own_analysis_study_and_stimuli(shadowi
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
     result = subprocess.run(
-        [*SBIR_STUDY, "analyze", str(DATA / "ratings_small.csv"), "--out", "results",
-         "--no-figures"],
-        cwd=shadowing_folder, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            *SBIR_STUDY,
+            "analyze",
+            str(DATA / "ratings_small.csv"),
+            "--out",
+            "results",
+            "--no-figures",
+        ],
+        cwd=shadowing_folder,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert (shadowing_folder / "results" / "ground_truth.csv").is_file()
 
@@ -228,12 +248,18 @@ def test_a_face_lists_only_its_own_packages_names_and_each_resolves(face):
     package = importlib.import_module(face)
     for name in package.__all__:
         value = getattr(package, name)
-        home = getattr(value, "__name__", "") if isinstance(value, type(sys)) else getattr(
-            value, "__module__", None
-        )  # fmt: skip
+        home = (
+            getattr(value, "__name__", "")
+            if isinstance(value, type(sys))
+            else getattr(value, "__module__", None)
+        )
         if home is None:  # a constant: it must come from one of the face's own modules
-            home = next(m for m in sys.modules if (m == face or m.startswith(face + "."))
-                        and getattr(sys.modules[m], name, None) is value)  # fmt: skip
+            home = next(
+                m
+                for m in sys.modules
+                if (m == face or m.startswith(face + "."))
+                and getattr(sys.modules[m], name, None) is value
+            )
         assert home == face or home.startswith(face + "."), f"{face}.{name} comes from {home}"
 
 
@@ -265,8 +291,11 @@ def test_the_command_lines_version_and_help_load_no_numerical_library(arguments)
     )
     heavy = [m for m in loaded if m.split(".")[0] in ("numpy", "pandas", "scipy", "pyarrow")]
     assert not heavy
-    assert not [m for m in loaded if m.startswith("sbir_study.analysis.") and
-                m != "sbir_study.analysis.limits"]  # fmt: skip
+    assert not [
+        m
+        for m in loaded
+        if m.startswith("sbir_study.analysis.") and m != "sbir_study.analysis.limits"
+    ]
 
 
 def test_a_named_subcommand_is_built_whole_and_the_others_listed():

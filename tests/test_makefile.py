@@ -30,10 +30,20 @@ def dry_run(target: str, demo: Path) -> list[str]:
     if shutil.which("make") is None:
         pytest.skip("GNU make is not installed")
     done = subprocess.run(
-        ["make", "--no-print-directory", "-n", "-o", ".venv/.installed-stamp", target,
-         f"DEMO={demo}"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            "make",
+            "--no-print-directory",
+            "-n",
+            "-o",
+            ".venv/.installed-stamp",
+            target,
+            f"DEMO={demo}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return done.stdout.replace("\\\n", " ").splitlines()
 
 

@@ -145,8 +145,9 @@ def baseline_scores(
     if pairs.empty:
         raise InputError(f"{folder}: no main or candidate pairs to score")
     sketches = pairs.drop_duplicates("sketch_id")[["sketch_id", "sketch_path"]]
-    images = pairs.drop_duplicates(["sketch_id", "image_id"])[["sketch_id", "image_id",
-                                                               "image_path"]]  # fmt: skip
+    images = pairs.drop_duplicates(["sketch_id", "image_id"])[
+        ["sketch_id", "image_id", "image_path"]
+    ]
     paths = list(sketches["sketch_path"]) + list(images["image_path"])
     unique_paths = list(dict.fromkeys(paths))
     described: dict[str, np.ndarray] = {}
@@ -162,8 +163,9 @@ def baseline_scores(
     image_sketch = images["sketch_id"].to_numpy(dtype=object)
     runs = {}
     for name in distances:
-        d = distance_matrix(sketch_vectors, image_vectors, name, reference=reference,
-                            similarity=similarity)  # fmt: skip
+        d = distance_matrix(
+            sketch_vectors, image_vectors, name, reference=reference, similarity=similarity
+        )
         if collection == "own":
             keep = sketch_ids[:, None] == image_sketch[None, :]
         else:
@@ -196,8 +198,9 @@ def write_trec_run(run: pd.DataFrame, path: str | Path, tag: str) -> Path:
     check_id(tag, f"{path}: tag")
     frame = run.copy()
     frame["_id"] = frame["image_id"].astype(str)
-    frame = frame.sort_values(["sketch_id", "score", "_id"], ascending=[True, False, False],
-                              kind="stable")  # fmt: skip
+    frame = frame.sort_values(
+        ["sketch_id", "score", "_id"], ascending=[True, False, False], kind="stable"
+    )
     rank = frame.groupby("sketch_id", sort=False).cumcount() + 1
     lines = [
         f"{s} Q0 {i} {r} {score:.17g} {tag}\n"
@@ -255,8 +258,13 @@ def write_baseline_runs(
         writing = output_folder(out, "baseline", overwrite=overwrite, inputs=inputs)
     with writing as written:
         folder = written[0].parent if single else written
-        runs = baseline_scores(stimulus_set.manifest, stimulus_set.folder, distances,
-                               collection=collection, progress=progress)  # fmt: skip
+        runs = baseline_scores(
+            stimulus_set.manifest,
+            stimulus_set.folder,
+            distances,
+            collection=collection,
+            progress=progress,
+        )
         for name in distances:
             path = written[0] if single else folder / f"{name}.run"
             write_trec_run(runs[name], path, tag=f"baseline-eoh-{_tag(name)}")

@@ -204,8 +204,9 @@ def paired_permutation_test(a, b, *, n_resamples: int = 10_000, seed: int = 0) -
         return PermutationResult(float("nan"), float("nan"), 0)
     patterns, exact = _sign_patterns(d.size, n_resamples, seed)
     observed = float(d.mean())
-    return PermutationResult(observed, _permutation_pvalue(observed, patterns @ d / d.size, exact),
-                             int(d.size))  # fmt: skip
+    return PermutationResult(
+        observed, _permutation_pvalue(observed, patterns @ d / d.size, exact), int(d.size)
+    )
 
 
 #: Up to this many differences with ties or zeros, ``scipy.stats.wilcoxon`` (method
@@ -248,8 +249,7 @@ def _wilcoxon_tests(differences: list[np.ndarray]) -> list[tuple[float, float]]:
         from scipy import stats
 
         for (_, method), rows in batches.items():
-            found = stats.wilcoxon(np.vstack([differences[r] for r in rows]), method=method,
-                                   axis=1)  # fmt: skip
+            found = stats.wilcoxon(np.vstack([differences[r] for r in rows]), method=method, axis=1)
             for row, statistic, p in zip(rows, found.statistic, found.pvalue, strict=True):
                 results[row] = (float(statistic), float(p))
     return results
@@ -296,8 +296,9 @@ def paired_differences_interval(
     flat = np.ptp(differences, axis=1) == 0
     low[flat] = high[flat] = differences[flat, 0]
     if (~flat).any():
-        low[~flat], high[~flat] = _percentile_intervals(differences[~flat], confidence,
-                                                        n_resamples, seed)  # fmt: skip
+        low[~flat], high[~flat] = _percentile_intervals(
+            differences[~flat], confidence, n_resamples, seed
+        )
     return low, high
 
 
@@ -394,12 +395,29 @@ def compare_systems(
     """
     if correct not in CORRECTIONS:
         raise InputError(f"correct: expected one of {', '.join(CORRECTIONS)}, got {correct!r}")
-    columns = ["measure", "system_a", "system_b", "n_sketches", "mean_a", "mean_b",
-               "mean_difference", "difference_ci_low", "difference_ci_high", "effect_size_dz",
-               "t_statistic", "t_p_value", "t_p_value_holm", "wilcoxon_statistic",
-               "wilcoxon_p_value", "wilcoxon_p_value_holm", "permutation_p_value",
-               "permutation_p_value_holm", "significant", "rejected_by",
-               "tests_disagree"]  # fmt: skip
+    columns = [
+        "measure",
+        "system_a",
+        "system_b",
+        "n_sketches",
+        "mean_a",
+        "mean_b",
+        "mean_difference",
+        "difference_ci_low",
+        "difference_ci_high",
+        "effect_size_dz",
+        "t_statistic",
+        "t_p_value",
+        "t_p_value_holm",
+        "wilcoxon_statistic",
+        "wilcoxon_p_value",
+        "wilcoxon_p_value_holm",
+        "permutation_p_value",
+        "permutation_p_value_holm",
+        "significant",
+        "rejected_by",
+        "tests_disagree",
+    ]
     if measures is None:
         measures = list(dict.fromkeys(per_sketch["measure"]))
     systems_all = list(dict.fromkeys(per_sketch["system"]))
@@ -433,14 +451,41 @@ def compare_systems(
             observed = float(d.mean())
             permutation_p_value = _permutation_pvalue(observed, patterns @ d / d.size, exact)
             # The t and Wilcoxon columns are filled below, for all the pairs at once.
-            found.append([measure, first, second, int(d.size), float(a[both].mean()),
-                          float(b[both].mean()), observed, effect_size_dz(d), np.nan, np.nan,
-                          np.nan, np.nan, permutation_p_value])  # fmt: skip
-    table = pd.DataFrame(found, columns=["measure", "system_a", "system_b", "n_sketches",
-                                         "mean_a", "mean_b", "mean_difference",
-                                         "effect_size_dz", "t_statistic", "t_p_value",
-                                         "wilcoxon_statistic", "wilcoxon_p_value",
-                                         "permutation_p_value"])  # fmt: skip
+            found.append(
+                [
+                    measure,
+                    first,
+                    second,
+                    int(d.size),
+                    float(a[both].mean()),
+                    float(b[both].mean()),
+                    observed,
+                    effect_size_dz(d),
+                    np.nan,
+                    np.nan,
+                    np.nan,
+                    np.nan,
+                    permutation_p_value,
+                ]
+            )
+    table = pd.DataFrame(
+        found,
+        columns=[
+            "measure",
+            "system_a",
+            "system_b",
+            "n_sketches",
+            "mean_a",
+            "mean_b",
+            "mean_difference",
+            "effect_size_dz",
+            "t_statistic",
+            "t_p_value",
+            "wilcoxon_statistic",
+            "wilcoxon_p_value",
+            "permutation_p_value",
+        ],
+    )
     if table.empty:
         return pd.DataFrame(columns=columns)
     table[["t_statistic", "t_p_value"]] = np.array(_t_tests(differences)).reshape(-1, 2)
@@ -452,8 +497,9 @@ def compare_systems(
     sizes = np.array([d.size for d in differences])
     for size in np.unique(sizes[sizes >= 2]):
         rows = np.flatnonzero(sizes == size)
-        low, high = paired_differences_interval(np.vstack([differences[r] for r in rows]),
-                                                n_resamples=bootstrap, seed=seed)  # fmt: skip
+        low, high = paired_differences_interval(
+            np.vstack([differences[r] for r in rows]), n_resamples=bootstrap, seed=seed
+        )
         table.loc[rows, "difference_ci_low"] = low
         table.loc[rows, "difference_ci_high"] = high
     family = table["measure"] if correct == "pairs" else pd.Series(0, index=table.index)
@@ -463,11 +509,13 @@ def compare_systems(
             lambda p: holm_adjusted(p.to_numpy(dtype=np.float64))
         )
     table["significant"] = table["permutation_p_value_holm"] < alpha
-    adjusted = np.column_stack([table[f"{test}_p_value_holm"].to_numpy(dtype=np.float64)
-                                for test in TESTS])  # fmt: skip
+    adjusted = np.column_stack(
+        [table[f"{test}_p_value_holm"].to_numpy(dtype=np.float64) for test in TESTS]
+    )
     rejects = adjusted < alpha
-    table["rejected_by"] = [";".join(t for t, r in zip(TESTS, row, strict=True) if r)
-                            for row in rejects]  # fmt: skip
+    table["rejected_by"] = [
+        ";".join(t for t, r in zip(TESTS, row, strict=True) if r) for row in rejects
+    ]
     # A test that is undefined (no spread, no sketch) neither rejects nor disagrees.
     table["tests_disagree"] = rejects.any(axis=1) & (~rejects & ~np.isnan(adjusted)).any(axis=1)
     return table[columns]

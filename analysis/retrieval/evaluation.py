@@ -94,8 +94,11 @@ class EvaluationOptions:
         check_option("correct", self.correct, CORRECTIONS)
         # The cut's range is the ground truth's scale, checked when the runs are scored.
         below = self.relevant_below
-        if below is not None and (isinstance(below, bool) or not isinstance(below, int | float)
-                                  or not math.isfinite(below)):  # fmt: skip
+        if below is not None and (
+            isinstance(below, bool)
+            or not isinstance(below, int | float)
+            or not math.isfinite(below)
+        ):
             raise InputError(f"relevant_below: expected a mean rating, got {below!r}")
         if not self.cutoffs or any(not isinstance(k, int) or k < 1 for k in self.cutoffs):
             raise InputError(f"cutoffs: expected whole numbers >= 1, got {self.cutoffs!r}")
@@ -130,9 +133,15 @@ def _ratings_layout(
     :func:`~sbir_study.analysis.ratings.main_phase_cube`."""
     consensus = consensus_ground_truth(ratings).dropna(subset=["mean_rating"])
     mine = truth.table()
-    merged = mine.merge(consensus[["sketch_id", "image_id", "mean_rating"]].astype(
-        {"sketch_id": str, "image_id": str}), on=["sketch_id", "image_id"], how="outer",
-        suffixes=("_truth", "_ratings"), indicator=True)  # fmt: skip
+    merged = mine.merge(
+        consensus[["sketch_id", "image_id", "mean_rating"]].astype(
+            {"sketch_id": str, "image_id": str}
+        ),
+        on=["sketch_id", "image_id"],
+        how="outer",
+        suffixes=("_truth", "_ratings"),
+        indicator=True,
+    )
     only = merged[merged["_merge"] != "both"]
     if not only.empty:
         row = only.iloc[0]
@@ -193,10 +202,17 @@ def score_run(
     """
     relevant = truth.relevant(options.relevant_below)
     view = RunView(
-        rank=run.rank, score=run.score, n_returned=run.n_returned,
-        mean_rating=truth.mean_rating, grade=truth.grade, relevant=relevant,
-        judged=truth.judged, alternative=options.alternative, weight=weight, ratings=ratings,
-    )  # fmt: skip
+        rank=run.rank,
+        score=run.score,
+        n_returned=run.n_returned,
+        mean_rating=truth.mean_rating,
+        grade=truth.grade,
+        relevant=relevant,
+        judged=truth.judged,
+        alternative=options.alternative,
+        weight=weight,
+        ratings=ratings,
+    )
     values = measure_values(view, options.cutoffs)
     return values, precision_at_recall(run.rank, relevant, RECALL_LEVELS)
 
@@ -294,33 +310,68 @@ def evaluate_runs(
         values, curve = _score_absent(values, curve, absent, truth, options.missing)
         missing[run.name] = [str(s) for s in sketches[absent]]
         for name, per_sketch in values.items():
-            frames.append(pd.DataFrame({"system": run.name, "sketch_id": sketches,
-                                        "measure": name, "value": per_sketch}))  # fmt: skip
-        curves.append(pd.DataFrame({
-            "system": run.name,
-            "recall": RECALL_LEVELS,
-            "precision": np.nanmean(curve, axis=0) if np.isfinite(curve).any()
-            else np.full(RECALL_LEVELS.size, np.nan),
-            "n_sketches": np.isfinite(curve).sum(axis=0),
-        }))  # fmt: skip
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "system": run.name,
+                        "sketch_id": sketches,
+                        "measure": name,
+                        "value": per_sketch,
+                    }
+                )
+            )
+        curves.append(
+            pd.DataFrame(
+                {
+                    "system": run.name,
+                    "recall": RECALL_LEVELS,
+                    "precision": np.nanmean(curve, axis=0)
+                    if np.isfinite(curve).any()
+                    else np.full(RECALL_LEVELS.size, np.nan),
+                    "n_sketches": np.isfinite(curve).sum(axis=0),
+                }
+            )
+        )
     if human is not None:
         per_sketch_human = human.groupby("sketch_id", observed=True)["tau_b_loo"].mean()
         per_sketch_human.index = per_sketch_human.index.astype(str)
         per_sketch_human = per_sketch_human.reindex(pd.Index(sketches).astype(str))
-        frames.append(pd.DataFrame({"system": HUMAN, "sketch_id": sketches, "measure": "tau_b",
-                                    "value": per_sketch_human.to_numpy()}))  # fmt: skip
+        frames.append(
+            pd.DataFrame(
+                {
+                    "system": HUMAN,
+                    "sketch_id": sketches,
+                    "measure": "tau_b",
+                    "value": per_sketch_human.to_numpy(),
+                }
+            )
+        )
     per_sketch = pd.concat(frames, ignore_index=True)
     summary = _summarise(per_sketch, names, options)
     summarised = [m for m in dict.fromkeys(per_sketch["measure"]) if measure(m).summarised]
     systems_only = per_sketch[per_sketch["system"] != HUMAN]
-    comparisons = compare_systems(systems_only, measures=summarised, alpha=options.alpha,
-                                  n_resamples=options.permutations, seed=options.seed,
-                                  bootstrap=options.bootstrap, correct=options.correct,
-                                  baseline=options.baseline)  # fmt: skip
+    comparisons = compare_systems(
+        systems_only,
+        measures=summarised,
+        alpha=options.alpha,
+        n_resamples=options.permutations,
+        seed=options.seed,
+        bootstrap=options.bootstrap,
+        correct=options.correct,
+        baseline=options.baseline,
+    )
     summary = _mark_significant(summary, comparisons)
     summary = _mark_missing(summary, missing, len(sketches))
-    return Evaluation(per_sketch, summary, comparisons, pd.concat(curves, ignore_index=True),
-                      human, options, truth=truth, missing=missing)  # fmt: skip
+    return Evaluation(
+        per_sketch,
+        summary,
+        comparisons,
+        pd.concat(curves, ignore_index=True),
+        human,
+        options,
+        truth=truth,
+        missing=missing,
+    )
 
 
 def _absent_sketches(truth: GroundTruth, run: Run) -> np.ndarray:
@@ -392,27 +443,44 @@ def _summarise(per_sketch: pd.DataFrame, names: list[str], options) -> pd.DataFr
         if not measure(name).summarised:
             continue
         result = bootstrap_mean(group["value"], n_resamples=options.bootstrap, seed=options.seed)
-        rows.append({"system": system, "measure": name, "mean": result.mean,
-                     "ci_low": result.ci_low, "ci_high": result.ci_high,
-                     "n_sketches": result.n, "better": measure_direction(name)})  # fmt: skip
+        rows.append(
+            {
+                "system": system,
+                "measure": name,
+                "mean": result.mean,
+                "ci_low": result.ci_low,
+                "ci_high": result.ci_high,
+                "n_sketches": result.n,
+                "better": measure_direction(name),
+            }
+        )
     tau = per_sketch[per_sketch["measure"] == "tau_b"].pivot(
         index="sketch_id", columns="system", values="value"
     )
     if HUMAN in tau.columns:
         for system in names:
             pair = tau[[system, HUMAN]].dropna()
-            row = {"system": system, "measure": "tau_b_human_fraction", "mean": np.nan,
-                   "ci_low": np.nan, "ci_high": np.nan, "n_sketches": len(pair),
-                   "better": measure_direction("tau_b_human_fraction")}  # fmt: skip
+            row = {
+                "system": system,
+                "measure": "tau_b_human_fraction",
+                "mean": np.nan,
+                "ci_low": np.nan,
+                "ci_high": np.nan,
+                "n_sketches": len(pair),
+                "better": measure_direction("tau_b_human_fraction"),
+            }
             if len(pair) >= 1 and pair[HUMAN].mean() != 0:
                 row["mean"] = pair[system].mean() / pair[HUMAN].mean()
             if len(pair) >= 2 and np.ptp(pair[system]) + np.ptp(pair[HUMAN]) > 0:
                 interval = stats.bootstrap(
                     (pair[system].to_numpy(), pair[HUMAN].to_numpy()),
                     lambda a, b, axis: np.mean(a, axis=axis) / np.mean(b, axis=axis),
-                    paired=True, vectorized=True, method="percentile",
-                    n_resamples=options.bootstrap, rng=np.random.default_rng(options.seed),
-                ).confidence_interval  # fmt: skip
+                    paired=True,
+                    vectorized=True,
+                    method="percentile",
+                    n_resamples=options.bootstrap,
+                    rng=np.random.default_rng(options.seed),
+                ).confidence_interval
                 row["ci_low"], row["ci_high"] = float(interval.low), float(interval.high)
             rows.append(row)
     return pd.DataFrame(rows)
@@ -466,8 +534,7 @@ def write_evaluation(
         return _write_evaluation_into(evaluation, folder, figures=formats)
 
 
-def _write_evaluation_into(evaluation: Evaluation, out: Path, *,
-                           figures: tuple[str, ...]) -> dict:  # fmt: skip
+def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: tuple[str, ...]) -> dict:
     evaluation.per_sketch.to_csv(out / "per_sketch.csv", index=False)
     evaluation.summary.to_csv(out / "summary.csv", index=False)
     evaluation.comparisons.to_csv(out / "comparisons.csv", index=False)
@@ -478,18 +545,24 @@ def _write_evaluation_into(evaluation: Evaluation, out: Path, *,
     for system in dict.fromkeys(evaluation.per_sketch["system"]):
         if system != HUMAN:
             path = out / "per_sketch_trec" / f"{system}.txt"
-            path.write_text(trec_eval_q(evaluation.per_sketch, evaluation.summary, system),
-                            encoding="utf-8")  # fmt: skip
+            path.write_text(
+                trec_eval_q(evaluation.per_sketch, evaluation.summary, system), encoding="utf-8"
+            )
     if evaluation.truth is not None and evaluation.truth.from_qrels:
         truth = evaluation.truth
         relevant = truth.relevant(None)[truth.judged].astype(int)
         table = truth.table()
-        lines = [f"{s} 0 {i} {r}" for s, i, r in zip(table["sketch_id"], table["image_id"],
-                                                     relevant, strict=True)]  # fmt: skip
+        lines = [
+            f"{s} 0 {i} {r}"
+            for s, i, r in zip(table["sketch_id"], table["image_id"], relevant, strict=True)
+        ]
         (out / "ground_truth_binary.qrels").write_text("\n".join(lines) + "\n", encoding="utf-8")
     elif evaluation.truth is not None:
-        write_binary_qrels(evaluation.truth.table(), out / "ground_truth_binary.qrels",
-                           relevant_below=evaluation.options.relevant_below)  # fmt: skip
+        write_binary_qrels(
+            evaluation.truth.table(),
+            out / "ground_truth_binary.qrels",
+            relevant_below=evaluation.options.relevant_below,
+        )
     summary = evaluation.summary
     headline = {}
     for system in dict.fromkeys(summary["system"]):
@@ -497,8 +570,10 @@ def _write_evaluation_into(evaluation: Evaluation, out: Path, *,
         entry = {}
         for name in _HEADLINE:
             if name in rows.index:
-                entry[name] = {k: _plain(rows.loc[name, k])
-                                 for k in ("mean", "ci_low", "ci_high", "n_sketches")}  # fmt: skip
+                entry[name] = {
+                    k: _plain(rows.loc[name, k])
+                    for k in ("mean", "ci_low", "ci_high", "n_sketches")
+                }
         if "tau_b" in rows.index and system != HUMAN:
             entry["tau_b"]["significantly_better_than"] = [
                 s for s in str(rows.loc["tau_b", "significantly_better_than"]).split(";") if s
@@ -523,17 +598,28 @@ def _write_evaluation_into(evaluation: Evaluation, out: Path, *,
     if figures:
         from .figures import write_evaluation_figures  # matplotlib only when drawing
 
-        written = write_evaluation_figures(out / "figures", evaluation.per_sketch,
-                                           evaluation.pr_curve, evaluation.summary,
-                                           formats=figures)  # fmt: skip
+        written = write_evaluation_figures(
+            out / "figures",
+            evaluation.per_sketch,
+            evaluation.pr_curve,
+            evaluation.summary,
+            formats=figures,
+        )
     result["figures"] = sorted(written)
-    (out / "evaluation.json").write_text(json.dumps(result, indent=2, allow_nan=False) + "\n",
-                                         encoding="utf-8")  # fmt: skip
+    (out / "evaluation.json").write_text(
+        json.dumps(result, indent=2, allow_nan=False) + "\n", encoding="utf-8"
+    )
     from .report import write_evaluation_report
 
     scale = evaluation.truth.scale if evaluation.truth is not None else None
-    write_evaluation_report(out / "report.html", result, evaluation.summary,
-                            evaluation.comparisons, written, scale=scale)  # fmt: skip
+    write_evaluation_report(
+        out / "report.html",
+        result,
+        evaluation.summary,
+        evaluation.comparisons,
+        written,
+        scale=scale,
+    )
     return result
 
 
@@ -650,20 +736,39 @@ def evaluate_files(
         for path, name in zip(run_files, names or [None] * len(run_files), strict=True)
     ]
     evaluation = evaluate_runs(truth, runs, options, ratings=table)
-    files = [{"role": "ground truth", "name": "", "path": str(ground_truth),
-              "sha256": truth.sha256, "lines": truth.lines}]  # fmt: skip
-    files += [{"role": "run", "name": r.name, "path": r.source, "sha256": r.sha256,
-               "lines": r.lines} for r in runs]  # fmt: skip
+    files = [
+        {
+            "role": "ground truth",
+            "name": "",
+            "path": str(ground_truth),
+            "sha256": truth.sha256,
+            "lines": truth.lines,
+        }
+    ]
+    files += [
+        {"role": "run", "name": r.name, "path": r.source, "sha256": r.sha256, "lines": r.lines}
+        for r in runs
+    ]
     if table is not None:
         for source in getattr(table.attrs.get("provenance"), "sources", ()):
-            files.append({"role": "ratings", "name": "", "path": source.path,
-                          "sha256": source.sha256, "lines": source.rows})  # fmt: skip
+            files.append(
+                {
+                    "role": "ratings",
+                    "name": "",
+                    "path": source.path,
+                    "sha256": source.sha256,
+                    "lines": source.rows,
+                }
+            )
     provenance = table.attrs.get("provenance") if table is not None else None
     simulated = bool(getattr(provenance, "simulated", False))
-    evaluation.inputs = {"files": files, "lower_is_better": lower_is_better,
-                         "score_precision": score_precision,
-                         "simulated": simulated or bool(summary and summary[1].get("simulated")),
-                         "command": "sbir-study evaluate"}  # fmt: skip
+    evaluation.inputs = {
+        "files": files,
+        "lower_is_better": lower_is_better,
+        "score_precision": score_precision,
+        "simulated": simulated or bool(summary and summary[1].get("simulated")),
+        "command": "sbir-study evaluate",
+    }
     return evaluation
 
 
@@ -720,8 +825,11 @@ def format_evaluation(evaluation: Evaluation, out: str | Path) -> str:
     options = evaluation.options
     summary = evaluation.summary.set_index(["system", "measure"])
     n_systems = evaluation.summary.loc[evaluation.summary["system"] != HUMAN, "system"].nunique()
-    simulated = " against a ground truth from simulated ratings" if evaluation.inputs.get(
-        "simulated") else ""  # fmt: skip
+    simulated = (
+        " against a ground truth from simulated ratings"
+        if evaluation.inputs.get("simulated")
+        else ""
+    )
     n_sketches = evaluation.per_sketch["sketch_id"].nunique()
     lines = [
         f"Scored {n_systems} system{'s' if n_systems != 1 else ''} on {n_sketches} "

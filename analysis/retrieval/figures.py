@@ -53,17 +53,29 @@ def plot_system_tau(per_sketch: pd.DataFrame, *, ax: Axes, human: str = "human")
     colours = system_colours(len(systems))
     for system, colour, marker in zip(systems, colours, itertools.cycle(_MARKERS), strict=False):
         values = tau[system].to_numpy(dtype=float)
-        ax.plot(x, values, color=colour, marker=marker, markersize=4, linewidth=0.7, alpha=0.85,
-                label=f"{system} (mean {np.nanmean(values):.3f})")  # fmt: skip
+        ax.plot(
+            x,
+            values,
+            color=colour,
+            marker=marker,
+            markersize=4,
+            linewidth=0.7,
+            alpha=0.85,
+            label=f"{system} (mean {np.nanmean(values):.3f})",
+        )
     if human in tau:
         values = tau[human].to_numpy(dtype=float)
-        ax.plot(x, values, color="black", linewidth=2.2,
-                label=f"participants, leave-one-out (mean {np.nanmean(values):.3f})")  # fmt: skip
+        ax.plot(
+            x,
+            values,
+            color="black",
+            linewidth=2.2,
+            label=f"participants, leave-one-out (mean {np.nanmean(values):.3f})",
+        )
     ax.axhline(0.0, color="0.8", linewidth=0.8, zorder=0)
     ax.set_xticks(x, [str(s) for s in tau.index], rotation=90, fontsize="x-small")
     ax.set_xlim(-0.6, len(tau) - 0.4)
-    ax.set_xlabel("sketch (ordered by the participants' agreement)" if human in tau
-                  else "sketch")  # fmt: skip
+    ax.set_xlabel("sketch (ordered by the participants' agreement)" if human in tau else "sketch")
     ax.set_ylabel("τ_b with the consensus")
     ax.set_title("Each system's ranking against the consensus ground truth, per sketch")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
@@ -83,8 +95,15 @@ def plot_system_summary(
     y = np.arange(len(systems))[::-1]
     low = (systems["mean"] - systems["ci_low"]).to_numpy(dtype=float)
     high = (systems["ci_high"] - systems["mean"]).to_numpy(dtype=float)
-    ax.errorbar(systems["mean"], y, xerr=np.nan_to_num(np.vstack([low, high])), fmt="o",
-                color="C0", ecolor="C0", capsize=3)  # fmt: skip
+    ax.errorbar(
+        systems["mean"],
+        y,
+        xerr=np.nan_to_num(np.vstack([low, high])),
+        fmt="o",
+        color="C0",
+        ecolor="C0",
+        capsize=3,
+    )
     ax.set_yticks(y, systems["system"].astype(str).tolist())
     people = rows[rows["system"] == human]
     if len(people):
@@ -94,10 +113,14 @@ def plot_system_summary(
         # Under the figure (outside the axes), never over a system's interval.
         ax.figure.legend(
             [line, band],
-            [f"participants' mean, each against the others' consensus ({person['mean']:.3f})",
-             "its 95% bootstrap interval over the sketches"],
-            loc="outside lower center", fontsize="small", frameon=False,
-        )  # fmt: skip
+            [
+                f"participants' mean, each against the others' consensus ({person['mean']:.3f})",
+                "its 95% bootstrap interval over the sketches",
+            ],
+            loc="outside lower center",
+            fontsize="small",
+            frameon=False,
+        )
     ax.set_ylim(-0.7, len(systems) - 0.3)
     ax.set_xlabel(f"mean {measure} over the sketches (95% bootstrap interval)")
     ax.set_title(f"Systems by mean {measure}")
@@ -107,11 +130,19 @@ def plot_system_summary(
 def plot_precision_recall(pr_curve: pd.DataFrame, *, ax: Axes) -> Axes:
     """Each system's precision at recall levels 0.05 .. 1.0, averaged over the sketches."""
     systems = list(dict.fromkeys(pr_curve["system"]))
-    for system, colour, marker in zip(systems, system_colours(len(systems)),
-                                      itertools.cycle(_MARKERS), strict=False):  # fmt: skip
+    for system, colour, marker in zip(
+        systems, system_colours(len(systems)), itertools.cycle(_MARKERS), strict=False
+    ):
         curve = pr_curve[pr_curve["system"] == system]
-        ax.plot(curve["recall"], curve["precision"], color=colour, marker=marker, markersize=3.5,
-                linewidth=1.0, label=str(system))  # fmt: skip
+        ax.plot(
+            curve["recall"],
+            curve["precision"],
+            color=colour,
+            marker=marker,
+            markersize=3.5,
+            linewidth=1.0,
+            label=str(system),
+        )
     ax.set_xlim(0.0, 1.02)
     ax.set_ylim(0.0, 1.02)
     ax.set_xlabel("recall")

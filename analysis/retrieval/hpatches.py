@@ -262,8 +262,11 @@ def evaluate_hpatches(
     if any(results_dir.glob("*.results")):
         descriptors = {results_dir.name: results_dir}
     else:
-        descriptors = {d.name: d for d in sorted(results_dir.iterdir())
-                       if d.is_dir() and any(d.glob("*.results"))}  # fmt: skip
+        descriptors = {
+            d.name: d
+            for d in sorted(results_dir.iterdir())
+            if d.is_dir() and any(d.glob("*.results"))
+        }
     if not descriptors:
         raise InputError(
             f"{results_dir}: no *.results files, in it or in its subfolders (one per descriptor)"

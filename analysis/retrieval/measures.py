@@ -75,8 +75,9 @@ def _arrays(rank, other, name: str) -> tuple[np.ndarray, np.ndarray]:
     rank = np.atleast_2d(np.asarray(rank, dtype=np.float64))
     other = np.atleast_2d(np.asarray(other))
     if rank.shape != other.shape:
-        raise InputError(f"rank, {name}: expected the same shape, got {rank.shape} and "
-                         f"{other.shape}")  # fmt: skip
+        raise InputError(
+            f"rank, {name}: expected the same shape, got {rank.shape} and {other.shape}"
+        )
     with np.errstate(invalid="ignore"):
         if (rank < 1).any():
             raise InputError("rank: expected positions from 1 (NaN for not returned)")
@@ -171,8 +172,10 @@ def system_tau_b(score, mean_rating, *, alternative: str = "greater") -> TauResu
     score = np.atleast_2d(np.asarray(score, dtype=np.float64))
     mean_rating = np.atleast_2d(np.asarray(mean_rating, dtype=np.float64))
     if score.shape != mean_rating.shape:
-        raise InputError(f"score, mean_rating: expected the same shape, got {score.shape} and "
-                         f"{mean_rating.shape}")  # fmt: skip
+        raise InputError(
+            f"score, mean_rating: expected the same shape, got {score.shape} and "
+            f"{mean_rating.shape}"
+        )
     judged = ~np.isnan(mean_rating)
     with np.errstate(invalid="ignore"):
         floor = np.nanmin(np.where(judged, score, np.nan), axis=1, initial=np.inf)
@@ -343,8 +346,9 @@ def dcg_shrec(rank, relevant) -> np.ndarray:
     rank, relevant = _arrays(rank, _relevant(relevant), "relevant")
     found = relevant & ~np.isnan(rank)
     position = np.where(found, rank, 2.0)
-    gain = np.where(found, np.where(position == 1, 1.0, 1.0 / np.log2(np.maximum(position, 2.0))),
-                    0.0)  # fmt: skip
+    gain = np.where(
+        found, np.where(position == 1, 1.0, 1.0 / np.log2(np.maximum(position, 2.0))), 0.0
+    )
     c = _n_relevant(relevant)
     i = np.arange(2, relevant.shape[1] + 1)
     ideal = 1.0 + np.where(i[None, :] <= c[:, None], 1.0 / np.log2(i)[None, :], 0.0).sum(axis=1)
@@ -502,8 +506,11 @@ def percentage_similarity_ranking(system_rank, ratings) -> np.ndarray:
     """
     system_rank = np.atleast_2d(np.asarray(system_rank, dtype=np.float64))
     ratings = np.asarray(ratings, dtype=np.float64)
-    if ratings.ndim != 3 or ratings.shape[0] != system_rank.shape[0] or (
-            ratings.shape[2] != system_rank.shape[1]):  # fmt: skip
+    if (
+        ratings.ndim != 3
+        or ratings.shape[0] != system_rank.shape[0]
+        or (ratings.shape[2] != system_rank.shape[1])
+    ):
         raise InputError(
             f"ratings: expected shape (sketches, participants, images) matching system_rank "
             f"{system_rank.shape}, got {ratings.shape}"
@@ -602,42 +609,146 @@ class Measure:
 
 #: Every measure, in the order of ``per_sketch.csv``. Adding a measure is adding a row.
 MEASURES: tuple[Measure, ...] = (
-    Measure("tau_b", "tau_b", "higher", "scores", lambda v, k: v.tau.statistic,
-            "Eitz et al. 2011, Sec. 3.2", headline=True),
-    Measure("tau_b_p_value", "p of tau_b", "lower", "scores", lambda v, k: v.tau.pvalue,
-            "Eitz et al. 2011, Sec. 3.1.2", summarised=False, in_report=False),
-    Measure("tau_b_human_fraction", "of human", "higher", "systems", None,
-            "Eitz et al. 2011, Sec. 3.2 (an ideal system performs like people)", headline=True),
-    Measure("ndcg", "nDCG", "higher", "grades", lambda v, k: ndcg(v.rank, v.grade),
-            "trec_eval ndcg", headline=True),
-    Measure("ndcg", "nDCG", "higher", "grades", lambda v, k: ndcg(v.rank, v.grade, k=k),
-            "trec_eval ndcg_cut", at_k=True),
-    Measure("p", "P", "higher", "relevance",
-            lambda v, k: precision_at_k(v.rank, v.relevant, k=k), "trec_eval P", at_k=True),
-    Measure("ap", "AP", "higher", "relevance", lambda v, k: average_precision(v.rank, v.relevant),
-            "trec_eval map", headline=True),
-    Measure("r_precision", "R-prec", "higher", "relevance",
-            lambda v, k: r_precision(v.rank, v.relevant), "trec_eval Rprec", in_report=False),
-    Measure("nn", "NN", "higher", "relevance", lambda v, k: nearest_neighbor(v.rank, v.relevant),
-            "SHREC 2018"),
-    Measure("ft", "FT", "higher", "relevance", lambda v, k: first_tier(v.rank, v.relevant),
-            "SHREC 2018", headline=True),
-    Measure("st", "ST", "higher", "relevance", lambda v, k: second_tier(v.rank, v.relevant),
-            "SHREC 2018"),
-    Measure("e@32", "E@32", "higher", "relevance",
-            lambda v, k: e_measure(v.rank, v.relevant, k=32), "SHREC 2018"),
-    Measure("dcg_shrec", "DCG (SHREC)", "higher", "relevance",
-            lambda v, k: dcg_shrec(v.rank, v.relevant), "SHREC 2018"),
-    Measure("avg_rank", "avg rank", "lower", "relevance",
-            lambda v, k: average_rank(v.rank, v.relevant, n_returned=v.n_returned,
-                                      judged=v.judged), "Zhang 2019, Sec. 12.3.5"),
-    Measure("pwh", "PWH", "higher", "weight",
-            lambda v, k: percentage_weighted_hits(v.rank, v.weight, k=k),
-            "Zhang 2019, Sec. 12.3", at_k=True),
-    Measure("psr", "PSR", "higher", "ratings",
-            lambda v, k: percentage_similarity_ranking(v.judged_ranks, v.ratings),
-            "Zhang 2019, Sec. 12.3"),
-)  # fmt: skip
+    Measure(
+        "tau_b",
+        "tau_b",
+        "higher",
+        "scores",
+        lambda v, k: v.tau.statistic,
+        "Eitz et al. 2011, Sec. 3.2",
+        headline=True,
+    ),
+    Measure(
+        "tau_b_p_value",
+        "p of tau_b",
+        "lower",
+        "scores",
+        lambda v, k: v.tau.pvalue,
+        "Eitz et al. 2011, Sec. 3.1.2",
+        summarised=False,
+        in_report=False,
+    ),
+    Measure(
+        "tau_b_human_fraction",
+        "of human",
+        "higher",
+        "systems",
+        None,
+        "Eitz et al. 2011, Sec. 3.2 (an ideal system performs like people)",
+        headline=True,
+    ),
+    Measure(
+        "ndcg",
+        "nDCG",
+        "higher",
+        "grades",
+        lambda v, k: ndcg(v.rank, v.grade),
+        "trec_eval ndcg",
+        headline=True,
+    ),
+    Measure(
+        "ndcg",
+        "nDCG",
+        "higher",
+        "grades",
+        lambda v, k: ndcg(v.rank, v.grade, k=k),
+        "trec_eval ndcg_cut",
+        at_k=True,
+    ),
+    Measure(
+        "p",
+        "P",
+        "higher",
+        "relevance",
+        lambda v, k: precision_at_k(v.rank, v.relevant, k=k),
+        "trec_eval P",
+        at_k=True,
+    ),
+    Measure(
+        "ap",
+        "AP",
+        "higher",
+        "relevance",
+        lambda v, k: average_precision(v.rank, v.relevant),
+        "trec_eval map",
+        headline=True,
+    ),
+    Measure(
+        "r_precision",
+        "R-prec",
+        "higher",
+        "relevance",
+        lambda v, k: r_precision(v.rank, v.relevant),
+        "trec_eval Rprec",
+        in_report=False,
+    ),
+    Measure(
+        "nn",
+        "NN",
+        "higher",
+        "relevance",
+        lambda v, k: nearest_neighbor(v.rank, v.relevant),
+        "SHREC 2018",
+    ),
+    Measure(
+        "ft",
+        "FT",
+        "higher",
+        "relevance",
+        lambda v, k: first_tier(v.rank, v.relevant),
+        "SHREC 2018",
+        headline=True,
+    ),
+    Measure(
+        "st",
+        "ST",
+        "higher",
+        "relevance",
+        lambda v, k: second_tier(v.rank, v.relevant),
+        "SHREC 2018",
+    ),
+    Measure(
+        "e@32",
+        "E@32",
+        "higher",
+        "relevance",
+        lambda v, k: e_measure(v.rank, v.relevant, k=32),
+        "SHREC 2018",
+    ),
+    Measure(
+        "dcg_shrec",
+        "DCG (SHREC)",
+        "higher",
+        "relevance",
+        lambda v, k: dcg_shrec(v.rank, v.relevant),
+        "SHREC 2018",
+    ),
+    Measure(
+        "avg_rank",
+        "avg rank",
+        "lower",
+        "relevance",
+        lambda v, k: average_rank(v.rank, v.relevant, n_returned=v.n_returned, judged=v.judged),
+        "Zhang 2019, Sec. 12.3.5",
+    ),
+    Measure(
+        "pwh",
+        "PWH",
+        "higher",
+        "weight",
+        lambda v, k: percentage_weighted_hits(v.rank, v.weight, k=k),
+        "Zhang 2019, Sec. 12.3",
+        at_k=True,
+    ),
+    Measure(
+        "psr",
+        "PSR",
+        "higher",
+        "ratings",
+        lambda v, k: percentage_similarity_ranking(v.judged_ranks, v.ratings),
+        "Zhang 2019, Sec. 12.3",
+    ),
+)
 
 _REPORT_CUTOFF = 10
 

@@ -84,20 +84,21 @@ def write_evaluation_report(
             "<p>No human ceiling: pass the ratings (<code>--ratings</code>) to compare the "
             "systems with the participants.</p>"
         )
-    parts += _missing_sketches(result.get("missing_sketches", {}), result["n_sketches"],
-                               options.get("missing", "zero"))  # fmt: skip
+    parts += _missing_sketches(
+        result.get("missing_sketches", {}), result["n_sketches"], options.get("missing", "zero")
+    )
     parts += _evaluationtable(summary, options["cutoffs"])
     if n_systems < 2:
-        parts += ["<h2>Paired comparisons of tau_b</h2>",
-                  "<p>One system: nothing to compare.</p>"]  # fmt: skip
+        parts += ["<h2>Paired comparisons of tau_b</h2>", "<p>One system: nothing to compare.</p>"]
     else:
         parts += _significant_differences(comparisons, options)
     parts += figure_list(figures, _EVALUATION_CAPTIONS)
     inputs = result.get("inputs", {})
     fields = ("role", "name", "path", "sha256", "lines")
     rows = [tuple(entry.get(f, "") for f in fields) for entry in inputs.get("files", [])]
-    files = table(["role", "name", "file", "SHA-256", "lines"], rows,
-                  classes={2: "path", 3: "hash"})  # fmt: skip
+    files = table(
+        ["role", "name", "file", "SHA-256", "lines"], rows, classes={2: "path", 3: "hash"}
+    )
     parts += [
         "<h2>Inputs and software</h2>",
         collapsed(
@@ -154,8 +155,12 @@ def _missing_sketches(missing: Mapping[str, Sequence[str]], total: int, mode: st
         else "left out of that system's means (<code>--missing skip</code>; its means then "
         "stand on fewer sketches than the others', which favours a system that abstains)"
     )
-    return [f"<p>Runs that leave out sketches of the ground truth; those sketches are {how}:</p>",
-            "<ul>", *lines, "</ul>"]  # fmt: skip
+    return [
+        f"<p>Runs that leave out sketches of the ground truth; those sketches are {how}:</p>",
+        "<ul>",
+        *lines,
+        "</ul>",
+    ]
 
 
 def _grade_text(scale: Scale | None) -> str:
@@ -202,8 +207,9 @@ def _evaluationtable(summary: pd.DataFrame, cutoffs: Sequence[int]) -> list[str]
     present = set(summary["measure"])
     columns = [(m, label) for m, label in report_columns(cutoffs) if m in present]
     tau = summary[summary["measure"] == "tau_b"].sort_values("mean", ascending=False)
-    order = list(tau["system"]) + [s for s in dict.fromkeys(summary["system"])
-                                   if s not in set(tau["system"])]  # fmt: skip
+    order = list(tau["system"]) + [
+        s for s in dict.fromkeys(summary["system"]) if s not in set(tau["system"])
+    ]
     cells = summary.set_index(["system", "measure"])
     rows = []
     for system in order:
@@ -217,8 +223,11 @@ def _evaluationtable(summary: pd.DataFrame, cutoffs: Sequence[int]) -> list[str]
             if measure in ("tau_b", "tau_b_human_fraction") and not isnan(entry["ci_low"]):
                 text += f" [{num(entry['ci_low'])}, {num(entry['ci_high'])}]"
             row.append(text)
-        better = cells.loc[(system, "tau_b"), "significantly_better_than"] if (
-            system, "tau_b") in cells.index else ""  # fmt: skip
+        better = (
+            cells.loc[(system, "tau_b"), "significantly_better_than"]
+            if (system, "tau_b") in cells.index
+            else ""
+        )
         row.append(", ".join(str(better).split(";")) if isinstance(better, str) else "")
         rows.append(row)
     return [
@@ -244,20 +253,44 @@ def _significant_differences(comparisons: pd.DataFrame, options: Mapping) -> lis
         mark = ""
         if at_floor(r.permutation_p_value, permutation_p_value_floor(r.n_sketches, permutations)):
             mark, floored = " ‡", floored + 1
-        rows.append((
-            r.system_a, r.system_b, r.n_sketches, num(r.mean_difference),
-            f"[{num(r.difference_ci_low)}, {num(r.difference_ci_high)}]", num(r.effect_size_dz),
-            p_text(r.permutation_p_value) + mark, p_text(r.permutation_p_value_holm),
-            p_text(r.t_p_value_holm), p_text(r.wilcoxon_p_value_holm),
-            "yes" if r.significant else "no",
-        ))  # fmt: skip
-    header = ["system a", "system b", "sketches", "mean a - b", "95% interval", "d_z",
-              "permutation p", "permutation p (Holm)", "t-test p (Holm)", "Wilcoxon p (Holm)",
-              "significant"]  # fmt: skip
-    which = (f"every system against {escape(str(options['baseline']))}"
-             if options.get("baseline") else "every pair of systems")  # fmt: skip
-    family = ("every pair and measure" if options.get("correct") == "across-measures"
-              else "the pairs of systems")  # fmt: skip
+        rows.append(
+            (
+                r.system_a,
+                r.system_b,
+                r.n_sketches,
+                num(r.mean_difference),
+                f"[{num(r.difference_ci_low)}, {num(r.difference_ci_high)}]",
+                num(r.effect_size_dz),
+                p_text(r.permutation_p_value) + mark,
+                p_text(r.permutation_p_value_holm),
+                p_text(r.t_p_value_holm),
+                p_text(r.wilcoxon_p_value_holm),
+                "yes" if r.significant else "no",
+            )
+        )
+    header = [
+        "system a",
+        "system b",
+        "sketches",
+        "mean a - b",
+        "95% interval",
+        "d_z",
+        "permutation p",
+        "permutation p (Holm)",
+        "t-test p (Holm)",
+        "Wilcoxon p (Holm)",
+        "significant",
+    ]
+    which = (
+        f"every system against {escape(str(options['baseline']))}"
+        if options.get("baseline")
+        else "every pair of systems"
+    )
+    family = (
+        "every pair and measure"
+        if options.get("correct") == "across-measures"
+        else "the pairs of systems"
+    )
     parts = [
         "<h2>Paired comparisons of tau_b</h2>",
         f"<p>{which[0].upper() + which[1:]} over the sketches both were scored on: the mean "

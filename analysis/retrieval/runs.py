@@ -201,8 +201,7 @@ def load_ground_truth(path: str | Path, *, scale: Scale = PAPER_SCALE) -> Ground
         raise InputError(f"{path}: empty; expected a ground truth table with a header")
     if "sketch_id" not in first[1] and "," not in first[1]:
         header = Header.none(file, _QRELS_FIELDS)
-        rows = read_rows([(file, header)], wording=_QRELS, columns=_QRELS_FIELDS,
-                         categorical=False)  # fmt: skip
+        rows = read_rows([(file, header)], wording=_QRELS, columns=_QRELS_FIELDS, categorical=False)
         truth = ground_truth_from_qrels(rows.frame, rows.lines, source=str(path), scale=scale)
         return replace(truth, sha256=file.sha256, lines=file.lines)
     frame = read_table(file, "\t" if "\t" in first[1] else ",", wording=COMMA)
@@ -292,13 +291,15 @@ def ground_truth_from_frame(
         )
     keep = ~absent
     long = pd.DataFrame(
-        {"sketch_id": ids["sketch_id"][keep], "image_id": ids["image_id"][keep],
-         "mean_rating": mean[keep]}
-    ).sort_values(["sketch_id", "image_id"], kind="stable")  # fmt: skip
+        {
+            "sketch_id": ids["sketch_id"][keep],
+            "image_id": ids["image_id"][keep],
+            "mean_rating": mean[keep],
+        }
+    ).sort_values(["sketch_id", "image_id"], kind="stable")
     if long.empty:
         raise InputError(f"{source}: no pair has a mean rating; nothing to score against")
-    sketches, sketch_code = np.unique(long["sketch_id"].to_numpy(dtype=object),
-                                      return_inverse=True)  # fmt: skip
+    sketches, sketch_code = np.unique(long["sketch_id"].to_numpy(dtype=object), return_inverse=True)
     counts = np.bincount(sketch_code, minlength=len(sketches))
     width = int(counts.max())
     position = np.arange(len(long)) - np.repeat(np.cumsum(counts) - counts, counts)
@@ -345,8 +346,13 @@ def ground_truth_from_qrels(
         )
     # The layout and the checks of the ids and pairs are ground_truth_from_frame's; its
     # mean ratings are placeholders, replaced by the grades below.
-    placeholder = pd.DataFrame({"sketch_id": frame["query_id"], "image_id": frame["doc_id"],
-                                "mean_rating": float(scale.low)})  # fmt: skip
+    placeholder = pd.DataFrame(
+        {
+            "sketch_id": frame["query_id"],
+            "image_id": frame["doc_id"],
+            "mean_rating": float(scale.low),
+        }
+    )
     placeholder.attrs["lines"] = LineNumbers(line.tolist())
     truth = ground_truth_from_frame(placeholder, source=source, scale=scale)
     by_pair = pd.Series(
@@ -416,9 +422,15 @@ def load_run(
         return f"{path}, line {lines[row]}"
 
     run = run_from_scores(
-        truth, sketch_id, image_id, score, name=name or path.stem,
-        lower_is_better=lower_is_better, locate=locate, score_precision=score_precision,
-    )  # fmt: skip
+        truth,
+        sketch_id,
+        image_id,
+        score,
+        name=name or path.stem,
+        lower_is_better=lower_is_better,
+        locate=locate,
+        score_precision=score_precision,
+    )
     return replace(run, source=str(path), sha256=digest, lines=n_lines)
 
 
@@ -519,10 +531,12 @@ def run_from_scores(
             RunWarning,
             stacklevel=2,
         )
-    judged_score, rank = _rank(truth, sketch_of_row, doc_code, doc_names, keys, score,
-                               n_returned, score_precision)  # fmt: skip
-    return Run(name, judged_score, rank, n_returned.astype(np.int64),
-               score_precision=score_precision)  # fmt: skip
+    judged_score, rank = _rank(
+        truth, sketch_of_row, doc_code, doc_names, keys, score, n_returned, score_precision
+    )
+    return Run(
+        name, judged_score, rank, n_returned.astype(np.int64), score_precision=score_precision
+    )
 
 
 def _rank(
@@ -588,8 +602,9 @@ def _rank(
 def _read_trec(file):
     """A TREC run's sketch ids, image ids, scores and the line of each row."""
     header = Header.none(file, _TREC_FIELDS)
-    rows = read_rows([(file, header)], wording=_TREC, numbers=["score"],
-                     columns=("query_id", "doc_id", "score"))  # fmt: skip
+    rows = read_rows(
+        [(file, header)], wording=_TREC, numbers=["score"], columns=("query_id", "doc_id", "score")
+    )
     frame = rows.frame
     return frame["query_id"], frame["doc_id"], frame["score"].to_numpy(), rows.lines
 
@@ -604,11 +619,16 @@ def _read_table(file, sep: str):
             f"{file.path}, line {header.line}: missing column {missing[0]!r}; expected a header "
             "with sketch_id, image_id, score"
         )
-    rows = read_rows([(file, header)], wording=_RUN_TABLE, numbers=["score"],
-                     columns=_TABLE_COLUMNS)  # fmt: skip
+    rows = read_rows(
+        [(file, header)], wording=_RUN_TABLE, numbers=["score"], columns=_TABLE_COLUMNS
+    )
     frame = rows.frame
-    return (_stripped(frame["sketch_id"]), _stripped(frame["image_id"]),
-            frame["score"].to_numpy(), rows.lines)  # fmt: skip
+    return (
+        _stripped(frame["sketch_id"]),
+        _stripped(frame["image_id"]),
+        frame["score"].to_numpy(),
+        rows.lines,
+    )
 
 
 def _stripped(ids: pd.Series) -> pd.Categorical:

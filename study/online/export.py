@@ -351,9 +351,17 @@ def key_log(group: pd.DataFrame, final: Mapping | None = None) -> pd.DataFrame:
             if key_of in previous:
                 continue
             rows.append(
-                (browser_key_name(code, key), None, None if start is None else t - start,
-                 _plain(code), _plain(key), t, trial, event.get("screen") or default_screen)
-            )  # fmt: skip
+                (
+                    browser_key_name(code, key),
+                    None,
+                    None if start is None else t - start,
+                    _plain(code),
+                    _plain(key),
+                    t,
+                    trial,
+                    event.get("screen") or default_screen,
+                )
+            )
 
     for trial in group.itertuples(index=False):
         start = trial.page_onset - trial.onset  # the session's start on this page's clock
@@ -421,8 +429,9 @@ def _copy_lab(lab: Path, root: Path, taken: set[str]):
     return table.replace({"": None}), descriptions
 
 
-def _beh_table(label: str, group: pd.DataFrame, order: Sequence[Sequence],
-               timing: Mapping) -> pd.DataFrame:  # fmt: skip
+def _beh_table(
+    label: str, group: pd.DataFrame, order: Sequence[Sequence], timing: Mapping
+) -> pd.DataFrame:
     """The lab's columns of the session's stored trials (what each holds: docs/formats.md)."""
     files = {int(row[0]): (row[5], row[6]) for row in order}
     columns = {}

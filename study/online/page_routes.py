@@ -92,8 +92,11 @@ def _file(request: Request, name: str) -> Response:
 
 @router.get("/")
 async def index(request: Request) -> Response:
-    return Response(request.app.state.index_html, media_type="text/html; charset=utf-8",
-                    headers={"Cache-Control": "no-cache"})  # fmt: skip
+    return Response(
+        request.app.state.index_html,
+        media_type="text/html; charset=utf-8",
+        headers={"Cache-Control": "no-cache"},
+    )
 
 
 @router.get("/healthz")

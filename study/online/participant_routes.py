@@ -192,6 +192,8 @@ async def put_trial(
 
 @router.post("/sessions/{session_id}/finish")
 def finish(session_id: str, body: FinishIn, token: SessionToken, study: StudyDep):
-    final = {"session_start": body.session_start,
-             "events": [event.model_dump() for event in body.events]}  # fmt: skip
+    final = {
+        "session_start": body.session_start,
+        "events": [event.model_dump() for event in body.events],
+    }
     return study.finish(session_id, token, body.status, final_events=final)

@@ -79,8 +79,9 @@ class ListOrder:
         for place, pair in zip(permutation, drawn, strict=True):
             main[int(place)] = pair
         anchoring = protocol.anchoring
-        return cls(anchors, tuple(main), anchoring.enabled and anchoring.repeat,
-                   anchoring.repeat_from)  # fmt: skip
+        return cls(
+            anchors, tuple(main), anchoring.enabled and anchoring.repeat, anchoring.repeat_from
+        )
 
     @cached_property
     def _phase_keys(self) -> tuple[tuple, tuple, tuple]:
@@ -109,9 +110,12 @@ class ListOrder:
 
     def record(self) -> dict:
         """As JSON keeps it (:meth:`from_record` reads it back equal)."""
-        return {"anchors": [list(pair) for pair in self.anchors],
-                "main": [list(pair) for pair in self.main],
-                "repeat": self.repeat, "repeat_from": self.repeat_from}  # fmt: skip
+        return {
+            "anchors": [list(pair) for pair in self.anchors],
+            "main": [list(pair) for pair in self.main],
+            "repeat": self.repeat,
+            "repeat_from": self.repeat_from,
+        }
 
     @classmethod
     def from_record(cls, record: Mapping) -> ListOrder:
@@ -169,17 +173,20 @@ class ServingPlan:
             pairs.attrs = {}
             orders.append(ListOrder.of(protocol, pairs))
         checksums, _ = read_checksums(stimulus_set.folder)
-        files = {name: checksums[name] for name in sorted(image_names(stimulus_set))
-                 if name in checksums}  # fmt: skip
+        files = {
+            name: checksums[name] for name in sorted(image_names(stimulus_set)) if name in checksums
+        }
         if max_aspect is None:
             max_aspect = measured_aspect(stimulus_set)
         return cls(tuple(orders), files, float(max_aspect))
 
     def record(self) -> dict:
         """As JSON keeps it (:meth:`from_record` reads it back equal)."""
-        return {"orders": [order.record() for order in self.orders],
-                "stimulus_files": dict(self.stimulus_files),
-                "max_aspect": self.max_aspect}  # fmt: skip
+        return {
+            "orders": [order.record() for order in self.orders],
+            "stimulus_files": dict(self.stimulus_files),
+            "max_aspect": self.max_aspect,
+        }
 
     @classmethod
     def from_record(cls, record: Mapping) -> ServingPlan:

@@ -693,8 +693,9 @@ class OnlineStudy:
 
         return write, answer
 
-    def _check_times(self, connection, key: Mapping, session: Mapping, record,
-                     report: Mapping) -> None:  # fmt: skip
+    def _check_times(
+        self, connection, key: Mapping, session: Mapping, record, report: Mapping
+    ) -> None:
         """Refuse (422) a trial whose times cannot be true (:mod:`.plausibility`): past the
         session's age on the server's clock, or overlapping the stored trials around it.
 
@@ -796,8 +797,7 @@ class OnlineStudy:
                     {**key, "new_status": status, "now": storage.now(), "final": final},
                 )
                 current = status
-        return {"status": current, "stored": stored,
-                "completion": self.ending(_ENDING_OF[current])}  # fmt: skip
+        return {"status": current, "stored": stored, "completion": self.ending(_ENDING_OF[current])}
 
     # --- the experimenter's view ---
     def status(self) -> dict:

@@ -197,8 +197,9 @@ def _kept_plan(kept: dict, key: dict, protocol) -> tuple[ServingPlan, list] | No
         return None  # made again
 
 
-def _keep(path: Path, stimulus_set, max_aspect: float, plan: ServingPlan, key: dict,
-          caught: list) -> None:  # fmt: skip
+def _keep(
+    path: Path, stimulus_set, max_aspect: float, plan: ServingPlan, key: dict, caught: list
+) -> None:
     """Write the check beside the data, whole or not at all (a temporary file renamed)."""
     record = {
         "version": _version(),
@@ -267,14 +268,18 @@ def checked_set(folder: str | Path, protocol, data: str | Path | None) -> Checke
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             stimulus_set = stimulus_set_for(folder, protocol, checked=checked)
-            aspect = (float(kept["max_aspect"]) if kept is not None
-                      else measured_aspect(stimulus_set))  # fmt: skip
+            aspect = (
+                float(kept["max_aspect"]) if kept is not None else measured_aspect(stimulus_set)
+            )
             plan = ServingPlan.of(protocol, stimulus_set, aspect)
     finally:  # given also when the set or the protocol is refused
         for warning in caught:
             warnings.warn(warning.message, warning.category, stacklevel=2)
     if path is not None:
-        own = [[w.category.__module__, w.category.__qualname__, str(w.message)]
-               for w in caught if w.category.__module__.startswith("sbir_study.")]  # fmt: skip
+        own = [
+            [w.category.__module__, w.category.__qualname__, str(w.message)]
+            for w in caught
+            if w.category.__module__.startswith("sbir_study.")
+        ]
         _keep(path, stimulus_set, aspect, plan, key, own)
     return Checked(stimulus_set, plan, kept is not None, False)

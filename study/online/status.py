@@ -89,8 +89,14 @@ def study_status(
     >>> view["lists"], view["timing_error_ms"]["stimulus_max"]
     ([{'list': 1, 'complete': 1, 'running': 1, 'pairs': 8}], 4.0)
     """
-    counts = {"started": 0, "complete": 0, "incomplete": 0, "timed_out": 0, "dropped_out": 0,
-              "running": 0}  # fmt: skip
+    counts = {
+        "started": 0,
+        "complete": 0,
+        "incomplete": 0,
+        "timed_out": 0,
+        "dropped_out": 0,
+        "running": 0,
+    }
     per_list = {k: {"complete": 0, "running": 0} for k in range(len(list_pairs))}
     for status, index, silent, count in sessions:
         counts["started"] += count

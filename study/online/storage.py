@@ -423,8 +423,9 @@ class GroupCommit:
         """
         loop = asyncio.get_running_loop()
         future = loop.create_future()
-        self._put(work, lambda value, error: loop.call_soon_threadsafe(_settle, future, value,
-                                                                        error))  # fmt: skip
+        self._put(
+            work, lambda value, error: loop.call_soon_threadsafe(_settle, future, value, error)
+        )
         return await future
 
     def _put(self, work: Callable[[Any], Any], answer: Callable[[Any, Any], None]) -> None:

@@ -13,8 +13,17 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["forms", "keys", "lists", "loop", "plan", "procedure", "record", "simulated",
-                "window"],
+    submodules=[
+        "forms",
+        "keys",
+        "lists",
+        "loop",
+        "plan",
+        "procedure",
+        "record",
+        "simulated",
+        "window",
+    ],
     submod_attrs={
         "procedure": ["SessionOptions", "SessionOutcome", "run_from_files", "run_session"]
     },

@@ -47,8 +47,12 @@ def ask_details(
         detail = DETAILS[name]
         question = fill(getattr(texts, f"{name}_question"))
         if detail.keys is None:
-            value = _type_number(window, question, fill(texts.age_retry, low=AGE_RANGE[0],
-                                                        high=AGE_RANGE[1]), quit_key)  # fmt: skip
+            value = _type_number(
+                window,
+                question,
+                fill(texts.age_retry, low=AGE_RANGE[0], high=AGE_RANGE[1]),
+                quit_key,
+            )
         else:
             keys = answer_keys(texts, f"{name}_question", detail.keys)
             shown = window.message(question)

@@ -46,8 +46,14 @@ class PairList:
         return {"PairList": {"Subset": self.subset, "List": self.number, "Lists": self.lists}}
 
 
-def choose_pair_list(protocol: Protocol, manifest: pd.DataFrame, data: str | Path, *,
-                     requested: int | None, resumed: Path | None = None) -> PairList:  # fmt: skip
+def choose_pair_list(
+    protocol: Protocol,
+    manifest: pd.DataFrame,
+    data: str | Path,
+    *,
+    requested: int | None,
+    resumed: Path | None = None,
+) -> PairList:
     """The list a participant rates: the one the session to resume was recorded on (its
     sidecar ``resumed``), else ``requested`` (``--list``), else the one with the fewest
     sessions in the dataset at ``data``.
@@ -129,6 +135,5 @@ def _list_of(sidecar: Path) -> int | None:
         return None
     number = entry.get("List")
     if not isinstance(number, int) or isinstance(number, bool) or number < 1:
-        raise InputError(f"{sidecar}: PairList.List: expected a list number from 1, got "
-                         f"{number!r}")  # fmt: skip
+        raise InputError(f"{sidecar}: PairList.List: expected a list number from 1, got {number!r}")
     return number

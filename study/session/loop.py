@@ -43,8 +43,12 @@ _QUIT_ANSWERS = {"yes_key": True, "no_key": False}
 # The phases of the main block, whose trials the scheduled breaks count.
 _MAIN_BLOCK = ("main", "anchor_repeat")
 # The instructions shown before the first trial of each phase that has its own.
-_INTRO = {"practice": "practice", "anchor_demo": "anchoring", "main": "main",
-          "anchor_repeat": "main"}  # fmt: skip
+_INTRO = {
+    "practice": "practice",
+    "anchor_demo": "anchoring",
+    "main": "main",
+    "anchor_repeat": "main",
+}
 # After a response window closes, keys pressed before it closed are awaited this long.
 _SETTLE_S = 0.1
 
@@ -64,8 +68,9 @@ class _OpenTrial:
 class TrialLoop:
     """The trial loop; every screen change is a flip whose time is recorded."""
 
-    def __init__(self, window: SessionWindow, protocol: Protocol, trials: pd.DataFrame,
-                 label: str) -> None:  # fmt: skip
+    def __init__(
+        self, window: SessionWindow, protocol: Protocol, trials: pd.DataFrame, label: str
+    ) -> None:
         self.window, self.protocol, self.trials, self.label = window, protocol, trials, label
         self.keys = window.keys
         self.control_keys = control_keys(protocol)
@@ -106,8 +111,7 @@ class TrialLoop:
         main_done = int(pd.Series(phases[:start]).isin(_MAIN_BLOCK).sum())
         index = start
         while True:
-            flipped, dropped, outcome = self._boundary(index, open_trial, pair, main_done,
-                                                       timeline)  # fmt: skip
+            flipped, dropped, outcome = self._boundary(index, open_trial, pair, main_done, timeline)
             open_trial = None
             if outcome == "quit":
                 return "incomplete"
@@ -121,8 +125,14 @@ class TrialLoop:
                 main_done += 1
             index += 1
 
-    def _boundary(self, index: int, open_trial: _OpenTrial | None, pair: list, main_done: int,
-                  timeline: Timeline) -> tuple[float, int, str | None]:  # fmt: skip
+    def _boundary(
+        self,
+        index: int,
+        open_trial: _OpenTrial | None,
+        pair: list,
+        main_done: int,
+        timeline: Timeline,
+    ) -> tuple[float, int, str | None]:
         """The flip at the planned onset of trial ``index``, and what follows it.
 
         The flip closes the open trial's window and shows the pair, or a
@@ -146,9 +156,11 @@ class TrialLoop:
 
         draw = window.screens[screens[0]].draw if screens else partial(draw_all, pair)
         flipped, dropped, _ = window.screen.present(
-            draw, timeline.planned, current=window.black.draw,
+            draw,
+            timeline.planned,
+            current=window.black.draw,
             last_look=last_look if open_trial is not None else None,
-        )  # fmt: skip
+        )
         if open_trial is None:
             return flipped, dropped, None
         trials = self.trials
@@ -165,8 +177,9 @@ class TrialLoop:
             timeline.resume(answered, timing.blank_s)
         return flipped, dropped, outcome
 
-    def _begin_trial(self, index: int, onset: float, dropped_onset: int, pair: list,
-                     timeline: Timeline) -> tuple[_OpenTrial, list]:  # fmt: skip
+    def _begin_trial(
+        self, index: int, onset: float, dropped_onset: int, pair: list, timeline: Timeline
+    ) -> tuple[_OpenTrial, list]:
         """Trial ``index``'s pair came on screen at ``onset``: load the next pair, take this one
         down ``shown_s`` after its onset. Returns the open trial and the next pair."""
         window = self.window
@@ -180,8 +193,14 @@ class TrialLoop:
             window.black.draw, onset + shown_s, current=partial(draw_all, pair)
         )
         planned, paused = timeline.begin_pair(shown_s, self.protocol.timing.blank_s)
-        open_trial = _OpenTrial(row=row, planned=planned, onset=onset, blank_onset=blank_onset,
-                                dropped=dropped_onset + dropped_blank, paused=paused)  # fmt: skip
+        open_trial = _OpenTrial(
+            row=row,
+            planned=planned,
+            onset=onset,
+            blank_onset=blank_onset,
+            dropped=dropped_onset + dropped_blank,
+            paused=paused,
+        )
         return open_trial, following
 
     def _waiting_screens(self, kinds: list[str], shown: float | None) -> tuple[str, float]:
@@ -319,8 +338,9 @@ class TrialLoop:
         }
         logged = self.keys.received[self._logged :]
         self._logged += len(logged)
-        self.recorder.append(record, [(e.name, e.t + offset, e.t - self.session_start)
-                                      for e in logged])  # fmt: skip
+        self.recorder.append(
+            record, [(e.name, e.t + offset, e.t - self.session_start) for e in logged]
+        )
         self.recorded += 1
 
     def _resumed_at(self) -> float:

@@ -96,8 +96,13 @@ def plan_session(
     if seed is None:
         seed = draw_seed()
     manifest = stimulus_set.manifest
-    chosen = choose_pair_list(protocol, manifest, data, requested=pair_list,
-                              resumed=path.with_suffix(".json") if resume else None)  # fmt: skip
+    chosen = choose_pair_list(
+        protocol,
+        manifest,
+        data,
+        requested=pair_list,
+        resumed=path.with_suffix(".json") if resume else None,
+    )
     trials = build_trials(protocol, chosen.manifest, seed, practice=True, practice_set=manifest)
     answers = simulated_answers(protocol, stimulus_set, trials, seed) if simulate else None
 
@@ -110,10 +115,21 @@ def plan_session(
             "dataset's dataset_description.json will name none",
             stacklevel=3,  # the caller of run_session
         )
-    return SessionPlan(protocol=protocol, stimulus_set=stimulus_set, data=data, label=label,
-                       source_id=participant, path=path, resume=resume, simulate=simulate,
-                       given=given, seed=seed, pair_list=chosen, trials=trials,
-                       answers=answers)  # fmt: skip
+    return SessionPlan(
+        protocol=protocol,
+        stimulus_set=stimulus_set,
+        data=data,
+        label=label,
+        source_id=participant,
+        path=path,
+        resume=resume,
+        simulate=simulate,
+        given=given,
+        seed=seed,
+        pair_list=chosen,
+        trials=trials,
+        answers=answers,
+    )
 
 
 def _recorded_seed(path: Path) -> int:

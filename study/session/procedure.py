@@ -107,8 +107,15 @@ def run_from_files(
         raise InputError(f"--participant: {str(error).removeprefix('participant id: ')}") from None
     if options.resume and options.seed is not None:
         raise InputError("--seed: a resumed session uses its recorded seed; drop --seed")
-    return run_session(protocol, stimulus_set, participant, data, options,
-                       protocol_file=protocol_file, progress=progress)  # fmt: skip
+    return run_session(
+        protocol,
+        stimulus_set,
+        participant,
+        data,
+        options,
+        protocol_file=protocol_file,
+        progress=progress,
+    )
 
 
 def run_session(
@@ -134,9 +141,17 @@ def run_session(
     """
     say = progress or (lambda line: None)
     # Design: every check that needs no window, the display last; nothing is opened yet.
-    plan = plan_session(protocol, stimulus_set, participant, data, resume=options.resume,
-                        simulate=options.simulate, seed=options.seed,
-                        details=options.details, pair_list=options.list)  # fmt: skip
+    plan = plan_session(
+        protocol,
+        stimulus_set,
+        participant,
+        data,
+        resume=options.resume,
+        simulate=options.simulate,
+        seed=options.seed,
+        details=options.details,
+        pair_list=options.list,
+    )
     # Initialise: the keyboard, the window and its timing; the details form; the record.
     from psychopy import core, logging
 
@@ -156,10 +171,12 @@ def run_session(
         say(f"Window open ({timing.mode} timing, refresh {timing.refresh_hz or 0:.1f} Hz).")
         answered = details_on_screen(window, plan, say)
         if answered is None:
-            return SessionOutcome(plan.path, "incomplete", 0, len(plan.trials), timing.mode,
-                                  timing.refresh_hz)  # fmt: skip
-        recorder = open_record(plan, timing, realtime=realtime, details=answered,
-                               protocol_file=protocol_file)  # fmt: skip
+            return SessionOutcome(
+                plan.path, "incomplete", 0, len(plan.trials), timing.mode, timing.refresh_hz
+            )
+        recorder = open_record(
+            plan, timing, realtime=realtime, details=answered, protocol_file=protocol_file
+        )
         say(
             f"Recording to {recorder.path}; the instructions are on screen, the session begins "
             "when the participant presses space."
@@ -176,5 +193,6 @@ def run_session(
         win.close()
         if realtime:
             core.rush(False)
-    return SessionOutcome(plan.path, status, loop.recorded, len(plan.trials), timing.mode,
-                          timing.refresh_hz)  # fmt: skip
+    return SessionOutcome(
+        plan.path, status, loop.recorded, len(plan.trials), timing.mode, timing.refresh_hz
+    )

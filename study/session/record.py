@@ -25,8 +25,14 @@ from .window import DisplayTiming
 __all__ = ["finish_record", "open_record", "stop_record"]
 
 
-def open_record(plan: SessionPlan, timing: DisplayTiming, *, realtime: bool,
-                details: dict[str, str], protocol_file: str | Path) -> SessionRecorder:  # fmt: skip
+def open_record(
+    plan: SessionPlan,
+    timing: DisplayTiming,
+    *,
+    realtime: bool,
+    details: dict[str, str],
+    protocol_file: str | Path,
+) -> SessionRecorder:
     """Start (or, on resume, reopen) the session's BIDS record with its sidecar."""
     protocol, stimulus_set = plan.protocol, plan.stimulus_set
     session = {
@@ -52,10 +58,17 @@ def open_record(plan: SessionPlan, timing: DisplayTiming, *, realtime: bool,
     }
     order = plan.trials[["trial", "phase", "sketch_id", "image_id"]].itertuples(index=False)
     dataset = {"Name": protocol.dataset.name, "Authors": list(protocol.dataset.authors)}
-    return SessionRecorder.open(plan.data, plan.label, task=protocol.task, session=session,
-                                trial_order=list(order), resume=plan.resume,
-                                details={**plan.given, **details}, dataset=dataset,
-                                source_id=plan.source_id)  # fmt: skip
+    return SessionRecorder.open(
+        plan.data,
+        plan.label,
+        task=protocol.task,
+        session=session,
+        trial_order=list(order),
+        resume=plan.resume,
+        details={**plan.given, **details},
+        dataset=dataset,
+        source_id=plan.source_id,
+    )
 
 
 def finish_record(recorder: SessionRecorder, loop: TrialLoop, status: str) -> None:
@@ -70,9 +83,12 @@ def stop_record(recorder: SessionRecorder, loop: TrialLoop, error: BaseException
     trial so far is on disk; the sidecar says the session stopped, and why.
     The caller raises ``error`` itself when this returns.
     """
-    recorder.finish("incomplete", TrialsRecorded=loop.recorded,
-                    RatingKeysReceivedLate=loop.late_keys,
-                    StoppedBy=f"{type(error).__name__}: {error}")  # fmt: skip
+    recorder.finish(
+        "incomplete",
+        TrialsRecorded=loop.recorded,
+        RatingKeysReceivedLate=loop.late_keys,
+        StoppedBy=f"{type(error).__name__}: {error}",
+    )
     if isinstance(error, OSError) and getattr(error, "filename", None):
         raise InputError(
             f"{error.filename}: {error.strerror or error} during the session; its "

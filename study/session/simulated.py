@@ -57,7 +57,10 @@ def simulated_answers(protocol: Protocol, stimulus_set, trials: pd.DataFrame, se
     window = protocol.timing.stimulus_s + protocol.timing.blank_s
     practice = trials["phase"].eq("practice").to_numpy()
     parts = [trials[practice], trials[~practice]] if practice.any() else [trials]
-    answers = [simulated_responses(stimulus_set.manifest, part, RaterModel(), seed,
-                                   window_s=window, scale=protocol.scale)
-               for part in parts]  # fmt: skip
+    answers = [
+        simulated_responses(
+            stimulus_set.manifest, part, RaterModel(), seed, window_s=window, scale=protocol.scale
+        )
+        for part in parts
+    ]
     return pd.concat(answers).reindex(trials.index)

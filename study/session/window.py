@@ -63,9 +63,17 @@ def open_window(display: Display, *, windowed: bool):
         if fullscreen
         else [min(display.resolution[0], 1280), min(display.resolution[1], 800)]
     )
-    return visual.Window(size=size, fullscr=fullscreen, monitor=monitor, units="deg",
-                         color=display.background, colorSpace="rgb", allowGUI=not fullscreen,
-                         waitBlanking=True, checkTiming=False)  # fmt: skip
+    return visual.Window(
+        size=size,
+        fullscr=fullscreen,
+        monitor=monitor,
+        units="deg",
+        color=display.background,
+        colorSpace="rgb",
+        allowGUI=not fullscreen,
+        waitBlanking=True,
+        checkTiming=False,
+    )
 
 
 @dataclass(frozen=True)
@@ -218,9 +226,17 @@ class SessionWindow:
     participant, whose keys are pressed whenever the keys are polled.
     """
 
-    def __init__(self, win, kb, protocol: Protocol, stimulus_set: StimulusSet,
-                 timing: DisplayTiming, core, responder: Responder | None = None,
-                 visual=None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        win,
+        kb,
+        protocol: Protocol,
+        stimulus_set: StimulusSet,
+        timing: DisplayTiming,
+        core,
+        responder: Responder | None = None,
+        visual=None,
+    ) -> None:
         if visual is None:
             from psychopy import visual
 
@@ -232,8 +248,9 @@ class SessionWindow:
         self.keys = KeyStream(kb, control_keys(protocol))
         self.responder = responder
         self.screen = Screen(win, timing.mode, frame, core, self.tick)
-        self.black = visual.Rect(win, width=2.0, height=2.0, units="norm", fillColor="black",
-                                 lineColor="black")  # fmt: skip
+        self.black = visual.Rect(
+            win, width=2.0, height=2.0, units="norm", fillColor="black", lineColor="black"
+        )
         self.text = visual.TextStim(win, text="", height=0.8, wrapWidth=30, color="white")
         # One laid-out text per waiting screen: laying out a text takes far longer than a
         # frame, and a waiting screen may replace a pair at its planned flip.
@@ -244,19 +261,32 @@ class SessionWindow:
         display = protocol.display
         half = (display.stimulus_deg + display.gap_deg) / 2
         self._slots = [
-            (visual.ImageStim(win, image=None, pos=(-half, 0.0)),
-             visual.ImageStim(win, image=None, pos=(half, 0.0)),
-             visual.TextStim(win, text="", height=1.2, pos=(0, -0.5 * display.stimulus_deg),
-                             color="white"))
+            (
+                visual.ImageStim(win, image=None, pos=(-half, 0.0)),
+                visual.ImageStim(win, image=None, pos=(half, 0.0)),
+                visual.TextStim(
+                    win, text="", height=1.2, pos=(0, -0.5 * display.stimulus_deg), color="white"
+                ),
+            )
             for _ in range(2)
-        ]  # fmt: skip
+        ]
         # The scale's reminder under a rated pair, one per set of stimuli: the next pair's is
         # placed while the pair on screen, with its own, is still being redrawn. Laid out once.
-        self._reminders = [
-            visual.TextStim(win, text=scale_reminder(protocol), height=0.8, wrapWidth=30,
-                            anchorVert="top", color="white")
-            for _ in range(2)
-        ] if display.scale_reminder else []  # fmt: skip
+        self._reminders = (
+            [
+                visual.TextStim(
+                    win,
+                    text=scale_reminder(protocol),
+                    height=0.8,
+                    wrapWidth=30,
+                    anchorVert="top",
+                    color="white",
+                )
+                for _ in range(2)
+            ]
+            if display.scale_reminder
+            else []
+        )
         self._turn = 0
 
     def warm_up(self, trials: pd.DataFrame) -> None:

@@ -130,9 +130,7 @@ def test_kendall_tau_b_rejects_bad_input():
     assert two_items.statistic == 1.0 and np.isnan(two_items.pvalue) and two_items.n_items == 2
 
 
-rating_lists = arrays(
-    np.float64, st.integers(3, 25), elements=st.integers(1, 7).map(float)
-)  # fmt: skip
+rating_lists = arrays(np.float64, st.integers(3, 25), elements=st.integers(1, 7).map(float))
 
 
 @settings(max_examples=60, deadline=None)
@@ -192,8 +190,13 @@ def test_kendall_w_leaves_out_incomplete_raters():
 
 
 @settings(max_examples=60, deadline=None)
-@given(arrays(np.float64, st.tuples(st.integers(2, 8), st.integers(2, 12)),
-              elements=st.integers(1, 7).map(float)))  # fmt: skip
+@given(
+    arrays(
+        np.float64,
+        st.tuples(st.integers(2, 8), st.integers(2, 12)),
+        elements=st.integers(1, 7).map(float),
+    )
+)
 def test_kendall_w_bounded_and_one_for_identical_raters(ratings):
     w = kendall_w(ratings).statistic
     if not np.isnan(w):
@@ -205,11 +208,14 @@ def test_kendall_w_bounded_and_one_for_identical_raters(ratings):
 
 @settings(max_examples=60, deadline=None)
 @given(
-    arrays(np.float64, st.tuples(st.integers(1, 9), st.integers(2, 9)),
-           elements=st.one_of(st.integers(1, 7).map(float), st.just(np.nan))),
+    arrays(
+        np.float64,
+        st.tuples(st.integers(1, 9), st.integers(2, 9)),
+        elements=st.one_of(st.integers(1, 7).map(float), st.just(np.nan)),
+    ),
     st.integers(1, 20),
     st.sampled_from(["greater", "two-sided", "less"]),
-)  # fmt: skip
+)
 def test_pair_blocks_match_scipy_for_every_pair(x, cells, alternative):
     # Reference: scipy.stats.kendalltau (asymptotic, tie-corrected) on the items both raters
     # gave; tiny blocks (a few pairs each) so that every block boundary is crossed.
@@ -234,8 +240,12 @@ def test_pair_blocks_match_scipy_for_every_pair(x, cells, alternative):
             )
             assert t == pytest.approx(expected.statistic, abs=1e-12)
             assert pv == pytest.approx(expected.pvalue, abs=1e-12, nan_ok=True)
-    shares = {(i, j) for i in range(len(x)) for j in range(i + 1, len(x))
-              if (~np.isnan(x[i]) & ~np.isnan(x[j])).any()}  # fmt: skip
+    shares = {
+        (i, j)
+        for i in range(len(x))
+        for j in range(i + 1, len(x))
+        if (~np.isnan(x[i]) & ~np.isnan(x[j])).any()
+    }
     assert seen == shares
 
 
@@ -273,8 +283,9 @@ def test_pair_blocks_are_scipys_bits(data, items, alternative):
                 assert t == scipy.stats.kendalltau(x[i][both], x[j][both]).statistic
                 assert np.isnan(pv)
                 continue
-            expected = scipy.stats.kendalltau(x[i][both], x[j][both], alternative=alternative,
-                                              method="asymptotic")  # fmt: skip
+            expected = scipy.stats.kendalltau(
+                x[i][both], x[j][both], alternative=alternative, method="asymptotic"
+            )
             assert (t, pv) == (expected.statistic, expected.pvalue), (i, j)
 
 
@@ -293,8 +304,9 @@ def test_pair_blocks_at_the_largest_tie_terms_are_scipys_bits(items):
         for i, j, t, pv in zip(a, b, tau, p, strict=True):
             if np.ptp(x[i]) == 0 or np.ptp(x[j]) == 0:
                 continue
-            expected = scipy.stats.kendalltau(x[i], x[j], alternative="greater",
-                                              method="asymptotic")  # fmt: skip
+            expected = scipy.stats.kendalltau(
+                x[i], x[j], alternative="greater", method="asymptotic"
+            )
             assert (t, pv) == (expected.statistic, expected.pvalue), (i, j)
             compared += 1
     assert compared >= 30
@@ -312,7 +324,8 @@ def test_pair_blocks_with_blas_limited_match_scipy(monkeypatch):
     for a, b, tau, p, _ in _kernels.pairwise_tau_b_blocks(x, "greater", cells=20):
         for i, j, t, pv in zip(a, b, tau, p, strict=True):
             both = ~np.isnan(x[i]) & ~np.isnan(x[j])
-            expected = scipy.stats.kendalltau(x[i][both], x[j][both], alternative="greater",
-                                              method="asymptotic")  # fmt: skip
+            expected = scipy.stats.kendalltau(
+                x[i][both], x[j][both], alternative="greater", method="asymptotic"
+            )
             assert t == pytest.approx(expected.statistic, abs=1e-12)
             assert pv == pytest.approx(expected.pvalue, abs=1e-12)

@@ -29,17 +29,23 @@ from sbir_study.analysis.simulate import StudyDesign, write_simulated_dataset
 from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.scale import PAPER_SCALE, SCALE_POINTS, Scale
 
-SCALES = [Scale(1, 2), Scale(1, 5), Scale(1, 9), Scale(1, 9, "high"), Scale(1, 5, "high"),
-          Scale(0, 6, "high")]  # fmt: skip
+SCALES = [
+    Scale(1, 2),
+    Scale(1, 5),
+    Scale(1, 9),
+    Scale(1, 9, "high"),
+    Scale(1, 5, "high"),
+    Scale(0, 6, "high"),
+]
 OPTIONS = AnalysisOptions(bootstrap=0, permutations=0, pairwise="full")
 PAIR = ["sketch_id", "image_id"]
 
 
 def _dataset(tmp_path, scale: Scale, seed: int = 5):
-    design = StudyDesign(participants=5, sketches=3, images_per_sketch=8,
-                         anchor_images=min(5, scale.k))  # fmt: skip
-    return load_ratings(write_simulated_dataset(tmp_path / "data", design, seed=seed,
-                                                scale=scale))  # fmt: skip
+    design = StudyDesign(
+        participants=5, sketches=3, images_per_sketch=8, anchor_images=min(5, scale.k)
+    )
+    return load_ratings(write_simulated_dataset(tmp_path / "data", design, seed=seed, scale=scale))
 
 
 def _in_paper_orientation(values: pd.Series, scale: Scale) -> pd.Series:
@@ -53,8 +59,13 @@ def _round_half_up(mean: float) -> int:
 
 
 def _qrels(path) -> pd.DataFrame:
-    return pd.read_csv(path, sep=" ", header=None, names=["sketch_id", "q0", "image_id", "grade"],
-                       dtype={"sketch_id": str, "image_id": str})  # fmt: skip
+    return pd.read_csv(
+        path,
+        sep=" ",
+        header=None,
+        names=["sketch_id", "q0", "image_id", "grade"],
+        dtype={"sketch_id": str, "image_id": str},
+    )
 
 
 @pytest.fixture(scope="module", params=SCALES, ids=str)
@@ -100,8 +111,7 @@ def test_one_bin_per_point_of_the_scale(analysed):
     scale, table, out = analysed
     bins = pd.read_csv(out / "bins.csv")
     assert bins["bin"].tolist() == list(scale.points)
-    assert [c for c in bins if c.startswith("n_rating_")] == [f"n_rating_{p}"
-                                                              for p in scale.points]  # fmt: skip
+    assert [c for c in bins if c.startswith("n_rating_")] == [f"n_rating_{p}" for p in scale.points]
     main = table[table["phase"] == "main"].dropna(subset=["rating"])
     median = main.groupby(PAIR)["rating"].transform("median")
     main = main.assign(bin=np.floor(median))
@@ -139,25 +149,33 @@ def test_qrels_grade_k_minus_1_for_the_best_down_to_0(analysed):
     assert graded["grade"].between(0, scale.k - 1).all()
     binary = _qrels(out / "ground_truth_binary.qrels").merge(truth, on=PAIR)
     better_half = scale.low + scale.k // 2 - 1  # the last point of the better half
-    assert binary["grade"].tolist() == [int(_round_half_up(m) <= better_half)
-                                        for m in binary["mean_rating"]]  # fmt: skip
+    assert binary["grade"].tolist() == [
+        int(_round_half_up(m) <= better_half) for m in binary["mean_rating"]
+    ]
 
 
 def test_inter_user_tau_b_is_scipy_s(analysed):
     _scale, table, out = analysed
     pairs = pd.read_parquet(out / "pairwise_tau.parquet")
     main = table[table["phase"] == "main"]
-    wide = main.pivot_table(index=["sketch_id", "participant"], columns="image_id",
-                            values="rating", aggfunc="first", dropna=False)  # fmt: skip
+    wide = main.pivot_table(
+        index=["sketch_id", "participant"],
+        columns="image_id",
+        values="rating",
+        aggfunc="first",
+        dropna=False,
+    )
     assert len(pairs) == 3 * 10  # 3 sketches x 5 participants choose 2
-    for row in pairs.astype({"sketch_id": str, "participant_a": str, "participant_b": str}
-                            ).itertuples():  # fmt: skip
+    for row in pairs.astype(
+        {"sketch_id": str, "participant_a": str, "participant_b": str}
+    ).itertuples():
         a = wide.loc[(row.sketch_id, row.participant_a)]
         b = wide.loc[(row.sketch_id, row.participant_b)]
         both = a.notna() & b.notna()
         assert row.n_items == both.sum()
-        tau, p = scipy.stats.kendalltau(a[both], b[both], alternative="greater",
-                                        method="asymptotic")  # fmt: skip
+        tau, p = scipy.stats.kendalltau(
+            a[both], b[both], alternative="greater", method="asymptotic"
+        )
         if math.isnan(tau):
             assert math.isnan(row.tau_b) and math.isnan(row.p_value)
         else:
@@ -171,8 +189,9 @@ def test_anchoring_tau_b_is_scipy_s_between_ratings_and_prescribed_ratings(analy
     repeats = table[table["phase"] == "anchor_repeat"]
     assert len(anchoring) == repeats.groupby(["participant", "sketch_id"]).ngroups > 0
     for row in anchoring.itertuples():
-        rows = repeats[(repeats["participant"] == row.participant)
-                       & (repeats["sketch_id"] == row.sketch_id)].dropna(subset=["rating"])
+        rows = repeats[
+            (repeats["participant"] == row.participant) & (repeats["sketch_id"] == row.sketch_id)
+        ].dropna(subset=["rating"])
         tau, _ = scipy.stats.kendalltau(rows["rating"], rows["anchor_rating"])
         if len(rows) < 3:  # a tau_b without a test is no result (docs/agreement.md)
             assert math.isnan(row.tau_b) and row.reason == "fewer than 3 shared images"
@@ -186,17 +205,21 @@ def test_anchoring_tau_b_is_scipy_s_between_ratings_and_prescribed_ratings(analy
 def test_a_reversed_scale_gives_the_tables_of_its_mirror_image(tmp_path, scale):
     # The same ratings recorded as low + high - r on a low-is-best scale: every table the same.
     ratings = _dataset(tmp_path, scale)
-    mirrored = ratings.assign(rating=(scale.low + scale.high) - ratings["rating"],
-                              anchor_rating=(scale.low + scale.high) - ratings["anchor_rating"])
+    mirrored = ratings.assign(
+        rating=(scale.low + scale.high) - ratings["rating"],
+        anchor_rating=(scale.low + scale.high) - ratings["anchor_rating"],
+    )
     mirrored.attrs = {**ratings.attrs, "scale": Scale(scale.low, scale.high, "low")}
     analyze_ratings(ratings, tmp_path / "reversed", OPTIONS, figures=False)
     analyze_ratings(mirrored, tmp_path / "mirror", OPTIONS, figures=False)
-    written = sorted(p.name for p in (tmp_path / "mirror").iterdir()
-                     if p.suffix in (".csv", ".qrels"))  # fmt: skip
+    written = sorted(
+        p.name for p in (tmp_path / "mirror").iterdir() if p.suffix in (".csv", ".qrels")
+    )
     assert "ground_truth.qrels" in written and "rating_distribution.csv" in written
     for name in written:
-        assert (tmp_path / "reversed" / name).read_bytes() == (tmp_path / "mirror" /
-                                                               name).read_bytes(), name
+        assert (tmp_path / "reversed" / name).read_bytes() == (
+            tmp_path / "mirror" / name
+        ).read_bytes(), name
     page = (tmp_path / "reversed" / "report.html").read_text(encoding="utf-8")
     assert f"{scale.high} the best match" in page
     assert f"a recorded rating r as {scale.low + scale.high} - r" in page
@@ -213,14 +236,19 @@ def test_the_paper_s_scale_is_named_nowhere_on_the_report(tmp_path):
 def test_a_pilot_on_another_scale_is_refused(tmp_path):
     ratings = _dataset(tmp_path, Scale(1, 5))
     pilot = _dataset(tmp_path / "pilot", PAPER_SCALE)
-    with pytest.raises(InputError, match=r"^pilot: its rating scale 1-7 differs from the "
-                       r"study's 1-5; expected the same scale$"):  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match=r"^pilot: its rating scale 1-7 differs from the "
+        r"study's 1-5; expected the same scale$",
+    ):
         analyze_ratings(ratings, tmp_path / "out", OPTIONS, figures=False, pilot=pilot)
 
 
 _scales = st.builds(
     lambda low, k, best: Scale(low, low + k - 1, best),
-    st.integers(0, 3), st.integers(*SCALE_POINTS), st.sampled_from(["low", "high"]),
+    st.integers(0, 3),
+    st.integers(*SCALE_POINTS),
+    st.sampled_from(["low", "high"]),
 )
 
 
@@ -229,11 +257,11 @@ _scales = st.builds(
 def test_qrels_decide_grade_and_relevance_by_the_nearest_point(tmp_path_factory, scale, data):
     # Means as a study gives them: sums of ratings over up to 40 participants.
     n = data.draw(st.integers(1, 40))
-    sums = data.draw(st.lists(st.integers(scale.low * n, scale.high * n), min_size=1,
-                              max_size=12))  # fmt: skip
+    sums = data.draw(st.lists(st.integers(scale.low * n, scale.high * n), min_size=1, max_size=12))
     means = [s / n for s in sums]
-    truth = pd.DataFrame({"sketch_id": "s", "image_id": [f"i{j}" for j in range(len(means))],
-                          "mean_rating": means})  # fmt: skip
+    truth = pd.DataFrame(
+        {"sketch_id": "s", "image_id": [f"i{j}" for j in range(len(means))], "mean_rating": means}
+    )
     folder = tmp_path_factory.mktemp("qrels")
     write_qrels(truth, folder / "graded", scale=scale)
     write_binary_qrels(truth, folder / "binary", scale=scale)
@@ -252,15 +280,21 @@ def test_qrels_decide_grade_and_relevance_by_the_nearest_point(tmp_path_factory,
 def test_turning_into_the_paper_s_orientation_keeps_the_points_and_is_done_once(scale, data):
     points = st.one_of(st.none(), st.integers(scale.low, scale.high))
     values = data.draw(st.lists(points, min_size=1, max_size=20))
-    table = pd.DataFrame({"rating": pd.array(values, dtype="Int64"),
-                          "anchor_rating": pd.array(values[::-1], dtype="Int64")})  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "rating": pd.array(values, dtype="Int64"),
+            "anchor_rating": pd.array(values[::-1], dtype="Int64"),
+        }
+    )
     table.attrs["scale"] = scale
     turned = in_paper_orientation(table)
     for column in ("rating", "anchor_rating"):
-        expected = [None if v is None else (v if scale.best == "low" else
-                    scale.low + scale.high - v) for v in table[column].astype(object)
-                    .where(table[column].notna(), None)]  # fmt: skip
-        assert turned[column].astype(object).where(turned[column].notna(), None).tolist() \
-            == expected
+        expected = [
+            None if v is None else (v if scale.best == "low" else scale.low + scale.high - v)
+            for v in table[column].astype(object).where(table[column].notna(), None)
+        ]
+        assert (
+            turned[column].astype(object).where(turned[column].notna(), None).tolist() == expected
+        )
     assert in_paper_orientation(turned) is turned
     assert turned.attrs["scale"] == scale

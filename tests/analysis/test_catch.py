@@ -34,8 +34,10 @@ def dataset(tmp_path_factory):
 
 
 def _files(root):
-    return {path.parent.parent.name.removeprefix("sub-"): path
-            for path in sorted(root.glob("sub-*/beh/*_beh.tsv"))}  # fmt: skip
+    return {
+        path.parent.parent.name.removeprefix("sub-"): path
+        for path in sorted(root.glob("sub-*/beh/*_beh.tsv"))
+    }
 
 
 def _oracle(root, pairs):
@@ -68,10 +70,13 @@ def _catch_file(path, pairs=CATCH):
 def test_scores_are_the_counts_of_each_participants_ratings(tmp_path, dataset):
     expected = _oracle(dataset, CATCH)
     assert any(f for _, f, _ in expected.values()) and any(m for _, _, m in expected.values())
-    scores = score_catch_pairs(load_ratings(dataset), read_catch_pairs(_catch_file(
-        tmp_path / "c.csv")))  # fmt: skip
-    got = {r.participant: (r.n_catch_passed, r.n_catch_failed, r.n_catch_missing)
-           for r in scores.itertuples()}  # fmt: skip
+    scores = score_catch_pairs(
+        load_ratings(dataset), read_catch_pairs(_catch_file(tmp_path / "c.csv"))
+    )
+    got = {
+        r.participant: (r.n_catch_passed, r.n_catch_failed, r.n_catch_missing)
+        for r in scores.itertuples()
+    }
     assert got == expected
 
 
@@ -86,8 +91,10 @@ def test_a_protocols_catch_pairs_travel_in_the_sidecar_to_participants_csv(tmp_p
     out = tmp_path / "out"
     assert run_main("analyze", str(data), "--out", str(out), *QUICK).returncode == 0
     table = pd.read_csv(out / "participants.csv", dtype={"participant": str})
-    got = {r.participant: (r.n_catch_passed, r.n_catch_failed, r.n_catch_missing)
-           for r in table.itertuples()}  # fmt: skip
+    got = {
+        r.participant: (r.n_catch_passed, r.n_catch_failed, r.n_catch_missing)
+        for r in table.itertuples()
+    }
     assert got == _oracle(data, CATCH)
     # Catch pairs stay in the ground truth: the same file as without any catch pair.
     plain = tmp_path / "plain"
@@ -100,8 +107,17 @@ def test_catch_failed_excludes_who_failed_more_than_n(tmp_path, dataset):
     expected = _oracle(dataset, CATCH)
     out = tmp_path / "out"
     catch = _catch_file(tmp_path / "c.csv")
-    result = run_main("analyze", str(dataset), "--out", str(out), *QUICK, "--catch", str(catch),
-                      "--exclude", "catch-failed=1")  # fmt: skip
+    result = run_main(
+        "analyze",
+        str(dataset),
+        "--out",
+        str(out),
+        *QUICK,
+        "--catch",
+        str(catch),
+        "--exclude",
+        "catch-failed=1",
+    )
     assert result.returncode == 0, result.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert [e["participant"] for e in summary["excluded"]] == sorted(
@@ -110,18 +126,27 @@ def test_catch_failed_excludes_who_failed_more_than_n(tmp_path, dataset):
 
 
 def test_catch_failed_without_catch_pairs_is_one_line(tmp_path, dataset):
-    assert_input_error(run_main("analyze", str(dataset), "--out", str(tmp_path / "o"),
-                                "--exclude", "catch-failed=0"), "needs catch pairs")  # fmt: skip
+    assert_input_error(
+        run_main(
+            "analyze", str(dataset), "--out", str(tmp_path / "o"), "--exclude", "catch-failed=0"
+        ),
+        "needs catch pairs",
+    )
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("sketch_id,image_id,lowest\n", "line 1: missing column 'highest'"),
-    ("sketch_id,image_id,lowest,highest\ns1,a b,1,2\n", "line 2: field 'image_id'"),
-    ("sketch_id,image_id,lowest,highest\ns1,a,1,x\n", "line 2: field 'highest'"),
-    ("sketch_id,image_id,lowest,highest\ns1,a,3,2\n", "line 2: field 'highest': expected a "
-     "rating >= lowest (3)"),
-    ("sketch_id,image_id,lowest,highest\ns1,a,1,2\ns1,a,1,3\n", "line 3: the pair s1/a"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("sketch_id,image_id,lowest\n", "line 1: missing column 'highest'"),
+        ("sketch_id,image_id,lowest,highest\ns1,a b,1,2\n", "line 2: field 'image_id'"),
+        ("sketch_id,image_id,lowest,highest\ns1,a,1,x\n", "line 2: field 'highest'"),
+        (
+            "sketch_id,image_id,lowest,highest\ns1,a,3,2\n",
+            "line 2: field 'highest': expected a rating >= lowest (3)",
+        ),
+        ("sketch_id,image_id,lowest,highest\ns1,a,1,2\ns1,a,1,3\n", "line 3: the pair s1/a"),
+    ],
+)
 def test_a_bad_catch_file_names_file_line_and_field(tmp_path, text, fragment):
     path = tmp_path / "c.csv"
     path.write_text(text)

@@ -22,8 +22,9 @@ from sbir_study.foundation.checks import InputError
 from tests.helpers import r_reference
 
 
-def _assert_matches_r(ours: pd.DataFrame, name: str, keys: list[str], rows: int,
-                      columns: list[str]) -> pd.DataFrame:  # fmt: skip
+def _assert_matches_r(
+    ours: pd.DataFrame, name: str, keys: list[str], rows: int, columns: list[str]
+) -> pd.DataFrame:
     """``ours`` merged with the R table ``name`` on ``keys``: both hold the same ``rows`` rows,
     and each of ``columns`` equals R's to a relative 1e-12."""
     reference = r_reference(name)
@@ -38,28 +39,41 @@ def test_ground_truth_matches_r(small_ratings):
     # Reference: R aggregate() mean/median/sd/length and rank(ties = "average");
     # tests/r/reference.R section 3.
     ours = consensus_ground_truth(small_ratings)
-    merged = _assert_matches_r(ours, "ground_truth.csv", ["sketch_id", "image_id"], 30,
-                               ["mean_rating", "median_rating", "sd_rating", "rank"])  # fmt: skip
+    merged = _assert_matches_r(
+        ours,
+        "ground_truth.csv",
+        ["sketch_id", "image_id"],
+        30,
+        ["mean_rating", "median_rating", "sd_rating", "rank"],
+    )
     assert (merged["n_ratings_x"] == merged["n_ratings_y"]).all()
     # Sorted by sketch then rank, rank 1 = lowest mean rating = best match.
     assert ours.groupby("sketch_id")["rank"].apply(lambda r: r.is_monotonic_increasing).all()
 
 
 def test_ground_truth_ties_share_average_rank():
-    table = pd.DataFrame({
-        "participant": ["1", "2"] * 3, "sketch_id": "s", "phase": "main",
-        "image_id": ["a", "a", "b", "b", "c", "c"], "rating": [1, 3, 2, 2, 7, 6],
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "participant": ["1", "2"] * 3,
+            "sketch_id": "s",
+            "phase": "main",
+            "image_id": ["a", "a", "b", "b", "c", "c"],
+            "rating": [1, 3, 2, 2, 7, 6],
+        }
+    )
     truth = consensus_ground_truth(table).set_index("image_id")
     assert truth.loc["a", "rank"] == truth.loc["b", "rank"] == 1.5
     assert truth.loc["c", "rank"] == 3.0
 
 
 def test_qrels_grades(tmp_path):
-    truth = pd.DataFrame({
-        "sketch_id": "s", "image_id": ["a", "b", "c", "d"],
-        "mean_rating": [1.0, 3.5, 6.49, np.nan],
-    })  # fmt: skip
+    truth = pd.DataFrame(
+        {
+            "sketch_id": "s",
+            "image_id": ["a", "b", "c", "d"],
+            "mean_rating": [1.0, 3.5, 6.49, np.nan],
+        }
+    )
     write_qrels(truth, tmp_path / "gt.qrels")
     # grade = 7 - round(mean): 1 -> 6; 3.5 rounds half up to 4 -> 3; 6.49 -> 1; unrated left out.
     assert (tmp_path / "gt.qrels").read_text() == "s 0 a 6\ns 0 b 3\ns 0 c 1\n"
@@ -69,8 +83,13 @@ def test_participant_vs_consensus_matches_r(small_ratings):
     # Reference: R cor.test against colMeans with and without the participant;
     # tests/r/reference.R section 4.
     ours = participant_vs_consensus(small_ratings)
-    _assert_matches_r(ours, "consensus.csv", ["participant", "sketch_id"], 24,
-                      ["tau_b", "p_value", "tau_b_loo", "p_value_loo"])  # fmt: skip
+    _assert_matches_r(
+        ours,
+        "consensus.csv",
+        ["participant", "sketch_id"],
+        24,
+        ["tau_b", "p_value", "tau_b_loo", "p_value_loo"],
+    )
     # Leaving the participant out can only lower agreement on average.
     assert ours["tau_b_loo"].mean() < ours["tau_b"].mean()
 
@@ -79,8 +98,7 @@ def test_anchoring_matches_r(small_ratings):
     # Reference: R cor.test of anchor_repeat ratings against anchor_rating;
     # tests/r/reference.R section 5.
     ours = anchoring_consistency(small_ratings)
-    _assert_matches_r(ours, "anchoring.csv", ["participant", "sketch_id"], 16,
-                      ["tau_b", "p_value"])  # fmt: skip
+    _assert_matches_r(ours, "anchoring.csv", ["participant", "sketch_id"], 16, ["tau_b", "p_value"])
 
 
 def test_binned_medians_match_r(small_ratings):
@@ -182,16 +200,16 @@ def test_wilson_of_no_tests_is_undefined(n):
 )
 def test_qrels_never_carry_an_unchecked_id(tmp_path, column, bad):
     """A space or a line break in an id would forge a field or a line of the qrels."""
-    truth = pd.DataFrame({"sketch_id": ["s1", "s1"], "image_id": ["a", "b"],
-                          "mean_rating": [1.0, 2.0]})  # fmt: skip
+    truth = pd.DataFrame(
+        {"sketch_id": ["s1", "s1"], "image_id": ["a", "b"], "mean_rating": [1.0, 2.0]}
+    )
     truth.loc[1, column] = bad
     with pytest.raises(InputError, match=f"{column}: expected an id"):
         write_qrels(truth, tmp_path / "x.qrels")
     assert not (tmp_path / "x.qrels").exists()
 
 
-_CELLS = st.one_of(st.integers(1, 7).map(float), st.just(np.nan),
-                   st.floats(1, 7, allow_nan=False))  # fmt: skip
+_CELLS = st.one_of(st.integers(1, 7).map(float), st.just(np.nan), st.floats(1, 7, allow_nan=False))
 
 
 def _three_arrays(rows: int, items: int):
@@ -233,8 +251,9 @@ def test_a_row_against_each_of_several_is_scipys_kendalltau(arrays, same_gaps, a
             method = "asymptotic" if both.sum() >= 3 else "exact"
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
-                reference = stats.kendalltau(x[row, both], y[row, both], method=method,
-                                             alternative=alternative)  # fmt: skip
+                reference = stats.kendalltau(
+                    x[row, both], y[row, both], method=method, alternative=alternative
+                )
             if np.isnan(reference.statistic):
                 assert np.isnan(tau[row]) and np.isnan(p[row])
                 continue

@@ -86,9 +86,10 @@ def test_holm_matches_pingouin_any_pvalues(p):
 # Fewer examples: statsmodels' Holm runs a full garbage collection on every call.
 @settings(max_examples=60, deadline=None)
 @given(
-    st.lists(st.one_of(st.floats(0, 1), st.sampled_from([0.0, 0.01, 0.05, 1.0])), min_size=1,
-             max_size=80)
-)  # fmt: skip
+    st.lists(
+        st.one_of(st.floats(0, 1), st.sampled_from([0.0, 0.01, 0.05, 1.0])), min_size=1, max_size=80
+    )
+)
 def test_holm_is_statsmodels_to_the_last_bit(p):
     # Reference: statsmodels multipletests(method="holm"), the steps written out in
     # holm_adjusted; ties (the sampled values) included.

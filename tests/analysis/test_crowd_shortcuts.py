@@ -65,8 +65,9 @@ WHOLE = st.one_of(
 @given(st.lists(WHOLE, min_size=1, max_size=8), st.data())
 def test_an_integer_column_from_its_parts_is_the_astype_column(distinct, data):
     values = np.array(distinct, dtype=np.float64)
-    codes = np.array(data.draw(st.lists(st.integers(0, len(values) - 1), max_size=25)),
-                     dtype=np.intp)  # fmt: skip
+    codes = np.array(
+        data.draw(st.lists(st.integers(0, len(values) - 1), max_size=25)), dtype=np.intp
+    )
     index = pd.RangeIndex(len(codes))
     column = ratings_module._Distinct(codes, np.array([], dtype=object), values, np.array([]))
     # Oracle: pandas' own conversion of the spread floats (which refuses what int64 cannot hold).
@@ -91,11 +92,12 @@ def rated_tables(draw):
     table = pd.DataFrame({"sketch_id": sketches, "participant": participants}, dtype=object)
     if draw(st.booleans()):
         for name, extra in (("sketch_id", "s9"), ("participant", "p 9")):
-            table[name] = pd.Categorical(table[name],
-                                         categories=sorted(set(table[name]) | {extra}))  # fmt: skip
+            table[name] = pd.Categorical(table[name], categories=sorted(set(table[name]) | {extra}))
         if rows and draw(st.booleans()):
-            table.loc[draw(st.integers(0, len(rows) - 1)), draw(st.sampled_from(
-                ["sketch_id", "participant"]))] = np.nan  # fmt: skip
+            table.loc[
+                draw(st.integers(0, len(rows) - 1)),
+                draw(st.sampled_from(["sketch_id", "participant"])),
+            ] = np.nan
     return table
 
 
@@ -107,8 +109,9 @@ def test_raters_by_sketch_are_groupby_nunique(table):
     np.testing.assert_array_equal(pipeline._raters_by_sketch(table), expected)
 
 
-ROW_VALUES = st.sampled_from([0.0, -0.0, 1.0, 1.5, 2.0, 7.0, float("nan"), float("inf"),
-                              float("-inf"), 1e-300, 3.0])  # fmt: skip
+ROW_VALUES = st.sampled_from(
+    [0.0, -0.0, 1.0, 1.5, 2.0, 7.0, float("nan"), float("inf"), float("-inf"), 1e-300, 3.0]
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -130,17 +133,25 @@ P_VALUES = st.sampled_from([0.0, 1e-300, 0.01, 0.05, 0.0500001, 0.5, 1.0, float(
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(P_VALUES, max_size=40), st.integers(1, 6), st.integers(0, 50),
-       st.sampled_from(["1", "2", "3"]), st.sampled_from([0.05, 0.01, 1.0]))  # fmt: skip
-def test_counts_in_blocks_on_threads_are_counts_of_the_whole(values, block, threaded_from,
-                                                             workers, alpha):  # fmt: skip
+@given(
+    st.lists(P_VALUES, max_size=40),
+    st.integers(1, 6),
+    st.integers(0, 50),
+    st.sampled_from(["1", "2", "3"]),
+    st.sampled_from([0.05, 0.01, 1.0]),
+)
+def test_counts_in_blocks_on_threads_are_counts_of_the_whole(
+    values, block, threaded_from, workers, alpha
+):
     x = np.array(values, dtype=np.float64)
     with environment_variables({THREADS_VARIABLE: workers}):
         nan = corrections.count_true(x, np.isnan, block=block, threaded_from=threaded_from)
         below = corrections.count_true(
-            x, lambda part, out: np.less(part, alpha, out=out), block=block,
+            x,
+            lambda part, out: np.less(part, alpha, out=out),
+            block=block,
             threaded_from=threaded_from,
-        )  # fmt: skip
+        )
     # Oracle: NumPy's count over the whole array at once.
     assert nan == np.count_nonzero(np.isnan(x))
     assert below == np.count_nonzero(x < alpha)
@@ -174,15 +185,18 @@ def tables(draw):
     rows = draw(st.integers(0, 12))
     pool = draw(st.lists(FLOATS, min_size=1, max_size=5))
     floats = st.lists(st.sampled_from(pool) | FLOATS, min_size=rows, max_size=rows)
-    text = st.lists(st.text(st.sampled_from('ab ,"\n\r\tä'), max_size=4), min_size=rows,
-                    max_size=rows)  # fmt: skip
-    table = pd.DataFrame({
-        "participant": pd.Categorical(draw(text)),
-        "tau_b": np.array(draw(floats), dtype=np.float64),
-        "reason": pd.Series(draw(text), dtype=object),
-        "n_items": draw(st.lists(st.integers(-5, 2**40), min_size=rows, max_size=rows)),
-        "p_value": np.array(draw(floats), dtype=np.float64),
-    })  # fmt: skip
+    text = st.lists(
+        st.text(st.sampled_from('ab ,"\n\r\tä'), max_size=4), min_size=rows, max_size=rows
+    )
+    table = pd.DataFrame(
+        {
+            "participant": pd.Categorical(draw(text)),
+            "tau_b": np.array(draw(floats), dtype=np.float64),
+            "reason": pd.Series(draw(text), dtype=object),
+            "n_items": draw(st.lists(st.integers(-5, 2**40), min_size=rows, max_size=rows)),
+            "p_value": np.array(draw(floats), dtype=np.float64),
+        }
+    )
     return table
 
 
@@ -202,17 +216,28 @@ def test_a_table_written_with_its_floats_formatted_once_is_to_csv_to_the_byte(ta
 def alpha_tables(draw):
     """Ratings of a 1-7 scale in any row order, some missing or of another phase, with the
     labels as categoricals (unused categories, categories in any order, a missing label)."""
-    rows = draw(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 5),
-                                   st.sampled_from([1, 2, 3, 4, 5, 6, 7, None]),
-                                   st.sampled_from(["main", "main", "anchor_repeat"])),
-                         min_size=1, max_size=40))  # fmt: skip
-    table = pd.DataFrame({
-        "participant": [f"p {p}" for p, *_ in rows],
-        "sketch_id": [f"s{s}" for _, s, *_ in rows],
-        "image_id": [f"i{s}-{i}" for _, s, i, *_ in rows],
-        "rating": pd.array([r for *_, r, _ in rows], dtype="Int64"),
-        "phase": [phase for *_, phase in rows],
-    })  # fmt: skip
+    rows = draw(
+        st.lists(
+            st.tuples(
+                st.integers(0, 3),
+                st.integers(0, 3),
+                st.integers(0, 5),
+                st.sampled_from([1, 2, 3, 4, 5, 6, 7, None]),
+                st.sampled_from(["main", "main", "anchor_repeat"]),
+            ),
+            min_size=1,
+            max_size=40,
+        )
+    )
+    table = pd.DataFrame(
+        {
+            "participant": [f"p {p}" for p, *_ in rows],
+            "sketch_id": [f"s{s}" for _, s, *_ in rows],
+            "image_id": [f"i{s}-{i}" for _, s, i, *_ in rows],
+            "rating": pd.array([r for *_, r, _ in rows], dtype="Int64"),
+            "phase": [phase for *_, phase in rows],
+        }
+    )
     for name in ("participant", "sketch_id", "image_id"):
         categories = sorted(set(table[name]) | {f"{name} unused"})
         if draw(st.booleans()):
@@ -228,16 +253,19 @@ def alpha_tables(draw):
 @given(alpha_tables())
 def test_alpha_from_the_codes_is_alpha_from_factorized_labels(table):
     scale = Scale(1, 7)
-    got = agreement.alpha_at_levels(table, ("ordinal", "interval"), n_resamples=30, seed=3,
-                                    scale=scale)  # fmt: skip
+    got = agreement.alpha_at_levels(
+        table, ("ordinal", "interval"), n_resamples=30, seed=3, scale=scale
+    )
     # Oracle: the same table with its labels as text, which alpha_at_levels numbers with
     # pd.factorize (the units in the order of their first rows, as the bootstrap draws them).
     text = table.astype({name: object for name in ("participant", "sketch_id", "image_id")})
-    expected = agreement.alpha_at_levels(text, ("ordinal", "interval"), n_resamples=30, seed=3,
-                                         scale=scale)  # fmt: skip
+    expected = agreement.alpha_at_levels(
+        text, ("ordinal", "interval"), n_resamples=30, seed=3, scale=scale
+    )
     for level in ("ordinal", "interval"):
-        assert np.array_equal(np.array(got[level][:3]), np.array(expected[level][:3]),
-                              equal_nan=True)  # fmt: skip
+        assert np.array_equal(
+            np.array(got[level][:3]), np.array(expected[level][:3]), equal_nan=True
+        )
         assert got[level][3:] == expected[level][3:]
 
 
@@ -263,10 +291,21 @@ def long_tables(draw):
     breaks; names that may need quoting too."""
     rows = draw(st.integers(0, 12))
     pool = draw(st.lists(FLOATS, min_size=1, max_size=5))
-    kinds = draw(st.lists(st.sampled_from(["float", "int", "bool", "object", "category",
-                                           "string", "str"]), min_size=1, max_size=5))  # fmt: skip
-    names = draw(st.lists(st.sampled_from(["tau_b", "n_items", "reason", "a,b", 'say "x"']),
-                          min_size=len(kinds), max_size=len(kinds), unique=True))  # fmt: skip
+    kinds = draw(
+        st.lists(
+            st.sampled_from(["float", "int", "bool", "object", "category", "string", "str"]),
+            min_size=1,
+            max_size=5,
+        )
+    )
+    names = draw(
+        st.lists(
+            st.sampled_from(["tau_b", "n_items", "reason", "a,b", 'say "x"']),
+            min_size=len(kinds),
+            max_size=len(kinds),
+            unique=True,
+        )
+    )
     columns = {}
     for name, kind in zip(names, kinds, strict=True):
         if kind == "float":
@@ -293,8 +332,7 @@ def long_tables(draw):
 def test_a_table_written_from_its_columns_is_to_csv_to_the_byte(table, rows, chunk):
     with tempfile.TemporaryDirectory() as folder:
         ours, theirs = Path(folder) / "ours.csv", Path(folder) / "theirs.csv"
-        with unittest.mock.patch.multiple(pipeline, _FORMAT_ONCE_ROWS=rows,
-                                          _CSV_CHUNK_ROWS=chunk):  # fmt: skip
+        with unittest.mock.patch.multiple(pipeline, _FORMAT_ONCE_ROWS=rows, _CSV_CHUNK_ROWS=chunk):
             pipeline._write_csv(table, ours)
         # Oracle: pandas' own writer.
         table.to_csv(theirs, index=False)
@@ -328,17 +366,20 @@ def test_sorted_cells_from_the_codes_are_factorize_sorted(column, shuffled):
     assert list(got_distinct) == list(np.asarray(distinct, dtype=object))
 
 
-RATINGS = st.sampled_from([1.0, 2.0, 7.0, 0.0, -3.0, 2.5, 0.1, 1 / 3, 2.0**20, 2.0**23,
-                           float("nan")])  # fmt: skip
+RATINGS = st.sampled_from(
+    [1.0, 2.0, 7.0, 0.0, -3.0, 2.5, 0.1, 1 / 3, 2.0**20, 2.0**23, float("nan")]
+)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 9), st.integers(1, 6), st.integers(1, 4), st.data())
-def test_half_means_in_single_precision_are_the_double_precision_means(raters, images, splits,
-                                                                       data):  # fmt: skip
-    values = np.array(data.draw(st.lists(RATINGS, min_size=raters * images,
-                                         max_size=raters * images)),
-                      dtype=np.float64).reshape(raters, images)  # fmt: skip
+def test_half_means_in_single_precision_are_the_double_precision_means(
+    raters, images, splits, data
+):
+    values = np.array(
+        data.draw(st.lists(RATINGS, min_size=raters * images, max_size=raters * images)),
+        dtype=np.float64,
+    ).reshape(raters, images)
     cells = splits * raters
     half = np.array(data.draw(st.lists(st.booleans(), min_size=cells, max_size=cells)))
     half = half.reshape(splits, raters)
@@ -358,14 +399,14 @@ KEYS = st.sampled_from([0.0, 0.25, 0.5, 0.5, 0.75, 1e-300, 0.9999])
 
 @settings(max_examples=300, deadline=None)
 @given(st.integers(1, 12), st.integers(1, 4), st.data())
-def test_the_first_half_by_partition_is_the_first_half_by_stable_sort(participants, splits,
-                                                                      data):  # fmt: skip
+def test_the_first_half_by_partition_is_the_first_half_by_stable_sort(participants, splits, data):
     cells = splits * participants
     keys = np.array(data.draw(st.lists(KEYS, min_size=cells, max_size=cells))).reshape(
         splits, participants
     )
-    raters = np.array(data.draw(st.lists(st.booleans(), min_size=participants,
-                                         max_size=participants)))  # fmt: skip
+    raters = np.array(
+        data.draw(st.lists(st.booleans(), min_size=participants, max_size=participants))
+    )
     # Oracle: the raters' ranks in a stable sort of the keys (NumPy), the first half of them.
     order = np.argsort(np.where(raters, keys, np.inf), axis=1, kind="stable")
     rank = np.empty_like(order)
@@ -375,17 +416,29 @@ def test_the_first_half_by_partition_is_the_first_half_by_stable_sort(participan
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 2), st.integers(0, 3),
-                          st.sampled_from([1, 2, 4, 7, None])), min_size=1, max_size=40),
-       st.sampled_from([0, 30]), st.integers(0, 3))  # fmt: skip
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 5),
+            st.integers(0, 2),
+            st.integers(0, 3),
+            st.sampled_from([1, 2, 4, 7, None]),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.sampled_from([0, 30]),
+    st.integers(0, 3),
+)
 def test_alpha_at_both_levels_from_one_count_is_alpha_at_each(rows, resamples, seed):
     table = pd.DataFrame(
         [(f"p{p}", f"s{s}", f"i{i}", "main", r) for p, s, i, r in rows],
         columns=["participant", "sketch_id", "image_id", "phase", "rating"],
     ).drop_duplicates(["participant", "sketch_id", "image_id"])
     table["rating"] = table["rating"].astype("Float64")
-    got = agreement.alpha_at_levels(table, ("ordinal", "interval"), n_resamples=resamples,
-                                    seed=seed)  # fmt: skip
+    got = agreement.alpha_at_levels(
+        table, ("ordinal", "interval"), n_resamples=resamples, seed=seed
+    )
     for level in ("ordinal", "interval"):
         # Each level alone, as analyze asked for them before (the values themselves are
         # checked against the krippendorff package in test_analyze.py and test_undefined.py).

@@ -20,8 +20,9 @@ from sbir_study.analysis.simulate import RaterModel, StudyDesign, write_simulate
 from sbir_study.foundation.checks import InputError
 from tests.helpers import assert_input_error, run_main
 
-DESIGN = StudyDesign(participants=6, sketches=3, images_per_sketch=7, anchor_sketches=2,
-                     anchor_images=4)  # fmt: skip
+DESIGN = StudyDesign(
+    participants=6, sketches=3, images_per_sketch=7, anchor_sketches=2, anchor_images=4
+)
 # Noisy raters who miss windows, so that the rules' thresholds split them.
 MODEL = RaterModel(miss_rate=0.15)
 QUICK = ("--no-figures", "--bootstrap", "0", "--permutations", "20")
@@ -51,8 +52,13 @@ def test_any_other_text_is_refused_naming_the_option(text):
     except InputError as error:
         assert str(error).startswith("--exclude: expected one of anchoring-tau-below=V")
         return
-    assert rule.kind in ("anchoring-tau-below", "missed-above", "incomplete", "catch-failed",
-                         "labels")  # fmt: skip
+    assert rule.kind in (
+        "anchoring-tau-below",
+        "missed-above",
+        "incomplete",
+        "catch-failed",
+        "labels",
+    )
     if rule.kind in ("anchoring-tau-below", "missed-above"):
         assert -1 <= rule.value <= 1
     if rule.kind == "catch-failed":
@@ -61,8 +67,12 @@ def test_any_other_text_is_refused_naming_the_option(text):
 
 def _beh_tables(root):
     """Every session file as pandas reads it on its own (the oracle's view)."""
-    return pd.concat([pd.read_csv(p, sep="\t", na_values=["n/a"], dtype={"participant": str})
-                      for p in sorted(root.glob("sub-*/beh/*_beh.tsv"))])  # fmt: skip
+    return pd.concat(
+        [
+            pd.read_csv(p, sep="\t", na_values=["n/a"], dtype={"participant": str})
+            for p in sorted(root.glob("sub-*/beh/*_beh.tsv"))
+        ]
+    )
 
 
 def test_missed_above_is_the_share_of_main_trials_without_a_rating(dataset):
@@ -81,8 +91,7 @@ def test_anchoring_tau_below_is_the_median_over_anchor_sketches_of_scipys_tau_b(
     # per anchor sketch, where it is a test (three shared images or more, docs/agreement.md:
     # "Undefined is not a result"); the participant's value is the median over their sketches.
     per_sketch = repeats.groupby(["participant", "sketch_id"]).apply(
-        lambda g: kendalltau(g["rating"], g["anchor_rating"]).statistic if len(g) >= 3
-        else np.nan,
+        lambda g: kendalltau(g["rating"], g["anchor_rating"]).statistic if len(g) >= 3 else np.nan,
         include_groups=False,
     )
     tau = per_sketch.groupby(level="participant").median()
@@ -97,10 +106,13 @@ def test_incomplete_reads_the_sidecars_status(tmp_path, dataset):
     for label, status in (("02", "incomplete"), ("05", "complete"), ("06", "timed_out")):
         (path,) = data.glob(f"sub-{label}/beh/*_beh.json")
         path.write_text(json.dumps({**json.loads(path.read_text()), "SessionStatus": status}))
-    decided = decide_exclusions(load_ratings(data), _rules("incomplete", "labels=" + str(
-        _labels(tmp_path, "02"))))  # fmt: skip
-    assert decided == {"02": ["incomplete", f"labels={tmp_path / 'labels.txt'}"],
-                       "06": ["incomplete"]}  # fmt: skip
+    decided = decide_exclusions(
+        load_ratings(data), _rules("incomplete", "labels=" + str(_labels(tmp_path, "02")))
+    )
+    assert decided == {
+        "02": ["incomplete", f"labels={tmp_path / 'labels.txt'}"],
+        "06": ["incomplete"],
+    }
 
 
 def _labels(tmp_path, *labels):
@@ -117,8 +129,9 @@ def _analyze(data, out, *options):
 
 def test_excluding_by_labels_equals_the_dataset_without_their_folders(tmp_path, dataset):
     excluded = ["02", "05"]
-    with_rule = _analyze(dataset, tmp_path / "excluded", "--exclude",
-                         f"labels={_labels(tmp_path, 'sub-02', '05')}")  # fmt: skip
+    with_rule = _analyze(
+        dataset, tmp_path / "excluded", "--exclude", f"labels={_labels(tmp_path, 'sub-02', '05')}"
+    )
     smaller = tmp_path / "smaller"
     shutil.copytree(dataset, smaller)
     for label in excluded:
@@ -137,14 +150,15 @@ def test_excluding_by_labels_equals_the_dataset_without_their_folders(tmp_path, 
     }
     kept = listed[listed["excluded"] == "False"].drop(columns=["excluded", "exclusion_rule"])
     plain = pd.read_csv(without / "participants.csv", dtype=str, keep_default_na=False)
-    assert kept.to_csv(index=False) == plain.drop(
-        columns=["excluded", "exclusion_rule"]).to_csv(index=False)  # fmt: skip
+    assert kept.to_csv(index=False) == plain.drop(columns=["excluded", "exclusion_rule"]).to_csv(
+        index=False
+    )
 
-    summary, plain_summary = (json.loads((o / "summary.json").read_text())
-                              for o in (with_rule, without))  # fmt: skip
+    summary, plain_summary = (
+        json.loads((o / "summary.json").read_text()) for o in (with_rule, without)
+    )
     assert summary["excluded"] == [
-        {"participant": label, "rules": [f"labels={tmp_path / 'labels.txt'}"]}
-        for label in excluded
+        {"participant": label, "rules": [f"labels={tmp_path / 'labels.txt'}"]} for label in excluded
     ]
     assert plain_summary["excluded"] == []
     for key in ("excluded", "sources"):
@@ -157,24 +171,34 @@ def test_excluding_by_labels_equals_the_dataset_without_their_folders(tmp_path, 
 
 def test_rules_that_exclude_everyone_are_one_line(tmp_path, dataset):
     labels = _labels(tmp_path, *[f"{k:02d}" for k in range(1, 7)])
-    assert_input_error(run_main("analyze", str(dataset), "--out", str(tmp_path / "o"),
-                                "--exclude", f"labels={labels}"),
-                       "--exclude: the rules exclude all 6 participants")  # fmt: skip
+    assert_input_error(
+        run_main(
+            "analyze", str(dataset), "--out", str(tmp_path / "o"), "--exclude", f"labels={labels}"
+        ),
+        "--exclude: the rules exclude all 6 participants",
+    )
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("rule, fragment", [
-    ("missed-above=1.5", "argument --exclude: expected one of anchoring-tau-below=V"),
-    ("sometimes", "got 'sometimes'"),
-    ("labels=", "got 'labels='"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "rule, fragment",
+    [
+        ("missed-above=1.5", "argument --exclude: expected one of anchoring-tau-below=V"),
+        ("sometimes", "got 'sometimes'"),
+        ("labels=", "got 'labels='"),
+    ],
+)
 def test_bad_rule_text_is_one_line_naming_the_option(tmp_path, dataset, rule, fragment):
-    assert_input_error(run_main("analyze", str(dataset), "--out", str(tmp_path / "o"),
-                                "--exclude", rule), fragment)  # fmt: skip
+    assert_input_error(
+        run_main("analyze", str(dataset), "--out", str(tmp_path / "o"), "--exclude", rule), fragment
+    )
 
 
 def test_a_label_not_in_the_study_names_file_and_line(tmp_path, dataset):
     labels = _labels(tmp_path, "02", "99")
-    assert_input_error(run_main("analyze", str(dataset), "--out", str(tmp_path / "o"),
-                                "--exclude", f"labels={labels}"),
-                       f"{labels}: line 4: participant '99' is not in the ratings")  # fmt: skip
+    assert_input_error(
+        run_main(
+            "analyze", str(dataset), "--out", str(tmp_path / "o"), "--exclude", f"labels={labels}"
+        ),
+        f"{labels}: line 4: participant '99' is not in the ratings",
+    )

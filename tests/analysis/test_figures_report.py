@@ -77,9 +77,14 @@ def test_tau_threshold_separates_scipy_significance(alternative):
 
 
 def test_sketch_agreement_marks_best_and_worst():
-    summary = pd.DataFrame({"sketch_id": [f"s{i}" for i in range(10)],
-                            "tau_median": np.linspace(0.1, 0.9, 10),
-                            "tau_q25": 0.0, "tau_q75": 1.0})  # fmt: skip
+    summary = pd.DataFrame(
+        {
+            "sketch_id": [f"s{i}" for i in range(10)],
+            "tau_median": np.linspace(0.1, 0.9, 10),
+            "tau_q25": 0.0,
+            "tau_q75": 1.0,
+        }
+    )
     w = pd.DataFrame({"sketch_id": summary["sketch_id"], "w": 0.5})
     table = sketch_agreement(summary, w)
     assert table["sketch_id"].tolist()[:4] == ["s9", "s8", "s7", "s6"]
@@ -136,8 +141,9 @@ def _with_gaps(ratings, share, seed):
 def test_every_agreement_number_says_over_how_many_raters(small_study, tmp_path):
     _, ratings = small_study
     ratings = _with_gaps(ratings, 0.04, seed=3)
-    summary = analyze_ratings(ratings, tmp_path, AnalysisOptions(bootstrap=200, permutations=200),
-                              figure_formats=PNG)
+    summary = analyze_ratings(
+        ratings, tmp_path, AnalysisOptions(bootstrap=200, permutations=200), figure_formats=PNG
+    )
     table = pd.read_csv(tmp_path / "kendall_w.csv")
     assert (table["n_raters"] < table["n_raters_all"]).any()  # raters were left out of W
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
@@ -159,18 +165,25 @@ def test_every_agreement_number_says_over_how_many_raters(small_study, tmp_path)
 
 def test_fig6_compares_like_with_like(small_study, tmp_path):
     _, ratings = small_study
-    summary = analyze_ratings(ratings, tmp_path, AnalysisOptions(bootstrap=0, permutations=0),
-                              figure_formats=PNG)
+    summary = analyze_ratings(
+        ratings, tmp_path, AnalysisOptions(bootstrap=0, permutations=0), figure_formats=PNG
+    )
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     # The paper's 99% stands beside the inclusive statistic (the paper's), not the
     # leave-one-out one, which the paper did not report.
     inclusive = share(summary["consensus"]["share_significant"])
     loo = share(summary["consensus_loo"]["share_significant"])
-    row = re.search(r"<tr><td>participant vs consensus of all 6 participants, the participant "
-                    r"included \(as in the paper\), significant</td>(.*?)</tr>", page)  # fmt: skip
+    row = re.search(
+        r"<tr><td>participant vs consensus of all 6 participants, the participant "
+        r"included \(as in the paper\), significant</td>(.*?)</tr>",
+        page,
+    )
     assert row and inclusive in row.group(1) and "99%" in row.group(1)
-    row = re.search(r"<tr><td>participant vs consensus of the other 5 participants "
-                    r"\(leave-one-out\), significant</td>(.*?)</tr>", page)  # fmt: skip
+    row = re.search(
+        r"<tr><td>participant vs consensus of the other 5 participants "
+        r"\(leave-one-out\), significant</td>(.*?)</tr>",
+        page,
+    )
     assert row and loo in row.group(1) and "99%" not in row.group(1)
     assert "Top: the consensus is the mean rating of all participants" in page
     assert "Bottom: leave-one-out" in page
@@ -203,8 +216,19 @@ def test_fig6_draws_the_papers_statistic_and_leave_one_out():
 
 def test_simulated_input_is_labelled_at_the_top(tmp_path):
     data = tmp_path / "data"
-    run_main("simulate", "--out", str(data), "--participants", "4", "--sketches", "3",
-            "--images", "8", "--seed", "1")  # fmt: skip
+    run_main(
+        "simulate",
+        "--out",
+        str(data),
+        "--participants",
+        "4",
+        "--sketches",
+        "3",
+        "--images",
+        "8",
+        "--seed",
+        "1",
+    )
     result = run_main("analyze", str(data), "--out", str(tmp_path / "out"), *PNG_OPTION)
     assert result.returncode == 0, result.stderr
     page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
@@ -217,9 +241,15 @@ def test_pilot_is_drawn_beside_the_final_study(small_study, tmp_path):
     root, _ = small_study
     pilot, _ = simulate_study(StudyDesign(participants=3, sketches=5, images_per_sketch=10), seed=9)
     pilot.to_csv(tmp_path / "pilot.csv", index=False, na_rep="n/a")
-    result = run_main("analyze", str(root / "ratings.csv"), *PNG_OPTION,
-                      "--out", str(tmp_path / "out"),
-                      "--pilot", str(tmp_path / "pilot.csv"))  # fmt: skip
+    result = run_main(
+        "analyze",
+        str(root / "ratings.csv"),
+        *PNG_OPTION,
+        "--out",
+        str(tmp_path / "out"),
+        "--pilot",
+        str(tmp_path / "pilot.csv"),
+    )
     assert result.returncode == 0, result.stderr
     table = pd.read_csv(tmp_path / "out" / "rating_distribution.csv")
     assert set(table["dataset"]) == {"pilot", "final"}
@@ -240,14 +270,27 @@ def test_stimuli_thumbnails_and_missing_manifest(small_study, tmp_path):
         imsave(stimuli / "sketches" / f"{sketch}.png", np.eye(16), cmap="gray")
         imsave(stimuli / "images" / sketch / "i1.png", np.eye(16)[::-1], cmap="gray")
     import_set(stimuli, anchors=AnchorDesign(sketches=0))
-    result = run_main("analyze", str(root / "ratings.csv"), *PNG_OPTION,
-                      "--out", str(tmp_path / "out"), "--stimuli", str(stimuli))  # fmt: skip
+    result = run_main(
+        "analyze",
+        str(root / "ratings.csv"),
+        *PNG_OPTION,
+        "--out",
+        str(tmp_path / "out"),
+        "--stimuli",
+        str(stimuli),
+    )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "out" / "figures" / "fig9_extremes.png").exists()
 
-    result = run_main("analyze", str(root / "ratings.csv"), *PNG_OPTION,
-                      "--out", str(tmp_path / "out2"),
-                      "--stimuli", str(tmp_path / "nowhere"))  # fmt: skip
+    result = run_main(
+        "analyze",
+        str(root / "ratings.csv"),
+        *PNG_OPTION,
+        "--out",
+        str(tmp_path / "out2"),
+        "--stimuli",
+        str(tmp_path / "nowhere"),
+    )
     assert_input_error(result, "nowhere", "no such folder; expected a stimulus set")
 
 

@@ -47,8 +47,16 @@ def _anchoring(n_participants: int, seed: int = 0) -> pd.DataFrame:
     )
 
 
-_BOX = {"med": 0.5, "q1": 0.4, "q3": 0.6, "whislo": 0.2, "whishi": 0.8,
-        "fliers": np.array([0.0]), "label": "s00", "n": 10}  # fmt: skip
+_BOX = {
+    "med": 0.5,
+    "q1": 0.4,
+    "q3": 0.6,
+    "whislo": 0.2,
+    "whishi": 0.8,
+    "fliers": np.array([0.0]),
+    "label": "s00",
+    "n": 10,
+}
 _W = pd.DataFrame({"sketch_id": ["s00"], "w": [0.5], "n_raters": [5], "n_raters_all": [5]})
 _DISTRIBUTIONS = {
     "final": pd.DataFrame({"phase": "main", "rating": range(1, 8), "share": [1 / 7] * 7})
@@ -172,9 +180,15 @@ def test_fig6_says_how_little_the_panels_differ(tmp_path):
     table["tau_b_loo"] = table["tau_b"] - rng.uniform(0, 0.01, len(table))
     from matplotlib.image import imread
 
-    written = write_figures(tmp_path, anchoring=_anchoring(3), boxes=[_BOX],
-                            kendall_w=_W, consensus=table, distributions=_DISTRIBUTIONS,
-                            bins=_BINS)  # fmt: skip
+    written = write_figures(
+        tmp_path,
+        anchoring=_anchoring(3),
+        boxes=[_BOX],
+        kendall_w=_W,
+        consensus=table,
+        distributions=_DISTRIBUTIONS,
+        bins=_BINS,
+    )
     assert imread(written["fig6_vs_consensus"]).shape[0] > 0
     # Reference: the medians' absolute difference per participant, with pandas.
     medians = table.groupby("participant")[["tau_b", "tau_b_loo"]].median()
@@ -194,8 +208,14 @@ def test_fig6_says_how_little_the_panels_differ(tmp_path):
 def test_fig8_counts_have_thousands_separators():
     from sbir_study.analysis.figures import plot_bins
 
-    bins = pd.DataFrame({"bin": range(1, 8), "mean": range(1, 8), "sd": 0.5,
-                         "n_ratings": [100_000, 250_000, 400_000, 90_000, 10, 5, 1]})  # fmt: skip
+    bins = pd.DataFrame(
+        {
+            "bin": range(1, 8),
+            "mean": range(1, 8),
+            "sd": 0.5,
+            "n_ratings": [100_000, 250_000, 400_000, 90_000, 10, 5, 1],
+        }
+    )
     figure = Figure()
     left, right = figure.subplots(1, 2)
     plot_bins(bins, axes=(left, right))
@@ -268,8 +288,9 @@ def test_prophecy_axis_reads_at_a_crowds_size(participants, scale):
 
     # The prophecy m r1 / (1 + (m - 1) r1) for m = 1 to 2 x participants, as analyze writes it.
     m = np.arange(1, 2 * participants + 1)
-    predicted = pd.DataFrame({"sketch_id": "all", "n_raters": m,
-                              "predicted": m * 0.4 / (1 + (m - 1) * 0.4)})  # fmt: skip
+    predicted = pd.DataFrame(
+        {"sketch_id": "all", "n_raters": m, "predicted": m * 0.4 / (1 + (m - 1) * 0.4)}
+    )
     figure = Figure()
     ax = plot_reliability_prophecy(predicted, ax=figure.add_subplot(), n_raters=participants)
     figure.canvas.draw()

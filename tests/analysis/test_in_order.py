@@ -63,8 +63,9 @@ def test_an_error_in_a_job_reaches_the_caller_and_a_stop_starts_nothing_more():
     with pytest.raises(ValueError, match="job 3"):
         list(_kernels.in_order(work, [(k,) for k in range(40)], weight=lambda j: 1, threshold=0))
     started.clear()
-    results = _kernels.in_order(lambda k: started.append(k) or k, [(k,) for k in range(40)],
-                                weight=lambda j: 1, threshold=0)  # fmt: skip
+    results = _kernels.in_order(
+        lambda k: started.append(k) or k, [(k,) for k in range(40)], weight=lambda j: 1, threshold=0
+    )
     assert next(results) == 0
     results.close()
     assert len(started) <= 2 + _kernels.threads()
@@ -108,19 +109,24 @@ def test_analyze_on_threads_writes_the_files_it_writes_alone(tmp_path, monkeypat
     from sbir_study.analysis import AnalysisOptions, analyze_ratings, pipeline
     from sbir_study.analysis.simulate import StudyDesign, simulate_study
 
-    trials, _ = simulate_study(StudyDesign(sketches=5, images_per_sketch=8, participants=14),
-                               seed=6)  # fmt: skip
+    trials, _ = simulate_study(
+        StudyDesign(sketches=5, images_per_sketch=8, participants=14), seed=6
+    )
     analyze_ratings(trials, tmp_path / "alone", AnalysisOptions(), figures=False)
 
     original = _kernels.in_order
-    monkeypatch.setattr(_kernels, "in_order", lambda work, jobs, *, weight, threshold=0:
-                        original(work, jobs, weight=weight, threshold=0))  # fmt: skip
+    monkeypatch.setattr(
+        _kernels,
+        "in_order",
+        lambda work, jobs, *, weight, threshold=0: original(work, jobs, weight=weight, threshold=0),
+    )
     monkeypatch.setattr(pipeline, "_PAIRS_BESIDE", 0)
     where = _trace_pairwise_writes(monkeypatch)
     analyze_ratings(trials, tmp_path / "threads", AnalysisOptions(), figures=False)
     assert where and where[0] != threading.get_ident()
-    files = sorted(p.name for p in (tmp_path / "alone").iterdir()
-                   if p.suffix in (".csv", ".qrels", ".parquet"))  # fmt: skip
+    files = sorted(
+        p.name for p in (tmp_path / "alone").iterdir() if p.suffix in (".csv", ".qrels", ".parquet")
+    )
     assert "pairwise_tau.parquet" in files and "consensus_tau.csv" in files
     for name in files:
         alone = (tmp_path / "alone" / name).read_bytes()
@@ -133,11 +139,16 @@ def _crowd(raters=600, images=8, sketches=("s1", "s2", "s3"), seed=4):
     for sketch in sketches:
         ratings = rng.integers(1, 8, size=(raters, images)).astype(float)
         ratings[rng.random(ratings.shape) < 0.05] = np.nan
-        frames.append(pd.DataFrame({
-            "participant": np.repeat([f"p{r:03d}" for r in range(raters)], images),
-            "sketch_id": sketch,
-            "image_id": np.tile([f"{sketch}_i{i}" for i in range(images)], raters),
-            "rating": ratings.ravel()}))  # fmt: skip
+        frames.append(
+            pd.DataFrame(
+                {
+                    "participant": np.repeat([f"p{r:03d}" for r in range(raters)], images),
+                    "sketch_id": sketch,
+                    "image_id": np.tile([f"{sketch}_i{i}" for i in range(images)], raters),
+                    "rating": ratings.ravel(),
+                }
+            )
+        )
     table = pd.concat(frames, ignore_index=True)
     table["phase"] = "main"
     return table
@@ -153,14 +164,24 @@ def test_sbir_study_threads_gives_the_bits_of_one_thread(monkeypatch, threads):
     monkeypatch.setenv(_kernels.THREADS_VARIABLE, threads)
     used = []
     pairwise = _kernels.pairwise_tau_b_blocks
-    monkeypatch.setattr(_kernels, "pairwise_tau_b_blocks", lambda *a, **k: used.append(
-        threading.get_ident()) or pairwise(*a, **k))  # fmt: skip
+    monkeypatch.setattr(
+        _kernels,
+        "pairwise_tau_b_blocks",
+        lambda *a, **k: used.append(threading.get_ident()) or pairwise(*a, **k),
+    )
     several = list(inter_user_tau_pairs(table))
     assert threading.get_ident() not in used
     assert len(alone) == len(several) == 3
     for one, other in zip(alone, several, strict=True):
-        for field in ("participants", "participant_a", "participant_b", "statistic", "pvalue",
-                      "n_items", "reason"):  # fmt: skip
+        for field in (
+            "participants",
+            "participant_a",
+            "participant_b",
+            "statistic",
+            "pvalue",
+            "n_items",
+            "reason",
+        ):
             a, b = getattr(one, field), getattr(other, field)
             assert a.dtype == b.dtype and a.shape == b.shape, field
             if a.dtype == object:
@@ -189,9 +210,12 @@ def test_one_thread_computes_everything_in_the_calling_thread(tmp_path, monkeypa
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.one_of(st.integers(-3, 40).map(str),
-                 st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"),
-                         max_size=4)))  # fmt: skip
+@given(
+    st.one_of(
+        st.integers(-3, 40).map(str),
+        st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=4),
+    )
+)
 def test_sbir_study_threads_takes_a_whole_number_from_1_and_refuses_the_rest(value):
     from sbir_study.analysis import AnalysisOptions
     from sbir_study.foundation.checks import InputError

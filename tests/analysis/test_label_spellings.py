@@ -105,9 +105,12 @@ def test_the_warning_names_the_files_of_a_dataset(tmp_path):
 def test_a_missing_spelling_is_refused_naming_the_file_and_line(tmp_path):
     path = tmp_path / "ratings.csv"
     path.write_text("participant,sketch_id,image_id,rating\n01,s1,i1,2\nNull,s1,i1,3\n")
-    with pytest.raises(InputError, match=rf"^{re.escape(str(path))}: line 3: field "
-                       r"'participant': expected a participant label that no table reads as a "
-                       r"missing value .*, got 'Null'$"):  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match=rf"^{re.escape(str(path))}: line 3: field "
+        r"'participant': expected a participant label that no table reads as a "
+        r"missing value .*, got 'Null'$",
+    ):
         load_ratings(path)
 
 

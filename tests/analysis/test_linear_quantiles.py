@@ -37,7 +37,9 @@ def test_any_values_give_numpy_s_quantiles_bit_for_bit(values, q):
 def test_a_sketch_sized_array_takes_the_histogram_and_gives_numpy_s_floats():
     rng = np.random.default_rng(7)
     q = [0.05, 0.25, 0.5, 0.75, 0.95]
-    for values in (np.clip(rng.normal(0.3, 0.2, 300_000), -1, 1),
-                   rng.standard_cauchy(250_001),
-                   np.round(rng.uniform(-1, 1, 200_000), 3)):  # fmt: skip
+    for values in (
+        np.clip(rng.normal(0.3, 0.2, 300_000), -1, 1),
+        rng.standard_cauchy(250_001),
+        np.round(rng.uniform(-1, 1, 200_000), 3),
+    ):
         assert_bits(linear_quantiles(values, q), np.quantile(values, q))

@@ -58,8 +58,13 @@ def test_alpha_reproduces_krippendorff_2011(level):
 def rating_matrix(draw, max_raters=8, max_units=12):
     raters = draw(st.integers(2, max_raters))
     units = draw(st.integers(2, max_units))
-    cells = draw(st.lists(st.one_of(st.none(), st.integers(1, 7)), min_size=raters * units,
-                          max_size=raters * units))  # fmt: skip
+    cells = draw(
+        st.lists(
+            st.one_of(st.none(), st.integers(1, 7)),
+            min_size=raters * units,
+            max_size=raters * units,
+        )
+    )
     return np.array([np.nan if c is None else c for c in cells], dtype=float).reshape(raters, units)
 
 
@@ -101,8 +106,9 @@ def test_each_bootstrap_resample_is_alpha_of_the_drawn_units():
     alphas = _kernels.bootstrap_alpha(units, domain, "ordinal", 20, np.random.default_rng(11))
     for alpha in alphas:
         drawn = pairable[draws.integers(0, len(pairable), len(pairable))]
-        package = krippendorff.alpha(ratings[:, drawn], level_of_measurement="ordinal",
-                                     value_domain=list(range(1, 8)))  # fmt: skip
+        package = krippendorff.alpha(
+            ratings[:, drawn], level_of_measurement="ordinal", value_domain=list(range(1, 8))
+        )
         assert alpha == pytest.approx(package, abs=1e-10)
 
 
@@ -134,18 +140,23 @@ def test_alpha_rejects_bad_options():
 # documentation, Ski.Mack(maty)).
 ASSEMBLY = np.array(
     [
-        [3.2, 4.1, 3.8, 4.2], [3.1, 3.9, 3.4, 4.0], [4.3, 3.5, 4.6, 4.8],
-        [3.5, 3.6, 3.9, 4.0], [3.6, 4.2, 3.7, 3.9], [4.5, 4.7, 3.7, NAN],
-        [NAN, 4.2, 3.4, NAN], [4.3, 4.6, 4.4, 4.9], [3.5, NAN, 3.7, 3.9],
+        [3.2, 4.1, 3.8, 4.2],
+        [3.1, 3.9, 3.4, 4.0],
+        [4.3, 3.5, 4.6, 4.8],
+        [3.5, 3.6, 3.9, 4.0],
+        [3.6, 4.2, 3.7, 3.9],
+        [4.5, 4.7, 3.7, NAN],
+        [NAN, 4.2, 3.4, NAN],
+        [4.3, 4.6, 4.4, 4.9],
+        [3.5, NAN, 3.7, 3.9],
     ]
-)  # fmt: skip
+)
 # Brady (1969), metronome rhythmicity and stuttering, as in Hollander and Wolfe (1999)
 # and the documentation examples of PMCMRplus::skillingsMackTest and NSM3::pSkilMack:
 # eight speakers (blocks) x three conditions, one value missing.
 RHYTHMICITY = np.array(
-    [[3, 5, 15], [1, 3, 18], [5, 4, 21], [2, NAN, 6], [0, 2, 17], [0, 2, 10], [0, 3, 8],
-     [0, 2, 13]]
-)  # fmt: skip
+    [[3, 5, 15], [1, 3, 18], [5, 4, 21], [2, NAN, 6], [0, 2, 17], [0, 2, 10], [0, 3, 8], [0, 2, 13]]
+)
 
 
 def test_skillings_mack_published_examples():
@@ -255,9 +266,29 @@ def test_skillings_mack_leaves_out_raters_with_one_rating():
 
 # --- missing values in any dtype --------------------------------------------------------------
 
-NUMERIC_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                  "float16", "float32", "float64", "Int8", "Int16", "Int32", "Int64", "UInt8",
-                  "UInt16", "UInt32", "UInt64", "Float32", "Float64"]  # fmt: skip
+NUMERIC_DTYPES = [
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "Int8",
+    "Int16",
+    "Int32",
+    "Int64",
+    "UInt8",
+    "UInt16",
+    "UInt32",
+    "UInt64",
+    "Float32",
+    "Float64",
+]
 
 
 @settings(max_examples=80, deadline=None)
@@ -268,8 +299,11 @@ def test_statistics_accept_every_numeric_dtype_with_missing_values(data):
     nullable = dtype[0].isupper() or dtype.startswith("float")
     if not nullable:
         matrix = np.nan_to_num(matrix, nan=4.0)  # plain integers cannot hold a gap
-    frame = pd.DataFrame(matrix).astype(dtype) if nullable and dtype[0].isupper() else \
-        pd.DataFrame(matrix.astype(dtype))  # fmt: skip
+    frame = (
+        pd.DataFrame(matrix).astype(dtype)
+        if nullable and dtype[0].isupper()
+        else pd.DataFrame(matrix.astype(dtype))
+    )
     expected_w = kendall_w(matrix)
     for given_ratings in (frame, frame.to_numpy(), frame.to_numpy().tolist()):
         w = kendall_w(given_ratings)
@@ -286,8 +320,9 @@ def test_statistics_accept_every_numeric_dtype_with_missing_values(data):
 
 def test_kendall_w_of_a_nullable_integer_table():
     # A pandas table of Int64 ratings with gaps, as a ratings pivot gives it.
-    table = pd.DataFrame({"a": [1, 2, 3], "b": [2, 1, 3], "c": [1, 3, None],
-                          "d": [3, 2, 1]}, dtype="Int64")  # fmt: skip
+    table = pd.DataFrame(
+        {"a": [1, 2, 3], "b": [2, 1, 3], "c": [1, 3, None], "d": [3, 2, 1]}, dtype="Int64"
+    )
     result = kendall_w(table)
     assert (result.n_raters, result.n_items, result.n_raters_excluded) == (2, 4, 1)
     assert result.statistic == pytest.approx(kendall_w(table.iloc[:2].to_numpy(float)).statistic)
@@ -303,8 +338,14 @@ def _long(matrix_by_sketch):
     for sketch, matrix in matrix_by_sketch.items():
         for r, row in enumerate(matrix):
             for i, value in enumerate(row):
-                rows.append((f"p{r:02d}", sketch, f"{sketch}_i{i:02d}",
-                             "n/a" if np.isnan(value) else str(int(value))))  # fmt: skip
+                rows.append(
+                    (
+                        f"p{r:02d}",
+                        sketch,
+                        f"{sketch}_i{i:02d}",
+                        "n/a" if np.isnan(value) else str(int(value)),
+                    )
+                )
     frame = pd.DataFrame(rows, columns=["participant", "sketch_id", "image_id", "rating"])
     return validate_ratings(frame)
 
@@ -335,8 +376,9 @@ def test_agreement_by_sketch_against_the_references(study):
         assert row.n_ratings == int((~np.isnan(matrix)).sum())
         for level in ("ordinal", "interval"):
             # krippendorff.alpha on the sketch's raters x images matrix.
-            package = krippendorff.alpha(matrix, level_of_measurement=level,
-                                         value_domain=list(range(1, 8)))  # fmt: skip
+            package = krippendorff.alpha(
+                matrix, level_of_measurement=level, value_domain=list(range(1, 8))
+            )
             assert getattr(row, f"alpha_{level}") == pytest.approx(package, abs=1e-12)
             assert getattr(row, f"alpha_{level}_ci_low") < getattr(row, f"alpha_{level}_ci_high")
         test = skillings_mack(matrix)
@@ -353,8 +395,9 @@ def test_overall_alpha_equals_the_package_on_all_pairs(study):
     wide = np.hstack(list(matrices.values()))  # participants x all pairs
     for level in ("ordinal", "interval"):
         result = krippendorff_alpha_overall(ratings, level=level, n_resamples=300, seed=2)
-        package = krippendorff.alpha(wide, level_of_measurement=level,
-                                     value_domain=list(range(1, 8)))  # fmt: skip
+        package = krippendorff.alpha(
+            wide, level_of_measurement=level, value_domain=list(range(1, 8))
+        )
         assert result.statistic == pytest.approx(package, abs=1e-12)
         assert result.ci_low < result.statistic < result.ci_high
         assert result.n_raters == 12

@@ -61,8 +61,10 @@ def _mixed_dataset(root):
     """Three simulated sessions re-labelled: 01 as an older lab session, 02 as an older
     ``run --simulate`` session (neither records Origin), 03 as simulate wrote it."""
     write_simulated_dataset(root, DESIGN, seed=4)
-    for label, sidecar in (("01", {"KeyboardBackend": "ptb", "Simulated": False}),
-                           ("02", {"KeyboardBackend": "ptb", "Simulated": True})):  # fmt: skip
+    for label, sidecar in (
+        ("01", {"KeyboardBackend": "ptb", "Simulated": False}),
+        ("02", {"KeyboardBackend": "ptb", "Simulated": True}),
+    ):
         (path,) = root.glob(f"sub-{label}/beh/*_beh.json")
         path.write_text(json.dumps(sidecar), encoding="utf-8")
     return root
@@ -78,11 +80,14 @@ def test_each_participant_carries_its_origin_to_every_output(tmp_path):
     summary = analyze_ratings(load_ratings(data), tmp_path / "out", QUICK, figures=False)
     participants = pd.read_csv(tmp_path / "out" / "participants.csv", dtype={"participant": str})
     assert dict(zip(participants["participant"], participants["origin"], strict=True)) == {
-        "01": "lab", "02": "run-simulate", "03": "simulate",
-    }  # fmt: skip
+        "01": "lab",
+        "02": "run-simulate",
+        "03": "simulate",
+    }
     assert summary["origins"] == {"lab": 1, "run-simulate": 1, "simulate": 1}
-    assert json.loads((tmp_path / "out" / "summary.json").read_text())["origins"] == (
-        summary["origins"]
+    assert (
+        json.loads((tmp_path / "out" / "summary.json").read_text())["origins"]
+        == (summary["origins"])
     )
     assert _banner(tmp_path / "out").startswith(
         "SIMULATED DATA: 2 of 3 participants simulated: sub-02 by run --simulate; "
@@ -129,11 +134,17 @@ def test_a_flat_table_simulate_wrote_is_simulate(tmp_path):
     assert {o for _, o in load_ratings(table).attrs["provenance"].origins} == {"simulate"}
 
 
-@pytest.mark.parametrize("origins, line, expected", [
-    (["lab", "lab", "people", "online"], 4, "expected one of lab, online, run-simulate, "
-     "simulate, imported, table, got 'people'"),
-    (["lab", "online", "online", "online"], 3, "expected one origin per participant"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "origins, line, expected",
+    [
+        (
+            ["lab", "lab", "people", "online"],
+            4,
+            "expected one of lab, online, run-simulate, simulate, imported, table, got 'people'",
+        ),
+        (["lab", "online", "online", "online"], 3, "expected one origin per participant"),
+    ],
+)
 def test_a_bad_origin_cell_names_file_line_and_field(tmp_path, origins, line, expected):
     path = _table(tmp_path / "bad.csv", origins)
     with pytest.raises(InputError) as error:

@@ -41,15 +41,22 @@ def by_label(pairs) -> dict:
     labels = pairs.participants
     return {
         (labels[a], labels[b]): (t, p, n)
-        for a, b, t, p, n in zip(pairs.participant_a, pairs.participant_b, pairs.statistic,
-                                 pairs.pvalue, pairs.n_items, strict=True)
-    }  # fmt: skip
+        for a, b, t, p, n in zip(
+            pairs.participant_a,
+            pairs.participant_b,
+            pairs.statistic,
+            pairs.pvalue,
+            pairs.n_items,
+            strict=True,
+        )
+    }
 
 
 def test_no_sample_up_to_the_cap():
     table = crowd(12, 2, 6, seed=1)
-    for capped, every in zip(inter_user_tau_pairs(table, max_raters=12),
-                             inter_user_tau_pairs(table), strict=True):  # fmt: skip
+    for capped, every in zip(
+        inter_user_tau_pairs(table, max_raters=12), inter_user_tau_pairs(table), strict=True
+    ):
         assert capped.participants.tolist() == every.participants.tolist()
         assert capped.n_raters_total == every.n_raters_total == 12
         for mine, theirs in zip(capped[2:7], every[2:7], strict=True):
@@ -58,8 +65,9 @@ def test_no_sample_up_to_the_cap():
 
 def test_sampled_pairs_are_every_pair_among_the_drawn_raters_scipy_reference():
     table = crowd(40, 3, 8, seed=2, missing=0.15)
-    wide = table.pivot_table(index=["sketch_id", "participant"], columns="image_id",
-                             values="rating", dropna=False)  # fmt: skip
+    wide = table.pivot_table(
+        index=["sketch_id", "participant"], columns="image_id", values="rating", dropna=False
+    )
     for pairs in inter_user_tau_pairs(table, max_raters=9, seed=11):
         assert pairs.n_raters_total == 40 and pairs.participants.size == 9
         assert list(pairs.participants) == sorted(pairs.participants)
@@ -74,8 +82,9 @@ def test_sampled_pairs_are_every_pair_among_the_drawn_raters_scipy_reference():
             )
             both = ~np.isnan(x) & ~np.isnan(y)
             assert n == both.sum()
-            reference = scipy.stats.kendalltau(x[both], y[both], alternative="greater",
-                                               method="asymptotic")  # fmt: skip
+            reference = scipy.stats.kendalltau(
+                x[both], y[both], alternative="greater", method="asymptotic"
+            )
             assert tau == pytest.approx(reference.statistic, abs=1e-12, nan_ok=True)
             assert p == pytest.approx(reference.pvalue, abs=1e-12, nan_ok=True)
 
@@ -84,8 +93,10 @@ def test_the_draw_is_fixed_by_the_seed_and_the_sketch_alone():
     table = crowd(30, 3, 5, seed=3)
 
     def drawn(frame, seed):
-        return {p.sketch_id: p.participants.tolist()
-                for p in inter_user_tau_pairs(frame, max_raters=6, seed=seed)}  # fmt: skip
+        return {
+            p.sketch_id: p.participants.tolist()
+            for p in inter_user_tau_pairs(frame, max_raters=6, seed=seed)
+        }
 
     first, again, other = drawn(table, 7), drawn(table, 7), drawn(table, 8)
     assert first == again
@@ -101,8 +112,11 @@ def test_every_sampled_pair_equals_the_same_pair_unsampled(participants, images,
     # Reference: the computation over every pair (itself checked against SciPy in
     # test_agreement.py). Whatever the sizes, a sampled pair's numbers are that pair's.
     table = crowd(participants, 2, images, seed=seed % 1000, missing=0.3)
-    for sampled, every in zip(inter_user_tau_pairs(table, max_raters=cap, seed=seed),
-                              inter_user_tau_pairs(table), strict=True):  # fmt: skip
+    for sampled, every in zip(
+        inter_user_tau_pairs(table, max_raters=cap, seed=seed),
+        inter_user_tau_pairs(table),
+        strict=True,
+    ):
         assert sampled.n_raters_total == every.participants.size
         assert sampled.participants.size == min(cap, every.participants.size)
         assert set(sampled.participants) <= set(every.participants)
@@ -126,16 +140,19 @@ def test_a_cap_below_two_or_not_whole_is_refused(cap):
 
 @pytest.fixture(scope="module")
 def study():
-    trials, _ = simulate_study(StudyDesign(sketches=4, images_per_sketch=8, participants=12),
-                               seed=5)  # fmt: skip
+    trials, _ = simulate_study(
+        StudyDesign(sketches=4, images_per_sketch=8, participants=12), seed=5
+    )
     return trials
 
 
 def test_analyze_says_how_many_raters_the_pairs_stand_on(study, tmp_path):
-    analyze_ratings(study, tmp_path / "sampled", AnalysisOptions(pairwise_raters=5, seed=2),
-                    figures=False)  # fmt: skip
-    analyze_ratings(study, tmp_path / "every", AnalysisOptions(pairwise_raters=None, seed=2),
-                    figures=False)  # fmt: skip
+    analyze_ratings(
+        study, tmp_path / "sampled", AnalysisOptions(pairwise_raters=5, seed=2), figures=False
+    )
+    analyze_ratings(
+        study, tmp_path / "every", AnalysisOptions(pairwise_raters=None, seed=2), figures=False
+    )
     sampled = pd.read_csv(tmp_path / "sampled" / "pairwise_tau_summary.csv")
     every = pd.read_csv(tmp_path / "every" / "pairwise_tau_summary.csv")
     assert (sampled["n_raters"] == 5).all() and (sampled["n_raters_all"] == 12).all()
@@ -155,8 +172,9 @@ def test_analyze_says_how_many_raters_the_pairs_stand_on(study, tmp_path):
 
 def test_the_default_leaves_a_paper_sized_study_whole(study, tmp_path):
     default = analyze_ratings(study, tmp_path / "default", figures=False)
-    every = analyze_ratings(study, tmp_path / "every", AnalysisOptions(pairwise_raters=None),
-                            figures=False)  # fmt: skip
+    every = analyze_ratings(
+        study, tmp_path / "every", AnalysisOptions(pairwise_raters=None), figures=False
+    )
     assert default["pairwise"] == every["pairwise"]
     pd.testing.assert_frame_equal(
         pd.read_parquet(tmp_path / "default" / "pairwise_tau.parquet"),
@@ -167,19 +185,40 @@ def test_the_default_leaves_a_paper_sized_study_whole(study, tmp_path):
 def test_the_command_line_option(study, tmp_path):
     table = tmp_path / "ratings.csv"
     study.to_csv(table, index=False)
-    done = run_main("analyze", str(table), "--out", str(tmp_path / "a"), "--no-figures",
-                   "--pairwise-raters", "4")  # fmt: skip
+    done = run_main(
+        "analyze",
+        str(table),
+        "--out",
+        str(tmp_path / "a"),
+        "--no-figures",
+        "--pairwise-raters",
+        "4",
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads((tmp_path / "a" / "summary.json").read_text())["pairwise_raters"]["max"] == 4
-    done = run_main("analyze", str(table), "--out", str(tmp_path / "b"), "--no-figures",
-                   "--pairwise-raters", "ALL")  # fmt: skip
+    done = run_main(
+        "analyze",
+        str(table),
+        "--out",
+        str(tmp_path / "b"),
+        "--no-figures",
+        "--pairwise-raters",
+        "ALL",
+    )
     assert done.returncode == 0, done.stderr
     assert (
         json.loads((tmp_path / "b" / "summary.json").read_text())["pairwise_raters"]["max"] is None
     )
     for bad in ("1", "x", "2.5", ""):
-        done = run_main("analyze", str(table), "--out", str(tmp_path / "c"), "--no-figures",
-                       "--pairwise-raters", bad)  # fmt: skip
+        done = run_main(
+            "analyze",
+            str(table),
+            "--out",
+            str(tmp_path / "c"),
+            "--no-figures",
+            "--pairwise-raters",
+            bad,
+        )
         assert done.returncode == 2
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and "--pairwise-raters" in lines[0] and "'all'" in lines[0], lines

@@ -37,15 +37,17 @@ def assert_same_bits(read: pd.DataFrame, expected: pd.DataFrame) -> None:
 
 def as_frame(pairs: list[SketchPairsResult]) -> pd.DataFrame:
     """The pairs as the table the writer is given, before any writing."""
-    return pd.DataFrame({
-        "sketch_id": np.concatenate([np.full(p.pvalue.size, str(p.sketch_id)) for p in pairs]),
-        "participant_a": np.concatenate([p.participants[p.participant_a] for p in pairs]),
-        "participant_b": np.concatenate([p.participants[p.participant_b] for p in pairs]),
-        "tau_b": np.concatenate([p.statistic for p in pairs]),
-        "p_value": np.concatenate([p.pvalue for p in pairs]),
-        "n_items": np.concatenate([p.n_items for p in pairs]).astype(np.int32),
-        "reason": np.concatenate([np.where(np.isnan(p.pvalue), p.reason, "") for p in pairs]),
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "sketch_id": np.concatenate([np.full(p.pvalue.size, str(p.sketch_id)) for p in pairs]),
+            "participant_a": np.concatenate([p.participants[p.participant_a] for p in pairs]),
+            "participant_b": np.concatenate([p.participants[p.participant_b] for p in pairs]),
+            "tau_b": np.concatenate([p.statistic for p in pairs]),
+            "p_value": np.concatenate([p.pvalue for p in pairs]),
+            "n_items": np.concatenate([p.n_items for p in pairs]).astype(np.int32),
+            "reason": np.concatenate([np.where(np.isnan(p.pvalue), p.reason, "") for p in pairs]),
+        }
+    )
 
 
 def write(pairs: list[SketchPairsResult], path) -> None:
@@ -82,9 +84,11 @@ def test_the_file_is_zstd_with_split_floats_and_dictionary_labels(tmp_path):
                 assert "RLE_DICTIONARY" in chunk.encodings, chunk.path_in_schema
 
 
-_floats = hnp.arrays(np.float64, st.integers(1, 60),
-                     elements=st.floats(allow_nan=True, allow_infinity=True,
-                                        allow_subnormal=True))  # fmt: skip
+_floats = hnp.arrays(
+    np.float64,
+    st.integers(1, 60),
+    elements=st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True),
+)
 
 
 @given(tau=_floats, data=st.data())

@@ -13,9 +13,12 @@ from sbir_study.analysis import StudyDesign
 from sbir_study.analysis.power import PowerOptions, power_analysis, summarize_power
 
 SMALL = PowerOptions(
-    counts=(3, 12), replications=4, reference=30, seed=8,
+    counts=(3, 12),
+    replications=4,
+    reference=30,
+    seed=8,
     design=StudyDesign(sketches=4, images_per_sketch=12),
-)  # fmt: skip
+)
 
 
 def test_power_is_reproducible_whatever_the_jobs():
@@ -104,10 +107,30 @@ def test_power_cli_answers_raters_for_a_reliability_from_a_pilot(tmp_path):
 
     path = tmp_path / "pilot.csv"
     _pilot(5).to_csv(path, index=False)
-    common = ["power", "--participants", "2,3", "--replications", "1", "--reference", "2",
-              "--sketches", "2", "--images", "5", "--pilot", str(path)]  # fmt: skip
-    result = run_main(*common, "--out", str(tmp_path / "out"), "--reliability", "0.9",
-                      "--reliability-splits", "40")  # fmt: skip
+    common = [
+        "power",
+        "--participants",
+        "2,3",
+        "--replications",
+        "1",
+        "--reference",
+        "2",
+        "--sketches",
+        "2",
+        "--images",
+        "5",
+        "--pilot",
+        str(path),
+    ]
+    result = run_main(
+        *common,
+        "--out",
+        str(tmp_path / "out"),
+        "--reliability",
+        "0.9",
+        "--reliability-splits",
+        "40",
+    )
     assert result.returncode == 0, result.stderr
     table = pd.read_csv(tmp_path / "out" / "power_reliability.csv")
     assert table["sketch_id"].tolist() == ["a", "b", "all"]

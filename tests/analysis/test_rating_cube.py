@@ -16,13 +16,15 @@ def tables(draw):
     """Rows of (participant, sketch, image, rating): sketches with their own images, any
     subset of the cells present, ratings 1..7 or missing, rows in any order."""
     n_sketches = draw(st.integers(1, 4))
-    images = {f"s {k}": [f"i{k}_{j}" for j in range(draw(st.integers(1, 5)))]
-              for k in range(n_sketches)}  # fmt: skip
+    images = {
+        f"s {k}": [f"i{k}_{j}" for j in range(draw(st.integers(1, 5)))] for k in range(n_sketches)
+    }
     participants = [f"p{k:02d}" for k in range(draw(st.integers(1, 5)))]
     cells = [(p, s, i) for p in participants for s, names in images.items() for i in names]
     kept = draw(st.lists(st.sampled_from(cells), min_size=1, unique=True))
-    ratings = draw(st.lists(st.one_of(st.integers(1, 7), st.none()), min_size=len(kept),
-                            max_size=len(kept)))  # fmt: skip
+    ratings = draw(
+        st.lists(st.one_of(st.integers(1, 7), st.none()), min_size=len(kept), max_size=len(kept))
+    )
     frame = pd.DataFrame(kept, columns=["participant", "sketch_id", "image_id"])
     return frame.assign(rating=pd.array(ratings, dtype="Int64"))
 
@@ -35,10 +37,12 @@ def test_the_cube_holds_each_rating_where_the_pivot_puts_it(table):
     assert cube.participants.tolist() == sorted(table["participant"].unique())
     for index, sketch in enumerate(cube.sketches):
         rows = table[table["sketch_id"] == sketch]
-        expected = rows.pivot_table(index="participant", columns="image_id", values="rating",
-                                    aggfunc="first", dropna=False)  # fmt: skip
-        expected = expected.reindex(index=cube.participants, columns=sorted(rows["image_id"]
-                                                                            .unique()))  # fmt: skip
+        expected = rows.pivot_table(
+            index="participant", columns="image_id", values="rating", aggfunc="first", dropna=False
+        )
+        expected = expected.reindex(
+            index=cube.participants, columns=sorted(rows["image_id"].unique())
+        )
         assert cube.images[index].tolist() == expected.columns.tolist()
         got = cube.sketch(index)
         np.testing.assert_array_equal(got, expected.to_numpy(dtype=float, na_value=np.nan))
@@ -52,8 +56,13 @@ def test_the_cube_holds_each_rating_where_the_pivot_puts_it(table):
 @given(tables(), st.data())
 def test_the_main_phase_cube_is_built_from_the_main_rows_only(table, data):
     # Reference: rating_cube of the rows a boolean mask keeps (pandas), or None without any.
-    phases = data.draw(st.lists(st.sampled_from(["main", "practice", "anchor_repeat"]),
-                                min_size=len(table), max_size=len(table)))  # fmt: skip
+    phases = data.draw(
+        st.lists(
+            st.sampled_from(["main", "practice", "anchor_repeat"]),
+            min_size=len(table),
+            max_size=len(table),
+        )
+    )
     table = table.assign(phase=phases)
     main = table[table["phase"] == "main"]
     cube = main_phase_cube(table)
@@ -63,7 +72,8 @@ def test_the_main_phase_cube_is_built_from_the_main_rows_only(table, data):
     expected = rating_cube(main)
     for field in ("sketches", "participants", "values"):
         np.testing.assert_array_equal(getattr(cube, field), getattr(expected, field))
-    assert [names.tolist() for names in cube.images] == [names.tolist() for names in
-                                                          expected.images]  # fmt: skip
+    assert [names.tolist() for names in cube.images] == [
+        names.tolist() for names in expected.images
+    ]
     # A cube the caller already has is used as it is, not built again.
     assert main_phase_cube(table, expected) is expected

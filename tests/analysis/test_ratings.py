@@ -71,20 +71,24 @@ def test_not_utf8_names_the_line(tmp_path):
     )
     assert_input_error(
         run_main("analyze", str(table), "--out", str(tmp_path / "out")),
-        str(table), "line 4", "not UTF-8",
-    )  # fmt: skip
+        str(table),
+        "line 4",
+        "not UTF-8",
+    )
 
 
 def test_missing_path_and_empty_dataset(tmp_path):
     assert_input_error(
         run_main("analyze", str(tmp_path / "nothing.csv"), "--out", str(tmp_path / "o")),
-        "nothing.csv", "no such file",
-    )  # fmt: skip
+        "nothing.csv",
+        "no such file",
+    )
     (tmp_path / "dataset").mkdir()
     assert_input_error(
         run_main("analyze", str(tmp_path / "dataset"), "--out", str(tmp_path / "o")),
-        "dataset", "no sub-*/beh/*_beh.tsv",
-    )  # fmt: skip
+        "dataset",
+        "no sub-*/beh/*_beh.tsv",
+    )
 
 
 def test_unreadable_file(tmp_path, monkeypatch):
@@ -113,8 +117,15 @@ def test_flat_table_types_and_defaults(tmp_path):
     )
     ratings = load_ratings(table)
     assert list(ratings.columns[:8]) == [
-        "participant", "sketch_id", "image_id", "phase", "rating", "rt", "anchor_rating", "trial",
-    ]  # fmt: skip
+        "participant",
+        "sketch_id",
+        "image_id",
+        "phase",
+        "rating",
+        "rt",
+        "anchor_rating",
+        "trial",
+    ]
     assert ratings["note"].tolist() == ["x", ""]  # extra columns are kept
     assert ratings["phase"].tolist() == ["main", "main"]
     assert ratings["rating"].tolist()[0] == 3 and pd.isna(ratings["rating"].iloc[1])
@@ -173,8 +184,7 @@ def test_cut_off_last_line_is_dropped_with_a_warning(small_dataset):
 def test_cut_off_line_through_the_cli(small_dataset, tmp_path):
     path = next(small_dataset.glob("sub-01/beh/*_beh.tsv"))
     path.write_text(path.read_text()[:-7])
-    result = run_main("analyze", str(small_dataset), "--out", str(tmp_path / "out"),
-                      "--no-figures")  # fmt: skip
+    result = run_main("analyze", str(small_dataset), "--out", str(tmp_path / "out"), "--no-figures")
     assert result.returncode == 0, result.stderr
     assert "warning" in result.stderr and str(path) in result.stderr
 
@@ -186,8 +196,11 @@ def test_bids_participant_must_match_file_label(small_dataset, tmp_path):
     path.write_text("\n".join(text))
     assert_input_error(
         run_main("analyze", str(small_dataset), "--out", str(tmp_path / "out")),
-        str(path), "line 6", "'participant'", "expected '03'",
-    )  # fmt: skip
+        str(path),
+        "line 6",
+        "'participant'",
+        "expected '03'",
+    )
 
 
 def test_duplicate_across_bids_files_names_both(small_dataset, tmp_path):

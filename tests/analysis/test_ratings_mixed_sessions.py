@@ -14,14 +14,36 @@ def _session(root, label, table):
 
 def test_a_column_one_session_file_lacks_is_missing_there(tmp_path):
     pairs = {"sketch_id": ["s1", "s1", "a1"], "image_id": ["i1", "i2", "j1"]}
-    _session(tmp_path, "lab", pd.DataFrame({
-        "participant": "lab", "trial": [1, 2, 3], "phase": ["main", "main", "anchor_repeat"],
-        **pairs, "rating": [1, 3, 2], "rt": [0.5, 0.6, 0.7], "anchor_rating": [None, None, 2],
-    }))  # fmt: skip
-    _session(tmp_path, "old", pd.DataFrame({
-        "participant": "old", "trial": [1, 2], "phase": "main",
-        "sketch_id": ["s1", "s1"], "image_id": ["i1", "i2"], "rating": [2, 4], "rt": 0.4,
-    }))  # fmt: skip
+    _session(
+        tmp_path,
+        "lab",
+        pd.DataFrame(
+            {
+                "participant": "lab",
+                "trial": [1, 2, 3],
+                "phase": ["main", "main", "anchor_repeat"],
+                **pairs,
+                "rating": [1, 3, 2],
+                "rt": [0.5, 0.6, 0.7],
+                "anchor_rating": [None, None, 2],
+            }
+        ),
+    )
+    _session(
+        tmp_path,
+        "old",
+        pd.DataFrame(
+            {
+                "participant": "old",
+                "trial": [1, 2],
+                "phase": "main",
+                "sketch_id": ["s1", "s1"],
+                "image_id": ["i1", "i2"],
+                "rating": [2, 4],
+                "rt": 0.4,
+            }
+        ),
+    )
     ratings = load_ratings(tmp_path)
     # As pandas reads each file on its own: a column the file lacks is missing in its rows.
     expected = pd.concat(

@@ -34,16 +34,26 @@ def _write_session(root, label, rows, columns, *, with_participant, line_end="\n
 
 def _rows(label, ratings):
     return [
-        {"participant": label, "sketch_id": "s1", "image_id": f"i{k}", "phase": "main",
-         "rating": r, "rt": "1.0", "trial": k + 1, "extra": "x"}
+        {
+            "participant": label,
+            "sketch_id": "s1",
+            "image_id": f"i{k}",
+            "phase": "main",
+            "rating": r,
+            "rt": "1.0",
+            "trial": k + 1,
+            "extra": "x",
+        }
         for k, r in enumerate(ratings)
-    ]  # fmt: skip
+    ]
 
 
 def _given(ratings):
     table = ratings[ratings["phase"] == "main"]
-    return {(str(p), str(i)): (None if pd.isna(r) else int(r)) for p, i, r in
-            zip(table["participant"], table["image_id"], table["rating"], strict=True)}  # fmt: skip
+    return {
+        (str(p), str(i)): (None if pd.isna(r) else int(r))
+        for p, i, r in zip(table["participant"], table["image_id"], table["rating"], strict=True)
+    }
 
 
 @pytest.mark.parametrize("with_participant", [False, True])
@@ -59,16 +69,20 @@ def test_columns_in_different_orders_keep_each_rating_with_its_participant(
     }
     written = {"01": [1, 2, 3], "02": [7, 6, 5], "03": [4, 4, 1], "04": [2, 7, 7]}
     for label, columns in layouts.items():
-        _write_session(tmp_path, label, _rows(label, written[label]), columns,
-                       with_participant=with_participant)  # fmt: skip
+        _write_session(
+            tmp_path,
+            label,
+            _rows(label, written[label]),
+            columns,
+            with_participant=with_participant,
+        )
     expected = {(p, f"i{k}"): r for p, rs in written.items() for k, r in enumerate(rs)}
     assert _given(load_ratings(tmp_path)) == expected
 
 
 def test_a_participant_column_that_contradicts_the_file_name_is_named(tmp_path):
     _write_session(tmp_path, "01", _rows("01", [1, 2]), COLUMNS, with_participant=True)
-    path = _write_session(tmp_path, "02", _rows("01", [3, 4]), COLUMNS[::-1],
-                          with_participant=True)  # fmt: skip
+    path = _write_session(tmp_path, "02", _rows("01", [3, 4]), COLUMNS[::-1], with_participant=True)
     with pytest.raises(InputError, match=rf"{path}: line 2: field 'participant': expected '02'"):
         load_ratings(tmp_path)
 
@@ -82,12 +96,15 @@ CELLS = st.sampled_from(["own", " own", "own  ", "other", "OWN", "", "n/a"])
 @settings(max_examples=80, deadline=5000)
 @given(
     files=st.lists(
-        st.tuples(st.sampled_from([COLUMNS, COLUMNS[::-1]]), st.booleans(),
-                  st.lists(CELLS, min_size=1, max_size=5)),
+        st.tuples(
+            st.sampled_from([COLUMNS, COLUMNS[::-1]]),
+            st.booleans(),
+            st.lists(CELLS, min_size=1, max_size=5),
+        ),
         min_size=1,
         max_size=4,
     )
-)  # fmt: skip
+)
 def test_a_participant_column_is_read_against_the_file_name_cell_by_cell(files):
     """Every cell that names the file's own participant (blanks around it stripped), and
     every row of a file without the column, is read as that participant; any other cell,
@@ -98,16 +115,25 @@ def test_a_participant_column_is_read_against_the_file_name_cell_by_cell(files):
         wrong, expected = [], {}
         for number, (columns, with_participant, cells) in enumerate(files):
             label, other = f"p{number}", f"p{number + 1}" if number else "x9"
-            spelled = {"own": label, " own": f" {label}", "own  ": f"{label}  ",
-                       "other": other, "OWN": label.upper(), "": "", "n/a": "n/a"}  # fmt: skip
+            spelled = {
+                "own": label,
+                " own": f" {label}",
+                "own  ": f"{label}  ",
+                "other": other,
+                "OWN": label.upper(),
+                "": "",
+                "n/a": "n/a",
+            }
             rows = _rows(label, [1 + k % 7 for k in range(len(cells))])
             for row, cell in zip(rows, cells, strict=True):
                 row["participant"] = spelled[cell]
             path = _write_session(root, label, rows, columns, with_participant=with_participant)
             if with_participant:
-                wrong += [(str(path), line, label, spelled[cell].strip())
-                          for line, cell in enumerate(cells, start=2)
-                          if cell in ("other", "OWN", "", "n/a")]  # fmt: skip
+                wrong += [
+                    (str(path), line, label, spelled[cell].strip())
+                    for line, cell in enumerate(cells, start=2)
+                    if cell in ("other", "OWN", "", "n/a")
+                ]
             expected |= {(label, row["image_id"]): row["rating"] for row in rows}
         if not wrong:
             assert _given(load_ratings(root)) == expected
@@ -172,10 +198,13 @@ def test_every_rating_is_read_back_as_written(sessions, threads, aside, ahead):
         expected = {}
         for label, (columns, ratings, with_participant, end) in sessions.items():
             rows = _rows(label, ratings)
-            _write_session(root, label, rows, columns, with_participant=with_participant,
-                           line_end=end)  # fmt: skip
-            expected |= {(label, row["image_id"]): None if row["rating"] == "n/a"
-                         else row["rating"] for row in rows}  # fmt: skip
+            _write_session(
+                root, label, rows, columns, with_participant=with_participant, line_end=end
+            )
+            expected |= {
+                (label, row["image_id"]): None if row["rating"] == "n/a" else row["rating"]
+                for row in rows
+            }
         with (
             environment_variables({THREADS_VARIABLE: threads}),
             unittest.mock.patch.object(ratings_module, "_HASH_ASIDE_BYTES", aside),
@@ -184,15 +213,32 @@ def test_every_rating_is_read_back_as_written(sessions, threads, aside, ahead):
             read = load_ratings(root)
         assert _given(read) == expected
         hashed = {source.path: source.sha256 for source in read.attrs["provenance"].sources}
-        assert hashed == {str(path): hashlib.sha256(path.read_bytes()).hexdigest()
-                          for path in root.glob("sub-*/beh/*_beh.tsv")}  # fmt: skip
+        assert hashed == {
+            str(path): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in root.glob("sub-*/beh/*_beh.tsv")
+        }
 
 
 #: A session file that reads: two rows, the second cut off (a session that stopped).
 VALID_SESSION = b"sketch_id\timage_id\trating\ns1\ti1\t2\ns1\ti2\t5\ns1\ti3"
 
-IDS = ["participant", "sketch_id", "image_id", "phase", "rating", "rt", "anchor_rating",
-       "trial", "01", "s1", "a", "main", "anchor_repeat", "3", "n/a"]  # fmt: skip
+IDS = [
+    "participant",
+    "sketch_id",
+    "image_id",
+    "phase",
+    "rating",
+    "rt",
+    "anchor_rating",
+    "trial",
+    "01",
+    "s1",
+    "a",
+    "main",
+    "anchor_repeat",
+    "3",
+    "n/a",
+]
 
 
 def _check_result(ratings):
@@ -204,8 +250,9 @@ def _check_result(ratings):
         assert not bad_ids(ratings[column].astype(str)).any()
     given = ratings["rating"].dropna()
     assert ((given >= 1) & (given <= 7)).all()
-    assert np.isin(ratings["phase"].astype(str), ["anchor_demo", "anchor_repeat", "main",
-                                                    "practice"]).all()  # fmt: skip
+    assert np.isin(
+        ratings["phase"].astype(str), ["anchor_demo", "anchor_repeat", "main", "practice"]
+    ).all()
 
 
 @settings(max_examples=150, deadline=3000)
@@ -221,9 +268,16 @@ def test_any_bytes_as_a_flat_table(content, suffix):
 @given(
     first=table_bytes(IDS, separators=("\t",)),
     second=table_bytes(IDS, separators=("\t",)),
-    name=st.sampled_from(["sub-01_task-x_beh.tsv", "sub-1 2_task-x_beh.tsv", "x_beh.tsv",
-                          "sub-01_beh.tsv", "sub-.._beh.tsv"]),
-)  # fmt: skip
+    name=st.sampled_from(
+        [
+            "sub-01_task-x_beh.tsv",
+            "sub-1 2_task-x_beh.tsv",
+            "x_beh.tsv",
+            "sub-01_beh.tsv",
+            "sub-.._beh.tsv",
+        ]
+    ),
+)
 def test_any_bytes_in_a_bids_dataset(first, second, name):
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
@@ -253,9 +307,14 @@ def _read_recording(root: Path, threads: str, ahead: int):
 
 
 @settings(max_examples=100, deadline=None)
-@given(files=st.lists(st.one_of(table_bytes(IDS, separators=("\t",)), st.just(VALID_SESSION)),
-                      min_size=2, max_size=5),
-       misnamed=st.one_of(st.none(), st.integers(0, 4)))  # fmt: skip
+@given(
+    files=st.lists(
+        st.one_of(table_bytes(IDS, separators=("\t",)), st.just(VALID_SESSION)),
+        min_size=2,
+        max_size=5,
+    ),
+    misnamed=st.one_of(st.none(), st.integers(0, 4)),
+)
 def test_files_read_ahead_on_threads_give_what_one_after_the_other_gives(files, misnamed):
     """The same table, or the same first refusal, and the same warnings in the same order,
     whichever files are bad (bytes, headers, cut-off lines, a name that is not sub-<label>)."""

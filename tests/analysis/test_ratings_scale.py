@@ -19,8 +19,9 @@ DESIGN = StudyDesign(participants=3, sketches=2, images_per_sketch=5, anchor_ima
 
 @pytest.mark.parametrize("scale", [Scale(1, 2), Scale(1, 5), Scale(1, 9), Scale(1, 9, "high")])
 def test_a_dataset_s_scale_comes_from_its_sidecars(tmp_path, scale):
-    design = StudyDesign(participants=3, sketches=2, images_per_sketch=5,
-                         anchor_images=min(5, scale.k))  # fmt: skip
+    design = StudyDesign(
+        participants=3, sketches=2, images_per_sketch=5, anchor_images=min(5, scale.k)
+    )
     root = write_simulated_dataset(tmp_path / "data", design, seed=2, scale=scale)
     ratings = load_ratings(root)
     assert ratings.attrs["scale"] == scale
@@ -54,28 +55,40 @@ def test_a_session_recorded_before_the_scale_was_takes_its_protocol_s_keys(tmp_p
 
 def _flat(tmp_path, rating="9", other="8"):
     table = tmp_path / "ratings.csv"
-    table.write_text("participant,sketch_id,image_id,rating\n01,s,a,1\n01,s,b,"
-                     f"{rating}\n02,s,a,2\n02,s,b,{other}\n")  # fmt: skip
+    table.write_text(
+        "participant,sketch_id,image_id,rating\n01,s,a,1\n01,s,b,"
+        f"{rating}\n02,s,a,2\n02,s,b,{other}\n"
+    )
     return table
 
 
 def test_a_flat_table_is_on_the_paper_s_scale_unless_told(tmp_path):
     table = _flat(tmp_path)
-    with pytest.raises(InputError, match=r"ratings\.csv: line 3: field 'rating': expected an "
-                       r"integer 1\.\.7 or n/a, got '9'"):  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match=r"ratings\.csv: line 3: field 'rating': expected an "
+        r"integer 1\.\.7 or n/a, got '9'",
+    ):
         load_ratings(table)
     ratings = load_ratings(table, scale=Scale(1, 9))
     assert ratings.attrs["scale"] == Scale(1, 9)
     assert ratings["rating"].tolist() == [1, 9, 2, 8]
-    with pytest.raises(InputError, match=r"line 3: field 'rating': expected an integer 1\.\.5 "
-                       r"\(the scale 1-5\) or n/a, got '9'"):  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match=r"line 3: field 'rating': expected an integer 1\.\.5 "
+        r"\(the scale 1-5\) or n/a, got '9'",
+    ):
         load_ratings(table, scale=Scale(1, 5))
     assert load_ratings(_flat(tmp_path, "3", "6")).attrs["scale"] == PAPER_SCALE
 
 
 def test_analyze_takes_the_scale_of_a_flat_table(tmp_path):
     table = _flat(tmp_path)
-    assert_input_error(run_main("analyze", str(table), "--out", str(tmp_path / "a")),
-                       "line 3: field 'rating': expected an integer 1..7 or n/a, got '9'")
-    assert_input_error(run_main("analyze", str(table), "--out", str(tmp_path / "a"),
-                                "--scale", "9"), "--scale: expected LOW-HIGH")  # fmt: skip
+    assert_input_error(
+        run_main("analyze", str(table), "--out", str(tmp_path / "a")),
+        "line 3: field 'rating': expected an integer 1..7 or n/a, got '9'",
+    )
+    assert_input_error(
+        run_main("analyze", str(table), "--out", str(tmp_path / "a"), "--scale", "9"),
+        "--scale: expected LOW-HIGH",
+    )

@@ -54,18 +54,24 @@ def test_f_survival_and_quantiles_are_scipy_stats_to_the_bit(x, dfn, dfd, q):
     # come from these without importing scipy.stats), NaN where scipy gives NaN.
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(_kernels.f_sf(x, dfn, dfd), scipy.stats.f.sf(x, dfn, dfd))
-        np.testing.assert_array_equal(_kernels.f_ppf(q, dfn, dfd),
-                                      scipy.stats.f.ppf(q, dfn, dfd))  # fmt: skip
+        np.testing.assert_array_equal(_kernels.f_ppf(q, dfn, dfd), scipy.stats.f.ppf(q, dfn, dfd))
 
 
 @settings(max_examples=200, deadline=None)
-@given(arrays(np.float64, st.tuples(st.integers(1, 5), st.integers(1, 12)),
-              elements=st.one_of(st.sampled_from([1.0, 2.0, 2.0, 7.0, np.nan, -0.0, 0.0]),
-                                 st.floats(-5, 5))))  # fmt: skip
+@given(
+    arrays(
+        np.float64,
+        st.tuples(st.integers(1, 5), st.integers(1, 12)),
+        elements=st.one_of(
+            st.sampled_from([1.0, 2.0, 2.0, 7.0, np.nan, -0.0, 0.0]), st.floats(-5, 5)
+        ),
+    )
+)
 def test_average_ranks_are_scipy_rankdata_omitting_missing_values(x):
     # Reference: scipy.stats.rankdata(x, axis=1, nan_policy="omit"), bit for bit.
-    np.testing.assert_array_equal(_kernels.average_ranks(x),
-                                  scipy.stats.rankdata(x, axis=1, nan_policy="omit"))  # fmt: skip
+    np.testing.assert_array_equal(
+        _kernels.average_ranks(x), scipy.stats.rankdata(x, axis=1, nan_policy="omit")
+    )
 
 
 def test_split_half_values_match_scipy_on_the_same_halves(sparse_cube):
@@ -146,8 +152,7 @@ def test_spearman_brown_reproduces_the_published_icc_of_k_judges():
     # for the mean of 4, which R's psych::ICC prints as 0.7148407 and 0.9093155 (Rscript,
     # psych 2.2.9); ICC(3,k) is the Spearman-Brown prophecy of ICC(3,1) for k judges.
     np.testing.assert_allclose(reliability.spearman_brown(0.7148, 4), 0.9093, atol=2e-4)
-    np.testing.assert_allclose(reliability.single_rater_reliability(0.9093, 4), 0.7148,
-                               atol=2e-4)  # fmt: skip
+    np.testing.assert_allclose(reliability.single_rater_reliability(0.9093, 4), 0.7148, atol=2e-4)
 
 
 @settings(max_examples=200, deadline=None)
@@ -186,8 +191,9 @@ def _pingouin_icc(matrix: np.ndarray) -> pd.DataFrame:
     """pingouin's ICC2, ICC2k, ICC3, ICC3k of a targets x raters matrix (missing: NaN)."""
     long = pd.DataFrame(matrix).rename_axis("target").reset_index()
     long = long.melt(id_vars="target", var_name="rater", value_name="rating")
-    table = pingouin.intraclass_corr(long, targets="target", raters="rater", ratings="rating",
-                                     nan_policy="omit")  # fmt: skip
+    table = pingouin.intraclass_corr(
+        long, targets="target", raters="rater", ratings="rating", nan_policy="omit"
+    )
     return table.set_index("Type").loc[["ICC(A,1)", "ICC(A,k)", "ICC(C,1)", "ICC(C,k)"]]
 
 
@@ -198,8 +204,16 @@ def test_icc_matches_pingouin(seed):
     # Reference: pingouin.intraclass_corr (ICC2 = ICC(A,1), ICC2k, ICC3 = ICC(C,1), ICC3k):
     # values, F, df, p; its CI95 is rounded to 2 decimals, so the intervals to 0.005.
     rng = np.random.default_rng(seed)
-    values = np.clip(np.round(4 + 1.2 * rng.normal(size=(1, 1, 12)) + rng.normal(size=(1, 6, 12))
-                              + rng.normal(size=(1, 6, 1))), 1, 7)  # fmt: skip
+    values = np.clip(
+        np.round(
+            4
+            + 1.2 * rng.normal(size=(1, 1, 12))
+            + rng.normal(size=(1, 6, 12))
+            + rng.normal(size=(1, 6, 1))
+        ),
+        1,
+        7,
+    )
     values[0, 2, 3] = values[0, 4, 7] = np.nan  # two images leave the complete cases
     ours = reliability.intraclass_correlations(_cube(values))
     ours = ours[ours["sketch_id"] == "s0"]
@@ -218,8 +232,10 @@ def test_icc_matches_pingouin(seed):
 def test_icc_on_the_shrout_fleiss_example():
     # Shrout & Fleiss (1979)'s example, 6 targets x 4 judges: ICC(2,1) = .29, ICC(2,4) = .62,
     # ICC(3,1) = .71, ICC(3,4) = .91 as the paper reports them (psych::ICC reproduces them).
-    judges = np.array([[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8],
-                       [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]], dtype=float)  # fmt: skip
+    judges = np.array(
+        [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]],
+        dtype=float,
+    )
     table = reliability.intraclass_correlations(_cube(judges.T[None, :, :]))
     icc = table[table["sketch_id"] == "s0"].set_index("type")["icc"]
     np.testing.assert_allclose(icc.to_numpy(), [0.29, 0.62, 0.71, 0.91], atol=0.005)
@@ -245,19 +261,22 @@ write.csv(data.frame(icc = r$ICC, f = r$F, df1 = r$df1, df2 = r$df2, p = r$p,
 """
 
 
-@pytest.mark.skipif(shutil.which("Rscript") is None, reason="Rscript is not installed (the "
-                    "Makefile's APT_PACKAGES install r-base-core and r-cran-psych)")  # fmt: skip
+@pytest.mark.skipif(
+    shutil.which("Rscript") is None,
+    reason="Rscript is not installed (the "
+    "Makefile's APT_PACKAGES install r-base-core and r-cran-psych)",
+)
 def test_icc_matches_r_psych(tmp_path):
     # Reference: R psych::ICC(m, lmer = FALSE), rows ICC2, ICC2k, ICC3, ICC3k, run here.
     rng = np.random.default_rng(11)
-    values = np.clip(np.round(4 + rng.normal(size=(1, 1, 15)) + rng.normal(size=(1, 7, 15))),
-                     1, 7)  # fmt: skip
+    values = np.clip(np.round(4 + rng.normal(size=(1, 1, 15)) + rng.normal(size=(1, 7, 15))), 1, 7)
     path = tmp_path / "m.csv"
     np.savetxt(path, values[0].T, delimiter=",", fmt="%g")
     script = tmp_path / "icc.R"
     script.write_text(_R_ICC)
-    result = subprocess.run(["Rscript", str(script), str(path)], capture_output=True, text=True,
-                            check=True, timeout=120)  # fmt: skip
+    result = subprocess.run(
+        ["Rscript", str(script), str(path)], capture_output=True, text=True, check=True, timeout=120
+    )
     reference = pd.read_csv(pd.io.common.StringIO(result.stdout))
     ours = reliability.intraclass_correlations(_cube(values))
     ours = ours[ours["sketch_id"] == "s0"]
@@ -293,8 +312,15 @@ def test_analyze_writes_the_reliability_tables_summary_and_report(noisy_sketch_t
     out = tmp_path / "analysis"
     # The figure is drawn in test_figures_report.py; here the tables, summary and report.
     options = ["--no-figures", "--bootstrap", "0", "--permutations", "0"]
-    result = run_main("analyze", str(noisy_sketch_table), "--out", str(out), *options,
-                      "--reliability-splits", "200")  # fmt: skip
+    result = run_main(
+        "analyze",
+        str(noisy_sketch_table),
+        "--out",
+        str(out),
+        *options,
+        "--reliability-splits",
+        "200",
+    )
     assert result.returncode == 0, result.stderr
     assert "Reliability of the consensus (split halves, Spearman-Brown): tau_b" in result.stdout
     split_half = pd.read_csv(out / "reliability.csv")
@@ -324,8 +350,14 @@ def test_analyze_writes_the_reliability_tables_summary_and_report(noisy_sketch_t
 def test_analyze_refuses_zero_splits(noisy_sketch_table, tmp_path):
     from tests.helpers import assert_input_error, run_main
 
-    result = run_main("analyze", str(noisy_sketch_table), "--out", str(tmp_path / "a"),
-                      "--reliability-splits", "0")  # fmt: skip
+    result = run_main(
+        "analyze",
+        str(noisy_sketch_table),
+        "--out",
+        str(tmp_path / "a"),
+        "--reliability-splits",
+        "0",
+    )
     assert_input_error(result, "--reliability-splits")
 
 

@@ -16,12 +16,14 @@ PHASES_TYPE = pd.CategoricalDtype(PHASES)
 @given(st.data(), st.integers(0, 30), st.booleans())
 def test_any_repeated_is_pandas_duplicated(data, rows, categorical):
     labels = st.one_of(st.none(), st.sampled_from(["a", "b", "c", "10", "1"]))
-    table = pd.DataFrame({
-        "participant": data.draw(st.lists(labels, min_size=rows, max_size=rows)),
-        "sketch_id": data.draw(st.lists(labels, min_size=rows, max_size=rows)),
-        "image_id": data.draw(st.lists(labels, min_size=rows, max_size=rows)),
-        "phase": data.draw(st.lists(st.sampled_from(PHASES), min_size=rows, max_size=rows)),
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "participant": data.draw(st.lists(labels, min_size=rows, max_size=rows)),
+            "sketch_id": data.draw(st.lists(labels, min_size=rows, max_size=rows)),
+            "image_id": data.draw(st.lists(labels, min_size=rows, max_size=rows)),
+            "phase": data.draw(st.lists(st.sampled_from(PHASES), min_size=rows, max_size=rows)),
+        }
+    )
     if categorical:
         # Unused categories too, as a filtered table keeps them.
         dtype = pd.CategoricalDtype(["a", "b", "c", "10", "1", "z"])
@@ -35,12 +37,14 @@ def test_any_repeated_at_scale_finds_the_one_repeat():
     rng = np.random.default_rng(0)
     n = 200_000
     codes = np.unravel_index(rng.permutation(500 * 40 * 20)[:n], (500, 40, 20))
-    table = pd.DataFrame({
-        "participant": pd.Categorical.from_codes(codes[0], [f"p{i}" for i in range(500)]),
-        "sketch_id": pd.Categorical.from_codes(codes[1], [f"s{i}" for i in range(40)]),
-        "image_id": pd.Categorical.from_codes(codes[2], [f"i{i}" for i in range(20)]),
-        "phase": pd.Categorical(["main"] * n, categories=PHASES),
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "participant": pd.Categorical.from_codes(codes[0], [f"p{i}" for i in range(500)]),
+            "sketch_id": pd.Categorical.from_codes(codes[1], [f"s{i}" for i in range(40)]),
+            "image_id": pd.Categorical.from_codes(codes[2], [f"i{i}" for i in range(20)]),
+            "phase": pd.Categorical(["main"] * n, categories=PHASES),
+        }
+    )
     assert not _any_repeated(table, KEY)
     table = pd.concat([table, table.iloc[[12345]]], ignore_index=True)
     assert _any_repeated(table, KEY)

@@ -72,8 +72,9 @@ def test_a_count_agrees_with_its_number(n):
     # English: the singular for exactly one, the plural for zero and every other number;
     # thousands separated by commas (grouped here by a regular expression on the digits).
     digits = re.sub(r"(?<=\d)(?=(\d{3})+$)", ",", str(n))
-    assert counted(n, "participant") == (f"{digits} participant" if n == 1
-                                         else f"{digits} participants")  # fmt: skip
+    assert counted(n, "participant") == (
+        f"{digits} participant" if n == 1 else f"{digits} participants"
+    )
     assert counted(n, "sketch", "sketches").endswith("sketch" if n == 1 else "sketches")
 
 
@@ -82,12 +83,31 @@ def study(tmp_path_factory):
     """A simulated BIDS study of 5 participants and its analysis, twice (determinism): once
     in this process, once in a fresh one."""
     root = tmp_path_factory.mktemp("reads")
-    result = run_main("simulate", "--out", str(root / "data"), "--participants", "5",
-                      "--sketches", "4", "--images", "8", "--seed", "2")  # fmt: skip
+    result = run_main(
+        "simulate",
+        "--out",
+        str(root / "data"),
+        "--participants",
+        "5",
+        "--sketches",
+        "4",
+        "--images",
+        "8",
+        "--seed",
+        "2",
+    )
     assert result.returncode == 0, result.stderr
     for out, run in (("analysis", run_main), ("again", run_cli)):
-        result = run("analyze", str(root / "data"), "--out", str(root / out),
-                     "--bootstrap", "50", "--permutations", "20")  # fmt: skip
+        result = run(
+            "analyze",
+            str(root / "data"),
+            "--out",
+            str(root / out),
+            "--bootstrap",
+            "50",
+            "--permutations",
+            "20",
+        )
         assert result.returncode == 0, result.stderr
     return root
 
@@ -111,13 +131,13 @@ def test_inputs_table_counts_the_lines_below_the_header(study):
 
 
 def test_study_without_anchoring_says_so(tmp_path):
-    trials, _ = simulate_study(StudyDesign(participants=4, sketches=3, images_per_sketch=8),
-                               seed=5)  # fmt: skip
+    trials, _ = simulate_study(StudyDesign(participants=4, sketches=3, images_per_sketch=8), seed=5)
     trials = trials[~trials["phase"].isin(["anchor_demo", "anchor_repeat"])]
     trials.to_csv(tmp_path / "ratings.csv", index=False, na_rep="n/a")
     options = AnalysisOptions(bootstrap=20, permutations=20)
-    analyze_ratings(load_ratings(tmp_path / "ratings.csv"), tmp_path / "out", options,
-                    figure_formats=PNG)  # fmt: skip
+    analyze_ratings(
+        load_ratings(tmp_path / "ratings.csv"), tmp_path / "out", options, figure_formats=PNG
+    )
     page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     headline = _Tables(page).table("statistic")
     (anchoring,) = [row for row in headline if row[0].startswith("anchoring")]
@@ -142,8 +162,10 @@ def test_every_headline_number_is_its_source(study):
     participants = pd.read_csv(out / "participants.csv", dtype={"participant": str})
     kendall_w = pd.read_csv(out / "kendall_w.csv", dtype={"sketch_id": str})
     truth = pd.read_csv(out / "ground_truth.csv", dtype={"sketch_id": str, "image_id": str})
-    counts = (f"{len(participants)} participants, {len(kendall_w)} sketches, {len(truth)} "
-              "sketch/image pairs in the main block")  # fmt: skip
+    counts = (
+        f"{len(participants)} participants, {len(kendall_w)} sketches, {len(truth)} "
+        "sketch/image pairs in the main block"
+    )
     assert any(p.startswith(counts) for p in tables.paragraphs)
     for phase, trials, missed in tables.table("phase")[1:]:
         assert int(trials.replace(",", "")) == summary["phases"][phase]["n_trials"]
@@ -180,8 +202,10 @@ def test_every_headline_number_is_its_source(study):
         assert this == f"{alpha['alpha']:.3f}"
         assert interval == f"{alpha['ci_low']:.3f} to {alpha['ci_high']:.3f}"
         by_sketch = kendall_w[f"alpha_{level}"]
-        assert detail == (f"per sketch from {by_sketch.min():.3f} to {by_sketch.max():.3f}, "
-                          f"median {by_sketch.median():.3f}")  # fmt: skip
+        assert detail == (
+            f"per sketch from {by_sketch.min():.3f} to {by_sketch.max():.3f}, "
+            f"median {by_sketch.median():.3f}"
+        )
         ratings = summary["krippendorff_alpha"]
         assert (
             f"{ratings['n_raters']} participants and their {ratings['n_values']} ratings" in label
@@ -209,8 +233,12 @@ def test_every_headline_number_is_its_source(study):
     extremes = tables.table("group")[1:]
     assert [row[1] for row in extremes] == marked["sketch_id"].tolist()
     for row, r in zip(extremes, marked.itertuples(), strict=True):
-        assert row[3:7] == [f"{r.tau_median:.3f}", f"{r.tau_q25:.3f}", f"{r.tau_q75:.3f}",
-                            f"{r.w:.3f}"]  # fmt: skip
+        assert row[3:7] == [
+            f"{r.tau_median:.3f}",
+            f"{r.tau_q25:.3f}",
+            f"{r.tau_q75:.3f}",
+            f"{r.w:.3f}",
+        ]
 
     # The agreement per sketch against kendall_w.csv (p-values as the page writes them:
     # 4 decimals, scientific below 0.001).
@@ -220,17 +248,27 @@ def test_every_headline_number_is_its_source(study):
     per_sketch = tables.table("sketch")[1:]
     assert [row[0] for row in per_sketch] == kendall_w["sketch_id"].tolist()
     for row, r in zip(per_sketch, kendall_w.itertuples(), strict=True):
-        assert row[1:5] == [f"{r.n_raters} of {r.n_raters_all}", f"{r.w:.3f}", p(r.p_value),
-                            f"{r.alpha_ordinal:.3f}"]  # fmt: skip
+        assert row[1:5] == [
+            f"{r.n_raters} of {r.n_raters_all}",
+            f"{r.w:.3f}",
+            p(r.p_value),
+            f"{r.alpha_ordinal:.3f}",
+        ]
         assert row[6] == f"{r.alpha_interval:.3f}"
         assert row[8] == str(r.n_ratings)
         assert row[10] == p(r.skillings_mack_p_value)
     listed = tables.table("participant")[1:]
     for row, r in zip(listed, participants.itertuples(), strict=True):
         origin = {"run-simulate": "run --simulate"}.get(r.origin, r.origin)  # as it reads
-        assert row == [r.participant, str(r.n_trials), str(r.n_missing),
-                       f"{r.n_sketches_complete} of {r.n_sketches}", f"{r.tau_b_median:.3f}",
-                       f"{r.tau_b_loo_median:.3f}", origin]  # fmt: skip
+        assert row == [
+            r.participant,
+            str(r.n_trials),
+            str(r.n_missing),
+            f"{r.n_sketches_complete} of {r.n_sketches}",
+            f"{r.tau_b_median:.3f}",
+            f"{r.tau_b_loo_median:.3f}",
+            origin,
+        ]
 
 
 def test_figures_are_the_same_bytes_from_the_same_inputs(study):
@@ -247,9 +285,15 @@ def test_figures_are_the_same_bytes_from_the_same_inputs(study):
 
 
 def _anchoring(values) -> pd.DataFrame:
-    return pd.DataFrame({"participant": [f"{k:02d}" for k in range(len(values))],
-                         "sketch_id": "a", "tau_b": values, "p_value": 0.01,
-                         "n_items": 7})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "participant": [f"{k:02d}" for k in range(len(values))],
+            "sketch_id": "a",
+            "tau_b": values,
+            "p_value": 0.01,
+            "n_items": 7,
+        }
+    )
 
 
 def test_fig4_axis_fits_the_data():
@@ -281,8 +325,14 @@ def _texts(figure: Figure) -> list[str]:
 
 
 def test_tau_b_is_set_as_math():
-    consensus = pd.DataFrame({"participant": ["1", "1", "2", "2"], "sketch_id": ["a", "b"] * 2,
-                              "tau_b": [0.5, 0.6, 0.4, 0.7], "tau_b_loo": 0.5})  # fmt: skip
+    consensus = pd.DataFrame(
+        {
+            "participant": ["1", "1", "2", "2"],
+            "sketch_id": ["a", "b"] * 2,
+            "tau_b": [0.5, 0.6, 0.4, 0.7],
+            "tau_b_loo": 0.5,
+        }
+    )
     figure = Figure()
     plot_anchoring(_anchoring([0.6, 0.8]), ax=figure.add_subplot(2, 1, 1))
     plot_vs_consensus(consensus, ax=figure.add_subplot(2, 1, 2))
@@ -293,23 +343,31 @@ def test_tau_b_is_set_as_math():
 
 
 def test_fig5_legend_sets_tau_b_as_math():
-    box = {"label": "a", "med": 0.5, "q1": 0.4, "q3": 0.6, "whislo": 0.2, "whishi": 0.8,
-           "fliers": [], "n": 10}  # fmt: skip
+    box = {
+        "label": "a",
+        "med": 0.5,
+        "q1": 0.4,
+        "q3": 0.6,
+        "whislo": 0.2,
+        "whishi": 0.8,
+        "fliers": [],
+        "n": 10,
+    }
     w = pd.DataFrame({"sketch_id": ["a"], "w": [0.6], "n_raters": [5], "n_raters_all": [6]})
     ax = plot_inter_user([box], w, ax=Figure().add_subplot())
     assert r"median $\tau_b$" in ax.get_legend().get_texts()[0].get_text()
 
 
 def test_fig7_legend_says_what_is_drawn():
-    trials, _ = simulate_study(StudyDesign(participants=3, sketches=2, images_per_sketch=7),
-                               seed=1)  # fmt: skip
+    trials, _ = simulate_study(StudyDesign(participants=3, sketches=2, images_per_sketch=7), seed=1)
     ratings = trials
     # Counted from the ratings table itself: main-block ratings given (missed ones excluded).
     n = int(ratings.loc[ratings["phase"] == "main", "rating"].notna().sum())
     ax = plot_distribution({"final": rating_distribution(ratings)}, ax=Figure().add_subplot())
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert sorted(labels) == sorted([f"final study: share of its {n} main-block ratings",
-                                     "desired uniform share (1/7)"])  # fmt: skip
+    assert sorted(labels) == sorted(
+        [f"final study: share of its {n} main-block ratings", "desired uniform share (1/7)"]
+    )
 
 
 def test_fig9_thumbnails_are_framed(tmp_path):
@@ -317,8 +375,9 @@ def test_fig9_thumbnails_are_framed(tmp_path):
 
     white = tmp_path / "white.png"
     imsave(white, np.ones((8, 8)), cmap="gray", vmin=0, vmax=1)
-    extremes = pd.DataFrame({"sketch_id": ["s1", "s2"], "group": ["best", "worst"],
-                             "tau_median": [0.8, 0.1]})  # fmt: skip
+    extremes = pd.DataFrame(
+        {"sketch_id": ["s1", "s2"], "group": ["best", "worst"], "tau_median": [0.8, 0.1]}
+    )
     figure = Figure()
     axes = figure.subplots(2, 2)
     plot_sketch_extremes(extremes, {"s1": white, "s2": white}, axes=axes)
@@ -339,8 +398,9 @@ def test_fig9_files_are_the_same_bytes_from_the_same_inputs(tmp_path):
     from sbir_study.analysis.figures import _save
 
     imsave(tmp_path / "s1.png", np.eye(16), cmap="gray")
-    extremes = pd.DataFrame({"sketch_id": ["s1", "s1"], "group": ["best", "worst"],
-                             "tau_median": [0.8, 0.1]})  # fmt: skip
+    extremes = pd.DataFrame(
+        {"sketch_id": ["s1", "s1"], "group": ["best", "worst"], "tau_median": [0.8, 0.1]}
+    )
     for run in ("one", "two"):
         figure = Figure(layout="constrained")
         plot_sketch_extremes(extremes, {"s1": tmp_path / "s1.png"}, axes=figure.subplots(2, 1))
@@ -364,13 +424,21 @@ def test_an_empty_test_family_says_why(study, tmp_path, phases, reason):
     out = study / "analysis"
     summary = json.loads((out / "summary.json").read_text())
     summary["phases"] = {k: v for k, v in summary["phases"].items() if k in phases}
-    summary["anchoring"] = {"n_tests": 0, "n_significant": 0, "share_significant": None,
-                            "wilson_low": None, "wilson_high": None}  # fmt: skip
+    summary["anchoring"] = {
+        "n_tests": 0,
+        "n_significant": 0,
+        "share_significant": None,
+        "wilson_low": None,
+        "wilson_high": None,
+    }
     summary["n_participants"] = 1
-    write_report(tmp_path / "report.html", summary,
-                 pd.read_csv(out / "kendall_w.csv", dtype={"sketch_id": str}),
-                 pd.read_csv(out / "sketch_agreement.csv", dtype={"sketch_id": str}).fillna(""),
-                 {})  # fmt: skip
+    write_report(
+        tmp_path / "report.html",
+        summary,
+        pd.read_csv(out / "kendall_w.csv", dtype={"sketch_id": str}),
+        pd.read_csv(out / "sketch_agreement.csv", dtype={"sketch_id": str}).fillna(""),
+        {},
+    )
     tables = _Tables((tmp_path / "report.html").read_text(encoding="utf-8"))
     (anchoring,) = [r for r in tables.table("statistic") if r[0].startswith("anchoring")]
     assert anchoring[1:4] == [reason, "", ""]
@@ -414,27 +482,37 @@ def test_a_crowd_share_keeps_its_precision_and_the_note_on_independence(study, t
 
     n, k = 61_969_000, 53_376_130
     low, high = proportion_confint(k, n, alpha=0.05, method="wilson")
-    summary["pairwise"].update(n_tests=n, n_significant=k, share_significant=k / n,
-                               wilson_low=low, wilson_high=high)  # fmt: skip
+    summary["pairwise"].update(
+        n_tests=n, n_significant=k, share_significant=k / n, wilson_low=low, wilson_high=high
+    )
     _write(out, summary, tmp_path / "report.html")
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     (row,) = [r for r in _Tables(page).table("statistic") if r[0].startswith("inter-user")]
-    assert row[1:4] == [f"{100 * k / n:.2f}%", f"{100 * low:.2f}% to {100 * high:.2f}%",
-                        "53,376,130 of 61,969,000"]  # fmt: skip
+    assert row[1:4] == [
+        f"{100 * k / n:.2f}%",
+        f"{100 * low:.2f}% to {100 * high:.2f}%",
+        "53,376,130 of 61,969,000",
+    ]
     assert row[2].split(" to ")[0] != row[2].split(" to ")[1]
     assert "which correlations sharing raters are not" in page
     # analyze's console says it alike.
     printed = format_summary(summary, out)
-    assert (f"{100 * k / n:.2f}% of 61,969,000 tau_b significant "
-            f"(95% CI {100 * low:.2f}% to {100 * high:.2f}%)") in printed  # fmt: skip
+    assert (
+        f"{100 * k / n:.2f}% of 61,969,000 tau_b significant "
+        f"(95% CI {100 * low:.2f}% to {100 * high:.2f}%)"
+    ) in printed
 
 
 def _write(out, summary, path, participants=None, **options):
-    return write_report(path, summary,
-                        pd.read_csv(out / "kendall_w.csv", dtype={"sketch_id": str}),
-                        pd.read_csv(out / "sketch_agreement.csv",
-                                    dtype={"sketch_id": str}).fillna(""),
-                        {}, participants, **options)  # fmt: skip
+    return write_report(
+        path,
+        summary,
+        pd.read_csv(out / "kendall_w.csv", dtype={"sketch_id": str}),
+        pd.read_csv(out / "sketch_agreement.csv", dtype={"sketch_id": str}).fillna(""),
+        {},
+        participants,
+        **options,
+    )
 
 
 def test_permutation_p_values_not_computed_say_why(study, tmp_path):
@@ -442,8 +520,9 @@ def test_permutation_p_values_not_computed_say_why(study, tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     kendall_w = pd.read_csv(out / "kendall_w.csv", dtype={"sketch_id": str})
     # A crowd: every sketch rated by more than 50 raters, none permuted.
-    summary["skillings_mack"].update(n_permutation_tested=0, n_significant_permutation=0,
-                                     n_raters_min=1990, n_raters_max=2000)  # fmt: skip
+    summary["skillings_mack"].update(
+        n_permutation_tested=0, n_significant_permutation=0, n_raters_min=1990, n_raters_max=2000
+    )
     kendall_w["skillings_mack_permutation_p_value"] = np.nan
     kendall_w["skillings_mack_n_raters"] = 2000
     kendall_w.to_csv(tmp_path / "kendall_w.csv", index=False)
@@ -468,13 +547,34 @@ def crowd(tmp_path_factory):
     """A simulated study of 30 participants, analysed: a crowd for a report whose
     participants' threshold is lowered to 12."""
     root = tmp_path_factory.mktemp("crowd")
-    result = run_main("simulate", "--flat", "--out", str(root / "ratings.csv"),
-                      "--participants", "30", "--sketches", "3", "--images", "8",
-                      "--seed", "4")  # fmt: skip
+    result = run_main(
+        "simulate",
+        "--flat",
+        "--out",
+        str(root / "ratings.csv"),
+        "--participants",
+        "30",
+        "--sketches",
+        "3",
+        "--images",
+        "8",
+        "--seed",
+        "4",
+    )
     assert result.returncode == 0, result.stderr
-    result = run_main("analyze", str(root / "ratings.csv"), "--out", str(root / "analysis"),
-                      "--bootstrap", "20", "--permutations", "20", "--no-figures",
-                      "--reliability-splits", "10")  # fmt: skip
+    result = run_main(
+        "analyze",
+        str(root / "ratings.csv"),
+        "--out",
+        str(root / "analysis"),
+        "--bootstrap",
+        "20",
+        "--permutations",
+        "20",
+        "--no-figures",
+        "--reliability-splits",
+        "10",
+    )
     assert result.returncode == 0, result.stderr
     return root / "analysis"
 
@@ -482,8 +582,12 @@ def crowd(tmp_path_factory):
 def test_a_crowd_report_lists_the_participants_a_reader_needs(crowd, tmp_path):
     # Reference: the selection made again with pandas from participants.csv.
     summary = json.loads((crowd / "summary.json").read_text())
-    participants = pd.read_csv(crowd / "participants.csv", dtype={"participant": str},
-                               keep_default_na=False, na_values=[""])  # fmt: skip
+    participants = pd.read_csv(
+        crowd / "participants.csv",
+        dtype={"participant": str},
+        keep_default_na=False,
+        na_values=[""],
+    )
     # Flags, set on participants in the middle of the ranking: a session that did not finish,
     # an exclusion, no tau_b, and a simulated participant among people (lab).
     middle = participants.sort_values("tau_b_median").index[12:16]
@@ -493,8 +597,7 @@ def test_a_crowd_report_lists_the_participants_a_reader_needs(crowd, tmp_path):
     participants.loc[middle[2], "tau_b_median"] = np.nan
     participants["origin"] = "lab"
     participants.loc[middle[3], "origin"] = "run-simulate"
-    _write(crowd, summary, tmp_path / "report.html", participants,
-           participants_listed_up_to=12)  # fmt: skip
+    _write(crowd, summary, tmp_path / "report.html", participants, participants_listed_up_to=12)
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     listed = _Tables(page).table("participant")
     header, rows = listed[0], listed[1:]
@@ -533,11 +636,19 @@ def test_a_participant_who_followed_none_of_the_anchors_is_listed(crowd, tmp_pat
             p_values = [0.06, 0.2, 0.5]
         elif label == middle[2]:
             p_values = [np.nan] * 3
-        rows += [{"participant": label, "sketch_id": f"a{k}", "p_value": p}
-                 for k, p in enumerate(p_values)]  # fmt: skip
+        rows += [
+            {"participant": label, "sketch_id": f"a{k}", "p_value": p}
+            for k, p in enumerate(p_values)
+        ]
     anchoring = pd.DataFrame(rows)
-    _write(crowd, summary, tmp_path / "report.html", participants,
-           participants_listed_up_to=12, anchoring=anchoring)  # fmt: skip
+    _write(
+        crowd,
+        summary,
+        tmp_path / "report.html",
+        participants,
+        participants_listed_up_to=12,
+        anchoring=anchoring,
+    )
     listed = _Tables((tmp_path / "report.html").read_text(encoding="utf-8")).table("participant")
     why = {r[0]: r[-1] for r in listed[1:]}
     # The reference: no p-value below the summary's alpha among the defined ones (pandas).

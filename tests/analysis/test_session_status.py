@@ -24,8 +24,7 @@ def dataset(tmp_path_factory):
 def _analyze(data, out):
     result = run_main("analyze", str(data), "--out", str(out), "--no-figures")
     assert result.returncode == 0, result.stderr
-    return pd.read_csv(out / "participants.csv", dtype={"participant": str},
-                       keep_default_na=False)  # fmt: skip
+    return pd.read_csv(out / "participants.csv", dtype={"participant": str}, keep_default_na=False)
 
 
 def test_each_participant_carries_the_status_its_sidecar_records(tmp_path, dataset):
@@ -41,8 +40,10 @@ def test_each_participant_carries_the_status_its_sidecar_records(tmp_path, datas
     for path in sorted(data.glob("sub-*/beh/*_beh.json")):
         label = path.parts[-3].removeprefix("sub-")
         expected[label] = json.loads(path.read_text()).get("SessionStatus", "")
-    assert dict(zip(participants["participant"], participants["session_status"],
-                    strict=True)) == expected  # fmt: skip
+    assert (
+        dict(zip(participants["participant"], participants["session_status"], strict=True))
+        == expected
+    )
     page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     assert "flagged under <em>session</em>" in page
     rows = {m[1]: m[0] for m in re.finditer(r"<tr><td>(\d\d)</td>.*?</tr>", page)}

@@ -46,8 +46,9 @@ def _by_pair(trials: pd.DataFrame) -> pd.DataFrame:
 def test_a_reversed_scale_mirrors_the_paper_s():
     paper, reversed_ = _by_pair(_ratings(PAPER_SCALE)), _by_pair(_ratings(Scale(1, 7, "high")))
     main = paper.index.get_level_values("phase") == "main"
-    pd.testing.assert_series_equal(reversed_["rating"][main],
-                                   (8 - paper["rating"][main]).astype("Int64"))  # fmt: skip
+    pd.testing.assert_series_equal(
+        reversed_["rating"][main], (8 - paper["rating"][main]).astype("Int64")
+    )
     pd.testing.assert_series_equal(reversed_["anchor_rating"], 8 - paper["anchor_rating"])
     pd.testing.assert_series_equal(reversed_["latent_rating"], paper["latent_rating"])
 
@@ -84,15 +85,22 @@ def test_more_anchor_images_than_points_are_refused():
 
 
 def test_a_set_s_anchor_off_the_scale_is_refused():
-    manifest = pd.DataFrame({"sketch_id": ["a", "a", "s"], "image_id": ["x", "y", "z"],
-                             "role": ["anchor", "anchor", "main"],
-                             "anchor_rating": [1, 7, None]})  # fmt: skip
+    manifest = pd.DataFrame(
+        {
+            "sketch_id": ["a", "a", "s"],
+            "image_id": ["x", "y", "z"],
+            "role": ["anchor", "anchor", "main"],
+            "anchor_rating": [1, 7, None],
+        }
+    )
     trials = manifest.assign(phase=["anchor_repeat", "anchor_repeat", "main"])
-    with pytest.raises(InputError, match=r"anchor pair a/y: prescribed rating 7 is not on the "
-                       r"scale 1-5"):  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match=r"anchor pair a/y: prescribed rating 7 is not on the "
+        r"scale 1-5",
+    ):
         simulated_responses(manifest, trials, _model(), 1, window_s=3.0, scale=Scale(1, 5))
-    answers = simulated_responses(manifest, trials, _model(), 1, window_s=3.0,
-                                  scale=Scale(1, 7))  # fmt: skip
+    answers = simulated_responses(manifest, trials, _model(), 1, window_s=3.0, scale=Scale(1, 7))
     assert answers["rating"].dropna().between(1, 7).all()
 
 
@@ -118,8 +126,19 @@ def test_sidecars_record_the_scale(tmp_path, scale):
 
 def test_the_command_line_takes_a_scale(tmp_path):
     out = tmp_path / "data"
-    result = run_main("simulate", "--out", str(out), "--participants", "2", "--sketches", "2",
-                      "--images", "5", "--scale", "1-5:high-is-best")  # fmt: skip
+    result = run_main(
+        "simulate",
+        "--out",
+        str(out),
+        "--participants",
+        "2",
+        "--sketches",
+        "2",
+        "--images",
+        "5",
+        "--scale",
+        "1-5:high-is-best",
+    )
     assert result.returncode == 0, result.stderr
     assert "scale 1-5:high-is-best" in result.stdout
     sidecar = json.loads(next(out.glob("sub-01/beh/*_beh.json")).read_text())
@@ -127,5 +146,7 @@ def test_the_command_line_takes_a_scale(tmp_path):
     # Five anchor images by default on five points, where the paper has seven.
     beh = pd.read_csv(next(out.glob("sub-01/beh/*_beh.tsv")), sep="\t")
     assert beh.loc[beh["phase"] == "anchor_demo"].groupby("sketch_id").size().eq(5).all()
-    assert_input_error(run_main("simulate", "--out", str(tmp_path / "x"), "--scale", "1-12"),
-                       "--scale: expected 2 to 9 points, got 1-12")  # fmt: skip
+    assert_input_error(
+        run_main("simulate", "--out", str(tmp_path / "x"), "--scale", "1-12"),
+        "--scale: expected 2 to 9 points, got 1-12",
+    )

@@ -16,18 +16,23 @@ PHASES = ["anchor", "anchor_repeat", "main", "practice"]
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.tuples(st.sampled_from(PHASES), st.one_of(st.none(), st.integers(1, 9))),
-             min_size=1, max_size=60),
+    st.lists(
+        st.tuples(st.sampled_from(PHASES), st.one_of(st.none(), st.integers(1, 9))),
+        min_size=1,
+        max_size=60,
+    ),
     st.booleans(),
-)  # fmt: skip
+)
 def test_phase_counts_are_those_of_the_rows(rows, categorical):
     """Every phase that has a row, in sorted order, with its trials and missing ratings;
     a category no row has (practice trials dropped before the statistics) is not listed."""
     phase = [p for p, _ in rows]
-    table = pd.DataFrame({
-        "phase": pd.Categorical(phase, categories=PHASES) if categorical else phase,
-        "rating": pd.array([r for _, r in rows], dtype="Int64"),
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "phase": pd.Categorical(phase, categories=PHASES) if categorical else phase,
+            "rating": pd.array([r for _, r in rows], dtype="Int64"),
+        }
+    )
     trials = Counter(phase)
     missing = Counter(p for p, r in rows if r is None)
     expected = {p: {"n_trials": trials[p], "n_missing": missing[p]} for p in sorted(trials)}

@@ -54,8 +54,10 @@ def sparse_designs(draw):
             ratings = rng.integers(1, 8, images.size)
             if kind == "constant":
                 ratings[:] = rng.integers(1, 8)
-            rows += [(f"{p + 1:02d}", f"s{s + 1}", f"s{s + 1}i{i:02d}", "main", int(r))
-                     for i, r in zip(images, ratings, strict=True)]  # fmt: skip
+            rows += [
+                (f"{p + 1:02d}", f"s{s + 1}", f"s{s + 1}i{i:02d}", "main", int(r))
+                for i, r in zip(images, ratings, strict=True)
+            ]
     return pd.DataFrame(rows, columns=["participant", "sketch_id", "image_id", "phase", "rating"])
 
 
@@ -104,19 +106,26 @@ def _oracle(table: pd.DataFrame) -> dict:
         sm_defined += sm_ok
         sm_undefined += not sm_ok
         try:
-            alpha_ok = bool(np.isfinite(krippendorff.alpha(reliability_data=matrix,
-                                                            level_of_measurement="ordinal")))
+            alpha_ok = bool(
+                np.isfinite(
+                    krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal")
+                )
+            )
         except ValueError:  # no unit with two values, or one value in the domain
             alpha_ok = False
         alpha_defined += alpha_ok
         alpha_undefined += not alpha_ok
-    return {**{k: tuple(v) for k, v in counts.items()}, "kendall_w": (w_defined, w_undefined),
-            "skillings_mack": (sm_defined, sm_undefined),
-            "alpha": (alpha_defined, alpha_undefined)}  # fmt: skip
+    return {
+        **{k: tuple(v) for k, v in counts.items()},
+        "kendall_w": (w_defined, w_undefined),
+        "skillings_mack": (sm_defined, sm_undefined),
+        "alpha": (alpha_defined, alpha_undefined),
+    }
 
 
-@settings(max_examples=20, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(sparse_designs())
 def test_shares_count_only_defined_tests(tmp_path_factory, table):
     if table.empty:
@@ -144,22 +153,33 @@ def test_shares_count_only_defined_tests(tmp_path_factory, table):
         assert alpha["ordinal"]["by_sketch"]["n_undefined"] == expected["alpha"][1]
 
     # Every undefined row is empty and names its reason; nothing undefined is significant.
-    consensus = pd.read_csv(out / "consensus_tau.csv", keep_default_na=False, na_values=[""],
-                            dtype={"participant": str, "reason": str,
-                                   "reason_loo": str})  # fmt: skip
-    for value, p, reason in (("tau_b", "p_value", "reason"),
-                             ("tau_b_loo", "p_value_loo", "reason_loo")):  # fmt: skip
+    consensus = pd.read_csv(
+        out / "consensus_tau.csv",
+        keep_default_na=False,
+        na_values=[""],
+        dtype={"participant": str, "reason": str, "reason_loo": str},
+    )
+    for value, p, reason in (
+        ("tau_b", "p_value", "reason"),
+        ("tau_b_loo", "p_value_loo", "reason_loo"),
+    ):
         undefined = consensus[p].isna()
         assert (consensus.loc[undefined, reason].fillna("") != "").all()
         assert (consensus.loc[~undefined, reason].fillna("") == "").all()
         assert consensus.loc[undefined, value].isna().all()
-    agreement = pd.read_csv(out / "kendall_w.csv", keep_default_na=False, na_values=[""],
-                            dtype={"w_reason": str, "alpha_reason": str,
-                                   "skillings_mack_reason": str})  # fmt: skip
+    agreement = pd.read_csv(
+        out / "kendall_w.csv",
+        keep_default_na=False,
+        na_values=[""],
+        dtype={"w_reason": str, "alpha_reason": str, "skillings_mack_reason": str},
+    )
     alpha_by_sketch = agreement["alpha_ordinal"].notna()
     assert (alpha_by_sketch.sum(), (~alpha_by_sketch).sum()) == expected["alpha"]
-    for value, reason in (("w", "w_reason"), ("alpha_ordinal", "alpha_reason"),
-                          ("skillings_mack_p_value", "skillings_mack_reason")):  # fmt: skip
+    for value, reason in (
+        ("w", "w_reason"),
+        ("alpha_ordinal", "alpha_reason"),
+        ("skillings_mack_p_value", "skillings_mack_reason"),
+    ):
         assert ((agreement[reason].fillna("") != "") == agreement[value].isna()).all(), reason
     pairs = pd.read_parquet(out / "pairwise_tau.parquet")
     assert ((pairs["reason"] != "") == pairs["p_value"].isna()).all()
@@ -180,8 +200,11 @@ def test_one_participant_session_has_no_result(tmp_path):
     # The brief's case: one participant, four sketches. Before, "100.0% of 4 tau_b significant"
     # against a consensus that was their own ratings.
     rng = np.random.default_rng(7)
-    rows = [("07", f"s{s}", f"s{s}i{i}", "main", int(rng.integers(1, 8)))
-            for s in range(4) for i in range(6)]  # fmt: skip
+    rows = [
+        ("07", f"s{s}", f"s{s}i{i}", "main", int(rng.integers(1, 8)))
+        for s in range(4)
+        for i in range(6)
+    ]
     table = pd.DataFrame(rows, columns=["participant", "sketch_id", "image_id", "phase", "rating"])
     summary = analyze_ratings(validate_ratings(table), tmp_path / "out", OPTIONS, figures=False)
     for family in ("consensus", "consensus_loo"):
@@ -190,8 +213,9 @@ def test_one_participant_session_has_no_result(tmp_path):
     assert summary["kendall_w"]["n_defined"] == 0
     text = format_summary(summary, tmp_path / "out")
     assert "Analysed 1 participant," in text
-    assert ("participant vs consensus: no tau_b defined "
-            "(4 undefined: one rater on s0, s1, s2, s3)") in text
+    assert (
+        "participant vs consensus: no tau_b defined (4 undefined: one rater on s0, s1, s2, s3)"
+    ) in text
     assert "Kendall's W: undefined for every sketch" in text
 
 
@@ -199,8 +223,11 @@ def test_constant_rater_is_named(tmp_path):
     # Nine participants rate one sketch's six images; participant 07 gives every image a 4:
     # their 8 inter-user pairs have no tau_b (scipy.stats.kendalltau: NaN for a constant side).
     rng = np.random.default_rng(3)
-    rows = [(f"{p:02d}", "s3", f"i{i}", "main", 4 if p == 7 else int(rng.integers(1, 8)))
-            for p in range(1, 10) for i in range(6)]  # fmt: skip
+    rows = [
+        (f"{p:02d}", "s3", f"i{i}", "main", 4 if p == 7 else int(rng.integers(1, 8)))
+        for p in range(1, 10)
+        for i in range(6)
+    ]
     table = pd.DataFrame(rows, columns=["participant", "sketch_id", "image_id", "phase", "rating"])
     summary = analyze_ratings(validate_ratings(table), tmp_path / "out", OPTIONS, figures=False)
     pairwise = summary["pairwise"]

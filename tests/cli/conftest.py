@@ -12,8 +12,19 @@ def analysed(tmp_path_factory):
     Read-only for the tests that share it: a test writes its own outputs in its tmp_path.
     """
     root = tmp_path_factory.mktemp("study")
-    result = run_main("simulate", "--out", str(root / "data"), "--participants", "6",
-                      "--sketches", "4", "--images", "12", "--seed", "9")  # fmt: skip
+    result = run_main(
+        "simulate",
+        "--out",
+        str(root / "data"),
+        "--participants",
+        "6",
+        "--sketches",
+        "4",
+        "--images",
+        "12",
+        "--seed",
+        "9",
+    )
     assert result.returncode == 0, result.stderr
     result = run_main("analyze", str(root / "data"), "--out", str(root / "out"), "--no-figures")
     assert result.returncode == 0, result.stderr

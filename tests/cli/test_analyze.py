@@ -7,15 +7,39 @@ import pandas as pd
 from tests.helpers import run_main
 
 DESIGN_COLUMNS = {
-    "ground_truth.csv": ["sketch_id", "image_id", "mean_rating", "median_rating", "sd_rating",
-                         "n_ratings", "rank"],
-    "kendall_w.csv": ["sketch_id", "w", "chi2", "df", "p_value", "f", "f_df1", "f_df2",
-                      "f_p_value", "n_raters", "n_items"],
-    "consensus_tau.csv": ["participant", "sketch_id", "tau_b", "p_value", "tau_b_loo",
-                          "p_value_loo"],
+    "ground_truth.csv": [
+        "sketch_id",
+        "image_id",
+        "mean_rating",
+        "median_rating",
+        "sd_rating",
+        "n_ratings",
+        "rank",
+    ],
+    "kendall_w.csv": [
+        "sketch_id",
+        "w",
+        "chi2",
+        "df",
+        "p_value",
+        "f",
+        "f_df1",
+        "f_df2",
+        "f_p_value",
+        "n_raters",
+        "n_items",
+    ],
+    "consensus_tau.csv": [
+        "participant",
+        "sketch_id",
+        "tau_b",
+        "p_value",
+        "tau_b_loo",
+        "p_value_loo",
+    ],
     "anchoring.csv": ["participant", "sketch_id", "tau_b", "p_value", "n_items"],
     "bins.csv": ["bin", "n_ratings", "mean", "sd"],
-}  # fmt: skip
+}
 
 
 def test_analyze_writes_design_files(analysed):
@@ -25,8 +49,15 @@ def test_analyze_writes_design_files(analysed):
         table = pd.read_csv(out / name)
         assert list(table.columns[: len(columns)]) == columns, name
     pairs = pd.read_parquet(out / "pairwise_tau.parquet")
-    assert list(pairs.columns) == ["sketch_id", "participant_a", "participant_b", "tau_b",
-                                   "p_value", "n_items", "reason"]  # fmt: skip
+    assert list(pairs.columns) == [
+        "sketch_id",
+        "participant_a",
+        "participant_b",
+        "tau_b",
+        "p_value",
+        "n_items",
+        "reason",
+    ]
     assert len(pairs) == 4 * 15  # 4 sketches x C(6, 2)
     qrels = (out / "ground_truth.qrels").read_text().splitlines()
     assert len(qrels) == 48 and all(len(line.split()) == 4 for line in qrels)
@@ -35,8 +66,14 @@ def test_analyze_writes_design_files(analysed):
     assert summary["n_pairs"] == 48 and summary["simulated"] is True
     assert summary["alternative"] == "greater" and summary["alpha"] == 0.05
     for family in ("pairwise", "consensus", "consensus_loo", "anchoring"):
-        assert {"n_tests", "n_significant", "share_significant", "wilson_low", "wilson_high",
-                "n_significant_bh"} <= set(summary[family])  # fmt: skip
+        assert {
+            "n_tests",
+            "n_significant",
+            "share_significant",
+            "wilson_low",
+            "wilson_high",
+            "n_significant_bh",
+        } <= set(summary[family])
     assert {"min", "median", "max", "n_significant"} <= set(summary["kendall_w"])
     assert {"n_raters_min", "n_raters_max", "n_raters_all_min", "n_raters_all_max"} <= set(
         summary["kendall_w"]
@@ -55,8 +92,18 @@ def test_analyze_writes_design_files(analysed):
 
 def test_pairwise_summary_mode_and_options(analysed, tmp_path):
     root, _ = analysed
-    result = run_main("analyze", str(root / "data"), "--out", str(tmp_path), "--pairwise",
-                      "summary", "--alternative", "two-sided", "--alpha", "0.01")  # fmt: skip
+    result = run_main(
+        "analyze",
+        str(root / "data"),
+        "--out",
+        str(tmp_path),
+        "--pairwise",
+        "summary",
+        "--alternative",
+        "two-sided",
+        "--alpha",
+        "0.01",
+    )
     assert result.returncode == 0, result.stderr
     assert not (tmp_path / "pairwise_tau.parquet").exists()
     summary_table = pd.read_csv(tmp_path / "pairwise_tau_summary.csv")
@@ -74,15 +121,26 @@ def test_agreement_columns_and_seeded_resampling(analysed, tmp_path):
     assert list(first.columns) == list(AGREEMENT_COLUMNS)
     assert (first["n_raters"] + first["n_raters_excluded"] == first["n_raters_all"]).all()
     # The same ratings and seed give the same file; another seed other intervals.
-    again = run_main("analyze", str(root / "data"), "--out", str(tmp_path / "again"),
-                     "--no-figures")  # fmt: skip
+    again = run_main(
+        "analyze", str(root / "data"), "--out", str(tmp_path / "again"), "--no-figures"
+    )
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "again" / "kendall_w.csv").read_bytes() == (
         root / "out" / "kendall_w.csv"
     ).read_bytes()
-    other = run_main("analyze", str(root / "data"), "--out", str(tmp_path / "other"),
-                     "--no-figures", "--seed", "7", "--bootstrap", "0",
-                     "--permutations", "0")  # fmt: skip
+    other = run_main(
+        "analyze",
+        str(root / "data"),
+        "--out",
+        str(tmp_path / "other"),
+        "--no-figures",
+        "--seed",
+        "7",
+        "--bootstrap",
+        "0",
+        "--permutations",
+        "0",
+    )
     assert other.returncode == 0, other.stderr
     table = pd.read_csv(tmp_path / "other" / "kendall_w.csv")
     assert table["alpha_ordinal_ci_low"].isna().all()

@@ -25,9 +25,23 @@ sys.exit(main(sys.argv[1:]))
 def _broken(tmp_path, env, *args):
     table = tmp_path / "ratings.csv"
     table.write_text("participant,sketch_id,image_id,rating\n01,s1,a,1\n01,s1,b,2\n")
-    return subprocess.run([sys.executable, "-P", "-c", BROKEN, "analyze", str(table), "--out",
-                           str(tmp_path / "out"), *args], capture_output=True, text=True,
-                          env={**os.environ, **env}, cwd=tmp_path)  # fmt: skip
+    return subprocess.run(
+        [
+            sys.executable,
+            "-P",
+            "-c",
+            BROKEN,
+            "analyze",
+            str(table),
+            "--out",
+            str(tmp_path / "out"),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        cwd=tmp_path,
+    )
 
 
 def test_an_internal_error_is_one_line_naming_the_log_with_the_traceback(tmp_path):
@@ -60,8 +74,9 @@ def test_an_unwritable_log_folder_falls_back_to_the_temporary_folder(tmp_path):
     blocked.write_text("not a folder")
     temporary = tmp_path / "tmp"  # the system's temporary folder, here the test's own
     temporary.mkdir()
-    result = _broken(tmp_path, {"SBIR_STUDY_LOG_DIR": str(blocked / "logs"),
-                                "TMPDIR": str(temporary)})  # fmt: skip
+    result = _broken(
+        tmp_path, {"SBIR_STUDY_LOG_DIR": str(blocked / "logs"), "TMPDIR": str(temporary)}
+    )
     assert result.returncode == 1
     assert "sbir-study-logs" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     (log,) = (temporary / "sbir-study-logs").iterdir()
@@ -72,11 +87,19 @@ def test_an_unwritable_log_folder_falls_back_to_the_temporary_folder(tmp_path):
 def _analyze(tmp_path, out, *extra):
     table = tmp_path / "ratings.csv"
     if not table.exists():
-        rows = [f"0{p},s{s},i{i},{(p + s + i) % 7 + 1}" for p in range(1, 4) for s in range(2)
-                for i in range(5)]  # fmt: skip
+        rows = [
+            f"0{p},s{s},i{i},{(p + s + i) % 7 + 1}"
+            for p in range(1, 4)
+            for s in range(2)
+            for i in range(5)
+        ]
         table.write_text("participant,sketch_id,image_id,rating\n" + "\n".join(rows) + "\n")
-    return subprocess.run([*SBIR_STUDY, "analyze", str(table), "--out", str(out), *extra],
-                          capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    return subprocess.run(
+        [*SBIR_STUDY, "analyze", str(table), "--out", str(out), *extra],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
 
 
 def test_a_full_disk_is_one_line_and_the_old_results_stay(tmp_path, mounted):

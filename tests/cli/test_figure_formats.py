@@ -35,8 +35,7 @@ def test_formats_are_the_named_ones_in_a_fixed_order_png_required(tokens, as_tex
 
 
 def _files(folder: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.iterdir())}  # fmt: skip
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
 
 
 def _stems(folder: Path) -> set[str]:
@@ -47,8 +46,19 @@ def _stems(folder: Path) -> set[str]:
 def study(tmp_path_factory):
     """Four simulated participants of 3 sketches x 4 images."""
     root = tmp_path_factory.mktemp("formats")
-    done = run_main("simulate", "--out", root / "data", "--participants", "4", "--sketches", "3",
-                    "--images", "4", "--seed", "4")  # fmt: skip
+    done = run_main(
+        "simulate",
+        "--out",
+        root / "data",
+        "--participants",
+        "4",
+        "--sketches",
+        "3",
+        "--images",
+        "4",
+        "--seed",
+        "4",
+    )
     assert done.returncode == 0, done.stderr
     return root / "data"
 
@@ -56,8 +66,18 @@ def study(tmp_path_factory):
 @pytest.mark.parametrize("formats", ["png", "svg,png"])
 def test_analyze_writes_each_figure_in_the_formats_asked_for(study, tmp_path, formats):
     out = tmp_path / "analysis"
-    done = run_main("analyze", study, "--out", out, "--figure-formats", formats,
-                    "--bootstrap", "20", "--permutations", "20")  # fmt: skip
+    done = run_main(
+        "analyze",
+        study,
+        "--out",
+        out,
+        "--figure-formats",
+        formats,
+        "--bootstrap",
+        "20",
+        "--permutations",
+        "20",
+    )
     assert done.returncode == 0, done.stderr
     wanted = figure_formats(formats)
     figures = out / "figures"
@@ -93,8 +113,11 @@ def test_each_format_is_the_same_bytes_again_and_adding_one_changes_no_other(tmp
     from sbir_study.analysis.figures import _save
 
     written = {}
-    for run, formats in (("default", DEFAULT_FIGURE_FORMATS), ("every", FIGURE_FORMATS),
-                         ("again", FIGURE_FORMATS)):  # fmt: skip
+    for run, formats in (
+        ("default", DEFAULT_FIGURE_FORMATS),
+        ("every", FIGURE_FORMATS),
+        ("again", FIGURE_FORMATS),
+    ):
         folder = tmp_path / run
         folder.mkdir()
         assert _save(_figure(), folder / "figure", formats) == folder / "figure.png"
@@ -107,36 +130,68 @@ def test_each_format_is_the_same_bytes_again_and_adding_one_changes_no_other(tmp
 
 def test_evaluate_and_power_take_the_formats_too(retrieval_study, tmp_path):
     root = retrieval_study
-    done = run_main("evaluate", "--ground-truth", root / "analysis" / "ground_truth.csv",
-                    root / "runs" / "l1.run", root / "runs" / "chi2.run", "--bootstrap", "100",
-                    "--out", tmp_path / "evaluation", "--figure-formats", "png,svg")  # fmt: skip
+    done = run_main(
+        "evaluate",
+        "--ground-truth",
+        root / "analysis" / "ground_truth.csv",
+        root / "runs" / "l1.run",
+        root / "runs" / "chi2.run",
+        "--bootstrap",
+        "100",
+        "--out",
+        tmp_path / "evaluation",
+        "--figure-formats",
+        "png,svg",
+    )
     assert done.returncode == 0, done.stderr
     figures = tmp_path / "evaluation" / "figures"
     assert {p.suffix for p in figures.iterdir()} == {".png", ".svg"}
     assert len(list(figures.iterdir())) == 2 * len(_stems(figures))
-    done = run_main("power", "--out", tmp_path / "power", "--participants", "3,4",
-                    "--replications", "2", "--reference", "6", "--sketches", "3", "--images",
-                    "5", "--figure-formats", "png")  # fmt: skip
+    done = run_main(
+        "power",
+        "--out",
+        tmp_path / "power",
+        "--participants",
+        "3,4",
+        "--replications",
+        "2",
+        "--reference",
+        "6",
+        "--sketches",
+        "3",
+        "--images",
+        "5",
+        "--figure-formats",
+        "png",
+    )
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in (tmp_path / "power").glob("power.*")) == [
-        "power.csv", "power.png"
+        "power.csv",
+        "power.png",
     ]
 
 
 @pytest.mark.parametrize("command", ["analyze", "evaluate", "power"])
-@pytest.mark.parametrize("formats, expected", [
-    ("pdf", "got 'pdf', expected png among them (the report embeds the PNG figures)"),
-    ("png,jpeg", "got 'jpeg' in 'png,jpeg', expected a comma-separated list of png, pdf, svg"),
-    ("", "got '', expected png among them (the report embeds the PNG figures)"),
-])  # fmt: skip
-def test_a_bad_list_is_one_line_and_writes_nothing(study, retrieval_study, tmp_path, command,
-                                                  formats, expected):  # fmt: skip
+@pytest.mark.parametrize(
+    "formats, expected",
+    [
+        ("pdf", "got 'pdf', expected png among them (the report embeds the PNG figures)"),
+        ("png,jpeg", "got 'jpeg' in 'png,jpeg', expected a comma-separated list of png, pdf, svg"),
+        ("", "got '', expected png among them (the report embeds the PNG figures)"),
+    ],
+)
+def test_a_bad_list_is_one_line_and_writes_nothing(
+    study, retrieval_study, tmp_path, command, formats, expected
+):
     arguments = {
         "analyze": [study],
-        "evaluate": ["--ground-truth", retrieval_study / "analysis" / "ground_truth.csv",
-                     retrieval_study / "runs" / "l1.run"],
+        "evaluate": [
+            "--ground-truth",
+            retrieval_study / "analysis" / "ground_truth.csv",
+            retrieval_study / "runs" / "l1.run",
+        ],
         "power": [],
-    }[command]  # fmt: skip
+    }[command]
     done = run_main(command, *arguments, "--out", tmp_path / "out", "--figure-formats", formats)
     assert done.returncode == 2
     assert done.stderr == f"sbir-study {command}: error: argument --figure-formats: {expected}\n"

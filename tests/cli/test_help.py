@@ -90,7 +90,7 @@ def test_version_comes_from_pyproject():
     assert result.returncode == 0
     assert result.stdout.strip() == f"sbir-study {version}"
     # One place: no other file of the package writes the version number.
-    folders = ("sbir_study", "foundation", "analysis", "stimuli", "study", "cli")
+    folders = ("src", "foundation", "analysis", "stimuli", "study", "cli")
     for path in [p for folder in folders for p in (ROOT / folder).glob("**/*.py")]:
         assert f'"{version}"' not in path.read_text(encoding="utf-8"), path
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")

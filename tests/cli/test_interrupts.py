@@ -36,8 +36,11 @@ def _run(args, cwd):
 
 
 def _files(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}  # fmt: skip
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _state(paths: list[Path]) -> dict[str, str]:
@@ -56,12 +59,17 @@ def _complete(record: Path, base: Path, expected_names: set[str]) -> bool:
         listed = json.loads(record.read_text())["files"]
     except (OSError, ValueError, KeyError):
         return False
-    present = set(_files(base)) - {RECORD} if record.parent == base and record.name == RECORD \
-        else set(listed)  # fmt: skip
+    present = (
+        set(_files(base)) - {RECORD}
+        if record.parent == base and record.name == RECORD
+        else set(listed)
+    )
     if set(listed) != present or set(listed) != expected_names:
         return False
-    return all(hashlib.sha256((base / name).read_bytes()).hexdigest() == digest
-               for name, digest in listed.items())  # fmt: skip
+    return all(
+        hashlib.sha256((base / name).read_bytes()).hexdigest() == digest
+        for name, digest in listed.items()
+    )
 
 
 class Scenario:
@@ -106,33 +114,90 @@ def _lab(folder: Path, images: int) -> None:
 #: The inputs each command reads, made in this process (the commands interrupted are real
 #: processes), and the command itself.
 _INPUTS = {
-    "set": ["stimuli", "generate", "--out", "set", "--sketches", "3", "--images", "6",
-            "--width", "96", "--height", "72", "--seed", "1"],
-    "data": ["simulate", "--stimuli", "set", "--participants", "6", "--out", "data",
-             "--seed", "2"],
+    "set": [
+        "stimuli",
+        "generate",
+        "--out",
+        "set",
+        "--sketches",
+        "3",
+        "--images",
+        "6",
+        "--width",
+        "96",
+        "--height",
+        "72",
+        "--seed",
+        "1",
+    ],
+    "data": ["simulate", "--stimuli", "set", "--participants", "6", "--out", "data", "--seed", "2"],
     "truth": ["analyze", "data", "--out", "truth", "--no-figures"],
     "runs": ["baseline", "--stimuli", "set", "--distance", "l1,chi2", "--out", "runs"],
-}  # fmt: skip
+}
 #: Each command: the inputs it reads, its arguments, what it writes, and for a group of
 #: files (not a folder) the files. analyze and evaluate draw their figures as PNG alone:
 #: every file of the output is staged and moved into place alike, whatever its format, and
 #: the PDF writer is tested with the figures (tests/analysis/test_figures_report.py).
 _SCENARIOS = {
-    "analyze": (("set", "data"), ["analyze", "data", "--out", "analysis", "--figure-formats",
-                                  "png"], "analysis", None),
-    "evaluate": (("set", "data", "truth", "runs"),
-                 ["evaluate", "--ground-truth", "truth/ground_truth.csv", "runs/l1.run",
-                  "runs/chi2.run", "--ratings", "data", "--out", "evaluation", "--bootstrap",
-                  "2000", "--figure-formats", "png"], "evaluation", None),
+    "analyze": (
+        ("set", "data"),
+        ["analyze", "data", "--out", "analysis", "--figure-formats", "png"],
+        "analysis",
+        None,
+    ),
+    "evaluate": (
+        ("set", "data", "truth", "runs"),
+        [
+            "evaluate",
+            "--ground-truth",
+            "truth/ground_truth.csv",
+            "runs/l1.run",
+            "runs/chi2.run",
+            "--ratings",
+            "data",
+            "--out",
+            "evaluation",
+            "--bootstrap",
+            "2000",
+            "--figure-formats",
+            "png",
+        ],
+        "evaluation",
+        None,
+    ),
     "simulate": ((), ["simulate", "--participants", "40", "--out", "sim"], "sim", None),
-    "simulate --flat": ((), ["simulate", "--participants", "40", "--flat", "--out", "sim.csv"],
-                        "sim.csv", ["sim.csv", "sim.json"]),
-    "stimuli generate": ((), ["stimuli", "generate", "--out", "generated", "--sketches", "6",
-                              "--images", "10", "--width", "128", "--height", "96"],
-                         "generated", None),
-    "stimuli import": (("lab",), ["stimuli", "import", "lab", "--anchor-sketches", "0"],
-                       "lab/manifest.csv", ["lab/manifest.csv", "lab/SHA256SUMS"]),
-}  # fmt: skip
+    "simulate --flat": (
+        (),
+        ["simulate", "--participants", "40", "--flat", "--out", "sim.csv"],
+        "sim.csv",
+        ["sim.csv", "sim.json"],
+    ),
+    "stimuli generate": (
+        (),
+        [
+            "stimuli",
+            "generate",
+            "--out",
+            "generated",
+            "--sketches",
+            "6",
+            "--images",
+            "10",
+            "--width",
+            "128",
+            "--height",
+            "96",
+        ],
+        "generated",
+        None,
+    ),
+    "stimuli import": (
+        ("lab",),
+        ["stimuli", "import", "lab", "--anchor-sketches", "0"],
+        "lab/manifest.csv",
+        ["lab/manifest.csv", "lab/SHA256SUMS"],
+    ),
+}
 
 
 def _prepared(name: str, root: Path) -> Scenario:
@@ -144,8 +209,9 @@ def _prepared(name: str, root: Path) -> Scenario:
             continue
         result = run_main(*_INPUTS[made], cwd=root)
         assert result.returncode == 0, result.stderr
-    scenario = Scenario(name, root, args, root / target,
-                        group=None if group is None else [root / g for g in group])  # fmt: skip
+    scenario = Scenario(
+        name, root, args, root / target, group=None if group is None else [root / g for g in group]
+    )
     # How long the interpreter takes, on this machine now, to reach the command line's code
     # (sbir_study's package, which the console script imports first): an interrupt before
     # that is Python's own, with its traceback; from there on it is the command's.
@@ -174,8 +240,7 @@ def _signal_at_a_moment(process, scenario, number, when) -> float:
     draw = random.Random(f"20111 {scenario.name} {signal.Signals(number).name} {when}")
     started = time.monotonic()
     if when == "any":
-        moment = draw.uniform(scenario.earliest, max(scenario.duration * 1.2,
-                                                     scenario.earliest))  # fmt: skip
+        moment = draw.uniform(scenario.earliest, max(scenario.duration * 1.2, scenario.earliest))
         time.sleep(moment)
     else:
         while process.poll() is None and not scenario.leftovers():
@@ -192,8 +257,7 @@ def pytest_generate_tests(metafunc):
     """Each class below interrupts one command under every signal, at both moments."""
     if metafunc.cls is not None and hasattr(metafunc.cls, "command"):
         cases = [(number, when) for number in SIGNALS for when in MOMENTS]
-        metafunc.parametrize("number, when", cases,
-                             ids=[f"{n.name}-{w}" for n, w in cases])  # fmt: skip
+        metafunc.parametrize("number, when", cases, ids=[f"{n.name}-{w}" for n, w in cases])
 
 
 class _Interrupted:
@@ -207,8 +271,7 @@ class _Interrupted:
     def scenario(cls, tmp_path_factory):
         return _prepared(cls.command, tmp_path_factory.mktemp("interrupts"))
 
-    def test_an_interrupted_command_leaves_the_old_output_or_the_new(self, scenario, number,
-                                                                     when):  # fmt: skip
+    def test_an_interrupted_command_leaves_the_old_output_or_the_new(self, scenario, number, when):
         _interrupt(scenario, number, when)
 
 
@@ -247,9 +310,13 @@ def _interrupt(scenario: Scenario, number, when) -> None:
         extra = scenario.root / "lab" / "images" / "duck" / f"duck-new{number}{when}.png"
         Image.new("RGB", (64, 48), (number, 1, 2)).save(extra)
     old = _state(scenario.paths())
-    process = subprocess.Popen([*SBIR_STUDY, *scenario.args, "--overwrite"], cwd=scenario.root,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)  # fmt: skip
+    process = subprocess.Popen(
+        [*SBIR_STUDY, *scenario.args, "--overwrite"],
+        cwd=scenario.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     moment = _signal_at_a_moment(process, scenario, number, when)
     _, stderr = process.communicate(timeout=120)
     now = _state(scenario.paths())
@@ -270,8 +337,12 @@ def _interrupt(scenario: Scenario, number, when) -> None:
     if number == signal.SIGKILL:
         # What a killed run leaves, the next run removes (and says so).
         left = scenario.leftovers()
-        again = subprocess.run([*SBIR_STUDY, *scenario.args, "--overwrite"], cwd=scenario.root,
-                               capture_output=True, text=True)  # fmt: skip
+        again = subprocess.run(
+            [*SBIR_STUDY, *scenario.args, "--overwrite"],
+            cwd=scenario.root,
+            capture_output=True,
+            text=True,
+        )
         assert again.returncode == 0, again.stderr
         assert scenario.complete(scenario.expected)
         if left:
@@ -279,8 +350,9 @@ def _interrupt(scenario: Scenario, number, when) -> None:
     assert scenario.leftovers() == [], context
 
 
-@pytest.mark.parametrize("interrupt, status, name", [(KeyboardInterrupt(), 130, "SIGINT"),
-                                                     (None, 143, "SIGTERM")])  # fmt: skip
+@pytest.mark.parametrize(
+    "interrupt, status, name", [(KeyboardInterrupt(), 130, "SIGINT"), (None, 143, "SIGTERM")]
+)
 def test_an_interrupt_while_an_extension_module_loads_is_an_interrupt(
     retrieval_study, tmp_path, monkeypatch, interrupt, status, name
 ):
@@ -300,8 +372,9 @@ def test_an_interrupt_while_an_extension_module_loads_is_an_interrupt(
     monkeypatch.setattr(evaluation, "evaluate_runs", loads_an_extension)
     root = retrieval_study
     truth, run = root / "analysis" / "ground_truth.csv", root / "runs" / "l1.run"
-    result = run_main("evaluate", "--ground-truth", str(truth), str(run), "--out",
-                      str(tmp_path / "evaluation"))  # fmt: skip
+    result = run_main(
+        "evaluate", "--ground-truth", str(truth), str(run), "--out", str(tmp_path / "evaluation")
+    )
     assert result.returncode == status, result.stderr
     assert result.stderr == f"sbir-study: interrupted ({name}); nothing half-written was kept\n"
     assert not (tmp_path / "evaluation").exists()
@@ -324,8 +397,9 @@ def test_an_interrupt_while_the_command_line_loads_is_one_line(module):
         "from sbir_study.cli import main\n"
         "sys.exit(main(['--version']))\n"
     )
-    result = subprocess.run([sys.executable, "-c", loading], capture_output=True, text=True,
-                            check=False)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", loading], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 130, result.stderr
     assert result.stderr.splitlines() == [
         "sbir-study: interrupted (SIGINT) while starting; nothing was written"

@@ -19,8 +19,20 @@ LABELS = {"01": "01", "02": "1", "03": "001", "04": "0010"}
 def flat_tables(tmp_path_factory):
     """One simulated study as a CSV with CRLF line endings and as a TSV, labels renamed."""
     root = tmp_path_factory.mktemp("labels")
-    result = run_main("simulate", "--out", str(root / "sim.csv"), "--flat", "--participants", "4",
-                      "--sketches", "3", "--images", "8", "--seed", "5")  # fmt: skip
+    result = run_main(
+        "simulate",
+        "--out",
+        str(root / "sim.csv"),
+        "--flat",
+        "--participants",
+        "4",
+        "--sketches",
+        "3",
+        "--images",
+        "8",
+        "--seed",
+        "5",
+    )
     assert result.returncode == 0, result.stderr
     table = pd.read_csv(root / "sim.csv", dtype=str, keep_default_na=False)
     table["participant"] = table["participant"].map(LABELS)
@@ -37,8 +49,9 @@ def _texts(path, column):
 
 
 @pytest.mark.parametrize("which", [0, 1], ids=["csv_crlf", "tsv"])
-def test_labels_stay_text_through_tables_figures_and_report(flat_tables, tmp_path, which,
-                                                            monkeypatch):  # fmt: skip
+def test_labels_stay_text_through_tables_figures_and_report(
+    flat_tables, tmp_path, which, monkeypatch
+):
     import sbir_study.analysis.figures
     from sbir_study.analysis import AnalysisOptions, analyze_ratings, load_ratings
 
@@ -56,12 +69,16 @@ def test_labels_stay_text_through_tables_figures_and_report(flat_tables, tmp_pat
 
     monkeypatch.setattr(sbir_study.analysis.figures, "_save", record)
     out = tmp_path / "out"
-    analyze_ratings(ratings, out, AnalysisOptions(bootstrap=50, permutations=50),
-                    figure_formats=PNG)  # fmt: skip
+    analyze_ratings(
+        ratings, out, AnalysisOptions(bootstrap=50, permutations=50), figure_formats=PNG
+    )
 
     # Tables, read back as text.
-    for name, column in [("consensus_tau.csv", "participant"), ("anchoring.csv", "participant"),
-                         ("participants.csv", "participant")]:  # fmt: skip
+    for name, column in [
+        ("consensus_tau.csv", "participant"),
+        ("anchoring.csv", "participant"),
+        ("participants.csv", "participant"),
+    ]:
         assert _texts(out / name, column) <= labels and len(_texts(out / name, column)) >= 3
     assert _texts(out / "participants.csv", "participant") == labels
     pairs = pd.read_parquet(out / "pairwise_tau.parquet")
@@ -81,8 +98,17 @@ def test_labels_stay_text_through_tables_figures_and_report(flat_tables, tmp_pat
 def test_labels_stay_text_through_the_command_line(flat_tables, tmp_path):
     tables = flat_tables
     out = tmp_path / "out"
-    result = run_main("analyze", str(tables[0]), "--out", str(out), "--no-figures",
-                      "--bootstrap", "0", "--permutations", "0")  # fmt: skip
+    result = run_main(
+        "analyze",
+        str(tables[0]),
+        "--out",
+        str(out),
+        "--no-figures",
+        "--bootstrap",
+        "0",
+        "--permutations",
+        "0",
+    )
     assert result.returncode == 0, result.stderr
     assert _texts(out / "participants.csv", "participant") == set(LABELS.values())
     assert "Analysed 4 participants" in result.stdout

@@ -7,9 +7,21 @@ from tests.helpers import run_main
 
 
 def test_power_command(tmp_path):
-    result = run_main("power", "--out", str(tmp_path), "--participants", "3,6",
-                      "--replications", "2", "--reference", "10", "--sketches", "3",
-                      "--images", "8")  # fmt: skip
+    result = run_main(
+        "power",
+        "--out",
+        str(tmp_path),
+        "--participants",
+        "3,6",
+        "--replications",
+        "2",
+        "--reference",
+        "10",
+        "--sketches",
+        "3",
+        "--images",
+        "8",
+    )
     assert result.returncode == 0, result.stderr
     table = pd.read_csv(tmp_path / "power.csv")
     assert table["participants"].tolist() == [3, 6]

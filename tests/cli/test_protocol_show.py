@@ -23,15 +23,23 @@ def _screens(stdout: str) -> list[tuple[str, str]]:
 
 def test_letter_keys_are_shown_as_the_participant_reads_them(tmp_path):
     protocol = tmp_path / "letters.toml"
-    protocol.write_text('[response]\nkeys = ["a", "s", "d", "f", "g"]\npause_key = "b"\n'
-                        '[pauses]\nallowed = false\n[participants]\ndetails = ["sex"]\n'
-                        '[texts]\nanchor_label = "Score {rating}"\n', encoding="utf-8")  # fmt: skip
+    protocol.write_text(
+        '[response]\nkeys = ["a", "s", "d", "f", "g"]\npause_key = "b"\n'
+        '[pauses]\nallowed = false\n[participants]\ndetails = ["sex"]\n'
+        '[texts]\nanchor_label = "Score {rating}"\n',
+        encoding="utf-8",
+    )
     result = run_main("protocol", "show", str(protocol), "--session", "lab")
     assert result.returncode == 0, result.stderr
     shown = _screens(result.stdout)
     assert [heading for heading, _ in shown] == [
-        "details: sex", "before the anchoring phase", "under each anchor pair",
-        "before the main block", "after the quit key", "the end"]  # fmt: skip
+        "details: sex",
+        "before the anchoring phase",
+        "under each anchor pair",
+        "before the main block",
+        "after the quit key",
+        "the end",
+    ]
     main = dict(shown)["before the main block"]
     assert "Press one of the keys A, S, D, F, G: A for the best match" in main
     assert "pause" not in main and "number key" not in main
@@ -56,5 +64,6 @@ def test_a_bad_protocol_is_one_line(tmp_path):
     protocol.write_text('[texts]\nagre = "Ja"\n', encoding="utf-8")
     result = run_main("protocol", "show", str(protocol))
     assert result.returncode == 2
-    assert result.stderr.strip() == (f"sbir-study: error: {protocol}: unknown key 'texts.agre' "
-                                     "(did you mean 'texts.agree'?)")  # fmt: skip
+    assert result.stderr.strip() == (
+        f"sbir-study: error: {protocol}: unknown key 'texts.agre' (did you mean 'texts.agree'?)"
+    )

@@ -28,8 +28,18 @@ def test_simulate_never_overwrites_recorded_data(analysed, tmp_path):
 
 def test_simulate_flat_table_round_trips(tmp_path):
     table = tmp_path / "ratings.csv"
-    result = run_main("simulate", "--out", str(table), "--flat", "--participants", "3",
-                      "--sketches", "2", "--images", "5")  # fmt: skip
+    result = run_main(
+        "simulate",
+        "--out",
+        str(table),
+        "--flat",
+        "--participants",
+        "3",
+        "--sketches",
+        "2",
+        "--images",
+        "5",
+    )
     assert result.returncode == 0, result.stderr
     ratings = load_ratings(table)
     assert ratings.attrs["provenance"].simulated

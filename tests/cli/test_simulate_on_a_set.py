@@ -10,13 +10,21 @@ from tests.helpers import assert_input_error, run_main
 
 
 def test_simulate_on_a_set_rates_its_pairs_and_records_its_digest(small_set, tmp_path):
-    result = run_main("simulate", "--stimuli", str(small_set), "--participants", "4",
-                      "--out", str(tmp_path / "data"), "--seed", "1")  # fmt: skip
+    result = run_main(
+        "simulate",
+        "--stimuli",
+        str(small_set),
+        "--participants",
+        "4",
+        "--out",
+        str(tmp_path / "data"),
+        "--seed",
+        "1",
+    )
     assert result.returncode == 0, result.stderr
     ratings = load_ratings(tmp_path / "data")
     manifest = read_manifest(small_set)
-    shown = set(zip(ratings["sketch_id"].astype(str), ratings["image_id"].astype(str),
-                    strict=True))  # fmt: skip
+    shown = set(zip(ratings["sketch_id"].astype(str), ratings["image_id"].astype(str), strict=True))
     assert shown == set(zip(manifest["sketch_id"], manifest["image_id"], strict=True))
     sidecar = next((tmp_path / "data").rglob("*_beh.json"))
     assert json.loads(sidecar.read_text())["StimulusSetDigest"] == set_digest(small_set)
@@ -26,5 +34,9 @@ def test_simulate_on_a_set_rates_its_pairs_and_records_its_digest(small_set, tmp
     )
     rho = stats.spearmanr(main["latent_similarity"], main["rating"], nan_policy="omit").statistic
     assert rho < -0.5
-    assert_input_error(run_main("simulate", "--stimuli", str(small_set), "--sketches", "4",
-                                "--out", str(tmp_path / "x")), "--sketches")  # fmt: skip
+    assert_input_error(
+        run_main(
+            "simulate", "--stimuli", str(small_set), "--sketches", "4", "--out", str(tmp_path / "x")
+        ),
+        "--sketches",
+    )

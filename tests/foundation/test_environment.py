@@ -14,9 +14,11 @@ VALUES = st.text(st.characters(blacklist_categories=("Cs",), blacklist_character
 
 
 @settings(max_examples=200, deadline=None)
-@given(before=st.dictionaries(st.sampled_from(NAMES), VALUES),
-       values=st.dictionaries(st.sampled_from(NAMES), VALUES),
-       fails=st.booleans())  # fmt: skip
+@given(
+    before=st.dictionaries(st.sampled_from(NAMES), VALUES),
+    values=st.dictionaries(st.sampled_from(NAMES), VALUES),
+    fails=st.booleans(),
+)
 def test_the_block_sees_the_values_and_the_environment_is_put_back(before, values, fails):
     # Reference: a copy of os.environ taken before the block; after it (also when the block
     # raises), every variable is as in the copy, one that was unset unset again.

@@ -55,8 +55,10 @@ def test_a_new_folder_holds_the_files_and_a_record_of_them(tmp_path):
     # Independent of the module's own hashing: hashlib over the bytes written.
     import hashlib
 
-    assert record.files == {"a.csv": hashlib.sha256(b"1\n").hexdigest(),
-                            "figures/b.png": hashlib.sha256(b"png").hexdigest()}  # fmt: skip
+    assert record.files == {
+        "a.csv": hashlib.sha256(b"1\n").hexdigest(),
+        "figures/b.png": hashlib.sha256(b"png").hexdigest(),
+    }
     assert leftovers(tmp_path) == []
 
 
@@ -183,22 +185,41 @@ def test_an_empty_folder_is_filled_without_overwrite(tmp_path):
         (lambda r: None, lambda r: "..", "is the current folder or holds it"),
         (lambda r: (r / "f").write_text("x"), lambda r: r / "f", "is a file; expected a folder"),
         (lambda r: (r / "f").write_text("x"), lambda r: r / "f" / "out", "is a file, not a folder"),
-        (lambda r: (r / "bids").mkdir()
-         or (r / "bids" / "dataset_description.json").write_text("{}"),
-         lambda r: r / "bids", "is a BIDS dataset"),
-        (lambda r: (r / "bids" / "sub-01" / "beh").mkdir(parents=True),
-         lambda r: r / "bids" / "results", r"inside .* a BIDS dataset"),
-        (lambda r: (r / "set").mkdir() or (r / "set" / "manifest.csv").write_text("")
-         or (r / "set" / "SHA256SUMS").write_text(""), lambda r: r / "set" / "out",
-         r"inside .* a stimulus set"),
-        (lambda r: (r / "data").mkdir() or (r / "data" / "x.csv").write_text("1"),
-         lambda r: r / "data", "holds files that sbir-study power did not write"),
-        (lambda r: (r / "real").mkdir() or (r / "link").symlink_to(r / "real"),
-         lambda r: r / "link", "is a symbolic link"),
+        (
+            lambda r: (
+                (r / "bids").mkdir() or (r / "bids" / "dataset_description.json").write_text("{}")
+            ),
+            lambda r: r / "bids",
+            "is a BIDS dataset",
+        ),
+        (
+            lambda r: (r / "bids" / "sub-01" / "beh").mkdir(parents=True),
+            lambda r: r / "bids" / "results",
+            r"inside .* a BIDS dataset",
+        ),
+        (
+            lambda r: (
+                (r / "set").mkdir()
+                or (r / "set" / "manifest.csv").write_text("")
+                or (r / "set" / "SHA256SUMS").write_text("")
+            ),
+            lambda r: r / "set" / "out",
+            r"inside .* a stimulus set",
+        ),
+        (
+            lambda r: (r / "data").mkdir() or (r / "data" / "x.csv").write_text("1"),
+            lambda r: r / "data",
+            "holds files that sbir-study power did not write",
+        ),
+        (
+            lambda r: (r / "real").mkdir() or (r / "link").symlink_to(r / "real"),
+            lambda r: r / "link",
+            "is a symbolic link",
+        ),
         (lambda r: None, lambda r: r / ("n" * 300), "bytes long"),
         (lambda r: None, lambda r: r / ("n" * 300) / "out", "bytes long"),
     ],
-)  # fmt: skip
+)
 def test_targets_that_are_never_written(tmp_path, monkeypatch, setup, target, message):
     monkeypatch.chdir(tmp_path)
     setup(tmp_path)
@@ -244,13 +265,11 @@ def test_a_file_group_is_replaced_only_when_its_record_says_so(tmp_path):
     before = tree(tmp_path)
     for name, companion in (("theirs.csv", "theirs.json"), ("mine.csv", "mine.json")):
         with pytest.raises(InputError, match="did not write it"):
-            with output_files(tmp_path / name, "simulate", companions=[companion],
-                              overwrite=True):  # fmt: skip
+            with output_files(tmp_path / name, "simulate", companions=[companion], overwrite=True):
                 pass
     assert tree(tmp_path) == before
     with pytest.raises(InputError, match="one name"):
-        outputs.check_target(tmp_path / "x.json", "simulate", folder=False,
-                             companions=["x.json"])  # fmt: skip
+        outputs.check_target(tmp_path / "x.json", "simulate", folder=False, companions=["x.json"])
 
 
 def test_a_group_missing_a_file_is_not_put_in_place(tmp_path):
@@ -262,20 +281,27 @@ def test_a_group_missing_a_file_is_not_put_in_place(tmp_path):
 
 def test_leftovers_of_a_killed_run_are_removed_by_the_next(tmp_path):
     """A temporary folder whose writer is gone (SIGKILL) is removed, with a warning."""
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)  # fmt: skip
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     pid = int(dead.stdout)
     stale = tmp_path / f"{TEMP_PREFIX}killed"
     stale.mkdir()
     (stale / "half.csv").write_text("half")
-    record = outputs.OutputRecord("analyze", "out", {}, "", "", complete=False, pid=pid,
-                                  host=outputs.socket.gethostname())  # fmt: skip
+    record = outputs.OutputRecord(
+        "analyze", "out", {}, "", "", complete=False, pid=pid, host=outputs.socket.gethostname()
+    )
     (stale / RECORD).write_text(record.to_json())
     alive = tmp_path / f"{TEMP_PREFIX}running"
     alive.mkdir()
-    (alive / RECORD).write_text(outputs.OutputRecord(
-        "analyze", "out", {}, complete=False, pid=os.getpid(),
-        host=outputs.socket.gethostname()).to_json())  # fmt: skip
+    (alive / RECORD).write_text(
+        outputs.OutputRecord(
+            "analyze", "out", {}, complete=False, pid=os.getpid(), host=outputs.socket.gethostname()
+        ).to_json()
+    )
     with pytest.warns(outputs.OutputWarning) as caught:
         with output_folder(tmp_path / "out", "analyze") as folder:
             write(folder, {"a.csv": "1"})
@@ -289,8 +315,12 @@ def test_a_writer_killed_before_its_record_is_known_by_its_folders_name(tmp_path
     leaves an empty folder whose name says which process of which host made it: the next
     run removes it once that process is gone, and leaves those of a live process, of
     another host, and folders it cannot tell."""
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)  # fmt: skip
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     host = outputs._host_digest()
     killed = tmp_path / f"{TEMP_PREFIX}{host}-{int(dead.stdout)}-abc"
     half_recorded = tmp_path / f"{TEMP_PREFIX}{host}-{int(dead.stdout)}-def"
@@ -365,8 +395,9 @@ def test_a_file_too_large_for_the_limit_leaves_the_old_output(tmp_path):
     _old_output(tmp_path / "out")
     before = tree(tmp_path)
     code = "import resource; resource.setrlimit(resource.RLIMIT_FSIZE, (1_000_000, 1_000_000))\n"
-    result = subprocess.run([sys.executable, "-c", code + WRITER, str(tmp_path / "out")],
-                            capture_output=True, text=True)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", code + WRITER, str(tmp_path / "out")], capture_output=True, text=True
+    )
     assert result.returncode == 2, result.stderr
     assert os.strerror(errno.EFBIG) in result.stdout and "nothing was replaced" in result.stdout
     assert tree(tmp_path) == before
@@ -375,8 +406,9 @@ def test_a_file_too_large_for_the_limit_leaves_the_old_output(tmp_path):
 def test_no_space_left_leaves_the_old_output(mounted):
     _old_output(mounted / "out")
     before = tree(mounted)
-    result = subprocess.run([sys.executable, "-c", WRITER, str(mounted / "out")],
-                            capture_output=True, text=True)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", WRITER, str(mounted / "out")], capture_output=True, text=True
+    )
     assert result.returncode == 2, result.stderr
     assert os.strerror(errno.ENOSPC) in result.stdout
     assert tree(mounted) == before

@@ -40,10 +40,16 @@ def test_enabled_on_a_terminal_only(monkeypatch):
 
 @pytest.mark.parametrize(
     ("env", "shown"),
-    [({"CI": "true"}, False), ({"CI": "1"}, False), ({"CI": ""}, True), ({"CI": "false"}, True),
-     ({"TERM": "dumb"}, False), ({"SBIR_STUDY_PROGRESS": "0"}, False),
-     ({"CI": "true", "SBIR_STUDY_PROGRESS": "1"}, True)],
-)  # fmt: skip
+    [
+        ({"CI": "true"}, False),
+        ({"CI": "1"}, False),
+        ({"CI": ""}, True),
+        ({"CI": "false"}, True),
+        ({"TERM": "dumb"}, False),
+        ({"SBIR_STUDY_PROGRESS": "0"}, False),
+        ({"CI": "true", "SBIR_STUDY_PROGRESS": "1"}, True),
+    ],
+)
 def test_ci_and_the_switch(monkeypatch, env, shown):
     _clean(monkeypatch, **env)
     monkeypatch.setattr(sys, "stderr", _Terminal())
@@ -86,10 +92,17 @@ def _analyze_on_a_terminal(tmp_path, **env) -> str:
     controller, terminal = pty.openpty()
     environment = {k: v for k, v in os.environ.items() if k not in ("CI", "SBIR_STUDY_PROGRESS")}
     environment.update(env, TERM="xterm")
-    command = [sys.executable, "-m", "sbir_study", "analyze", str(DATA / "ratings_small.csv"),
-               "--out", str(tmp_path / "out"), "--no-figures"]  # fmt: skip
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=terminal,
-                             env=environment)  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "sbir_study",
+        "analyze",
+        str(DATA / "ratings_small.csv"),
+        "--out",
+        str(tmp_path / "out"),
+        "--no-figures",
+    ]
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=terminal, env=environment)
     os.close(terminal)
     shown = b""
     while True:
@@ -117,7 +130,8 @@ def test_analyze_is_silent_on_a_terminal_in_ci(tmp_path):
 
 
 def test_analyze_is_silent_in_a_pipe(tmp_path):
-    result = run_cli("analyze", str(DATA / "ratings_small.csv"), "--out", str(tmp_path / "o"),
-                     "--no-figures")  # fmt: skip
+    result = run_cli(
+        "analyze", str(DATA / "ratings_small.csv"), "--out", str(tmp_path / "o"), "--no-figures"
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""

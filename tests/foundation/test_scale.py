@@ -67,12 +67,22 @@ def test_bad_fields_are_refused(args):
 def test_the_paper_s_scale_and_its_levels():
     assert PAPER_SCALE == Scale() == Scale.parse("1-7")
     # The levels every _beh.json sidecar of the paper's scale has always recorded.
-    assert PAPER_SCALE.levels() == {"1": "best match", "2": "2", "3": "3",
-                                    "4": "4 (middle of the scale)", "5": "5", "6": "6",
-                                    "7": "worst match"}  # fmt: skip
-    assert Scale(1, 5, "high").levels() == {"1": "worst match", "2": "2",
-                                            "3": "3 (middle of the scale)", "4": "4",
-                                            "5": "best match"}  # fmt: skip
+    assert PAPER_SCALE.levels() == {
+        "1": "best match",
+        "2": "2",
+        "3": "3",
+        "4": "4 (middle of the scale)",
+        "5": "5",
+        "6": "6",
+        "7": "worst match",
+    }
+    assert Scale(1, 5, "high").levels() == {
+        "1": "worst match",
+        "2": "2",
+        "3": "3 (middle of the scale)",
+        "4": "4",
+        "5": "best match",
+    }
 
 
 @given(lows, sizes, bests)

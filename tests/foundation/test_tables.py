@@ -153,8 +153,11 @@ def _single_blank_split(content: bytes, n_fields: int, used: dict[int, str]):
     from pyarrow import csv as arrow_csv
 
     text = content.decode("utf-8-sig")
-    lines = [(n, _without_end(line)) for n, line in enumerate(_lines(text), start=1)
-             if _without_end(line)]  # fmt: skip
+    lines = [
+        (n, _without_end(line))
+        for n, line in enumerate(_lines(text), start=1)
+        if _without_end(line)
+    ]
     if not lines:
         return None
     sep = "\t" if "\t" in lines[0][1] else " "
@@ -171,8 +174,9 @@ def _single_blank_split(content: bytes, n_fields: int, used: dict[int, str]):
                     return None
                 row.append(cell)
                 continue
-            options = arrow_csv.ConvertOptions(column_types={"x": pa.float64()},
-                                               null_values=sorted(MISSING_VALUES))  # fmt: skip
+            options = arrow_csv.ConvertOptions(
+                column_types={"x": pa.float64()}, null_values=sorted(MISSING_VALUES)
+            )
             try:
                 value = (
                     arrow_csv.read_csv(
@@ -210,11 +214,31 @@ def _same(got, expected) -> bool:
 # --- strategies ------------------------------------------------------------------------------
 
 plain_cells = st.one_of(
-    st.sampled_from(["01", "1", "", " ", " 2 ", "n/a", "NA", "NaN", "é", "s 1", "a'b", 'a"b', "#",
-                     "\\", "\x00", "1e309", "\u2028"]),
-    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters='\n\r\t,"'),
-            max_size=4),
-)  # fmt: skip
+    st.sampled_from(
+        [
+            "01",
+            "1",
+            "",
+            " ",
+            " 2 ",
+            "n/a",
+            "NA",
+            "NaN",
+            "é",
+            "s 1",
+            "a'b",
+            'a"b',
+            "#",
+            "\\",
+            "\x00",
+            "1e309",
+            "\u2028",
+        ]
+    ),
+    st.text(
+        st.characters(blacklist_categories=("Cs",), blacklist_characters='\n\r\t,"'), max_size=4
+    ),
+)
 quoted_content = st.lists(
     st.sampled_from(["a", "b", ",", "\t", '"', "\n", "\r\n", "\r", " ", "é"]), max_size=5
 ).map("".join)
@@ -230,8 +254,9 @@ def tables_text(draw, sep: str, quote: bool):
         names[0] = f'"{names[0]}"' if quote else f" {names[0]}"
     lines = [""] * draw(st.integers(0, 2)) + [sep.join(names)]
     for _ in range(draw(st.integers(0, 10))):
-        kind = draw(st.sampled_from(["row", "row", "row", "empty", "short", "long", "blank",
-                                     "separators"]))  # fmt: skip
+        kind = draw(
+            st.sampled_from(["row", "row", "row", "empty", "short", "long", "blank", "separators"])
+        )
         if kind == "empty":
             lines.append("")
         elif kind == "blank":
@@ -280,8 +305,15 @@ def test_any_bytes_give_a_table_or_one_message(content, sep, quote, stream):
     with tempfile.TemporaryDirectory() as folder:
         path = _write(folder, content)
         if sep is None:
-            _table_or_one_message(_read, path, None, names=["a", "b", "c"], numbers=["c"],
-                                  columns=["a", "c"], stream=stream)  # fmt: skip
+            _table_or_one_message(
+                _read,
+                path,
+                None,
+                names=["a", "b", "c"],
+                numbers=["c"],
+                columns=["a", "c"],
+                stream=stream,
+            )
         else:
             _table_or_one_message(_read, path, sep, quote=quote, stream=stream)
             _table_or_one_message(lambda: read_table(read_text(path), sep, quote=quote))
@@ -337,8 +369,10 @@ def test_a_stream_whose_first_bytes_have_no_quote_reads_its_later_quotes(content
 
 
 # A quoted "\r\n" across two of Arrow's blocks: Arrow drops the "\n" (apache/arrow#51368).
-@example(content=b'c0,c1,c2\n\n"","",""\n"","",""\n"","",""\n"",0\xe0\xa0\x80,""\n\n"","","\r\n"\n',
-         block=16)  # fmt: skip
+@example(
+    content=b'c0,c1,c2\n\n"","",""\n"","",""\n"","",""\n"",0\xe0\xa0\x80,""\n\n"","","\r\n"\n',
+    block=16,
+)
 @settings(max_examples=150, deadline=None)
 @given(content=tables_text(",", quote=True), block=st.integers(16, 96))
 def test_the_same_rows_when_arrow_reads_in_small_blocks(content, block):
@@ -420,8 +454,10 @@ def runs_text(draw):
         if draw(st.integers(0, 3)):
             separators = [" "] * max(len(fields) - 1, 0)  # the regular case: Arrow reads it
         else:
-            separators = [draw(st.sampled_from([" ", "  ", "\t", " \t", "\x0c"]))
-                          for _ in range(max(len(fields) - 1, 0))]  # fmt: skip
+            separators = [
+                draw(st.sampled_from([" ", "  ", "\t", " \t", "\x0c"]))
+                for _ in range(max(len(fields) - 1, 0))
+            ]
         line = "".join(s + f for s, f in zip(["", *separators], fields, strict=False))
         if not draw(st.integers(0, 5)):
             line = draw(st.sampled_from([" ", "\t"])) + line
@@ -454,8 +490,12 @@ def test_whitespace_separated_rows_are_split_on_runs_of_blanks(content, stream):
     )
     with tempfile.TemporaryDirectory() as folder:
         path = _write(folder, content, "r.run")
-        options = {"names": TREC, "numbers": ["score"], "columns": ["query_id", "doc_id", "score"],
-                   "stream": stream}  # fmt: skip
+        options = {
+            "names": TREC,
+            "numbers": ["score"],
+            "columns": ["query_id", "doc_id", "score"],
+            "stream": stream,
+        }
         if expected[0] == "error":
             _, line, fragment = expected
             with pytest.raises(InputError) as error:
@@ -502,8 +542,10 @@ def _check_utf8(content: bytes) -> None:
         except UnicodeDecodeError as error:
             before = content[: error.start].decode("utf-8-sig")
             line = len(_lines(before + "x"))
-            message = (f"{path}: line {line}: not UTF-8 (byte 0x{content[error.start]:02x}); "
-                       "expected a UTF-8 text file")  # fmt: skip
+            message = (
+                f"{path}: line {line}: not UTF-8 (byte 0x{content[error.start]:02x}); "
+                "expected a UTF-8 text file"
+            )
             with pytest.raises(InputError) as caught:
                 read_text(path)
             assert str(caught.value) == message
@@ -516,8 +558,11 @@ def _check_utf8(content: bytes) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(content=st.binary(max_size=64) | st.text(st.sampled_from("ab\r\n"), max_size=40).map(
-    str.encode), chunk=st.integers(1, 9))  # fmt: skip
+@given(
+    content=st.binary(max_size=64)
+    | st.text(st.sampled_from("ab\r\n"), max_size=40).map(str.encode),
+    chunk=st.integers(1, 9),
+)
 def test_the_file_digest_counts_lines_as_an_editor_and_hashes_every_byte(content, chunk):
     """Streamed in chunks of any size (a CR LF split between two) or read whole."""
     with tempfile.TemporaryDirectory() as folder:

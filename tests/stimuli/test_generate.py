@@ -26,8 +26,9 @@ def test_generate_is_reproducible_byte_for_byte(small_set, tmp_path):
     differing = [p for p in mine if p.endswith((".png", ".jpg")) and mine[p] != theirs.get(p)]
     assert len(differing) == len([p for p in mine if p.endswith((".png", ".jpg"))])
     # Sketch k does not depend on how many sketches are drawn.
-    more = generate_set(tmp_path / "more", SetDesign(sketches=4, images_per_sketch=6, width=96,
-                                                     height=72), seed=7)  # fmt: skip
+    more = generate_set(
+        tmp_path / "more", SetDesign(sketches=4, images_per_sketch=6, width=96, height=72), seed=7
+    )
     assert read_checksums(more)[0]["images/s03/s03_i06.jpg"] == mine["images/s03/s03_i06.jpg"]
 
 
@@ -93,15 +94,21 @@ def _edge_distance(sketch, image):
 
 
 def test_latent_similarity_is_monotone_with_an_image_distance(tmp_path):
-    folder = generate_set(tmp_path / "set", SetDesign(sketches=8, images_per_sketch=24,
-                                                      anchor_sketches=0), seed=3)  # fmt: skip
+    folder = generate_set(
+        tmp_path / "set", SetDesign(sketches=8, images_per_sketch=24, anchor_sketches=0), seed=3
+    )
     manifest = read_manifest(folder)
     rows = []
     for _, pairs in manifest.groupby("sketch_id"):
         strokes = np.asarray(Image.open(folder / pairs["sketch_path"].iloc[0]).convert("L")) < 128
         for pair in pairs.itertuples():
-            rows.append((pair.sketch_id, float(pair.latent_similarity),
-                         _edge_distance(strokes, _edges(folder / pair.image_path))))  # fmt: skip
+            rows.append(
+                (
+                    pair.sketch_id,
+                    float(pair.latent_similarity),
+                    _edge_distance(strokes, _edges(folder / pair.image_path)),
+                )
+            )
     table = pd.DataFrame(rows, columns=["sketch_id", "similarity", "distance"])
     rho = table.groupby("sketch_id").apply(
         lambda t: stats.spearmanr(t["similarity"], t["distance"]).statistic,
@@ -110,8 +117,9 @@ def test_latent_similarity_is_monotone_with_an_image_distance(tmp_path):
     assert (rho < -0.3).all(), rho
     assert rho.mean() < -0.6, rho
     # Averaged over sketches, the distance falls strictly as the similarity rises.
-    by_band = table.groupby(pd.cut(table["similarity"], np.linspace(0, 1, 6)),
-                            observed=True)["distance"].mean()  # fmt: skip
+    by_band = table.groupby(pd.cut(table["similarity"], np.linspace(0, 1, 6)), observed=True)[
+        "distance"
+    ].mean()
     assert (np.diff(by_band.to_numpy()) < 0).all(), by_band
 
 

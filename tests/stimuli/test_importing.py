@@ -55,21 +55,34 @@ def test_import_writes_manifest_and_checksums_without_touching_the_files(tmp_pat
     [
         (lambda f: shutil.rmtree(f / "images" / "duck"), ["duck.png", "has no images"]),
         (lambda f: (f / "images" / "ghost").mkdir(), ["ghost", "no ghost.<ext>"]),
-        (lambda f: (f / "images" / "duck" / "notes.txt").write_text("x"),
-         ["notes.txt", "expected an image file"]),
-        (lambda f: Image.new("L", (4, 4)).save(f / "sketches" / "duck.jpg"),
-         ["duck.png", "two files"]),
-        (lambda f: (f / "anchors.csv").write_text("sketch_id,image_id,anchor_rating\n"
-                                                  "duck,duck-0,10\n"),
-         ["anchors.csv: line 2", "anchor_rating '10'", "1..9"]),
-        (lambda f: (f / "anchors.csv").write_text("sketch_id,image_id,anchor_rating\n"
-                                                  "duck,duck-7,1\n"),
-         ["anchors.csv: line 2", "(duck, duck-7) has no files"]),
-        (lambda f: (f / "anchors.csv").write_text("sketch_id,image_id,anchor_rating\n"
-                                                  "duck,duck-0,1\n"),
-         ["image duck-1 of anchor sketch duck has no anchor_rating"]),
+        (
+            lambda f: (f / "images" / "duck" / "notes.txt").write_text("x"),
+            ["notes.txt", "expected an image file"],
+        ),
+        (
+            lambda f: Image.new("L", (4, 4)).save(f / "sketches" / "duck.jpg"),
+            ["duck.png", "two files"],
+        ),
+        (
+            lambda f: (f / "anchors.csv").write_text(
+                "sketch_id,image_id,anchor_rating\nduck,duck-0,10\n"
+            ),
+            ["anchors.csv: line 2", "anchor_rating '10'", "1..9"],
+        ),
+        (
+            lambda f: (f / "anchors.csv").write_text(
+                "sketch_id,image_id,anchor_rating\nduck,duck-7,1\n"
+            ),
+            ["anchors.csv: line 2", "(duck, duck-7) has no files"],
+        ),
+        (
+            lambda f: (f / "anchors.csv").write_text(
+                "sketch_id,image_id,anchor_rating\nduck,duck-0,1\n"
+            ),
+            ["image duck-1 of anchor sketch duck has no anchor_rating"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_import_errors(tmp_path, damage, fragments):
     folder = _lab_folder(tmp_path / "lab")
     damage(folder)

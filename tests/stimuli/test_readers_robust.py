@@ -18,9 +18,27 @@ from sbir_study.stimuli import AnchorDesign, import_set, load_set, validate_set
 from sbir_study.stimuli.validate import anchor_block
 from tests.helpers import reads_or_refuses, table_bytes
 
-TOKENS = ["sketch_id", "image_id", "sketch_path", "image_path", "role", "anchor_rating", "main",
-          "anchor", "candidate", "s1", "i1", "i2", "sketches/s1.png", "images/s1/i1.png",
-          "images/s1/i2.png", "../outside.png", "/etc/passwd", "sketches", "4"]  # fmt: skip
+TOKENS = [
+    "sketch_id",
+    "image_id",
+    "sketch_path",
+    "image_path",
+    "role",
+    "anchor_rating",
+    "main",
+    "anchor",
+    "candidate",
+    "s1",
+    "i1",
+    "i2",
+    "sketches/s1.png",
+    "images/s1/i1.png",
+    "images/s1/i2.png",
+    "../outside.png",
+    "/etc/passwd",
+    "sketches",
+    "4",
+]
 
 
 @pytest.fixture(scope="module")
@@ -105,10 +123,24 @@ def anchor_tables(draw):
 @given(
     anchors=st.one_of(
         anchor_tables(),
-        table_bytes(["sketch_id", "image_id", "anchor_rating", "duck", "duck-0", "duck-1",
-                     "duck-2", "boat", "1", "4", "7"], separators=(",",)),
+        table_bytes(
+            [
+                "sketch_id",
+                "image_id",
+                "anchor_rating",
+                "duck",
+                "duck-0",
+                "duck-1",
+                "duck-2",
+                "boat",
+                "1",
+                "4",
+                "7",
+            ],
+            separators=(",",),
+        ),
     ),
-)  # fmt: skip
+)
 def test_any_bytes_as_anchors_csv(anchors):
     with tempfile.TemporaryDirectory() as scratch:
         folder = _lab(Path(scratch) / "lab")

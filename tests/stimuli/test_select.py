@@ -30,10 +30,18 @@ def _pool_and_pilot(ratings_by_sketch, participants=2):
     for sketch_id, ratings in ratings_by_sketch.items():
         for i, rating in enumerate(ratings):
             image_id = f"{sketch_id}{i}"
-            pool.append((sketch_id, image_id, f"sketches/{sketch_id}.png",
-                         f"images/{image_id}.png", "candidate"))  # fmt: skip
-            pilot.extend((f"{r + 1}", sketch_id, image_id, "main", rating)
-                         for r in range(participants))  # fmt: skip
+            pool.append(
+                (
+                    sketch_id,
+                    image_id,
+                    f"sketches/{sketch_id}.png",
+                    f"images/{image_id}.png",
+                    "candidate",
+                )
+            )
+            pilot.extend(
+                (f"{r + 1}", sketch_id, image_id, "main", rating) for r in range(participants)
+            )
     return (
         pd.DataFrame(pool, columns=["sketch_id", "image_id", "sketch_path", "image_path", "role"]),
         pd.DataFrame(pilot, columns=["participant", "sketch_id", "image_id", "phase", "rating"]),
@@ -62,13 +70,19 @@ HAND = {
 def test_sketch_spread_matches_the_hand_computed_example():
     _, pilot = _pool_and_pilot(HAND)
     sigma = sketch_spread(rating_counts(pilot, 7), 7)
-    expected = {"A": np.sqrt(42 / 448), "B": np.sqrt(42 / 448), "C": np.sqrt(1414 / 448),
-                "D": 0.0, "E": np.sqrt(42 / 252)}  # fmt: skip
+    expected = {
+        "A": np.sqrt(42 / 448),
+        "B": np.sqrt(42 / 448),
+        "C": np.sqrt(1414 / 448),
+        "D": 0.0,
+        "E": np.sqrt(42 / 252),
+    }
     assert sigma.to_dict() == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("keep,expected", [(1, ["D"]), (2, ["A", "D"]), (3, ["A", "B", "D"]),
-                                           (4, ["A", "B", "C", "D"])])  # fmt: skip
+@pytest.mark.parametrize(
+    "keep,expected", [(1, ["D"]), (2, ["A", "D"]), (3, ["A", "B", "D"]), (4, ["A", "B", "C", "D"])]
+)
 def test_select_keeps_the_smallest_sigma_sketches(keep, expected):
     pool, pilot = _pool_and_pilot(HAND)
     selection = select_pairs(pool, pilot, sketches=keep, images_per_sketch=7, seed=1)
@@ -104,20 +118,22 @@ def test_unequal_pools_keep_the_most_uniform_sketches():
     # Twelve sketches with 23 to 43 candidates each; the larger pools are the more uniform
     # (0 to 5 ratings moved to 7). Every K from 1 to 11 must keep the K most uniform.
     sizes = np.linspace(23, 43, 12).round().astype(int)
-    ratings = {f"s{i:02d}": _pool_ratings(n, round(5 * (11 - i) / 11))
-               for i, n in enumerate(sizes)}  # fmt: skip
+    ratings = {f"s{i:02d}": _pool_ratings(n, round(5 * (11 - i) / 11)) for i, n in enumerate(sizes)}
     pool, pilot = _pool_and_pilot(ratings, participants=3)
     l2 = {sketch: _distance_to_uniform_l2(r) for sketch, r in ratings.items()}
-    total_variation = {s: distance_to_uniform(np.bincount(r, minlength=8)[1:] / len(r))
-                       for s, r in ratings.items()}  # fmt: skip
+    total_variation = {
+        s: distance_to_uniform(np.bincount(r, minlength=8)[1:] / len(r)) for s, r in ratings.items()
+    }
     # Both measures of uniformity order the sketches the same way here.
     most_uniform = sorted(l2, key=l2.get)
     assert most_uniform == sorted(total_variation, key=total_variation.get)
     assert scipy.stats.spearmanr(sizes, list(l2.values())).statistic < -0.95
     # The spread of raw counts around 20/7 (what a count that is not scaled to the sample
     # measures) grows with the pool, and would keep other sketches at every K.
-    raw = {s: np.sqrt(((np.bincount(r, minlength=8)[1:] - 20 / 7) ** 2).mean())
-           for s, r in ratings.items()}  # fmt: skip
+    raw = {
+        s: np.sqrt(((np.bincount(r, minlength=8)[1:] - 20 / 7) ** 2).mean())
+        for s, r in ratings.items()
+    }
     by_raw = sorted(raw, key=raw.get)
     for keep in range(1, 12):
         selection = select_pairs(pool, pilot, sketches=keep, images_per_sketch=20, seed=0)
@@ -146,8 +162,9 @@ def test_kept_sketches_are_the_most_uniform_whatever_the_pool_sizes(data):
 
 def test_select_needs_enough_candidates():
     pool, pilot = _pool_and_pilot(HAND)
-    with pytest.raises(InputError, match="4 sketches have at least 7 rated candidate images; "
-                       "expected 5"):  # fmt: skip
+    with pytest.raises(
+        InputError, match="4 sketches have at least 7 rated candidate images; expected 5"
+    ):
         select_pairs(pool, pilot, sketches=5, images_per_sketch=7)
     stray = pd.concat([pilot, pilot.iloc[[0]].assign(image_id="Z9")], ignore_index=True)
     with pytest.raises(InputError, match=r"pair \(A, Z9\) is not a candidate pair"):
@@ -195,8 +212,20 @@ def test_select_end_to_end_is_closer_to_uniform_than_the_pool(tmp_path):
     pilot = load_ratings(tmp_path / "pilot")
     assert set(pilot["phase"].astype(str)) == {"main"}
     out = tmp_path / "selected"
-    result = run_main("stimuli", "select", str(pool), str(tmp_path / "pilot"), "--out", str(out),
-                     "--sketches", "8", "--images", "14", "--seed", "1")  # fmt: skip
+    result = run_main(
+        "stimuli",
+        "select",
+        str(pool),
+        str(tmp_path / "pilot"),
+        "--out",
+        str(out),
+        "--sketches",
+        "8",
+        "--images",
+        "14",
+        "--seed",
+        "1",
+    )
     assert result.returncode == 0, result.stderr
     assert run_main("stimuli", "validate", str(out)).returncode == 0
 
@@ -211,8 +240,10 @@ def test_select_end_to_end_is_closer_to_uniform_than_the_pool(tmp_path):
     # The kept sketches are the 8 whose pilot ratings are closest to uniform, recomputed here
     # from the pilot directly.
     given_ = pilot.dropna(subset=["rating"])
-    distance = {sketch: _distance_to_uniform_l2(group["rating"].astype(int))
-                for sketch, group in given_.groupby("sketch_id", observed=True)}  # fmt: skip
+    distance = {
+        sketch: _distance_to_uniform_l2(group["rating"].astype(int))
+        for sketch, group in given_.groupby("sketch_id", observed=True)
+    }
     closest = sorted(distance, key=lambda sketch: (distance[sketch], sketch))[:8]
     assert sorted(main["sketch_id"].unique()) == sorted(map(str, closest))
 

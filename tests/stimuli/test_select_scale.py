@@ -28,13 +28,20 @@ def _pool_and_pilot(scale: Scale, seed: int = 0):
         ratings = rng.choice(scale.points, size=n, p=weights / weights.sum())
         for i, rating in enumerate(ratings):
             sketch_id, image_id = f"s{s}", f"s{s}_{i:02d}"
-            pool.append((sketch_id, image_id, f"sketches/{sketch_id}.png",
-                         f"images/{image_id}.png", "candidate"))  # fmt: skip
+            pool.append(
+                (
+                    sketch_id,
+                    image_id,
+                    f"sketches/{sketch_id}.png",
+                    f"images/{image_id}.png",
+                    "candidate",
+                )
+            )
             pilot.extend((str(r + 1), sketch_id, image_id, "main", int(rating)) for r in range(2))
-    pool = pd.DataFrame(pool, columns=["sketch_id", "image_id", "sketch_path", "image_path",
-                                       "role"])  # fmt: skip
-    pilot = pd.DataFrame(pilot, columns=["participant", "sketch_id", "image_id", "phase",
-                                         "rating"])  # fmt: skip
+    pool = pd.DataFrame(
+        pool, columns=["sketch_id", "image_id", "sketch_path", "image_path", "role"]
+    )
+    pilot = pd.DataFrame(pilot, columns=["participant", "sketch_id", "image_id", "phase", "rating"])
     pilot.attrs["scale"] = scale
     return pool, pilot
 
@@ -48,10 +55,11 @@ def test_the_levels_are_the_pilot_s_scale_points(scale):
     assert [c for c in table.columns if c.startswith("count_")] == [f"count_{k}" for k in points]
     for sketch_id, group in pilot.groupby("sketch_id"):
         # NumPy: the sketch's rating counts at each point, scaled to N images; sigma against N/k.
-        counts = np.bincount(group["rating"], minlength=scale.high + 1)[scale.low:]
+        counts = np.bincount(group["rating"], minlength=scale.high + 1)[scale.low :]
         scaled = counts / counts.sum() * N
-        np.testing.assert_allclose(table.loc[sketch_id, [f"count_{k}" for k in points]],
-                                   scaled, rtol=1e-12)  # fmt: skip
+        np.testing.assert_allclose(
+            table.loc[sketch_id, [f"count_{k}" for k in points]], scaled, rtol=1e-12
+        )
         sigma = np.sqrt(((scaled - N / scale.k) ** 2).mean())
         assert table.loc[sketch_id, "sigma"] == pytest.approx(sigma, rel=1e-12)
     distribution = selection.distribution
@@ -59,10 +67,11 @@ def test_the_levels_are_the_pilot_s_scale_points(scale):
     assert uniform["rating"].tolist() == list(points)
     np.testing.assert_allclose(uniform["share"], 1 / scale.k)
     pool_shares = distribution.loc[distribution["dataset"] == "pool", "share"].to_numpy()
-    expected = np.bincount(pilot["rating"], minlength=scale.high + 1)[scale.low:] / len(pilot)
+    expected = np.bincount(pilot["rating"], minlength=scale.high + 1)[scale.low :] / len(pilot)
     np.testing.assert_allclose(pool_shares, expected, rtol=1e-12)
     assert distance_to_uniform(pool_shares) == pytest.approx(
-        0.5 * np.abs(expected - 1 / scale.k).sum(), rel=1e-12)  # fmt: skip
+        0.5 * np.abs(expected - 1 / scale.k).sum(), rel=1e-12
+    )
     # Every chosen image sits at a point of the scale, N per kept sketch.
     assert selection.pairs["pilot_level"].isin(points).all()
     assert (selection.pairs.groupby("sketch_id").size() == N).all()

@@ -53,12 +53,17 @@ def test_a_generated_set_validates_and_sha256sum_agrees(small_set):
     assert result.returncode == 0, result.stderr
     assert "3 sketches, 18 images, anchors 3 sketches x 7 images" in result.stdout
     # Independent check with GNU coreutils: every listed file matches ...
-    check = subprocess.run(["sha256sum", "--check", "--quiet", "SHA256SUMS"], cwd=small_set,
-                           capture_output=True, text=True)  # fmt: skip
+    check = subprocess.run(
+        ["sha256sum", "--check", "--quiet", "SHA256SUMS"],
+        cwd=small_set,
+        capture_output=True,
+        text=True,
+    )
     assert check.returncode == 0, check.stdout + check.stderr
     # ... and the set digest is `sha256sum manifest.csv SHA256SUMS | sha256sum`.
-    listing = subprocess.run(["sha256sum", "manifest.csv", "SHA256SUMS"], cwd=small_set,
-                             capture_output=True, check=True).stdout  # fmt: skip
+    listing = subprocess.run(
+        ["sha256sum", "manifest.csv", "SHA256SUMS"], cwd=small_set, capture_output=True, check=True
+    ).stdout
     assert set_digest(small_set) == hashlib.sha256(listing).hexdigest()
     assert set_digest(small_set) in result.stdout
 
@@ -108,8 +113,11 @@ def test_duplicate_pair(set_copy):
     edit_manifest(set_copy, lambda m: pd.concat([m, m.iloc[[24]]], ignore_index=True))
     result = run_main("stimuli", "validate", str(set_copy))
     row = read_manifest(set_copy).iloc[24]
-    assert_problems(result, f"line 41: duplicate pair ({row.sketch_id}, {row.image_id}); first "
-                    "on line 26", lines=1)  # fmt: skip
+    assert_problems(
+        result,
+        f"line 41: duplicate pair ({row.sketch_id}, {row.image_id}); first on line 26",
+        lines=1,
+    )
 
 
 @pytest.mark.parametrize(
@@ -144,19 +152,27 @@ def test_symlink_out_of_the_set(set_copy, tmp_path):
     edit_manifest(set_copy, change)
     write_checksums(set_copy, [*read_checksums(set_copy)[0], "images/s01/linked.png"])
     result = run_main("stimuli", "validate", str(set_copy))
-    assert_problems(result, "line 23: image_path 'images/s01/linked.png'", "outside the set",
-                    lines=1)  # fmt: skip
+    assert_problems(
+        result, "line 23: image_path 'images/s01/linked.png'", "outside the set", lines=1
+    )
 
 
 def test_anchor_block_not_whole(set_copy):
     edit_manifest(set_copy, lambda m: m.drop(index=9))  # the third image of the second anchor
     result = run_main("stimuli", "validate", str(set_copy))
-    assert_problems(result, "anchor sketch a02 has images rated 1, 2, 4, 5, 6, 7; expected one "
-                    "each rated 1, 2, 3, 4, 5, 6, 7", lines=1)  # fmt: skip
+    assert_problems(
+        result,
+        "anchor sketch a02 has images rated 1, 2, 4, 5, 6, 7; expected one "
+        "each rated 1, 2, 3, 4, 5, 6, 7",
+        lines=1,
+    )
     # The size of a whole block is configurable: a set without anchoring validates with 0.
     edit_manifest(set_copy, lambda m: m[m["role"] != "anchor"])
-    assert_problems(run_main("stimuli", "validate", str(set_copy)),
-                    "anchor block has 0 sketches; expected 3", lines=1)  # fmt: skip
+    assert_problems(
+        run_main("stimuli", "validate", str(set_copy)),
+        "anchor block has 0 sketches; expected 3",
+        lines=1,
+    )
     result = run_main("stimuli", "validate", "--anchor-sketches", "0", str(set_copy))
     assert result.returncode == 0, result.stderr
     assert "no anchors" in result.stdout
@@ -172,7 +188,7 @@ def test_sketch_without_images(set_copy):
             anchor_rating="",
             sketch_path="sketches/s01.png",
         )
-        return pd.concat([m, extra], ignore_index=True)  # fmt: skip
+        return pd.concat([m, extra], ignore_index=True)
 
     edit_manifest(set_copy, change)
     result = run_main("stimuli", "validate", str(set_copy))
@@ -193,19 +209,34 @@ def test_many_problems_one_line_each_and_load_set_names_the_first(set_copy):
 
 def test_bad_manifest_header_and_roles(set_copy):
     edit_manifest(set_copy, lambda m: m.assign(role=np.where(m.index == 25, "mian", m["role"])))
-    assert_problems(run_main("stimuli", "validate", str(set_copy)),
-                    "line 27: role 'mian': expected one of main, anchor, candidate")  # fmt: skip
+    assert_problems(
+        run_main("stimuli", "validate", str(set_copy)),
+        "line 27: role 'mian': expected one of main, anchor, candidate",
+    )
     edit_manifest(set_copy, lambda m: m.drop(columns="sketch_path"))
-    assert_problems(run_main("stimuli", "validate", str(set_copy)),
-                    "line 1: missing column 'sketch_path'", lines=1)  # fmt: skip
-    assert_problems(run_main("stimuli", "validate", str(set_copy / "nowhere")),
-                    "no such folder", lines=1)  # fmt: skip
+    assert_problems(
+        run_main("stimuli", "validate", str(set_copy)),
+        "line 1: missing column 'sketch_path'",
+        lines=1,
+    )
+    assert_problems(
+        run_main("stimuli", "validate", str(set_copy / "nowhere")), "no such folder", lines=1
+    )
 
 
 def test_validate_accepts_a_pool_without_anchors(tmp_path):
-    pool = generate_set(tmp_path / "pool", SetDesign(sketches=2, images_per_sketch=4,
-                                                     anchor_sketches=0, width=64, height=64,
-                                                     role="candidate"), seed=1)  # fmt: skip
+    pool = generate_set(
+        tmp_path / "pool",
+        SetDesign(
+            sketches=2,
+            images_per_sketch=4,
+            anchor_sketches=0,
+            width=64,
+            height=64,
+            role="candidate",
+        ),
+        seed=1,
+    )
     report = validate_set(pool, AnchorDesign())
     assert report.ok, report.problems
     assert report.summary().startswith(f"{pool}: 8 candidate pairs, no anchors")

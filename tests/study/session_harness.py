@@ -24,8 +24,13 @@ from pathlib import Path
 ROOT = Path(__file__).parents[2]
 
 #: PsychoPy key name -> X keysym name, where they differ.
-_KEYSYMS = {"escape": "Escape", "return": "Return", "backspace": "BackSpace",
-            "num_enter": "KP_Enter", **{f"num_{d}": f"KP_{d}" for d in range(10)}}  # fmt: skip
+_KEYSYMS = {
+    "escape": "Escape",
+    "return": "Return",
+    "backspace": "BackSpace",
+    "num_enter": "KP_Enter",
+    **{f"num_{d}": f"KP_{d}" for d in range(10)},
+}
 
 
 @contextlib.contextmanager
@@ -42,8 +47,12 @@ def xvfb(screen: str = "1920x1200x24", nice: int = 0):
         raise RuntimeError("Xvfb is not installed (Debian package xvfb); make install provides it")
     read, write = os.pipe()
     command = [program, "-displayfd", str(write), "-screen", "0", screen, "-nolisten", "tcp"]
-    server = subprocess.Popen(command, pass_fds=(write,), stderr=subprocess.DEVNULL,
-                              preexec_fn=(lambda: _nice(nice)) if nice else None)  # fmt: skip
+    server = subprocess.Popen(
+        command,
+        pass_fds=(write,),
+        stderr=subprocess.DEVNULL,
+        preexec_fn=(lambda: _nice(nice)) if nice else None,
+    )
     os.close(write)
     try:
         with os.fdopen(read) as stream:
@@ -158,15 +167,18 @@ class Session:
     """``sbir-study run`` in a window on a display, as a subprocess whose output is followed."""
 
     def __init__(self, command: list[str], env: dict) -> None:
-        self.process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True)  # fmt: skip
+        self.process = subprocess.Popen(
+            command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         self.lines: list[str] = []
         self.errors: list[str] = []
         self._readers = [
             threading.Thread(target=self._read, args=(stream, into), daemon=True)
-            for stream, into in ((self.process.stdout, self.lines),
-                                 (self.process.stderr, self.errors))
-        ]  # fmt: skip
+            for stream, into in (
+                (self.process.stdout, self.lines),
+                (self.process.stderr, self.errors),
+            )
+        ]
         for reader in self._readers:
             reader.start()
 
@@ -186,8 +198,10 @@ class Session:
                 time.sleep(0.1)  # let the readers drain
                 if not any(text in line for line in self.lines):
                     errors = "".join(self.errors)[-2000:]
-                    raise RuntimeError(f"the session ended ({self.process.returncode}) before "
-                                       f"printing {text!r}: {errors}")  # fmt: skip
+                    raise RuntimeError(
+                        f"the session ended ({self.process.returncode}) before "
+                        f"printing {text!r}: {errors}"
+                    )
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the session did not print {text!r}")
             time.sleep(0.02)
@@ -209,15 +223,35 @@ class Session:
         self.process.wait()
 
 
-def start_session(display: str | None, protocol: Path, stimuli: Path, data: Path, *extra: str,
-                  participant: str = "01", windowed: bool = True) -> Session:  # fmt: skip
+def start_session(
+    display: str | None,
+    protocol: Path,
+    stimuli: Path,
+    data: Path,
+    *extra: str,
+    participant: str = "01",
+    windowed: bool = True,
+) -> Session:
     """``sbir-study run`` in a window on ``display`` (None: no DISPLAY at all)."""
     env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
     if display is not None:
         env["DISPLAY"] = display
-    command = [sys.executable, "-m", "sbir_study", "run", "--protocol", str(protocol),
-               "--stimuli", str(stimuli), "--participant", participant, "--data", str(data),
-               *(["--windowed"] if windowed else []), *extra]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "sbir_study",
+        "run",
+        "--protocol",
+        str(protocol),
+        "--stimuli",
+        str(stimuli),
+        "--participant",
+        participant,
+        "--data",
+        str(data),
+        *(["--windowed"] if windowed else []),
+        *extra,
+    ]
     return Session(command, env)
 
 
@@ -289,8 +323,14 @@ def draw_in_window(tmp_path: Path, body: str, protocol: Path, stimuli: Path) -> 
     script = tmp_path / "draw.py"
     script.write_text(WINDOW_SCRIPT + body, encoding="utf-8")
     with xvfb("1280x800x24") as display:
-        result = subprocess.run([sys.executable, str(script), str(protocol), str(stimuli)],
-                                env={**os.environ, "DISPLAY": display}, capture_output=True,
-                                text=True, encoding="utf-8", timeout=180, cwd=ROOT)  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, str(script), str(protocol), str(stimuli)],
+            env={**os.environ, "DISPLAY": display},
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            timeout=180,
+            cwd=ROOT,
+        )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])

@@ -84,8 +84,7 @@ def test_the_german_details_are_answered_with_its_keys():
     assert answers == {"sex": "F", "handedness": "A"}
     assert window.offered == [{"w", "m", "d", "k", "escape"}, {"r", "l", "b", "k", "escape"}]
     window = ScriptedWindow([("n", 1.0), ("k", 2.0), ("escape", 3.0)])
-    assert ask_details(window, ["sex", "handedness"], texts=GERMAN.texts,
-                       quit_key="escape") is None  # fmt: skip
+    assert ask_details(window, ["sex", "handedness"], texts=GERMAN.texts, quit_key="escape") is None
     window = ScriptedWindow([("k", 1.0)])
     assert ask_details(window, ["handedness"], texts=GERMAN.texts, quit_key="escape") == {
         "handedness": MISSING
@@ -108,8 +107,11 @@ def test_answer_keys_are_taken_exactly_when_each_question_has_distinct_keys(lett
     loop = TrialLoop(window, Protocol(texts=texts), pd.DataFrame({"phase": ["main"]}), "01")
     assert loop._waiting_screens(["quit"], 0.0)[0] == "quit"
     assert window.offered == [{keys["yes_key"], keys["no_key"]}]
-    for name, field, recorded in (("sex", "other_key", "O"), ("handedness", "left_key", "L"),
-                                  ("sex", "not_say_key", MISSING)):  # fmt: skip
+    for name, field, recorded in (
+        ("sex", "other_key", "O"),
+        ("handedness", "left_key", "L"),
+        ("sex", "not_say_key", MISSING),
+    ):
         window = ScriptedWindow([(keys[field], 1.0)])
         assert ask_details(window, [name], texts=texts, quit_key="escape") == {name: recorded}
 
@@ -121,10 +123,12 @@ def test_answer_keys_are_taken_exactly_when_each_question_has_distinct_keys(lett
         ('[texts]\nno_key = "escape"\n', "texts.no_key: expected a key name"),
         ('[texts]\nyes_key = "n"\n', "texts.no_key: 'n' is already yes_key"),
         ('[texts]\nleft_key = "r"\n', "texts.left_key: 'r' is already right_key"),
-        ('[response]\nquit_key = "q"\n[texts]\nmale_key = "q"\n',
-         "texts.male_key: 'q' is already the quit key"),
+        (
+            '[response]\nquit_key = "q"\n[texts]\nmale_key = "q"\n',
+            "texts.male_key: 'q' is already the quit key",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_answer_keys_are_refused_in_one_line(tmp_path, settings, refusal):
     from sbir_study.foundation.checks import InputError
 

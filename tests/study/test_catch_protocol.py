@@ -18,26 +18,47 @@ def _protocol(tmp_path, *tables):
 
 
 def test_catch_pairs_load_with_their_range(tmp_path):
-    protocol = load_protocol(_protocol(tmp_path, 'sketch_id = "s1"\nimage_id = "s1"\n'
-                                       'ratings = "1-2"', 'sketch_id = "s1"\nimage_id = '
-                                       '"blank"\nratings = "7"'))  # fmt: skip
+    protocol = load_protocol(
+        _protocol(
+            tmp_path,
+            'sketch_id = "s1"\nimage_id = "s1"\nratings = "1-2"',
+            'sketch_id = "s1"\nimage_id = "blank"\nratings = "7"',
+        )
+    )
     assert [(p.sketch_id, p.image_id, p.lowest, p.highest) for p in protocol.catch] == [
-        ("s1", "s1", 1, 2), ("s1", "blank", 7, 7)]  # fmt: skip
+        ("s1", "s1", 1, 2),
+        ("s1", "blank", 7, 7),
+    ]
 
 
-@pytest.mark.parametrize("table, message", [
-    ('sketch_id = "s"\nimage_id = "i"\nratings = "0-2"', "catch[0].ratings: expected ratings "
-     "LOW-HIGH with 1 <= LOW <= HIGH <= 7 (the rating keys), got '0-2'"),
-    ('sketch_id = "s"\nimage_id = "i"\nratings = "3-2"', "catch[0].ratings: expected ratings"),
-    ('sketch_id = "s"\nimage_id = "i"\nratings = "low"', "catch[0].ratings: expected the "
-     'ratings that pass, as pressed: "LOW-HIGH" or one rating ("1-2", "7"), got \'low\''),
-    ('sketch_id = "s"\nratings = "1"', "catch[0]: missing key 'image_id'; expected sketch_id, "
-     "image_id, ratings"),
-    ('sketch_id = "s"\nimage_id = "i"\nratings = "1"\nrating = 1', "catch[0]: unknown key "
-     "'rating'"),
-    ('sketch_id = "s 1"\nimage_id = "i"\nratings = "1"', "catch[0].sketch_id: expected a "
-     "sketch id of the stimulus set"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        (
+            'sketch_id = "s"\nimage_id = "i"\nratings = "0-2"',
+            "catch[0].ratings: expected ratings "
+            "LOW-HIGH with 1 <= LOW <= HIGH <= 7 (the rating keys), got '0-2'",
+        ),
+        ('sketch_id = "s"\nimage_id = "i"\nratings = "3-2"', "catch[0].ratings: expected ratings"),
+        (
+            'sketch_id = "s"\nimage_id = "i"\nratings = "low"',
+            "catch[0].ratings: expected the "
+            'ratings that pass, as pressed: "LOW-HIGH" or one rating ("1-2", "7"), got \'low\'',
+        ),
+        (
+            'sketch_id = "s"\nratings = "1"',
+            "catch[0]: missing key 'image_id'; expected sketch_id, image_id, ratings",
+        ),
+        (
+            'sketch_id = "s"\nimage_id = "i"\nratings = "1"\nrating = 1',
+            "catch[0]: unknown key 'rating'",
+        ),
+        (
+            'sketch_id = "s 1"\nimage_id = "i"\nratings = "1"',
+            "catch[0].sketch_id: expected a sketch id of the stimulus set",
+        ),
+    ],
+)
 def test_a_bad_catch_table_is_one_line_naming_it(tmp_path, table, message):
     path = _protocol(tmp_path, table)
     with pytest.raises(InputError) as error:
@@ -53,11 +74,18 @@ def test_a_pair_named_twice_is_refused(tmp_path):
 
 
 def test_a_catch_pair_must_be_a_main_pair_of_the_set(tmp_path):
-    protocol = load_protocol(_protocol(tmp_path, 'sketch_id = "s"\nimage_id = "i2"\n'
-                                       'ratings = "1"'))  # fmt: skip
-    manifest = pd.DataFrame({"sketch_id": ["s", "s", "a"], "image_id": ["i1", "i2", "j"],
-                             "role": ["main", "main", "anchor"]})  # fmt: skip
+    protocol = load_protocol(_protocol(tmp_path, 'sketch_id = "s"\nimage_id = "i2"\nratings = "1"'))
+    manifest = pd.DataFrame(
+        {
+            "sketch_id": ["s", "s", "a"],
+            "image_id": ["i1", "i2", "j"],
+            "role": ["main", "main", "anchor"],
+        }
+    )
     check_catch_pairs(protocol, manifest, "set")
-    with pytest.raises(InputError, match=r"^set: catch\[0\]: the stimulus set has no pair s/i2 "
-                                         "of role main"):  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match=r"^set: catch\[0\]: the stimulus set has no pair s/i2 "
+        "of role main",
+    ):
         check_catch_pairs(protocol, manifest.iloc[[0, 2]], "set")

@@ -25,20 +25,29 @@ SESSION = {"Protocol": {"name": "demo"}, "StimulusSetDigest": "ab" * 32, "Seed":
 
 # Ids as platforms send them, and short ids over few characters, so that letters and
 # digits often coincide (0-1, 01, 0.1) and a hash must part them.
-PLATFORM_IDS = st.sampled_from([
-    "5f8d0e2a9b1c3d4e5f6a7b8c",  # Prolific
-    "A1B2C3D4E5F6G7",  # MTurk worker
-    "12345",  # SONA
-    "R_3kVq9xP2abcDEF",  # Qualtrics
-    "R-3kVq9xP2abcDEF",
-    "NA", "n.a.", "null", "---", "01", "1", "ü1",
-])  # fmt: skip
+PLATFORM_IDS = st.sampled_from(
+    [
+        "5f8d0e2a9b1c3d4e5f6a7b8c",  # Prolific
+        "A1B2C3D4E5F6G7",  # MTurk worker
+        "12345",  # SONA
+        "R_3kVq9xP2abcDEF",  # Qualtrics
+        "R-3kVq9xP2abcDEF",
+        "NA",
+        "n.a.",
+        "null",
+        "---",
+        "01",
+        "1",
+        "ü1",
+    ]
+)
 SHORT_IDS = st.text(alphabet="01aA-_. ", min_size=1, max_size=4).filter(str.strip)
 
 
 def record(root: Path, source_id: str, label: str) -> None:
-    SessionRecorder.open(root, label, task="sbirdemo", session=SESSION, trial_order=ORDER,
-                         source_id=source_id).finish("incomplete")  # fmt: skip
+    SessionRecorder.open(
+        root, label, task="sbirdemo", session=SESSION, trial_order=ORDER, source_id=source_id
+    ).finish("incomplete")
 
 
 def participants(root: Path) -> pd.DataFrame:
@@ -92,11 +101,21 @@ def test_a_dataset_recorded_before_ids_were_kept(tmp_path):
     # Another id with the same letters and digits is another participant.
     other = label_of(tmp_path, "0-7")
     assert other == participant_label("0-7", {"07"}) != "07"
-    SessionRecorder.open(tmp_path, other, task="sbirdemo", session=SESSION, trial_order=ORDER,
-                         source_id="0-7", details={"age": "25"}).finish("complete")  # fmt: skip
+    SessionRecorder.open(
+        tmp_path,
+        other,
+        task="sbirdemo",
+        session=SESSION,
+        trial_order=ORDER,
+        source_id="0-7",
+        details={"age": "25"},
+    ).finish("complete")
     assert participants(tmp_path).to_dict("list") == {
-        "participant_id": ["sub-07", f"sub-{other}"], "source_id": ["n/a", "0-7"],
-        "group": ["pilot", "n/a"], "age": ["31", "25"]}  # fmt: skip
+        "participant_id": ["sub-07", f"sub-{other}"],
+        "source_id": ["n/a", "0-7"],
+        "group": ["pilot", "n/a"],
+        "age": ["31", "25"],
+    }
     described = json.loads((tmp_path / "participants.json").read_text())
     assert described["group"] == {"Description": "Lab group."} and "source_id" in described
     assert label_of(tmp_path, "0-7") == other and label_of(tmp_path, "07") == "07"

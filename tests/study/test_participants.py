@@ -25,7 +25,7 @@ MISSING = {"n/a", "na", "none", ""}
         st.sampled_from(["n/a", "NA", " 30 ", "030", "1e2", "٣٠", "25.0"]),
     )
 )
-def test_age(text):  # fmt: skip
+def test_age(text):
     value = text.strip()
     if value.lower() in MISSING:
         assert check_details({"age": text}, ALL) == {"age": "n/a"}
@@ -45,7 +45,7 @@ def test_age(text):  # fmt: skip
         ),
     )
 )
-def test_sex_and_handedness(name, levels, text):  # fmt: skip
+def test_sex_and_handedness(name, levels, text):
     value = text.strip().lower()
     if value in MISSING:
         assert check_details({name: text}, ALL) == {name: "n/a"}
@@ -57,15 +57,20 @@ def test_sex_and_handedness(name, levels, text):  # fmt: skip
 
 
 def test_a_detail_the_protocol_does_not_record_is_refused():
-    with pytest.raises(InputError, match=r"^--handedness: the protocol does not record "
-                       r"handedness \(its participants.details: age, sex\)"):  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match=r"^--handedness: the protocol does not record "
+        r"handedness \(its participants.details: age, sex\)",
+    ):
         check_details({"handedness": "R"}, ("age", "sex"))
     assert check_details({"handedness": None}, ("age",)) == {}
 
 
 def test_participants_json_levels_are_bids_levels():
     described = details_description(ALL)
-    assert described["age"] == {"Description": "Age of the participant at the session.",
-                                 "Units": "year"}  # fmt: skip
+    assert described["age"] == {
+        "Description": "Age of the participant at the session.",
+        "Units": "year",
+    }
     assert set(described["sex"]["Levels"]) == {"M", "F", "O"}
     assert set(described["handedness"]["Levels"]) == {"R", "L", "A"}

@@ -56,8 +56,10 @@ def test_the_pairs_load_in_their_order(tmp_path):
 @pytest.mark.parametrize(
     "pairs,message",
     [
-        ('[["s1", "i1"], ["s1", "i1"]]', "practice.pairs: expected each pair once, got "
-                                         "['s1', 'i1'] twice"),
+        (
+            '[["s1", "i1"], ["s1", "i1"]]',
+            "practice.pairs: expected each pair once, got ['s1', 'i1'] twice",
+        ),
         ('[["s1", "i 1"]]', "practice.pairs: expected a list of [sketch_id, image_id] pairs"),
         ('[["s1"]]', "practice.pairs: expected a list of [sketch_id, image_id] pairs"),
         ('[["s1", "i1", "i2"]]', "practice.pairs: expected a list of [sketch_id, image_id]"),
@@ -65,7 +67,7 @@ def test_the_pairs_load_in_their_order(tmp_path):
         ('[[".s", "i1"]]', "practice.pairs: expected a list of [sketch_id, image_id] pairs"),
         ("3", "practice.pairs: expected a list, got 3"),
     ],
-)  # fmt: skip
+)
 def test_bad_pairs_are_refused_naming_the_setting(tmp_path, pairs, message):
     path = tmp_path / "p.toml"
     path.write_text(f"[practice]\npairs = {pairs}\n")
@@ -101,8 +103,11 @@ def test_practice_pairs_come_first_in_order_and_change_nothing_after_them(data, 
 
 def test_a_pair_the_set_does_not_hold_is_refused_before_any_window():
     protocol = _with_practice([("s0", "s0_1"), ("s0", "s0_99")])
-    with pytest.raises(InputError, match=r"^practice.pairs\[1\]: the stimulus set has no pair "
-                                         r"s0/s0_99; expected pairs of its manifest"):  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match=r"^practice.pairs\[1\]: the stimulus set has no pair "
+        r"s0/s0_99; expected pairs of its manifest",
+    ):
         build_trials(protocol, _manifest(), 1, practice=True)
 
 
@@ -180,13 +185,15 @@ def test_a_practice_rating_changes_no_output(tmp_path):
     # never rated in the study (a pair of its own) and missed.
     practice = []
     for participant in table["participant"].unique():
-        practice += [(participant, "s1", "s1_i01", "practice", "7", "0.5", "n/a", "1"),
-                     (participant, "s2", "s2_i03", "practice", "1", "0.6", "n/a", "2"),
-                     (participant, "p0", "p0_i0", "practice", "n/a", "n/a", "n/a",
-                      "3")]  # fmt: skip
+        practice += [
+            (participant, "s1", "s1_i01", "practice", "7", "0.5", "n/a", "1"),
+            (participant, "s2", "s2_i03", "practice", "1", "0.6", "n/a", "2"),
+            (participant, "p0", "p0_i0", "practice", "n/a", "n/a", "n/a", "3"),
+        ]
     shifted = table.assign(trial=(table["trial"].astype(int) + 3).astype(str))
-    with_practice = pd.concat([pd.DataFrame(practice, columns=table.columns), shifted],
-                              ignore_index=True)  # fmt: skip
+    with_practice = pd.concat(
+        [pd.DataFrame(practice, columns=table.columns), shifted], ignore_index=True
+    )
     options = AnalysisOptions(bootstrap=20, permutations=20)
     written = {}
     for name, frame in (("plain", table), ("practice", with_practice)):
@@ -197,8 +204,9 @@ def test_a_practice_rating_changes_no_output(tmp_path):
         del written[name][".sbir-study-output.json"]  # what wrote the folder, and when
     assert (validate_ratings(with_practice)["phase"] == "practice").sum() == 24
     assert sorted(written["plain"]) == sorted(written["practice"])
-    differing = [path for path in written["plain"] if written["plain"][path]
-                 != written["practice"][path]]  # fmt: skip
+    differing = [
+        path for path in written["plain"] if written["plain"][path] != written["practice"][path]
+    ]
     # Every table, figure, the summary and the report, byte for byte.
     assert differing == [], differing
     summary = json.loads((tmp_path / "practice" / "summary.json").read_text())
@@ -216,12 +224,17 @@ def test_a_session_with_practice_in_a_real_window(display, tmp_path):
     from sbir_study.analysis import load_ratings
     from sbir_study.stimuli import SetDesign, generate_set, load_set
 
-    stimuli = generate_set(tmp_path / "set", SetDesign(sketches=2, images_per_sketch=3,
-                           anchor_sketches=1, width=96, height=72), seed=5)  # fmt: skip
+    stimuli = generate_set(
+        tmp_path / "set",
+        SetDesign(sketches=2, images_per_sketch=3, anchor_sketches=1, width=96, height=72),
+        seed=5,
+    )
     manifest = load_set(stimuli).manifest
     main = manifest[manifest["role"] == "main"]
-    chosen = [tuple(main.iloc[4][["sketch_id", "image_id"]]),
-              tuple(main.iloc[0][["sketch_id", "image_id"]])]  # fmt: skip
+    chosen = [
+        tuple(main.iloc[4][["sketch_id", "image_id"]]),
+        tuple(main.iloc[0][["sketch_id", "image_id"]]),
+    ]
     protocol = tmp_path / "protocol.toml"
     protocol.write_text(
         f'name = "practice test"\ntask = "{TASK}"\n'

@@ -92,9 +92,13 @@ def _rating_keys(value):
 def _pairs(value):
     """Distinct [sketch_id, image_id] pairs of ids of letters, digits and ._- (docs/formats.md)."""
     ids = r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}"
-    return type(value) is tuple and len(set(value)) == len(value) and all(
-        type(pair) is tuple and len(pair) == 2 and all(re.fullmatch(ids, i) for i in pair)
-        for pair in value
+    return (
+        type(value) is tuple
+        and len(set(value)) == len(value)
+        and all(
+            type(pair) is tuple and len(pair) == 2 and all(re.fullmatch(ids, i) for i in pair)
+            for pair in value
+        )
     )
 
 
@@ -118,19 +122,26 @@ def _placeholders(allowed):
             return False
         rest = value.replace("{{", "").replace("}}", "")
         used = re.findall(r"\{(\w*)\}", rest)
-        return set(used) <= set(allowed) and "{" not in re.sub(r"\{\w+\}", "", rest) and (
-            "}" not in re.sub(r"\{\w+\}", "", rest)
+        return (
+            set(used) <= set(allowed)
+            and "{" not in re.sub(r"\{\w+\}", "", rest)
+            and ("}" not in re.sub(r"\{\w+\}", "", rest))
         )
 
     return check
 
 
 # The placeholders the README's [texts] rows name.
-PLACEHOLDERS = {"anchor_label": ["rating"], "age_retry": ["low", "high"],
-                "scale_reminder": ["best_key", "worst_key", "best_rating", "worst_rating"],
-                "window_too_small": ["min_width", "min_height", "width", "height"],
-                "completion_code": ["code"], "went_wrong": ["error"],
-                "trials_not_stored": ["trials"], "bad_participant_id": ["max_length"]}  # fmt: skip
+PLACEHOLDERS = {
+    "anchor_label": ["rating"],
+    "age_retry": ["low", "high"],
+    "scale_reminder": ["best_key", "worst_key", "best_rating", "worst_rating"],
+    "window_too_small": ["min_width", "min_height", "width", "height"],
+    "completion_code": ["code"],
+    "went_wrong": ["error"],
+    "trials_not_stored": ["trials"],
+    "bad_participant_id": ["max_length"],
+}
 # The README's [texts] rows of answer keys.
 ANSWER_KEYS = """yes_key no_key female_key male_key other_key right_key left_key ambidextrous_key
     not_say_key""".split()
@@ -268,10 +279,37 @@ def test_the_defaults_are_a_valid_protocol_and_the_sidecar_reads_back():
 
 # --- Any document of the real keys with any values ---------------------------------------------
 
-WORDS = ["", " ", "1", "7", "num_3", "p", "P", "escape", "esc", "space", "return", "f13",
-         "age", "sex", "handedness", "gender", "main", "candidate", "anchor", "all", "sketches",
-         "pairs", "sbirtest", "my-task", "A. B", "C0DE-1", "https://example.org/done?cc=1",
-         "ftp://x", "https://a b"]  # fmt: skip
+WORDS = [
+    "",
+    " ",
+    "1",
+    "7",
+    "num_3",
+    "p",
+    "P",
+    "escape",
+    "esc",
+    "space",
+    "return",
+    "f13",
+    "age",
+    "sex",
+    "handedness",
+    "gender",
+    "main",
+    "candidate",
+    "anchor",
+    "all",
+    "sketches",
+    "pairs",
+    "sbirtest",
+    "my-task",
+    "A. B",
+    "C0DE-1",
+    "https://example.org/done?cc=1",
+    "ftp://x",
+    "https://a b",
+]
 SCALARS = st.one_of(
     st.booleans(),
     st.integers(-3, 5000),
@@ -294,8 +332,12 @@ def _plausible(default):
     if isinstance(default, bool):
         return st.booleans()
     if isinstance(default, float):
-        return st.one_of(st.floats(-1.5, 1.5), st.floats(0.0, 100.0), st.floats(-1.0, 1100.0),
-                         st.integers(-1, 100))  # fmt: skip
+        return st.one_of(
+            st.floats(-1.5, 1.5),
+            st.floats(0.0, 100.0),
+            st.floats(-1.0, 1100.0),
+            st.integers(-1, 100),
+        )
     if isinstance(default, int):
         return st.one_of(st.integers(-2, 10), st.integers(-2, 5000))
     if isinstance(default, str):
@@ -336,8 +378,9 @@ def documents(draw):
     for (table, key), value in given.items():
         tables.setdefault(table, []).append(f"{key} = {toml_value(value)}")
     text = "".join(line + "\n" for line in tables.pop("", []))
-    text += "".join(f"[{table}]\n" + "".join(f"{line}\n" for line in lines)
-                    for table, lines in tables.items())  # fmt: skip
+    text += "".join(
+        f"[{table}]\n" + "".join(f"{line}\n" for line in lines) for table, lines in tables.items()
+    )
     return text, given
 
 
@@ -373,8 +416,9 @@ def test_any_document_of_real_keys_loads_within_bounds_or_names_a_setting(docume
             assert loaded == _as_loaded(value), (table, key, loaded, value)
         return
     assert message.startswith(f"{path}: ") and "\n" not in message, message
-    named = re.match(r"([\w.]+)(?:\[\d+\])?: expected |([\w.]+)(?:\[\d+\])?: '", message[
-        len(f"{path}: ") :])  # fmt: skip
+    named = re.match(
+        r"([\w.]+)(?:\[\d+\])?: expected |([\w.]+)(?:\[\d+\])?: '", message[len(f"{path}: ") :]
+    )
     assert named, message
     setting = named.group(1) or named.group(2)
     assert setting in SETTINGS, message
@@ -430,12 +474,19 @@ def _should_load(table, key, value) -> bool:
     if (table, key) == ("online", "lists"):
         return converted == 1  # with subset "all"
     if table == "response":
-        defaults = {"keys": tuple("1234567"), "keypad": True, "pause_key": "p",
-                    "quit_key": "escape"}  # fmt: skip
+        defaults = {
+            "keys": tuple("1234567"),
+            "keypad": True,
+            "pause_key": "p",
+            "quit_key": "escape",
+        }
         # The details form's answer keys (its sex question's m and f by default) are not
         # the quit key either (protocols/README.md, "[texts]").
-        answers = {getattr(_WRITTEN.texts, field) for name in _WRITTEN.participants.details
-                   for field in DETAILS[name].keys or ()}  # fmt: skip
+        answers = {
+            getattr(_WRITTEN.texts, field)
+            for name in _WRITTEN.participants.details
+            for field in DETAILS[name].keys or ()
+        }
         if key == "quit_key" and converted in answers:
             return False
         return _one_job_each(defaults | {key: converted})
@@ -471,17 +522,26 @@ def test_one_setting_loads_exactly_when_the_readme_allows_it(table, key, data):
         named_here = message.startswith((f"{where}: ", f"{where}["))
         # A pause key taken by the default quit key is named at the quit key, and so on; a
         # quit key taken by an answer key of the details form, at that answer key.
-        assert named_here or (table == "response" and message.startswith(f"{path}: response.")) or (
-            key == "quit_key" and message.startswith(f"{path}: texts.")
+        assert (
+            named_here
+            or (table == "response" and message.startswith(f"{path}: response."))
+            or (key == "quit_key" and message.startswith(f"{path}: texts."))
         ), message
 
 
 @settings(max_examples=100, deadline=None)
 @given(
     document=documents(),
-    unknown=st.sampled_from(["stimulus = 2\n", "[timing]\nstimuls_s = 2\n", "[extra]\n",
-                             "[dataset]\nauthor = []\n", "[timing.deeper]\n"]),
-)  # fmt: skip
+    unknown=st.sampled_from(
+        [
+            "stimulus = 2\n",
+            "[timing]\nstimuls_s = 2\n",
+            "[extra]\n",
+            "[dataset]\nauthor = []\n",
+            "[timing.deeper]\n",
+        ]
+    ),
+)
 def test_an_unknown_key_is_named_with_the_closest_real_one(document, unknown):
     text, _ = document
     with tempfile.TemporaryDirectory() as folder:
@@ -500,8 +560,11 @@ def test_an_unknown_key_is_named_with_the_closest_real_one(document, unknown):
 
 
 @settings(max_examples=100, deadline=3000)
-@given(content=table_bytes(["[timing]", "stimulus_s", "=", "2.0", "[response]", "keys"],
-                           separators=(" ", "")))  # fmt: skip
+@given(
+    content=table_bytes(
+        ["[timing]", "stimulus_s", "=", "2.0", "[response]", "keys"], separators=(" ", "")
+    )
+)
 def test_any_bytes_as_a_protocol(content):
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "p.toml"

@@ -47,81 +47,126 @@ def test_the_replication_protocol_is_the_paper_design():
 @pytest.mark.parametrize(
     "text,fragments",
     [
-        ("[timing]\nstimulus_sec = 2.0\n", ["unknown key 'timing.stimulus_sec'",
-                                            "did you mean 'timing.stimulus_s'?"]),
+        (
+            "[timing]\nstimulus_sec = 2.0\n",
+            ["unknown key 'timing.stimulus_sec'", "did you mean 'timing.stimulus_s'?"],
+        ),
         ("nmae = 'x'\n", ["unknown key 'nmae'", "did you mean 'name'?"]),
         ("[timing]\nzzz = 1\n", ["unknown key 'timing.zzz'", "expected one of timing.stimulus_s"]),
         ("[timing]\nstimulus_s = 'two'\n", ["timing.stimulus_s: expected a number, got 'two'"]),
-        ("[timing]\nblank_s = -1.0\n", ["timing.blank_s: expected a duration from 0.05 s to "
-                                        "60 s, got -1.0"]),
+        (
+            "[timing]\nblank_s = -1.0\n",
+            ["timing.blank_s: expected a duration from 0.05 s to 60 s, got -1.0"],
+        ),
         ("[timing]\nstimulus_s = 0\n", ["timing.stimulus_s: expected a duration from 0.05 s"]),
-        ("[timing]\nstimulus_s = inf\n", ["timing.stimulus_s: expected a duration from 0.05 s "
-                                          "to 60 s, got inf"]),
-        ("[timing]\nstimulus_s = 1e308\n", ["timing.stimulus_s: expected a duration from "
-                                            "0.05 s to 60 s, got 1e+308"]),
-        ("[timing]\nanchor_demo_s = nan\n", ["timing.anchor_demo_s: expected a duration from "
-                                             "0.05 s to 60 s, got nan"]),
+        (
+            "[timing]\nstimulus_s = inf\n",
+            ["timing.stimulus_s: expected a duration from 0.05 s to 60 s, got inf"],
+        ),
+        (
+            "[timing]\nstimulus_s = 1e308\n",
+            ["timing.stimulus_s: expected a duration from 0.05 s to 60 s, got 1e+308"],
+        ),
+        (
+            "[timing]\nanchor_demo_s = nan\n",
+            ["timing.anchor_demo_s: expected a duration from 0.05 s to 60 s, got nan"],
+        ),
         ("[timing]\nblank_s = -inf\n", ["timing.blank_s: expected a duration", "got -inf"]),
         ("[timing]\nblank_s = 0.01\n", ["timing.blank_s: expected a duration from 0.05 s"]),
-        ("[timing]\nframe_jitter_ms = inf\n", ["timing.frame_jitter_ms: expected a finite "
-                                               "number in [0, 100]"]),
+        (
+            "[timing]\nframe_jitter_ms = inf\n",
+            ["timing.frame_jitter_ms: expected a finite number in [0, 100]"],
+        ),
         ("[timing]\nrefresh_range_hz = [50, inf]\n", ["timing.refresh_range_hz: expected"]),
         ("[timing]\nstimulus_s = true\n", ["timing.stimulus_s: expected a number, got True"]),
-        ("[timing]\nrefresh_range_hz = [60]\n", ["timing.refresh_range_hz: expected [low, high] "
-                                                 "with 0 < low < high <= 1000 Hz, got [60]"]),
-        ("[timing]\nrefresh_range_hz = [50, '60']\n", ["timing.refresh_range_hz[1]: expected a "
-                                                       "number, got '60'"]),
+        (
+            "[timing]\nrefresh_range_hz = [60]\n",
+            [
+                "timing.refresh_range_hz: expected [low, high] "
+                "with 0 < low < high <= 1000 Hz, got [60]"
+            ],
+        ),
+        (
+            "[timing]\nrefresh_range_hz = [50, '60']\n",
+            ["timing.refresh_range_hz[1]: expected a number, got '60'"],
+        ),
         ("[timing]\nrefresh_range_hz = [60, 50]\n", ["0 < low < high"]),
         ("[response]\nkeys = ['1', '1']\n", ["response.keys: expected distinct keys"]),
         ("[response]\nkeys = ['1']\n", ["response.keys: expected 2 to 9 keys"]),
         ("[response]\nkeys = [1, 2]\n", ["response.keys[0]: expected a string, got 1"]),
-        ("[response]\nkeys = ['1', '2', 'num_1']\n", ["response.keys: 'num_1' is already rating 1 "
-                                                      "(on the keypad); expected each key"]),
-        ("[response]\npause_key = '3'\n", ["response.pause_key: '3' is already rating 3; "
-                                           "expected each key to have one job"]),
-        ("[response]\npause_key = 'num_3'\n", ["response.pause_key: 'num_3' is already "
-                                               "rating 3"]),
+        (
+            "[response]\nkeys = ['1', '2', 'num_1']\n",
+            ["response.keys: 'num_1' is already rating 1 (on the keypad); expected each key"],
+        ),
+        (
+            "[response]\npause_key = '3'\n",
+            ["response.pause_key: '3' is already rating 3; expected each key to have one job"],
+        ),
+        ("[response]\npause_key = 'num_3'\n", ["response.pause_key: 'num_3' is already rating 3"]),
         ("[response]\nquit_key = 'p'\n", ["response.quit_key: 'p' is already the pause key"]),
-        ("[response]\nquit_key = 'space'\n", ["response.quit_key: 'space' is already the "
-                                              "continue key"]),
+        (
+            "[response]\nquit_key = 'space'\n",
+            ["response.quit_key: 'space' is already the continue key"],
+        ),
         ("[response]\nkeys = ['1', '2', 'space']\n", ["response.keys: 'space' is already"]),
-        ("[response]\nquit_key = 'esc'\n", ["response.quit_key: 'esc' is not a key name the "
-                                            "keyboard backend reports; did you mean 'escape'?"]),
-        ("[response]\npause_key = 'P'\n", ["response.pause_key: 'P' is not a key name",
-                                           "did you mean 'p'?"]),
-        ("[response]\nkeys = ['1', '2', 'numpad3']\n", ["response.keys[2]: 'numpad3' is not a "
-                                                        "key name", "did you mean 'num_3'?"]),
+        (
+            "[response]\nquit_key = 'esc'\n",
+            [
+                "response.quit_key: 'esc' is not a key name the "
+                "keyboard backend reports; did you mean 'escape'?"
+            ],
+        ),
+        (
+            "[response]\npause_key = 'P'\n",
+            ["response.pause_key: 'P' is not a key name", "did you mean 'p'?"],
+        ),
+        (
+            "[response]\nkeys = ['1', '2', 'numpad3']\n",
+            ["response.keys[2]: 'numpad3' is not a key name", "did you mean 'num_3'?"],
+        ),
         ("[response]\nkeys = ['1', '2', '']\n", ["response.keys[2]: '' is not a key name"]),
         ("[anchoring]\nenabled = 'yes'\n", ["anchoring.enabled: expected true or false"]),
         ("[anchoring]\nrepeat_from = 1.0\n", ["anchoring.repeat_from: expected a fraction"]),
-        ("[online]\ndropout_after_s = inf\n", ["online.dropout_after_s: expected a number of "
-                                               "seconds above 0, got inf"]),
+        (
+            "[online]\ndropout_after_s = inf\n",
+            ["online.dropout_after_s: expected a number of seconds above 0, got inf"],
+        ),
         ("[timing]\nstimulus_s = 1e400\n", ["timing.stimulus_s: expected a duration"]),
         # A whole number too large for a float (tomllib reads it whole).
-        (f"[timing]\nstimulus_s = 1{'0' * 400}\n", ["timing.stimulus_s: expected a number, "
-                                                    "got 1000"]),
+        (
+            f"[timing]\nstimulus_s = 1{'0' * 400}\n",
+            ["timing.stimulus_s: expected a number, got 1000"],
+        ),
         ("[dataset]\nname = ' '\n", ["dataset.name: expected a name for dataset_description.json"]),
         ("[pauses]\nbreak_every = 2.5\n", ["pauses.break_every: expected a whole number"]),
         ("[pauses]\nbreak_every = -1\n", ["pauses.break_every: expected 0 (no breaks)"]),
-        ("[display]\ndistance_cm = 0\n", ["display.distance_cm: expected a finite number in "
-                                          "(0, 10000]"]),
+        (
+            "[display]\ndistance_cm = 0\n",
+            ["display.distance_cm: expected a finite number in (0, 10000]"],
+        ),
         ("[display]\nwidth_cm = inf\n", ["display.width_cm: expected a finite number"]),
         ("[display]\nresolution = [0, 1200]\n", ["display.resolution: expected [width, height]"]),
-        ("[participants]\ndetails = ['age', 'gender']\n", ["participants.details: expected a "
-                                                           "list of age, sex, handedness"]),
+        (
+            "[participants]\ndetails = ['age', 'gender']\n",
+            ["participants.details: expected a list of age, sex, handedness"],
+        ),
         ("[participants]\ndetails = ['handednes']\n", ["did you mean 'handedness'?"]),
-        ("[participants]\ndetails = ['age', 'age']\n", ["participants.details: expected each "
-                                                        "detail once"]),
+        (
+            "[participants]\ndetails = ['age', 'age']\n",
+            ["participants.details: expected each detail once"],
+        ),
         ("[dataset]\nauthors = ['A. B', ' ']\n", ["dataset.authors: expected a list of names"]),
-        ("[dataset]\nauthor = ['A. B']\n", ["unknown key 'dataset.author'", "did you mean "
-                                            "'dataset.authors'?"]),
+        (
+            "[dataset]\nauthor = ['A. B']\n",
+            ["unknown key 'dataset.author'", "did you mean 'dataset.authors'?"],
+        ),
         ("[display]\nbackground = [0, 0, 2]\n", ["display.background: expected three numbers"]),
         ("timing = 3\n", ["timing: expected a table [timing]"]),
         ("task = 'my-task'\n", ["task: expected a BIDS label"]),
         ("main_roles = ['anchor']\n", ["main_roles: expected a list of main and/or candidate"]),
         ("[timing\n", ["not valid TOML"]),
     ],
-)  # fmt: skip
+)
 def test_protocol_errors_name_the_key(tmp_path, text, fragments):
     path = tmp_path / "bad.toml"
     path.write_text(text)
@@ -165,8 +210,11 @@ def test_without_psychopy_protocols_load_and_served_keys_are_the_browsers(tmp_pa
     # f13 is a macOS key of PsychoPy's that no browser key-down is named.
     path = _pause_key(tmp_path, "f13")
     assert load_protocol(path).response.pause_key == "f13"
-    with pytest.raises(InputError, match=r"^\S+: response\.pause_key: 'f13' is not a key name a "
-                       r"browser sends \(sbir-study serve\); did you mean 'f3'\?"):  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match=r"^\S+: response\.pause_key: 'f13' is not a key name a "
+        r"browser sends \(sbir-study serve\); did you mean 'f3'\?",
+    ):
         load_protocol(path, online=True)
 
 
@@ -204,9 +252,12 @@ def test_a_rating_key_may_be_a_keypad_name_when_the_keypad_does_not_rate(tmp_pat
 
 @pytest.mark.parametrize(
     "keys, best, scale",
-    [('["a", "s"]', "low", Scale(1, 2)), ('["a", "s", "d", "f", "g"]', "high", Scale(1, 5, "high")),
-     ('["1", "2", "3", "4", "5", "6", "7", "8", "9"]', "low", Scale(1, 9))],
-)  # fmt: skip
+    [
+        ('["a", "s"]', "low", Scale(1, 2)),
+        ('["a", "s", "d", "f", "g"]', "high", Scale(1, 5, "high")),
+        ('["1", "2", "3", "4", "5", "6", "7", "8", "9"]', "low", Scale(1, 9)),
+    ],
+)
 def test_the_keys_and_best_make_the_scale(tmp_path, keys, best, scale):
     path = tmp_path / "p.toml"
     path.write_text(f'[response]\nkeys = {keys}\nbest = "{best}"\n')
@@ -221,12 +272,17 @@ def test_a_set_s_anchors_must_lie_on_the_protocol_s_scale(tmp_path):
     from sbir_study.stimuli import SetDesign, generate_set
     from sbir_study.study.trials import stimulus_set_for
 
-    folder = generate_set(tmp_path / "set", SetDesign(sketches=2, images_per_sketch=3,
-                                                      anchor_sketches=1, width=64, height=64))
+    folder = generate_set(
+        tmp_path / "set",
+        SetDesign(sketches=2, images_per_sketch=3, anchor_sketches=1, width=64, height=64),
+    )
     five = tmp_path / "five.toml"
     five.write_text('[response]\nkeys = ["1", "2", "3", "4", "5"]\n')
-    with pytest.raises(InputError, match=r"prescribed rating 6 is not on the protocol's scale "
-                       r"1-5 \(5 keys\)"):  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match=r"prescribed rating 6 is not on the protocol's scale "
+        r"1-5 \(5 keys\)",
+    ):
         stimulus_set_for(folder, load_protocol(five))
     five.write_text('[response]\nkeys = ["1", "2", "3", "4", "5"]\n[anchoring]\nenabled = false\n')
     assert stimulus_set_for(folder, load_protocol(five)).folder == folder
@@ -239,14 +295,16 @@ def test_anchors_made_for_another_scale_are_warned_about(tmp_path):
     from sbir_study.stimuli import SetDesign, generate_set
     from sbir_study.study.trials import AnchorScaleWarning, stimulus_set_for
 
-    design = SetDesign(sketches=2, images_per_sketch=3, anchor_sketches=1, anchor_images=5,
-                       width=64, height=64)  # fmt: skip
+    design = SetDesign(
+        sketches=2, images_per_sketch=3, anchor_sketches=1, anchor_images=5, width=64, height=64
+    )
     folder = generate_set(tmp_path / "set", design, scale=Scale(1, 5))
     path = tmp_path / "p.toml"
 
     def warned(keys: int, best: str = "low") -> list[str]:
-        path.write_text(f'[response]\nkeys = {[str(k) for k in range(1, keys + 1)]}\n'
-                        f'best = "{best}"\n')  # fmt: skip
+        path.write_text(
+            f'[response]\nkeys = {[str(k) for k in range(1, keys + 1)]}\nbest = "{best}"\n'
+        )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             assert stimulus_set_for(folder, load_protocol(path)).folder == folder
@@ -261,8 +319,13 @@ def test_anchors_made_for_another_scale_are_warned_about(tmp_path):
     # A set that does not say which scale it was made for: its ratings' range speaks.
     (folder / "generator.json").unlink()
     sums = folder / "SHA256SUMS"
-    sums.write_text("".join(line for line in sums.read_text().splitlines(keepends=True)
-                            if "generator.json" not in line))  # fmt: skip
+    sums.write_text(
+        "".join(
+            line
+            for line in sums.read_text().splitlines(keepends=True)
+            if "generator.json" not in line
+        )
+    )
     (short,) = warned(7)
     assert "prescribed ratings run from 1 to 5, not from end to end of" in short
     assert warned(5) == []
@@ -396,15 +459,18 @@ FIXTURE_OK = [HealthCheck.function_scoped_fixture]  # tmp_path is only a place t
         st.sampled_from([0.05, 60.0, 0.0499, 60.0001]),
     ),
 )
-def test_any_duration_is_accepted_only_in_range(tmp_path, key, value):  # fmt: skip
+def test_any_duration_is_accepted_only_in_range(tmp_path, key, value):
     path = tmp_path / "p.toml"
     path.write_text(f"[timing]\n{key} = {_toml_number(value)}\n")
     low, high = DURATION_RANGE_S
     if low <= value <= high:
         assert getattr(load_protocol(path).timing, key) == value
     else:
-        with pytest.raises(InputError, match=rf"^{path}: timing\.{key}: expected a duration from "
-                           r"0\.05 s to 60 s, got .+$"):  # fmt: skip
+        with pytest.raises(
+            InputError,
+            match=rf"^{path}: timing\.{key}: expected a duration from "
+            r"0\.05 s to 60 s, got .+$",
+        ):
             load_protocol(path)
 
 
@@ -412,7 +478,7 @@ def test_any_duration_is_accepted_only_in_range(tmp_path, key, value):  # fmt: s
 @given(
     name=st.one_of(st.sampled_from(sorted(backend_key_names())), st.text(min_size=0, max_size=8))
 )
-def test_any_pause_key_name_is_a_backend_name_with_one_job(tmp_path, name):  # fmt: skip
+def test_any_pause_key_name_is_a_backend_name_with_one_job(tmp_path, name):
     path = tmp_path / "p.toml"
     path.write_text(f"[response]\npause_key = {_toml_string(name)}\n")
     taken = {*Protocol().key_map, "space", "escape"}

@@ -19,16 +19,30 @@ SESSION = {"Protocol": {"name": "demo"}, "StimulusSetDigest": "ab" * 32, "Seed":
 
 
 def _row(trial, sketch, image, rating=3):
-    return {"participant": "07", "trial": trial, "phase": "main", "sketch_id": sketch,
-            "image_id": image, "rating": rating, "rt": 0.8123456, "anchor_rating": None,
-            "onset": 3.0 * trial, "onset_monotonic": 1000.0 + 3 * trial,
-            "stim_duration": 2.0, "blank_duration": 1.0, "dropped_frames": 0,
-            "n_presses": 1, "presses": f"{rating}@0.812346", "paused_before": 0.0}  # fmt: skip
+    return {
+        "participant": "07",
+        "trial": trial,
+        "phase": "main",
+        "sketch_id": sketch,
+        "image_id": image,
+        "rating": rating,
+        "rt": 0.8123456,
+        "anchor_rating": None,
+        "onset": 3.0 * trial,
+        "onset_monotonic": 1000.0 + 3 * trial,
+        "stim_duration": 2.0,
+        "blank_duration": 1.0,
+        "dropped_frames": 0,
+        "n_presses": 1,
+        "presses": f"{rating}@0.812346",
+        "paused_before": 0.0,
+    }
 
 
 def _open(root, resume=False, session=SESSION, order=ORDER):
-    return SessionRecorder.open(root, "07", task="sbirdemo", session=session, trial_order=order,
-                                resume=resume)  # fmt: skip
+    return SessionRecorder.open(
+        root, "07", task="sbirdemo", session=session, trial_order=order, resume=resume
+    )
 
 
 def test_a_session_is_a_bids_dataset_the_analysis_reads(tmp_path):
@@ -59,8 +73,9 @@ def test_an_existing_session_is_never_overwritten(tmp_path):
         _open(tmp_path)
     assert (tmp_path / "sub-07" / "beh" / "sub-07_task-sbirdemo_beh.tsv").read_bytes() == before
     with pytest.raises(InputError, match="no session of participant '08' to resume"):
-        SessionRecorder.open(tmp_path, "08", task="sbirdemo", session=SESSION,
-                             trial_order=ORDER, resume=True)  # fmt: skip
+        SessionRecorder.open(
+            tmp_path, "08", task="sbirdemo", session=SESSION, trial_order=ORDER, resume=True
+        )
 
 
 def test_resume_checks_set_protocol_and_order(tmp_path):
@@ -69,8 +84,9 @@ def test_resume_checks_set_protocol_and_order(tmp_path):
         recorder.append(_row(trial, sketch, image))
     recorder.finish("incomplete")
     other_set = {**SESSION, "StimulusSetDigest": "cd" * 32}
-    with pytest.raises(InputError, match="StimulusSetDigest: the session was recorded with "
-                       "another stimulus set"):  # fmt: skip
+    with pytest.raises(
+        InputError, match="StimulusSetDigest: the session was recorded with another stimulus set"
+    ):
         _open(tmp_path, resume=True, session=other_set)
     with pytest.raises(
         InputError,
@@ -188,9 +204,11 @@ def test_sigkill_keeps_every_written_trial_and_resume_completes_the_session(tmp_
     assert len(on_disk) >= acknowledged
     before = on_disk.copy()
     time.sleep(0.01)
-    finished = subprocess.run([sys.executable, "-c", WRITER.format(tests=tests, root=str(tmp_path),
-                                                                 resume=True)],
-                              capture_output=True, text=True)  # fmt: skip
+    finished = subprocess.run(
+        [sys.executable, "-c", WRITER.format(tests=tests, root=str(tmp_path), resume=True)],
+        capture_output=True,
+        text=True,
+    )
     assert finished.returncode == 0, finished.stderr
     after = pd.read_csv(tsv, sep="\t", dtype=str)
     assert after["trial"].astype(int).tolist() == list(range(1, 41))  # each pair exactly once
@@ -206,8 +224,15 @@ from sbir_study.study.recorder import check_dataset_folder, recorded_details  # 
 
 
 def _open_as(root, label, details=None, dataset=None):
-    return SessionRecorder.open(root, label, task="sbirdemo", session=SESSION, trial_order=ORDER,
-                                details=details, dataset=dataset)  # fmt: skip
+    return SessionRecorder.open(
+        root,
+        label,
+        task="sbirdemo",
+        session=SESSION,
+        trial_order=ORDER,
+        details=details,
+        dataset=dataset,
+    )
 
 
 def test_participant_details_and_their_description(tmp_path):
@@ -219,7 +244,10 @@ def test_participant_details_and_their_description(tmp_path):
     table = pd.read_csv(tmp_path / "participants.tsv", sep="\t", dtype=str, keep_default_na=False)
     assert table.to_dict("list") == {
         "participant_id": ["sub-01", "sub-002"],  # labels stay text: 01 is not 1
-        "age": ["25", "n/a"], "sex": ["F", "M"], "handedness": ["n/a", "n/a"]}  # fmt: skip
+        "age": ["25", "n/a"],
+        "sex": ["F", "M"],
+        "handedness": ["n/a", "n/a"],
+    }
     described = json.loads((tmp_path / "participants.json").read_text())
     assert described["age"]["Units"] == "year"
     assert described["sex"]["Levels"] == {"F": "female", "M": "male", "O": "other"}
@@ -238,8 +266,11 @@ def test_existing_participants_file_is_kept_whole(tmp_path):
     (tmp_path / "participants.json").write_text('{"group": {"Description": "Lab group."}}')
     _open_as(tmp_path, "08", {"age": "31"}).finish("complete")
     table = pd.read_csv(tmp_path / "participants.tsv", sep="\t", dtype=str, keep_default_na=False)
-    assert table.to_dict("list") == {"participant_id": ["sub-07x", "sub-08"],
-                                     "group": ["pilot", "n/a"], "age": ["n/a", "31"]}  # fmt: skip
+    assert table.to_dict("list") == {
+        "participant_id": ["sub-07x", "sub-08"],
+        "group": ["pilot", "n/a"],
+        "age": ["n/a", "31"],
+    }
     described = json.loads((tmp_path / "participants.json").read_text())
     assert described["group"] == {"Description": "Lab group."} and "age" in described
     assert json.loads((tmp_path / "dataset_description.json").read_text())["Name"] == "x"

@@ -38,9 +38,17 @@ LAST_INSTANT = math.nextafter(END, -math.inf)
 # Times that matter: the window's edges (and the representable instants beside them), the
 # start of the blank, the last 20 ms, and anywhere from before the onset to after the end.
 edge_times = st.sampled_from(
-    [ONSET, math.nextafter(ONSET, -math.inf), ONSET + STIMULUS_S, LAST_INSTANT, END,
-     math.nextafter(END, math.inf), END - 0.02, END - 0.001]
-)  # fmt: skip
+    [
+        ONSET,
+        math.nextafter(ONSET, -math.inf),
+        ONSET + STIMULUS_S,
+        LAST_INSTANT,
+        END,
+        math.nextafter(END, math.inf),
+        END - 0.02,
+        END - 0.001,
+    ]
+)
 any_time = st.floats(ONSET - 1.0, END + 1.0, allow_nan=False)
 in_window = st.floats(ONSET, LAST_INSTANT, allow_nan=False)
 in_blank = st.floats(ONSET + STIMULUS_S, LAST_INSTANT, allow_nan=False)
@@ -54,10 +62,17 @@ def inside(t: float) -> bool:
 @st.composite
 def trial_events(draw, min_presses=0, max_presses=6):
     """0-6 rating presses in the window and other events around, all at distinct times."""
-    presses = draw(st.lists(st.tuples(st.sampled_from(RATING_KEYS), st.one_of(edge_times.filter(
-        inside), in_window, in_blank)), min_size=min_presses, max_size=max_presses))  # fmt: skip
-    others = draw(st.lists(st.tuples(st.sampled_from(RATING_KEYS + OTHER_KEYS), times),
-                           max_size=6))  # fmt: skip
+    presses = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(RATING_KEYS),
+                st.one_of(edge_times.filter(inside), in_window, in_blank),
+            ),
+            min_size=min_presses,
+            max_size=max_presses,
+        )
+    )
+    others = draw(st.lists(st.tuples(st.sampled_from(RATING_KEYS + OTHER_KEYS), times), max_size=6))
     events, seen = [], set()
     for name, t in presses + others:
         if t not in seen:  # distinct times: the order in time is then unambiguous
@@ -68,9 +83,7 @@ def trial_events(draw, min_presses=0, max_presses=6):
 
 def expected(events):
     """The definition, computed directly: rating presses in [onset, end), in time order."""
-    pressed = sorted(
-        {(t, name) for name, t in events if name in KEY_MAP and ONSET <= t < END}
-    )  # fmt: skip
+    pressed = sorted({(t, name) for name, t in events if name in KEY_MAP and ONSET <= t < END})
     return [(int(name.removeprefix("num_")), t - ONSET) for t, name in pressed]
 
 
@@ -108,19 +121,25 @@ def test_order_of_delivery_never_matters(events, seed):
 @given(events=trial_events())
 def test_keypad_and_top_row_are_the_same_rating(events):
     top_row = [(name.removeprefix("num_") if name in KEY_MAP else name, t) for name, t in events]
-    keypad = [(f"num_{name}" if name in KEY_MAP and name.isdigit() else name, t)
-              for name, t in top_row]  # fmt: skip
+    keypad = [
+        (f"num_{name}" if name in KEY_MAP and name.isdigit() else name, t) for name, t in top_row
+    ]
     assert score_trial(top_row, ONSET, END, KEY_MAP) == score_trial(keypad, ONSET, END, KEY_MAP)
     assert score_trial(events, ONSET, END, KEY_MAP) == score_trial(top_row, ONSET, END, KEY_MAP)
 
 
 @settings(max_examples=200, deadline=None)
-@given(events=trial_events(), noise=st.lists(st.tuples(st.sampled_from(RATING_KEYS + OTHER_KEYS),
-                                                        times), max_size=8))  # fmt: skip
+@given(
+    events=trial_events(),
+    noise=st.lists(st.tuples(st.sampled_from(RATING_KEYS + OTHER_KEYS), times), max_size=8),
+)
 def test_keys_outside_the_window_and_other_keys_change_nothing(events, noise):
     taken = {t for _, t in events}
-    ignored = [(name, t) for name, t in noise if t not in taken and (
-        name not in KEY_MAP or not ONSET <= t < END)]  # fmt: skip
+    ignored = [
+        (name, t)
+        for name, t in noise
+        if t not in taken and (name not in KEY_MAP or not ONSET <= t < END)
+    ]
     assert score_trial(events + ignored, ONSET, END, KEY_MAP) == score_trial(
         events, ONSET, END, KEY_MAP
     )
@@ -138,7 +157,7 @@ def test_keys_outside_the_window_and_other_keys_change_nothing(events, noise):
         ([("5", 102.5), ("2", END)], 5, ((5, 2.5),)),  # at the very end: does not
         ([("7", 99.99), ("p", 101.0), ("space", 101.5)], None, ()),  # before, and other keys
     ],
-)  # fmt: skip
+)
 def test_change_of_mind_cases(events, rating, presses):
     result = score_trial(events, ONSET, END, KEY_MAP)
     assert result.rating == rating
@@ -156,7 +175,9 @@ def test_same_instant_keeps_arrival_order_and_duplicates_collapse():
     assert score_trial([("3", 101.0), ("5", 101.0)], ONSET, END, KEY_MAP).rating == 5
     assert score_trial([("5", 101.0), ("3", 101.0)], ONSET, END, KEY_MAP).rating == 3
     assert event_stream([("3", 1.0), ("3", 1.0), ("3", 2.0)]) == (
-        KeyEvent(1.0, "3"), KeyEvent(2.0, "3"))  # fmt: skip
+        KeyEvent(1.0, "3"),
+        KeyEvent(2.0, "3"),
+    )
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
@@ -190,8 +211,10 @@ CONTROL = {"p", "escape"}
 
 
 @settings(max_examples=300, deadline=None)
-@given(events=st.lists(st.tuples(st.sampled_from(["p", "escape", "3", "y", "n"]), times),
-                       max_size=8), seed=st.integers(0, 2**32 - 1))  # fmt: skip
+@given(
+    events=st.lists(st.tuples(st.sampled_from(["p", "escape", "3", "y", "n"]), times), max_size=8),
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_control_presses_belong_to_the_window_they_were_pressed_in(events, seed):
     delivered = as_backend_delivers(events, random.Random(seed))
     since = ONSET - 0.5  # where control keys were last dealt with
@@ -207,8 +230,10 @@ def test_control_presses_belong_to_the_window_they_were_pressed_in(events, seed)
 
 
 @settings(max_examples=300, deadline=None)
-@given(events=st.lists(st.tuples(st.sampled_from(["y", "n", "space", "p"]), times), max_size=8),
-       seed=st.integers(0, 2**32 - 1))  # fmt: skip
+@given(
+    events=st.lists(st.tuples(st.sampled_from(["y", "n", "space", "p"]), times), max_size=8),
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_the_first_answer_by_time_decides(events, seed):
     shown = ONSET + 1.0
     delivered = as_backend_delivers(events, random.Random(seed))

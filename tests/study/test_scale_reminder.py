@@ -8,7 +8,6 @@ the sketch's and the image's rectangles; and its pixels are lit with the pair an
 the blank.
 """
 
-
 import pytest
 
 from sbir_study.foundation.scale import Scale
@@ -71,9 +70,13 @@ def test_the_reminder_is_written_from_the_keys_and_the_scale(tmp_path):
     # The best end high: G (rating 5) is the best match, A (rating 1) the worst.
     protocol = load_protocol(_protocol(tmp_path))
     assert scale_reminder(protocol) == "G = best match ... A = worst match"
-    own = load_protocol(_protocol(
-        tmp_path, texts='scale_reminder = "{worst_key} ({worst_rating}) schlecht ... '
-        '{best_key} ({best_rating}) gut"\n'))  # fmt: skip
+    own = load_protocol(
+        _protocol(
+            tmp_path,
+            texts='scale_reminder = "{worst_key} ({worst_rating}) schlecht ... '
+            '{best_key} ({best_rating}) gut"\n',
+        )
+    )
     assert scale_reminder(own) == "A (1) schlecht ... G (5) gut"
     listed = [s for s in screens(protocol, "lab") if "best match ..." in s.text]
     assert [s.when for s in listed] == ["under each pair of the main block"]
@@ -115,9 +118,14 @@ def _overlaps(a, b):
 @pytest.mark.realtime
 def test_the_reminder_is_drawn_under_each_rated_pair_and_with_it_only(tmp_path):
     # Taller than wide, so that the reminder must clear the height, not the width.
-    stimuli = generate_set(tmp_path / "set", SetDesign(sketches=2, images_per_sketch=3,
-                           anchor_sketches=1, anchor_images=5, width=72, height=96), seed=5,
-                           scale=Scale(1, 5, "high"))  # fmt: skip
+    stimuli = generate_set(
+        tmp_path / "set",
+        SetDesign(
+            sketches=2, images_per_sketch=3, anchor_sketches=1, anchor_images=5, width=72, height=96
+        ),
+        seed=5,
+        scale=Scale(1, 5, "high"),
+    )
     # 8 degrees wide, so that the pair and the reminder fit the 800 pixels of a windowed session.
     protocol_file = _protocol(tmp_path, display="scale_reminder = true\nstimulus_deg = 8.0\n")
     drawn = draw_in_window(tmp_path, BODY, protocol_file, stimuli)

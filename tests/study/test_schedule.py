@@ -105,8 +105,12 @@ def fake_time(monkeypatch):
 
 
 @settings(max_examples=10, deadline=None)
-@given(hz=st.sampled_from([59.94, 60.0, 75.0, 120.0, 143.9]), phase=st.floats(0, 0.02),
-       drop_rate=st.sampled_from([0.0, 1e-4, 1e-3]), seed=st.integers(0, 2**32 - 1))  # fmt: skip
+@given(
+    hz=st.sampled_from([59.94, 60.0, 75.0, 120.0, 143.9]),
+    phase=st.floats(0, 0.02),
+    drop_rate=st.sampled_from([0.0, 1e-4, 1e-3]),
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_frames_mode_onsets_stay_on_the_timeline(hz, phase, drop_rate, seed):
     clock = FakeClock()
     original = session_window.time.sleep
@@ -155,8 +159,10 @@ def test_clock_mode_onsets_stay_on_the_timeline(fake_time):
     assert np.abs(error[after]).max() < 2.0
     assert abs(np.median(error[:100]) - np.median(error[-100:])) < 0.5
     # A flip a whole frame or more after its deadline is counted as that many dropped frames.
-    expected = [late_frames(o, p, 1 / 60) + late_frames(b, o + 2.0, 1 / 60)
-                for p, o, b in zip(plan, onset, blank, strict=True)]  # fmt: skip
+    expected = [
+        late_frames(o, p, 1 / 60) + late_frames(b, o + 2.0, 1 / 60)
+        for p, o, b in zip(plan, onset, blank, strict=True)
+    ]
     assert lost.tolist() == expected and sum(expected) > 0
 
 
@@ -224,8 +230,11 @@ class FakeRecorder:
 @pytest.fixture(scope="module")
 def six_pairs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("stimuli") / "set"
-    generate_set(folder, SetDesign(sketches=1, images_per_sketch=6, anchor_sketches=0, width=96,
-                                   height=72), seed=3)  # fmt: skip
+    generate_set(
+        folder,
+        SetDesign(sketches=1, images_per_sketch=6, anchor_sketches=0, width=96, height=72),
+        seed=3,
+    )
     return load_set(folder)
 
 
@@ -247,10 +256,12 @@ def run_six_trials(mode: str, stimulus_set, clock: FakeClock) -> pd.DataFrame:
     ``LATE_S[mode]`` late.
     """
     protocol = Protocol(
-        task="sbirtest", timing=Timing(stimulus_s=2.0, blank_s=1.0),
-        anchoring=Anchoring(enabled=False, repeat=False), pauses=Pauses(break_every=4),
+        task="sbirtest",
+        timing=Timing(stimulus_s=2.0, blank_s=1.0),
+        anchoring=Anchoring(enabled=False, repeat=False),
+        pauses=Pauses(break_every=4),
         participants=Participants(details=()),
-    )  # fmt: skip
+    )
     trials = build_trials(protocol, stimulus_set.manifest, seed=1)
     if mode == "clock":
         display = ClockWindow(clock, np.random.default_rng(11), stall_rate=0.0)
@@ -261,9 +272,15 @@ def run_six_trials(mode: str, stimulus_set, clock: FakeClock) -> pd.DataFrame:
     kb = FakeKeyboard()
     answers = pd.DataFrame({"rating": [1, 2, 3, 4, 5, 6], "rt": 0.8})
     screen = session_window.SessionWindow(
-        win, kb, protocol, stimulus_set, session_window.DisplayTiming(60.0, 0.1, mode), clock,
-        Responder(kb, answers, protocol.response.keys), visual=FAKE_VISUAL,
-    )  # fmt: skip
+        win,
+        kb,
+        protocol,
+        stimulus_set,
+        session_window.DisplayTiming(60.0, 0.1, mode),
+        clock,
+        Responder(kb, answers, protocol.response.keys),
+        visual=FAKE_VISUAL,
+    )
     screen.screen._finish = lambda: None  # nothing to render
     screen.warm_up(trials)
     recorder = FakeRecorder()
@@ -287,18 +304,19 @@ def test_a_late_flip_shortens_the_blank_not_the_session(mode, six_pairs, fake_ti
     expected = np.array([1.0, 4.0, 7.0, 10.0, after_pause, after_pause + 3.0])
     np.testing.assert_allclose(record["onset_planned"], expected, rtol=0, atol=1e-6)
     np.testing.assert_allclose(pause_shown, 13.0, rtol=0, atol=tolerance)
-    np.testing.assert_allclose(record["paused_before"], [0, 0, 0, 0, after_pause - 13.0, 0],
-                               rtol=0, atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        record["paused_before"], [0, 0, 0, 0, after_pause - 13.0, 0], rtol=0, atol=1e-6
+    )
 
     # The flips: each on its plan but the late one; the pair stays 2 s from its actual onset.
     # The blank before the late pair lasts until its flip; the blank after it is shorter by as
     # much as the flip was late, and nothing after it moves.
-    np.testing.assert_allclose(record["onset"] - record["onset_planned"], [0, 0, late, 0, 0, 0],
-                               rtol=0, atol=tolerance)  # fmt: skip
+    np.testing.assert_allclose(
+        record["onset"] - record["onset_planned"], [0, 0, late, 0, 0, 0], rtol=0, atol=tolerance
+    )
     np.testing.assert_allclose(record["stim_duration"], 2.0, rtol=0, atol=tolerance)
     blanks = [1.0, 1.0 + late, 1.0 - late, 1.0, 1.0, 1.0]
-    np.testing.assert_allclose(record["blank_duration"], blanks, rtol=0,
-                               atol=2 * tolerance)  # fmt: skip
+    np.testing.assert_allclose(record["blank_duration"], blanks, rtol=0, atol=2 * tolerance)
 
 
 @pytest.mark.parametrize("mode", ["clock", "frames"])
@@ -336,9 +354,15 @@ class LateScreenChanges:
 @settings(max_examples=30, deadline=None)
 @example(hz=60.0, phase=0.004, trials=[(0, 0, 0.1, 0.0), (2, 0, 0.1, 0.0), (0, 0, 0.1, 0.0)])
 @example(hz=60.0, phase=0.004, trials=[(1, 1, 0.1, 0.0), (2, 3, 0.1, 0.3), (1, 0, 0.1, 0.0)])
-@given(hz=st.sampled_from([59.94, 60.0, 75.0, 120.0, 143.9]), phase=st.floats(0, 0.02),
-       trials=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.floats(0, 1.5),
-                                 st.floats(0, 0.5)), min_size=1, max_size=12))  # fmt: skip
+@given(
+    hz=st.sampled_from([59.94, 60.0, 75.0, 120.0, 143.9]),
+    phase=st.floats(0, 0.02),
+    trials=st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 3), st.floats(0, 1.5), st.floats(0, 0.5)),
+        min_size=1,
+        max_size=12,
+    ),
+)
 def test_frames_mode_counts_late_screen_changes_not_the_waits_between_them(hz, phase, trials):
     # Each trial: how many refreshes late its onset and its blank come, how long the session
     # waits after the onset (settling, loading the next pair) and before the next onset (a
@@ -368,7 +392,7 @@ def test_frames_mode_counts_late_screen_changes_not_the_waits_between_them(hz, p
         (16.5, 17, 4),  # past the deadline: no refresh to wait for
         (12.2, 14, 1),  # just before it: the one redraw takes the deadline's refresh
     ],
-)  # fmt: skip
+)
 def test_a_screen_change_after_a_wait_up_to_its_deadline_counts_its_late_refreshes(
     called, shown, late
 ):
@@ -404,8 +428,11 @@ def test_the_due_refresh_is_the_nearest_one(last, hz, ahead):
         assert due == (now < later)
 
 
-@given(k=st.lists(st.integers(1, 4), min_size=1, max_size=50), hz=st.sampled_from([60, 144]),
-       jitter=st.floats(0, 0.2))  # fmt: skip
+@given(
+    k=st.lists(st.integers(1, 4), min_size=1, max_size=50),
+    hz=st.sampled_from([60, 144]),
+    jitter=st.floats(0, 0.2),
+)
 def test_dropped_frames_counts_each_missed_refresh(k, hz, jitter):
     period = 1 / hz
     rng = np.random.default_rng(len(k))

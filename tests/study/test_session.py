@@ -34,8 +34,9 @@ FRAME_60HZ = 1.0 / 60.0
 TASK = "sbirtest"
 
 
-def protocol_file(folder: Path, stimulus_s: float, blank_s: float, anchoring: bool,
-                  extra: str = "") -> Path:  # fmt: skip
+def protocol_file(
+    folder: Path, stimulus_s: float, blank_s: float, anchoring: bool, extra: str = ""
+) -> Path:
     path = folder / "protocol.toml"
     path.write_text(
         f'name = "test"\ntask = "{TASK}"\n'
@@ -61,9 +62,11 @@ def begin(session, keys: Keyboard) -> float:
 
 @pytest.fixture(scope="module")
 def small_set(tmp_path_factory):
-    return generate_set(tmp_path_factory.mktemp("stimuli") / "set",
-                        SetDesign(sketches=2, images_per_sketch=3, anchor_sketches=0,
-                                  width=96, height=72), seed=5)  # fmt: skip
+    return generate_set(
+        tmp_path_factory.mktemp("stimuli") / "set",
+        SetDesign(sketches=2, images_per_sketch=3, anchor_sketches=0, width=96, height=72),
+        seed=5,
+    )
 
 
 # --- Many trials, random multi-press sequences, control keys at the window's edges ----------
@@ -85,8 +88,10 @@ def random_presses(rng: np.random.Generator) -> list[tuple[float, str]]:
         times = np.sort(rng.uniform(0.01, WINDOW - 0.01, count))
         if count < 2 or np.diff(times).min() > 0.02:
             break
-    keys = [str(rng.choice(RATING_KEYS)) if rng.random() > 0.1 else str(rng.choice(["a", "x"]))
-            for _ in range(count)]  # fmt: skip
+    keys = [
+        str(rng.choice(RATING_KEYS)) if rng.random() > 0.1 else str(rng.choice(["a", "x"]))
+        for _ in range(count)
+    ]
     return list(zip(times.tolist(), keys, strict=True))
 
 
@@ -122,9 +127,11 @@ DECIDES = {10: 0, 20: 0, 30: 0, 40: 1, 50: 0}  # which answer the next pair is p
 
 def test_random_multi_press_sequences_in_a_real_window(display, tmp_path):
     planned_trials, recorded_trials = 66, 62
-    stimuli = generate_set(tmp_path / "set", SetDesign(sketches=3, images_per_sketch=22,
-                                                       anchor_sketches=0, width=96, height=72),
-                           seed=3)  # fmt: skip
+    stimuli = generate_set(
+        tmp_path / "set",
+        SetDesign(sketches=3, images_per_sketch=22, anchor_sketches=0, width=96, height=72),
+        seed=3,
+    )
     protocol = protocol_file(tmp_path, STIMULUS_S, BLANK_S, anchoring=False)
     data = tmp_path / "data"
     session = start_session(display, protocol, stimuli, data, "--seed", "17")
@@ -167,8 +174,11 @@ def test_random_multi_press_sequences_in_a_real_window(display, tmp_path):
     # keyboard thread (`late`; how close it is in practice, measured over a full session:
     # benchmarks/bench_session.py).
     late = 0.1
-    log = pd.read_csv(data / "sourcedata" / "sub-01" / f"sub-01_task-{TASK}_keys.tsv", sep="\t",
-                      dtype={"key": str})  # fmt: skip
+    log = pd.read_csv(
+        data / "sourcedata" / "sub-01" / f"sub-01_task-{TASK}_keys.tsv",
+        sep="\t",
+        dtype={"key": str},
+    )
     made_before = sorted((t, key) for key, t in made + every if t < ends[-1] - late)
     logged = sorted(zip(log["onset_monotonic"], log["key"], strict=True))
     assert [k for _, k in logged[: len(made_before)]] == [k for _, k in made_before]
@@ -177,9 +187,11 @@ def test_random_multi_press_sequences_in_a_real_window(display, tmp_path):
     for (logged_t, key), (sent, _) in zip(logged, made_before, strict=False):
         assert sent - 0.005 < logged_t < max(sent, acked.get(sent, sent)) + late, (key, sent)
         errors.append(logged_t - sent)
-    print(f"\nkey-down logged - sent (ms): median {1000 * np.median(errors):.2f}, "
-          f"max {1000 * np.max(errors):.2f}; X server slower than 5 ms to take "
-          f"{sum(acked[t] - t > 0.005 for t in acked)} of {len(acked)} presses")  # fmt: skip
+    print(
+        f"\nkey-down logged - sent (ms): median {1000 * np.median(errors):.2f}, "
+        f"max {1000 * np.max(errors):.2f}; X server slower than 5 ms to take "
+        f"{sum(acked[t] - t > 0.005 for t in acked)} of {len(acked)} presses"
+    )
 
     # 2. Each trial records exactly the rating presses of the log inside its window
     # [onset, onset + stimulus + blank), in time order, the last one its rating. The log and
@@ -226,8 +238,9 @@ def test_random_multi_press_sequences_in_a_real_window(display, tmp_path):
     # 3. Pauses and questions took effect right after the trial the key went down in, each
     # once, and the next pair came one blank after the key that ended the waiting screen.
     controls = [(t, k) for t, k in logged if k in ("p", "escape")]
-    asked_in = sorted({int(np.flatnonzero(starts <= t)[-1]) + 1 for t, _ in controls
-                       if t < ends[-1]})  # fmt: skip
+    asked_in = sorted(
+        {int(np.flatnonzero(starts <= t)[-1]) + 1 for t, _ in controls if t < ends[-1]}
+    )
     paused = trials["paused_before"]
     assert [t + 1 for t in asked_in if t + 1 in trials.index] == paused[paused > 0].index.tolist()
     assert sorted(resumed_from) == [t + 1 for t in asked_in if t + 1 in trials.index]
@@ -240,8 +253,10 @@ def test_random_multi_press_sequences_in_a_real_window(display, tmp_path):
     assert np.abs(step).max() < 2e-6
     onset_error = (trials["onset"] - trials["onset_planned"]).abs()
     assert (onset_error[trials["dropped_frames"] == 0] < FRAME_60HZ).all()
-    print(f"onset - planned (ms): median {1000 * onset_error.median():.2f}, "
-          f"max {1000 * onset_error.max():.2f}")  # fmt: skip
+    print(
+        f"onset - planned (ms): median {1000 * onset_error.median():.2f}, "
+        f"max {1000 * onset_error.max():.2f}"
+    )
     sidecar = json.loads(beh_file(data, TASK).with_suffix(".json").read_text())
     assert sidecar["SessionStatus"] == "incomplete" and sidecar["TimingMode"] == "clock"
     assert sidecar["KeyboardBackend"] == "ptb" and sidecar["RatingKeysReceivedLate"] == 0
@@ -254,11 +269,11 @@ def test_random_multi_press_sequences_in_a_real_window(display, tmp_path):
     assert ratings["rating"].notna().sum() == trials["rating"].notna().sum()
 
 
-def test_details_asked_on_screen_and_the_end_screen_waits_for_space(display, small_set,
-                                                                   tmp_path):  # fmt: skip
+def test_details_asked_on_screen_and_the_end_screen_waits_for_space(display, small_set, tmp_path):
     protocol = protocol_file(tmp_path, 0.3, 0.2, anchoring=False)
-    protocol.write_text(protocol.read_text().replace(
-        "details = []", 'details = ["age", "sex", "handedness"]'))  # fmt: skip
+    protocol.write_text(
+        protocol.read_text().replace("details = []", 'details = ["age", "sex", "handedness"]')
+    )
     data = tmp_path / "data"
     session = start_session(display, protocol, small_set, data)
     keys = Keyboard(display)
@@ -268,8 +283,16 @@ def test_details_asked_on_screen_and_the_end_screen_waits_for_space(display, sma
         # Age: 2, 7, a correction, 5 on the keypad, Enter: 25. Then an answer that is no
         # answer (x), F, and R.
         now = time.monotonic()
-        typed = [(0.05, "2"), (0.10, "7"), (0.15, "backspace"), (0.20, "num_5"), (0.25, "return"),
-                 (0.60, "x"), (0.70, "f"), (1.10, "r")]  # fmt: skip
+        typed = [
+            (0.05, "2"),
+            (0.10, "7"),
+            (0.15, "backspace"),
+            (0.20, "num_5"),
+            (0.25, "return"),
+            (0.60, "x"),
+            (0.70, "f"),
+            (1.10, "r"),
+        ]
         keys.play([(now + t, key) for t, key in typed])
         start = begin(session, keys)
         last_window_end = start + BLANK_S + 6 * 0.5
@@ -281,16 +304,22 @@ def test_details_asked_on_screen_and_the_end_screen_waits_for_space(display, sma
     assert "Session complete: 6 of 6 trials" in out
     table = pd.read_csv(data / "participants.tsv", sep="\t", dtype=str, keep_default_na=False)
     # The id as given is kept beside the label (source_id), here the same.
-    assert table.to_dict("list") == {"participant_id": ["sub-01"], "source_id": ["01"],
-                                     "age": ["25"], "sex": ["F"], "handedness": ["R"]}  # fmt: skip
+    assert table.to_dict("list") == {
+        "participant_id": ["sub-01"],
+        "source_id": ["01"],
+        "age": ["25"],
+        "sex": ["F"],
+        "handedness": ["R"],
+    }
     described = json.loads((data / "participants.json").read_text())
     assert described["sex"]["Levels"]["F"] == "female" and described["age"]["Units"] == "year"
     assert_valid_bids(data)
 
 
 def test_scheduled_breaks(display, small_set, tmp_path):
-    protocol = protocol_file(tmp_path, 0.3, 0.2, anchoring=False, extra="[pauses]\n"
-                             "break_every = 2\n")  # fmt: skip
+    protocol = protocol_file(
+        tmp_path, 0.3, 0.2, anchoring=False, extra="[pauses]\nbreak_every = 2\n"
+    )
     data = tmp_path / "data"
     session = start_session(display, protocol, small_set, data, "--simulate", "--seed", "4")
     status, _, err = session.finish(timeout=60)
@@ -305,9 +334,11 @@ def test_scheduled_breaks(display, small_set, tmp_path):
 
 
 def test_sigkill_mid_block_then_resume(display, tmp_path):
-    stimuli = generate_set(tmp_path / "set", SetDesign(sketches=2, images_per_sketch=8,
-                                                       anchor_sketches=1, width=96, height=72),
-                           seed=2)  # fmt: skip
+    stimuli = generate_set(
+        tmp_path / "set",
+        SetDesign(sketches=2, images_per_sketch=8, anchor_sketches=1, width=96, height=72),
+        seed=2,
+    )
     protocol = protocol_file(tmp_path, 0.3, 0.15, anchoring=True)
     data = tmp_path / "data"
     # An id as a platform sends it (Qualtrics): recorded under its label, found again on resume.
@@ -322,8 +353,9 @@ def test_sigkill_mid_block_then_resume(display, tmp_path):
     again = start_session(display, protocol, stimuli, data, "--simulate", participant=source_id)
     status, _, err = again.finish(timeout=60)
     assert status == 2 and "never overwritten" in err
-    resumed = start_session(display, protocol, stimuli, data, "--simulate", "--resume",
-                            participant=source_id)  # fmt: skip
+    resumed = start_session(
+        display, protocol, stimuli, data, "--simulate", "--resume", participant=source_id
+    )
     status, _, err = resumed.finish(timeout=120)
     assert status == 0, err
     after = read_trials(data, label)
@@ -351,12 +383,13 @@ def test_a_simulated_session_rates_as_the_simulated_dataset(display, tmp_path):
     from sbir_study.analysis.simulate import StudyDesign, write_simulated_dataset
     from sbir_study.stimuli import load_set
 
-    stimuli = generate_set(tmp_path / "set", SetDesign(sketches=1, images_per_sketch=5,
-                                                       anchor_sketches=1, width=96, height=72),
-                           seed=8)  # fmt: skip
+    stimuli = generate_set(
+        tmp_path / "set",
+        SetDesign(sketches=1, images_per_sketch=5, anchor_sketches=1, width=96, height=72),
+        seed=8,
+    )
     design = StudyDesign(participants=2, stimulus_s=1.0, blank_s=0.5)
-    write_simulated_dataset(tmp_path / "sim", design, seed=5,
-                            stimuli=load_set(stimuli).manifest)  # fmt: skip
+    write_simulated_dataset(tmp_path / "sim", design, seed=5, stimuli=load_set(stimuli).manifest)
     beh = tmp_path / "sim" / "sub-01" / "beh"
     seed = json.loads(next(beh.glob("*_beh.json")).read_text())["Seed"]
     simulated = pd.read_csv(next(beh.glob("*_beh.tsv")), sep="\t")
@@ -400,11 +433,12 @@ def test_a_simulated_session_rates_as_the_simulated_dataset(display, tmp_path):
     assert own[rated].sum() >= rated.sum() - 2, own
 
 
-def test_a_stimulus_file_gone_mid_session_stops_it_cleanly_and_resume_goes_on(display,
-                                                                            tmp_path):  # fmt: skip
-    stimuli = generate_set(tmp_path / "set", SetDesign(sketches=2, images_per_sketch=6,
-                                                       anchor_sketches=0, width=96, height=72),
-                           seed=6)  # fmt: skip
+def test_a_stimulus_file_gone_mid_session_stops_it_cleanly_and_resume_goes_on(display, tmp_path):
+    stimuli = generate_set(
+        tmp_path / "set",
+        SetDesign(sketches=2, images_per_sketch=6, anchor_sketches=0, width=96, height=72),
+        seed=6,
+    )
     protocol = protocol_file(tmp_path, 0.3, 0.15, anchoring=False)
     data = tmp_path / "data"
     session = start_session(display, protocol, stimuli, data, "--simulate", "--seed", "9")
@@ -441,8 +475,11 @@ def test_refuses_to_start_without_the_psychtoolbox_keyboard(monkeypatch):
     from sbir_study.study.session.keys import open_keyboard
 
     monkeypatch.setattr(keyboard, "havePTB", False)
-    with pytest.raises(InputError, match=r"Psychtoolbox backend cannot load .* libjack-jackd2-0 "
-                       r"and libasound2.*refusing to fall back"):  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match=r"Psychtoolbox backend cannot load .* libjack-jackd2-0 "
+        r"and libasound2.*refusing to fall back",
+    ):
         open_keyboard()
 
 
@@ -454,8 +491,9 @@ def test_the_session_package_loads_psychopy_only_when_a_session_runs():
         " from sbir_study.study.session import forms, keys, loop, plan, procedure, record,"
         " simulated, window; print(sorted({m.split('.')[0] for m in sys.modules}))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=False)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0, result.stderr
     loaded = result.stdout
     assert "'sbir_study'" in loaded

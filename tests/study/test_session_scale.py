@@ -29,12 +29,15 @@ def test_a_simulated_session_on_another_scale(display, tmp_path, keys, best):
     from sbir_study.stimuli import load_set
 
     scale = Scale(1, len(keys), best)
-    stimuli = generate_set(tmp_path / "set", SetDesign(sketches=2, images_per_sketch=6,
-                                                       anchor_sketches=0, width=96, height=72),
-                           seed=8)  # fmt: skip
+    stimuli = generate_set(
+        tmp_path / "set",
+        SetDesign(sketches=2, images_per_sketch=6, anchor_sketches=0, width=96, height=72),
+        seed=8,
+    )
     design = StudyDesign(participants=1, anchor_sketches=0, stimulus_s=0.6, blank_s=0.4)
-    write_simulated_dataset(tmp_path / "sim", design, seed=5, scale=scale,
-                            stimuli=load_set(stimuli).manifest)  # fmt: skip
+    write_simulated_dataset(
+        tmp_path / "sim", design, seed=5, scale=scale, stimuli=load_set(stimuli).manifest
+    )
     beh = tmp_path / "sim" / "sub-01" / "beh"
     seed = json.loads(next(beh.glob("*_beh.json")).read_text())["Seed"]
     simulated = pd.read_csv(next(beh.glob("*_beh.tsv")), sep="\t")
@@ -44,7 +47,7 @@ def test_a_simulated_session_on_another_scale(display, tmp_path, keys, best):
         f'name = "scale"\ntask = "{TASK}"\n'
         "[timing]\nstimulus_s = 0.6\nblank_s = 0.4\n"
         "[anchoring]\nenabled = false\nrepeat = false\n"
-        f"[response]\nkeys = {json.dumps(keys)}\nbest = \"{best}\"\npause_key = \"b\"\n"
+        f'[response]\nkeys = {json.dumps(keys)}\nbest = "{best}"\npause_key = "b"\n'
         "[participants]\ndetails = []\n"
         '[dataset]\nname = "Scale tests"\nauthors = ["A. Tester"]\n'
         "[display]\nfullscreen = false\nresolution = [800, 600]\n"
@@ -74,8 +77,9 @@ def test_a_simulated_session_on_another_scale(display, tmp_path, keys, best):
     # Every rating key logged is a press of some trial's window (a press that came late, in
     # the next trial's window, is that trial's, and may be changed there by its own press),
     # and each trial's rating is the last press of its window.
-    presses = [[int(p.split("@")[0]) for p in str(cell).split()]
-               for cell in recorded["presses"].fillna("")]  # fmt: skip
+    presses = [
+        [int(p.split("@")[0]) for p in str(cell).split()] for cell in recorded["presses"].fillna("")
+    ]
     assert {keys[r - 1] for trial in presses for r in trial} == set(pressed) - {"space"}
     assert [trial[-1] if trial else None for trial in presses] == [
         None if pd.isna(rating) else int(rating) for rating in recorded["rating"]

@@ -22,16 +22,20 @@ ROOT = Path(__file__).parents[2]
 
 @pytest.fixture(scope="module")
 def stimulus_set(tmp_path_factory):
-    return generate_set(tmp_path_factory.mktemp("stimuli") / "set",
-                        SetDesign(sketches=2, images_per_sketch=3, anchor_sketches=0,
-                                  width=96, height=72), seed=5)  # fmt: skip
+    return generate_set(
+        tmp_path_factory.mktemp("stimuli") / "set",
+        SetDesign(sketches=2, images_per_sketch=3, anchor_sketches=0, width=96, height=72),
+        seed=5,
+    )
 
 
 @pytest.fixture()
 def protocol(tmp_path):
     path = tmp_path / "protocol.toml"
-    path.write_text('name = "t"\ntask = "sbirtest"\n[anchoring]\nenabled = false\n'
-                    'repeat = false\n[participants]\ndetails = ["age", "sex"]\n')  # fmt: skip
+    path.write_text(
+        'name = "t"\ntask = "sbirtest"\n[anchoring]\nenabled = false\n'
+        'repeat = false\n[participants]\ndetails = ["age", "sex"]\n'
+    )
     return path
 
 
@@ -39,9 +43,14 @@ def run(*arguments, display=None):
     env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
     if display is not None:
         env["DISPLAY"] = display
-    return subprocess.run([sys.executable, "-m", "sbir_study", "run", *map(str, arguments)],
-                          env=env, cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "sbir_study", "run", *map(str, arguments)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def assert_one_line(result, *fragments):
@@ -56,8 +65,20 @@ def assert_one_line(result, *fragments):
 
 def test_no_display_is_one_line_and_nothing_is_written(protocol, stimulus_set, tmp_path):
     data = tmp_path / "data"
-    common = ("--protocol", protocol, "--stimuli", stimulus_set, "--participant", "01", "--data",
-              data, "--age", "30", "--sex", "F")  # fmt: skip
+    common = (
+        "--protocol",
+        protocol,
+        "--stimuli",
+        stimulus_set,
+        "--participant",
+        "01",
+        "--data",
+        data,
+        "--age",
+        "30",
+        "--sex",
+        "F",
+    )
     line = assert_one_line(run(*common), "no display: DISPLAY is not set", "xvfb-run")
     assert "Traceback" not in line
     assert not data.exists()
@@ -92,9 +113,10 @@ def recorded_session(data):
         ("handedness", ["--handedness: the protocol does not record handedness"]),
         ("resume-details", ["--age: participants.tsv records '31' for sub-01, not '30'"]),
     ],
-)  # fmt: skip
-def test_every_check_that_needs_no_window_comes_first(case, fragments, protocol, stimulus_set,
-                                                      tmp_path, monkeypatch, capsys):  # fmt: skip
+)
+def test_every_check_that_needs_no_window_comes_first(
+    case, fragments, protocol, stimulus_set, tmp_path, monkeypatch, capsys
+):
     # Without a display: each of these must be reported, not the missing display. (In this
     # process, through the command line's entry point: the subprocess above shows the same
     # entry point ends cleanly.)
@@ -102,8 +124,14 @@ def test_every_check_that_needs_no_window_comes_first(case, fragments, protocol,
 
     monkeypatch.delenv("DISPLAY", raising=False)
     data = tmp_path / "data"
-    arguments = {"--protocol": protocol, "--stimuli": stimulus_set, "--participant": "01",
-                 "--data": data, "--age": "30", "--sex": "F"}  # fmt: skip
+    arguments = {
+        "--protocol": protocol,
+        "--stimuli": stimulus_set,
+        "--participant": "01",
+        "--data": data,
+        "--age": "30",
+        "--sex": "F",
+    }
     flags = []
     if case == "protocol":
         protocol.write_text(protocol.read_text() + "[timing]\nstimulus_s = inf\n")
@@ -141,7 +169,6 @@ def test_every_check_that_needs_no_window_comes_first(case, fragments, protocol,
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     status = main(["run", *(str(v) for item in arguments.items() for v in item), *flags])
     captured = capsys.readouterr()
-    assert_one_line(subprocess.CompletedProcess([], status, captured.out, captured.err),
-                    *fragments)  # fmt: skip
+    assert_one_line(subprocess.CompletedProcess([], status, captured.out, captured.err), *fragments)
     # Nothing written, nothing touched.
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before

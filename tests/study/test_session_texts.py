@@ -8,7 +8,6 @@ its pixels differ from those of the letter without its marks (a missing glyph wo
 draw nothing, or the same box for each).
 """
 
-
 import pytest
 
 from sbir_study.stimuli import SetDesign, generate_set
@@ -49,8 +48,11 @@ def test_the_german_example_is_what_the_lab_window_draws(tmp_path):
     from sbir_study.study.protocol import load_protocol
     from sbir_study.study.session.window import screen_texts
 
-    stimuli = generate_set(tmp_path / "set", SetDesign(sketches=2, images_per_sketch=3,
-                           anchor_sketches=1, width=96, height=72), seed=5)  # fmt: skip
+    stimuli = generate_set(
+        tmp_path / "set",
+        SetDesign(sketches=2, images_per_sketch=3, anchor_sketches=1, width=96, height=72),
+        seed=5,
+    )
     protocol_file = ROOT / "protocols" / "example_de.toml"
     drawn = draw_in_window(tmp_path, BODY, protocol_file, stimuli)
     protocol = load_protocol(protocol_file)

@@ -26,8 +26,11 @@ def _protocol(tmp_path, text):
 def test_letter_keys_and_no_pauses_are_what_the_instructions_say(tmp_path):
     # The protocol: keys a,s,d,f,g, pause key b, pauses off, no [instructions]; the
     # participant used to read "Press a number key from 1 ... to 7 ... Press P to pause".
-    protocol, caught = _protocol(tmp_path, '[response]\nkeys = ["a", "s", "d", "f", "g"]\n'
-                                 'pause_key = "b"\n[pauses]\nallowed = false\n')  # fmt: skip
+    protocol, caught = _protocol(
+        tmp_path,
+        '[response]\nkeys = ["a", "s", "d", "f", "g"]\n'
+        'pause_key = "b"\n[pauses]\nallowed = false\n',
+    )
     assert caught == []
     main = instruction_texts(protocol)["main"]
     assert "A, S, D, F, G" in main
@@ -38,9 +41,11 @@ def test_letter_keys_and_no_pauses_are_what_the_instructions_say(tmp_path):
 
 
 def test_timings_breaks_and_control_keys_are_what_the_instructions_say(tmp_path):
-    settings = ("[timing]\nstimulus_s = 1.5\nblank_s = 0.5\nanchor_demo_s = 4.0\n[response]\n"
-                'keys = ["1", "2", "3"]\npause_key = "b"\nquit_key = "q"\n[pauses]\n'
-                "break_every = 40\n")  # fmt: skip
+    settings = (
+        "[timing]\nstimulus_s = 1.5\nblank_s = 0.5\nanchor_demo_s = 4.0\n[response]\n"
+        'keys = ["1", "2", "3"]\npause_key = "b"\nquit_key = "q"\n[pauses]\n'
+        "break_every = 40\n"
+    )
     protocol, _ = _protocol(tmp_path, settings)
     texts = instruction_texts(protocol)
     assert "from 1 (best match) to 3 (worst match)" in texts["main"]
@@ -55,8 +60,11 @@ def test_the_protocols_own_texts_are_shown_as_written(tmp_path):
     protocol, caught = _protocol(tmp_path, own + 'quit_question = "Beenden? J/N"\n')
     assert caught == []
     shown = screen_texts(protocol)
-    assert (shown["main"], shown["end"], shown["quit"]) == ("Drücke 1 bis 7.", "Danke!",
-                                                             "Beenden? J/N")  # fmt: skip
+    assert (shown["main"], shown["end"], shown["quit"]) == (
+        "Drücke 1 bis 7.",
+        "Danke!",
+        "Beenden? J/N",
+    )
     assert shown["pause"] == "Paused. Press space to continue."
 
 
@@ -88,8 +96,11 @@ def test_an_own_main_text_naming_no_rating_key_is_warned_about(tmp_path, keys, t
 def test_an_unknown_text_names_the_closest_one(tmp_path):
     path = tmp_path / "p.toml"
     path.write_text('[texts]\nquit_questoin = "x"\n', encoding="utf-8")
-    with pytest.raises(InputError, match=r"unknown key 'texts.quit_questoin' \(did you mean "
-                       r"'texts.quit_question'\?\)"):  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match=r"unknown key 'texts.quit_questoin' \(did you mean "
+        r"'texts.quit_question'\?\)",
+    ):
         load_protocol(path)
 
 
@@ -152,14 +163,24 @@ def test_a_label_loads_exactly_when_str_format_fills_its_one_placeholder(text):
 
 def test_key_labels_are_as_printed_on_the_keys():
     assert [key_label(k) for k in ("a", "9", "num_4", "space", "return", "slash", "f12")] == [
-        "A", "9", "4 on the keypad", "space", "Enter", "/", "F12"]  # fmt: skip
+        "A",
+        "9",
+        "4 on the keypad",
+        "space",
+        "Enter",
+        "/",
+        "F12",
+    ]
 
 
 def test_every_screen_is_listed_in_order(tmp_path):
     protocol, _ = _protocol(tmp_path, '[online]\ncompletion_code = "C0DE"\n')
     lab = [screen.when for screen in screens(protocol, "lab")]
-    assert lab[:3] == ["details: age", "details: an age out of range, under the question",
-                       "details: sex"]  # fmt: skip
+    assert lab[:3] == [
+        "details: age",
+        "details: an age out of range, under the question",
+        "details: sex",
+    ]
     assert lab.index("before the anchoring phase") < lab.index("before the main block")
     assert lab[-1] == "the end"
     online = screens(protocol, "online")

@@ -22,9 +22,12 @@ def scipy_paired_p(a, b, **options):
     """SciPy's paired permutation test of the mean difference (two-sided)."""
     d = np.asarray(a) - np.asarray(b)
     return scipy.stats.permutation_test(
-        (d,), lambda x, axis: np.mean(x, axis=axis), permutation_type="samples",
-        vectorized=True, **options,
-    ).pvalue  # fmt: skip
+        (d,),
+        lambda x, axis: np.mean(x, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        **options,
+    ).pvalue
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -40,8 +43,10 @@ def test_exact_permutation_p_equals_scipy(seed, n):
 
 #: Differences as P@k and NN give them: few values, so ties and zeros (the branch of
 #: scipy.stats.wilcoxon that enumerates the sign patterns), and any others.
-_DIFFERENCES = st.one_of(st.sampled_from([0.0, -0.0, 0.1, -0.1, 0.2, -0.2, 0.25, 0.5, -1.0]),
-                         st.floats(-1, 1, allow_nan=False))  # fmt: skip
+_DIFFERENCES = st.one_of(
+    st.sampled_from([0.0, -0.0, 0.1, -0.1, 0.2, -0.2, 0.25, 0.5, -1.0]),
+    st.floats(-1, 1, allow_nan=False),
+)
 
 
 def _scipy_wilcoxon(d):
@@ -89,8 +94,9 @@ def _rows_of_length(n: int):
     signed = st.tuples(distinct, st.lists(st.booleans(), min_size=n, max_size=n)).map(
         lambda drawn: [v if up else -v for v, up in zip(*drawn, strict=True)]
     )
-    return st.lists(st.one_of(st.lists(_DIFFERENCES, min_size=n, max_size=n), signed),
-                    min_size=1, max_size=4)  # fmt: skip
+    return st.lists(
+        st.one_of(st.lists(_DIFFERENCES, min_size=n, max_size=n), signed), min_size=1, max_size=4
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -132,8 +138,9 @@ def test_bootstrap_interval_is_close_to_the_t_interval_for_normal_data():
     rng = np.random.default_rng(3)
     values = rng.normal(0.6, 0.1, 200)
     result = bootstrap_mean(values, n_resamples=20_000, seed=4)
-    low, high = scipy.stats.t.interval(0.95, df=199, loc=values.mean(),
-                                       scale=scipy.stats.sem(values))  # fmt: skip
+    low, high = scipy.stats.t.interval(
+        0.95, df=199, loc=values.mean(), scale=scipy.stats.sem(values)
+    )
     assert result.mean == pytest.approx(values.mean())
     assert result.ci_low == pytest.approx(low, abs=0.003)
     assert result.ci_high == pytest.approx(high, abs=0.003)
@@ -154,13 +161,18 @@ def test_compare_systems_holm_and_wilcoxon():
     base = rng.normal(0.5, 0.1, 20)
     systems = {"a": base + 0.2, "b": base + rng.normal(0, 0.01, 20), "c": base}
     per_sketch = pd.concat(
-        pd.DataFrame({"system": name, "sketch_id": [f"s{i}" for i in range(20)],
-                      "measure": "tau_b", "value": values})
+        pd.DataFrame(
+            {
+                "system": name,
+                "sketch_id": [f"s{i}" for i in range(20)],
+                "measure": "tau_b",
+                "value": values,
+            }
+        )
         for name, values in systems.items()
-    )  # fmt: skip
+    )
     table = compare_systems(per_sketch, n_resamples=5_000, seed=0)
-    assert table[["system_a", "system_b"]].values.tolist() == [["a", "b"], ["a", "c"],
-                                                                ["b", "c"]]  # fmt: skip
+    assert table[["system_a", "system_b"]].values.tolist() == [["a", "b"], ["a", "c"], ["b", "c"]]
     ab = table.iloc[0]
     # scipy.stats.wilcoxon on the same differences.
     reference = scipy.stats.wilcoxon(systems["a"] - systems["b"])
@@ -193,8 +205,13 @@ def test_bootstrap_interval_is_scipys(values, seed, n_resamples, confidence):
     assume(np.ptp(values) > 0)
     result = bootstrap_mean(values, confidence=confidence, n_resamples=n_resamples, seed=seed)
     interval = scipy.stats.bootstrap(
-        (values,), np.mean, confidence_level=confidence, n_resamples=n_resamples,
-        method="percentile", rng=np.random.default_rng(seed),
-    ).confidence_interval  # fmt: skip
-    assert (result.ci_low, result.ci_high) == pytest.approx((interval.low, interval.high),
-                                                            rel=1e-12, abs=1e-14)  # fmt: skip
+        (values,),
+        np.mean,
+        confidence_level=confidence,
+        n_resamples=n_resamples,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    ).confidence_interval
+    assert (result.ci_low, result.ci_high) == pytest.approx(
+        (interval.low, interval.high), rel=1e-12, abs=1e-14
+    )

@@ -57,16 +57,24 @@ def test_cosine_equals_scipy(histograms):
 
 def test_chi_square_is_scipys_statistic_with_the_mean_as_expected(histograms):
     x, y = histograms
-    expected = np.array([[scipy.stats.chisquare(a[(a + b) > 0], f_exp=((a + b) / 2)[(a + b) > 0])
-                          .statistic for b in y] for a in x])  # fmt: skip
+    expected = np.array(
+        [
+            [
+                scipy.stats.chisquare(a[(a + b) > 0], f_exp=((a + b) / 2)[(a + b) > 0]).statistic
+                for b in y
+            ]
+            for a in x
+        ]
+    )
     np.testing.assert_allclose(chi_square(x, y), expected, rtol=1e-12)
 
 
 def test_histogram_intersection(histograms):
     x, y = histograms
     # For histograms summing to one, 1 - sum min = half the city-block distance (SciPy).
-    np.testing.assert_allclose(histogram_intersection(x, y), loop(sd.cityblock, x, y) / 2,
-                               rtol=1e-12, atol=1e-15)  # fmt: skip
+    np.testing.assert_allclose(
+        histogram_intersection(x, y), loop(sd.cityblock, x, y) / 2, rtol=1e-12, atol=1e-15
+    )
     # Unnormalised, Eq. 12.12 divides by the smaller mass: min sums 3, common 2 -> 1 - 2/3.
     assert histogram_intersection([[1.0, 2.0, 0.0]], [[0.0, 2.0, 3.0]])[0, 0] == pytest.approx(
         1 - 2 / 3
@@ -78,11 +86,13 @@ def test_quadratic_form_equals_scipy_mahalanobis_with_the_same_matrix(histograms
     rng = np.random.default_rng(2)
     root = rng.normal(size=(12, 12))
     a = root @ root.T + np.eye(12)
-    np.testing.assert_allclose(quadratic_form(x, y, similarity=a),
-                               loop(sd.mahalanobis, x, y, VI=a), rtol=1e-10)  # fmt: skip
+    np.testing.assert_allclose(
+        quadratic_form(x, y, similarity=a), loop(sd.mahalanobis, x, y, VI=a), rtol=1e-10
+    )
     # The identity matrix gives the Euclidean distance.
-    np.testing.assert_allclose(quadratic_form(x, y, similarity=np.eye(12)),
-                               loop(sd.euclidean, x, y), rtol=1e-10)  # fmt: skip
+    np.testing.assert_allclose(
+        quadratic_form(x, y, similarity=np.eye(12)), loop(sd.euclidean, x, y), rtol=1e-10
+    )
 
 
 def test_quadratic_form_with_the_descriptors_semidefinite_matrix_has_no_nan():
@@ -109,8 +119,9 @@ def test_mahalanobis_equals_scipy_with_the_reference_covariance():
     reference = rng.normal(size=(200, 5)) @ rng.normal(size=(5, 5))
     x, y = reference[:4], reference[10:17]
     inverse = np.linalg.inv(np.cov(reference, rowvar=False))
-    np.testing.assert_allclose(mahalanobis(x, y, reference=reference),
-                               loop(sd.mahalanobis, x, y, VI=inverse), rtol=1e-8)  # fmt: skip
+    np.testing.assert_allclose(
+        mahalanobis(x, y, reference=reference), loop(sd.mahalanobis, x, y, VI=inverse), rtol=1e-8
+    )
 
 
 def direct_mass(x, y, reference, sigma):
@@ -134,25 +145,32 @@ def test_mass_counts_equal_a_direct_count(sigma):
     np.testing.assert_array_equal(counts, expected)
     share = expected / len(reference)
     for p in (1.0, 2.0, 0.5):
-        np.testing.assert_allclose(mass_based(x, y, reference=reference, p=p, sigma=sigma),
-                                   np.mean(share**p, axis=2) ** (1 / p), rtol=1e-12)  # fmt: skip
+        np.testing.assert_allclose(
+            mass_based(x, y, reference=reference, p=p, sigma=sigma),
+            np.mean(share**p, axis=2) ** (1 / p),
+            rtol=1e-12,
+        )
         difference = np.abs(x[:, None, :] - y[None, :, :])
-        np.testing.assert_allclose(hybrid_mass(x, y, reference=reference, p=p, sigma=sigma),
-                                   ((difference * expected) ** p).sum(axis=2) ** (1 / p),
-                                   rtol=1e-12)  # fmt: skip
+        np.testing.assert_allclose(
+            hybrid_mass(x, y, reference=reference, p=p, sigma=sigma),
+            ((difference * expected) ** p).sum(axis=2) ** (1 / p),
+            rtol=1e-12,
+        )
         logged = difference * np.log(np.maximum(expected, 1))
         np.testing.assert_allclose(
             hybrid_mass(x, y, reference=reference, p=p, sigma=sigma, log_mass=True),
-            (logged**p).sum(axis=2) ** (1 / p), rtol=1e-12,
-        )  # fmt: skip
+            (logged**p).sum(axis=2) ** (1 / p),
+            rtol=1e-12,
+        )
 
 
 def test_mass_based_worked_example():
     # One dimension, data 0, 1, 2, 3, 3 (N = 5): between 1 and 3 lie 1, 2, 3, 3 (mass 4),
     # at 1 alone lies 1 (mass 1). m_1 = 4/5 and 1/5; h_1 = |1 - 3| * 4 = 8.
     reference = np.array([[0.0], [1.0], [2.0], [3.0], [3.0]])
-    np.testing.assert_allclose(mass_based([[1.0]], [[3.0], [1.0]], reference=reference, p=1),
-                               [[0.8, 0.2]])  # fmt: skip
+    np.testing.assert_allclose(
+        mass_based([[1.0]], [[3.0], [1.0]], reference=reference, p=1), [[0.8, 0.2]]
+    )
     assert hybrid_mass([[1.0]], [[3.0]], reference=reference, p=1)[0, 0] == pytest.approx(8.0)
 
 
@@ -165,8 +183,9 @@ def test_distance_matrix_dispatches_every_name(histograms):
         assert np.isfinite(result).all(), name
     np.testing.assert_allclose(distance_matrix(x, y, "l2", p=3), minkowski(x, y, p=3))
     # Any Minkowski exponent by name: l3 is SciPy's minkowski with p = 3.
-    np.testing.assert_allclose(distance_matrix(x, y, "l3"), loop(sd.minkowski, x, y, p=3),
-                               rtol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(
+        distance_matrix(x, y, "l3"), loop(sd.minkowski, x, y, p=3), rtol=1e-12
+    )
     with pytest.raises(InputError, match="distance: got 'l0'"):
         distance_matrix(x, y, "l0")
 

@@ -21,22 +21,25 @@ from sbir_study.foundation.scale import Scale
 OPTIONS = EvaluationOptions(relevant_below=None, bootstrap=100, permutations=100)
 
 
-@pytest.mark.parametrize("scale", [Scale(1, 5), Scale(1, 5, "high"), Scale(1, 2, "high")],
-                         ids=str)  # fmt: skip
+@pytest.mark.parametrize("scale", [Scale(1, 5), Scale(1, 5, "high"), Scale(1, 2, "high")], ids=str)
 def test_the_cut_is_the_middle_of_the_ratings_scale(tmp_path, scale):
-    design = StudyDesign(participants=4, sketches=2, images_per_sketch=6,
-                         anchor_images=min(3, scale.k))  # fmt: skip
+    design = StudyDesign(
+        participants=4, sketches=2, images_per_sketch=6, anchor_images=min(3, scale.k)
+    )
     root = write_simulated_dataset(tmp_path / "data", design, seed=4, scale=scale)
     ratings = load_ratings(root)
-    analyze_ratings(ratings, tmp_path / "analysis", AnalysisOptions(bootstrap=0, permutations=0),
-                    figures=False)  # fmt: skip
+    analyze_ratings(
+        ratings, tmp_path / "analysis", AnalysisOptions(bootstrap=0, permutations=0), figures=False
+    )
     truth = pd.read_csv(tmp_path / "analysis" / "ground_truth.csv", dtype=str)
     run = tmp_path / "engine.csv"
     # An engine that ranks each sketch's images by their id.
     truth.assign(score=-truth.groupby("sketch_id").cumcount())[
-        ["sketch_id", "image_id", "score"]].to_csv(run, index=False)  # fmt: skip
-    evaluation = evaluate_files(tmp_path / "analysis" / "ground_truth.csv", [run], OPTIONS,
-                                ratings=root)  # fmt: skip
+        ["sketch_id", "image_id", "score"]
+    ].to_csv(run, index=False)
+    evaluation = evaluate_files(
+        tmp_path / "analysis" / "ground_truth.csv", [run], OPTIONS, ratings=root
+    )
     assert evaluation.options.relevant_below == scale.relevant_below
     # pwh@5 of the engine (Zhang 2019, Eq. 12.26): per sketch, the participants whose rating
     # (in the paper's orientation) is below the cut, summed over its first 5 images, over the

@@ -17,11 +17,13 @@ from sbir_study.analysis.retrieval.runs import (
 
 
 def test_write_trec_run_lists_the_run_in_trec_eval_order(tmp_path):
-    frame = pd.DataFrame({"sketch_id": "s", "image_id": ["a", "b", "c", "d"],
-                          "mean_rating": [1, 2, 3, 4]})  # fmt: skip
+    frame = pd.DataFrame(
+        {"sketch_id": "s", "image_id": ["a", "b", "c", "d"], "mean_rating": [1, 2, 3, 4]}
+    )
     truth = ground_truth_from_frame(frame)
-    run = pd.DataFrame({"sketch_id": "s", "image_id": ["a", "b", "c", "d"],
-                        "score": [0.5, 0.9, 0.5, 0.1]})  # fmt: skip
+    run = pd.DataFrame(
+        {"sketch_id": "s", "image_id": ["a", "b", "c", "d"], "score": [0.5, 0.9, 0.5, 0.1]}
+    )
     path = write_trec_run(run, tmp_path / "run.txt", tag="t")
     listed = [line.split() for line in path.read_text().splitlines()]
     assert [f[2] for f in listed] == ["b", "c", "a", "d"]  # ties by decreasing id
@@ -31,8 +33,9 @@ def test_write_trec_run_lists_the_run_in_trec_eval_order(tmp_path):
 
 
 def test_runs_rank_ties_like_trec_eval_and_missing_sketches_warn(tmp_path):
-    frame = pd.DataFrame({"sketch_id": ["s", "s", "t"], "image_id": ["a", "b", "c"],
-                          "mean_rating": [1, 5, 2]})  # fmt: skip
+    frame = pd.DataFrame(
+        {"sketch_id": ["s", "s", "t"], "image_id": ["a", "b", "c"], "mean_rating": [1, 5, 2]}
+    )
     truth = ground_truth_from_frame(frame)
     with pytest.warns(RunWarning, match="ranks no image for 1 ground-truth sketch"):
         ranking = run_from_scores(truth, ["s", "s", "s"], ["a", "b", "z"], [1.0, 1.0, 2.0])
@@ -45,12 +48,15 @@ def test_a_perfect_system_beats_a_reversed_one_on_every_measure():
     rows = [(f"s{s}", f"i{i}", rng.uniform(1, 7)) for s in range(12) for i in range(15)]
     frame = pd.DataFrame(rows, columns=["sketch_id", "image_id", "mean_rating"])
     truth = ground_truth_from_frame(frame)
-    perfect = run_from_scores(truth, frame["sketch_id"], frame["image_id"],
-                                  -frame["mean_rating"], name="perfect")  # fmt: skip
-    reversed_ = run_from_scores(truth, frame["sketch_id"], frame["image_id"],
-                                    frame["mean_rating"], name="reversed")  # fmt: skip
-    evaluation = evaluate_runs(truth, [perfect, reversed_],
-                                   EvaluationOptions(bootstrap=200, permutations=500))  # fmt: skip
+    perfect = run_from_scores(
+        truth, frame["sketch_id"], frame["image_id"], -frame["mean_rating"], name="perfect"
+    )
+    reversed_ = run_from_scores(
+        truth, frame["sketch_id"], frame["image_id"], frame["mean_rating"], name="reversed"
+    )
+    evaluation = evaluate_runs(
+        truth, [perfect, reversed_], EvaluationOptions(bootstrap=200, permutations=500)
+    )
     summary = evaluation.summary.set_index(["system", "measure"])
     assert summary.loc[("perfect", "tau_b"), "mean"] == pytest.approx(1.0)
     assert summary.loc[("reversed", "tau_b"), "mean"] == pytest.approx(-1.0)
@@ -73,11 +79,17 @@ def test_baseline_descriptor_and_ranking_follow_the_latent_similarity(retrieval_
     # baseline's ranking: tau_b between the L1 scores and the latent similarity, per sketch.
     import scipy.stats
 
-    run = pd.read_csv(retrieval_study / "runs" / "l1.run", sep=" ", header=None,
-                      names=["sketch_id", "q0", "image_id", "rank", "score", "tag"])  # fmt: skip
+    run = pd.read_csv(
+        retrieval_study / "runs" / "l1.run",
+        sep=" ",
+        header=None,
+        names=["sketch_id", "q0", "image_id", "rank", "score", "tag"],
+    )
     merged = run.merge(manifest, on=["sketch_id", "image_id"])
-    taus = [scipy.stats.kendalltau(g["score"], g["latent_similarity"]).statistic
-            for _, g in merged.groupby("sketch_id")]  # fmt: skip
+    taus = [
+        scipy.stats.kendalltau(g["score"], g["latent_similarity"]).statistic
+        for _, g in merged.groupby("sketch_id")
+    ]
     assert np.mean(taus) > 0.3, taus
 
 

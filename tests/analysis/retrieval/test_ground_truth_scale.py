@@ -37,13 +37,19 @@ def study(request, tmp_path_factory):
     """A simulated study on the scale, analyzed, and an engine's run with distinct scores."""
     scale = request.param
     root = tmp_path_factory.mktemp(f"scale{scale.k}{scale.best}")
-    design = StudyDesign(participants=6, sketches=4, images_per_sketch=12,
-                         anchor_images=min(3, scale.k))  # fmt: skip
+    design = StudyDesign(
+        participants=6, sketches=4, images_per_sketch=12, anchor_images=min(3, scale.k)
+    )
     data = write_simulated_dataset(root / "data", design, seed=7, scale=scale)
-    analyze_ratings(load_ratings(data), root / "analysis",
-                    AnalysisOptions(bootstrap=0, permutations=0), figures=False)  # fmt: skip
-    truth = pd.read_csv(root / "analysis" / "ground_truth.csv", dtype={"sketch_id": str,
-                                                                      "image_id": str})  # fmt: skip
+    analyze_ratings(
+        load_ratings(data),
+        root / "analysis",
+        AnalysisOptions(bootstrap=0, permutations=0),
+        figures=False,
+    )
+    truth = pd.read_csv(
+        root / "analysis" / "ground_truth.csv", dtype={"sketch_id": str, "image_id": str}
+    )
     rng = np.random.default_rng(3)
     run = truth[["sketch_id", "image_id"]].assign(score=rng.permutation(len(truth)) / len(truth))
     run.to_csv(root / "engine.csv", index=False)
@@ -60,8 +66,7 @@ def _trec_eval(truth: pd.DataFrame, run: pd.DataFrame, scale: Scale) -> dict:
 
     def qrels(values):
         table = {}
-        for sketch, image, value in zip(truth["sketch_id"], truth["image_id"], values,
-                                        strict=True):  # fmt: skip
+        for sketch, image, value in zip(truth["sketch_id"], truth["image_id"], values, strict=True):
             table.setdefault(sketch, {})[image] = int(value)
         return table
 
@@ -87,15 +92,20 @@ def test_summary_json_records_the_scale(study):
 
 def test_grades_and_cut_of_the_scale_from_analyze_summary(study, tmp_path):
     scale, root, _, truth, run = study
-    evaluation = evaluate_files(root / "analysis" / "ground_truth.csv", [root / "engine.csv"],
-                                OPTIONS)  # fmt: skip
+    evaluation = evaluate_files(
+        root / "analysis" / "ground_truth.csv", [root / "engine.csv"], OPTIONS
+    )
     assert evaluation.truth.scale == scale
     assert evaluation.options.relevant_below == scale.relevant_below
     assert np.nanmax(evaluation.truth.grade) <= scale.k - 1
     ours = _per_sketch(evaluation)
     trec = _trec_eval(truth, run, scale)
-    pairs = {"ndcg": ("graded", "ndcg"), "ndcg@5": ("graded", "ndcg_cut_5"),
-             "p@5": ("binary", "P_5"), "ap": ("binary", "map")}  # fmt: skip
+    pairs = {
+        "ndcg": ("graded", "ndcg"),
+        "ndcg@5": ("graded", "ndcg_cut_5"),
+        "p@5": ("binary", "P_5"),
+        "ap": ("binary", "map"),
+    }
     compared = 0
     for ours_name, (kind, theirs) in pairs.items():
         for sketch, value in ours[ours_name].items():
@@ -120,20 +130,28 @@ def test_ratings_give_the_scale_and_agree_with_the_summary(study, tmp_path):
     truth_file = root / "analysis" / "ground_truth.csv"
     evaluation = evaluate_files(truth_file, [root / "engine.csv"], OPTIONS, ratings=data)
     assert evaluation.truth.scale == scale
-    with pytest.raises(InputError, match=rf"--scale: the scale 1-7, where .*summary.json is on "
-                                         rf"{scale}"):  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match=rf"--scale: the scale 1-7, where .*summary.json is on "
+        rf"{scale}",
+    ):
         evaluate_files(truth_file, [root / "engine.csv"], OPTIONS, scale=Scale(1, 7))
     # A flat table of the same ratings is on the paper's scale unless --scale names its own.
     flat = tmp_path / "ratings.csv"
     table = load_ratings(data)
     table[["participant", "sketch_id", "image_id", "phase", "rating", "anchor_rating"]].to_csv(
-        flat, index=False, na_rep="n/a")  # fmt: skip
-    evaluation = evaluate_files(truth_file, [root / "engine.csv"], OPTIONS, ratings=flat,
-                                scale=scale)  # fmt: skip
+        flat, index=False, na_rep="n/a"
+    )
+    evaluation = evaluate_files(
+        truth_file, [root / "engine.csv"], OPTIONS, ratings=flat, scale=scale
+    )
     assert evaluation.truth.scale == scale
     if table["rating"].max() <= 7:
-        with pytest.raises(InputError, match=rf"summary.json: the scale {scale}, where the "
-                                             rf"ratings .*ratings.csv is on 1-7"):  # fmt: skip
+        with pytest.raises(
+            InputError,
+            match=rf"summary.json: the scale {scale}, where the "
+            rf"ratings .*ratings.csv is on 1-7",
+        ):
             evaluate_files(truth_file, [root / "engine.csv"], OPTIONS, ratings=flat)
 
 
@@ -152,8 +170,9 @@ def test_a_ground_truth_without_analyze_records_takes_scale(study, tmp_path):
     else:  # read on the paper's scale, as before: the grades differ
         paper = evaluate_files(alone, [root / "engine.csv"], OPTIONS)
         assert paper.truth.scale == Scale(1, 7)
-        assert not np.allclose(paper.truth.grade[paper.truth.judged],
-                               same.truth.grade[same.truth.judged])  # fmt: skip
+        assert not np.allclose(
+            paper.truth.grade[paper.truth.judged], same.truth.grade[same.truth.judged]
+        )
 
 
 def test_a_summary_of_another_scale_is_refused(study, tmp_path):
@@ -165,8 +184,11 @@ def test_a_summary_of_another_scale_is_refused(study, tmp_path):
     summary = json.loads((folder / "summary.json").read_text())
     other = "1-3" if scale.k != 3 else "1-4"
     (folder / "summary.json").write_text(json.dumps({**summary, "scale": other}))
-    with pytest.raises(InputError, match=rf"--scale: the scale {scale}, where .*summary.json is on"
-                                         rf" {other}"):  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match=rf"--scale: the scale {scale}, where .*summary.json is on"
+        rf" {other}",
+    ):
         evaluate_files(folder / "ground_truth.csv", [root / "engine.csv"], OPTIONS, scale=scale)
     with pytest.raises(InputError, match=rf"summary.json: the scale {other}, where the ratings"):
         evaluate_files(folder / "ground_truth.csv", [root / "engine.csv"], OPTIONS, ratings=data)
@@ -180,8 +202,9 @@ def test_the_cut_lies_on_the_scale(study, below):
     scale, root, *_ = study
     options = EvaluationOptions(relevant_below=below, bootstrap=100, permutations=100)
     if scale.low < below <= scale.high:
-        evaluation = evaluate_files(root / "analysis" / "ground_truth.csv",
-                                    [root / "engine.csv"], options)  # fmt: skip
+        evaluation = evaluate_files(
+            root / "analysis" / "ground_truth.csv", [root / "engine.csv"], options
+        )
         assert evaluation.options.relevant_below == below
         return
     message = rf"--relevant-below {below:g}: expected a mean rating above {scale.low} and at most"
@@ -195,8 +218,19 @@ def test_evaluate_scale_on_the_command_line(study, tmp_path, capsys):
     scale, root, *_ = study
     alone = tmp_path / "ground_truth.csv"
     shutil.copy(root / "analysis" / "ground_truth.csv", alone)
-    command = ["evaluate", "--ground-truth", str(alone), str(root / "engine.csv"), "--bootstrap",
-               "100", "--permutations", "100", "--no-figures", "--scale", str(scale)]  # fmt: skip
+    command = [
+        "evaluate",
+        "--ground-truth",
+        str(alone),
+        str(root / "engine.csv"),
+        "--bootstrap",
+        "100",
+        "--permutations",
+        "100",
+        "--no-figures",
+        "--scale",
+        str(scale),
+    ]
     assert main([*command, "--out", str(tmp_path / "out")]) == 0
     assert f"mean rating below {scale.relevant_below:g}" in capsys.readouterr().out
     record = json.loads((tmp_path / "out" / "evaluation.json").read_text())

@@ -53,8 +53,9 @@ def test_a_results_folder_of_one_descriptor_scores_the_same():
 
 def test_average_precision_kernel():
     # Positives at ranks 1 and 3 of four: (1/1 + 2/3) / 2.
-    np.testing.assert_allclose(hpatches_average_precision([[True, False, True, False]]),
-                               [(1 + 2 / 3) / 2])  # fmt: skip
+    np.testing.assert_allclose(
+        hpatches_average_precision([[True, False, True, False]]), [(1 + 2 / 3) / 2]
+    )
 
 
 def test_results_for_an_unknown_task_and_missing_folders(tmp_path):

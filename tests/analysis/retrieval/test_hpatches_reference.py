@@ -31,8 +31,14 @@ pytestmark = pytest.mark.octave
 
 TOP = 50  # the reference requires the query and 50 retrieved patches per line
 ENVIRONMENT = "SBIR_HPATCHES_REFERENCE"
-REFERENCE_FILES = ("retrieval_eval.m", "vl_pr.m", "vl_tpfp.m", "vl_argparse.m",
-                   "+utls/readfile.m", "+utls/textprogressbar.m")  # fmt: skip
+REFERENCE_FILES = (
+    "retrieval_eval.m",
+    "vl_pr.m",
+    "vl_tpfp.m",
+    "vl_argparse.m",
+    "+utls/readfile.m",
+    "+utls/textprogressbar.m",
+)
 
 
 def locate_reference() -> tuple[Path | None, list[str]]:
@@ -67,8 +73,10 @@ def find_reference() -> Path:
 def find_octave(*, required: bool = True) -> str | None:
     octave = shutil.which("octave-cli") or shutil.which("octave")
     if octave is None and required:
-        pytest.fail("GNU Octave (octave-cli) not found on PATH; `make install` installs the "
-                    "Debian package octave")  # fmt: skip
+        pytest.fail(
+            "GNU Octave (octave-cli) not found on PATH; `make install` installs the "
+            "Debian package octave"
+        )
     return octave
 
 
@@ -88,9 +96,13 @@ def run_reference(tasks: dict[str, Path], results: Path, tmp_path: Path) -> dict
             f"printf('AP {task} patch%s\\n', sprintf(' %.17g', out.patch_retr_ap));"
             f"printf('AP {task} image%s\\n', sprintf(' %.17g', out.image_retr_ap));"
         )
-    completed = subprocess.run([octave, "--no-gui", "--quiet", "--no-window-system", "--eval",
-                                "\n".join(script)], capture_output=True, text=True,
-                               timeout=300, check=False)  # fmt: skip
+    completed = subprocess.run(
+        [octave, "--no-gui", "--quiet", "--no-window-system", "--eval", "\n".join(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert completed.returncode == 0, completed.stderr
     found = {}
     for line in completed.stdout.splitlines():
@@ -141,10 +153,15 @@ def random_task(rng: np.random.Generator, n_queries: int):
         listed = [i for i in IMAGES[1:] if rng.random() < (1.0 if q % 3 == 0 else 0.5)]
         correspondences = [f"{sequence}.{i}.{patch}" for i in listed]
         candidates = list(correspondences)
-        candidates += [f"{sequence}.{i}.{int(rng.integers(0, 400))}" for i in IMAGES
-                       for _ in range(3)]  # fmt: skip
-        candidates += [f"{s}.{i}.{int(rng.integers(0, 400))}" for s in SEQUENCES
-                       for i in IMAGES if s != sequence]  # fmt: skip
+        candidates += [
+            f"{sequence}.{i}.{int(rng.integers(0, 400))}" for i in IMAGES for _ in range(3)
+        ]
+        candidates += [
+            f"{s}.{i}.{int(rng.integers(0, 400))}"
+            for s in SEQUENCES
+            for i in IMAGES
+            if s != sequence
+        ]
         if q % 4 == 1:
             candidates.append(query)  # the query itself again, after rank 1
         candidates = list(dict.fromkeys(candidates))
@@ -168,8 +185,10 @@ def reference_output(tasks: dict[str, Path], results: Path, tmp_path: Path) -> d
     """The reference's per-query AP: run live where it is found (checking the recording
     against it), else as recorded in reference_ap.csv."""
     recorded = pd.read_csv(FIXTURES / "reference_ap.csv").sort_values(["task", "kind", "element"])
-    stored = {task: {kind: group["ap"].to_numpy(float) for kind, group in rows.groupby("kind")}
-              for task, rows in recorded.groupby("task")}  # fmt: skip
+    stored = {
+        task: {kind: group["ap"].to_numpy(float) for kind, group in rows.groupby("kind")}
+        for task, rows in recorded.groupby("task")
+    }
     if locate_reference()[0] is None or find_octave(required=False) is None:
         return stored
     live = run_reference(tasks, results, tmp_path)
@@ -196,8 +215,9 @@ def test_per_query_ap_equals_the_reference(tmp_path):
             # Element 1 of the reference's vector belongs to the header line: always 0.
             expected = reference[name][kind]
             assert expected[0] == 0.0 and expected.size == len(ours) + 1
-            np.testing.assert_allclose(ours[f"ap_{kind}"], expected[1:], rtol=0, atol=1e-9,
-                                       err_msg=f"{name} {kind}")  # fmt: skip
+            np.testing.assert_allclose(
+                ours[f"ap_{kind}"], expected[1:], rtol=0, atol=1e-9, err_msg=f"{name} {kind}"
+            )
             row = summary[summary["task"] == name].iloc[0]
             # Ours: the mean over the N queries; the reference's mean divides by N + 1.
             assert row[f"map_{kind}"] == pytest.approx(expected[1:].mean(), abs=1e-12)

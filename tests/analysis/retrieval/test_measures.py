@@ -34,8 +34,15 @@ from sbir_study.foundation.checks import InputError
 RELEVANT_BELOW = 3.5
 
 
-def random_benchmark(seed: int, *, ties: bool, sketches: int = 8, judged: int = 15,
-                     collection: int = 40, returned: int = 32):  # fmt: skip
+def random_benchmark(
+    seed: int,
+    *,
+    ties: bool,
+    sketches: int = 8,
+    judged: int = 15,
+    collection: int = 40,
+    returned: int = 32,
+):
     """A ground truth and a run over a larger collection: unjudged images, judged images
     not returned, and (with ``ties``) scores rounded to one decimal, so many tie."""
     rng = np.random.default_rng(seed)
@@ -130,18 +137,33 @@ def test_trec_measures_equal_ranx(ties, tmp_path):
     # ranx sorts tied documents in no defined order, where trec_eval orders them by
     # decreasing id; with ties it is given trec_eval's order as strictly decreasing scores
     # (minus the rank column of the TREC file, which lists the run in that order).
-    listed = pd.read_csv(path, sep=" ", header=None, names=["q", "q0", "d", "r", "s", "t"],
-                         dtype={"q": str, "d": str})  # fmt: skip
+    listed = pd.read_csv(
+        path,
+        sep=" ",
+        header=None,
+        names=["q", "q0", "d", "r", "s", "t"],
+        dtype={"q": str, "d": str},
+    )
     listed["score"] = -listed["r"] if ties else listed["s"]
     run = Run(run_dict(listed.rename(columns={"q": "sketch_id", "d": "image_id"})))
     names = {"ndcg": "ndcg", "ndcg@5": "ndcg_cut_5", "ndcg@10": "ndcg_cut_10"}
-    graded = evaluate(Qrels(qrels_of(truth_frame, binary=False)), run, list(names),
-                      return_mean=False, make_comparable=True)  # fmt: skip
+    graded = evaluate(
+        Qrels(qrels_of(truth_frame, binary=False)),
+        run,
+        list(names),
+        return_mean=False,
+        make_comparable=True,
+    )
     for name, ours_name in names.items():
         np.testing.assert_allclose(values[ours_name], graded[name], atol=1e-12, err_msg=name)
     names = {"precision@5": "P_5", "precision@10": "P_10", "map": "map", "r-precision": "Rprec"}
-    binary = evaluate(Qrels(qrels_of(truth_frame, binary=True)), run, list(names),
-                      return_mean=False, make_comparable=True)  # fmt: skip
+    binary = evaluate(
+        Qrels(qrels_of(truth_frame, binary=True)),
+        run,
+        list(names),
+        return_mean=False,
+        make_comparable=True,
+    )
     for name, ours_name in names.items():
         np.testing.assert_allclose(values[ours_name], binary[name], atol=1e-12, err_msg=name)
 
@@ -188,8 +210,7 @@ def test_shrec_measures_worked_example():
 def test_sketches_without_relevant_images_are_undefined_for_recall_measures():
     rank = np.array([[1.0, 2.0]])
     relevant = np.array([[False, False]])
-    for measure in (average_precision, r_precision, first_tier, second_tier, e_measure,
-                    dcg_shrec):  # fmt: skip
+    for measure in (average_precision, r_precision, first_tier, second_tier, e_measure, dcg_shrec):
         assert np.isnan(measure(rank, relevant)[0]), measure.__name__
     assert precision_at_k(rank, relevant, k=1)[0] == 0.0
     assert nearest_neighbor(rank, relevant)[0] == 0.0

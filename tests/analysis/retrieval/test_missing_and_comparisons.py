@@ -57,8 +57,9 @@ def _pytrec(study, run: pd.DataFrame):
     for row in run.itertuples():
         as_run.setdefault(str(row.sketch_id), {})[str(row.image_id)] = float(row.score)
     graded = pytrec_eval.RelevanceEvaluator(_qrels(study, "ground_truth.qrels"), {"ndcg"})
-    binary = pytrec_eval.RelevanceEvaluator(_qrels(study, "ground_truth_binary.qrels"),
-                                            {"map", "P.5"})  # fmt: skip
+    binary = pytrec_eval.RelevanceEvaluator(
+        _qrels(study, "ground_truth_binary.qrels"), {"map", "P.5"}
+    )
     found = graded.evaluate(as_run)
     for query, values in binary.evaluate(as_run).items():
         found[query].update(values)
@@ -81,8 +82,11 @@ def test_a_run_that_leaves_out_a_sketch_is_scored_as_trec_eval_does(study, tmp_p
     trec = _pytrec(study, kept)
     assert set(trec) == set(sketches) - {sketches[2]}  # pytrec_eval scores the run's queries
     with pytest.warns(UserWarning, match="ranks no image"):
-        evaluation = evaluate_files(study / "analysis" / "ground_truth.csv", [path],
-                                    EvaluationOptions(missing=missing, **FAST))  # fmt: skip
+        evaluation = evaluate_files(
+            study / "analysis" / "ground_truth.csv",
+            [path],
+            EvaluationOptions(missing=missing, **FAST),
+        )
     summary = evaluation.summary.set_index("measure")
     per_sketch = evaluation.per_sketch.pivot(index="sketch_id", columns="measure", values="value")
     for ours, theirs in (("ndcg", "ndcg"), ("ap", "map"), ("p@5", "P_5")):
@@ -126,8 +130,9 @@ def test_a_sketch_with_no_judged_image_returned_counts_as_missing(study, tmp_pat
     run.loc[only_unjudged, "image_id"] = [f"unjudged{i}" for i in range(only_unjudged.sum())]
     path = tmp_path / "odd.csv"
     run.to_csv(path, index=False)
-    evaluation = evaluate_files(study / "analysis" / "ground_truth.csv", [path],
-                                EvaluationOptions(**FAST))  # fmt: skip
+    evaluation = evaluate_files(
+        study / "analysis" / "ground_truth.csv", [path], EvaluationOptions(**FAST)
+    )
     assert evaluation.missing == {"odd": [sketches[0]]}
     tau = evaluation.per_sketch.query("measure == 'tau_b'").set_index("sketch_id")["value"]
     assert tau[sketches[0]] == 0.0 and tau.notna().all()
@@ -161,16 +166,18 @@ def test_comparisons_match_scipy_and_statsmodels():
     from statsmodels.stats.multitest import multipletests
 
     rng = np.random.default_rng(3)
-    systems = {name: rng.uniform(0, 1, 20) + shift
-               for name, shift in (("a", 0.0), ("b", 0.1), ("c", 0.3))}  # fmt: skip
+    systems = {
+        name: rng.uniform(0, 1, 20) + shift for name, shift in (("a", 0.0), ("b", 0.1), ("c", 0.3))
+    }
     table = pd.concat(
         [_long(systems, "m1"), _long({k: v[::-1] * 0.5 for k, v in systems.items()}, "m2")]
     )
     pairs = compare_systems(table, n_resamples=500, bootstrap=1000, seed=4)
     assert len(pairs) == 6
     for row in pairs.itertuples():
-        wide = table[table["measure"] == row.measure].pivot(index="sketch_id", columns="system",
-                                                            values="value")  # fmt: skip
+        wide = table[table["measure"] == row.measure].pivot(
+            index="sketch_id", columns="system", values="value"
+        )
         a, b = wide[row.system_a].to_numpy(), wide[row.system_b].to_numpy()
         t = stats.ttest_rel(a, b)
         assert row.t_statistic == pytest.approx(t.statistic, rel=1e-12)
@@ -182,13 +189,15 @@ def test_comparisons_match_scipy_and_statsmodels():
             (a - b,), np.mean, method="percentile", n_resamples=1000, rng=np.random.default_rng(4)
         ).confidence_interval
         assert (row.difference_ci_low, row.difference_ci_high) == pytest.approx(
-            (interval.low, interval.high), rel=1e-12)  # fmt: skip
+            (interval.low, interval.high), rel=1e-12
+        )
     for test in ("t", "wilcoxon", "permutation"):
         for _, group in pairs.groupby("measure"):
             holm = multipletests(group[f"{test}_p_value"], method="holm")[1]
             np.testing.assert_allclose(group[f"{test}_p_value_holm"], holm, rtol=1e-12)
-    across = compare_systems(table, n_resamples=500, bootstrap=1000, seed=4,
-                             correct="across-measures")  # fmt: skip
+    across = compare_systems(
+        table, n_resamples=500, bootstrap=1000, seed=4, correct="across-measures"
+    )
     holm = multipletests(across["t_p_value"], method="holm")[1]
     np.testing.assert_allclose(across["t_p_value_holm"], holm, rtol=1e-12)
     assert (across["t_p_value_holm"] >= pairs["t_p_value_holm"] - 1e-15).all()
@@ -200,7 +209,10 @@ def test_baseline_compares_each_system_with_it_only():
     table = _long({name: rng.uniform(size=12) for name in ("a", "b", "c", "d")})
     pairs = compare_systems(table, baseline="b", n_resamples=200, bootstrap=200)
     assert list(zip(pairs["system_a"], pairs["system_b"], strict=True)) == [
-        ("a", "b"), ("c", "b"), ("d", "b")]  # fmt: skip
+        ("a", "b"),
+        ("c", "b"),
+        ("d", "b"),
+    ]
     wide = table.pivot(index="sketch_id", columns="system", values="value")
     expected = (wide["c"] - wide["b"]).mean()
     assert pairs.loc[1, "mean_difference"] == pytest.approx(expected, rel=1e-12)
@@ -214,18 +226,21 @@ def test_the_row_says_when_the_tests_disagree():
     b = np.r_[np.full(14, 0.5) - np.linspace(0, 0.01, 14), 3.0]
     row = compare_systems(_long({"a": a, "b": b}), n_resamples=5000).iloc[0]
     d = a - b
-    rejects = {"t": stats.ttest_rel(a, b).pvalue < 0.05,
-               "wilcoxon": stats.wilcoxon(d).pvalue < 0.05,
-               "permutation": stats.permutation_test((d,), np.mean, permutation_type="samples",
-                                                     n_resamples=5000).pvalue < 0.05}  # fmt: skip
+    rejects = {
+        "t": stats.ttest_rel(a, b).pvalue < 0.05,
+        "wilcoxon": stats.wilcoxon(d).pvalue < 0.05,
+        "permutation": stats.permutation_test(
+            (d,), np.mean, permutation_type="samples", n_resamples=5000
+        ).pvalue
+        < 0.05,
+    }
     assert rejects == {"t": False, "wilcoxon": True, "permutation": False}  # the example holds
     assert row["rejected_by"] == "wilcoxon"
     assert bool(row["tests_disagree"])
 
 
 @settings(max_examples=20, deadline=None)
-@given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=3, max_size=15),
-       st.floats(-0.5, 0.5))  # fmt: skip
+@given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=3, max_size=15), st.floats(-0.5, 0.5))
 def test_the_decision_is_the_tests_own(d, shift):
     b = np.linspace(0, 1, len(d))
     a = b + np.asarray(d) + shift
@@ -257,8 +272,14 @@ def test_comparisons_match_ranx_compare(study, tmp_path):
     binary = Qrels.from_file(str(study / "analysis" / "ground_truth_binary.qrels"), kind="trec")
     runs = [Run.from_file(str(p), kind="trec", name=n) for p, n in zip(paths, names, strict=True)]
     for test in ("student", "fisher"):
-        report = compare(binary, runs, ["map", "precision@5"], stat_test=test,
-                         n_permutations=2000, make_comparable=True)  # fmt: skip
+        report = compare(
+            binary,
+            runs,
+            ["map", "precision@5"],
+            stat_test=test,
+            n_permutations=2000,
+            make_comparable=True,
+        )
         for metric, measure in (("map", "ap"), ("precision@5", "p@5")):
             for (a, b), row in ours.xs(measure, level="measure").iterrows():
                 theirs = report.comparisons[a, b][metric]["p_value"]
@@ -272,9 +293,11 @@ def test_comparisons_match_ranx_compare(study, tmp_path):
 
 def test_trec_eval_q_files_hold_pytrec_evals_per_query_values(study, tmp_path):
     run = pd.read_csv(study / "good.csv")
-    evaluation = evaluate_files(study / "analysis" / "ground_truth.csv",
-                                [study / "good.csv", study / "poor.csv"],
-                                EvaluationOptions(**FAST))  # fmt: skip
+    evaluation = evaluate_files(
+        study / "analysis" / "ground_truth.csv",
+        [study / "good.csv", study / "poor.csv"],
+        EvaluationOptions(**FAST),
+    )
     out = tmp_path / "out"
     write_evaluation(evaluation, out, figures=False)
     assert sorted(p.name for p in (out / "per_sketch_trec").iterdir()) == ["good.txt", "poor.txt"]
@@ -300,18 +323,24 @@ def test_qrels_as_the_ground_truth_score_as_trec_eval_does(study, tmp_path, qrel
     import pytrec_eval
 
     run = pd.read_csv(study / "fair.csv")
-    evaluation = evaluate_files(study / "analysis" / qrels, [study / "fair.csv"],
-                                EvaluationOptions(**FAST))  # fmt: skip
+    evaluation = evaluate_files(
+        study / "analysis" / qrels, [study / "fair.csv"], EvaluationOptions(**FAST)
+    )
     assert evaluation.truth.from_qrels
     as_run = {}
     for row in run.itertuples():
         as_run.setdefault(str(row.sketch_id), {})[str(row.image_id)] = float(row.score)
     # trec_eval's default relevance level 1: grade >= 1 is relevant, the grades are the gains.
     trec = pytrec_eval.RelevanceEvaluator(_qrels(study, qrels), {"ndcg", "map", "P.5"}).evaluate(
-        as_run)  # fmt: skip
+        as_run
+    )
     ours = evaluation.per_sketch.pivot(index="sketch_id", columns="measure", values="value")
-    graded = pd.read_csv(study / "analysis" / qrels, sep=" ", header=None,
-                         names=["sketch_id", "q0", "image_id", "grade"])  # fmt: skip
+    graded = pd.read_csv(
+        study / "analysis" / qrels,
+        sep=" ",
+        header=None,
+        names=["sketch_id", "q0", "image_id", "grade"],
+    )
     compared = 0
     for sketch, values in trec.items():
         for name, theirs in (("ndcg", "ndcg"), ("ap", "map"), ("p@5", "P_5")):
@@ -329,27 +358,40 @@ def test_qrels_as_the_ground_truth_score_as_trec_eval_does(study, tmp_path, qrel
     assert compared >= 10
     out = tmp_path / "out"
     write_evaluation(evaluation, out, figures=False)
-    binary = pd.read_csv(out / "ground_truth_binary.qrels", sep=" ", header=None,
-                         names=["sketch_id", "q0", "image_id", "relevant"])  # fmt: skip
+    binary = pd.read_csv(
+        out / "ground_truth_binary.qrels",
+        sep=" ",
+        header=None,
+        names=["sketch_id", "q0", "image_id", "relevant"],
+    )
     merged = binary.merge(graded, on=["sketch_id", "image_id"])
     assert len(merged) == len(graded)
     assert (merged["relevant"] == (merged["grade"] >= 1).astype(int)).all()
     page = (out / "report.html").read_text()
     assert "grade 1 or more as relevant" in page
     with pytest.raises(InputError, match="--relevant-below 3: a cut of mean ratings"):
-        evaluate_files(study / "analysis" / qrels, [study / "fair.csv"],
-                       EvaluationOptions(relevant_below=3.0, **FAST))  # fmt: skip
+        evaluate_files(
+            study / "analysis" / qrels,
+            [study / "fair.csv"],
+            EvaluationOptions(relevant_below=3.0, **FAST),
+        )
     with pytest.raises(InputError, match=r"--ratings: the ground truth .* is TREC qrels"):
-        evaluate_files(study / "analysis" / qrels, [study / "fair.csv"],
-                       EvaluationOptions(**FAST), ratings=study / "ratings.csv")  # fmt: skip
+        evaluate_files(
+            study / "analysis" / qrels,
+            [study / "fair.csv"],
+            EvaluationOptions(**FAST),
+            ratings=study / "ratings.csv",
+        )
 
 
 _ID = st.text("abcxyz019_-.", min_size=1, max_size=6).filter(lambda s: s[0].isalnum())
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.dictionaries(st.tuples(_ID, _ID), st.integers(0, 9), min_size=1, max_size=20),
-       st.sampled_from([" ", "\t", "  "]))  # fmt: skip
+@given(
+    st.dictionaries(st.tuples(_ID, _ID), st.integers(0, 9), min_size=1, max_size=20),
+    st.sampled_from([" ", "\t", "  "]),
+)
 def test_qrels_read_back_the_grades_they_hold(tmp_path_factory, grades, sep):
     from sbir_study.analysis.retrieval.runs import load_ground_truth
 
@@ -368,8 +410,12 @@ def test_qrels_read_back_the_grades_they_hold(tmp_path_factory, grades, sep):
 @pytest.mark.parametrize("name", ["a/b", "..", "a\\b"])
 def test_a_run_name_that_is_no_file_name_is_refused(study, name):
     with pytest.raises(InputError, match="expected a name without a path separator"):
-        evaluate_files(study / "analysis" / "ground_truth.csv", [study / "fair.csv"],
-                       EvaluationOptions(**FAST), names=[name])  # fmt: skip
+        evaluate_files(
+            study / "analysis" / "ground_truth.csv",
+            [study / "fair.csv"],
+            EvaluationOptions(**FAST),
+            names=[name],
+        )
 
 
 @pytest.mark.filterwarnings("ignore::sbir_study.analysis.retrieval.runs.RunWarning")
@@ -381,8 +427,9 @@ def test_zero_and_skip_agree_on_the_sketches_a_run_ranks(n_sketches, n_images, d
     from sbir_study.analysis.retrieval.evaluation import evaluate_runs
     from sbir_study.analysis.retrieval.runs import ground_truth_from_frame, run_from_scores
 
-    ratings = data.draw(st.lists(st.floats(1, 7), min_size=n_sketches * n_images,
-                                 max_size=n_sketches * n_images))  # fmt: skip
+    ratings = data.draw(
+        st.lists(st.floats(1, 7), min_size=n_sketches * n_images, max_size=n_sketches * n_images)
+    )
     sketches = [f"s{s}" for s in range(n_sketches)]
     truth = ground_truth_from_frame(
         pd.DataFrame(
@@ -401,8 +448,9 @@ def test_zero_and_skip_agree_on_the_sketches_a_run_ranks(n_sketches, n_images, d
         options = EvaluationOptions(missing=missing, bootstrap=100, permutations=100)
         evaluation = evaluate_runs(truth, [run], options)
         assert evaluation.missing == {"r": sorted(set(sketches) - kept)}
-        tables[missing] = evaluation.per_sketch.pivot(index="sketch_id", columns="measure",
-                                                      values="value")  # fmt: skip
+        tables[missing] = evaluation.per_sketch.pivot(
+            index="sketch_id", columns="measure", values="value"
+        )
     zero, skip = tables["zero"], tables["skip"]
     ranked, left_out = sorted(kept), sorted(set(sketches) - kept)
     pd.testing.assert_frame_equal(zero.loc[ranked], skip.loc[ranked])

@@ -24,8 +24,25 @@ TRUTH = ground_truth_from_frame(
         }
     )
 )
-TOKENS = ["sketch_id", "image_id", "mean_rating", "score", "s1", "s2", "a", "b", "c", "d", "Q0",
-          "1", "2.5", "-3", "7", "8", "tag"]  # fmt: skip
+TOKENS = [
+    "sketch_id",
+    "image_id",
+    "mean_rating",
+    "score",
+    "s1",
+    "s2",
+    "a",
+    "b",
+    "c",
+    "d",
+    "Q0",
+    "1",
+    "2.5",
+    "-3",
+    "7",
+    "8",
+    "tag",
+]
 
 
 @settings(max_examples=150, deadline=3000)
@@ -104,8 +121,7 @@ def test_any_bytes_as_hpatches_files(benchmark, labels, results, top):
         (root / "benchmarks" / "task.benchmark").write_bytes(benchmark)
         (root / "benchmarks" / "task.labels").write_bytes(labels)
         (root / "results" / "task.results").write_bytes(results)
-        scored = reads_or_refuses(evaluate_hpatches, root / "benchmarks", root / "results",
-                                  top=top)  # fmt: skip
+        scored = reads_or_refuses(evaluate_hpatches, root / "benchmarks", root / "results", top=top)
     if scored is not None:
         per_query, _ = scored
         assert per_query["ap_patch"].between(0, 1).all()
@@ -126,8 +142,9 @@ def test_a_well_formed_hpatches_task_still_scores():
     assert per_query["ap_patch"].tolist() == [0.5]
 
 
-@pytest.mark.parametrize("column, bad", [("sketch_id", "s 1"), ("image_id", "a\tb"),
-                                         ("image_id", "x\ny")])  # fmt: skip
+@pytest.mark.parametrize(
+    "column, bad", [("sketch_id", "s 1"), ("image_id", "a\tb"), ("image_id", "x\ny")]
+)
 def test_a_trec_run_never_carries_an_unchecked_id(tmp_path, column, bad):
     run = pd.DataFrame({"sketch_id": ["s1", "s1"], "image_id": ["a", "b"], "score": [1.0, 0.5]})
     run.loc[1, column] = bad

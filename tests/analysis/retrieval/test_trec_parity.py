@@ -81,8 +81,7 @@ def _trec_eval(root, run_path, **kwargs):
 
 
 def _ours(root, run_path, **kwargs):
-    evaluation = evaluate_files(root / "analysis" / "ground_truth.csv", [run_path], FAST,
-                                **kwargs)  # fmt: skip
+    evaluation = evaluate_files(root / "analysis" / "ground_truth.csv", [run_path], FAST, **kwargs)
     table = evaluation.per_sketch
     return evaluation, table.pivot(index="sketch_id", columns="measure", values="value")
 
@@ -111,9 +110,12 @@ def test_trec_eval_on_our_files_gives_our_numbers_with_float32_near_ties(study, 
     # Not a vacuous check: compared in double precision (as trec_eval 10 and ranx compare),
     # the same run is put in another order and some measures differ from trec_eval 9's.
     _, double = _ours(study, run_path, score_precision="float64")
-    differences = [abs(double[m][s] - trec[kind][str(s)][measure])
-                   for m, (measure, kind) in SHARED.items() for s in double.index
-                   if not np.isnan(double[m][s])]  # fmt: skip
+    differences = [
+        abs(double[m][s] - trec[kind][str(s)][measure])
+        for m, (measure, kind) in SHARED.items()
+        for s in double.index
+        if not np.isnan(double[m][s])
+    ]
     assert max(differences) > 1e-6
     # evaluate writes the binary judgement it used; at the default threshold it is analyze's.
     out = tmp_path / "out"
@@ -151,10 +153,15 @@ def test_ranx_on_our_files_gives_our_numbers(study, tmp_path):
     ranx_run = Run.from_file(str(run_path), kind="trec")
     graded = Qrels.from_file(str(study / "analysis" / "ground_truth.qrels"), kind="trec")
     binary = Qrels.from_file(str(study / "analysis" / "ground_truth_binary.qrels"), kind="trec")
-    names = {"ndcg": ("ndcg", graded), "ap": ("map", binary), "r_precision": ("r-precision",
-             binary), "ft": ("r-precision", binary), "nn": ("precision@1", binary),
-             **{f"ndcg@{k}": (f"ndcg@{k}", graded) for k in CUTOFFS},
-             **{f"p@{k}": (f"precision@{k}", binary) for k in CUTOFFS}}  # fmt: skip
+    names = {
+        "ndcg": ("ndcg", graded),
+        "ap": ("map", binary),
+        "r_precision": ("r-precision", binary),
+        "ft": ("r-precision", binary),
+        "nn": ("precision@1", binary),
+        **{f"ndcg@{k}": (f"ndcg@{k}", graded) for k in CUTOFFS},
+        **{f"p@{k}": (f"precision@{k}", binary) for k in CUTOFFS},
+    }
     assert set(names) == set(SHARED)
     for measure, (name, qrels) in names.items():
         evaluate(qrels, ranx_run, name, make_comparable=True)

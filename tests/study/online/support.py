@@ -345,9 +345,16 @@ def start(client, label="p01", token=None, **extra):
 
 
 def report(
-    trial: dict, number: int, presses=(), *, rating="auto", stimulus_s=0.6, blank_s=0.4, onset=None,
+    trial: dict,
+    number: int,
+    presses=(),
+    *,
+    rating="auto",
+    stimulus_s=0.6,
+    blank_s=0.4,
+    onset=None,
     screen_presses=(),
-):  # fmt: skip
+):
     """A trial report as the page sends it: presses are (key, seconds from onset). The session
     began at 5 s on the page's clock; trial ``number`` shows at ``onset``, by default
     ``5 + number`` (each trial 1 s after the one before, as the test protocol's are).
@@ -373,12 +380,18 @@ def report(
         "session_start": 5.0,
         "frames": [onset, blank_onset, blank_onset + blank_s],
         "events": events,
-        "screen_events": [{"code": f"Digit{k}" if k.isdigit() else f"Key{k.upper()}", "key": k,
-                           "t": onset - before, "screen": screen}
-                          for k, before, screen in screen_presses],
+        "screen_events": [
+            {
+                "code": f"Digit{k}" if k.isdigit() else f"Key{k.upper()}",
+                "key": k,
+                "t": onset - before,
+                "screen": screen,
+            }
+            for k, before, screen in screen_presses
+        ],
         "paused_before": 0.0,
         "rating": rating,
-    }  # fmt: skip
+    }
 
 
 #: experiment.js in a Node context holding the few browser objects it touches: its settings'
@@ -425,7 +438,11 @@ def run_page(expression: str, storage: dict | None = None):
     page = Path(__file__).resolve().parents[3] / "study" / "online" / "web" / "experiment.js"
     run = subprocess.run(
         [node, "-e", _PAGE_HARNESS, str(page), json.dumps(storage or {})],
-        input=expression, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        input=expression,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout)

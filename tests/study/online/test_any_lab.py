@@ -76,8 +76,20 @@ def last_years_files(folder: Path, pairs: list[tuple[str, str]]) -> tuple[Path, 
     """A PsychoPy Builder CSV of one participant and a Qualtrics wide export of two, of the
     same pairs, as docs/examples/ shows the formats; the ratings are spread over every key."""
     builder = folder / "P-7_sbir_rating_2025-03-05_10h12.33.120.csv"
-    header = ["sketch", "image", "trials.thisN", "key_resp.keys", "key_resp.rt", "participant",
-              "session", "date", "expName", "psychopyVersion", "frameRate", ""]  # fmt: skip
+    header = [
+        "sketch",
+        "image",
+        "trials.thisN",
+        "key_resp.keys",
+        "key_resp.rt",
+        "participant",
+        "session",
+        "date",
+        "expName",
+        "psychopyVersion",
+        "frameRate",
+        "",
+    ]
     info = ["P-7", "001", "2025-03-05_10h12.33.120", "sbir_rating", "2024.1.4", "60.0", ""]
     with builder.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
@@ -120,11 +132,15 @@ def last_years_files(folder: Path, pairs: list[tuple[str, str]]) -> tuple[Path, 
 def read_back(dataset: Path) -> pd.DataFrame:
     """Every _beh.tsv of the dataset as pandas reads it: one row per trial, with participant."""
     tables = [
-        pd.read_csv(path, sep="\t", na_values=["n/a"], keep_default_na=False,
-                    dtype={"sketch_id": str, "image_id": str}).assign(
-            participant=path.parent.parent.name.removeprefix("sub-"))
+        pd.read_csv(
+            path,
+            sep="\t",
+            na_values=["n/a"],
+            keep_default_na=False,
+            dtype={"sketch_id": str, "image_id": str},
+        ).assign(participant=path.parent.parent.name.removeprefix("sub-"))
         for path in sorted(dataset.glob("sub-*/beh/*_beh.tsv"))
-    ]  # fmt: skip
+    ]
     return pd.concat(tables, ignore_index=True)
 
 
@@ -138,14 +154,34 @@ def test_a_5_point_german_study_through_lab_online_and_imports(
 ):
     protocol = write_protocol(tmp_path)
     stimuli = tmp_path / "set"
-    ok("stimuli", "generate", "--out", str(stimuli), "--sketches", "2", "--images", "6",
-       "--anchor-sketches", "1", "--anchor-images", "5", "--scale", "1-5:high-is-best",
-       "--width", "96", "--height", "72", "--seed", "11")  # fmt: skip
+    ok(
+        "stimuli",
+        "generate",
+        "--out",
+        str(stimuli),
+        "--sketches",
+        "2",
+        "--images",
+        "6",
+        "--anchor-sketches",
+        "1",
+        "--anchor-images",
+        "5",
+        "--scale",
+        "1-5:high-is-best",
+        "--width",
+        "96",
+        "--height",
+        "72",
+        "--seed",
+        "11",
+    )
 
     # The lab and the online participant at the same time, as the export test runs them.
     lab = tmp_path / "lab"
-    session = start_session(display, protocol, stimuli, lab, "--simulate", "--seed", "5",
-                            participant="lab01")  # fmt: skip
+    session = start_session(
+        display, protocol, stimuli, lab, "--simulate", "--seed", "5", participant="lab01"
+    )
     online = tmp_path / "online"
     server = start_server(protocol, stimuli, online)
     participant = Participant(browser(), server.url)
@@ -160,8 +196,15 @@ def test_a_5_point_german_study_through_lab_online_and_imports(
     assert status == 0, err
 
     data = tmp_path / "data"
-    ok("export-online", "--db", f"sqlite:///{online / 'online.sqlite3'}", "--out", str(data),
-       "--with-lab", str(lab))  # fmt: skip
+    ok(
+        "export-online",
+        "--db",
+        f"sqlite:///{online / 'online.sqlite3'}",
+        "--out",
+        str(data),
+        "--with-lab",
+        str(lab),
+    )
 
     # Last year's ratings of the main pairs, from two other tools.
     manifest = pd.read_csv(stimuli / "manifest.csv", dtype=str)
@@ -174,11 +217,31 @@ def test_a_5_point_german_study_through_lab_online_and_imports(
     builder, export, mapping = last_years_files(tmp_path, main_pairs)
     imported = []
     for name, args in (
-        ("psychopy", ["psychopy", str(builder), "--protocol", str(protocol),
-                      "--columns", "sketch_id=sketch,image_id=image"]),
-        ("wide", ["wide", str(export), "--mapping", str(mapping), "--scale", "1-5:high-is-best",
-                  "--participant-column", "ResponseId"]),
-    ):  # fmt: skip
+        (
+            "psychopy",
+            [
+                "psychopy",
+                str(builder),
+                "--protocol",
+                str(protocol),
+                "--columns",
+                "sketch_id=sketch,image_id=image",
+            ],
+        ),
+        (
+            "wide",
+            [
+                "wide",
+                str(export),
+                "--mapping",
+                str(mapping),
+                "--scale",
+                "1-5:high-is-best",
+                "--participant-column",
+                "ResponseId",
+            ],
+        ),
+    ):
         out = tmp_path / f"imported-{name}"
         ok("import", *args, "--out", str(out))
         imported.append(out)
@@ -254,8 +317,7 @@ def test_a_5_point_german_study_through_lab_online_and_imports(
 
     # Inter-user tau_b per sketch and pair of participants, as scipy.stats.kendalltau.
     pairwise = pd.read_parquet(analysis / "pairwise_tau.parquet")
-    wide = main.pivot_table(index=["sketch_id", "image_id"], columns="participant",
-                            values="rating")  # fmt: skip
+    wide = main.pivot_table(index=["sketch_id", "image_id"], columns="participant", values="rating")
     checked = 0
     for row in pairwise.itertuples():
         both = wide.loc[row.sketch_id, [row.participant_a, row.participant_b]].dropna()
@@ -273,14 +335,28 @@ def test_a_5_point_german_study_through_lab_online_and_imports(
     run = tmp_path / "l1.run"
     ok("baseline", "--stimuli", str(stimuli), "--distance", "l1", "--out", str(run))
     scored = tmp_path / "evaluation"
-    ok("evaluate", "--ground-truth", str(analysis / "ground_truth.csv"), str(run),
-       "--ratings", str(data), "--out", str(scored), "--no-figures", "--bootstrap", "100",
-       "--permutations", "100")  # fmt: skip
+    ok(
+        "evaluate",
+        "--ground-truth",
+        str(analysis / "ground_truth.csv"),
+        str(run),
+        "--ratings",
+        str(data),
+        "--out",
+        str(scored),
+        "--no-figures",
+        "--bootstrap",
+        "100",
+        "--permutations",
+        "100",
+    )
     record = json.loads((scored / "evaluation.json").read_text())
     assert record["scale"] == "1-5:high-is-best" and record["options"]["relevant_below"] == 2.5
     assert qrels_of(scored / "ground_truth_binary.qrels") == qrels("ground_truth_binary.qrels")
-    nested = lambda table: {s: {i: v for (t, i), v in table.items() if t == s}  # noqa: E731
-                            for s in {s for s, _ in table}}  # fmt: skip
+
+    def nested(table):
+        return {s: {i: v for (t, i), v in table.items() if t == s} for s in {s for s, _ in table}}
+
     scores = {}
     for line in run.read_text().splitlines():
         sketch, _, image, _, score, _ = line.split()

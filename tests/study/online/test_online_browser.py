@@ -99,9 +99,13 @@ def expected_records(stamped, windows) -> dict[int, list[tuple[int, float, float
             continue
         for window in windows:
             if window["onset"] <= stamp < window["window_end"]:
-                expected[window["trial"]].append((SCALE_KEYS[press.name],
-                                                  stamp - window["onset"],
-                                                  press.page_time - window["onset"]))  # fmt: skip
+                expected[window["trial"]].append(
+                    (
+                        SCALE_KEYS[press.name],
+                        stamp - window["onset"],
+                        press.page_time - window["onset"],
+                    )
+                )
     return expected
 
 
@@ -479,9 +483,13 @@ def test_keys_pressed_before_a_pause_screen_appears_ask_once_and_a_quit_is_not_l
     page after the pause screen appeared is the pause screen's, and asks nothing: on a busy
     machine a key can be sent late, so the test reads where the keys fell.)"""
     participant, data = past_the_intake(
-        "?participant=twice", tmp_path, online_set, start_server, browser,
+        "?participant=twice",
+        tmp_path,
+        online_set,
+        start_server,
+        browser,
         response={"quit_key": "q"},
-    )  # fmt: skip
+    )
     stimulus_s, blank_s = 0.6, 0.4
     participant.start_trials()
     participant.driver.execute_script(KEY_LOGGER)
@@ -552,9 +560,11 @@ def test_escape_asks_and_ends_incomplete_with_everything_saved(
     participant, data = past_the_intake(
         "?participant=quitter", tmp_path, online_set, start_server, browser
     )
-    participant.wait(lambda: participant.phase() == "instructions"
-                     and shown(participant, "instructions") == 1, timeout=60,
-                     what="the instructions")  # fmt: skip
+    participant.wait(
+        lambda: participant.phase() == "instructions" and shown(participant, "instructions") == 1,
+        timeout=60,
+        what="the instructions",
+    )
     participant.key("k")  # a stray key while reading
     participant.start_trials()
     onset = participant.onset_of(1)["onset"]
@@ -590,9 +600,12 @@ def test_escape_asks_and_ends_incomplete_with_everything_saved(
     # Escape is not among them: in full screen the browser takes it (leaving full screen,
     # which asks the question as the quit key does); the page never sees that key-down.
     assert logged == [
-        ("k", "1", "instructions"), ("space", "1", "instructions"), ("num_3", "1", "trial"),
-        ("n", "2", "quit"), ("y", "n/a", "quit"),
-    ], log.to_string()  # fmt: skip
+        ("k", "1", "instructions"),
+        ("space", "1", "instructions"),
+        ("num_3", "1", "trial"),
+        ("n", "2", "quit"),
+        ("y", "n/a", "quit"),
+    ], log.to_string()
     received = [press for press in participant.presses if press.name != "escape"]
     # Stamped while its DevTools command ran (1 ms for the clock calibration).
     for press, stamp in zip(received, log["page_time"], strict=True):
@@ -647,8 +660,9 @@ def test_a_trial_the_server_refused_is_named_at_the_end_and_the_experimenter_tol
     participant, data = past_the_intake(
         f"?participant={label}", tmp_path, online_set, start_server, browser
     )
-    participant.wait(lambda: participant.phase() == "instructions", timeout=60,
-                     what="the instructions")  # fmt: skip
+    participant.wait(
+        lambda: participant.phase() == "instructions", timeout=60, what="the instructions"
+    )
     participant.driver.execute_script(_REFUSE_TRIAL_2, ending == "error")
     participant.start_trials()
     for trial in (1, 2):
@@ -856,9 +870,14 @@ def test_scheduled_breaks_come_after_every_so_many_rated_pairs(
     """Also: 600 keys on the first break reach the next trial's report as its last 500
     screen keys (the server's bound), and the trial is stored, not refused."""
     participant, data = past_the_intake(
-        "?participant=breaker", tmp_path, online_set, start_server, browser,
-        timing={"stimulus_s": 0.3, "blank_s": 0.2}, pauses={"break_every": 3},
-    )  # fmt: skip
+        "?participant=breaker",
+        tmp_path,
+        online_set,
+        start_server,
+        browser,
+        timing={"stimulus_s": 0.3, "blank_s": 0.2},
+        pauses={"break_every": 3},
+    )
     participant.start_trials()
     trials = participant.session()["state"]["trials"]
     for trial in trials:
@@ -905,8 +924,15 @@ def test_a_key_that_reaches_a_busy_page_late_still_counts_for_its_window(
     key, code, key_code = KEYS["2"]
     # The key's time stamp, given to the DevTools command on the wall clock.
     wall = participant.wall_clock(stamp)
-    down = {"type": "keyDown", "key": key, "code": code, "text": key, "timestamp": wall,
-            "windowsVirtualKeyCode": key_code, "nativeVirtualKeyCode": key_code}  # fmt: skip
+    down = {
+        "type": "keyDown",
+        "key": key,
+        "code": code,
+        "text": key,
+        "timestamp": wall,
+        "windowsVirtualKeyCode": key_code,
+        "nativeVirtualKeyCode": key_code,
+    }
     while participant.page_now() < closes + 0.24:
         time.sleep(0.002)
     participant.driver.execute_cdp_cmd("Input.dispatchKeyEvent", down)
@@ -921,8 +947,11 @@ def test_a_key_that_reaches_a_busy_page_late_still_counts_for_its_window(
     # command's wall-clock stamp on its event clock (1.1-1.6 ms early in quiet runs here; a
     # fixed 3 ms was once exceeded by 0.1 ms on a loaded machine).
     tolerance = participant.offset_error_ms / 1000 + 0.002
-    assert abs(float(presses[-1][1]) - (stamp - first)) <= tolerance, (presses, stamp - first,
-                                                                         tolerance)  # fmt: skip
+    assert abs(float(presses[-1][1]) - (stamp - first)) <= tolerance, (
+        presses,
+        stamp - first,
+        tolerance,
+    )
     assert one["rating"] == 2
 
 
@@ -936,9 +965,13 @@ def test_frames_stamped_before_the_key_that_began_the_trials_lose_no_trial(
     performance.now() 0.5 s ahead of the frame clock before that press (and again after a
     reload): every trial is still stored, no onset before the session's start."""
     participant, data = past_the_intake(
-        "?participant=lateframes", tmp_path, online_set, start_server, browser,
+        "?participant=lateframes",
+        tmp_path,
+        online_set,
+        start_server,
+        browser,
         timing={"stimulus_s": 0.3, "blank_s": 0.2},
-    )  # fmt: skip
+    )
     ahead = "const real = performance.now.bind(performance); performance.now = () => real() + 500;"
     participant.wait(lambda: participant.phase() == "instructions", what="the instructions")
     participant.driver.execute_script(ahead)

@@ -144,8 +144,15 @@ def test_a_list_order_is_build_trials_order(manifest, seed, enabled, repeat, rep
     manifest = manifest.drop(index=manifest.index[manifest["role"] == "anchor"][:drop])
     anchoring = Anchoring(enabled=enabled, repeat=repeat, repeat_from=repeat_from)
     protocol = replace(Protocol(), anchoring=anchoring)
-    columns = ["trial", "phase", "sketch_id", "image_id", "anchor_rating", "sketch_path",
-               "image_path"]  # fmt: skip
+    columns = [
+        "trial",
+        "phase",
+        "sketch_id",
+        "image_id",
+        "anchor_rating",
+        "sketch_path",
+        "image_path",
+    ]
     built = build_trials(protocol, manifest, seed)[columns]
     expected = [
         (int(trial), phase, sketch, image, None if pd.isna(rating) else int(rating), sp, ip)

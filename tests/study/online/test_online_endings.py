@@ -179,8 +179,14 @@ def test_the_participant_table_shows_the_code_of_each_ending(client, server_cloc
         "now5": ("running", ""),
     }
     counts = client.get("/api/admin/status", headers=ADMIN).json()["participants"]
-    assert counts == {"started": 5, "complete": 1, "incomplete": 1, "timed_out": 1,
-                      "dropped_out": 1, "running": 1}  # fmt: skip
+    assert counts == {
+        "started": 5,
+        "complete": 1,
+        "incomplete": 1,
+        "timed_out": 1,
+        "dropped_out": 1,
+        "running": 1,
+    }
     page = client.get("/admin", headers=ADMIN).text
     assert "timed out" in page and "LATE_3" in page
 

@@ -87,8 +87,9 @@ def test_an_incomplete_design_exports_valid_bids_that_analyze_reads(tmp_path, on
     # participants.tsv passes the legacy validator, and the schema one refuses it.
     broken = shutil.copytree(out, tmp_path / "broken")
     listed = (broken / "participants.tsv").read_text(encoding="utf-8").splitlines()
-    (broken / "participants.tsv").write_text("\n".join([*listed, listed[1]]) + "\n",
-                                             encoding="utf-8")  # fmt: skip
+    (broken / "participants.tsv").write_text(
+        "\n".join([*listed, listed[1]]) + "\n", encoding="utf-8"
+    )
     with pytest.raises(AssertionError, match="TSV_INDEX_VALUE_NOT_UNIQUE"):
         assert_valid_bids(broken)
     for tsv in sorted(out.glob("sub-*/beh/*_beh.tsv")):
@@ -264,8 +265,11 @@ def test_a_browser_and_a_lab_participant_give_the_same_columns_analyzed_alike(
     _out, err = recorded.communicate(timeout=180)
     # What the lab session had written when it ended (a PsychoPy window under Xvfb once
     # ended in a segmentation fault, exit 139, with nothing on stderr but that).
-    written = {str(f.relative_to(lab)): len(f.read_bytes().splitlines())
-               for f in sorted(lab.rglob("*")) if f.is_file()}  # fmt: skip
+    written = {
+        str(f.relative_to(lab)): len(f.read_bytes().splitlines())
+        for f in sorted(lab.rglob("*"))
+        if f.is_file()
+    }
     assert recorded.returncode == 0, f"{err}\nthe lab session's files (lines): {written}"
     mixed = tmp_path / "mixed"
     done = cli(
@@ -282,10 +286,11 @@ def test_a_browser_and_a_lab_participant_give_the_same_columns_analyzed_alike(
     # As written: "n/a" stays text, so that the counts below count real ratings only (a
     # trial the simulated lab participant missed on a busy machine is "n/a", not a rating).
     web, lab_table = (
-        pd.read_csv(next(mixed.glob(f"sub-{label}/beh/*.tsv")), sep="\t", dtype=str,
-                    keep_default_na=False)
+        pd.read_csv(
+            next(mixed.glob(f"sub-{label}/beh/*.tsv")), sep="\t", dtype=str, keep_default_na=False
+        )
         for label in ("web01", "lab01")
-    )  # fmt: skip
+    )
     assert list(web.columns) == list(lab_table.columns) == list(SESSION_COLUMNS)
     # The same protocol, set and the lab's trial-list rule: the same pairs in each phase.
     for phase in ("anchor_demo", "main", "anchor_repeat"):
@@ -430,8 +435,9 @@ class Page:
             if step.get("press"):
                 key, after = step["press"]
                 events.append({"code": f"Digit{key}", "key": key, "t": onset + after})
-            events += [{"code": c, "key": k, "t": next_onset + dt} for c, k, dt in step.get(
-                "extra", ())]  # fmt: skip
+            events += [
+                {"code": c, "key": k, "t": next_onset + dt} for c, k, dt in step.get("extra", ())
+            ]
             carried = [e for e in self.keys if e["t"] >= onset]
             self.keys += events
             rated = trial["phase"] != "anchor_demo" and step.get("press")
@@ -546,9 +552,9 @@ def test_the_export_fills_what_the_server_knows_and_lists_who_stored_nothing(
     status_table = pd.read_csv(io.StringIO(listed.text), dtype=str, keep_default_na=False)
     people = pd.read_csv(out / "participants.tsv", sep="\t", dtype=str, keep_default_na=False)
     assert dict(zip(people["participant_id"], people["status"], strict=True)) == {
-        f"sub-{p}": s for p, s in zip(status_table["participant"], status_table["status"],
-                                      strict=True)
-    }  # fmt: skip
+        f"sub-{p}": s
+        for p, s in zip(status_table["participant"], status_table["status"], strict=True)
+    }
     counts = client.get("/api/admin/status", headers=admin).json()["participants"]
     assert counts["started"] == len(people)
     assert {k: v for k, v in counts.items() if k != "started"} == {
@@ -568,9 +574,16 @@ def test_the_export_fills_what_the_server_knows_and_lists_who_stored_nothing(
         table = pd.read_csv(path, sep="\t")
         order = pd.DataFrame(
             json.loads(expected["trial_order"].iloc[0]),
-            columns=["trial", "phase", "sketch_id", "image_id", "anchor_rating", "sketch_file",
-                     "image_file"],
-        ).set_index("trial")  # fmt: skip
+            columns=[
+                "trial",
+                "phase",
+                "sketch_id",
+                "image_id",
+                "anchor_rating",
+                "sketch_file",
+                "image_file",
+            ],
+        ).set_index("trial")
         assert table["sketch_file"].tolist() == order.loc[table["trial"], "sketch_file"].tolist()
         assert table["image_file"].tolist() == order.loc[table["trial"], "image_file"].tolist()
         assert (table["sketch_file"].map(lambda f: (online_set / f).is_file())).all()
@@ -586,8 +599,12 @@ def test_the_export_fills_what_the_server_knows_and_lists_who_stored_nothing(
     assert np.allclose(lag, 0.004 * full["trial"] + frames, atol=5e-6)
 
     # The key log: every key-down the page made, once, in order, on the session's clock.
-    log = pd.read_csv(out / "sourcedata" / "sub-full3" / "sub-full3_task-sbirtest_keys.tsv",
-                      sep="\t", keep_default_na=False, na_values=["n/a"])  # fmt: skip
+    log = pd.read_csv(
+        out / "sourcedata" / "sub-full3" / "sub-full3_task-sbirtest_keys.tsv",
+        sep="\t",
+        keep_default_na=False,
+        na_values=["n/a"],
+    )
     assert tuple(log.columns[:3]) == KEY_LOG_COLUMNS
     assert list(zip(log["code"].replace({np.nan: ""}), log["browser_key"], strict=True)) == [
         (e["code"], e["key"]) for e in page.keys
@@ -610,14 +627,23 @@ def test_the_export_fills_what_the_server_knows_and_lists_who_stored_nothing(
     lab = tmp_path / "lab"
     rows = full.astype(object).where(full.notna(), None).to_dict("records")
     recorder = SessionRecorder.open(
-        lab, "lab1", task="sbirtest", session={}, trial_order=full[["trial", "phase",
-        "sketch_id", "image_id"]].values.tolist(),
-    )  # fmt: skip
+        lab,
+        "lab1",
+        task="sbirtest",
+        session={},
+        trial_order=full[["trial", "phase", "sketch_id", "image_id"]].values.tolist(),
+    )
     for number, row in enumerate(rows):
         row.update(participant="lab1", onset_monotonic=5000.0 + row["onset"])
-        recorder.append(row, [(k, 5000.0 + s, s) for k, s in
-                              log.loc[log["trial"] == number + 1, ["key", "session_time"]]
-                              .fillna("x").itertuples(index=False)])  # fmt: skip
+        recorder.append(
+            row,
+            [
+                (k, 5000.0 + s, s)
+                for k, s in log.loc[log["trial"] == number + 1, ["key", "session_time"]]
+                .fillna("x")
+                .itertuples(index=False)
+            ],
+        )
     recorder.finish("complete")
     lab_table = pd.read_csv(next(lab.glob("sub-lab1/beh/*.tsv")), sep="\t")
     assert list(lab_table.columns) == list(full.columns)
@@ -625,8 +651,10 @@ def test_the_export_fills_what_the_server_knows_and_lists_who_stored_nothing(
     assert {c: t for c, t in full.dtypes.items() if t != lab_table[c].dtype} == {}
     lab_log = pd.read_csv(recorder.key_log, sep="\t")
     assert list(lab_log.columns) == list(log.columns[:3])
-    assert (lab_log.dtypes.drop("onset_monotonic") == log[list(lab_log.columns)].dtypes.drop(
-        "onset_monotonic")).all()  # fmt: skip
+    assert (
+        lab_log.dtypes.drop("onset_monotonic")
+        == log[list(lab_log.columns)].dtypes.drop("onset_monotonic")
+    ).all()
 
     # With the lab's dataset copied in: its key log too, byte for byte; its status n/a.
     mixed = tmp_path / "mixed"
@@ -669,9 +697,13 @@ def test_planned_onsets_are_the_lab_timelines_until_a_trial_is_missing(trials):
     first_gap = next((k for k, (_, _, stored) in enumerate(trials, start=1) if not stored), None)
     whole = [t for t in group.itertuples() if first_gap is None or t.trial < first_gap]
     expected = lab_timeline(
-        pd.DataFrame({"phase": [trials[t.trial - 1][0] for t in whole],
-                      "paused_before": [t.paused_before for t in whole]})
-    )  # fmt: skip
+        pd.DataFrame(
+            {
+                "phase": [trials[t.trial - 1][0] for t in whole],
+                "paused_before": [t.paused_before for t in whole],
+            }
+        )
+    )
     assert got[: len(whole)] == pytest.approx(expected, abs=1e-9)
     assert got[len(whole) :] == [None] * (len(group) - len(whole))
 
@@ -709,16 +741,19 @@ def test_the_key_log_holds_each_key_the_page_sent_once_in_order(
         at = ends[-1]
     # Keys anywhere, and near the windows' ends, where one is sent with two reports.
     near_an_end = st.sampled_from(ends).flatmap(lambda end: st.floats(end - 0.1, end + 0.1))
-    presses = data.draw(st.lists(
-        st.tuples(
-            st.one_of(st.floats(start - 5.0, at + 5.0), near_an_end),
-            st.sampled_from(["Digit3", "Numpad7", "KeyP", "Escape", "Space", ""]),
-            st.text(max_size=4),
-            st.sampled_from(SCREENS),
+    presses = data.draw(
+        st.lists(
+            st.tuples(
+                st.one_of(st.floats(start - 5.0, at + 5.0), near_an_end),
+                st.sampled_from(["Digit3", "Numpad7", "KeyP", "Escape", "Space", ""]),
+                st.text(max_size=4),
+                st.sampled_from(SCREENS),
+            ),
+            max_size=40,
+            unique_by=lambda p: p[0],
         ),
-        max_size=40,
-        unique_by=lambda p: p[0],
-    ), label="presses")  # fmt: skip
+        label="presses",
+    )
     keys = [{"code": c, "key": k, "t": t, "screen": screen} for t, c, k, screen in sorted(presses)]
     plain = [e if named else {"code": e["code"], "key": e["key"], "t": e["t"]} for e in keys]
     rows, carrier = [], {}  # key's index: the first report that carried it, and its screen
@@ -730,8 +765,15 @@ def test_the_key_log_holds_each_key_the_page_sent_once_in_order(
             carrier.setdefault(k, (number, keys[k]["screen"]))
         for k in window:
             carrier.setdefault(k, (number, keys[k]["screen"] if named else "trial"))
-        rows.append((number, json.dumps([plain[k] for k in window]),
-                     json.dumps([keys[k] for k in screens]), onset, onset - start))  # fmt: skip
+        rows.append(
+            (
+                number,
+                json.dumps([plain[k] for k in window]),
+                json.dumps([keys[k] for k in screens]),
+                onset,
+                onset - start,
+            )
+        )
     group = pd.DataFrame(rows, columns=["trial", "events", "screen_events", "page_onset", "onset"])
     final = None
     if finished:

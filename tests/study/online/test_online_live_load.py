@@ -116,9 +116,11 @@ def test_the_window_holds_exactly_the_last_minute(requests, reports, window_s):
     """Requests and reports at any times (in order): the view is what fell within the window."""
     clock = [0.0]
     load = LoadWindow(window_s=window_s, clock=lambda: clock[0])
-    events = sorted([(at, "request", taken) for at, taken in requests]
-                    + [(at, "report", (session, waiting)) for at, session, waiting in reports],
-                    key=lambda event: event[0])  # fmt: skip
+    events = sorted(
+        [(at, "request", taken) for at, taken in requests]
+        + [(at, "report", (session, waiting)) for at, session, waiting in reports],
+        key=lambda event: event[0],
+    )
     for at, kind, what in events:
         clock[0] = at
         if kind == "request":

@@ -18,8 +18,11 @@ from tests.study.online.support import query, write_protocol
 def check_nothing_lost(db_url: str, result) -> dict:
     """Every acknowledged trial stored once with the rating the client claimed; each session's
     trials contiguous from 1 (a trial is sent only after the previous one is acknowledged)."""
-    rows = query(db_url, "SELECT s.participant, t.trial, t.rating FROM trials t "
-                         "JOIN sessions s ON s.id = t.session_id")  # fmt: skip
+    rows = query(
+        db_url,
+        "SELECT s.participant, t.trial, t.rating FROM trials t "
+        "JOIN sessions s ON s.id = t.session_id",
+    )
     sessions = query(db_url, "SELECT participant FROM sessions")
     stored = {(p, t): r for p, t, r in rows}
     assert len(stored) == len(rows), "a trial stored twice"

@@ -72,9 +72,15 @@ def _page(client) -> _Page:
 
 
 def _german_client(tmp_path, online_set) -> TestClient:
-    app, _ = build_app(ServeSettings(protocol=str(GERMAN), stimuli=str(online_set),
-                                     db=f"sqlite:///{tmp_path / 'de.sqlite3'}",
-                                     admin_token=ADMIN_TOKEN, max_body=65_536))  # fmt: skip
+    app, _ = build_app(
+        ServeSettings(
+            protocol=str(GERMAN),
+            stimuli=str(online_set),
+            db=f"sqlite:///{tmp_path / 'de.sqlite3'}",
+            admin_token=ADMIN_TOKEN,
+            max_body=65_536,
+        )
+    )
     return TestClient(app)
 
 
@@ -84,8 +90,10 @@ def test_the_german_page_and_refusals_are_in_german(tmp_path, online_set):
     page = _page(client)
     assert (page.lang, page.title) == ("de", "Bewertungsstudie")
     assert page.noscript == "Diese Studie benötigt JavaScript."
-    assert page.body == {"data-went-wrong": texts.went_wrong,
-                         "data-settings-failed": texts.settings_failed}  # fmt: skip
+    assert page.body == {
+        "data-went-wrong": texts.went_wrong,
+        "data-settings-failed": texts.settings_failed,
+    }
     assert "geladen" in page.body["data-settings-failed"]
     checked = client.post("/api/participant-id", json={"participant": "a" * 65})
     assert checked.status_code == 422
@@ -101,15 +109,25 @@ def test_the_german_page_and_refusals_are_in_german(tmp_path, online_set):
 
 
 def test_a_full_study_and_marked_up_texts_are_said_as_written(tmp_path, online_set):
-    own = {"needs_javascript": 'Bitte <b>"JS"</b> & mehr', "page_title": "T<i>x</i>",
-           "went_wrong": "Fehler <{error}> 'neu laden'", "settings_failed": "a & b",
-           "study_full": "Voll <script>x</script>", "language": "de-AT"}  # fmt: skip
+    own = {
+        "needs_javascript": 'Bitte <b>"JS"</b> & mehr',
+        "page_title": "T<i>x</i>",
+        "went_wrong": "Fehler <{error}> 'neu laden'",
+        "settings_failed": "a & b",
+        "study_full": "Voll <script>x</script>",
+        "language": "de-AT",
+    }
     client = make_client(tmp_path, online_set, texts=own, online={"raters_per_list": 1})
     page = _page(client)
-    assert (page.lang, page.title, page.noscript) == ("de-AT", own["page_title"],
-                                                      own["needs_javascript"])  # fmt: skip
-    assert page.body == {"data-went-wrong": own["went_wrong"],
-                         "data-settings-failed": own["settings_failed"]}  # fmt: skip
+    assert (page.lang, page.title, page.noscript) == (
+        "de-AT",
+        own["page_title"],
+        own["needs_javascript"],
+    )
+    assert page.body == {
+        "data-went-wrong": own["went_wrong"],
+        "data-settings-failed": own["settings_failed"],
+    }
     assert start(client, "p1")[0].status_code == 201
     full, _ = start(client, "p2")
     assert (full.status_code, full.json()["error"]) == (409, own["study_full"])
@@ -118,8 +136,11 @@ def test_a_full_study_and_marked_up_texts_are_said_as_written(tmp_path, online_s
 def test_the_english_defaults_say_what_they_said(tmp_path, online_set):
     client = make_client(tmp_path, online_set)
     page = _page(client)
-    assert (page.lang, page.title, page.noscript) == ("en", "Rating study",
-                                                      "This study needs JavaScript.")  # fmt: skip
+    assert (page.lang, page.title, page.noscript) == (
+        "en",
+        "Rating study",
+        "This study needs JavaScript.",
+    )
     said = client.post("/api/participant-id", json={"participant": " "}).json()["error"]
     assert said == (
         "The participant id in this page's address cannot be used (it must be 1 to 64 "
@@ -177,11 +198,21 @@ def test_refused_trials_are_counted_with_their_reasons(tmp_path, online_set):
         ("3", json.dumps({**second, "frames": [1.0] * 20_000}), own, 413, True),
         ("x", json.dumps(second), own, 422, True),
         ("1", json.dumps(first), own, 200, False),  # a retry, acknowledged
-        ("2", json.dumps({**second, "rating": "3"}), {**own, "Authorization": f"Bearer {other}"},
-         422, False),  # another session's token
-        ("2", json.dumps({**second, "rating": "3"}), {"Content-Type": "application/json"},
-         422, False),  # no token
-    ]  # fmt: skip
+        (
+            "2",
+            json.dumps({**second, "rating": "3"}),
+            {**own, "Authorization": f"Bearer {other}"},
+            422,
+            False,
+        ),  # another session's token
+        (
+            "2",
+            json.dumps({**second, "rating": "3"}),
+            {"Content-Type": "application/json"},
+            422,
+            False,
+        ),  # no token
+    ]
     said = []
     for trial, body, headers, status, kept in sent:
         put = client.put(f"{url}/{trial}", content=body, headers=headers)
@@ -200,12 +231,15 @@ def test_refused_trials_are_counted_with_their_reasons(tmp_path, online_set):
     status = client.get("/api/admin/status", headers=ADMIN).json()
     assert status["trials_refused"] == len(said)
     assert [(r["participant"], r["trial"], r["status"], r["error"]) for r in status["refused"]] == [
-        ("alice", *entry) for entry in reversed(said)]  # fmt: skip
+        ("alice", *entry) for entry in reversed(said)
+    ]
 
     table = client.get("/admin/participants.csv", headers=ADMIN).text
     rows = list(csv.DictReader(io.StringIO(table)))
     assert [(r["participant"], r["trials_refused"]) for r in rows] == [
-        ("alice", str(len(said))), ("bob", "0")]  # fmt: skip
+        ("alice", str(len(said))),
+        ("bob", "0"),
+    ]
     expected = "; ".join(
         f"trial {'?' if number is None else number} ({code}): {reason}"
         for number, code, reason in said
@@ -222,11 +256,14 @@ def test_the_error_page_names_the_trials_not_stored_and_that_the_researcher_know
     """experiment.js's error page (in Node, support.run_page): the refused trials its sender
     set aside, each once, in the protocol's words ([texts] trials_not_stored)."""
     texts = load_protocol(GERMAN).texts
-    config = {"texts": {"went_wrong": texts.went_wrong,
-                        "trials_not_stored": texts.trials_not_stored}}  # fmt: skip
-    refused = [{"trial": 7, "status": 422, "error": "onset: ..."},
-               {"trial": 4, "status": 409, "error": "..."},
-               {"trial": 7, "status": 422, "error": "again"}]  # fmt: skip
+    config = {
+        "texts": {"went_wrong": texts.went_wrong, "trials_not_stored": texts.trials_not_stored}
+    }
+    refused = [
+        {"trial": 7, "status": 422, "error": "onset: ..."},
+        {"trial": 4, "status": 409, "error": "..."},
+        {"trial": 7, "status": 422, "error": "again"},
+    ]
     shown = run_page(
         "const shown = [];"
         "for (const key of ['sbir-refused:S1', 'sbir-refused:none']) {"
@@ -298,15 +335,19 @@ def test_a_page_refused_in_a_loop_fills_no_more_than_the_limit(tmp_path, online_
     # The limit is the session's: another participant's refusals are kept.
     answer, token = start(client, "bob")
     bob = answer.json()
-    put = client.put(f"/api/sessions/{bob['session_id']}/trials/1", content=bad,
-                     headers={**own, "Authorization": f"Bearer {token}"})  # fmt: skip
+    put = client.put(
+        f"/api/sessions/{bob['session_id']}/trials/1",
+        content=bad,
+        headers={**own, "Authorization": f"Bearer {token}"},
+    )
     assert put.status_code == 422
     with sqlite3.connect(client.db) as connection:
         assert connection.execute("SELECT count(*) FROM refusals").fetchone() == (4,)
 
 
-def test_refusals_sent_at_once_to_postgresql_keep_to_the_limit(tmp_path, online_set, postgres,
-                                                              monkeypatch):  # fmt: skip
+def test_refusals_sent_at_once_to_postgresql_keep_to_the_limit(
+    tmp_path, online_set, postgres, monkeypatch
+):
     """Refusals of one session recorded at the same moment from many threads, against
     PostgreSQL (whose transactions run side by side, unlike SQLite's one writer): exactly
     the limit is kept, not one more."""

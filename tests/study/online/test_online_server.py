@@ -307,8 +307,10 @@ def test_a_server_that_knew_no_session_reads_each_order_back_as_it_was(client):
     orders = [study._sessions[session]["order"] for session in ids]
 
     def resumed():
-        return [client.post("/api/sessions", json={"participant": label, "token": token}).text
-                for label, (_, token) in zip(labels, started, strict=True)]  # fmt: skip
+        return [
+            client.post("/api/sessions", json={"participant": label, "token": token}).text
+            for label, (_, token) in zip(labels, started, strict=True)
+        ]
 
     before = resumed()
     # Session 3's seed no longer draws its order (as after a change to the set or the
@@ -328,15 +330,20 @@ def test_a_server_that_knew_no_session_reads_each_order_back_as_it_was(client):
     study._sessions.clear()
     for number, (_, token) in enumerate(started[1:], start=2):
         trial = json.loads(before[number - 1])["trials"][0]
-        stored = client.put(f"/api/sessions/{ids[number - 1]}/trials/1",
-                            json=report(trial, 1, [("2", 0.3)]),
-                            headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+        stored = client.put(
+            f"/api/sessions/{ids[number - 1]}/trials/1",
+            json=report(trial, 1, [("2", 0.3)]),
+            headers={"Authorization": f"Bearer {token}"},
+        )
         assert stored.status_code == 201
-    assert rows(client, "SELECT s.source_id, t.sketch_id, t.image_id, t.phase FROM trials t "
-                        "JOIN sessions s ON s.id = t.session_id ORDER BY s.source_id") == [
+    assert rows(
+        client,
+        "SELECT s.source_id, t.sketch_id, t.image_id, t.phase FROM trials t "
+        "JOIN sessions s ON s.id = t.session_id ORDER BY s.source_id",
+    ) == [
         (label, trial["sketch_id"], trial["image_id"], trial["phase"])
         for label, trial in ((labels[k], json.loads(before[k])["trials"][0]) for k in (1, 2))
-    ]  # fmt: skip
+    ]
 
 
 def test_platform_ids_get_labels_by_the_rule_and_are_kept_as_given(client):
@@ -500,8 +507,9 @@ def _check(settings):
     from sbir_study.study.online.setcheck import checked_set
     from sbir_study.study.protocol import load_protocol
 
-    checked = checked_set(settings.stimuli, load_protocol(settings.protocol, online=True),
-                          settings.data)  # fmt: skip
+    checked = checked_set(
+        settings.stimuli, load_protocol(settings.protocol, online=True), settings.data
+    )
     return checked.stimulus_set, checked.plan.max_aspect, checked.set_reused
 
 
@@ -596,8 +604,9 @@ def test_a_running_server_sets_what_it_built_aside_and_collects_fully_on_a_clock
     import subprocess
     import sys
 
-    answer = subprocess.run([sys.executable, "-c", _SETTLED], capture_output=True, text=True,
-                            timeout=120, check=True)  # fmt: skip
+    answer = subprocess.run(
+        [sys.executable, "-c", _SETTLED], capture_output=True, text=True, timeout=120, check=True
+    )
     frozen, threshold, before, after = map(int, answer.stdout.split())
     assert frozen > 10_000 and threshold == 1_000_000
     assert (before, after) == (0, 3)
@@ -644,8 +653,19 @@ def test_serve_refuses_an_address_it_cannot_listen_on_in_one_line(tmp_path, onli
         port = holder.getsockname()[1]
         # 192.0.2.1 is TEST-NET-1 (RFC 5737): never an address of this machine.
         host = "127.0.0.1" if where == "port in use" else "192.0.2.1"
-        answer = run_cli("serve", "--protocol", str(protocol), "--stimuli", str(online_set),
-                         "--data", str(data), "--host", host, "--port", str(port))  # fmt: skip
+        answer = run_cli(
+            "serve",
+            "--protocol",
+            str(protocol),
+            "--stimuli",
+            str(online_set),
+            "--data",
+            str(data),
+            "--host",
+            host,
+            "--port",
+            str(port),
+        )
     assert answer.returncode == 2, answer.stderr
     lines = answer.stderr.strip().splitlines()
     assert len(lines) == 1 and f"--host {host} --port {port}: cannot listen there" in lines[0]

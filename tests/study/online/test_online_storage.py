@@ -161,13 +161,28 @@ def test_the_orders_go_back_into_sessions_on_a_downgrade(database):
     storage.migrate(engine)
     with engine.begin() as connection:
         _insert_study(connection)
-        connection.execute(storage.sessions.insert(), {
-            "id": "x1", "study_id": 1, "participant": "P07", "source_id": "P07",
-            "token_sha256": "d", "list_index": 0, "seed": 1, "n_trials": 2,
-            "status": "running", "created_at": 0, "last_seen_at": 0, "details": "{}",
-            "environment": "{}", "url_parameters": "{}"})  # fmt: skip
-        connection.execute(storage.session_orders.insert(), {"session_id": "x1",
-                                                             "trial_order": ORDER})  # fmt: skip
+        connection.execute(
+            storage.sessions.insert(),
+            {
+                "id": "x1",
+                "study_id": 1,
+                "participant": "P07",
+                "source_id": "P07",
+                "token_sha256": "d",
+                "list_index": 0,
+                "seed": 1,
+                "n_trials": 2,
+                "status": "running",
+                "created_at": 0,
+                "last_seen_at": 0,
+                "details": "{}",
+                "environment": "{}",
+                "url_parameters": "{}",
+            },
+        )
+        connection.execute(
+            storage.session_orders.insert(), {"session_id": "x1", "trial_order": ORDER}
+        )
     with storage.migrating(engine) as config:
         command.downgrade(config, "0004")
     with engine.connect() as connection:
@@ -350,19 +365,50 @@ def test_the_trial_writes_statements_on_the_drivers_cursor_answer_as_sqlalchemys
                 "created_at": 1.0,
             },
         )
-        connection.execute(storage.sessions.insert(), {
-            "id": "s 1", "study_id": 1, "participant": "p", "source_id": "p", "token_sha256": "t",
-            "list_index": 0, "seed": 7, "n_trials": 12, "status": "running", "created_at": 1.0,
-            "last_seen_at": 1.0, "finished_at": None, "details": "{}", "environment": "{}",
-            "url_parameters": "{}"})  # fmt: skip
+        connection.execute(
+            storage.sessions.insert(),
+            {
+                "id": "s 1",
+                "study_id": 1,
+                "participant": "p",
+                "source_id": "p",
+                "token_sha256": "t",
+                "list_index": 0,
+                "seed": 7,
+                "n_trials": 12,
+                "status": "running",
+                "created_at": 1.0,
+                "last_seen_at": 1.0,
+                "finished_at": None,
+                "details": "{}",
+                "environment": "{}",
+                "url_parameters": "{}",
+            },
+        )
     for number, trial in enumerate((2, 5, 9, 5)):
-        values = {"session_id": "s 1", "trial": trial, "phase": "main", "sketch_id": "a b",
-                  "image_id": "c'd", "rating": 3, "rt": 0.5, "anchor_rating": None,
-                  "onset": trial * 3.0, "stim_duration": 2.0, "blank_duration": 1.0,
-                  "dropped_frames": 0, "n_presses": 1, "presses": "[]", "paused_before": 0.0,
-                  "page_onset": trial * 3.0, "page_window_end": trial * 3.0 + 3.0,
-                  "events": "[]", "payload_sha256": "h", "received_at": 2.0,
-                  "screen_events": "[]"}  # fmt: skip
+        values = {
+            "session_id": "s 1",
+            "trial": trial,
+            "phase": "main",
+            "sketch_id": "a b",
+            "image_id": "c'd",
+            "rating": 3,
+            "rt": 0.5,
+            "anchor_rating": None,
+            "onset": trial * 3.0,
+            "stim_duration": 2.0,
+            "blank_duration": 1.0,
+            "dropped_frames": 0,
+            "n_presses": 1,
+            "presses": "[]",
+            "paused_before": 0.0,
+            "page_onset": trial * 3.0,
+            "page_window_end": trial * 3.0 + 3.0,
+            "events": "[]",
+            "payload_sha256": "h",
+            "received_at": 2.0,
+            "screen_events": "[]",
+        }
         with engine.begin() as connection:
             insert = queries.insert_trial_once(connection)
             counted = driver.count(connection, insert, values)

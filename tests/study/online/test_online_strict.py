@@ -44,9 +44,13 @@ def dump(db) -> dict[str, list]:
     """Every row of every table of the study, but the log of refusals (which a refusal adds
     to), in a fixed order."""
     with sqlite3.connect(db) as connection:
-        names = [row[0] for row in connection.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN "
-            "('refusals', 'alembic_version') ORDER BY name")]  # fmt: skip
+        names = [
+            row[0]
+            for row in connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN "
+                "('refusals', 'alembic_version') ORDER BY name"
+            )
+        ]
         return {
             name: sorted(map(repr, connection.execute(f"SELECT * FROM {name}").fetchall()))
             for name in names
@@ -86,14 +90,37 @@ def other_type(kind: str):
 def changed(draw, valid: dict, before_end: float):
     """(body, the field a refusal must name or None when the body may be stored)."""
     body = json.loads(json.dumps(valid))
-    kind = draw(st.sampled_from([
-        "wrong type", "not finite", "extreme", "huge list", "unicode", "unknown field",
-        "missing field", "later", "backwards", "key outside", "valid shift", "screen key",
-        "screen key after the onset", "unknown screen"]))  # fmt: skip
+    kind = draw(
+        st.sampled_from(
+            [
+                "wrong type",
+                "not finite",
+                "extreme",
+                "huge list",
+                "unicode",
+                "unknown field",
+                "missing field",
+                "later",
+                "backwards",
+                "key outside",
+                "valid shift",
+                "screen key",
+                "screen key after the onset",
+                "unknown screen",
+            ]
+        )
+    )
     if kind == "wrong type":
         name = draw(st.sampled_from([*FLOATS, *STRINGS, "rating", "frames", "events"]))
-        shape = ("number" if name in FLOATS else "string" if name in STRINGS
-                 else "integer" if name == "rating" else "list")  # fmt: skip
+        shape = (
+            "number"
+            if name in FLOATS
+            else "string"
+            if name in STRINGS
+            else "integer"
+            if name == "rating"
+            else "list"
+        )
         body[name] = draw(other_type(shape))
         return body, name
     if kind == "not finite":
@@ -109,9 +136,15 @@ def changed(draw, valid: dict, before_end: float):
         return body, name
     if kind == "extreme":
         name = draw(st.sampled_from([*FLOATS, "rating"]))
-        body[name] = draw(st.one_of(st.floats(allow_nan=False, allow_infinity=False),
-                                    st.integers(-(2**70), 2**70))) if name != "rating" \
-            else draw(st.integers(-(2**70), 2**70))  # fmt: skip
+        body[name] = (
+            draw(
+                st.one_of(
+                    st.floats(allow_nan=False, allow_infinity=False), st.integers(-(2**70), 2**70)
+                )
+            )
+            if name != "rating"
+            else draw(st.integers(-(2**70), 2**70))
+        )
         return body, None
     if kind == "huge list":
         if draw(st.booleans()):
@@ -140,16 +173,22 @@ def changed(draw, valid: dict, before_end: float):
         # The page of an earlier version sends no screen keys: none, as a page sends for none.
         return body, None if name == "screen_events" else name
     if kind == "screen key":  # any time up to the pair's onset, on any screen the page has
-        body["screen_events"].append({
-            "code": "Space", "key": " ", "t": draw(st.floats(0.0, body["onset"])),
-            "screen": draw(st.sampled_from(SCREENS))})  # fmt: skip
+        body["screen_events"].append(
+            {
+                "code": "Space",
+                "key": " ",
+                "t": draw(st.floats(0.0, body["onset"])),
+                "screen": draw(st.sampled_from(SCREENS)),
+            }
+        )
         return body, None
     if kind == "screen key after the onset":
         body["screen_events"][0]["t"] = draw(st.floats(body["onset"] + 1e-3, body["onset"] + 1e6))
         return body, "screen_events"
     if kind == "unknown screen":
-        body["screen_events"][0]["screen"] = draw(st.text(max_size=12).filter(
-            lambda name: name not in SCREENS))  # fmt: skip
+        body["screen_events"][0]["screen"] = draw(
+            st.text(max_size=12).filter(lambda name: name not in SCREENS)
+        )
         return body, "screen_events"
     if kind in ("later", "backwards", "valid shift"):
         # Every time of the page moved alike, as a page whose session began elsewhere.
@@ -168,8 +207,9 @@ def changed(draw, valid: dict, before_end: float):
             return body, "screen_events"  # a screen's key before the page's clock began
         return body, {"later": "onset", "backwards": "onset", "valid shift": None}[kind]
     # A key event outside its trial: before the pair, or long after its window.
-    outside = draw(st.one_of(st.floats(-1e6, body["onset"] - 1e-3),
-                             st.floats(body["next_onset"] + 1.0, 1e6)))  # fmt: skip
+    outside = draw(
+        st.one_of(st.floats(-1e6, body["onset"] - 1e-3), st.floats(body["next_onset"] + 1.0, 1e6))
+    )
     body["events"].append({"code": "KeyA", "key": "a", "t": outside})
     return body, "events"
 
@@ -210,8 +250,12 @@ def test_a_trial_is_stored_as_a_valid_page_sends_it_or_refused_changing_nothing(
     first = report(state["trials"][rated - 1], number - 1)
     assert client.put(f"{url}/{number - 1}", json=first, headers=headers).status_code == 201
     previous_end = first["next_onset"] - first["session_start"]
-    valid = report(state["trials"][rated], number, [("3", 0.2), ("5", 0.3)],
-                   screen_presses=[("p", 0.5, "pause"), ("4", 0.25, "pause")])  # fmt: skip
+    valid = report(
+        state["trials"][rated],
+        number,
+        [("3", 0.2), ("5", 0.3)],
+        screen_presses=[("p", 0.5, "pause"), ("4", 0.25, "pause")],
+    )
     body, field = data.draw(changed(valid, previous_end), label="body")
     before, kept = dump(client.db), refusals_of(client.db, state["session_id"])
     put = client.put(f"{url}/{number}", content=json.dumps(body), headers=headers)
@@ -231,7 +275,9 @@ def test_a_trial_is_stored_as_a_valid_page_sends_it_or_refused_changing_nothing(
         # times and key events, the session's pair, and times that keep the rules.
         assert type(body["rating"]) in (int, type(None))
         assert (rating, rating_type) == (
-            body["rating"], "null" if body["rating"] is None else "integer")  # fmt: skip
+            body["rating"],
+            "null" if body["rating"] is None else "integer",
+        )
         assert page_onset == body["onset"] and paused == body["paused_before"]
         assert onset == pytest.approx(body["onset"] - body["session_start"])
         assert json.loads(events) == body["events"]
@@ -244,7 +290,9 @@ def test_a_trial_is_stored_as_a_valid_page_sends_it_or_refused_changing_nothing(
         error = put.json()["error"]
         # ... but for the refusal itself, kept for the experimenter's status.
         assert refusals_of(client.db, state["session_id"]) == [
-            *kept, (number, put.status_code, error)]  # fmt: skip
+            *kept,
+            (number, put.status_code, error),
+        ]
         if field is not None and put.status_code == 422:
             named = error.split(":")[0].split("[")[0].split(".")[0]
             assert named in (field, "times") and field in error, (error, field)
@@ -262,16 +310,24 @@ def test_the_issues_three_trials_are_refused_naming_the_field(client):
     first = report(state["trials"][rated - 1], number - 1)
     assert client.put(f"{url}/{number - 1}", json=first, headers=headers).status_code == 201
     valid = report(state["trials"][rated], number, [("3", 0.2)])
-    later = {**valid, **{name: valid[name] + 30 * DAY_S for name in TIMES},
-             "frames": [t + 30 * DAY_S for t in valid["frames"]],
-             "events": [{**e, "t": e["t"] + 30 * DAY_S} for e in valid["events"]]}  # fmt: skip
-    back = {**valid, **{name: valid[name] - 0.5 for name in TIMES},
-            "frames": [t - 0.5 for t in valid["frames"]],
-            "events": [{**e, "t": e["t"] - 0.5} for e in valid["events"]]}  # fmt: skip
-    cases = [({**valid, "rating": True}, "rating: Input should be a valid integer"),
-             ({**valid, "rating": "3"}, "rating: Input should be a valid integer"),
-             (later, "onset: expected at most"),
-             (back, "onset: expected no earlier than the end of trial")]  # fmt: skip
+    later = {
+        **valid,
+        **{name: valid[name] + 30 * DAY_S for name in TIMES},
+        "frames": [t + 30 * DAY_S for t in valid["frames"]],
+        "events": [{**e, "t": e["t"] + 30 * DAY_S} for e in valid["events"]],
+    }
+    back = {
+        **valid,
+        **{name: valid[name] - 0.5 for name in TIMES},
+        "frames": [t - 0.5 for t in valid["frames"]],
+        "events": [{**e, "t": e["t"] - 0.5} for e in valid["events"]],
+    }
+    cases = [
+        ({**valid, "rating": True}, "rating: Input should be a valid integer"),
+        ({**valid, "rating": "3"}, "rating: Input should be a valid integer"),
+        (later, "onset: expected at most"),
+        (back, "onset: expected no earlier than the end of trial"),
+    ]
     before = dump(client.db)
     for body, said in cases:
         put = client.put(f"{url}/{number}", content=json.dumps(body), headers=headers)
@@ -288,8 +344,10 @@ def test_a_reloaded_page_resumes_after_the_trials_it_still_holds():
     """After a reload the page's clock goes on from the server's last stored trial, or from a
     later one the page still holds unsent (its queue), so that its next trial does not begin
     before that one ended and is not refused for it (experiment.js resumedAt, in Node)."""
-    held = [{"trial": 3, "body": {"next_onset": 17.5, "session_start": 5.0}},
-            {"trial": 4, "body": {"next_onset": 4.0, "session_start": -9.25}}]  # fmt: skip
+    held = [
+        {"trial": 3, "body": {"next_onset": 17.5, "session_start": 5.0}},
+        {"trial": 4, "body": {"next_onset": 4.0, "session_start": -9.25}},
+    ]
     cases = "[resumedAt({resumed_at: 9.5}, HELD), resumedAt({resumed_at: 14.0}, []),"
     cases += " resumedAt({resumed_at: 20.0}, HELD), resumedAt({}, [])]"
     assert run_page(cases.replace("HELD", json.dumps(held))) == [13.25, 14.0, 20.0, 0]
@@ -299,16 +357,21 @@ SESSION_BODIES = {
     "an age as a string": ({"details": {"age": "34"}}, "details.age"),
     "an age as a number with a fraction": ({"details": {"age": 34.0}}, "details.age"),
     "mobile as a string": ({"environment": {"mobile": "false"}}, "environment.mobile"),
-    "a width that is not whole": ({"environment": {"screen_width": 1920.5}},
-                                  "environment.screen_width"),
-    "a refresh rate as a string": ({"environment": {"refresh_hz": "60"}},
-                                   "environment.refresh_hz"),
-    "a refresh rate that is not finite": ({"environment": {"refresh_hz": math.inf}},
-                                          "environment.refresh_hz"),
-    "a platform id as a number": ({"url_parameters": {"PROLIFIC_PID": 12345}},
-                                  "url_parameters.PROLIFIC_PID"),
+    "a width that is not whole": (
+        {"environment": {"screen_width": 1920.5}},
+        "environment.screen_width",
+    ),
+    "a refresh rate as a string": ({"environment": {"refresh_hz": "60"}}, "environment.refresh_hz"),
+    "a refresh rate that is not finite": (
+        {"environment": {"refresh_hz": math.inf}},
+        "environment.refresh_hz",
+    ),
+    "a platform id as a number": (
+        {"url_parameters": {"PROLIFIC_PID": 12345}},
+        "url_parameters.PROLIFIC_PID",
+    ),
     "a token as a number": ({"token": 10**40}, "token"),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("case", list(SESSION_BODIES))
@@ -372,9 +435,12 @@ def test_a_trial_refused_for_its_times_in_a_group_commit_spares_the_others(
         session_id, token, number, trial = sessions[k]
         body = report(trial, number, [("2", 0.1), ("5", 0.9)])
         if k == 2:  # begins half a second before the end of the trial before
-            body = {**body, **{name: body[name] - 1.5 for name in TIMES},
-                    "frames": [t - 1.5 for t in body["frames"]],
-                    "events": [{**e, "t": e["t"] - 1.5} for e in body["events"]]}  # fmt: skip
+            body = {
+                **body,
+                **{name: body[name] - 1.5 for name in TIMES},
+                "frames": [t - 1.5 for t in body["frames"]],
+                "events": [{**e, "t": e["t"] - 1.5} for e in body["events"]],
+            }
         try:
             outcomes[k] = study.store_trial(session_id, token, number, body)
         except ServiceError as error:
@@ -402,6 +468,7 @@ def test_a_trial_refused_for_its_times_in_a_group_commit_spares_the_others(
     assert outcomes == {0: True, 1: True, 3: True, 4: True}
     with sqlite3.connect(client.db) as connection:
         stored = connection.execute(
-            "SELECT session_id, trial FROM trials WHERE trial > 1").fetchall()  # fmt: skip
+            "SELECT session_id, trial FROM trials WHERE trial > 1"
+        ).fetchall()
     wanted = {(s, n) for k, (s, _, n, _) in enumerate(sessions) if k != 2}
     assert wanted <= set(stored) and (sessions[2][0], sessions[2][2]) not in set(stored)

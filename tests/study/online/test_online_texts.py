@@ -36,7 +36,9 @@ def test_the_german_example_is_what_the_page_shows(online_set, tmp_path, start_s
     participant.open("?participant=de01")
     participant.wait(lambda: participant.phase() == "intake", what="the intake")
     assert driver.execute_script("return [document.documentElement.lang, document.title]") == [
-        "de", "Bewertungsstudie"]  # fmt: skip
+        "de",
+        "Bewertungsstudie",
+    ]
     participant.wait(lambda: texts["consent_title"] in body(), what="the consent")
     shown = body()
     for text in (texts["agree"], texts["disagree"], "Nächstes"):  # the consent's own ä too
@@ -48,16 +50,25 @@ def test_the_german_example_is_what_the_page_shows(online_set, tmp_path, start_s
         " + [...document.querySelectorAll('option')].map((o) => o.text).join('|')"
         " + document.querySelector('#jspsych-survey-html-form-next').value"
     )
-    for name in ("details_note", "age", "sex", "handedness", "male", "ambidextrous",
-                 "prefer_not_to_say", "continue_button"):  # fmt: skip
+    for name in (
+        "details_note",
+        "age",
+        "sex",
+        "handedness",
+        "male",
+        "ambidextrous",
+        "prefer_not_to_say",
+        "continue_button",
+    ):
         assert texts[name] in form, name
     participant.click("#jspsych-survey-html-form-next")
     # ß and ü, as the page holds them: "Bitte schließen Sie ..." and its button.
     participant.wait(lambda: "schließen" in body(), what="the full-screen message")
     assert texts["fullscreen"] in body() and texts["fullscreen_button"] in body()
     participant.click("#jspsych-fullscreen-btn")
-    participant.wait(lambda: participant.phase() == "instructions", timeout=60,
-                     what="the instructions")  # fmt: skip
+    participant.wait(
+        lambda: participant.phase() == "instructions", timeout=60, what="the instructions"
+    )
     instructions = settings["instructions"]["anchoring"]
     assert " ".join(instructions.split()) in " ".join(body().split())
     participant.key("space")
@@ -67,8 +78,9 @@ def test_the_german_example_is_what_the_page_shows(online_set, tmp_path, start_s
     participant.key("escape")
     # The question shows once the trial's blank is over (the phase is set when Escape went
     # down): wait for its words, not only for the phase.
-    participant.wait(lambda: participant.phase() == "quit" and "beenden?" in body(),
-                     what="the quit question")  # fmt: skip
+    participant.wait(
+        lambda: participant.phase() == "quit" and "beenden?" in body(), what="the quit question"
+    )
     assert "Die Sitzung jetzt beenden?" in body() and "weitermachen" in body()
     participant.key("j")  # the German protocol's yes ([texts] yes_key)
     participant.wait(lambda: participant.phase() == "ended", what="the end")

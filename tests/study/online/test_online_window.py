@@ -34,8 +34,14 @@ STIMULUS_S, BLANK_S = PROTOCOL.timing.stimulus_s, PROTOCOL.timing.blank_s
 KEY_MAP = rating_key_map(PROTOCOL.response.keys, keypad=PROTOCOL.response.keypad)
 ORDER = [[1, "main", "s1", "i1", None, "s1.png", "i1.png"]]
 # Browser key-downs (code, key) and the lab's name of each.
-KEYS = {("Digit3", "3"): "3", ("Digit2", "2"): "2", ("Numpad5", "5"): "num_5",
-        ("Digit7", "7"): "7", ("KeyP", "p"): "p", ("Space", " "): "space"}  # fmt: skip
+KEYS = {
+    ("Digit3", "3"): "3",
+    ("Digit2", "2"): "2",
+    ("Numpad5", "5"): "num_5",
+    ("Digit7", "7"): "7",
+    ("KeyP", "p"): "p",
+    ("Space", " "): "space",
+}
 
 
 def report(onset: float, next_onset: float, presses, rating) -> dict:

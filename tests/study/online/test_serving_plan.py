@@ -97,13 +97,21 @@ def test_a_plan_read_back_is_the_plan_made_again_for_any_design(
     assert set(again.stimulus_files) == set(sorted(names)[1:])  # listed and named only
     parts = split_lists(protocol, manifest)
     assert [len(order.main) for order in again.orders] == [len(part) for part in parts]
-    columns = ["trial", "phase", "sketch_id", "image_id", "anchor_rating", "sketch_path",
-               "image_path"]  # fmt: skip
+    columns = [
+        "trial",
+        "phase",
+        "sketch_id",
+        "image_id",
+        "anchor_rating",
+        "sketch_path",
+        "image_path",
+    ]
     for index, order in enumerate(again.orders):
         built = build_trials(protocol, list_manifest(manifest, parts, index), seed)[columns]
-        expected = [(phase, sketch, image, None if pd.isna(rating) else int(rating), sp, ip)
-                    for _, phase, sketch, image, rating, sp, ip
-                    in built.itertuples(index=False, name=None)]  # fmt: skip
+        expected = [
+            (phase, sketch, image, None if pd.isna(rating) else int(rating), sp, ip)
+            for _, phase, sketch, image, rating, sp, ip in built.itertuples(index=False, name=None)
+        ]
         assert list(order.keys(seed)) == expected
 
 
@@ -174,8 +182,9 @@ def test_a_restart_reads_the_plan_back_and_makes_it_again_when_what_it_rests_on_
     assert again.stimulus_set.manifest.equals(first.stimulus_set.manifest)  # read when asked
 
     # Another protocol on the same set: the set's check kept, the plan made for it.
-    _, other = _protocol(tmp_path, "other.toml", online={"subset": "pairs", "lists": 2,
-                                                         "list_seed": 5})  # fmt: skip
+    _, other = _protocol(
+        tmp_path, "other.toml", online={"subset": "pairs", "lists": 2, "list_seed": 5}
+    )
     changed = checked_set(copy, other, data)
     assert changed.set_reused and not changed.plan_reused
     assert changed.plan == ServingPlan.of(other, changed.stimulus_set)
@@ -270,9 +279,17 @@ def test_the_plans_code_digest_covers_every_function_a_plan_comes_from():
     from sbir_study.study.online import plan as plan_module
     from sbir_study.study.trials import practice_pairs
 
-    made_by = [ServingPlan.of, plan_module.ListOrder.of, plan_module.ListOrder.keys,
-               split_lists, list_manifest, build_trials, practice_pairs, session_order,
-               checked_set]  # fmt: skip
+    made_by = [
+        ServingPlan.of,
+        plan_module.ListOrder.of,
+        plan_module.ListOrder.keys,
+        split_lists,
+        list_manifest,
+        build_trials,
+        practice_pairs,
+        session_order,
+        checked_set,
+    ]
     files = {Path(inspect.getsourcefile(function)).resolve() for function in made_by}
     assert files <= {file.resolve() for file in setcheck.code_files()}
 
@@ -284,8 +301,9 @@ def test_the_study_takes_a_plan_or_an_aspect_not_both(tmp_path, online_set):
     protocol = Protocol()
     plan = ServingPlan.of(protocol, _checked(online_set, protocol), 1.0)
     with pytest.raises(TypeError, match="plan or max_aspect"):
-        OnlineStudy.open(protocol, None, open_database(f"sqlite:///{tmp_path / 'db'}"),
-                         max_aspect=1.0, plan=plan)  # fmt: skip
+        OnlineStudy.open(
+            protocol, None, open_database(f"sqlite:///{tmp_path / 'db'}"), max_aspect=1.0, plan=plan
+        )
 
 
 def test_a_kept_plan_gives_its_warnings_again_at_every_start(tmp_path, online_set):
@@ -362,16 +380,25 @@ def test_a_kept_start_serves_participants_without_importing_pandas(tmp_path, onl
     data = tmp_path / "data"
     data.mkdir()
     protocol, _ = _protocol(tmp_path, **design)
-    settings = ServeSettings(protocol=str(protocol), stimuli=str(online_set),
-                             db=f"sqlite:///{data / 'online.sqlite3'}",
-                             admin_token=ADMIN_TOKEN, data=str(data))  # fmt: skip
+    settings = ServeSettings(
+        protocol=str(protocol),
+        stimuli=str(online_set),
+        db=f"sqlite:///{data / 'online.sqlite3'}",
+        admin_token=ADMIN_TOKEN,
+        data=str(data),
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AnchorScaleWarning)
         _, study = build_app(settings)  # the first start: checks, plans, keeps
     environment = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    run = subprocess.run([sys.executable, "-c", _KEPT_START, json.dumps(settings.__dict__)],
-                         capture_output=True, text=True, env=environment, timeout=120,
-                         cwd=Path(__file__).parents[3])  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-c", _KEPT_START, json.dumps(settings.__dict__)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+        cwd=Path(__file__).parents[3],
+    )
     assert run.returncode == 0, run.stderr
     found = json.loads(run.stdout.strip().splitlines()[-1])
     assert found["served_with"] == [] and found["admin_loaded_pandas"]

@@ -47,8 +47,9 @@ def upgrade() -> None:
         sa.Column("url_parameters", sa.Text, nullable=False),
         sa.UniqueConstraint("study_id", "participant", name="uq_sessions_study_participant"),
     )
-    op.create_index("ix_sessions_study_list_status", "sessions",
-                    ["study_id", "list_index", "status"])  # fmt: skip
+    op.create_index(
+        "ix_sessions_study_list_status", "sessions", ["study_id", "list_index", "status"]
+    )
     op.create_table(
         "trials",
         sa.Column("session_id", sa.String(32), sa.ForeignKey("sessions.id"), primary_key=True),
