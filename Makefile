@@ -166,8 +166,11 @@ test: $(STAMP)
 	echo "make test: the suite took $$(( $$(date +%s) - started )) s"; \
 	exit $$status
 
+# The linter, the formatter's check and the type checker (each configured in pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m mypy
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_pairwise.py

@@ -7,7 +7,7 @@ value, and follows scipy.stats term for term so that the results agree with
 rounding error (the tests check it).
 
 Only ``scipy.special`` is imported: importing ``scipy.stats`` costs about a
-second, half the time budget of a whole paper-scale analysis.
+second, half the time budget of a whole paper-size analysis.
 """
 
 from __future__ import annotations
@@ -361,7 +361,7 @@ def in_order(work, jobs, *, weight, threshold: float = 2e6):
     """``work(*job)`` for each of ``jobs``, yielded in order, on every core once it pays.
 
     NumPy's array operations and the BLAS products release the interpreter
-    lock, so the jobs of a crowd-scale study (one sketch each: millions of rater
+    lock, so the jobs of a crowd-size study (one sketch each: millions of rater
     pairs) run side by side on threads, one per core, with one job computed
     ahead per core. When the first job weighs less than ``threshold`` (a
     paper-sized study, where starting threads costs more than it saves), or on
@@ -376,7 +376,7 @@ def in_order(work, jobs, *, weight, threshold: float = 2e6):
     if first is None:
         return
     if workers < 2 or weight(first) < threshold:
-        # Held to one thread (``$SBIR_STUDY_THREADS=1``), a crowd-scale study's BLAS
+        # Held to one thread (``$SBIR_STUDY_THREADS=1``), a crowd-size study's BLAS
         # products are too.
         one = workers < 2 and weight(first) >= threshold and THREADS_VARIABLE in os.environ
         with _blas_threads().limit(limits=1, user_api="blas") if one else contextlib.nullcontext():

@@ -926,7 +926,7 @@ def alpha_at_levels(
     """:func:`krippendorff_alpha_overall` at each of ``levels``, the same results as one
     call per level (each bootstrap from ``seed``), from one count of the ratings.
 
-    Counting each pair's ratings is most of the work at crowd scale (12 million rows at
+    Counting each pair's ratings is most of the work at crowd size (12 million rows at
     10,000 participants); ``analyze`` reports the ordinal and the interval alpha.
     """
     for level in levels:

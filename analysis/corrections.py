@@ -12,8 +12,8 @@ Both are the corrections of ``statsmodels.stats.multitest.multipletests``
 it (and Holm's against R's ``p.adjust`` and pingouin) by the tests:
 
 * the Benjamini-Hochberg count because importing statsmodels takes about two
-  seconds, as long as a whole paper-scale analysis is allowed, and because at
-  crowd scale (62 million inter-user tests) statsmodels keeps several full-size
+  seconds, as long as a whole paper-size analysis is allowed, and because at
+  crowd size (62 million inter-user tests) statsmodels keeps several full-size
   copies of the p-values where this counts without sorting them;
 * Holm's because ``multipletests(method="holm")`` runs a full garbage collection
   (``gc.collect()``) on every call: 0.1 to 0.2 s in a process holding a study,
@@ -59,7 +59,7 @@ def benjamini_hochberg_count(pvalues, alpha: float = 0.05) -> int:
     p = np.asarray(pvalues, dtype=np.float64).ravel()
     m = p.size - count_true(p, np.isnan)
 
-    # No sort (tens of millions of p-values at crowd scale). With N(k) = #{p <= (k / m) alpha}
+    # No sort (tens of millions of p-values at crowd size). With N(k) = #{p <= (k / m) alpha}
     # (the threshold as statsmodels' multipletests computes it) the answer is the largest k
     # with N(k) >= k. From k = m, k <- N(k) never rises and never passes below the answer
     # (N is non-decreasing), but it creeps down geometrically; after a few steps a lower

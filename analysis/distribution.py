@@ -147,7 +147,7 @@ def box_summary(
     keys are those :meth:`matplotlib.axes.Axes.bxp` reads (``med, q1, q3,
     whislo, whishi, fliers``) plus ``mean`` and ``n``, so a box can be drawn
     from a summary when the data themselves are too many to keep (the
-    inter-user correlations of a crowd-scale study). With ``max_fliers``, at
+    inter-user correlations of a crowd-size study). With ``max_fliers``, at
     most that many fliers are kept: the most extreme half from each side.
     ``quartiles`` are the 25th, 50th and 75th percentiles when the caller has
     them already (with other quantiles of the same data, in one selection).
@@ -160,7 +160,7 @@ def box_summary(
     """
     data = np.asarray(values, dtype=np.float64).ravel()
     finite = np.isfinite(data)
-    if not finite.all():  # else no copy: millions of inter-user tau_b a sketch at crowd scale
+    if not finite.all():  # else no copy: millions of inter-user tau_b a sketch at crowd size
         data = data[finite]
     if data.size == 0:
         nan = float("nan")
@@ -208,7 +208,7 @@ def linear_quantiles(values, q, *, histogram_from: int = _HISTOGRAM_FROM) -> np.
     """``np.quantile(values, q)`` (method ``"linear"``), bit for bit, faster for many values.
 
     numpy partitions the values around each order statistic it needs, several passes over
-    millions of values (a sketch's inter-user tau_b at crowd scale: 2 million). Here one
+    millions of values (a sketch's inter-user tau_b at crowd size: 2 million). Here one
     pass counts them into 65,536 bins of equal width between the least and the greatest
     (``(v - least) * scale`` rounds monotonically, so the bins keep the values' order), and
     only the values of the few bins that hold the needed order statistics are sorted. Each

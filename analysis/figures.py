@@ -5,7 +5,7 @@ returns it, so the figures can be composed, restyled or embedded; they take the
 tables :func:`sbir_study.analysis.analyze_ratings` writes, not raw ratings.
 :func:`write_figures` lays out the standard files (``.png`` and ``.pdf``).
 
-This and :mod:`sbir_study.analysis.retrieval.figures` (the figures of
+This and :mod:`sbir_study.analysis.retrieval.evaluation_figures` (the figures of
 ``evaluate``, which share this module's markers and way of saving) are the only
 modules of :mod:`sbir_study.analysis` that import matplotlib. It uses the
 object-oriented API (:class:`matplotlib.figure.Figure`), never ``pyplot``, so

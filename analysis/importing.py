@@ -54,7 +54,6 @@ from __future__ import annotations
 import ast
 import codecs
 import csv
-import difflib
 import json
 import re
 import urllib.parse
@@ -68,7 +67,14 @@ import numpy as np
 import pandas as pd
 
 from sbir_study.foundation import bids
-from sbir_study.foundation.checks import ID_RULE, InputError, bad_ids, participant_label
+from sbir_study.foundation.checks import (
+    ID_RULE,
+    InputError,
+    bad_ids,
+    closest,
+    did_you_mean,
+    participant_label,
+)
 from sbir_study.foundation.scale import PAPER_SCALE, Scale
 from sbir_study.foundation.tables import (
     COLON,
@@ -301,8 +307,7 @@ def parse_columns(text: str | None, *, option: str = "--columns") -> dict[str, s
                 f"(participant=Subject,rating=Response), got {entry.strip()!r}"
             )
         if target not in IMPORT_COLUMNS:
-            close = difflib.get_close_matches(target, IMPORT_COLUMNS, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(target, IMPORT_COLUMNS)
             raise InputError(
                 f"{option}: {target!r} is not a column of the ratings table"
                 f"{hint}; expected one of {', '.join(IMPORT_COLUMNS)}"
@@ -412,8 +417,7 @@ def _find_columns(
         if target in mapping:
             source = mapping[target]
             if source not in table.names:
-                close = difflib.get_close_matches(source, table.names, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                hint = did_you_mean(source, table.names)
                 raise InputError(
                     f"{table.path}: line 1: no column {source!r} (mapped to {target}){hint}; "
                     f"found {', '.join(table.names)}"
@@ -1178,8 +1182,7 @@ def _jspsych_ratings(
     def field_of(target: str, default: Sequence[str], required: bool) -> str | None:
         if target in columns:
             if columns[target] not in names:
-                close = difflib.get_close_matches(columns[target], table.names, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                hint = did_you_mean(columns[target], table.names)
                 raise InputError(
                     f"{table.path}: line 1: no {word} {columns[target]!r} (mapped "
                     f"to {target}) in any trial{hint}"
@@ -1452,8 +1455,7 @@ def _participant_column(table: _Table, named: str | None) -> str:
     """The export's column of the participants' ids: as named, else found by its name."""
     if named is not None:
         if named not in table.names:
-            close = difflib.get_close_matches(named, table.names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(named, table.names)
             raise InputError(
                 f"{table.path}: line 1: no column {named!r} (--participant-column){hint}"
             )
@@ -1542,8 +1544,7 @@ def read_wide(
         found = {"participant": _participant_column(table, participant_column)}
         absent = [c for c in columns if c not in table.names]
         if absent:
-            close = difflib.get_close_matches(absent[0], table.names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(absent[0], table.names)
             line = mapping["_line"].iloc[columns.index(absent[0])] if "_line" in mapping else None
             where = f"; mapped on line {line} of the mapping" if line is not None else ""
             raise InputError(
@@ -1775,11 +1776,10 @@ def _warn_ids(rows: pd.DataFrame, column: str, odd: list[str], others: list[str]
     named = []
     for value in odd[:_SHOWN]:
         row = rows[rows[column] == value].iloc[0]
-        # The most similar (difflib's ratio); of equals, the first others rated.
-        close = [max(others, key=lambda other: difflib.SequenceMatcher(None, value, other).ratio())]
+        # The most similar, however far; of equals, the first others rated.
+        close = closest(value, others, cutoff=0)
         named.append(
-            f"{value!r} ({row['_source']}: line {row['_line']}; closest rated by "
-            f"others: {close[0]!r})"
+            f"{value!r} ({row['_source']}: line {row['_line']}; closest rated by others: {close!r})"
         )
     more = f", and {len(odd) - _SHOWN} more" if len(odd) > _SHOWN else ""
     what = "sketch" if column == "sketch_id" else "image"

@@ -71,7 +71,7 @@ __all__ = [
 
 #: Sketches shown as best and as worst agreed on (the paper's Fig. 9 shows four of each).
 N_EXTREMES = 4
-#: Fliers kept per sketch for the inter-user box plot at crowd scale.
+#: Fliers kept per sketch for the inter-user box plot at crowd size.
 _MAX_FLIERS = 2000
 # Inter-user pairs from which they are computed beside the other statistics (a few seconds).
 _PAIRS_BESIDE = 5_000_000
@@ -223,7 +223,7 @@ def _analyze_into(
         ratings = ratings[~practice]
     if pilot is not None:
         pilot = in_paper_orientation(pilot)
-    # The ground truth reads the table alone: at crowd scale it is computed on a thread of
+    # The ground truth reads the table alone: at crowd size it is computed on a thread of
     # its own from here on, beside the main phase's selection and cube (1.5 s at 10,000
     # participants, on one core while the other was idle), and the statistics.
     aside = len(ratings) >= _GROUND_TRUTH_ASIDE_ROWS and _kernels.threads() > 1
@@ -246,7 +246,7 @@ def _analyze_into(
         # The main phase as sketches x participants x images, built once for every statistic
         # that reads it (each would build its own from the table otherwise).
         cube = rating_cube(main)
-        # At crowd scale the inter-user pairs are computed on threads of their own while the
+        # At crowd size the inter-user pairs are computed on threads of their own while the
         # other statistics are computed here: each side alone leaves a core idle much of the time.
         # (``$SBIR_STUDY_THREADS=1``: everything in this thread, one after the other.)
         beside = pairs >= _PAIRS_BESIDE and _kernels.threads() > 1
@@ -1074,7 +1074,7 @@ def _write_pairwise(
 
 def _concatenate_consuming(parts: list[np.ndarray]) -> np.ndarray:
     """One array of ``parts``, each freed once copied: tens of millions of p-values at
-    crowd scale, which ``np.concatenate`` would hold twice at its peak."""
+    crowd size, which ``np.concatenate`` would hold twice at its peak."""
     joined = np.empty(sum(part.size for part in parts))
     position = 0
     parts.reverse()

@@ -407,7 +407,7 @@ sbir_study.analysis.load_ratings, or pandas.read_csv(..., dtype=str)
 def _labels(column: pd.Series) -> pd.Categorical:
     """Labels stripped of surrounding blanks, as a categorical with sorted categories.
 
-    Each distinct label is stripped once, not each row: at crowd scale the
+    Each distinct label is stripped once, not each row: at crowd size the
     identifier columns hold millions of repeats of a few thousand labels, and
     every later grouping works on the integer codes.
     """
@@ -779,7 +779,7 @@ def _parse(files: list[_RawFile], columns=None) -> pd.DataFrame:
     (those of them a file has) when given.
 
     Every column is read as text, as a categorical (:func:`~sbir_study.foundation.tables.read_rows`:
-    a crowd-scale study repeats a few thousand distinct cells over millions of rows).
+    a crowd-size study repeats a few thousand distinct cells over millions of rows).
     Adds ``_source`` (the file) and ``_line`` (the line in it) to every row, and
     ``_label`` (the participant of a BIDS file's name).
     """

@@ -1,5 +1,5 @@
 """The least a user without the toolkit would run on a ratings study: the baseline of the
-crowd-scale ratio in ``bench_scale.py`` (issue 27).
+crowd-size ratio in ``bench_crowd.py`` (issue 27).
 
 A plain ``pandas.read_csv`` of the files (every ``sub-*/beh/*_beh.tsv`` of a BIDS dataset,
 concatenated, or one flat table), then the mean rating of every sketch/image pair of the

@@ -1,4 +1,4 @@
-"""Krippendorff's alpha and the Skillings-Mack test at paper and crowd scale.
+"""Krippendorff's alpha and the Skillings-Mack test at paper and crowd size.
 
 Side by side, in one run: ``sbir_study.analysis.krippendorff_alpha_overall`` and
 ``agreement_by_sketch`` against the ``krippendorff`` package (PyPI), the library a user
@@ -6,8 +6,8 @@ would otherwise call, on the same ratings; the package has no bootstrap, so its
 interval is timed as what a user would write: the package called once per resample
 on the resampled units' value counts.
 
-* paper scale: 28 participants x 31 sketches x 40 images, 1% missed;
-* crowd scale: 2,000 and 10,000 participants x 1,240 pairs, 1% missed (the ratings
+* paper size: 28 participants x 31 sketches x 40 images, 1% missed;
+* crowd size: 2,000 and 10,000 participants x 1,240 pairs, 1% missed (the ratings
   table as ``analyze`` holds it after loading: 12.4 million rows at 10,000 participants).
 
     python benchmarks/bench_agreement.py [--skip-10000]

@@ -1,8 +1,8 @@
 """Wall time and peak memory of ``sbir-study analyze --no-figures``, as a user runs it.
 
-* paper scale: 28 participants x 1,240 pairs + anchoring, a BIDS dataset of 28 files;
+* paper size: 28 participants x 1,240 pairs + anchoring, a BIDS dataset of 28 files;
   goal under 2 s in all (interpreter start and imports included);
-* crowd scale: 2,000 participants x 1,240 pairs + anchoring (2.5 million rows), one
+* crowd size: 2,000 participants x 1,240 pairs + anchoring (2.5 million rows), one
   flat table; goal under 60 s and under 4 GiB peak memory. Above 500 raters per
   sketch the inter-user table is written as per-sketch summaries (the default).
 
@@ -93,7 +93,7 @@ def main() -> None:
             "| run | best s | median s | worst s | peak MiB | goal |",
             "|---|---|---|---|---|---|",
             row("python -c 'import pandas, scipy.special' (floor)", floor, "-"),
-            row("analyze, paper scale (28 x 1,240 + anchors, BIDS)", paper_result, "< 2 s"),
+            row("analyze, paper size (28 x 1,240 + anchors, BIDS)", paper_result, "< 2 s"),
         ]
         if not args.skip_crowd:
             crowd = folder / "crowd.csv"
@@ -108,14 +108,14 @@ def main() -> None:
             )
             lines.append(
                 row(
-                    "analyze, crowd scale (2,000 x 1,240 + anchors, flat CSV)",
+                    "analyze, crowd size (2,000 x 1,240 + anchors, flat CSV)",
                     crowd_result,
                     "< 60 s, < 4096 MiB",
                 )
             )
         print("\n".join(lines))
         print(
-            f"paper scale, median run / import floor: "
+            f"paper size, median run / import floor: "
             f"{paper_result['median'] / floor['median']:.1f}x"
         )
 

@@ -1,6 +1,6 @@
 """Wall time of ``analyze`` with figures and report, and of ``power``, as a user runs them.
 
-* ``sbir-study analyze`` at paper scale (28 participants x 1,240 pairs + anchoring,
+* ``sbir-study analyze`` at the paper's size (28 participants x 1,240 pairs + anchoring,
   BIDS) with Figs. 4-8 and report.html: goal under 15 s in all; beside it the same
   run with ``--no-figures``, so the cost of drawing shows as a ratio;
 * ``sbir-study power`` with 6 participant counts x 100 replications, ``--jobs 2``:

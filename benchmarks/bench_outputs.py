@@ -4,7 +4,7 @@
   ``load_ratings`` (every file read by its own header, every participant from its
   file name, every id and value checked) beside what a user would otherwise write:
   ``pandas.concat`` of ``pandas.read_csv`` over the files, with no check at all.
-* Writing the paper-scale analysis (tables, figures, report) and a simulated
+* Writing the paper-size analysis (tables, figures, report) and a simulated
   dataset of 300 participants through the output policy (written aside, flushed,
   hashed into the record, moved into place) beside writing the same files straight
   into a folder.
@@ -80,7 +80,7 @@ def main() -> None:
             )
 
         rows.append(
-            ("analyze, paper scale, figures and report", *timed(with_policy, straight, args.repeat))
+            ("analyze, paper size, figures and report", *timed(with_policy, straight, args.repeat))
         )
         design = StudyDesign(participants=300)
 

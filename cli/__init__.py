@@ -11,7 +11,7 @@ module                        subcommands
 :mod:`sbir_study.cli.power`        ``power``
 :mod:`sbir_study.cli.serve`        ``serve``, ``export-online`` (the session in a browser)
 :mod:`sbir_study.cli.protocol`     ``protocol show`` (every screen's text)
-:mod:`sbir_study.cli.importing`    ``import table | psychopy`` (ratings from other tools)
+:mod:`sbir_study.cli.import_ratings`    ``import table | psychopy`` (ratings from other tools)
 :mod:`sbir_study.cli.common`       what they share: the parser, option types, messages, the log
 ============================  ===========================================
 
@@ -79,7 +79,7 @@ FAMILIES = (
     "run",
     "serve",
     "protocol",
-    "importing",
+    "import_ratings",
 )
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
-import difflib
 import os
 import re
 import sys
@@ -21,7 +20,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.checks import InputError, did_you_mean
 from sbir_study.foundation.provenance import DISTRIBUTION as PROG
 
 __all__ = [
@@ -104,15 +103,8 @@ class Parser(argparse.ArgumentParser):
         choice = re.search(r"invalid choice: '(.*?)' \(choose from (.*)\)$", message)
         if choice:
             allowed = re.findall(r"'(.*?)'", choice.group(2))
-            message += _did_you_mean(choice.group(1), allowed)
+            message += did_you_mean(choice.group(1), allowed)
         self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def _did_you_mean(given: str, allowed: Sequence[str]) -> str:
-    """`` (did you mean 'x'?)`` for the allowed value closest to ``given``, or nothing."""
-    starting = [a for a in allowed if a.startswith(given)] if len(given) > 2 else []
-    close = starting if len(starting) == 1 else difflib.get_close_matches(given, allowed, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace):
@@ -163,7 +155,7 @@ def unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, extr
     flags = [a for a in extra if a.startswith("-") and not _is_number(a)]
     if flags:
         given = flags[0].split("=", 1)[0]
-        chosen.error(f"unrecognized option {given!r}{_did_you_mean(given, options)}")
+        chosen.error(f"unrecognized option {given!r}{did_you_mean(given, options)}")
     chosen.error(f"unexpected argument {extra[0]!r}")
 
 

@@ -15,7 +15,6 @@ declared once here, with the description that goes into the sidecar.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -145,12 +144,10 @@ def beh_path(root: str | Path, label: str, task: str = TASK) -> Path:
 
 
 def _write_text(path: Path, text: str) -> None:
-    """Write a whole file and flush it to disk before returning."""
+    """Write a file of a dataset being written aside (:mod:`.outputs`), which flushes the
+    whole folder to disk before it takes its place."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="\n") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
+    path.write_text(text, encoding="utf-8", newline="\n")
 
 
 def write_dataset_description(

@@ -57,6 +57,8 @@ __all__ = [
     "check_option",
     "check_participant",
     "check_whole_number",
+    "closest",
+    "did_you_mean",
     "float_array",
     "open_image",
     "participant_label",
@@ -104,10 +106,49 @@ def check_option(name: str, value: object, allowed: Iterable[object]) -> object:
         return value
     message = f"{name}: got {value!r}, expected one of {', '.join(map(repr, allowed))}"
     if isinstance(value, str):
-        close = difflib.get_close_matches(value, [str(a) for a in allowed], n=1)
-        if close:
-            message += f" (did you mean {close[0]!r}?)"
+        message += did_you_mean(value, [str(a) for a in allowed])
     raise InputError(message)
+
+
+def closest(given: str, choices: Iterable[str], *, cutoff: float = 0.6) -> str | None:
+    """The choice ``given`` most likely stands for, or None: the one choice it begins
+    (when it is longer than two characters), else the most similar
+    (:class:`difflib.SequenceMatcher`'s ratio, at least ``cutoff``; of equals, the first).
+
+    Examples
+    --------
+    >>> closest("ful", ["auto", "full", "summary"])
+    'full'
+    >>> closest("sumary", ["auto", "full", "summary"])
+    'summary'
+    >>> closest("xyz", ["auto", "full"]) is None
+    True
+    """
+    choices = list(choices)
+    starting = [c for c in choices if c.startswith(given)] if len(given) > 2 else []
+    if len(starting) == 1:
+        return starting[0]
+    if not choices:
+        return None
+    ratios = [difflib.SequenceMatcher(None, given, choice).ratio() for choice in choices]
+    best = max(range(len(choices)), key=ratios.__getitem__)
+    return choices[best] if ratios[best] >= cutoff else None
+
+
+def did_you_mean(given: str, choices: Iterable[str], *, prefix: str = "") -> str:
+    """`` (did you mean 'x'?)`` for the choice closest to ``given`` (:func:`closest`),
+    ``prefix`` put before it, or ``""`` when none is close: the hint every message of the
+    toolkit gives for a misspelt name.
+
+    Examples
+    --------
+    >>> "no column 'Ratng'" + did_you_mean("Ratng", ["Rating", "Subject"])
+    "no column 'Ratng' (did you mean 'Rating'?)"
+    >>> did_you_mean("seed", ["anchoring"], prefix="design.")
+    ''
+    """
+    match = closest(given, choices)
+    return f" (did you mean {prefix + match!r}?)" if match is not None else ""
 
 
 def check_whole_number(name: str, value: object, minimum: int, *, none_ok: bool = False):

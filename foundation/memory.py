@@ -1,7 +1,7 @@
 """Giving memory freed by one large step back to the system before the next (private).
 
 glibc's allocator keeps the heap blocks a program frees for its own later use,
-and Arrow's memory pool keeps its own; at crowd scale that is hundreds of MiB
+and Arrow's memory pool keeps its own; at crowd size that is hundreds of MiB
 (the text of the session files once they are parsed, a sketch's rater pairs
 once they are summarised) that no later step reuses but that count in the
 process's peak memory. :func:`release_freed` hands them back.

@@ -71,6 +71,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .atomic import atomic_write, fsync_folder
 from .checks import InputError, causes
 from .provenance import DISTRIBUTION, file_digest
 
@@ -581,7 +582,7 @@ def _make_temporary(absolute: Path, command: str) -> Path:
             pid=os.getpid(),
             host=socket.gethostname(),
         )
-        _write_whole(temporary / RECORD, marker.to_json())
+        atomic_write(temporary / RECORD, marker.to_json())
     except OSError as error:
         shutil.rmtree(temporary, ignore_errors=True)
         raise InputError(
@@ -590,35 +591,12 @@ def _make_temporary(absolute: Path, command: str) -> Path:
     return temporary
 
 
-def _write_whole(path: Path, text: str) -> None:
-    """Write ``path`` whole or not at all (a sibling file, then renamed over it): a writer
-    killed while it writes its temporary folder's record leaves the previous record, never
-    a truncated one, so the next run still knows the folder for a killed writer's and
-    removes it (:func:`_clear_leftovers`)."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
-
-
 def _folder_mode(target: Path) -> int:
     if target.is_dir() and not target.is_symlink():
         return stat.S_IMODE(target.stat().st_mode)
     umask = os.umask(0o022)
     os.umask(umask)
     return 0o777 & ~umask
-
-
-def _fsync_folder(folder: Path) -> None:
-    try:
-        descriptor = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass
-    finally:
-        os.close(descriptor)
 
 
 _RENAME_NOREPLACE = 1
@@ -740,7 +718,7 @@ def _aside(target: Path, command: str, plan: _Plan, commit) -> Iterator[Path]:
         with _held_signals():
             finish()
             shutil.rmtree(temporary, ignore_errors=True)
-            _fsync_folder(plan.target.parent)
+            fsync_folder(plan.target.parent)
     except OSError as error:
         message = _written_error(error, temporary, target)
         if temporary is not None:
@@ -802,10 +780,10 @@ def output_folder(
 
     def commit(temporary: Path):
         text = _seal(temporary, _listing(temporary), command, plan.target)
-        _write_whole(temporary / RECORD, text)
+        atomic_write(temporary / RECORD, text)
         if not _syncfs(temporary):
             for base, _, _ in os.walk(temporary):
-                _fsync_folder(Path(base))
+                fsync_folder(Path(base))
         # Checked again (hashes included) just before, and unchanged (names, sizes, times)
         # at the moment of the move: what is replaced is still only this command's output.
         again = _plan_folder(target, command, overwrite, inputs)
@@ -865,9 +843,9 @@ def output_files(
         if missing:
             raise RuntimeError(f"sbir-study {command} did not write {missing[0]}")
         record_path = temporary / f".{plan.target.name}{RECORD}"
-        _write_whole(record_path, _seal(temporary, names, command, plan.target))
+        atomic_write(record_path, _seal(temporary, names, command, plan.target))
         if not _syncfs(temporary):
-            _fsync_folder(temporary)
+            fsync_folder(temporary)
         again = _plan_files(target, companions, command, overwrite, inputs, inside_inputs)
         paths = [parent / name for name in names]
         state = _snapshot(paths)

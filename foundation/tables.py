@@ -32,7 +32,7 @@ names a line, and how it words the reader's own problems, is the caller's
 for runs and ground truths.
 
 Tables are parsed by Apache Arrow's CSV reader, straight into dictionary-encoded
-columns (categoricals): at crowd scale a table repeats a few thousand distinct
+columns (categoricals): at crowd size a table repeats a few thousand distinct
 cells over millions of rows, and a Python string per cell would cost more than
 the parse. When Arrow refuses a table, a line-by-line pass with Python's
 :mod:`csv` module (or :meth:`bytes.split` for whitespace) finds the first bad

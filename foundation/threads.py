@@ -1,4 +1,4 @@
-"""How many threads the crowd-scale work may use: ``$SBIR_STUDY_THREADS``, else the cores.
+"""How many threads the crowd-size work may use: ``$SBIR_STUDY_THREADS``, else the cores.
 
 The inter-user pairs of ``analyze`` run one sketch per thread, and the reader of a
 ratings study hashes its files on a thread beside the parse; ``SBIR_STUDY_THREADS=1``
@@ -12,7 +12,7 @@ import os
 
 __all__ = ["THREADS_VARIABLE", "threads"]
 
-#: Sets the threads of the crowd-scale statistics (whole number >= 1), where a machine is
+#: Sets the threads of the crowd-size statistics (whole number >= 1), where a machine is
 #: shared or to check the results of one thread; unset, one per core.
 THREADS_VARIABLE = "SBIR_STUDY_THREADS"
 
@@ -36,7 +36,7 @@ def threads() -> int:
 
             raise InputError(
                 f"${THREADS_VARIABLE}: {given!r}; expected a whole number >= 1 "
-                "(the threads of the crowd-scale statistics)"
+                "(the threads of the crowd-size statistics)"
             )
         return int(given)
     if hasattr(os, "sched_getaffinity"):

@@ -14,7 +14,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submodules=[
         "generate",
-        "importing",
+        "set_import",
         "manifest",
         "select",
         "validate",
@@ -25,7 +25,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "generate_set",
             "latent_rating",
         ],
-        "importing": [
+        "set_import": [
             "import_set",
         ],
         "manifest": [

@@ -36,7 +36,7 @@ Which key names a protocol may use depends on where it runs:
   be reported.
 * A protocol served to browsers (``load_protocol(path, online=True)``, which
   ``sbir-study serve`` uses) is also checked against the names a browser can
-  send (:mod:`sbir_study.study.online.keys`), with or without PsychoPy.
+  send (:mod:`sbir_study.study.online.browser_keys`), with or without PsychoPy.
 * Loading a protocol never imports PsychoPy when it is not installed: an
   install with only the ``[online]`` extra loads and serves protocols.
 """
@@ -44,7 +44,6 @@ Which key names a protocol may use depends on where it runs:
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import importlib.util
 import tomllib
 import typing
@@ -71,7 +70,7 @@ from pydantic.dataclasses import dataclass
 from pydantic_core import PydanticCustomError
 
 from sbir_study.foundation import paper
-from sbir_study.foundation.checks import ID_RULE, MAX_ID_LENGTH, InputError
+from sbir_study.foundation.checks import ID_RULE, MAX_ID_LENGTH, InputError, closest, did_you_mean
 from sbir_study.foundation.scale import Scale
 
 from .participants import DETAILS
@@ -429,8 +428,7 @@ class Participants:
     def _known_details_once(cls, details: tuple[str, ...]) -> tuple[str, ...]:
         for name in details:
             if name not in DETAILS:
-                close = difflib.get_close_matches(name, list(DETAILS), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                hint = did_you_mean(name, DETAILS)
                 raise _refusal(
                     f"expected a list of {', '.join(DETAILS)}{hint}, got {list(details)!r}"
                 )
@@ -771,8 +769,8 @@ def backend_key_names() -> frozenset[str]:
 
 
 def browser_key_names() -> frozenset[str]:
-    """The key names a browser key-down can be given (:mod:`sbir_study.study.online.keys`)."""
-    from .online.keys import BROWSER_CODES
+    """The key names a browser key-down can be given (:mod:`sbir_study.study.online.browser_keys`)."""
+    from .online.browser_keys import BROWSER_CODES
 
     return frozenset(BROWSER_CODES.values())
 
@@ -797,8 +795,7 @@ def _closest_key(name: str, known: frozenset[str]) -> str | None:
     spelled = {"esc": "escape", "enter": "return", "spacebar": "space"}.get(spelled, spelled)
     if spelled in known:
         return spelled
-    close = difflib.get_close_matches(spelled, sorted(known), n=1)
-    return close[0] if close else None
+    return closest(spelled, sorted(known))
 
 
 # --- pydantic's first error as one line --------------------------------------------------------
@@ -889,7 +886,7 @@ def _unknown_key(loc: tuple) -> str:
     prefix = "".join(f"{name}." for name in table)
     names = list(_table(tuple(table)).__pydantic_fields__)
     message = f"unknown key {prefix + key!r}"
-    close = difflib.get_close_matches(key, names, n=1)
-    if close:
-        return message + f" (did you mean {prefix + close[0]!r}?)"
+    hint = did_you_mean(key, names, prefix=prefix)
+    if hint:
+        return message + hint
     return message + f"; expected one of {', '.join(prefix + name for name in names)}"

@@ -26,6 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from sbir_study.foundation import bids
+from sbir_study.foundation.atomic import atomic_write, fsync_folder
 from sbir_study.foundation.checks import InputError, participant_label
 from sbir_study.foundation.provenance import toolkit_version
 
@@ -82,26 +83,6 @@ Eitz et al. 2011, Sec. 2.3). One _beh.tsv per participant and session: one row p
 presented pair, columns described in its _beh.json sidecar, which also holds the
 protocol, the stimulus-set digest, the seed and the trial order.
 """
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _replace_atomically(path: Path, text: str) -> None:
-    """Write ``path`` so that a crash leaves either its old or its new content."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
-    _fsync_dir(path.parent)
 
 
 def format_cell(value) -> str:
@@ -195,8 +176,8 @@ class SessionRecorder:
                 handle.write("\t".join(SESSION_COLUMNS) + "\n")
                 handle.flush()
                 os.fsync(handle.fileno())
-            _fsync_dir(path.parent)
-        _replace_atomically(path.with_suffix(".json"), json.dumps(sidecar, indent=2) + "\n")
+            fsync_folder(path.parent)
+        atomic_write(path.with_suffix(".json"), json.dumps(sidecar, indent=2) + "\n")
         return cls(path, sidecar, recorded)
 
     def append(self, row: Mapping, keys: Sequence[tuple[str, float, float]] = ()) -> None:
@@ -232,9 +213,7 @@ class SessionRecorder:
         self.sidecar.update(entries)
         self.sidecar["SessionStatus"] = status
         self.sidecar["SessionEnd"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        _replace_atomically(
-            self.path.with_suffix(".json"), json.dumps(self.sidecar, indent=2) + "\n"
-        )
+        atomic_write(self.path.with_suffix(".json"), json.dumps(self.sidecar, indent=2) + "\n")
 
     def recorded_rows(self) -> pd.DataFrame:
         """The trials on disk, as text."""
@@ -415,11 +394,9 @@ def _start_dataset(
     root.mkdir(parents=True, exist_ok=True)
     if not (root / "dataset_description.json").exists():
         description = dataset_description(dataset, "sbir-study run")
-        _replace_atomically(
-            root / "dataset_description.json", json.dumps(description, indent=2) + "\n"
-        )
+        atomic_write(root / "dataset_description.json", json.dumps(description, indent=2) + "\n")
     if not (root / "README").exists():
-        _replace_atomically(root / "README", _README)
+        atomic_write(root / "README", _README)
     participants = root / "participants.tsv"
     table = _read_participants(participants)
     if table is None:
@@ -436,7 +413,7 @@ def _start_dataset(
         others = [c for c in table.columns if c not in first and c not in DETAILS]
         table = table[[*first, *others, *known]]
         text = table.fillna("n/a").to_csv(sep="\t", index=False, lineterminator="\n")
-        _replace_atomically(participants, text)
+        atomic_write(participants, text)
     sidecar = root / "participants.json"
     described = {}
     if sidecar.exists():
@@ -451,7 +428,7 @@ def _start_dataset(
     }
     missing = {k: v for k, v in wanted.items() if k not in described}
     if missing or not sidecar.exists():
-        _replace_atomically(sidecar, json.dumps({**described, **missing}, indent=2) + "\n")
+        atomic_write(sidecar, json.dumps({**described, **missing}, indent=2) + "\n")
 
 
 def _resume(path: Path, session: Mapping, order: list) -> tuple[dict, int]:

@@ -60,7 +60,7 @@ LONGEST_FIRST = (
     "tests/analysis/test_report_reads.py",
     "tests/test_install.py",
     "tests/study/online/test_online_server.py",
-    "tests/analysis/test_analyze_scale.py",
+    "tests/analysis/test_analyze_crowd.py",
     "tests/cli/test_interrupts.py",
     "tests/study/online/test_online_load.py",
     "tests/cli/test_evaluate.py",

@@ -56,7 +56,7 @@ if not Path(SBIR_STUDY[0]).exists():
 
 #: Figures as PNG alone (``--figure-formats png``), for the tests that read the figures or
 #: the report but not the PDFs, which the figure tests read (tests/analysis/
-#: test_figures_report.py, test_figures_scale.py, test_report_reads.py, retrieval/
+#: test_figures_report.py, test_figures_crowd.py, test_report_reads.py, retrieval/
 #: test_figures.py): a PDF, its fonts embedded, takes about twice a PNG's time to write.
 PNG = ("png",)
 PNG_OPTION = ("--figure-formats", "png")

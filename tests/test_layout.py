@@ -139,7 +139,7 @@ def test_nothing_in_the_repository_imports_a_generic_top_level_name():
     # The walk reaches every part of the code (the tests and benchmarks beside the package).
     assert {
         ROOT / "tests" / "test_layout.py",
-        ROOT / "benchmarks" / "bench_scale.py",
+        ROOT / "benchmarks" / "bench_crowd.py",
         ROOT / "analysis" / "retrieval" / "runs.py",
     } <= set(files)
     for path in files:
@@ -309,3 +309,81 @@ def test_a_named_subcommand_is_built_whole_and_the_others_listed():
     for name in ("evaluate", "evaluate-hpatches", "baseline"):  # one family, built whole
         assert listed[name].format_help() == choices[name].format_help()
     assert listed["analyze"].format_help() != choices["analyze"].format_help()
+
+
+#: The most lines a module of the package may have, and the most lines of code (not blank,
+#: not a comment, the docstring aside) a function may have without a reason beside it: a
+#: comment line directly above its ``def`` (or its decorators) that starts with this.
+MODULE_LINES = 700
+FUNCTION_LINES = 80
+KEPT_WHOLE = "# Kept whole:"
+
+
+def _functions(path: Path):
+    """Each function of ``path``: its node and its lines of code."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for node in ast.walk(ast.parse("\n".join(lines))):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        docstring = ast.get_docstring(node, clean=False) is not None
+        skipped = (
+            set(range(node.body[0].lineno, node.body[0].end_lineno + 1)) if docstring else set()
+        )
+        code = [
+            number
+            for number in range(node.lineno, node.end_lineno + 1)
+            if number not in skipped
+            and lines[number - 1].strip()
+            and not lines[number - 1].strip().startswith("#")
+        ]
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        yield node, len(code), lines[first - 2].strip() if first > 1 else ""
+
+
+def test_modules_and_functions_are_of_a_size_a_reader_can_hold():
+    too_long = []
+    for name, path in sorted(MODULES.items()):
+        count = len(path.read_text(encoding="utf-8").splitlines())
+        if count > MODULE_LINES:
+            too_long.append(f"{name}: {count} lines (at most {MODULE_LINES})")
+        for node, code, above in _functions(path):
+            if code > FUNCTION_LINES and not above.startswith(KEPT_WHOLE):
+                too_long.append(
+                    f"{name}.{node.name} (line {node.lineno}): {code} lines of code, "
+                    f"without a {KEPT_WHOLE!r} comment above it"
+                )
+    assert not too_long, "\n".join(too_long)
+
+
+def _public_functions(body: list[ast.stmt]):
+    """The public functions of a module or class body: those of the module and of its
+    public classes (nested ones included) whose name has no leading underscore, and the
+    constructors of those classes; not functions nested in functions."""
+    for node in body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if not node.name.startswith("_") or node.name == "__init__":
+                yield node
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            yield from _public_functions(node.body)
+
+
+def test_every_public_function_is_annotated():
+    """Parameters and return of every public function (``self``, ``cls`` and a
+    constructor's return aside), so that the type checker reads its body (``make lint``)."""
+    missing = []
+    for name, path in sorted(MODULES.items()):
+        module = ast.parse(path.read_text(encoding="utf-8"))
+        for node in _public_functions(module.body):
+            arguments = node.args
+            every = [
+                *arguments.posonlyargs,
+                *arguments.args,
+                *arguments.kwonlyargs,
+                *(a for a in (arguments.vararg, arguments.kwarg) if a is not None),
+            ]
+            bare = [a.arg for a in every if a.annotation is None and a.arg not in ("self", "cls")]
+            if node.returns is None and node.name != "__init__":
+                bare.append("return")
+            if bare:
+                missing.append(f"{name}.{node.name} (line {node.lineno}): {', '.join(bare)}")
+    assert not missing, "\n".join(missing)

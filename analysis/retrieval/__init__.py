@@ -7,7 +7,7 @@
 * :mod:`~sbir_study.analysis.retrieval.comparison`: bootstrap intervals and paired tests
   between systems;
 * :mod:`~sbir_study.analysis.retrieval.evaluation`: the pipeline of ``sbir-study evaluate``,
-  with :mod:`~sbir_study.analysis.retrieval.report` its page;
+  with :mod:`~sbir_study.analysis.retrieval.evaluation_report` its page;
 * :mod:`.distances` and :mod:`.baseline`:
   distance measures and a baseline engine;
 * :mod:`~sbir_study.analysis.retrieval.hpatches`: the HPatches retrieval task.
@@ -25,10 +25,10 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "comparison",
         "distances",
         "evaluation",
-        "figures",
+        "evaluation_figures",
         "hpatches",
         "measures",
-        "report",
+        "evaluation_report",
         "runs",
     ],
     submod_attrs={

@@ -294,7 +294,7 @@ def evaluate_runs(
     human = None
     if ratings is not None:
         ratings = in_paper_orientation(ratings)
-        # One cube of the main phase for the layout and the human level: at crowd scale
+        # One cube of the main phase for the layout and the human level: at crowd size
         # it is the largest array evaluate holds.
         cube = main_phase_cube(ratings)
         given, weight = _ratings_layout(ratings, truth, options.relevant_below, cube)
@@ -596,7 +596,7 @@ def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: tuple[
     }
     written = {}
     if figures:
-        from .figures import write_evaluation_figures  # matplotlib only when drawing
+        from .evaluation_figures import write_evaluation_figures  # matplotlib only when drawing
 
         written = write_evaluation_figures(
             out / "figures",
@@ -609,7 +609,7 @@ def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: tuple[
     (out / "evaluation.json").write_text(
         json.dumps(result, indent=2, allow_nan=False) + "\n", encoding="utf-8"
     )
-    from .report import write_evaluation_report
+    from .evaluation_report import write_evaluation_report
 
     scale = evaluation.truth.scale if evaluation.truth is not None else None
     write_evaluation_report(

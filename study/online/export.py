@@ -54,7 +54,7 @@ from ..recorder import (
     key_log_path,
 )
 from . import queries, storage
-from .keys import browser_key_name
+from .browser_keys import browser_key_name
 from .scoring import resumed_from
 from .storage import studies
 
@@ -518,7 +518,7 @@ def _sidecar(study: Mapping, protocol: dict, session: Mapping, n_stored: int) ->
         if isinstance(refresh, int | float) and low <= refresh <= high
         else "clock",
         "KeyboardBackend": "browser KeyboardEvent.timeStamp (performance.now() clock); names "
-        "from KeyboardEvent.code as in sbir_study.study.online.keys",
+        "from KeyboardEvent.code as in sbir_study.study.online.browser_keys",
         "ClockNote": "onset_monotonic is n/a: a browser has no access to the system's monotonic "
         "clock; onsets are frame times of requestAnimationFrame on performance.now(), from the "
         "key press that began the session. onset_planned is the lab's timeline computed by the "

@@ -24,7 +24,7 @@ from sbir_study.foundation.scale import Scale
 from ..protocol import Protocol
 from ..responses import format_presses, rating_key_map, response_window_end, score_trial
 from ..schedule import dropped_frames
-from .keys import browser_key_name
+from .browser_keys import browser_key_name
 
 __all__ = [
     "LATE_FLIP_MAX_S",

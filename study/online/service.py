@@ -42,7 +42,7 @@ from ..texts import fill
 from ..trials import TRIAL_COLUMNS, draw_seed
 from . import queries, storage
 from .assignment import choose_list
-from .keys import BROWSER_CODES
+from .browser_keys import BROWSER_CODES
 from .plan import ListOrder, ServingPlan
 from .plausibility import StoredTimes, check_trial_times
 from .scoring import (

@@ -40,6 +40,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
 
+from sbir_study.foundation.atomic import atomic_write
 from sbir_study.foundation.checks import InputError
 
 from .plan import ServingPlan, image_names, measured_aspect
@@ -210,12 +211,10 @@ def _keep(
         "plan": {"key": key, "warnings": caught, **plan.record()},
     }
     record["plan"]["sha256"] = _sealed(record["plan"])
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
-        partial.write_text(json.dumps(record, sort_keys=True), encoding="utf-8")
-        os.replace(partial, path)
+        atomic_write(path, json.dumps(record, sort_keys=True))
     except OSError:
-        partial.unlink(missing_ok=True)  # not kept: the next start checks again
+        pass  # not kept: the next start checks again
 
 
 def _warn_again(caught: list) -> None:

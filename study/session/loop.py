@@ -33,7 +33,7 @@ from ..recorder import SessionRecorder
 from ..responses import KeyEvent, control_presses, format_presses, score_trial
 from ..schedule import Timeline
 from ..texts import answer_keys
-from .keys import control_keys
+from .keyboard import control_keys
 from .window import SessionWindow, draw_all
 
 __all__ = ["TrialLoop"]

@@ -26,7 +26,7 @@ from sbir_study.foundation.checks import InputError
 from ..protocol import Protocol, load_protocol
 from ..trials import stimulus_set_for
 from .forms import details_on_screen
-from .keys import open_keyboard
+from .keyboard import open_keyboard
 from .loop import TrialLoop
 from .plan import plan_session
 from .record import finish_record, open_record, stop_record

@@ -26,7 +26,7 @@ from ..responses import KeyEvent, first_press
 from ..schedule import dropped_frames, late_frames, next_refresh_is_due, refreshes_late
 from ..screens import instruction_texts, scale_reminder
 from ..texts import fill
-from .keys import KeyStream, control_keys
+from .keyboard import KeyStream, control_keys
 
 if TYPE_CHECKING:
     from sbir_study.stimuli import StimulusSet

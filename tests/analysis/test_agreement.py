@@ -313,7 +313,7 @@ def test_pair_blocks_at_the_largest_tie_terms_are_scipys_bits(items):
 
 
 def test_pair_blocks_with_blas_limited_match_scipy(monkeypatch):
-    # The one-thread BLAS path taken at crowd scale, forced on a small matrix; reference
+    # The one-thread BLAS path taken at crowd size, forced on a small matrix; reference
     # scipy.stats.kendalltau (asymptotic) on the items both raters gave.
     from sbir_study.analysis import _kernels
 

@@ -1,4 +1,4 @@
-"""The shortcuts that keep crowd-scale analysis fast give what the plain call gives.
+"""The shortcuts that keep crowd-size analysis fast give what the plain call gives.
 
 Each is checked against the pandas or NumPy call it stands for (the oracle named in
 each test), over generated inputs: missing cells, categories no row uses, blanks around

@@ -104,7 +104,7 @@ def test_inter_user_pairs_on_threads_equal_scipy():
 
 
 def test_analyze_on_threads_writes_the_files_it_writes_alone(tmp_path, monkeypatch):
-    """The crowd-scale path (pairs on threads, beside the other statistics) forced on a
+    """The crowd-size path (pairs on threads, beside the other statistics) forced on a
     small study: every table byte for byte the one-thread path's."""
     from sbir_study.analysis import AnalysisOptions, analyze_ratings, pipeline
     from sbir_study.analysis.simulate import StudyDesign, simulate_study
@@ -191,7 +191,7 @@ def test_sbir_study_threads_gives_the_bits_of_one_thread(monkeypatch, threads):
 
 
 def test_one_thread_computes_everything_in_the_calling_thread(tmp_path, monkeypatch):
-    """``$SBIR_STUDY_THREADS=1`` on the crowd-scale path: no thread of its own for the pairs,
+    """``$SBIR_STUDY_THREADS=1`` on the crowd-size path: no thread of its own for the pairs,
     and every table byte for byte the one of two threads."""
     from sbir_study.analysis import AnalysisOptions, analyze_ratings, pipeline
 

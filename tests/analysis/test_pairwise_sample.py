@@ -1,4 +1,4 @@
-"""Inter-user tau_b over the pairs among a random sample of a sketch's raters (crowd scale).
+"""Inter-user tau_b over the pairs among a random sample of a sketch's raters (crowd size).
 
 Above ``max_raters`` raters of a sketch, :func:`sbir_study.analysis.inter_user_tau_pairs`
 draws that many of them and gives every pair among them; each pair's tau_b and

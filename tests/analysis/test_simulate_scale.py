@@ -1,7 +1,7 @@
 """Simulated participants on any scale: the rater model draws on the paper's 1..7 and its
 responses are mapped onto the study's scale; every sidecar records the scale.
 
-The expectations are computed independently with pandas from the paper-scale simulation of
+The expectations are computed independently with pandas from the simulation on the paper's scale of
 the same seed: a reversed 7-point scale is 8 - r, a shifted one r - 1; any scale's ratings
 lie on its points and its sidecars list every point.
 """

@@ -468,18 +468,19 @@ def test_a_writer_killed_while_it_writes_its_record_leaves_one_the_next_run_read
     """The record of a temporary folder is written whole or not at all: killed between the
     write and the rename (here the rename interrupted), the folder keeps the record it had,
     which read_record still reads, so the next run knows it for a killed writer's."""
-    from sbir_study.foundation import outputs
+    from sbir_study.foundation import atomic, outputs
 
     record = tmp_path / outputs.RECORD
-    outputs._write_whole(record, '{"before": true}')
+    atomic.atomic_write(record, '{"before": true}')
 
     def killed(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(outputs.os, "replace", killed)
+    monkeypatch.setattr(atomic.os, "replace", killed)
     with pytest.raises(KeyboardInterrupt):
-        outputs._write_whole(record, '{"after": true}')
+        atomic.atomic_write(record, '{"after": true}')
     assert record.read_text(encoding="utf-8") == '{"before": true}'
+    assert [p.name for p in tmp_path.iterdir()] == [outputs.RECORD]
 
 
 class _Ended(BaseException):

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.scale import PAPER_SCALE, Scale
-from sbir_study.study.online.keys import BROWSER_CODES
+from sbir_study.study.online.browser_keys import BROWSER_CODES
 from sbir_study.study.protocol import Protocol, load_protocol, protocol_dict
 from sbir_study.study.trials import build_trials
 from tests.helpers import DATA

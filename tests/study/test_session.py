@@ -472,7 +472,7 @@ def test_refuses_to_start_without_the_psychtoolbox_keyboard(monkeypatch):
     from psychopy.hardware import keyboard
 
     from sbir_study.foundation.checks import InputError
-    from sbir_study.study.session.keys import open_keyboard
+    from sbir_study.study.session.keyboard import open_keyboard
 
     monkeypatch.setattr(keyboard, "havePTB", False)
     with pytest.raises(

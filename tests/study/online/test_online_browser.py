@@ -17,7 +17,7 @@ import httpx
 import pandas as pd
 import pytest
 
-from sbir_study.study.online.keys import browser_key_name
+from sbir_study.study.online.browser_keys import browser_key_name
 from sbir_study.study.texts import Texts, fill
 from tests.study.online.browser_participant import KEYS, Participant, summary
 from tests.study.online.support import ADMIN_TOKEN, END_S, free_port, write_protocol
@@ -778,11 +778,11 @@ def test_the_page_scores_and_names_keys_as_the_server_does(
 ):
     """The page's own scoring (sent along for the server to check), the end of its window and
     its key names equal study.responses.score_trial, study.online.scoring.window_end and
-    study.online.keys on generated cases (hypothesis)."""
+    study.online.browser_keys on generated cases (hypothesis)."""
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from sbir_study.study.online.keys import BROWSER_CODES
+    from sbir_study.study.online.browser_keys import BROWSER_CODES
     from sbir_study.study.online.scoring import LATE_FLIP_MAX_S, window_end
     from sbir_study.study.responses import rating_key_map, score_trial
 

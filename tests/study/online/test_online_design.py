@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sbir_study.foundation.checks import InputError
 from sbir_study.study.online import storage
 from sbir_study.study.online.assignment import choose_list, list_manifest, split_lists
-from sbir_study.study.online.keys import BROWSER_CODES, browser_key_name
+from sbir_study.study.online.browser_keys import BROWSER_CODES, browser_key_name
 from sbir_study.study.online.plan import ListOrder
 from sbir_study.study.online.service import (
     Order,

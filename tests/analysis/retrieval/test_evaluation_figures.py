@@ -10,13 +10,13 @@ import pytest
 from matplotlib.figure import Figure
 
 import sbir_study.analysis
-from sbir_study.analysis.retrieval.figures import (
+from sbir_study.analysis.retrieval.evaluation_figures import (
     plot_system_summary,
     plot_system_tau,
     system_colours,
     write_evaluation_figures,
 )
-from tests.analysis.test_figures_scale import _pdf_fonts
+from tests.analysis.test_figures_crowd import _pdf_fonts
 
 
 @pytest.mark.parametrize("n", range(1, 11))

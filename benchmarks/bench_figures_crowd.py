@@ -1,4 +1,4 @@
-"""Time to draw the figures of ``analyze`` at paper and crowd scale, per-participant vs aggregate.
+"""Time to draw the figures of ``analyze`` at paper and crowd size, per-participant vs aggregate.
 
 For 28, 300 and 2,000 simulated participants (the paper's design otherwise), the
 tables are computed once by :func:`sbir_study.analysis.analyze_ratings`; then
@@ -14,7 +14,7 @@ tables twice, alternating:
 Part of the goal "2,000 participants with figures < 30 s" (the whole command is
 measured by ``bench_analyze.py``).
 
-    python benchmarks/bench_figures_scale.py [--sizes 28,300,2000] [--repeat 2]
+    python benchmarks/bench_figures_crowd.py [--sizes 28,300,2000] [--repeat 2]
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``sbir-study analyze`` at crowd scale beside a bare pandas read of the same files.
+"""``sbir-study analyze`` at crowd size beside a bare pandas read of the same files.
 
 From the command line, beside what a user would otherwise run.
 
@@ -19,7 +19,7 @@ With ``--extras``, also what the earlier sections of ``RESULTS.md`` measured: th
 against one ``read_csv`` per file in-process, and the all-pairs table against a loop
 of ``scipy.stats.kendalltau`` and ``DataFrame.to_csv``.
 
-    python benchmarks/bench_scale.py [--raters 2000] [--large 10000] [--runs 5]
+    python benchmarks/bench_crowd.py [--raters 2000] [--large 10000] [--runs 5]
         [--cache /tmp/sbir-bench-scale] [--extras [--switch 600,700,800,900]]
 
 ``python benchmarks/bare_read.py PATH`` is the bare read itself (the child process the
