@@ -769,7 +769,7 @@ def backend_key_names() -> frozenset[str]:
 
 
 def browser_key_names() -> frozenset[str]:
-    """The key names a browser key-down can be given (:mod:`sbir_study.study.online.browser_keys`)."""
+    """The key names a browser key-down can be given (:mod:`.online.browser_keys`)."""
     from .online.browser_keys import BROWSER_CODES
 
     return frozenset(BROWSER_CODES.values())

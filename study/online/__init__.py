@@ -9,7 +9,7 @@ rule (:mod:`sbir_study.study.responses`) and stores it once in SQLite or Postgre
 writes the BIDS dataset that ``sbir-study analyze`` reads.
 
 Modules: :mod:`.assignment` (which pairs a participant rates),
-:mod:`.keys` (browser key names), :mod:`.service` (the operations and their
+:mod:`.browser_keys` (browser key names), :mod:`.service` (the operations and their
 transactions), :mod:`.scoring` (a browser's report -> a trial record),
 :mod:`.status` (the experimenter's view and page) with :mod:`.metrics` (the
 live load), :mod:`.storage` (database
@@ -29,7 +29,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "assignment",
         "deps",
         "export",
-        "keys",
+        "browser_keys",
         "loadtest",
         "metrics",
         "page_routes",
@@ -44,7 +44,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     submod_attrs={
         "assignment": ["choose_list", "list_manifest", "split_lists"],
         "export": ["export_online"],
-        "keys": ["BROWSER_CODES", "browser_key_name"],
+        "browser_keys": ["BROWSER_CODES", "browser_key_name"],
         "server": ["serve"],
     },
 )

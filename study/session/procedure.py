@@ -2,7 +2,7 @@
 
 * **Design** (:mod:`.plan`): every check that needs no window, the display
   last; the participant's seed and trial list.
-* **Initialise** (:mod:`.keys`, :mod:`.window`, :mod:`.forms`): real-time
+* **Initialise** (:mod:`.keyboard`, :mod:`.window`, :mod:`.forms`): real-time
   priority, the Psychtoolbox keyboard, the window and its timing, every
   screen drawn once; details the protocol records and the command line did
   not give are asked on screen; the record is opened (:mod:`.record`).

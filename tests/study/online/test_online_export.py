@@ -730,8 +730,8 @@ def test_the_key_log_holds_each_key_the_page_sent_once_in_order(
     TSV can hold. Each key says the screen on view when it went down, as the page named it
     (``named``; a page of an earlier version named none for a window's keys: ``trial``)."""
     from sbir_study.study.online import export
-    from sbir_study.study.online.export import key_log
     from sbir_study.study.online.browser_keys import browser_key_name
+    from sbir_study.study.online.export import key_log
 
     # Each pair's onset follows the previous window's end after its screen's gap.
     onsets, ends, at = [], [], start
