@@ -795,7 +795,8 @@ def _closest_key(name: str, known: frozenset[str]) -> str | None:
     spelled = {"esc": "escape", "enter": "return", "spacebar": "space"}.get(spelled, spelled)
     if spelled in known:
         return spelled
-    return closest(spelled, sorted(known))
+    # Of equally similar names, the last in sorted order: 'f13' suggests 'f3', not 'f1'.
+    return closest(spelled, sorted(known, reverse=True))
 
 
 # --- pydantic's first error as one line --------------------------------------------------------

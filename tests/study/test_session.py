@@ -488,8 +488,8 @@ def test_the_session_package_loads_psychopy_only_when_a_session_runs():
     # the docstring examples and the window-free tests rely on it).
     code = (
         "import sys; import sbir_study.study.session as session; session.run_session;"
-        " from sbir_study.study.session import forms, keys, loop, plan, procedure, record,"
-        " simulated, window; print(sorted({m.split('.')[0] for m in sys.modules}))"
+        " from sbir_study.study.session import forms, keyboard, lists, loop, plan, procedure,"
+        " record, simulated, window; print(sorted({m.split('.')[0] for m in sys.modules}))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=False
