@@ -17,14 +17,17 @@ in every text, lab and online alike.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import string
 from collections.abc import Sequence
 from typing import Annotated
 
-from pydantic import AfterValidator, ConfigDict, Field, StrictStr, model_validator
+from pydantic import AfterValidator, Field, StrictStr, model_validator
 from pydantic.dataclasses import dataclass
-from pydantic_core import PydanticCustomError
+
+from .protocol_errors import refusal
+from .protocol_settings import TABLE
 
 __all__ = [
     "ANSWER_KEYS",
@@ -61,11 +64,7 @@ ANSWER_KEYS: dict[str, tuple[str, ...]] = {
 
 def _one_key(name: str) -> str:
     if re.fullmatch(r"[a-z0-9]", name) is None:
-        raise PydanticCustomError(
-            "protocol_setting",
-            "{message}",
-            {"message": f"expected a key name: one lowercase letter or digit, got {name!r}"},
-        )
+        raise refusal(f"expected a key name: one lowercase letter or digit, got {name!r}")
     return name
 
 
@@ -108,223 +107,232 @@ def fill(text: str, **values: object) -> str:
     return text.format(**values)
 
 
-_TEXTS = ConfigDict(extra="forbid", strict=False)
-
-
-@dataclass(frozen=True, config=_TEXTS)
+@dataclass(frozen=True, config=TABLE)
 class Texts:
     """``[texts]``: every other word a participant reads, lab and online (English defaults)."""
 
     # --- lab and online ---
     quit_question: StrictStr = Field(
-        "End the session now? Everything so far is saved.\n\nY = end, N = go on",
+        default="End the session now? Everything so far is saved.\n\nY = end, N = go on",
         description="Lab and online: asked when the quit key is pressed; its answer keys are "
         "yes_key and no_key, which the text should name.",
     )
     yes_key: _ANSWER_KEY = Field(
-        "y",
+        default="y",
         description="Lab and online: the key that answers quit_question with yes (the "
         "session ends); a lowercase letter or digit.",
     )
     no_key: _ANSWER_KEY = Field(
-        "n",
+        default="n",
         description="Lab and online: the key that answers quit_question with no (the "
         "session goes on); a lowercase letter or digit.",
     )
     anchor_label: StrictStr = Field(
-        "Rating: {rating}",
+        default="Rating: {rating}",
         description="Lab and online: under an anchor pair in the anchoring phase; {rating} is "
         "its prescribed rating.",
     )
     scale_reminder: StrictStr = Field(
-        "{best_key} = best match ... {worst_key} = worst match",
+        default="{best_key} = best match ... {worst_key} = worst match",
         description="Lab: under each rated pair when [display] scale_reminder is on; "
         "{best_key} and {worst_key} are the keys of the best and the worst match as printed "
         "on them, {best_rating} and {worst_rating} their ratings.",
     )
     # --- lab: the details form ---
     age_question: StrictStr = Field(
-        "How old are you (in years)?\n\nType the number and press Enter.\n"
+        default="How old are you (in years)?\n\nType the number and press Enter.\n"
         "Press Enter alone if you prefer not to say.",
         description="Lab: the age question of the details form (digits, then Enter).",
     )
     age_retry: StrictStr = Field(
-        "Please type a number from {low} to {high}.",
+        default="Please type a number from {low} to {high}.",
         description="Lab: under the age question after an age outside {low}..{high}.",
     )
     sex_question: StrictStr = Field(
-        "Your sex?\n\nF = female    M = male    O = other\n\nN = prefer not to say",
+        default="Your sex?\n\nF = female    M = male    O = other\n\nN = prefer not to say",
         description="Lab: the sex question; its answer keys are female_key, male_key, "
         "other_key and not_say_key, which the text should name.",
     )
     female_key: _ANSWER_KEY = Field(
-        "f",
+        default="f",
         description="Lab: the key that answers sex_question with female (recorded F).",
     )
     male_key: _ANSWER_KEY = Field(
-        "m",
+        default="m",
         description="Lab: the key that answers sex_question with male (recorded M).",
     )
     other_key: _ANSWER_KEY = Field(
-        "o",
+        default="o",
         description="Lab: the key that answers sex_question with other (recorded O).",
     )
     handedness_question: StrictStr = Field(
-        "Which hand do you write with?\n\nR = right    L = left    A = both equally\n\n"
+        default="Which hand do you write with?\n\nR = right    L = left    A = both equally\n\n"
         "N = prefer not to say",
         description="Lab: the handedness question; its answer keys are right_key, left_key, "
         "ambidextrous_key and not_say_key, which the text should name.",
     )
     right_key: _ANSWER_KEY = Field(
-        "r",
+        default="r",
         description="Lab: the key that answers handedness_question with right (recorded R).",
     )
     left_key: _ANSWER_KEY = Field(
-        "l",
+        default="l",
         description="Lab: the key that answers handedness_question with left (recorded L).",
     )
     ambidextrous_key: _ANSWER_KEY = Field(
-        "a",
+        default="a",
         description="Lab: the key that answers handedness_question with both equally (recorded A).",
     )
     not_say_key: _ANSWER_KEY = Field(
-        "n",
+        default="n",
         description="Lab: the key that answers sex_question or handedness_question with "
         "prefer not to say (recorded n/a).",
     )
     # --- online: the page ---
     language: Annotated[StrictStr, Field(pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$")] = Field(
-        "en",
+        default="en",
         description="Online: the page's language (a BCP 47 tag such as en, de, pt-BR), for the "
         "browser's fonts, hyphenation and screen readers.",
     )
-    page_title: StrictStr = Field("Rating study", description="Online: the page's title.")
+    page_title: StrictStr = Field(default="Rating study", description="Online: the page's title.")
     consent_title: StrictStr = Field(
-        "Consent", description="Online: the heading above the consent text."
+        default="Consent", description="Online: the heading above the consent text."
     )
-    agree: StrictStr = Field("I agree", description="Online: the consent's button to take part.")
+    agree: StrictStr = Field(
+        default="I agree", description="Online: the consent's button to take part."
+    )
     disagree: StrictStr = Field(
-        "I do not agree", description="Online: the consent's button to leave."
+        default="I do not agree", description="Online: the consent's button to leave."
     )
     declined: StrictStr = Field(
-        "You did not consent, so nothing was recorded. You may close this page.",
+        default="You did not consent, so nothing was recorded. You may close this page.",
         description="Online: shown after the participant did not agree.",
     )
-    details_title: StrictStr = Field("About you", description="Online: the details form's heading.")
-    details_note: StrictStr = Field(
-        "Each answer is optional.", description="Online: under the details form's heading."
+    details_title: StrictStr = Field(
+        default="About you", description="Online: the details form's heading."
     )
-    age: StrictStr = Field("Age (years)", description="Online: the age field's label.")
-    sex: StrictStr = Field("Sex", description="Online: the sex field's label.")
-    female: StrictStr = Field("female", description="Online: a choice of the sex field.")
-    male: StrictStr = Field("male", description="Online: a choice of the sex field.")
-    other: StrictStr = Field("other", description="Online: a choice of the sex field.")
-    handedness: StrictStr = Field("Handedness", description="Online: the handedness field's label.")
-    right: StrictStr = Field("right", description="Online: a choice of the handedness field.")
-    left: StrictStr = Field("left", description="Online: a choice of the handedness field.")
+    details_note: StrictStr = Field(
+        default="Each answer is optional.", description="Online: under the details form's heading."
+    )
+    age: StrictStr = Field(default="Age (years)", description="Online: the age field's label.")
+    sex: StrictStr = Field(default="Sex", description="Online: the sex field's label.")
+    female: StrictStr = Field(default="female", description="Online: a choice of the sex field.")
+    male: StrictStr = Field(default="male", description="Online: a choice of the sex field.")
+    other: StrictStr = Field(default="other", description="Online: a choice of the sex field.")
+    handedness: StrictStr = Field(
+        default="Handedness", description="Online: the handedness field's label."
+    )
+    right: StrictStr = Field(
+        default="right", description="Online: a choice of the handedness field."
+    )
+    left: StrictStr = Field(default="left", description="Online: a choice of the handedness field.")
     ambidextrous: StrictStr = Field(
-        "ambidextrous", description="Online: a choice of the handedness field."
+        default="ambidextrous", description="Online: a choice of the handedness field."
     )
     prefer_not_to_say: StrictStr = Field(
-        "prefer not to say",
+        default="prefer not to say",
         description="Online: the first choice of the sex and handedness fields.",
     )
-    continue_button: StrictStr = Field("Continue", description="Online: the details form's button.")
+    continue_button: StrictStr = Field(
+        default="Continue", description="Online: the details form's button."
+    )
     fullscreen: StrictStr = Field(
-        "The study runs in full screen. Please close other programs and keep this window in "
-        "front until the end.",
+        default="The study runs in full screen. Please close other programs and keep this window "
+        "in front until the end.",
         description="Online: shown before the page goes full screen.",
     )
     fullscreen_button: StrictStr = Field(
-        "Continue in full screen", description="Online: the button that goes full screen."
+        default="Continue in full screen", description="Online: the button that goes full screen."
     )
     window_too_small: StrictStr = Field(
-        "Your browser window is too small to show the pictures at their size. Please enlarge it "
-        "(or zoom out with Ctrl and minus) to at least {min_width} x {min_height} pixels.\n\n"
+        default="Your browser window is too small to show the pictures at their size. Please "
+        "enlarge it (or zoom out with Ctrl and minus) to at least {min_width} x {min_height} "
+        "pixels.\n\n"
         "It is now {width} x {height} pixels.",
         description="Online: while the window is smaller than the pictures need; the four "
         "numbers follow the window as it is resized.",
     )
     cannot_enlarge: StrictStr = Field(
-        "I cannot make it larger",
+        default="I cannot make it larger",
         description="Online: the button under window_too_small that gives up.",
     )
     needs_keyboard: StrictStr = Field(
-        "This study needs a computer with a keyboard; it cannot run on a phone or tablet.",
+        default="This study needs a computer with a keyboard; it cannot run on a phone or tablet.",
         description="Online: shown instead of the study on a phone or tablet.",
     )
     screen_too_small: StrictStr = Field(
-        "This study needs a larger browser window; it cannot run on this screen. Nothing was "
-        "recorded.",
+        default="This study needs a larger browser window; it cannot run on this screen. Nothing "
+        "was recorded.",
         description="Online: shown when the window could not be made large enough.",
     )
     loading: StrictStr = Field(
-        "Loading the pictures ...", description="Online: while the pictures load."
+        default="Loading the pictures ...", description="Online: while the pictures load."
     )
     loading_failed: StrictStr = Field(
-        "The pictures could not be loaded. Please check your connection and reload this page.",
+        default="The pictures could not be loaded. Please check your connection and reload this "
+        "page.",
         description="Online: when a picture could not be loaded.",
     )
     welcome_back: StrictStr = Field(
-        "Welcome back: the session continues where it stopped.",
+        default="Welcome back: the session continues where it stopped.",
         description="Online: above the instructions when a reloaded page resumes the session.",
     )
     saving: StrictStr = Field(
-        "Saving your answers ...",
+        default="Saving your answers ...",
         description="Online: after the last trial, until every answer is stored.",
     )
     completion_code: StrictStr = Field(
-        "Your completion code: {code}",
+        default="Your completion code: {code}",
         description="Online: under the end text of a complete session with a completion code.",
     )
     completion_redirect: StrictStr = Field(
-        "You will be taken back in a moment.",
+        default="You will be taken back in a moment.",
         description="Online: under the end text when a completion address follows.",
     )
     completion_link: StrictStr = Field(
-        "Continue here", description="Online: the link to the completion address."
+        default="Continue here", description="Online: the link to the completion address."
     )
     complete_ended: StrictStr = Field(
-        "Thank you! The session is complete.",
+        default="Thank you! The session is complete.",
         description="Online: at the end of a complete session (the lab window shows "
         "[instructions] end, which waits for the space bar).",
     )
     close_window: StrictStr = Field(
-        "You may close this window now.",
+        default="You may close this window now.",
         description="Online: last on the page of a complete session that sends the "
         "participant to no completion address.",
     )
     quit_ended: StrictStr = Field(
-        "The session has ended. Everything so far is saved. Thank you.",
+        default="The session has ended. Everything so far is saved. Thank you.",
         description="Online: after the participant chose to end the session.",
     )
     session_ended: StrictStr = Field(
-        "This session has ended. Thank you.",
+        default="This session has ended. Thank you.",
         description="Online: when a participant comes back to a session that has ended.",
     )
     timed_out_ended: StrictStr = Field(
-        "This session was stopped because nothing was heard from it for too long. Everything "
-        "you answered before is saved. Thank you.",
+        default="This session was stopped because nothing was heard from it for too long. "
+        "Everything you answered before is saved. Thank you.",
         description="Online: when a page comes back after [online] dropout_after_s without "
         "contact (the session timed out).",
     )
     could_not_start: StrictStr = Field(
-        "The session could not start.",
+        default="The session could not start.",
         description="Online: when the server refused the session without saying why.",
     )
     went_wrong: StrictStr = Field(
-        "Something went wrong: {error}\n\nPlease reload this page; the session continues where "
-        "it stopped.",
+        default="Something went wrong: {error}\n\nPlease reload this page; the session continues "
+        "where it stopped.",
         description="Online: after an error; {error} is what went wrong.",
     )
     trials_not_stored: StrictStr = Field(
-        "These trials could not be stored: {trials}. The researcher has been told.",
+        default="These trials could not be stored: {trials}. The researcher has been told.",
         description="Online: under went_wrong when the server refused trials of the session "
         "(the status page counts each, with its reason); {trials} are their numbers.",
     )
 
     bad_participant_id: StrictStr = Field(
-        "The participant id in this page's address cannot be used (it must be 1 to "
+        default="The participant id in this page's address cannot be used (it must be 1 to "
         "{max_length} characters, letters, digits or punctuation). Please open the study again "
         "from the link you were given, or contact the researcher.",
         description="Online: the server's answer on the first screen when the id in the page's "
@@ -332,24 +340,24 @@ class Texts:
         "id taken.",
     )
     already_started: StrictStr = Field(
-        "This participant id has already started this study in another browser; the session "
-        "continues only in the browser that started it. Please go back to it, or contact the "
-        "researcher.",
+        default="This participant id has already started this study in another browser; the "
+        "session continues only in the browser that started it. Please go back to it, or contact "
+        "the researcher.",
         description="Online: the server's answer when the id has a session begun in another "
         "browser.",
     )
     study_full: StrictStr = Field(
-        "The study is full: every list has its participants. Thank you for your interest.",
+        default="The study is full: every list has its participants. Thank you for your interest.",
         description="Online: the server's answer when the study takes no more participants "
         "([online] raters_per_list).",
     )
     settings_failed: StrictStr = Field(
-        "the study's settings could not be loaded",
+        default="the study's settings could not be loaded",
         description="Online: what went wrong ({error} of went_wrong) when the page could not "
         "load the study's settings.",
     )
     needs_javascript: StrictStr = Field(
-        "This study needs JavaScript.",
+        default="This study needs JavaScript.",
         description="Online: shown instead of the page in a browser that runs no JavaScript.",
     )
 
@@ -361,20 +369,16 @@ class Texts:
                 key = getattr(self, field)
                 other = taken.setdefault(key, field)
                 if other != field:
-                    raise PydanticCustomError(
-                        "protocol_setting",
-                        "{message}",
-                        {
-                            "message": f"{key!r} is already {other}; expected each answer of "
-                            f"{question} its own key",
-                            "field": field,
-                        },
+                    raise refusal(
+                        f"{key!r} is already {other}; expected each answer of {question} its "
+                        "own key",
+                        field=field,
                     )
         return self
 
     @model_validator(mode="after")
     def _placeholders_known(self) -> Texts:
-        for name in self.__pydantic_fields__:
+        for name in (field.name for field in dataclasses.fields(self)):
             allowed = PLACEHOLDERS.get(name, ())
             text = getattr(self, name)
             try:
@@ -383,14 +387,10 @@ class Texts:
                 used = None
             if used is None or not set(used) <= set(allowed):
                 takes = ", ".join(f"{{{a}}}" for a in allowed) if allowed else "no placeholder"
-                raise PydanticCustomError(
-                    "protocol_setting",
-                    "{message}",
-                    {
-                        "message": f"expected a text with {takes} ({{{{ and }}}} for a literal "
-                        f"brace), got {text!r}",
-                        "field": name,
-                    },
+                raise refusal(
+                    f"expected a text with {takes} ({{{{ and }}}} for a literal brace), got "
+                    f"{text!r}",
+                    field=name,
                 )
         return self
 

@@ -242,7 +242,7 @@ def _within_documented_bounds(protocol):
     keys = [*protocol.key_map, response.pause_key, response.quit_key, "space"]
     assert len(set(keys)) == len(keys), keys  # each key one job
     if importlib.util.find_spec("psychopy") is not None:
-        from sbir_study.study.protocol import backend_key_names
+        from sbir_study.study.key_names import backend_key_names
 
         assert set(keys) <= backend_key_names()
 
@@ -457,7 +457,7 @@ def _one_job_each(response) -> bool:
     twins = [f"num_{k}" for k in keys if response["keypad"] and k.isdigit()]
     claimed = ["space", *keys, *twins, response["pause_key"], response["quit_key"]]
     if importlib.util.find_spec("psychopy") is not None:
-        from sbir_study.study.protocol import backend_key_names
+        from sbir_study.study.key_names import backend_key_names
 
         named = [*keys, response["pause_key"], response["quit_key"]]
         if not set(named) <= backend_key_names():

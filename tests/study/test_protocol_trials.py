@@ -180,7 +180,7 @@ def test_protocol_errors_name_the_key(tmp_path, text, fragments):
 
 
 def test_every_key_name_the_backend_reports_is_accepted(tmp_path):
-    from sbir_study.study.protocol import backend_key_names
+    from sbir_study.study.key_names import backend_key_names
 
     names = sorted(backend_key_names() - {"space", "p", "escape"})
     assert {"1", "num_1", "escape", "space", "return", "f1"} <= backend_key_names()
@@ -219,11 +219,11 @@ def test_without_psychopy_protocols_load_and_served_keys_are_the_browsers(tmp_pa
 
 
 def test_a_served_protocol_takes_only_names_both_keyboards_report(tmp_path, monkeypatch):
-    import sbir_study.study.protocol as protocol_module
+    import sbir_study.study.key_names as key_names
 
     # PsychoPy's table on macOS names f13 (protocols/README.md); the browser's does not.
     mac = BROWSER_NAMES | {"f13"}
-    monkeypatch.setattr(protocol_module, "backend_key_names", lambda: mac)
+    monkeypatch.setattr(key_names, "backend_key_names", lambda: mac)
     path = _pause_key(tmp_path, "f13")
     assert load_protocol(path).response.pause_key == "f13"  # the lab session on that Mac
     with pytest.raises(InputError, match="'f13' is not a key name a browser sends"):
@@ -238,7 +238,7 @@ def test_a_served_protocol_takes_only_names_both_keyboards_report(tmp_path, monk
     reason="PsychoPy's Linux key table",
 )
 def test_a_browser_names_exactly_the_keys_psychopy_reports_on_linux():
-    from sbir_study.study.protocol import backend_key_names, browser_key_names
+    from sbir_study.study.key_names import backend_key_names, browser_key_names
 
     # protocols/README.md: a lab protocol on Linux can be served as it is, and back.
     assert browser_key_names() == BROWSER_NAMES == backend_key_names()
@@ -436,7 +436,8 @@ def test_pilot_protocol_rates_candidates_without_anchors(tmp_path):
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from sbir_study.study.protocol import DURATION_RANGE_S, backend_key_names  # noqa: E402
+from sbir_study.study.key_names import backend_key_names  # noqa: E402
+from sbir_study.study.protocol import DURATION_RANGE_S  # noqa: E402
 
 
 def _toml_number(value: float) -> str:
