@@ -82,25 +82,20 @@ Role = Literal["main", "candidate"]
 class Protocol:
     """A study protocol: every setting of a session, lab or online, checked at load."""
 
-    name: StrictStr = Field(
-        default="eitz2011", description="Short name of the protocol, recorded with every session."
-    )
+    name: StrictStr = "eitz2011"
+    """Short name of the protocol, recorded with every session."""
     task: Annotated[
         StrictStr,
         Field(pattern=r"^[A-Za-z0-9]+$"),
         Expects("a BIDS label of letters and digits"),
-    ] = Field(
-        default="sbirrating",
-        description="The BIDS task label: files are sub-<label>_task-<task>_beh.tsv.",
-    )
-    description: StrictStr = Field(default="", description="Free text, recorded with the session.")
+    ] = "sbirrating"
+    """The BIDS task label: files are sub-<label>_task-<task>_beh.tsv."""
+    description: StrictStr = ""
+    """Free text, recorded with the session."""
     main_roles: Annotated[
         tuple[Role, ...], Field(min_length=1), Expects("a list of main and/or candidate")
-    ] = Field(
-        default=("main",),
-        description="Roles of the stimulus set's pairs that make the main block (candidate "
-        "for a pilot).",
-    )
+    ] = ("main",)
+    """Roles of the stimulus set's pairs that make the main block (candidate for a pilot)."""
     timing: Timing = Field(default_factory=Timing, description=Timing.__doc__)
     response: Response = Field(default_factory=Response, description=Response.__doc__)
     anchoring: Anchoring = Field(default_factory=Anchoring, description=Anchoring.__doc__)
@@ -116,12 +111,10 @@ class Protocol:
     )
     online: Online = Field(default_factory=Online, description=Online.__doc__)
     texts: Texts = Field(default_factory=Texts, description=Texts.__doc__)
-    catch: tuple[CatchPair, ...] = Field(
-        default=(),
-        description="Catch pairs ([[catch]] tables): pairs of the stimulus set's main block "
-        "with the ratings that pass; recorded in every session's sidecar (with the protocol) "
-        "and scored by analyze. [] for none.",
-    )
+    catch: tuple[CatchPair, ...] = ()
+    """Catch pairs ([[catch]] tables): pairs of the stimulus set's main block with the ratings that
+    pass; recorded in every session's sidecar (with the protocol) and scored by analyze. [] for
+    none."""
 
     @model_validator(mode="after")
     def _catch_pairs_fit_the_scale(self) -> Protocol:

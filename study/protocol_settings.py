@@ -2,10 +2,11 @@
 
 Each table (``[timing]``, ``[response]``, ``[anchoring]``, ``[practice]``, ``[[catch]]``,
 ``[pauses]``, ``[display]``, ``[participants]``, ``[dataset]``, ``[instructions]``,
-``[online]``) is a frozen pydantic dataclass whose fields say what every setting is, its
-default and its bounds; ``protocols/README.md`` documents the same settings for the people
-who write protocols. A setting left out takes the default of the paper's replication (Eitz
-et al. 2011, Sec. 2.3). :class:`sbir_study.study.protocol.Protocol` holds them all, with
+``[online]``) is a frozen pydantic dataclass: each setting's type holds its bounds, its
+default is its value, and the docstring under it says what it is (pydantic's
+``use_attribute_docstrings`` makes it the field's description); ``protocols/README.md``
+documents the same settings for the people who write protocols. A setting left out takes
+the default of the paper's replication (Eitz et al. 2011, Sec. 2.3). :class:`sbir_study.study.protocol.Protocol` holds them all, with
 ``[texts]`` (:class:`sbir_study.study.texts.Texts`).
 
 The tables are pydantic dataclasses rather than ``BaseModel`` subclasses so that
@@ -67,9 +68,9 @@ DURATION_RANGE_S = (0.05, 60.0)
 CONTINUE_KEY = "space"
 
 
-#: The configuration of every table: unknown keys are refused; see the module docstring for
-#: why strictness is per setting.
-TABLE = ConfigDict(extra="forbid", strict=False)
+#: The configuration of every table: unknown keys are refused (see the module docstring for
+#: why strictness is per setting); the docstring under a setting is its description.
+TABLE = ConfigDict(extra="forbid", strict=False, use_attribute_docstrings=True)
 
 Seconds = Annotated[
     StrictFloat,
@@ -107,34 +108,24 @@ Name = Annotated[StrictStr, AfterValidator(_not_blank)]
 class Timing:
     """``[timing]``: how long each screen is shown, and when durations are counted in frames."""
 
-    stimulus_s: Seconds = Field(
-        default=paper.STIMULUS_S,
-        description="Seconds the sketch/image pair is shown, from its actual onset.",
-    )
-    blank_s: Seconds = Field(
-        default=paper.BLANK_S,
-        description="Seconds of black screen after the pair; the rating can be given and "
-        "changed from stimulus onset until the blank ends, not after.",
-    )
-    anchor_demo_s: Seconds = Field(
-        default=paper.STIMULUS_S + paper.BLANK_S,
-        description="Seconds each anchor pair is shown in the anchoring phase, with its "
-        "prescribed rating (not rated).",
-    )
-    frame_jitter_ms: Annotated[StrictFloat, *_finite_in(0.0, 100.0)] = Field(
-        default=1.0,
-        description="Durations are counted in frames only when the measured frame period "
-        "varies by less than this (standard deviation, ms) and the refresh rate lies in "
-        "refresh_range_hz; otherwise they are timed by the clock.",
-    )
+    stimulus_s: Seconds = paper.STIMULUS_S
+    """Seconds the sketch/image pair is shown, from its actual onset."""
+    blank_s: Seconds = paper.BLANK_S
+    """Seconds of black screen after the pair; the rating can be given and changed from stimulus
+    onset until the blank ends, not after."""
+    anchor_demo_s: Seconds = paper.STIMULUS_S + paper.BLANK_S
+    """Seconds each anchor pair is shown in the anchoring phase, with its prescribed rating (not
+    rated)."""
+    frame_jitter_ms: Annotated[StrictFloat, *_finite_in(0.0, 100.0)] = 1.0
+    """Durations are counted in frames only when the measured frame period varies by less than this
+    (standard deviation, ms) and the refresh rate lies in refresh_range_hz; otherwise they are timed
+    by the clock."""
     refresh_range_hz: Annotated[
         tuple[Hertz, Hertz], Expects("[low, high] with 0 < low < high <= 1000 Hz")
-    ] = Field(
-        default=(50.0, 250.0),
-        description="Durations are counted in frames only when the measured refresh rate lies "
-        "in this range (Hz) and the frame period is steady (frame_jitter_ms); otherwise (a "
-        "virtual display without vertical sync, for example) they are timed by the clock.",
-    )
+    ] = (50.0, 250.0)
+    """Durations are counted in frames only when the measured refresh rate lies in this range (Hz)
+    and the frame period is steady (frame_jitter_ms); otherwise (a virtual display without vertical
+    sync, for example) they are timed by the clock."""
 
     @field_validator("refresh_range_hz")
     @classmethod
@@ -152,33 +143,20 @@ class Response:
         tuple[KeyName, ...],
         Field(min_length=2, max_length=9),
         Expects("2 to 9 keys, one per scale point"),
-    ] = Field(
-        default=("1", "2", "3", "4", "5", "6", "7"),
-        description="One key per scale point, in order: the first key means rating 1, the "
-        "last rating k; the number of keys is the scale's length k (best says which end is "
-        "the best match).",
-    )
-    best: Annotated[Literal["low", "high"], Expects('"low" or "high"')] = Field(
-        default="low",
-        description="Which end of the scale is the best match: low (rating 1, the first key; "
-        "the paper's) or high (rating k, the last key). Every session's sidecar records the "
-        "scale (RatingScale).",
-    )
-    keypad: StrictBool = Field(
-        default=True,
-        description="Also accept the numeric keypad's digits for the same ratings (num_3 is "
-        'rating 3 when "3" is).',
-    )
-    pause_key: KeyName = Field(
-        default="p",
-        description="Asks for a pause; the pause begins when the current trial's response "
-        "window closes.",
-    )
-    quit_key: KeyName = Field(
-        default="escape",
-        description="Asks to end the session; after a confirmation the session ends with "
-        "everything recorded and is marked incomplete.",
-    )
+    ] = ("1", "2", "3", "4", "5", "6", "7")
+    """One key per scale point, in order: the first key means rating 1, the last rating k; the
+    number of keys is the scale's length k (best says which end is the best match)."""
+    best: Annotated[Literal["low", "high"], Expects('"low" or "high"')] = "low"
+    """Which end of the scale is the best match: low (rating 1, the first key; the paper's) or high
+    (rating k, the last key). Every session's sidecar records the scale (RatingScale)."""
+    keypad: StrictBool = True
+    """Also accept the numeric keypad's digits for the same ratings (num_3 is rating 3 when "3"
+    is)."""
+    pause_key: KeyName = "p"
+    """Asks for a pause; the pause begins when the current trial's response window closes."""
+    quit_key: KeyName = "escape"
+    """Asks to end the session; after a confirmation the session ends with everything recorded and
+    is marked incomplete."""
 
     @model_validator(mode="after")
     def _keys_can_be_pressed_and_have_one_job(self, info: ValidationInfo) -> Response:
@@ -227,23 +205,16 @@ def _claim(jobs: dict[str, str], name: str, job: str, field: str) -> None:
 class Anchoring:
     """``[anchoring]``: the anchor pairs shown first with their ratings, and their repeats."""
 
-    enabled: StrictBool = Field(
-        default=True,
-        description="Show the stimulus set's anchor pairs first, each with its prescribed "
-        "rating on screen (phase anchor_demo).",
-    )
-    repeat: StrictBool = Field(
-        default=True,
-        description="Put every anchor pair again at a random place in the later part of the "
-        "main block (phase anchor_repeat), where it is rated like any pair; no repeats when "
-        "enabled is false.",
-    )
+    enabled: StrictBool = True
+    """Show the stimulus set's anchor pairs first, each with its prescribed rating on screen (phase
+    anchor_demo)."""
+    repeat: StrictBool = True
+    """Put every anchor pair again at a random place in the later part of the main block (phase
+    anchor_repeat), where it is rated like any pair; no repeats when enabled is false."""
     repeat_from: Annotated[StrictFloat, Field(ge=0.0, lt=1.0), Expects("a fraction in [0, 1)")] = (
-        Field(
-            default=0.5,
-            description='"The later part": the repeats go after this fraction of the main block.',
-        )
+        0.5
     )
+    """"The later part": the repeats go after this fraction of the main block."""
 
 
 #: A sketch or image id as every reader takes it (foundation.checks.check_id).
@@ -259,12 +230,10 @@ class Practice:
     pairs: Annotated[
         tuple[tuple[PairId, PairId], ...],
         Expects(f"a list of [sketch_id, image_id] pairs of the stimulus set, each {ID_RULE}"),
-    ] = Field(
-        default=(),
-        description="Pairs of the stimulus set rated before the anchoring phase, in this "
-        "order, as [sketch_id, image_id] (phase practice); recorded like any trial and left "
-        "out of every statistic. The lab session (sbir-study run) only; [] for none.",
-    )
+    ] = ()
+    """Pairs of the stimulus set rated before the anchoring phase, in this order, as [sketch_id,
+    image_id] (phase practice); recorded like any trial and left out of every statistic. The lab
+    session (sbir-study run) only; [] for none."""
 
     @field_validator("pairs")
     @classmethod
@@ -306,70 +275,50 @@ class CatchPair:
 class Pauses:
     """``[pauses]``: pauses the participant asks for, and scheduled breaks."""
 
-    allowed: StrictBool = Field(
-        default=True, description="The participant may pause at any time with the pause key."
-    )
+    allowed: StrictBool = True
+    """The participant may pause at any time with the pause key."""
     break_every: Annotated[
         StrictInt, Field(ge=0), Expects("0 (no breaks) or a number of trials")
-    ] = Field(
-        default=0,
-        description="A scheduled break after every this many main-block trials; 0 for none.",
-    )
+    ] = 0
+    """A scheduled break after every this many main-block trials; 0 for none."""
 
 
 @dataclass(frozen=True, config=TABLE)
 class Display:
     """``[display]``: the screen, and the stimulus geometry in degrees of visual angle."""
 
-    fullscreen: StrictBool = Field(
-        default=True,
-        description="Full screen (a lab session); sbir-study run --windowed overrides it.",
-    )
+    fullscreen: StrictBool = True
+    """Full screen (a lab session); sbir-study run --windowed overrides it."""
     resolution: Annotated[
         tuple[Pixels, Pixels], Expects("[width, height] in pixels (1 to 32768)")
-    ] = Field(default=(1920, 1200), description="The screen's resolution in pixels.")
-    width_cm: Annotated[StrictFloat, *_finite_in(0.0, 1000.0, above=True)] = Field(
-        default=51.8,
-        description="The visible width of the screen (cm); a 24-inch 16:10 LCD (the paper's "
-        "monitor size) is 51.8 cm wide.",
-    )
-    distance_cm: Annotated[StrictFloat, *_finite_in(0.0, 10000.0, above=True)] = Field(
-        default=80.0, description="Eye-to-screen distance (cm); the paper: 80 cm."
-    )
-    stimulus_deg: Annotated[StrictFloat, *_finite_in(0.0, 90.0, above=True)] = Field(
-        default=12.0,
-        description="The width of the sketch and of the image, each, in degrees of visual angle.",
-    )
-    gap_deg: Annotated[StrictFloat, *_finite_in(0.0, 90.0)] = Field(
-        default=1.0,
-        description="The gap between the sketch (left) and the image (right), in degrees of "
-        "visual angle.",
-    )
+    ] = (1920, 1200)
+    """The screen's resolution in pixels."""
+    width_cm: Annotated[StrictFloat, *_finite_in(0.0, 1000.0, above=True)] = 51.8
+    """The visible width of the screen (cm); a 24-inch 16:10 LCD (the paper's monitor size) is 51.8
+    cm wide."""
+    distance_cm: Annotated[StrictFloat, *_finite_in(0.0, 10000.0, above=True)] = 80.0
+    """Eye-to-screen distance (cm); the paper: 80 cm."""
+    stimulus_deg: Annotated[StrictFloat, *_finite_in(0.0, 90.0, above=True)] = 12.0
+    """The width of the sketch and of the image, each, in degrees of visual angle."""
+    gap_deg: Annotated[StrictFloat, *_finite_in(0.0, 90.0)] = 1.0
+    """The gap between the sketch (left) and the image (right), in degrees of visual angle."""
     background: Annotated[
         tuple[Colour, Colour, Colour], Expects("three numbers in -1..1 (PsychoPy RGB)")
-    ] = Field(
-        default=(0.0, 0.0, 0.0),
-        description="The background while the pair is shown, as PsychoPy RGB (0 is mid-grey); "
-        "the blank is always black.",
-    )
-    scale_reminder: StrictBool = Field(
-        default=False,
-        description="Lab: a line under each rated pair (practice, main, anchor repeats) that "
-        "reminds the participant of the scale ([texts] scale_reminder), drawn and taken down "
-        "with the pair.",
-    )
+    ] = (0.0, 0.0, 0.0)
+    """The background while the pair is shown, as PsychoPy RGB (0 is mid-grey); the blank is always
+    black."""
+    scale_reminder: StrictBool = False
+    """Lab: a line under each rated pair (practice, main, anchor repeats) that reminds the
+    participant of the scale ([texts] scale_reminder), drawn and taken down with the pair."""
 
 
 @dataclass(frozen=True, config=TABLE)
 class Participants:
     """``[participants]``: the participant details the dataset records."""
 
-    details: tuple[StrictStr, ...] = Field(
-        default=("age", "sex"),
-        description="Details asked before the instructions (or given on the command line) "
-        'and written to participants.tsv: any of "age", "sex", "handedness". The paper '
-        "reports age and sex.",
-    )
+    details: tuple[StrictStr, ...] = ("age", "sex")
+    """Details asked before the instructions (or given on the command line) and written to
+    participants.tsv: any of "age", "sex", "handedness". The paper reports age and sex."""
 
     @field_validator("details")
     @classmethod
@@ -389,15 +338,12 @@ class Participants:
 class Dataset:
     """``[dataset]``: what the first session writes to dataset_description.json."""
 
-    name: Annotated[Name, Expects("a name for dataset_description.json")] = Field(
-        default="Sketch/image similarity ratings (replication of Eitz et al. 2011)",
-        description="The dataset's Name in dataset_description.json.",
+    name: Annotated[Name, Expects("a name for dataset_description.json")] = (
+        "Sketch/image similarity ratings (replication of Eitz et al. 2011)"
     )
-    authors: Annotated[tuple[Name, ...], Expects("a list of names")] = Field(
-        default=(),
-        description="Authors in dataset_description.json: the people who collect and curate "
-        "the dataset.",
-    )
+    """The dataset's Name in dataset_description.json."""
+    authors: Annotated[tuple[Name, ...], Expects("a list of names")] = ()
+    """Authors in dataset_description.json: the people who collect and curate the dataset."""
 
 
 @dataclass(frozen=True, config=TABLE)
@@ -408,32 +354,21 @@ class Instructions:
     (:func:`sbir_study.study.screens.instruction_texts`): its keys, scale, pauses and timings.
     """
 
-    practice: StrictStr | None = Field(
-        default=None,
-        description="Shown before the practice pairs ([practice]; default: a sentence saying "
-        "that they do not count, then the main text).",
-    )
-    anchoring: StrictStr | None = Field(
-        default=None,
-        description="Shown before the anchoring phase (default: written from the settings: "
-        "the scale's ends, how long each example is shown).",
-    )
-    main: StrictStr | None = Field(
-        default=None,
-        description="Shown before the main block (default: written from the settings: the "
-        "rating keys and what the scale's ends mean, the timings, breaks, the pause and quit "
-        "keys). A text of your own that names none of the rating keys gets a warning at load.",
-    )
-    pause: StrictStr | None = Field(
-        default=None,
-        description="Shown during a pause or a scheduled break (default: Paused. Press space "
-        "to continue.).",
-    )
-    end: StrictStr | None = Field(
-        default=None,
-        description="Shown at the end of the session, until the space bar closes the window "
-        "(default: Thank you! The session is complete. Press space to close.).",
-    )
+    practice: StrictStr | None = None
+    """Shown before the practice pairs ([practice]; default: a sentence saying that they do not
+    count, then the main text)."""
+    anchoring: StrictStr | None = None
+    """Shown before the anchoring phase (default: written from the settings: the scale's ends, how
+    long each example is shown)."""
+    main: StrictStr | None = None
+    """Shown before the main block (default: written from the settings: the rating keys and what the
+    scale's ends mean, the timings, breaks, the pause and quit keys). A text of your own that names
+    none of the rating keys gets a warning at load."""
+    pause: StrictStr | None = None
+    """Shown during a pause or a scheduled break (default: Paused. Press space to continue.)."""
+    end: StrictStr | None = None
+    """Shown at the end of the session, until the space bar closes the window (default: Thank you!
+    The session is complete. Press space to close.)."""
 
 
 #: A code an online ending shows the participant (a crowd platform's completion code).
@@ -454,99 +389,66 @@ _EndingUrl = Annotated[
 class Online:
     """``[online]``: the browser session (``sbir-study serve``); the lab session ignores it."""
 
-    subset: Annotated[OnlineSubset, Expects(f"one of {', '.join(ONLINE_SUBSETS)}")] = Field(
-        default="all",
-        description="all: every participant rates every main pair; sketches: the sketches are "
-        "split into `lists` groups and a participant rates the pairs of one group; pairs: "
-        "each sketch's images are dealt over `lists` lists and a participant rates one list.",
-    )
-    lists: Annotated[StrictInt, Field(ge=1), Expects("a whole number >= 1")] = Field(
-        default=1,
-        description="How many lists the main pairs are split into (1 with subset all); each "
-        "participant gets the list with the fewest participants, so every pair gets the same "
-        "number of raters.",
-    )
-    list_seed: Annotated[StrictInt, Field(ge=0), Expects("a whole number >= 0")] = Field(
-        default=0,
-        description="Seed of the split into lists (fixed, so that every server process deals "
-        "the same lists).",
-    )
+    subset: Annotated[OnlineSubset, Expects(f"one of {', '.join(ONLINE_SUBSETS)}")] = "all"
+    """all: every participant rates every main pair; sketches: the sketches are split into `lists`
+    groups and a participant rates the pairs of one group; pairs: each sketch's images are dealt
+    over `lists` lists and a participant rates one list."""
+    lists: Annotated[StrictInt, Field(ge=1), Expects("a whole number >= 1")] = 1
+    """How many lists the main pairs are split into (1 with subset all); each participant gets the
+    list with the fewest participants, so every pair gets the same number of raters."""
+    list_seed: Annotated[StrictInt, Field(ge=0), Expects("a whole number >= 0")] = 0
+    """Seed of the split into lists (fixed, so that every server process deals the same lists)."""
     stimulus_px: Annotated[
         StrictInt,
         Field(ge=0, le=4096),
         Expects("0 (from [display]) or a width of 1..4096 CSS pixels"),
-    ] = Field(
-        default=0,
-        description="Width of the sketch and of the image, each, in CSS pixels; 0 derives it "
-        "from [display] (stimulus_deg at distance_cm on that screen, as PsychoPy does).",
-    )
-    consent: StrictStr = Field(
-        default="You are invited to rate how well images match sketches. The session takes the "
+    ] = 0
+    """Width of the sketch and of the image, each, in CSS pixels; 0 derives it from [display]
+    (stimulus_deg at distance_cm on that screen, as PsychoPy does)."""
+    consent: StrictStr = (
+        "You are invited to rate how well images match sketches. The session takes the "
         "time stated in the study description. Your ratings, response times and the "
         "details you give next are stored under a participant label without your name. "
-        "You may stop at any time with Escape.",
-        description="The consent text shown before anything is recorded (HTML paragraphs "
-        "allowed); the participant agrees or leaves.",
+        "You may stop at any time with Escape."
     )
-    details: StrictBool = Field(
-        default=True,
-        description="Ask the participant details (age, sex, handedness, each optional), as "
-        "the lab session does.",
-    )
-    completion_code: _EndingCode = Field(
-        default="",
-        description='Completion code shown at the end of a complete session ("" for none).',
-    )
-    completion_url: _EndingUrl = Field(
-        default="",
-        description="Address the browser goes to at the end of a complete session (a crowd "
-        'platform\'s completion address; "" to stay on the page).',
-    )
+    """The consent text shown before anything is recorded (HTML paragraphs allowed); the participant
+    agrees or leaves."""
+    details: StrictBool = True
+    """Ask the participant details (age, sex, handedness, each optional), as the lab session
+    does."""
+    completion_code: _EndingCode = ""
+    """Completion code shown at the end of a complete session ("" for none)."""
+    completion_url: _EndingUrl = ""
+    """Address the browser goes to at the end of a complete session (a crowd platform's completion
+    address; "" to stay on the page)."""
     # The other endings, as a crowd platform tells them apart (Prolific: a code per outcome).
-    no_consent_code: _EndingCode = Field(
-        default="", description='Code shown to a participant who did not consent ("" for none).'
-    )
-    no_consent_url: _EndingUrl = Field(
-        default="",
-        description='Address the browser goes to when the participant did not consent ("" '
-        "to stay on the page).",
-    )
-    quit_code: _EndingCode = Field(
-        default="",
-        description='Code shown when the participant ended the session early ("" for none).',
-    )
-    quit_url: _EndingUrl = Field(
-        default="",
-        description="Address the browser goes to when the participant ended the session "
-        'early ("" to stay on the page).',
-    )
-    timed_out_code: _EndingCode = Field(
-        default="",
-        description="Code shown when a session timed out: its page came back after "
-        'dropout_after_s without contact ("" for none).',
-    )
-    timed_out_url: _EndingUrl = Field(
-        default="",
-        description='Address the browser goes to when a session timed out ("" to stay on '
-        "the page).",
-    )
+    no_consent_code: _EndingCode = ""
+    """Code shown to a participant who did not consent ("" for none)."""
+    no_consent_url: _EndingUrl = ""
+    """Address the browser goes to when the participant did not consent ("" to stay on the page)."""
+    quit_code: _EndingCode = ""
+    """Code shown when the participant ended the session early ("" for none)."""
+    quit_url: _EndingUrl = ""
+    """Address the browser goes to when the participant ended the session early ("" to stay on the
+    page)."""
+    timed_out_code: _EndingCode = ""
+    """Code shown when a session timed out: its page came back after dropout_after_s without contact
+    ("" for none)."""
+    timed_out_url: _EndingUrl = ""
+    """Address the browser goes to when a session timed out ("" to stay on the page)."""
     # Finite: the sidecar records the protocol as JSON, which has no infinity.
     dropout_after_s: Annotated[
         StrictFloat,
         Field(gt=0.0, allow_inf_nan=False),
         Expects("a number of seconds above 0"),
-    ] = Field(
-        default=1800.0,
-        description="Seconds without contact after which a running session counts as dropped "
-        "out and its list goes to the next participant.",
-    )
+    ] = 1800.0
+    """Seconds without contact after which a running session counts as dropped out and its list goes
+    to the next participant."""
     raters_per_list: Annotated[
         StrictInt, Field(ge=0), Expects("0 (no limit) or a whole number")
-    ] = Field(
-        default=0,
-        description="Complete (or running) sessions per list at which the study takes no more "
-        "participants; 0 for no limit.",
-    )
+    ] = 0
+    """Complete (or running) sessions per list at which the study takes no more participants; 0 for
+    no limit."""
 
     @model_validator(mode="after")
     def _one_list_for_all(self) -> Online:

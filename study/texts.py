@@ -112,254 +112,192 @@ class Texts:
     """``[texts]``: every other word a participant reads, lab and online (English defaults)."""
 
     # --- lab and online ---
-    quit_question: StrictStr = Field(
-        default="End the session now? Everything so far is saved.\n\nY = end, N = go on",
-        description="Lab and online: asked when the quit key is pressed; its answer keys are "
-        "yes_key and no_key, which the text should name.",
+    quit_question: StrictStr = (
+        "End the session now? Everything so far is saved.\n\nY = end, N = go on"
     )
-    yes_key: _ANSWER_KEY = Field(
-        default="y",
-        description="Lab and online: the key that answers quit_question with yes (the "
-        "session ends); a lowercase letter or digit.",
-    )
-    no_key: _ANSWER_KEY = Field(
-        default="n",
-        description="Lab and online: the key that answers quit_question with no (the "
-        "session goes on); a lowercase letter or digit.",
-    )
-    anchor_label: StrictStr = Field(
-        default="Rating: {rating}",
-        description="Lab and online: under an anchor pair in the anchoring phase; {rating} is "
-        "its prescribed rating.",
-    )
-    scale_reminder: StrictStr = Field(
-        default="{best_key} = best match ... {worst_key} = worst match",
-        description="Lab: under each rated pair when [display] scale_reminder is on; "
-        "{best_key} and {worst_key} are the keys of the best and the worst match as printed "
-        "on them, {best_rating} and {worst_rating} their ratings.",
-    )
+    """Lab and online: asked when the quit key is pressed; its answer keys are yes_key and no_key,
+    which the text should name."""
+    yes_key: _ANSWER_KEY = "y"
+    """Lab and online: the key that answers quit_question with yes (the session ends); a lowercase
+    letter or digit."""
+    no_key: _ANSWER_KEY = "n"
+    """Lab and online: the key that answers quit_question with no (the session goes on); a lowercase
+    letter or digit."""
+    anchor_label: StrictStr = "Rating: {rating}"
+    """Lab and online: under an anchor pair in the anchoring phase; {rating} is its prescribed
+    rating."""
+    scale_reminder: StrictStr = "{best_key} = best match ... {worst_key} = worst match"
+    """Lab: under each rated pair when [display] scale_reminder is on; {best_key} and {worst_key}
+    are the keys of the best and the worst match as printed on them, {best_rating} and
+    {worst_rating} their ratings."""
     # --- lab: the details form ---
-    age_question: StrictStr = Field(
-        default="How old are you (in years)?\n\nType the number and press Enter.\n"
-        "Press Enter alone if you prefer not to say.",
-        description="Lab: the age question of the details form (digits, then Enter).",
+    age_question: StrictStr = (
+        "How old are you (in years)?\n\nType the number and press Enter.\n"
+        "Press Enter alone if you prefer not to say."
     )
-    age_retry: StrictStr = Field(
-        default="Please type a number from {low} to {high}.",
-        description="Lab: under the age question after an age outside {low}..{high}.",
+    """Lab: the age question of the details form (digits, then Enter)."""
+    age_retry: StrictStr = "Please type a number from {low} to {high}."
+    """Lab: under the age question after an age outside {low}..{high}."""
+    sex_question: StrictStr = (
+        "Your sex?\n\nF = female    M = male    O = other\n\nN = prefer not to say"
     )
-    sex_question: StrictStr = Field(
-        default="Your sex?\n\nF = female    M = male    O = other\n\nN = prefer not to say",
-        description="Lab: the sex question; its answer keys are female_key, male_key, "
-        "other_key and not_say_key, which the text should name.",
+    """Lab: the sex question; its answer keys are female_key, male_key, other_key and not_say_key,
+    which the text should name."""
+    female_key: _ANSWER_KEY = "f"
+    """Lab: the key that answers sex_question with female (recorded F)."""
+    male_key: _ANSWER_KEY = "m"
+    """Lab: the key that answers sex_question with male (recorded M)."""
+    other_key: _ANSWER_KEY = "o"
+    """Lab: the key that answers sex_question with other (recorded O)."""
+    handedness_question: StrictStr = (
+        "Which hand do you write with?\n\nR = right    L = left    A = both equally\n\n"
+        "N = prefer not to say"
     )
-    female_key: _ANSWER_KEY = Field(
-        default="f",
-        description="Lab: the key that answers sex_question with female (recorded F).",
-    )
-    male_key: _ANSWER_KEY = Field(
-        default="m",
-        description="Lab: the key that answers sex_question with male (recorded M).",
-    )
-    other_key: _ANSWER_KEY = Field(
-        default="o",
-        description="Lab: the key that answers sex_question with other (recorded O).",
-    )
-    handedness_question: StrictStr = Field(
-        default="Which hand do you write with?\n\nR = right    L = left    A = both equally\n\n"
-        "N = prefer not to say",
-        description="Lab: the handedness question; its answer keys are right_key, left_key, "
-        "ambidextrous_key and not_say_key, which the text should name.",
-    )
-    right_key: _ANSWER_KEY = Field(
-        default="r",
-        description="Lab: the key that answers handedness_question with right (recorded R).",
-    )
-    left_key: _ANSWER_KEY = Field(
-        default="l",
-        description="Lab: the key that answers handedness_question with left (recorded L).",
-    )
-    ambidextrous_key: _ANSWER_KEY = Field(
-        default="a",
-        description="Lab: the key that answers handedness_question with both equally (recorded A).",
-    )
-    not_say_key: _ANSWER_KEY = Field(
-        default="n",
-        description="Lab: the key that answers sex_question or handedness_question with "
-        "prefer not to say (recorded n/a).",
-    )
+    """Lab: the handedness question; its answer keys are right_key, left_key, ambidextrous_key and
+    not_say_key, which the text should name."""
+    right_key: _ANSWER_KEY = "r"
+    """Lab: the key that answers handedness_question with right (recorded R)."""
+    left_key: _ANSWER_KEY = "l"
+    """Lab: the key that answers handedness_question with left (recorded L)."""
+    ambidextrous_key: _ANSWER_KEY = "a"
+    """Lab: the key that answers handedness_question with both equally (recorded A)."""
+    not_say_key: _ANSWER_KEY = "n"
+    """Lab: the key that answers sex_question or handedness_question with prefer not to say
+    (recorded n/a)."""
     # --- online: the page ---
-    language: Annotated[StrictStr, Field(pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$")] = Field(
-        default="en",
-        description="Online: the page's language (a BCP 47 tag such as en, de, pt-BR), for the "
-        "browser's fonts, hyphenation and screen readers.",
+    language: Annotated[StrictStr, Field(pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$")] = "en"
+    """Online: the page's language (a BCP 47 tag such as en, de, pt-BR), for the browser's fonts,
+    hyphenation and screen readers."""
+    page_title: StrictStr = "Rating study"
+    """Online: the page's title."""
+    consent_title: StrictStr = "Consent"
+    """Online: the heading above the consent text."""
+    agree: StrictStr = "I agree"
+    """Online: the consent's button to take part."""
+    disagree: StrictStr = "I do not agree"
+    """Online: the consent's button to leave."""
+    declined: StrictStr = "You did not consent, so nothing was recorded. You may close this page."
+    """Online: shown after the participant did not agree."""
+    details_title: StrictStr = "About you"
+    """Online: the details form's heading."""
+    details_note: StrictStr = "Each answer is optional."
+    """Online: under the details form's heading."""
+    age: StrictStr = "Age (years)"
+    """Online: the age field's label."""
+    sex: StrictStr = "Sex"
+    """Online: the sex field's label."""
+    female: StrictStr = "female"
+    """Online: a choice of the sex field."""
+    male: StrictStr = "male"
+    """Online: a choice of the sex field."""
+    other: StrictStr = "other"
+    """Online: a choice of the sex field."""
+    handedness: StrictStr = "Handedness"
+    """Online: the handedness field's label."""
+    right: StrictStr = "right"
+    """Online: a choice of the handedness field."""
+    left: StrictStr = "left"
+    """Online: a choice of the handedness field."""
+    ambidextrous: StrictStr = "ambidextrous"
+    """Online: a choice of the handedness field."""
+    prefer_not_to_say: StrictStr = "prefer not to say"
+    """Online: the first choice of the sex and handedness fields."""
+    continue_button: StrictStr = "Continue"
+    """Online: the details form's button."""
+    fullscreen: StrictStr = (
+        "The study runs in full screen. Please close other programs and keep this window "
+        "in front until the end."
     )
-    page_title: StrictStr = Field(default="Rating study", description="Online: the page's title.")
-    consent_title: StrictStr = Field(
-        default="Consent", description="Online: the heading above the consent text."
-    )
-    agree: StrictStr = Field(
-        default="I agree", description="Online: the consent's button to take part."
-    )
-    disagree: StrictStr = Field(
-        default="I do not agree", description="Online: the consent's button to leave."
-    )
-    declined: StrictStr = Field(
-        default="You did not consent, so nothing was recorded. You may close this page.",
-        description="Online: shown after the participant did not agree.",
-    )
-    details_title: StrictStr = Field(
-        default="About you", description="Online: the details form's heading."
-    )
-    details_note: StrictStr = Field(
-        default="Each answer is optional.", description="Online: under the details form's heading."
-    )
-    age: StrictStr = Field(default="Age (years)", description="Online: the age field's label.")
-    sex: StrictStr = Field(default="Sex", description="Online: the sex field's label.")
-    female: StrictStr = Field(default="female", description="Online: a choice of the sex field.")
-    male: StrictStr = Field(default="male", description="Online: a choice of the sex field.")
-    other: StrictStr = Field(default="other", description="Online: a choice of the sex field.")
-    handedness: StrictStr = Field(
-        default="Handedness", description="Online: the handedness field's label."
-    )
-    right: StrictStr = Field(
-        default="right", description="Online: a choice of the handedness field."
-    )
-    left: StrictStr = Field(default="left", description="Online: a choice of the handedness field.")
-    ambidextrous: StrictStr = Field(
-        default="ambidextrous", description="Online: a choice of the handedness field."
-    )
-    prefer_not_to_say: StrictStr = Field(
-        default="prefer not to say",
-        description="Online: the first choice of the sex and handedness fields.",
-    )
-    continue_button: StrictStr = Field(
-        default="Continue", description="Online: the details form's button."
-    )
-    fullscreen: StrictStr = Field(
-        default="The study runs in full screen. Please close other programs and keep this window "
-        "in front until the end.",
-        description="Online: shown before the page goes full screen.",
-    )
-    fullscreen_button: StrictStr = Field(
-        default="Continue in full screen", description="Online: the button that goes full screen."
-    )
-    window_too_small: StrictStr = Field(
-        default="Your browser window is too small to show the pictures at their size. Please "
+    """Online: shown before the page goes full screen."""
+    fullscreen_button: StrictStr = "Continue in full screen"
+    """Online: the button that goes full screen."""
+    window_too_small: StrictStr = (
+        "Your browser window is too small to show the pictures at their size. Please "
         "enlarge it (or zoom out with Ctrl and minus) to at least {min_width} x {min_height} "
         "pixels.\n\n"
-        "It is now {width} x {height} pixels.",
-        description="Online: while the window is smaller than the pictures need; the four "
-        "numbers follow the window as it is resized.",
+        "It is now {width} x {height} pixels."
     )
-    cannot_enlarge: StrictStr = Field(
-        default="I cannot make it larger",
-        description="Online: the button under window_too_small that gives up.",
+    """Online: while the window is smaller than the pictures need; the four numbers follow the
+    window as it is resized."""
+    cannot_enlarge: StrictStr = "I cannot make it larger"
+    """Online: the button under window_too_small that gives up."""
+    needs_keyboard: StrictStr = (
+        "This study needs a computer with a keyboard; it cannot run on a phone or tablet."
     )
-    needs_keyboard: StrictStr = Field(
-        default="This study needs a computer with a keyboard; it cannot run on a phone or tablet.",
-        description="Online: shown instead of the study on a phone or tablet.",
+    """Online: shown instead of the study on a phone or tablet."""
+    screen_too_small: StrictStr = (
+        "This study needs a larger browser window; it cannot run on this screen. Nothing "
+        "was recorded."
     )
-    screen_too_small: StrictStr = Field(
-        default="This study needs a larger browser window; it cannot run on this screen. Nothing "
-        "was recorded.",
-        description="Online: shown when the window could not be made large enough.",
+    """Online: shown when the window could not be made large enough."""
+    loading: StrictStr = "Loading the pictures ..."
+    """Online: while the pictures load."""
+    loading_failed: StrictStr = (
+        "The pictures could not be loaded. Please check your connection and reload this page."
     )
-    loading: StrictStr = Field(
-        default="Loading the pictures ...", description="Online: while the pictures load."
+    """Online: when a picture could not be loaded."""
+    welcome_back: StrictStr = "Welcome back: the session continues where it stopped."
+    """Online: above the instructions when a reloaded page resumes the session."""
+    saving: StrictStr = "Saving your answers ..."
+    """Online: after the last trial, until every answer is stored."""
+    completion_code: StrictStr = "Your completion code: {code}"
+    """Online: under the end text of a complete session with a completion code."""
+    completion_redirect: StrictStr = "You will be taken back in a moment."
+    """Online: under the end text when a completion address follows."""
+    completion_link: StrictStr = "Continue here"
+    """Online: the link to the completion address."""
+    complete_ended: StrictStr = "Thank you! The session is complete."
+    """Online: at the end of a complete session (the lab window shows [instructions] end, which
+    waits for the space bar)."""
+    close_window: StrictStr = "You may close this window now."
+    """Online: last on the page of a complete session that sends the participant to no completion
+    address."""
+    quit_ended: StrictStr = "The session has ended. Everything so far is saved. Thank you."
+    """Online: after the participant chose to end the session."""
+    session_ended: StrictStr = "This session has ended. Thank you."
+    """Online: when a participant comes back to a session that has ended."""
+    timed_out_ended: StrictStr = (
+        "This session was stopped because nothing was heard from it for too long. "
+        "Everything you answered before is saved. Thank you."
     )
-    loading_failed: StrictStr = Field(
-        default="The pictures could not be loaded. Please check your connection and reload this "
-        "page.",
-        description="Online: when a picture could not be loaded.",
+    """Online: when a page comes back after [online] dropout_after_s without contact (the session
+    timed out)."""
+    could_not_start: StrictStr = "The session could not start."
+    """Online: when the server refused the session without saying why."""
+    went_wrong: StrictStr = (
+        "Something went wrong: {error}\n\nPlease reload this page; the session continues "
+        "where it stopped."
     )
-    welcome_back: StrictStr = Field(
-        default="Welcome back: the session continues where it stopped.",
-        description="Online: above the instructions when a reloaded page resumes the session.",
+    """Online: after an error; {error} is what went wrong."""
+    trials_not_stored: StrictStr = (
+        "These trials could not be stored: {trials}. The researcher has been told."
     )
-    saving: StrictStr = Field(
-        default="Saving your answers ...",
-        description="Online: after the last trial, until every answer is stored.",
-    )
-    completion_code: StrictStr = Field(
-        default="Your completion code: {code}",
-        description="Online: under the end text of a complete session with a completion code.",
-    )
-    completion_redirect: StrictStr = Field(
-        default="You will be taken back in a moment.",
-        description="Online: under the end text when a completion address follows.",
-    )
-    completion_link: StrictStr = Field(
-        default="Continue here", description="Online: the link to the completion address."
-    )
-    complete_ended: StrictStr = Field(
-        default="Thank you! The session is complete.",
-        description="Online: at the end of a complete session (the lab window shows "
-        "[instructions] end, which waits for the space bar).",
-    )
-    close_window: StrictStr = Field(
-        default="You may close this window now.",
-        description="Online: last on the page of a complete session that sends the "
-        "participant to no completion address.",
-    )
-    quit_ended: StrictStr = Field(
-        default="The session has ended. Everything so far is saved. Thank you.",
-        description="Online: after the participant chose to end the session.",
-    )
-    session_ended: StrictStr = Field(
-        default="This session has ended. Thank you.",
-        description="Online: when a participant comes back to a session that has ended.",
-    )
-    timed_out_ended: StrictStr = Field(
-        default="This session was stopped because nothing was heard from it for too long. "
-        "Everything you answered before is saved. Thank you.",
-        description="Online: when a page comes back after [online] dropout_after_s without "
-        "contact (the session timed out).",
-    )
-    could_not_start: StrictStr = Field(
-        default="The session could not start.",
-        description="Online: when the server refused the session without saying why.",
-    )
-    went_wrong: StrictStr = Field(
-        default="Something went wrong: {error}\n\nPlease reload this page; the session continues "
-        "where it stopped.",
-        description="Online: after an error; {error} is what went wrong.",
-    )
-    trials_not_stored: StrictStr = Field(
-        default="These trials could not be stored: {trials}. The researcher has been told.",
-        description="Online: under went_wrong when the server refused trials of the session "
-        "(the status page counts each, with its reason); {trials} are their numbers.",
-    )
+    """Online: under went_wrong when the server refused trials of the session (the status page
+    counts each, with its reason); {trials} are their numbers."""
 
-    bad_participant_id: StrictStr = Field(
-        default="The participant id in this page's address cannot be used (it must be 1 to "
+    bad_participant_id: StrictStr = (
+        "The participant id in this page's address cannot be used (it must be 1 to "
         "{max_length} characters, letters, digits or punctuation). Please open the study again "
-        "from the link you were given, or contact the researcher.",
-        description="Online: the server's answer on the first screen when the id in the page's "
-        "address is no id (empty, too long, control characters); {max_length} is the longest "
-        "id taken.",
+        "from the link you were given, or contact the researcher."
     )
-    already_started: StrictStr = Field(
-        default="This participant id has already started this study in another browser; the "
+    """Online: the server's answer on the first screen when the id in the page's address is no id
+    (empty, too long, control characters); {max_length} is the longest id taken."""
+    already_started: StrictStr = (
+        "This participant id has already started this study in another browser; the "
         "session continues only in the browser that started it. Please go back to it, or contact "
-        "the researcher.",
-        description="Online: the server's answer when the id has a session begun in another "
-        "browser.",
+        "the researcher."
     )
-    study_full: StrictStr = Field(
-        default="The study is full: every list has its participants. Thank you for your interest.",
-        description="Online: the server's answer when the study takes no more participants "
-        "([online] raters_per_list).",
+    """Online: the server's answer when the id has a session begun in another browser."""
+    study_full: StrictStr = (
+        "The study is full: every list has its participants. Thank you for your interest."
     )
-    settings_failed: StrictStr = Field(
-        default="the study's settings could not be loaded",
-        description="Online: what went wrong ({error} of went_wrong) when the page could not "
-        "load the study's settings.",
-    )
-    needs_javascript: StrictStr = Field(
-        default="This study needs JavaScript.",
-        description="Online: shown instead of the page in a browser that runs no JavaScript.",
-    )
+    """Online: the server's answer when the study takes no more participants ([online]
+    raters_per_list)."""
+    settings_failed: StrictStr = "the study's settings could not be loaded"
+    """Online: what went wrong ({error} of went_wrong) when the page could not load the study's
+    settings."""
+    needs_javascript: StrictStr = "This study needs JavaScript."
+    """Online: shown instead of the page in a browser that runs no JavaScript."""
 
     @model_validator(mode="after")
     def _answer_keys_distinct(self) -> Texts:
