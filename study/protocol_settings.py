@@ -6,8 +6,9 @@ Each table (``[timing]``, ``[response]``, ``[anchoring]``, ``[practice]``, ``[[c
 default is its value, and the docstring under it says what it is (pydantic's
 ``use_attribute_docstrings`` makes it the field's description); ``protocols/README.md``
 documents the same settings for the people who write protocols. A setting left out takes
-the default of the paper's replication (Eitz et al. 2011, Sec. 2.3). :class:`sbir_study.study.protocol.Protocol` holds them all, with
-``[texts]`` (:class:`sbir_study.study.texts.Texts`).
+the default of the paper's replication (Eitz et al. 2011, Sec. 2.3).
+:class:`sbir_study.study.protocol.Protocol` holds them all, with ``[texts]``
+(:class:`sbir_study.study.texts.Texts`).
 
 The tables are pydantic dataclasses rather than ``BaseModel`` subclasses so that
 ``dataclasses.replace`` and ``dataclasses.asdict`` keep working for every caller
