@@ -22,6 +22,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TextIO
 
 import pandas as pd
 
@@ -85,7 +86,7 @@ protocol, the stimulus-set digest, the seed and the trial order.
 """
 
 
-def format_cell(value) -> str:
+def format_cell(value: object) -> str:
     """A cell of a ``_beh.tsv`` line: floats with 6 decimals, ``n/a`` for none.
 
     >>> [format_cell(v) for v in (0.5, None, 3, "4@0.5")]
@@ -113,7 +114,7 @@ class SessionRecorder:
         #: Trials on disk before this process started (0 for a new session).
         self.recorded = recorded
         self._handle = open(path, "a", encoding="utf-8", newline="\n")
-        self._keys = None  # the key log, opened with the first keys
+        self._keys: TextIO | None = None  # the key log, opened with the first keys
 
     @classmethod
     def open(
@@ -205,7 +206,7 @@ class SessionRecorder:
         """Every key-down the session received: ``sourcedata/sub-<label>/<name>_keys.tsv``."""
         return key_log_path(self.path)
 
-    def finish(self, status: str, **entries) -> None:
+    def finish(self, status: str, **entries: object) -> None:
         """Close the files and complete the sidecar (``complete`` or ``incomplete``)."""
         self._handle.close()
         if self._keys is not None:
@@ -235,7 +236,7 @@ def key_log_path(beh: Path) -> Path:
     )
 
 
-def _open_key_log(path: Path):
+def _open_key_log(path: Path) -> TextIO:
     """The key log, for appending (a header when new; a resumed session goes on below)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     new = not path.exists()
@@ -310,8 +311,8 @@ def label_of(root: str | Path, source_id: str) -> str:
     recruitment platform's id or the lab's own label. An id that
     ``participants.tsv`` records (its ``source_id`` column) finds its label
     again, so a resumed session continues under the label it began with. So
-    does an id that is itself a label of a session recorded before ids were
-    kept (no ``source_id`` recorded for it). Any other id gets its label by
+    does an id that is itself the label of a participant with no ``source_id``
+    recorded (``n/a``). Any other id gets its label by
     :func:`~sbir_study.foundation.checks.participant_label`, with every label
     in the dataset (``participants.tsv`` and the ``sub-`` folders) taken.
 
@@ -439,7 +440,7 @@ def _resume(path: Path, session: Mapping, order: list) -> tuple[dict, int]:
         raise InputError(f"{sidecar_path}: cannot be read ({error}); cannot resume") from None
     for key, what in (("StimulusSetDigest", "stimulus set"), ("Protocol", "protocol")):
         given = json.loads(json.dumps(session.get(key)))  # as JSON keeps it: tuples are lists
-        # Settings added to the protocol after the session was recorded took their defaults.
+        # A setting the recorded protocol lacks took its default.
         default = _protocol_defaults() if key == "Protocol" else _ABSENT
         before = sidecar.get(key)
         if key == "Protocol":
@@ -470,10 +471,10 @@ def _resume(path: Path, session: Mapping, order: list) -> tuple[dict, int]:
     return sidecar, recorded
 
 
-#: The instruction texts every protocol that left them out showed before they were written
-#: from the protocol's settings. A session recorded with one of them, resumed with the
-#: text left out (``None``: written from the settings), resumes: the text was the default
-#: then and is the default now, though its words changed.
+#: The fixed default instruction texts that sidecars of sbir-study's first releases record
+#: for a protocol that leaves them out (later releases write them from its settings and
+#: record ``None``). A session whose sidecar holds one resumes with the text left out: it
+#: is the default either way.
 _EARLIER_DEFAULT_INSTRUCTIONS = {
     "anchoring": "You will first see example pairs of a sketch and an image, each with the "
     "rating it deserves, from 1 (best match) to 7 (worst match).\n\nPress space to begin.",
@@ -487,7 +488,7 @@ _EARLIER_DEFAULT_INSTRUCTIONS = {
 
 
 def _as_written_from_settings(recorded, given):
-    """``recorded`` with each earlier default instruction text that ``given`` leaves out
+    """``recorded`` with each fixed default instruction text that ``given`` leaves out
     (``None``) read as left out too.
 
     Examples
@@ -525,14 +526,8 @@ def _keep_whole_lines(path: Path, keep_in: Path | None = None) -> int:
     data = path.read_bytes()
     end = data.rfind(b"\n") + 1
     if end < len(data):
-        fragment = data[end:]
         folder = keep_in or path.parents[2] / "sourcedata" / path.parent.parent.name
-        keep = folder / f"{path.stem}_cut-{int(time.time())}.txt"
-        keep.parent.mkdir(parents=True, exist_ok=True)
-        with open(keep, "wb") as handle:
-            handle.write(fragment)
-            handle.flush()
-            os.fsync(handle.fileno())
+        atomic_write(folder / f"{path.stem}_cut-{int(time.time())}.txt", data[end:])
         with open(path, "r+b") as handle:
             handle.truncate(end)
             handle.flush()
