@@ -27,7 +27,7 @@ from pydantic import AfterValidator, Field, StrictStr, model_validator
 from pydantic.dataclasses import dataclass
 
 from .protocol_errors import refusal
-from .protocol_settings import TABLE
+from .protocol_settings import CONTINUE_KEY, TABLE
 
 __all__ = [
     "ANSWER_KEYS",
@@ -71,8 +71,6 @@ def _one_key(name: str) -> str:
 # Answer keys are keys every keyboard backend and browser names alike: a letter or a digit.
 _ANSWER_KEY = Annotated[StrictStr, AfterValidator(_one_key)]
 
-# The continue key of every instruction screen (protocol.CONTINUE_KEY), as the texts name it.
-_CONTINUE = "space"
 
 #: Before the practice pairs, above the main instructions, where a protocol gives no text of its
 #: own for them ([instructions] practice).
@@ -447,6 +445,7 @@ def write_instructions(
     Press Esc to end the session. Press space to begin.
     """
     high = low + len(keys) - 1
+    go_on = key_label(CONTINUE_KEY)
     first, last = ("best", "worst") if best_low else ("worst", "best")
     ends = f"from {low} ({first} match) to {high} ({last} match)"
     if tuple(keys) == tuple(str(r) for r in range(low, high + 1)):
@@ -464,18 +463,18 @@ def write_instructions(
     if pause_key is not None:
         controls.append(f"Press {key_label(pause_key)} to pause at any time.")
     controls.append(f"Press {key_label(quit_key)} to end the session.")
-    controls.append(f"Press {_CONTINUE} to begin.")
+    controls.append(f"Press {go_on} to begin.")
     return {
         "anchoring": "You will first see example pairs of a sketch and an image, each with the "
         f"rating it deserves, {ends}. Each example is shown for {_seconds(anchor_demo_s)}.\n\n"
-        f"Press {_CONTINUE} to begin.",
+        f"Press {go_on} to begin.",
         "main": "Now rate each pair yourself: how well does the image match the sketch?\n\n"
         f"{rating} while the pair is shown or during the black screen after it. You may change "
         "your rating until the next pair appears. Each pair is shown for "
         f"{_seconds(stimulus_s)}, then the screen is black for {_seconds(blank_s)}.\n\n"
         + " ".join(controls),
-        "pause": f"Paused. Press {_CONTINUE} to continue.",
-        "end": f"Thank you! The session is complete.\n\nPress {_CONTINUE} to close.",
+        "pause": f"Paused. Press {go_on} to continue.",
+        "end": f"Thank you! The session is complete.\n\nPress {go_on} to close.",
     }
 
 
