@@ -1,5 +1,5 @@
 """``stimuli generate``'s sensor noise in arrays kept from image to image, against the
-fresh arrays per image it used before (4f626aa), side by side in one run: the paper's set
+plain way, fresh arrays per image, side by side in one run: the paper's set
 (seed 0), each in a process of its own, as every ``stimuli generate`` is, the two ways
 alternated three times; wall, user and system time, minor page faults, and the set's
 digest (the same bytes both ways).
@@ -25,7 +25,7 @@ KEPT = generate._SensorNoise.added_to
 
 
 def fresh(self, canvas: Image.Image, rng: np.random.Generator) -> Image.Image:
-    """The noise as it was added before: new arrays for every image."""
+    """The noise added the plain way: new arrays for every image."""
     noise = rng.normal(0.0, 3.0, self._pixels.shape).astype(np.float32)
     noisy = np.asarray(canvas, dtype=np.float32) + noise
     return Image.fromarray(np.clip(np.rint(noisy), 0, 255).astype(np.uint8))

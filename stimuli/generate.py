@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from PIL import Image, ImageDraw
 
@@ -79,7 +80,7 @@ class SetDesign(paper.PairDesign):
                 raise InputError(f"{name}: expected a whole number {low}..{high}, got {value!r}")
 
 
-def latent_rating(similarity):
+def latent_rating(similarity: npt.ArrayLike) -> np.ndarray | float:
     """The rating a participant without noise gives a pair of latent similarity s: 7 - 6 s.
 
     >>> latent_rating([1.0, 0.5, 0.0]).tolist()
@@ -174,7 +175,7 @@ def _draw_set(
         "Design": asdict(design),
         "LatentSimilarity": "1 = the sketch's own scene, 0 = unrelated; rating 7 - 6 s",
     }
-    if scale != PAPER_SCALE:  # the paper's set is described as it always was
+    if scale != PAPER_SCALE:  # a set on the paper's scale records no AnchorScale
         about["AnchorScale"] = str(scale)
     (folder / GENERATOR_FILE).write_bytes((json.dumps(about, indent=2) + "\n").encode("utf-8"))
     files = [
@@ -202,15 +203,15 @@ def _draw_sketch(
     sketch_path = f"sketches/{sketch_id}.png"
     _save(_render_sketch(scene, design, rng), folder / sketch_path)
 
+    prescribed: list = [pd.NA] * n
     if role == "anchor":
-        prescribed = np.rint(np.linspace(scale.low, scale.high, n)).astype(int)
-        similarity = 1.0 - (scale.oriented(prescribed) - scale.low) / (scale.high - scale.low)
+        ratings = np.rint(np.linspace(scale.low, scale.high, n)).astype(int)
+        prescribed = ratings.tolist()
+        similarity = 1.0 - (scale.oriented(ratings) - scale.low) / (scale.high - scale.low)
     elif role == "candidate":
-        prescribed = [pd.NA] * n
         # s = U^a with a ~ U(1, 4): mean 1 / (a + 1), from 0.5 down to 0.2.
         similarity = rng.random(n) ** rng.uniform(1.0, 4.0)
     else:
-        prescribed = [pd.NA] * n
         similarity = 1.0 - (rng.permutation(n) + rng.random(n)) / n
     digits = max(2, len(str(n)))
     (folder / "images" / sketch_id).mkdir(parents=True, exist_ok=True)
@@ -415,7 +416,8 @@ def _change(scene: _Scene, d: float, rng: np.random.Generator) -> tuple[_Scene, 
     scale = float(np.exp(rng.choice([-1.0, 1.0]) * 0.35 * d))
     rotation = float(rng.choice([-1.0, 1.0]) * 30.0 * d)
     replace_p = float(np.clip(1.6 * d - 0.6, 0.0, 1.0))
-    objects, missing, replaced, missing_parts = [], 0, 0, 0
+    objects: list[_Object] = []
+    missing = replaced = missing_parts = 0
     for index, obj in enumerate(scene.objects):
         later = len(scene.objects) - index - 1
         # An object goes missing, but never all: an empty frame is not a degraded match.
@@ -584,8 +586,8 @@ class _SensorNoise:
     """Adds N(0, 3) to every channel of an image, in arrays kept from one image to the next.
 
     Fresh arrays of an image's size for each image cost the process a page fault for every
-    4 KiB it touched: 1.6 million faults over the paper's 1,240 images, a third of the time
-    ``stimuli generate`` took.
+    page it touches, a large share of ``stimuli generate``'s time
+    (``benchmarks/bench_generate_noise.py``; figures in ``benchmarks/RESULTS.md``).
     """
 
     def __init__(self, design: SetDesign):

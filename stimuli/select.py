@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from sbir_study.foundation import paper
@@ -187,7 +188,7 @@ def quotas(available: np.ndarray, total: int, rng: np.random.Generator) -> np.nd
     return taken
 
 
-def distance_to_uniform(shares) -> float:
+def distance_to_uniform(shares: npt.ArrayLike) -> float:
     """Total variation distance between a distribution over the k points of a scale (one share
     each, 7 on the paper's) and the uniform one.
 
@@ -345,7 +346,7 @@ def _choose_images(
     """N images of each kept sketch, drawn per pilot level by the quotas (one seeded stream,
     the sketches in sorted order)."""
     rng = np.random.default_rng(seed)
-    chosen = []
+    chosen: list[tuple[str, str]] = []
     for sketch_id in sorted(kept):
         sketch_levels = levels.loc[sketch_id]
         available = np.array([(sketch_levels == k).sum() for k in points])

@@ -11,7 +11,7 @@ years). "Prefer not to say" is recorded as ``n/a``, like any missing value.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from sbir_study.foundation.checks import InputError
@@ -119,7 +119,7 @@ def _age(text: str) -> str:
     return str(int(text))
 
 
-def details_description(names) -> dict[str, dict]:
+def details_description(names: Iterable[str]) -> dict[str, dict]:
     """The ``participants.json`` entries of the detail columns ``names``."""
     described = {}
     for name in names:

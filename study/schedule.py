@@ -11,6 +11,7 @@ duration. Pure code, tested without a window.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -130,7 +131,7 @@ def refreshes_late(flip_time: float, deadline: float, frame_s: float) -> int:
     return max(math.floor((flip_time - deadline) / frame_s + 0.5), 0)
 
 
-def dropped_frames(flip_times, frame_period: float) -> int:
+def dropped_frames(flip_times: Sequence[float], frame_period: float) -> int:
     """Refreshes missed between consecutive flips: an interval of k periods missed k - 1.
 
     ``flip_times`` are flips made one after another, each at the refresh after

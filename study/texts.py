@@ -20,8 +20,8 @@ from __future__ import annotations
 import dataclasses
 import re
 import string
-from collections.abc import Sequence
-from typing import Annotated
+from collections.abc import Mapping, Sequence
+from typing import Annotated, TypeVar
 
 from pydantic import AfterValidator, Field, StrictStr, model_validator
 from pydantic.dataclasses import dataclass
@@ -40,6 +40,8 @@ __all__ = [
     "rating_keys_unnamed",
     "write_instructions",
 ]
+
+_Answer = TypeVar("_Answer")
 
 #: The placeholders each text may use; every other text uses none.
 PLACEHOLDERS: dict[str, tuple[str, ...]] = {
@@ -331,7 +333,7 @@ class Texts:
         return self
 
 
-def answer_keys(texts: Texts, question: str, answers: dict[str, object]) -> dict[str, object]:
+def answer_keys(texts: Texts, question: str, answers: Mapping[str, _Answer]) -> dict[str, _Answer]:
     """Key name -> answer for ``question`` (a key of :data:`ANSWER_KEYS`), in ``texts``' keys.
 
     ``answers`` maps each of the question's [texts] key settings to what its key answers.

@@ -29,6 +29,8 @@ from .protocol import Protocol
 if TYPE_CHECKING:
     import pandas as pd
 
+    from sbir_study.stimuli import StimulusSet
+
 __all__ = [
     "TRIAL_COLUMNS",
     "AnchorScaleWarning",
@@ -163,7 +165,9 @@ def practice_pairs(protocol: Protocol, manifest: pd.DataFrame) -> pd.DataFrame:
     return manifest.iloc[rows].assign(phase="practice")
 
 
-def stimulus_set_for(folder: str | Path, protocol: Protocol, *, checked=None):
+def stimulus_set_for(
+    folder: str | Path, protocol: Protocol, *, checked: StimulusSet | None = None
+) -> StimulusSet:
     """Load and check the stimulus set, with the anchor pairs the protocol needs.
 
     ``checked`` is the set already checked by :func:`~sbir_study.stimuli.load_set` (``serve``

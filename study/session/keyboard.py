@@ -12,16 +12,20 @@ returned the presses in.
 from __future__ import annotations
 
 import bisect
+from typing import TYPE_CHECKING
 
 from sbir_study.foundation.checks import InputError
 
 from ..protocol import Protocol
 from ..responses import KeyEvent
 
+if TYPE_CHECKING:
+    from psychopy.hardware.keyboard import Keyboard
+
 __all__ = ["KeyStream", "control_keys", "open_keyboard"]
 
 
-def open_keyboard():
+def open_keyboard() -> Keyboard:
     """PsychoPy's keyboard on the Psychtoolbox backend, or an InputError naming what is missing."""
     from psychopy.hardware import keyboard
 
@@ -65,7 +69,7 @@ class KeyStream:
     the pair (name, time stamp). Times are the backend's, on PsychoPy's clock.
     """
 
-    def __init__(self, kb, controls: set[str]) -> None:
+    def __init__(self, kb: Keyboard, controls: set[str]) -> None:
         self.kb = kb
         self.events: list[KeyEvent] = []  # sorted by time
         self.received: list[KeyEvent] = []  # in the order they came in
@@ -74,6 +78,7 @@ class KeyStream:
         self._seen: set[tuple[str, float]] = set()
 
     def poll(self) -> None:
+        """Take in the key-downs the keyboard has received since the last poll."""
         for key in [*self.kb.getKeys(waitRelease=False), *self.kb.getKeys(waitRelease=True)]:
             ident = (key.name, float(key.tDown))
             if ident not in self._seen:

@@ -18,6 +18,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import pandas as pd
 
@@ -40,7 +41,7 @@ class PairList:
 
     def sidecar(self) -> dict:
         """What the session's sidecar records: ``PairList``, as the online export's
-        ``OnlineList``; nothing with ``subset = "all"`` (a sidecar as before lists)."""
+        ``OnlineList``; nothing with ``subset = "all"`` (every main pair, on no list)."""
         if self.subset == "all":
             return {}
         return {"PairList": {"Subset": self.subset, "List": self.number, "Lists": self.lists}}
@@ -99,7 +100,8 @@ def choose_pair_list(
         number = requested
     else:
         counts = dataset_list_counts(data, protocol.task)
-        number = choose_list({k - 1: n for k, n in counts.items()}, lists) + 1
+        fewest = choose_list({k - 1: n for k, n in counts.items()}, lists)
+        number = cast(int, fewest) + 1  # with no cap on a list's sessions, a list is chosen
     if not 1 <= number <= lists:
         raise InputError(
             f"PairList: the session was recorded on list {number}, but the protocol has "

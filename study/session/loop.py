@@ -68,6 +68,8 @@ class _OpenTrial:
 class TrialLoop:
     """The trial loop; every screen change is a flip whose time is recorded."""
 
+    recorder: SessionRecorder  # the session's record, given to run()
+
     def __init__(
         self, window: SessionWindow, protocol: Protocol, trials: pd.DataFrame, label: str
     ) -> None:
@@ -77,7 +79,6 @@ class TrialLoop:
         self._handled: set[KeyEvent] = set()  # control presses that took effect
         self.key_map = protocol.key_map
         self.quit_answers = answer_keys(protocol.texts, "quit_question", _QUIT_ANSWERS)
-        self.recorder = None
         self.recorded = 0
         self._logged = 0  # keys written to the key log
         self._checked = 0  # keys looked at for late arrival
@@ -98,8 +99,8 @@ class TrialLoop:
         resumed_at = self._resumed_at() if start else None
         intro = _INTRO[phases[start]]
         pair = self.window.pair(trials.iloc[start])  # loaded before, so the first pair is prompt
-        outcome, answered = self._waiting_screens([intro], None)
-        if outcome == "quit":
+        began, answered = self._waiting_screens([intro], None)
+        if began == "quit":
             return "incomplete"
         self.window.show_black()  # until the first pair
         # The session's time zero is the key press that began it; a resumed session goes on
@@ -347,13 +348,12 @@ class TrialLoop:
         """Where a resumed session's timeline goes on: the planned onset after the last trial."""
         last = self.recorder.recorded_rows().iloc[-1]
         timing = self.protocol.timing
-        shown = timing.anchor_demo_s if last["phase"] == "anchor_demo" else timing.stimulus_s
         try:
-            return float(last["onset_planned"]) + shown + timing.blank_s
+            return float(last["onset_planned"]) + _shown_s(last, timing) + timing.blank_s
         except (KeyError, ValueError):
             return 0.0
 
 
-def _shown_s(row, timing: Timing) -> float:
+def _shown_s(row: pd.Series, timing: Timing) -> float:
     """How long a trial's pair is shown."""
     return timing.anchor_demo_s if row.phase == "anchor_demo" else timing.stimulus_s

@@ -29,7 +29,7 @@ from .forms import details_on_screen
 from .keyboard import open_keyboard
 from .loop import TrialLoop
 from .plan import plan_session
-from .record import finish_record, open_record, stop_record
+from .record import finish_record, open_record
 from .simulated import Responder
 from .window import SessionWindow, measure_timing, open_window
 
@@ -185,9 +185,9 @@ def run_session(
         try:
             status = loop.run(recorder)
         except BaseException as error:
-            stop_record(recorder, loop, error)
+            finish_record(recorder, loop, "incomplete", error)
             raise
-        # End: the sidecar completed (by stop_record above when an error stopped the session).
+        # End: the sidecar completed (above, when an error stopped the session).
         finish_record(recorder, loop, status)
     finally:
         win.close()

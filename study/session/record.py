@@ -22,7 +22,7 @@ from .loop import TrialLoop
 from .plan import SessionPlan
 from .window import DisplayTiming
 
-__all__ = ["finish_record", "open_record", "stop_record"]
+__all__ = ["finish_record", "open_record"]
 
 
 def open_record(
@@ -71,23 +71,22 @@ def open_record(
     )
 
 
-def finish_record(recorder: SessionRecorder, loop: TrialLoop, status: str) -> None:
-    """Complete the sidecar of a session that ended as the participant chose."""
-    recorder.finish(status, TrialsRecorded=loop.recorded, RatingKeysReceivedLate=loop.late_keys)
+def finish_record(
+    recorder: SessionRecorder,
+    loop: TrialLoop,
+    status: str,
+    error: BaseException | None = None,
+) -> None:
+    """Complete the sidecar: ``status``, the trials recorded, the rating keys that came late.
 
-
-def stop_record(recorder: SessionRecorder, loop: TrialLoop, error: BaseException) -> None:
-    """Complete the sidecar of a session stopped by ``error``; a file gone is an InputError.
-
-    Whatever stops the session (a stimulus file gone, Ctrl-C, a bug), every
-    trial so far is on disk; the sidecar says the session stopped, and why.
-    The caller raises ``error`` itself when this returns.
+    ``error`` is what stopped the session, if anything did (a stimulus file gone,
+    Ctrl-C, a bug): every trial so far is on disk, and the sidecar says the session
+    stopped, and why. A file gone is raised as an InputError; the caller raises any
+    other ``error`` itself when this returns.
     """
+    stopped = {"StoppedBy": f"{type(error).__name__}: {error}"} if error is not None else {}
     recorder.finish(
-        "incomplete",
-        TrialsRecorded=loop.recorded,
-        RatingKeysReceivedLate=loop.late_keys,
-        StoppedBy=f"{type(error).__name__}: {error}",
+        status, TrialsRecorded=loop.recorded, RatingKeysReceivedLate=loop.late_keys, **stopped
     )
     if isinstance(error, OSError) and getattr(error, "filename", None):
         raise InputError(

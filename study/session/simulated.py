@@ -9,9 +9,16 @@ ones.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
 
 from ..protocol import Protocol
+
+if TYPE_CHECKING:
+    from psychopy.hardware.keyboard import Keyboard
+
+    from sbir_study.stimuli import StimulusSet
 
 __all__ = ["Responder", "simulated_answers"]
 
@@ -19,7 +26,7 @@ __all__ = ["Responder", "simulated_answers"]
 class Responder:
     """A simulated participant pressing keys through the keyboard device's ``makeResponse``."""
 
-    def __init__(self, kb, answers: pd.DataFrame, key_names: tuple[str, ...]) -> None:
+    def __init__(self, kb: Keyboard, answers: pd.DataFrame, key_names: tuple[str, ...]) -> None:
         self.kb = kb
         self.answers = answers  # rating (or NA) and rt per trial, in trial order
         self.key_names = key_names
@@ -43,7 +50,9 @@ class Responder:
             self._due.remove((at, name))
 
 
-def simulated_answers(protocol: Protocol, stimulus_set, trials: pd.DataFrame, seed: int):
+def simulated_answers(
+    protocol: Protocol, stimulus_set: StimulusSet, trials: pd.DataFrame, seed: int
+) -> pd.DataFrame:
     """The simulated participant's rating and response time per trial (analysis.simulate),
     its ratings on the protocol's scale (the model's 1..7 mapped onto it, as ``simulate
     --scale`` maps it).

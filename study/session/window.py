@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,6 +29,11 @@ from ..texts import fill
 from .keyboard import KeyStream, control_keys
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
+    from psychopy.hardware.keyboard import Keyboard
+    from psychopy.visual import ImageStim, TextStim, Window
+
     from sbir_study.stimuli import StimulusSet
 
     from .simulated import Responder
@@ -51,7 +56,7 @@ _PREPARE_S = 0.025
 _SPIN_S = 0.003
 
 
-def open_window(display: Display, *, windowed: bool):
+def open_window(display: Display, *, windowed: bool) -> Window:
     """A PsychoPy window on a monitor of the protocol's size and distance, in degrees."""
     from psychopy import monitors, visual
 
@@ -85,13 +90,13 @@ class DisplayTiming:
     mode: str  # "frames" or "clock"
 
 
-def measure_timing(win, timing: Timing) -> DisplayTiming:
+def measure_timing(win: Window, timing: Timing) -> DisplayTiming:
     """Measure the window's refresh and choose the timing mode (:func:`timing_mode`)."""
     refresh, jitter = measure_refresh(win)
     return DisplayTiming(refresh, jitter, timing_mode(refresh, jitter, timing))
 
 
-def measure_refresh(win, frames: int = 60) -> tuple[float | None, float]:
+def measure_refresh(win: Window, frames: int = 60) -> tuple[float | None, float]:
     """Mean refresh rate (Hz) and the sd of the frame period (ms) over ``frames`` flips."""
     times = []
     for _ in range(frames + 1):
@@ -120,7 +125,7 @@ def timing_mode(refresh: float | None, jitter_ms: float, timing: Timing) -> str:
     return "frames" if frames_ok else "clock"
 
 
-def clock_offset(core) -> float:
+def clock_offset(core: ModuleType) -> float:
     """time.monotonic() minus PsychoPy's default clock, from the closest of 20 paired readings."""
     best = (float("inf"), 0.0)
     for _ in range(20):
@@ -134,7 +139,9 @@ def clock_offset(core) -> float:
 class Screen:
     """Flips at planned times: by counting refreshes (frames mode) or by the clock."""
 
-    def __init__(self, win, mode: str, frame_s: float, core, tick: Callable[[], None]) -> None:
+    def __init__(
+        self, win: Window, mode: str, frame_s: float, core: ModuleType, tick: Callable[[], None]
+    ) -> None:
         self.win, self.mode, self.frame, self.core, self.tick = win, mode, frame_s, core, tick
         self.delays: deque[float] = deque(maxlen=15)  # flip call -> return, clock mode
         self.last_flip = core.getTime()
@@ -228,17 +235,19 @@ class SessionWindow:
 
     def __init__(
         self,
-        win,
-        kb,
+        win: Window,
+        kb: Keyboard,
         protocol: Protocol,
         stimulus_set: StimulusSet,
         timing: DisplayTiming,
-        core,
+        core: ModuleType,
         responder: Responder | None = None,
-        visual=None,
+        visual: ModuleType | None = None,
     ) -> None:
         if visual is None:
-            from psychopy import visual
+            import psychopy.visual
+
+            visual = psychopy.visual
 
         self.win, self.protocol, self.core = win, protocol, core
         self.set = stimulus_set
@@ -332,10 +341,6 @@ class SessionWindow:
         return event
 
     # --- screens that wait for a key ---
-    def _draw_message(self, text: str) -> None:
-        self.text.text = text
-        self.text.draw()
-
     def show_black(self) -> float:
         """The black screen, now (after a waiting screen, until the next pair)."""
         self.black.draw()
@@ -350,11 +355,12 @@ class SessionWindow:
     def message(self, text: str) -> float:
         """A text (a question of the details form), laid out and shown now."""
         self.win.clearBuffer()  # a clock-timed flip leaves the back buffer as it was
-        self._draw_message(text)
+        self.text.text = text
+        self.text.draw()
         return self.screen.flip()
 
     # --- the pairs ---
-    def pair(self, row) -> list:
+    def pair(self, row: pd.Series) -> list[ImageStim | TextStim]:
         """The pair of ``row`` ready to draw, on the next of two reused sets of stimuli.
 
         Two sets take turns (the pair on screen, the next one loading), so a
@@ -384,7 +390,7 @@ class SessionWindow:
         return [sketch, image]
 
 
-def draw_all(stims) -> None:
+def draw_all(stims: Iterable[ImageStim | TextStim]) -> None:
     """Draw each of ``stims``: a pair, with its label on an anchor demonstration or the scale's
     reminder under a rated pair ([display] scale_reminder), in the flip that shows the pair."""
     for stim in stims:
