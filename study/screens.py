@@ -20,12 +20,6 @@ from .texts import PRACTICE_NOTE, Texts, fill, key_label, write_instructions
 __all__ = ["Screen", "instruction_texts", "scale_reminder", "screens"]
 
 
-def _scale(protocol: Protocol) -> tuple[int, bool]:
-    """The protocol's first rating and whether it is the best match."""
-    scale = protocol.scale
-    return scale.low, scale.best == "low"
-
-
 def instruction_texts(protocol: Protocol) -> dict[str, str]:
     """The instruction texts: the protocol's own, else written from its settings.
 
@@ -43,19 +37,7 @@ def instruction_texts(protocol: Protocol) -> dict[str, str]:
     <BLANKLINE>
     Press P to pause at any time. Press Esc to end the session. Press space to begin.
     """
-    response, timing, pauses = protocol.response, protocol.timing, protocol.pauses
-    low, best_low = _scale(protocol)
-    written = write_instructions(
-        keys=response.keys,
-        low=low,
-        best_low=best_low,
-        stimulus_s=timing.stimulus_s,
-        blank_s=timing.blank_s,
-        anchor_demo_s=timing.anchor_demo_s,
-        break_every=pauses.break_every,
-        pause_key=response.pause_key if pauses.allowed else None,
-        quit_key=response.quit_key,
-    )
+    written = write_instructions(protocol.response, protocol.timing, protocol.pauses)
     own = protocol.instructions
     texts = {
         kind: getattr(own, kind) if getattr(own, kind) is not None else text
@@ -75,16 +57,14 @@ def scale_reminder(protocol: Protocol) -> str:
     >>> scale_reminder(Protocol())
     '1 = best match ... 7 = worst match'
     """
-    keys = protocol.response.keys
-    low, best_low = _scale(protocol)
-    high = low + len(keys) - 1
-    best, worst = (0, -1) if best_low else (-1, 0)
+    keys, scale = protocol.response.keys, protocol.scale
+    best, worst = (0, -1) if scale.best == "low" else (-1, 0)
     return fill(
         protocol.texts.scale_reminder,
         best_key=key_label(keys[best]),
         worst_key=key_label(keys[worst]),
-        best_rating=low if best_low else high,
-        worst_rating=high if best_low else low,
+        best_rating=scale.points[best],
+        worst_rating=scale.points[worst],
     )
 
 
@@ -185,7 +165,7 @@ def _blocks(protocol: Protocol, instructions: dict[str, str], lab: bool) -> list
             shown.append(Screen("under each practice pair", scale_reminder(protocol)))
     if protocol.anchoring.enabled:
         shown.append(Screen("before the anchoring phase", instructions["anchoring"]))
-        label = fill(texts.anchor_label, rating=_scale(protocol)[0])
+        label = fill(texts.anchor_label, rating=protocol.scale.low)
         shown.append(Screen("under each anchor pair", label))
     shown.append(Screen("before the main block", instructions["main"]))
     if reminder:

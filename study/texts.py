@@ -27,7 +27,7 @@ from pydantic import AfterValidator, Field, StrictStr, model_validator
 from pydantic.dataclasses import dataclass
 
 from .protocol_errors import refusal
-from .protocol_settings import CONTINUE_KEY, TABLE
+from .protocol_settings import CONTINUE_KEY, TABLE, Pauses, Response, Timing
 
 __all__ = [
     "ANSWER_KEYS",
@@ -413,29 +413,17 @@ def _seconds(value: float) -> str:
     return f"{value:g} second" + ("" if value == 1 else "s")
 
 
-def write_instructions(
-    *,
-    keys: Sequence[str],
-    low: int,
-    best_low: bool,
-    stimulus_s: float,
-    blank_s: float,
-    anchor_demo_s: float,
-    break_every: int,
-    pause_key: str | None,
-    quit_key: str,
-) -> dict[str, str]:
+def write_instructions(response: Response, timing: Timing, pauses: Pauses) -> dict[str, str]:
     """The four instruction texts in English, written from a protocol's settings.
 
-    ``keys`` are the rating keys, rating ``low`` first; ``best_low``: the
-    first rating is the best match; ``pause_key`` is None when pauses are not
-    allowed; ``break_every`` 0 for no breaks.
-    (:func:`sbir_study.study.screens.instruction_texts` takes them from a protocol.)
+    They name the rating keys (rating 1 first) and which end of the scale is the best
+    match, the timings, the breaks, the pause key where pauses are allowed and the quit
+    key. (:func:`sbir_study.study.screens.instruction_texts` shows a protocol's own texts
+    instead, where it has them.)
 
     Examples
     --------
-    >>> texts = write_instructions(keys=["a", "s", "d"], low=1, best_low=True, stimulus_s=2.0,
-    ...     blank_s=1.0, anchor_demo_s=3.0, break_every=0, pause_key=None, quit_key="escape")
+    >>> texts = write_instructions(Response(keys=("a", "s", "d")), Timing(), Pauses(allowed=False))
     >>> print(texts["main"])  # doctest: +NORMALIZE_WHITESPACE
     Now rate each pair yourself: how well does the image match the sketch?
     <BLANKLINE>
@@ -446,11 +434,10 @@ def write_instructions(
     <BLANKLINE>
     Press Esc to end the session. Press space to begin.
     """
-    high = low + len(keys) - 1
-    go_on = key_label(CONTINUE_KEY)
-    first, last = ("best", "worst") if best_low else ("worst", "best")
-    ends = f"from {low} ({first} match) to {high} ({last} match)"
-    if tuple(keys) == tuple(str(r) for r in range(low, high + 1)):
+    keys, go_on = response.keys, key_label(CONTINUE_KEY)
+    first, last = ("best", "worst") if response.best == "low" else ("worst", "best")
+    ends = f"from 1 ({first} match) to {len(keys)} ({last} match)"
+    if keys == tuple(str(r) for r in range(1, len(keys) + 1)):
         rating = f"Press a number key {ends}"
     else:
         labels = [key_label(k) for k in keys]
@@ -460,21 +447,21 @@ def write_instructions(
             f"{labels[-1]} for the {last} match{between},"
         )
     controls = []
-    if break_every:
-        controls.append(f"There is a break after every {break_every} pairs.")
-    if pause_key is not None:
-        controls.append(f"Press {key_label(pause_key)} to pause at any time.")
-    controls.append(f"Press {key_label(quit_key)} to end the session.")
+    if pauses.break_every:
+        controls.append(f"There is a break after every {pauses.break_every} pairs.")
+    if pauses.allowed:
+        controls.append(f"Press {key_label(response.pause_key)} to pause at any time.")
+    controls.append(f"Press {key_label(response.quit_key)} to end the session.")
     controls.append(f"Press {go_on} to begin.")
     return {
         "anchoring": "You will first see example pairs of a sketch and an image, each with the "
-        f"rating it deserves, {ends}. Each example is shown for {_seconds(anchor_demo_s)}.\n\n"
-        f"Press {go_on} to begin.",
+        f"rating it deserves, {ends}. Each example is shown for "
+        f"{_seconds(timing.anchor_demo_s)}.\n\nPress {go_on} to begin.",
         "main": "Now rate each pair yourself: how well does the image match the sketch?\n\n"
         f"{rating} while the pair is shown or during the black screen after it. You may change "
         "your rating until the next pair appears. Each pair is shown for "
-        f"{_seconds(stimulus_s)}, then the screen is black for {_seconds(blank_s)}.\n\n"
-        + " ".join(controls),
+        f"{_seconds(timing.stimulus_s)}, then the screen is black for {_seconds(timing.blank_s)}."
+        "\n\n" + " ".join(controls),
         "pause": f"Paused. Press {go_on} to continue.",
         "end": f"Thank you! The session is complete.\n\nPress {go_on} to close.",
     }
