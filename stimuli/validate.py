@@ -132,6 +132,8 @@ class SetReport:
     n_anchor_images: int = 0
     n_candidates: int = 0
     digest: str | None = None
+    #: The manifest as read and checked (None when it could not be read).
+    manifest: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -178,13 +180,14 @@ def validate_set(
 
 def _validate(
     folder: Path,
-    anchors: AnchorDesign,
+    anchors: AnchorDesign | None,
     *,
     check_images: bool,
     staged: dict[str, Path] | None = None,
 ) -> SetReport:
     """:func:`validate_set`, with ``manifest.csv`` and ``SHA256SUMS`` read from ``staged``
-    (name -> file) when given: ``stimuli import`` checks the set it is about to write."""
+    (name -> file) when given: ``stimuli import`` checks the set it is about to write.
+    ``anchors`` None takes the manifest's own anchor block (:func:`anchor_block`)."""
     staged = staged or {}
     report = SetReport(folder=folder)
     if not folder.is_dir():
@@ -196,6 +199,9 @@ def _validate(
     except InputError as error:
         report.problems.append(str(error))
         return report
+    report.manifest = manifest
+    if anchors is None:
+        anchors = anchor_block(manifest)
 
     where = folder / MANIFEST
     # The file's own line of each row (line 1 is the header; empty lines are skipped).
@@ -269,10 +275,8 @@ def load_set(folder: str | Path, anchors: AnchorDesign | None = None) -> Stimulu
     Raises :class:`~sbir_study.foundation.checks.InputError` with the first problem (and
     how many more there are) when the set is not valid.
     """
-    if anchors is None:
-        anchors = _own_anchor_block(folder)
-    report = validate_set(folder, anchors)
-    if not report.ok:
+    report = _validate(Path(folder), anchors, check_images=True)
+    if not report.ok or report.manifest is None:
         more = len(report.problems) - 1
         suffix = (
             f" (and {more} more problem{'s' * (more > 1)}; sbir-study stimuli validate "
@@ -281,21 +285,12 @@ def load_set(folder: str | Path, anchors: AnchorDesign | None = None) -> Stimulu
             else ""
         )
         raise InputError(report.problems[0] + suffix)
-    return StimulusSet(Path(folder), read_manifest(folder), str(report.digest))
-
-
-def _own_anchor_block(folder: str | Path) -> AnchorDesign:
-    try:
-        listed = read_manifest(folder)
-    except InputError:
-        return AnchorDesign()  # validate_set reports the problem
-    return anchor_block(listed)
+    return StimulusSet(Path(folder), report.manifest, str(report.digest))
 
 
 def anchor_block(manifest: pd.DataFrame) -> AnchorDesign:
     """The anchor block a manifest declares (its anchor sketches and images per sketch)."""
-    listed = manifest
-    per_sketch = listed[listed["role"] == "anchor"].groupby("sketch_id").size()
+    per_sketch = manifest[manifest["role"] == "anchor"].groupby("sketch_id").size()
     if per_sketch.empty:
         return AnchorDesign(sketches=0)
     images = int(per_sketch.max())
