@@ -43,6 +43,7 @@ __all__ = [
     "key_log_path",
     "label_of",
     "recorded_details",
+    "refuse_recorded",
 ]
 
 #: The columns of a recorded session's ``_beh.tsv``, in file order.
@@ -147,11 +148,8 @@ class SessionRecorder:
         label = bids.check_label(participant)
         path = bids.beh_path(root, label, task)
         order = [list(map(_plain, row)) for row in trial_order]
-        if path.exists() and not resume:
-            raise InputError(
-                f"{path}: a session of participant {label!r} is already recorded; it is never "
-                "overwritten (pass --resume to continue it, or choose another --participant)"
-            )
+        if not resume:
+            refuse_recorded(path, label)
         if resume and not path.exists():
             raise InputError(f"{path}: no session of participant {label!r} to resume")
         _start_dataset(root, label, details or {}, dataset or {}, source_id)
@@ -219,6 +217,15 @@ class SessionRecorder:
     def recorded_rows(self) -> pd.DataFrame:
         """The trials on disk, as text."""
         return pd.read_csv(self.path, sep="\t", dtype=str, keep_default_na=False)
+
+
+def refuse_recorded(path: Path, label: str) -> None:
+    """An InputError when a session of participant ``label`` is recorded at ``path``."""
+    if path.exists():
+        raise InputError(
+            f"{path}: a session of participant {label!r} is already recorded; it is never "
+            "overwritten (pass --resume to continue it, or choose another --participant)"
+        )
 
 
 def key_log_path(beh: Path) -> Path:

@@ -30,7 +30,7 @@ from sbir_study.foundation.checks import InputError
 
 from ..participants import MISSING, check_details
 from ..protocol import Protocol
-from ..recorder import check_dataset_folder, label_of, recorded_details
+from ..recorder import check_dataset_folder, label_of, recorded_details, refuse_recorded
 from ..trials import build_trials, draw_seed
 from .lists import PairList, choose_pair_list
 from .simulated import simulated_answers
@@ -85,11 +85,8 @@ def plan_session(
     path = bids.beh_path(data, label, protocol.task)
     if resume:
         seed = _recorded_seed(path)
-    elif path.exists():
-        raise InputError(
-            f"{path}: a session of participant {label!r} is already recorded; it is never "
-            "overwritten (pass --resume to continue it, or choose another --participant)"
-        )
+    else:
+        refuse_recorded(path, label)
     given = check_details(dict(details or {}), protocol.participants.details)
     if resume:
         given = _details_on_resume(data, label, given)

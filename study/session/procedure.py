@@ -1,6 +1,6 @@
 """The session's procedure: design -> initialise -> run -> end, one module each.
 
-* **Design** (:mod:`.plan`): every check that needs no window, the display
+* **Design** (:mod:`.plan`, with :mod:`.lists`): every check that needs no window, the display
   last; the participant's seed and trial list.
 * **Initialise** (:mod:`.keyboard`, :mod:`.window`, :mod:`.forms`): real-time
   priority, the Psychtoolbox keyboard, the window and its timing, every
