@@ -90,21 +90,15 @@ class DisplayTiming:
     mode: str  # "frames" or "clock"
 
 
-def measure_timing(win: Window, timing: Timing) -> DisplayTiming:
-    """Measure the window's refresh and choose the timing mode (:func:`timing_mode`)."""
-    refresh, jitter = measure_refresh(win)
-    return DisplayTiming(refresh, jitter, timing_mode(refresh, jitter, timing))
-
-
-def measure_refresh(win: Window, frames: int = 60) -> tuple[float | None, float]:
-    """Mean refresh rate (Hz) and the sd of the frame period (ms) over ``frames`` flips."""
-    times = []
-    for _ in range(frames + 1):
-        times.append(win.flip())
-    periods = np.diff(times)
+def measure_timing(win: Window, timing: Timing, frames: int = 60) -> DisplayTiming:
+    """The window's mean refresh rate (Hz) and the sd of its frame period (ms) over ``frames``
+    flips, and the timing mode they give (:func:`timing_mode`)."""
+    periods = np.diff([win.flip() for _ in range(frames + 1)])
     if periods.mean() <= 0:
-        return None, float("inf")
-    return float(1.0 / periods.mean()), float(periods.std() * 1000.0)
+        refresh, jitter = None, float("inf")
+    else:
+        refresh, jitter = float(1.0 / periods.mean()), float(periods.std() * 1000.0)
+    return DisplayTiming(refresh, jitter, timing_mode(refresh, jitter, timing))
 
 
 def timing_mode(refresh: float | None, jitter_ms: float, timing: Timing) -> str:
