@@ -325,6 +325,7 @@ _REFUSAL_KEYS = ("at", "participant", "trial", "status", "error")
 
 
 def _missing(value: object) -> bool:
+    """Whether a participant-table value is missing (None or NaN): an empty cell."""
     return value is None or (isinstance(value, float) and np.isnan(value))
 
 
