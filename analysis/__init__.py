@@ -34,6 +34,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "report",
         "significance",
         "simulate",
+        "wording",
         "retrieval",
     ],
     submod_attrs={

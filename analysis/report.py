@@ -1,186 +1,77 @@
 """``report.html``: one self-contained page with the analysis beside the paper's numbers.
 
-The page embeds its figures as data URIs and loads nothing from the network, so
-it opens in any browser, can be mailed, and archived with the data.
+:func:`write_report` computes what the page shows (the rows of its tables, its counts and
+the phrases that depend on the data) and fills ``templates/report.html.jinja``, which holds
+the page's sections, their prose and markup. The page embeds its figures as data URIs and
+loads nothing from the network, so it opens in any browser, can be mailed, and archived
+with the data.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
-from html import escape as html_escape
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from sbir_study.foundation.html import (
     at_floor,
-    collapsed,
-    figure_list,
+    embedded_figures,
     isnan,
     num,
     p_text,
-    page_head,
-    share,
-    simulated_banner,
-    software_table,
-    table,
+    render,
+    software_rows,
 )
 from sbir_study.foundation.paper import IMAGES_PER_SKETCH, PUBLISHED
 from sbir_study.foundation.scale import PAPER_SCALE, Scale
 
 from .limits import PERMUTATION_RATERS_LIMIT
 from .ratings import SIMULATED_ORIGINS
+from .wording import (
+    agreeing,
+    counted,
+    participant_count,
+    permutation_text,
+    raters_range,
+    share_interval,
+    span,
+    undefined_text,
+)
 
 __all__ = [
     "PARTICIPANTS_LISTED_UP_TO",
-    "counted",
-    "participant_count",
+    "anchors_not_followed",
     "participants_listed",
-    "raters_range",
-    "share_interval",
-    "undefined_text",
     "write_report",
 ]
 
 #: Up to this many participants the report lists every one; beyond, the participants a
-#: reader needs (:func:`participants_listed`), and ``participants.csv`` holds them all: at
-#: 2,000 participants the full table was thousands of rows, hundreds of printed pages.
+#: reader needs (:func:`participants_listed`), and ``participants.csv`` holds them all: a
+#: crowd's full table runs to hundreds of printed pages.
 PARTICIPANTS_LISTED_UP_TO = 100
 #: Above :data:`PARTICIPANTS_LISTED_UP_TO`, this many of the lowest and of the highest
 #: median tau_b against the consensus are listed, besides every flagged participant.
 PARTICIPANTS_AT_EACH_END = 10
-
-_CAPTIONS = {
-    "fig4_anchoring": (
-        "Fig. 4. For each participant, tau_b between their ratings of the anchor pairs during "
-        "the experiment and the prescribed anchor ratings, one marker per anchor sketch; "
-        "hollow markers are not significant. With more than 60 participants: the participants "
-        "sorted by their median over the anchor sketches, the medians as a line, in bands of "
-        "the 25th-75th and 5th-95th percentiles of every anchor tau_b of the participants "
-        "around each rank: ceil(sqrt(N)) of them, or enough to pool 400 values (134 with "
-        "three anchor sketches)."
-    ),
-    "fig5_interuser": (
-        "Fig. 5. Per sketch, the tau_b between every pair of participants{sample}: median "
-        "line, box "
-        "from the 25th to the 75th percentile, whiskers to 1.5 IQR, outliers as red plus "
-        "signs (a red line spanning them beyond 5,000 correlations per sketch); Kendall's W "
-        "as a black circle{w_over}; Krippendorff's ordinal alpha over all participants and every "
-        "rating as a blue diamond."
-    ),
-    "fig6_vs_consensus": (
-        "Fig. 6. Per participant, the tau_b of their ratings of each sketch's images against "
-        "the consensus ranking. Top: the consensus is the mean rating of all participants, "
-        "the participant included, as in the paper (the share significant is compared with "
-        "the paper's 99%). Bottom: leave-one-out, the mean rating of the other participants "
-        "only, which does not reward a participant for agreeing with their own share of it. "
-        "With more than 60 participants, each panel sorts them by their median and draws the "
-        "medians as a line, in bands of the 25th-75th and 5th-95th percentiles of every tau_b "
-        "of the ceil(sqrt(N)) participants around each rank (45 of 2,000); the two panels "
-        "then look alike, as one participant is a small part of a crowd's consensus, and the "
-        "bottom panel states by how much each participant's median differs."
-    ),
-    "fig7_distribution": (
-        "Fig. 7. Share of ratings at each point of the scale, against the uniform share."
-    ),
-    "fig8_bins": (
-        "Fig. 8. Ratings grouped by the median rating of their pair (Eq. 3): mean and "
-        "standard deviation (left), number of ratings (right)."
-    ),
-    "fig9_extremes": "Fig. 9. The sketches with the best (top) and worst (bottom) agreement.",
-    "reliability_prophecy": (
-        "Reliability of the consensus predicted for m raters: the split-half Spearman's rho "
-        "of each sketch (faint) and of all sketches (bold) carried to one rater and back to m "
-        "by the Spearman-Brown formula; dashed, the target; dotted, the study's participants."
-    ),
+#: A paper-sized study's participants are listed open; a crowd's fold away.
+_PARTICIPANTS_OPEN_UP_TO = 60
+#: Other lists up to this long are shown open; longer ones fold away under their count.
+_OPEN_UP_TO = 10
+#: Past this many input files (a BIDS crowd has one per participant) the page lists the
+#: first :data:`_SOURCES_SHOWN`; ``summary.json``'s ``sources`` holds every one.
+_SOURCES_LISTED_UP_TO = PARTICIPANTS_LISTED_UP_TO
+_SOURCES_SHOWN = 10
+#: Participants named per origin in the banner before the rest are counted.
+_BANNER_NAMES = 10
+#: How the banner and the participants' section name each origin.
+_ORIGIN_WORDS = {"run-simulate": "run --simulate"}
+#: Phases whose trials are shown with their rating and not rated, by design.
+_NOT_RATED = {
+    "anchor_demo": "none expected: not rated by design (each pair is shown with its "
+    "prescribed rating)"
 }
-
-
-def counted(n, noun: str, plural: str | None = None) -> str:
-    """``n`` and its noun, agreeing: "1 participant", "12 participants", "3 sketches".
-
-    Every count the page (and analyze's console) prints goes through here, so none reads
-    "1 participants".
-
-    Thousands are separated, as a crowd's counts need ("62,000,000 correlations").
-
-    >>> counted(1, "participant"), counted(0, "sketch", "sketches"), counted(2000, "rater")
-    ('1 participant', '0 sketches', '2,000 raters')
-    """
-    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
-
-
-#: The most decimals :func:`share_interval` prints: past them, an interval is narrower than
-#: any difference a reader of a share would act on.
-_SHARE_DECIMALS = 3
-
-
-def share_interval(value, low, high) -> tuple[str, str]:
-    """A share and its interval, in percent, with as many decimals as the bounds need to
-    differ (1 to 3): "89.2%" and "88.1% to 90.2%", or, over 62 million tests,
-    "89.21%" and "89.19% to 89.22%", never "89.2% to 89.2%".
-
-    An interval narrower than the last decimal says so instead of repeating a bound.
-
-    Examples
-    --------
-    >>> share_interval(0.892, 0.85, 0.93)
-    ('89.2%', '85.0% to 93.0%')
-    >>> share_interval(0.89203, 0.89195, 0.89211)
-    ('89.20%', '89.20% to 89.21%')
-    >>> share_interval(0.89203, 0.89201, 0.89204)
-    ('89.203%', '89.201% to 89.204%')
-    >>> share_interval(0.5, 0.5, 0.5)
-    ('50.000%', '50.000% (interval narrower than 0.001 points)')
-    """
-    if any(v is None or isnan(v) for v in (value, low, high)):
-        return share(value), f"{share(low)} to {share(high)}"
-    for digits in range(1, _SHARE_DECIMALS + 1):
-        lower, upper = f"{100 * low:.{digits}f}%", f"{100 * high:.{digits}f}%"
-        if lower != upper:
-            return f"{100 * value:.{digits}f}%", f"{lower} to {upper}"
-    return (
-        f"{100 * value:.{digits}f}%",
-        f"{lower} (interval narrower than {10.0**-digits:g} points)",
-    )
-
-
-def undefined_text(stats: Mapping) -> str:
-    """Why some tests of a ``summary.json`` entry are undefined; "" when none is.
-
-    "5 undefined: constant: 07 on s3": the count, then each reason of its ``undefined``
-    list with the sketches it occurs on (and its count, when there are several
-    reasons); what the list leaves out is counted, and named in the tables.
-    """
-    total = stats.get("n_undefined") or 0
-    if not total:
-        return ""
-    groups: dict[str, list] = {}
-    for entry in stats.get("undefined", []):
-        group = groups.setdefault(entry["reason"], [0, []])
-        group[0] += entry["n"]
-        group[1].append(str(entry["sketch_id"]))
-    parts = [
-        f"{reason} on {', '.join(sketches)}" + (f" ({n})" if len(groups) > 1 else "")
-        for reason, (n, sketches) in groups.items()
-    ]
-    rest = total - sum(n for n, _ in groups.values())
-    if rest > 0:
-        parts.append(f"{rest} more in the tables")
-    return f"{total} undefined: " + "; ".join(parts)
-
-
-def raters_range(w: Mapping) -> str:
-    """ "k of m" for the W of a study: "13-24 of 28", or "28 of 28" when the same everywhere."""
-    if w.get("n_raters_min") is None:
-        return "n/a"
-
-    return (
-        f"{_span(w['n_raters_min'], w['n_raters_max'])} of "
-        f"{_span(w['n_raters_all_min'], w['n_raters_all_max'])}"
-    )
 
 
 def write_report(
@@ -205,160 +96,179 @@ def write_report(
     given, the participants who followed none of the anchors (:func:`anchors_not_followed`).
     """
     path = Path(path)
-    parts = [
-        *page_head("sbir-study analysis report"),
-    ]
-    if summary.get("simulated"):
-        parts.append(_simulated_banner(participants))
-    parts.append("<h1>Sketch/image rating study: analysis report</h1>")
-    parts += _what_was_analysed(summary, scale)
-    parts += _exclusions(summary)
-    parts += _headline(summary, scale)
-    parts += _reliability(summary)
-    parts += _figures(figures, summary)
-    parts += _extremes(sketch_agreement)
-    permutations = (summary.get("skillings_mack") or {}).get("permutations") or 0
-    parts += _agreement_table(kendall_w, summary["alpha"], permutations, scale)
-    if participants is not None:
-        if anchoring is not None:
-            participants = participants.assign(
-                anchors_not_followed=anchors_not_followed(
-                    anchoring, participants["participant"], summary["alpha"]
-                )
+    if participants is not None and anchoring is not None:
+        participants = participants.assign(
+            anchors_not_followed=anchors_not_followed(
+                anchoring, participants["participant"], summary["alpha"]
             )
-        parts += _participants(participants, participants_listed_up_to)
-    parts += _provenance(summary)
-    parts.append("</body></html>")
-    path.write_text("\n".join(parts) + "\n", encoding="utf-8")
+        )
+    w = summary["kendall_w"]
+    cap = _pairwise_sample(summary)
+    page = render(
+        "sbir_study.analysis",
+        "report.html.jinja",
+        summary=summary,
+        scale=None if scale == PAPER_SCALE else scale,
+        k=scale.k,
+        simulated="these ratings" if summary.get("simulated") else None,
+        simulated_by=_simulated_by(participants) if summary.get("simulated") else None,
+        participant_count=participant_count(summary),
+        phases=_phases(summary),
+        excluded=[
+            (f"sub-{e['participant']}", "; ".join(e["rules"]))
+            for e in summary.get("excluded") or []
+        ],
+        headline=_headline(summary, scale),
+        reliability=_reliability(summary),
+        figures=embedded_figures({name: figures[name] for name in sorted(figures)}),
+        w_raters=_w_raters(w),
+        sampled=None
+        if cap is None
+        else {
+            "raters": f"{cap['max']:,} {agreeing(cap['max'], 'participant')}",
+            "sketches": counted(cap["n_sketches_sampled"], "sketch", "sketches"),
+        },
+        extremes=_extremes(sketch_agreement),
+        agreement=_agreement(kendall_w, summary),
+        participants=_participants(participants, participants_listed_up_to),
+        sources=_sources(summary),
+        software=software_rows(summary.get("software", {})),
+        published=PUBLISHED,
+        images_per_sketch=IMAGES_PER_SKETCH,
+        permutation_raters_limit=PERMUTATION_RATERS_LIMIT,
+        at_each_end=PARTICIPANTS_AT_EACH_END,
+        open_up_to=_OPEN_UP_TO,
+        counted=counted,
+    )
+    path.write_text(page, encoding="utf-8")
     return path
 
 
-def _scale_text(scale: Scale) -> str:
-    """What the page says of a scale other than the paper's (nothing for the paper's)."""
-    if scale == PAPER_SCALE:
-        return ""
-    best, worst = (scale.low, scale.high) if scale.best == "low" else (scale.high, scale.low)
-    text = (
-        f" Ratings on a {scale.k}-point scale, {scale.low} to {scale.high}, {best} the best "
-        f"match and {worst} the worst"
-    )
-    if scale.best == "high":
-        text += (
-            f"; every table and figure shows them in the paper's orientation, {scale.low} "
-            f"the best match: a recorded rating r as {scale.low + scale.high} - r"
-        )
-    return (
-        text + f". Relevant in the binary qrels: a mean rating below "
-        f"{scale.relevant_below:g}; qrels grades {scale.k - 1} (best) to 0."
-    )
+def _int(value: object) -> str:
+    """A count in a table cell, thousands separated ("1,984"); anything else as it is."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        return str(value)
+    return f"{value:,}"
 
 
-def _what_was_analysed(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
-    phases = summary.get("phases", {})
-    rows = [
-        (phase, _int(counts["n_trials"]), _missing_text(phase, counts))
-        for phase, counts in phases.items()
-    ]
-    alternative = {
-        "greater": "one-sided, P(tau >= observed), as in the paper",
-        "two-sided": "two-sided",
-        "less": "one-sided, P(tau <= observed)",
-    }[summary["alternative"]]
-    return [
-        "<h2>What was analysed</h2>",
-        f"<p>{participant_count(summary)}, "
-        f"{counted(summary['n_sketches'], 'sketch', 'sketches')}, "
-        f"{counted(summary['n_pairs'], 'sketch/image pair')} in the main block. Significance level "
-        f"&alpha; = {summary['alpha']:g}; tau_b tests {alternative}, normal approximation "
-        f"with the tie-corrected variance.{_scale_text(scale)}</p>",
-        table(["phase", "trials", "missed responses"], rows),
-    ]
+def _simulated_by(participants: pd.DataFrame | None) -> dict[str, Any] | None:
+    """Which participants are simulated and by what, from their ``origin`` ("sub-x by run
+    --simulate"), for the banner; None where the table does not say (no origin column)."""
+    if participants is None or "origin" not in participants:
+        return None
+    simulated = participants[participants["origin"].isin(SIMULATED_ORIGINS)]
+    origins = []
+    for origin, group in simulated.groupby("origin", sort=True):
+        names = [f"sub-{label}" for label in group["participant"].astype(str)]
+        shown = ", ".join(names[:_BANNER_NAMES])
+        if len(names) > _BANNER_NAMES:
+            shown += f" and {len(names) - _BANNER_NAMES:,} more"
+        origins.append(f"{shown} by {_ORIGIN_WORDS.get(str(origin), origin)}")
+    return {"n": len(simulated), "of": len(participants), "origins": "; ".join(origins)}
 
 
-#: Phases whose trials are shown with their rating and not rated, by design.
-_NOT_RATED = {
-    "anchor_demo": "none expected: not rated by design (each pair is shown with its "
-    "prescribed rating)"
-}
+def _phases(summary: Mapping) -> list[tuple[str, str, str]]:
+    """The rows of the table of phases: trials and missed responses; for a phase rated by
+    nobody by design, why there are none."""
+    rows = []
+    for phase, counts in summary.get("phases", {}).items():
+        missing = _int(counts["n_missing"])
+        if phase in _NOT_RATED and counts["n_missing"] == counts["n_trials"]:
+            missing = _NOT_RATED[phase]
+        rows.append((phase, _int(counts["n_trials"]), missing))
+    return rows
 
 
-def _missing_text(phase: str, counts: Mapping) -> str | int:
-    """A phase's missed responses; for a phase rated by nobody, why there are none."""
-    if phase in _NOT_RATED and counts["n_missing"] == counts["n_trials"]:
-        return _NOT_RATED[phase]
-    return _int(counts["n_missing"])
-
-
-def _published(family: str) -> str:
-    """A published share as the paper writes it (77.4%, 86%)."""
-    return f"{100 * PUBLISHED[family]:g}%"
-
-
-def _headline(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
-    # The paper's bin 4 is the middle of its scale: on another, the middle (or the
-    # lower of the two middle) point's bin is compared with it.
-    middle = scale.low + (scale.k - 1) // 2
-    bins = {b["bin"]: b for b in summary.get("bins", [])}
-    sds = {k: b["sd"] for k, b in bins.items() if b["sd"] is not None}
-    smallest = sorted(sds, key=sds.get)[:2]
-    largest = max(sds, key=sds.get) if sds else None
-    w = summary["kendall_w"]
-
-    def family(name: str, label: str, paper: str) -> tuple:
-        f = summary[name]
-        undefined = undefined_text(f)
-        if not f["n_tests"]:
-            # No correlation to count: say why, not "n/a | n/a to n/a | 0 of 0".
-            return (
-                label,
-                _no_tests(name, summary) + (f" ({undefined})" if undefined else ""),
-                "",
-                "",
-                paper,
-            )
-        point, interval = share_interval(f["share_significant"], f["wilson_low"], f["wilson_high"])
-        return (
-            label,
-            point,
-            interval,
-            f"{f['n_significant']:,} of {f['n_tests']:,}"
-            + (f" defined ({undefined})" if undefined else ""),
-            paper,
-        )
-
-    w_undefined = undefined_text(w)
-
+def _headline(summary: Mapping, scale: Scale) -> list[tuple[str, ...]]:
+    """The rows of the headline table: each statistic beside the paper's value."""
     n = summary["n_participants"]
-    rows = [
-        family("anchoring", "anchoring correlations significant", _published("anchoring")),
-        family("pairwise", _pairwise_label(summary), _published("pairwise")),
-        family(
+    return [
+        _family_row(summary, "anchoring", "anchoring correlations significant"),
+        _family_row(summary, "pairwise", _pairwise_label(summary)),
+        _family_row(
+            summary,
             "consensus",
             f"participant vs consensus of all {counted(n, 'participant')}, the participant "
             "included (as in the paper), significant",
-            _published("consensus"),
         ),
-        family(
+        _family_row(
+            summary,
             "consensus_loo",
             f"participant vs consensus of the other {counted(n - 1, 'participant')} "
             "(leave-one-out), significant",
             "(not reported: the paper's consensus includes the participant)",
         ),
-        (
-            f"sketches with Kendall's W significant (W over the {raters_range(w)} "
-            f"{_noun(w.get('n_raters_all_max'), 'participant')} who rated every image of the "
-            "sketch)"
-            if w.get("n_raters_min") is not None
-            else "sketches with Kendall's W significant (no sketch has two participants who "
-            "rated every image)",
-            f"{w['n_significant']} of {w['n_sketches']}"
-            if not w_undefined
-            else f"{w['n_significant']} of {w['n_defined']} defined ({w_undefined})",
-            "",
-            f"W from {num(w['min'])} to {num(w['max'])}, median {num(w['median'])}",
-            f"all {PUBLISHED['n_sketches']} (over all {PUBLISHED['n_participants']})",
-        ),
+        _kendall_w_row(summary["kendall_w"]),
         *_every_rating_rows(summary),
+        *_bin_rows(summary, scale),
+    ]
+
+
+def _family_row(summary: Mapping, name: str, label: str, paper: str | None = None) -> tuple:
+    """The headline row of a test family: the share significant, its interval, the counts,
+    and the paper's share (as the paper writes it: 77.4%, 86%) unless ``paper`` is given."""
+    if paper is None:
+        paper = f"{100 * PUBLISHED[name]:g}%"
+    f = summary[name]
+    undefined = undefined_text(f)
+    if not f["n_tests"]:
+        # No correlation to count: say why, not "n/a | n/a to n/a | 0 of 0".
+        why = "no correlations to test"
+        if name == "anchoring":
+            why = (
+                "no anchor pair rated again in the main block"
+                if "anchor_repeat" in summary.get("phases", {})
+                else "no anchoring phase in this study"
+            )
+        return (label, why + (f" ({undefined})" if undefined else ""), "", "", paper)
+    point, interval = share_interval(f["share_significant"], f["wilson_low"], f["wilson_high"])
+    counts = f"{f['n_significant']:,} of {f['n_tests']:,}"
+    return (
+        label,
+        point,
+        interval,
+        counts + (f" defined ({undefined})" if undefined else ""),
+        paper,
+    )
+
+
+def _w_raters(w: Mapping) -> str | None:
+    """Whom the W of a study stands on ("13-24 of 28 participants"); None when no sketch
+    has two participants who rated every image."""
+    if w.get("n_raters_min") is None:
+        return None
+    return f"{raters_range(w)} {agreeing(w['n_raters_all_max'], 'participant')}"
+
+
+def _kendall_w_row(w: Mapping) -> tuple:
+    """The headline row of Kendall's W: the sketches significant, over whom, its range."""
+    undefined = undefined_text(w)
+    raters = _w_raters(w)
+    return (
+        "sketches with Kendall's W significant "
+        + (
+            f"(W over the {raters} who rated every image of the sketch)"
+            if raters
+            else "(no sketch has two participants who rated every image)"
+        ),
+        f"{w['n_significant']} of {w['n_sketches']}"
+        if not undefined
+        else f"{w['n_significant']} of {w['n_defined']} defined ({undefined})",
+        "",
+        f"W from {num(w['min'])} to {num(w['max'])}, median {num(w['median'])}",
+        f"all {PUBLISHED['n_sketches']} (over all {PUBLISHED['n_participants']})",
+    )
+
+
+def _bin_rows(summary: Mapping, scale: Scale) -> list[tuple]:
+    """The headline rows of the spread of the ratings in the bins of Eq. 3."""
+    # The paper's bin 4 is the middle of its scale: on another, the middle (or the
+    # lower of the two middle) point's bin is compared with it.
+    middle = scale.low + (scale.k - 1) // 2
+    sds = {b["bin"]: b["sd"] for b in summary.get("bins", []) if b["sd"] is not None}
+    smallest = sorted(sds, key=sds.__getitem__)[:2]
+    largest = max(sds, key=sds.__getitem__) if sds else None
+    return [
         (
             f"sd of the ratings in bin {middle}",
             num(sds.get(middle), 4),
@@ -374,20 +284,6 @@ def _headline(summary: Mapping, scale: Scale = PAPER_SCALE) -> list[str]:
             "the ends of the scale (1 and 7)",
         ),
     ]
-    return [
-        "<h2>Headline numbers beside the paper's</h2>",
-        f"<p>Published values: Eitz et al. 2011, Sec. 3.3 ({PUBLISHED['n_participants']} "
-        f"participants, {PUBLISHED['n_sketches']} sketches x {IMAGES_PER_SKETCH} "
-        "images). Intervals are Wilson 95% intervals of the share; they treat the tests as "
-        "independent, which correlations sharing raters are not.</p>",
-        table(["statistic", _this_study(summary), "95% interval", "detail", "paper"], rows),
-    ]
-
-
-def _this_study(summary: Mapping) -> str:
-    """The headline column's name: with the included count beside it when some participants
-    were excluded ("this study: 22 of 28 participants, 6 excluded")."""
-    return f"this study: {participant_count(summary)}" if summary.get("excluded") else "this study"
 
 
 def _pairwise_sample(summary: Mapping) -> Mapping | None:
@@ -404,7 +300,7 @@ def _pairwise_label(summary: Mapping) -> str:
     return (
         f"inter-user correlations significant (in {cap['n_sketches_sampled']} of "
         f"{counted(summary['n_sketches'], 'sketch', 'sketches')} over the pairs among "
-        f"{cap['max']:,} {_noun(cap['max'], 'rater')} drawn at random, seed {cap['seed']}: "
+        f"{cap['max']:,} {agreeing(cap['max'], 'rater')} drawn at random, seed {cap['seed']}: "
         "analyze --pairwise-raters)"
     )
 
@@ -440,8 +336,8 @@ def _every_rating_rows(summary: Mapping) -> list[tuple]:
         rows.append(
             (
                 "sketches with the Skillings-Mack test significant (over the "
-                f"{_span(sm['n_raters_min'], sm['n_raters_max'])} "
-                f"{_noun(sm['n_raters_max'], 'participant')} with at least two "
+                f"{span(sm['n_raters_min'], sm['n_raters_max'])} "
+                f"{agreeing(sm['n_raters_max'], 'participant')} with at least two "
                 "ratings of the sketch)"
                 if sm["n_raters_min"] is not None
                 else "sketches with the Skillings-Mack test significant (no sketch has two "
@@ -456,122 +352,29 @@ def _every_rating_rows(summary: Mapping) -> list[tuple]:
     return rows
 
 
-def permutation_text(sm: Mapping) -> str:
-    """What the Skillings-Mack row says of its permutation p-values: how many are
-    significant, or, where none was computed, that none was and why (not "0 of 0")."""
-    permutations, tested = sm["permutations"], sm["n_permutation_tested"]
-    over = sm["n_raters_max"] is not None and sm["n_raters_max"] > PERMUTATION_RATERS_LIMIT
-    why = (
-        f"not computed for sketches with more than {PERMUTATION_RATERS_LIMIT} raters, "
-        "where the chi-square approximation is good and each permutation costs raters x "
-        "images"
-    )
-    if not permutations:
-        return "permutation p-values not computed (--permutations 0)"
-    if not tested:
-        if over and sm["n_raters_min"] > PERMUTATION_RATERS_LIMIT:
-            return (
-                f"permutation p-values {why} (these sketches have "
-                f"{_span(sm['n_raters_min'], sm['n_raters_max'])} raters)"
-            )
-        return "no permutation p-value defined"
-    return (
-        f"by permutation {sm['n_significant_permutation']} of {tested} "
-        f"({counted(permutations, 'permutation')}" + (f"; {why}" if over else "") + ")"
-    )
-
-
-def _int(value) -> str:
-    """A count in a table cell, thousands separated ("1,984"); anything else as it is."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        return str(value)
-    return f"{value:,}"
-
-
-def _noun(n, noun: str, plural: str | None = None) -> str:
-    """The noun alone, agreeing with ``n`` (a count printed apart, e.g. in a range)."""
-    return counted(n, noun, plural).split(" ", 1)[1]
-
-
-def _no_tests(family: str, summary: Mapping) -> str:
-    """What a test family without a single test says instead of empty numbers."""
-    if family != "anchoring":
-        return "no correlations to test"
-    if "anchor_repeat" in summary.get("phases", {}):
-        return "no anchor pair rated again in the main block"
-    return "no anchoring phase in this study"
-
-
-def _span(low, high) -> str:
-    if low is None:
-        return "n/a"
-    return f"{low:,}" if low == high else f"{low:,}-{high:,}"
-
-
-def _figures(figures: Mapping[str, Path], summary: Mapping) -> list[str]:
-    captions = dict(_CAPTIONS)
-    w = summary["kendall_w"]
-    cap = _pairwise_sample(summary)
-    sample = (
-        ""
-        if cap is None
-        else f" (of {cap['max']:,} {_noun(cap['max'], 'participant')} drawn at random where "
-        f"more rated the sketch: {counted(cap['n_sketches_sampled'], 'sketch', 'sketches')})"
-    )
-    captions["fig5_interuser"] = captions["fig5_interuser"].format(
-        w_over=f", over the {raters_range(w)} {_noun(w.get('n_raters_all_max'), 'participant')} "
-        "who rated every image of the sketch"
-        if w.get("n_raters_min") is not None
-        else " (none: no sketch has two participants who rated every image)",
-        sample=sample,
-    )
-    return figure_list({name: figures[name] for name in sorted(figures)}, captions)
-
-
-def _reliability(summary: Mapping) -> list[str]:
-    """How reliable the consensus is, and how many raters the sketches short of the target need."""
+def _reliability(summary: Mapping) -> dict[str, Any] | None:
+    """How reliable the consensus is (``summary.json``'s ``reliability``, None without it),
+    with the verdict on the sketches short of the target: how many raters each needs."""
     found = summary.get("reliability")
     if not found:
-        return []
+        return None
     target = found["target"]
-    below = found["below_target"]
-    if not below:
-        verdict = f"Every sketch reaches {target:g}."
-    else:
-        sentences = [
-            f"with {b['raters_needed']} raters the consensus of sketch {b['sketch_id']} would "
-            f"reach {target:g}"
-            if b["raters_needed"] is not None
-            else f"no number of raters brings sketch {b['sketch_id']} to {target:g} (its "
-            "halves do not agree)"
-            for b in below
-        ]
-        verdict = "; ".join(sentences)
-        verdict = verdict[0].upper() + verdict[1:] + "."
-    needed = found["raters_needed"]
-    low, high = found["tau_b_sb_interval"]
-    rho_low, rho_high = found["rho_sb_interval"]
-    return [
-        "<h2>How reliable is the ground truth?</h2>",
-        f"<p>Split in random halves ({found['n_splits']:,} splits), the two halves' consensus "
-        f"rankings agree with tau_b {num(found['tau_b_half'])} (Spearman's rho "
-        f"{num(found['rho_half'])}); carried to the whole group by the Spearman-Brown formula, "
-        f"{num(found['tau_b_sb'])} ({num(low)}-{num(high)}, 95% of splits), rho "
-        f"{num(found['rho_sb'])} ({num(rho_low)}-{num(rho_high)}). ICC(2,k) over every pair "
-        f"rated by every participant: {num(found['icc2k'])}. "
-        + (
-            f"A consensus of {needed} raters would reach {target:g} over all sketches. "
-            if needed is not None
-            else ""
-        )
-        + f"{html_escape(verdict)} Per sketch: <code>reliability.csv</code>, "
-        "<code>icc.csv</code>.</p>",
+    sentences = [
+        f"with {b['raters_needed']} raters the consensus of sketch {b['sketch_id']} would "
+        f"reach {target:g}"
+        if b["raters_needed"] is not None
+        else f"no number of raters brings sketch {b['sketch_id']} to {target:g} (its "
+        "halves do not agree)"
+        for b in found["below_target"]
     ]
+    verdict = "; ".join(sentences)
+    verdict = verdict[0].upper() + verdict[1:] + "." if verdict else ""
+    return {**found, "verdict": verdict or f"Every sketch reaches {target:g}."}
 
 
-def _extremes(agreement: pd.DataFrame) -> list[str]:
-    marked = agreement[agreement["group"] != ""]
-    rows = [
+def _extremes(agreement: pd.DataFrame) -> list[tuple]:
+    """The rows of the best and worst sketches (the paper's Fig. 9)."""
+    return [
         (
             r.group,
             r.sketch_id,
@@ -582,44 +385,26 @@ def _extremes(agreement: pd.DataFrame) -> list[str]:
             num(r.w),
             f"{_int(r.n_raters)} of {_int(r.n_raters_all)}",
         )
-        for r in marked.itertuples()
-    ]
-    return [
-        "<h2>Best and worst agreement (the paper's Fig. 9)</h2>",
-        "<p>Sketches ranked by the median inter-user tau_b; all of them in "
-        "<code>sketch_agreement.csv</code>. W stands on the participants who rated every "
-        "image of the sketch (k of m).</p>",
-        table(_EXTREMES_HEADER, rows, classes=_TEXT_AT_1),
+        for r in agreement[agreement["group"] != ""].itertuples()
     ]
 
 
-_EXTREMES_HEADER = (
-    "group",
-    "sketch",
-    "rank",
-    "median tau_b",
-    "25th pct",
-    "75th pct",
-    "W",
-    "W over k of m",
-)
-
-
-def _agreement_table(
-    kendall_w: pd.DataFrame, alpha: float, permutations: int, scale: Scale = PAPER_SCALE
-) -> list[str]:
-    def interval(low, high) -> str:
-        return "" if isnan(low) else f"{num(low)} to {num(high)}"
-
+def _agreement(kendall_w: pd.DataFrame, summary: Mapping) -> dict[str, Any]:
+    """The rows of the agreement per sketch, and how many permutation p-values sit at the
+    floor of their test (marked ‡)."""
+    permutations = (summary.get("skillings_mack") or {}).get("permutations") or 0
     # (1 + #{SM* >= SM}) / (1 + permutations) is never below 1 / (1 + permutations).
     floor = 1.0 / (1 + permutations) if permutations else float("nan")
 
-    def permutation_p(value, n_raters) -> str:
+    def interval(low: float, high: float) -> str:
+        return "" if isnan(low) else f"{num(low)} to {num(high)}"
+
+    def permutation_p(value: float, n_raters: int) -> str:
         if isnan(value) and n_raters > PERMUTATION_RATERS_LIMIT:
             return f"not computed (over {PERMUTATION_RATERS_LIMIT} raters)"
         return p_text(value) + (" ‡" if at_floor(value, floor) else "")
 
-    def why(value: str, reason) -> str:
+    def why(value: str, reason: object) -> str:
         """An undefined statistic's cell says why (kendall_w.csv's *_reason)."""
         return f"undefined: {reason}" if isinstance(reason, str) and reason else value
 
@@ -641,129 +426,22 @@ def _agreement_table(
         )
         for r in kendall_w.itertuples()
     ]
-    parts = [
-        "<h2>Agreement per sketch: Kendall's W, Krippendorff's alpha, Skillings-Mack</h2>",
-        "<p>Each sketch's raters are the participants who rated at least one of its images "
-        "(m). Kendall's W (tie-corrected, chi-square test with n - 1 degrees of freedom, as "
-        "in the paper) stands on the k of them who rated every image: a participant who "
-        "missed one response window leaves it. Krippendorff's alpha (ordinal: the scale as "
-        "ranks; interval: as equally spaced numbers) uses every rating of all m, with a 95% "
-        "percentile bootstrap interval over the sketch's images. The Skillings-Mack test, "
-        "Friedman's test generalised to missing ratings, uses every participant with at "
-        "least two ratings of the sketch; its chi-square p-value is conservative with the "
-        f"ties of a {scale.k}-point scale, the permutation p-value is not (computed for "
-        f"sketches with at most {PERMUTATION_RATERS_LIMIT} raters). Significance level "
-        f"{alpha:g}; the F test "
-        "of W is in <code>kendall_w.csv</code>.</p>",
-        table(_AGREEMENT_HEADER, rows, classes=_TEXT_AT_0),
-    ]
     floored = kendall_w["skillings_mack_permutation_p_value"].map(lambda p: at_floor(p, floor))
-    if floored.any():
-        parts.append(
-            f'<p class="note">‡ At the floor: with {counted(permutations, "permutation")} the '
-            "smallest "
-            f"permutation p-value there is, 1/({permutations} + 1) = {p_text(floor)}, was "
-            f"reached ({int(floored.sum())} of {counted(len(kendall_w), 'sketch', 'sketches')}); "
-            "the exact p-value "
-            "may be smaller still. More permutations (<code>--permutations</code>) lower the "
-            "floor.</p>"
-        )
-    return parts
+    return {
+        "rows": rows,
+        "permutations": permutations,
+        "floor": p_text(floor),
+        "n_floored": int(floored.sum()),
+        "n_sketches": len(kendall_w),
+    }
 
 
-_AGREEMENT_HEADER = (
-    "sketch",
-    "W over k of m",
-    "W",
-    "p (W)",
-    "alpha ordinal",
-    "95% interval",
-    "alpha interval",
-    "95% interval",
-    "ratings",
-    "SM (df)",
-    "p (SM)",
-    "p (SM, permutation)",
-    "SM over",
-)
-
-
-def participant_count(summary: Mapping) -> str:
-    """The participants analysed, and of how many when some were excluded ("22 of 28
-    participants, 6 excluded")."""
-    n, excluded = summary["n_participants"], len(summary.get("excluded") or ())
-    if not excluded:
-        return counted(n, "participant")
-    return f"{n} of {counted(n + excluded, 'participant')}, {excluded} excluded"
-
-
-def _exclusions(summary: Mapping) -> list[str]:
-    """The excluded participants with the rules that excluded them (none: nothing)."""
-    excluded = summary.get("excluded") or []
-    if not excluded:
-        return []
-    rows = [(f"sub-{e['participant']}", "; ".join(e["rules"])) for e in excluded]
-    return [
-        "<h2>Excluded participants</h2>",
-        f"<p>{participant_count(summary)} by the rules given to <code>analyze --exclude</code>; "
-        "every statistic on this page is computed without the excluded participants' ratings "
-        "(<code>participants.csv</code>: <code>excluded</code>, <code>exclusion_rule</code>; "
-        "<code>summary.json</code>: <code>excluded</code>).</p>",
-        collapsed(
-            f"{len(rows)} excluded",
-            table(["participant", "rules"], rows, classes=_TEXT_AT_0),
-            open_up_to=_OPEN_UP_TO,
-            n=len(rows),
-        ),
-    ]
-
-
-#: How the banner and the participants' section name each origin.
-_ORIGIN_WORDS = {"run-simulate": "run --simulate"}
-#: Participants named per origin in the banner before the rest are counted.
-_BANNER_NAMES = 10
-
-
-def _simulated_banner(participants: pd.DataFrame | None) -> str:
-    """The banner of a report on simulated ratings, saying which participants are simulated
-    and by what ("1 of 2 participants simulated: sub-x by run --simulate"), from their
-    ``origin``; the general banner where the table does not say (no origin column)."""
-    if participants is None or "origin" not in participants:
-        return simulated_banner("these ratings")
-    simulated = participants[participants["origin"].isin(SIMULATED_ORIGINS)]
-    by_origin = []
-    for origin, group in simulated.groupby("origin", sort=True):
-        names = [f"sub-{label}" for label in group["participant"].astype(str)]
-        shown = ", ".join(names[:_BANNER_NAMES])
-        if len(names) > _BANNER_NAMES:
-            shown += f" and {len(names) - _BANNER_NAMES:,} more"
-        by_origin.append(f"{shown} by {_ORIGIN_WORDS.get(origin, origin)}")
-    return (
-        f'<p class="banner">SIMULATED DATA: {len(simulated):,} of {len(participants):,} '
-        f"participants simulated: {html.escape('; '.join(by_origin))}. The numbers show what "
-        "the pipeline computes, not a finding.</p>"
-    )
-
-
-def _origin_text(participants: pd.DataFrame) -> str:
-    """The participants' origins in words ("27 lab, 1 run --simulate")."""
-    if "origin" not in participants:
-        return ""
-    counts = participants["origin"].value_counts(sort=False).sort_index()
-    listed = ", ".join(f"{n:,} {_ORIGIN_WORDS.get(o, o)}" for o, n in counts.items())
-    return f" Their origins (the <code>origin</code> column): {html.escape(listed)}."
-
-
-def _catch_text(participants: pd.DataFrame) -> str:
-    """What the catch-pair column holds, when the study has catch pairs."""
-    if "n_catch_failed" not in participants:
-        return ""
-    n = int(participants[["n_catch_passed", "n_catch_failed", "n_catch_missing"]].iloc[0].sum())
-    return (
-        f" Each participant's {n} catch pairs (pairs whose passing ratings the protocol "
-        "or <code>--catch</code> names) passed, failed and missing (not rated); they stay "
-        "in every statistic as the pairs they are."
-    )
+def _sources(summary: Mapping) -> dict[str, Any]:
+    """The input files the page lists (every one up to :data:`_SOURCES_LISTED_UP_TO`)."""
+    every = summary.get("sources", [])
+    shown = every if len(every) <= _SOURCES_LISTED_UP_TO else every[:_SOURCES_SHOWN]
+    rows = [(s["path"], s["sha256"], _int(s["rows"])) for s in shown]
+    return {"rows": rows, "of": len(every)}
 
 
 def participants_listed(
@@ -780,12 +458,12 @@ def participants_listed(
     participant who followed none of the anchors (column ``anchors_not_followed``, when
     there), a simulated participant among more people, no tau_b against the consensus.
     Returns, by row of ``participants`` (in its order), why each listed participant is
-    listed ("" up to
-    ``up_to``): "lowest", "highest" (median tau_b) and the flags, joined by "; ".
+    listed ("" up to ``up_to``): "lowest", "highest" (median tau_b) and the flags, joined
+    by "; ".
     """
     if len(participants) <= up_to:
         return pd.Series("", index=participants.index, dtype=object)
-    reasons = [[] for _ in range(len(participants))]
+    reasons: list[list[str]] = [[] for _ in range(len(participants))]
     median = participants["tau_b_median"].to_numpy(dtype=float)
     # Ties broken by the label, as Figs. 4 and 6 sort, so the lists are reproducible.
     order = pd.DataFrame({"tau": median, "label": participants["participant"].astype(str)})
@@ -837,27 +515,33 @@ def anchors_not_followed(anchoring: pd.DataFrame, labels: pd.Series, alpha: floa
     return labels.astype(str).isin(failed.index[failed.to_numpy()])
 
 
-def _participants(participants: pd.DataFrame, up_to: int = PARTICIPANTS_LISTED_UP_TO) -> list[str]:
-    has_origin = "origin" in participants
+def _participants(participants: pd.DataFrame | None, up_to: int) -> dict[str, Any] | None:
+    """The participants' table (every one up to ``up_to``, else those of
+    :func:`participants_listed`), with the columns the study has; None without one."""
+    if participants is None:
+        return None
     # Flagged where a session did not finish (a study whose every session finished, or whose
-    # sessions record no status, has no such column).
-    # A missing status (a column pandas read back as float NaN) is no status: not filled
-    # with "", which pandas warns will raise for a float column.
+    # sessions record no status, has no such column). A missing status (a column pandas
+    # read back as float NaN) is no status: not filled with "", which pandas warns will
+    # raise for a float column.
     status = participants.get("session_status")
-    has_status = status is not None and bool(
-        (status.notna() & ~status.isin(["", "complete"])).any()
-    )
-    has_exclusions = "exclusion_rule" in participants and bool(participants["excluded"].any())
-    has_catch = "n_catch_failed" in participants
+    columns = {
+        "origin": "origin" in participants,
+        "session": status is not None
+        and bool((status.notna() & ~status.isin(["", "complete"])).any()),
+        "excluded by": "exclusion_rule" in participants and bool(participants["excluded"].any()),
+        "catch pairs passed / failed / missing": "n_catch_failed" in participants,
+    }
     why = participants_listed(participants, up_to=up_to)
     chosen = participants
     if len(participants) > up_to:
-        chosen = participants[why != ""]
         # The listed few in the order of their median tau_b, those without one last.
+        chosen = participants[why != ""]
         chosen = chosen.assign(_label=chosen["participant"].astype(str)).sort_values(
             ["tau_b_median", "_label"], kind="stable", na_position="last"
         )
     truncated = len(chosen) < len(participants)
+    columns["listed as"] = truncated
     rows = [
         (
             r.participant,
@@ -866,73 +550,44 @@ def _participants(participants: pd.DataFrame, up_to: int = PARTICIPANTS_LISTED_U
             f"{r.n_sketches_complete} of {r.n_sketches}",
             num(r.tau_b_median),
             num(r.tau_b_loo_median),
-            *([_ORIGIN_WORDS.get(r.origin, r.origin)] if has_origin else []),
-            *([_session_words(r.session_status)] if has_status else []),
-            *([r.exclusion_rule or ""] if has_exclusions else []),
+            *([_ORIGIN_WORDS.get(r.origin, r.origin)] if columns["origin"] else []),
+            *([_session_words(r.session_status)] if columns["session"] else []),
+            *([r.exclusion_rule or ""] if columns["excluded by"] else []),
             *(
                 [f"{r.n_catch_passed} / {r.n_catch_failed} / {r.n_catch_missing}"]
-                if has_catch
+                if columns["catch pairs passed / failed / missing"]
                 else []
             ),
             *([why[r.Index]] if truncated else []),
         )
         for r in chosen.itertuples()
     ]
-    header = (
-        _PARTICIPANT_HEADER
-        + (("origin",) if has_origin else ())
-        + (("session",) if has_status else ())
-        + (("excluded by",) if has_exclusions else ())
-        + (("catch pairs passed / failed / missing",) if has_catch else ())
-        + (("listed as",) if truncated else ())
-    )
-    listed = (
-        f" With more than {up_to:,} participants the table lists those a reader needs: the "
-        f"{PARTICIPANTS_AT_EACH_END} lowest and the {PARTICIPANTS_AT_EACH_END} highest by "
-        "median tau_b against the consensus (inclusive), and every flagged one (a session "
-        "that did not finish, an excluded participant, a failed catch pair, a participant "
-        "whose tau_b against the anchors' prescribed ratings is significant for none of the "
-        "anchor sketches, a simulated participant among more people, no tau_b against the "
-        "consensus), "
-        f"{len(rows):,} of {len(participants):,}, in the order of their median tau_b; "
-        "<code>participants.csv</code> holds every participant."
-        if truncated
-        else ""
-    )
-    return [
-        "<h2>Participants</h2>",
-        "<p>Main-block trials and missed response windows per participant; the sketches of "
-        "which they rated every image (those their ratings enter Kendall's W for); and the "
-        "median over the sketches of their tau_b against the consensus, inclusive (as in the "
-        "paper) and leave-one-out. All of it in <code>participants.csv</code>."
-        f"{_origin_text(participants)}{_catch_text(participants)}"
-        + (
-            " A session that did not finish is flagged under <em>session</em>."
-            if has_status
-            else ""
-        )
-        + listed
-        + "</p>",
-        collapsed(
-            f"{len(rows):,} of {counted(len(participants), 'participant')}"
-            if truncated
-            else counted(len(rows), "participant"),
-            table(header, rows, classes=_TEXT_AT_0),
-            open_up_to=_PARTICIPANTS_OPEN_UP_TO,
-            n=len(rows),
-        ),
-    ]
+    origins = None
+    if columns["origin"]:
+        counts = participants["origin"].value_counts(sort=False).sort_index()
+        origins = ", ".join(f"{n:,} {_ORIGIN_WORDS.get(o, o)}" for o, n in counts.items())
+    n_catch = None
+    if "n_catch_failed" in participants:
+        catch = participants[["n_catch_passed", "n_catch_failed", "n_catch_missing"]]
+        n_catch = int(catch.iloc[0].sum())
+    return {
+        "header": [*_PARTICIPANT_HEADER, *(name for name, shown in columns.items() if shown)],
+        "rows": rows,
+        "of": len(participants),
+        "truncated": truncated,
+        "up_to": up_to,
+        "origins": origins,
+        "n_catch": n_catch,
+        "flags_sessions": columns["session"],
+        "open": len(rows) <= _PARTICIPANTS_OPEN_UP_TO,
+    }
 
 
-def _session_words(status) -> str:
+def _session_words(status: object) -> str:
     """A session status as the participants table flags it: empty for a finished session
     (or none recorded), the status in words otherwise ("incomplete", "timed out")."""
     status = "" if pd.isna(status) else str(status)
     return "" if status in ("", "complete") else status.replace("_", " ")
-
-
-#: A paper-sized study's participants are listed open; a crowd's fold away.
-_PARTICIPANTS_OPEN_UP_TO = 60
 
 
 _PARTICIPANT_HEADER = (
@@ -943,44 +598,3 @@ _PARTICIPANT_HEADER = (
     "median tau_b vs consensus",
     "median tau_b, leave-one-out",
 )
-
-
-#: A column of ids (participant, sketch) is text even when an id is all digits ("01").
-_TEXT_AT_0, _TEXT_AT_1 = {0: ""}, {1: ""}
-#: Lists up to this long are shown open; longer ones fold away under their count.
-_OPEN_UP_TO = 10
-
-
-#: Past this many input files (a BIDS crowd has one per participant) the page lists the
-#: first :data:`_SOURCES_SHOWN`; ``summary.json``'s ``sources`` holds every one.
-_SOURCES_LISTED_UP_TO = PARTICIPANTS_LISTED_UP_TO
-_SOURCES_SHOWN = 10
-
-
-def _provenance(summary: Mapping) -> list[str]:
-    every = summary.get("sources", [])
-    shown = every if len(every) <= _SOURCES_LISTED_UP_TO else every[:_SOURCES_SHOWN]
-    sources = [(s["path"], s["sha256"], _int(s["rows"])) for s in shown]
-    # ``rows`` counts the lines below the header line (the rows of a well-formed file):
-    # the column says so, not "lines", which the file has one more of.
-    files = table(
-        ["file", "SHA-256", "lines below the header"], sources, classes={0: "path", 1: "hash"}
-    )
-    # One block, so the last page never holds the software table alone.
-    return [
-        '<section class="keep">',
-        "<h2>Inputs and software</h2>",
-        collapsed(
-            f"{counted(len(sources), 'input file')} with their SHA-256 (also in summary.json)"
-            if len(shown) == len(every)
-            else f"{len(shown)} of {counted(len(every), 'input file')} with their SHA-256 "
-            "(every one in summary.json's sources)",
-            files,
-            open_up_to=_OPEN_UP_TO,
-            n=len(sources),
-        ),
-        "<p>The software that computed the numbers and drew the figures, and (marked 'sessions') "
-        "the libraries that ran the rating sessions, as their sidecars record them:</p>",
-        software_table(summary.get("software", {})),
-        "</section>",
-    ]

@@ -1,84 +1,86 @@
-"""Self-contained HTML pages: the shared style, tables, embedded figures and number formats.
+"""Self-contained HTML pages from Jinja2 templates: the environment, number formats, figures.
 
-The reports of ``analyze`` and ``evaluate`` embed their figures as data URIs and
-load nothing from the network, so a page opens in any browser, can be mailed,
-and is archived with the data.
+Every page (the reports of ``analyze`` and ``evaluate``, the status page of ``serve``) is a
+template of its package's ``templates`` folder that extends ``base.html.jinja`` of this
+package (the shared head, style and simulated-data banner) and takes its tables, collapsed
+sections and figures from the macros of ``macros.html.jinja``. The environment escapes
+every value it prints (autoescape) and fails on a name the page was not given
+(``StrictUndefined``). The reports embed their figures as data URIs and load nothing from
+the network, so a page opens in any browser, can be mailed, and is archived with the data.
 """
 
 from __future__ import annotations
 
 import base64
-import html
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple, SupportsFloat
 
 from .checks import InputError
+
+if TYPE_CHECKING:
+    import jinja2
 
 __all__ = [
     "DEFAULT_FIGURE_FORMATS",
     "FIGURE_FORMATS",
-    "STYLE",
+    "EmbeddedFigure",
     "at_floor",
-    "collapsed",
+    "embedded_figures",
+    "environment",
     "figure_formats",
-    "figure_list",
     "isnan",
     "num",
+    "numeric",
     "p_text",
-    "page_head",
+    "render",
     "share",
-    "simulated_banner",
-    "software_table",
-    "table",
+    "software_rows",
 ]
 
-STYLE = """
-body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto;
-       padding: 0 1em; color: #222; line-height: 1.45; }
-h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 2em;
-     border-bottom: 1px solid #ddd; }
-table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.92em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
-th { background: #f3f3f3; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-td.hash { font-family: ui-monospace, monospace; font-size: 0.85em; word-break: break-all; }
-td.path { overflow-wrap: anywhere; }
-.wide { overflow-x: auto; }
-.banner { background: #fff3cd; border: 2px solid #c9a227; padding: 0.7em 1em;
-          font-weight: bold; }
-.note { font-size: 0.9em; color: #444; }
-figure { margin: 1.5em 0; } figure img { max-width: 100%; height: auto; box-sizing: border-box;
-                                         border: 1px solid #eee; }
-figcaption { font-size: 0.9em; color: #444; }
-details > summary { cursor: pointer; margin: 0.6em 0; }
-code { font-size: 0.9em; }
-@page { size: A4; margin: 12mm; }
-@media print {
-  body { max-width: none; margin: 0; padding: 0; font-size: 9pt; line-height: 1.3; }
-  h2 { break-after: avoid; }
-  .wide { overflow: visible; }
-  /* A table that fits on a page prints whole, never one row apart from the rest; a longer
-     one breaks between rows and repeats its header. A .keep block stays together. */
-  .wide, .keep { break-inside: avoid; }
-  thead { display: table-header-group; }
-  table { font-size: 7pt; }
-  th, td { padding: 0.15em 0.3em; }
-  tr, figure, .banner { break-inside: avoid; }
-  figure img { max-height: 230mm; object-fit: contain; }
-}
-"""
+#: The package whose ``templates`` folder holds the base template and the macros.
+_BASE_PACKAGE = "sbir_study.foundation"
 
 
-def page_head(title: str) -> list[str]:
-    """The opening lines of a page, with its title and the shared style."""
-    return [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{html.escape(title)}</title>",
-        f"<style>{STYLE}</style></head><body>",
-    ]
+@functools.cache
+def environment(package: str = _BASE_PACKAGE) -> jinja2.Environment:
+    """The Jinja2 environment of the pages of ``package``: its ``templates`` folder, then
+    this package's (the base template and the macros).
+
+    Values are escaped (autoescape) and a name the template was not given raises
+    (``StrictUndefined``); block tags leave no blank lines (``trim_blocks``,
+    ``lstrip_blocks``). The filters ``num``, ``p_text`` and ``share`` and the test
+    ``numeric`` are this module's functions of those names.
+
+    Examples
+    --------
+    >>> environment().from_string("{{ name }} {{ 0.12345 | num }}").render(name="<b>")
+    '&lt;b&gt; 0.123'
+    """
+    import jinja2  # only when a page is written: serve answers its participants without it
+
+    loaders = [jinja2.PackageLoader(package)]
+    if package != _BASE_PACKAGE:
+        loaders.append(jinja2.PackageLoader(_BASE_PACKAGE))
+    pages = jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    pages.filters.update(num=num, p_text=p_text, share=share)
+    pages.tests["numeric"] = numeric
+    return pages
+
+
+def render(package: str, template: str, /, **context: object) -> str:
+    """The page ``template`` of ``package``'s templates, filled with ``context``."""
+    return environment(package).get_template(template).render(**context)
 
 
 #: The file formats a figure can be written in, and the default: the PNG, which the
@@ -120,63 +122,54 @@ def figure_formats(formats: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(name for name in FIGURE_FORMATS if name in names)
 
 
-def figure_list(figures: Mapping[str, Path], captions: Mapping[str, str]) -> list[str]:
-    """The report's figures, each PNG embedded, its caption naming the other files of the
-    figure that were written beside it (the PDF, the SVG)."""
-    if not figures:
-        return ["<h2>Figures</h2>", "<p>Not drawn (<code>--no-figures</code>).</p>"]
-    parts = ["<h2>Figures</h2>"]
-    for name in figures:
-        png = Path(figures[name])
+class EmbeddedFigure(NamedTuple):
+    """A figure as a page shows it (the ``figure_list`` macro)."""
+
+    #: The figure's name (its files' stem), the id of its element on the page.
+    name: str
+    #: The PNG as a data URI.
+    uri: str
+    #: The figure's other files written beside the PNG ("figures/fig5_interuser.pdf").
+    files: tuple[str, ...]
+
+
+def embedded_figures(figures: Mapping[str, Path]) -> list[EmbeddedFigure]:
+    """The figures of ``figures`` (name: PNG file), in its order, each with its PNG embedded
+    and the names of its files in the other formats of :data:`FIGURE_FORMATS` that were
+    written beside it."""
+    embedded = []
+    for name, file in figures.items():
+        png = Path(file)
         data = base64.b64encode(png.read_bytes()).decode("ascii")
-        caption = html.escape(captions.get(name, name))
-        others = ", ".join(
-            f"<code>figures/{html.escape(name)}.{suffix}</code>"
+        others = tuple(
+            f"figures/{name}.{suffix}"
             for suffix in FIGURE_FORMATS[1:]
             if png.with_suffix(f".{suffix}").is_file()
         )
-        parts.append(
-            f'<figure id="{name}"><img alt="{html.escape(name)}" '
-            f'src="data:image/png;base64,{data}"><figcaption>{caption}'
-            f"{f' ({others})' if others else ''}</figcaption></figure>"
-        )
-    return parts
+        embedded.append(EmbeddedFigure(name, f"data:image/png;base64,{data}", others))
+    return embedded
 
 
-def table(
-    header: Sequence[str], rows: Sequence[Sequence], classes: Mapping[int, str] | None = None
-) -> str:
-    """An HTML table; numbers right-aligned; ``classes`` gives a column (by index) a class
-    (``"hash"``, ``"path"``: long unbroken text allowed to wrap so the table fits a page).
+def software_rows(software: Mapping[str, str | None]) -> list[tuple[str, str]]:
+    """The rows of a page's software table: each library and its version, or "not installed".
 
-    Examples
-    --------
-    >>> page = table(["a", "b"], [(1, "x")], classes={1: "hash"})
-    >>> page[page.index("<tbody>") :]
-    '<tbody><tr><td class="num">1</td><td class="hash">x</td></tr></tbody></table></div>'
+    >>> software_rows({"numpy": "2.1.0", "psychopy": None})
+    [('numpy', '2.1.0'), ('psychopy', 'not installed')]
     """
-    classes = classes or {}
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
-    body = []
-    for row in rows:
-        cells = []
-        for index, value in enumerate(row):
-            name = classes.get(index, "num" if _numeric(value) else "")
-            cls = f' class="{name}"' if name else ""
-            cells.append(f"<td{cls}>{html.escape(str(value))}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return (
-        f'<div class="wide"><table><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table></div>"
-    )
+    return [(name, version or "not installed") for name, version in software.items()]
 
 
 #: A number as the pages write it: 0.44, 1.73e-35, 12%, 9.99e-04 ‡ (at its floor), 2,480,000.
 _NUMBER = re.compile(r"(< )?[-+]?(\d{1,3}(,\d{3})+(\.\d*)?|\d+\.?\d*|\.\d+)(e[-+]?\d+)?%?( ‡)?")
 
 
-def _numeric(value) -> bool:
-    """Whether a cell holds one number (right-aligned, never broken across lines)."""
+def numeric(value: object) -> bool:
+    """Whether a table cell holds one number (right-aligned, never broken across lines): an
+    int or float, or a text that is one number as the pages write it.
+
+    >>> numeric(3), numeric("1,984"), numeric("< 1e-300"), numeric("sub-01"), numeric(True)
+    (True, True, True, False, False)
+    """
     if isinstance(value, bool):
         return False
     if isinstance(value, int | float):
@@ -184,46 +177,17 @@ def _numeric(value) -> bool:
     return isinstance(value, str) and _NUMBER.fullmatch(value) is not None
 
 
-def collapsed(summary: str, content: str, *, open_up_to: int | None = None, n: int = 0) -> str:
-    """``content`` under a ``<details>`` element headed by ``summary``; open when it holds at
-    most ``open_up_to`` entries (``n``), so a short list shows and a long one folds away.
-
-    Examples
-    --------
-    >>> collapsed("3 files", "<p>...</p>", open_up_to=5, n=3)
-    '<details open><summary>3 files</summary><p>...</p></details>'
-    """
-    opened = " open" if open_up_to is not None and n <= open_up_to else ""
-    return f"<details{opened}><summary>{html.escape(summary)}</summary>{content}</details>"
-
-
-def simulated_banner(what: str) -> str:
-    """The banner at the top of a report made from simulated ratings.
-
-    ``what`` says where the page's numbers come from (e.g. "these ratings").
-    """
-    return (
-        f'<p class="banner">SIMULATED DATA: {html.escape(what)} were produced by '
-        "<code>sbir-study simulate</code>, not by people (their own records say so). The "
-        "numbers show what the pipeline computes, not a finding.</p>"
-    )
-
-
-def software_table(software: Mapping[str, str | None]) -> str:
-    """The versions of the software that made the numbers and figures of a page."""
-    rows = [(name, version or "not installed") for name, version in software.items()]
-    return table(["software", "version"], rows)
-
-
-def share(value) -> str:
+def share(value: float | None) -> str:
+    """A share in percent with one decimal ("86.0%"); "n/a" for a missing one."""
     return "n/a" if value is None or isnan(value) else f"{100 * value:.1f}%"
 
 
-def num(value, digits: int = 3) -> str:
+def num(value: float | None, digits: int = 3) -> str:
+    """A statistic with ``digits`` decimals ("0.440"); "n/a" for a missing one."""
     return "n/a" if value is None or isnan(value) else f"{value:.{digits}f}"
 
 
-def p_text(value) -> str:
+def p_text(value: float | None) -> str:
     """A p-value as the pages print it; one that underflowed to 0 (a crowd's chi-square
     tests) is "< 1e-300", not "0.00e+00", which reads as impossible.
 
@@ -237,7 +201,7 @@ def p_text(value) -> str:
     return f"{value:.2e}" if value < 1e-3 else f"{value:.4f}"
 
 
-def at_floor(value, floor: float) -> bool:
+def at_floor(value: float | None, floor: float) -> bool:
     """Whether a resampling p-value sits at the smallest value its test can give.
 
     Examples
@@ -250,7 +214,10 @@ def at_floor(value, floor: float) -> bool:
     return float(value) <= floor * (1 + 1e-9)
 
 
-def isnan(value) -> bool:
+def isnan(value: object) -> bool:
+    """Whether ``value`` is NaN (False for anything that is not a number, None included)."""
+    if not isinstance(value, SupportsFloat | str):
+        return False
     try:
         return math.isnan(float(value))
     except (TypeError, ValueError):

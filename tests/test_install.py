@@ -167,6 +167,11 @@ def test_a_wheel_holds_sbir_study_and_nothing_else_at_its_top(wheel):
         "sbir_study/foundation/checks.py",
         "sbir_study/analysis/retrieval/runs.py",
         "sbir_study/study/online/web/index.html",
+        "sbir_study/foundation/templates/base.html.jinja",
+        "sbir_study/foundation/templates/macros.html.jinja",
+        "sbir_study/analysis/templates/report.html.jinja",
+        "sbir_study/analysis/retrieval/templates/evaluation_report.html.jinja",
+        "sbir_study/study/online/templates/status.html.jinja",
         "sbir_study/cli/__init__.py",
         "sbir_study/stimuli/manifest.py",
     ):

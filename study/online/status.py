@@ -11,12 +11,13 @@ shows the live load of the process that answers it (the status's ``load``,
 
 from __future__ import annotations
 
-import html
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from sbir_study.foundation.html import render
 
 from ..protocol import Protocol, Timing
 
@@ -276,68 +277,14 @@ def participant_table(
     return pd.DataFrame(rows, columns=list(PARTICIPANT_COLUMNS))
 
 
-def _participant_rows(table: pd.DataFrame | None) -> str:
-    """The participant table as an HTML section ("" without one)."""
-    if table is None:
-        return ""
-    head = "".join(f"<th>{html.escape(column)}</th>" for column in table.columns)
-
-    def cell(value) -> str:
-        return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
-
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(cell(value))}</td>" for value in row) + "</tr>"
-        for row in table.itertuples(index=False)
-    )
-    return f'<h2>Each participant</h2><table id="participants"><tr>{head}</tr>\n{body}</table>'
-
-
-def _load_rows(load: dict | None) -> str:
-    """The live load (:meth:`.metrics.LoadWindow.view`) as an HTML section ("" without one)."""
-    if load is None:
-        return ""
-
-    def ms(value) -> str:
-        return "n/a" if value is None else f"{value:.1f} ms"
-
-    return f"""<h2>Load now (last {load["span_s"]:.0f} s, this server process)</h2>
-<table id="load">
-<tr><th>requests per second</th><td>{load["requests_per_s"]:.1f}
-({load["requests"]} participant requests)</td></tr>
-<tr><th>server time</th><td>p50 {ms(load["server_ms_p50"])},
-p99 {ms(load["server_ms_p99"])}</td></tr>
-<tr><th>trials waiting in participants' pages</th><td>{load["trials_waiting"]}
-(longest queue {load["trials_waiting_max"]}, {load["pages_reporting"]} pages reporting)</td></tr>
-</table>
-<p>Process {html.escape(load["process"])}: with several workers or hosts, each counts
-the requests it answered.</p>"""
-
-
-def _refusal_rows(refused: Sequence[dict]) -> str:
-    """The latest refused trials as an HTML section ("" without any)."""
-    if not refused:
-        return ""
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{html.escape('' if entry[key] is None else str(entry[key]))}</td>"
-            for key in ("at", "participant", "trial", "status", "error")
-        )
-        + "</tr>"
-        for entry in refused
-    )
-    return (
-        '<h2>Refused trials (the latest)</h2><table id="refused"><tr><th>at</th>'
-        f"<th>participant</th><th>trial</th><th>status</th><th>reason</th></tr>\n{body}</table>"
-    )
-
-
 def _utc(epoch: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
 def status_page(status: dict, participants: pd.DataFrame | None = None) -> str:
-    """The status (:func:`study_status`) as a small HTML page.
+    """The status (:func:`study_status`) and the participant table
+    (:func:`participant_table`, when given) as the status page
+    (``templates/status.html.jinja``).
 
     Examples
     --------
@@ -348,54 +295,40 @@ def status_page(status: dict, participants: pd.DataFrame | None = None) -> str:
     >>> "<h1>demo" in page
     True
     """
-    people = status["participants"]
-    timing = status["timing_error_ms"]
-
-    def ms(value) -> str:
-        return "n/a" if value is None else f"{value:.1f} ms"
-
-    rows = "".join(
-        f"<tr><th>{html.escape(label)}</th><td>{people[key]}</td></tr>"
-        for key, label in (
-            ("started", "started"),
-            ("running", "running now"),
-            ("complete", "complete"),
-            ("incomplete", "ended early (quit)"),
-            ("timed_out", "timed out (came back after the dropout time)"),
-            ("dropped_out", "dropped out (no contact)"),
-        )
+    table = None
+    if participants is not None:
+        table = {
+            "columns": list(participants.columns),
+            "rows": [
+                ["" if _missing(value) else value for value in row]
+                for row in participants.itertuples(index=False)
+            ],
+        }
+    return render(
+        "sbir_study.study.online",
+        "status.html.jinja",
+        status=status,
+        simulated=None,
+        load=status.get("load"),
+        lists=[(e["list"], e["pairs"], e["complete"], e["running"]) for e in status["lists"]],
+        refused=[
+            ["" if entry[key] is None else entry[key] for key in _REFUSAL_KEYS]
+            for entry in status.get("refused", [])
+        ],
+        participants=table,
+        ms=_ms,
     )
-    people_rows = _participant_rows(participants)
-    refused = _refusal_rows(status.get("refused", []))
-    lists = "".join(
-        f"<tr><td>{entry['list']}</td><td>{entry['pairs']}</td><td>{entry['complete']}</td>"
-        f"<td>{entry['running']}</td></tr>"
-        for entry in status["lists"]
-    )
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="30">
-<title>{html.escape(status["study"])}: status</title>
-<style>body{{font-family:sans-serif;margin:2em}}td,th{{padding:.2em 1em;text-align:left}}</style>
-</head><body>
-<h1>{html.escape(status["study"])} (study {status["study_id"]})</h1>
-<h2>Participants</h2><table>{rows}</table>
-<h2>Trials</h2><table>
-<tr><th>stored</th><td>{status["trials_stored"]}</td></tr>
-<tr><th>refused</th><td id="trials-refused">{status.get("trials_refused", 0)} (reports a
-participant's page sent and the server refused; each participant's in the table below)</td></tr>
-<tr><th>median timing error</th><td>{ms(timing.get("median"))} (stimulus and blank
-durations against the protocol, over the last {timing.get("n_trials", 0)} trials)</td></tr>
-<tr><th>stimulus duration error</th><td>median {ms(timing.get("stimulus_median"))},
-max {ms(timing.get("stimulus_max"))}</td></tr>
-<tr><th>blank duration error</th><td>median {ms(timing.get("blank_median"))},
-max {ms(timing.get("blank_max"))}</td></tr>
-</table>
-<h2>Lists</h2><table><tr><th>list</th><th>pairs</th><th>complete</th><th>running</th></tr>
-{lists}</table>
-{_load_rows(status.get("load"))}
-{refused}{people_rows}
-<p>Refreshes every 30 s. JSON: <code>api/admin/status</code>; the participants as CSV:
-<a href="admin/participants.csv"><code>admin/participants.csv</code></a>; the BIDS dataset
-so far: <code>api/admin/export.zip</code> (or <code>sbir-study export-online</code>).</p>
-</body></html>
-"""
+
+
+#: The columns of the status page's refused trials, in order.
+_REFUSAL_KEYS = ("at", "participant", "trial", "status", "error")
+
+
+def _missing(value: object) -> bool:
+    """Whether a participant-table value is missing (None or NaN): an empty cell."""
+    return value is None or (isinstance(value, float) and np.isnan(value))
+
+
+def _ms(value: float | None) -> str:
+    """A duration in milliseconds as the page writes it ("2.0 ms"; "n/a" for none)."""
+    return "n/a" if value is None else f"{value:.1f} ms"

@@ -316,14 +316,19 @@ def test_printed_analysis_keeps_tables_whole(reports, tmp_path):
 @pytest.mark.browser
 def test_a_table_that_fits_a_page_is_never_split(tmp_path):
     # A table placed where a page break would fall between its rows: printed with the
-    # reports' style, it moves to the next page whole, its header with it.
-    from sbir_study.foundation.html import page_head, table
+    # reports' style (their base template and table macro), it moves to the next page
+    # whole, its header with it.
+    from sbir_study.foundation.html import environment
 
     rows = [(f"row{k}", k) for k in range(1, 16)]
     page = tmp_path / "page.html"
-    spacer = '<div style="height: 250mm">spacer</div>'
-    parts = [*page_head("split"), spacer, table(["first", "second"], rows), "</body></html>"]
-    page.write_text("\n".join(parts), encoding="utf-8")
+    template = environment().from_string(
+        '{% extends "base.html.jinja" %}{% from "macros.html.jinja" import table %}'
+        "{% block title %}split{% endblock %}{% block body %}"
+        '<div style="height: 250mm">spacer</div>{{ table(["first", "second"], rows) }}'
+        "{% endblock %}"
+    )
+    page.write_text(template.render(simulated=None, rows=rows), encoding="utf-8")
     pages = _pages_text(_print(page, tmp_path / "page.pdf"))
     assert len(pages) == 2
     assert "spacer" in pages[0] and "row" not in pages[0]
