@@ -15,18 +15,9 @@ from sbir_study.foundation.scale import Scale
 
 __all__ = ["parse_answers", "parse_columns", "parse_keys", "parse_select", "parse_separator"]
 
-#: ``--sep`` by name or as the character itself.
-_SEPARATORS = {
-    ",": ",",
-    "comma": ",",
-    ";": ";",
-    "semicolon": ";",
-    "tab": "\t",
-    "\t": "\t",
-    "\\t": "\t",
-    "|": "|",
-    "bar": "|",
-}
+#: ``--sep`` by name (or as the character itself, one of :data:`_SEPARATOR_CHARACTERS`).
+_SEPARATOR_NAMES = {"comma": ",", "semicolon": ";", "tab": "\t", "\\t": "\t", "bar": "|"}
+_SEPARATOR_CHARACTERS = (",", ";", "\t", "|")
 
 
 def parse_columns(text: str | None, *, option: str = "--columns") -> dict[str, str]:
@@ -160,9 +151,9 @@ def parse_separator(text: str | None) -> str | None:
     >>> parse_separator("semicolon"), parse_separator("bar"), parse_separator(None)
     (';', '|', None)
     """
-    if text is None:
-        return None
-    sep = _SEPARATORS.get(text.lower() if len(text) > 1 else text)
+    if text is None or text in _SEPARATOR_CHARACTERS:
+        return text
+    sep = _SEPARATOR_NAMES.get(text.lower())
     if sep is None:
         raise InputError(f"--sep: expected comma, semicolon, tab or bar, got {text!r}")
     return sep

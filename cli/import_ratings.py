@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .common import InputError, add_overwrite
+from .common import InputError, Subcommands, add_overwrite
 
 if TYPE_CHECKING:
     from sbir_study.analysis.importers import ImportedRatings
@@ -25,7 +25,7 @@ COMMANDS = {
 }
 
 
-def register(commands) -> None:
+def register(commands: Subcommands) -> None:
     """Add ``import`` and its formats to the subcommands."""
     parser = commands.add_parser(
         "import",
@@ -36,14 +36,14 @@ def register(commands) -> None:
         "Every sidecar records the source files' SHA-256 and how they were read. See the "
         "README, 'Analysing your own ratings', and docs/formats.md.",
     )
-    formats = parser.add_subparsers(dest="format", required=True, metavar="FORMAT")
+    formats = parser.add_subcommands(dest="format", required=True, metavar="FORMAT")
     _register_table(formats)
     _register_psychopy(formats)
     _register_jspsych(formats)
     _register_wide(formats)
 
 
-def _register_table(formats) -> None:
+def _register_table(formats: Subcommands) -> None:
     table = formats.add_parser(
         "table",
         help="long tables: one row per rated pair (CSV, TSV, semicolons, R's write.csv)",
@@ -76,7 +76,7 @@ def _register_table(formats) -> None:
     table.set_defaults(handler=import_table)
 
 
-def _register_psychopy(formats) -> None:
+def _register_psychopy(formats: Subcommands) -> None:
     psychopy = formats.add_parser(
         "psychopy",
         help="PsychoPy Builder's per-participant CSV data files",
@@ -98,7 +98,7 @@ def _register_psychopy(formats) -> None:
     psychopy.set_defaults(handler=import_psychopy)
 
 
-def _register_jspsych(formats) -> None:
+def _register_jspsych(formats: Subcommands) -> None:
     jspsych = formats.add_parser(
         "jspsych",
         help="jsPsych data (.json or .csv as jsPsych.data.get() writes them)",
@@ -131,7 +131,7 @@ def _register_jspsych(formats) -> None:
     jspsych.set_defaults(handler=import_jspsych)
 
 
-def _register_wide(formats) -> None:
+def _register_wide(formats: Subcommands) -> None:
     wide = formats.add_parser(
         "wide",
         help="wide survey exports: one row per participant, one column per pair (Qualtrics, "
