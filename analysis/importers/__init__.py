@@ -16,7 +16,7 @@ One module per format, each reading files into :class:`ImportedRatings`:
   from a spreadsheet, R, SPSS or a survey's long export;
 * :mod:`.builder`, PsychoPy Builder's per-participant CSV files (:func:`read_psychopy`);
 * :mod:`.jspsych`, jsPsych data, ``.json`` or ``.csv`` (:func:`read_jspsych`), each
-  stimulus matched to a pair of a stimulus set by :mod:`.stimulus_matching`;
+  stimulus matched to a pair of a stimulus set or named by fields of the trial;
 * :mod:`.wide`, survey tools' wide exports (:func:`read_wide`; Qualtrics, Google
   Forms, LimeSurvey), with the mapping from column to pair (:func:`read_wide_mapping`).
 
@@ -40,7 +40,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "delimited",
         "jspsych",
         "long_table",
-        "stimulus_matching",
         "wide",
     ],
     submod_attrs={

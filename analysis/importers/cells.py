@@ -123,10 +123,12 @@ def find_columns(
 
 
 def cell_error(table: SourceTable, row: int, column: str, expected: str, value: str) -> InputError:
-    """The one line naming the file, the line of ``row`` and the column of a bad cell."""
+    """The one line naming the file, the line of ``row`` (and in JSON, whose trials may
+    share a line, the trial) and the column (in JSON, the field) of a bad cell."""
+    where = f"line {table.lines[row]}" if table.sep else f"line {table.lines[row]}, trial {row + 1}"
+    word = "column" if table.sep else "field"
     return InputError(
-        f"{table.path}: line {table.lines[row]}: column {column!r}: expected "
-        f"{expected}, got {value!r}"
+        f"{table.path}: {where}: {word} {column!r}: expected {expected}, got {value!r}"
     )
 
 

@@ -143,22 +143,8 @@ def _write(
         ),
         {"participant_id": {"Description": "Participant label."}, "source_id": _SOURCE_ID},
     )
-    written = [
-        c
-        for c in (
-            "participant",
-            "trial",
-            "phase",
-            "sketch_id",
-            "image_id",
-            "rating",
-            "rt",
-            "anchor_rating",
-            "n_presses",
-            "presses",
-        )
-        if c in ratings
-    ]
+    # The columns of the ratings table an import fills, in the order of BIDS sessions' files.
+    written = [c for c in bids.BEH_COLUMNS if c in ratings]
     for label, rows in ratings.groupby("participant", sort=False):
         files = list(dict.fromkeys(rows["_source"]))
         sidecar = {
@@ -186,19 +172,11 @@ def _warn_of_typos(ratings: pd.DataFrame) -> None:
         return
     main = ratings[ratings["phase"] == "main"]
     raters = main.groupby("sketch_id", sort=False)["participant"].nunique()
-    lonely = [s for s in raters.index[raters == 1]]
-    _warn_ids(
-        main, "sketch_id", lonely, list(raters.index[raters > 1]), "rated by one participant only"
-    )
+    lonely, shared = list(raters.index[raters == 1]), list(raters.index[raters > 1])
+    _warn_ids(main, "sketch_id", lonely, shared, "rated by one participant only")
     counts = main.groupby("image_id", sort=False).size()
-    once = [i for i in counts.index[counts == 1]]
-    _warn_ids(
-        main,
-        "image_id",
-        once,
-        list(counts.index[counts > 1]),
-        "rated once, by one participant, and by no one else",
-    )
+    once, again = list(counts.index[counts == 1]), list(counts.index[counts > 1])
+    _warn_ids(main, "image_id", once, again, "rated once, by one participant, and by no one else")
 
 
 def _warn_ids(rows: pd.DataFrame, column: str, odd: list[str], others: list[str], why: str) -> None:

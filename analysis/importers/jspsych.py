@@ -1,16 +1,18 @@
 """jsPsych data: the keyboard-response trials of ``jsPsych.data.get()``'s ``.json`` or ``.csv``.
 
 ``sbir-study import jspsych`` (``docs/formats.md``, "Ratings collected elsewhere"): each
-rating trial's key mapped to the scale, its ``rt`` in milliseconds, and its pair found
-through a stimulus set (:mod:`.stimulus_matching`) or in fields of the trial's data.
+rating trial's key mapped to the scale, its ``rt`` in milliseconds, its pair named by fields
+of the trial's data or found through a stimulus set (:func:`stimulus_paths`).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
@@ -19,12 +21,11 @@ import pandas as pd
 from sbir_study.foundation.checks import InputError, did_you_mean
 from sbir_study.foundation.tables import MISSING_VALUES
 
-from .cells import ALIASES, check_ids, parse_number
+from .cells import ALIASES, cell_error, check_ids, parse_number
 from .dataset import ImportedRatings
 from .delimited import SourceTable, decode_text, parse_delimited
-from .stimulus_matching import StimulusMatcher
 
-__all__ = ["JSPSYCH_COLUMNS", "JSPSYCH_TRIAL_TYPES", "read_jspsych"]
+__all__ = ["JSPSYCH_COLUMNS", "JSPSYCH_TRIAL_TYPES", "read_jspsych", "stimulus_paths"]
 
 #: jsPsych's plugins whose trials are ratings: a key pressed while a stimulus is shown.
 JSPSYCH_TRIAL_TYPES = ("html-keyboard-response", "image-keyboard-response")
@@ -109,7 +110,7 @@ def read_jspsych(
             "jsPsych: expected either a stimulus set (--stimuli) or the fields "
             "naming the pair (--columns sketch_id=...,image_id=...), one of them"
         )
-    matcher = None if by_fields else StimulusMatcher(manifest)
+    matcher = None if by_fields else _StimulusMatcher(manifest)
     select = dict(select or {})
     frames: list[pd.DataFrame] = []
     sources: dict[str, str] = {}
@@ -210,16 +211,6 @@ def _json_cell(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _field_error(table: SourceTable, row: int, field: str, expected: str, value: str) -> InputError:
-    """One line naming the file, the line (and in JSON, whose trials may share a line, the
-    trial) and the column or field."""
-    where = f"line {table.lines[row]}" if table.sep else f"line {table.lines[row]}, trial {row + 1}"
-    word = "column" if table.sep else "field"
-    return InputError(
-        f"{table.path}: {where}: {word} {field!r}: expected {expected}, got {value!r}"
-    )
-
-
 def _key_lookup(keys: Mapping[str, int]) -> dict[str, int]:
     """The keys, and in lower case too where that is unambiguous (jsPsych records keys in
     lower case unless ``case_sensitive_responses``)."""
@@ -243,7 +234,7 @@ def _jspsych_ratings(
     table: SourceTable,
     columns: Mapping[str, str],
     select: Mapping[str, str],
-    matcher: StimulusMatcher | None,
+    matcher: _StimulusMatcher | None,
     keys: Mapping[str, int],
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """One file's rating trials as rows of the ratings table, and the fields they came from."""
@@ -312,7 +303,7 @@ def _rating_trials(
     table: SourceTable,
     columns: Mapping[str, str],
     select: Mapping[str, str],
-    matcher: StimulusMatcher | None,
+    matcher: _StimulusMatcher | None,
 ) -> tuple[np.ndarray, dict[str, str], np.ndarray]:
     """The rows of the rating trials, the fields naming their pair, and for each trial
     whether its stimulus is HTML.
@@ -367,7 +358,7 @@ def _trial_pairs(
     table: SourceTable,
     rows: np.ndarray,
     found: Mapping[str, str],
-    matcher: StimulusMatcher | None,
+    matcher: _StimulusMatcher | None,
     html: np.ndarray,
 ) -> tuple[pd.Series, pd.Series]:
     """The sketch and the image of each rating trial: from their fields (their ids
@@ -384,7 +375,7 @@ def _trial_pairs(
         cell = frame[found["sketch_id"]].iloc[row]
         pair = matcher.pair(cell, bool(html[row]))
         if isinstance(pair, str):
-            raise _field_error(
+            raise cell_error(
                 table,
                 int(row),
                 found["sketch_id"],
@@ -405,7 +396,7 @@ def _trial_participants(table: SourceTable, rows: np.ndarray, field: str | None)
     given = table.frame[field].str.strip().iloc[rows]
     blank = given.isin(MISSING_VALUES).to_numpy()
     if blank.any():
-        raise _field_error(
+        raise cell_error(
             table,
             int(rows[np.argmax(blank)]),
             field,
@@ -430,7 +421,7 @@ def _keys_and_times(
             times.append(np.nan)
             continue
         if key not in lookup:
-            raise _field_error(
+            raise cell_error(
                 table,
                 int(row),
                 key_field,
@@ -443,7 +434,126 @@ def _keys_and_times(
         except ValueError:
             rt = -1.0
         if not rt >= 0:
-            raise _field_error(table, int(row), rt_field, "a time in ms of 0 or more", cell)
+            raise cell_error(table, int(row), rt_field, "a time in ms of 0 or more", cell)
         ratings.append(lookup[key])
         times.append(rt / 1000)
     return ratings, times
+
+
+class _Sources(HTMLParser):
+    """Every ``src`` of an HTML fragment, its character references resolved."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.sources: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.sources += [value for name, value in attrs if name == "src" and value]
+
+
+def stimulus_paths(stimulus: str, *, html: bool = True) -> list[str]:
+    """The files a jsPsych stimulus names: every ``src`` of its HTML, or the path itself.
+
+    An ``html-keyboard-response`` trial's stimulus is HTML, whose ``<img src="...">``
+    (any element's ``src``) name the files, and a text without them none; an
+    ``image-keyboard-response`` trial's (``html=False``) is the path of its image.
+
+    Examples
+    --------
+    >>> stimulus_paths('<img src="sk/cat.png"><img src=\\'img/cat/a&amp;b.jpg\\'>')
+    ['sk/cat.png', 'img/cat/a&b.jpg']
+    >>> stimulus_paths("<p>Press a key</p>"), stimulus_paths("img/a.jpg", html=False)
+    ([], ['img/a.jpg'])
+    """
+    text = stimulus.strip()
+    if not html:
+        return [text] if text else []
+    parser = _Sources()
+    parser.feed(text)
+    parser.close()
+    return parser.sources
+
+
+def _path_parts(path: str) -> tuple[str, ...]:
+    """A path or URL as its folder and file names (query, fragment and ``./`` dropped)."""
+    parsed = urllib.parse.urlsplit(path.strip().replace("\\", "/"))
+    if parsed.scheme in ("data", "blob"):
+        return ()
+    names = urllib.parse.unquote(parsed.path).split("/")
+    return tuple(name for name in names if name not in ("", "."))
+
+
+def _same_file(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Whether two paths may name one file: the shorter is the end of the longer."""
+    n = min(len(a), len(b))
+    return n > 0 and a[-n:] == b[-n:]
+
+
+class _StimulusMatcher:
+    """The pair a trial's stimulus shows, found through a stimulus set's manifest.
+
+    ``manifest`` has the columns ``sketch_id``, ``image_id``, ``sketch_path`` and
+    ``image_path`` (and ``anchor_rating`` for anchor pairs); each stimulus's answer
+    is kept, as a file's trials show the same stimuli again and again.
+    """
+
+    def __init__(self, manifest: pd.DataFrame) -> None:
+        missing = [
+            c for c in ("sketch_id", "image_id", "sketch_path", "image_path") if c not in manifest
+        ]
+        if missing:
+            raise InputError(
+                f"manifest: no column {missing[0]!r}; expected a stimulus set's "
+                "manifest (sketch_id, image_id, sketch_path, image_path)"
+            )
+        self.manifest = manifest.reset_index(drop=True)
+        # Each file of the set under its file name: (its parts, "sketch" or "image", its path).
+        self.files: dict[str, list[tuple[tuple[str, ...], str, str]]] = {}
+        for kind in ("sketch", "image"):
+            for path in pd.unique(self.manifest[f"{kind}_path"].astype(str)):
+                parts = _path_parts(path)
+                if parts:
+                    self.files.setdefault(parts[-1], []).append((parts, kind, path))
+        self.cache: dict[tuple[str, bool], tuple[str, str] | str] = {}
+
+    def names_a_file(self, stimulus: str, html: bool) -> bool:
+        """Whether the stimulus names any file (a text screen names none)."""
+        return any(_path_parts(path) for path in stimulus_paths(stimulus, html=html))
+
+    def pair(self, stimulus: str, html: bool) -> tuple[str, str] | str:
+        """``(sketch_id, image_id)``, or why the stimulus names no one pair of the set."""
+        if (stimulus, html) not in self.cache:
+            self.cache[stimulus, html] = self._pair(stimulus, html)
+        return self.cache[stimulus, html]
+
+    def _pair(self, stimulus: str, html: bool) -> tuple[str, str] | str:
+        sketches: set[str] = set()
+        images: set[str] = set()
+        paths = stimulus_paths(stimulus, html=html)
+        if not paths:
+            return "it names no file"
+        for path in paths:
+            parts = _path_parts(path)
+            found = [
+                f for f in self.files.get(parts[-1] if parts else "", []) if _same_file(parts, f[0])
+            ]
+            if len({f[2] for f in found}) > 1:
+                named = " and ".join(sorted({f"{f[1]} {f[2]!r}" for f in found}))
+                return f"its file {path!r} could be the set's {named}; name the pair with --columns"
+            for _, kind, listed in found:
+                (sketches if kind == "sketch" else images).add(listed)
+        rows = self.manifest[self.manifest["image_path"].astype(str).isin(images)]
+        if sketches:
+            rows = rows[rows["sketch_path"].astype(str).isin(sketches)]
+        pairs = list(dict.fromkeys(zip(rows["sketch_id"], rows["image_id"], strict=True)))
+        if len(pairs) == 1:
+            return pairs[0]
+        if not images:
+            return "its files are no image of the stimulus set"
+        if not pairs:
+            return "its sketch and image are no pair of the stimulus set"
+        return (
+            f"its image is in {len(pairs)} pairs of the set ({pairs[0][0]}, {pairs[1][0]}"
+            f"{', ...' if len(pairs) > 2 else ''}) and no sketch of the set is shown "
+            "with it; name the pair with --columns"
+        )

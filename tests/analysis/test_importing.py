@@ -30,7 +30,7 @@ from sbir_study.analysis.importers import (
 )
 from sbir_study.analysis.importers.cells import parse_number
 from sbir_study.analysis.importers.delimited import SEPARATORS, decode_text, sniff_separator
-from sbir_study.analysis.importers.stimulus_matching import stimulus_paths
+from sbir_study.analysis.importers.jspsych import stimulus_paths
 from sbir_study.analysis.importers.wide import answer_rating
 from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.scale import Scale
