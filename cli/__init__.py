@@ -37,12 +37,13 @@ from __future__ import annotations
 import sys  # built into the interpreter: importing it runs no code an interrupt could stop
 
 try:
-    # Every import of the module, the standard library's included (a slow start on a busy
-    # machine was seen interrupted in ``import threading``).
+    # Every import of the module, the standard library's included: on a busy machine an
+    # interrupt may reach one (``import threading``).
     import os
     import signal
     import threading
     import warnings
+    from typing import TYPE_CHECKING
 
     from sbir_study.foundation.provenance import DISTRIBUTION as PROG
 except KeyboardInterrupt:
@@ -50,6 +51,9 @@ except KeyboardInterrupt:
     # been written, and the user gets the one line, not a traceback through the imports.
     print("sbir-study: interrupted (SIGINT) while starting; nothing was written", file=sys.stderr)
     raise SystemExit(130) from None
+
+if TYPE_CHECKING:
+    from .common import Parser
 
 __all__ = ["FAMILIES", "build_parser", "main"]
 
@@ -83,7 +87,7 @@ FAMILIES = (
 )
 
 
-def build_parser(command: str | None = None):
+def build_parser(command: str | None = None) -> Parser:
     """The ``sbir-study`` parser (a :class:`~.common.Parser`) with every subcommand.
 
     With ``command`` (the subcommand a command line names), only that subcommand's family
@@ -103,7 +107,7 @@ def build_parser(command: str | None = None):
         description="Run, simulate and analyse sketch/image rating studies (Eitz et al. 2011).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {toolkit_version()}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
+    commands = parser.add_subcommands(dest="command", required=True, metavar="SUBCOMMAND")
     for name in FAMILIES:
         family = importlib.import_module(f"{__name__}.{name}")
         if command is None or command in family.COMMANDS:

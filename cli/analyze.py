@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 
 from .common import (
+    Parser,
+    Subcommands,
     add_alpha,
     add_alternative,
     add_figure_formats,
@@ -25,13 +27,8 @@ COMMANDS = {
 }
 
 
-def register(commands) -> None:
-    from sbir_study.analysis.limits import (
-        PAIRWISE_FULL_ROWS,
-        PAIRWISE_RATERS,
-        PERMUTATION_RATERS_LIMIT,
-    )
-
+def register(commands: Subcommands) -> None:
+    """Add ``analyze`` to the subcommands."""
     parser = commands.add_parser(
         "analyze",
         help=COMMANDS["analyze"],
@@ -39,6 +36,15 @@ def register(commands) -> None:
         "table and write the statistics tables, the consensus ground truth and summary.json "
         "to --out.",
     )
+    _input_options(parser)
+    _statistics_options(parser)
+    _figure_options(parser)
+    _participant_options(parser)
+    add_overwrite(parser)
+    parser.set_defaults(handler=analyze)
+
+
+def _input_options(parser: Parser) -> None:
     parser.add_argument("input", type=Path, help="BIDS dataset folder or ratings table")
     parser.add_argument("--out", type=Path, required=True, help="folder for the results")
     parser.add_argument(
@@ -48,6 +54,15 @@ def register(commands) -> None:
         "when the high end is the best match (1-5, 1-9:high-is-best); a BIDS dataset's is the "
         "one its sidecars record (default: the recorded one, else 1-7 with 1 the best match)",
     )
+
+
+def _statistics_options(parser: Parser) -> None:
+    from sbir_study.analysis.limits import (
+        PAIRWISE_FULL_ROWS,
+        PAIRWISE_RATERS,
+        PERMUTATION_RATERS_LIMIT,
+    )
+
     add_alternative(parser)
     add_alpha(parser)
     parser.add_argument(
@@ -94,6 +109,9 @@ def register(commands) -> None:
         "reliability of the consensus, reliability.csv (from --seed; default: 1000)",
     )
     add_seed(parser)
+
+
+def _figure_options(parser: Parser) -> None:
     parser.add_argument(
         "--no-figures",
         action="store_true",
@@ -115,6 +133,9 @@ def register(commands) -> None:
         "agreed sketches (fig9_extremes); the set is validated first (default: none, no "
         "Fig. 9)",
     )
+
+
+def _participant_options(parser: Parser) -> None:
     parser.add_argument(
         "--exclude",
         action="append",
@@ -140,8 +161,6 @@ def register(commands) -> None:
         "or instead of those a dataset's protocol names (default: those the sessions' "
         "sidecars record, else none)",
     )
-    add_overwrite(parser)
-    parser.set_defaults(handler=analyze)
 
 
 def _exclusion_rule(text: str):

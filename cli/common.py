@@ -19,15 +19,20 @@ import textwrap
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias, TypeVar
 
 from sbir_study.foundation.checks import InputError, did_you_mean
 from sbir_study.foundation.provenance import DISTRIBUTION as PROG
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "PROG",
     "HelpFormatter",
     "InputError",
     "Parser",
+    "Subcommands",
     "add_alpha",
     "add_alternative",
     "add_anchor_design",
@@ -39,12 +44,12 @@ __all__ = [
     "count",
     "count_min2",
     "error",
+    "help_with_default",
     "internal_error",
     "log_folder",
     "options_from",
     "positive_int",
     "probability",
-    "progress_callback",
     "require_extra",
     "unrecognized",
     "whole_numbers",
@@ -52,54 +57,55 @@ __all__ = [
 
 
 class HelpFormatter(argparse.HelpFormatter):
-    """``--help`` that shows every option's default.
+    """``--help`` whose lines break at spaces only: option names, scales
+    (``1-9:high-is-best``) and ranges stay whole, so that what it prints can be copied as
+    typed."""
 
-    Like :class:`argparse.ArgumentDefaultsHelpFormatter`, but an option whose
-    help already states its default (in words, e.g. "default: 0.05, as in the
-    paper") is left as written, a default of several values is shown as it is
-    typed (``5,10,20``), and flags, required options and options without a
-    default are left alone.
-    """
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        default = action.default
-        if (
-            "default" in text
-            or not action.option_strings
-            or action.required
-            or default is None
-            or default is False
-            or default == ""
-            or default is argparse.SUPPRESS
-        ):
-            return text
-        shown = ",".join(map(str, default)) if isinstance(default, tuple | list) else str(default)
-        # argparse %-formats the help: a literal % in a default must be doubled.
-        shown = shown.replace("%", "%%")
-        return f"{text} (default: {shown})" if text else f"(default: {shown})"
-
+    # argparse wraps help lines in this private method only: no public setting keeps a
+    # hyphenated word whole.
     def _split_lines(self, text: str, width: int) -> list[str]:
-        # Lines break at spaces only: option names, scales (1-9:high-is-best) and ranges
-        # stay whole, so that what --help prints can be copied as typed.
-        text = self._whitespace_matcher.sub(" ", text).strip()
+        text = re.sub(r"\s+", " ", text, flags=re.ASCII).strip()
         return textwrap.wrap(text, width, break_on_hyphens=False)
 
 
+#: The subcommands ``add_subparsers`` adds to a parser (argparse's class for them is private;
+#: annotations only name it): ``choices`` maps each name to its parser, ``dest`` is the
+#: attribute the name is parsed into.
+Subcommands: TypeAlias = "argparse._SubParsersAction[Parser]"
+#: An options dataclass (:func:`options_from`).
+Options = TypeVar("Options", bound="DataclassInstance")
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse without abbreviations, whose errors are one line with a suggestion.
+    """argparse without abbreviations, whose errors are one line with a suggestion, and
+    whose ``--help`` shows every option's default (:func:`help_with_default`).
 
     ``--part`` is not taken for ``--participants``: a misspelled option is an
-    error naming the closest valid one, and no usage block is printed. Every
-    subcommand's ``--help`` shows the defaults (:class:`HelpFormatter`).
+    error naming the closest valid one, and no usage block is printed. Subcommands are
+    added by :meth:`add_subcommands`; an option of an argument group states its default
+    in its own help.
     """
 
-    def __init__(self, *args, **kwargs) -> None:
+    subcommands: Subcommands | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
 
-    def error(self, message: str):
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        """:meth:`argparse.ArgumentParser.add_argument`, its help showing the default."""
+        action = super().add_argument(*args, **kwargs)
+        action.help = help_with_default(action)
+        return action
+
+    def add_subcommands(self, **kwargs: Any) -> Subcommands:
+        """:meth:`~argparse.ArgumentParser.add_subparsers`, kept as :attr:`subcommands` (for
+        :func:`unrecognized`, which finds the subcommand a command line ended in)."""
+        self.subcommands = self.add_subparsers(**kwargs)
+        return self.subcommands
+
+    def error(self, message: str) -> NoReturn:
         choice = re.search(r"invalid choice: '(.*?)' \(choose from (.*)\)$", message)
         if choice:
             allowed = re.findall(r"'(.*?)'", choice.group(2))
@@ -107,13 +113,44 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace):
+def help_with_default(action: argparse.Action) -> str | None:
+    """An option's help with ``(default: ...)`` added, as
+    :class:`argparse.ArgumentDefaultsHelpFormatter` adds it, but a help that states its
+    default in words ("default: 0.05, as in the paper") left as written, a default of
+    several values shown as it is typed, and flags, required options and options without
+    a default left alone.
+
+    >>> parser = argparse.ArgumentParser()
+    >>> help_with_default(parser.add_argument("--cutoffs", default=(5, 10), help="k"))
+    'k (default: 5,10)'
+    """
+    text = action.help
+    default = action.default
+    if (
+        text == argparse.SUPPRESS
+        or "default" in (text or "")
+        or not action.option_strings
+        or action.required
+        or default is None
+        or default is False
+        or default == ""
+        or default is argparse.SUPPRESS
+    ):
+        return text
+    shown = ",".join(map(str, default)) if isinstance(default, tuple | list) else str(default)
+    # argparse %-formats the help: a literal % in a default must be doubled.
+    shown = shown.replace("%", "%%")
+    return f"{text} (default: {shown})" if text else f"(default: {shown})"
+
+
+def _chosen(parser: Parser, args: argparse.Namespace) -> Parser:
     """The (sub)parser that the parsed command line ended in."""
-    while True:
-        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        if not actions or getattr(args, actions[0].dest, None) not in actions[0].choices:
-            return parser
-        parser = actions[0].choices[getattr(args, actions[0].dest)]
+    while parser.subcommands is not None:
+        name = getattr(args, parser.subcommands.dest, None)
+        if name not in parser.subcommands.choices:
+            break
+        parser = parser.subcommands.choices[name]
+    return parser
 
 
 #: The optional installs, the packages each brings that a command imports, and what for.
@@ -148,9 +185,11 @@ def require_extra(extra: str, command: str) -> None:
         )
 
 
-def unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]):
+def unrecognized(parser: Parser, args: argparse.Namespace, extra: list[str]) -> NoReturn:
     """Exit 2 with one line naming the first argument nobody takes (and the closest option)."""
     chosen = _chosen(parser, args)
+    # argparse lists a parser's options (those of its argument groups included) only in its
+    # private _actions: the closest option to a misspelled one is found among them.
     options = [s for a in chosen._actions for s in a.option_strings if s.startswith("--")]
     flags = [a for a in extra if a.startswith("-") and not _is_number(a)]
     if flags:
@@ -189,17 +228,18 @@ def internal_error(argv: Sequence[str] | None) -> int:
         f"sbir-study {toolkit_version()}, Python {sys.version.split()[0]}\n"
         f"command: {PROG} {' '.join(map(str, arguments))}\n\n{traceback.format_exc()}"
     )
+    log: Path | str = "the traceback above"
     for folder in (log_folder(), Path(tempfile.gettempdir()) / "sbir-study-logs"):
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            log = folder / f"internal-error-{stamp}-{os.getpid()}.log"
-            log.write_text(text, encoding="utf-8")
+            path = folder / f"internal-error-{stamp}-{os.getpid()}.log"
+            path.write_text(text, encoding="utf-8")
+            log = path
             break
         except OSError:
             continue
     else:
         print(text, file=sys.stderr, end="")
-        log = "the traceback above"
     summary = str(value).strip().splitlines()[0][:200] if str(value).strip() else ""
     name = kind.__name__ if kind else "error"
     print(
@@ -349,7 +389,7 @@ def add_anchor_design(parser: argparse.ArgumentParser, *, minimum_images: int = 
     )
 
 
-def options_from(cls, args: argparse.Namespace, **given):
+def options_from(cls: type[Options], args: argparse.Namespace, **given: object) -> Options:
     """An options dataclass whose fields come from the options of the same name.
 
     ``given`` sets the fields whose option has another name (or none).
@@ -361,10 +401,3 @@ def options_from(cls, args: argparse.Namespace, **given):
 def error(message: str) -> None:
     """One line on stderr, as every bad input is reported."""
     print(f"{PROG}: error: {message}", file=sys.stderr)
-
-
-def progress_callback(label: str) -> Callable[[int, int], None]:
-    """A ``progress(done, total)`` callback that draws a bar on a terminal, else nothing."""
-    from sbir_study.foundation.progress import counter
-
-    return counter(label)

@@ -6,10 +6,12 @@ import argparse
 import math
 from pathlib import Path
 
-from sbir_study.foundation.progress import step
+from sbir_study.foundation.progress import counter, step
 
 from .common import (
     InputError,
+    Parser,
+    Subcommands,
     add_alpha,
     add_alternative,
     add_figure_formats,
@@ -18,7 +20,6 @@ from .common import (
     at_least,
     options_from,
     positive_int,
-    progress_callback,
     whole_numbers,
 )
 
@@ -43,13 +44,14 @@ def _rating_threshold(text: str) -> float:
     return value
 
 
-def register(commands) -> None:
+def register(commands: Subcommands) -> None:
+    """Add ``evaluate``, ``evaluate-hpatches`` and ``baseline`` to the subcommands."""
     _register_evaluate(commands)
     _register_hpatches(commands)
     _register_baseline(commands)
 
 
-def _register_evaluate(commands) -> None:
+def _register_evaluate(commands: Subcommands) -> None:
     parser = commands.add_parser(
         "evaluate",
         help=COMMANDS["evaluate"],
@@ -63,6 +65,16 @@ def _register_evaluate(commands) -> None:
         "per_sketch_trec/ (trec_eval -q files), evaluation.json, report.html and figures/ to "
         "--out.",
     )
+    _evaluate_inputs(parser)
+    _evaluate_measures(parser)
+    _evaluate_comparisons(parser)
+    parser.add_argument("--no-figures", action="store_true", help="skip figures/")
+    add_figure_formats(parser)
+    add_overwrite(parser)
+    parser.set_defaults(handler=evaluate)
+
+
+def _evaluate_inputs(parser: Parser) -> None:
     parser.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="retrieval run files")
     parser.add_argument(
         "--ground-truth",
@@ -93,6 +105,9 @@ def _register_evaluate(commands) -> None:
         action="store_true",
         help="the runs' scores are distances: smaller means more similar",
     )
+
+
+def _evaluate_measures(parser: Parser) -> None:
     parser.add_argument(
         "--relevant-below",
         type=_rating_threshold,
@@ -123,6 +138,9 @@ def _register_evaluate(commands) -> None:
         default=(5, 10, 20),
         help="k of ndcg@k, p@k and pwh@k (default: 5,10,20)",
     )
+
+
+def _evaluate_comparisons(parser: Parser) -> None:
     add_alternative(parser)
     add_alpha(parser, "significance level of the comparisons")
     parser.add_argument(
@@ -161,13 +179,9 @@ def _register_evaluate(commands) -> None:
         "pair of systems)",
     )
     add_seed(parser)
-    parser.add_argument("--no-figures", action="store_true", help="skip figures/")
-    add_figure_formats(parser)
-    add_overwrite(parser)
-    parser.set_defaults(handler=evaluate)
 
 
-def _register_hpatches(commands) -> None:
+def _register_hpatches(commands: Subcommands) -> None:
     parser = commands.add_parser(
         "evaluate-hpatches",
         help=COMMANDS["evaluate-hpatches"],
@@ -196,7 +210,7 @@ def _register_hpatches(commands) -> None:
     parser.set_defaults(handler=evaluate_hpatches)
 
 
-def _register_baseline(commands) -> None:
+def _register_baseline(commands: Subcommands) -> None:
     from sbir_study.analysis.retrieval.distances import DISTANCES
 
     parser = commands.add_parser(
@@ -302,7 +316,7 @@ def baseline(args: argparse.Namespace) -> int:
         args.out,
         collection=args.collection,
         overwrite=args.overwrite,
-        progress=progress_callback("descriptors"),
+        progress=counter("descriptors"),
     )
     sketches = stimulus_set.manifest.loc[
         stimulus_set.manifest["role"].isin(["main", "candidate"]), "sketch_id"

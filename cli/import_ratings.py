@@ -1,15 +1,21 @@
 """``sbir-study import``: ratings collected with other tools, as the BIDS dataset ``run`` records.
 
-The reading is :mod:`sbir_study.analysis.importing`'s; this module parses the options,
-calls it and reports.
+The reading is :mod:`sbir_study.analysis.importers`'; this module declares the options
+(their values parsed by :mod:`.import_options`), calls the readers and reports.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .common import InputError, add_overwrite
+from .common import InputError, Subcommands, add_overwrite
+
+if TYPE_CHECKING:
+    from sbir_study.analysis.importers import ImportedRatings
+    from sbir_study.foundation.scale import Scale
 
 __all__ = ["COMMANDS", "register"]
 
@@ -18,21 +24,9 @@ COMMANDS = {
     "import": "turn ratings collected with other tools into a BIDS dataset",
 }
 
-#: ``--sep`` by name or as the character itself.
-_SEPARATORS = {
-    ",": ",",
-    "comma": ",",
-    ";": ";",
-    "semicolon": ";",
-    "tab": "\t",
-    "\t": "\t",
-    "\\t": "\t",
-    "|": "|",
-    "bar": "|",
-}
 
-
-def register(commands) -> None:
+def register(commands: Subcommands) -> None:
+    """Add ``import`` and its formats to the subcommands."""
     parser = commands.add_parser(
         "import",
         help=COMMANDS["import"],
@@ -42,8 +36,14 @@ def register(commands) -> None:
         "Every sidecar records the source files' SHA-256 and how they were read. See the "
         "README, 'Analysing your own ratings', and docs/formats.md.",
     )
-    formats = parser.add_subparsers(dest="format", required=True, metavar="FORMAT")
+    formats = parser.add_subcommands(dest="format", required=True, metavar="FORMAT")
+    _register_table(formats)
+    _register_psychopy(formats)
+    _register_jspsych(formats)
+    _register_wide(formats)
 
+
+def _register_table(formats: Subcommands) -> None:
     table = formats.add_parser(
         "table",
         help="long tables: one row per rated pair (CSV, TSV, semicolons, R's write.csv)",
@@ -75,6 +75,8 @@ def register(commands) -> None:
     )
     table.set_defaults(handler=import_table)
 
+
+def _register_psychopy(formats: Subcommands) -> None:
     psychopy = formats.add_parser(
         "psychopy",
         help="PsychoPy Builder's per-participant CSV data files",
@@ -95,6 +97,8 @@ def register(commands) -> None:
     )
     psychopy.set_defaults(handler=import_psychopy)
 
+
+def _register_jspsych(formats: Subcommands) -> None:
     jspsych = formats.add_parser(
         "jspsych",
         help="jsPsych data (.json or .csv as jsPsych.data.get() writes them)",
@@ -126,6 +130,8 @@ def register(commands) -> None:
     )
     jspsych.set_defaults(handler=import_jspsych)
 
+
+def _register_wide(formats: Subcommands) -> None:
     wide = formats.add_parser(
         "wide",
         help="wide survey exports: one row per participant, one column per pair (Qualtrics, "
@@ -220,9 +226,9 @@ def _keys_options(parser: argparse.ArgumentParser, recorded: str) -> None:
     )
 
 
-def _keys_and_scale(args: argparse.Namespace):
+def _keys_and_scale(args: argparse.Namespace) -> tuple[dict[str, int], Scale]:
     """The rating of each key and the scale, from --protocol or from --keys and --scale."""
-    from sbir_study.analysis.importing import parse_keys
+    from .import_options import parse_keys
 
     if args.protocol is None:
         scale = _scale(args.scale)
@@ -238,13 +244,13 @@ def _keys_and_scale(args: argparse.Namespace):
     return dict(zip(protocol.response.keys, scale.points, strict=True)), scale
 
 
-def _scale(text: str | None):
+def _scale(text: str | None) -> Scale:
     from sbir_study.foundation.scale import PAPER_SCALE, Scale
 
     return PAPER_SCALE if text is None else Scale.parse(text)
 
 
-def _check_files(args: argparse.Namespace, also_read: list[Path] = ()) -> list[Path]:
+def _check_files(args: argparse.Namespace, also_read: Sequence[Path] = ()) -> list[Path]:
     from sbir_study.foundation.checks import check_input_file
     from sbir_study.foundation.outputs import check_target
 
@@ -253,19 +259,12 @@ def _check_files(args: argparse.Namespace, also_read: list[Path] = ()) -> list[P
     return files
 
 
-def _separator(text: str | None) -> str | None:
-    if text is None:
-        return None
-    sep = _SEPARATORS.get(text.lower() if len(text) > 1 else text)
-    if sep is None:
-        raise InputError(f"--sep: expected comma, semicolon, tab or bar, got {text!r}")
-    return sep
-
-
 def import_table(args: argparse.Namespace) -> int:
-    from sbir_study.analysis.importing import parse_columns, read_long_table
+    from sbir_study.analysis.importers import read_long_table
 
-    sep = _separator(args.sep)
+    from .import_options import parse_columns, parse_separator
+
+    sep = parse_separator(args.sep)
     scale = _scale(args.scale)
     columns = parse_columns(args.columns)
     files = _check_files(args)
@@ -282,7 +281,9 @@ def import_table(args: argparse.Namespace) -> int:
 
 
 def import_psychopy(args: argparse.Namespace) -> int:
-    from sbir_study.analysis.importing import parse_columns, read_psychopy
+    from sbir_study.analysis.importers import read_psychopy
+
+    from .import_options import parse_columns
 
     keys, scale = _keys_and_scale(args)
     columns = parse_columns(args.columns)
@@ -299,7 +300,9 @@ def import_psychopy(args: argparse.Namespace) -> int:
 
 
 def import_jspsych(args: argparse.Namespace) -> int:
-    from sbir_study.analysis.importing import parse_columns, parse_select, read_jspsych
+    from sbir_study.analysis.importers import read_jspsych
+
+    from .import_options import parse_columns, parse_select
 
     keys, scale = _keys_and_scale(args)
     columns = parse_columns(args.columns)
@@ -336,10 +339,12 @@ def import_jspsych(args: argparse.Namespace) -> int:
 
 
 def import_wide(args: argparse.Namespace) -> int:
-    from sbir_study.analysis.importing import parse_answers, read_wide, read_wide_mapping
+    from sbir_study.analysis.importers import read_wide, read_wide_mapping
     from sbir_study.foundation.checks import check_input_file
 
-    sep = _separator(args.sep)
+    from .import_options import parse_answers, parse_separator
+
+    sep = parse_separator(args.sep)
     scale = _scale(args.scale)
     answers = None if args.answers is None else parse_answers(args.answers, scale)
     mapping_file = check_input_file(args.mapping, "a mapping file (column,sketch_id,image_id)")
@@ -363,9 +368,13 @@ def _count(number: int, word: str) -> str:
 
 
 def _write(
-    args: argparse.Namespace, imported, scale, files: list[Path], also_read: list[Path] = ()
+    args: argparse.Namespace,
+    imported: ImportedRatings,
+    scale: Scale,
+    files: list[Path],
+    also_read: Sequence[Path] = (),
 ) -> int:
-    from sbir_study.analysis.importing import write_imported_dataset
+    from sbir_study.analysis.importers import write_imported_dataset
     from sbir_study.foundation.provenance import toolkit_version
 
     checked = write_imported_dataset(

@@ -9,6 +9,7 @@ from sbir_study.foundation import paper
 from sbir_study.foundation.progress import step
 
 from .common import (
+    Subcommands,
     add_alpha,
     add_figure_formats,
     add_overwrite,
@@ -28,7 +29,7 @@ COMMANDS = {
 _COUNTS = (5, 10, 15, 20, paper.PARTICIPANTS, 40)
 
 
-def register(commands) -> None:
+def register(commands: Subcommands) -> None:
     parser = commands.add_parser(
         "power",
         help=COMMANDS["power"],

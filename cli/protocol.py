@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import textwrap
 from pathlib import Path
+from typing import Literal
+
+from .common import Subcommands
 
 __all__ = ["COMMANDS", "register"]
 
@@ -16,13 +19,13 @@ COMMANDS = {
 _WIDTH = 78
 
 
-def register(commands) -> None:
+def register(commands: Subcommands) -> None:
     parser = commands.add_parser(
         "protocol",
         help=COMMANDS["protocol"],
         description="Protocol files (protocols/README.md): check them and proofread their texts.",
     )
-    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    actions = parser.add_subcommands(dest="action", required=True, metavar="ACTION")
     show = actions.add_parser(
         "show",
         help="print every screen's text, lab and online, in the order a participant meets them",
@@ -48,7 +51,9 @@ def show_command(args: argparse.Namespace) -> int:
     from sbir_study.study.screens import screens
 
     protocol = load_protocol(args.file, online=args.session != "lab")
-    sessions = ("lab", "online") if args.session == "both" else (args.session,)
+    sessions: tuple[Literal["lab", "online"], ...] = (
+        ("lab", "online") if args.session == "both" else (args.session,)
+    )
     titles = {"lab": "Lab session (sbir-study run)", "online": "Online page (sbir-study serve)"}
     blocks = []
     for session in sessions:

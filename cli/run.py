@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import count, options_from, require_extra
+from .common import Subcommands, count, options_from, require_extra
 
 __all__ = ["COMMANDS", "register"]
 
@@ -15,7 +15,7 @@ COMMANDS = {
 }
 
 
-def register(commands) -> None:
+def register(commands: Subcommands) -> None:
     parser = commands.add_parser(
         "run",
         help=COMMANDS["run"],

@@ -8,7 +8,7 @@ from pathlib import Path
 from sbir_study.foundation import paper
 from sbir_study.foundation.progress import step
 
-from .common import InputError, add_seed, count, positive_int
+from .common import InputError, Subcommands, add_seed, count, positive_int
 
 __all__ = ["COMMANDS", "register"]
 
@@ -34,7 +34,7 @@ _DESIGN_OPTIONS = (
 )
 
 
-def register(commands) -> None:
+def register(commands: Subcommands) -> None:
     from sbir_study.analysis.simulate import (
         RaterModel,  # already loaded with sbir_study.foundation.paper
     )

@@ -10,6 +10,7 @@ from sbir_study.foundation.progress import step
 
 from .common import (
     InputError,
+    Subcommands,
     add_anchor_design,
     add_overwrite,
     add_seed,
@@ -27,19 +28,19 @@ COMMANDS = {
 }
 
 
-def register(commands) -> None:
+def register(commands: Subcommands) -> None:
     parser = commands.add_parser(
         "stimuli",
         help=COMMANDS["stimuli"],
         description="Stimulus sets: a folder with the images, manifest.csv (one row per "
         "sketch/image pair) and SHA256SUMS (check it with 'sha256sum -c SHA256SUMS').",
     )
-    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    actions = parser.add_subcommands(dest="action", required=True, metavar="ACTION")
     for action in (_register_validate, _register_generate, _register_import, _register_select):
         action(actions)
 
 
-def _register_validate(actions) -> None:
+def _register_validate(actions: Subcommands) -> None:
     validate = actions.add_parser(
         "validate",
         help="check a set: files, checksums, paths, pairs, anchor block",
@@ -54,7 +55,7 @@ def _register_validate(actions) -> None:
     validate.set_defaults(handler=validate_command)
 
 
-def _register_generate(actions) -> None:
+def _register_generate(actions: Subcommands) -> None:
     generate = actions.add_parser(
         "generate",
         help="draw a procedural set with known similarity (no download needed)",
@@ -115,7 +116,7 @@ def _register_generate(actions) -> None:
     generate.set_defaults(handler=generate_command)
 
 
-def _register_import(actions) -> None:
+def _register_import(actions: Subcommands) -> None:
     import_ = actions.add_parser(
         "import",
         help="write manifest.csv and SHA256SUMS for a folder of your own images",
@@ -142,7 +143,7 @@ def _register_import(actions) -> None:
     import_.set_defaults(handler=import_command)
 
 
-def _register_select(actions) -> None:
+def _register_select(actions: Subcommands) -> None:
     select = actions.add_parser(
         "select",
         help="choose the study's pairs from pilot ratings over a candidate pool (Sec. 2.2)",

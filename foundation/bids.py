@@ -10,16 +10,23 @@ Layout (BIDS 1.9, behavioural data)::
 
 The columns are those of the ratings table plus timing columns; each is
 declared once here, with the description that goes into the sidecar.
+
+Every BIDS file of the toolkit is written here. A dataset written aside (``simulate``,
+``import``, ``export-online``: :mod:`.outputs` flushes the whole folder to disk before it
+takes its place) gets plain writes; a live dataset (``run``'s, which sessions add to) has
+each file replaced in place (``in_place``: :func:`~.atomic.atomic_write`), so that a crash
+leaves its old content or its new, never a mixture.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
+from .atomic import atomic_write
 from .checks import check_participant
 from .scale import PAPER_SCALE, Scale
 
@@ -28,10 +35,14 @@ __all__ = [
     "BIDS_VERSION",
     "beh_path",
     "check_label",
+    "dataset_description",
     "scale_sidecar",
     "write_beh",
     "write_dataset_description",
+    "write_json",
     "write_participants",
+    "write_text",
+    "write_tsv",
 ]
 
 BIDS_VERSION = "1.9.0"
@@ -143,35 +154,72 @@ def beh_path(root: str | Path, label: str, task: str = TASK) -> Path:
     return Path(root) / f"sub-{label}" / "beh" / f"sub-{label}_task-{task}_beh.tsv"
 
 
-def _write_text(path: Path, text: str) -> None:
-    """Write a file of a dataset being written aside (:mod:`.outputs`), which flushes the
-    whole folder to disk before it takes its place."""
+def write_text(path: str | Path, text: str, *, in_place: bool = False) -> None:
+    """Write one file of a dataset: a plain write, or with ``in_place`` replaced atomically
+    (see the module's docstring); its folder is made when missing."""
+    path = Path(path)
+    if in_place:
+        atomic_write(path, text)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8", newline="\n")
 
 
-def write_dataset_description(
-    root: str | Path, name: str, generated_by: Mapping, readme: str
-) -> None:
-    """Write ``dataset_description.json`` and ``README`` at the dataset root."""
-    root = Path(root)
-    description = {
+def write_json(path: str | Path, content: object, *, in_place: bool = False) -> None:
+    """Write a JSON file of a dataset (indented by 2, as BIDS examples are)."""
+    write_text(path, json.dumps(content, indent=2) + "\n", in_place=in_place)
+
+
+def write_tsv(path: str | Path, table: pd.DataFrame, *, in_place: bool = False) -> None:
+    """Write a table of a dataset as BIDS TSV: tab-separated, ``n/a`` where missing."""
+    text = table.to_csv(sep="\t", index=False, na_rep="n/a", lineterminator="\n")
+    write_text(path, text, in_place=in_place)
+
+
+def dataset_description(
+    name: str, generated_by: Mapping[str, str], authors: Sequence[str] = ()
+) -> dict[str, object]:
+    """The content of ``dataset_description.json``: ``generated_by`` is its one
+    ``GeneratedBy`` entry (``Name``, ``Version``, ``Description``); ``Authors`` is left out
+    when ``authors`` names none.
+
+    >>> dataset_description("Ratings", {"Name": "sbir-study"}, ["A. B."])["Authors"]
+    ['A. B.']
+    """
+    description: dict[str, object] = {
         "Name": name,
         "BIDSVersion": BIDS_VERSION,
         "DatasetType": "raw",
-        "GeneratedBy": [dict(generated_by)],
     }
-    _write_text(root / "dataset_description.json", json.dumps(description, indent=2) + "\n")
-    _write_text(root / "README", readme.rstrip() + "\n")
+    if authors:
+        description["Authors"] = list(authors)
+    description["GeneratedBy"] = [dict(generated_by)]
+    return description
+
+
+def write_dataset_description(
+    root: str | Path,
+    name: str,
+    generated_by: Mapping[str, str],
+    readme: str,
+    *,
+    authors: Sequence[str] = (),
+) -> None:
+    """Write ``dataset_description.json`` (:func:`dataset_description`) and ``README`` at
+    the root of a dataset written aside."""
+    root = Path(root)
+    write_json(root / "dataset_description.json", dataset_description(name, generated_by, authors))
+    write_text(root / "README", readme.rstrip() + "\n")
 
 
 def write_participants(
-    root: str | Path, participants: pd.DataFrame, descriptions: Mapping[str, Mapping]
+    root: str | Path, participants: pd.DataFrame, descriptions: Mapping[str, object]
 ) -> None:
-    """Write ``participants.tsv`` (first column ``participant_id``) and its sidecar."""
+    """Write ``participants.tsv`` (first column ``participant_id``) and its sidecar at the
+    root of a dataset written aside."""
     root = Path(root)
-    _write_text(root / "participants.tsv", _to_tsv(participants))
-    _write_text(root / "participants.json", json.dumps(dict(descriptions), indent=2) + "\n")
+    write_tsv(root / "participants.tsv", participants)
+    write_json(root / "participants.json", dict(descriptions))
 
 
 def write_beh(
@@ -193,12 +241,8 @@ def write_beh(
     unknown = [c for c in trials.columns if c not in BEH_COLUMNS]
     if unknown:
         raise ValueError(f"columns without a description in BEH_COLUMNS: {unknown}")
-    _write_text(path, _to_tsv(trials))
+    write_tsv(path, trials)
     columns = {**BEH_COLUMNS, **scale_sidecar(scale)}
     content = {**{c: columns[c] for c in trials.columns}, "RatingScale": scale.sidecar(), **sidecar}
-    _write_text(path.with_suffix(".json"), json.dumps(content, indent=2) + "\n")
+    write_json(path.with_suffix(".json"), content)
     return path
-
-
-def _to_tsv(frame: pd.DataFrame) -> str:
-    return frame.to_csv(sep="\t", index=False, na_rep="n/a", lineterminator="\n")

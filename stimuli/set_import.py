@@ -22,6 +22,7 @@ interrupted import, leaves the folder exactly as it was.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -29,7 +30,7 @@ from sbir_study.foundation.checks import ID_RULE, InputError, bad_ids, check_opt
 from sbir_study.foundation.tables import read_table, read_text
 
 from .manifest import CHECKSUMS, MANIFEST, write_checksums, write_manifest
-from .validate import SCALE
+from .validate import SCALE, AnchorDesign
 
 __all__ = ["ANCHORS", "IMAGE_SUFFIXES", "import_set"]
 
@@ -39,7 +40,11 @@ _IGNORED = {"Thumbs.db", "desktop.ini"}
 
 
 def import_set(
-    folder: str | Path, *, role: str = "main", overwrite: bool = False, anchors=None
+    folder: str | Path,
+    *,
+    role: str = "main",
+    overwrite: bool = False,
+    anchors: AnchorDesign | None = None,
 ) -> Path:
     """Write the manifest and checksums of a set laid out by the folder convention.
 
@@ -78,7 +83,7 @@ def import_set(
     if not folder.is_dir():
         what = "is not a folder" if folder.exists() else "no such folder"
         raise InputError(f"{folder}: {what}; expected a set with sketches/ and images/")
-    writing = dict(companions=[CHECKSUMS], overwrite=overwrite, inside_inputs=True)
+    writing: dict[str, Any] = dict(companions=[CHECKSUMS], overwrite=overwrite, inside_inputs=True)
     try:
         check_target(folder / MANIFEST, "stimuli import", folder=False, **writing)
     except InputError as error:

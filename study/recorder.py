@@ -27,7 +27,7 @@ from typing import TextIO
 import pandas as pd
 
 from sbir_study.foundation import bids
-from sbir_study.foundation.atomic import atomic_write, fsync_folder
+from sbir_study.foundation.atomic import fsync_folder
 from sbir_study.foundation.checks import InputError, participant_label
 from sbir_study.foundation.provenance import toolkit_version
 
@@ -176,7 +176,7 @@ class SessionRecorder:
                 handle.flush()
                 os.fsync(handle.fileno())
             fsync_folder(path.parent)
-        atomic_write(path.with_suffix(".json"), json.dumps(sidecar, indent=2) + "\n")
+        bids.write_json(path.with_suffix(".json"), sidecar, in_place=True)
         return cls(path, sidecar, recorded)
 
     def append(self, row: Mapping, keys: Sequence[tuple[str, float, float]] = ()) -> None:
@@ -212,7 +212,7 @@ class SessionRecorder:
         self.sidecar.update(entries)
         self.sidecar["SessionStatus"] = status
         self.sidecar["SessionEnd"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        atomic_write(self.path.with_suffix(".json"), json.dumps(self.sidecar, indent=2) + "\n")
+        bids.write_json(self.path.with_suffix(".json"), self.sidecar, in_place=True)
 
     def recorded_rows(self) -> pd.DataFrame:
         """The trials on disk, as text."""
@@ -371,7 +371,7 @@ def _read_participants(path: Path) -> pd.DataFrame | None:
     return table
 
 
-def dataset_description(dataset: Mapping, generated_by: str) -> dict:
+def dataset_description(dataset: Mapping, generated_by: str) -> dict[str, object]:
     """The content of a dataset's ``dataset_description.json``.
 
     ``dataset`` holds the protocol's ``[dataset]`` as ``Name`` and ``Authors``
@@ -382,17 +382,11 @@ def dataset_description(dataset: Mapping, generated_by: str) -> dict:
     >>> written["Name"], written["Authors"], written["GeneratedBy"][0]["Description"]
     ('Ratings', ['A. B.'], 'sbir-study run')
     """
-    description = {
-        "Name": dataset.get("Name") or "sbir-study rating sessions",
-        "BIDSVersion": bids.BIDS_VERSION,
-        "DatasetType": "raw",
-    }
-    if dataset.get("Authors"):
-        description["Authors"] = list(dataset["Authors"])
-    description["GeneratedBy"] = [
-        {"Name": "sbir-study", "Version": toolkit_version(), "Description": generated_by}
-    ]
-    return description
+    return bids.dataset_description(
+        dataset.get("Name") or "sbir-study rating sessions",
+        {"Name": "sbir-study", "Version": toolkit_version(), "Description": generated_by},
+        dataset.get("Authors") or (),
+    )
 
 
 def _start_dataset(
@@ -402,9 +396,9 @@ def _start_dataset(
     root.mkdir(parents=True, exist_ok=True)
     if not (root / "dataset_description.json").exists():
         description = dataset_description(dataset, "sbir-study run")
-        atomic_write(root / "dataset_description.json", json.dumps(description, indent=2) + "\n")
+        bids.write_json(root / "dataset_description.json", description, in_place=True)
     if not (root / "README").exists():
-        atomic_write(root / "README", _README)
+        bids.write_text(root / "README", _README, in_place=True)
     participants = root / "participants.tsv"
     table = _read_participants(participants)
     if table is None:
@@ -419,9 +413,7 @@ def _start_dataset(
         first = ["participant_id", *(["source_id"] if "source_id" in table.columns else [])]
         known = [c for c in DETAILS if c in table.columns]
         others = [c for c in table.columns if c not in first and c not in DETAILS]
-        table = table[[*first, *others, *known]]
-        text = table.fillna("n/a").to_csv(sep="\t", index=False, lineterminator="\n")
-        atomic_write(participants, text)
+        bids.write_tsv(participants, table[[*first, *others, *known]], in_place=True)
     sidecar = root / "participants.json"
     described = {}
     if sidecar.exists():
@@ -436,7 +428,7 @@ def _start_dataset(
     }
     missing = {k: v for k, v in wanted.items() if k not in described}
     if missing or not sidecar.exists():
-        atomic_write(sidecar, json.dumps({**described, **missing}, indent=2) + "\n")
+        bids.write_json(sidecar, {**described, **missing}, in_place=True)
 
 
 def _resume(path: Path, session: Mapping, order: list) -> tuple[dict, int]:

@@ -236,9 +236,9 @@ def write_dataset(
         if resumed:
             at = group.set_index("trial")["received_at"]
             sidecar["Resumed"] = [{"At": _iso(at[t]), "FromTrial": t} for t in resumed]
-        _write_json(path.with_suffix(".json"), sidecar)
+        bids.write_json(path.with_suffix(".json"), sidecar)
         final = json.loads(session["final_events"]) if session["final_events"] else None
-        _write_text(key_log_path(path), _tsv(key_log(group, final)))
+        bids.write_text(key_log_path(path), _tsv(key_log(group, final)))
         n_trials += len(group)
         complete += session["status"] == "complete"
     dataset = protocol.get("dataset", {})
@@ -251,8 +251,8 @@ def write_dataset(
     description = dataset_description(
         {"Name": dataset.get("name"), "Authors": dataset.get("authors")}, _GENERATED_BY
     )
-    _write_json(root / "dataset_description.json", description)
-    _write_text(root / "README", _README)
+    bids.write_json(root / "dataset_description.json", description)
+    bids.write_text(root / "README", _README)
     participants = pd.DataFrame(people, columns=["participant_id", "source_id", "status", *DETAILS])
     described = {
         "participant_id": {"Description": "Participant label (sub-<label>)."},
@@ -268,11 +268,7 @@ def write_dataset(
         table, descriptions = _copy_lab(Path(lab), root, set(participants["participant_id"]))
         participants = pd.concat([participants, table], ignore_index=True)
         described = {**descriptions, **described}
-    _write_text(
-        root / "participants.tsv",
-        participants.to_csv(sep="\t", index=False, na_rep="n/a", lineterminator="\n"),
-    )
-    _write_json(root / "participants.json", described)
+    bids.write_participants(root, participants, described)
     n_people = len(participants) - empty
     return ExportSummary(root, study["name"], n_people, n_trials, complete, empty)
 
@@ -416,7 +412,7 @@ def _copy_lab(lab: Path, root: Path, taken: set[str]):
         for path in sorted(folder.rglob("*")):
             if path.is_file():
                 relative = path.relative_to(lab).as_posix()
-                _write_text(root / relative, path.read_text(encoding="utf-8"))
+                bids.write_text(root / relative, path.read_text(encoding="utf-8"))
         # The session's key log (and any line a crash cut off), byte for byte.
         for path in sorted((lab / "sourcedata" / label).rglob("*")):
             if path.is_file():
@@ -468,7 +464,7 @@ def _write(path: Path, table: pd.DataFrame) -> None:
                 value = int(value)
             cells.append(format_cell(value))
         lines.append("\t".join(cells))
-    _write_text(path, "\n".join(lines) + "\n")
+    bids.write_text(path, "\n".join(lines) + "\n")
 
 
 def _sidecar(study: Mapping, protocol: dict, session: Mapping, n_stored: int) -> dict:
@@ -535,14 +531,6 @@ def _iso(epoch: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(epoch))
 
 
-def _write_text(path: Path, text: str) -> None:
-    _write_bytes(path, text.encode("utf-8"))
-
-
 def _write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)  # flushed to disk with the rest when moved into place
-
-
-def _write_json(path: Path, content) -> None:
-    _write_text(path, json.dumps(content, indent=2) + "\n")

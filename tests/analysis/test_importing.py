@@ -1,6 +1,7 @@
-"""Ratings from other tools (sbir_study.analysis.importing): the parsing decisions (separator,
-decimal comma, column mapping, keys) by property, and each format's round trip, the imported
-dataset's ratings compared with the source read independently with pandas."""
+"""Ratings from other tools (sbir_study.analysis.importers): the parsing decisions (separator,
+decimal comma) by property, and each format's round trip, the imported dataset's ratings
+compared with the source read independently with pandas. The option parsers (--columns,
+--keys, --select, --answers) are tested in tests/cli/test_import_options.py."""
 
 from __future__ import annotations
 
@@ -18,31 +19,26 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sbir_study.analysis import load_ratings
-from sbir_study.analysis.importing import (
-    IMPORT_COLUMNS,
-    SEPARATORS,
+from sbir_study.analysis.importers import (
     ImportedRatingsWarning,
-    answer_rating,
-    decode_text,
-    parse_answers,
-    parse_columns,
-    parse_keys,
-    parse_number,
-    parse_select,
     read_jspsych,
     read_long_table,
     read_psychopy,
     read_wide,
     read_wide_mapping,
-    sniff_separator,
-    stimulus_paths,
     write_imported_dataset,
 )
+from sbir_study.analysis.importers.cells import parse_number
+from sbir_study.analysis.importers.delimited import SEPARATORS, decode_text, sniff_separator
+from sbir_study.analysis.importers.jspsych import stimulus_paths
+from sbir_study.analysis.importers.wide import answer_rating
 from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.scale import Scale
 
 DATA = Path(__file__).parents[1] / "data"
 EXAMPLES = Path(__file__).parents[2] / "docs" / "examples"
+#: The keys 1..7 for the points of the paper's scale.
+_KEYS7 = {str(point): point for point in range(1, 8)}
 
 # Cells that hold none of the candidate separators, nor quotes.
 _PLAIN = st.text(alphabet=string.ascii_letters + string.digits + " .-_", min_size=1, max_size=8)
@@ -119,53 +115,6 @@ def test_a_number_with_a_thousands_separator_or_the_other_mark_is_refused(cell, 
         parse_number(cell, decimal=decimal)
 
 
-_SOURCE_NAME = (
-    st.text(alphabet=string.ascii_letters + string.digits + " ._-ä", min_size=1, max_size=12)
-    .map(str.strip)
-    .filter(bool)
-)
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.dictionaries(st.sampled_from(IMPORT_COLUMNS), _SOURCE_NAME))
-def test_a_column_mapping_reads_back_as_written(mapping):
-    text = ",".join(f"{target}={source}" for target, source in mapping.items())
-    assert parse_columns(text) == mapping
-    spaced = " , ".join(f" {target} = {source} " for target, source in mapping.items())
-    assert parse_columns(spaced) == mapping
-
-
-@pytest.mark.parametrize(
-    "text, message",
-    [
-        ("participant=A,participant=B", "'participant' is mapped twice"),
-        ("particpant=A", "did you mean 'participant'?"),
-        ("rating", "expected COLUMN=SOURCE"),
-        ("rating=", "expected COLUMN=SOURCE"),
-    ],
-)
-def test_a_bad_column_mapping_is_refused_in_one_line(text, message):
-    with pytest.raises(InputError, match=message):
-        parse_columns(text)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.integers(2, 9), st.booleans(), st.data())
-def test_keys_map_to_the_scale_s_points_low_end_first(k, high_best, data):
-    scale = Scale(1, k, "high" if high_best else "low")
-    keys = data.draw(
-        st.lists(
-            st.text(alphabet=string.ascii_lowercase + string.digits + "_", min_size=1, max_size=6),
-            min_size=k,
-            max_size=k,
-            unique=True,
-        )
-    )
-    assert parse_keys(",".join(keys), scale) == dict(zip(keys, range(1, k + 1), strict=True))
-    with pytest.raises(InputError, match=f"expected {k} keys"):
-        parse_keys(",".join(keys[:-1]), scale)
-
-
 # --- long tables: a round trip per encoding and dialect ---------------------------------------
 
 _IDS = ["P-7", "R_3kVq9x", "Jürgen", "01", "1a"]
@@ -227,7 +176,13 @@ def _same_ratings(imported: pd.DataFrame, source: pd.DataFrame) -> None:
     np.testing.assert_allclose(merged["rt"], merged["rt_source"], rtol=0, atol=1e-9)
 
 
-MAPPING = parse_columns("participant=Subject,sketch_id=Sketch,image_id=Image,rating=Response,rt=RT")
+MAPPING = {
+    "participant": "Subject",
+    "sketch_id": "Sketch",
+    "image_id": "Image",
+    "rating": "Response",
+    "rt": "RT",
+}
 
 
 @pytest.mark.parametrize(
@@ -331,7 +286,7 @@ def test_the_sidecar_records_the_sources_sha256_and_the_mapping(tmp_path):
 def test_a_bad_long_table_is_one_line_naming_file_line_and_column(tmp_path, content, fragments):
     path = tmp_path / "bad.csv"
     path.write_text(content, encoding="utf-8")
-    mapping = parse_columns("participant=Subject,sketch_id=Sketch,image_id=Image,rating=Response")
+    mapping = {k: v for k, v in MAPPING.items() if k != "rt"}
     with pytest.raises(InputError) as error:
         imported = read_long_table([path], columns=mapping, sep=";")
         write_imported_dataset(imported, tmp_path / "data", inputs=[path])
@@ -379,8 +334,8 @@ def test_a_psychopy_builder_file_round_trips_the_last_press_rating(tmp_path):
     scale = Scale(1, 5)
     imported = read_psychopy(
         [path],
-        keys=parse_keys("1,2,3,4,5", scale),
-        columns=parse_columns("sketch_id=sketch,image_id=image"),
+        keys={"1": 1, "2": 2, "3": 3, "4": 4, "5": 5},
+        columns={"sketch_id": "sketch", "image_id": "image"},
         scale=scale,
     )
     write_imported_dataset(imported, tmp_path / "data", scale=scale, inputs=[path])
@@ -416,7 +371,7 @@ def test_psychopy_keys_of_a_protocol_map_letters_to_the_scale(tmp_path):
         "s1,a,d,0.5,7,\ns1,b,\"['a', 'g']\",\"[0.3, 0.9]\",7,\n"
     )
     scale = Scale(1, 5, "high")
-    imported = read_psychopy([path], keys=parse_keys("a,s,d,f,g", scale), scale=scale)
+    imported = read_psychopy([path], keys={"a": 1, "s": 2, "d": 3, "f": 4, "g": 5}, scale=scale)
     assert imported.ratings["rating"].tolist() == [3, 5]
     assert imported.ratings["n_presses"].tolist() == [1, 2]
 
@@ -436,13 +391,12 @@ def test_a_bad_psychopy_cell_names_file_line_and_column(tmp_path, keys_cell, rt_
         f"s1,a,1,0.4,7\ns1,b,{keys_cell},{rt_cell},7\n"
     )
     with pytest.raises(InputError, match=rf"builder.csv: line 3: {fragment}"):
-        read_psychopy([path], keys=parse_keys("1,2,3,4,5,6,7", Scale()))
+        read_psychopy([path], keys=_KEYS7)
 
 
 # --- jsPsych ----------------------------------------------------------------------------------
 
-_KEYS7 = parse_keys("1,2,3,4,5,6,7", Scale())
-_EXAMPLE_FIELDS = parse_columns("participant=subject_id,sketch_id=sketch,image_id=image")
+_EXAMPLE_FIELDS = {"participant": "subject_id", "sketch_id": "sketch", "image_id": "image"}
 
 
 def _jspsych_expected(trials: list[dict]) -> pd.DataFrame:
@@ -592,7 +546,6 @@ def test_any_address_ending_in_a_set_s_path_names_that_file(row, prefix, suffix,
 
 
 def test_jspsych_keys_are_found_in_lower_case_as_jspsych_records_them(tmp_path):
-    scale = Scale(1, 2, "high")
     path = _write_json(
         tmp_path / "p.json",
         [
@@ -600,7 +553,7 @@ def test_jspsych_keys_are_found_in_lower_case_as_jspsych_records_them(tmp_path):
             _trial("images/cat/c3.jpg", response="ArrowLeft", kind="image-keyboard-response"),
         ],
     )
-    keys = parse_keys("ArrowLeft,ArrowRight", scale)
+    keys = dict(zip(["ArrowLeft", "ArrowRight"], Scale(1, 2, "high").points, strict=True))
     ratings = read_jspsych([path], keys=keys, manifest=_MANIFEST).ratings
     assert ratings["rating"].tolist() == [2, 1]
 
@@ -682,9 +635,7 @@ def test_jspsych_select_names_the_rating_trials(tmp_path):
         _trial(_pair_html("sketches/cat.png", "images/cat/c3.jpg"), task="rating"),
     ]
     path = _write_json(tmp_path / "p.json", trials)
-    imported = read_jspsych(
-        [path], keys=_KEYS7, manifest=_MANIFEST, select=parse_select("task=rating")
-    )
+    imported = read_jspsych([path], keys=_KEYS7, manifest=_MANIFEST, select={"task": "rating"})
     assert imported.ratings["image_id"].tolist() == ["c3"]
     assert imported.settings["Select"] == {"task": "rating"}
 
@@ -747,7 +698,7 @@ def test_google_forms_and_limesurvey_exports_round_trip(tmp_path):
     )
     path = tmp_path / "forms.csv"
     forms.to_csv(path, index=False)
-    answers = parse_answers("Very similar=1,Similar=2,Not similar=3", Scale(1, 3))
+    answers = {"Very similar": 1, "Similar": 2, "Not similar": 3}
     imported = read_wide([path], mapping=mapping, answers=answers, scale=Scale(1, 3))
     assert imported.settings["QualtricsHeaders"] == {str(path): False}
     got = imported.ratings.set_index(["participant", "sketch_id", "image_id"])["rating"]
@@ -912,17 +863,3 @@ def test_a_bad_wide_export_is_one_line_naming_file_line_and_column(
     assert "\n" not in message
     for fragment in fragments:
         assert fragment in message, message
-
-
-@pytest.mark.parametrize(
-    "text, fragment",
-    [
-        ("Best=1,Best=2", "label 'Best' is given twice"),
-        ("Best=8", "'Best' is given 8; expected a rating 1..7"),
-        ("Best", "expected LABEL=RATING"),
-        ("Best=one", "expected LABEL=RATING"),
-    ],
-)
-def test_a_bad_answers_mapping_is_refused_in_one_line(text, fragment):
-    with pytest.raises(InputError, match=fragment):
-        parse_answers(text, Scale())

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sbir_study.cli import build_parser
-from sbir_study.cli.common import HelpFormatter
+from sbir_study.cli.common import Parser
 from tests.helpers import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,10 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _commands(parser, name="sbir-study"):
     yield name, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub, subparser in action.choices.items():
-                yield from _commands(subparser, f"{name} {sub}")
+    if parser.subcommands is not None:
+        for sub, subparser in parser.subcommands.choices.items():
+            yield from _commands(subparser, f"{name} {sub}")
 
 
 COMMANDS = dict(_commands(build_parser()))
@@ -77,7 +76,7 @@ def test_power_help_prints_95_percent():
 )
 def test_any_default_is_shown_as_typed(default):
     # Whatever the default (a % in it included), the help line shows it and nothing breaks.
-    parser = argparse.ArgumentParser(formatter_class=HelpFormatter, add_help=False)
+    parser = Parser(add_help=False)
     action = parser.add_argument("--option", default=default, help="an option")
     shown = parser._get_formatter()._expand_help(action)
     typed = ",".join(map(str, default)) if isinstance(default, tuple) else str(default)

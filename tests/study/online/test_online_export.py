@@ -340,7 +340,7 @@ def test_an_interrupted_export_leaves_the_previous_one_whole(tmp_path, online_se
     before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     fill(client, "d2")
     calls = {"n": 0}
-    original = export._write_text
+    original = export.bids.write_text
 
     def failing(*args, **kwargs):
         calls["n"] += 1
@@ -348,7 +348,7 @@ def test_an_interrupted_export_leaves_the_previous_one_whole(tmp_path, online_se
             raise KeyboardInterrupt  # as Ctrl-C half-way through
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(export, "_write_text", failing)
+    monkeypatch.setattr(export.bids, "write_text", failing)
     with pytest.raises(KeyboardInterrupt):
         export.export_online(db, out, overwrite=True)
     after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}

@@ -1,0 +1,164 @@
+"""Long tables: one row per rated pair, from a spreadsheet, R, SPSS or a survey's long export.
+
+``sbir-study import table`` (``docs/formats.md``, "Ratings collected elsewhere").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.scale import PAPER_SCALE, Scale
+
+from .cells import (
+    IMPORT_COLUMNS,
+    REQUIRED_COLUMNS,
+    cell_error,
+    check_ids,
+    decimal_of,
+    find_columns,
+    numbers,
+    rt_factor,
+    scale_ratings,
+)
+from .dataset import ImportedRatings
+from .delimited import SourceTable, read_delimited
+
+__all__ = ["read_long_table"]
+
+
+def read_long_table(
+    paths: Sequence[str | Path],
+    *,
+    columns: Mapping[str, str] | None = None,
+    sep: str | None = None,
+    encoding: str | None = None,
+    decimal: str | None = None,
+    rt_unit: str = "s",
+    scale: Scale = PAPER_SCALE,
+) -> ImportedRatings:
+    """Read long tables: one row per rated pair, columns named by ``columns``.
+
+    Parameters
+    ----------
+    paths
+        One or more files, each with a header naming the same columns.
+    columns
+        Column of the ratings table -> the source's column (``sbir-study import``'s
+        ``--columns``). A column not mapped is found by its own name in any case
+        (``participant`` also as ``participant_id``, ``subject``, ``subject_id``);
+        ``participant``, ``sketch_id``, ``image_id`` and ``rating`` must be found,
+        ``rt``, ``phase``, ``trial`` and ``anchor_rating`` are read when they are.
+    sep
+        The field separator; None sniffs it
+        (:func:`~sbir_study.analysis.importers.delimited.sniff_separator`).
+    encoding
+        The text encoding of a file without a byte-order mark (default UTF-8).
+    decimal
+        ``"."`` or ``","``; None: ``","`` when a number cell of a table that is not
+        comma-separated has a decimal comma.
+    rt_unit
+        ``"s"`` or ``"ms"``: the unit of the ``rt`` column (written in seconds).
+    scale
+        The rating scale; a rating off it is refused naming its line.
+
+    Returns
+    -------
+    ImportedRatings
+        With a row's ``trial`` its own column when mapped, else its place among
+        the participant's rows in the file (from 1); ``phase`` ``main`` unless
+        mapped. An R row-names column (the first, with an empty name) is left out.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "export.csv"
+    >>> _ = path.write_text("Subject;Sketch;Image;Response;RT\\nP-7;s1;a;3;0,734\\n")
+    >>> found = read_long_table([path], columns={"participant": "Subject",
+    ...     "sketch_id": "Sketch", "image_id": "Image", "rating": "Response"})
+    >>> found.ratings[["participant", "sketch_id", "rating", "rt"]]
+      participant sketch_id  rating     rt
+    0         P-7        s1       3  0.734
+    >>> found.settings["Separator"], found.settings["Decimal"]
+    (';', ',')
+    """
+    columns = dict(columns or {})
+    factor = rt_factor(rt_unit)
+    frames: list[pd.DataFrame] = []
+    sources: dict[str, str] = {}
+    encodings: dict[str, str] = {}
+    settings: dict[str, object] = {}
+    for path in paths:
+        table = read_delimited(
+            Path(path), sep=sep, encoding=encoding, expected=list(columns.values())
+        )
+        found = find_columns(table, columns, IMPORT_COLUMNS, REQUIRED_COLUMNS)
+        if settings and found != settings["Columns"]:
+            raise InputError(
+                f"{path}: line 1: its columns differ from those of the first file; "
+                "expected files of one table"
+            )
+        number_columns = [found[c] for c in ("rating", "rt", "anchor_rating") if c in found]
+        mark = decimal_of(table, number_columns, decimal)
+        frame = _rows(table, found, mark, factor, scale)
+        frame["_source"] = str(path)
+        frame["_line"] = table.lines
+        frames.append(frame)
+        sources[str(path)] = table.sha256
+        encodings[str(path)] = table.encoding
+        if not settings:  # the first file's decisions, as every sidecar records them
+            settings = {
+                "Format": "long table",
+                "Columns": found,
+                "Separator": table.sep,
+                "Encoding": encodings,
+                "Decimal": mark,
+                "RtUnit": rt_unit,
+            }
+    ratings = pd.concat(frames, ignore_index=True)
+    if "trial" not in ratings:
+        ratings["trial"] = ratings.groupby(["_source", "participant"], sort=False).cumcount() + 1
+    return ImportedRatings(ratings, sources, settings)
+
+
+def _rows(
+    table: SourceTable, found: Mapping[str, str], mark: str, factor: float, scale: Scale
+) -> pd.DataFrame:
+    """One file's rows as rows of the ratings table, its cells checked (``found``: the
+    source column of each column; ``mark`` the decimal mark; ``factor`` seconds per unit
+    of its response times)."""
+    frame = pd.DataFrame(
+        {
+            target: table.frame[found[target]].astype(str).str.strip()
+            for target in ("participant", "sketch_id", "image_id")
+        }
+    )
+    for target in ("sketch_id", "image_id"):
+        check_ids(table, frame[target], found[target])
+    point = f"a rating {scale.low}..{scale.high} or a missing value"
+    for target in ("rating", "anchor_rating"):
+        if target in found:
+            values = numbers(table, found[target], mark, point)
+            frame[target] = scale_ratings(table, found[target], values, scale)
+    frame["rt"] = _times(table, found["rt"], mark, factor) if "rt" in found else np.nan
+    frame["phase"] = (
+        table.frame[found["phase"]].astype(str).str.strip() if "phase" in found else "main"
+    )
+    if "trial" in found:
+        frame["trial"] = table.frame[found["trial"]].astype(str).str.strip()
+    return frame
+
+
+def _times(table: SourceTable, column: str, mark: str, factor: float) -> np.ndarray:
+    """The response times of ``column`` in seconds (NaN where missing), none below 0."""
+    times = numbers(table, column, mark, "a time or a missing value") * factor
+    if (times < 0).any():
+        row = int(np.argmax(times < 0))
+        raise cell_error(
+            table, row, column, "a time of 0 or more", str(table.frame[column].iloc[row])
+        )
+    return times
