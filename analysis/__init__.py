@@ -21,6 +21,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "catch",
         "consensus",
         "corrections",
+        "cube",
         "distribution",
         "exclusion",
         "figures",
@@ -29,11 +30,13 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "orientation",
         "pipeline",
         "power",
+        "rating_files",
         "ratings",
         "reliability",
         "report",
         "significance",
         "simulate",
+        "validation",
         "retrieval",
     ],
     submod_attrs={
@@ -64,6 +67,10 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "corrections": [
             "benjamini_hochberg_count",
             "holm_adjusted",
+        ],
+        "cube": [
+            "RatingCube",
+            "rating_cube",
         ],
         "distribution": [
             "binned_medians",
@@ -102,15 +109,9 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "analyze_ratings",
         ],
         "ratings": [
-            "PHASES",
-            "RATING_COLUMNS",
             "Provenance",
-            "RatingCube",
-            "RatingsWarning",
             "SourceFile",
             "load_ratings",
-            "rating_cube",
-            "validate_ratings",
         ],
         "reliability": [
             "intraclass_correlations",
@@ -128,6 +129,12 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "StudyDesign",
             "simulate_study",
             "write_simulated_dataset",
+        ],
+        "validation": [
+            "PHASES",
+            "RATING_COLUMNS",
+            "RatingsWarning",
+            "validate_ratings",
         ],
     },
 )

@@ -27,9 +27,9 @@ from sbir_study.foundation.checks import InputError, check_option, check_whole_n
 from sbir_study.foundation.scale import Scale
 
 from . import _kernels
+from .cube import RatingCube, main_phase_cube
 from .limits import PERMUTATION_RATERS_LIMIT
 from .orientation import ratings_scale
-from .ratings import RatingCube, main_phase_cube
 
 __all__ = [
     "AGREEMENT_COLUMNS",
@@ -562,7 +562,7 @@ def inter_user_tau_pairs(
     A pair whose test is undefined has NaN for tau_b and p-value and its
     ``reason`` (:func:`undefined_tau_reasons`); ``reason`` is "" for the others.
 
-    ``cube``: see :func:`~sbir_study.analysis.ratings.main_phase_cube`.
+    ``cube``: see :func:`~sbir_study.analysis.cube.main_phase_cube`.
 
     Examples
     --------
@@ -666,7 +666,7 @@ def _empty_pairwise() -> pd.DataFrame:
 def kendall_w_by_sketch(ratings: pd.DataFrame, *, cube: RatingCube | None = None) -> pd.DataFrame:
     """Kendall's W for every sketch of the main phase.
 
-    ``cube``: see :func:`~sbir_study.analysis.ratings.main_phase_cube`.
+    ``cube``: see :func:`~sbir_study.analysis.cube.main_phase_cube`.
 
     Returns
     -------
@@ -762,7 +762,7 @@ def agreement_by_sketch(
     confidence_level : float
         Confidence level of each alpha's interval.
     cube : RatingCube, optional
-        See :func:`~sbir_study.analysis.ratings.main_phase_cube`.
+        See :func:`~sbir_study.analysis.cube.main_phase_cube`.
     scale : Scale, optional
         The ratings' scale (default: :func:`~sbir_study.analysis.orientation.ratings_scale`
         of ``ratings``): its points are the values alpha's metric is over.

@@ -9,8 +9,9 @@ import pandas as pd
 
 from sbir_study.foundation.scale import Scale
 
+from .cube import RatingCube, main_phase_cube
 from .orientation import ratings_scale
-from .ratings import PHASES, RatingCube, main_phase_cube
+from .validation import PHASES
 
 __all__ = ["binned_medians", "box_summary", "rating_distribution"]
 
@@ -30,7 +31,7 @@ def binned_medians(
         A validated ratings table; the main phase is used and missing ratings
         are left out.
     cube : RatingCube, optional
-        See :func:`~sbir_study.analysis.ratings.main_phase_cube`.
+        See :func:`~sbir_study.analysis.cube.main_phase_cube`.
     scale : Scale, optional
         The ratings' scale (default: :func:`~sbir_study.analysis.orientation.ratings_scale`
         of ``ratings``); its points are the bins. The ratings are read as they

@@ -84,7 +84,7 @@ from sbir_study.foundation.tables import (
     read_rows,
 )
 
-from .ratings import validate_ratings
+from .validation import validate_ratings
 
 __all__ = [
     "IMPORT_COLUMNS",

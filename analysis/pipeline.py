@@ -31,18 +31,11 @@ from .consensus import (
     write_binary_qrels,
     write_qrels,
 )
+from .cube import RatingCube, rating_cube
 from .distribution import binned_medians, box_summary, linear_quantiles, rating_distribution
 from .limits import PAIRWISE_FULL_ROWS, PAIRWISE_MODES, PAIRWISE_RATERS
 from .orientation import in_paper_orientation, ratings_scale
-from .ratings import (
-    ORIGINS,
-    RATING_COLUMNS,
-    Provenance,
-    RatingCube,
-    check_text_labels,
-    participant_origins,
-    rating_cube,
-)
+from .ratings import ORIGINS, Provenance, participant_origins
 from .report import (
     counted,
     participant_count,
@@ -53,6 +46,7 @@ from .report import (
     write_report,
 )
 from .significance import summarize_family
+from .validation import RATING_COLUMNS, check_text_labels
 
 __all__ = [
     "N_EXTREMES",
@@ -439,7 +433,7 @@ def participant_table(
     ``n_sketches_complete`` those they rated every image of (the sketches whose
     Kendall's W they enter); the medians are over the sketches of
     :func:`~sbir_study.analysis.consensus.participant_vs_consensus`. ``cube`` is the
-    :func:`~sbir_study.analysis.ratings.rating_cube` of the main phase of
+    :func:`~sbir_study.analysis.cube.rating_cube` of the main phase of
     ``ratings`` when the caller has it already; without it, it is built from
     ``ratings``.
     """

@@ -228,8 +228,8 @@ def raters_for_reliability(
         the pilot's halves do not agree, or the sketch had fewer than 4 raters).
     """
     from . import reliability
+    from .cube import main_phase_cube
     from .orientation import in_paper_orientation
-    from .ratings import main_phase_cube
 
     reliability.raters_needed(target, 0.5)  # the target checked before the work
     cube = main_phase_cube(in_paper_orientation(pilot))

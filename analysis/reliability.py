@@ -11,7 +11,7 @@ of a consensus of any number of raters, and how many it takes to reach a target.
 The intraclass correlations of Shrout & Fleiss (1979), ICC(2,1), ICC(2,k),
 ICC(3,1) and ICC(3,k), with their F tests and 95% intervals, are the numbers a
 reviewer asks for. Everything here reads the main phase as a
-:class:`~sbir_study.analysis.ratings.RatingCube` in the paper's orientation.
+:class:`~sbir_study.analysis.cube.RatingCube` in the paper's orientation.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pandas as pd
 from sbir_study.foundation.checks import InputError, check_whole_number
 
 from . import _kernels
-from .ratings import RatingCube
+from .cube import RatingCube
 
 __all__ = [
     "ICC_TYPES",

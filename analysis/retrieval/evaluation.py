@@ -30,7 +30,7 @@ from sbir_study.foundation.scale import Scale
 
 from .. import _kernels
 from ..consensus import consensus_ground_truth, participant_vs_consensus, write_binary_qrels
-from ..ratings import RatingCube, main_phase_cube, rating_cube
+from ..cube import RatingCube, main_phase_cube, rating_cube
 from .comparison import CORRECTIONS, bootstrap_mean, compare_systems
 from .measures import (
     MEASURES,
@@ -130,7 +130,7 @@ def _ratings_layout(
 ):
     """The main-phase ratings as (sketches, participants, images) aligned with ``truth``,
     after checking that their consensus is the ground truth; ``cube`` is their
-    :func:`~sbir_study.analysis.ratings.main_phase_cube`."""
+    :func:`~sbir_study.analysis.cube.main_phase_cube`."""
     consensus = consensus_ground_truth(ratings).dropna(subset=["mean_rating"])
     mine = truth.table()
     merged = mine.merge(

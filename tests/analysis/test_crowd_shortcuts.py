@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from statsmodels.stats.multitest import multipletests
 
 from sbir_study.analysis import _kernels, agreement, corrections, pipeline, reliability
-from sbir_study.analysis import ratings as ratings_module
+from sbir_study.analysis import cube as cube_module
+from sbir_study.analysis import validation as validation_module
 from sbir_study.foundation.environment import environment_variables
 from sbir_study.foundation.scale import Scale
 from sbir_study.foundation.threads import THREADS_VARIABLE
@@ -48,7 +49,7 @@ def test_labels_from_the_codes_are_the_labels_from_factorize(column):
     stripped = pd.Index(uniques).astype(str).str.strip()
     merged, categories = pd.factorize(stripped, sort=True)
     expected = pd.Categorical.from_codes(merged[codes], categories=categories)
-    got = ratings_module._labels(column)
+    got = validation_module._labels(column)
     assert got.equals(expected)
     assert list(got.categories) == list(expected.categories)
     assert got.categories.dtype == expected.categories.dtype
@@ -69,7 +70,7 @@ def test_an_integer_column_from_its_parts_is_the_astype_column(distinct, data):
         data.draw(st.lists(st.integers(0, len(values) - 1), max_size=25)), dtype=np.intp
     )
     index = pd.RangeIndex(len(codes))
-    column = ratings_module._Distinct(codes, np.array([], dtype=object), values, np.array([]))
+    column = validation_module._Distinct(codes, np.array([], dtype=object), values, np.array([]))
     # Oracle: pandas' own conversion of the spread floats (which refuses what int64 cannot hold).
     try:
         expected = pd.Series(values[codes], index=index).astype("Int64")
@@ -359,7 +360,7 @@ def test_sorted_cells_from_the_codes_are_factorize_sorted(column, shuffled):
         column = column.cat.reorder_categories(column.cat.categories[::-1])
     # Oracle: pandas' factorize with its distinct cells sorted (the code before the shortcut).
     codes, distinct = pd.factorize(column, sort=True)
-    got_codes, got_distinct = ratings_module._sorted_cells(column)
+    got_codes, got_distinct = cube_module._sorted_cells(column)
     np.testing.assert_array_equal(got_codes, codes)
     assert got_codes.dtype == np.intp
     assert got_distinct.dtype == object

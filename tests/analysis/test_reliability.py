@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from sbir_study.analysis import _kernels, reliability
-from sbir_study.analysis.ratings import RatingCube
+from sbir_study.analysis.cube import RatingCube
 from sbir_study.foundation.checks import InputError
 
 
