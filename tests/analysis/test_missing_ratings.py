@@ -18,12 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sbir_study.analysis import kendall_w, kendall_w_by_sketch, validate_ratings
-from sbir_study.analysis.agreement import (
+from sbir_study.analysis.agreement import krippendorff_alpha, skillings_mack
+from sbir_study.analysis.agreement_tables import (
     AGREEMENT_COLUMNS,
     agreement_by_sketch,
-    krippendorff_alpha,
     krippendorff_alpha_overall,
-    skillings_mack,
 )
 from sbir_study.foundation.checks import InputError
 from tests.helpers import DATA
@@ -93,7 +92,7 @@ def test_each_bootstrap_resample_is_alpha_of_the_drawn_units():
     # The bootstrap reweights the units' coincidences; the same draw, given to the
     # package as a matrix with the drawn units as columns (repeats included), must
     # give the same alpha.
-    from sbir_study.analysis import _kernels
+    from sbir_study.analysis import _agreement_kernels as _kernels
     from sbir_study.analysis.agreement import _value_counts
 
     rng = np.random.default_rng(5)
