@@ -23,7 +23,7 @@ from sbir_study.foundation.outputs import output_folder
 from sbir_study.foundation.provenance import software_versions
 
 from . import _kernels
-from .agreement import agreement_by_sketch, alpha_at_levels, inter_user_tau_pairs
+from .agreement_tables import agreement_by_sketch, alpha_at_levels, inter_user_tau_pairs
 from .consensus import (
     anchoring_consistency,
     consensus_ground_truth,

@@ -6,8 +6,8 @@ import pytest
 
 from sbir_study.analysis import (
     AnalysisOptions,
-    agreement,
     agreement_by_sketch,
+    agreement_tables,
     analyze_ratings,
     binned_medians,
     consensus,
@@ -83,7 +83,7 @@ def test_analyze_builds_the_cube_of_the_main_phase_once(trials, tmp_path, monkey
 
     # raising=False: a module that builds its cube through cube.main_phase_cube holds no
     # rating_cube of its own, and one that imports it later is counted all the same.
-    for module in (agreement, consensus, distribution, pipeline, cube_module):
+    for module in (agreement_tables, consensus, distribution, pipeline, cube_module):
         monkeypatch.setattr(module, "rating_cube", counted, raising=False)
     analyze_ratings(
         trials, tmp_path / "out", AnalysisOptions(bootstrap=20, permutations=20), figures=False
