@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from sbir_study.foundation.scale import Scale
 
@@ -139,7 +141,11 @@ def rating_distribution(ratings: pd.DataFrame, *, scale: Scale | None = None) ->
 
 
 def box_summary(
-    values, *, whis: float = 1.5, max_fliers: int | None = None, quartiles=None
+    values: ArrayLike,
+    *,
+    whis: float = 1.5,
+    max_fliers: int | None = None,
+    quartiles: Sequence[float] | None = None,
 ) -> dict:
     """The numbers a Tukey box plot draws, for the finite entries of ``values``.
 
@@ -205,7 +211,9 @@ _HISTOGRAM_FROM = 100_000
 _HISTOGRAM_BINS = 1 << 16
 
 
-def linear_quantiles(values, q, *, histogram_from: int = _HISTOGRAM_FROM) -> np.ndarray:
+def linear_quantiles(
+    values: ArrayLike, q: ArrayLike, *, histogram_from: int = _HISTOGRAM_FROM
+) -> np.ndarray:
     """``np.quantile(values, q)`` (method ``"linear"``), bit for bit, faster for many values.
 
     numpy partitions the values around each order statistic it needs, several passes over
