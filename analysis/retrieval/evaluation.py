@@ -130,7 +130,7 @@ def _ratings_layout(
 ):
     """The main-phase ratings as (sketches, participants, images) aligned with ``truth``,
     after checking that their consensus is the ground truth; ``cube`` is their
-    :func:`~sbir_study.analysis.cube.main_phase_cube`."""
+    :func:`~sbir_study.analysis.ratings.main_phase_cube`."""
     consensus = consensus_ground_truth(ratings).dropna(subset=["mean_rating"])
     mine = truth.table()
     merged = mine.merge(
