@@ -3,8 +3,8 @@
 The public functions in :mod:`sbir_study.analysis.agreement` validate their input and call
 these. Everything here takes plain float arrays in which NaN marks a missing
 value, and follows scipy.stats term for term so that the results agree with
-``scipy.stats.kendalltau(method="asymptotic")`` and ``scipy.stats.rankdata`` (the tests
-check it, bit for bit).
+``scipy.stats.kendalltau(method="asymptotic")`` and ``scipy.stats.rankdata`` to
+rounding error (the tests check it).
 
 Only ``scipy.special`` is imported, not ``scipy.stats``: ``analyze`` does not import
 ``scipy.stats``, whose import is a large part of a paper-size analysis
