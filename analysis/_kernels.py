@@ -1,4 +1,4 @@
-"""Vectorised numeric kernels for the rank statistics (private).
+"""Vectorised numeric kernels of Kendall's tau_b and of ranks (private).
 
 The public functions in :mod:`sbir_study.analysis.agreement` validate their input and call
 these. Everything here takes plain float arrays in which NaN marks a missing
@@ -6,8 +6,9 @@ value, and follows scipy.stats term for term so that the results agree with
 ``scipy.stats.kendalltau(method="asymptotic")`` and ``scipy.stats.rankdata`` to
 rounding error (the tests check it).
 
-Only ``scipy.special`` is imported: importing ``scipy.stats`` costs about a
-second, half the time budget of a whole paper-size analysis.
+Only ``scipy.special`` is imported, not ``scipy.stats``: ``analyze`` does not import
+``scipy.stats``, whose import is a large part of a paper-size analysis
+(``benchmarks/RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -16,22 +17,29 @@ import collections
 import contextlib
 import functools
 import os
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from scipy import special
 
 from sbir_study.foundation.threads import THREADS_VARIABLE, threads
 
+if TYPE_CHECKING:
+    from threadpoolctl import ThreadpoolController
+
 ALTERNATIVES = ("greater", "two-sided", "less")
+_Result = TypeVar("_Result")
+#: Tie terms of one side: sum t(t-1)/2, sum t(t-1)(t-2), sum t(t-1)(2t+5).
+_Ties = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 # Sign arrays are built in column blocks of about this many bytes, so that the
 # O(raters x items^2) intermediate of the pairwise kernel stays bounded.
 _BLOCK_BYTES = 64 * 2**20
 # Rater pairs per block of the pairwise kernel: its twenty block-sized arrays stay
-# within about 25 MiB at any number of raters, and a block's rectangle has few pairs
-# below its diagonal (computed and left).
+# bounded at any number of raters, and a block's rectangle has few pairs below its
+# diagonal (computed and left).
 _PAIR_CELLS = 1 << 18
 
 
@@ -42,39 +50,6 @@ def normal_pvalue(z: np.ndarray, alternative: str) -> np.ndarray:
     if alternative == "less":
         return special.ndtr(z)
     return 2.0 * special.ndtr(-np.abs(z))
-
-
-def f_sf(x, dfn, dfd) -> np.ndarray:
-    """The F distribution's survival function, as ``scipy.stats.f.sf(x, dfn, dfd)``.
-
-    ``scipy.special.fdtrc`` inside the support; and as scipy.stats around it: 1 at and
-    below 0, 0 at infinity, NaN for NaN or a degree of freedom not above 0.
-    """
-    x, dfn, dfd = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (x, dfn, dfd)))
-    valid = (dfn > 0) & (dfd > 0)
-    inside = valid & (x > 0) & (x < np.inf)
-    output = np.zeros(x.shape)
-    output[~valid | np.isnan(x)] = np.nan
-    output[valid & (x <= 0)] = 1.0
-    output[inside] = special.fdtrc(dfn[inside], dfd[inside], x[inside])
-    return output[()]
-
-
-def f_ppf(q, dfn, dfd) -> np.ndarray:
-    """The F distribution's quantile function, as ``scipy.stats.f.ppf(q, dfn, dfd)``.
-
-    ``scipy.special.fdtri`` for 0 < q < 1; 0 at q = 0 and infinity at q = 1; NaN for any
-    other q or a degree of freedom not above 0.
-    """
-    q, dfn, dfd = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (q, dfn, dfd)))
-    valid = (dfn > 0) & (dfd > 0)
-    inside = valid & (q > 0) & (q < 1)
-    output = np.full(q.shape, np.nan)
-    output[valid & (q == 0)] = 0.0
-    output[valid & (q == 1)] = np.inf
-    # scipy adds the location, 0, to the quantile: -0.0 comes out as 0.0.
-    output[inside] = special.fdtri(dfn[inside], dfd[inside], q[inside]) + 0.0
-    return output[()]
 
 
 def tie_sums(counts: np.ndarray, axis: int = -1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -91,8 +66,8 @@ def tie_sums(counts: np.ndarray, axis: int = -1) -> tuple[np.ndarray, np.ndarray
 def tau_b_from_counts(
     con_minus_dis: np.ndarray,
     n: np.ndarray,
-    x_ties: tuple[np.ndarray, np.ndarray, np.ndarray],
-    y_ties: tuple[np.ndarray, np.ndarray, np.ndarray],
+    x_ties: _Ties,
+    y_ties: _Ties,
     alternative: str,
 ) -> tuple[np.ndarray, np.ndarray]:
     """tau_b and its normal-approximation p-value from pair counts.
@@ -101,9 +76,9 @@ def tau_b_from_counts(
     undefined (NaN) where fewer than two items are shared or one list is
     constant over them, as scipy returns.
     """
-    x_ties = tuple(np.asarray(term, dtype=np.float64) for term in x_ties)
-    y_ties = tuple(np.asarray(term, dtype=np.float64) for term in y_ties)
-    return _tau_b(con_minus_dis, np.asarray(n, dtype=np.float64), x_ties, y_ties, alternative)
+    x_terms = tuple(np.asarray(term, dtype=np.float64) for term in x_ties)
+    y_terms = tuple(np.asarray(term, dtype=np.float64) for term in y_ties)
+    return _tau_b(con_minus_dis, np.asarray(n, dtype=np.float64), x_terms, y_terms, alternative)
 
 
 def _tau_b(
@@ -175,7 +150,7 @@ def tie_group_sizes(x: np.ndarray) -> np.ndarray:
     Column r of a row is the size of its group of the r-th smallest distinct value
     (:func:`dense_ranks`' rank r); NaN is in no group. From the rows sorted (NaN last):
     each value's place is not needed, only how many share it, so there is no
-    permutation to take and put back (half the time at 10,000 participants).
+    permutation to take and put back.
     """
     rows, cols = x.shape
     xs = np.sort(x, axis=1)
@@ -245,7 +220,9 @@ def _pair_signs(x: np.ndarray, dtype) -> np.ndarray:
     return signs.astype(dtype, copy=False)
 
 
-def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR_CELLS):
+def pairwise_tau_b_blocks(
+    x: np.ndarray, alternative: str, *, cells: int = _PAIR_CELLS
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """tau_b, p-value and shared-item count for every pair a < b of rows of ``x``, in blocks.
 
     Yields ``(a, b, tau, p, n)``: row indices (int32) and the statistics of
@@ -271,7 +248,7 @@ def pairwise_tau_b_blocks(x: np.ndarray, alternative: str, *, cells: int = _PAIR
     ranks = dense_ranks(x)
     by_value = [(ranks == v).astype(dtype) for v in range(int(ranks.max(initial=-1)) + 1)]
     # Over a pair whose other rater gave every item, a rater's tie groups are its own:
-    # products only for the raters with gaps (a third of them at a 1% miss rate).
+    # products only for the raters with gaps.
     own = [
         sum((onehot.sum(axis=1, dtype=np.float64) ** k for onehot in by_value), np.zeros(raters))
         for k in (2, 3)
@@ -357,18 +334,25 @@ def _block_tau_b(
     return _tau_b(con_minus_dis, n, tie_terms(*x_sums), tie_terms(*y_sums), alternative)
 
 
-def in_order(work, jobs, *, weight, threshold: float = 2e6):
+def in_order(
+    work: Callable[..., _Result],
+    jobs: Iterable[tuple],
+    *,
+    weight: Callable[[tuple], float],
+    threshold: float = 2e6,
+) -> Iterator[_Result]:
     """``work(*job)`` for each of ``jobs``, yielded in order, on every core once it pays.
 
     NumPy's array operations and the BLAS products release the interpreter
     lock, so the jobs of a crowd-size study (one sketch each: millions of rater
     pairs) run side by side on threads, one per core, with one job computed
-    ahead per core. When the first job weighs less than ``threshold`` (a
-    paper-sized study, where starting threads costs more than it saves), or on
-    one core or with ``$SBIR_STUDY_THREADS=1`` (:func:`threads`), they run one after the
-    other: the results are the same either way.
-    While threads run, BLAS is held to one thread each, so the cores are not
-    asked for more threads than they have.
+    ahead per core (a job's result is large: no more are held than that). When the
+    first job weighs less than ``threshold`` (a paper-sized study, where starting
+    threads costs more than it saves), or on one core or with
+    ``$SBIR_STUDY_THREADS=1`` (:func:`~sbir_study.foundation.threads.threads`), they
+    run one after the other: the results are the same either way. While threads run,
+    BLAS is held to one thread each, so the cores are not asked for more threads than
+    they have.
     """
     workers = threads()
     jobs = iter(jobs)
@@ -384,7 +368,7 @@ def in_order(work, jobs, *, weight, threshold: float = 2e6):
             for job in jobs:
                 yield work(*job)
         return
-    ahead = collections.deque()
+    ahead: collections.deque[Future[_Result]] = collections.deque()
     with _blas_threads().limit(limits=1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
         try:
             ahead.append(pool.submit(work, *first))
@@ -399,11 +383,12 @@ def in_order(work, jobs, *, weight, threshold: float = 2e6):
                 future.cancel()
 
 
-def _one_blas_thread(cells: int):
-    """BLAS on one thread for a block of ``cells`` pairs: the products with 40 terms per
-    cell are too small for threads to pay, and on a busy machine waiting for them made
-    them 18x slower. Small blocks go as they are: finding the BLAS libraries to limit
-    costs more (about 0.08 s, once) than a paper-sized study's products."""
+def _one_blas_thread(cells: int) -> contextlib.AbstractContextManager[object]:
+    """BLAS on one thread for a block of ``cells`` pairs: the products, with a few dozen
+    terms per cell, are too small for BLAS threads to pay, and on a busy machine waiting
+    for them costs more than the products (``benchmarks/RESULTS.md``). Small blocks go
+    as they are: finding the BLAS libraries to limit costs more, once, than a
+    paper-sized study's products."""
     if cells < _THREAD_LIMIT_CELLS:
         return contextlib.nullcontext()
     return _blas_threads().limit(limits=1, user_api="blas")
@@ -413,7 +398,7 @@ _THREAD_LIMIT_CELLS = 1 << 17
 
 
 @functools.cache
-def _blas_threads():
+def _blas_threads() -> ThreadpoolController:
     from threadpoolctl import ThreadpoolController  # found once: finding the libraries costs
 
     return ThreadpoolController()
@@ -473,7 +458,7 @@ def pairwise_tau_b(x: np.ndarray, alternative: str) -> tuple[np.ndarray, np.ndar
     return tau, pvalue, n_common
 
 
-def _self_counts(x: np.ndarray, own: np.ndarray):
+def _self_counts(x: np.ndarray, own: np.ndarray) -> tuple[np.ndarray, np.ndarray, _Ties, _Ties]:
     """Pair counts of each row against itself, for the diagonal of :func:`pairwise_tau_b`."""
     ties = tie_sums(tie_group_sizes(x))
     n = own.astype(np.float64)
@@ -519,8 +504,7 @@ def paired_rows_tau_b_each(
         for k, y in enumerate(ys):
             sy = _pair_signs(y[part], np.int8)
             # Products of signs are -1, 0 or 1 and their sums whole numbers, exact in int8
-            # and int64: no conversion to floats for a product of row with row (twice as
-            # fast).
+            # and int64: no conversion to floats for a product of row with row.
             con_minus_dis[k, part] = np.multiply(sx, sy, out=sy).sum(axis=1, dtype=np.int64)
 
     x_ties = tie_sums(tie_group_sizes(x))
@@ -531,192 +515,3 @@ def paired_rows_tau_b_each(
         )
         results.append((tau, pvalue, n))
     return results
-
-
-def kendall_w(x: np.ndarray) -> float:
-    """Kendall's W with the tie correction for a complete raters x items array.
-
-    W = 12 S / (m^2 (n^3 - n) - m sum_j T_j), T_j = sum over rater j's tie
-    groups of t^3 - t; NaN where every rater gives one value to all items.
-    """
-    raters, items = x.shape
-    rank_sums = average_ranks(x).sum(axis=0)
-    spread = ((rank_sums - raters * (items + 1) / 2.0) ** 2).sum()
-    t = tie_group_sizes(x).astype(np.float64)
-    ties = (t**3 - t).sum()
-    denominator = raters**2 * (items**3 - items) - raters * ties
-    if denominator <= 0:
-        return float("nan")
-    return float(12.0 * spread / denominator)
-
-
-# --- Krippendorff's alpha --------------------------------------------------------------------
-
-ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")
-# Bootstrap weights are drawn in blocks of about this many cells (replicates x units).
-_BOOTSTRAP_CELLS = 1 << 22
-
-
-def unit_coincidences(counts: np.ndarray) -> np.ndarray:
-    """Each pairable unit's coincidence matrix from its value counts.
-
-    ``counts`` is units x values (how many raters gave each value to each
-    unit). A unit with m_u >= 2 values contributes
-    o_uck = (n_uc n_uk - [c = k] n_uc) / (m_u - 1); units with fewer are not
-    pairable and are left out. Returns pairable units x values x values.
-    """
-    counts = np.asarray(counts, dtype=np.float64)
-    m = counts.sum(axis=1)
-    pairable = counts[m >= 2]
-    m = m[m >= 2]
-    products = pairable[:, :, None] * pairable[:, None, :]
-    diagonal = np.arange(counts.shape[1])
-    products[:, diagonal, diagonal] -= pairable
-    return products / (m - 1.0)[:, None, None]
-
-
-def alpha_distances(values: np.ndarray, marginals: np.ndarray, level: str) -> np.ndarray:
-    """Squared distances delta^2_ck between the values (sorted ascending) of one metric.
-
-    ``marginals`` (..., values) are the coincidence marginals n_c, which the
-    ordinal metric needs: delta^2_ck = (sum_{g=c..k} n_g - (n_c + n_k) / 2)^2,
-    that is (mid_k - mid_c)^2 with mid = cumsum(n) - n / 2.
-    """
-    values = np.asarray(values, dtype=np.float64)
-    if level == "nominal":
-        return np.broadcast_to(
-            1.0 - np.eye(values.size), (*marginals.shape[:-1], values.size, values.size)
-        )
-    if level == "ordinal":
-        mid = np.cumsum(marginals, axis=-1) - marginals / 2.0
-        return (mid[..., None, :] - mid[..., :, None]) ** 2
-    difference = values[None, :] - values[:, None]
-    if level == "interval":
-        distance = difference**2
-    else:  # ratio
-        total = values[None, :] + values[:, None]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            distance = np.where(total != 0, (difference / total) ** 2, 0.0)
-    return np.broadcast_to(distance, (*marginals.shape[:-1], values.size, values.size))
-
-
-def alpha_from_coincidences(o: np.ndarray, values: np.ndarray, level: str) -> np.ndarray:
-    """alpha = 1 - (n - 1) sum o_ck d_ck / sum n_c n_k d_ck for coincidence matrices (..., V, V).
-
-    NaN where the expected disagreement is 0 (a single value throughout).
-    """
-    marginals = o.sum(axis=-1)
-    n = marginals.sum(axis=-1)
-    distance = alpha_distances(values, marginals, level)
-    observed = (o * distance).sum(axis=(-2, -1))
-    expected = (marginals[..., :, None] * marginals[..., None, :] * distance).sum(axis=(-2, -1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        alpha = 1.0 - (n - 1.0) * observed / expected
-    return np.where(expected > 0, alpha, np.nan)
-
-
-def bootstrap_alpha(
-    units: np.ndarray,
-    values: np.ndarray,
-    level: str,
-    n_resamples: int,
-    rng: np.random.Generator,
-) -> np.ndarray:
-    """alpha of ``n_resamples`` samples of the pairable units drawn with replacement.
-
-    ``units`` are the per-unit coincidence matrices (:func:`unit_coincidences`);
-    a resample's coincidence matrix is their sum weighted by how often each
-    unit was drawn, so no resample copies the ratings.
-    """
-    n_units, width = units.shape[0], units.shape[1]
-    flat = units.reshape(n_units, width * width)
-    alphas = np.empty(n_resamples)
-    block = max(1, _BOOTSTRAP_CELLS // max(n_units, 1))
-    for start in range(0, n_resamples, block):
-        size = min(block, n_resamples - start)
-        drawn = rng.integers(0, n_units, size=(size, n_units))
-        cells = (np.arange(size)[:, None] * n_units + drawn).ravel()
-        weights = np.bincount(cells, minlength=size * n_units).reshape(size, n_units)
-        # einsum's own loop rather than BLAS: BLAS threads left spinning after a call slow
-        # the single-threaded work that follows on a 2-core machine.
-        o = np.einsum("ru,uv->rv", weights.astype(np.float64), flat).reshape(size, width, width)
-        alphas[start : start + size] = alpha_from_coincidences(o, values, level)
-    return alphas
-
-
-# --- the Skillings-Mack test ------------------------------------------------------------------
-
-# Permuted rank matrices are built in blocks of about this many cells.
-_PERMUTATION_CELLS = 1 << 21
-
-
-def skillings_mack(
-    x: np.ndarray, permutations: int, rng: np.random.Generator | None
-) -> tuple[float, int, int, float]:
-    """The Skillings-Mack statistic of blocks (rows) x treatments (columns), NaN = missing.
-
-    Returns ``(statistic, df, blocks used, permutation p-value)``. Blocks with
-    fewer than two observations carry no ranking and are left out. Within a
-    block of k observations the ranks are 1..k (ties share their average) and
-    each missing cell gets (k + 1) / 2; A_j = sum over blocks of
-    sqrt(12 / (k + 1)) (r_j - (k + 1) / 2). With lambda_st the number of blocks
-    observing both treatments s and t, the covariance of A under no treatment
-    effect (without ties) is Sigma_st = -lambda_st, Sigma_tt = sum_{s != t}
-    lambda_st, and SM = A' Sigma^- A with rank(Sigma) degrees of freedom
-    (Skillings & Mack 1981). The permutation p-value (with ``permutations`` > 0)
-    shuffles each block's ranks among its observed cells, which keeps the
-    missing pattern and the ties: (1 + #{SM* >= SM}) / (1 + permutations).
-    """
-    observed = ~np.isnan(x)
-    keep = observed.sum(axis=1) >= 2
-    x, observed = x[keep], observed[keep]
-    blocks, treatments = x.shape
-    if blocks == 0 or treatments < 2:
-        return float("nan"), 0, blocks, float("nan")
-    k = observed.sum(axis=1).astype(np.float64)
-    ranks = average_ranks(np.where(observed, x, np.inf))
-    weight = np.sqrt(12.0 / (k + 1.0))[:, None]
-    centre = ((k + 1.0) / 2.0)[:, None]
-    centred = np.where(observed, weight * (ranks - centre), 0.0)
-    a = centred.sum(axis=0)
-    together = observed.astype(np.float64)
-    # A small product (treatments^2 of a blocks-long sum): einsum's own loop, not BLAS,
-    # whose threads cost more than the product on a busy machine.
-    lam = np.einsum("bi,bj->ij", together, together)
-    sigma = -lam
-    np.fill_diagonal(sigma, lam.sum(axis=1) - np.diag(lam))
-    inverse = np.linalg.pinv(sigma, hermitian=True)
-    df = int(np.linalg.matrix_rank(sigma, hermitian=True))
-    statistic = float(a @ inverse @ a)
-    if permutations <= 0 or rng is None or df == 0:
-        return statistic, df, blocks, float("nan")
-
-    # Each block's centred ranks shuffled among the cells it observed (Fisher-Yates on each
-    # row, rng.permuted): a complete block over all treatments, a block with gaps over its
-    # observed treatments only. The gap blocks' shuffled values, side by side, are summed
-    # per treatment by one reduceat over their cells sorted by treatment. A* sums it all.
-    complete = observed.all(axis=1)
-    full = centred[complete]
-    gap_values = [
-        row[seen] for row, seen in zip(centred[~complete], observed[~complete], strict=True)
-    ]
-    gap_cells = np.nonzero(observed[~complete])[1]
-    by_cell = np.argsort(gap_cells, kind="stable")
-    cells_present, starts = np.unique(gap_cells[by_cell], return_index=True)
-    tolerance = 100.0 * np.finfo(np.float64).eps * abs(statistic)
-    at_least = 0
-    block = max(1, _PERMUTATION_CELLS // (blocks * treatments))
-    for start in range(0, permutations, block):
-        size = min(block, permutations - start)
-        a_star = np.zeros((size, treatments))
-        if full.size:
-            a_star += rng.permuted(np.broadcast_to(full, (size, *full.shape)), axis=2).sum(axis=1)
-        if gap_values:
-            shuffled = [
-                rng.permuted(np.broadcast_to(v, (size, v.size)), axis=1) for v in gap_values
-            ]
-            columns = np.concatenate(shuffled, axis=1)[:, by_cell]
-            a_star[:, cells_present] += np.add.reduceat(columns, starts, axis=1)
-        sm_star = np.einsum("pi,ij,pj->p", a_star, inverse, a_star)
-        at_least += int(np.count_nonzero(sm_star >= statistic - tolerance))
-    return statistic, df, blocks, (1.0 + at_least) / (1.0 + permutations)

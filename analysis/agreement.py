@@ -10,43 +10,34 @@ Agreement among all raters of a sketch comes three ways (``docs/formats.md``,
 ``kendall_w.csv``): Kendall's W, as in the paper, needs raters who rated every
 image, so a rater who missed one response window of a sketch leaves it;
 Krippendorff's alpha (ordinal and interval) and the Skillings-Mack test use
-every rating there is.
+every rating there is. Each statistic here takes one array of ratings; the tables of
+a whole ratings table (per sketch, over the study) are in
+:mod:`~sbir_study.analysis.agreement_tables`.
 """
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import numpy as np
-import pandas as pd
+from numpy.typing import ArrayLike
 from scipy import special
 
-from sbir_study.foundation.checks import InputError, check_option, check_whole_number, float_array
-from sbir_study.foundation.scale import Scale
+from sbir_study.foundation.checks import InputError, check_option, float_array
 
-from . import _kernels
-from .limits import PERMUTATION_RATERS_LIMIT
-from .orientation import ratings_scale
-from .ratings import RatingCube, main_phase_cube
+from . import _agreement_kernels, _kernels
 
 __all__ = [
-    "AGREEMENT_COLUMNS",
+    "FEWER_THAN_3",
     "KendallTauResult",
     "KendallWResult",
     "KrippendorffAlphaResult",
     "PairwiseTauResult",
-    "SketchPairsResult",
     "SkillingsMackResult",
-    "agreement_by_sketch",
-    "inter_user_tau",
-    "inter_user_tau_pairs",
     "kendall_tau_b",
     "kendall_w",
-    "kendall_w_by_sketch",
     "krippendorff_alpha",
-    "krippendorff_alpha_overall",
     "pairwise_kendall_tau",
     "skillings_mack",
     "undefined_tau_reasons",
@@ -67,25 +58,6 @@ class PairwiseTauResult(NamedTuple):
     statistic: np.ndarray
     pvalue: np.ndarray
     n_items: np.ndarray
-
-
-class SketchPairsResult(NamedTuple):
-    """Inter-user tau_b of one sketch, one entry per pair of participants sharing an image.
-
-    ``participant_a`` and ``participant_b`` index ``participants`` (a < b).
-    """
-
-    sketch_id: str
-    participants: np.ndarray
-    participant_a: np.ndarray
-    participant_b: np.ndarray
-    statistic: np.ndarray
-    pvalue: np.ndarray
-    n_items: np.ndarray
-    #: Participants who rated the sketch; more than ``participants`` when a sample was drawn.
-    n_raters_total: int = 0
-    #: Why a pair's tau_b is undefined ("" where it is defined): :func:`undefined_tau_reasons`.
-    reason: np.ndarray | None = None
 
 
 class KendallWResult(NamedTuple):
@@ -135,7 +107,7 @@ class SkillingsMackResult(NamedTuple):
     n_items: int
 
 
-def kendall_tau_b(x, y, *, alternative: str = "greater") -> KendallTauResult:
+def kendall_tau_b(x: ArrayLike, y: ArrayLike, *, alternative: str = "greater") -> KendallTauResult:
     """Kendall's tau_b between two rating lists, over the items both rated.
 
     Parameters
@@ -195,7 +167,7 @@ def kendall_tau_b(x, y, *, alternative: str = "greater") -> KendallTauResult:
     return KendallTauResult(float(result.statistic), float(result.pvalue), n)
 
 
-def pairwise_kendall_tau(ratings, *, alternative: str = "greater") -> PairwiseTauResult:
+def pairwise_kendall_tau(ratings: ArrayLike, *, alternative: str = "greater") -> PairwiseTauResult:
     """Kendall's tau_b and its p-value for every pair of raters at once.
 
     Parameters
@@ -249,7 +221,7 @@ def pairwise_kendall_tau(ratings, *, alternative: str = "greater") -> PairwiseTa
     return PairwiseTauResult(*_kernels.pairwise_tau_b(values, alternative))
 
 
-def kendall_w(ratings) -> KendallWResult:
+def kendall_w(ratings: ArrayLike) -> KendallWResult:
     """Kendall's coefficient of concordance W among raters, with tie correction.
 
     Parameters
@@ -304,7 +276,7 @@ def kendall_w(ratings) -> KendallWResult:
     nan = float("nan")
     if m < 2 or n < 2:
         return KendallWResult(nan, nan, float(n - 1), nan, nan, nan, nan, nan, m, n, excluded)
-    w = _kernels.kendall_w(complete)
+    w = _agreement_kernels.kendall_w(complete)
     df = float(n - 1)
     chi2 = m * df * w
     f_df1 = df - 2.0 / m
@@ -327,7 +299,7 @@ def kendall_w(ratings) -> KendallWResult:
 
 
 def krippendorff_alpha(
-    ratings,
+    ratings: ArrayLike,
     *,
     level: str = "ordinal",
     n_resamples: int = 1000,
@@ -399,7 +371,7 @@ def krippendorff_alpha(
     >>> round(float(krippendorff.alpha(data, level_of_measurement="interval")), 3)
     0.849
     """
-    check_option("level", level, _kernels.ALPHA_LEVELS)
+    check_option("level", level, _agreement_kernels.ALPHA_LEVELS)
     _check_resampling(n_resamples, confidence_level)
     values = float_array(ratings)
     if values.ndim != 2:
@@ -409,7 +381,12 @@ def krippendorff_alpha(
     domain, counts = _value_counts(values)
     rng = np.random.default_rng(seed)
     statistic, low, high = _alpha_with_interval(
-        _kernels.unit_coincidences(counts), domain, level, n_resamples, confidence_level, rng
+        _agreement_kernels.unit_coincidences(counts),
+        domain,
+        level,
+        n_resamples,
+        confidence_level,
+        rng,
     )
     pairable = (~np.isnan(values)).sum(axis=0) >= 2
     given = ~np.isnan(values[:, pairable])
@@ -424,7 +401,9 @@ def krippendorff_alpha(
     )
 
 
-def skillings_mack(ratings, *, permutations: int = 0, seed: int = 0) -> SkillingsMackResult:
+def skillings_mack(
+    ratings: ArrayLike, *, permutations: int = 0, seed: int = 0
+) -> SkillingsMackResult:
     """The Skillings-Mack test: Friedman's test generalised to missing ratings.
 
     Parameters
@@ -490,7 +469,9 @@ def skillings_mack(ratings, *, permutations: int = 0, seed: int = 0) -> Skilling
             f"ratings: expected a raters x items array, got {values.ndim} dimension(s)"
         )
     rng = np.random.default_rng(seed) if permutations else None
-    statistic, df, blocks, permutation_p = _kernels.skillings_mack(values, permutations, rng)
+    statistic, df, blocks, permutation_p = _agreement_kernels.skillings_mack(
+        values, permutations, rng
+    )
     if blocks < 2:
         # One rater's ranks agree with themselves: a statistic over one block is no test of
         # agreement among raters, whatever number the formula gives.
@@ -500,117 +481,13 @@ def skillings_mack(ratings, *, permutations: int = 0, seed: int = 0) -> Skilling
     return SkillingsMackResult(statistic, df, pvalue, permutation_p, blocks, values.shape[1])
 
 
-def inter_user_tau(ratings: pd.DataFrame, *, alternative: str = "greater") -> pd.DataFrame:
-    """Inter-user tau_b for every sketch and every pair of participants.
-
-    Parameters
-    ----------
-    ratings : DataFrame
-        A validated ratings table (:func:`~sbir_study.analysis.load_ratings`); the main
-        phase is used.
-
-    Returns
-    -------
-    DataFrame
-        ``sketch_id, participant_a, participant_b, tau_b, p_value, n_items,
-        reason``, one row per sketch and unordered pair of participants who
-        share at least one rated image of it. A pair whose test is undefined
-        (:func:`undefined_tau_reasons`) has no ``tau_b`` and no ``p_value``, and
-        its ``reason``; ``reason`` is empty for the others.
-    """
-    parts = [
-        pd.DataFrame(
-            {
-                "sketch_id": pairs.sketch_id,
-                "participant_a": pairs.participants[pairs.participant_a],
-                "participant_b": pairs.participants[pairs.participant_b],
-                "tau_b": pairs.statistic,
-                "p_value": pairs.pvalue,
-                "n_items": pairs.n_items.astype(np.int64),
-                "reason": pairs.reason,
-            }
-        )
-        for pairs in inter_user_tau_pairs(ratings, alternative=alternative)
-    ]
-    return pd.concat(parts, ignore_index=True) if parts else _empty_pairwise()
-
-
-def inter_user_tau_pairs(
-    ratings: pd.DataFrame,
-    *,
-    alternative: str = "greater",
-    max_raters: int | None = None,
-    seed: int = 0,
-    cube: RatingCube | None = None,
-):
-    """Yield a :class:`SketchPairsResult` for each sketch of the main phase.
-
-    The pairs of participants who share at least one rated image of the
-    sketch, a < b in the order of ``participants`` (those who rated at least
-    one image of it). No participants x participants matrix is made, so this
-    runs at any number of raters in memory proportional to the pairs of one
-    sketch.
-
-    With ``max_raters``, a sketch rated by more participants than that gives
-    the pairs among ``max_raters`` of them drawn at random without
-    replacement (each sketch its own draw, from ``seed`` and the sketch id,
-    whatever other sketches the table holds): every pair of raters is equally
-    likely to be in the sample, so the distribution of tau_b over the sampled
-    pairs estimates the one over all pairs, at a cost that no longer grows with
-    the square of the crowd. ``n_raters_total`` says how many there were.
-
-    A pair whose test is undefined has NaN for tau_b and p-value and its
-    ``reason`` (:func:`undefined_tau_reasons`); ``reason`` is "" for the others.
-
-    ``cube``: see :func:`~sbir_study.analysis.ratings.main_phase_cube`.
-
-    Examples
-    --------
-    >>> table = pd.DataFrame({"participant": ["1", "1", "1", "2", "2", "2"],
-    ...                       "sketch_id": "s", "image_id": list("abcabc"),
-    ...                       "rating": [1, 2, 3, 1, 3, 2], "phase": "main"})
-    >>> pairs = next(inter_user_tau_pairs(table))
-    >>> pairs.participants.tolist(), round(float(pairs.statistic[0]), 4)
-    (['1', '2'], 0.3333)
-    """
-    check_whole_number("max_raters", max_raters, 2, none_ok=True)
-    check_option("alternative", alternative, _kernels.ALTERNATIVES)
-
-    def sketches():
-        for _, sketch_id, participants, matrix in _sketch_matrices(ratings, cube):
-            n_raters_total = participants.size
-            if max_raters is not None and n_raters_total > max_raters:
-                rng = np.random.default_rng([seed, zlib.crc32(str(sketch_id).encode("utf-8"))])
-                chosen = np.sort(rng.choice(n_raters_total, size=max_raters, replace=False))
-                participants, matrix = participants[chosen], matrix[chosen]
-            yield sketch_id, participants, matrix, n_raters_total
-
-    def pairs_of(sketch_id, participants, matrix, n_raters_total) -> SketchPairsResult:
-        blocks = list(_kernels.pairwise_tau_b_blocks(matrix, alternative))
-        if not blocks:  # nobody rated any image of the sketch
-            blocks = [(np.empty(0, np.int32),) * 2 + (np.empty(0),) * 2 + (np.empty(0, np.int32),)]
-        a, b, tau, p, n = (np.concatenate(column) for column in zip(*blocks, strict=True))
-        reason = np.full(p.size, "", dtype=object)
-        undefined = np.flatnonzero(np.isnan(p))
-        if undefined.size:
-            # A tau_b of two shared images has no test: not a result either (docs/agreement.md).
-            tau[undefined] = np.nan
-            ia, ib = a[undefined], b[undefined]
-            reason[undefined] = undefined_tau_reasons(
-                matrix[ia], matrix[ib], participants[ia], participants[ib]
-            )
-        return SketchPairsResult(sketch_id, participants, a, b, tau, p, n, n_raters_total, reason)
-
-    yield from _kernels.in_order(
-        pairs_of, sketches(), weight=lambda job: job[2].shape[0] ** 2, threshold=2.5e5
-    )
-
-
 #: Fewer shared items than the tau_b test needs (its normal approximation needs three).
 FEWER_THAN_3 = "fewer than 3 shared images"
 
 
-def undefined_tau_reasons(x: np.ndarray, y: np.ndarray, x_labels, y_labels) -> np.ndarray:
+def undefined_tau_reasons(
+    x: np.ndarray, y: np.ndarray, x_labels: Iterable[object], y_labels: Iterable[object]
+) -> np.ndarray:
     """Why the tau_b test between row i of ``x`` and row i of ``y`` is undefined.
 
     Over the items both rows rated (NaN: not rated): ``"fewer than 3 shared
@@ -649,361 +526,6 @@ def undefined_tau_reasons(x: np.ndarray, y: np.ndarray, x_labels, y_labels) -> n
     return np.array(reasons, dtype=object)
 
 
-def _empty_pairwise() -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "sketch_id": pd.Series(dtype=str),
-            "participant_a": pd.Series(dtype=str),
-            "participant_b": pd.Series(dtype=str),
-            "tau_b": pd.Series(dtype=float),
-            "p_value": pd.Series(dtype=float),
-            "n_items": pd.Series(dtype=int),
-            "reason": pd.Series(dtype=str),
-        }
-    )
-
-
-def kendall_w_by_sketch(ratings: pd.DataFrame, *, cube: RatingCube | None = None) -> pd.DataFrame:
-    """Kendall's W for every sketch of the main phase.
-
-    ``cube``: see :func:`~sbir_study.analysis.ratings.main_phase_cube`.
-
-    Returns
-    -------
-    DataFrame
-        ``sketch_id, w, chi2, df, p_value, f, f_df1, f_df2, f_p_value,
-        n_raters, n_items, n_raters_excluded``. For each sketch only the
-        participants who rated every one of its images enter W;
-        ``n_raters_excluded`` counts those left out. :func:`agreement_by_sketch`
-        adds the statistics that use every rating.
-    """
-    rows = [
-        (sketch_id, *kendall_w(matrix))
-        for _, sketch_id, _, matrix in _sketch_matrices(ratings, cube)
-    ]
-    return pd.DataFrame(rows, columns=list(AGREEMENT_COLUMNS[:12]))
-
-
-def _sketch_matrices(ratings: pd.DataFrame, cube: RatingCube | None = None):
-    """Yield ``(index, sketch_id, raters, raters x images)`` for each sketch of the main phase.
-
-    The raters of a sketch are the participants who rated at least one of its
-    images: one who never saw it is not a rater of it. ``cube``, when given, is the
-    rating cube of the main phase of ``ratings``.
-    """
-    cube = main_phase_cube(ratings, cube)
-    if cube is None:
-        return
-    for index, sketch_id in enumerate(cube.sketches):
-        matrix = cube.sketch(index)
-        rated = ~np.isnan(matrix).all(axis=1)
-        yield index, sketch_id, cube.participants[rated], matrix[rated]
-
-
-#: The columns of :func:`agreement_by_sketch` (``kendall_w.csv``), in order.
-AGREEMENT_COLUMNS = (
-    "sketch_id",
-    "w",
-    "chi2",
-    "df",
-    "p_value",
-    "f",
-    "f_df1",
-    "f_df2",
-    "f_p_value",
-    "n_raters",
-    "n_items",
-    "n_raters_excluded",
-    "n_raters_all",
-    "n_ratings",
-    "alpha_ordinal",
-    "alpha_ordinal_ci_low",
-    "alpha_ordinal_ci_high",
-    "alpha_interval",
-    "alpha_interval_ci_low",
-    "alpha_interval_ci_high",
-    "skillings_mack",
-    "skillings_mack_df",
-    "skillings_mack_p_value",
-    "skillings_mack_permutation_p_value",
-    "skillings_mack_n_raters",
-    "w_reason",
-    "alpha_reason",
-    "skillings_mack_reason",
-)
-_ALPHA_TABLE_LEVELS = ("ordinal", "interval")
-
-
-def agreement_by_sketch(
-    ratings: pd.DataFrame,
-    *,
-    n_resamples: int = 1000,
-    permutations: int = 1000,
-    seed: int = 0,
-    confidence_level: float = 0.95,
-    cube: RatingCube | None = None,
-    scale: Scale | None = None,
-) -> pd.DataFrame:
-    """Kendall's W, Krippendorff's alpha and the Skillings-Mack test for every sketch.
-
-    Parameters
-    ----------
-    ratings : DataFrame
-        A validated ratings table (:func:`~sbir_study.analysis.load_ratings`); the main
-        phase is used.
-    n_resamples : int
-        Bootstrap resamples of each alpha's interval (0: none).
-    permutations : int
-        Permutations of the Skillings-Mack permutation p-value, computed for
-        sketches with at most :data:`~.limits.PERMUTATION_RATERS_LIMIT` raters (0: none).
-    seed : int
-        Seed of the resampling and the permutations; the same input and seed
-        give the same table.
-    confidence_level : float
-        Confidence level of each alpha's interval.
-    cube : RatingCube, optional
-        See :func:`~sbir_study.analysis.ratings.main_phase_cube`.
-    scale : Scale, optional
-        The ratings' scale (default: :func:`~sbir_study.analysis.orientation.ratings_scale`
-        of ``ratings``): its points are the values alpha's metric is over.
-
-    Returns
-    -------
-    DataFrame
-        The columns :data:`AGREEMENT_COLUMNS`, one row per sketch. The raters of
-        a sketch are the m = ``n_raters_all`` participants who rated at least
-        one of its images. ``w`` and its tests stand on the k = ``n_raters``
-        of them who rated every image (``n_raters_excluded`` = m - k), as in
-        the paper; ``alpha_*`` on all m and every one of their
-        ``n_ratings`` ratings; ``skillings_mack*`` on the
-        ``skillings_mack_n_raters`` who rated at least two images. Each of the
-        three needs at least two participants: where one is undefined, its
-        ``w_reason``, ``alpha_reason`` or ``skillings_mack_reason`` says why
-        (:func:`_sketch_reasons`), empty where it is defined.
-
-    References
-    ----------
-    Eitz et al. (2011), Sec. 3.3.2; Krippendorff (2011); Skillings and Mack (1981).
-
-    Examples
-    --------
-    Three participants rate four images of one sketch; the third misses one:
-
-    >>> table = pd.DataFrame({"participant": np.repeat(["01", "02", "03"], 4),
-    ...                       "sketch_id": "s", "image_id": list("abcd") * 3, "phase": "main",
-    ...                       "rating": [1, 3, 5, 7, 2, 3, 6, 7, 1, np.nan, 4, 6]})
-    >>> row = agreement_by_sketch(table, n_resamples=0, permutations=0).iloc[0]
-    >>> int(row.n_raters), int(row.n_raters_all), int(row.n_ratings)  # W over 2 of 3
-    (2, 3, 11)
-    >>> [round(float(row[c]), 4) for c in ("w", "alpha_ordinal", "skillings_mack")]
-    [1.0, 0.9074, 7.9454]
-    >>> import krippendorff  # the ordinal alpha over all three, as the package computes it
-    >>> round(float(krippendorff.alpha([[1, 3, 5, 7], [2, 3, 6, 7], [1, np.nan, 4, 6]],
-    ...                                level_of_measurement="ordinal",
-    ...                                value_domain=list(range(1, 8)))), 4)
-    0.9074
-    """
-    _check_resampling(n_resamples, confidence_level)
-    if not (isinstance(permutations, int | np.integer) and permutations >= 0):
-        raise InputError(f"permutations: expected a whole number >= 0, got {permutations!r}")
-    domain = np.array((scale or ratings_scale(ratings)).points, dtype=np.float64)
-    rows = []
-    for index, sketch_id, _, matrix in _sketch_matrices(ratings, cube):
-        # One stream per sketch: a sketch's intervals do not depend on the others.
-        rng = np.random.default_rng([seed, index])
-        units = _kernels.unit_coincidences(_value_counts(matrix, domain)[1])
-        alphas = [
-            _alpha_with_interval(units, domain, level, n_resamples, confidence_level, rng)
-            for level in _ALPHA_TABLE_LEVELS
-        ]
-        test = skillings_mack(
-            matrix,
-            permutations=permutations if len(matrix) <= PERMUTATION_RATERS_LIMIT else 0,
-            seed=int(rng.integers(2**63)),
-        )
-        w = kendall_w(matrix)
-        rows.append(
-            (
-                sketch_id,
-                *w,
-                len(matrix),
-                int((~np.isnan(matrix)).sum()),
-                *alphas[0],
-                *alphas[1],
-                test.statistic,
-                test.df,
-                test.pvalue,
-                test.permutation_pvalue,
-                test.n_raters,
-                *_sketch_reasons(matrix, w, alphas[0][0], test),
-            )
-        )
-    return pd.DataFrame(rows, columns=list(AGREEMENT_COLUMNS))
-
-
-def _sketch_reasons(
-    matrix: np.ndarray, w: KendallWResult, alpha: float, test: SkillingsMackResult
-) -> tuple[str, str, str]:
-    """Why W, alpha and the Skillings-Mack test of one sketch are undefined ("" where defined).
-
-    ``matrix`` holds the sketch's m raters (each rated at least one image). The
-    reasons name the design, not a number: a W over one participant is no W.
-    """
-    m = len(matrix)
-    few = "no rater" if m == 0 else "one rater" if m == 1 else ""
-    w_reason = alpha_reason = sm_reason = ""
-    if np.isnan(w.statistic):
-        w_reason = few or (
-            f"{w.n_raters} of {m} rated every image"
-            if w.n_raters < 2
-            else "one image"
-            if w.n_items < 2
-            else "every rater constant"
-        )
-    if np.isnan(alpha):
-        twice = ((~np.isnan(matrix)).sum(axis=0) >= 2).any()
-        alpha_reason = few or ("every rating the same" if twice else "no image rated twice")
-    if np.isnan(test.pvalue):
-        sm_reason = few or (
-            f"{test.n_raters} of {m} rated 2 images"
-            if test.n_raters < 2
-            else "one image"
-            if test.n_items < 2
-            else "undefined"
-        )
-    return w_reason, alpha_reason, sm_reason
-
-
-def krippendorff_alpha_overall(
-    ratings: pd.DataFrame,
-    *,
-    level: str = "ordinal",
-    n_resamples: int = 1000,
-    confidence_level: float = 0.95,
-    seed: int = 0,
-    scale: Scale | None = None,
-) -> KrippendorffAlphaResult:
-    """Krippendorff's alpha of a whole study: every sketch/image pair of the main phase a unit.
-
-    Computed from each pair's count of every rating (no participants x
-    pairs matrix is built, so it costs the same for 28 participants as for 10,000);
-    the interval is a percentile bootstrap over the pairs (see
-    :func:`krippendorff_alpha`). The values are the points of ``scale`` (default:
-    :func:`~sbir_study.analysis.orientation.ratings_scale` of ``ratings``).
-
-    Examples
-    --------
-    >>> table = pd.DataFrame({"participant": ["1", "2", "3"] * 2, "phase": "main",
-    ...                       "sketch_id": "s", "image_id": ["a"] * 3 + ["b"] * 3,
-    ...                       "rating": [1, 1, 2, 6, 7, 7]})
-    >>> result = krippendorff_alpha_overall(table, level="interval", n_resamples=0)
-    >>> round(result.statistic, 4), result.n_units, result.n_values
-    (0.9621, 2, 6)
-    >>> import krippendorff  # the same study as a raters x pairs matrix
-    >>> round(float(krippendorff.alpha([[1, 6], [1, 7], [2, 7]],
-    ...                                level_of_measurement="interval")), 4)
-    0.9621
-    """
-    return alpha_at_levels(
-        ratings,
-        (level,),
-        n_resamples=n_resamples,
-        confidence_level=confidence_level,
-        seed=seed,
-        scale=scale,
-    )[level]
-
-
-def alpha_at_levels(
-    ratings: pd.DataFrame,
-    levels: Sequence[str],
-    *,
-    n_resamples: int = 1000,
-    confidence_level: float = 0.95,
-    seed: int = 0,
-    scale: Scale | None = None,
-) -> dict[str, KrippendorffAlphaResult]:
-    """:func:`krippendorff_alpha_overall` at each of ``levels``, the same results as one
-    call per level (each bootstrap from ``seed``), from one count of the ratings.
-
-    Counting each pair's ratings is most of the work at crowd size (12 million rows at
-    10,000 participants); ``analyze`` reports the ordinal and the interval alpha.
-    """
-    for level in levels:
-        check_option("level", level, _kernels.ALPHA_LEVELS)
-    _check_resampling(n_resamples, confidence_level)
-    rating = ratings["rating"].to_numpy(dtype=np.float64, na_value=np.nan)
-    used = (ratings["phase"] == "main").to_numpy() & ~np.isnan(rating)
-    # Each sketch/image pair numbered by its first row, as pd.factorize numbers them (the
-    # bootstrap draws the pairs by these numbers), and each row's participant.
-    pair_code, n_pairs, participant = _pair_codes(ratings, used)
-    scale = scale or ratings_scale(ratings)
-    domain = np.array(scale.points, dtype=np.float64)
-    value = rating[used].astype(np.int64) - scale.low
-    cells = np.bincount(pair_code * domain.size + value, minlength=n_pairs * domain.size)
-    counts = cells.reshape(n_pairs, domain.size)
-    pairable = counts.sum(axis=1) >= 2
-    units = _kernels.unit_coincidences(counts)
-    in_pairable = pairable[pair_code]
-    raters = _distinct_count(participant[in_pairable])
-    results = {}
-    for level in levels:
-        statistic, low, high = _alpha_with_interval(
-            units, domain, level, n_resamples, confidence_level, np.random.default_rng(seed)
-        )
-        results[level] = KrippendorffAlphaResult(
-            statistic, low, high, level, raters, int(pairable.sum()), int(in_pairable.sum())
-        )
-    return results
-
-
-def _pair_codes(ratings: pd.DataFrame, used: np.ndarray):
-    """For the ``used`` rows: each row's sketch/image pair as ``pd.factorize`` numbers the
-    pairs (in the order of their first rows), the number of pairs, and each row's
-    participant as an integer code.
-
-    From the categoricals' codes when the three columns are categoricals (as validated
-    ratings are) without a missing label among the rows: a pair's first row by one
-    ``np.minimum.at`` over a table of every sketch x image, not a hash of 12 million rows
-    (0.3 s at 10,000 participants, and as much again for each column factorized).
-    """
-    columns = [ratings[name] for name in ("sketch_id", "image_id", "participant")]
-    if all(isinstance(c.dtype, pd.CategoricalDtype) for c in columns):
-        sketch, image, participant = (c.cat.codes.to_numpy()[used] for c in columns)
-        if not ((sketch < 0).any() or (image < 0).any() or (participant < 0).any()):
-            size = len(columns[1].cat.categories)
-            key = sketch.astype(np.intp) * size + image
-            pair_code, n_pairs = _first_row_codes(key, len(columns[0].cat.categories) * size)
-            return pair_code, n_pairs, participant
-    sketch, _ = pd.factorize(columns[0][used])
-    image, images = pd.factorize(columns[1][used])
-    participant, _ = pd.factorize(columns[2][used])
-    pair_code, pairs = pd.factorize(sketch.astype(np.int64) * max(len(images), 1) + image)
-    return pair_code, len(pairs), participant
-
-
-def _first_row_codes(keys: np.ndarray, size: int) -> tuple[np.ndarray, int]:
-    """``pd.factorize(keys)``'s codes and number of distinct keys, for keys in
-    ``range(size)``: each key numbered by the rank of its first row."""
-    first = np.full(size, keys.size, dtype=np.intp)
-    np.minimum.at(first, keys, np.arange(keys.size))
-    present = np.flatnonzero(first < keys.size)
-    order = present[np.argsort(first[present])]  # first rows are distinct: no ties
-    code = np.empty(size, dtype=np.intp)
-    code[order] = np.arange(order.size)
-    return code[keys], int(order.size)
-
-
-def _distinct_count(codes: np.ndarray) -> int:
-    """How many distinct values ``codes`` (integer codes; factorize's -1 for a missing
-    label counts as one) holds, as ``np.unique(codes).size``."""
-    if codes.size == 0:
-        return 0
-    if codes.min() < 0:
-        return int(np.unique(codes).size)
-    return int(np.count_nonzero(np.bincount(codes)))
-
-
 def _check_resampling(n_resamples, confidence_level) -> None:
     if not (isinstance(n_resamples, int | np.integer) and n_resamples >= 0):
         raise InputError(f"n_resamples: expected a whole number >= 0, got {n_resamples!r}")
@@ -1035,10 +557,10 @@ def _alpha_with_interval(units, domain, level, n_resamples, confidence_level, rn
     nan = float("nan")
     if units.shape[0] == 0:
         return nan, nan, nan
-    statistic = float(_kernels.alpha_from_coincidences(units.sum(axis=0), domain, level))
+    statistic = float(_agreement_kernels.alpha_from_coincidences(units.sum(axis=0), domain, level))
     if n_resamples == 0 or np.isnan(statistic):
         return statistic, nan, nan
-    resampled = _kernels.bootstrap_alpha(units, domain, level, n_resamples, rng)
+    resampled = _agreement_kernels.bootstrap_alpha(units, domain, level, n_resamples, rng)
     resampled = resampled[~np.isnan(resampled)]
     if resampled.size == 0:
         return statistic, nan, nan

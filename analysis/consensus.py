@@ -20,8 +20,8 @@ from sbir_study.foundation.scale import PAPER_SCALE, Scale
 
 from . import _kernels
 from .agreement import undefined_tau_reasons
+from .cube import RatingCube, main_phase_cube, rating_cube
 from .orientation import ratings_scale
-from .ratings import RatingCube, main_phase_cube, rating_cube
 
 __all__ = [
     "RELEVANT_BELOW",
@@ -173,7 +173,7 @@ def participant_vs_consensus(
         A validated ratings table; the main phase is used.
     alternative : {"greater", "two-sided", "less"}
     cube : RatingCube, optional
-        See :func:`~sbir_study.analysis.ratings.main_phase_cube`.
+        See :func:`~sbir_study.analysis.cube.main_phase_cube`.
 
     Returns
     -------

@@ -8,18 +8,12 @@
   :func:`~sbir_study.analysis.retrieval.comparison.compare_systems`).
 
 Both are the corrections of ``statsmodels.stats.multitest.multipletests``
-(``method="fdr_bh"`` and ``method="holm"``), written out here and checked against
-it (and Holm's against R's ``p.adjust`` and pingouin) by the tests:
-
-* the Benjamini-Hochberg count because importing statsmodels takes about two
-  seconds, as long as a whole paper-size analysis is allowed, and because at
-  crowd size (62 million inter-user tests) statsmodels keeps several full-size
-  copies of the p-values where this counts without sorting them;
-* Holm's because ``multipletests(method="holm")`` runs a full garbage collection
-  (``gc.collect()``) on every call: 0.1 to 0.2 s in a process holding a study,
-  twice per measure in ``evaluate``'s comparisons. Its formula is three lines of
-  NumPy, term for term the same, so the adjusted p-values are the same to the last
-  bit.
+(``method="fdr_bh"`` and ``method="holm"``), written out here and checked against it
+(and Holm's against R's ``p.adjust`` and pingouin) by the tests. statsmodels is no
+dependency of the package, and NumPy and SciPy have no Holm. SciPy's Benjamini-Hochberg
+(``scipy.stats.false_discovery_control``) adjusts every p-value, which takes a sort of
+them all: at crowd size (tens of millions of inter-user tests) the count without that
+sort is a part of ``analyze`` a user waits for less (``benchmarks/RESULTS.md``).
 
 A NaN p-value is a test that could not be made: it is not one of the family's
 tests (it counts in no denominator) and its adjusted p-value is NaN.
@@ -27,17 +21,13 @@ tests (it counts in no denominator) and its adjusted p-value is NaN.
 
 from __future__ import annotations
 
-import itertools
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
-
-from sbir_study.foundation.threads import threads
+from numpy.typing import ArrayLike
 
 __all__ = ["benjamini_hochberg_count", "holm_adjusted"]
 
 
-def benjamini_hochberg_count(pvalues, alpha: float = 0.05) -> int:
+def benjamini_hochberg_count(pvalues: ArrayLike, alpha: float = 0.05) -> int:
     """Number of hypotheses rejected by the Benjamini-Hochberg step-up procedure.
 
     The largest k with p_(k) <= k alpha / m, where p_(1) <= ... <= p_(m)
@@ -57,7 +47,7 @@ def benjamini_hochberg_count(pvalues, alpha: float = 0.05) -> int:
     4
     """
     p = np.asarray(pvalues, dtype=np.float64).ravel()
-    m = p.size - count_true(p, np.isnan)
+    m = p.size - int(np.count_nonzero(np.isnan(p)))
 
     # No sort (tens of millions of p-values at crowd size). With N(k) = #{p <= (k / m) alpha}
     # (the threshold as statsmodels' multipletests computes it) the answer is the largest k
@@ -66,8 +56,7 @@ def benjamini_hochberg_count(pvalues, alpha: float = 0.05) -> int:
     # bound L (any k with N(k) >= k) is guessed from the step sizes, and only the p-values
     # between the thresholds of L and k are sorted to find the answer between them.
     def count(k: int) -> int:
-        threshold = (k / m) * alpha
-        return count_true(p, lambda part, out: np.less_equal(part, threshold, out=out))  # NaN: no
+        return int(np.count_nonzero(p <= (k / m) * alpha))  # NaN: not counted
 
     if m == 0:
         return 0
@@ -95,55 +84,8 @@ def benjamini_hochberg_count(pvalues, alpha: float = 0.05) -> int:
 #: Counting passes of :func:`benjamini_hochberg_count` before it bounds the answer from below.
 _BH_STEPS = 6
 
-#: Values a block of :func:`count_true`: a block's booleans stay in the cache (a pass over 62
-#: million p-values took 63 ms with one array of booleans, 49 ms in blocks and 33 ms in
-#: blocks on two threads).
-_COUNT_BLOCK = 1 << 20
-#: From this many values :func:`count_true` splits its pass over the threads.
-_COUNT_THREADED = 1 << 23
 
-
-def count_true(
-    x: np.ndarray, test, *, block: int | None = None, threaded_from: int | None = None
-) -> int:
-    """``np.count_nonzero(test(x))`` for a one-dimensional ``x``, in blocks.
-
-    ``test(part, out=booleans)`` writes the test of a block of ``x`` into ``out`` (a ufunc
-    such as ``np.isnan``, or a function of two arguments). Blocks of ``block`` values
-    (:data:`_COUNT_BLOCK`); from ``threaded_from`` values (:data:`_COUNT_THREADED`) the
-    blocks are split between the threads (:func:`~sbir_study.foundation.threads.threads`;
-    NumPy releases the interpreter lock over a block). A count is a whole number: the same
-    in any order.
-
-    Examples
-    --------
-    >>> count_true(np.array([0.2, np.nan, 0.01]), np.isnan)
-    1
-    """
-    x = np.ravel(x)
-    block = block or _COUNT_BLOCK
-    threaded_from = _COUNT_THREADED if threaded_from is None else threaded_from
-
-    def count(start: int, stop: int) -> int:
-        booleans = np.empty(min(block, stop - start), dtype=bool)
-        total = 0
-        for begin in range(start, stop, block):
-            part = x[begin : min(begin + block, stop)]
-            out = booleans[: part.size]
-            test(part, out=out)
-            total += int(np.count_nonzero(out))
-        return total
-
-    workers = min(threads(), max(x.size // block, 1))
-    if x.size < threaded_from or workers < 2:
-        return count(0, x.size)
-    bounds = np.linspace(0, x.size, workers + 1).astype(int)
-    with ThreadPoolExecutor(workers) as pool:
-        parts = [pool.submit(count, int(a), int(b)) for a, b in itertools.pairwise(bounds)]
-        return sum(part.result() for part in parts)
-
-
-def holm_adjusted(pvalues) -> np.ndarray:
+def holm_adjusted(pvalues: ArrayLike) -> np.ndarray:
     """Holm's step-down adjusted p-values of a family of tests; NaN where a test is undefined.
 
     A test is rejected at family-wise error rate ``alpha`` when its adjusted

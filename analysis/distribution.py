@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from sbir_study.foundation.scale import Scale
 
+from .cube import RatingCube, main_phase_cube
 from .orientation import ratings_scale
-from .ratings import PHASES, RatingCube, main_phase_cube
+from .validation import PHASES
 
 __all__ = ["binned_medians", "box_summary", "rating_distribution"]
 
@@ -30,7 +33,7 @@ def binned_medians(
         A validated ratings table; the main phase is used and missing ratings
         are left out.
     cube : RatingCube, optional
-        See :func:`~sbir_study.analysis.ratings.main_phase_cube`.
+        See :func:`~sbir_study.analysis.cube.main_phase_cube`.
     scale : Scale, optional
         The ratings' scale (default: :func:`~sbir_study.analysis.orientation.ratings_scale`
         of ``ratings``); its points are the bins. The ratings are read as they
@@ -138,7 +141,11 @@ def rating_distribution(ratings: pd.DataFrame, *, scale: Scale | None = None) ->
 
 
 def box_summary(
-    values, *, whis: float = 1.5, max_fliers: int | None = None, quartiles=None
+    values: ArrayLike,
+    *,
+    whis: float = 1.5,
+    max_fliers: int | None = None,
+    quartiles: Sequence[float] | None = None,
 ) -> dict:
     """The numbers a Tukey box plot draws, for the finite entries of ``values``.
 
@@ -204,7 +211,9 @@ _HISTOGRAM_FROM = 100_000
 _HISTOGRAM_BINS = 1 << 16
 
 
-def linear_quantiles(values, q, *, histogram_from: int = _HISTOGRAM_FROM) -> np.ndarray:
+def linear_quantiles(
+    values: ArrayLike, q: ArrayLike, *, histogram_from: int = _HISTOGRAM_FROM
+) -> np.ndarray:
     """``np.quantile(values, q)`` (method ``"linear"``), bit for bit, faster for many values.
 
     numpy partitions the values around each order statistic it needs, several passes over

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -148,7 +149,7 @@ def _excluded_by(
         scores = score_catch_pairs(ratings, pairs)
         return list(scores.loc[scores["n_catch_failed"] > rule.value, "participant"])
     if rule.kind == "labels":
-        return _labels_in_file(rule.value, labels)
+        return _labels_in_file(cast(Path, rule.value), labels)
     if rule.kind == "incomplete":
         statuses = ratings.attrs.get("provenance", Provenance()).statuses
         return sorted({label for label, status in statuses if status != "complete"})

@@ -23,7 +23,7 @@ from sbir_study.foundation.outputs import output_folder
 from sbir_study.foundation.provenance import software_versions
 
 from . import _kernels
-from .agreement import agreement_by_sketch, alpha_at_levels, inter_user_tau_pairs
+from .agreement_tables import agreement_by_sketch, alpha_at_levels, inter_user_tau_pairs
 from .consensus import (
     anchoring_consistency,
     consensus_ground_truth,
@@ -31,18 +31,11 @@ from .consensus import (
     write_binary_qrels,
     write_qrels,
 )
+from .cube import RatingCube, rating_cube
 from .distribution import binned_medians, box_summary, linear_quantiles, rating_distribution
 from .limits import PAIRWISE_FULL_ROWS, PAIRWISE_MODES, PAIRWISE_RATERS
 from .orientation import in_paper_orientation, ratings_scale
-from .ratings import (
-    ORIGINS,
-    RATING_COLUMNS,
-    Provenance,
-    RatingCube,
-    check_text_labels,
-    participant_origins,
-    rating_cube,
-)
+from .ratings import ORIGINS, Provenance, participant_origins
 from .report import (
     counted,
     participant_count,
@@ -53,6 +46,7 @@ from .report import (
     write_report,
 )
 from .significance import summarize_family
+from .validation import RATING_COLUMNS, check_text_labels
 
 __all__ = [
     "N_EXTREMES",

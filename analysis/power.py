@@ -37,7 +37,7 @@ from sbir_study.foundation.environment import environment_variables
 from sbir_study.foundation.html import DEFAULT_FIGURE_FORMATS
 from sbir_study.foundation.progress import counter
 
-from . import _kernels
+from . import _agreement_kernels, _kernels
 from .significance import wilson_interval
 from .simulate import RaterModel, StudyDesign, main_block_ratings
 
@@ -178,7 +178,7 @@ def _replication(task) -> list[tuple]:
         w_significant, pvalues = 0, []
         for sketch in panel:
             complete = sketch[~np.isnan(sketch).any(axis=1)]
-            w = _kernels.kendall_w(complete) if len(complete) >= 2 else np.nan
+            w = _agreement_kernels.kendall_w(complete) if len(complete) >= 2 else np.nan
             m, n = complete.shape
             if np.isfinite(w) and special.chdtrc(n - 1, m * (n - 1) * w) < options.alpha:
                 w_significant += 1
@@ -228,8 +228,8 @@ def raters_for_reliability(
         the pilot's halves do not agree, or the sketch had fewer than 4 raters).
     """
     from . import reliability
+    from .cube import main_phase_cube
     from .orientation import in_paper_orientation
-    from .ratings import main_phase_cube
 
     reliability.raters_needed(target, 0.5)  # the target checked before the work
     cube = main_phase_cube(in_paper_orientation(pilot))

@@ -5,9 +5,10 @@ The paper reports, per family of tests, the share significant at alpha = 0.05
 inter-user tests that share needs an interval, and the reader may ask how many
 survive a false-discovery-rate control; both are given here: the Wilson interval
 of ``statsmodels.stats.proportion.proportion_confint(method="wilson")``, computed
-as statsmodels computes it (importing statsmodels loads ``scipy.stats``, about two
-seconds of every ``analyze`` that nothing else of it needs; the tests compare the
-two bit for bit), and the Benjamini-Hochberg count of
+as statsmodels computes it (statsmodels is no dependency of the package, and SciPy's
+Wilson interval, ``scipy.stats.binomtest(...).proportion_ci``, lies in
+``scipy.stats``, which ``analyze`` does not import, and differs from statsmodels' in
+the last bits; the tests compare ours with both), and the Benjamini-Hochberg count of
 :mod:`~sbir_study.analysis.corrections`.
 """
 
@@ -16,9 +17,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import special
 
-from .corrections import benjamini_hochberg_count, count_true
+from .corrections import benjamini_hochberg_count
 
 __all__ = ["FamilySummary", "summarize_family", "wilson_interval"]
 
@@ -48,8 +50,8 @@ def wilson_interval(count: int, n: int, *, confidence: float = 0.95) -> tuple[fl
     centre = (p + z^2 / 2n) / (1 + z^2 / n) and half-width
     = z sqrt(p (1 - p) / n + z^2 / 4n^2) / (1 + z^2 / n), clipped to [0, 1].
     The terms and their order are those of
-    ``statsmodels.stats.proportion.proportion_confint(method="wilson")`` (0.15), the
-    normal quantile that of ``scipy.stats.norm.isf``, so the two agree to the last bit.
+    ``statsmodels.stats.proportion.proportion_confint(method="wilson")``, the normal
+    quantile that of ``scipy.stats.norm.isf``, so the two agree to the last bit.
 
     References
     ----------
@@ -79,7 +81,7 @@ def wilson_interval(count: int, n: int, *, confidence: float = 0.95) -> tuple[fl
     return float(np.clip(center - dist, 0, 1)), float(np.clip(center + dist, 0, 1))
 
 
-def summarize_family(pvalues, alpha: float = 0.05) -> FamilySummary:
+def summarize_family(pvalues: ArrayLike, alpha: float = 0.05) -> FamilySummary:
     """Share of a family of tests significant at ``alpha``, with its Wilson 95% interval.
 
     NaN p-values (undefined tests, e.g. a participant who gave one rating to
@@ -94,9 +96,8 @@ def summarize_family(pvalues, alpha: float = 0.05) -> FamilySummary:
     (0.2077, 0.9385)
     """
     p = np.asarray(pvalues, dtype=np.float64).ravel()
-    n_tests = p.size - count_true(p, np.isnan)
-    # NaN compares False; in blocks, on both cores (62 million p-values at 2,000 raters).
-    n_significant = count_true(p, lambda part, out: np.less(part, alpha, out=out))
+    n_tests = p.size - int(np.count_nonzero(np.isnan(p)))
+    n_significant = int(np.count_nonzero(p < alpha))  # NaN compares False
     low, high = wilson_interval(n_significant, n_tests)
     return FamilySummary(
         n_tests=n_tests,

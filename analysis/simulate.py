@@ -230,8 +230,8 @@ def _pairs(
         spread = np.rint(np.linspace(scale.low, scale.high, design.anchor_images)).astype(int)
         for i, point in enumerate(spread):
             rating = int(scale.oriented(point))
-            latent = float(_to_model(point, scale))
-            rows.append((sketch, f"{sketch}_i{i + 1:02d}", "anchor", latent, rating))
+            anchor_latent = float(_to_model(point, scale))
+            rows.append((sketch, f"{sketch}_i{i + 1:02d}", "anchor", anchor_latent, rating))
     n = design.images_per_sketch
     for s in range(design.sketches):
         sketch = f"s{s + 1:02d}"

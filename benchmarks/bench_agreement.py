@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from bench_pairwise import best_of  # the script's folder is on the path
 
-from sbir_study.analysis.agreement import agreement_by_sketch, krippendorff_alpha_overall
+from sbir_study.analysis.agreement_tables import agreement_by_sketch, krippendorff_alpha_overall
 
 SKETCHES, IMAGES = 31, 40
 
@@ -78,11 +78,11 @@ def main() -> None:
     parser.add_argument("--skip-10000", action="store_true")
     args = parser.parse_args()
     lines = [
-        "| scale | computation | seconds | ratio | alpha (ours / package) |",
+        "| crowd size | computation | seconds | ratio | alpha (ours / package) |",
         "|---|---|---|---|---|",
     ]
-    scales = [28, 2000] + ([] if args.skip_10000 else [10_000])
-    for participants in scales:
+    crowd_sizes = [28, 2000] + ([] if args.skip_10000 else [10_000])
+    for participants in crowd_sizes:
         table, matrix = ratings_table(participants, seed=participants)
         name = f"{participants:,} x 1,240"
         ours_point, ours = timed(lambda t=table: krippendorff_alpha_overall(t, n_resamples=0), 3)

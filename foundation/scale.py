@@ -18,7 +18,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    from numpy.typing import ArrayLike
 
 from . import paper
 from .checks import InputError
@@ -28,6 +33,8 @@ __all__ = ["PAPER_SCALE", "SCALE_POINTS", "Scale"]
 #: How many points a scale may have: at least two, at most one key per digit 1..9.
 SCALE_POINTS = (2, 9)
 _BEST = ("low", "high")
+#: What :meth:`Scale.oriented` turns: a rating, or an array or Series of them.
+_Ratings = TypeVar("_Ratings", int, float, "np.ndarray", "pd.Series")
 _TEXT = re.compile(r"(\d+)-(\d+)(?::(low|high)-is-best)?")
 
 
@@ -94,7 +101,7 @@ class Scale:
                 f"1-9:high-is-best), got {text!r}"
             )
         try:
-            return cls(int(match[1]), int(match[2]), match[3] or "low")
+            return cls(int(match[1]), int(match[2]), "high" if match[3] == "high" else "low")
         except InputError as error:
             raise InputError(f"{what}: {str(error).removeprefix('scale: ')}") from None
 
@@ -132,7 +139,7 @@ class Scale:
         """
         return self.low + self.k // 2 - 0.5
 
-    def oriented(self, ratings):
+    def oriented(self, ratings: _Ratings) -> _Ratings:
         """Ratings in the paper's orientation, ``low`` the best match.
 
         The identity when ``low`` is best; else r -> low + high - r. Works on a
@@ -140,7 +147,7 @@ class Scale:
         """
         return ratings if self.best == "low" else self.low + self.high - ratings
 
-    def grade(self, mean_rating):
+    def grade(self, mean_rating: ArrayLike) -> np.ndarray:
         """The qrels grade of a mean rating in the paper's orientation: k - 1 best .. 0 worst.
 
         grade = high - round(mean), a mean halfway between two points rounding to

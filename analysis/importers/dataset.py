@@ -20,7 +20,7 @@ from sbir_study.foundation.checks import InputError, closest, participant_label
 from sbir_study.foundation.scale import PAPER_SCALE, Scale
 from sbir_study.foundation.tables import MISSING_VALUES
 
-from ..ratings import validate_ratings
+from ..validation import validate_ratings
 
 __all__ = ["ImportedRatings", "ImportedRatingsWarning", "write_imported_dataset"]
 

@@ -30,7 +30,7 @@ from sbir_study.foundation.scale import Scale
 
 from .. import _kernels
 from ..consensus import consensus_ground_truth, participant_vs_consensus, write_binary_qrels
-from ..ratings import RatingCube, main_phase_cube, rating_cube
+from ..cube import RatingCube, main_phase_cube, rating_cube
 from .comparison import CORRECTIONS, bootstrap_mean, compare_systems
 from .measures import (
     MEASURES,

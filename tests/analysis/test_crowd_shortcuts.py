@@ -16,11 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.multitest import multipletests
 
-from sbir_study.analysis import _kernels, agreement, corrections, pipeline, reliability
-from sbir_study.analysis import ratings as ratings_module
-from sbir_study.foundation.environment import environment_variables
+from sbir_study.analysis import _kernels, agreement_tables, corrections, pipeline, reliability
+from sbir_study.analysis import cube as cube_module
+from sbir_study.analysis import validation as validation_module
 from sbir_study.foundation.scale import Scale
-from sbir_study.foundation.threads import THREADS_VARIABLE
 
 CELLS = st.sampled_from(["a", " a", "a ", "b", "01", "1", "x y", "", "n/a", "Ä", "s 1"])
 
@@ -48,7 +47,7 @@ def test_labels_from_the_codes_are_the_labels_from_factorize(column):
     stripped = pd.Index(uniques).astype(str).str.strip()
     merged, categories = pd.factorize(stripped, sort=True)
     expected = pd.Categorical.from_codes(merged[codes], categories=categories)
-    got = ratings_module._labels(column)
+    got = validation_module._labels(column)
     assert got.equals(expected)
     assert list(got.categories) == list(expected.categories)
     assert got.categories.dtype == expected.categories.dtype
@@ -69,7 +68,7 @@ def test_an_integer_column_from_its_parts_is_the_astype_column(distinct, data):
         data.draw(st.lists(st.integers(0, len(values) - 1), max_size=25)), dtype=np.intp
     )
     index = pd.RangeIndex(len(codes))
-    column = ratings_module._Distinct(codes, np.array([], dtype=object), values, np.array([]))
+    column = validation_module._Distinct(codes, np.array([], dtype=object), values, np.array([]))
     # Oracle: pandas' own conversion of the spread floats (which refuses what int64 cannot hold).
     try:
         expected = pd.Series(values[codes], index=index).astype("Int64")
@@ -132,41 +131,12 @@ def test_tie_group_sizes_are_the_counts_of_each_distinct_value(rows, columns, da
 P_VALUES = st.sampled_from([0.0, 1e-300, 0.01, 0.05, 0.0500001, 0.5, 1.0, float("nan")])
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    st.lists(P_VALUES, max_size=40),
-    st.integers(1, 6),
-    st.integers(0, 50),
-    st.sampled_from(["1", "2", "3"]),
-    st.sampled_from([0.05, 0.01, 1.0]),
-)
-def test_counts_in_blocks_on_threads_are_counts_of_the_whole(
-    values, block, threaded_from, workers, alpha
-):
-    x = np.array(values, dtype=np.float64)
-    with environment_variables({THREADS_VARIABLE: workers}):
-        nan = corrections.count_true(x, np.isnan, block=block, threaded_from=threaded_from)
-        below = corrections.count_true(
-            x,
-            lambda part, out: np.less(part, alpha, out=out),
-            block=block,
-            threaded_from=threaded_from,
-        )
-    # Oracle: NumPy's count over the whole array at once.
-    assert nan == np.count_nonzero(np.isnan(x))
-    assert below == np.count_nonzero(x < alpha)
-
-
 @settings(max_examples=100, deadline=None)
-@given(st.lists(P_VALUES, min_size=1, max_size=60), st.sampled_from(["1", "2"]))
-def test_the_benjamini_hochberg_count_in_blocks_is_statsmodels_count(values, workers):
+@given(st.lists(P_VALUES, min_size=1, max_size=60))
+def test_the_benjamini_hochberg_count_without_a_sort_is_statsmodels_count(values):
     p = np.array(values, dtype=np.float64)
     defined = p[~np.isnan(p)]
-    with (
-        environment_variables({THREADS_VARIABLE: workers}),
-        unittest.mock.patch.multiple(corrections, _COUNT_BLOCK=3, _COUNT_THREADED=0),
-    ):
-        got = corrections.benjamini_hochberg_count(p, 0.05)
+    got = corrections.benjamini_hochberg_count(p, 0.05)
     # Oracle: statsmodels' Benjamini-Hochberg rejections over the defined p-values.
     expected = int(multipletests(defined, 0.05, method="fdr_bh")[0].sum()) if defined.size else 0
     assert got == expected
@@ -253,13 +223,13 @@ def alpha_tables(draw):
 @given(alpha_tables())
 def test_alpha_from_the_codes_is_alpha_from_factorized_labels(table):
     scale = Scale(1, 7)
-    got = agreement.alpha_at_levels(
+    got = agreement_tables.alpha_at_levels(
         table, ("ordinal", "interval"), n_resamples=30, seed=3, scale=scale
     )
     # Oracle: the same table with its labels as text, which alpha_at_levels numbers with
     # pd.factorize (the units in the order of their first rows, as the bootstrap draws them).
     text = table.astype({name: object for name in ("participant", "sketch_id", "image_id")})
-    expected = agreement.alpha_at_levels(
+    expected = agreement_tables.alpha_at_levels(
         text, ("ordinal", "interval"), n_resamples=30, seed=3, scale=scale
     )
     for level in ("ordinal", "interval"):
@@ -267,17 +237,6 @@ def test_alpha_from_the_codes_is_alpha_from_factorized_labels(table):
             np.array(got[level][:3]), np.array(expected[level][:3]), equal_nan=True
         )
         assert got[level][3:] == expected[level][3:]
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(0, 9), max_size=60))
-def test_codes_by_first_row_are_factorize_codes(keys):
-    keys = np.array(keys, dtype=np.intp)
-    codes, distinct = agreement._first_row_codes(keys, 10)
-    # Oracle: pandas' factorize (codes in the order of first appearance).
-    expected, uniques = pd.factorize(keys)
-    np.testing.assert_array_equal(codes, expected)
-    assert distinct == len(uniques)
 
 
 TEXT = st.text(st.sampled_from('ab ,"\n\r\tä\x00'), max_size=4)
@@ -359,7 +318,7 @@ def test_sorted_cells_from_the_codes_are_factorize_sorted(column, shuffled):
         column = column.cat.reorder_categories(column.cat.categories[::-1])
     # Oracle: pandas' factorize with its distinct cells sorted (the code before the shortcut).
     codes, distinct = pd.factorize(column, sort=True)
-    got_codes, got_distinct = ratings_module._sorted_cells(column)
+    got_codes, got_distinct = cube_module._sorted_cells(column)
     np.testing.assert_array_equal(got_codes, codes)
     assert got_codes.dtype == np.intp
     assert got_distinct.dtype == object
@@ -436,13 +395,13 @@ def test_alpha_at_both_levels_from_one_count_is_alpha_at_each(rows, resamples, s
         columns=["participant", "sketch_id", "image_id", "phase", "rating"],
     ).drop_duplicates(["participant", "sketch_id", "image_id"])
     table["rating"] = table["rating"].astype("Float64")
-    got = agreement.alpha_at_levels(
+    got = agreement_tables.alpha_at_levels(
         table, ("ordinal", "interval"), n_resamples=resamples, seed=seed
     )
     for level in ("ordinal", "interval"):
         # Each level alone, as analyze asked for them before (the values themselves are
         # checked against the krippendorff package in test_analyze.py and test_undefined.py).
-        expected = agreement.krippendorff_alpha_overall(
+        expected = agreement_tables.krippendorff_alpha_overall(
             table, level=level, n_resamples=resamples, seed=seed
         )
         assert got[level]._fields == expected._fields

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from sbir_study.analysis import _kernels
-from sbir_study.analysis.agreement import inter_user_tau_pairs
+from sbir_study.analysis.agreement_tables import inter_user_tau_pairs
 
 
 def _work(k, delay):

@@ -18,12 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sbir_study.analysis import kendall_w, kendall_w_by_sketch, validate_ratings
-from sbir_study.analysis.agreement import (
+from sbir_study.analysis.agreement import krippendorff_alpha, skillings_mack
+from sbir_study.analysis.agreement_tables import (
     AGREEMENT_COLUMNS,
     agreement_by_sketch,
-    krippendorff_alpha,
     krippendorff_alpha_overall,
-    skillings_mack,
 )
 from sbir_study.foundation.checks import InputError
 from tests.helpers import DATA
@@ -93,7 +92,7 @@ def test_each_bootstrap_resample_is_alpha_of_the_drawn_units():
     # The bootstrap reweights the units' coincidences; the same draw, given to the
     # package as a matrix with the drawn units as columns (repeats included), must
     # give the same alpha.
-    from sbir_study.analysis import _kernels
+    from sbir_study.analysis import _agreement_kernels
     from sbir_study.analysis.agreement import _value_counts
 
     rng = np.random.default_rng(5)
@@ -101,9 +100,11 @@ def test_each_bootstrap_resample_is_alpha_of_the_drawn_units():
     ratings[rng.random(ratings.shape) < 0.2] = np.nan
     domain, counts = _value_counts(ratings, np.arange(1.0, 8.0))
     pairable = np.flatnonzero(counts.sum(axis=1) >= 2)
-    units = _kernels.unit_coincidences(counts)
+    units = _agreement_kernels.unit_coincidences(counts)
     draws = np.random.default_rng(11)
-    alphas = _kernels.bootstrap_alpha(units, domain, "ordinal", 20, np.random.default_rng(11))
+    alphas = _agreement_kernels.bootstrap_alpha(
+        units, domain, "ordinal", 20, np.random.default_rng(11)
+    )
     for alpha in alphas:
         drawn = pairable[draws.integers(0, len(pairable), len(pairable))]
         package = krippendorff.alpha(

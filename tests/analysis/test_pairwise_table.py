@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from sbir_study.analysis import inter_user_tau_pairs
-from sbir_study.analysis.agreement import SketchPairsResult
+from sbir_study.analysis.agreement_tables import SketchPairsResult
 from sbir_study.analysis.pipeline import _PairwiseWriter
 from tests.analysis.test_pairwise_sample import crowd
 

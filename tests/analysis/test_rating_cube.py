@@ -8,7 +8,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sbir_study.analysis.ratings import main_phase_cube, rating_cube
+from sbir_study.analysis.cube import main_phase_cube, rating_cube
 
 
 @st.composite

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from sbir_study.analysis.ratings import _parse, _read_text
+from sbir_study.analysis.rating_files import _read_text
+from sbir_study.analysis.rating_files import parse as _parse
 from sbir_study.foundation.checks import InputError
 
 HEADER = ["participant", "sketch_id", "image_id", "rating"]

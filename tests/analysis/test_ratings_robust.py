@@ -2,7 +2,6 @@
 
 import hashlib
 import tempfile
-import unittest.mock
 import warnings
 from pathlib import Path
 
@@ -13,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sbir_study.analysis import load_ratings
-from sbir_study.analysis import ratings as ratings_module
 from sbir_study.foundation.checks import InputError, bad_ids
 from sbir_study.foundation.environment import environment_variables
 from sbir_study.foundation.threads import THREADS_VARIABLE
@@ -185,14 +183,11 @@ layouts = st.one_of(
         max_size=6,
     ),
     threads=st.sampled_from(["1", "2", "3"]),
-    aside=st.sampled_from([0, ratings_module._HASH_ASIDE_BYTES]),
-    ahead=st.sampled_from([0, ratings_module._READ_AHEAD_FILES]),
 )
-def test_every_rating_is_read_back_as_written(sessions, threads, aside, ahead):
+def test_every_rating_is_read_back_as_written(sessions, threads):
     """Any layouts, any mix of files with and without a participant column, any line ends;
-    and each file's SHA-256, taken on a thread beside the parse (every file, with ``aside``
-    0) or in this one, is the file's as ``hashlib`` takes it; the files read ahead on the
-    threads (``ahead`` 0) or one after the other."""
+    and each file's SHA-256, taken on a thread beside the parse (``threads`` above 1) or in
+    this one, is the file's as ``hashlib`` takes it."""
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         expected = {}
@@ -205,11 +200,7 @@ def test_every_rating_is_read_back_as_written(sessions, threads, aside, ahead):
                 (label, row["image_id"]): None if row["rating"] == "n/a" else row["rating"]
                 for row in rows
             }
-        with (
-            environment_variables({THREADS_VARIABLE: threads}),
-            unittest.mock.patch.object(ratings_module, "_HASH_ASIDE_BYTES", aside),
-            unittest.mock.patch.object(ratings_module, "_READ_AHEAD_FILES", ahead),
-        ):
+        with environment_variables({THREADS_VARIABLE: threads}):
             read = load_ratings(root)
         assert _given(read) == expected
         hashed = {source.path: source.sha256 for source in read.attrs["provenance"].sources}
@@ -290,12 +281,11 @@ def test_any_bytes_in_a_bids_dataset(first, second, name):
         _check_result(reads_or_refuses(load_ratings, root))
 
 
-def _read_recording(root: Path, threads: str, ahead: int):
+def _read_recording(root: Path, threads: str):
     """What reading a dataset gives: the table (or the refusal's message) and the warnings'
     messages, in order."""
     with (
         environment_variables({THREADS_VARIABLE: threads}),
-        unittest.mock.patch.object(ratings_module, "_READ_AHEAD_FILES", ahead),
         warnings.catch_warnings(record=True) as caught,
     ):
         warnings.simplefilter("always")
@@ -315,7 +305,7 @@ def _read_recording(root: Path, threads: str, ahead: int):
     ),
     misnamed=st.one_of(st.none(), st.integers(0, 4)),
 )
-def test_files_read_ahead_on_threads_give_what_one_after_the_other_gives(files, misnamed):
+def test_files_hashed_on_a_thread_give_what_one_thread_gives(files, misnamed):
     """The same table, or the same first refusal, and the same warnings in the same order,
     whichever files are bad (bytes, headers, cut-off lines, a name that is not sub-<label>)."""
     with tempfile.TemporaryDirectory() as folder:
@@ -325,9 +315,9 @@ def test_files_read_ahead_on_threads_give_what_one_after_the_other_gives(files, 
             path = root / f"sub-{k:02d}" / "beh" / name
             path.parent.mkdir(parents=True)
             path.write_bytes(content)
-        # Oracle: the files read one after the other, in this thread.
-        expected, expected_warnings = _read_recording(root, "1", ratings_module._READ_AHEAD_FILES)
-        got, got_warnings = _read_recording(root, "2", 0)
+        # Oracle: the files read and hashed in this thread alone.
+        expected, expected_warnings = _read_recording(root, "1")
+        got, got_warnings = _read_recording(root, "2")
     if isinstance(expected, str):
         assert got == expected
     else:

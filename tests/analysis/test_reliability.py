@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from sbir_study.analysis import _kernels, reliability
-from sbir_study.analysis.ratings import RatingCube
+from sbir_study.analysis.cube import RatingCube
 from sbir_study.foundation.checks import InputError
 
 
@@ -42,19 +42,51 @@ def sparse_cube() -> RatingCube:
     return _cube(values)
 
 
-#: Values where the F distribution's functions change behaviour, and ordinary ones.
-_F_EDGES = st.sampled_from([np.nan, np.inf, -np.inf, 0.0, -0.0, -1.0, 5e-324, 1.0, 1e300])
-_F_VALUES = st.one_of(_F_EDGES, st.floats(-10, 1e6, allow_nan=False))
+class _ScipyStatsF:
+    """The F distribution's functions that the ICC calls, as scipy.stats computes them."""
+
+    @staticmethod
+    def fdtrc(dfn, dfd, x):
+        return scipy.stats.f.sf(x, dfn, dfd)
+
+    @staticmethod
+    def fdtri(dfn, dfd, q):
+        return scipy.stats.f.ppf(q, dfn, dfd)
+
+
+_CELLS = st.one_of(st.sampled_from([1.0, 2.0, 2.0, 7.0, 0.5]), st.floats(-5, 5))
+
+
+@st.composite
+def _icc_matrices(draw):
+    """Targets x raters matrices: any values, constant ones, and additive ones (target plus
+    rater effect, whose error mean square rounds to 0 or just below it)."""
+    n, k = draw(st.integers(2, 7)), draw(st.integers(2, 5))
+    kind = draw(st.sampled_from(["any", "constant", "additive"]))
+    if kind == "constant":
+        return np.full((n, k), draw(_CELLS))
+    if kind == "additive":
+        targets = np.array(draw(st.lists(_CELLS, min_size=n, max_size=n)))
+        raters = np.array(draw(st.lists(_CELLS, min_size=k, max_size=k)))
+        return targets[:, None] + raters[None, :] / 3.0
+    return draw(arrays(np.float64, (n, k), elements=_CELLS))
 
 
 @settings(max_examples=300, deadline=None)
-@given(_F_VALUES, _F_VALUES, _F_VALUES, st.one_of(_F_EDGES, st.floats(0, 1)))
-def test_f_survival_and_quantiles_are_scipy_stats_to_the_bit(x, dfn, dfd, q):
-    # Reference: scipy.stats.f.sf and scipy.stats.f.ppf (the ICC's p-values and intervals
-    # come from these without importing scipy.stats), NaN where scipy gives NaN.
+@given(_icc_matrices(), st.one_of(st.sampled_from([0.95, 0.99, 0.5]), st.floats(0.01, 0.99)))
+def test_icc_p_values_and_intervals_are_those_of_scipy_stats_f_to_the_bit(y, confidence):
+    # Reference: the same ICC with its F survival function and quantiles from
+    # scipy.stats.f.sf and scipy.stats.f.ppf in place of scipy.special's fdtrc and fdtri.
     with np.errstate(all="ignore"):
-        np.testing.assert_array_equal(_kernels.f_sf(x, dfn, dfd), scipy.stats.f.sf(x, dfn, dfd))
-        np.testing.assert_array_equal(_kernels.f_ppf(q, dfn, dfd), scipy.stats.f.ppf(q, dfn, dfd))
+        ours = reliability._icc_from_matrix(y, confidence)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(reliability, "special", _ScipyStatsF)
+            theirs = reliability._icc_from_matrix(y, confidence)
+    for mine, reference in zip(ours, theirs, strict=True):
+        assert mine.keys() == reference.keys()
+        values = [mine[key] for key in mine if key != "type"]
+        expected = [reference[key] for key in mine if key != "type"]
+        np.testing.assert_array_equal(values, expected)
 
 
 @settings(max_examples=200, deadline=None)

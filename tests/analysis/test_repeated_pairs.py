@@ -5,7 +5,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sbir_study.analysis.ratings import _ONCE_PER_PHASE, _any_repeated
+from sbir_study.analysis.validation import _ONCE_PER_PHASE, _any_repeated
 
 KEY = ["participant", "sketch_id", "image_id", "phase"]
 PHASES = ["practice", "main", "anchor_demo", "anchor_repeat"]

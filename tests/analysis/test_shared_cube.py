@@ -6,8 +6,8 @@ import pytest
 
 from sbir_study.analysis import (
     AnalysisOptions,
-    agreement,
     agreement_by_sketch,
+    agreement_tables,
     analyze_ratings,
     binned_medians,
     consensus,
@@ -17,8 +17,8 @@ from sbir_study.analysis import (
     participant_vs_consensus,
     pipeline,
     rating_cube,
-    ratings,
 )
+from sbir_study.analysis import cube as cube_module
 from sbir_study.analysis.pipeline import participant_table
 from sbir_study.analysis.simulate import StudyDesign, simulate_study
 
@@ -81,9 +81,9 @@ def test_analyze_builds_the_cube_of_the_main_phase_once(trials, tmp_path, monkey
             built.append(len(ratings))
         return rating_cube(ratings, column)
 
-    # raising=False: a module that builds its cube through ratings.main_phase_cube holds no
+    # raising=False: a module that builds its cube through cube.main_phase_cube holds no
     # rating_cube of its own, and one that imports it later is counted all the same.
-    for module in (agreement, consensus, distribution, pipeline, ratings):
+    for module in (agreement_tables, consensus, distribution, pipeline, cube_module):
         monkeypatch.setattr(module, "rating_cube", counted, raising=False)
     analyze_ratings(
         trials, tmp_path / "out", AnalysisOptions(bootstrap=20, permutations=20), figures=False

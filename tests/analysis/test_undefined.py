@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings, format_summary
-from sbir_study.analysis.ratings import validate_ratings
+from sbir_study.analysis.validation import validate_ratings
 
 ALPHA = 0.05
 OPTIONS = AnalysisOptions(bootstrap=0, permutations=0)

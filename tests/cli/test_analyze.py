@@ -114,7 +114,7 @@ def test_pairwise_summary_mode_and_options(analysed, tmp_path):
 
 
 def test_agreement_columns_and_seeded_resampling(analysed, tmp_path):
-    from sbir_study.analysis.agreement import AGREEMENT_COLUMNS
+    from sbir_study.analysis.agreement_tables import AGREEMENT_COLUMNS
 
     root, _ = analysed
     first = pd.read_csv(root / "out" / "kendall_w.csv")
