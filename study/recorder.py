@@ -27,7 +27,7 @@ from typing import TextIO
 import pandas as pd
 
 from sbir_study.foundation import bids
-from sbir_study.foundation.atomic import fsync_folder
+from sbir_study.foundation.atomic import atomic_write, fsync_folder
 from sbir_study.foundation.checks import InputError, participant_label
 from sbir_study.foundation.provenance import toolkit_version
 
