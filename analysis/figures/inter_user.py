@@ -98,7 +98,8 @@ def plot_inter_user(
     ax.set_ylim(low, 1.3)
     ax.set_yticks(np.round(np.arange(np.ceil(low * 5) / 5, 1.01, 0.2), 1))
     # One row of legend on a wide figure, two on a narrow one.
-    columns = len(names) if ax.figure.get_figwidth() >= 12 else 2
+    figure = ax.get_figure(root=True)
+    columns = len(names) if figure is not None and figure.get_figwidth() >= 12 else 2
     ax.legend(handles, names, loc="upper center", ncol=columns, fontsize="small", framealpha=0.9)
     ax.set_title("Agreement between participants, per sketch")
     return ax

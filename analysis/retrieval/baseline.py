@@ -22,7 +22,9 @@ as a baseline (Eitz et al. 2011, Sec. 4), far simpler than the paper's own.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -34,6 +36,7 @@ from .distances import bin_similarity, distance_matrix, resolve_distance
 __all__ = [
     "EDGE_SHARE",
     "SIDE",
+    "StimulusSetLike",
     "baseline_scores",
     "descriptor_similarity",
     "edge_orientation_histogram",
@@ -41,6 +44,18 @@ __all__ = [
     "write_baseline_runs",
     "write_trec_run",
 ]
+
+
+class StimulusSetLike(Protocol):
+    """What the baseline reads of a checked stimulus set (``sbir_study.stimuli.load_set``):
+    its folder and its manifest."""
+
+    @property
+    def folder(self) -> Path: ...
+
+    @property
+    def manifest(self) -> pd.DataFrame: ...
+
 
 #: The longer side, in pixels, that every picture is scaled to before its edges are found.
 SIDE = 192
@@ -98,12 +113,12 @@ def descriptor_similarity(*, grid: int = 4, bins: int = 8) -> np.ndarray:
 def baseline_scores(
     manifest: pd.DataFrame,
     folder: str | Path,
-    distances,
+    distances: Sequence[str],
     *,
     collection: str = "own",
     grid: int = 4,
     bins: int = 8,
-    progress=None,
+    progress: Callable[[int, int], object] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Score each sketch's images under each distance; returns ``{distance: run}``.
 
@@ -230,13 +245,13 @@ def parse_distances(text: str) -> list[str]:
 
 
 def write_baseline_runs(
-    stimulus_set,
+    stimulus_set: StimulusSetLike,
     distances: list[str],
     out: str | Path,
     *,
     collection: str = "own",
     overwrite: bool = False,
-    progress=None,
+    progress: Callable[[int, int], object] | None = None,
 ) -> dict[str, Path]:
     """Rank a stimulus set's images under each distance and write one TREC run per distance.
 
@@ -250,25 +265,26 @@ def write_baseline_runs(
     from sbir_study.foundation.outputs import output_files, output_folder
 
     out = Path(out)
-    single = len(distances) == 1 and not out.is_dir()
     inputs = [stimulus_set.folder]
-    if single:
-        writing = output_files(out, "baseline", overwrite=overwrite, inputs=inputs)
-    else:
-        writing = output_folder(out, "baseline", overwrite=overwrite, inputs=inputs)
-    with writing as written:
-        folder = written[0].parent if single else written
+
+    def write(paths: dict[str, Path]) -> None:
         runs = baseline_scores(
             stimulus_set.manifest,
             stimulus_set.folder,
-            distances,
+            list(paths),
             collection=collection,
             progress=progress,
         )
-        for name in distances:
-            path = written[0] if single else folder / f"{name}.run"
+        for name, path in paths.items():
             write_trec_run(runs[name], path, tag=f"baseline-eoh-{_tag(name)}")
-    return {distances[0]: out} if single else {name: out / f"{name}.run" for name in distances}
+
+    if len(distances) == 1 and not out.is_dir():
+        with output_files(out, "baseline", overwrite=overwrite, inputs=inputs) as written:
+            write({distances[0]: written[0]})
+        return {distances[0]: out}
+    with output_folder(out, "baseline", overwrite=overwrite, inputs=inputs) as folder:
+        write({name: folder / f"{name}.run" for name in distances})
+    return {name: out / f"{name}.run" for name in distances}
 
 
 def _tag(distance: str) -> str:

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from sbir_study.foundation.checks import InputError
 
@@ -165,7 +166,7 @@ def read_hpatches_task(benchmark: str | Path) -> HPatchesTask:
     return HPatchesTask(benchmark.stem, pool, tuple(queries), tuple(labels))
 
 
-def hpatches_average_precision(positive) -> np.ndarray:
+def hpatches_average_precision(positive: ArrayLike) -> np.ndarray:
     """AP of each row of ``positive`` (queries x retrieved, best first, the query itself
     already left out): precision at each positive, averaged over the positives retrieved.
 

@@ -28,11 +28,13 @@ such as a TREC run aligned with several blanks, and names the first bad line).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from sbir_study.foundation.checks import (
     ID_RULE,
@@ -310,7 +312,11 @@ def ground_truth_from_frame(
 
 
 def ground_truth_from_qrels(
-    frame: pd.DataFrame, lines, *, source: str = "qrels", scale: Scale = PAPER_SCALE
+    frame: pd.DataFrame,
+    lines: ArrayLike,
+    *,
+    source: str = "qrels",
+    scale: Scale = PAPER_SCALE,
 ) -> GroundTruth:
     """A ground truth from TREC qrels: ``query_id, iteration, doc_id, grade`` columns (text),
     row r read from line ``lines[r]`` of ``source``.
@@ -436,13 +442,13 @@ def load_run(
 
 def run_from_scores(
     truth: GroundTruth,
-    sketch_id,
-    image_id,
-    score,
+    sketch_id: ArrayLike | pd.Categorical,
+    image_id: ArrayLike | pd.Categorical,
+    score: ArrayLike,
     *,
     name: str = "system",
     lower_is_better: bool = False,
-    locate=None,
+    locate: Callable[[int], str] | None = None,
     score_precision: str = "float32",
 ) -> Run:
     """Rank a run given as three parallel arrays (one entry per returned image).
