@@ -106,7 +106,15 @@ class Measure:
         return self.values_at is not None
 
 
-#: Every measure, in the order of ``per_sketch.csv``. Adding a measure is adding a row.
+def _binary(
+    function: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> Callable[[RunView], np.ndarray]:
+    """A measure of the run's ranks and the binary relevance."""
+    return lambda view: function(view.rank, view.relevant)
+
+
+#: Every measure, in the order of ``per_sketch.csv``. Adding a measure is adding a row:
+#: name, label, better, needs, reference, and how its values are computed.
 MEASURES: tuple[Measure, ...] = (
     Measure(
         "tau_b",
@@ -114,8 +122,8 @@ MEASURES: tuple[Measure, ...] = (
         "higher",
         "scores",
         "Eitz et al. 2011, Sec. 3.2",
-        values=lambda v: v.tau.statistic,
         headline=True,
+        values=lambda v: v.tau.statistic,
     ),
     Measure(
         "tau_b_p_value",
@@ -141,8 +149,8 @@ MEASURES: tuple[Measure, ...] = (
         "higher",
         "grades",
         "trec_eval ndcg",
-        values=lambda v: ndcg(v.rank, v.grade),
         headline=True,
+        values=lambda v: ndcg(v.rank, v.grade),
     ),
     Measure(
         "ndcg",
@@ -166,7 +174,7 @@ MEASURES: tuple[Measure, ...] = (
         "higher",
         "relevance",
         "trec_eval map",
-        values=lambda v: average_precision(v.rank, v.relevant),
+        _binary(average_precision),
         headline=True,
     ),
     Measure(
@@ -175,34 +183,12 @@ MEASURES: tuple[Measure, ...] = (
         "higher",
         "relevance",
         "trec_eval Rprec",
-        values=lambda v: r_precision(v.rank, v.relevant),
+        _binary(r_precision),
         in_report=False,
     ),
-    Measure(
-        "nn",
-        "NN",
-        "higher",
-        "relevance",
-        "SHREC 2018",
-        values=lambda v: nearest_neighbor(v.rank, v.relevant),
-    ),
-    Measure(
-        "ft",
-        "FT",
-        "higher",
-        "relevance",
-        "SHREC 2018",
-        values=lambda v: first_tier(v.rank, v.relevant),
-        headline=True,
-    ),
-    Measure(
-        "st",
-        "ST",
-        "higher",
-        "relevance",
-        "SHREC 2018",
-        values=lambda v: second_tier(v.rank, v.relevant),
-    ),
+    Measure("nn", "NN", "higher", "relevance", "SHREC 2018", _binary(nearest_neighbor)),
+    Measure("ft", "FT", "higher", "relevance", "SHREC 2018", _binary(first_tier), headline=True),
+    Measure("st", "ST", "higher", "relevance", "SHREC 2018", _binary(second_tier)),
     Measure(
         "e@32",
         "E@32",
@@ -211,14 +197,7 @@ MEASURES: tuple[Measure, ...] = (
         "SHREC 2018",
         values=lambda v: e_measure(v.rank, v.relevant, k=32),
     ),
-    Measure(
-        "dcg_shrec",
-        "DCG (SHREC)",
-        "higher",
-        "relevance",
-        "SHREC 2018",
-        values=lambda v: dcg_shrec(v.rank, v.relevant),
-    ),
+    Measure("dcg_shrec", "DCG (SHREC)", "higher", "relevance", "SHREC 2018", _binary(dcg_shrec)),
     Measure(
         "avg_rank",
         "avg rank",
