@@ -44,7 +44,8 @@ def plot_inter_user(
     stats = [dict(box) for box in boxes]
     positions = np.arange(1, len(stats) + 1)
     # Past a few thousand correlations per sketch the outliers are a solid red bar of
-    # plus signs (and only the most extreme were kept): their range says the same, legibly.
+    # plus signs (of which box_summary keeps the most extreme): their range says the same,
+    # legibly.
     ranges = max((int(box.get("n", 0)) for box in stats), default=0) > _FLIER_POINTS_LIMIT
     ax.bxp(
         stats,

@@ -29,9 +29,10 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from sbir_study.foundation.checks import InputError, bad_ids, check_id, open_image
+from sbir_study.foundation.checks import InputError, bad_ids, check_id, check_option, open_image
+from sbir_study.foundation.outputs import output_files, output_folder
 
-from .distances import bin_similarity, distance_matrix, resolve_distance
+from .distances import DISTANCES, bin_similarity, distance_matrix, resolve_distance
 
 __all__ = [
     "EDGE_SHARE",
@@ -150,8 +151,6 @@ def baseline_scores(
     The reference set of the Mahalanobis and mass-based distances is the
     descriptors of every sketch and image scored.
     """
-    from sbir_study.foundation.checks import check_option
-
     check_option("collection", collection, ("own", "all"))
     for name in distances:
         resolve_distance(name)
@@ -229,8 +228,6 @@ def write_trec_run(run: pd.DataFrame, path: str | Path, tag: str) -> Path:
 
 def parse_distances(text: str) -> list[str]:
     """Distance names from ``--distance``: one name, comma-separated names, or ``all``."""
-    from .distances import DISTANCES
-
     if text == "all":
         return list(DISTANCES)
     names = [name.strip() for name in text.split(",") if name.strip()]
@@ -262,8 +259,6 @@ def write_baseline_runs(
     place when complete; an existing ``out`` only with ``overwrite``, and
     only when an earlier ``baseline`` wrote it. Returns ``{distance: path}``.
     """
-    from sbir_study.foundation.outputs import output_files, output_folder
-
     out = Path(out)
     inputs = [stimulus_set.folder]
 

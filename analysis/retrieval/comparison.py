@@ -41,6 +41,7 @@ from numpy.typing import ArrayLike
 
 from sbir_study.foundation.checks import InputError
 
+from .. import _kernels
 from ..corrections import holm_adjusted
 
 __all__ = [
@@ -264,8 +265,6 @@ def _wilcoxon_tests(differences: list[np.ndarray]) -> list[tuple[float, float]]:
 def _wilcoxon_enumerated(d: np.ndarray, nonzero: np.ndarray) -> tuple[float, float]:
     """SciPy's exact permutation branch of the signed-rank test (zeros dropped, Wilcoxon's
     rule): r+ over every sign pattern, compared as ``scipy.stats.permutation_test`` does."""
-    from .. import _kernels
-
     ranks = np.zeros(d.size)  # a zero difference has no rank: no sign puts it in r+
     ranks[nonzero] = _kernels.average_ranks(np.abs(d[nonzero])[None, :])[0]
     r_plus, r_minus = float(ranks[d > 0].sum()), float(ranks[d < 0].sum())

@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.checks import InputError, check_option
 
 __all__ = [
     "DISTANCES",
@@ -43,7 +43,7 @@ __all__ = [
 
 
 def _cdist(x: np.ndarray, y: np.ndarray, metric: str, **options) -> np.ndarray:
-    # Imported when used: scipy.spatial adds a tenth of a second to importing the package.
+    # Imported when used, so that importing the package does not load scipy.spatial.
     from scipy.spatial.distance import cdist
 
     return cdist(x, y, metric, **options)
@@ -80,7 +80,7 @@ def minkowski(x: ArrayLike, y: ArrayLike, *, p: float = 2.0) -> np.ndarray:
     ----------
     x, y : array_like, (m, d) and (n, d)
     p : float > 0 or ``inf``
-        For p < 1 the formula is the same but it is no longer a metric (the
+        For p < 1 the formula is the same but it is not a metric (the
         triangle inequality fails), as Zhang's Fig. 12.1a shows.
 
     Returns
@@ -494,8 +494,6 @@ DISTANCES: dict[str, tuple[Callable[..., np.ndarray], dict]] = {
 
 def resolve_distance(name: str) -> tuple[Callable[..., np.ndarray], dict]:
     """The function and fixed options of a distance name (see :func:`distance_matrix`)."""
-    from sbir_study.foundation.checks import check_option
-
     if name not in DISTANCES and re.fullmatch(r"l\d+(\.\d+)?", str(name)):
         p = float(name[1:])
         if p > 0:

@@ -192,7 +192,7 @@ def system_colours(n: int) -> list[str]:
     Up to 10 systems, matplotlib's ``petroff10`` sequence (Petroff 2021, "Accessible
     color sequences for data visualization", arXiv:2107.02270), chosen so that every
     two stay apart under the common colour-vision deficiencies; black and grey are
-    left to the participants. Beyond 10, ``tab20`` (distinct, no longer colour-blind
+    left to the participants. Beyond 10, ``tab20`` (distinct, not colour-blind
     safe; the line markers still tell the systems apart).
 
     Examples

@@ -41,6 +41,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.outputs import output_folder
 
 __all__ = [
     "HPatchesTask",
@@ -322,8 +323,6 @@ def write_hpatches(
     ``out`` is written as every output is (``docs/outputs.md``); ``inputs``
     (the benchmark and results folders) are never targets.
     """
-    from sbir_study.foundation.outputs import output_folder
-
     with output_folder(out, "evaluate-hpatches", overwrite=overwrite, inputs=inputs) as folder:
         per_query.to_csv(folder / "hpatches_per_query.csv", index=False)
         summary.to_csv(folder / "hpatches_summary.csv", index=False)
