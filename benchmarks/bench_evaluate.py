@@ -73,7 +73,8 @@ def write_benchmark(folder: Path, sketches: int, images: int, judged: int, seed:
 
 def ours(folder: Path, truth):
     ranking = load_run(folder / "run.txt", truth)
-    values, _curve = score_run(truth, ranking, EvaluationOptions(cutoffs=(10,)))
+    options = EvaluationOptions(cutoffs=(10,), relevant_below=3.5)  # binary.qrels: m < 3.5
+    values, _curve = score_run(truth, ranking, options)
     return values
 
 
