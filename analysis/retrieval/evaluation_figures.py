@@ -4,11 +4,12 @@ Every ``plot_*`` function draws on the matplotlib ``Axes`` it is given and
 returns it; they take the tables :func:`~sbir_study.analysis.retrieval.evaluate_runs`
 computes. :func:`write_evaluation_figures` lays out the files (``.png`` and ``.pdf``)
 as :mod:`sbir_study.analysis.figures` does for the study's figures, whose way of
-saving and markers these share.
+saving and markers (:mod:`sbir_study.analysis.figures.style`) these share.
 
-With :mod:`sbir_study.analysis.figures`, the only module of :mod:`sbir_study.analysis`
-that imports matplotlib; :mod:`~sbir_study.analysis.retrieval.evaluation` imports it
-only when figures are drawn.
+With the modules of :mod:`sbir_study.analysis.figures`, the only module of
+:mod:`sbir_study.analysis` that imports matplotlib;
+:mod:`~sbir_study.analysis.retrieval.evaluation_outputs` imports it only when figures
+are drawn.
 """
 
 from __future__ import annotations
