@@ -64,7 +64,7 @@ def read_catch_pairs(path: str | Path) -> pd.DataFrame:
             f"{path}: line 1: missing column {missing[0]!r}; expected the columns "
             f"{', '.join(CATCH_COLUMNS)}"
         )
-    pairs = []
+    pairs: list[tuple[str, str, int, int]] = []
     for line, row in enumerate(table[list(CATCH_COLUMNS)].itertuples(index=False), start=2):
         sketch_id, image_id, low, high = (str(v).strip() for v in row)
         for name, value in (("sketch_id", sketch_id), ("image_id", image_id)):
@@ -91,7 +91,7 @@ def read_catch_pairs(path: str | Path) -> pd.DataFrame:
                 f"{path}: line {line}: the pair {sketch_id}/{image_id} is listed "
                 "twice; expected each catch pair once"
             )
-        pairs.append((sketch_id, image_id, *bounds))
+        pairs.append((sketch_id, image_id, bounds[0], bounds[1]))
     return pd.DataFrame(pairs, columns=list(CATCH_COLUMNS)).astype(
         {"lowest": "int64", "highest": "int64"}
     )

@@ -9,6 +9,9 @@ otherwise run, in one process.
      P.10, map, Rprec) on graded and binary qrels,
    * ranx: Run.from_file + evaluate (the same measures), best of fewer repeats.
    The values must agree (checked) and analysis be at least as fast as pytrec_eval.
+   Beside it, load_run with the plain ranking (one lexsort of every row by sketch,
+   decreasing score and decreasing image id) in place of its kernel, which finds the
+   positions of the judged images only (equal ranks, checked).
 2. m_p over a reference set of 10,000 vectors of 500 dimensions: sbir_study.analysis.mass_based
    (columns sorted once, binary search) against the direct count of the definition
    (every reference value compared per pair and dimension); goal at least 50x faster.
@@ -26,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sbir_study.analysis.retrieval import runs as run_module
 from sbir_study.analysis.retrieval.distances import mass_based
 from sbir_study.analysis.retrieval.evaluation import EvaluationOptions, score_run
 from sbir_study.analysis.retrieval.runs import ground_truth_from_frame, load_run
@@ -69,8 +73,41 @@ def write_benchmark(folder: Path, sketches: int, images: int, judged: int, seed:
 
 def ours(folder: Path, truth):
     ranking = load_run(folder / "run.txt", truth)
-    values, _curve = score_run(truth, ranking, EvaluationOptions(cutoffs=(10,)))
+    options = EvaluationOptions(cutoffs=(10,), relevant_below=3.5)  # binary.qrels: m < 3.5
+    values, _curve = score_run(truth, ranking, options)
     return values
+
+
+def plain_rank(truth, sketch_of_row, doc_code, doc_names, keys, score, n_returned, score_precision):
+    """The ranking of run_from_scores by one lexsort of every row, for comparison."""
+    n_sketches, width = truth.mean_rating.shape
+    doc_lookup = pd.Index(doc_names)
+    judged_rows = np.full((n_sketches, width), -1, dtype=np.int64)
+    for s, images in enumerate(truth.images):
+        codes = doc_lookup.get_indexer(images)
+        judged_keys = np.where(codes >= 0, s * max(len(doc_names), 1) + codes, -1)
+        judged_rows[s, : len(images)] = keys.get_indexer(judged_keys)
+    returned = judged_rows >= 0
+    key = score.astype(np.float32).astype(np.float64) if score_precision == "float32" else score
+    id_order = np.empty(len(doc_names), dtype=np.int64)
+    id_order[np.argsort(doc_names.astype(str), kind="stable")] = np.arange(len(doc_names))
+    order = np.lexsort((-id_order[doc_code], -key, sketch_of_row))
+    position = np.empty(len(order))
+    position[order] = np.arange(1, len(order) + 1)
+    position -= (np.cumsum(n_returned) - n_returned)[sketch_of_row]
+    rows = np.maximum(judged_rows, 0)
+    return (
+        np.where(returned, score[rows], np.nan),
+        np.where(returned, position[rows], np.nan),
+    )
+
+
+def ours_plain(folder: Path, truth):
+    kernel, run_module._rank = run_module._rank, plain_rank
+    try:
+        return load_run(folder / "run.txt", truth)
+    finally:
+        run_module._rank = kernel
 
 
 def with_pytrec_eval(folder: Path):
@@ -166,6 +203,11 @@ def main() -> None:
         truth = ground_truth_from_frame(truth_frame)
 
         ours_best, ours_median, values = best_of(lambda: ours(folder, truth), args.repeat)
+        kernel_best, kernel_median, kernel = best_of(
+            lambda: load_run(folder / "run.txt", truth), args.repeat
+        )
+        plain_best, plain_median, plain = best_of(lambda: ours_plain(folder, truth), args.repeat)
+        np.testing.assert_array_equal(plain.rank, kernel.rank)
         trec_best, trec_median, trec = best_of(lambda: with_pytrec_eval(folder), args.repeat)
         ranx_best, ranx_median, ranx = best_of(lambda: with_ranx(folder), 2)
         from_cli = command_line(folder, truth_frame, args.repeat)
@@ -212,6 +254,11 @@ def main() -> None:
             f"{ranx_median:.2f} | {ranx_median / ours_median:.1f}x slower | "
             f"{ranx_difference:.1e} (ties ordered otherwise) |"
         )
+        print()
+        print("| load_run (parse + rank) | best s | median s |")
+        print("|---|---|---|")
+        print(f"| judged positions only (the kernel) | {kernel_best:.2f} | {kernel_median:.2f} |")
+        print(f"| one lexsort of every row (plain) | {plain_best:.2f} | {plain_median:.2f} |")
         print()
         print(
             "| `sbir-study evaluate` from the command line (fresh process) | best s | "

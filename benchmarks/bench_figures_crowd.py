@@ -5,9 +5,8 @@ tables are computed once by :func:`sbir_study.analysis.analyze_ratings`; then
 :func:`sbir_study.analysis.figures.write_figures` draws Figs. 4-8 (PNG and PDF) from the same
 tables twice, alternating:
 
-* ``each``: one box or marker column per participant with its own tick label, the
-  drawing every size had before the aggregate view (at 2,000 participants it
-  measures and draws thousands of tick labels);
+* ``each``: one box or marker column per participant with its own tick label (at
+  2,000 participants it measures and draws thousands of tick labels);
 * ``auto``: the default, which switches Figs. 4 and 6 to the distribution over the
   participants sorted by their median past ``PARTICIPANT_VIEW_LIMIT`` participants.
 
@@ -49,6 +48,7 @@ def tables_for(participants: int, folder: Path) -> dict:
 
     def capture(out, **kwargs):
         captured.update(kwargs)
+        Path(out).mkdir(parents=True, exist_ok=True)  # as write_figures makes it
         return {}
 
     figures.write_figures = capture

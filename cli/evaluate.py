@@ -239,12 +239,9 @@ def _register_baseline(commands: Subcommands) -> None:
 
 
 def evaluate(args: argparse.Namespace) -> int:
-    from sbir_study.analysis.retrieval.evaluation import (
-        EvaluationOptions,
-        evaluate_files,
-        format_evaluation,
-        write_evaluation,
-    )
+    from sbir_study.analysis.retrieval.evaluation import EvaluationOptions
+    from sbir_study.analysis.retrieval.evaluation_inputs import evaluate_files
+    from sbir_study.analysis.retrieval.evaluation_outputs import format_evaluation, write_evaluation
     from sbir_study.foundation.outputs import check_target
     from sbir_study.foundation.scale import Scale
 

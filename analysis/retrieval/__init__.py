@@ -2,12 +2,16 @@
 
 * :mod:`~sbir_study.analysis.retrieval.runs`: the ground truth and retrieval runs
   (TREC runs or tables), reduced to the judged images;
-* :mod:`~sbir_study.analysis.retrieval.measures`: one function per measure and
-  :data:`~sbir_study.analysis.retrieval.measures.MEASURES`, the table of every measure;
+* :mod:`~sbir_study.analysis.retrieval.measures`: one function per measure, one module per
+  family, and :data:`~sbir_study.analysis.retrieval.measures.MEASURES`, the table of
+  every measure;
 * :mod:`~sbir_study.analysis.retrieval.comparison`: bootstrap intervals and paired tests
   between systems;
-* :mod:`~sbir_study.analysis.retrieval.evaluation`: the pipeline of ``sbir-study evaluate``,
-  with :mod:`~sbir_study.analysis.retrieval.evaluation_report` its page;
+* :mod:`~sbir_study.analysis.retrieval.evaluation`: the scoring of ``sbir-study evaluate``,
+  :mod:`~sbir_study.analysis.retrieval.evaluation_inputs` its files read,
+  :mod:`~sbir_study.analysis.retrieval.evaluation_outputs` its files written and lines
+  printed, with :mod:`~sbir_study.analysis.retrieval.evaluation_figures` its figures and
+  :mod:`~sbir_study.analysis.retrieval.evaluation_report` its page;
 * :mod:`.distances` and :mod:`.baseline`:
   distance measures and a baseline engine;
 * :mod:`~sbir_study.analysis.retrieval.hpatches`: the HPatches retrieval task.
@@ -26,9 +30,11 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "distances",
         "evaluation",
         "evaluation_figures",
+        "evaluation_inputs",
+        "evaluation_outputs",
+        "evaluation_report",
         "hpatches",
         "measures",
-        "evaluation_report",
         "runs",
     ],
     submod_attrs={
@@ -66,8 +72,9 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "EvaluationOptions",
             "evaluate_runs",
             "score_run",
-            "write_evaluation",
         ],
+        "evaluation_inputs": ["evaluate_files"],
+        "evaluation_outputs": ["write_evaluation"],
         "hpatches": [
             "evaluate_hpatches",
             "hpatches_average_precision",

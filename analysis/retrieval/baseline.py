@@ -22,18 +22,22 @@ as a baseline (Eitz et al. 2011, Sec. 4), far simpler than the paper's own.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
-from sbir_study.foundation.checks import InputError, bad_ids, check_id, open_image
+from sbir_study.foundation.checks import InputError, bad_ids, check_id, check_option, open_image
+from sbir_study.foundation.outputs import output_files, output_folder
 
-from .distances import bin_similarity, distance_matrix, resolve_distance
+from .distances import DISTANCES, bin_similarity, distance_matrix, resolve_distance
 
 __all__ = [
     "EDGE_SHARE",
     "SIDE",
+    "StimulusSetLike",
     "baseline_scores",
     "descriptor_similarity",
     "edge_orientation_histogram",
@@ -41,6 +45,18 @@ __all__ = [
     "write_baseline_runs",
     "write_trec_run",
 ]
+
+
+class StimulusSetLike(Protocol):
+    """What the baseline reads of a checked stimulus set (``sbir_study.stimuli.load_set``):
+    its folder and its manifest."""
+
+    @property
+    def folder(self) -> Path: ...
+
+    @property
+    def manifest(self) -> pd.DataFrame: ...
+
 
 #: The longer side, in pixels, that every picture is scaled to before its edges are found.
 SIDE = 192
@@ -98,12 +114,12 @@ def descriptor_similarity(*, grid: int = 4, bins: int = 8) -> np.ndarray:
 def baseline_scores(
     manifest: pd.DataFrame,
     folder: str | Path,
-    distances,
+    distances: Sequence[str],
     *,
     collection: str = "own",
     grid: int = 4,
     bins: int = 8,
-    progress=None,
+    progress: Callable[[int, int], object] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Score each sketch's images under each distance; returns ``{distance: run}``.
 
@@ -135,8 +151,6 @@ def baseline_scores(
     The reference set of the Mahalanobis and mass-based distances is the
     descriptors of every sketch and image scored.
     """
-    from sbir_study.foundation.checks import check_option
-
     check_option("collection", collection, ("own", "all"))
     for name in distances:
         resolve_distance(name)
@@ -214,8 +228,6 @@ def write_trec_run(run: pd.DataFrame, path: str | Path, tag: str) -> Path:
 
 def parse_distances(text: str) -> list[str]:
     """Distance names from ``--distance``: one name, comma-separated names, or ``all``."""
-    from .distances import DISTANCES
-
     if text == "all":
         return list(DISTANCES)
     names = [name.strip() for name in text.split(",") if name.strip()]
@@ -230,13 +242,13 @@ def parse_distances(text: str) -> list[str]:
 
 
 def write_baseline_runs(
-    stimulus_set,
+    stimulus_set: StimulusSetLike,
     distances: list[str],
     out: str | Path,
     *,
     collection: str = "own",
     overwrite: bool = False,
-    progress=None,
+    progress: Callable[[int, int], object] | None = None,
 ) -> dict[str, Path]:
     """Rank a stimulus set's images under each distance and write one TREC run per distance.
 
@@ -247,28 +259,27 @@ def write_baseline_runs(
     place when complete; an existing ``out`` only with ``overwrite``, and
     only when an earlier ``baseline`` wrote it. Returns ``{distance: path}``.
     """
-    from sbir_study.foundation.outputs import output_files, output_folder
-
     out = Path(out)
-    single = len(distances) == 1 and not out.is_dir()
     inputs = [stimulus_set.folder]
-    if single:
-        writing = output_files(out, "baseline", overwrite=overwrite, inputs=inputs)
-    else:
-        writing = output_folder(out, "baseline", overwrite=overwrite, inputs=inputs)
-    with writing as written:
-        folder = written[0].parent if single else written
+
+    def write(paths: dict[str, Path]) -> None:
         runs = baseline_scores(
             stimulus_set.manifest,
             stimulus_set.folder,
-            distances,
+            list(paths),
             collection=collection,
             progress=progress,
         )
-        for name in distances:
-            path = written[0] if single else folder / f"{name}.run"
+        for name, path in paths.items():
             write_trec_run(runs[name], path, tag=f"baseline-eoh-{_tag(name)}")
-    return {distances[0]: out} if single else {name: out / f"{name}.run" for name in distances}
+
+    if len(distances) == 1 and not out.is_dir():
+        with output_files(out, "baseline", overwrite=overwrite, inputs=inputs) as written:
+            write({distances[0]: written[0]})
+        return {distances[0]: out}
+    with output_folder(out, "baseline", overwrite=overwrite, inputs=inputs) as folder:
+        write({name: folder / f"{name}.run" for name in distances})
+    return {name: out / f"{name}.run" for name in distances}
 
 
 def _tag(distance: str) -> str:

@@ -32,13 +32,16 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from sbir_study.foundation.checks import InputError
 
+from .. import _kernels
 from ..corrections import holm_adjusted
 
 __all__ = [
@@ -73,7 +76,7 @@ class PermutationResult(NamedTuple):
 
 
 def bootstrap_mean(
-    values, *, confidence: float = 0.95, n_resamples: int = 10_000, seed: int = 0
+    values: ArrayLike, *, confidence: float = 0.95, n_resamples: int = 10_000, seed: int = 0
 ) -> BootstrapResult:
     """Mean of ``values`` (NaN left out) with a percentile bootstrap interval.
 
@@ -92,21 +95,23 @@ def bootstrap_mean(
     (0.54, True)
     """
 
-    values = np.asarray(values, dtype=np.float64).reshape(-1)
-    values = values[~np.isnan(values)]
-    n = int(values.size)
+    given = np.asarray(values, dtype=np.float64).reshape(-1)
+    given = given[~np.isnan(given)]
+    n = int(given.size)
     if n == 0:
         return BootstrapResult(float("nan"), float("nan"), float("nan"), 0)
-    mean = float(values.mean())
+    mean = float(given.mean())
     if n < 2:
         return BootstrapResult(mean, float("nan"), float("nan"), n)
-    if np.ptp(values) == 0:
+    if np.ptp(given) == 0:
         return BootstrapResult(mean, mean, mean, n)
-    low, high = _percentile_intervals(values[None, :], confidence, n_resamples, seed)
+    low, high = _percentile_intervals(given[None, :], confidence, n_resamples, seed)
     return BootstrapResult(mean, float(low[0]), float(high[0]), n)
 
 
-def _percentile_intervals(values: np.ndarray, confidence: float, n_resamples: int, seed: int):
+def _percentile_intervals(
+    values: np.ndarray, confidence: float, n_resamples: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The percentile bootstrap interval of the mean of each row of ``values`` (rows x n,
     no NaN), as ``scipy.stats.bootstrap(..., method="percentile", vectorized=True,
     rng=np.random.default_rng(seed))`` gives it for each row alone.
@@ -114,7 +119,7 @@ def _percentile_intervals(values: np.ndarray, confidence: float, n_resamples: in
     The same draws as SciPy's (one ``rng.integers(0, n, (n_resamples, n))``, shared by the
     rows), each resample's mean taken as how often it draws each value times that value,
     over n: a (resamples x n) @ (n x rows) product where SciPy gathers a rows x resamples
-    x n array (1.3 GB for ``make run``'s comparisons, the most of ``evaluate``'s time). The
+    x n array, row by row (``benchmarks/bench_comparisons.py`` times the two). The
     quantiles are SciPy's (linear interpolation); the means differ from SciPy's in the
     order of their additions only (the tests compare to a relative 1e-12).
     """
@@ -177,7 +182,9 @@ def _permutation_pvalue(observed: float, null: np.ndarray, exact: bool) -> float
     return float(min(1.0, 2.0 * min(greater, less)))
 
 
-def paired_permutation_test(a, b, *, n_resamples: int = 10_000, seed: int = 0) -> PermutationResult:
+def paired_permutation_test(
+    a: ArrayLike, b: ArrayLike, *, n_resamples: int = 10_000, seed: int = 0
+) -> PermutationResult:
     """Two-sided paired permutation test of mean(a - b) = 0 (sketches with both values).
 
     Under the null hypothesis each sketch's difference is as likely to have
@@ -220,12 +227,12 @@ def _wilcoxon_tests(differences: list[np.ndarray]) -> list[tuple[float, float]]:
 
     Where SciPy runs an exact permutation test (ties or zeros among 13 differences or
     fewer) it is computed here: SciPy ranks the differences again for each of the 2^n sign
-    patterns, about a second at 12 sketches, for every pair of systems and measure; the
-    ranks of |d| do not change when signs flip, so the 2^n values of the statistic are one
-    matrix product of exact half-integer sums. Elsewhere SciPy computes it, once for all
-    the rows of a length that take the same branch (its per-call overhead is most of a
-    test's time): the branch it would choose for each alone, named (SciPy's "auto" decides
-    for a whole array at once).
+    patterns, for every pair of systems and measure; the ranks of |d| do not change when
+    signs flip, so the 2^n values of the statistic are one matrix product of exact
+    half-integer sums. Elsewhere SciPy computes it, once for all the rows of a length that
+    take the same branch (its per-call overhead is most of a test's time;
+    ``benchmarks/bench_comparisons.py`` times both against SciPy per pair): the branch it
+    would choose for each alone, named (SciPy's "auto" decides for a whole array at once).
     """
     results = [(float("nan"), float("nan"))] * len(differences)
     batches: dict[tuple[int, str], list[int]] = {}
@@ -258,8 +265,6 @@ def _wilcoxon_tests(differences: list[np.ndarray]) -> list[tuple[float, float]]:
 def _wilcoxon_enumerated(d: np.ndarray, nonzero: np.ndarray) -> tuple[float, float]:
     """SciPy's exact permutation branch of the signed-rank test (zeros dropped, Wilcoxon's
     rule): r+ over every sign pattern, compared as ``scipy.stats.permutation_test`` does."""
-    from .. import _kernels
-
     ranks = np.zeros(d.size)  # a zero difference has no rank: no sign puts it in r+
     ranks[nonzero] = _kernels.average_ranks(np.abs(d[nonzero])[None, :])[0]
     r_plus, r_minus = float(ranks[d > 0].sum()), float(ranks[d < 0].sum())
@@ -328,7 +333,7 @@ def _t_tests(differences: list[np.ndarray]) -> list[tuple[float, float]]:
     return results
 
 
-def effect_size_dz(d) -> float:
+def effect_size_dz(d: ArrayLike) -> float:
     """Cohen's d_z: the mean paired difference over the standard deviation of the differences.
 
     The standardized difference of paired samples (Cohen 1988; Lakens 2013,
@@ -341,18 +346,44 @@ def effect_size_dz(d) -> float:
     >>> round(effect_size_dz([0.1, 0.3, 0.2, 0.4]), 6)
     1.936492
     """
-    d = np.asarray(d, dtype=np.float64)
-    d = d[~np.isnan(d)]
-    if d.size < 2:
+    paired = np.asarray(d, dtype=np.float64)
+    paired = paired[~np.isnan(paired)]
+    if paired.size < 2:
         return float("nan")
-    sd = float(d.std(ddof=1))
-    return float(d.mean()) / sd if sd > 0 else float("nan")
+    sd = float(paired.std(ddof=1))
+    return float(paired.mean()) / sd if sd > 0 else float("nan")
+
+
+#: The columns of :func:`compare_systems`' table (``comparisons.csv``), in order.
+COMPARISON_COLUMNS = (
+    "measure",
+    "system_a",
+    "system_b",
+    "n_sketches",
+    "mean_a",
+    "mean_b",
+    "mean_difference",
+    "difference_ci_low",
+    "difference_ci_high",
+    "effect_size_dz",
+    "t_statistic",
+    "t_p_value",
+    "t_p_value_holm",
+    "wilcoxon_statistic",
+    "wilcoxon_p_value",
+    "wilcoxon_p_value_holm",
+    "permutation_p_value",
+    "permutation_p_value_holm",
+    "significant",
+    "rejected_by",
+    "tests_disagree",
+)
 
 
 def compare_systems(
     per_sketch: pd.DataFrame,
     *,
-    measures=None,
+    measures: Sequence[str] | None = None,
     alpha: float = 0.05,
     n_resamples: int = 10_000,
     seed: int = 0,
@@ -395,113 +426,26 @@ def compare_systems(
     """
     if correct not in CORRECTIONS:
         raise InputError(f"correct: expected one of {', '.join(CORRECTIONS)}, got {correct!r}")
-    columns = [
-        "measure",
-        "system_a",
-        "system_b",
-        "n_sketches",
-        "mean_a",
-        "mean_b",
-        "mean_difference",
-        "difference_ci_low",
-        "difference_ci_high",
-        "effect_size_dz",
-        "t_statistic",
-        "t_p_value",
-        "t_p_value_holm",
-        "wilcoxon_statistic",
-        "wilcoxon_p_value",
-        "wilcoxon_p_value_holm",
-        "permutation_p_value",
-        "permutation_p_value_holm",
-        "significant",
-        "rejected_by",
-        "tests_disagree",
-    ]
+    systems = list(dict.fromkeys(per_sketch["system"]))
+    if baseline is not None and baseline not in systems:
+        raise InputError(
+            f"--baseline {baseline}: no such system; expected one of {', '.join(systems)}"
+        )
     if measures is None:
         measures = list(dict.fromkeys(per_sketch["measure"]))
-    systems_all = list(dict.fromkeys(per_sketch["system"]))
-    if baseline is not None and baseline not in systems_all:
-        raise InputError(
-            f"--baseline {baseline}: no such system; expected one of {', '.join(systems_all)}"
-        )
-    found, differences = [], []
-    patterns_for: dict[int, tuple[np.ndarray, bool]] = {}
-    for measure in measures:
-        wide = per_sketch[per_sketch["measure"] == measure].pivot(
-            index="sketch_id", columns="system", values="value"
-        )
-        systems = list(dict.fromkeys(per_sketch.loc[per_sketch["measure"] == measure, "system"]))
-        if baseline is None:
-            pairs = list(itertools.combinations(systems, 2))
-        else:
-            pairs = [(system, baseline) for system in systems if system != baseline]
-        for first, second in pairs:
-            a = wide[first].to_numpy(dtype=np.float64)
-            b = wide[second].to_numpy(dtype=np.float64)
-            both = ~np.isnan(a) & ~np.isnan(b)
-            d = a[both] - b[both]
-            differences.append(d)
-            if d.size == 0:
-                found.append([measure, first, second, 0] + [np.nan] * 9)
-                continue
-            if d.size not in patterns_for:
-                patterns_for[d.size] = _sign_patterns(d.size, n_resamples, seed)
-            patterns, exact = patterns_for[d.size]
-            observed = float(d.mean())
-            permutation_p_value = _permutation_pvalue(observed, patterns @ d / d.size, exact)
-            # The t and Wilcoxon columns are filled below, for all the pairs at once.
-            found.append(
-                [
-                    measure,
-                    first,
-                    second,
-                    int(d.size),
-                    float(a[both].mean()),
-                    float(b[both].mean()),
-                    observed,
-                    effect_size_dz(d),
-                    np.nan,
-                    np.nan,
-                    np.nan,
-                    np.nan,
-                    permutation_p_value,
-                ]
-            )
-    table = pd.DataFrame(
-        found,
-        columns=[
-            "measure",
-            "system_a",
-            "system_b",
-            "n_sketches",
-            "mean_a",
-            "mean_b",
-            "mean_difference",
-            "effect_size_dz",
-            "t_statistic",
-            "t_p_value",
-            "wilcoxon_statistic",
-            "wilcoxon_p_value",
-            "permutation_p_value",
-        ],
+    pairs, differences = _paired_differences(per_sketch, measures, baseline)
+    if not pairs:
+        return pd.DataFrame(columns=list(COMPARISON_COLUMNS))
+    table = pd.DataFrame(pairs, columns=list(COMPARISON_COLUMNS[:7]))
+    table["difference_ci_low"], table["difference_ci_high"] = _difference_intervals(
+        differences, bootstrap, seed
     )
-    if table.empty:
-        return pd.DataFrame(columns=columns)
+    table["effect_size_dz"] = [effect_size_dz(d) for d in differences]
     table[["t_statistic", "t_p_value"]] = np.array(_t_tests(differences)).reshape(-1, 2)
     table[["wilcoxon_statistic", "wilcoxon_p_value"]] = np.array(
         _wilcoxon_tests(differences)
     ).reshape(-1, 2)
-    table["difference_ci_low"] = np.nan
-    table["difference_ci_high"] = np.nan
-    sizes = np.array([d.size for d in differences])
-    for size in np.unique(sizes[sizes >= 2]):
-        rows = np.flatnonzero(sizes == size)
-        low, high = paired_differences_interval(
-            np.vstack([differences[r] for r in rows]), n_resamples=bootstrap, seed=seed
-        )
-        table.loc[rows, "difference_ci_low"] = low
-        table.loc[rows, "difference_ci_high"] = high
+    table["permutation_p_value"] = _permutation_p_values(differences, n_resamples, seed)
     family = table["measure"] if correct == "pairs" else pd.Series(0, index=table.index)
     for test in TESTS:
         column = f"{test}_p_value"
@@ -518,4 +462,64 @@ def compare_systems(
     ]
     # A test that is undefined (no spread, no sketch) neither rejects nor disagrees.
     table["tests_disagree"] = rejects.any(axis=1) & (~rejects & ~np.isnan(adjusted)).any(axis=1)
-    return table[columns]
+    return table[list(COMPARISON_COLUMNS)]
+
+
+def _paired_differences(
+    per_sketch: pd.DataFrame, measures: Sequence[str], baseline: str | None
+) -> tuple[list[tuple], list[np.ndarray]]:
+    """Per measure and pair of systems (every pair, or each with ``baseline``): its
+    ``measure, system_a, system_b, n_sketches, mean_a, mean_b, mean_difference``, and the
+    differences a - b on the sketches where both have a value."""
+    pairs, differences = [], []
+    for measure in measures:
+        rows = per_sketch[per_sketch["measure"] == measure]
+        wide = rows.pivot(index="sketch_id", columns="system", values="value")
+        systems = list(dict.fromkeys(rows["system"]))
+        if baseline is None:
+            compared = list(itertools.combinations(systems, 2))
+        else:
+            compared = [(system, baseline) for system in systems if system != baseline]
+        for first, second in compared:
+            a = wide[first].to_numpy(dtype=np.float64)
+            b = wide[second].to_numpy(dtype=np.float64)
+            both = ~np.isnan(a) & ~np.isnan(b)
+            d = a[both] - b[both]
+            means = (a[both].mean(), b[both].mean(), d.mean()) if d.size else (np.nan,) * 3
+            pairs.append((measure, first, second, int(d.size), *map(float, means)))
+            differences.append(d)
+    return pairs, differences
+
+
+def _difference_intervals(
+    differences: list[np.ndarray], bootstrap: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The paired bootstrap interval of each mean difference, all the pairs of one number of
+    sketches at once (:func:`paired_differences_interval`); NaN with fewer than two."""
+    low = np.full(len(differences), np.nan)
+    high = np.full(len(differences), np.nan)
+    sizes = np.array([d.size for d in differences])
+    for size in np.unique(sizes[sizes >= 2]):
+        rows = np.flatnonzero(sizes == size)
+        low[rows], high[rows] = paired_differences_interval(
+            np.vstack([differences[r] for r in rows]), n_resamples=bootstrap, seed=seed
+        )
+    return low, high
+
+
+def _permutation_p_values(
+    differences: list[np.ndarray], n_resamples: int, seed: int
+) -> list[float]:
+    """The paired permutation test of each mean difference, one matrix of sign flips for
+    all the pairs of one number of sketches; NaN without sketches."""
+    patterns_for: dict[int, tuple[np.ndarray, bool]] = {}
+    found = []
+    for d in differences:
+        if d.size == 0:
+            found.append(float("nan"))
+            continue
+        if d.size not in patterns_for:
+            patterns_for[d.size] = _sign_patterns(d.size, n_resamples, seed)
+        patterns, exact = patterns_for[d.size]
+        found.append(_permutation_pvalue(float(d.mean()), patterns @ d / d.size, exact))
+    return found

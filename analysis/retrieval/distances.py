@@ -21,8 +21,9 @@ import re
 from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.checks import InputError, check_option
 
 __all__ = [
     "DISTANCES",
@@ -42,13 +43,13 @@ __all__ = [
 
 
 def _cdist(x: np.ndarray, y: np.ndarray, metric: str, **options) -> np.ndarray:
-    # Imported when used: scipy.spatial adds a tenth of a second to importing the package.
+    # Imported when used, so that importing the package does not load scipy.spatial.
     from scipy.spatial.distance import cdist
 
     return cdist(x, y, metric, **options)
 
 
-def _pair(x, y) -> tuple[np.ndarray, np.ndarray]:
+def _pair(x: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if x.ndim == 1:
@@ -72,14 +73,14 @@ def _blocks(n_rows: int, n_cols: int, width: int, budget: int = 32 * 2**20):
         yield slice(start, min(start + step, n_rows))
 
 
-def minkowski(x, y, *, p: float = 2.0) -> np.ndarray:
+def minkowski(x: ArrayLike, y: ArrayLike, *, p: float = 2.0) -> np.ndarray:
     """Minkowski-form distance L_p, Eq. 12.1 (p = 1 city block, 2 Euclidean, inf Chebyshev).
 
     Parameters
     ----------
     x, y : array_like, (m, d) and (n, d)
     p : float > 0 or ``inf``
-        For p < 1 the formula is the same but it is no longer a metric (the
+        For p < 1 the formula is the same but it is not a metric (the
         triangle inequality fails), as Zhang's Fig. 12.1a shows.
 
     Returns
@@ -110,7 +111,7 @@ def minkowski(x, y, *, p: float = 2.0) -> np.ndarray:
     return _cdist(x, y, "minkowski", p=float(p))
 
 
-def cosine(x, y) -> np.ndarray:
+def cosine(x: ArrayLike, y: ArrayLike) -> np.ndarray:
     """Cosine distance, Eq. 12.9: 1 - x.y / (|x| |y|).
 
     Invariant to the scale of either vector. A zero vector has no direction:
@@ -129,7 +130,7 @@ def cosine(x, y) -> np.ndarray:
     return result
 
 
-def chi_square(x, y) -> np.ndarray:
+def chi_square(x: ArrayLike, y: ArrayLike) -> np.ndarray:
     """The chi-square statistic between two histograms, Eq. 12.11.
 
     Notes
@@ -162,7 +163,7 @@ def chi_square(x, y) -> np.ndarray:
     return result
 
 
-def histogram_intersection(x, y) -> np.ndarray:
+def histogram_intersection(x: ArrayLike, y: ArrayLike) -> np.ndarray:
     """Histogram intersection distance, 1 - HI (Eqs. 12.12 and 12.14).
 
     Notes
@@ -191,7 +192,7 @@ def histogram_intersection(x, y) -> np.ndarray:
         return np.where(smaller > 0, 1.0 - common / smaller, np.nan)
 
 
-def quadratic_form(x, y, *, similarity) -> np.ndarray:
+def quadratic_form(x: ArrayLike, y: ArrayLike, *, similarity: ArrayLike) -> np.ndarray:
     """Quadratic-form distance, Eq. 12.15: sqrt((x - y)^T A (x - y)).
 
     Parameters
@@ -240,7 +241,7 @@ def _quadratic(x: np.ndarray, y: np.ndarray, a: np.ndarray, name: str) -> np.nda
     return np.sqrt(np.maximum(squared, 0.0))
 
 
-def bin_similarity(centres, *, period: float | None = None) -> np.ndarray:
+def bin_similarity(centres: ArrayLike, *, period: float | None = None) -> np.ndarray:
     """Zhang's bin-similarity matrix a_ij = 1 - d_ij / d_max from bin centres.
 
     Parameters
@@ -274,7 +275,7 @@ def bin_similarity(centres, *, period: float | None = None) -> np.ndarray:
     return 1.0 - distances / largest
 
 
-def mahalanobis(x, y, *, reference) -> np.ndarray:
+def mahalanobis(x: ArrayLike, y: ArrayLike, *, reference: ArrayLike) -> np.ndarray:
     """Mahalanobis distance, Eq. 12.19, with the covariance of a reference set.
 
     Parameters
@@ -338,7 +339,9 @@ def _mass_blocks(x: np.ndarray, y: np.ndarray, reference, sigma):
         yield rows, mass, sorted_columns.size
 
 
-def mass_counts(x, y, *, reference, sigma: float = 0.0) -> np.ndarray:
+def mass_counts(
+    x: ArrayLike, y: ArrayLike, *, reference: ArrayLike, sigma: float = 0.0
+) -> np.ndarray:
     """Data mass |R_i(x, y)| of every pair and dimension: an (m, n, d) integer array.
 
     |R_i(x, y)| is the number of reference vectors whose i-th value lies in
@@ -359,7 +362,9 @@ def mass_counts(x, y, *, reference, sigma: float = 0.0) -> np.ndarray:
     return np.concatenate([mass for _, mass, _ in _mass_blocks(x, y, reference, sigma)], axis=0)
 
 
-def mass_based(x, y, *, reference, p: float = 2.0, sigma: float = 0.0) -> np.ndarray:
+def mass_based(
+    x: ArrayLike, y: ArrayLike, *, reference: ArrayLike, p: float = 2.0, sigma: float = 0.0
+) -> np.ndarray:
     """The mass-based dissimilarity m_p, Eq. 12.5.
 
     Parameters
@@ -401,7 +406,13 @@ def mass_based(x, y, *, reference, p: float = 2.0, sigma: float = 0.0) -> np.nda
 
 
 def hybrid_mass(
-    x, y, *, reference, p: float = 2.0, sigma: float = 0.0, log_mass: bool = False
+    x: ArrayLike,
+    y: ArrayLike,
+    *,
+    reference: ArrayLike,
+    p: float = 2.0,
+    sigma: float = 0.0,
+    log_mass: bool = False,
 ) -> np.ndarray:
     """The hybrid measure h_p, Eq. 12.6 (``log_mass=True``: h'_p, Eq. 12.7).
 
@@ -483,8 +494,6 @@ DISTANCES: dict[str, tuple[Callable[..., np.ndarray], dict]] = {
 
 def resolve_distance(name: str) -> tuple[Callable[..., np.ndarray], dict]:
     """The function and fixed options of a distance name (see :func:`distance_matrix`)."""
-    from sbir_study.foundation.checks import check_option
-
     if name not in DISTANCES and re.fullmatch(r"l\d+(\.\d+)?", str(name)):
         p = float(name[1:])
         if p > 0:
@@ -494,7 +503,13 @@ def resolve_distance(name: str) -> tuple[Callable[..., np.ndarray], dict]:
 
 
 def distance_matrix(
-    x, y, name: str, *, reference=None, similarity=None, p: float | None = None
+    x: ArrayLike,
+    y: ArrayLike,
+    name: str,
+    *,
+    reference: ArrayLike | None = None,
+    similarity: ArrayLike | None = None,
+    p: float | None = None,
 ) -> np.ndarray:
     """The distances between the rows of ``x`` and ``y`` under the measure ``name``.
 

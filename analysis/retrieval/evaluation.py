@@ -12,48 +12,32 @@ given as a fraction.
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from sbir_study.foundation.checks import InputError, check_option
-from sbir_study.foundation.html import DEFAULT_FIGURE_FORMATS
-from sbir_study.foundation.html import figure_formats as checked_figure_formats
-from sbir_study.foundation.outputs import output_folder
-from sbir_study.foundation.provenance import software_versions
-from sbir_study.foundation.scale import Scale
 
 from .. import _kernels
-from ..consensus import consensus_ground_truth, participant_vs_consensus, write_binary_qrels
+from ..consensus import consensus_ground_truth, participant_vs_consensus
 from ..cube import RatingCube, main_phase_cube, rating_cube
+from ..orientation import in_paper_orientation, ratings_scale
 from .comparison import CORRECTIONS, bootstrap_mean, compare_systems
-from .measures import (
-    MEASURES,
-    RECALL_LEVELS,
-    RunView,
-    measure,
-    measure_direction,
-    measure_values,
-    precision_at_recall,
-)
+from .measures.shrec import RECALL_LEVELS, precision_at_recall
+from .measures.table import RunView, measure, measure_direction, measure_values
 from .runs import GroundTruth, Run
 
 __all__ = [
     "HUMAN",
+    "MISSING",
     "Evaluation",
     "EvaluationOptions",
-    "evaluate_files",
     "evaluate_runs",
-    "format_evaluation",
+    "ratings_name",
     "score_run",
-    "trec_eval_q",
-    "trec_measure_name",
-    "write_evaluation",
 ]
 
 #: The name under which the participants (leave-one-out) appear beside the systems.
@@ -62,7 +46,6 @@ HUMAN = "human"
 #: scores a query of the qrels the run does not have, or nothing (left out of the mean).
 MISSING = ("zero", "skip")
 #: The measures of each system that ``evaluation.json`` lists.
-_HEADLINE = tuple(m.name for m in MEASURES if m.headline)
 
 
 @dataclass(frozen=True)
@@ -127,7 +110,7 @@ class Evaluation:
 
 def _ratings_layout(
     ratings: pd.DataFrame, truth: GroundTruth, relevant_below: float, cube: RatingCube | None
-):
+) -> tuple[np.ndarray, np.ndarray]:
     """The main-phase ratings as (sketches, participants, images) aligned with ``truth``,
     after checking that their consensus is the ground truth; ``cube`` is their
     :func:`~sbir_study.analysis.ratings.main_phase_cube`."""
@@ -149,16 +132,17 @@ def _ratings_layout(
         other = "the ratings" if row["_merge"] == "left_only" else "the ground truth"
         pair = f"({row['sketch_id']}, {row['image_id']})"
         raise InputError(
-            f"{_named(ratings)}: the pair {pair} is in {where} but not in {other}; expected "
+            f"{ratings_name(ratings)}: the pair {pair} is in {where} but not in {other}; expected "
             "the ratings the ground truth was computed from"
         )
     off = (merged["mean_rating_truth"] - merged["mean_rating_ratings"]).abs() > 1e-6
     if off.any():
         row = merged[off].iloc[0]
         raise InputError(
-            f"{_named(ratings)}: the pair ({row['sketch_id']}, {row['image_id']}) has mean rating "
-            f"{row['mean_rating_ratings']:.6g} in the ratings but {row['mean_rating_truth']:.6g} "
-            "in the ground truth; expected the ratings the ground truth was computed from"
+            f"{ratings_name(ratings)}: the pair ({row['sketch_id']}, {row['image_id']}) has mean "
+            f"rating {row['mean_rating_ratings']:.6g} in the ratings but "
+            f"{row['mean_rating_truth']:.6g} in the ground truth; expected the ratings the "
+            "ground truth was computed from"
         )
     if cube is None:  # no main-phase rows: an empty cube
         cube = rating_cube(ratings[ratings["phase"] == "main"])
@@ -175,9 +159,9 @@ def _ratings_layout(
     return given, weight
 
 
-def _named(ratings: pd.DataFrame) -> str:
+def ratings_name(ratings: pd.DataFrame) -> str:
     """The ratings as messages name them: their file, or their BIDS dataset's folder."""
-    sources = getattr(ratings.attrs.get("provenance"), "sources", ())
+    sources = list(getattr(ratings.attrs.get("provenance"), "sources", ()))
     if len(sources) == 1:
         return sources[0].path
     for folder in Path(sources[0].path).parents if sources else ():
@@ -243,115 +227,38 @@ def evaluate_runs(
     The returned evaluation's options hold the cut used. ``ratings`` on another
     scale than ``truth.scale`` are refused.
     """
-    if not runs:
-        raise InputError("runs: expected at least one retrieval run")
-    names = [r.name for r in runs]
-    for name in names:
-        if name == HUMAN:
-            raise InputError(f"run name {HUMAN!r}: reserved for the participants; pass --name")
-        if names.count(name) > 1:
-            raise InputError(f"run name {name!r}: given to two runs; name them apart with --name")
-        if not name or name in (".", "..") or any(c in name for c in "/\\\0"):
-            raise InputError(
-                f"run name {name!r}: expected a name without a path separator (it names the "
-                "file per_sketch_trec/<name>.txt); pass --name"
-            )
-    if options.baseline is not None and options.baseline not in names:
-        raise InputError(
-            f"--baseline {options.baseline}: no run has that name; expected one of "
-            f"{', '.join(names)}"
-        )
-    from ..orientation import in_paper_orientation, ratings_scale
-
-    scale = truth.scale
-    if ratings is not None and ratings_scale(ratings) != scale:
-        raise InputError(
-            f"{_named(ratings)}: on the scale {ratings_scale(ratings)}, the ground truth on "
-            f"{scale}; expected the ratings the ground truth was computed from"
-        )
-    if truth.from_qrels:
-        # Grades, not mean ratings: relevance is grade >= 1 as trec_eval's, and there is no
-        # consensus to check ratings against.
-        if ratings is not None:
-            raise InputError(
-                f"--ratings: the ground truth {truth.source} is TREC qrels, which hold no mean "
-                "ratings to check the ratings against; expected the ground_truth.csv of the "
-                "analyze of those ratings"
-            )
-        if options.relevant_below is not None:
-            raise InputError(
-                f"--relevant-below {options.relevant_below:g}: a cut of mean ratings, but the "
-                f"ground truth {truth.source} is TREC qrels (relevant: grade >= 1); drop it"
-            )
-    elif options.relevant_below is None:
-        options = replace(options, relevant_below=scale.relevant_below)
-    if not truth.from_qrels and not scale.low < options.relevant_below <= scale.high:
-        raise InputError(
-            f"--relevant-below {options.relevant_below:g}: expected a mean rating above "
-            f"{scale.low} and at most {scale.high} (the ground truth's scale {scale})"
-        )
-    given = weight = None
-    human = None
+    _check_names([r.name for r in runs], options.baseline)
+    options = _with_relevance_cut(truth, options, ratings)
+    given = weight = human = None
     if ratings is not None:
         ratings = in_paper_orientation(ratings)
         # One cube of the main phase for the layout and the human level: at crowd size
         # it is the largest array evaluate holds.
         cube = main_phase_cube(ratings)
-        given, weight = _ratings_layout(ratings, truth, options.relevant_below, cube)
+        # With ratings the ground truth holds mean ratings, and the options a cut of them.
+        cut = options.relevant_below if options.relevant_below is not None else math.nan
+        given, weight = _ratings_layout(ratings, truth, cut, cube)
         human = participant_vs_consensus(ratings, alternative=options.alternative, cube=cube)
         human = human[["participant", "sketch_id", "tau_b_loo", "p_value_loo", "n_items"]]
-
-    frames, curves = [], []
-    missing = {}
     sketches = np.asarray(truth.sketches, dtype=object)
+    frames, curves, missing = [], [], {}
     for run in runs:
         values, curve = score_run(truth, run, options, ratings=given, weight=weight)
         absent = _absent_sketches(truth, run)
         values, curve = _score_absent(values, curve, absent, truth, options.missing)
         missing[run.name] = [str(s) for s in sketches[absent]]
-        for name, per_sketch in values.items():
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "system": run.name,
-                        "sketch_id": sketches,
-                        "measure": name,
-                        "value": per_sketch,
-                    }
-                )
-            )
-        curves.append(
-            pd.DataFrame(
-                {
-                    "system": run.name,
-                    "recall": RECALL_LEVELS,
-                    "precision": np.nanmean(curve, axis=0)
-                    if np.isfinite(curve).any()
-                    else np.full(RECALL_LEVELS.size, np.nan),
-                    "n_sketches": np.isfinite(curve).sum(axis=0),
-                }
-            )
-        )
+        frames += [_long(run.name, sketches, name, value) for name, value in values.items()]
+        curves.append(_mean_curve(run.name, curve))
     if human is not None:
         per_sketch_human = human.groupby("sketch_id", observed=True)["tau_b_loo"].mean()
         per_sketch_human.index = per_sketch_human.index.astype(str)
         per_sketch_human = per_sketch_human.reindex(pd.Index(sketches).astype(str))
-        frames.append(
-            pd.DataFrame(
-                {
-                    "system": HUMAN,
-                    "sketch_id": sketches,
-                    "measure": "tau_b",
-                    "value": per_sketch_human.to_numpy(),
-                }
-            )
-        )
+        frames.append(_long(HUMAN, sketches, "tau_b", per_sketch_human.to_numpy()))
     per_sketch = pd.concat(frames, ignore_index=True)
-    summary = _summarise(per_sketch, names, options)
+    summary = _summarise(per_sketch, [r.name for r in runs], options)
     summarised = [m for m in dict.fromkeys(per_sketch["measure"]) if measure(m).summarised]
-    systems_only = per_sketch[per_sketch["system"] != HUMAN]
     comparisons = compare_systems(
-        systems_only,
+        per_sketch[per_sketch["system"] != HUMAN],
         measures=summarised,
         alpha=options.alpha,
         n_resamples=options.permutations,
@@ -371,6 +278,84 @@ def evaluate_runs(
         options,
         truth=truth,
         missing=missing,
+    )
+
+
+def _check_names(names: list[str], baseline: str | None) -> None:
+    """Every run's name is distinct, not the participants' and fit to name a file; the
+    baseline is one of them."""
+    if not names:
+        raise InputError("runs: expected at least one retrieval run")
+    for name in names:
+        if name == HUMAN:
+            raise InputError(f"run name {HUMAN!r}: reserved for the participants; pass --name")
+        if names.count(name) > 1:
+            raise InputError(f"run name {name!r}: given to two runs; name them apart with --name")
+        if not name or name in (".", "..") or any(c in name for c in "/\\\0"):
+            raise InputError(
+                f"run name {name!r}: expected a name without a path separator (it names the "
+                "file per_sketch_trec/<name>.txt); pass --name"
+            )
+    if baseline is not None and baseline not in names:
+        raise InputError(
+            f"--baseline {baseline}: no run has that name; expected one of {', '.join(names)}"
+        )
+
+
+def _with_relevance_cut(
+    truth: GroundTruth, options: EvaluationOptions, ratings: pd.DataFrame | None
+) -> EvaluationOptions:
+    """``options`` with the relevance cut of the ground truth's scale (its middle unless
+    given; none for qrels, whose relevance is grade >= 1), after checking that the cut and
+    the ratings fit the ground truth."""
+    scale = truth.scale
+    if ratings is not None and ratings_scale(ratings) != scale:
+        raise InputError(
+            f"{ratings_name(ratings)}: on the scale {ratings_scale(ratings)}, the ground truth on "
+            f"{scale}; expected the ratings the ground truth was computed from"
+        )
+    if truth.from_qrels:
+        # Grades, not mean ratings: relevance is grade >= 1 as trec_eval's, and there is no
+        # consensus to check ratings against.
+        if ratings is not None:
+            raise InputError(
+                f"--ratings: the ground truth {truth.source} is TREC qrels, which hold no mean "
+                "ratings to check the ratings against; expected the ground_truth.csv of the "
+                "analyze of those ratings"
+            )
+        if options.relevant_below is not None:
+            raise InputError(
+                f"--relevant-below {options.relevant_below:g}: a cut of mean ratings, but the "
+                f"ground truth {truth.source} is TREC qrels (relevant: grade >= 1); drop it"
+            )
+        return options
+    below = scale.relevant_below if options.relevant_below is None else options.relevant_below
+    if not scale.low < below <= scale.high:
+        raise InputError(
+            f"--relevant-below {below:g}: expected a mean rating above "
+            f"{scale.low} and at most {scale.high} (the ground truth's scale {scale})"
+        )
+    return replace(options, relevant_below=below)
+
+
+def _long(system: str, sketches: np.ndarray, name: str, values: np.ndarray) -> pd.DataFrame:
+    """One system's values of one measure as rows of ``per_sketch.csv``."""
+    return pd.DataFrame({"system": system, "sketch_id": sketches, "measure": name, "value": values})
+
+
+def _mean_curve(system: str, curve: np.ndarray) -> pd.DataFrame:
+    """The rows of ``pr_curve.csv`` of one system: its precision at each recall level, mean
+    over the sketches that have one."""
+    finite = np.isfinite(curve)
+    return pd.DataFrame(
+        {
+            "system": system,
+            "recall": RECALL_LEVELS,
+            "precision": np.nanmean(curve, axis=0)
+            if finite.any()
+            else np.full(RECALL_LEVELS.size, np.nan),
+            "n_sketches": finite.sum(axis=0),
+        }
     )
 
 
@@ -500,375 +485,3 @@ def _mark_significant(summary: pd.DataFrame, comparisons: pd.DataFrame) -> pd.Da
     pairs = zip(summary["system"], summary["measure"], strict=True)
     summary["significantly_better_than"] = [";".join(beats.get(pair, [])) for pair in pairs]
     return summary
-
-
-def write_evaluation(
-    evaluation: Evaluation,
-    out: str | Path,
-    *,
-    figures: bool = True,
-    figure_formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
-    overwrite: bool = False,
-) -> dict:
-    """Write the evaluation to ``out``; returns the headline numbers (``evaluation.json``).
-
-    Files: ``per_sketch.csv`` (``system, sketch_id, measure, value``),
-    ``summary.csv`` (``system, measure, mean, ci_low, ci_high, n_sketches, better,
-    significantly_better_than``), ``comparisons.csv`` (paired tests),
-    ``pr_curve.csv`` (mean precision at each recall level), ``human_ceiling.csv``
-    (with ratings: each participant's leave-one-out tau_b per sketch),
-    ``ground_truth_binary.qrels`` (the binary relevance of this evaluation, for
-    trec_eval, ranx and ir_measures),
-    ``evaluation.json`` (inputs with SHA-256, options, software, headline per
-    system), ``report.html`` and, with ``figures``, ``figures/`` (per-sketch
-    tau_b and the precision-recall curves, each as PNG and PDF or in ``figure_formats``:
-    :func:`~sbir_study.foundation.html.figure_formats`).
-
-    ``out`` is written as every output is (``docs/outputs.md``): aside, then
-    moved into place when complete; an existing ``out`` only with
-    ``overwrite``, and only when an earlier ``evaluate`` wrote it.
-    """
-    formats = checked_figure_formats(figure_formats) if figures else ()
-    inputs = [entry["path"] for entry in evaluation.inputs.get("files", [])]
-    with output_folder(out, "evaluate", overwrite=overwrite, inputs=inputs) as folder:
-        return _write_evaluation_into(evaluation, folder, figures=formats)
-
-
-def _write_evaluation_into(evaluation: Evaluation, out: Path, *, figures: tuple[str, ...]) -> dict:
-    evaluation.per_sketch.to_csv(out / "per_sketch.csv", index=False)
-    evaluation.summary.to_csv(out / "summary.csv", index=False)
-    evaluation.comparisons.to_csv(out / "comparisons.csv", index=False)
-    evaluation.pr_curve.to_csv(out / "pr_curve.csv", index=False)
-    if evaluation.human is not None:
-        evaluation.human.to_csv(out / "human_ceiling.csv", index=False)
-    (out / "per_sketch_trec").mkdir()
-    for system in dict.fromkeys(evaluation.per_sketch["system"]):
-        if system != HUMAN:
-            path = out / "per_sketch_trec" / f"{system}.txt"
-            path.write_text(
-                trec_eval_q(evaluation.per_sketch, evaluation.summary, system), encoding="utf-8"
-            )
-    if evaluation.truth is not None and evaluation.truth.from_qrels:
-        truth = evaluation.truth
-        relevant = truth.relevant(None)[truth.judged].astype(int)
-        table = truth.table()
-        lines = [
-            f"{s} 0 {i} {r}"
-            for s, i, r in zip(table["sketch_id"], table["image_id"], relevant, strict=True)
-        ]
-        (out / "ground_truth_binary.qrels").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    elif evaluation.truth is not None:
-        write_binary_qrels(
-            evaluation.truth.table(),
-            out / "ground_truth_binary.qrels",
-            relevant_below=evaluation.options.relevant_below,
-        )
-    summary = evaluation.summary
-    headline = {}
-    for system in dict.fromkeys(summary["system"]):
-        rows = summary[summary["system"] == system].set_index("measure")
-        entry = {}
-        for name in _HEADLINE:
-            if name in rows.index:
-                entry[name] = {
-                    k: _plain(rows.loc[name, k])
-                    for k in ("mean", "ci_low", "ci_high", "n_sketches")
-                }
-        if "tau_b" in rows.index and system != HUMAN:
-            entry["tau_b"]["significantly_better_than"] = [
-                s for s in str(rows.loc["tau_b", "significantly_better_than"]).split(";") if s
-            ]
-        headline[system] = entry
-    result = {
-        "systems": [s for s in dict.fromkeys(summary["system"]) if s != HUMAN],
-        "n_sketches": int(evaluation.per_sketch["sketch_id"].nunique()),
-        # The ground truth's scale, as analyze's summary.json records it: the grades and the
-        # cut of the options are on it.
-        "scale": str(evaluation.truth.scale) if evaluation.truth is not None else None,
-        "human_ceiling": evaluation.human is not None,
-        # Per system, the sketches its run leaves out (scored by options.missing).
-        "missing_sketches": {system: list(gone) for system, gone in evaluation.missing.items()},
-        "simulated": bool(evaluation.inputs.get("simulated", False)),
-        "options": asdict(evaluation.options),
-        "inputs": evaluation.inputs,
-        "software": software_versions(),
-        "headline": headline,
-    }
-    written = {}
-    if figures:
-        from .evaluation_figures import write_evaluation_figures  # matplotlib only when drawing
-
-        written = write_evaluation_figures(
-            out / "figures",
-            evaluation.per_sketch,
-            evaluation.pr_curve,
-            evaluation.summary,
-            formats=figures,
-        )
-    result["figures"] = sorted(written)
-    (out / "evaluation.json").write_text(
-        json.dumps(result, indent=2, allow_nan=False) + "\n", encoding="utf-8"
-    )
-    from .evaluation_report import write_evaluation_report
-
-    scale = evaluation.truth.scale if evaluation.truth is not None else None
-    write_evaluation_report(
-        out / "report.html",
-        result,
-        evaluation.summary,
-        evaluation.comparisons,
-        written,
-        scale=scale,
-    )
-    return result
-
-
-#: trec_eval's names of the measures it shares with evaluate (``trec_eval -q`` lines).
-_TREC_NAMES = {"ap": "map", "r_precision": "Rprec"}
-
-
-def trec_measure_name(name: str) -> str:
-    """The name trec_eval prints for a measure of ours, else ours: ``ndcg@10`` is
-    ``ndcg_cut_10``, ``p@5`` ``P_5``, ``ap`` ``map``, ``r_precision`` ``Rprec``.
-
-    Examples
-    --------
-    >>> [trec_measure_name(m) for m in ("ndcg", "ndcg@10", "p@5", "ap", "tau_b", "pwh@5")]
-    ['ndcg', 'ndcg_cut_10', 'P_5', 'map', 'tau_b', 'pwh@5']
-    """
-    base, _, k = name.partition("@")
-    if base == "ndcg" and k:
-        return f"ndcg_cut_{k}"
-    if base == "p" and k:
-        return f"P_{k}"
-    return _TREC_NAMES.get(name, name)
-
-
-def trec_eval_q(per_sketch: pd.DataFrame, summary: pd.DataFrame, system: str) -> str:
-    """One system's per-sketch values as ``trec_eval -q`` prints them.
-
-    Per sketch (in the ground truth's order) a line ``measure<TAB>sketch<TAB>value``
-    for each measure, then the ``all`` lines with the mean over the sketches: the layout
-    of ``trec_eval -q`` (the measure name padded to 22 characters, four decimals),
-    so that the tools that read trec_eval's output read this. The measures trec_eval
-    has carry its names (:func:`trec_measure_name`); the others ours. A sketch on
-    which a measure is undefined (AP without relevant images; a sketch left out under
-    ``--missing skip``) has no line for it, as trec_eval prints none for a query it
-    does not score.
-    """
-    mine = per_sketch[per_sketch["system"] == system]
-    means = summary[summary["system"] == system].set_index("measure")["mean"]
-    lines = []
-    for sketch, group in mine.groupby("sketch_id", sort=False):
-        for name, value in zip(group["measure"], group["value"], strict=True):
-            if np.isfinite(value):
-                lines.append(f"{trec_measure_name(name):<22}\t{sketch}\t{value:.4f}")
-    for name in dict.fromkeys(mine["measure"]):
-        if name in means.index and np.isfinite(means[name]):
-            lines.append(f"{trec_measure_name(name):<22}\tall\t{means[name]:.4f}")
-    return "\n".join(lines) + "\n"
-
-
-def _relevance_text(options: EvaluationOptions) -> str:
-    """What counts as relevant, in words: a mean-rating cut, or (qrels) grade >= 1."""
-    if options.relevant_below is None:
-        return "qrels grade >= 1"
-    return f"mean rating below {options.relevant_below:g}"
-
-
-def _missing_text(missing: list[str], total: int, mode: str) -> str:
-    """`` on 30 of 31 sketches (missing s07, scored 0)`` for a run that leaves sketches out,
-    else nothing."""
-    if not missing:
-        return ""
-    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-    how = "scored 0" if mode == "zero" else "left out"
-    return f"  on {total - len(missing)} of {total} sketches (missing {shown}, {how})"
-
-
-def _plain(value):
-    if isinstance(value, np.integer | int):
-        return int(value)
-    value = float(value)
-    return None if np.isnan(value) else value
-
-
-def evaluate_files(
-    ground_truth: str | Path,
-    run_files: Sequence[str | Path],
-    options: EvaluationOptions = EvaluationOptions(),
-    *,
-    names: Sequence[str] | None = None,
-    ratings: str | Path | None = None,
-    lower_is_better: bool = False,
-    score_precision: str = "float32",
-    scale: Scale | None = None,
-) -> Evaluation:
-    """Load a ground truth, runs and (optionally) ratings from files and score the runs.
-
-    The files read are recorded in ``Evaluation.inputs`` with their SHA-256
-    and line counts (``evaluation.json`` lists them). ``names`` gives each
-    run's system name, in order (default: each file's name without its
-    extension). ``score_precision`` is how scores are compared when a run is
-    put in order (:func:`~sbir_study.analysis.retrieval.runs.load_run`).
-
-    The ground truth's rating scale (its range, qrels grades and default
-    relevance cut) is the scale of ``ratings`` when given, else the one the
-    ``summary.json`` of the ``analyze`` that wrote the ground truth records, else
-    ``scale`` (which is also the scale of a flat ratings table), else the paper's
-    1..7. Two of these that differ are refused.
-    """
-    from ..ratings import load_ratings
-    from .runs import load_ground_truth, load_run
-
-    if names is not None and len(names) != len(run_files):
-        raise InputError(
-            f"--name: given {len(names)} times for {len(run_files)} runs; expected one name "
-            "per run, in order"
-        )
-    table = load_ratings(ratings, scale=scale) if ratings is not None else None
-    summary = _analyze_summary(ground_truth)
-    truth = load_ground_truth(ground_truth, scale=_ground_truth_scale(table, summary, scale))
-    runs = [
-        load_run(
-            path, truth, lower_is_better=lower_is_better, name=name, score_precision=score_precision
-        )
-        for path, name in zip(run_files, names or [None] * len(run_files), strict=True)
-    ]
-    evaluation = evaluate_runs(truth, runs, options, ratings=table)
-    files = [
-        {
-            "role": "ground truth",
-            "name": "",
-            "path": str(ground_truth),
-            "sha256": truth.sha256,
-            "lines": truth.lines,
-        }
-    ]
-    files += [
-        {"role": "run", "name": r.name, "path": r.source, "sha256": r.sha256, "lines": r.lines}
-        for r in runs
-    ]
-    if table is not None:
-        for source in getattr(table.attrs.get("provenance"), "sources", ()):
-            files.append(
-                {
-                    "role": "ratings",
-                    "name": "",
-                    "path": source.path,
-                    "sha256": source.sha256,
-                    "lines": source.rows,
-                }
-            )
-    provenance = table.attrs.get("provenance") if table is not None else None
-    simulated = bool(getattr(provenance, "simulated", False))
-    evaluation.inputs = {
-        "files": files,
-        "lower_is_better": lower_is_better,
-        "score_precision": score_precision,
-        "simulated": simulated or bool(summary and summary[1].get("simulated")),
-        "command": "sbir-study evaluate",
-    }
-    return evaluation
-
-
-def _analyze_summary(path: str | Path) -> tuple[Path, dict] | None:
-    """The ``summary.json`` of the ``analyze`` that wrote this ground truth, by its own
-    records: the output record of its folder lists this very file (same SHA-256).
-    Returns the summary's path and contents, or None (another file, or no summary)."""
-    from sbir_study.foundation.outputs import read_record
-    from sbir_study.foundation.provenance import file_digest
-
-    path = Path(path)
-    record = read_record(path.parent)
-    if record is None or record.command != "analyze":
-        return None
-    try:
-        if record.files.get(path.name) != file_digest(path).sha256:
-            return None
-        summary_path = path.parent / "summary.json"
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return (summary_path, summary) if isinstance(summary, dict) else None
-
-
-def _ground_truth_scale(
-    ratings: pd.DataFrame | None, summary: tuple[Path, dict] | None, given: Scale | None
-) -> Scale:
-    """The ground truth's scale: that of the ratings, else of analyze's summary.json, else
-    ``given`` (``--scale``), else the paper's; two that differ are refused."""
-    from sbir_study.foundation.scale import PAPER_SCALE
-
-    from ..orientation import ratings_scale
-
-    known = []
-    if ratings is not None:
-        known.append((f"the ratings {_named(ratings)}", ratings_scale(ratings)))
-    if summary is not None and summary[1].get("scale") is not None:
-        path, recorded = summary
-        known.append((str(path), Scale.parse(recorded["scale"], what=f"{path}: scale")))
-    if given is not None:
-        known.append(("--scale", given))
-    for name, scale in known[1:]:
-        if scale != known[0][1]:
-            raise InputError(
-                f"{name}: the scale {scale}, where {known[0][0]} is on {known[0][1]}; expected "
-                "the one scale of the ground truth"
-            )
-    return known[0][1] if known else PAPER_SCALE
-
-
-def format_evaluation(evaluation: Evaluation, out: str | Path) -> str:
-    """The lines ``sbir-study evaluate`` prints: each system's tau_b and headline measures."""
-    out = Path(out)
-    options = evaluation.options
-    summary = evaluation.summary.set_index(["system", "measure"])
-    n_systems = evaluation.summary.loc[evaluation.summary["system"] != HUMAN, "system"].nunique()
-    simulated = (
-        " against a ground truth from simulated ratings"
-        if evaluation.inputs.get("simulated")
-        else ""
-    )
-    n_sketches = evaluation.per_sketch["sketch_id"].nunique()
-    lines = [
-        f"Scored {n_systems} system{'s' if n_systems != 1 else ''} on {n_sketches} "
-        f"sketches{simulated} (relevant: {_relevance_text(options)}):"
-    ]
-    order = summary.xs("tau_b", level="measure")["mean"].sort_values(ascending=False).index
-    for system in order:
-        row = summary.loc[(system, "tau_b")]
-        text = f"  {system:<24} tau_b {row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
-        if system == HUMAN:
-            text += "  (participants, each against the others' consensus)"
-        else:
-            if (system, "tau_b_human_fraction") in summary.index:
-                text += f"  {summary.loc[(system, 'tau_b_human_fraction'), 'mean']:.0%} of human"
-            text += (
-                f"  ndcg {summary.loc[(system, 'ndcg'), 'mean']:.3f}"
-                f"  ap {summary.loc[(system, 'ap'), 'mean']:.3f}"
-            )
-            text += _missing_text(evaluation.missing.get(system, []), n_sketches, options.missing)
-        lines.append(text)
-    tau = evaluation.comparisons[evaluation.comparisons["measure"] == "tau_b"]
-    if n_systems < 2:
-        lines.append("  one system: nothing to compare")
-    else:
-        against = f" with {options.baseline}" if options.baseline else ""
-        family = "across the measures" if options.correct == "across-measures" else ""
-        lines.append(
-            f"  {int(tau['significant'].sum())} of {len(tau)} pairs of systems{against} differ "
-            f"significantly in tau_b (paired permutation test, Holm{' ' + family if family else ''}"
-            f", alpha {options.alpha:g})"
-        )
-        disagree = int(evaluation.comparisons["tests_disagree"].astype(bool).sum())
-        if disagree:
-            lines.append(
-                f"  the t, Wilcoxon and permutation tests disagree at alpha {options.alpha:g} on "
-                f"{disagree} comparison(s): see tests_disagree in comparisons.csv"
-            )
-    lines.append(
-        f"Tables: {out / 'summary.csv'}, per_sketch.csv, comparisons.csv; "
-        f"report: {out / 'report.html'}"
-    )
-    return "\n".join(lines)

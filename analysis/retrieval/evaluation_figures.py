@@ -4,11 +4,12 @@ Every ``plot_*`` function draws on the matplotlib ``Axes`` it is given and
 returns it; they take the tables :func:`~sbir_study.analysis.retrieval.evaluate_runs`
 computes. :func:`write_evaluation_figures` lays out the files (``.png`` and ``.pdf``)
 as :mod:`sbir_study.analysis.figures` does for the study's figures, whose way of
-saving and markers these share.
+saving and markers (:mod:`sbir_study.analysis.figures.style`) these share.
 
-With :mod:`sbir_study.analysis.figures`, the only module of :mod:`sbir_study.analysis`
-that imports matplotlib; :mod:`~sbir_study.analysis.retrieval.evaluation` imports it
-only when figures are drawn.
+With the modules of :mod:`sbir_study.analysis.figures`, the only module of
+:mod:`sbir_study.analysis` that imports matplotlib;
+:mod:`~sbir_study.analysis.retrieval.evaluation_outputs` imports it only when figures
+are drawn.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from matplotlib.figure import Figure
 
 from sbir_study.foundation.html import DEFAULT_FIGURE_FORMATS, figure_formats
 
-from ..figures import _MARKERS, _save
+from ..figures.style import MARKERS, save_figure
 
 __all__ = [
     "plot_precision_recall",
@@ -51,7 +52,7 @@ def plot_system_tau(per_sketch: pd.DataFrame, *, ax: Axes, human: str = "human")
     tau = tau.loc[order_by.sort_values(ascending=False, na_position="last").index]
     x = np.arange(len(tau))
     colours = system_colours(len(systems))
-    for system, colour, marker in zip(systems, colours, itertools.cycle(_MARKERS), strict=False):
+    for system, colour, marker in zip(systems, colours, itertools.cycle(MARKERS), strict=False):
         values = tau[system].to_numpy(dtype=float)
         ax.plot(
             x,
@@ -131,7 +132,7 @@ def plot_precision_recall(pr_curve: pd.DataFrame, *, ax: Axes) -> Axes:
     """Each system's precision at recall levels 0.05 .. 1.0, averaged over the sketches."""
     systems = list(dict.fromkeys(pr_curve["system"]))
     for system, colour, marker in zip(
-        systems, system_colours(len(systems)), itertools.cycle(_MARKERS), strict=False
+        systems, system_colours(len(systems)), itertools.cycle(MARKERS), strict=False
     ):
         curve = pr_curve[pr_curve["system"] == system]
         ax.plot(
@@ -171,7 +172,7 @@ def write_evaluation_figures(
         n = summary.loc[summary["measure"] == "tau_b", "system"].nunique()
         figure = Figure(figsize=(7.5, 1.7 + 0.35 * n), layout="constrained")
         plot_system_summary(summary, ax=figure.add_subplot())
-        written["systems_tau"] = _save(figure, folder / "systems_tau", formats)
+        written["systems_tau"] = save_figure(figure, folder / "systems_tau", formats)
     n_sketches = per_sketch["sketch_id"].nunique()
     # The legend, one line per system beside the axes, sets the height once there are many:
     # about 0.25 in a line at the "small" font, so that its entries never run off the page.
@@ -179,10 +180,10 @@ def write_evaluation_figures(
     height = max(4.8, 1.0 + 0.25 * n_lines)
     figure = Figure(figsize=(max(9.0, 0.28 * n_sketches + 5.0), height), layout="constrained")
     plot_system_tau(per_sketch, ax=figure.add_subplot())
-    written["per_sketch_tau"] = _save(figure, folder / "per_sketch_tau", formats)
+    written["per_sketch_tau"] = save_figure(figure, folder / "per_sketch_tau", formats)
     figure = Figure(figsize=(8.0, 4.8), layout="constrained")
     plot_precision_recall(pr_curve, ax=figure.add_subplot())
-    written["precision_recall"] = _save(figure, folder / "precision_recall", formats)
+    written["precision_recall"] = save_figure(figure, folder / "precision_recall", formats)
     return written
 
 
@@ -192,7 +193,7 @@ def system_colours(n: int) -> list[str]:
     Up to 10 systems, matplotlib's ``petroff10`` sequence (Petroff 2021, "Accessible
     color sequences for data visualization", arXiv:2107.02270), chosen so that every
     two stay apart under the common colour-vision deficiencies; black and grey are
-    left to the participants. Beyond 10, ``tab20`` (distinct, no longer colour-blind
+    left to the participants. Beyond 10, ``tab20`` (distinct, not colour-blind
     safe; the line markers still tell the systems apart).
 
     Examples

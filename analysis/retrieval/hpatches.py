@@ -38,8 +38,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.outputs import output_folder
 
 __all__ = [
     "HPatchesTask",
@@ -165,7 +167,7 @@ def read_hpatches_task(benchmark: str | Path) -> HPatchesTask:
     return HPatchesTask(benchmark.stem, pool, tuple(queries), tuple(labels))
 
 
-def hpatches_average_precision(positive) -> np.ndarray:
+def hpatches_average_precision(positive: ArrayLike) -> np.ndarray:
     """AP of each row of ``positive`` (queries x retrieved, best first, the query itself
     already left out): precision at each positive, averaged over the positives retrieved.
 
@@ -321,8 +323,6 @@ def write_hpatches(
     ``out`` is written as every output is (``docs/outputs.md``); ``inputs``
     (the benchmark and results folders) are never targets.
     """
-    from sbir_study.foundation.outputs import output_folder
-
     with output_folder(out, "evaluate-hpatches", overwrite=overwrite, inputs=inputs) as folder:
         per_query.to_csv(folder / "hpatches_per_query.csv", index=False)
         summary.to_csv(folder / "hpatches_summary.csv", index=False)

@@ -20,19 +20,21 @@ all (for the trec_eval and SHREC measures, as trec_eval treats them). tau_b
 compares the scores as written (double precision), as scipy does.
 
 Runs and ground truths are read by :mod:`sbir_study.foundation.tables`, the one
-table reader (Apache Arrow's CSV reader, many times faster than a line-by-line
-parser on runs of millions of lines; a line-by-line pass reads what Arrow cannot,
-such as a TREC run aligned with several blanks, and names the first bad line).
+table reader (Apache Arrow's CSV reader, for runs of millions of lines; a line-by-line
+pass reads what Arrow cannot, such as a TREC run aligned with several blanks, and names
+the first bad line).
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from sbir_study.foundation.checks import (
     ID_RULE,
@@ -310,7 +312,11 @@ def ground_truth_from_frame(
 
 
 def ground_truth_from_qrels(
-    frame: pd.DataFrame, lines, *, source: str = "qrels", scale: Scale = PAPER_SCALE
+    frame: pd.DataFrame,
+    lines: ArrayLike,
+    *,
+    source: str = "qrels",
+    scale: Scale = PAPER_SCALE,
 ) -> GroundTruth:
     """A ground truth from TREC qrels: ``query_id, iteration, doc_id, grade`` columns (text),
     row r read from line ``lines[r]`` of ``source``.
@@ -355,15 +361,16 @@ def ground_truth_from_qrels(
     )
     placeholder.attrs["lines"] = LineNumbers(line.tolist())
     truth = ground_truth_from_frame(placeholder, source=source, scale=scale)
-    by_pair = pd.Series(
-        grade,
-        index=pd.MultiIndex.from_arrays(
-            [frame["query_id"].astype(str).str.strip(), frame["doc_id"].astype(str).str.strip()]
-        ),
+    graded = pd.DataFrame(
+        {
+            "sketch_id": frame["query_id"].astype(str).str.strip(),
+            "image_id": frame["doc_id"].astype(str).str.strip(),
+            "grade": grade,
+        }
     )
     grades = np.full(truth.mean_rating.shape, np.nan)
-    for s, (sketch, images) in enumerate(zip(truth.sketches, truth.images, strict=True)):
-        grades[s, : len(images)] = by_pair.loc[[(sketch, image) for image in images]].to_numpy()
+    pairs = truth.table()[["sketch_id", "image_id"]].astype(str)  # in the judged cells' order
+    grades[truth.judged] = pairs.merge(graded, how="left")["grade"].to_numpy()
     return replace(truth, mean_rating=-grades, qrels_grade=grades)
 
 
@@ -436,13 +443,13 @@ def load_run(
 
 def run_from_scores(
     truth: GroundTruth,
-    sketch_id,
-    image_id,
-    score,
+    sketch_id: ArrayLike | pd.Categorical,
+    image_id: ArrayLike | pd.Categorical,
+    score: ArrayLike,
     *,
     name: str = "system",
     lower_is_better: bool = False,
-    locate=None,
+    locate: Callable[[int], str] | None = None,
     score_precision: str = "float32",
 ) -> Run:
     """Rank a run given as three parallel arrays (one entry per returned image).

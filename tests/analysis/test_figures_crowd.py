@@ -127,7 +127,7 @@ def test_aggregate_view_draws_each_participants_median_in_order(n, sketches, see
 def test_crowd_bands_are_window_quantiles_and_smooth(n):
     # Reference: numpy.percentile of every tau_b of the participants in a window of
     # ceil(sqrt(n)) ranks, the participants ranked by their median with pandas.
-    from sbir_study.analysis.figures import _rank_windows
+    from sbir_study.analysis.figures.participants import _rank_windows
 
     table = _consensus(n, seed=3)
     spread = _rank_windows(table, "tau_b")
@@ -195,7 +195,7 @@ def test_fig6_says_how_little_the_panels_differ(tmp_path):
     difference = (medians["tau_b"] - medians["tau_b_loo"]).abs()
     figure = Figure()
     _, loo = figure.subplots(2, 1, sharey=True)
-    from sbir_study.analysis.figures import _say_how_the_panels_differ
+    from sbir_study.analysis.figures.layout import _say_how_the_panels_differ
 
     _say_how_the_panels_differ(table, loo)
     (text,) = [t.get_text() for t in loo.texts]

@@ -18,13 +18,13 @@ from matplotlib.figure import Figure
 from sbir_study.analysis import StudyDesign, load_ratings, simulate_study
 from sbir_study.analysis.distribution import rating_distribution
 from sbir_study.analysis.figures import (
-    _fitted_range,
     plot_anchoring,
     plot_distribution,
     plot_inter_user,
     plot_sketch_extremes,
     plot_vs_consensus,
 )
+from sbir_study.analysis.figures.style import fitted_range as _fitted_range
 from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings, format_summary
 from sbir_study.analysis.report import counted, share_interval, write_report
 from tests.helpers import PNG, run_cli, run_main
@@ -395,7 +395,7 @@ def test_fig9_files_are_the_same_bytes_from_the_same_inputs(tmp_path):
     # save as every figure (its PDF embeds the thumbnails as images).
     from matplotlib.image import imsave
 
-    from sbir_study.analysis.figures import _save
+    from sbir_study.analysis.figures.style import save_figure as _save
 
     imsave(tmp_path / "s1.png", np.eye(16), cmap="gray")
     extremes = pd.DataFrame(

@@ -110,7 +110,7 @@ def test_each_format_is_the_same_bytes_again_and_adding_one_changes_no_other(tmp
     """Drawn through the save every figure goes through: the same figure gives the same
     bytes in every format (no date, fixed SVG element ids), and the default PNG and PDF are
     the same whether or not an SVG is written beside them."""
-    from sbir_study.analysis.figures import _save
+    from sbir_study.analysis.figures.style import save_figure as _save
 
     written = {}
     for run, formats in (

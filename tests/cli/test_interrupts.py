@@ -360,7 +360,7 @@ def test_an_interrupt_while_an_extension_module_loads_is_an_interrupt(
     ``ImportError("initialization failed")``, the interrupt as its cause: seen when SIGINT
     reached ``evaluate`` while SciPy loaded its HiGHS module. It is an interrupt, not an
     internal error."""
-    from sbir_study.analysis.retrieval import evaluation
+    from sbir_study.analysis.retrieval import evaluation_inputs as evaluation
     from sbir_study.cli import Interrupted
 
     def loads_an_extension(*args, **kwargs):

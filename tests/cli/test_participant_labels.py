@@ -52,7 +52,7 @@ def _texts(path, column):
 def test_labels_stay_text_through_tables_figures_and_report(
     flat_tables, tmp_path, which, monkeypatch
 ):
-    import sbir_study.analysis.figures
+    import sbir_study.analysis.figures.layout
     from sbir_study.analysis import AnalysisOptions, analyze_ratings, load_ratings
 
     tables = flat_tables
@@ -61,13 +61,13 @@ def test_labels_stay_text_through_tables_figures_and_report(
     assert set(ratings["participant"].astype(str)) == labels
 
     drawn = {}
-    save = sbir_study.analysis.figures._save
+    save = sbir_study.analysis.figures.layout.save_figure
 
     def record(figure, stem, formats):
         drawn[stem.name] = [tick.get_text() for ax in figure.axes for tick in ax.get_xticklabels()]
         return save(figure, stem, formats)
 
-    monkeypatch.setattr(sbir_study.analysis.figures, "_save", record)
+    monkeypatch.setattr(sbir_study.analysis.figures.layout, "save_figure", record)
     out = tmp_path / "out"
     analyze_ratings(
         ratings, out, AnalysisOptions(bootstrap=50, permutations=50), figure_formats=PNG

@@ -14,7 +14,8 @@ import pytest
 
 from sbir_study.analysis import load_ratings
 from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings
-from sbir_study.analysis.retrieval.evaluation import EvaluationOptions, evaluate_files
+from sbir_study.analysis.retrieval.evaluation import EvaluationOptions
+from sbir_study.analysis.retrieval.evaluation_inputs import evaluate_files
 from sbir_study.analysis.simulate import StudyDesign, write_simulated_dataset
 from sbir_study.foundation.scale import Scale
 

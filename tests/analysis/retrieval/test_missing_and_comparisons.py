@@ -15,12 +15,9 @@ from scipy import stats
 
 from sbir_study.analysis.retrieval.baseline import write_trec_run
 from sbir_study.analysis.retrieval.comparison import compare_systems
-from sbir_study.analysis.retrieval.evaluation import (
-    EvaluationOptions,
-    evaluate_files,
-    format_evaluation,
-    write_evaluation,
-)
+from sbir_study.analysis.retrieval.evaluation import EvaluationOptions
+from sbir_study.analysis.retrieval.evaluation_inputs import evaluate_files
+from sbir_study.analysis.retrieval.evaluation_outputs import format_evaluation, write_evaluation
 from sbir_study.foundation.checks import InputError
 from tests.helpers import analysed_simulation
 

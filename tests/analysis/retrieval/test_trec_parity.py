@@ -11,11 +11,9 @@ import pandas as pd
 import pytest
 
 from sbir_study.analysis.retrieval.baseline import write_trec_run
-from sbir_study.analysis.retrieval.evaluation import (
-    EvaluationOptions,
-    evaluate_files,
-    write_evaluation,
-)
+from sbir_study.analysis.retrieval.evaluation import EvaluationOptions
+from sbir_study.analysis.retrieval.evaluation_inputs import evaluate_files
+from sbir_study.analysis.retrieval.evaluation_outputs import write_evaluation
 from tests.helpers import analysed_simulation
 
 CUTOFFS = (5, 10, 20)

@@ -1,0 +1,148 @@
+"""``sbir-study evaluate`` from files: the ground truth, the runs and the participants'
+ratings read, their scale agreed, scored by :func:`~.evaluation.evaluate_runs`, and each
+file recorded with its SHA-256."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from sbir_study.foundation.checks import InputError
+from sbir_study.foundation.outputs import read_record
+from sbir_study.foundation.provenance import file_digest
+from sbir_study.foundation.scale import PAPER_SCALE, Scale
+
+from ..orientation import ratings_scale
+from ..ratings import load_ratings
+from .evaluation import Evaluation, EvaluationOptions, evaluate_runs, ratings_name
+from .runs import GroundTruth, Run, load_ground_truth, load_run
+
+__all__ = ["evaluate_files"]
+
+
+def evaluate_files(
+    ground_truth: str | Path,
+    run_files: Sequence[str | Path],
+    options: EvaluationOptions | None = None,
+    *,
+    names: Sequence[str] | None = None,
+    ratings: str | Path | None = None,
+    lower_is_better: bool = False,
+    score_precision: str = "float32",
+    scale: Scale | None = None,
+) -> Evaluation:
+    """Load a ground truth, runs and (optionally) ratings from files and score the runs
+    with ``options`` (default: ``EvaluationOptions()``).
+
+    The files read are recorded in ``Evaluation.inputs`` with their SHA-256
+    and line counts (``evaluation.json`` lists them). ``names`` gives each
+    run's system name, in order (default: each file's name without its
+    extension). ``score_precision`` is how scores are compared when a run is
+    put in order (:func:`~sbir_study.analysis.retrieval.runs.load_run`).
+
+    The ground truth's rating scale (its range, qrels grades and default
+    relevance cut) is the scale of ``ratings`` when given, else the one the
+    ``summary.json`` of the ``analyze`` that wrote the ground truth records, else
+    ``scale`` (which is also the scale of a flat ratings table), else the paper's
+    1..7. Two of these that differ are refused.
+    """
+    if names is not None and len(names) != len(run_files):
+        raise InputError(
+            f"--name: given {len(names)} times for {len(run_files)} runs; expected one name "
+            "per run, in order"
+        )
+    table = load_ratings(ratings, scale=scale) if ratings is not None else None
+    summary = _analyze_summary(ground_truth)
+    truth = load_ground_truth(ground_truth, scale=_ground_truth_scale(table, summary, scale))
+    run_names: list[str | None] = list(names) if names is not None else [None] * len(run_files)
+    runs = [
+        load_run(
+            path, truth, lower_is_better=lower_is_better, name=name, score_precision=score_precision
+        )
+        for path, name in zip(run_files, run_names, strict=True)
+    ]
+    evaluation = evaluate_runs(truth, runs, options or EvaluationOptions(), ratings=table)
+    provenance = table.attrs.get("provenance") if table is not None else None
+    evaluation.inputs = {
+        "files": _files_read(ground_truth, truth, runs, provenance),
+        "lower_is_better": lower_is_better,
+        "score_precision": score_precision,
+        "simulated": bool(getattr(provenance, "simulated", False))
+        or bool(summary and summary[1].get("simulated")),
+        "command": "sbir-study evaluate",
+    }
+    return evaluation
+
+
+def _files_read(
+    ground_truth: str | Path, truth: GroundTruth, runs: list[Run], provenance: Any
+) -> list[dict[str, Any]]:
+    """Each file read, by role (ground truth, run, ratings), with its SHA-256 and lines."""
+    files = [
+        {
+            "role": "ground truth",
+            "name": "",
+            "path": str(ground_truth),
+            "sha256": truth.sha256,
+            "lines": truth.lines,
+        }
+    ]
+    files += [
+        {"role": "run", "name": r.name, "path": r.source, "sha256": r.sha256, "lines": r.lines}
+        for r in runs
+    ]
+    files += [
+        {
+            "role": "ratings",
+            "name": "",
+            "path": source.path,
+            "sha256": source.sha256,
+            "lines": source.rows,
+        }
+        for source in getattr(provenance, "sources", ())
+    ]
+    return files
+
+
+def _analyze_summary(path: str | Path) -> tuple[Path, dict] | None:
+    """The ``summary.json`` of the ``analyze`` that wrote this ground truth, by its own
+    records: the output record of its folder lists this very file (same SHA-256).
+    Returns the summary's path and contents, or None (another file, or no summary)."""
+    path = Path(path)
+    record = read_record(path.parent)
+    if record is None or record.command != "analyze":
+        return None
+    try:
+        if record.files.get(path.name) != file_digest(path).sha256:
+            return None
+        summary_path = path.parent / "summary.json"
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return (summary_path, summary) if isinstance(summary, dict) else None
+
+
+def _ground_truth_scale(
+    ratings: pd.DataFrame | None, summary: tuple[Path, dict] | None, given: Scale | None
+) -> Scale:
+    """The ground truth's scale: that of the ratings, else of analyze's summary.json, else
+    ``given`` (``--scale``), else the paper's; two that differ are refused."""
+    known = []
+    if ratings is not None:
+        known.append((f"the ratings {ratings_name(ratings)}", ratings_scale(ratings)))
+    if summary is not None and summary[1].get("scale") is not None:
+        path, recorded = summary
+        known.append((str(path), Scale.parse(recorded["scale"], what=f"{path}: scale")))
+    if given is not None:
+        known.append(("--scale", given))
+    for name, scale in known[1:]:
+        if scale != known[0][1]:
+            raise InputError(
+                f"{name}: the scale {scale}, where {known[0][0]} is on {known[0][1]}; expected "
+                "the one scale of the ground truth"
+            )
+    return known[0][1] if known else PAPER_SCALE
