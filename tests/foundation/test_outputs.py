@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sbir_study.foundation import outputs
+from sbir_study.foundation import outputs, targets
 from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.outputs import (
     RECORD,
@@ -544,4 +544,4 @@ def test_within_is_paths_and_their_parents(path, folder):
     begins like the folder's (``ab`` beside ``a``) is not inside it."""
     path, folder = "/" + "/".join(path), "/" + "/".join(folder)
     expected = Path(path) == Path(folder) or Path(folder) in Path(path).parents
-    assert outputs._within(path, folder) == expected
+    assert targets._within(path, folder) == expected
