@@ -2,7 +2,8 @@
 
 * :mod:`.checks`: input errors (:class:`~.checks.InputError`), the id rule, options,
   images read with their size bounded;
-* :mod:`.tables`: the one reader of CSV/TSV tables, with errors that name the line;
+* :mod:`.tables`: the one reader of CSV/TSV tables, with errors that name the line, and
+  :mod:`.text`: a text file as it reads it (UTF-8, line ends, lines, SHA-256);
 * :mod:`.outputs`: how every command writes its output (the output policy), and
   :mod:`.targets`: which targets it may write;
 * :mod:`.atomic`: one file replaced whole or not at all;
@@ -35,6 +36,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "scale",
         "tables",
         "targets",
+        "text",
         "trial_order",
     ],
     submod_attrs={"checks": ["InputError"]},

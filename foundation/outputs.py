@@ -4,9 +4,10 @@ Every command that writes a folder (``analyze``, ``evaluate``, ``evaluate-hpatch
 ``baseline``, ``power``, ``simulate``, ``stimuli generate`` and ``select``,
 ``export-online``) or a group of files (``simulate --flat`` with its sidecar, one
 ``baseline`` run, ``stimuli import``'s manifest and checksums) writes through
-:func:`output_folder` or :func:`output_files`. The target is checked first, as
-:mod:`.targets` rules (refused, :class:`~sbir_study.foundation.checks.InputError`, unless it
-is new, empty, or, with ``overwrite``, the same command's own output, unchanged); the output is written into a temporary folder beside it (``.sbir-study-tmp-HOST-PID-*``),
+:func:`output_folder` or :func:`output_files`. The target is checked first, by the rules
+of :mod:`.targets` (refused, :class:`~sbir_study.foundation.checks.InputError`, unless it
+is new, empty, or, with ``overwrite``, the same command's own output, unchanged); the
+output is written into a temporary folder beside it (``.sbir-study-tmp-HOST-PID-*``),
 flushed to disk, given its record (:data:`RECORD`: the command, the version, every file
 with its SHA-256) and moved into place in one atomic rename (Linux ``renameat2``), with
 SIGINT, SIGTERM and SIGHUP held back meanwhile. Just before the move the target is
