@@ -333,7 +333,7 @@ def _arrow(pieces: list[_Piece], wanted: list[str], numbers: list[str], categori
         first = next((line for line in pieces[0].sample().splitlines() if line), b"")
         sep = "\t" if b"\t" in first else " "
     else:
-        sep = header.sep
+        sep = str(header.sep)
     # Parsing with quotes costs more: a file is parsed so only when it holds a quote. A file
     # read as a stream shows it in its first bytes (R quotes every text cell) or else when
     # a value holds one or Arrow refuses it; then it is parsed again, with quotes.
@@ -548,7 +548,7 @@ def _records(piece: _Piece, wording: Wording):
         text += ("" if piece.ends() else "\n") + _SENTINEL + "\n"
     reader = csv.reader(
         io.StringIO(text, newline=""),
-        delimiter=header.sep,
+        delimiter=str(header.sep),
         quoting=csv.QUOTE_MINIMAL if header.quote else csv.QUOTE_NONE,
         strict=False,
     )

@@ -54,7 +54,7 @@ class Wording:
     #: A cell of a number column that is not a number.
     number: str = "{column}: got {text!r}; expected a number"
 
-    def at(self, path, number: int) -> str:
+    def at(self, path: str | Path, number: int) -> str:
         """The name of line ``number`` of ``path``."""
         return self.line(str(path), int(number))
 
@@ -106,7 +106,7 @@ class TextFile:
             again = read_text(self.path, self.wording)
             if again.sha256 != self.sha256:
                 raise InputError(f"{self.path}: changed while it was read; expected it to stay")
-            self._data = again._data
+            self._data = again.data
         return self._data
 
     @property
@@ -208,7 +208,7 @@ def read_text(
             complete=last in (b"", b"\n", b"\r"),
             head=head,
         )
-    data = digest.data
+    data = digest.data or b""
     start = 3 if data.startswith(codecs.BOM_UTF8) else 0
     if not data.isascii():
         bad = _first_bad_byte(data, start)
