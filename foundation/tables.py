@@ -237,16 +237,11 @@ def read_rows(
         return Rows(*_python(pieces, wanted, numbers, categorical, wording))
     table, spans = parsed
     lines, owner = _row_lines(pieces, table.num_rows, spans, wording)
-    frame = _frame(table)
+    if header.sep is not None and (blank := _blank_rows(table)).any():
+        table, lines, owner = table.filter(~blank), lines[~blank], owner[~blank]
+    frame = _frame(table.select(wanted))
     del table
     release_freed()  # Arrow's parse buffers, before the caller's next step
-    if header.sep is not None:
-        keep = ~_blank_rows(frame)
-        if not keep.all():
-            frame = frame[keep].reset_index(drop=True)
-            lines, owner = lines[keep], owner[keep]
-    if list(frame.columns) != wanted:
-        frame = frame[wanted]
     return Rows(frame, lines, owner)
 
 
@@ -475,22 +470,17 @@ def _holds(table, names: Sequence[str], pattern: str) -> bool:
     return False
 
 
-def _blank_rows(frame: pd.DataFrame) -> np.ndarray:
+def _blank_rows(table) -> np.ndarray:
     """Rows whose every field is empty (a line of separators only; a missing number counts
-    as empty).
+    as empty)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    Only rows whose first field is empty can be one, so the other fields are
-    compared on those rows alone.
-    """
-    blank = np.zeros(len(frame), dtype=bool)
-    if not len(frame.columns) or not len(frame):
-        return blank
-    first = frame.iloc[:, 0]
-    maybe = (first.isna() | (first == "")).to_numpy(dtype=bool)
-    if maybe.any():
-        part = frame.loc[maybe]
-        blank[maybe] = (part.isna() | (part == "")).all(axis=1).to_numpy()
-    return blank
+    blank = None
+    for column in table.columns:
+        empty = pc.is_null(column) if pa.types.is_floating(column.type) else pc.equal(column, "")
+        blank = empty if blank is None else pc.and_(blank, empty)
+    return np.asarray(blank.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 # --- lines ---------------------------------------------------------------------------------------
