@@ -250,9 +250,9 @@ class LineNumbers(tuple):
     shares from frame to frame instead of copying it.
 
     pandas deep-copies a frame's ``attrs`` into every frame an operation makes
-    (``NDFrame.__finalize__``): a list of a table's line numbers was copied, number by
-    number, at each step of every command that read the table (0.9 s of ``baseline``'s
-    10 s on the paper's set). The numbers never change, so a copy is the same object.
+    (``NDFrame.__finalize__``), which would copy a list of a table's line numbers, number
+    by number, at each step of every command that reads the table. The numbers never
+    change, so a copy is the same object.
     """
 
     __slots__ = ()
