@@ -63,6 +63,7 @@ from .provenance import file_digest, toolkit_version
 from .targets import (
     RECORD,
     OutputRecord,
+    _file_record,
     _listing,
     _Plan,
     _plan_files,
@@ -286,15 +287,36 @@ def _syncfs(folder: Path) -> bool:
         os.close(descriptor)
 
 
-def _seal(folder: Path, names: Iterable[str], record: Path, command: str, target: Path) -> None:
-    """Flush the files ``names`` of ``folder`` to disk, then write the final record (each
-    file's SHA-256) at ``record``."""
-    synced = _syncfs(folder)
-    hashes = {name: file_digest(folder / name, sync=not synced).sha256 for name in sorted(names)}
+def _seal(temporary: Path, plan: _Plan, command: str) -> None:
+    """Flush the files written into ``temporary`` to disk, then write the final record (each
+    file's SHA-256)."""
+    if plan.names is None:
+        names, record = [n for n in _listing(temporary) if n != RECORD], RECORD
+    else:
+        names, record = list(plan.names), _file_record(plan.target).name
+        missing = [name for name in names if not (temporary / name).is_file()]
+        if missing:
+            raise RuntimeError(f"sbir-study {command} did not write {missing[0]}")
+    synced = _syncfs(temporary)
+    hashes = {n: file_digest(temporary / n, sync=not synced).sha256 for n in sorted(names)}
     if not synced:
-        for base, _, _ in os.walk(folder):
+        for base, _, _ in os.walk(temporary):
             fsync_folder(base)
-    atomic_write(record, _record(command, target, hashes, True).to_json())
+    atomic_write(temporary / record, _record(command, plan.target, hashes, True).to_json())
+
+
+def _move(temporary: Path, plan: _Plan) -> None:
+    """Put the sealed output in place: the folder in one rename, or a group's files one
+    rename each, the record last (a new name is never put over a file that appeared)."""
+    if plan.names is None:
+        (_move_new if plan.state["."] is None else _exchange)(temporary, plan.target)
+        return
+    for name in (*plan.names, _file_record(plan.target).name):
+        source, destination = temporary / name, plan.target.parent / name
+        if plan.state[name] is None:
+            _move_new(source, destination)
+        else:
+            os.replace(source, destination)
 
 
 #: Errors of the storage itself, which carry no file name when a write fails.
@@ -322,18 +344,12 @@ def _written_error(error: BaseException, temporary: Path | None, target: Path) -
 
 
 @contextlib.contextmanager
-def _aside(
-    target: Path,
-    command: str,
-    plan: _Plan,
-    replan: Callable[[], _Plan],
-    seal: Callable[[Path], None],
-    move: Callable[[Path, _Plan], None],
-) -> Iterator[Path]:
-    """The temporary folder beside ``plan.target``. When the block ends without an exception,
-    ``seal(temporary)``, then, with SIGINT, SIGTERM and SIGHUP held back, ``move(temporary,
-    plan)`` once the target is as ``plan`` found it (else as ``replan()`` finds it, checked
-    again). The temporary folder is removed in every case."""
+def _aside(target: Path, command: str, check: Callable[[], _Plan]) -> Iterator[Path]:
+    """The temporary folder beside the target that ``check()`` plans. When the block ends
+    without an exception, the output is sealed, then, with SIGINT, SIGTERM and SIGHUP held
+    back, moved into place once the target is as the plan found it (else checked again).
+    The temporary folder is removed in every case."""
+    plan = check()
     _clear_leftovers(plan.target.parent, plan.target.name)
     temporary = None
     try:
@@ -342,15 +358,15 @@ def _aside(
         with _held_signals():
             temporary = _make_temporary(plan.target, command)
         yield temporary
-        seal(temporary)
+        _seal(temporary, plan, command)
         with _held_signals():
             if _state(plan.target, plan.names) != plan.state:
-                plan = replan()  # names a file added or changed meanwhile
+                plan = check()  # names a file added or changed meanwhile
                 if _state(plan.target, plan.names) != plan.state:
                     raise InputError(
                         f"{target}: changed while the output was written; nothing was replaced"
                     )
-            move(temporary, plan)
+            _move(temporary, plan)
             shutil.rmtree(temporary, ignore_errors=True)
             fsync_folder(plan.target.parent)
     except BaseException as error:
@@ -392,24 +408,12 @@ def output_folder(
         exception, the folder (with its record) replaces ``target``; otherwise
         it is removed and ``target`` is left as it was.
     """
-    target = Path(target)
-    inputs = list(inputs)
-    plan = _plan_folder(target, command, overwrite, inputs)
+    target, inputs = Path(target), list(inputs)
 
-    def seal(temporary: Path) -> None:
-        files = [name for name in _listing(temporary) if name != RECORD]
-        _seal(temporary, files, temporary / RECORD, command, plan.target)
-
-    def move(temporary: Path, current: _Plan) -> None:
-        if current.state["."] is None:
-            _move_new(temporary, current.target)
-        else:
-            _exchange(temporary, current.target)
-
-    def replan() -> _Plan:
+    def check() -> _Plan:
         return _plan_folder(target, command, overwrite, inputs)
 
-    with _aside(target, command, plan, replan, seal, move) as temporary:
+    with _aside(target, command, check) as temporary:
         yield temporary
 
 
@@ -440,28 +444,11 @@ def output_files(
     renames can leave a new file beside an old one, which the record (hashes
     of the new files) then shows: a later ``overwrite`` refuses the group.
     """
-    target = Path(target)
-    inputs = list(inputs)
-    plan = _plan_files(target, companions, command, overwrite, inputs, inside_inputs)
-    names = [plan.target.name, *companions]
-    record = f".{plan.target.name}{RECORD}"
+    target, inputs = Path(target), list(inputs)
 
-    def seal(temporary: Path) -> None:
-        missing = [name for name in names if not (temporary / name).is_file()]
-        if missing:
-            raise RuntimeError(f"sbir-study {command} did not write {missing[0]}")
-        _seal(temporary, names, temporary / record, command, plan.target)
-
-    def move(temporary: Path, current: _Plan) -> None:
-        for name in names:
-            if current.state[name] is None:
-                _move_new(temporary / name, plan.target.parent / name)
-            else:
-                os.replace(temporary / name, plan.target.parent / name)
-        os.replace(temporary / record, plan.target.parent / record)
-
-    def replan() -> _Plan:
+    def check() -> _Plan:
         return _plan_files(target, companions, command, overwrite, inputs, inside_inputs)
 
-    with _aside(target, command, plan, replan, seal, move) as temporary:
+    with _aside(target, command, check) as temporary:
+        names = [Path(os.path.abspath(target)).name, *companions]
         yield [temporary / name for name in names]
