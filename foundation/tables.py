@@ -40,6 +40,7 @@ line and names it, or reads the table that Arrow could not.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -236,12 +237,14 @@ def read_rows(
     if parsed is None:
         return Rows(*_python(pieces, wanted, numbers, categorical, wording))
     table, spans = parsed
-    lines, owner = _row_lines(pieces, table.num_rows, spans, wording)
-    if header.sep is not None and (blank := _blank_rows(table)).any():
-        table, lines, owner = table.filter(~blank), lines[~blank], owner[~blank]
-    frame = _frame(table.select(wanted))
+    blank = _blank_rows(table) if header.sep is not None else np.zeros(table.num_rows, bool)
+    frame, n_rows = _frame(table.select(wanted)), table.num_rows
     del table
-    release_freed()  # Arrow's parse buffers, before the caller's next step
+    release_freed()  # Arrow's parse buffers, before the lines are counted
+    lines, owner = _row_lines(pieces, n_rows, spans, wording)
+    if blank.any():
+        frame = frame[~blank].reset_index(drop=True)
+        lines, owner = lines[~blank], owner[~blank]
     return Rows(frame, lines, owner)
 
 
@@ -476,10 +479,11 @@ def _blank_rows(table) -> np.ndarray:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    blank = None
-    for column in table.columns:
-        empty = pc.is_null(column) if pa.types.is_floating(column.type) else pc.equal(column, "")
-        blank = empty if blank is None else pc.and_(blank, empty)
+    empty = [
+        pc.is_null(column) if pa.types.is_floating(column.type) else pc.equal(column, "")
+        for column in table.columns
+    ]
+    blank = functools.reduce(pc.and_, empty)
     return np.asarray(blank.to_numpy(zero_copy_only=False), dtype=bool)
 
 
