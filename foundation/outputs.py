@@ -275,8 +275,8 @@ def _exchange(temporary: Path, target: Path) -> None:
 
 def _syncfs(folder: Path) -> bool:
     """Flush the file system holding ``folder`` to disk in one call (Linux ``syncfs``: one
-    call for the thousands of files of a dataset, where one ``fsync`` each takes seconds);
-    False where the system does not offer it."""
+    wait for the thousands of files of a dataset, where an ``fsync`` of each waits on the
+    disk once per file); False where the system does not offer it."""
     call = _libc("syncfs")
     if call is None:
         return False
