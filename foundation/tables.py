@@ -40,7 +40,6 @@ line and names it, or reads the table that Arrow could not.
 from __future__ import annotations
 
 import csv
-import functools
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -475,16 +474,26 @@ def _holds(table, names: Sequence[str], pattern: str) -> bool:
 
 def _blank_rows(table) -> np.ndarray:
     """Rows whose every field is empty (a line of separators only; a missing number counts
-    as empty)."""
+    as empty).
+
+    Only rows whose first field is empty can be one, so the other fields are
+    compared on those rows alone.
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    empty = [
-        pc.is_null(column) if pa.types.is_floating(column.type) else pc.equal(column, "")
-        for column in table.columns
-    ]
-    blank = functools.reduce(pc.and_, empty)
-    return np.asarray(blank.to_numpy(zero_copy_only=False), dtype=bool)
+    def empty(column) -> np.ndarray:
+        found = pc.is_null(column) if pa.types.is_floating(column.type) else pc.equal(column, "")
+        return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
+
+    blank = empty(table.column(0))
+    rows = np.flatnonzero(blank)
+    for column in table.columns[1:]:
+        if not rows.size:
+            break
+        blank[rows] = empty(column.take(rows))
+        rows = rows[blank[rows]]
+    return blank
 
 
 # --- lines ---------------------------------------------------------------------------------------
