@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from sbir_study.foundation.checks import InputError, bad_ids
+from sbir_study.foundation.tables import read_table, read_text
 
 from .ratings import Provenance
 
@@ -46,18 +47,14 @@ def read_catch_pairs(path: str | Path) -> pd.DataFrame:
         is no whole number, ``lowest`` above ``highest``, or a pair listed twice.
     """
     path = Path(path)
-    try:
-        table = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file; expected a catch-pair table (--catch)") from None
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError) as error:
-        raise InputError(
-            f"{path}: cannot be read ({error}); expected a CSV catch-pair table (--catch)"
-        ) from None
-    except pd.errors.EmptyDataError:
+    if not path.exists():
+        raise InputError(f"{path}: no such file; expected a catch-pair table (--catch)")
+    file = read_text(path)
+    if file.is_blank():
         raise InputError(
             f"{path}: the file is empty; expected the header {','.join(CATCH_COLUMNS)}"
-        ) from None
+        )
+    table = read_table(file, ",")
     missing = [c for c in CATCH_COLUMNS if c not in table.columns]
     if missing:
         raise InputError(

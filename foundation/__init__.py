@@ -2,8 +2,11 @@
 
 * :mod:`.checks`: input errors (:class:`~.checks.InputError`), the id rule, options,
   images read with their size bounded;
-* :mod:`.tables`: the one reader of CSV/TSV tables, with errors that name the line;
-* :mod:`.outputs`: where every command writes (the output policy);
+* :mod:`.tables`: the one reader of CSV/TSV tables, with errors that name the line, and
+  :mod:`.text`: a text file as it reads it (UTF-8, line ends, lines, SHA-256);
+* :mod:`.outputs`: how every command writes its output (the output policy), and
+  :mod:`.targets`: which targets it may write;
+* :mod:`.atomic`: one file replaced whole or not at all;
 * :mod:`.provenance`: software versions and file hashes;
 * :mod:`.progress`: progress on a terminal;
 * :mod:`.paper`: the paper's design and published values;
@@ -20,6 +23,7 @@ import lazy_loader
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submodules=[
+        "atomic",
         "bids",
         "checks",
         "environment",
@@ -31,6 +35,8 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "provenance",
         "scale",
         "tables",
+        "targets",
+        "text",
         "trial_order",
     ],
     submod_attrs={"checks": ["InputError"]},

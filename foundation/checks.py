@@ -151,7 +151,9 @@ def did_you_mean(given: str, choices: Iterable[str], *, prefix: str = "") -> str
     return f" (did you mean {prefix + match!r}?)" if match is not None else ""
 
 
-def check_whole_number(name: str, value: object, minimum: int, *, none_ok: bool = False):
+def check_whole_number(
+    name: str, value: object, minimum: int, *, none_ok: bool = False
+) -> int | None:
     """Return ``value`` if it is a whole number >= ``minimum`` (or None with ``none_ok``).
 
     ``True`` and ``False`` are not numbers here, nor is ``2.0``.
@@ -168,8 +170,7 @@ def check_whole_number(name: str, value: object, minimum: int, *, none_ok: bool 
     """
     if value is None and none_ok:
         return value
-    whole = isinstance(value, int) and not isinstance(value, bool)
-    if not (whole and value >= minimum):
+    if not (isinstance(value, int) and not isinstance(value, bool) and value >= minimum):
         alternative = " or None" if none_ok else ""
         raise InputError(
             f"{name}: expected a whole number >= {minimum}{alternative}, got {value!r}"
@@ -394,7 +395,7 @@ def open_image(path: str | Path) -> Image.Image:
     return image
 
 
-def float_array(values, name: str = "ratings") -> np.ndarray:
+def float_array(values: object, name: str = "ratings") -> np.ndarray:
     """``values`` as a float64 array with NaN for every missing cell.
 
     Accepts NumPy arrays and nested lists of any integer or float dtype, and
@@ -435,6 +436,8 @@ def causes(error: BaseException) -> Iterator[BaseException]:
     """The exceptions ``error`` was raised from or while handling, nearest first (each once:
     a library may chain an error to itself)."""
     seen = {id(error)}
-    while (error := error.__cause__ or error.__context__) is not None and id(error) not in seen:
-        seen.add(id(error))
-        yield error
+    behind = error.__cause__ or error.__context__
+    while behind is not None and id(behind) not in seen:
+        seen.add(id(behind))
+        yield behind
+        behind = behind.__cause__ or behind.__context__

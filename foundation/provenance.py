@@ -107,7 +107,7 @@ def file_digest(
     if keep:
         data = Path(path).read_bytes()
         return FileDigest(
-            data_sha256(data) if hashed else "", _line_ends(data) + _unended(data), data
+            data_sha256(data) or "" if hashed else "", _line_ends(data) + _unended(data), data
         )
     digest = hashlib.sha256()
     ends = 0

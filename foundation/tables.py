@@ -1,13 +1,13 @@
 """The one reader of text tables: CSV and TSV with a header, and whitespace-separated runs.
 
-Every table the toolkit reads comes through here: ratings tables and BIDS
-``_beh.tsv`` files, ground truths, retrieval runs (TREC runs and tables),
-stimulus manifests and ``anchors.csv``. The rules (``docs/formats.md``):
+Every table a user gives the toolkit comes through here: ratings tables and BIDS
+``_beh.tsv`` files, ground truths, retrieval runs (TREC runs and tables), stimulus
+manifests and ``anchors.csv``, ``analyze --catch`` files, and the ``participants.tsv`` of a
+dataset that ``run`` appends to or ``export-online --with-lab`` copies. The session
+recorder reads back the session file it writes (``pandas.read_csv``): its own file, in its
+own format, which no user wrote. The rules (``docs/formats.md``; the text itself is
+:mod:`.text`'s):
 
-* **Text.** UTF-8, with or without a byte-order mark. A line may end with LF,
-  CR LF or a lone CR, and line numbers count the file's own lines as an editor
-  shows them. A file that is not UTF-8 is refused on the line of its first bad
-  byte.
 * **Header.** The first line that is not blank names the columns (surrounding
   blanks dropped); a name given twice is refused.
 * **Rows.** Every line has as many fields as the header: a row with fewer or
@@ -16,46 +16,40 @@ stimulus manifests and ``anchors.csv``. The rules (``docs/formats.md``):
   ``""`` for a quote) and then hold separators and line breaks; a quoted field
   that is never closed is refused on the line of its row. Whether a TSV quotes is
   the caller's (a BIDS file does not); a whitespace-separated file never does.
-  Cells are read as written
-  (``01`` stays ``01``); :data:`MISSING_VALUES` are the spellings of a missing
-  value, for the callers that convert cells to numbers.
+  Cells are read as written (``01`` stays ``01``); :data:`MISSING_VALUES` are the
+  spellings of a missing value, for the callers that convert cells to numbers.
 * **Whitespace-separated files** (TREC runs) split a line on runs of spaces and
   tabs, as trec_eval does. One with one blank between fields is read by Arrow in
   the columns asked for only, which are checked (none empty or holding another
   blank, numbers where asked); the others are only counted, so that a line of
-  five fields with two blanks in a row may pass as six there (checking them too
-  would add a sixth to the time of reading a run of millions of lines).
+  five fields with two blanks in a row may pass as six there.
 
-Every row keeps the line it came from, for messages about it. How a message
-names a line, and how it words the reader's own problems, is the caller's
-(:class:`Wording`): ``"x.csv: line 3"`` for ratings and manifests, ``"x.run, line 3"``
-for runs and ground truths.
+Every row keeps the line it came from, for messages about it, named as the caller's
+:class:`~sbir_study.foundation.text.Wording` says (``"x.csv: line 3"`` for ratings and
+manifests, ``"x.run, line 3"`` for runs and ground truths).
 
 Tables are parsed by Apache Arrow's CSV reader, straight into dictionary-encoded
 columns (categoricals): at crowd size a table repeats a few thousand distinct
 cells over millions of rows, and a Python string per cell would cost more than
-the parse. When Arrow refuses a table, a line-by-line pass with Python's
+the parse. The files of one header are parsed in one pass, their rows' bytes read
+as one stream. When Arrow refuses a table, a line-by-line pass with Python's
 :mod:`csv` module (or :meth:`bytes.split` for whitespace) finds the first bad
 line and names it, or reads the table that Arrow could not.
 """
 
 from __future__ import annotations
 
-import codecs
 import csv
 import io
-import os
-import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from .checks import InputError
 from .memory import release_freed
-from .provenance import file_digest
+from .text import _HEAD, COLON, COMMA, TextFile, Wording, _line_ends, read_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -79,233 +73,13 @@ __all__ = [
 #: cell and ``n/a`` (BIDS), ``NA`` (R), ``NaN`` and ``nan`` (pandas, NumPy).
 MISSING_VALUES = frozenset({"", "n/a", "NA", "NaN", "nan"})
 
-_NOT_BLANK = re.compile(rb"[^ \t\r\n\x0b\x0c]")
-_BLANK_LINE = re.compile(rb"[ \t\x0b\x0c]*(?:\r\n|\r|\n)")
-_LINE_END = re.compile(rb"\r\n|\r|\n")
 _ARROW_BLOCK = 1 << 24
-_UTF8_SLICE = 1 << 22
 # A field of a whitespace-separated file that Arrow's split on one blank gave but the split
 # on runs of blanks would not: empty, or holding another blank.
 _ODD_FIELD = "^$|[ \t\x0b\x0c]"
 # Appended after a quoted file's last line when Python's csv module re-reads it: outside
 # quotes it is a record of its own; inside a quoted field that was never closed, it is not.
 _SENTINEL = "\ue000sbir-study\ue000"
-
-
-@dataclass(frozen=True)
-class Wording:
-    """How a caller's messages name a line, and how they word the reader's problems.
-
-    ``line(path, number)`` names line ``number`` of file ``path``; the other
-    fields are the message texts (``str.format`` templates) that follow it.
-
-    Examples
-    --------
-    >>> COMMA.at("run.txt", 3)
-    'run.txt, line 3'
-    >>> COLON.field_count.format(expected=4, found=5)
-    'expected 4 fields, found 5'
-    """
-
-    line: Callable[[str, int], str]
-    #: A row with another number of fields than the header.
-    field_count: str = "expected {expected} fields, found {found}"
-    #: A byte that is not UTF-8 (``byte``, an int).
-    not_utf8: str = "not UTF-8 (byte 0x{byte:02x}); expected a UTF-8 text file"
-    #: A column named twice in the header.
-    twice: str = "column {name!r} appears twice"
-    #: A cell of a number column that is not a number.
-    number: str = "{column}: got {text!r}; expected a number"
-
-    def at(self, path, number: int) -> str:
-        """The name of line ``number`` of ``path``."""
-        return self.line(str(path), int(number))
-
-
-#: ``path: line N``, as ratings tables, manifests and anchors name a line.
-COLON = Wording(lambda path, number: f"{path}: line {number}")
-#: ``path, line N``, as runs and ground truths name a line.
-COMMA = Wording(lambda path, number: f"{path}, line {number}")
-
-
-# --- the text of a file ------------------------------------------------------------------------
-
-_HEAD = 1 << 16  # what a file read as a stream keeps of its beginning, for its header
-
-
-@dataclass
-class TextFile:
-    """A UTF-8 text file: its bytes, its SHA-256 and its number of lines.
-
-    ``data[start:end]`` is the text (``start`` skips a byte-order mark; ``end`` may
-    leave out a partial last line, :meth:`without_partial_line`). A file read as a
-    stream (:func:`read_text` with ``stream=True``) keeps only its first bytes
-    (``head``); :attr:`data` reads the rest when something asks for it.
-    """
-
-    path: Path
-    sha256: str
-    lines: int
-    size: int
-    wording: Wording = COLON
-    start: int = 0
-    end: int = -1
-    #: Whether the last line has its line end (an empty file has).
-    complete: bool = True
-    head: bytes = field(default=b"", repr=False)
-    _data: bytes | None = field(default=None, repr=False)
-
-    def __post_init__(self):
-        if self.end < 0:
-            self.end = self.size
-
-    @property
-    def streamed(self) -> bool:
-        """Whether the bytes have not been read into memory (yet)."""
-        return self._data is None
-
-    @property
-    def data(self) -> bytes:
-        """The file's bytes, read now (and checked as UTF-8) for a file read as a stream."""
-        if self._data is None:
-            again = read_text(self.path, self.wording)
-            if again.sha256 != self.sha256:
-                raise InputError(f"{self.path}: changed while it was read; expected it to stay")
-            self._data = again._data
-        return self._data
-
-    @property
-    def text(self) -> str:
-        """The text with every line end as ``\\n``."""
-        text = bytes(memoryview(self.data)[self.start : self.end]).decode("utf-8")
-        return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
-
-    def is_blank(self, start: int | None = None) -> bool:
-        """Whether the file (from offset ``start``: the rows below a header, say) holds
-        nothing but blanks and line ends."""
-        start = self.start if start is None else start
-        return _NOT_BLANK.search(self.data, start, self.end) is None
-
-    def without_partial_line(self) -> TextFile:
-        """The file without its last line, which has no line end (a write cut off)."""
-        data = self.data
-        last = max(data.rfind(b"\n", self.start, self.end), data.rfind(b"\r", self.start, self.end))
-        return replace(self, end=max(last + 1, self.start), lines=self.lines - 1, complete=True)
-
-    def first_line(self) -> tuple[int, str] | None:
-        """The first line that is not blank, as ``(number, text)``; None if there is none."""
-        found = self._first()
-        return None if found is None else found[:2]
-
-    def _first(self) -> tuple[int, str, int] | None:
-        """``(number, text, offset after its line end)`` of the first line that is not blank,
-        found in the head of a file read as a stream when it is there."""
-        if self._data is None:
-            whole = len(self.head) >= self.size
-            found = _first_line(self.head, self.start, len(self.head))
-            if found is not None and (whole or found[2] < len(self.head)):  # ended in the head
-                return found
-        return _first_line(self.data, self.start, self.end)
-
-
-def _first_line(data: bytes, start: int, end: int) -> tuple[int, str, int] | None:
-    position, number = start, 1
-    while match := _BLANK_LINE.match(data, position, end):
-        position, number = match.end(), number + 1
-    if position >= end or not _NOT_BLANK.search(data, position, end):
-        return None
-    found = _LINE_END.search(data, position, end)
-    stop, after = (found.start(), found.end()) if found else (end, end)
-    try:
-        return number, data[position:stop].decode("utf-8"), after
-    except UnicodeDecodeError:  # in a head cut in a character; in a whole file, read_text
-        return None  # refused it already
-
-
-def read_text(
-    path: str | Path, wording: Wording = COLON, *, stream: bool = False, hashed: bool = True
-) -> TextFile:
-    """Read a text file: its bytes, checked as UTF-8, its SHA-256 and its number of lines.
-
-    A folder, a file that cannot be read, and one that is not UTF-8 raise
-    :class:`~sbir_study.foundation.checks.InputError`; the last names the line (as
-    ``wording`` does) and the byte at fault.
-
-    ``stream`` hashes the file without holding it and keeps its first bytes only, for
-    a large file that Arrow reads by itself (a run of millions of lines): its bytes
-    are read, and checked, only when they are asked for (:attr:`TextFile.data`: a
-    message about a line, a table Arrow refuses); Arrow checks the text it parses.
-    ``hashed=False`` (not with ``stream``) leaves :attr:`TextFile.sha256` empty, for a
-    reader that hashes :attr:`TextFile.data` itself, beside its parse
-    (:func:`~sbir_study.foundation.provenance.data_sha256`).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "old-mac.csv"
-    >>> _ = path.write_bytes(b"\\xef\\xbb\\xbfa,b\\r1,2\\r")
-    >>> text = read_text(path)
-    >>> text.text, text.lines
-    ('a,b\\n1,2\\n', 2)
-    """
-    path = Path(path)
-    if path.is_dir():
-        raise InputError(f"{path}: is a folder; expected a text file")
-    try:
-        digest = file_digest(path, keep=not stream, hashed=hashed or stream)
-        if stream:
-            with open(path, "rb") as opened:
-                size = os.fstat(opened.fileno()).st_size
-                head = opened.read(max(_HEAD, len(codecs.BOM_UTF8)))
-                opened.seek(max(size - 1, 0))
-                last = opened.read(1)
-    except OSError as error:
-        raise InputError(f"{path}: cannot be read ({error.strerror or error})") from None
-    if stream:
-        start = 3 if head.startswith(codecs.BOM_UTF8) else 0
-        return TextFile(
-            path,
-            digest.sha256,
-            digest.lines,
-            size,
-            wording,
-            start,
-            complete=last in (b"", b"\n", b"\r"),
-            head=head,
-        )
-    data = digest.data
-    start = 3 if data.startswith(codecs.BOM_UTF8) else 0
-    if not data.isascii():
-        bad = _first_bad_byte(data, start)
-        if bad is not None:
-            line = _line_of(memoryview(data)[start:], bad - start)
-            raise InputError(f"{wording.at(path, line)}: {wording.not_utf8.format(byte=data[bad])}")
-    return TextFile(
-        path,
-        digest.sha256,
-        digest.lines,
-        len(data),
-        wording,
-        start,
-        complete=data[-1:] in (b"", b"\n", b"\r"),
-        _data=data,
-    )
-
-
-def _first_bad_byte(data: bytes, start: int) -> int | None:
-    """The offset of the first byte that is not UTF-8, or None (checked in slices: a
-    whole decode would hold the text a second time)."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    view = memoryview(data)
-    step = _UTF8_SLICE
-    for offset in range(start, len(data), step):
-        try:
-            decoder.decode(view[offset : offset + step], final=offset + step >= len(data))
-        except UnicodeDecodeError as error:
-            # The error is placed in what the decoder held back of the previous slice (an
-            # incomplete character) and this one.
-            return offset + error.start - len(decoder.getstate()[0])
-    return None
 
 
 # --- the header ----------------------------------------------------------------------------------
@@ -460,19 +234,16 @@ def read_rows(
     numbers = [n for n in numbers if n in wanted]
     parsed = _arrow(pieces, wanted, numbers, categorical)
     if parsed is None:
-        frame, lines, owner = _python(pieces, wanted, numbers, categorical, wording)
-    else:
-        frame, spans, rest = parsed
-        lines, owner = _row_lines(pieces, len(frame), spans, wording)
-        if header.sep is not None:
-            blank = _blank_rows(frame, rest)
-            del rest
-            if blank.any():
-                keep = ~blank
-                frame = frame[keep].reset_index(drop=True)
-                lines, owner = lines[keep], owner[keep]
-    if list(frame.columns) != wanted:
-        frame = frame[wanted]
+        return Rows(*_python(pieces, wanted, numbers, categorical, wording))
+    table, spans = parsed
+    blank = _blank_rows(table) if header.sep is not None else np.zeros(table.num_rows, bool)
+    frame, n_rows = _frame(table.select(wanted)), table.num_rows
+    del table
+    release_freed()  # Arrow's parse buffers, before the lines are counted
+    lines, owner = _row_lines(pieces, n_rows, spans, wording)
+    if blank.any():
+        frame = frame[~blank].reset_index(drop=True)
+        lines, owner = lines[~blank], owner[~blank]
     return Rows(frame, lines, owner)
 
 
@@ -481,9 +252,9 @@ class LineNumbers(tuple):
     shares from frame to frame instead of copying it.
 
     pandas deep-copies a frame's ``attrs`` into every frame an operation makes
-    (``NDFrame.__finalize__``): a list of a table's line numbers was copied, number by
-    number, at each step of every command that read the table (0.9 s of ``baseline``'s
-    10 s on the paper's set). The numbers never change, so a copy is the same object.
+    (``NDFrame.__finalize__``), which would copy a list of a table's line numbers, number
+    by number, at each step of every command that reads the table. The numbers never
+    change, so a copy is the same object.
     """
 
     __slots__ = ()
@@ -549,13 +320,9 @@ class _Chain(io.RawIOBase):
 
 
 def _arrow(pieces: list[_Piece], wanted: list[str], numbers: list[str], categorical: bool):
-    """Parse with Arrow: ``(frame, spans, rest)``, ``spans`` whether a quoted field holds a
-    line break, ``rest`` the columns parsed but not ``wanted`` (an Arrow table of plain
-    text, for the blank rows; None when there are none); None when Arrow refuses the rows,
-    or when a whitespace-separated file is not one blank between fields (the Python pass
-    then reads it, or names the bad line)."""
-    import pyarrow as pa
-
+    """Parse with Arrow: ``(table, spans)``, ``spans`` whether a quoted field holds a line
+    break; None when Arrow refuses the rows, or when a whitespace-separated file is not one
+    blank between fields (the Python pass then reads it, or names the bad line)."""
     header = pieces[0].header
     whitespace = header.sep is None
     streamed = len(pieces) == 1 and pieces[0].file.streamed
@@ -563,7 +330,7 @@ def _arrow(pieces: list[_Piece], wanted: list[str], numbers: list[str], categori
         first = next((line for line in pieces[0].sample().splitlines() if line), b"")
         sep = "\t" if b"\t" in first else " "
     else:
-        sep = header.sep
+        sep = str(header.sep)
     # Parsing with quotes costs more: a file is parsed so only when it holds a quote. A file
     # read as a stream shows it in its first bytes (R quotes every text cell) or else when
     # a value holds one or Arrow refuses it; then it is parsed again, with quotes.
@@ -575,16 +342,16 @@ def _arrow(pieces: list[_Piece], wanted: list[str], numbers: list[str], categori
         attempts = [any(p.holds(b'"') for p in pieces)]
     # A whitespace-separated file is read in the columns asked for only (a TREC run's rank
     # and tag would add a sixth to the time of reading a run of millions of lines); Arrow
-    # still sees the number of fields on every line.
+    # still sees the number of fields on every line. The other columns of a table are
+    # parsed (a blank row, a quote or a line end in them counts) as plain text: no
+    # categorical of a column no one reads (a session's key presses, a distinct value on
+    # nearly every row).
     kept = wanted if whitespace else list(header.names)
-    text_names = [n for n in kept if n not in numbers]
-    # The columns not asked for are still parsed (a blank row, a quote or a line end in
-    # them counts), as plain text: no categorical of a column no one reads (a session's
-    # key presses, a distinct value on nearly every row).
-    skipped = [n for n in kept if n not in wanted] if categorical else []
+    types = {n: _arrow_type(n in numbers, categorical and n in wanted) for n in kept}
+    text = [n for n in kept if n not in numbers]
     for attempt, quoted in enumerate(attempts, start=1):
         last = attempt == len(attempts)
-        table = _read_csv(pieces, kept, numbers, sep, quoted, streamed, skipped)
+        table = _read_csv(pieces, types, sep, quoted, streamed)
         if table is None:
             if last:
                 return None
@@ -592,51 +359,25 @@ def _arrow(pieces: list[_Piece], wanted: list[str], numbers: list[str], categori
         # Arrow drops the "\n" of a quoted "\r\n" that straddles two of its blocks, without
         # a word (apache/arrow#51368, open at 26.0): a file with a carriage return inside a
         # quoted value is read by the Python pass. Line ends outside quotes are not values.
-        if quoted and any(_holds(table.column(n), "\r") for n in text_names):
+        if quoted and _holds(table, text, "\r"):
             return None
         # In a whitespace-separated file, an empty field (two blanks in a row, or one at
         # either end of a line) or one holding another blank is where Arrow's split on one
         # blank and the split on runs of blanks differ: the Python pass reads it (a missing
         # number may be an empty field too).
-        if whitespace and any(table.column(n).null_count for n in numbers):
+        if whitespace and (
+            any(table.column(n).null_count for n in numbers) or _holds(table, text, _ODD_FIELD)
+        ):
             return None
-        if not categorical:
-            if whitespace and any(_holds(table.column(n), _ODD_FIELD) for n in text_names):
-                return None
-            if not last and any(_holds(table.column(n), '"') for n in text_names):
-                continue
-            spans = quoted and any(_holds(table.column(n), "[\r\n]") for n in text_names)
-            table = pa.table(
-                [
-                    table.column(n).cast(pa.string()) if n in text_names else table.column(n)
-                    for n in table.column_names
-                ],
-                names=table.column_names,
-            )
-            frame, _ = _frame(table, None)
-            rest = None
-        else:
-            pattern = _ODD_FIELD if whitespace else "[\r\n]" if quoted else None if last else '"'
-            frame, matched = _frame(table.drop_columns(skipped), pattern)
-            if pattern is not None and not matched:
-                matched = any(_holds(table.column(n), pattern) for n in skipped)
-            if whitespace and matched:
-                return None
-            if matched and not quoted and not last:
-                continue
-            spans = quoted and matched
-            rest = table.select(skipped) if skipped else None
-        del table
-        release_freed()  # Arrow's parse buffers, before the caller's next step
-        return frame, spans, rest
+        if not last and _holds(table, text, '"'):
+            continue
+        return table, quoted and _holds(table, text, "[\r\n]")
     return None
 
 
-def _read_csv(
-    pieces: list[_Piece], kept, numbers, sep: str, quoted: bool, streamed: bool, plain=()
-):
-    """Arrow's parse of the rows of ``pieces``: a table of the ``kept`` columns (those in
-    ``plain`` as plain text, the other text columns dictionary-encoded), or None."""
+def _read_csv(pieces: list[_Piece], types: dict, sep: str, quoted: bool, streamed: bool):
+    """Arrow's parse of the rows of ``pieces``: a table of the columns of ``types``, or
+    None."""
     import pyarrow as pa
     from pyarrow import csv as arrow_csv
 
@@ -645,7 +386,7 @@ def _read_csv(
     if streamed and not (quoted and not pieces[0].ends()):
         file, start = pieces[0].file, pieces[0].header.end
         if start >= file.size:
-            return pa.table({n: pa.array([], _arrow_type(n, numbers, plain)) for n in kept})
+            return pa.table({n: pa.array([], t) for n, t in types.items()})
         source = pa.OSFile(str(file.path))
         source.seek(start)
     else:
@@ -656,7 +397,7 @@ def _read_csv(
                 if not piece.ends():  # a file's last row must not run into the next file's
                     parts.append(memoryview(b"\n"))
         if not parts:
-            return pa.table({n: pa.array([], _arrow_type(n, numbers, plain)) for n in kept})
+            return pa.table({n: pa.array([], t) for n, t in types.items()})
         source = pa.BufferReader(parts[0]) if len(parts) == 1 else _Chain(parts)
     try:
         return arrow_csv.read_csv(
@@ -672,8 +413,8 @@ def _read_csv(
                 ignore_empty_lines=True,
             ),
             convert_options=arrow_csv.ConvertOptions(
-                column_types={n: _arrow_type(n, numbers, plain) for n in kept},
-                include_columns=kept,
+                column_types=types,
+                include_columns=list(types),
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
                 null_values=sorted(MISSING_VALUES),  # in number columns only
@@ -685,102 +426,77 @@ def _read_csv(
         source.close()
 
 
-def _arrow_type(name: str, numbers, plain=()):
+def _arrow_type(number: bool, categorical: bool):
     import pyarrow as pa
 
-    if name in numbers:
+    if number:
         return pa.float64()
-    return pa.string() if name in plain else pa.dictionary(pa.int32(), pa.string())
+    return pa.dictionary(pa.int32(), pa.string()) if categorical else pa.string()
 
 
-def _frame(table, pattern: str | None) -> tuple[pd.DataFrame, bool]:
-    """An Arrow table as a DataFrame, a dictionary column as a categorical; and whether a
-    dictionary holds a value matching ``pattern``, checked once per distinct value.
+def _frame(table) -> pd.DataFrame:
+    """An Arrow table as a DataFrame, a dictionary column as a categorical.
 
     Column by column, the chunks' dictionaries made one and their indices taken as
     the codes: never more than one column's codes twice in memory.
     """
     import pandas as pd
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     columns = {}
-    matched = False
     for name in table.column_names:
         column = table.column(name)
         if pa.types.is_dictionary(column.type):
-            column = pa.table({name: column}).unify_dictionaries().column(0)
-            chunks = column.chunks
-            codes = (
-                np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks])
-                if chunks
-                else np.empty(0, dtype=np.int32)
-            )
+            chunks = pa.table({name: column}).unify_dictionaries().column(0).chunks
+            codes = [c.indices.to_numpy(zero_copy_only=False) for c in chunks]
             values = chunks[0].dictionary if chunks else pa.array([], pa.string())
-            if pattern is not None and len(values) and not matched:
-                matched = pc.any(pc.match_substring_regex(values, pattern)).as_py()
-            columns[name] = pd.Categorical.from_codes(codes, pd.Index(values.to_pandas()))
+            columns[name] = pd.Categorical.from_codes(
+                np.concatenate(codes) if codes else np.empty(0, dtype=np.int32),
+                pd.Index(values.to_pandas()),
+            )
         else:
             columns[name] = column.to_pandas()
-    return pd.DataFrame(columns, index=pd.RangeIndex(table.num_rows)), bool(matched)
+    return pd.DataFrame(columns, index=pd.RangeIndex(table.num_rows))
 
 
-def _holds(column, pattern: str) -> bool:
-    """Whether a text column holds a value matching ``pattern`` (a dictionary column's
-    checked once per distinct value of each chunk)."""
+def _holds(table, names: Sequence[str], pattern: str) -> bool:
+    """Whether a text column of ``names`` holds a value matching ``pattern`` (a dictionary
+    column's checked once per distinct value of each chunk)."""
     import pyarrow.compute as pc
 
-    values = [c.dictionary if hasattr(c, "dictionary") else c for c in column.chunks]
-    return any(pc.any(pc.match_substring_regex(v, pattern)).as_py() for v in values if len(v))
+    for name in names:
+        for chunk in table.column(name).chunks:
+            values = chunk.dictionary if hasattr(chunk, "dictionary") else chunk
+            if len(values) and pc.any(pc.match_substring_regex(values, pattern)).as_py():
+                return True
+    return False
 
 
-def _blank_rows(frame: pd.DataFrame, rest=None) -> np.ndarray:
+def _blank_rows(table) -> np.ndarray:
     """Rows whose every field is empty (a line of separators only; a missing number counts
-    as empty), those of ``frame`` and of ``rest`` (an Arrow table of the columns parsed
-    but not asked for, plain text).
+    as empty).
 
     Only rows whose first field is empty can be one, so the other fields are
     compared on those rows alone.
     """
-    blank = np.zeros(len(frame), dtype=bool)
-    if not len(frame.columns) or not len(frame):
-        return blank
-    first = frame.iloc[:, 0]
-    maybe = (first.isna() | (first == "")).to_numpy(dtype=bool)
-    if maybe.any():
-        part = frame.loc[maybe]
-        blank[maybe] = (part.isna() | (part == "")).all(axis=1).to_numpy()
-    if rest is not None and blank.any():
-        import pyarrow.compute as pc
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-        for name in rest.column_names:
-            rows = np.flatnonzero(blank)
-            if not rows.size:
-                break
-            empty = pc.equal(rest.column(name).take(rows), "")
-            blank[rows] = empty.to_numpy(zero_copy_only=False)
+    def empty(column) -> np.ndarray:
+        found = pc.is_null(column) if pa.types.is_floating(column.type) else pc.equal(column, "")
+        return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
+
+    blank = empty(table.column(0))
+    rows = np.flatnonzero(blank)
+    for column in table.columns[1:]:
+        if not rows.size:
+            break
+        blank[rows] = empty(column.take(rows))
+        rows = rows[blank[rows]]
     return blank
 
 
 # --- lines ---------------------------------------------------------------------------------------
-
-
-def _line_ends(array: np.ndarray) -> np.ndarray:
-    """The offset of the last byte of every line end (LF, CR LF, a lone CR) in ``array``."""
-    ends = np.flatnonzero(array == 10)
-    if 13 in array:
-        cr = np.flatnonzero(array == 13)
-        lone = np.ones(cr.size, dtype=bool)
-        inside = cr + 1 < array.size
-        lone[inside] = array[cr[inside] + 1] != 10
-        ends = np.union1d(ends, cr[lone])
-    return ends
-
-
-def _line_of(data, offset: int) -> int:
-    """The line (from 1) that byte ``offset`` of ``data`` is on."""
-    head = np.frombuffer(data, dtype=np.uint8)[:offset]
-    return int(_line_ends(head).size) + 1
 
 
 def _nonempty_lines(piece: _Piece) -> np.ndarray:
@@ -835,7 +551,7 @@ def _records(piece: _Piece, wording: Wording):
         text += ("" if piece.ends() else "\n") + _SENTINEL + "\n"
     reader = csv.reader(
         io.StringIO(text, newline=""),
-        delimiter=header.sep,
+        delimiter=str(header.sep),
         quoting=csv.QUOTE_MINIMAL if header.quote else csv.QUOTE_NONE,
         strict=False,
     )

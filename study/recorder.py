@@ -30,6 +30,7 @@ from sbir_study.foundation import bids
 from sbir_study.foundation.atomic import atomic_write, fsync_folder
 from sbir_study.foundation.checks import InputError, participant_label
 from sbir_study.foundation.provenance import toolkit_version
+from sbir_study.foundation.tables import read_table, read_text
 
 from .participants import DETAILS, MISSING, details_description
 
@@ -362,10 +363,7 @@ def label_of(root: str | Path, source_id: str) -> str:
 def _read_participants(path: Path) -> pd.DataFrame | None:
     if not path.exists():
         return None
-    try:
-        table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
-    except (OSError, ValueError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: cannot be read as a table ({error})") from None
+    table = read_table(read_text(path), "\t")
     if "participant_id" not in table.columns:
         raise InputError(f"{path}: line 1: expected a participant_id column")
     return table

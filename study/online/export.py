@@ -44,6 +44,7 @@ from sqlalchemy.engine import Engine
 from sbir_study.foundation import bids
 from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.scale import Scale
+from sbir_study.foundation.tables import read_table, read_text
 
 from ..participants import DETAILS, check_details, details_description
 from ..recorder import (
@@ -392,12 +393,9 @@ def _copy_lab(lab: Path, root: Path, taken: set[str]):
     """Copy a lab dataset's sessions into ``root``; its participants.tsv rows and descriptions."""
     table_path = lab / "participants.tsv"
     try:
-        table = pd.read_csv(table_path, sep="\t", dtype=str, keep_default_na=False)
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-        raise InputError(
-            f"{table_path}: cannot be read as a BIDS participants table "
-            f"({error}); --with-lab expects a dataset of sbir-study run"
-        ) from None
+        table = read_table(read_text(table_path), "\t")
+    except InputError as error:
+        raise InputError(f"{error}; --with-lab expects a dataset of sbir-study run") from None
     if "participant_id" not in table.columns:
         raise InputError(f"{table_path}: line 1: missing column 'participant_id'")
     for line, label in enumerate(table["participant_id"], start=2):

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sbir_study.foundation import outputs
+from sbir_study.foundation import outputs, targets
 from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.outputs import (
     RECORD,
@@ -355,6 +355,24 @@ def test_a_target_changed_during_the_work_is_not_replaced(tmp_path):
     assert leftovers(tmp_path) == []
 
 
+def test_a_target_changed_during_the_work_is_checked_again(tmp_path):
+    """A file of the old output edited meanwhile is refused; one deleted meanwhile does not
+    matter (the rule for files the record lists), so the new output takes its place."""
+    with output_folder(tmp_path / "out", "analyze") as folder:
+        write(folder, {"a.csv": "1", "b.csv": "2"})
+    with pytest.raises(InputError, match=r"a\.csv was changed after"):
+        with output_folder(tmp_path / "out", "analyze", overwrite=True) as folder:
+            write(folder, {"a.csv": "new"})
+            (tmp_path / "out" / "a.csv").write_text("edited meanwhile")
+    assert (tmp_path / "out" / "a.csv").read_text() == "edited meanwhile"
+    (tmp_path / "out" / "a.csv").unlink()
+    with output_folder(tmp_path / "out", "analyze", overwrite=True) as folder:
+        write(folder, {"c.csv": "3"})
+        (tmp_path / "out" / "b.csv").unlink()
+    assert sorted(os.listdir(tmp_path / "out")) == [RECORD, "c.csv"]
+    assert leftovers(tmp_path) == []
+
+
 def test_the_dataset_folder_of_a_session(tmp_path):
     assert outputs.check_dataset_folder(tmp_path / "new", "run") == tmp_path / "new"
     (tmp_path / "bids").mkdir()
@@ -544,4 +562,4 @@ def test_within_is_paths_and_their_parents(path, folder):
     begins like the folder's (``ab`` beside ``a``) is not inside it."""
     path, folder = "/" + "/".join(path), "/" + "/".join(folder)
     expected = Path(path) == Path(folder) or Path(folder) in Path(path).parents
-    assert outputs._within(path, folder) == expected
+    assert targets._within(path, folder) == expected

@@ -23,6 +23,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sbir_study.foundation import provenance, tables
+from sbir_study.foundation import text as text_file
 from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.tables import (
     COLON,
@@ -360,12 +361,12 @@ def test_tsv_without_quoting_against_the_csv_module(content, stream):
 def test_a_stream_whose_first_bytes_have_no_quote_reads_its_later_quotes(content, head):
     """A file read as a stream is parsed without quotes when its first bytes hold none; a
     quote further on sends it back to Arrow, with quotes."""
-    original = tables._HEAD
-    tables._HEAD = head
+    original = text_file._HEAD
+    text_file._HEAD = head
     try:
         _check_against_csv(content, ",", quote=True, stream=True)
     finally:
-        tables._HEAD = original
+        text_file._HEAD = original
 
 
 # A quoted "\r\n" across two of Arrow's blocks: Arrow drops the "\n" (apache/arrow#51368).
@@ -526,12 +527,12 @@ def test_a_file_that_is_not_utf8_is_named_on_the_line_of_its_first_bad_byte(
 ):
     """Checked in slices of any size (a character split between two)."""
     content = (b"\xef\xbb\xbf" if bom else b"") + head.encode() + bad + tail
-    original = tables._UTF8_SLICE
-    tables._UTF8_SLICE = step
+    original = text_file._UTF8_SLICE
+    text_file._UTF8_SLICE = step
     try:
         _check_utf8(content)
     finally:
-        tables._UTF8_SLICE = original
+        text_file._UTF8_SLICE = original
 
 
 def _check_utf8(content: bytes) -> None:
