@@ -64,8 +64,8 @@ class Scale:
 
     @classmethod
     def parse(cls, text: str, *, what: str = "--scale") -> Scale:
-        """A scale from ``LOW-HIGH``, optionally ``:high-is-best`` or ``:low-is-best``; ``what`` names
-        the text's source in an error.
+        """A scale from ``LOW-HIGH``, optionally ``:high-is-best`` or ``:low-is-best``; ``what``
+        names the text's source in an error.
 
         >>> Scale.parse("1-5")
         Scale(low=1, high=5, best='low')

@@ -251,7 +251,7 @@ def select_pairs(
 
 
 def _candidates_and_pilot(pool: pd.DataFrame, ratings: pd.DataFrame):
-    """The pool's candidates and the pilot's main ratings of them; a rating of another pair is an error."""
+    """The pool's candidates and the pilot's main ratings of them (of another pair: an error)."""
     candidates = pool[pool["role"] == "candidate"]
     if candidates.empty:
         raise InputError("stimulus set: no pairs with role 'candidate'; expected a pilot pool")

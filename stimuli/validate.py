@@ -72,8 +72,8 @@ class AnchorDesign:
         return tuple(int(r) for r in spread)
 
     def on_set(self, manifest: pd.DataFrame) -> AnchorDesign:
-        """This design with a scale: if it has none, 1 to the highest prescribed anchor rating of the
-        manifest, at least 1..images (1..7 without prescribed ratings).
+        """This design with a scale: if it has none, 1 to the highest prescribed anchor rating of
+        the manifest, at least 1..images (1..7 without prescribed ratings).
         """
         if self.scale is not None:
             return self

@@ -131,9 +131,10 @@ class SessionRecorder:
         ----------
         session
             What the sidecar records (protocol, stimulus set and digest, seed, refresh rate,
-            software); on resume, its ``Protocol`` and ``StimulusSetDigest`` must be the recorded ones.
+            software); on resume, its ``Protocol`` and ``StimulusSetDigest`` must be those
+            recorded.
         trial_order
-            The rows ``(trial, phase, sketch_id, image_id)``; on resume, the recorded ``TrialOrder``.
+            The rows ``(trial, phase, sketch_id, image_id)``; on resume, ``TrialOrder``'s.
         details
             Detail name -> value (:mod:`sbir_study.study.participants`) for ``participants.tsv``.
         dataset

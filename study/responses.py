@@ -67,7 +67,7 @@ def rating_key_map(keys: Sequence[str], *, keypad: bool = True) -> dict[str, int
 
 
 def event_stream(events: Iterable[KeyEvent | tuple[str, float]]) -> tuple[KeyEvent, ...]:
-    """The events ordered by time, each (key, time) once; simultaneous ones keep their arrival order.
+    """The events by time, each (key, time) once, simultaneous ones in their arrival order.
 
     A backend may report a key-down twice and in any order across polls. A time that is not
     finite raises ``ValueError``.

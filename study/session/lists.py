@@ -35,7 +35,7 @@ class PairList:
     manifest: pd.DataFrame
 
     def sidecar(self) -> dict:
-        """The sidecar's ``PairList`` (as the online export's ``OnlineList``); nothing for ``all``."""
+        """The sidecar's ``PairList`` (as the export's ``OnlineList``); nothing for ``all``."""
         if self.subset == "all":
             return {}
         return {"PairList": {"Subset": self.subset, "List": self.number, "Lists": self.lists}}

@@ -262,8 +262,8 @@ class TrialLoop:
         self._handled.update(self._controls(t))
 
     def _settle(self, flipped: float, screens: list[str], chosen: list[str], following_s: float):
-        """The waiting screens after the trial whose window closed at ``flipped``, and the first one's
-        flip if already shown.
+        """The waiting screens after the trial whose window closed at ``flipped``, and the first
+        one's flip if already shown.
 
         The keys are followed for ``_SETTLE_S`` (at most half the next stimulus) after the flip; a
         pause or quit key pressed before it that turns up meanwhile withdraws the pair just shown.

@@ -29,7 +29,7 @@ class Responder:
         self._due: list[tuple[float, str]] = []
 
     def plan(self, index: int, onset: float) -> None:
-        """Press the trial's rating key (rating r: the r-th key) at onset + rt, unless it is missed."""
+        """Press the trial's rating key (rating r: the r-th key) at onset + rt, unless missed."""
         rating = self.answers["rating"].iloc[index]
         if not pd.isna(rating):
             rt = float(self.answers["rt"].iloc[index])

@@ -98,7 +98,7 @@ def measure_timing(win: Window, timing: Timing, frames: int = 60) -> DisplayTimi
 
 
 def timing_mode(refresh: float | None, jitter_ms: float, timing: Timing) -> str:
-    """"frames" for a plausible, steady refresh rate, else "clock".
+    """The mode: "frames" for a plausible, steady refresh rate, else "clock".
 
     >>> from sbir_study.study.protocol import Timing
     >>> timing = Timing()  # 50 to 250 Hz, a frame period steady to 1 ms
