@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 __all__ = ["counter", "enabled", "step", "task", "track"]
 
@@ -82,7 +82,9 @@ class _Silent:
 
 
 @contextmanager
-def task(label: str, *, total: float | None = None, unit: str = "it", show: bool | None = None):
+def task(
+    label: str, *, total: float | None = None, unit: str = "it", show: bool | None = None
+) -> Iterator[Any]:
     """A bar for ``total`` steps of ``label``, with ``update(n)`` and ``set_postfix_str(text)``;
     ``show`` overrides :func:`enabled`.
 
@@ -122,7 +124,7 @@ def track(
 
 
 @contextmanager
-def step(label: str, *, show: bool | None = None):
+def step(label: str, *, show: bool | None = None) -> Iterator[None]:
     """One stage of unknown length: ``label`` and a clock that runs until the block ends.
 
     >>> with step("reading", show=False):
@@ -149,7 +151,9 @@ def step(label: str, *, show: bool | None = None):
         bar.close()
 
 
-def counter(label: str, *, unit: str = "it", show: bool | None = None):
+def counter(
+    label: str, *, unit: str = "it", show: bool | None = None
+) -> Callable[[int, int], None]:
     """A ``progress(done, total)`` callback for functions that report how far they are: a bar
     that ends when ``done`` reaches ``total``.
 
@@ -157,18 +161,20 @@ def counter(label: str, *, unit: str = "it", show: bool | None = None):
     >>> for done in range(1, 4):
     ...     report(done, 3)
     """
-    drawn = {"bar": None, "done": 0}
     show = enabled() if show is None else show
+    bar: Any = None
+    shown = 0
 
     def progress(done: int, total: int) -> None:
+        nonlocal bar, shown
         if not show:
             return
-        if drawn["bar"] is None:
-            drawn["bar"] = _bar(label, total, unit, True)
-        drawn["bar"].update(done - drawn["done"])
-        drawn["done"] = done
+        if bar is None:
+            bar = _bar(label, total, unit, True)
+        bar.update(done - shown)
+        shown = done
         if done >= total:
-            drawn["bar"].close()
-            drawn["bar"], drawn["done"] = None, 0
+            bar.close()
+            bar, shown = None, 0
 
     return progress
