@@ -36,6 +36,7 @@ __all__ = [
     "add_anchor_design",
     "add_figure_formats",
     "add_overwrite",
+    "add_scale",
     "add_seed",
     "at_least",
     "between",
@@ -347,6 +348,20 @@ def add_figure_formats(parser: argparse.ArgumentParser) -> None:
         f"(default: {','.join(DEFAULT_FIGURE_FORMATS)}: the PDF with TrueType fonts, as "
         "journals take it)",
     )
+
+
+#: How a rating scale is written on the command line (``Scale.parse``).
+SCALE_FORMAT = (
+    "LOW-HIGH with 2 to 9 points, :high-is-best when the high end is the best match (1-5, "
+    "1-9:high-is-best)"
+)
+
+
+def add_scale(
+    parser: argparse.ArgumentParser, what: str, more: str, default: str | None = None
+) -> None:
+    """``--scale``: ``what`` it is, how it is written (:data:`SCALE_FORMAT`), then ``more``."""
+    parser.add_argument("--scale", default=default, help=f"{what}, {SCALE_FORMAT}{more}")
 
 
 def add_seed(parser: argparse.ArgumentParser) -> None:

@@ -279,10 +279,7 @@ def check_dataset_folder(root: str | Path) -> Path:
                 "sessions"
             )
         if description.exists():
-            try:
-                json.loads(description.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as error:
-                raise InputError(f"{description}: cannot be read as JSON ({error})") from None
+            _read_json(description)
         _read_participants(root / "participants.tsv")
     existing = root
     while not existing.exists():
@@ -347,6 +344,13 @@ def label_of(root: str | Path, source_id: str) -> str:
     return participant_label(source_id, labels)
 
 
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise InputError(f"{path}: cannot be read as JSON ({error})") from None
+
+
 def _read_participants(path: Path) -> pd.DataFrame | None:
     if not path.exists():
         return None
@@ -396,12 +400,7 @@ def _start_dataset(
         others = [c for c in table.columns if c not in first and c not in DETAILS]
         bids.write_tsv(participants, table[[*first, *others, *known]], in_place=True)
     sidecar = root / "participants.json"
-    described = {}
-    if sidecar.exists():
-        try:
-            described = json.loads(sidecar.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise InputError(f"{sidecar}: cannot be read as JSON ({error})") from None
+    described = _read_json(sidecar) if sidecar.exists() else {}
     wanted = {
         "participant_id": {"Description": "Participant label (sub-<label>)."},
         **({"source_id": SOURCE_ID_DESCRIPTION} if "source_id" in table.columns else {}),
