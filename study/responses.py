@@ -161,8 +161,8 @@ def control_presses(
 ) -> tuple[KeyEvent, ...]:
     """The presses of control keys (pause, quit) in ``[start, end)``, in time order.
 
-    Asked once a trial's window has closed at ``end``, ``start`` being where the last asking
-    ended: a press at any instant of the trial takes effect after it, and none is seen twice.
+    Asked once a trial's window has closed at ``end``, ``start`` the time up to which control
+    keys were handled: a press at any instant of a trial takes effect after it, and only once.
     A pause 2 ms before the window closed counts; one as the next pair appeared does not:
 
     >>> control_presses([("p", 12.998), ("escape", 13.0), ("3", 12.5)], 10.0, 13.0,
