@@ -58,7 +58,6 @@ def choose_pair_list(
     >>> manifest = pd.DataFrame({"sketch_id": ["a"] * 4 + ["b"] * 4,
     ...                          "image_id": [f"i{k}" for k in range(8)], "role": "main"})
     >>> protocol = replace(Protocol(), online=Online(subset="sketches", lists=2))
-    >>> from sbir_study.study.session.lists import choose_pair_list
     >>> chosen = choose_pair_list(protocol, manifest, tempfile.mkdtemp(), requested=None)
     >>> chosen.number, chosen.lists, len(chosen.manifest)
     (1, 2, 4)
