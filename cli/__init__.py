@@ -1,35 +1,26 @@
 """The ``sbir-study`` command line: one module per command family.
 
-============================  ===========================================
-module                        subcommands
-============================  ===========================================
-:mod:`sbir_study.cli.run`          ``run`` (a rating session in a window)
-:mod:`sbir_study.cli.simulate`     ``simulate``
-:mod:`sbir_study.cli.analyze`      ``analyze``
-:mod:`sbir_study.cli.evaluate`     ``evaluate``, ``evaluate-hpatches``, ``baseline``
-:mod:`sbir_study.cli.stimuli`      ``stimuli generate | validate | import | select``
-:mod:`sbir_study.cli.power`        ``power``
-:mod:`sbir_study.cli.serve`        ``serve``, ``export-online`` (the session in a browser)
-:mod:`sbir_study.cli.protocol`     ``protocol show`` (every screen's text)
-:mod:`sbir_study.cli.import_ratings`    ``import table | psychopy`` (ratings from other tools)
-:mod:`sbir_study.cli.common`       what they share: the parser, option types, messages, the log
-============================  ===========================================
+=====================================  ==================================================
+module                                 subcommands
+=====================================  ==================================================
+:mod:`sbir_study.cli.run`              ``run`` (a rating session in a window)
+:mod:`sbir_study.cli.simulate`         ``simulate``
+:mod:`sbir_study.cli.analyze`          ``analyze``
+:mod:`sbir_study.cli.evaluate`         ``evaluate``, ``evaluate-hpatches``, ``baseline``
+:mod:`sbir_study.cli.stimuli`          ``stimuli generate | validate | import | select``
+:mod:`sbir_study.cli.power`            ``power``
+:mod:`sbir_study.cli.serve`            ``serve``, ``export-online`` (the browser session)
+:mod:`sbir_study.cli.protocol`         ``protocol show`` (every screen's text)
+:mod:`sbir_study.cli.import_ratings`   ``import table | psychopy | jspsych | wide``
+:mod:`sbir_study.cli.common`           the parser, option types, messages, the log
+=====================================  ==================================================
 
-Each handler parses, calls the library, and reports. Every failure is one
-line on stderr (``docs/outputs.md``):
-
-* exit status 2 for bad input: a bad option or option value (no usage block;
-  a misspelled option gets the closest valid one suggested), a bad file, row
-  or field (:class:`~sbir_study.foundation.checks.InputError`), and an error of the
-  operating system naming a path (exists, not a folder, read-only, no space,
-  name too long);
-* exit status 1 for an internal error, the line naming the log file that
-  holds the traceback (:func:`~sbir_study.cli.common.log_folder`);
-* 130, 143 or 129 when interrupted by SIGINT, SIGTERM or SIGHUP: whatever
-  was being written is removed and the previous output left as it was.
-
-Each subcommand imports what it needs when it runs, so ``--help`` and the
-analysis never pay for PsychoPy.
+Every failure is one line on stderr (``docs/outputs.md``): exit 2 for bad input (an option
+or its value, with the closest valid option suggested; a file, row or field,
+:class:`~sbir_study.foundation.checks.InputError`; an operating-system error naming a path),
+1 for an internal error (the line names the log holding the traceback), and 130, 143 or 129
+for SIGINT, SIGTERM or SIGHUP (what was being written is removed). Each subcommand imports
+what it needs when it runs, so ``--help`` never pays for PsychoPy.
 """
 
 from __future__ import annotations
@@ -88,13 +79,11 @@ FAMILIES = (
 
 
 def build_parser(command: str | None = None) -> Parser:
-    """The ``sbir-study`` parser (a :class:`~.common.Parser`) with every subcommand.
+    """The ``sbir-study`` parser with every subcommand.
 
-    With ``command`` (the subcommand a command line names), only that subcommand's family
-    is built whole; the others are listed by name and one-line help, which is all that a
-    command line naming another subcommand can reach. Building a family may load what its
-    defaults come from (the rater model of ``simulate``, the distances of ``baseline``),
-    which ``sbir-study --version`` and ``sbir-study analyze --help`` need not pay for.
+    With ``command`` (the one a command line names), only its family is built whole, the others
+    listed by name and help: building a family may load what its defaults come from (the rater
+    model of ``simulate``), which ``--version`` and another command's ``--help`` need not pay for.
     """
     import importlib
 
@@ -119,9 +108,9 @@ def build_parser(command: str | None = None) -> Parser:
 
 
 def _named_command(argv: list[str]) -> str:
-    """The subcommand a command line names: its first word that is not an option (the
-    top-level parser's only options, ``--help`` and ``--version``, take no value); ``""``
-    when it names none, so that no family is built whole."""
+    """The command line's first word that is not an option (the top-level options take no value),
+    or ``""``.
+    """
     return next((word for word in argv if not word.startswith("-")), "")
 
 
@@ -188,12 +177,8 @@ def _interrupt_behind(problem: BaseException) -> BaseException | None:
 
 
 def _restore_environment(saved: dict[str, str]) -> None:
-    """Undo what a command changed in ``os.environ``.
-
-    Importing PsychoPy (a protocol's keys are checked against its keyboard's names)
-    adds its package folders to ``PATH``, ``PYTHONPATH`` and ``PYTHONUSERBASE`` for the
-    programs it starts; a program calling :func:`main` keeps its own environment, and
-    the processes it starts afterwards get that one.
+    """Undo what a command changed in ``os.environ`` (importing PsychoPy adds to ``PATH``,
+    ``PYTHONPATH`` and ``PYTHONUSERBASE``), so a program calling :func:`main` keeps its own.
     """
     for name in set(os.environ) - set(saved):
         del os.environ[name]

@@ -1,9 +1,7 @@
 """What every subcommand shares: the parser, option types, common options, messages, the log.
 
-Exit status: 0 on success, 2 on bad input (one line on stderr naming the file,
-line, field or option), 1 on an internal error (one line naming the log file
-with the traceback). Handlers raise :class:`~sbir_study.foundation.checks.InputError` for
-bad input; :func:`sbir_study.cli.main` turns it into the one line and exit status 2.
+Handlers raise :class:`~sbir_study.foundation.checks.InputError` for bad input, which
+:func:`sbir_study.cli.main` turns into one line and exit status 2.
 """
 
 from __future__ import annotations
@@ -38,6 +36,7 @@ __all__ = [
     "add_anchor_design",
     "add_figure_formats",
     "add_overwrite",
+    "add_scale",
     "add_seed",
     "at_least",
     "between",
@@ -57,9 +56,9 @@ __all__ = [
 
 
 class HelpFormatter(argparse.HelpFormatter):
-    """``--help`` whose lines break at spaces only: option names, scales
-    (``1-9:high-is-best``) and ranges stay whole, so that what it prints can be copied as
-    typed."""
+    """``--help`` whose lines break at spaces only, so option names, scales (``1-9:high-is-best``)
+    and ranges can be copied as typed.
+    """
 
     # argparse wraps help lines in this private method only: no public setting keeps a
     # hyphenated word whole.
@@ -68,22 +67,16 @@ class HelpFormatter(argparse.HelpFormatter):
         return textwrap.wrap(text, width, break_on_hyphens=False)
 
 
-#: The subcommands ``add_subparsers`` adds to a parser (argparse's class for them is private;
-#: annotations only name it): ``choices`` maps each name to its parser, ``dest`` is the
-#: attribute the name is parsed into.
+#: What ``add_subparsers`` returns (argparse's class for it is private; only annotations name it).
 Subcommands: TypeAlias = "argparse._SubParsersAction[Parser]"
 #: An options dataclass (:func:`options_from`).
 Options = TypeVar("Options", bound="DataclassInstance")
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse without abbreviations, whose errors are one line with a suggestion, and
-    whose ``--help`` shows every option's default (:func:`help_with_default`).
-
-    ``--part`` is not taken for ``--participants``: a misspelled option is an
-    error naming the closest valid one, and no usage block is printed. Subcommands are
-    added by :meth:`add_subcommands`; an option of an argument group states its default
-    in its own help.
+    """argparse without abbreviations (``--part`` is not ``--participants``), whose errors are one
+    line with a suggestion and no usage block, and whose ``--help`` shows every option's
+    default (:func:`help_with_default`; an argument group's options state theirs in their help).
     """
 
     subcommands: Subcommands | None = None
@@ -100,8 +93,7 @@ class Parser(argparse.ArgumentParser):
         return action
 
     def add_subcommands(self, **kwargs: Any) -> Subcommands:
-        """:meth:`~argparse.ArgumentParser.add_subparsers`, kept as :attr:`subcommands` (for
-        :func:`unrecognized`, which finds the subcommand a command line ended in)."""
+        """:meth:`~argparse.ArgumentParser.add_subparsers`, kept for :func:`unrecognized`."""
         self.subcommands = self.add_subparsers(**kwargs)
         return self.subcommands
 
@@ -114,11 +106,9 @@ class Parser(argparse.ArgumentParser):
 
 
 def help_with_default(action: argparse.Action) -> str | None:
-    """An option's help with ``(default: ...)`` added, as
-    :class:`argparse.ArgumentDefaultsHelpFormatter` adds it, but a help that states its
-    default in words ("default: 0.05, as in the paper") left as written, a default of
-    several values shown as it is typed, and flags, required options and options without
-    a default left alone.
+    """An option's help with ``(default: ...)``, as :class:`argparse.ArgumentDefaultsHelpFormatter`
+    adds it, but a help that states its default in words left as written, several values shown
+    as typed, and flags, required options and options without a default left alone.
 
     >>> parser = argparse.ArgumentParser()
     >>> help_with_default(parser.add_argument("--cutoffs", default=(5, 10), help="k"))
@@ -168,12 +158,8 @@ EXTRAS = {
 
 
 def require_extra(extra: str, command: str) -> None:
-    """Raise :class:`InputError` naming the install that brings what ``command`` needs,
-    when a package of the ``extra`` install is missing (exit status 2, one line).
-
-    The core install holds what the analysis, simulation, stimulus and scoring
-    commands need; ``run`` needs ``[lab]``, ``serve`` and ``export-online``
-    ``[online]``.
+    """Raise :class:`InputError` naming the install (``[lab]`` for ``run``, ``[online]`` for
+    ``serve`` and ``export-online``) when a package of ``extra`` that ``command`` needs is missing.
     """
     import importlib.util
 
@@ -188,8 +174,7 @@ def require_extra(extra: str, command: str) -> None:
 def unrecognized(parser: Parser, args: argparse.Namespace, extra: list[str]) -> NoReturn:
     """Exit 2 with one line naming the first argument nobody takes (and the closest option)."""
     chosen = _chosen(parser, args)
-    # argparse lists a parser's options (those of its argument groups included) only in its
-    # private _actions: the closest option to a misspelled one is found among them.
+    # Only the private _actions lists a parser's options, its argument groups' included.
     options = [s for a in chosen._actions for s in a.option_strings if s.startswith("--")]
     flags = [a for a in extra if a.startswith("-") and not _is_number(a)]
     if flags:
@@ -207,9 +192,9 @@ def _is_number(text: str) -> bool:
 
 
 def log_folder() -> Path:
-    """Where internal errors are logged: ``$SBIR_STUDY_LOG_DIR``, else
-    ``$XDG_STATE_HOME/sbir-study/logs`` (``~/.local/state/sbir-study/logs``);
-    never a folder of the user's data."""
+    """Where internal errors are logged, never a folder of the user's data: ``$SBIR_STUDY_LOG_DIR``,
+    else ``$XDG_STATE_HOME/sbir-study/logs`` (``~/.local/state/sbir-study/logs``).
+    """
     given = os.environ.get("SBIR_STUDY_LOG_DIR")
     if given:
         return Path(given)
@@ -365,6 +350,20 @@ def add_figure_formats(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: How a rating scale is written on the command line (``Scale.parse``).
+SCALE_FORMAT = (
+    "LOW-HIGH with 2 to 9 points, :high-is-best when the high end is the best match (1-5, "
+    "1-9:high-is-best)"
+)
+
+
+def add_scale(
+    parser: argparse.ArgumentParser, what: str, more: str, default: str | None = None
+) -> None:
+    """``--scale``: ``what`` it is, how it is written (:data:`SCALE_FORMAT`), then ``more``."""
+    parser.add_argument("--scale", default=default, help=f"{what}, {SCALE_FORMAT}{more}")
+
+
 def add_seed(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=count, default=0, help="random seed (default: 0)")
 
@@ -390,9 +389,8 @@ def add_anchor_design(parser: argparse.ArgumentParser, *, minimum_images: int = 
 
 
 def options_from(cls: type[Options], args: argparse.Namespace, **given: object) -> Options:
-    """An options dataclass whose fields come from the options of the same name.
-
-    ``given`` sets the fields whose option has another name (or none).
+    """An options dataclass whose fields come from the options of the same name; ``given`` sets
+    the others.
     """
     names = [f.name for f in dataclasses.fields(cls) if f.name not in given]
     return cls(**{name: getattr(args, name) for name in names if hasattr(args, name)}, **given)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sbir_study.foundation.progress import step
 
-from .common import positive_int, require_extra
+from .common import Subcommands, positive_int, require_extra
 
 __all__ = ["COMMANDS", "register"]
 
@@ -18,7 +18,7 @@ COMMANDS = {
 }
 
 
-def register(commands) -> None:
+def register(commands: Subcommands) -> None:
     serve = commands.add_parser(
         "serve",
         help=COMMANDS["serve"],

@@ -13,6 +13,7 @@ from .common import (
     Subcommands,
     add_anchor_design,
     add_overwrite,
+    add_scale,
     add_seed,
     between,
     error,
@@ -92,12 +93,11 @@ def _register_generate(actions: Subcommands) -> None:
         help="images per anchor sketch, prescribed ratings spread over the "
         "scale, at most one per point",
     )
-    generate.add_argument(
-        "--scale",
+    add_scale(
+        generate,
+        "the rating scale the anchors' prescribed ratings are spread over",
+        "; that of the protocol the set will be rated under (default: 1-7)",
         default="1-7",
-        help="the rating scale the anchors' prescribed ratings are spread over, LOW-HIGH with 2 "
-        "to 9 points, :high-is-best when the high end is the best match (1-5, "
-        "1-9:high-is-best); that of the protocol the set will be rated under (default: 1-7)",
     )
     generate.add_argument(
         "--width", type=between(64, 4096), default=320, help="pixels (default 320)"
@@ -155,12 +155,10 @@ def _register_select(actions: Subcommands) -> None:
     )
     select.add_argument("pool", type=Path, help="the candidate pool (a set with role candidate)")
     select.add_argument("pilot", type=Path, help="pilot ratings: BIDS dataset or ratings table")
-    select.add_argument(
-        "--scale",
-        default=None,
-        help="the rating scale of a flat pilot table, LOW-HIGH with 2 to 9 points, "
-        ":high-is-best when the high end is the best match (1-5, 1-9:high-is-best); a BIDS "
-        "dataset's is the one its sidecars record (default: the recorded one, else 1-7)",
+    add_scale(
+        select,
+        "the rating scale of a flat pilot table",
+        "; a BIDS dataset's is the one its sidecars record (default: the recorded one, else 1-7)",
     )
     add_anchor_design(select)
     select.add_argument("--out", type=Path, required=True, help="new folder for the selected set")

@@ -1,12 +1,7 @@
 """One file replaced whole or not at all, and kept through a power cut.
 
-:func:`atomic_write` is how the toolkit replaces a single file in place: a recorded
-session's sidecar and ``participants.tsv``, the output record of a folder being written,
-the stimulus set's kept check. The new content goes to a temporary sibling, is flushed
-to disk, and takes the file's place in one rename; the folder is then flushed too, so
-that the rename itself survives a power cut. A crash at any moment leaves the old content
-or the new, never a mixture or a truncated file, and no temporary file that a later
-writer would take for data (its name starts with a dot and ends ``.partial``).
+The content goes to a temporary sibling (``.<name>.<pid>.partial``), is fsync'ed and renamed
+into place, then the folder is fsync'ed: a crash leaves the old content or the new.
 """
 
 from __future__ import annotations
@@ -18,18 +13,13 @@ __all__ = ["atomic_write", "fsync_folder"]
 
 
 def atomic_write(path: str | Path, content: str | bytes) -> None:
-    """Replace ``path`` with ``content`` (text as UTF-8, its line ends as given), atomically
-    and durably; its folder is made when missing.
+    """Replace ``path`` with ``content`` (text as UTF-8), atomically and durably.
 
-    Examples
-    --------
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "notes.json"
     >>> atomic_write(path, '{"a": 1}\\n')
-    >>> path.read_text()
-    '{"a": 1}\\n'
-    >>> sorted(p.name for p in path.parent.iterdir())
-    ['notes.json']
+    >>> path.read_text(), sorted(p.name for p in path.parent.iterdir())
+    ('{"a": 1}\\n', ['notes.json'])
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,4 @@
-"""The BIDS behavioural dataset that rating sessions and the simulator write.
-
-Layout (BIDS 1.9, behavioural data)::
+"""The BIDS behavioural dataset (1.9) that rating sessions and the simulator write::
 
     dataset_description.json
     participants.tsv, participants.json
@@ -8,14 +6,9 @@ Layout (BIDS 1.9, behavioural data)::
     sub-<label>/beh/sub-<label>_task-<task>_beh.tsv   one row per presented pair
     sub-<label>/beh/sub-<label>_task-<task>_beh.json  the sidecar describing every column
 
-The columns are those of the ratings table plus timing columns; each is
-declared once here, with the description that goes into the sidecar.
-
-Every BIDS file of the toolkit is written here. A dataset written aside (``simulate``,
-``import``, ``export-online``: :mod:`.outputs` flushes the whole folder to disk before it
-takes its place) gets plain writes; a live dataset (``run``'s, which sessions add to) has
-each file replaced in place (``in_place``: :func:`~.atomic.atomic_write`), so that a crash
-leaves its old content or its new, never a mixture.
+Every BIDS file of the toolkit is written here: plainly in a dataset written aside
+(:mod:`.outputs` flushes the folder before it takes its place), atomically in place
+(``in_place``) in ``run``'s live dataset, so a crash leaves the old content or the new.
 """
 
 from __future__ import annotations
@@ -134,9 +127,9 @@ BEH_COLUMNS: dict[str, dict] = {
 
 
 def scale_sidecar(scale: Scale) -> dict:
-    """What a ``_beh.json`` sidecar records of the rating scale: the ``rating`` column with
-    a level for every point, and ``RatingScale`` (``Low``, ``High``, ``Best``), which the
-    analysis reads back (:meth:`~sbir_study.foundation.scale.Scale.from_sidecar`)."""
+    """What a sidecar records of the scale: the ``rating`` column's levels and ``RatingScale``,
+    which :meth:`~sbir_study.foundation.scale.Scale.from_sidecar` reads back.
+    """
     return {
         "rating": {**BEH_COLUMNS["rating"], "Levels": scale.levels()},
         "RatingScale": scale.sidecar(),
@@ -144,8 +137,7 @@ def scale_sidecar(scale: Scale) -> dict:
 
 
 def check_label(label: str, what: str = "participant") -> str:
-    """Return ``label`` if it is a valid BIDS label (letters and digits only): the
-    participant rule of :func:`sbir_study.foundation.checks.check_participant`."""
+    """``label`` if it is a BIDS label (:func:`~sbir_study.foundation.checks.check_participant`)."""
     return check_participant(label, what)
 
 
@@ -155,8 +147,7 @@ def beh_path(root: str | Path, label: str, task: str = TASK) -> Path:
 
 
 def write_text(path: str | Path, text: str, *, in_place: bool = False) -> None:
-    """Write one file of a dataset: a plain write, or with ``in_place`` replaced atomically
-    (see the module's docstring); its folder is made when missing."""
+    """Write one file of a dataset, its folder made if missing; ``in_place``: atomically."""
     path = Path(path)
     if in_place:
         atomic_write(path, text)
@@ -179,9 +170,8 @@ def write_tsv(path: str | Path, table: pd.DataFrame, *, in_place: bool = False) 
 def dataset_description(
     name: str, generated_by: Mapping[str, str], authors: Sequence[str] = ()
 ) -> dict[str, object]:
-    """The content of ``dataset_description.json``: ``generated_by`` is its one
-    ``GeneratedBy`` entry (``Name``, ``Version``, ``Description``); ``Authors`` is left out
-    when ``authors`` names none.
+    """``dataset_description.json``'s content, ``generated_by`` its one ``GeneratedBy`` entry
+    (``Authors`` left out when empty).
 
     >>> dataset_description("Ratings", {"Name": "sbir-study"}, ["A. B."])["Authors"]
     ['A. B.']
@@ -205,8 +195,7 @@ def write_dataset_description(
     *,
     authors: Sequence[str] = (),
 ) -> None:
-    """Write ``dataset_description.json`` (:func:`dataset_description`) and ``README`` at
-    the root of a dataset written aside."""
+    """Write ``dataset_description.json`` and ``README`` of a dataset written aside."""
     root = Path(root)
     write_json(root / "dataset_description.json", dataset_description(name, generated_by, authors))
     write_text(root / "README", readme.rstrip() + "\n")
@@ -215,8 +204,7 @@ def write_dataset_description(
 def write_participants(
     root: str | Path, participants: pd.DataFrame, descriptions: Mapping[str, object]
 ) -> None:
-    """Write ``participants.tsv`` (first column ``participant_id``) and its sidecar at the
-    root of a dataset written aside."""
+    """Write ``participants.tsv`` and its sidecar of a dataset written aside."""
     root = Path(root)
     write_tsv(root / "participants.tsv", participants)
     write_json(root / "participants.json", dict(descriptions))
@@ -231,11 +219,8 @@ def write_beh(
     *,
     scale: Scale = PAPER_SCALE,
 ) -> Path:
-    """Write one session's ``_beh.tsv`` and its ``_beh.json`` sidecar.
-
-    The sidecar describes every column of ``trials`` (from :data:`BEH_COLUMNS`, the
-    ``rating`` column's levels those of ``scale``), records ``scale``
-    (:func:`scale_sidecar`) and carries the entries of ``sidecar``.
+    """Write one session's ``_beh.tsv`` and its sidecar: every column described
+    (:data:`BEH_COLUMNS`, the rating levels of ``scale``), the scale, and ``sidecar``'s entries.
     """
     path = beh_path(root, check_label(label), task)
     unknown = [c for c in trials.columns if c not in BEH_COLUMNS]

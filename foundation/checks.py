@@ -1,29 +1,16 @@
 """Input checking shared by the whole toolkit.
 
-Every problem with user input raises :class:`InputError`, whose message is one
-line naming the file, row, field or parameter and what was expected. The
-command line turns it into exit status 2.
+Every problem with user input raises :class:`InputError`, one line naming the file, row,
+field or parameter and what was expected; the command line exits 2 on it. The rules of
+``docs/formats.md`` live here:
 
-Two rules live here and nowhere else (``docs/formats.md``):
-
-* **Ids.** A participant label is a BIDS label: letters and digits only
-  (:data:`PARTICIPANT_RULE`). A sketch or image id is letters, digits and
-  ``._-``, not starting with a dot (so never ``.`` or ``..``), at most
-  :data:`MAX_ID_LENGTH` characters (:data:`ID_RULE`). Ids are file names,
-  columns of whitespace-separated files (qrels, TREC runs) and keys of every
-  table: a space, a tab, a line break, a NUL or a ``/`` in one would forge
-  lines or paths.
-* **Ids a recruitment platform sends** (Prolific, MTurk, SONA, Qualtrics, a panel)
-  become participant labels by one rule (:func:`participant_label`): the id's
-  letters and digits, with a short hash of the id where that would be empty, a
-  missing-value spelling, too long, or the label of another id already seen in
-  the study. The id as given is kept beside the label (``source_id``).
-* **Images.** No image is decoded whose header declares more than
-  :data:`MAX_IMAGE_PIXELS` pixels (:func:`open_image`): a small file can
-  declare a huge picture (a "decompression bomb").
-
-How text files and tables are read (UTF-8, line ends, line numbers) is the rule
-of :mod:`~sbir_study.foundation.tables`, the one table reader.
+* **Ids.** A participant label is a BIDS label, letters and digits (:data:`PARTICIPANT_RULE`);
+  a sketch or image id is letters, digits and ``._-``, not starting with a dot, at most
+  :data:`MAX_ID_LENGTH` characters (:data:`ID_RULE`). Ids become file names and columns of
+  whitespace-separated files, so a space, line break, NUL or ``/`` would forge lines or paths.
+* **Recruitment ids** (Prolific, MTurk, SONA, ...) become labels by :func:`participant_label`.
+* **Images.** No image is decoded whose header declares more than :data:`MAX_IMAGE_PIXELS`
+  pixels (:func:`open_image`): a small file can declare a huge picture.
 """
 
 from __future__ import annotations
@@ -86,10 +73,7 @@ class InputError(ValueError):
 
 
 def check_option(name: str, value: object, allowed: Iterable[object]) -> object:
-    """Return ``value`` if it is one of ``allowed``, else raise :class:`InputError`.
-
-    The message names the parameter, the allowed values and, for a string that
-    is close to one of them, the likely intended value.
+    """Return ``value`` if it is one of ``allowed``, else raise :class:`InputError` with a hint.
 
     Examples
     --------
@@ -111,12 +95,11 @@ def check_option(name: str, value: object, allowed: Iterable[object]) -> object:
 
 
 def closest(given: str, choices: Iterable[str], *, cutoff: float = 0.6) -> str | None:
-    """The choice ``given`` most likely stands for, or None: the one choice it begins
-    (when it is longer than two characters), else the most similar
-    (:class:`difflib.SequenceMatcher`'s ratio, at least ``cutoff``; of equals, the first).
+    """The choice ``given`` most likely stands for, or None.
 
-    Examples
-    --------
+    The one choice it begins (if longer than two characters), else the most similar by
+    :class:`difflib.SequenceMatcher` ratio, at least ``cutoff`` (of equals, the first).
+
     >>> closest("ful", ["auto", "full", "summary"])
     'full'
     >>> closest("sumary", ["auto", "full", "summary"])
@@ -136,12 +119,8 @@ def closest(given: str, choices: Iterable[str], *, cutoff: float = 0.6) -> str |
 
 
 def did_you_mean(given: str, choices: Iterable[str], *, prefix: str = "") -> str:
-    """`` (did you mean 'x'?)`` for the choice closest to ``given`` (:func:`closest`),
-    ``prefix`` put before it, or ``""`` when none is close: the hint every message of the
-    toolkit gives for a misspelt name.
+    """`` (did you mean 'x'?)`` for the :func:`closest` choice (``prefix`` before it), or ``""``.
 
-    Examples
-    --------
     >>> "no column 'Ratng'" + did_you_mean("Ratng", ["Rating", "Subject"])
     "no column 'Ratng' (did you mean 'Rating'?)"
     >>> did_you_mean("seed", ["anchoring"], prefix="design.")
@@ -156,10 +135,8 @@ def check_whole_number(
 ) -> int | None:
     """Return ``value`` if it is a whole number >= ``minimum`` (or None with ``none_ok``).
 
-    ``True`` and ``False`` are not numbers here, nor is ``2.0``.
+    ``True``, ``False`` and ``2.0`` are not whole numbers here.
 
-    Examples
-    --------
     >>> check_whole_number("max_raters", 5, 2)
     5
     >>> try:
@@ -184,11 +161,8 @@ def check_whole_number(
 def bad_ids(values: Iterable[object], *, participant: bool = False) -> np.ndarray:
     """Which of ``values`` break the id rule (the participant rule with ``participant``).
 
-    Vectorised: a column of millions of cells holding a few thousand distinct
-    ids is checked once per distinct id.
+    A long column is checked once per distinct id.
 
-    Examples
-    --------
     >>> bad_ids(["s1", "img_02.a", "a b", "../x", ".hidden", "x\\ny", ""]).tolist()
     [False, False, True, True, True, True, True]
     >>> bad_ids(["01", "P7", "p-1"], participant=True).tolist()
@@ -218,10 +192,8 @@ def bad_ids(values: Iterable[object], *, participant: bool = False) -> np.ndarra
 def check_id(value: object, what: str = "id", *, participant: bool = False) -> str:
     """Return ``value`` if it is a valid id (participant label), else raise :class:`InputError`.
 
-    ``what`` names the value in the message (a file and line, a field, an option).
+    ``what`` names the value in the message.
 
-    Examples
-    --------
     >>> check_id("s01", "sketch_id")
     's01'
     >>> try:
@@ -238,7 +210,7 @@ def check_id(value: object, what: str = "id", *, participant: bool = False) -> s
 
 
 def check_participant(label: object, what: str = "participant") -> str:
-    """Return ``label`` if it is a BIDS label (letters and digits), else raise :class:`InputError`.
+    """:func:`check_id` with the participant rule.
 
     >>> check_participant("01")
     '01'
@@ -259,26 +231,19 @@ MISSING_LABELS = frozenset({"na", "n/a", "nan", "none", "null"})
 def participant_label(source_id: object, taken: Container[str] = ()) -> str:
     """The participant label of an id as a recruitment platform sends it.
 
-    The rule: the id's ASCII letters and digits, in order (``R_1a-B.c 2`` gives
-    ``R1aBc2``). Where that is empty, reads as a missing value (``NA``, ``nan``,
-    ``null``, ``none`` in any case), is longer than :data:`MAX_LABEL_LENGTH`,
-    or is in ``taken`` (the labels of the other ids already seen in the study),
-    the label is those letters and digits followed by ``x`` and the first 8 hex
-    digits of the SHA-256 of the id as given (UTF-8), or 16 or 32 digits should
-    that be taken too (the letters and digits cut so that the label has at most
-    :data:`MAX_LABEL_LENGTH` characters). So Prolific's 24 hex digits, MTurk worker ids and SONA
-    numbers stay as they are, and two ids that differ only in punctuation get
-    two labels. The label depends on the id and on what was seen before it:
-    keep the label of an id once given (the online server and ``run`` store it
-    beside the id, as ``source_id``).
+    The id's ASCII letters and digits (``R_1a-B.c 2`` gives ``R1aBc2``). Where that is empty,
+    reads as missing (:data:`MISSING_LABELS`), is longer than :data:`MAX_LABEL_LENGTH` or is in
+    ``taken`` (the labels of other ids), the label is those letters cut to length, ``x`` and the
+    first 8 hex digits of the id's SHA-256 (16 or 32 should that be taken too). So Prolific,
+    MTurk and SONA ids stay as they are, and ids differing only in punctuation get two labels.
+    The label depends on what was seen before: keep it once given (``source_id`` beside it).
 
     Parameters
     ----------
     source_id
-        The id as given: any text of 1 to :data:`MAX_SOURCE_ID_LENGTH` characters
-        without control characters, not only white space.
+        1 to :data:`MAX_SOURCE_ID_LENGTH` characters, no control characters, not only spaces.
     taken
-        Labels already given to other ids (a set, or any container).
+        Labels already given to other ids.
 
     Raises
     ------
@@ -326,9 +291,8 @@ def participant_label(source_id: object, taken: Container[str] = ()) -> str:
 
 
 def check_input_file(path: str | Path, expected: str) -> Path:
-    """``path`` if it is an existing file, else :class:`InputError` saying what it is instead.
-
-    ``expected`` says what the file should be ("a retrieval run").
+    """``path`` if it is an existing file, else :class:`InputError` saying what it is (``expected``
+    says what it should be).
     """
     path = Path(path)
     if path.is_file():
@@ -347,15 +311,11 @@ def check_input_file(path: str | Path, expected: str) -> Path:
 
 
 def open_image(path: str | Path) -> Image.Image:
-    """Open an image for reading, after checking the size its header declares.
+    """Open an image (a context manager) after checking the pixels its header declares.
 
-    Pillow reads only the header here; the pixels are decoded when used. An
-    image declaring more than :data:`MAX_IMAGE_PIXELS` pixels, or one Pillow
-    cannot identify, raises :class:`InputError` naming the file, before any
-    decoding. Use it as a context manager: ``with open_image(path) as image``.
+    More than :data:`MAX_IMAGE_PIXELS`, or a file Pillow cannot identify, raises
+    :class:`InputError` before any decoding.
 
-    Examples
-    --------
     >>> import tempfile, pathlib
     >>> from PIL import Image
     >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -396,14 +356,9 @@ def open_image(path: str | Path) -> Image.Image:
 
 
 def float_array(values: object, name: str = "ratings") -> np.ndarray:
-    """``values`` as a float64 array with NaN for every missing cell.
+    """``values`` (arrays, nested lists, pandas objects of any numeric dtype, nullable ones too)
+    as float64 with NaN for every missing cell.
 
-    Accepts NumPy arrays and nested lists of any integer or float dtype, and
-    pandas DataFrames and Series of any integer or float dtype, the nullable
-    ones (``Int64``, ``Float64``, ...) included: ``pd.NA`` and ``None`` become NaN.
-
-    Examples
-    --------
     >>> import pandas as pd
     >>> float_array(pd.DataFrame({"a": pd.array([1, None], dtype="Int64"), "b": [2.0, 3.0]}))
     array([[ 1.,  2.],
@@ -433,8 +388,7 @@ def float_array(values: object, name: str = "ratings") -> np.ndarray:
 
 
 def causes(error: BaseException) -> Iterator[BaseException]:
-    """The exceptions ``error`` was raised from or while handling, nearest first (each once:
-    a library may chain an error to itself)."""
+    """The exceptions behind ``error`` (cause or context), nearest first, each once."""
     seen = {id(error)}
     behind = error.__cause__ or error.__context__
     while behind is not None and id(behind) not in seen:

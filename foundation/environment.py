@@ -11,15 +11,11 @@ __all__ = ["environment_variables"]
 
 @contextlib.contextmanager
 def environment_variables(values: Mapping[str, str]) -> Iterator[None]:
-    """Set ``values`` in ``os.environ`` for the block, then put each back as it was.
+    """Set ``values`` in ``os.environ`` for the block, then put each back (unset if it was not set).
 
-    A variable that was not set before is unset again; the others are left alone.
-    Hand-written because ``unittest.mock.patch.dict(os.environ, values)`` puts back
-    the whole environment by clearing and refilling it, which a library should not do
-    to its caller's process (another thread could read it empty).
+    ``unittest.mock.patch.dict`` would clear and refill the whole environment, which another
+    thread of the caller's process could read empty.
 
-    Examples
-    --------
     >>> with environment_variables({"SBIR_STUDY_EXAMPLE": "1"}):
     ...     os.environ["SBIR_STUDY_EXAMPLE"]
     '1'

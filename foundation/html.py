@@ -1,12 +1,9 @@
 """Self-contained HTML pages from Jinja2 templates: the environment, number formats, figures.
 
-Every page (the reports of ``analyze`` and ``evaluate``, the status page of ``serve``) is a
-template of its package's ``templates`` folder that extends ``base.html.jinja`` of this
-package (the shared head, style and simulated-data banner) and takes its tables, collapsed
-sections and figures from the macros of ``macros.html.jinja``. The environment escapes
-every value it prints (autoescape) and fails on a name the page was not given
-(``StrictUndefined``). The reports embed their figures as data URIs and load nothing from
-the network, so a page opens in any browser, can be mailed, and is archived with the data.
+Every page (the ``analyze`` and ``evaluate`` reports, ``serve``'s status page) is a template
+of its package's ``templates`` folder extending this package's ``base.html.jinja`` and using
+the macros of ``macros.html.jinja``. Figures are embedded as data URIs and nothing is loaded
+from the network, so a page opens anywhere and is archived with the data.
 """
 
 from __future__ import annotations
@@ -47,16 +44,12 @@ _BASE_PACKAGE = "sbir_study.foundation"
 
 @functools.cache
 def environment(package: str = _BASE_PACKAGE) -> jinja2.Environment:
-    """The Jinja2 environment of the pages of ``package``: its ``templates`` folder, then
-    this package's (the base template and the macros).
+    """The Jinja2 environment of ``package``'s pages: its ``templates`` folder, then this package's.
 
-    Values are escaped (autoescape) and a name the template was not given raises
-    (``StrictUndefined``); block tags leave no blank lines (``trim_blocks``,
-    ``lstrip_blocks``). The filters ``num``, ``p_text`` and ``share`` and the test
-    ``numeric`` are this module's functions of those names.
+    It escapes every value (autoescape), fails on a name not given (``StrictUndefined``), leaves
+    no blank lines for block tags, and has this module's ``num``, ``p_text``, ``share`` filters
+    and ``numeric`` test.
 
-    Examples
-    --------
     >>> environment().from_string("{{ name }} {{ 0.12345 | num }}").render(name="<b>")
     '&lt;b&gt; 0.123'
     """
@@ -91,12 +84,9 @@ DEFAULT_FIGURE_FORMATS = ("png", "pdf")
 
 
 def figure_formats(formats: str | Sequence[str]) -> tuple[str, ...]:
-    """The figure formats ``formats`` names (a comma-separated text or a sequence), each
-    once, in the order of :data:`FIGURE_FORMATS`; raise :class:`InputError` for an unknown
-    one or a list without ``png`` (the reports embed the PNG figures).
+    """The figure formats ``formats`` names (comma-separated or a sequence), each once, in the
+    order of :data:`FIGURE_FORMATS`; ``png`` must be among them (the reports embed it).
 
-    Examples
-    --------
     >>> figure_formats("pdf, png,pdf")
     ('png', 'pdf')
     >>> try:
@@ -134,9 +124,9 @@ class EmbeddedFigure(NamedTuple):
 
 
 def embedded_figures(figures: Mapping[str, Path]) -> list[EmbeddedFigure]:
-    """The figures of ``figures`` (name: PNG file), in its order, each with its PNG embedded
-    and the names of its files in the other formats of :data:`FIGURE_FORMATS` that were
-    written beside it."""
+    """The figures (name: PNG file) in order, each PNG embedded, with its files in the other
+    formats written beside it.
+    """
     embedded = []
     for name, file in figures.items():
         png = Path(file)
@@ -164,8 +154,8 @@ _NUMBER = re.compile(r"(< )?[-+]?(\d{1,3}(,\d{3})+(\.\d*)?|\d+\.?\d*|\.\d+)(e[-+
 
 
 def numeric(value: object) -> bool:
-    """Whether a table cell holds one number (right-aligned, never broken across lines): an
-    int or float, or a text that is one number as the pages write it.
+    """Whether a table cell holds one number (right-aligned, never broken): an int, a float, or a
+    text that is one number as the pages write it.
 
     >>> numeric(3), numeric("1,984"), numeric("< 1e-300"), numeric("sub-01"), numeric(True)
     (True, True, True, False, False)
@@ -188,8 +178,8 @@ def num(value: float | None, digits: int = 3) -> str:
 
 
 def p_text(value: float | None) -> str:
-    """A p-value as the pages print it; one that underflowed to 0 (a crowd's chi-square
-    tests) is "< 1e-300", not "0.00e+00", which reads as impossible.
+    """A p-value as the pages print it; 0 (an underflow) is "< 1e-300", which does not read as
+    impossible.
 
     >>> p_text(0.0312), p_text(2.5e-9), p_text(0.0)
     ('0.0312', '2.50e-09', '< 1e-300')
@@ -204,8 +194,6 @@ def p_text(value: float | None) -> str:
 def at_floor(value: float | None, floor: float) -> bool:
     """Whether a resampling p-value sits at the smallest value its test can give.
 
-    Examples
-    --------
     >>> at_floor(1 / 1001, 1 / 1001), at_floor(2 / 1001, 1 / 1001), at_floor(None, 0.1)
     (True, False, False)
     """

@@ -1,10 +1,8 @@
 """Giving memory freed by one large step back to the system before the next (private).
 
-glibc's allocator keeps the heap blocks a program frees for its own later use,
-and Arrow's memory pool keeps its own; at crowd size that is hundreds of MiB
-(the text of the session files once they are parsed, a sketch's rater pairs
-once they are summarised) that no later step reuses but that count in the
-process's peak memory. :func:`release_freed` hands them back.
+glibc's allocator and Arrow's memory pool keep freed blocks for reuse; after a large step
+(parsed session files, a sketch's rater pairs) no later step reuses them, yet they count in
+the process's peak. :func:`release_freed` hands them back.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ import sys
 
 @functools.cache
 def _malloc_trim():
-    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS, Windows)."""
+    """glibc's ``malloc_trim``, or None (musl, macOS, Windows)."""
     if not sys.platform.startswith("linux"):
         return None
     try:

@@ -1,21 +1,15 @@
 """Where commands write: one policy for every output (``docs/outputs.md`` states its rules).
 
-Every command that writes a folder (``analyze``, ``evaluate``, ``evaluate-hpatches``,
-``baseline``, ``power``, ``simulate``, ``stimuli generate`` and ``select``,
-``export-online``) or a group of files (``simulate --flat`` with its sidecar, one
-``baseline`` run, ``stimuli import``'s manifest and checksums) writes through
-:func:`output_folder` or :func:`output_files`. The target is checked first, by the rules
-of :mod:`.targets` (refused, :class:`~sbir_study.foundation.checks.InputError`, unless it
-is new, empty, or, with ``overwrite``, the same command's own output, unchanged); the
-output is written into a temporary folder beside it (``.sbir-study-tmp-HOST-PID-*``),
-flushed to disk, given its record (:data:`RECORD`: the command, the version, every file
-with its SHA-256) and moved into place in one atomic rename (Linux ``renameat2``), with
-SIGINT, SIGTERM and SIGHUP held back meanwhile. Just before the move the target is
-compared with what was checked, and checked again if it changed. A failed or interrupted
-command leaves the previous output as it was; what a killed one leaves beside the target,
-the next writer removes once the process that made it is gone (its record, or else the
-folder's name, says which process of which host). A command that *appends* to a dataset
-(``run``) checks its folder with :func:`check_dataset_folder`.
+A command writing a folder (``analyze``, ``evaluate``, ``simulate``, ``stimuli generate``,
+...) or a group of files (``simulate --flat`` and its sidecar, a ``baseline`` run,
+``stimuli import``'s manifest and checksums) writes through :func:`output_folder` or
+:func:`output_files`. The target is checked first (:mod:`.targets`); the output is written
+into a temporary folder beside it (``.sbir-study-tmp-HOST-PID-*``), flushed, given its
+record (:data:`RECORD`: command, version, each file's SHA-256) and moved into place in one
+atomic rename, SIGINT, SIGTERM and SIGHUP held back meanwhile. A target changed since the
+check is checked again. A failed or interrupted command leaves the previous output as it
+was; what a killed one leaves, the next writer removes once its process is gone. ``run``,
+which appends to a dataset, checks its folder with :func:`check_dataset_folder`.
 
 Examples
 --------
@@ -111,16 +105,12 @@ def _record(command: str, target: Path, files: dict[str, str], complete: bool) -
 
 @contextlib.contextmanager
 def _held_signals() -> Iterator[None]:
-    """Hold back SIGINT, SIGTERM and SIGHUP: a signal that comes meanwhile is delivered,
-    once, when the block ends.
+    """Hold back SIGINT, SIGTERM and SIGHUP: one that comes meanwhile is raised, once, at the end.
 
-    For the block, each of these signals' handler only notes that it came. Python runs
-    signal handlers in the main thread, whichever thread the kernel gives a signal to (a
-    progress clock, a library's thread pool), so blocking the signals in the calling
-    thread (``pthread_sigmask``) would not hold them back. In another thread than the
-    main one there is nothing to hold: no handler runs there. A hold inside a hold notes
-    for the outer one: it puts the outer hold's handlers back and raises the signal into
-    them. A handler set outside Python (``None``) cannot be put back, and is left as it is.
+    Python runs handlers in the main thread whatever thread gets the signal, so the handlers
+    are swapped for a note (``pthread_sigmask`` would not hold them); in another thread there
+    is nothing to hold. A nested hold raises into the outer hold's notes. A handler set outside
+    Python (``None``) cannot be put back and is left alone.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -158,10 +148,10 @@ def _host_digest() -> str:
 
 
 def _clear_leftovers(parent: Path, name: str) -> None:
-    """Remove the temporary folders that killed writers left in ``parent``: those writing
-    ``name`` (known by their record), and those of a writer killed before it wrote its
-    folder's record (known by the folder's name; an empty folder). A folder whose writer
-    runs on, or ran on another host, is left; one writing ``name`` is named."""
+    """Remove the temporary folders of dead writers in ``parent``: those writing ``name`` (by
+    their record) and those killed before writing a record (by the folder's name). A folder of
+    a live writer or another host's writing ``name`` is warned about and left.
+    """
     try:
         entries = [e for e in os.scandir(parent) if e.name.startswith(TEMP_PREFIX) and e.is_dir()]
     except OSError:
@@ -194,7 +184,7 @@ def _clear_leftovers(parent: Path, name: str) -> None:
 
 
 def _make_temporary(absolute: Path, command: str) -> Path:
-    """A new temporary folder beside ``absolute``, with a record saying what is under way."""
+    """A new temporary folder beside ``absolute``, its record saying what is under way."""
     parent = absolute.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -274,9 +264,9 @@ def _exchange(temporary: Path, target: Path) -> None:
 
 
 def _syncfs(folder: Path) -> bool:
-    """Flush the file system holding ``folder`` to disk in one call (Linux ``syncfs``: one
-    wait for the thousands of files of a dataset, where an ``fsync`` of each waits on the
-    disk once per file); False where the system does not offer it."""
+    """Flush the file system holding ``folder`` in one call (Linux ``syncfs``: one wait for a
+    dataset's thousands of files instead of one per file); False where not offered.
+    """
     call = _libc("syncfs")
     if call is None:
         return False
@@ -288,8 +278,7 @@ def _syncfs(folder: Path) -> bool:
 
 
 def _seal(temporary: Path, plan: _Plan, command: str) -> None:
-    """Flush the files written into ``temporary`` to disk, then write the final record (each
-    file's SHA-256)."""
+    """Flush the files written into ``temporary``, then write the final record with their hashes."""
     if plan.names is None:
         names, record = [n for n in _listing(temporary) if n != RECORD], RECORD
     else:
@@ -306,8 +295,9 @@ def _seal(temporary: Path, plan: _Plan, command: str) -> None:
 
 
 def _move(temporary: Path, plan: _Plan) -> None:
-    """Put the sealed output in place: the folder in one rename, or a group's files one
-    rename each, the record last (a new name is never put over a file that appeared)."""
+    """Put the sealed output in place: a folder in one rename, a group one rename a file, the
+    record last; a new name is never put over a file that appeared meanwhile.
+    """
     if plan.names is None:
         (_move_new if plan.state["."] is None else _exchange)(temporary, plan.target)
         return
@@ -324,10 +314,10 @@ _STORAGE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.E
 
 
 def _written_error(error: BaseException, temporary: Path | None, target: Path) -> InputError | None:
-    """The one-line message naming ``target`` for an OSError of writing the output, found in
-    ``error`` or the errors behind it: a library's clean-up can hide the storage's error
-    behind its own (matplotlib's PDF writer, whose write failed with ENOSPC, then fails
-    closing its stream: AttributeError: 'Stream' object has no attribute 'pos')."""
+    """A one-line InputError naming ``target`` for the OSError of writing found in ``error`` or
+    behind it (a library's clean-up can hide the storage's error: matplotlib's PDF writer after
+    ENOSPC fails with AttributeError).
+    """
     if not isinstance(error, Exception):
         return None
     for cause in (error, *causes(error)):
@@ -345,10 +335,9 @@ def _written_error(error: BaseException, temporary: Path | None, target: Path) -
 
 @contextlib.contextmanager
 def _aside(target: Path, command: str, check: Callable[[], _Plan]) -> Iterator[Path]:
-    """The temporary folder beside the target that ``check()`` plans. When the block ends
-    without an exception, the output is sealed, then, with SIGINT, SIGTERM and SIGHUP held
-    back, moved into place once the target is as the plan found it (else checked again).
-    The temporary folder is removed in every case."""
+    """The temporary folder of ``check()``'s plan; on success it is sealed and, signals held,
+    moved into place if the target is as planned (else checked again). Always removed after.
+    """
     plan = check()
     _clear_leftovers(plan.target.parent, plan.target.name)
     temporary = None
@@ -394,8 +383,8 @@ def output_folder(
     target
         The output folder (``--out``).
     command
-        The command writing it (``"analyze"``, ``"stimuli generate"``): the
-        record names it, and ``overwrite`` replaces only that command's output.
+        The command writing it (``"analyze"``): the record names it, and ``overwrite``
+        replaces only that command's output.
     overwrite
         Replace an earlier output of the same command at ``target``.
     inputs
@@ -404,9 +393,8 @@ def output_folder(
     Yields
     ------
     Path
-        The temporary folder to write into. When the block ends without an
-        exception, the folder (with its record) replaces ``target``; otherwise
-        it is removed and ``target`` is left as it was.
+        The temporary folder to write into. When the block ends without an exception it
+        replaces ``target``; otherwise it is removed and ``target`` is left as it was.
     """
     target, inputs = Path(target), list(inputs)
 
@@ -427,22 +415,14 @@ def output_files(
     inputs: Iterable[str | Path] = (),
     inside_inputs: bool = False,
 ) -> Iterator[list[Path]]:
-    """Write a group of files (``target`` and ``companions`` beside it) aside, then put them
-    in place together.
+    """Write a group of files (``target`` and the ``companions`` beside it) aside, then put them
+    in place together, as :func:`output_folder` does a folder.
 
-    ``companions`` are file names in ``target``'s folder (a sidecar). The
-    record is ``.<target name>.sbir-study-output.json`` beside ``target``.
-    ``inside_inputs`` allows a group inside an input folder (``stimuli
-    import`` writes into the set it imports). Yields the temporary paths to
-    write, in the order ``[target, *companions]``; see :func:`output_folder`
-    for the rest.
-
-    Notes
-    -----
-    The files are moved into place one rename each, the record last, with
-    the signals held back; only SIGKILL or a power cut between two of these
-    renames can leave a new file beside an old one, which the record (hashes
-    of the new files) then shows: a later ``overwrite`` refuses the group.
+    The record is ``.<target name>.sbir-study-output.json`` beside ``target``.
+    ``inside_inputs`` allows a group inside an input folder (``stimuli import`` writes into its
+    set). Yields the temporary paths ``[target, *companions]``. Only SIGKILL or a power cut
+    between the renames can leave a new file beside an old one; the record then shows it, and
+    a later ``overwrite`` refuses the group.
     """
     target, inputs = Path(target), list(inputs)
 

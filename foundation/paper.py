@@ -1,12 +1,7 @@
-"""The replicated study's design and published results (Eitz et al. 2011).
+"""The replicated study's design and published results, once for the whole toolkit.
 
-Every default that is "the paper's" and every published number the report
-compares against lives here, once; the rest of the toolkit imports it.
-
-References
-----------
-M. Eitz, K. Hildebrand, T. Boubekeur, M. Alexa, "Sketch-Based Image
-Retrieval: Benchmark and Bag-of-Features Descriptors", IEEE TVCG 17(11), 2011.
+M. Eitz, K. Hildebrand, T. Boubekeur, M. Alexa, "Sketch-Based Image Retrieval: Benchmark
+and Bag-of-Features Descriptors", IEEE TVCG 17(11), 2011.
 """
 
 from __future__ import annotations
@@ -65,15 +60,9 @@ PUBLISHED_DESCRIPTOR_TAU = {
 
 @dataclass(frozen=True)
 class PairDesign:
-    """The pairs of a study: sketches x images each, and the anchoring block; the paper's sizes.
+    """The pairs of a study (the paper's sizes), which :class:`sbir_study.stimuli.SetDesign` and
+    :class:`sbir_study.analysis.simulate.StudyDesign` extend; a size out of range raises.
 
-    The one definition of a design's size: a generated stimulus set
-    (:class:`sbir_study.stimuli.SetDesign`) and a simulated study
-    (:class:`sbir_study.analysis.simulate.StudyDesign`) extend it with what is theirs.
-    A size out of range raises :class:`~sbir_study.foundation.checks.InputError` naming it.
-
-    Examples
-    --------
     >>> PairDesign().sketches * PairDesign().images_per_sketch
     1240
     >>> from sbir_study.foundation.checks import InputError

@@ -1,15 +1,8 @@
 """Progress on stderr for long runs started from a terminal; silent in pipes and CI.
 
-Every command that can take more than a second reports its stages (reading,
-statistics, figures, writing) through these functions. They draw with
-``tqdm`` only when stderr is a terminal and the environment does not say it
-is a CI run (``CI`` set, as GitHub Actions, GitLab CI and most others set it)
-or ask for silence (``SBIR_STUDY_PROGRESS=0``); anywhere else they cost
-nothing and write nothing, so output captured in a file or a pipe stays the
-command's own. ``SBIR_STUDY_PROGRESS=1`` forces the display (for a terminal
-that does not say it is one).
-
-See ``docs/outputs.md`` for what a command prints.
+Bars are drawn with ``tqdm`` only when stderr is a terminal, ``CI`` is not set and
+``SBIR_STUDY_PROGRESS`` is not ``0`` (``1`` forces them); anywhere else these functions
+write nothing, so captured output stays the command's own (``docs/outputs.md``).
 """
 
 from __future__ import annotations
@@ -17,9 +10,9 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 __all__ = ["counter", "enabled", "step", "task", "track"]
 
@@ -30,10 +23,8 @@ _MIN_INTERVAL = 0.2
 
 
 def enabled() -> bool:
-    """Whether progress is drawn: stderr is a terminal and this is not a CI run.
+    """Whether progress is drawn.
 
-    Examples
-    --------
     >>> import os
     >>> os.environ["SBIR_STUDY_PROGRESS"] = "0"
     >>> enabled()
@@ -91,14 +82,12 @@ class _Silent:
 
 
 @contextmanager
-def task(label: str, *, total: float | None = None, unit: str = "it", show: bool | None = None):
-    """A bar for ``total`` steps of ``label``; call ``.update(n)`` as steps finish.
+def task(
+    label: str, *, total: float | None = None, unit: str = "it", show: bool | None = None
+) -> Iterator[Any]:
+    """A bar for ``total`` steps of ``label``, with ``update(n)`` and ``set_postfix_str(text)``;
+    ``show`` overrides :func:`enabled`.
 
-    ``show`` overrides :func:`enabled` (``False`` for never, ``True`` for
-    always). Yields an object with ``update(n)`` and ``set_postfix_str(text)``.
-
-    Examples
-    --------
     >>> with task("writing", total=3, show=False) as bar:
     ...     for _ in range(3):
     ...         bar.update(1)
@@ -121,10 +110,8 @@ def track(
     unit: str = "it",
     show: bool | None = None,
 ) -> Iterator[_T]:
-    """Yield from ``iterable``, advancing a bar labelled ``label`` by one per item.
+    """Yield from ``iterable``, advancing a bar by one per item.
 
-    Examples
-    --------
     >>> [x * 2 for x in track(range(3), "doubling", show=False)]
     [0, 2, 4]
     """
@@ -137,11 +124,9 @@ def track(
 
 
 @contextmanager
-def step(label: str, *, show: bool | None = None):
+def step(label: str, *, show: bool | None = None) -> Iterator[None]:
     """One stage of unknown length: ``label`` and a clock that runs until the block ends.
 
-    Examples
-    --------
     >>> with step("reading", show=False):
     ...     pass
     """
@@ -166,30 +151,30 @@ def step(label: str, *, show: bool | None = None):
         bar.close()
 
 
-def counter(label: str, *, unit: str = "it", show: bool | None = None):
-    """A ``progress(done, total)`` callback: a bar that ends when ``done`` reaches ``total``.
+def counter(
+    label: str, *, unit: str = "it", show: bool | None = None
+) -> Callable[[int, int], None]:
+    """A ``progress(done, total)`` callback for functions that report how far they are: a bar
+    that ends when ``done`` reaches ``total``.
 
-    For library functions that report how far they are rather than iterate
-    (:func:`sbir_study.analysis.retrieval.baseline.write_baseline_runs` takes one).
-
-    Examples
-    --------
     >>> report = counter("descriptors", show=False)
     >>> for done in range(1, 4):
     ...     report(done, 3)
     """
-    drawn = {"bar": None, "done": 0}
     show = enabled() if show is None else show
+    bar: Any = None
+    shown = 0
 
     def progress(done: int, total: int) -> None:
+        nonlocal bar, shown
         if not show:
             return
-        if drawn["bar"] is None:
-            drawn["bar"] = _bar(label, total, unit, True)
-        drawn["bar"].update(done - drawn["done"])
-        drawn["done"] = done
+        if bar is None:
+            bar = _bar(label, total, unit, True)
+        bar.update(done - shown)
+        shown = done
         if done >= total:
-            drawn["bar"].close()
-            drawn["bar"], drawn["done"] = None, 0
+            bar.close()
+            bar, shown = None, 0
 
     return progress

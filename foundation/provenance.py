@@ -1,9 +1,6 @@
-"""Provenance: what produced a number, so that it can be traced and reproduced.
+"""Provenance: the software versions that shaped an output, and the one file hash.
 
-One place for the two facts every output records about its making: the
-versions of the software that shaped it, and the SHA-256 of the files it was
-made from (:func:`file_digest`, the one file hash: every reader, the output
-records and the stimulus sets' checksums use it).
+:func:`file_digest` is the SHA-256 every reader, output record and set checksum uses.
 """
 
 from __future__ import annotations
@@ -53,12 +50,9 @@ def toolkit_version() -> str:
 
 
 def software_versions(packages: Iterable[str] = ANALYSIS_PACKAGES) -> dict[str, str]:
-    """Python's version and each package's installed version ("not installed" if absent).
+    """Python's version and each package's ("not installed" if absent).
 
-    Examples
-    --------
-    >>> versions = software_versions(["numpy"])
-    >>> sorted(versions)
+    >>> sorted(software_versions(["numpy"]))
     ['numpy', 'python']
     """
     versions = {"python": platform.python_version()}
@@ -71,8 +65,7 @@ def software_versions(packages: Iterable[str] = ANALYSIS_PACKAGES) -> dict[str, 
 
 
 class FileDigest(NamedTuple):
-    """What :func:`file_digest` finds: a file's SHA-256, its number of lines and, when
-    asked for, its bytes."""
+    """A file's SHA-256, its number of lines and, when asked for, its bytes."""
 
     #: 64 lower-case hex digits, as ``sha256sum`` prints them.
     sha256: str
@@ -86,17 +79,12 @@ class FileDigest(NamedTuple):
 def file_digest(
     path: str | Path, *, sync: bool = False, keep: bool = False, hashed: bool = True
 ) -> FileDigest:
-    """The SHA-256 of a file and its number of lines: the one file hash of the toolkit.
+    """The SHA-256 of a file and its number of lines, read in chunks.
 
-    The file is read in chunks, never whole, unless ``keep`` asks for its bytes
-    (a reader that parses them hashes what it parses). ``sync`` also flushes the
-    file to disk (``fsync``) before it is closed. ``hashed=False`` (with ``keep``)
-    leaves the SHA-256 empty, for a reader that hashes the bytes it keeps with
-    :func:`data_sha256` on a thread beside its parse. Errors of the operating system
-    (a missing or unreadable file) are raised as they are.
+    ``keep`` returns the bytes too (a reader hashes what it parses), ``hashed=False`` then
+    leaves the SHA-256 empty (for :func:`data_sha256` on a thread beside the parse), and
+    ``sync`` fsyncs the file before closing it. OS errors are raised as they are.
 
-    Examples
-    --------
     >>> import hashlib, tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "run.txt"
     >>> _ = path.write_bytes(b"a\\r\\nb\\rc")
@@ -123,14 +111,9 @@ def file_digest(
 
 
 def data_sha256(data: bytes, *, stop: Callable[[], bool] | None = None) -> str | None:
-    """The SHA-256 of a file's bytes, as :func:`file_digest` gives it (``hashlib``
-    releases the interpreter lock over them: a thread can hash while another parses).
+    """The SHA-256 of ``data`` (``hashlib`` releases the GIL, so a thread can hash while another
+    parses); None once ``stop``, asked between chunks, says so.
 
-    ``stop`` is asked between slices of ``_CHUNK`` bytes; once it says so, the hash is
-    left and None returned (a reader whose file was refused does not wait for it).
-
-    Examples
-    --------
     >>> data_sha256(b"abc") == hashlib.sha256(b"abc").hexdigest()
     True
     >>> data_sha256(b"abc", stop=lambda: True) is None
@@ -146,8 +129,7 @@ def data_sha256(data: bytes, *, stop: Callable[[], bool] | None = None) -> str |
 
 
 def _line_ends(data: bytes, before: bytes = b"") -> int:
-    """The line ends in ``data``; ``before`` is the byte before it, which may be the CR of
-    a CR LF whose LF begins ``data``."""
+    """The line ends in ``data``; ``before``, the byte before it, may be a CR whose LF begins it."""
     ends = data.count(b"\n")
     if b"\r" in data:
         ends += data.count(b"\r") - data.count(b"\r\n")

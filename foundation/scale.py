@@ -1,17 +1,11 @@
 """The rating scale of a study: its points, and which end is the best match.
 
-A protocol's rating keys define a k-point scale (one key per point, 2 <= k <= 9);
-the paper's is 1..7 with 1 the best match (Eitz et al. 2011, Sec. 2.3). The scale
-travels with the data: a session writes it into every ``_beh.json`` sidecar
-(:meth:`Scale.sidecar`, the ``rating`` column's ``Levels`` and ``RatingScale``), the
-analysis reads it back (:meth:`Scale.from_sidecar`), and a flat table names it on
-the command line (``--scale 1-5``, ``--scale 1-9:high-is-best``; :meth:`Scale.parse`).
-
-The statistics work in the paper's orientation, the low end the best match. A
-scale whose high end is best is turned into it in one place,
-:meth:`Scale.oriented`: rating r becomes low + high - r, so that the best match
-is ``low`` again; every other number of the scale (:attr:`Scale.relevant_below`,
-:meth:`Scale.grade`) is in that orientation.
+A protocol's rating keys define a k-point scale (2 <= k <= 9); the paper's is 1..7, 1 the
+best match (Sec. 2.3). A session writes it into every ``_beh.json`` (:meth:`Scale.sidecar`),
+the analysis reads it back (:meth:`Scale.from_sidecar`), and a flat table names it on the
+command line (``--scale 1-9:high-is-best``, :meth:`Scale.parse`). The statistics work with
+the low end best: :meth:`Scale.oriented` turns a high-is-best scale round in one place, and
+every other number of the scale is in that orientation.
 """
 
 from __future__ import annotations
@@ -40,18 +34,9 @@ _TEXT = re.compile(r"(\d+)-(\d+)(?::(low|high)-is-best)?")
 
 @dataclass(frozen=True)
 class Scale:
-    """A k-point rating scale ``low..high`` and the end that means the best match.
+    """A k-point rating scale ``low..high`` (``low >= 0``, k in 2..9) and the end that means the
+    best match (``best``).
 
-    Parameters
-    ----------
-    low, high
-        The scale's first and last points (whole numbers, ``low >= 0``);
-        k = high - low + 1 must lie in 2..9.
-    best
-        ``"low"``: ``low`` is the best match (the paper's); ``"high"``: ``high`` is.
-
-    Examples
-    --------
     >>> Scale.parse("1-9:high-is-best")
     Scale(low=1, high=9, best='high')
     >>> PAPER_SCALE.k, PAPER_SCALE.relevant_below, str(PAPER_SCALE)
@@ -79,13 +64,9 @@ class Scale:
 
     @classmethod
     def parse(cls, text: str, *, what: str = "--scale") -> Scale:
-        """A scale from its text: ``LOW-HIGH``, optionally ``:high-is-best`` or ``:low-is-best``.
+        """A scale from ``LOW-HIGH``, optionally ``:high-is-best`` or ``:low-is-best``; ``what``
+        names the text's source in an error.
 
-        ``what`` names where the text came from in the message of an
-        :class:`~sbir_study.foundation.checks.InputError`.
-
-        Examples
-        --------
         >>> Scale.parse("1-5")
         Scale(low=1, high=5, best='low')
         >>> try:
@@ -130,28 +111,22 @@ class Scale:
 
     @property
     def relevant_below(self) -> float:
-        """Binary relevance: a mean rating (paper's orientation) below this is relevant.
+        """Binary relevance: a mean rating (oriented) below low + floor(k / 2) - 0.5 is relevant.
 
-        The cut lies half a point before the scale's middle point, low + floor(k / 2)
-        - 0.5: a mean that rounds to a point on the better half of the scale is
-        relevant, one that rounds to the middle point of an odd scale is not. On the
-        paper's 1..7 it is 3.5 (a qrels grade of at least 4); on 1..4, 2.5.
+        A mean rounding to the better half is relevant, one rounding to an odd scale's middle is
+        not: 3.5 on 1..7 (a qrels grade of at least 4), 2.5 on 1..4.
         """
         return self.low + self.k // 2 - 0.5
 
     def oriented(self, ratings: _Ratings) -> _Ratings:
-        """Ratings in the paper's orientation, ``low`` the best match.
-
-        The identity when ``low`` is best; else r -> low + high - r. Works on a
-        number, a NumPy array or a pandas Series (missing values stay missing).
+        """Ratings (a number, array or Series; missing stays missing) with ``low`` the best match:
+        r -> low + high - r for a high-is-best scale.
         """
         return ratings if self.best == "low" else self.low + self.high - ratings
 
     def grade(self, mean_rating: ArrayLike) -> np.ndarray:
-        """The qrels grade of a mean rating in the paper's orientation: k - 1 best .. 0 worst.
-
-        grade = high - round(mean), a mean halfway between two points rounding to
-        the worse one (a conservative grade): 7 - round(mean) on the paper's scale.
+        """The qrels grade of an oriented mean rating, high - round(mean) (k - 1 best .. 0 worst); a
+        half rounds to the worse point.
         """
         import numpy as np
 

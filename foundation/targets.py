@@ -101,11 +101,8 @@ def check_target(
     inputs: Iterable[str | Path] = (),
     inside_inputs: bool = False,
 ) -> None:
-    """Check that ``command`` may write ``target``, as :func:`output_folder` (``folder``) or
-    :func:`output_files` would, without writing anything.
-
-    Commands call it before their work, so that a refused target costs nothing.
-    Raises :class:`~sbir_study.foundation.checks.InputError` naming the target and why.
+    """Check, writing nothing, that ``command`` may write ``target`` as :func:`output_folder`
+    (``folder``) or :func:`output_files` would: commands call it before their work.
     """
     if folder:
         _plan_folder(Path(target), command, overwrite, inputs)
@@ -172,8 +169,7 @@ def _check_place(
         )
     if real == Path(real.anchor) or real == Path(os.path.realpath(Path.home())):
         raise InputError(f"{target}: is a top-level folder; expected a new folder for the output")
-    # Compared as text (real paths are normal): a study's thousands of session files cost
-    # a second as Path objects and their parents.
+    # Compared as text (real paths are normal): Path parents cost much for many inputs.
     place = str(real)
     for given in inputs:
         found = os.path.realpath(given)
@@ -201,8 +197,7 @@ def _check_place(
 
 
 def _within(path: str, folder: str) -> bool:
-    """Whether the normal absolute ``path`` is ``folder`` or below it (as ``Path(path) ==
-    Path(folder) or Path(folder) in Path(path).parents``)."""
+    """Whether the normal absolute ``path`` is ``folder`` or below it (text, not Path: fast)."""
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
@@ -216,8 +211,7 @@ def _stamp(path: Path) -> _Stamp | None:
 
 
 def _listing(folder: Path) -> dict[str, _Stamp]:
-    """The stamp of every file under ``folder`` (relative posix path -> stamp), the record
-    included."""
+    """The stamp of every file under ``folder`` by relative posix path, the record included."""
     found = {}
     for base, folders, files in os.walk(folder, followlinks=False):
         for name in files + [f for f in folders if os.path.islink(os.path.join(base, f))]:
@@ -228,9 +222,9 @@ def _listing(folder: Path) -> dict[str, _Stamp]:
 
 
 def _state(target: Path, names: Sequence[str] | None) -> dict[str, _Stamp | None]:
-    """What must not change between the check of a target and the move into its place: the
-    stamp of the folder and of every file in it, or of each file of a group and its record.
-    A file written to changes its change time, which no one can set back."""
+    """What must not change between a target's check and the move: the stamps of the folder and
+    its files, or of a group's files and record (a write changes the ctime, which none can set).
+    """
     if names is not None:
         paths = [*names, _file_record(target).name]
         return {name: _stamp(target.parent / name) for name in paths}
@@ -346,11 +340,8 @@ def _plan_files(
 
 
 def check_dataset_folder(folder: str | Path, command: str) -> Path:
-    """Check a dataset folder that ``command`` appends sessions to (``run --data``).
-
-    It may be missing (it is created), empty, or a BIDS dataset; never a file,
-    a stimulus set, another command's output, or inside one of them. Returns
-    the folder.
+    """Check the folder ``command`` appends sessions to (``run --data``): missing, empty or a BIDS
+    dataset; never a file, a stimulus set, an output, or inside one of them.
     """
     folder = Path(folder)
     absolute = Path(os.path.abspath(folder))

@@ -1,18 +1,10 @@
-"""The order in which a session presents its pairs: one rule for real and simulated sessions.
+"""The order in which a session presents its pairs, for real and simulated sessions alike.
 
-The paper's order (Sec. 2.3 and 2.3.1):
-
-1. ``anchor_demo``: the anchor pairs, sketch by sketch, each image with its
-   prescribed rating on screen, from rating 1 to the last (not rated);
-2. the main block: every main pair exactly once, in a random order;
-3. ``anchor_repeat``: every anchor pair once more, each inserted at a random
-   place in the later part of the main block (after the first
-   ``repeat_from`` of it).
-
-``sbir-study run`` (through :func:`sbir_study.study.trials.build_trials`) and
-``sbir-study simulate`` both call :func:`session_order` with a generator
-seeded by the participant's seed, so the same seed gives the same order in
-both. The rule is pure: no window, no files.
+The paper's order (Sec. 2.3, 2.3.1): ``anchor_demo``, the anchor pairs sketch by sketch from
+rating 1 up, with their prescribed ratings (not rated); the main block in a random order;
+``anchor_repeat``, each anchor pair again at a random place after the first ``repeat_from``
+of the main block. ``run`` and ``simulate`` both seed :func:`session_order` with the
+participant's seed, so the same seed gives the same order.
 """
 
 from __future__ import annotations
@@ -32,28 +24,17 @@ def session_order(
     repeat: bool = True,
     repeat_from: float = 0.5,
 ) -> pd.DataFrame:
-    """The pairs in presentation order, with a ``phase`` column.
+    """The pairs (index reset) in presentation order, with ``phase``.
 
     Parameters
     ----------
     pairs
-        One row per sketch/image pair with ``sketch_id``, ``role`` and (for
-        anchors) ``anchor_rating``; other columns are carried along.
+        One row per pair with ``sketch_id``, ``role`` and (anchors) ``anchor_rating``; other
+        columns are carried along.
     rng
-        The participant's generator: draws the main block's permutation, then
-        the slot of each anchor repeat (in that order, and nothing else).
-    main_roles
-        The roles that make the main block.
+        Draws the main block's permutation, then each anchor repeat's slot, nothing else.
     anchoring, repeat
         Show the anchor pairs first; and again inside the main block.
-    repeat_from
-        The repeats go after this fraction of the main block.
-
-    Returns
-    -------
-    DataFrame
-        The rows of ``pairs`` (index reset) in presentation order, with
-        ``phase`` one of ``anchor_demo``, ``main``, ``anchor_repeat``.
 
     Examples
     --------

@@ -1,38 +1,24 @@
 """A procedural stimulus set with known similarity, for demos, tests and pilots.
 
-Each sketch is a composition of one to three simple objects (a house, a tree,
-a boat, the sun, ...) and, for half of the sketches, a horizon: drawn as black
-outlines on white with a hand-drawn wobble and overshooting stroke ends. Each
-image is a colour rendering of the sketch's composition (filled shapes, a sky
-and ground or a graded background, sensor noise) after changes whose size
-grows with the pair's *dissimilarity* d = 1 - s:
+A sketch is one to three simple objects (a house, a tree, a boat, ...) and, for half of the
+sketches, a horizon, in black outlines with a hand-drawn wobble. An image is a colour
+rendering of the sketch's scene after changes that grow with the dissimilarity d = 1 - s:
 
-* the whole scene shifted by up to 22% of the frame, scaled by up to
-  exp(+-0.35) and rotated by up to 30 degrees (each amount proportional to d,
-  direction random);
-* each object moved and resized a little more (sd 5% of the frame and 15%);
-* each object missing with probability 0.6 d^2 (but never every object), and
-  each further part of a remaining object (a door, a sail, a wheel) with
-  probability 0.3 d;
-* each remaining object replaced by a different kind of object, elsewhere,
-  with probability 1.6 d - 0.6 (none below d = 0.375, all at d = 1);
+* the scene shifted by up to 22% of the frame, scaled by up to exp(+-0.35) and rotated by
+  up to 30 degrees (each proportional to d, direction random); each object moved and
+  resized a little more (sd 5% of the frame and 15%);
+* each object missing with probability 0.6 d^2 (never every object), each further part of
+  one (a door, a sail) with probability 0.3 d;
+* each remaining object replaced by another kind, elsewhere, with probability 1.6 d - 0.6;
 * about 6 d^1.2 unrelated objects added as clutter.
 
-The latent similarity s of a pair (1 = the sketch's own scene, 0 = unrelated)
-is recorded in the manifest column ``latent_similarity``, and the changes made
-in ``changes``; :func:`latent_rating` maps s to the 1..7 scale (1 = best).
-Main pairs have s stratified over (0, 1] like the simulator's latent ratings
-(a pilot pool's candidates instead have s = U^a, a ~ U(1, 4) per sketch: mostly
-poor matches, as the paper's pool was);
-anchor images have s = 1 - (r - 1) / 6 for their prescribed rating r, so that
-they are ordered by latent similarity; on another scale (``generate_set(scale=)``)
-their ratings are spread over its points and s = 1 - (r' - low) / (high - low), r'
-the rating in the paper's orientation (the best match 1).
-
-Everything is drawn with Pillow at twice the size and reduced by averaging
-(2 x 2 blocks); random numbers come from one :class:`numpy.random.SeedSequence`, one
-child per sketch and one per image, so the same seed gives the same bytes and
-the images of sketch k do not depend on how many sketches are generated.
+The manifest records s (``latent_similarity``, 1 = the sketch's own scene) and the changes
+(``changes``); :func:`latent_rating` maps s to 1..7. Main pairs have s stratified over
+(0, 1]; a pilot pool's candidates s = U^a, a ~ U(1, 4) per sketch (mostly poor matches, as
+the paper's pool); anchor images s = 1 - (r' - low) / (high - low) for their prescribed
+rating r' in the paper's orientation. Pillow draws at twice the size and reduces by 2 x 2
+averaging; one :class:`numpy.random.SeedSequence` gives a child per sketch and image, so the
+same seed gives the same bytes and sketch k does not depend on how many are generated.
 """
 
 from __future__ import annotations
@@ -61,14 +47,12 @@ _SUPERSAMPLE = 2
 
 @dataclass(frozen=True)
 class SetDesign(paper.PairDesign):
-    """Size of a generated set: the pairs (the paper's by default, Sec. 2.2 and 2.3.1) and
-    the images' size in pixels."""
+    """Size of a generated set: the pairs (the paper's by default) and the images' pixels."""
 
     width: int = 320
     height: int = 240
-    #: ``main`` for a study set; ``candidate`` for a pilot pool, whose similarities are skewed
-    #: towards poor matches, more for some sketches than for others (as a retrieval system's
-    #: top results are).
+    #: ``main`` for a study set; ``candidate`` for a pilot pool, skewed towards poor matches
+    #: (as a retrieval system's top results are).
     role: str = "main"
 
     def __post_init__(self) -> None:
@@ -99,19 +83,12 @@ def generate_set(
     overwrite: bool = False,
     scale: Scale = PAPER_SCALE,
 ) -> Path:
-    """Draw a stimulus set into ``folder``.
+    """Draw a stimulus set into ``folder``, written as every output is (``docs/outputs.md``).
 
-    The anchor images' prescribed ratings are spread evenly over ``scale`` (the
-    paper's 1..7 by default; at most one image per point), the best-matching image
-    rated at its best end; ``generator.json`` records a scale other than the paper's
-    (``AnchorScale``).
-
-    Writes ``sketches/<sketch_id>.png``, ``images/<sketch_id>/<image_id>.jpg``,
-    ``manifest.csv`` (with ``latent_similarity`` and ``changes``),
-    ``generator.json`` (the design and seed) and ``SHA256SUMS``, as every
-    output is written (``docs/outputs.md``): aside, then moved into place when
-    complete; an existing ``folder`` only with ``overwrite``, and only when an
-    earlier ``stimuli generate`` wrote it. Returns the folder.
+    Writes ``sketches/<sketch_id>.png``, ``images/<sketch_id>/<image_id>.jpg``, ``manifest.csv``
+    (with ``latent_similarity`` and ``changes``), ``generator.json`` (the design, the seed and
+    a scale other than the paper's as ``AnchorScale``) and ``SHA256SUMS``. The anchor images'
+    prescribed ratings are spread over ``scale``, at most one per point. Returns the folder.
     """
     from sbir_study.foundation.outputs import output_folder
 
@@ -583,11 +560,8 @@ def _render_image(
 
 
 class _SensorNoise:
-    """Adds N(0, 3) to every channel of an image, in arrays kept from one image to the next.
-
-    Fresh arrays of an image's size for each image cost the process a page fault for every
-    page it touches, a large share of ``stimuli generate``'s time
-    (``benchmarks/bench_generate_noise.py``; figures in ``benchmarks/RESULTS.md``).
+    """Adds N(0, 3) to every channel of an image, in arrays kept from one image to the next:
+    fresh arrays per image would page-fault on every page (``benchmarks/bench_generate_noise.py``).
     """
 
     def __init__(self, design: SetDesign):
@@ -596,9 +570,8 @@ class _SensorNoise:
         self._pixels = np.empty(shape, dtype=np.float32)
 
     def added_to(self, canvas: Image.Image, rng: np.random.Generator) -> Image.Image:
-        # The numbers of rng.normal(0.0, 3.0, shape), which draws 0 + 3 z from the same
-        # standard normal stream, added in single precision (tests/stimuli/test_generate.py
-        # compares the two).
+        # The numbers of rng.normal(0.0, 3.0, shape) (3 z of the same stream), in single
+        # precision (tests/stimuli/test_generate.py compares the two).
         rng.standard_normal(out=self._draws)
         self._draws *= 3.0
         pixels = self._pixels

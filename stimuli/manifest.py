@@ -1,22 +1,15 @@
 """The stimulus-set format: ``manifest.csv``, ``SHA256SUMS`` and the set digest.
 
-A set is a folder with the image files and two text files:
-
 ``manifest.csv``
-    One row per sketch/image pair: ``sketch_id, image_id, sketch_path,
-    image_path, role`` and, when the set has anchor pairs, ``anchor_rating``
-    (the prescribed rating, 1..7). ``role`` is ``main`` (a pair of the study),
-    ``anchor`` (a pair of the anchoring phase) or ``candidate`` (a pair of a
-    pilot pool, from which ``stimuli select`` chooses the main pairs). Paths
-    are relative to the set folder, with ``/`` as separator. Extra columns are
-    kept (a generated set adds ``latent_similarity``).
+    One row per pair: ``sketch_id, image_id, sketch_path, image_path, role`` and, with
+    anchor pairs, ``anchor_rating`` (the prescribed rating). ``role`` is ``main``,
+    ``anchor`` or ``candidate`` (a pilot pool's, for ``stimuli select``). Paths are
+    relative, ``/``-separated; extra columns are kept (``latent_similarity``).
 ``SHA256SUMS``
-    Every file of the set but itself, in the format ``sha256sum`` writes, so
-    that ``sha256sum -c SHA256SUMS`` checks a set with standard tools.
+    Every other file of the set, as ``sha256sum`` writes it (``sha256sum -c SHA256SUMS``).
 
-The set digest, which sessions record so that an analysis can tell on which
-exact set a rating was given, is the SHA-256 of the ``sha256sum`` listing of
-``manifest.csv`` and ``SHA256SUMS``, in that order. In a shell::
+The set digest, which sessions record, is the SHA-256 of the ``sha256sum`` listing of
+``manifest.csv`` and ``SHA256SUMS``::
 
     cd SET && sha256sum manifest.csv SHA256SUMS | sha256sum
 """
@@ -60,12 +53,8 @@ ROLES = ("main", "anchor", "candidate")
 
 
 def read_manifest(folder: str | Path, *, path: str | Path | None = None) -> pd.DataFrame:
-    """The manifest of the set in ``folder``, every cell as text.
-
-    ``path`` reads the manifest from another file (one about to be written).
-    Raises :class:`~sbir_study.foundation.checks.InputError` (exit 2 on the command line)
-    when the file is missing, unreadable or not a UTF-8 CSV table, or lacks a
-    required column; a message names the line (the header is line 1).
+    """The manifest of the set in ``folder`` (or read from ``path``, one about to be written),
+    every cell as text; InputError, naming the line, for a missing, unreadable or incomplete one.
     """
     shown = Path(folder) / MANIFEST
     source = Path(path) if path is not None else shown
@@ -88,12 +77,9 @@ def read_manifest(folder: str | Path, *, path: str | Path | None = None) -> pd.D
 
 
 def write_manifest(folder: str | Path, table: pd.DataFrame) -> Path:
-    """Write ``table`` as the manifest of the set in ``folder``; returns its path.
-
-    The required columns come first, ``anchor_rating`` next (when present),
-    then any extra columns in their order. Missing values are written as
-    empty cells; line ends are ``\\n`` on every platform, so that the same
-    table gives the same bytes (and the same set digest) everywhere.
+    """Write ``table`` as the set's manifest: the required columns, ``anchor_rating``, then the
+    rest; empty cells for missing values and ``\\n`` line ends, so the bytes (and the set
+    digest) are the same everywhere.
     """
     missing = [c for c in MANIFEST_COLUMNS if c not in table.columns]
     if missing:
@@ -114,12 +100,9 @@ def write_checksums(
     into: str | Path | None = None,
     staged: Mapping[str, Path] | None = None,
 ) -> Path:
-    """Write ``SHA256SUMS`` for the given files of the set (relative paths, ``/``-separated).
+    """Write ``SHA256SUMS`` (or ``into``) for ``paths`` of the set, sorted, as ``sha256sum`` does.
 
-    Each file is listed once, sorted by path, in ``sha256sum``'s text format
-    (``<hex>  <path>``). ``into`` writes the listing to another file, and
-    ``staged`` maps a path of the set to the file that is about to be written
-    there (``stimuli import`` lists the manifest it has not yet put in place).
+    ``staged`` maps a path of the set to the file about to be written there.
     """
     folder = Path(folder)
     staged = staged or {}
@@ -136,13 +119,8 @@ def write_checksums(
 def read_checksums(
     folder: str | Path, *, path: str | Path | None = None
 ) -> tuple[dict[str, str], list[str]]:
-    """The entries of ``SHA256SUMS`` and the problems found reading it.
-
-    Returns ``(checksums, problems)``: each listed path mapped to its
-    expected hex digest, and one message per malformed or repeated line.
-    ``path`` reads the listing from another file (one about to be written).
-    A missing, unreadable or non-UTF-8 file raises
-    :class:`~sbir_study.foundation.checks.InputError`.
+    """``SHA256SUMS``' entries (path -> hex digest) and one problem per malformed or repeated line;
+    ``path`` reads another file. A missing or unreadable one raises InputError.
     """
     shown = Path(folder) / CHECKSUMS
     source = Path(path) if path is not None else shown
@@ -176,12 +154,8 @@ def read_checksums(
 
 
 def set_digest(folder: str | Path, *, staged: Mapping[str, Path] | None = None) -> str:
-    """The digest that identifies a stimulus set: SHA-256 over its manifest and checksums.
-
-    Equal to ``sha256sum manifest.csv SHA256SUMS | sha256sum`` run in the set
-    folder. Since ``SHA256SUMS`` lists every image, a change to any file of
-    the set changes the digest. ``staged`` maps either name to the file that
-    is about to be written there.
+    """The set's digest, ``sha256sum manifest.csv SHA256SUMS | sha256sum``: any file's change
+    changes it. ``staged`` maps either name to the file about to be written there.
     """
     folder = Path(folder)
     staged = staged or {}

@@ -1,39 +1,23 @@
 """Choosing the study's pairs from a pilot over a candidate pool (the paper's Sec. 2.2).
 
-The paper rated a pool of candidate pairs in a pilot with three people, then
-kept the 31 sketches whose pilot ratings were closest to uniform over the
-scale and, for each, sub-sampled exactly 40 images "biasing the sub-sample
-towards a uniform distribution of ratings". This module does the same:
+The paper kept the 31 sketches whose pilot ratings were closest to uniform and, for each,
+sub-sampled 40 images "biasing the sub-sample towards a uniform distribution of ratings":
 
-1. **Sketch spread.** For sketch s, with n_sk its pilot ratings at scale
-   point k, c_sk = N n_sk / sum_k n_sk is the count at k of an N-image sample
-   rated like the sketch's candidates, and sigma_s = sqrt(mean_k (c_sk - N/7)^2)
-   the standard deviation of those counts around the N/7 a uniform
-   distribution over N images gives (40/7 = 5.71 in the paper). The sketches
-   with the largest sigma are dropped until K remain (ties: the earlier
-   sketch id stays). Sketches with fewer than N rated candidates cannot give
-   N images and are dropped first. Counting a sketch's ratings as they are
-   (or per pilot participant) would make sigma grow with the number of
-   candidates, so that it ranked pool sizes, not uniformity: the paper's
-   target 40/7 is a count of an N-image sample, so the counts are scaled to N.
-2. **Image sub-sample, stratified by pilot median.** Each candidate image
-   is placed at the scale point nearest its median pilot rating (a half goes
-   to the worse point). The N images are shared out over the seven points as
-   evenly as the candidates allow: each point gets N // 7, one more for
-   N mod 7 points drawn at random, and a point with too few candidates gives
-   its remainder to the others, again evenly ("water-filling"). Within a
-   point the images are drawn at random without replacement.
+1. **Sketch spread.** With n_sk the sketch's pilot ratings at point k, c_sk = N n_sk /
+   sum_k n_sk is the count at k of an N-image sample rated like its candidates, and sigma_s
+   = sqrt(mean_k (c_sk - N/7)^2) their spread around the uniform N/7. The counts are scaled
+   to N so that sigma ranks uniformity, not pool size. The sketches with the largest sigma
+   are dropped until K remain (ties: the earlier id stays); sketches with fewer than N rated
+   candidates are dropped first.
+2. **Images, stratified by pilot median.** Each candidate sits at the point nearest its
+   median pilot rating (a half goes to the worse point). The N images are shared out over
+   the points as evenly as the candidates allow (:func:`quotas`), and drawn at random
+   within a point.
 
-Why this scheme: placing each image at one scale point and filling equal
-quotas makes the expected distribution of ratings as uniform as the pool
-allows, while the choice within a point stays random, so no other property of
-the candidates (for example the retrieval system that proposed them) biases
-the sample. A weighted draw (weight 1 / frequency of the image's point) is
-the obvious alternative; it is uniform only in expectation and, with 40
-images, often several images off per point. With three pilot participants the
-median is a coarse estimate of where the final study's ratings will fall;
-the test suite measures that the selection is closer to uniform than the
-pool on simulated pilots.
+Equal quotas per point make the ratings as uniform as the pool allows while the choice
+within a point stays random, so no other property of the candidates biases the sample. A
+draw weighted by 1 / frequency is uniform only in expectation, often several images off
+per point at N = 40.
 """
 
 from __future__ import annotations
@@ -66,8 +50,7 @@ __all__ = [
 
 
 def _levels(ratings: pd.DataFrame) -> np.ndarray:
-    """The points of the pilot's scale, as recorded (``attrs["scale"]``, as ``load_ratings``
-    sets it; else the paper's 1..7): one level per point."""
+    """The points of the pilot's recorded scale (``attrs["scale"]``, else the paper's 1..7)."""
     return np.array(ratings.attrs.get("scale", PAPER_SCALE).points)
 
 
@@ -84,15 +67,14 @@ class Selection:
     Attributes
     ----------
     pairs : DataFrame
-        The chosen candidate rows of the pool's manifest (now role ``main``),
-        with ``pilot_median`` and ``pilot_level`` added.
+        The chosen candidate rows of the pool's manifest (role ``main``), with
+        ``pilot_median`` and ``pilot_level``.
     sketches : DataFrame
-        One row per pool sketch: ``sketch_id, n_candidates, n_rated,
-        n_pilot_raters, sigma, selected, sigma_selected`` and the pool's
-        counts ``count_1 .. count_7`` (its rating shares scaled to N images).
+        One row per pool sketch: ``sketch_id, n_candidates, n_rated, n_pilot_raters, sigma,
+        selected, sigma_selected`` and the pool's counts ``count_1 .. count_7``.
     distribution : DataFrame
-        ``dataset, rating, count, share`` for ``pool``, ``selection`` and
-        ``uniform``: the data of the paper's Fig. 7.
+        ``dataset, rating, count, share`` for ``pool``, ``selection`` and ``uniform``: the
+        data of the paper's Fig. 7.
     """
 
     pairs: pd.DataFrame
@@ -103,14 +85,11 @@ class Selection:
 def rating_counts(
     ratings: pd.DataFrame, images_per_sketch: int, *, points: np.ndarray | None = None
 ) -> pd.DataFrame:
-    """Per sketch: the count at each scale point of an N-image sample rated like the pilot.
+    """Per sketch, the counts c_k of an N-image sample rated like the pilot.
 
-    Returns a table indexed by ``sketch_id`` with columns ``count_1 ..
-    count_7`` (one per point of the pilot's scale: ``points``, else those of
-    ``attrs["scale"]``),
-    c_k = N n_k / sum_k n_k with n_k the sketch's pilot ratings at
-    k (its shares of the ratings, scaled to ``images_per_sketch`` = N), and
-    ``n_pilot_raters``, the participants who rated any image of the sketch.
+    Columns ``count_<k>`` per point of ``points`` (else of ``attrs["scale"]``) and
+    ``n_pilot_raters``, the participants who rated any image of the sketch; indexed by
+    ``sketch_id``.
 
     Examples
     --------
@@ -134,16 +113,12 @@ def rating_counts(
 
 
 def sketch_spread(counts: pd.DataFrame, images_per_sketch: int) -> pd.Series:
-    """sigma_s: the root-mean-square deviation of the counts c_k from N / k, k points.
-
-    ``counts`` is :func:`rating_counts`' table (counts of an N-image sample), a
-    ``count_<point>`` column per point of the scale (7 on the paper's).
+    """sigma_s: the root-mean-square deviation of :func:`rating_counts`' counts from N / k.
 
     Examples
     --------
-    Four ratings at 1, two at 7 and one at each other point, scaled to N = 7
-    images (counts 7/11 of those), against the uniform target 1 per point:
-    deviations (17, -4, -4, -4, -4, -4, 3) / 11.
+    Four ratings at 1, two at 7 and one at each other point, scaled to N = 7: deviations
+    (17, -4, -4, -4, -4, -4, 3) / 11 from the target 1.
 
     >>> counts = pd.DataFrame([np.array([4, 1, 1, 1, 1, 1, 2]) * 7 / 11], index=["s1"],
     ...                       columns=[f"count_{k}" for k in range(1, 8)])
@@ -159,13 +134,10 @@ def sketch_spread(counts: pd.DataFrame, images_per_sketch: int) -> pd.Series:
 
 
 def quotas(available: np.ndarray, total: int, rng: np.random.Generator) -> np.ndarray:
-    """How many images to take at each scale point: as even as ``available`` allows.
+    """How many images to take at each point, as even as ``available`` allows (water-filling).
 
-    Water-filling: each point gets min(available, L) for the largest level L
-    that does not take too many, and what is left goes one each to points
-    with more than L candidates, drawn at random. No point that could give
-    more ends up more than one image behind another. ``total`` must not
-    exceed ``available.sum()``.
+    Each point gets min(available, L) for the largest level L that does not exceed ``total``;
+    the rest go one each to points with more than L candidates, drawn at random.
 
     >>> int(quotas(np.array([10, 10, 10, 10, 10, 10, 10]), 40, np.random.default_rng(0)).sum())
     40
@@ -189,10 +161,8 @@ def quotas(available: np.ndarray, total: int, rng: np.random.Generator) -> np.nd
 
 
 def distance_to_uniform(shares: npt.ArrayLike) -> float:
-    """Total variation distance between a distribution over the k points of a scale (one share
-    each, 7 on the paper's) and the uniform one.
-
-    0 for a uniform distribution, at most (k - 1) / k.
+    """Total variation distance from the uniform distribution over the scale's points:
+    0 for uniform shares, at most (k - 1) / k.
 
     >>> distance_to_uniform([1 / 7] * 7)
     0.0
@@ -216,19 +186,14 @@ def select_pairs(
     Parameters
     ----------
     pool
-        The pool's manifest (rows with role ``candidate`` are the candidates).
+        The pool's manifest (its rows of role ``candidate``).
     ratings
-        The pilot's ratings, as :func:`sbir_study.analysis.load_ratings` returns them;
-        rows of phase ``main`` are used. Their scale (``attrs["scale"]``; the
-        paper's 1..7 without it) gives the levels: one per point, as recorded.
+        The pilot's ratings as :func:`sbir_study.analysis.load_ratings` returns them (its
+        ``main`` rows); their ``attrs["scale"]`` gives the points.
     sketches, images_per_sketch
         K and N (the paper: 31 and 40).
     seed
-        Seed of the random choices (quotas and images).
-
-    References
-    ----------
-    Eitz et al. (2011), Sec. 2.2.
+        Seed of the quotas' and the images' draws.
     """
     for name, value in (("sketches", sketches), ("images_per_sketch", images_per_sketch)):
         if value < 1:
@@ -286,8 +251,7 @@ def select_pairs(
 
 
 def _candidates_and_pilot(pool: pd.DataFrame, ratings: pd.DataFrame):
-    """The pool's candidate pairs and the pilot's main-phase ratings of them (ids as text);
-    a pilot rating of a pair that is not a candidate is an error."""
+    """The pool's candidates and the pilot's main ratings of them (of another pair: an error)."""
     candidates = pool[pool["role"] == "candidate"]
     if candidates.empty:
         raise InputError("stimulus set: no pairs with role 'candidate'; expected a pilot pool")
@@ -343,8 +307,7 @@ def _closest_to_uniform(table: pd.DataFrame, sketches: int, images_per_sketch: i
 def _choose_images(
     kept: list, levels: pd.Series, images_per_sketch: int, seed: int, points: np.ndarray
 ):
-    """N images of each kept sketch, drawn per pilot level by the quotas (one seeded stream,
-    the sketches in sorted order)."""
+    """N images of each kept sketch by the quotas, from one seeded stream in sketch order."""
     rng = np.random.default_rng(seed)
     chosen: list[tuple[str, str]] = []
     for sketch_id in sorted(kept):
@@ -385,14 +348,10 @@ def write_selection(
 ) -> Selection:
     """Select from the pool in ``pool_folder`` and write the selected set to ``out``.
 
-    ``out`` receives the same files as the pool (hard links where the file
-    system allows, copies where it does not), a manifest of the selected
-    pairs plus the pool's anchor pairs, ``SHA256SUMS``,
-    ``selection_sketches.csv``, ``selection_distribution.csv`` and
-    ``selection.json`` (the pool's digest, K, N and the seed). It is written
-    as every output is (``docs/outputs.md``): aside, then moved into place
-    when complete; an existing ``out`` only with ``overwrite``, and only when
-    an earlier ``stimuli select`` wrote it.
+    ``out`` gets the pool's files (hard links, else copies), a manifest of the selected and the
+    anchor pairs, ``SHA256SUMS``, ``selection_sketches.csv``, ``selection_distribution.csv`` and
+    ``selection.json`` (the pool's digest, K, N, the seed), written as every output is
+    (``docs/outputs.md``).
     """
     from sbir_study.foundation.outputs import check_target, output_folder
 

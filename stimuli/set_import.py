@@ -6,17 +6,11 @@ The folder convention::
     SET/images/<sketch_id>/<image_id>.<ext>
     SET/anchors.csv            (optional: sketch_id, image_id, anchor_rating)
 
-:func:`import_set` writes ``manifest.csv`` and ``SHA256SUMS`` into ``SET``
-and moves, renames or changes no other file. Sketches named in
-``anchors.csv`` are anchor sketches and every one of their images needs a
-prescribed rating there; all other sketches get the role given (``main`` for a
-study, ``candidate`` for a pilot pool). File names without their extension
-are the ids, and follow the id rule of :mod:`sbir_study.foundation.checks`.
-
-The new manifest and checksums are checked as a whole set (every image
-opened, its size bounded) before either is put in place, and then put in
-place together (``docs/outputs.md``): a set that would not validate, or an
-interrupted import, leaves the folder exactly as it was.
+:func:`import_set` writes ``manifest.csv`` and ``SHA256SUMS`` and touches no other file.
+File names without extension are the ids. The sketches of ``anchors.csv`` are anchor
+sketches, each image with a prescribed rating there; the others get the role given. The new
+files are validated as a whole set before they are put in place together, so a bad set or an
+interrupted import leaves the folder as it was.
 """
 
 from __future__ import annotations
@@ -46,33 +40,25 @@ def import_set(
     overwrite: bool = False,
     anchors: AnchorDesign | None = None,
 ) -> Path:
-    """Write the manifest and checksums of a set laid out by the folder convention.
+    """Write the manifest and checksums of a set laid out by the folder convention; return the
+    manifest's path.
 
     Parameters
     ----------
-    folder
-        The set folder, with ``sketches/`` and ``images/``.
     role
-        ``main`` (a study set) or ``candidate`` (a pilot pool) for every
-        sketch that is not an anchor sketch.
+        ``main`` (a study set) or ``candidate`` (a pilot pool) for the non-anchor sketches.
     overwrite
-        Replace the ``manifest.csv`` and ``SHA256SUMS`` of an earlier import
-        (after files were added or removed); without it, an existing manifest
-        is an error, and with it a manifest that ``stimuli import`` did not
-        write (a generated set's, one written by hand) is never replaced.
-    anchors : sbir_study.stimuli.AnchorDesign, optional
-        The anchor block the set must have (default: the one ``anchors.csv``
-        declares, as :func:`~sbir_study.stimuli.load_set` accepts it).
+        Replace the files of an earlier import; never a manifest ``stimuli import`` did not
+        write.
+    anchors
+        The anchor block the set must have (default: the one ``anchors.csv`` declares).
 
-    Returns
-    -------
-    Path
-        The manifest written. Problems (an unknown file type, a sketch without
-        images, images without a sketch, two files for one id, an id that
-        breaks the id rule, a bad ``anchors.csv``, an image that cannot be
-        read or is too large, anything :func:`~sbir_study.stimuli.validate_set` finds)
-        raise :class:`~sbir_study.foundation.checks.InputError` naming the file, and
-        nothing is written.
+    Raises
+    ------
+    InputError
+        Naming the file, for an unknown file type, a sketch without images or images without a
+        sketch, two files for one id, a bad id, a bad ``anchors.csv``, a bad image, or anything
+        :func:`~sbir_study.stimuli.validate_set` finds; nothing is written then.
     """
     from sbir_study.foundation.outputs import check_target, output_files
 

@@ -1,9 +1,7 @@
 """Checking a stimulus set before anyone rates it.
 
-:func:`validate_set` reads a set folder and lists every problem it finds,
-one line each, naming the file or the manifest line; :func:`load_set` is what
-the rest of the toolkit calls: it returns the checked set or raises
-:class:`~sbir_study.foundation.checks.InputError` with the first problem.
+:func:`validate_set` lists every problem, one line each; :func:`load_set`, which the rest of
+the toolkit calls, returns the checked set or raises the first problem.
 """
 
 from __future__ import annotations
@@ -32,22 +30,17 @@ from .manifest import (
 
 __all__ = ["AnchorDesign", "SetReport", "StimulusSet", "load_set", "validate_set"]
 
-#: The prescribed ratings a set may hold: the points of the largest scale, 1..9. A set does not
-#: know the protocol it will be rated under: a session checks its anchors against the
-#: protocol's scale when it starts.
+#: The prescribed ratings a set may hold, 1..9; a session checks them against its protocol's scale.
 SCALE = (1, SCALE_POINTS[1])
 
 
 @dataclass(frozen=True)
 class AnchorDesign:
-    """What a whole anchor block is: the paper's 3 sketches x 7 images rated 1..7.
+    """A whole anchor block: the paper's 3 sketches x 7 images rated 1..7.
 
-    ``sketches = 0`` declares a study without anchoring; a pilot pool (only
-    ``candidate`` pairs) is never required to have anchors. Each anchor sketch's
-    images are rated once each at points spread evenly over ``scale``; ``None``
-    (the default) is the set's own scale, 1 to its highest prescribed rating (at
-    least 1..7 when the set has no anchor ratings to go by), found when a set is
-    checked (:meth:`on_set`).
+    ``sketches = 0`` declares a study without anchoring; a pilot pool needs no anchors. Each
+    sketch's images are rated at points spread evenly over ``scale``; None is the set's own
+    scale, found when the set is checked (:meth:`on_set`).
     """
 
     sketches: int = paper.ANCHOR_SKETCHES
@@ -69,12 +62,8 @@ class AnchorDesign:
     def ratings(self) -> tuple[int, ...]:
         """The prescribed ratings of one anchor sketch's images, spread evenly over the scale.
 
-        Examples
-        --------
-        >>> AnchorDesign().ratings
-        (1, 2, 3, 4, 5, 6, 7)
-        >>> AnchorDesign(images=3, scale=Scale(1, 5)).ratings
-        (1, 3, 5)
+        >>> AnchorDesign().ratings, AnchorDesign(images=3, scale=Scale(1, 5)).ratings
+        ((1, 2, 3, 4, 5, 6, 7), (1, 3, 5))
         """
         scale = self.scale or (
             PAPER_SCALE if self.images <= PAPER_SCALE.k else Scale(1, self.images)
@@ -83,9 +72,9 @@ class AnchorDesign:
         return tuple(int(r) for r in spread)
 
     def on_set(self, manifest: pd.DataFrame) -> AnchorDesign:
-        """This design with its scale, the set's own when it has none: 1 to the highest
-        prescribed rating of the manifest's anchor pairs, and at least 1..images (1..7
-        when the set has no prescribed rating in 1..9)."""
+        """This design with a scale: if it has none, 1 to the highest prescribed anchor rating of
+        the manifest, at least 1..images (1..7 without prescribed ratings).
+        """
         if self.scale is not None:
             return self
         given = (
@@ -115,7 +104,7 @@ class StimulusSet:
         return self.folder / relative
 
     def sketch_paths(self) -> dict[str, Path]:
-        """Each sketch id mapped to its file (checked: inside the set, listed, bounded)."""
+        """Each sketch id's file."""
         first = self.manifest.drop_duplicates("sketch_id")
         return {row.sketch_id: self.path(row.sketch_path) for row in first.itertuples()}
 
@@ -159,21 +148,14 @@ class SetReport:
 def validate_set(
     folder: str | Path, anchors: AnchorDesign = AnchorDesign(), *, check_images: bool = True
 ) -> SetReport:
-    """Check a stimulus set and report every problem found.
+    """Check a stimulus set and report every problem, one line each naming the file or line.
 
-    Checks, each problem one line naming the file or manifest line: the
-    manifest's columns, ids (the id rule of :mod:`sbir_study.foundation.checks`), roles
-    and prescribed ratings; duplicate pairs; a sketch given two files; paths
-    that are absolute, contain ``..`` or lead (through a symlink) outside the
-    set folder; missing or unreadable image files, and images whose header
-    declares more than :data:`sbir_study.foundation.checks.MAX_IMAGE_PIXELS` pixels;
-    ``SHA256SUMS`` (malformed lines, files not listed, checksum mismatches);
-    a sketch in two roles or without images; and an anchor block that is not
-    whole (``anchors``: the number of anchor sketches, each with images
-    carrying the prescribed ratings :attr:`AnchorDesign.ratings`).
-
-    ``check_images=False`` skips opening the images (the checksums still
-    prove they are the listed files).
+    It checks the manifest's columns, ids, roles and prescribed ratings; duplicate pairs; a
+    sketch with two files, two roles or no images; paths that are absolute, hold ``..`` or lead
+    outside the set (a symlink); missing, unreadable or too large images
+    (:data:`~sbir_study.foundation.checks.MAX_IMAGE_PIXELS`); ``SHA256SUMS`` (malformed lines,
+    files not listed, mismatches); and whether the anchor block is whole (``anchors``).
+    ``check_images=False`` does not open the images (the checksums still prove them).
     """
     return _validate(Path(folder), anchors, check_images=check_images)
 
@@ -185,9 +167,9 @@ def _validate(
     check_images: bool,
     staged: dict[str, Path] | None = None,
 ) -> SetReport:
-    """:func:`validate_set`, with ``manifest.csv`` and ``SHA256SUMS`` read from ``staged``
-    (name -> file) when given: ``stimuli import`` checks the set it is about to write.
-    ``anchors`` None takes the manifest's own anchor block (:func:`anchor_block`)."""
+    """:func:`validate_set`, reading ``manifest.csv`` and ``SHA256SUMS`` from ``staged`` when given
+    (``stimuli import`` checks what it is about to write); ``anchors`` None takes the manifest's.
+    """
     staged = staged or {}
     report = SetReport(folder=folder)
     if not folder.is_dir():
@@ -266,14 +248,11 @@ def _validate(
 
 
 def load_set(folder: str | Path, anchors: AnchorDesign | None = None) -> StimulusSet:
-    """The stimulus set in ``folder``, checked by :func:`validate_set`.
+    """The stimulus set in ``folder``, checked by :func:`validate_set`; raises InputError with the
+    first problem (and the count of the others).
 
-    ``anchors`` is the anchor block the set must have; None accepts the set's
-    own block, whatever its number of sketches, as long as each anchor sketch
-    has the same number of images with ratings spread over the scale.
-
-    Raises :class:`~sbir_study.foundation.checks.InputError` with the first problem (and
-    how many more there are) when the set is not valid.
+    ``anchors`` is the block the set must have; None accepts the set's own, whatever its number
+    of sketches, if each has the same images rated over the scale.
     """
     report = _validate(Path(folder), anchors, check_images=True)
     if not report.ok or report.manifest is None:
@@ -330,7 +309,7 @@ def _check_paths(
     check_images: bool,
     problems: list[str],
 ) -> set[str]:
-    """Check every path the manifest names; returns the safe ones that exist."""
+    """Check every path the manifest names; return the safe ones that exist."""
     where = folder / MANIFEST
     root = folder.resolve()
     first: dict[str, tuple[int, str]] = {}
@@ -377,8 +356,7 @@ def _unsafe(path: str, root: Path, folder: Path) -> str | None:
 
 
 def _unreadable(path: Path) -> str | None:
-    """Why ``path`` is not an image to show, or None: its header is read and its size
-    checked before anything is decoded (:func:`sbir_study.foundation.checks.open_image`)."""
+    """Why ``path`` is not an image to show, or None (its size checked before decoding)."""
     try:
         with open_image(path) as image:
             image.verify()

@@ -1,10 +1,7 @@
 """Is there a display to open the session's window on? Asked before PsychoPy opens anything.
 
-Without an X display, PsychoPy's window and the Psychtoolbox keyboard backend
-do not fail cleanly: the keyboard backend ends the process with a
-segmentation fault. So ``sbir-study run`` asks the X server itself first
-(python-xlib, a pure-Python client), with a time limit, and stops with one
-line saying how to get a display.
+Without an X display the Psychtoolbox keyboard backend ends the process with a segmentation
+fault, so ``run`` asks the X server itself first (python-xlib), with a time limit.
 """
 
 from __future__ import annotations
@@ -25,12 +22,10 @@ _HOW = (
 
 
 def require_display(environ: Mapping[str, str] | None = None, *, timeout_s: float = 5.0) -> str:
-    """The X display the session will use, or an InputError saying there is none and what to do.
+    """The X display the session will use, or an InputError saying what to do.
 
-    Checks that ``DISPLAY`` is set, that the X server answers within
-    ``timeout_s``, and that it has the extensions the session needs (GLX for
-    the OpenGL window, XInputExtension for the keyboard backend). Other
-    platforms than Linux have no X server to ask and pass.
+    ``DISPLAY`` must be set and its server answer within ``timeout_s`` with GLX (the window) and
+    XInputExtension (the keyboard backend). Other platforms than Linux pass.
     """
     if not sys.platform.startswith("linux"):
         return ""

@@ -1,12 +1,8 @@
 """The participant details a paper reports: age, sex and handedness.
 
-Which details a study records is a protocol setting (``participants.details``,
-any of :data:`DETAILS`, all optional). Each is either given on the command
-line (``sbir-study run --age 24 --sex F --handedness R``) or asked on screen
-before the instructions, and written to the dataset's ``participants.tsv``;
-``participants.json`` describes every column and its levels, in the terms of
-the BIDS specification (``sex``: M, F, O; ``handedness``: R, L, A; ``age`` in
-years). "Prefer not to say" is recorded as ``n/a``, like any missing value.
+A protocol records any of :data:`DETAILS` (``participants.details``), given on the command
+line (``run --age 24 --sex F``) or asked on screen, into ``participants.tsv``, described in
+BIDS terms in ``participants.json``. "Prefer not to say" is recorded as ``n/a``.
 """
 
 from __future__ import annotations
@@ -25,8 +21,9 @@ MISSING = "n/a"
 
 @dataclass(frozen=True)
 class Detail:
-    """One participant detail: its ``participants.tsv`` column and answers (its question is
-    the protocol's, :class:`sbir_study.study.texts.Texts`)."""
+    """One participant detail: its ``participants.tsv`` column and answers (its question is the
+    protocol's).
+    """
 
     name: str
     description: str
@@ -73,15 +70,9 @@ _SPELLINGS = {
 
 
 def check_details(given: Mapping[str, str | None], wanted: tuple[str, ...]) -> dict[str, str]:
-    """The details given on the command line, checked and spelled as recorded.
+    """The details given on the command line (None: not given), checked against the protocol's
+    ``wanted`` details and spelled as recorded.
 
-    ``given`` maps detail name -> text (None: not given); ``wanted`` is the
-    protocol's ``participants.details``. A detail the protocol does not
-    record, or a value outside its levels, is an
-    :class:`~sbir_study.foundation.checks.InputError` naming the option.
-
-    Examples
-    --------
     >>> check_details({"age": "24", "sex": "female", "handedness": None}, ("age", "sex"))
     {'age': '24', 'sex': 'F'}
     >>> check_details({"sex": "n/a"}, ("sex",))

@@ -1,22 +1,13 @@
 """Study protocols: one typed object, loaded from TOML and checked once at load.
 
-A protocol file has top-level keys (``name``, ``task``, ``description``,
-``main_roles``) and one table per topic: ``[timing]``, ``[response]``,
-``[anchoring]``, ``[practice]``, ``[pauses]``, ``[display]``, ``[participants]``,
-``[dataset]``, ``[instructions]``, ``[online]`` (the browser session of
-``sbir-study serve``), ``[texts]`` (every other word a participant reads,
-:mod:`sbir_study.study.texts`) and ``[[catch]]`` tables. Each table is a frozen pydantic
-dataclass (:mod:`sbir_study.study.protocol_settings`, whose names this module gives too)
-whose fields say what every setting is, its default and its bounds. The session loop
-reads only the :class:`Protocol` object, never the TOML dictionary.
-
-Problems are :class:`~sbir_study.foundation.checks.InputError`, one line
-naming the file and the setting (the first problem pydantic finds,
-:mod:`sbir_study.study.protocol_errors`): an unknown key (with the closest valid one),
-a wrong type, a value outside what the setting takes (a duration that is not a finite
-number in :data:`DURATION_RANGE_S`, for example), a key name the keyboard cannot report
-(with the closest one it can; which names are accepted where:
-:mod:`sbir_study.study.key_names`), a key given two jobs.
+A protocol has top-level keys (``name``, ``task``, ``description``, ``main_roles``) and one
+table per topic (:mod:`sbir_study.study.protocol_settings`, whose names this module gives
+too; ``[texts]``: :mod:`sbir_study.study.texts`). The session reads only the
+:class:`Protocol`, never the TOML. A problem is an
+:class:`~sbir_study.foundation.checks.InputError`, one line naming the file and the setting
+(:mod:`sbir_study.study.protocol_errors`): an unknown key (with the closest valid one), a
+wrong type, a value out of bounds, a key name the keyboard cannot report
+(:mod:`sbir_study.study.key_names`), a key given two jobs.
 """
 
 from __future__ import annotations
@@ -163,30 +154,11 @@ _PROTOCOL = TypeAdapter(Protocol)
 
 
 def load_protocol(path: str | Path, *, online: bool = False) -> Protocol:
-    """Read and check a protocol file.
+    """Read and check a protocol file; InputError, one line naming the file and the setting.
 
-    Parameters
-    ----------
-    path
-        The protocol (TOML).
-    online
-        The protocol is served to browsers (``sbir-study serve``): its keys must
-        also be names a browser can send
-        (:func:`~sbir_study.study.key_names.browser_key_names`).
+    ``online``: the protocol is served to browsers, so its keys must also be names a browser
+    can send (:func:`~sbir_study.study.key_names.browser_key_names`).
 
-    Returns
-    -------
-    Protocol
-        The checked protocol.
-
-    Raises
-    ------
-    InputError
-        One line naming the file and the setting; which key names are accepted
-        where: :mod:`sbir_study.study.key_names`.
-
-    Examples
-    --------
     >>> protocol = load_protocol("protocols/eitz2011.toml")
     >>> protocol.timing.stimulus_s, str(protocol.scale)
     (2.0, '1-7')
@@ -212,8 +184,7 @@ def load_protocol(path: str | Path, *, online: bool = False) -> Protocol:
 
 
 def protocol_dict(protocol: Protocol) -> dict:
-    """The protocol as plain data (for the session's sidecar); ``catch`` left out when the
-    protocol names no catch pairs."""
+    """The protocol as plain data for the sidecar, ``catch`` left out when empty."""
     recorded = dataclasses.asdict(protocol)
     if not recorded["catch"]:
         del recorded["catch"]

@@ -1,10 +1,8 @@
 """A protocol's problems, each as one line naming the setting and what it takes.
 
-A setting says what it takes in its ``Annotated`` type (:class:`Expects`), in the words
-of the type column of ``protocols/README.md``; a table's own validator refuses in words
-of its own (:func:`refusal`). :func:`refusal_line` words the first error pydantic finds
-as ``<key>: expected ..., got ...`` (or ``unknown key ...``), the line
-:func:`sbir_study.study.protocol.load_protocol` raises after the file's name.
+A setting's ``Annotated`` type says what it takes (:class:`Expects`, in the words of
+``protocols/README.md``); a table's validator refuses in its own words (:func:`refusal`).
+:func:`refusal_line` words pydantic's first error as ``<key>: expected ..., got ...``.
 """
 
 from __future__ import annotations
@@ -24,19 +22,14 @@ __all__ = ["Expects", "refusal", "refusal_line"]
 
 @dataclasses.dataclass(frozen=True)
 class Expects:
-    """What a setting takes, as its refusal says it: ``<key>: expected <text>, got <value>``.
-
-    Kept beside the bounds it describes (in the setting's ``Annotated`` type).
-    """
+    """What a setting takes, as its refusal says it, kept in its ``Annotated`` type."""
 
     text: str
 
 
 def refusal(message: str, *, field: str | None = None) -> PydanticCustomError:
-    """A refusal worded in full (after ``<key>: ``).
-
-    ``field`` names the setting when a table's own validator raises it, since pydantic
-    then places the error at the table.
+    """A refusal worded in full; ``field`` names the setting when a table's validator raises it
+    (pydantic places that error at the table).
     """
     context = {"message": message} | ({"field": field} if field else {})
     return PydanticCustomError("protocol_setting", "{message}", context)
@@ -53,16 +46,8 @@ _TYPES = {
 
 
 def refusal_line(error: Mapping, raw: dict, root: type) -> str:
-    """``<key>: expected ..., got ...`` (or ``unknown key ...``) for one pydantic error.
-
-    Parameters
-    ----------
-    error
-        One item of ``ValidationError.errors()``.
-    raw
-        The TOML document as read, for the whole value of the setting refused.
-    root
-        The table the document is validated as (:class:`~sbir_study.study.protocol.Protocol`).
+    """``<key>: expected ..., got ...`` (or ``unknown key ...``) for one of pydantic's ``errors()``;
+    ``raw`` is the TOML as read, ``root`` the table it is validated as.
     """
     loc, kind = error["loc"], error["type"]
     where = _dotted(loc)

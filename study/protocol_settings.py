@@ -1,22 +1,12 @@
 """The tables of a protocol's settings, one per topic: each setting, its default and bounds.
 
-Each table (``[timing]``, ``[response]``, ``[anchoring]``, ``[practice]``, ``[[catch]]``,
-``[pauses]``, ``[display]``, ``[participants]``, ``[dataset]``, ``[instructions]``,
-``[online]``) is a frozen pydantic dataclass: each setting's type holds its bounds, its
-default is its value, and the docstring under it says what it is (pydantic's
-``use_attribute_docstrings`` makes it the field's description); ``protocols/README.md``
-documents the same settings for the people who write protocols. A setting left out takes
-the default of the paper's replication (Eitz et al. 2011, Sec. 2.3).
-:class:`sbir_study.study.protocol.Protocol` holds them all, with ``[texts]``
-(:class:`sbir_study.study.texts.Texts`).
-
-The tables are pydantic dataclasses rather than ``BaseModel`` subclasses so that
-``dataclasses.replace`` and ``dataclasses.asdict`` keep working for every caller
-(``replace`` validates the changed protocol again). Every scalar setting is strict
-(``StrictFloat``, ``StrictInt``, ``StrictBool``, ``StrictStr``): a number is never read from
-a string nor a flag from a number. The tables themselves are not in strict mode, because
-strict mode refuses the list a TOML array gives for a tuple and the dictionary a TOML table
-gives for a dataclass.
+Each table (``[timing]``, ``[response]``, ...) is a frozen pydantic dataclass: a setting's
+type holds its bounds, its default is the paper's replication (Sec. 2.3), and the docstring
+under it is its description (``use_attribute_docstrings``), as ``protocols/README.md``
+documents it. Pydantic dataclasses keep ``dataclasses.replace`` (which validates again) and
+``asdict`` working. Every scalar is strict (no number from a string, no flag from a number);
+the tables are not, since strict mode refuses a TOML array for a tuple and a TOML table for a
+dataclass.
 """
 
 from __future__ import annotations

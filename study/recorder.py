@@ -1,17 +1,11 @@
 """Recording a rating session so that no completed trial is ever lost.
 
-The session's ``_beh.tsv`` is opened once and every trial is appended as one
-line, flushed and fsync'ed as soon as it is complete; a session killed at any
-instant (SIGKILL, power loss) keeps every trial whose line was written. Files
-are never overwritten: an existing session is refused unless resumed, and the
-sidecar and ``participants.tsv`` are replaced atomically (write a temporary
-file, fsync, rename), so a crash leaves either the old or the new version.
-
-On ``resume``, the recorded seed re-derives the trial order, which must equal
-the recorded order, for the same protocol and the same stimulus set (digest);
-the session continues from the first unrecorded trial. A line cut off by a
-crash is not a trial: it is moved to ``sourcedata/`` (kept, not lost) and the
-file ends at the last whole line.
+Each trial is appended to the session's ``_beh.tsv`` as one line, flushed and fsync'ed when
+complete, so a session killed at any instant keeps every trial written. An existing session
+is refused unless resumed; the sidecar and ``participants.tsv`` are replaced atomically.
+On ``resume`` the recorded seed re-derives the trial order, which must equal the recorded
+one under the same protocol and stimulus set, and the session continues at the first
+unrecorded trial. A line cut off by a crash is moved to ``sourcedata/``.
 """
 
 from __future__ import annotations
@@ -105,9 +99,8 @@ def format_cell(value: object) -> str:
 
 
 class SessionRecorder:
-    """Appends a session's trials to its BIDS ``_beh.tsv``; see the module docstring.
-
-    Use :meth:`open`, then :meth:`append` once per trial and :meth:`finish`.
+    """Appends a session's trials to its ``_beh.tsv``: :meth:`open`, :meth:`append` per trial,
+    :meth:`finish`.
     """
 
     def __init__(self, path: Path, sidecar: dict, recorded: int) -> None:
@@ -134,16 +127,20 @@ class SessionRecorder:
     ) -> SessionRecorder:
         """Start (or, with ``resume``, continue) a participant's session under ``root``.
 
-        ``session`` is what the sidecar records (protocol, stimulus set with
-        its digest, seed, refresh rate, software); ``trial_order`` the rows
-        ``(trial, phase, sketch_id, image_id)`` of the trial list. A session
-        that exists is refused without ``resume``; with it, the recorded
-        ``Protocol``, ``StimulusSetDigest`` and ``TrialOrder`` must equal the
-        given ones. ``details`` (detail name -> value, see
-        :mod:`sbir_study.study.participants`) go into the participant's row of
-        ``participants.tsv``, and ``source_id``, the id of which the label
-        was made (:func:`label_of`), into its ``source_id`` column; ``dataset``
-        (``Name``, ``Authors``) into a new dataset's ``dataset_description.json``.
+        Parameters
+        ----------
+        session
+            What the sidecar records (protocol, stimulus set and digest, seed, refresh rate,
+            software); on resume, its ``Protocol`` and ``StimulusSetDigest`` must be those
+            recorded.
+        trial_order
+            The rows ``(trial, phase, sketch_id, image_id)``; on resume, ``TrialOrder``'s.
+        details
+            Detail name -> value (:mod:`sbir_study.study.participants`) for ``participants.tsv``.
+        dataset
+            ``Name`` and ``Authors`` for a new dataset's ``dataset_description.json``.
+        source_id
+            The id the label was made of (:func:`label_of`), for ``participants.tsv``.
         """
         root = Path(root)
         label = bids.check_label(participant)
@@ -183,11 +180,8 @@ class SessionRecorder:
     def append(self, row: Mapping, keys: Sequence[tuple[str, float, float]] = ()) -> None:
         """Write one trial as one line and force it to disk before returning.
 
-        ``keys`` are the key-downs received since the last trial, as ``(key,
-        monotonic time, seconds from the session's start)``: they go to the
-        session's key log first (``sourcedata/sub-<label>/..._keys.tsv``,
-        every key the session received, in the order received), so a trial
-        on disk can always be scored again from the keys behind it.
+        ``keys`` (``(key, monotonic time, seconds from the start)`` since the last trial) go to the
+        key log first, so a trial on disk can always be scored again from its keys.
         """
         if keys:
             if self._keys is None:
@@ -202,7 +196,7 @@ class SessionRecorder:
 
     @property
     def key_log(self) -> Path:
-        """Every key-down the session received: ``sourcedata/sub-<label>/<name>_keys.tsv``."""
+        """Every key-down the session received (:func:`key_log_path`)."""
         return key_log_path(self.path)
 
     def finish(self, status: str, **entries: object) -> None:
@@ -230,8 +224,7 @@ def refuse_recorded(path: Path, label: str) -> None:
 
 
 def key_log_path(beh: Path) -> Path:
-    """The key log of the session whose ``_beh.tsv`` is ``beh``: beside the dataset's
-    ``sub-<label>`` folders, in ``sourcedata/sub-<label>/<name>_keys.tsv``.
+    """The key log of the session whose ``_beh.tsv`` is ``beh``, under ``sourcedata/``.
 
     >>> key_log_path(Path("data/sub-07/beh/sub-07_task-sbirrating_beh.tsv")).as_posix()
     'data/sourcedata/sub-07/sub-07_task-sbirrating_keys.tsv'
@@ -245,7 +238,7 @@ def key_log_path(beh: Path) -> Path:
 
 
 def _open_key_log(path: Path) -> TextIO:
-    """The key log, for appending (a header when new; a resumed session goes on below)."""
+    """The key log for appending: a header when new, a cut-off last key moved aside when resumed."""
     path.parent.mkdir(parents=True, exist_ok=True)
     new = not path.exists()
     if not new:
@@ -266,14 +259,12 @@ def _plain(value):
 
 
 def check_dataset_folder(root: str | Path) -> Path:
-    """Check that sessions can be recorded under ``root``, before anything is shown.
+    """Check, before anything is shown, that sessions can be recorded under ``root``.
 
-    ``root`` is a new or empty folder, or a BIDS dataset (it has
-    ``dataset_description.json``, and a readable ``participants.tsv`` if any),
-    in a place the output policy allows
-    (:func:`~sbir_study.foundation.outputs.check_dataset_folder`).
-    A folder that holds other files is refused: it is someone else's, and
-    nothing in it is touched.
+    ``root`` is a new or empty folder or a BIDS dataset (``dataset_description.json``, a
+    readable ``participants.tsv`` if any), where the output policy allows
+    (:func:`~sbir_study.foundation.outputs.check_dataset_folder`). A folder holding other files
+    is someone else's and is refused.
     """
     from sbir_study.foundation.outputs import check_dataset_folder as check_place
 
@@ -288,10 +279,7 @@ def check_dataset_folder(root: str | Path) -> Path:
                 "sessions"
             )
         if description.exists():
-            try:
-                json.loads(description.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as error:
-                raise InputError(f"{description}: cannot be read as JSON ({error})") from None
+            _read_json(description)
         _read_participants(root / "participants.tsv")
     existing = root
     while not existing.exists():
@@ -313,16 +301,12 @@ def recorded_details(root: str | Path, label: str) -> dict[str, str]:
 
 
 def label_of(root: str | Path, source_id: str) -> str:
-    """The label of the participant whose id is ``source_id`` in the dataset at ``root``.
+    """The label of the participant whose id (``run --participant``) is ``source_id`` at ``root``.
 
-    ``source_id`` is the id as given (``sbir-study run --participant``): a
-    recruitment platform's id or the lab's own label. An id that
-    ``participants.tsv`` records (its ``source_id`` column) finds its label
-    again, so a resumed session continues under the label it began with. So
-    does an id that is itself the label of a participant with no ``source_id``
-    recorded (``n/a``). Any other id gets its label by
-    :func:`~sbir_study.foundation.checks.participant_label`, with every label
-    in the dataset (``participants.tsv`` and the ``sub-`` folders) taken.
+    An id that ``participants.tsv`` records as ``source_id`` finds its label again, so a resumed
+    session keeps its label; so does an id that is itself the label of a participant without a
+    ``source_id``. Any other id gets :func:`~sbir_study.foundation.checks.participant_label`,
+    every label of the dataset taken.
 
     Examples
     --------
@@ -360,6 +344,13 @@ def label_of(root: str | Path, source_id: str) -> str:
     return participant_label(source_id, labels)
 
 
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise InputError(f"{path}: cannot be read as JSON ({error})") from None
+
+
 def _read_participants(path: Path) -> pd.DataFrame | None:
     if not path.exists():
         return None
@@ -370,11 +361,8 @@ def _read_participants(path: Path) -> pd.DataFrame | None:
 
 
 def dataset_description(dataset: Mapping, generated_by: str) -> dict[str, object]:
-    """The content of a dataset's ``dataset_description.json``.
-
-    ``dataset`` holds the protocol's ``[dataset]`` as ``Name`` and ``Authors``
-    (``Authors`` left out when it names none); ``generated_by`` is the command
-    that wrote the dataset, as ``GeneratedBy`` records it.
+    """A dataset's ``dataset_description.json`` from the protocol's ``[dataset]`` (``Name``,
+    ``Authors``) and the command that wrote it (``GeneratedBy``).
 
     >>> written = dataset_description({"Name": "Ratings", "Authors": ["A. B."]}, "sbir-study run")
     >>> written["Name"], written["Authors"], written["GeneratedBy"][0]["Description"]
@@ -406,19 +394,13 @@ def _start_dataset(
         if source_id is not None:
             row["source_id"] = source_id
         table = pd.concat([table, pd.DataFrame([row], dtype=str)], ignore_index=True)
-        # The id as given beside the label, the details in a fixed order last, other columns
-        # as they were (rows of sessions recorded before ids were kept: source_id n/a).
+        # The id as given beside the label, other columns as they were, the details last.
         first = ["participant_id", *(["source_id"] if "source_id" in table.columns else [])]
         known = [c for c in DETAILS if c in table.columns]
         others = [c for c in table.columns if c not in first and c not in DETAILS]
         bids.write_tsv(participants, table[[*first, *others, *known]], in_place=True)
     sidecar = root / "participants.json"
-    described = {}
-    if sidecar.exists():
-        try:
-            described = json.loads(sidecar.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise InputError(f"{sidecar}: cannot be read as JSON ({error})") from None
+    described = _read_json(sidecar) if sidecar.exists() else {}
     wanted = {
         "participant_id": {"Description": "Participant label (sub-<label>)."},
         **({"source_id": SOURCE_ID_DESCRIPTION} if "source_id" in table.columns else {}),
@@ -468,10 +450,8 @@ def _resume(path: Path, session: Mapping, order: list) -> tuple[dict, int]:
     return sidecar, recorded
 
 
-#: The fixed default instruction texts that sidecars of sbir-study's first releases record
-#: for a protocol that leaves them out (later releases write them from its settings and
-#: record ``None``). A session whose sidecar holds one resumes with the text left out: it
-#: is the default either way.
+#: The default instruction texts a sidecar may record for a protocol that leaves them out
+#: (the toolkit records ``None``); a session whose sidecar holds one resumes as if left out.
 _EARLIER_DEFAULT_INSTRUCTIONS = {
     "anchoring": "You will first see example pairs of a sketch and an image, each with the "
     "rating it deserves, from 1 (best match) to 7 (worst match).\n\nPress space to begin.",
@@ -485,11 +465,8 @@ _EARLIER_DEFAULT_INSTRUCTIONS = {
 
 
 def _as_written_from_settings(recorded, given):
-    """``recorded`` with each fixed default instruction text that ``given`` leaves out
-    (``None``) read as left out too.
+    """``recorded`` with each fixed default text that ``given`` leaves out (None) read as left out.
 
-    Examples
-    --------
     >>> old = {"instructions": {"pause": "Paused. Press space to continue.", "end": "Bye"}}
     >>> _as_written_from_settings(old, {"instructions": {"pause": None, "end": None}})
     {'instructions': {'pause': None, 'end': 'Bye'}}
@@ -515,10 +492,8 @@ def _protocol_defaults() -> dict:
 
 
 def _keep_whole_lines(path: Path, keep_in: Path | None = None) -> int:
-    """Move a line cut off by a crash to sourcedata/; return the number of whole trial lines.
-
-    ``keep_in`` is the folder for the cut line (default: the participant's
-    folder under ``sourcedata/``, for a ``_beh.tsv``).
+    """Move a line cut off by a crash to ``keep_in`` (default the participant's ``sourcedata/``
+    folder); return the number of whole trial lines.
     """
     data = path.read_bytes()
     end = data.rfind(b"\n") + 1
@@ -537,14 +512,10 @@ _ABSENT = object()
 
 
 def _difference(recorded, given, where: str, default=_ABSENT):
-    """The first place where two JSON values differ: (path, recorded, given), or Nones.
+    """The first place two JSON values differ, as (path, recorded, given), or Nones.
 
-    ``default`` holds the values a setting takes when left out: a setting the
-    record does not have (it was recorded before the setting existed) matches
-    a given value equal to its default, and no other.
+    A setting missing from the record matches a given value equal to its ``default``, no other.
 
-    Examples
-    --------
     >>> _difference({"a": 1}, {"a": 1, "b": 2}, "P", {"a": 0, "b": 2})
     (None, None, None)
     >>> _difference({"a": 1}, {"a": 1, "b": 3}, "P", {"a": 0, "b": 2})

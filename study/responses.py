@@ -1,16 +1,11 @@
 """What a trial records, as a pure function of the key events around it.
 
-The participant may press several rating keys while a pair is shown and
-during the black screen after it, changing their mind (Sec. 2.3: "The rating
-could be submitted and changed during the total of 2 seconds of stimulus or
-the 1 second of blank screen, but not afterwards"). The recorded rating is the
-last rating key pressed before the response window closes; the response time
-is that press's time from stimulus onset.
-
-Both sessions use this module: the lab session (PsychoPy, key-down times from
-the Psychtoolbox backend) and the browser session (``performance.now()``
-times of each keydown, scored on the server). Whatever order a keyboard
-backend returns its events in, the result depends only on their times.
+The rating "could be submitted and changed during the total of 2 seconds of stimulus or the 1
+second of blank screen, but not afterwards" (Sec. 2.3): the recorded rating is the last
+rating key pressed inside the response window, the response time that press's time from
+onset. The lab session (PsychoPy key-down times) and the browser session (``performance.now()``
+times, scored on the server) both score here; the result depends only on the events' times,
+not on the order a backend returns them in.
 """
 
 from __future__ import annotations
@@ -42,11 +37,8 @@ class KeyEvent:
 
 @dataclass(frozen=True)
 class TrialResponse:
-    """What a trial records of the participant's presses.
-
-    ``rating`` and ``rt`` are None when no rating key was pressed inside the
-    window; ``presses`` lists every rating press inside it, in time order, as
-    ``(rating, seconds from onset)``.
+    """A trial's last rating and its ``rt`` (None without a rating press in the window), and every
+    rating press in it as ``(rating, seconds from onset)``, in time order.
     """
 
     rating: int | None
@@ -75,15 +67,11 @@ def rating_key_map(keys: Sequence[str], *, keypad: bool = True) -> dict[str, int
 
 
 def event_stream(events: Iterable[KeyEvent | tuple[str, float]]) -> tuple[KeyEvent, ...]:
-    """The events ordered by their own time, each once.
+    """The events by time, each (key, time) once, simultaneous ones in their arrival order.
 
-    A backend may report one key-down twice (on press and again on release)
-    and in any order across polls; an event is the pair (key, time), and two
-    events at the same instant keep the order they arrived in. A time that is
-    not finite is an error (``ValueError``), never silently dropped.
+    A backend may report a key-down twice and in any order across polls. A time that is not
+    finite raises ``ValueError``.
 
-    Examples
-    --------
     >>> event_stream([("3", 0.9), ("2", 0.4), ("3", 0.9)])
     (KeyEvent(t=0.4, name='2'), KeyEvent(t=0.9, name='3'))
     """
@@ -108,19 +96,13 @@ def response_window_end(
 ) -> float:
     """When a trial's response window closes: at the flip that ended its blank.
 
-    The one rule of both sessions. The rating can be changed "during the total of 2
-    seconds of stimulus or the 1 second of blank screen" (Sec. 2.3), and the blank
-    lasts until the next screen is actually shown: a press made while the blank is
-    still visible counts, also when a late flip (a busy machine) made the blank
-    longer than ``blank_s``. The lab session's flips are its own and are taken
-    as they came (``late_max_s`` infinite); a page's report of its next flip is
-    bounded: the window closes no later than ``late_max_s`` after the blank's
-    nominal end (``blank_onset + blank_s``), so a page cannot hold it open.
+    A press made while the blank is visible counts, also when a late flip made the blank longer
+    than ``blank_s``. The lab session takes its own flips as they came (``late_max_s``
+    infinite); a page's reported flip is bounded to ``late_max_s`` after the blank's nominal
+    end, so a page cannot hold the window open.
 
-    Examples
-    --------
-    A blank from 12.0 s for 1 s, the next pair flipped 0.3 s late: the window
-    closes at 13.3 s; reported 5 s late, at 13.5 s with half a second allowed.
+    A blank from 12.0 s for 1 s, the next pair 0.3 s late: the window closes at 13.3 s;
+    reported 5 s late, at 13.5 s with half a second allowed.
 
     >>> response_window_end(12.0, 13.3, 1.0), response_window_end(12.0, 18.0, 1.0, 0.5)
     (13.3, 13.5)
@@ -139,21 +121,15 @@ def score_trial(
     Parameters
     ----------
     events
-        Key-downs as :class:`KeyEvent` or ``(name, time)``, in any order,
-        possibly repeated; times on the same clock as ``onset``.
+        Key-downs in any order, possibly repeated, on the clock of ``onset``.
     onset, window_end
-        The response window ``[onset, window_end)``: a press at the onset
-        counts, a press at the very instant the window closes does not.
-        The window closes with the flip of the next screen
-        (:func:`response_window_end`).
+        The response window ``[onset, window_end)`` (:func:`response_window_end`).
     key_map
-        Rating key name -> rating (:func:`rating_key_map`); other keys are
-        ignored.
+        Rating key name -> rating (:func:`rating_key_map`); other keys are ignored.
 
     Examples
     --------
-    A participant presses 3, then changes their mind to 2; a press after the
-    window (at 3.0 s) is too late:
+    3, then a change of mind to 2; a press at the window's end (3.0 s) is too late:
 
     >>> keys = rating_key_map(["1", "2", "3", "4", "5", "6", "7"])
     >>> r = score_trial([("2", 10.9), ("3", 10.5), ("p", 10.6), ("5", 13.0)], 10.0, 13.0, keys)
@@ -171,8 +147,6 @@ def score_trial(
 def format_presses(presses: Sequence[tuple[int, float]]) -> str | None:
     """The ``presses`` column: ``rating@seconds`` in time order, or None for no press.
 
-    Examples
-    --------
     >>> format_presses(((3, 0.5), (2, 0.91234)))
     '3@0.5000 2@0.9123'
     """
@@ -187,15 +161,9 @@ def control_presses(
 ) -> tuple[KeyEvent, ...]:
     """The presses of control keys (pause, quit) in ``[start, end)``, in time order.
 
-    The session asks this once a trial's response window has closed at
-    ``end``, with ``start`` the moment up to which control keys were already
-    dealt with: a press at any instant of the trial, its last frame included,
-    takes effect after that trial, and none is seen twice.
-
-    Examples
-    --------
-    A pause asked for 2 ms before the window closed counts; one at the very
-    instant the next pair appeared belongs to the next trial:
+    Asked once a trial's window has closed at ``end``, ``start`` the time up to which control
+    keys were handled: a press at any instant of a trial takes effect after it, and only once.
+    A pause 2 ms before the window closed counts; one as the next pair appeared does not:
 
     >>> control_presses([("p", 12.998), ("escape", 13.0), ("3", 12.5)], 10.0, 13.0,
     ...                 {"p", "escape"})
@@ -210,15 +178,9 @@ def first_press(
     since: float,
     keys: Iterable[str],
 ) -> KeyEvent | None:
-    """The earliest press of one of ``keys`` at or after ``since`` (by time), or None.
+    """The earliest press of one of ``keys`` at or after ``since``, or None: what answers a
+    waiting screen, the first pressed deciding whatever order one poll returned.
 
-    This answers a waiting screen: "space" to go on, or ``y``/``n`` at the
-    question whether to end the session. When both ``y`` and ``n`` arrive in
-    one poll of the keyboard, the one pressed first decides, whatever order
-    the backend returned them in.
-
-    Examples
-    --------
     >>> first_press([("y", 5.0042), ("n", 5.0031), ("y", 4.9)], 5.0, {"y", "n"})
     KeyEvent(t=5.0031, name='n')
     >>> first_press([("y", 4.9)], 5.0, {"y", "n"}) is None

@@ -1,10 +1,7 @@
 """Every screen a participant meets, in order, in the protocol's words (lab and online).
 
-The words are the protocol's (:mod:`sbir_study.study.texts`): its ``[texts]``, its
-``[instructions]``, and where it gives none, instruction texts written from its
-settings (:func:`instruction_texts`). ``sbir-study protocol show`` prints
-:func:`screens`, so that an experimenter can proofread a protocol before anyone
-sits down.
+``sbir-study protocol show`` prints :func:`screens`, so a protocol can be proofread before
+anyone sits down.
 """
 
 from __future__ import annotations
@@ -21,13 +18,9 @@ __all__ = ["Screen", "instruction_texts", "scale_reminder", "screens"]
 
 
 def instruction_texts(protocol: Protocol) -> dict[str, str]:
-    """The instruction texts: the protocol's own, else written from its settings.
+    """The instruction texts, the protocol's own else written from its settings; ``practice``
+    first when it has practice pairs.
 
-    Four, and a fifth, ``practice``, first, when the protocol has practice pairs
-    (by default the practice note above the main text).
-
-    Examples
-    --------
     >>> print(instruction_texts(Protocol())["main"])  # doctest: +NORMALIZE_WHITESPACE
     Now rate each pair yourself: how well does the image match the sketch?
     <BLANKLINE>
@@ -50,10 +43,8 @@ def instruction_texts(protocol: Protocol) -> dict[str, str]:
 
 
 def scale_reminder(protocol: Protocol) -> str:
-    """The line under each rated pair ([display] scale_reminder), from ``[texts] scale_reminder``.
+    """The line under each rated pair ([display] scale_reminder).
 
-    Examples
-    --------
     >>> scale_reminder(Protocol())
     '1 = best match ... 7 = worst match'
     """
@@ -76,15 +67,11 @@ class Screen(NamedTuple):
 
 
 def screens(protocol: Protocol, where: Literal["lab", "online"]) -> list[Screen]:
-    """Every screen's text of the ``"lab"`` or the ``"online"`` session, in the order met.
+    """Every screen's text of the lab or the online session, in the order met.
 
-    Screens that the protocol's settings never show (the details form without
-    details, the anchoring instructions without anchoring, the pause screen
-    without pauses or breaks) are left out; a placeholder known only when the
-    screen is shown gets an example value. Buttons are in brackets.
+    Screens the settings never show are left out; a placeholder known only when shown gets an
+    example value; buttons are in brackets.
 
-    Examples
-    --------
     >>> [screen.when for screen in screens(Protocol(), "lab")][:3]
     ['details: age', 'details: an age out of range, under the question', 'details: sex']
     """

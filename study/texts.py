@@ -1,18 +1,11 @@
 """Every word a participant reads: the protocol's ``[texts]`` and ``[instructions]``.
 
-The English defaults of every participant-facing string, lab and online, are in
-this one file (:class:`Texts`); a protocol sets any of them in its ``[texts]``
-table, in any language (``protocols/example_de.toml``). The four instruction
-texts (``[instructions]``) that a protocol leaves out are written from its own
-settings (:func:`instruction_texts`): its rating keys as printed on the keys,
-what the scale's ends mean, the pause key and whether pauses are allowed, the
-timings and the breaks. :func:`screens` lists every screen's text in the order a
-participant meets it (``sbir-study protocol show``).
-
-A text may hold placeholders, ``{name}``, filled where it is shown (the anchor
-label's ``{rating}``, for example); which names a text may use is fixed per text
-(:data:`PLACEHOLDERS`) and checked at load. ``{{`` and ``}}`` are a literal brace,
-in every text, lab and online alike.
+:class:`Texts` holds the English defaults of every participant-facing string, lab and
+online; a protocol sets any of them in ``[texts]``, in any language
+(``protocols/example_de.toml``). The instruction texts a protocol leaves out are written
+from its settings (:func:`write_instructions`). A text's placeholders, ``{name}``, are
+fixed per text (:data:`PLACEHOLDERS`) and checked at load; ``{{`` and ``}}`` are a literal
+brace.
 """
 
 from __future__ import annotations
@@ -97,12 +90,8 @@ def _fields_used(text: str) -> list[str]:
 def fill(text: str, **values: object) -> str:
     """``text`` with its placeholders filled, ``{{`` and ``}}`` as single braces.
 
-    Examples
-    --------
-    >>> fill("Rating: {rating}", rating=3)
-    'Rating: 3'
-    >>> fill("a {{brace}}")
-    'a {brace}'
+    >>> fill("Rating: {rating}", rating=3), fill("a {{brace}}")
+    ('Rating: 3', 'a {brace}')
     """
     return text.format(**values)
 
@@ -334,12 +323,9 @@ class Texts:
 
 
 def answer_keys(texts: Texts, question: str, answers: Mapping[str, _Answer]) -> dict[str, _Answer]:
-    """Key name -> answer for ``question`` (a key of :data:`ANSWER_KEYS`), in ``texts``' keys.
+    """Key name -> answer for ``question`` (of :data:`ANSWER_KEYS`), ``answers`` mapping each of
+    its key settings to what that key answers.
 
-    ``answers`` maps each of the question's [texts] key settings to what its key answers.
-
-    Examples
-    --------
     >>> answer_keys(Texts(yes_key="j"), "quit_question", {"yes_key": True, "no_key": False})
     {'j': True, 'n': False}
     """
@@ -374,10 +360,8 @@ _KEY_LABELS = {
 
 
 def key_label(name: str) -> str:
-    """A key name as printed on the key (``"a"`` -> ``"A"``, ``"escape"`` -> ``"Esc"``).
+    """A key name as printed on the key.
 
-    Examples
-    --------
     >>> [key_label(k) for k in ("a", "7", "num_3", "escape", "comma", "f5")]
     ['A', '7', '3 on the keypad', 'Esc', ',', 'F5']
     """
@@ -392,10 +376,8 @@ def key_label(name: str) -> str:
 
 
 def _names_key(text: str, name: str) -> bool:
-    """Whether ``text`` names the key ``name`` by its name or its label, as a word of its own.
-
-    A letter key is named by its capital only (``A``), as printed on the key: the article
-    "a" names no key.
+    """Whether ``text`` names the key by its name or label as a word; a letter by its capital only
+    (the article "a" names no key).
     """
     if len(name) == 1 and name.isalpha():
         return re.search(rf"(?<!\w){re.escape(name.upper())}(?!\w)", text) is not None
@@ -414,15 +396,9 @@ def _seconds(value: float) -> str:
 
 
 def write_instructions(response: Response, timing: Timing, pauses: Pauses) -> dict[str, str]:
-    """The four instruction texts in English, written from a protocol's settings.
+    """The four instruction texts in English, written from a protocol's settings: the rating keys
+    and which end is the best match, the timings, the breaks, the pause and quit keys.
 
-    They name the rating keys (rating 1 first) and which end of the scale is the best
-    match, the timings, the breaks, the pause key where pauses are allowed and the quit
-    key. (:func:`sbir_study.study.screens.instruction_texts` shows a protocol's own texts
-    instead, where it has them.)
-
-    Examples
-    --------
     >>> texts = write_instructions(Response(keys=("a", "s", "d")), Timing(), Pauses(allowed=False))
     >>> print(texts["main"])  # doctest: +NORMALIZE_WHITESPACE
     Now rate each pair yourself: how well does the image match the sketch?
@@ -468,12 +444,8 @@ def write_instructions(response: Response, timing: Timing, pauses: Pauses) -> di
 
 
 def rating_keys_unnamed(main: str | None, keys: Sequence[str]) -> str | None:
-    """A warning when a protocol's own main instruction text names none of its rating keys.
-
-    A key is named when the text holds its label (``A`` for ``a``, ``3`` for
-    ``num_3``, ``Enter`` for ``return``) or its name as a word of its own, a
-    letter key by its capital only. None when the text names one, or is
-    written from the settings (``main`` None).
+    """A warning when a protocol's own main text names none of its rating keys (by label or
+    name, a letter by its capital); None when it names one or is written (``main`` None).
 
     Examples
     --------

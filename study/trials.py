@@ -1,14 +1,9 @@
 """The trial list of a session: a pure function of (protocol, stimulus set, seed).
 
-Built up front, recorded in the session's sidecar and re-derived on resume;
-testable without a window. The order is the paper's (Sec. 2.3 and 2.3.1),
-drawn by :func:`sbir_study.foundation.trial_order.session_order`, the rule the simulator
-uses too: anchor pairs first with their prescribed ratings (``anchor_demo``),
-then the main block in a random order, with each anchor pair repeated at a
-random place in its later part (``anchor_repeat``). A lab session puts the
-protocol's practice pairs (``[practice]``, phase ``practice``) before all of
-these, in the protocol's order: they draw nothing from the seed, so the rest
-of the order is the simulator's for the same seed.
+Built up front, recorded in the sidecar and re-derived on resume. The order is the paper's
+(Sec. 2.3, 2.3.1), drawn by :func:`sbir_study.foundation.trial_order.session_order` as the
+simulator draws it. A lab session's practice pairs come first, in the protocol's order;
+they draw nothing from the seed.
 """
 
 from __future__ import annotations
@@ -69,25 +64,21 @@ def build_trials(
 
     Parameters
     ----------
-    protocol
-        Which roles form the main block and how anchoring works.
     manifest
         The stimulus set's manifest (``sbir_study.stimuli.load_set(...).manifest``).
     seed
         The participant's seed: the same seed gives the same order.
     practice
-        Put the protocol's practice pairs first (the lab session; the online
-        page has no practice block).
+        Put the protocol's practice pairs first (the lab session; the online page has none).
     practice_set
-        The manifest the practice pairs are found in (default: ``manifest``):
-        the whole set's, when ``manifest`` is one list's
-        (:func:`sbir_study.study.online.assignment.list_manifest`).
+        The manifest holding the practice pairs when ``manifest`` is one list's (default:
+        ``manifest``).
 
     Returns
     -------
     DataFrame
-        :data:`TRIAL_COLUMNS`; ``trial`` counts from 1, ``anchor_rating`` is
-        the prescribed rating of anchor pairs (else missing).
+        :data:`TRIAL_COLUMNS`; ``trial`` counts from 1, ``anchor_rating`` is the prescribed
+        rating of anchor pairs (else missing).
 
     Examples
     --------
@@ -103,7 +94,7 @@ def build_trials(
     >>> trials["phase"].value_counts().to_dict()
     {'main': 4, 'anchor_demo': 2, 'anchor_repeat': 2}
 
-    Practice pairs come first, in the protocol's order, and leave the rest as it was:
+    Practice pairs come first and leave the rest as it was:
 
     >>> from sbir_study.study.protocol import Practice
     >>> with_practice = Protocol(practice=Practice(pairs=(("s", "s3"), ("s", "s1"))))
@@ -148,9 +139,8 @@ def build_trials(
 
 
 def practice_pairs(protocol: Protocol, manifest: pd.DataFrame) -> pd.DataFrame:
-    """The manifest's rows of the protocol's practice pairs, in its order, phase ``practice``.
-
-    A pair the set does not hold is refused, naming it and the setting.
+    """The manifest's rows of the protocol's practice pairs, in its order, phase ``practice``;
+    a pair the set lacks is refused.
     """
     index = manifest.set_index(["sketch_id", "image_id"]).index
     rows = []
@@ -170,9 +160,8 @@ def stimulus_set_for(
 ) -> StimulusSet:
     """Load and check the stimulus set, with the anchor pairs the protocol needs.
 
-    ``checked`` is the set already checked by :func:`~sbir_study.stimuli.load_set` (``serve``
-    keeps its check between starts: :mod:`sbir_study.study.online.setcheck`); only the
-    protocol's checks of it run then.
+    ``checked`` is a set :func:`~sbir_study.stimuli.load_set` already checked (``serve`` keeps
+    that check between starts); only the protocol's checks run then.
     """
     import pandas as pd
 
@@ -203,8 +192,9 @@ def stimulus_set_for(
 
 
 def check_catch_pairs(protocol: Protocol, manifest: pd.DataFrame, folder: str | Path) -> None:
-    """Every catch pair of the protocol is a pair of the set's main block (a role of
-    ``main_roles``): a catch pair no participant is shown could never be scored."""
+    """Every catch pair is a pair of the set's main block: one no participant is shown could
+    never be scored.
+    """
     import pandas as pd
 
     rated = manifest[manifest["role"].isin(protocol.main_roles)]
@@ -225,12 +215,10 @@ class AnchorScaleWarning(UserWarning):
 def _anchors_meant_for(folder: Path, prescribed: pd.Series, scale: Scale) -> str | None:
     """Why the anchors look made for another scale than ``scale``, or None.
 
-    The anchoring phase shows the participant what each end of the scale means: anchors
-    of a 1-5 set under a 7-key protocol never show a 6 or a 7, and those of a set made
-    with 1 the best match show the most similar image as the worst under a protocol whose
-    high end is best. ``stimuli generate`` records its scale in generator.json
-    (``AnchorScale``; absent, the paper's); an imported set says nothing, and then only
-    the prescribed ratings' range is looked at.
+    Anchoring shows what each end of the scale means: a 1-5 set's anchors under 7 keys never
+    show a 7, and a set made with 1 the best match shows the best image as the worst under a
+    high-is-best protocol. ``stimuli generate`` records its scale (``AnchorScale``, absent for
+    the paper's); for an imported set only the prescribed ratings' range is looked at.
     """
     from sbir_study.stimuli.manifest import GENERATOR_FILE
 

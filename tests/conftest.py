@@ -179,7 +179,7 @@ def mounted(tmp_path):
 
     Mounting needs the privilege to; where the tests run without it, the tests that
     need a real full or read-only file system are skipped, and say why (those with
-    ``RLIMIT_FSIZE`` in tests/analysis/test_outputs.py still make writes fail).
+    ``RLIMIT_FSIZE`` in tests/foundation/test_outputs.py still make writes fail).
     """
     mount = tmp_path / "mnt"
     mount.mkdir()

@@ -1,9 +1,8 @@
 """Initialise: the participant details form, on screen before the instructions.
 
-Details the protocol records (``participants.details``) and the command line
-did not give are asked one by one: a choice by one key (the protocol's ``[texts]``
-answer keys; ``N`` for "prefer not to say" by default), the age typed with the
-digit keys. The quit key ends the session instead, before anything is recorded.
+Each detail the protocol records and the command line did not give is asked: a choice by
+one of the protocol's answer keys, the age typed with the digit keys. The quit key ends the
+session instead, before anything is recorded.
 """
 
 from __future__ import annotations
@@ -22,11 +21,8 @@ __all__ = ["ask_details", "details_on_screen"]
 def details_on_screen(
     window: SessionWindow, plan: SessionPlan, say: Callable[[str], None]
 ) -> dict[str, str] | None:
-    """The details the protocol records and the command line did not give, asked on screen.
-
-    A resumed session recorded them when it began, and a simulated
-    participant has none: those are n/a, asked of nobody. None if the
-    participant chose to end instead.
+    """The details not given, asked on screen (n/a, asked of nobody, on resume or simulated);
+    None if the participant chose to end.
     """
     wanted = [d for d in plan.protocol.participants.details if d not in plan.given]
     if plan.resume or plan.simulate:
@@ -40,8 +36,7 @@ def details_on_screen(
 def ask_details(
     window: SessionWindow, wanted: list[str], *, texts: Texts, quit_key: str
 ) -> dict[str, str] | None:
-    """Ask each detail on screen in the protocol's words (``texts``, its ``[texts]``); None if
-    the participant chose to end instead."""
+    """Ask each detail on screen in the protocol's words; None if the participant chose to end."""
     answers = {}
     for name in wanted:
         detail = DETAILS[name]

@@ -1,12 +1,8 @@
 """The session's keyboard, and every key-down of the session in one stream.
 
-The keyboard must be PsychoPy's Psychtoolbox backend, which time-stamps each
-key-down itself; without it the session refuses to start. Every key-down of
-the session goes into one stream ordered by its own time (:class:`KeyStream`):
-what a trial records is scored from that stream
-(:func:`sbir_study.study.responses.score_trial`), so the last rating key
-pressed before the window closes is the rating, whatever order the keyboard
-returned the presses in.
+Only PsychoPy's Psychtoolbox backend, which time-stamps each key-down itself, is accepted.
+Trials are scored from :class:`KeyStream`, ordered by the keys' own times, whatever order
+the keyboard returned them in.
 """
 
 from __future__ import annotations
@@ -46,8 +42,6 @@ def open_keyboard() -> Keyboard:
 def control_keys(protocol: Protocol) -> set[str]:
     """The keys that stop the trials: quit, and pause where the protocol allows pauses.
 
-    Examples
-    --------
     >>> from sbir_study.study.protocol import Protocol, Pauses
     >>> sorted(control_keys(Protocol()))
     ['escape', 'p']
@@ -61,12 +55,10 @@ def control_keys(protocol: Protocol) -> set[str]:
 
 
 class KeyStream:
-    """Every key-down of the session, each once, in the order of its own time stamp.
+    """Every key-down of the session, each (name, time stamp) once, in time order.
 
-    ``getKeys(waitRelease=False)`` returns keys still held; a tap between two
-    polls only comes back with ``waitRelease=True``, and a key returned on
-    press comes back again on release: both are collected, and one key-down is
-    the pair (name, time stamp). Times are the backend's, on PsychoPy's clock.
+    A tap between two polls comes back only with ``waitRelease=True``, and a key returned on
+    press comes again on release: both are collected. Times are on PsychoPy's clock.
     """
 
     def __init__(self, kb: Keyboard, controls: set[str]) -> None:
@@ -90,5 +82,5 @@ class KeyStream:
                     self.controls.append(event)
 
     def since(self, t: float) -> list[KeyEvent]:
-        """The events at or after ``t`` (what scoring a window needs, without the whole past)."""
+        """The events at or after ``t``."""
         return self.events[bisect.bisect_left(self.events, t, key=lambda e: e.t) :]

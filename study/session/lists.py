@@ -1,15 +1,10 @@
 """Design: which list of main pairs a lab participant rates, when the protocol splits them.
 
-The online arm's list design (:mod:`sbir_study.study.online.assignment`: ``[online]
-subset``, ``lists``, ``list_seed``) holds in the lab too, so that a lab can split a
-large set over several people: ``sbir-study run --list N`` gives the participant list
-N (numbered from 1, as the online status page and export number them); without it,
-the participant gets the list with the fewest sessions already in the dataset, the
-lowest-numbered on a tie (:func:`~sbir_study.study.online.assignment.choose_list`).
-Every session the dataset records on a list counts, whatever its status: a session
-stopped early is continued with ``--resume``, which keeps its list (the sidecar's
-``PairList``), or its list is given again with ``--list``. The anchor pairs and the
-practice pairs are everyone's.
+The online list design (:mod:`sbir_study.study.online.assignment`) holds in the lab too:
+``run --list N`` gives list N (from 1); without it, the list with the fewest sessions in the
+dataset, of equals the lowest (:func:`~sbir_study.study.online.assignment.choose_list`).
+Every recorded session counts, whatever its status: a stopped one is continued on its list
+with ``--resume``. The anchor and practice pairs are everyone's.
 """
 
 from __future__ import annotations
@@ -40,8 +35,7 @@ class PairList:
     manifest: pd.DataFrame
 
     def sidecar(self) -> dict:
-        """What the session's sidecar records: ``PairList``, as the online export's
-        ``OnlineList``; nothing with ``subset = "all"`` (every main pair, on no list)."""
+        """The sidecar's ``PairList`` (as the export's ``OnlineList``); nothing for ``all``."""
         if self.subset == "all":
             return {}
         return {"PairList": {"Subset": self.subset, "List": self.number, "Lists": self.lists}}
@@ -55,23 +49,15 @@ def choose_pair_list(
     requested: int | None,
     resumed: Path | None = None,
 ) -> PairList:
-    """The list a participant rates: the one the session to resume was recorded on (its
-    sidecar ``resumed``), else ``requested`` (``--list``), else the one with the fewest
-    sessions in the dataset at ``data``.
+    """The list a participant rates: the resumed session's (its sidecar ``resumed``), else
+    ``requested``, else the one with the fewest sessions at ``data``; ``all`` has one list.
 
-    With ``subset = "all"`` there is one list, every main pair. Bad input (a list
-    number out of range, another list than the resumed session's) raises
-    :class:`~sbir_study.foundation.checks.InputError`.
-
-    Examples
-    --------
     >>> import tempfile
     >>> from dataclasses import replace
     >>> from sbir_study.study.protocol import Online, Protocol
     >>> manifest = pd.DataFrame({"sketch_id": ["a"] * 4 + ["b"] * 4,
     ...                          "image_id": [f"i{k}" for k in range(8)], "role": "main"})
     >>> protocol = replace(Protocol(), online=Online(subset="sketches", lists=2))
-    >>> from sbir_study.study.session.lists import choose_pair_list
     >>> chosen = choose_pair_list(protocol, manifest, tempfile.mkdtemp(), requested=None)
     >>> chosen.number, chosen.lists, len(chosen.manifest)
     (1, 2, 4)
@@ -112,11 +98,8 @@ def choose_pair_list(
 
 
 def dataset_list_counts(data: str | Path, task: str) -> Counter:
-    """Sessions of task ``task`` in the dataset at ``data`` on each list (numbered from 1).
-
-    A session's list is its sidecar's ``PairList`` (a lab session) or ``OnlineList``
-    (an online session exported into the same dataset); sessions on no list are not
-    counted.
+    """Sessions of ``task`` at ``data`` per list (from 1), by the sidecars' ``PairList`` or
+    ``OnlineList``; sessions on no list are not counted.
     """
     counts: Counter = Counter()
     root = Path(data)

@@ -1,22 +1,13 @@
 """Run: the trials, with their pauses, breaks and quit question, each written as it ends.
 
-Each pair is shown side by side for ``stimulus_s``, then black for
-``blank_s``, then the next pair. Onsets are planned on one timeline
-(:class:`sbir_study.study.schedule.Timeline`), so lateness never accumulates.
-What a trial records is :func:`sbir_study.study.responses.score_trial` of the
-session's key stream (:class:`.keys.KeyStream`). The backend stamps a key with
-the time the X server took it in and delivers it a moment later, so a trial is
-scored a short while (``_SETTLE_S``) after its window closed, with every key
-pressed before the close in hand. A pause or quit key pressed at any instant of
-a trial takes effect right after that trial: the next screen is chosen with a
-last look at the keys just before its flip, and a press in the very last
-instant that turns up after the next pair was flipped withdraws that pair at
-once (it is shown again, whole, after the pause). Each trial is written (one
-line, fsync) as soon as it is scored, after the keys behind it go to the
-session's key log (``sourcedata/``). The last trial is followed by the end
-screen, which waits for the space bar. The protocol's practice pairs, if any,
-come first, with their own instructions before them; they are rated and
-recorded like the main block's pairs, but no scheduled break counts them.
+Each pair is shown for ``stimulus_s``, then black for ``blank_s``, on one timeline
+(:class:`~sbir_study.study.schedule.Timeline`). A trial is scored from the session's key
+stream a moment (``_SETTLE_S``) after its window closed, since the backend delivers a key a
+little after stamping it. A pause or quit key pressed at any instant of a trial takes effect
+right after it: the next screen is chosen with a last look at the keys before its flip, and
+a press that turns up after the next pair's flip withdraws that pair (shown again after the
+pause). Each trial is written as soon as it is scored, its keys to the key log first.
+Practice pairs come first, with their own instructions, and no scheduled break counts them.
 """
 
 from __future__ import annotations
@@ -134,14 +125,11 @@ class TrialLoop:
         main_done: int,
         timeline: Timeline,
     ) -> tuple[float, int, str | None]:
-        """The flip at the planned onset of trial ``index``, and what follows it.
+        """The flip at trial ``index``'s planned onset and what follows it.
 
-        The flip closes the open trial's window and shows the pair, or a
-        waiting screen (scheduled, or asked for with a control key); the open
-        trial is then scored and written. Returns the flip time, the frames
-        lost, and None if the pair is on screen, else the outcome of the
-        waiting screens ("go": the timeline has moved to one blank after them,
-        "quit", "end").
+        The flip closes the open trial's window and shows the pair or a waiting screen; the open
+        trial is then scored and written. Returns the flip time, the frames lost, and None with the
+        pair on screen, else the waiting screens' outcome ("go": the timeline moved, "quit", "end").
         """
         window = self.window
         screens = self._scheduled(index - 1, main_done) if open_trial is not None else []
@@ -181,8 +169,9 @@ class TrialLoop:
     def _begin_trial(
         self, index: int, onset: float, dropped_onset: int, pair: list, timeline: Timeline
     ) -> tuple[_OpenTrial, list]:
-        """Trial ``index``'s pair came on screen at ``onset``: load the next pair, take this one
-        down ``shown_s`` after its onset. Returns the open trial and the next pair."""
+        """Trial ``index``'s pair came on at ``onset``: load the next pair and take this one down
+        ``shown_s`` later. Returns the open trial and the next pair.
+        """
         window = self.window
         row = self.trials.iloc[index]
         if window.responder is not None and row.phase != "anchor_demo":
@@ -205,11 +194,10 @@ class TrialLoop:
         return open_trial, following
 
     def _waiting_screens(self, kinds: list[str], shown: float | None) -> tuple[str, float]:
-        """Show each waiting screen until it is answered; ("go" | "quit" | "end", answer time).
+        """Show each waiting screen until answered; ("go" | "quit" | "end", answer time).
 
-        ``shown`` is the flip time of the first screen if it is already on
-        screen. Every screen but the question itself also accepts the quit key,
-        which asks the question; a "no" returns to the screen.
+        ``shown`` is the first screen's flip if it is already on screen. Every screen but the quit
+        question takes the quit key too, which asks the question; "no" returns to the screen.
         """
         window = self.window
         quit_key = self.protocol.response.quit_key
@@ -274,16 +262,11 @@ class TrialLoop:
         self._handled.update(self._controls(t))
 
     def _settle(self, flipped: float, screens: list[str], chosen: list[str], following_s: float):
-        """The waiting screens after the trial whose window closed at ``flipped``.
+        """The waiting screens after the trial whose window closed at ``flipped``, and the first
+        one's flip if already shown.
 
-        A key pressed just before the flip can reach the session after it: the
-        backend stamps it with the time the X server took it in, and delivers
-        it a moment later. So the keys are followed for a while after the flip
-        (``_SETTLE_S``, at most half the next stimulus) before the trial is
-        scored; a pause or quit key pressed before the flip that turns up in
-        that time still takes effect now: the pair just shown is withdrawn and
-        comes again, whole, after the waiting screens. Returns the waiting
-        screens and the flip time of the first one if it is on screen already.
+        The keys are followed for ``_SETTLE_S`` (at most half the next stimulus) after the flip; a
+        pause or quit key pressed before it that turns up meanwhile withdraws the pair just shown.
         """
         window = self.window
         until = flipped + min(_SETTLE_S, 0.5 * following_s)
@@ -307,8 +290,7 @@ class TrialLoop:
         """Score the trial whose window closed at ``window_end`` and write it."""
         row = trial.row
         onset = trial.onset
-        # A rating key that turns up only after the trial it was pressed in was written cannot
-        # change that record: it is counted (and in the key log, whence it can be scored).
+        # A rating key arriving after its trial was written is counted (and in the key log).
         arrived = self.keys.received[self._checked :]
         self._checked = len(self.keys.received)
         self.late_keys += sum(e.name in self.key_map and e.t < self._scored_until for e in arrived)

@@ -1,18 +1,11 @@
 """Design: everything the session needs that no window does, checked before one opens.
 
-In this order: the ``--data`` folder, the participant's label (made of the id
-as given by :func:`sbir_study.study.recorder.label_of`: an id the dataset
-records finds its label again), an existing
-session (never overwritten; on resume, its recorded seed), the participant
-details given on the command line (on resume, they must agree with those
-recorded). Then the participant's seed is drawn (or read back), the list of main
-pairs chosen when the protocol splits them (:mod:`.lists`; on resume, the recorded
-one) and the trial list built (:func:`sbir_study.study.trials.build_trials`), and, for a
-simulated participant, its answers. Last the display
-(:func:`sbir_study.study.display.require_display`): without one, the session
-stops with one line before PsychoPy opens anything. (The protocol and the
-stimulus set are checked as they are loaded, by
-:func:`sbir_study.study.session.run_from_files`.)
+In order: the ``--data`` folder, the participant's label
+(:func:`sbir_study.study.recorder.label_of`), an existing session (never overwritten; on
+resume its seed), the details given (on resume they must agree with those recorded); then
+the seed, the list of main pairs (:mod:`.lists`), the trial list and a simulated
+participant's answers; last the display, so that without one the session stops with one
+line before PsychoPy opens anything.
 """
 
 from __future__ import annotations
@@ -72,12 +65,7 @@ def plan_session(
     details: Mapping[str, str | None] | None,
     pair_list: int | None = None,
 ) -> SessionPlan:
-    """Check every input that needs no window, then the display; the session's plan.
-
-    Parameters are those of :func:`sbir_study.study.session.run_session` and of its
-    :class:`~sbir_study.study.session.SessionOptions`. Bad input, a missing display
-    included, raises :class:`~sbir_study.foundation.checks.InputError`.
-    """
+    """Check every input that needs no window, then the display; the session's plan."""
     from sbir_study.foundation import bids
 
     check_dataset_folder(data)

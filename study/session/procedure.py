@@ -1,17 +1,13 @@
 """The session's procedure: design -> initialise -> run -> end, one module each.
 
-* **Design** (:mod:`.plan`, with :mod:`.lists`): every check that needs no window, the display
-  last; the participant's seed and trial list.
-* **Initialise** (:mod:`.keyboard`, :mod:`.window`, :mod:`.forms`): real-time
-  priority, the Psychtoolbox keyboard, the window and its timing, every
-  screen drawn once; details the protocol records and the command line did
-  not give are asked on screen; the record is opened (:mod:`.record`).
+* **Design** (:mod:`.plan`, :mod:`.lists`): every check that needs no window; the seed and
+  the trial list.
+* **Initialise** (:mod:`.keyboard`, :mod:`.window`, :mod:`.forms`, :mod:`.record`): real-time
+  priority, the keyboard, the window and its timing, the details form, the record opened.
 * **Run** (:mod:`.loop`): the trials, each written as soon as it is scored.
-* **End** (:mod:`.record`): the sidecar completed, also when an error stopped
-  the session.
+* **End** (:mod:`.record`): the sidecar completed, also after an error.
 
-``SessionOptions(simulate=True)`` lets a simulated participant answer
-(:mod:`.simulated`).
+``SessionOptions(simulate=True)`` lets a simulated participant answer (:mod:`.simulated`).
 """
 
 from __future__ import annotations
@@ -41,7 +37,7 @@ __all__ = ["SessionOptions", "SessionOutcome", "run_from_files", "run_session"]
 
 @dataclass(frozen=True)
 class SessionOptions:
-    """How one participant's session runs, beyond its inputs (``sbir-study run``'s options).
+    """How one participant's session runs (``sbir-study run``'s options).
 
     Attributes
     ----------
@@ -52,14 +48,13 @@ class SessionOptions:
     windowed : bool
         A window, not the full screen.
     seed : int or None
-        The participant's order seed; None: drawn at random (on resume, the recorded one).
+        The order seed; None: drawn (on resume, the recorded one).
     list : int or None
-        The list of main pairs (from 1) when the protocol splits them (``[online]
-        subset``, ``lists``); None: the one with the fewest sessions in the dataset (on
-        resume, the recorded one). See :mod:`.lists`.
+        The list of main pairs (from 1) when the protocol splits them; None: the one with the
+        fewest sessions (on resume, the recorded one). See :mod:`.lists`.
     details : mapping or None
-        ``age``, ``sex``, ``handedness`` as given on the command line (None: not given,
-        asked on screen unless ``simulate``).
+        ``age``, ``sex``, ``handedness`` from the command line (None: asked on screen unless
+        ``simulate``).
     """
 
     resume: bool = False
@@ -91,11 +86,8 @@ def run_from_files(
     *,
     progress: Callable[[str], None] | None = None,
 ) -> SessionOutcome:
-    """``sbir-study run``: check every input, then run the session (see :func:`run_session`).
-
-    Bad input, a missing display included, raises
-    :class:`~sbir_study.foundation.checks.InputError` before any window opens.
-    ``progress`` receives one line for the experimenter at each stage.
+    """``sbir-study run``: check every input, then :func:`run_session`; bad input, a missing
+    display included, raises InputError before any window opens.
     """
     from sbir_study.foundation.checks import participant_label
 
@@ -128,16 +120,11 @@ def run_session(
     protocol_file: str | Path = "",
     progress: Callable[[str], None] | None = None,
 ) -> SessionOutcome:
-    """Run (or resume) one participant's session; see the module docstring.
+    """Run (or resume) one participant's session.
 
-    ``participant`` is the participant's id as given (a recruitment platform's
-    id or the lab's own label); the session is recorded under the label
-    :func:`sbir_study.study.recorder.label_of` makes of it, and the id goes
-    into ``participants.tsv`` (``source_id``). ``stimulus_set`` is a
-    :class:`sbir_study.stimuli.StimulusSet` (checked).
+    ``participant`` is the id as given; the session is recorded under the label
+    :func:`sbir_study.study.recorder.label_of` makes of it, the id in ``participants.tsv``.
     ``progress`` receives one line for the experimenter at each stage.
-    Returns a :class:`SessionOutcome`; bad input raises
-    :class:`~sbir_study.foundation.checks.InputError`.
     """
     say = progress or (lambda line: None)
     # Design: every check that needs no window, the display last; nothing is opened yet.

@@ -1,10 +1,8 @@
 """The session's record: opened once the window is up, completed at the end.
 
-The sidecar holds what the session was run with (protocol, the instruction texts
-shown, stimulus set, seed, the measured refresh and timing mode, the keyboard, the
-software). At the end it is completed: the status, the trials recorded, and the
-rating keys that arrived too late for their trial, if any. A session stopped by an
-error is completed as incomplete, with what stopped it.
+The sidecar holds what the session ran with (protocol, the instruction texts shown, stimulus
+set, seed, refresh and timing mode, keyboard, software); at the end, the status, the trials
+recorded, the rating keys too late for their trial, and what stopped an interrupted session.
 """
 
 from __future__ import annotations
@@ -38,8 +36,7 @@ def open_record(
     session = {
         "TaskName": protocol.task,
         "Protocol": protocol_dict(protocol),
-        # The words on screen, where the protocol leaves them to be written from its
-        # settings: what this participant read, whatever a later release would write.
+        # The words this participant read, whatever a later release would write.
         "InstructionTexts": instruction_texts(protocol),
         "ProtocolFile": str(protocol_file),
         "StimulusSet": str(stimulus_set.folder),
@@ -77,12 +74,8 @@ def finish_record(
     status: str,
     error: BaseException | None = None,
 ) -> None:
-    """Complete the sidecar: ``status``, the trials recorded, the rating keys that came late.
-
-    ``error`` is what stopped the session, if anything did (a stimulus file gone,
-    Ctrl-C, a bug): every trial so far is on disk, and the sidecar says the session
-    stopped, and why. A file gone is raised as an InputError; the caller raises any
-    other ``error`` itself when this returns.
+    """Complete the sidecar: ``status``, the trials recorded, the late rating keys, and ``error``,
+    what stopped the session. A file gone is raised as InputError; the caller raises any other.
     """
     stopped = {"StoppedBy": f"{type(error).__name__}: {error}"} if error is not None else {}
     recorder.finish(

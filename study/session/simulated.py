@@ -1,10 +1,6 @@
-"""The simulated participant of ``sbir-study run --simulate``.
-
-Its ratings and response times are the rater model of
-:mod:`sbir_study.analysis.simulate` (the one ``sbir-study simulate`` uses);
-its key presses go through the keyboard device's ``makeResponse``,
-time-stamped at the simulated response time, and take the same path as real
-ones.
+"""The simulated participant of ``sbir-study run --simulate``: the rater model of
+:mod:`sbir_study.analysis.simulate`, its keys pressed through the keyboard device's
+``makeResponse`` at the simulated response times, taking the path real ones take.
 """
 
 from __future__ import annotations
@@ -33,8 +29,7 @@ class Responder:
         self._due: list[tuple[float, str]] = []
 
     def plan(self, index: int, onset: float) -> None:
-        """Press the trial's rating key at onset + rt (unless the model misses this one);
-        rating r is the r-th key."""
+        """Press the trial's rating key (rating r: the r-th key) at onset + rt, unless missed."""
         rating = self.answers["rating"].iloc[index]
         if not pd.isna(rating):
             rt = float(self.answers["rt"].iloc[index])
@@ -53,13 +48,9 @@ class Responder:
 def simulated_answers(
     protocol: Protocol, stimulus_set: StimulusSet, trials: pd.DataFrame, seed: int
 ) -> pd.DataFrame:
-    """The simulated participant's rating and response time per trial (analysis.simulate),
-    its ratings on the protocol's scale (the model's 1..7 mapped onto it, as ``simulate
-    --scale`` maps it).
-
-    The practice pairs are answered apart, by the same participant (the same seed), so
-    that the rest are the answers of ``simulate``'s participant with this seed, which has
-    no practice block.
+    """The simulated rating (on the protocol's scale, as ``simulate --scale`` maps it) and response
+    time per trial. Practice pairs are answered apart by the same seed, so the rest are
+    ``simulate``'s participant's answers, which has no practice block.
     """
     from sbir_study.analysis.simulate import RaterModel, simulated_responses
 

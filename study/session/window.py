@@ -1,13 +1,10 @@
 """Initialise: the window, its timing, what it draws, and flips at planned times.
 
-The window is opened with a monitor definition from the protocol (stimuli
-sized in degrees of visual angle); its refresh is measured. Durations are
-counted in frames when the refresh rate is stable and plausible, and timed by
-the clock otherwise (a virtual display without vertical sync). Every screen
-the session shows is made and drawn once before the first trial
-(:meth:`SessionWindow.warm_up`), so that no shader compilation or texture
-upload lands inside a trial. :class:`Screen` flips at the planned times of
-:mod:`sbir_study.study.schedule`.
+The window's monitor comes from the protocol (stimuli sized in degrees). Durations are
+counted in frames when the measured refresh is steady and plausible, else timed by the
+clock (a virtual display without vertical sync). Every screen is drawn once before the
+first trial (:meth:`SessionWindow.warm_up`), so no shader compilation or texture upload
+lands in a trial.
 """
 
 from __future__ import annotations
@@ -91,8 +88,7 @@ class DisplayTiming:
 
 
 def measure_timing(win: Window, timing: Timing, frames: int = 60) -> DisplayTiming:
-    """The window's mean refresh rate (Hz) and the sd of its frame period (ms) over ``frames``
-    flips, and the timing mode they give (:func:`timing_mode`)."""
+    """The mean refresh rate (Hz) and frame-period sd (ms) over ``frames`` flips, and their mode."""
     periods = np.diff([win.flip() for _ in range(frames + 1)])
     if periods.mean() <= 0:
         refresh, jitter = None, float("inf")
@@ -102,10 +98,8 @@ def measure_timing(win: Window, timing: Timing, frames: int = 60) -> DisplayTimi
 
 
 def timing_mode(refresh: float | None, jitter_ms: float, timing: Timing) -> str:
-    """The timing mode: "frames" for a plausible, steady refresh rate, else "clock".
+    """The mode: "frames" for a plausible, steady refresh rate, else "clock".
 
-    Examples
-    --------
     >>> from sbir_study.study.protocol import Timing
     >>> timing = Timing()  # 50 to 250 Hz, a frame period steady to 1 ms
     >>> timing_mode(60.0, 0.2, timing), timing_mode(463.0, 1.7, timing)
@@ -168,22 +162,18 @@ class Screen:
         current: Callable[[], None],
         last_look: Callable[[], Callable[[], None] | None] | None = None,
     ) -> tuple[float, int, bool]:
-        """Show ``draw`` from the refresh nearest ``deadline`` (clock: at ``deadline``).
+        """Show ``draw`` from the refresh nearest ``deadline`` (clock mode: at ``deadline``).
 
-        ``current`` redraws what is on screen until then (frames mode);
-        ``last_look``, called just before the flip, may return another screen
-        to show instead. Returns the flip time, the frames lost, and whether
-        the other screen was shown. Frames mode counts the refreshes missed
-        between this call's flips, or, when none came before the refresh
-        nearest ``deadline``, the refreshes after that one; clock mode, whole
-        frame periods after ``deadline``.
+        ``current`` redraws what is on screen until then (frames mode); ``last_look``, called just
+        before the flip, may return another screen to show instead. Returns the flip time, the
+        frames lost (frames mode: refreshes missed between this call's flips, or, with no flip
+        before the deadline's refresh, refreshes after it; clock mode: whole periods late) and
+        whether the other screen was shown.
         """
         if self.mode == "frames":
-            # Only this call's flips are compared: since the last flip of the call before, the
-            # session may have waited and loaded (a trial's settle, the next pair) without any
-            # flip due, and those refreshes are not dropped frames.
+            # Only this call's flips count: before it the session may have waited without a
+            # flip due. The clock bounds the loop should a flip stop waiting for the refresh.
             flips = []
-            # (The clock, too: a flip that stopped waiting for the refresh must not loop forever.)
             while not next_refresh_is_due(self.last_flip, self.frame, deadline) and (
                 self.core.getTime() < deadline - self.frame / 2
             ):
@@ -222,9 +212,8 @@ class Screen:
 class SessionWindow:
     """The open window as the session uses it: what it draws, when it flips, the keys pressed.
 
-    ``visual`` is PsychoPy's ``visual`` module (imported when not given) and
-    ``core`` its ``core``; ``responder``, when given, is the simulated
-    participant, whose keys are pressed whenever the keys are polled.
+    ``visual`` and ``core`` are PsychoPy's modules; ``responder``, the simulated participant,
+    presses its keys whenever the keys are polled.
     """
 
     def __init__(
@@ -273,8 +262,8 @@ class SessionWindow:
             )
             for _ in range(2)
         ]
-        # The scale's reminder under a rated pair, one per set of stimuli: the next pair's is
-        # placed while the pair on screen, with its own, is still being redrawn. Laid out once.
+        # The scale's reminder, one per set of stimuli (the next pair's is placed while the
+        # shown pair's is redrawn), laid out once.
         self._reminders = (
             [
                 visual.TextStim(
@@ -293,12 +282,8 @@ class SessionWindow:
         self._turn = 0
 
     def warm_up(self, trials: pd.DataFrame) -> None:
-        """Draw every kind of screen once and learn how long a flip takes, before any trial.
-
-        First draws compile shaders and upload textures; none of that may land
-        inside a trial. The time a clock-timed flip takes to return is
-        learned from a few black screens, so that the first trial's flips
-        already come on time.
+        """Draw every kind of screen once and learn how long a clock-timed flip takes to return, so
+        the first trial's flips come on time.
         """
         for slot in range(2):
             row = trials.iloc[slot % len(trials)].copy()
@@ -355,10 +340,8 @@ class SessionWindow:
 
     # --- the pairs ---
     def pair(self, row: pd.Series) -> list[ImageStim | TextStim]:
-        """The pair of ``row`` ready to draw, on the next of two reused sets of stimuli.
-
-        Two sets take turns (the pair on screen, the next one loading), so a
-        session of any length keeps two textures per image, not one per trial.
+        """The pair of ``row`` ready to draw, on the next of two sets of stimuli that take turns (a
+        session keeps two textures per image, not one per trial).
         """
         from PIL import Image
 
@@ -385,8 +368,7 @@ class SessionWindow:
 
 
 def draw_all(stims: Iterable[ImageStim | TextStim]) -> None:
-    """Draw each of ``stims``: a pair, with its label on an anchor demonstration or the scale's
-    reminder under a rated pair ([display] scale_reminder), in the flip that shows the pair."""
+    """Draw each of ``stims`` (a pair with its label or reminder) for the flip that shows them."""
     for stim in stims:
         stim.draw()
 

@@ -4,8 +4,8 @@ Each case runs the real command in a subprocess without a usable display:
 bad input must be reported with exit status 2 and one line naming what is
 wrong, in the order the checks are made (protocol, stimulus set, --data,
 participant label, existing session, participant details, display), and
-nothing may be written. Without a display the command must not crash (it
-used to end with a segmentation fault, exit 139, and nothing on stderr).
+nothing may be written. Without a display the command must not crash (the keyboard
+backend would end it with a segmentation fault, exit 139, and nothing on stderr).
 """
 
 import os

@@ -24,8 +24,8 @@ def _protocol(tmp_path, text):
 
 
 def test_letter_keys_and_no_pauses_are_what_the_instructions_say(tmp_path):
-    # The protocol: keys a,s,d,f,g, pause key b, pauses off, no [instructions]; the
-    # participant used to read "Press a number key from 1 ... to 7 ... Press P to pause".
+    # Keys a,s,d,f,g, pause key b, pauses off, no [instructions]: the texts must not say
+    # "Press a number key from 1 ... to 7 ... Press P to pause".
     protocol, caught = _protocol(
         tmp_path,
         '[response]\nkeys = ["a", "s", "d", "f", "g"]\n'
