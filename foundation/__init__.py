@@ -20,24 +20,4 @@
 
 import lazy_loader
 
-__getattr__, __dir__, __all__ = lazy_loader.attach(
-    __name__,
-    submodules=[
-        "atomic",
-        "bids",
-        "checks",
-        "environment",
-        "html",
-        "memory",
-        "outputs",
-        "paper",
-        "progress",
-        "provenance",
-        "scale",
-        "tables",
-        "targets",
-        "text",
-        "trial_order",
-    ],
-    submod_attrs={"checks": ["InputError"]},
-)
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -10,45 +10,4 @@ candidate pool (the paper's Sec. 2.2).
 
 import lazy_loader
 
-__getattr__, __dir__, __all__ = lazy_loader.attach(
-    __name__,
-    submodules=[
-        "generate",
-        "set_import",
-        "manifest",
-        "select",
-        "validate",
-    ],
-    submod_attrs={
-        "generate": [
-            "SetDesign",
-            "generate_set",
-            "latent_rating",
-        ],
-        "set_import": [
-            "import_set",
-        ],
-        "manifest": [
-            "CHECKSUMS",
-            "MANIFEST",
-            "MANIFEST_COLUMNS",
-            "read_manifest",
-            "set_digest",
-            "write_checksums",
-            "write_manifest",
-        ],
-        "select": [
-            "Selection",
-            "distance_to_uniform",
-            "select_pairs",
-            "write_selection",
-        ],
-        "validate": [
-            "AnchorDesign",
-            "SetReport",
-            "StimulusSet",
-            "load_set",
-            "validate_set",
-        ],
-    },
-)
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

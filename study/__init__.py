@@ -11,22 +11,4 @@ web stack only by :mod:`.online`.
 
 import lazy_loader
 
-__getattr__, __dir__, __all__ = lazy_loader.attach(
-    __name__,
-    submodules=[
-        "display",
-        "key_names",
-        "online",
-        "participants",
-        "protocol",
-        "protocol_errors",
-        "protocol_settings",
-        "recorder",
-        "responses",
-        "schedule",
-        "screens",
-        "session",
-        "texts",
-        "trials",
-    ],
-)
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -387,3 +387,33 @@ def test_every_public_function_is_annotated():
             if bare:
                 missing.append(f"{name}.{node.name} (line {node.lineno}): {', '.join(bare)}")
     assert not missing, "\n".join(missing)
+
+
+def _stub_names(stub: Path) -> dict[str, list[str]]:
+    """The stub's imports as lazy_loader reads them: each module's names ('' for submodules)."""
+    names: dict[str, list[str]] = {}
+    for node in ast.parse(stub.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom):
+            names.setdefault(node.module or "", []).extend(a.name for a in node.names)
+    return names
+
+
+@pytest.mark.parametrize("face", [f for f in FACES if MODULES[f].with_suffix(".pyi").exists()])
+def test_a_faces_stub_names_what_its_modules_export_and_is_what_it_offers(face):
+    import importlib
+
+    stub = _stub_names(MODULES[face].with_suffix(".pyi"))
+    offered: set[str] = set(stub.pop("", []))
+    for module, names in stub.items():
+        exported = set(importlib.import_module(f"{face}.{module}").__all__)
+        assert set(names) <= exported, f"{face}.{module} does not export {set(names) - exported}"
+        offered |= set(names)
+    assert set(importlib.import_module(face).__all__) == offered
+
+
+def test_every_lazy_face_reads_its_names_from_its_stub():
+    for face in FACES:
+        text = MODULES[face].read_text(encoding="utf-8")
+        if "lazy_loader" in text:
+            assert "lazy_loader.attach_stub(__name__, __file__)" in text, face
+            assert MODULES[face].with_suffix(".pyi").exists(), face

@@ -26,31 +26,4 @@ References: Eitz et al. (2011), Sec. 3.3 and the captions of Figs. 4-9.
 
 import lazy_loader
 
-__getattr__, __dir__, __all__ = lazy_loader.attach(
-    __name__,
-    submodules=[
-        "crowd_size",
-        "distribution",
-        "inter_user",
-        "layout",
-        "participants",
-        "style",
-    ],
-    submod_attrs={
-        "distribution": ["plot_bins", "plot_distribution"],
-        "inter_user": ["plot_inter_user", "plot_sketch_extremes"],
-        "layout": ["FIGURES", "write_figures"],
-        "participants": [
-            "PARTICIPANT_VIEW_LIMIT",
-            "plot_anchoring",
-            "plot_vs_consensus",
-            "tau_threshold",
-        ],
-        "crowd_size": [
-            "plot_power",
-            "plot_reliability_prophecy",
-            "write_power_figure",
-            "write_reliability_figure",
-        ],
-    },
-)
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

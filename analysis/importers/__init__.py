@@ -31,23 +31,4 @@ line (the header is line 1) and the column.
 
 import lazy_loader
 
-__getattr__, __dir__, __all__ = lazy_loader.attach(
-    __name__,
-    submodules=[
-        "builder",
-        "cells",
-        "dataset",
-        "delimited",
-        "jspsych",
-        "long_table",
-        "wide",
-    ],
-    submod_attrs={
-        "builder": ["read_psychopy"],
-        "cells": ["IMPORT_COLUMNS"],
-        "dataset": ["ImportedRatings", "ImportedRatingsWarning", "write_imported_dataset"],
-        "jspsych": ["JSPSYCH_COLUMNS", "JSPSYCH_TRIAL_TYPES", "read_jspsych"],
-        "long_table": ["read_long_table"],
-        "wide": ["WIDE_MAPPING_COLUMNS", "read_wide", "read_wide_mapping"],
-    },
-)
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

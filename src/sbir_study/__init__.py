@@ -17,10 +17,7 @@ each loaded when first used:
 
 import lazy_loader
 
-_subpackage, __dir__, __all__ = lazy_loader.attach(
-    __name__,
-    submodules=["analysis", "cli", "foundation", "stimuli", "study"],
-)
+_subpackage, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
 
 
 def __getattr__(name: str):

@@ -21,30 +21,4 @@ the app assembled from :mod:`.page_routes`, :mod:`.participant_routes` and
 
 import lazy_loader
 
-__getattr__, __dir__, __all__ = lazy_loader.attach(
-    __name__,
-    submodules=[
-        "admin_routes",
-        "app",
-        "assignment",
-        "deps",
-        "export",
-        "browser_keys",
-        "loadtest",
-        "metrics",
-        "page_routes",
-        "participant_routes",
-        "queries",
-        "scoring",
-        "server",
-        "service",
-        "status",
-        "storage",
-    ],
-    submod_attrs={
-        "assignment": ["choose_list", "list_manifest", "split_lists"],
-        "export": ["export_online"],
-        "browser_keys": ["BROWSER_CODES", "browser_key_name"],
-        "server": ["serve"],
-    },
-)
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -7,20 +7,4 @@ participant's session from a loaded protocol and stimulus set, in the stages of
 
 import lazy_loader
 
-__getattr__, __dir__, __all__ = lazy_loader.attach(
-    __name__,
-    submodules=[
-        "forms",
-        "keyboard",
-        "lists",
-        "loop",
-        "plan",
-        "procedure",
-        "record",
-        "simulated",
-        "window",
-    ],
-    submod_attrs={
-        "procedure": ["SessionOptions", "SessionOutcome", "run_from_files", "run_session"]
-    },
-)
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -28,30 +28,4 @@ measures (p@k, NN) are 0.
 
 import lazy_loader
 
-__getattr__, __dir__, __all__ = lazy_loader.attach(
-    __name__,
-    submodules=["arrays", "correlation", "shrec", "table", "trec", "zhang"],
-    submod_attrs={
-        "correlation": ["TauResult", "system_tau_b"],
-        "shrec": [
-            "RECALL_LEVELS",
-            "dcg_shrec",
-            "e_measure",
-            "first_tier",
-            "nearest_neighbor",
-            "precision_at_recall",
-            "second_tier",
-        ],
-        "table": [
-            "MEASURES",
-            "Measure",
-            "RunView",
-            "measure",
-            "measure_direction",
-            "measure_values",
-            "report_columns",
-        ],
-        "trec": ["average_precision", "ndcg", "precision_at_k", "r_precision"],
-        "zhang": ["average_rank", "percentage_similarity_ranking", "percentage_weighted_hits"],
-    },
-)
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

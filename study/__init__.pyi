@@ -1,0 +1,16 @@
+from . import (
+    display as display,
+    key_names as key_names,
+    online as online,
+    participants as participants,
+    protocol as protocol,
+    protocol_errors as protocol_errors,
+    protocol_settings as protocol_settings,
+    recorder as recorder,
+    responses as responses,
+    schedule as schedule,
+    screens as screens,
+    session as session,
+    texts as texts,
+    trials as trials,
+)
