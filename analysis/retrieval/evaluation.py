@@ -403,47 +403,36 @@ def _summarise(
         if not measure(name).summarised:
             continue
         result = bootstrap_mean(group["value"], n_resamples=options.bootstrap, seed=options.seed)
-        rows.append(
-            {
-                "system": system,
-                "measure": name,
-                "mean": result.mean,
-                "ci_low": result.ci_low,
-                "ci_high": result.ci_high,
-                "n_sketches": result.n,
-                "better": measure_direction(name),
-            }
-        )
+        rows.append(_summary_row(system, name, *result))
     tau = per_sketch[per_sketch["measure"] == "tau_b"].pivot(
         index="sketch_id", columns="system", values="value"
     )
-    if HUMAN in tau.columns:
-        for system in names:
-            pair = tau[[system, HUMAN]].dropna()
-            row = {
-                "system": system,
-                "measure": "tau_b_human_fraction",
-                "mean": np.nan,
-                "ci_low": np.nan,
-                "ci_high": np.nan,
-                "n_sketches": len(pair),
-                "better": measure_direction("tau_b_human_fraction"),
-            }
-            if len(pair) >= 1 and pair[HUMAN].mean() != 0:
-                row["mean"] = pair[system].mean() / pair[HUMAN].mean()
-            if len(pair) >= 2 and np.ptp(pair[system]) + np.ptp(pair[HUMAN]) > 0:
-                interval = stats.bootstrap(
-                    (pair[system].to_numpy(), pair[HUMAN].to_numpy()),
-                    lambda a, b, axis: np.mean(a, axis=axis) / np.mean(b, axis=axis),
-                    paired=True,
-                    vectorized=True,
-                    method="percentile",
-                    n_resamples=options.bootstrap,
-                    rng=np.random.default_rng(options.seed),
-                ).confidence_interval
-                row["ci_low"], row["ci_high"] = float(interval.low), float(interval.high)
-            rows.append(row)
+    for system in names if HUMAN in tau.columns else ():
+        pair = tau[[system, HUMAN]].dropna()
+        mean = low = high = math.nan
+        if len(pair) >= 1 and pair[HUMAN].mean() != 0:
+            mean = pair[system].mean() / pair[HUMAN].mean()
+        if len(pair) >= 2 and np.ptp(pair[system]) + np.ptp(pair[HUMAN]) > 0:
+            interval = stats.bootstrap(
+                (pair[system].to_numpy(), pair[HUMAN].to_numpy()),
+                lambda a, b, axis: np.mean(a, axis=axis) / np.mean(b, axis=axis),
+                paired=True,
+                vectorized=True,
+                method="percentile",
+                n_resamples=options.bootstrap,
+                rng=np.random.default_rng(options.seed),
+            ).confidence_interval
+            low, high = float(interval.low), float(interval.high)
+        rows.append(_summary_row(system, "tau_b_human_fraction", mean, low, high, len(pair)))
     return pd.DataFrame(rows)
+
+
+def _summary_row(
+    system: str, name: str, mean: float, low: float, high: float, n: int
+) -> dict[str, object]:
+    """A row of ``summary.csv``."""
+    keys = ("system", "measure", "mean", "ci_low", "ci_high", "n_sketches", "better")
+    return dict(zip(keys, (system, name, mean, low, high, n, measure_direction(name)), strict=True))
 
 
 def _mark_significant(summary: pd.DataFrame, comparisons: pd.DataFrame) -> pd.DataFrame:
