@@ -228,23 +228,15 @@ def mahalanobis(x: ArrayLike, y: ArrayLike, *, reference: ArrayLike) -> np.ndarr
     return _quadratic(x, y, (inverse + inverse.T) / 2.0, "reference covariance")
 
 
-class _SortedColumns:
-    """Each column of a reference set sorted once: the mass of any interval is then two
-    binary searches, not a scan of the set."""
-
-    def __init__(self, reference: np.ndarray) -> None:
-        self.columns = np.sort(reference, axis=0).T  # (d, N), each row sorted
-        self.size = reference.shape[0]
-
-    def positions(self, v: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:
-        """Per row of ``v`` and dimension i, the reference values below v_i - sigma and
-        those at most v_i + sigma."""
-        lower = np.empty(v.shape, dtype=np.int64)
-        upper = np.empty(v.shape, dtype=np.int64)
-        for i, column in enumerate(self.columns):
-            lower[:, i] = np.searchsorted(column, v[:, i] - sigma, side="left")
-            upper[:, i] = np.searchsorted(column, v[:, i] + sigma, side="right")
-        return lower, upper
+def _positions(columns: np.ndarray, v: np.ndarray, sigma: float) -> tuple[np.ndarray, ...]:
+    """Per row of ``v`` and dimension i, the reference values below v_i - sigma and those at
+    most v_i + sigma: two binary searches in the sorted ``columns`` (d x N), not a scan."""
+    lower = np.empty(v.shape, dtype=np.int64)
+    upper = np.empty(v.shape, dtype=np.int64)
+    for i, column in enumerate(columns):
+        lower[:, i] = np.searchsorted(column, v[:, i] - sigma, side="left")
+        upper[:, i] = np.searchsorted(column, v[:, i] + sigma, side="right")
+    return lower, upper
 
 
 def _mass_blocks(
@@ -252,15 +244,15 @@ def _mass_blocks(
 ) -> Iterator[tuple[slice, np.ndarray, int]]:
     """(rows of x, their (rows, n, d) data mass, N), block by block: the whole (m, n, d)
     mass array never exists at once."""
-    sorted_columns = _mass_reference(reference, x.shape[1])
+    columns = _sorted_reference(reference, x.shape[1])
     sigma = _sigma(sigma)
-    x_lower, x_upper = sorted_columns.positions(x, sigma)
-    y_lower, y_upper = sorted_columns.positions(y, sigma)
+    x_lower, x_upper = _positions(columns, x, sigma)
+    y_lower, y_upper = _positions(columns, y, sigma)
     for rows in _blocks(x.shape[0], y.shape[0], x.shape[1]):
         mass = np.maximum(x_upper[rows, None, :], y_upper[None, :, :]) - np.minimum(
             x_lower[rows, None, :], y_lower[None, :, :]
         )
-        yield rows, mass, sorted_columns.size
+        yield rows, mass, columns.shape[1]
 
 
 def mass_counts(
@@ -332,7 +324,8 @@ def hybrid_mass(
     return result
 
 
-def _mass_reference(reference: ArrayLike, dimensions: int) -> _SortedColumns:
+def _sorted_reference(reference: ArrayLike, dimensions: int) -> np.ndarray:
+    """The checked reference set's columns, each sorted once (d x N)."""
     reference = np.asarray(reference, dtype=np.float64)
     if reference.ndim != 2 or reference.shape[1] != dimensions or reference.shape[0] < 1:
         raise InputError(
@@ -341,7 +334,7 @@ def _mass_reference(reference: ArrayLike, dimensions: int) -> _SortedColumns:
         )
     if not np.isfinite(reference).all():
         raise InputError("reference: expected finite values, found NaN or infinity")
-    return _SortedColumns(reference)
+    return np.sort(reference, axis=0).T
 
 
 def _sigma(sigma: object) -> float:

@@ -103,8 +103,13 @@ def _entries(path: Path, number: int, line: str) -> list[str]:
     return entries
 
 
-def _pool(line: str) -> str:
-    return ",".join(entry.strip() for entry in line.split(","))
+def _same_pool(path: Path, line: str, pool: str, benchmark: str, expected: str) -> None:
+    """Line 1 of ``path`` lists the pool of line 1 of ``benchmark``."""
+    if ",".join(entry.strip() for entry in line.split(",")) != pool:
+        raise InputError(
+            f"{path}, line 1: the pool of patch-images differs from line 1 of {benchmark}; "
+            f"expected {expected}"
+        )
 
 
 def read_hpatches_task(benchmark: str | Path) -> HPatchesTask:
@@ -112,7 +117,7 @@ def read_hpatches_task(benchmark: str | Path) -> HPatchesTask:
     benchmark = Path(benchmark)
     labels_path = benchmark.with_suffix(".labels")
     lines = _lines(benchmark)
-    pool = _pool(lines[0])
+    pool = ",".join(entry.strip() for entry in lines[0].split(","))
     queries = []
     for number, line in enumerate(lines[1:], start=2):
         entries = _entries(benchmark, number, line)
@@ -127,11 +132,7 @@ def read_hpatches_task(benchmark: str | Path) -> HPatchesTask:
     if not labels_path.is_file():
         raise InputError(f"{labels_path}: missing; expected the labels beside {benchmark.name}")
     label_lines = _lines(labels_path)
-    if _pool(label_lines[0]) != pool:
-        raise InputError(
-            f"{labels_path}, line 1: the pool of patch-images differs from line 1 of "
-            f"{benchmark.name}; expected the same list"
-        )
+    _same_pool(labels_path, label_lines[0], pool, benchmark.name, "the same list")
     if len(label_lines) != len(lines):
         raise InputError(
             f"{labels_path}: {len(label_lines) - 1} labels lines; expected one per query of "
@@ -171,11 +172,7 @@ def hpatches_average_precision(positive: ArrayLike) -> np.ndarray:
 def _score_results(task: HPatchesTask, results: Path, top: int) -> pd.DataFrame:
     """Each query's AP in one ``.results`` file, checked against its task."""
     lines = _lines(results)
-    if _pool(lines[0]) != task.pool:
-        raise InputError(
-            f"{results}, line 1: the pool of patch-images differs from line 1 of "
-            f"{task.name}.benchmark; expected it copied unchanged"
-        )
+    _same_pool(results, lines[0], task.pool, f"{task.name}.benchmark", "it copied unchanged")
     body = lines[1:]
     if len(body) != len(task.queries):
         raise InputError(
