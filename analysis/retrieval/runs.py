@@ -286,11 +286,7 @@ def ground_truth_from_frame(
 
 
 def ground_truth_from_qrels(
-    frame: pd.DataFrame,
-    lines: ArrayLike,
-    *,
-    source: str = "qrels",
-    scale: Scale = PAPER_SCALE,
+    frame: pd.DataFrame, lines: ArrayLike, *, source: str = "qrels", scale: Scale = PAPER_SCALE
 ) -> GroundTruth:
     """A ground truth from TREC qrels, ``query_id, iteration, doc_id, grade`` (text), row r
     from line ``lines[r]`` of ``source``. A grade is a whole number >= 0: nDCG's gain;

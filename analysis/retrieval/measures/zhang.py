@@ -22,11 +22,7 @@ __all__ = ["average_rank", "percentage_similarity_ranking", "percentage_weighted
 
 
 def average_rank(
-    rank: ArrayLike,
-    relevant: ArrayLike,
-    *,
-    n_returned: ArrayLike,
-    judged: ArrayLike | None = None,
+    rank: ArrayLike, relevant: ArrayLike, *, n_returned: ArrayLike, judged: ArrayLike | None = None
 ) -> np.ndarray:
     """Average rank of the relevant images, lower better (Zhang 2019, Sec. 12.3.5).
 
