@@ -1,15 +1,11 @@
 """Comparing retrieval systems over the same sketches: intervals and paired tests.
 
-A percentile bootstrap interval of a mean over sketches; per pair of systems, the mean
-difference with its paired bootstrap interval and Cohen's d_z, Student's paired t-test,
-the Wilcoxon signed-rank test and a paired permutation (sign-flip) test, each with Holm's
-correction (``docs/evaluation.md`` says why the three can disagree).
-
-The permutation test is written out, not :func:`scipy.stats.permutation_test`, so that
-one matrix of sign flips serves every pair of systems. It follows SciPy term for term
-(exact enumeration when the 2^n patterns are no more than the resamples, the +1
-correction otherwise, two-sided as twice the smaller one-sided p-value); the tests check
-it against SciPy.
+A bootstrap interval of a mean over sketches; per pair of systems, the mean difference
+with its paired bootstrap interval and Cohen's d_z, and three paired tests with Holm's
+correction: Student's t, Wilcoxon's signed-rank and a sign-flip permutation test
+(``docs/evaluation.md`` says why they can disagree). The permutation test follows
+:func:`scipy.stats.permutation_test` term for term (the tests check it), written out so
+that one matrix of sign flips serves every pair of systems.
 """
 
 from __future__ import annotations

@@ -407,7 +407,9 @@ def _summarise(
     tau = per_sketch[per_sketch["measure"] == "tau_b"].pivot(
         index="sketch_id", columns="system", values="value"
     )
-    for system in names if HUMAN in tau.columns else ():
+    if HUMAN not in tau.columns:
+        return pd.DataFrame(rows)
+    for system in names:
         pair = tau[[system, HUMAN]].dropna()
         mean = low = high = math.nan
         if len(pair) >= 1 and pair[HUMAN].mean() != 0:

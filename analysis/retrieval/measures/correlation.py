@@ -26,8 +26,8 @@ def system_tau_b(
     score: ArrayLike, mean_rating: ArrayLike, *, alternative: str = "greater"
 ) -> TauResult:
     """Kendall's tau_b(score, -mean_rating) per sketch, the paper's benchmark (Eitz et al.
-    2011, Sec. 3.2, Eq. 2), with the p-value of the normal approximation, tie-corrected,
-    as ``scipy.stats.kendalltau``; ties in score stay ties.
+    2011, Sec. 3.2, Eq. 2), with the tie-corrected normal p-value, as
+    ``scipy.stats.kendalltau``; NaN where the system gives all judged images one score.
 
     Parameters
     ----------
@@ -37,13 +37,8 @@ def system_tau_b(
     mean_rating
         The consensus (1 best); NaN for padding.
     alternative
-        ``"greater"`` (the paper's one-sided test): does the system agree with people
-        more than chance?
-
-    Returns
-    -------
-    TauResult
-        NaN where the system gives all judged images one score.
+        ``"greater"``, the paper's one-sided test: does the system agree with people more
+        than chance?
 
     Examples
     --------
