@@ -8,7 +8,7 @@ imports matplotlib (``evaluation_outputs`` imports it only to draw).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -39,8 +39,7 @@ def plot_system_tau(per_sketch: pd.DataFrame, *, ax: Axes, human: str = "human")
     order_by = tau[human] if human in tau else tau[systems].mean(axis=1)
     tau = tau.loc[order_by.sort_values(ascending=False, na_position="last").index]
     x = np.arange(len(tau))
-    colours = system_colours(len(systems))
-    for system, colour, marker in zip(systems, colours, itertools.cycle(MARKERS), strict=False):
+    for system, colour, marker in _styles(systems):
         values = tau[system].to_numpy(dtype=float)
         ax.plot(
             x,
@@ -67,7 +66,7 @@ def plot_system_tau(per_sketch: pd.DataFrame, *, ax: Axes, human: str = "human")
     ax.set_xlabel("sketch (ordered by the participants' agreement)" if human in tau else "sketch")
     ax.set_ylabel("τ_b with the consensus")
     ax.set_title("Each system's ranking against the consensus ground truth, per sketch")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+    _legend_beside(ax)
     return ax
 
 
@@ -119,9 +118,7 @@ def plot_system_summary(
 def plot_precision_recall(pr_curve: pd.DataFrame, *, ax: Axes) -> Axes:
     """Each system's precision at recall levels 0.05 .. 1.0, averaged over the sketches."""
     systems = list(dict.fromkeys(pr_curve["system"]))
-    for system, colour, marker in zip(
-        systems, system_colours(len(systems)), itertools.cycle(MARKERS), strict=False
-    ):
+    for system, colour, marker in _styles(systems):
         curve = pr_curve[pr_curve["system"] == system]
         ax.plot(
             curve["recall"],
@@ -137,8 +134,18 @@ def plot_precision_recall(pr_curve: pd.DataFrame, *, ax: Axes) -> Axes:
     ax.set_xlabel("recall")
     ax.set_ylabel("precision (mean over sketches)")
     ax.set_title("Precision-recall (binary relevance)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+    _legend_beside(ax)
     return ax
+
+
+def _styles(systems: list[str]) -> Iterator[tuple[str, str, str]]:
+    """Each system with its colour and marker, the same in every figure."""
+    return zip(systems, system_colours(len(systems)), itertools.cycle(MARKERS), strict=False)
+
+
+def _legend_beside(ax: Axes) -> None:
+    """The legend to the right of the axes, one line per system."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
 
 
 def write_evaluation_figures(
