@@ -1,23 +1,10 @@
-"""A simple baseline engine: edge-orientation histograms on a grid, ranked by a distance.
+"""A baseline engine: edge-orientation histograms on a grid, ranked by a distance.
 
-It gives the toolkit a system to score out of the box, and with the distance
-measures of :mod:`.distances` it repeats the comparison of distance
-measures that Zhang (2019, ch. 12) discusses and that the benchmarking method
-of the thesis in the project's sources carries out: the same descriptor, every
-distance, scored against the consensus.
-
-The descriptor (:func:`edge_orientation_histogram`) works on a sketch and on a
-photograph alike. The picture is converted to grey, scaled so its longer side
-is :data:`SIDE` pixels, lightly smoothed, and differentiated with Sobel
-filters. Its edge pixels are those whose gradient magnitude is in the top
-:data:`EDGE_SHARE` of the picture (and at least 5% of the largest magnitude),
-which for a line drawing are the two borders of each stroke and for a
-photograph the strongest contours. Each edge pixel votes for its cell of a
-``grid`` x ``grid`` partition of the picture and for one of ``bins``
-unsigned orientations (0 to 180 degrees); the histogram is normalised to sum
-1, so that the histogram distances (chi-square, intersection) apply. It is
-a global-layout descriptor in the spirit of the HoG descriptor the paper uses
-as a baseline (Eitz et al. 2011, Sec. 4), far simpler than the paper's own.
+It gives the toolkit a system to score out of the box and, with every distance of
+:mod:`.distances` on the same descriptor, repeats the comparison of distances of Zhang
+(2019, ch. 12). The descriptor is a global-layout one in the spirit of the paper's HoG
+baseline (Eitz et al. 2011, Sec. 4), far simpler, and works on sketches and photographs
+alike.
 """
 
 from __future__ import annotations
@@ -48,8 +35,7 @@ __all__ = [
 
 
 class StimulusSetLike(Protocol):
-    """What the baseline reads of a checked stimulus set (``sbir_study.stimuli.load_set``):
-    its folder and its manifest."""
+    """What the baseline reads of a checked set (``sbir_study.stimuli.load_set``)."""
 
     @property
     def folder(self) -> Path: ...
@@ -65,9 +51,13 @@ EDGE_SHARE = 0.08
 
 
 def edge_orientation_histogram(path: str | Path, *, grid: int = 4, bins: int = 8) -> np.ndarray:
-    """The descriptor of one picture: a normalised (grid * grid * bins,) histogram.
+    """The descriptor of one picture, a (grid * grid * bins,) histogram summing to 1.
 
-    A picture without any edge gets the uniform histogram.
+    The picture, grey, scaled to :data:`SIDE` pixels and smoothed, has its edge pixels
+    in the top :data:`EDGE_SHARE` of Sobel gradient magnitudes (and at least 5% of the
+    largest: the borders of a stroke, a photograph's strongest contours); each votes for
+    its grid cell and one of ``bins`` unsigned orientations. No edge: the uniform
+    histogram.
     """
     from PIL import Image
     from scipy import ndimage
@@ -101,12 +91,9 @@ def edge_orientation_histogram(path: str | Path, *, grid: int = 4, bins: int = 8
 
 
 def descriptor_similarity(*, grid: int = 4, bins: int = 8) -> np.ndarray:
-    """The bin-similarity matrix of the quadratic-form distance for this descriptor.
-
-    Bins of the same cell are similar by how close their orientations are
-    (Zhang's a_ij = 1 - d_ij / d_max, orientation distance taken the short way
-    round the half circle); bins of different cells are unrelated.
-    """
+    """The quadratic-form distance's bin similarity for this descriptor: bins of a cell by
+    their orientations' distance the short way round (:func:`bin_similarity`), bins of
+    different cells 0."""
     centres = (np.arange(bins) + 0.5) * np.pi / bins
     return np.kron(np.eye(grid * grid), bin_similarity(centres, period=np.pi))
 
@@ -121,35 +108,28 @@ def baseline_scores(
     bins: int = 8,
     progress: Callable[[int, int], object] | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """Score each sketch's images under each distance; returns ``{distance: run}``.
+    """Score each sketch's images under each distance.
 
     Parameters
     ----------
-    manifest : DataFrame
-        A stimulus set's manifest (``sketch_id, image_id, sketch_path, image_path,
-        role``); the ``main`` and ``candidate`` pairs are scored, the anchor pairs
-        left out (they are not part of the ground truth).
-    folder : path
+    manifest
+        A stimulus set's manifest; its ``main`` and ``candidate`` pairs are scored (the
+        anchors are not part of the ground truth).
+    folder
         The set's folder, against which the manifest's paths are relative.
-    distances : sequence of str
-        Names from :data:`.distances.DISTANCES`, or ``l<p>`` for any
-        Minkowski exponent.
-    collection : {"own", "all"}
-        ``"own"``: each sketch ranks its own images (the benchmark's protocol,
-        Sec. 3.2); ``"all"``: every image of the set.
-    progress : callable, optional
+    distances
+        Names of :data:`.distances.DISTANCES`, or ``l<p>``.
+    collection
+        ``"own"``: each sketch ranks its own images (the benchmark's protocol, Sec. 3.2);
+        ``"all"``: every image of the set.
+    progress
         Called with (done, total) as descriptors are computed.
 
     Returns
     -------
     dict of DataFrame
-        Per distance, ``sketch_id, image_id, score`` with score = -distance
-        (higher = more similar, as TREC runs have it).
-
-    Notes
-    -----
-    The reference set of the Mahalanobis and mass-based distances is the
-    descriptors of every sketch and image scored.
+        Per distance, ``sketch_id, image_id, score``, score = -distance. The reference
+        set of the Mahalanobis and mass-based distances is every descriptor scored.
     """
     check_option("collection", collection, ("own", "all"))
     for name in distances:
@@ -196,14 +176,9 @@ def baseline_scores(
 
 
 def write_trec_run(run: pd.DataFrame, path: str | Path, tag: str) -> Path:
-    """Write ``sketch_id, image_id, score`` as a TREC run, in trec_eval's order.
-
-    Per sketch, images by decreasing score, ties by decreasing image id; the
-    rank column counts from 1. Scores are written with 17 significant digits,
-    so that they read back exactly. Every id and the tag are checked first
-    (:func:`~sbir_study.foundation.checks.check_id`): an id with a space or a line break
-    would forge fields or lines.
-    """
+    """Write ``sketch_id, image_id, score`` as a TREC run in trec_eval's order (decreasing
+    score, ties by decreasing image id), scores to 17 digits so that they read back
+    exactly. The ids and tag are checked first: a blank in one would forge fields."""
     path = Path(path)
     for column in ("sketch_id", "image_id"):
         bad = bad_ids(run[column])
@@ -250,15 +225,9 @@ def write_baseline_runs(
     overwrite: bool = False,
     progress: Callable[[int, int], object] | None = None,
 ) -> dict[str, Path]:
-    """Rank a stimulus set's images under each distance and write one TREC run per distance.
-
-    ``stimulus_set`` is a checked set (``sbir_study.stimuli.load_set``). With one
-    distance and an ``out`` that is not a folder, ``out`` is the run file;
-    otherwise ``out`` is a folder with ``<distance>.run`` files. Either is
-    written as every output is (``docs/outputs.md``): aside, then moved into
-    place when complete; an existing ``out`` only with ``overwrite``, and
-    only when an earlier ``baseline`` wrote it. Returns ``{distance: path}``.
-    """
+    """Rank a checked stimulus set's images under each distance and write a TREC run each:
+    ``out`` itself for one distance when it is not a folder, else ``out/<distance>.run``,
+    as every output is written (``docs/outputs.md``). Returns ``{distance: path}``."""
     out = Path(out)
     inputs = [stimulus_set.folder]
 

@@ -1,39 +1,19 @@
 """Comparing retrieval systems over the same sketches: intervals and paired tests.
 
-A benchmark reports each system's mean over the sketches; whether one system
-beats another is a question about the paired per-sketch values. This module
-gives a percentile bootstrap interval of a mean over sketches
-(:func:`scipy.stats.bootstrap`), the Wilcoxon signed-rank test
-(:func:`scipy.stats.wilcoxon`) and a paired permutation (sign-flip) test of the
-mean difference, beside Student's paired t-test (:func:`scipy.stats.ttest_rel`),
-with Holm's correction across the pairs of systems or across every pair and
-measure (:func:`~sbir_study.analysis.corrections.holm_adjusted`); and for each
-pair the mean difference with its paired bootstrap interval and Cohen's d_z.
-
-The three tests ask different questions of the same differences: the t-test and
-the permutation test whether their mean is 0 (the t-test under normality, the
-permutation test under symmetry), the Wilcoxon signed-rank test whether they are
-symmetric about 0, from their signed ranks. A few large differences move the
-mean and not the ranks; many small ones of one sign move the ranks and hardly
-the mean; ties and zeros (common on P@k and NN, which take few values) are
-dropped or averaged by the rank test. On few sketches they can then disagree,
-and a row says so.
-
-The permutation test is written out here, not called from
-:func:`scipy.stats.permutation_test`: one matrix of random sign flips serves
-every pair of systems, which makes the hundreds of comparisons of a
-benchmark a matter of matrix products. It follows SciPy's conventions term for
-term (exact enumeration when the 2^n sign patterns are no more than the
-resamples asked for, the +1 correction otherwise, the two-sided p-value as
-twice the smaller one-sided one) and the tests check it against SciPy.
+A bootstrap interval of a mean over sketches; per pair of systems, the mean difference
+with its paired bootstrap interval and Cohen's d_z, and three paired tests with Holm's
+correction: Student's t, Wilcoxon's signed-rank and a sign-flip permutation test
+(``docs/evaluation.md`` says why they can disagree). The permutation test follows
+:func:`scipy.stats.permutation_test` term for term (the tests check it), written out so
+that one matrix of sign flips serves every pair of systems.
 """
 
 from __future__ import annotations
 
 import itertools
 import warnings
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -78,15 +58,9 @@ class PermutationResult(NamedTuple):
 def bootstrap_mean(
     values: ArrayLike, *, confidence: float = 0.95, n_resamples: int = 10_000, seed: int = 0
 ) -> BootstrapResult:
-    """Mean of ``values`` (NaN left out) with a percentile bootstrap interval.
-
-    Notes
-    -----
-    The sketches are resampled with replacement ``n_resamples`` times; the
-    interval is the (1 - confidence)/2 and (1 + confidence)/2 quantiles of the
-    resampled means, as ``scipy.stats.bootstrap(method="percentile")`` gives it
-    with the generator seeded by ``seed`` (:func:`_percentile_intervals`), so the
-    same values give the same interval. Fewer than two values give no interval (NaN).
+    """Mean of ``values`` (NaN left out) with the percentile bootstrap interval that
+    ``scipy.stats.bootstrap(method="percentile")`` gives with ``seed``; NaN with fewer
+    than two values.
 
     Examples
     --------
@@ -94,7 +68,6 @@ def bootstrap_mean(
     >>> round(result.mean, 2), result.ci_low < result.mean < result.ci_high
     (0.54, True)
     """
-
     given = np.asarray(values, dtype=np.float64).reshape(-1)
     given = given[~np.isnan(given)]
     n = int(given.size)
@@ -112,16 +85,10 @@ def bootstrap_mean(
 def _percentile_intervals(
     values: np.ndarray, confidence: float, n_resamples: int, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The percentile bootstrap interval of the mean of each row of ``values`` (rows x n,
-    no NaN), as ``scipy.stats.bootstrap(..., method="percentile", vectorized=True,
-    rng=np.random.default_rng(seed))`` gives it for each row alone.
-
-    The same draws as SciPy's (one ``rng.integers(0, n, (n_resamples, n))``, shared by the
-    rows), each resample's mean taken as how often it draws each value times that value,
-    over n: a (resamples x n) @ (n x rows) product where SciPy gathers a rows x resamples
-    x n array, row by row (``benchmarks/bench_comparisons.py`` times the two). The
-    quantiles are SciPy's (linear interpolation); the means differ from SciPy's in the
-    order of their additions only (the tests compare to a relative 1e-12).
+    """The percentile bootstrap interval of the mean of each row of ``values`` (no NaN),
+    as ``scipy.stats.bootstrap(method="percentile", rng=default_rng(seed))`` gives it for
+    each row alone: SciPy's draws, each resample's mean a product of draw counts and
+    values, where SciPy gathers a rows x resamples x n array.
     """
     n = values.shape[1]
     draws = np.random.default_rng(seed).integers(0, n, (n_resamples, n))
@@ -150,11 +117,9 @@ def _enumerates(n: int, n_resamples: int) -> bool:
 
 
 def permutation_p_value_floor(n: int, n_resamples: int = 10_000) -> float:
-    """The smallest p-value :func:`paired_permutation_test` can give for ``n`` pairs.
-
-    Two-sided: 2/(n_resamples + 1) with random sign flips (twice the one-sided
-    floor 1/(n_resamples + 1)), 2/2^n when all 2^n patterns are enumerated.
-    A p-value at the floor says only that the exact p-value is no larger.
+    """The smallest p-value of :func:`paired_permutation_test` for ``n`` pairs: 2/2^n when
+    it enumerates the 2^n patterns, else 2/(n_resamples + 1). A p-value at the floor says
+    only that the exact one is no larger.
 
     Examples
     --------
@@ -168,13 +133,13 @@ def permutation_p_value_floor(n: int, n_resamples: int = 10_000) -> float:
     return min(1.0, 2.0 / (n_resamples + 1))
 
 
-#: scipy.stats.permutation_test's relative tolerance for null values equal to the observed
-#: one in theory but not in floating point: 100 machine epsilons (SciPy 1.15 and later).
+#: scipy.stats.permutation_test's relative tolerance (1.15 and later) for null values equal
+#: to the observed one but for rounding.
 _TIES_TOLERANCE = float(np.finfo(np.float64).eps) * 100
 
 
 def _permutation_pvalue(observed: float, null: np.ndarray, exact: bool) -> float:
-    # SciPy's comparison tolerance and +1 adjustment (scipy.stats.permutation_test).
+    """Two-sided p-value of ``observed`` in ``null``, as scipy.stats.permutation_test."""
     gamma = abs(_TIES_TOLERANCE * observed)
     adjustment = 0 if exact else 1
     greater = (np.count_nonzero(null >= observed - gamma) + adjustment) / (null.size + adjustment)
@@ -185,11 +150,8 @@ def _permutation_pvalue(observed: float, null: np.ndarray, exact: bool) -> float
 def paired_permutation_test(
     a: ArrayLike, b: ArrayLike, *, n_resamples: int = 10_000, seed: int = 0
 ) -> PermutationResult:
-    """Two-sided paired permutation test of mean(a - b) = 0 (sketches with both values).
-
-    Under the null hypothesis each sketch's difference is as likely to have
-    either sign; the null distribution of the mean difference comes from
-    flipping the signs.
+    """Two-sided paired permutation test of mean(a - b) = 0 over the sketches with both
+    values: the null distribution flips the signs of the differences.
 
     Examples
     --------
@@ -216,23 +178,17 @@ def paired_permutation_test(
     )
 
 
-#: Up to this many differences with ties or zeros, ``scipy.stats.wilcoxon`` (method
-#: "auto") runs an exact permutation test over all 2^n sign patterns.
+#: Up to this many differences with ties or zeros, ``scipy.stats.wilcoxon`` ("auto") runs an
+#: exact permutation test.
 _WILCOXON_PERMUTATION_MAX = 13
 
 
 def _wilcoxon_tests(differences: list[np.ndarray]) -> list[tuple[float, float]]:
-    """``scipy.stats.wilcoxon(d)`` (two-sided, method "auto") of each ``d``: its statistic
-    and p-value, bit for bit.
+    """``scipy.stats.wilcoxon(d)`` (two-sided, "auto") of each ``d``, bit for bit.
 
-    Where SciPy runs an exact permutation test (ties or zeros among 13 differences or
-    fewer) it is computed here: SciPy ranks the differences again for each of the 2^n sign
-    patterns, for every pair of systems and measure; the ranks of |d| do not change when
-    signs flip, so the 2^n values of the statistic are one matrix product of exact
-    half-integer sums. Elsewhere SciPy computes it, once for all the rows of a length that
-    take the same branch (its per-call overhead is most of a test's time;
-    ``benchmarks/bench_comparisons.py`` times both against SciPy per pair): the branch it
-    would choose for each alone, named (SciPy's "auto" decides for a whole array at once).
+    SciPy's exact permutation branch is computed here (:func:`_wilcoxon_enumerated`);
+    otherwise SciPy is called once per length and branch, the branch named as "auto"
+    would choose it for each row alone (it decides for a whole array at once).
     """
     results = [(float("nan"), float("nan"))] * len(differences)
     batches: dict[tuple[int, str], list[int]] = {}
@@ -252,19 +208,34 @@ def _wilcoxon_tests(differences: list[np.ndarray]) -> list[tuple[float, float]]:
         else:
             method = "auto"  # SciPy's exact distribution up to 50, the approximation beyond
         batches.setdefault((d.size, method), []).append(row)
-    if batches:
-        from scipy import stats
+    from scipy import stats
 
-        for (_, method), rows in batches.items():
-            found = stats.wilcoxon(np.vstack([differences[r] for r in rows]), method=method, axis=1)
-            for row, statistic, p in zip(rows, found.statistic, found.pvalue, strict=True):
-                results[row] = (float(statistic), float(p))
+    return _batched(
+        differences,
+        batches,
+        results,
+        lambda block, key: stats.wilcoxon(block, method=key[1], axis=1),
+    )
+
+
+def _batched(
+    differences: list[np.ndarray],
+    batches: Mapping[Any, list[int]],
+    results: list[tuple[float, float]],
+    test: Callable[[np.ndarray, Any], Any],
+) -> list[tuple[float, float]]:
+    """``results`` with each batch's rows set to the statistic and p-value of one call of
+    ``test(rows stacked, batch key)``: SciPy's per-call overhead is most of a test's time."""
+    for key, rows in batches.items():
+        found = test(np.vstack([differences[r] for r in rows]), key)
+        for row, statistic, p in zip(rows, found.statistic, found.pvalue, strict=True):
+            results[row] = (float(statistic), float(p))
     return results
 
 
 def _wilcoxon_enumerated(d: np.ndarray, nonzero: np.ndarray) -> tuple[float, float]:
-    """SciPy's exact permutation branch of the signed-rank test (zeros dropped, Wilcoxon's
-    rule): r+ over every sign pattern, compared as ``scipy.stats.permutation_test`` does."""
+    """SciPy's exact branch of the signed-rank test (zeros dropped): r+ under each of the
+    2^n sign patterns, one product, since the ranks of |d| do not change with the signs."""
     ranks = np.zeros(d.size)  # a zero difference has no rank: no sign puts it in r+
     ranks[nonzero] = _kernels.average_ranks(np.abs(d[nonzero])[None, :])[0]
     r_plus, r_minus = float(ranks[d > 0].sum()), float(ranks[d < 0].sum())
@@ -283,15 +254,10 @@ TESTS = ("t", "wilcoxon", "permutation")
 def paired_differences_interval(
     differences: np.ndarray, *, confidence: float = 0.95, n_resamples: int = 10_000, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile bootstrap intervals of the mean of each row of ``differences`` (pairs x
-    sketches, no NaN): ``scipy.stats.bootstrap`` over the sketches, one call for all rows.
-
-    Resampling the per-sketch differences is the paired bootstrap: a sketch is drawn with
-    both systems' values. Each row's interval is the one ``scipy.stats.bootstrap`` gives
-    that row alone with the generator seeded by ``seed`` (the rows share the draws);
-    rows without spread get their mean as both ends, fewer than two sketches NaN.
+    """The paired percentile bootstrap interval of the mean of each row of ``differences``
+    (pairs x sketches, no NaN), as ``scipy.stats.bootstrap`` gives it for the row alone
+    with ``seed``; a row without spread gets its mean, fewer than two sketches NaN.
     """
-
     differences = np.atleast_2d(np.asarray(differences, dtype=np.float64))
     rows, n = differences.shape
     low = np.full(rows, np.nan)
@@ -308,38 +274,30 @@ def paired_differences_interval(
 
 
 def _t_tests(differences: list[np.ndarray]) -> list[tuple[float, float]]:
-    """Student's paired t-test of mean(d) = 0 of each ``d`` (``scipy.stats.ttest_rel``,
-    two-sided), bit for bit: SciPy called once for all the rows of a length."""
+    """``scipy.stats.ttest_rel`` (two-sided) of mean(d) = 0 of each ``d``, bit for bit, one
+    call per length."""
     results = [(float("nan"), float("nan"))] * len(differences)
     batches: dict[int, list[int]] = {}
     for row, d in enumerate(differences):
         if d.size < 2 or np.ptp(d) == 0:
-            # No spread: t is undefined (SciPy gives NaN); no difference at all is nothing
-            # to test.
+            # No spread: t is undefined (SciPy's NaN), and no difference is nothing to test.
             if d.size >= 2 and d[0] == 0:
                 results[row] = (0.0, 1.0)
             continue
         batches.setdefault(d.size, []).append(row)
-    if batches:
-        from scipy import stats
+    from scipy import stats
 
-        for rows in batches.values():
-            block = np.vstack([differences[r] for r in rows])
-            with warnings.catch_warnings():  # near-equal differences: SciPy warns of precision
-                warnings.simplefilter("ignore", RuntimeWarning)  # loss
-                found = stats.ttest_rel(block, np.zeros_like(block), axis=1)
-            for row, statistic, p in zip(rows, found.statistic, found.pvalue, strict=True):
-                results[row] = (float(statistic), float(p))
-    return results
+    def test(block: np.ndarray, _: object) -> Any:
+        with warnings.catch_warnings():  # near-equal differences: SciPy warns of precision
+            warnings.simplefilter("ignore", RuntimeWarning)  # loss
+            return stats.ttest_rel(block, np.zeros_like(block), axis=1)
+
+    return _batched(differences, batches, results, test)
 
 
 def effect_size_dz(d: ArrayLike) -> float:
-    """Cohen's d_z: the mean paired difference over the standard deviation of the differences.
-
-    The standardized difference of paired samples (Cohen 1988; Lakens 2013,
-    "Calculating and reporting effect sizes", Eq. 6), d_z = mean(d) / sd(d) with the
-    n - 1 standard deviation; it is t / sqrt(n) of the paired t-test. NaN with fewer than
-    two sketches or no spread.
+    """Cohen's d_z = mean(d) / sd(d), sd with n - 1, the paired t over sqrt(n) (Lakens 2013,
+    Eq. 6); NaN with fewer than two sketches or no spread.
 
     Examples
     --------
@@ -395,34 +353,24 @@ def compare_systems(
 
     Parameters
     ----------
-    per_sketch : DataFrame
+    per_sketch
         ``system, sketch_id, measure, value`` (the long table of ``evaluate``).
-    measures : sequence of str, optional
+    measures
         The measures to compare (default: all in the table).
-    n_resamples : int
-        Sign flips of the permutation test.
-    bootstrap : int
-        Resamples of the interval of the mean difference.
-    correct : {"pairs", "across-measures"}
-        Holm's family: the pairs of systems of one measure, or every pair x measure.
-    baseline : str, optional
-        Compare every other system with this one only (``system_a`` the other,
-        ``system_b`` the baseline).
+    n_resamples, bootstrap
+        Sign flips of the permutation test; resamples of the difference's interval.
+    correct
+        Holm's family: ``"pairs"`` of systems of one measure, or ``"across-measures"``.
+    baseline
+        Compare every other system (``system_a``) with this one (``system_b``) only.
 
     Returns
     -------
     DataFrame
-        ``measure, system_a, system_b, n_sketches, mean_a, mean_b, mean_difference
-        (a - b), difference_ci_low, difference_ci_high, effect_size_dz, t_statistic,
-        t_p_value, t_p_value_holm, wilcoxon_statistic, wilcoxon_p_value,
-        wilcoxon_p_value_holm, permutation_p_value, permutation_p_value_holm,
-        significant, rejected_by, tests_disagree``; ``significant`` when the
-        Holm-corrected permutation p-value is below ``alpha``; ``rejected_by`` the
-        tests whose Holm-corrected p-value is below ``alpha`` (``;``-separated) and
-        ``tests_disagree`` whether some but not all of them are. Each pair uses the
-        sketches where both systems have a value; the interval is the paired percentile
-        bootstrap of the mean difference (:func:`paired_differences_interval`), the
-        effect size Cohen's d_z (:func:`effect_size_dz`).
+        :data:`COMPARISON_COLUMNS`, each pair over the sketches where both have a value:
+        ``significant`` when the Holm-corrected permutation p-value is below ``alpha``,
+        ``rejected_by`` the tests whose Holm-corrected p-value is (``;``-separated),
+        ``tests_disagree`` whether some but not all of them are.
     """
     if correct not in CORRECTIONS:
         raise InputError(f"correct: expected one of {', '.join(CORRECTIONS)}, got {correct!r}")
@@ -468,8 +416,7 @@ def compare_systems(
 def _paired_differences(
     per_sketch: pd.DataFrame, measures: Sequence[str], baseline: str | None
 ) -> tuple[list[tuple], list[np.ndarray]]:
-    """Per measure and pair of systems (every pair, or each with ``baseline``): its
-    ``measure, system_a, system_b, n_sketches, mean_a, mean_b, mean_difference``, and the
+    """Per measure and pair of systems, the first seven :data:`COMPARISON_COLUMNS` and the
     differences a - b on the sketches where both have a value."""
     pairs, differences = [], []
     for measure in measures:
@@ -494,8 +441,8 @@ def _paired_differences(
 def _difference_intervals(
     differences: list[np.ndarray], bootstrap: int, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The paired bootstrap interval of each mean difference, all the pairs of one number of
-    sketches at once (:func:`paired_differences_interval`); NaN with fewer than two."""
+    """The paired bootstrap interval of each mean difference, one call per number of
+    sketches; NaN with fewer than two."""
     low = np.full(len(differences), np.nan)
     high = np.full(len(differences), np.nan)
     sizes = np.array([d.size for d in differences])
@@ -510,8 +457,8 @@ def _difference_intervals(
 def _permutation_p_values(
     differences: list[np.ndarray], n_resamples: int, seed: int
 ) -> list[float]:
-    """The paired permutation test of each mean difference, one matrix of sign flips for
-    all the pairs of one number of sketches; NaN without sketches."""
+    """The permutation p-value of each mean difference, one matrix of sign flips per
+    number of sketches; NaN without sketches."""
     patterns_for: dict[int, tuple[np.ndarray, bool]] = {}
     found = []
     for d in differences:

@@ -1,24 +1,16 @@
 """Distance measures between feature vectors (Zhang 2019, ch. 12.2).
 
-Every function takes two 2-D arrays, ``x`` (m x d, e.g. the query
-descriptors) and ``y`` (n x d, the collection), and returns the m x n matrix
-of distances, smaller meaning more similar. Where SciPy has the measure
-(:func:`scipy.spatial.distance.cdist`) it computes it; the histogram measures
-and the mass-based measures, which SciPy lacks, are written here and tested
-against SciPy and worked examples.
-
-The mass-based measures count, per dimension, how many vectors of a
-reference set lie between the two values compared. They sort each column of
-the reference set once; then the count for any pair is a difference of two
-positions found by binary search, not a scan of the reference set per pair.
-
-:data:`DISTANCES` maps the names of the command line to the functions.
+Every function takes ``x`` (m x d, the queries) and ``y`` (n x d, the collection) and
+returns the m x n distances, smaller meaning more similar. SciPy's
+:func:`~scipy.spatial.distance.cdist` computes the measures it has; the histogram and
+mass-based measures, which it lacks, are written here and tested against SciPy and
+worked examples. :data:`DISTANCES` maps the command line's names to the functions.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -42,7 +34,7 @@ __all__ = [
 ]
 
 
-def _cdist(x: np.ndarray, y: np.ndarray, metric: str, **options) -> np.ndarray:
+def _cdist(x: np.ndarray, y: np.ndarray, metric: str, **options: float) -> np.ndarray:
     # Imported when used, so that importing the package does not load scipy.spatial.
     from scipy.spatial.distance import cdist
 
@@ -50,6 +42,7 @@ def _cdist(x: np.ndarray, y: np.ndarray, metric: str, **options) -> np.ndarray:
 
 
 def _pair(x: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` and ``y`` as checked 2-D float arrays of one width."""
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if x.ndim == 1:
@@ -66,35 +59,17 @@ def _pair(x: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def _blocks(n_rows: int, n_cols: int, width: int, budget: int = 32 * 2**20):
-    """Row blocks of ``x`` whose m x n x d intermediate stays near ``budget`` bytes."""
+def _blocks(n_rows: int, n_cols: int, width: int, budget: int = 32 * 2**20) -> Iterator[slice]:
+    """Row blocks of ``x`` whose (rows, n, d) intermediate stays near ``budget`` bytes."""
     step = max(1, budget // max(1, n_cols * width * 8))
     for start in range(0, n_rows, step):
         yield slice(start, min(start + step, n_rows))
 
 
 def minkowski(x: ArrayLike, y: ArrayLike, *, p: float = 2.0) -> np.ndarray:
-    """Minkowski-form distance L_p, Eq. 12.1 (p = 1 city block, 2 Euclidean, inf Chebyshev).
-
-    Parameters
-    ----------
-    x, y : array_like, (m, d) and (n, d)
-    p : float > 0 or ``inf``
-        For p < 1 the formula is the same but it is not a metric (the
-        triangle inequality fails), as Zhang's Fig. 12.1a shows.
-
-    Returns
-    -------
-    ndarray, (m, n)
-
-    Notes
-    -----
-    L_p(x, y) = (sum_i |x_i - y_i|^p)^(1/p); L_inf = max_i |x_i - y_i|.
-    Computed by :func:`scipy.spatial.distance.cdist`.
-
-    References
-    ----------
-    Zhang (2019), Fundamentals of Image Data Mining, Sec. 12.2.2, Eqs. 12.1-12.4.
+    """Minkowski distance L_p = (sum_i |x_i - y_i|^p)^(1/p), L_inf = max_i |x_i - y_i|
+    (Zhang 2019, Sec. 12.2.2, Eqs. 12.1-12.4; SciPy's cdist). p < 1 is not a metric (the
+    triangle inequality fails, Zhang's Fig. 12.1a).
 
     Examples
     --------
@@ -112,10 +87,8 @@ def minkowski(x: ArrayLike, y: ArrayLike, *, p: float = 2.0) -> np.ndarray:
 
 
 def cosine(x: ArrayLike, y: ArrayLike) -> np.ndarray:
-    """Cosine distance, Eq. 12.9: 1 - x.y / (|x| |y|).
-
-    Invariant to the scale of either vector. A zero vector has no direction:
-    its distance to anything is NaN.
+    """Cosine distance 1 - x.y / (|x| |y|) (Zhang 2019, Eq. 12.9); NaN for a zero vector,
+    which has no direction.
 
     Examples
     --------
@@ -131,19 +104,9 @@ def cosine(x: ArrayLike, y: ArrayLike) -> np.ndarray:
 
 
 def chi_square(x: ArrayLike, y: ArrayLike) -> np.ndarray:
-    """The chi-square statistic between two histograms, Eq. 12.11.
-
-    Notes
-    -----
-    chi2(x, y) = sum_i (x_i - m_i)^2 / m_i with m_i = (x_i + y_i) / 2, the
-    expected value of bin i; bins empty in both (m_i = 0) add nothing. For
-    histograms with equal sums this is the statistic of
-    ``scipy.stats.chisquare(x, f_exp=m)``; expanded it is
-    sum_i (x_i - y_i)^2 / (2 (x_i + y_i)). Expects non-negative values.
-
-    References
-    ----------
-    Zhang (2019), Sec. 12.2.5.
+    """Chi-square statistic sum_i (x_i - m_i)^2 / m_i, m_i = (x_i + y_i) / 2, between
+    histograms (Zhang 2019, Sec. 12.2.5, Eq. 12.11; ``scipy.stats.chisquare(x, f_exp=m)``
+    for equal sums); bins empty in both add nothing.
 
     Examples
     --------
@@ -164,18 +127,8 @@ def chi_square(x: ArrayLike, y: ArrayLike) -> np.ndarray:
 
 
 def histogram_intersection(x: ArrayLike, y: ArrayLike) -> np.ndarray:
-    """Histogram intersection distance, 1 - HI (Eqs. 12.12 and 12.14).
-
-    Notes
-    -----
-    HI(x, y) = sum_i min(x_i, y_i) / min(|x|, |y|), |x| = sum_i x_i, the share
-    of the smaller histogram that the two have in common; the distance is
-    1 - HI, 0 for identical histograms and 1 for disjoint ones. For
-    histograms that sum to 1 it equals half the L1 distance.
-
-    References
-    ----------
-    Zhang (2019), Sec. 12.2.6.
+    """Histogram intersection distance 1 - sum_i min(x_i, y_i) / min(|x|, |y|) (Zhang 2019,
+    Sec. 12.2.6, Eqs. 12.12, 12.14): 0 for identical histograms, 1 for disjoint ones.
 
     Examples
     --------
@@ -193,21 +146,10 @@ def histogram_intersection(x: ArrayLike, y: ArrayLike) -> np.ndarray:
 
 
 def quadratic_form(x: ArrayLike, y: ArrayLike, *, similarity: ArrayLike) -> np.ndarray:
-    """Quadratic-form distance, Eq. 12.15: sqrt((x - y)^T A (x - y)).
-
-    Parameters
-    ----------
-    similarity : array_like, (d, d)
-        A, the similarity of every pair of dimensions (bins), symmetric and
-        positive semi-definite; :func:`bin_similarity` builds Zhang's
-        a_ij = 1 - d_ij / d_max from the bins' centres.
-
-    Notes
-    -----
-    The same formula as ``scipy.spatial.distance.cdist(x, y, "mahalanobis",
-    VI=A)``, computed from the differences in blocks; rounding can make the
-    squared distance of a semi-definite A a tiny negative number, which is
-    taken as 0, where SciPy returns NaN.
+    """Quadratic-form distance sqrt((x - y)^T A (x - y)) (Zhang 2019, Eq. 12.15), A the
+    ``similarity`` of every two bins (symmetric, positive semi-definite: see
+    :func:`bin_similarity`). SciPy's cdist "mahalanobis" with VI=A, but a squared
+    distance rounded below 0 is 0, not NaN.
 
     Examples
     --------
@@ -225,6 +167,7 @@ def quadratic_form(x: ArrayLike, y: ArrayLike, *, similarity: ArrayLike) -> np.n
 
 
 def _quadratic(x: np.ndarray, y: np.ndarray, a: np.ndarray, name: str) -> np.ndarray:
+    """sqrt((x - y)^T a (x - y)) in row blocks; ``name`` names ``a`` in the error."""
     squared = np.empty((x.shape[0], y.shape[0]))
     for rows in _blocks(x.shape[0], y.shape[0], x.shape[1]):
         difference = x[rows, None, :] - y[None, :, :]
@@ -242,15 +185,9 @@ def _quadratic(x: np.ndarray, y: np.ndarray, a: np.ndarray, name: str) -> np.nda
 
 
 def bin_similarity(centres: ArrayLike, *, period: float | None = None) -> np.ndarray:
-    """Zhang's bin-similarity matrix a_ij = 1 - d_ij / d_max from bin centres.
-
-    Parameters
-    ----------
-    centres : array_like, (d,) or (d, k)
-        Each bin's position (e.g. its orientation, or its colour).
-    period : float, optional
-        For a circular quantity (an orientation, a hue), the period: the
-        distance between two centres is then the shorter way round.
+    """Zhang's bin similarity a_ij = 1 - d_ij / d_max from the bins' ``centres``, (d,) or
+    (d, k); with ``period`` (a circular quantity: orientation, hue) d_ij is the shorter
+    way round.
 
     Examples
     --------
@@ -276,25 +213,9 @@ def bin_similarity(centres: ArrayLike, *, period: float | None = None) -> np.nda
 
 
 def mahalanobis(x: ArrayLike, y: ArrayLike, *, reference: ArrayLike) -> np.ndarray:
-    """Mahalanobis distance, Eq. 12.19, with the covariance of a reference set.
-
-    Parameters
-    ----------
-    reference : array_like, (N, d)
-        The training set whose covariance Sigma weights the dimensions (for
-        example the descriptors of the whole collection).
-
-    Notes
-    -----
-    d_m(x, y) = sqrt((x - y) Sigma^-1 (x - y)^T). Histograms that sum to one
-    have a singular covariance (their bins are linearly dependent); the
-    Moore-Penrose pseudo-inverse is used, which ignores the directions in
-    which the reference set does not vary. The same formula as
-    ``scipy.spatial.distance.cdist(x, y, "mahalanobis", VI=inverse)``.
-
-    References
-    ----------
-    Zhang (2019), Sec. 12.2.8.
+    """Mahalanobis distance sqrt((x - y) Sigma^-1 (x - y)^T), Sigma the covariance of
+    ``reference`` (N x d) (Zhang 2019, Sec. 12.2.8, Eq. 12.19; SciPy's cdist "mahalanobis").
+    Sigma^-1 is the pseudo-inverse: histograms that sum to one have a singular covariance.
     """
     x, y = _pair(x, y)
     reference = np.asarray(reference, dtype=np.float64)
@@ -307,50 +228,40 @@ def mahalanobis(x: ArrayLike, y: ArrayLike, *, reference: ArrayLike) -> np.ndarr
     return _quadratic(x, y, (inverse + inverse.T) / 2.0, "reference covariance")
 
 
-class _SortedColumns:
-    """Each column of a reference set sorted once, for counting values in intervals."""
-
-    def __init__(self, reference: np.ndarray) -> None:
-        self.columns = np.sort(reference, axis=0).T  # (d, N), each row sorted
-        self.size = reference.shape[0]
-
-    def positions(self, v: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:
-        """For each row of ``v`` and dimension i, the number of reference values below
-        v_i - sigma (``lower``) and at most v_i + sigma (``upper``)."""
-        lower = np.empty(v.shape, dtype=np.int64)
-        upper = np.empty(v.shape, dtype=np.int64)
-        for i, column in enumerate(self.columns):
-            lower[:, i] = np.searchsorted(column, v[:, i] - sigma, side="left")
-            upper[:, i] = np.searchsorted(column, v[:, i] + sigma, side="right")
-        return lower, upper
+def _positions(columns: np.ndarray, v: np.ndarray, sigma: float) -> tuple[np.ndarray, ...]:
+    """Per row of ``v`` and dimension i, the reference values below v_i - sigma and those at
+    most v_i + sigma: two binary searches in the sorted ``columns`` (d x N), not a scan."""
+    lower = np.empty(v.shape, dtype=np.int64)
+    upper = np.empty(v.shape, dtype=np.int64)
+    for i, column in enumerate(columns):
+        lower[:, i] = np.searchsorted(column, v[:, i] - sigma, side="left")
+        upper[:, i] = np.searchsorted(column, v[:, i] + sigma, side="right")
+    return lower, upper
 
 
-def _mass_blocks(x: np.ndarray, y: np.ndarray, reference, sigma):
-    """(rows of x, their (rows, n, d) data mass, N) block by block, so that the whole
-    (m, n, d) mass array never exists at once."""
-    sorted_columns = _mass_reference(reference, x.shape[1])
+def _mass_blocks(
+    x: np.ndarray, y: np.ndarray, reference: ArrayLike, sigma: float
+) -> Iterator[tuple[slice, np.ndarray, int]]:
+    """(rows of x, their (rows, n, d) data mass, N), block by block: the whole (m, n, d)
+    mass array never exists at once."""
+    columns = _sorted_reference(reference, x.shape[1])
     sigma = _sigma(sigma)
-    x_lower, x_upper = sorted_columns.positions(x, sigma)
-    y_lower, y_upper = sorted_columns.positions(y, sigma)
+    x_lower, x_upper = _positions(columns, x, sigma)
+    y_lower, y_upper = _positions(columns, y, sigma)
     for rows in _blocks(x.shape[0], y.shape[0], x.shape[1]):
         mass = np.maximum(x_upper[rows, None, :], y_upper[None, :, :]) - np.minimum(
             x_lower[rows, None, :], y_lower[None, :, :]
         )
-        yield rows, mass, sorted_columns.size
+        yield rows, mass, columns.shape[1]
 
 
 def mass_counts(
     x: ArrayLike, y: ArrayLike, *, reference: ArrayLike, sigma: float = 0.0
 ) -> np.ndarray:
-    """Data mass |R_i(x, y)| of every pair and dimension: an (m, n, d) integer array.
-
-    |R_i(x, y)| is the number of reference vectors whose i-th value lies in
-    [min(x_i, y_i) - sigma, max(x_i, y_i) + sigma]. With each column of the
-    reference set sorted once, the count is upper(max) - lower(min), two
-    positions found by binary search; since both positions grow with the
-    value, that is max(upper(x_i), upper(y_i)) - min(lower(x_i), lower(y_i)),
-    so each pair costs O(d) after O(d (m + n) log N) searches, instead of the
-    O(d N) scan of a direct count.
+    """Data mass |R_i(x, y)| of every pair and dimension, (m, n, d): the reference vectors
+    whose i-th value lies in [min(x_i, y_i) - sigma, max(x_i, y_i) + sigma], counted as
+    max(upper(x_i), upper(y_i)) - min(lower(x_i), lower(y_i)) (both positions grow with
+    the value).
 
     Examples
     --------
@@ -365,31 +276,10 @@ def mass_counts(
 def mass_based(
     x: ArrayLike, y: ArrayLike, *, reference: ArrayLike, p: float = 2.0, sigma: float = 0.0
 ) -> np.ndarray:
-    """The mass-based dissimilarity m_p, Eq. 12.5.
-
-    Parameters
-    ----------
-    reference : array_like, (N, d)
-        The data set whose mass is counted (usually the collection itself,
-        queries included when they belong to it: the definition counts the
-        two compared instances when they are part of the data).
-    p : float > 0
-    sigma : float >= 0
-        Widens each interval on both sides.
-
-    Notes
-    -----
-    m_p(x, y) = ((1/d) sum_i (|R_i(x, y)| / N)^p)^(1/p) with the data mass
-    |R_i| of :func:`mass_counts`. Two values are less alike the more of the
-    data lies between them (Krumhansl's distance-density model). Rows of
-    ``x`` are processed in blocks, so that the (m, n, d) mass array never
-    exists whole.
-
-    References
-    ----------
-    Zhang (2019), Sec. 12.2.3, Eq. 12.5; Aryal, Ting, Washio and Haffari (2017),
-    "Data-dependent dissimilarity measure: an effective alternative to
-    geometric distance measures", Knowledge and Information Systems 53(2).
+    """Mass-based dissimilarity m_p = ((1/d) sum_i (|R_i(x, y)| / N)^p)^(1/p), |R_i| the
+    data mass of :func:`mass_counts` in ``reference`` (N x d, usually the collection,
+    queries included), each interval widened by ``sigma`` (Zhang 2019, Sec. 12.2.3,
+    Eq. 12.5; Aryal et al. 2017, Knowl. Inf. Syst. 53(2)).
 
     Examples
     --------
@@ -414,19 +304,9 @@ def hybrid_mass(
     sigma: float = 0.0,
     log_mass: bool = False,
 ) -> np.ndarray:
-    """The hybrid measure h_p, Eq. 12.6 (``log_mass=True``: h'_p, Eq. 12.7).
-
-    Notes
-    -----
-    h_p(x, y) = (sum_i (|x_i - y_i| |R_i(x, y)|)^p)^(1/p): each difference is
-    weighted by the data mass between the two values. h'_p weights it by
-    log |R_i| instead, so that a few dense dimensions do not dominate; an
-    empty interval (possible only when neither vector is in the reference)
-    is given weight log 1 = 0.
-
-    References
-    ----------
-    Zhang (2019), Sec. 12.2.3, Eqs. 12.6-12.7.
+    """Hybrid measure h_p = (sum_i (|x_i - y_i| |R_i(x, y)|)^p)^(1/p), each difference
+    weighted by the data mass between the values; ``log_mass``: h'_p, weighted by
+    log |R_i| (an empty interval by log 1 = 0) (Zhang 2019, Sec. 12.2.3, Eqs. 12.6-12.7).
 
     Examples
     --------
@@ -444,7 +324,8 @@ def hybrid_mass(
     return result
 
 
-def _mass_reference(reference, dimensions: int) -> _SortedColumns:
+def _sorted_reference(reference: ArrayLike, dimensions: int) -> np.ndarray:
+    """The checked reference set's columns, each sorted once (d x N)."""
     reference = np.asarray(reference, dtype=np.float64)
     if reference.ndim != 2 or reference.shape[1] != dimensions or reference.shape[0] < 1:
         raise InputError(
@@ -453,16 +334,16 @@ def _mass_reference(reference, dimensions: int) -> _SortedColumns:
         )
     if not np.isfinite(reference).all():
         raise InputError("reference: expected finite values, found NaN or infinity")
-    return _SortedColumns(reference)
+    return np.sort(reference, axis=0).T
 
 
-def _sigma(sigma) -> float:
+def _sigma(sigma: object) -> float:
     if not (isinstance(sigma, int | float) and sigma >= 0 and np.isfinite(sigma)):
         raise InputError(f"sigma: expected a number >= 0, got {sigma!r}")
     return float(sigma)
 
 
-def _exponent(p) -> float:
+def _exponent(p: object) -> float:
     if not (isinstance(p, int | float) and p > 0 and np.isfinite(p)):
         raise InputError(f"p: expected a finite number > 0, got {p!r}")
     return float(p)
@@ -473,10 +354,8 @@ def _non_negative(x: np.ndarray, y: np.ndarray, name: str) -> None:
         raise InputError(f"{name}: expected histograms (values >= 0), found a negative value")
 
 
-#: The distances by their command-line names, with the options each takes from
-#: :func:`distance_matrix`: ``reference`` (the collection's descriptors) and
-#: ``similarity`` (a bin-similarity matrix).
-DISTANCES: dict[str, tuple[Callable[..., np.ndarray], dict]] = {
+#: The distances by their command-line names, with their fixed options.
+DISTANCES: dict[str, tuple[Callable[..., np.ndarray], dict[str, object]]] = {
     "l1": (minkowski, {"p": 1.0}),
     "l2": (minkowski, {"p": 2.0}),
     "linf": (minkowski, {"p": np.inf}),
@@ -492,7 +371,7 @@ DISTANCES: dict[str, tuple[Callable[..., np.ndarray], dict]] = {
 }
 
 
-def resolve_distance(name: str) -> tuple[Callable[..., np.ndarray], dict]:
+def resolve_distance(name: str) -> tuple[Callable[..., np.ndarray], dict[str, object]]:
     """The function and fixed options of a distance name (see :func:`distance_matrix`)."""
     if name not in DISTANCES and re.fullmatch(r"l\d+(\.\d+)?", str(name)):
         p = float(name[1:])
@@ -511,13 +390,10 @@ def distance_matrix(
     similarity: ArrayLike | None = None,
     p: float | None = None,
 ) -> np.ndarray:
-    """The distances between the rows of ``x`` and ``y`` under the measure ``name``.
-
-    ``name`` is a key of :data:`DISTANCES`, or ``l`` followed by any exponent
-    p > 0 (``l3``, ``l0.25``) for that Minkowski distance; ``reference`` is
-    needed by ``mahalanobis``, ``mp``, ``hp`` and ``hp_log``, ``similarity``
-    by ``quadratic``; ``p`` overrides the exponent of the Minkowski and mass
-    measures.
+    """The distances between the rows of ``x`` and ``y`` under ``name``: a key of
+    :data:`DISTANCES`, or ``l<p>`` for any Minkowski exponent p > 0 (``l3``, ``l0.25``).
+    ``mahalanobis``, ``mp``, ``hp`` and ``hp_log`` need ``reference``, ``quadratic``
+    ``similarity``; ``p`` overrides the exponent of the Minkowski and mass measures.
 
     Examples
     --------

@@ -1,13 +1,9 @@
 """Scoring retrieval systems against the ground truth: the work of ``sbir-study evaluate``.
 
-For each system (one run) and sketch, every measure of
-:mod:`.measures`; per system and measure, the mean over the
-sketches with a bootstrap interval; between every two systems, paired tests
-over the sketches (:mod:`.comparison`); and, from the participants'
-ratings when given, the human ceiling: each participant's tau_b against the
-consensus of the others, the level "an ideal system would perform similar
-to" (Eitz et al. 2011, Sec. 3.2), against which each system's tau_b is also
-given as a fraction.
+Every measure per system and sketch, each mean with a bootstrap interval, paired tests
+between the systems (:mod:`.comparison`) and, with the participants' ratings, the human
+ceiling: each participant's tau_b against the others' consensus, the level "an ideal
+system would perform similar to" (Eitz et al. 2011, Sec. 3.2).
 """
 
 from __future__ import annotations
@@ -42,22 +38,18 @@ __all__ = [
 
 #: The name under which the participants (leave-one-out) appear beside the systems.
 HUMAN = "human"
-#: What a sketch a run leaves out scores (``--missing``): 0 on every measure, as trec_eval -c
-#: scores a query of the qrels the run does not have, or nothing (left out of the mean).
+#: What a sketch a run leaves out scores (``--missing``): 0, as trec_eval -c, or nothing.
 MISSING = ("zero", "skip")
-#: The measures of each system that ``evaluation.json`` lists.
 
 
 @dataclass(frozen=True)
 class EvaluationOptions:
-    """Options of :func:`evaluate_runs`.
+    """Options of :func:`evaluate_runs`, as ``docs/evaluation.md`` gives them.
 
-    ``relevant_below`` ``None`` (the default) is the middle of the ground truth's scale,
-    3.5 on the paper's. ``missing`` is what a sketch a run leaves out scores
-    (:data:`MISSING`; default ``"zero"``, trec_eval's ``-c``: a system that abstains on a
-    sketch is not rewarded by a mean over fewer, easier sketches). ``correct`` is Holm's
-    family in the comparisons (``"pairs"`` of one measure, or ``"across-measures"``);
-    ``baseline`` a system to compare every other one with, instead of every pair.
+    ``relevant_below`` None is the middle of the ground truth's scale. ``missing``
+    ``"zero"`` (trec_eval's ``-c``) keeps a system that abstains on a sketch from a mean
+    over fewer, easier ones. ``correct`` is Holm's family, ``baseline`` a system to
+    compare every other one with, instead of every pair.
     """
 
     relevant_below: float | None = None
@@ -94,7 +86,7 @@ class EvaluationOptions:
 
 @dataclass
 class Evaluation:
-    """The tables of one evaluation (see :func:`write_evaluation` for the files)."""
+    """The tables of one evaluation (the files of :func:`write_evaluation`)."""
 
     per_sketch: pd.DataFrame
     summary: pd.DataFrame
@@ -112,8 +104,8 @@ def _ratings_layout(
     ratings: pd.DataFrame, truth: GroundTruth, relevant_below: float, cube: RatingCube | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """The main-phase ratings as (sketches, participants, images) aligned with ``truth``,
-    after checking that their consensus is the ground truth; ``cube`` is their
-    :func:`~sbir_study.analysis.ratings.main_phase_cube`."""
+    and the participants who judged each image relevant, once their consensus is checked
+    to be the ground truth."""
     consensus = consensus_ground_truth(ratings).dropna(subset=["mean_rating"])
     mine = truth.table()
     merged = mine.merge(
@@ -178,12 +170,9 @@ def score_run(
     ratings: np.ndarray | None = None,
     weight: np.ndarray | None = None,
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Every measure of one run, per sketch; and its precision-recall curve.
-
-    Returns ``({measure: values per sketch}, precision at RECALL_LEVELS per sketch)``.
-    ``ratings`` (sketches x participants x images) and ``weight`` (participants
-    judging each image relevant) add ``pwh@k`` and ``psr``.
-    """
+    """Every measure of one run per sketch, and its precision at :data:`RECALL_LEVELS`
+    per sketch; ``ratings`` and ``weight`` (of :func:`evaluate_runs`) add ``pwh@k`` and
+    ``psr``."""
     relevant = truth.relevant(options.relevant_below)
     view = RunView(
         rank=run.rank,
@@ -212,28 +201,21 @@ def evaluate_runs(
 
     Parameters
     ----------
-    truth : GroundTruth
-    runs : list of Run
+    runs
         One per system, with distinct names (``"human"`` is reserved).
-    ratings : DataFrame, optional
-        The validated ratings the ground truth was computed from (checked):
-        they give the human ceiling, ``pwh@k`` and ``psr``. On a scale whose high
-        end is best they are read in the paper's orientation, as ``analyze``
-        reads them (:func:`~sbir_study.analysis.orientation.in_paper_orientation`).
+    ratings
+        The validated ratings the ground truth was computed from, on its scale (both
+        checked): they give the human ceiling, ``pwh@k`` and ``psr``.
 
-    ``options.relevant_below`` ``None`` is the middle of the ground truth's scale
-    (:attr:`~sbir_study.foundation.scale.Scale.relevant_below`: 3.5 on the paper's
-    1..7); a cut must lie above the scale's low end and at most at its high end.
-    The returned evaluation's options hold the cut used. ``ratings`` on another
-    scale than ``truth.scale`` are refused.
+    The relevance cut must lie above the scale's low end and at most at its high end;
+    the evaluation's options hold the cut used.
     """
     _check_names([r.name for r in runs], options.baseline)
     options = _with_relevance_cut(truth, options, ratings)
     given = weight = human = None
     if ratings is not None:
         ratings = in_paper_orientation(ratings)
-        # One cube of the main phase for the layout and the human level: at crowd size
-        # it is the largest array evaluate holds.
+        # One cube for the layout and the human level: the largest array evaluate holds.
         cube = main_phase_cube(ratings)
         # With ratings the ground truth holds mean ratings, and the options a cut of them.
         cut = options.relevant_below if options.relevant_below is not None else math.nan
@@ -282,8 +264,8 @@ def evaluate_runs(
 
 
 def _check_names(names: list[str], baseline: str | None) -> None:
-    """Every run's name is distinct, not the participants' and fit to name a file; the
-    baseline is one of them."""
+    """The run names are distinct, not the participants', fit to name a file, and name the
+    baseline."""
     if not names:
         raise InputError("runs: expected at least one retrieval run")
     for name in names:
@@ -305,9 +287,8 @@ def _check_names(names: list[str], baseline: str | None) -> None:
 def _with_relevance_cut(
     truth: GroundTruth, options: EvaluationOptions, ratings: pd.DataFrame | None
 ) -> EvaluationOptions:
-    """``options`` with the relevance cut of the ground truth's scale (its middle unless
-    given; none for qrels, whose relevance is grade >= 1), after checking that the cut and
-    the ratings fit the ground truth."""
+    """``options`` with the relevance cut (the scale's middle unless given; none for qrels),
+    once the cut and the ratings are checked to fit the ground truth."""
     scale = truth.scale
     if ratings is not None and ratings_scale(ratings) != scale:
         raise InputError(
@@ -315,8 +296,7 @@ def _with_relevance_cut(
             f"{scale}; expected the ratings the ground truth was computed from"
         )
     if truth.from_qrels:
-        # Grades, not mean ratings: relevance is grade >= 1 as trec_eval's, and there is no
-        # consensus to check ratings against.
+        # Grades: relevance is grade >= 1, and there is no consensus to check ratings against.
         if ratings is not None:
             raise InputError(
                 f"--ratings: the ground truth {truth.source} is TREC qrels, which hold no mean "
@@ -344,8 +324,7 @@ def _long(system: str, sketches: np.ndarray, name: str, values: np.ndarray) -> p
 
 
 def _mean_curve(system: str, curve: np.ndarray) -> pd.DataFrame:
-    """The rows of ``pr_curve.csv`` of one system: its precision at each recall level, mean
-    over the sketches that have one."""
+    """One system's rows of ``pr_curve.csv``: its mean precision at each recall level."""
     finite = np.isfinite(curve)
     return pd.DataFrame(
         {
@@ -360,9 +339,8 @@ def _mean_curve(system: str, curve: np.ndarray) -> pd.DataFrame:
 
 
 def _absent_sketches(truth: GroundTruth, run: Run) -> np.ndarray:
-    """The sketches for which ``run`` returns none of the judged images (it leaves the
-    sketch out, or ranks only images nobody rated for it). A run with no sketch left is
-    refused: it shares nothing with the ground truth."""
+    """The sketches for which ``run`` returns no judged image; a run without any sketch
+    left is refused."""
     absent = ~np.isfinite(run.rank).any(axis=1)
     if absent.all():
         raise InputError(
@@ -380,16 +358,9 @@ def _score_absent(
     truth: GroundTruth,
     missing: str,
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Each measure's value for the sketches a run leaves out, by ``--missing``.
-
-    ``"zero"`` is trec_eval's ``-c``: the run ranks none of the sketch's relevant images,
-    so nDCG, P@k, AP and the SHREC measures are 0 as computed; tau_b, undefined without a
-    ranking (one tie), and PSR are set to 0 too, so that every measure averages over the
-    same sketches; the average rank keeps its value (the relevant images tied after every
-    returned one, the worst it can be); measures the ground truth leaves undefined for the
-    sketch (AP without relevant images) stay undefined. ``"skip"`` leaves the sketch out
-    of every measure (NaN), as pytrec_eval and trec_eval without ``-c`` do.
-    """
+    """The measures of the sketches a run leaves out, by ``--missing`` as
+    ``docs/evaluation.md`` gives it: ``"zero"`` sets tau_b and PSR (undefined without a
+    ranking) to 0, where the other measures are 0 or worst as computed; ``"skip"`` NaN."""
     if not absent.any():
         return values, curve
     values = {name: value.copy() for name, value in values.items()}
@@ -409,9 +380,9 @@ def _score_absent(
     return values, curve
 
 
-def _mark_missing(summary: pd.DataFrame, missing: dict[str, list[str]], total: int):
-    """Add ``sketches_ranked`` (of ``sketches_in_ground_truth``) and ``missing_sketches`` (the
-    sketches each system's run leaves out, ``;``-separated) to every row of the summary."""
+def _mark_missing(summary: pd.DataFrame, missing: dict[str, list[str]], total: int) -> pd.DataFrame:
+    """The summary with ``sketches_in_ground_truth``, ``sketches_ranked`` and
+    ``missing_sketches`` (``;``-separated) of each system."""
     summary = summary.copy()
     gone = summary["system"].map(lambda system: missing.get(system, []))
     summary["sketches_in_ground_truth"] = total
@@ -420,7 +391,11 @@ def _mark_missing(summary: pd.DataFrame, missing: dict[str, list[str]], total: i
     return summary
 
 
-def _summarise(per_sketch: pd.DataFrame, names: list[str], options) -> pd.DataFrame:
+def _summarise(
+    per_sketch: pd.DataFrame, names: list[str], options: EvaluationOptions
+) -> pd.DataFrame:
+    """``summary.csv``: each mean with its bootstrap interval, and each system's tau_b as a
+    fraction of the participants'."""
     from scipy import stats
 
     rows = []
@@ -428,52 +403,43 @@ def _summarise(per_sketch: pd.DataFrame, names: list[str], options) -> pd.DataFr
         if not measure(name).summarised:
             continue
         result = bootstrap_mean(group["value"], n_resamples=options.bootstrap, seed=options.seed)
-        rows.append(
-            {
-                "system": system,
-                "measure": name,
-                "mean": result.mean,
-                "ci_low": result.ci_low,
-                "ci_high": result.ci_high,
-                "n_sketches": result.n,
-                "better": measure_direction(name),
-            }
-        )
+        rows.append(_summary_row(system, name, *result))
     tau = per_sketch[per_sketch["measure"] == "tau_b"].pivot(
         index="sketch_id", columns="system", values="value"
     )
-    if HUMAN in tau.columns:
-        for system in names:
-            pair = tau[[system, HUMAN]].dropna()
-            row = {
-                "system": system,
-                "measure": "tau_b_human_fraction",
-                "mean": np.nan,
-                "ci_low": np.nan,
-                "ci_high": np.nan,
-                "n_sketches": len(pair),
-                "better": measure_direction("tau_b_human_fraction"),
-            }
-            if len(pair) >= 1 and pair[HUMAN].mean() != 0:
-                row["mean"] = pair[system].mean() / pair[HUMAN].mean()
-            if len(pair) >= 2 and np.ptp(pair[system]) + np.ptp(pair[HUMAN]) > 0:
-                interval = stats.bootstrap(
-                    (pair[system].to_numpy(), pair[HUMAN].to_numpy()),
-                    lambda a, b, axis: np.mean(a, axis=axis) / np.mean(b, axis=axis),
-                    paired=True,
-                    vectorized=True,
-                    method="percentile",
-                    n_resamples=options.bootstrap,
-                    rng=np.random.default_rng(options.seed),
-                ).confidence_interval
-                row["ci_low"], row["ci_high"] = float(interval.low), float(interval.high)
-            rows.append(row)
+    if HUMAN not in tau.columns:
+        return pd.DataFrame(rows)
+    for system in names:
+        pair = tau[[system, HUMAN]].dropna()
+        mean = low = high = math.nan
+        if len(pair) >= 1 and pair[HUMAN].mean() != 0:
+            mean = pair[system].mean() / pair[HUMAN].mean()
+        if len(pair) >= 2 and np.ptp(pair[system]) + np.ptp(pair[HUMAN]) > 0:
+            interval = stats.bootstrap(
+                (pair[system].to_numpy(), pair[HUMAN].to_numpy()),
+                lambda a, b, axis: np.mean(a, axis=axis) / np.mean(b, axis=axis),
+                paired=True,
+                vectorized=True,
+                method="percentile",
+                n_resamples=options.bootstrap,
+                rng=np.random.default_rng(options.seed),
+            ).confidence_interval
+            low, high = float(interval.low), float(interval.high)
+        rows.append(_summary_row(system, "tau_b_human_fraction", mean, low, high, len(pair)))
     return pd.DataFrame(rows)
 
 
+def _summary_row(
+    system: str, name: str, mean: float, low: float, high: float, n: int
+) -> dict[str, object]:
+    """A row of ``summary.csv``."""
+    keys = ("system", "measure", "mean", "ci_low", "ci_high", "n_sketches", "better")
+    return dict(zip(keys, (system, name, mean, low, high, n, measure_direction(name)), strict=True))
+
+
 def _mark_significant(summary: pd.DataFrame, comparisons: pd.DataFrame) -> pd.DataFrame:
-    """Add ``significantly_better_than``: the systems each one beats on the measure, by the
-    Holm-corrected paired permutation test."""
+    """The summary with ``significantly_better_than``: the systems each one beats on the
+    measure by the Holm-corrected permutation test."""
     beats: dict[tuple[str, str], list[str]] = {}
     for row in comparisons[comparisons["significant"].astype(bool)].itertuples(index=False):
         a_better = row.mean_difference > 0

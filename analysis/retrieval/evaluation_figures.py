@@ -1,21 +1,14 @@
-"""The figures of ``sbir-study evaluate``: retrieval systems against the consensus.
-
-Every ``plot_*`` function draws on the matplotlib ``Axes`` it is given and
-returns it; they take the tables :func:`~sbir_study.analysis.retrieval.evaluate_runs`
-computes. :func:`write_evaluation_figures` lays out the files (``.png`` and ``.pdf``)
-as :mod:`sbir_study.analysis.figures` does for the study's figures, whose way of
-saving and markers (:mod:`sbir_study.analysis.figures.style`) these share.
-
-With the modules of :mod:`sbir_study.analysis.figures`, the only module of
-:mod:`sbir_study.analysis` that imports matplotlib;
-:mod:`~sbir_study.analysis.retrieval.evaluation_outputs` imports it only when figures
-are drawn.
+"""The figures of ``sbir-study evaluate``, from the tables of
+:func:`~sbir_study.analysis.retrieval.evaluate_runs`: each ``plot_*`` draws on the
+``Axes`` it is given and returns it. They share the style of
+:mod:`sbir_study.analysis.figures`; beside it, the only module of the analysis that
+imports matplotlib (``evaluation_outputs`` imports it only to draw).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -37,13 +30,8 @@ __all__ = [
 
 
 def plot_system_tau(per_sketch: pd.DataFrame, *, ax: Axes, human: str = "human") -> Axes:
-    """Per sketch, each system's tau_b against the consensus, beside the participants'.
-
-    ``per_sketch`` is the long table of ``evaluate`` (``system, sketch_id,
-    measure, value``). Sketches are ordered by the participants' mean
-    leave-one-out tau_b (the human ceiling, a black line) when present, else by
-    the mean over the systems.
-    """
+    """Per sketch, each system's tau_b against the consensus, beside the participants'
+    (a black line) by whose tau_b the sketches are ordered (else by the systems' mean)."""
     tau = per_sketch[per_sketch["measure"] == "tau_b"].pivot(
         index="sketch_id", columns="system", values="value"
     )
@@ -51,8 +39,7 @@ def plot_system_tau(per_sketch: pd.DataFrame, *, ax: Axes, human: str = "human")
     order_by = tau[human] if human in tau else tau[systems].mean(axis=1)
     tau = tau.loc[order_by.sort_values(ascending=False, na_position="last").index]
     x = np.arange(len(tau))
-    colours = system_colours(len(systems))
-    for system, colour, marker in zip(systems, colours, itertools.cycle(MARKERS), strict=False):
+    for system, colour, marker in _styles(systems):
         values = tau[system].to_numpy(dtype=float)
         ax.plot(
             x,
@@ -79,15 +66,15 @@ def plot_system_tau(per_sketch: pd.DataFrame, *, ax: Axes, human: str = "human")
     ax.set_xlabel("sketch (ordered by the participants' agreement)" if human in tau else "sketch")
     ax.set_ylabel("τ_b with the consensus")
     ax.set_title("Each system's ranking against the consensus ground truth, per sketch")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+    _legend_beside(ax)
     return ax
 
 
 def plot_system_summary(
     summary: pd.DataFrame, *, ax: Axes, measure: str = "tau_b", human: str = "human"
 ) -> Axes:
-    """Each system's mean ``measure`` over the sketches with its bootstrap interval, best on top;
-    the participants' mean as a vertical band when present."""
+    """Each system's mean ``measure`` with its bootstrap interval, best on top; the
+    participants' as a vertical band."""
     rows = summary[summary["measure"] == measure]
     systems = rows[rows["system"] != human]
     ascending = systems["better"].iloc[0] == "lower" if len(systems) else False
@@ -131,9 +118,7 @@ def plot_system_summary(
 def plot_precision_recall(pr_curve: pd.DataFrame, *, ax: Axes) -> Axes:
     """Each system's precision at recall levels 0.05 .. 1.0, averaged over the sketches."""
     systems = list(dict.fromkeys(pr_curve["system"]))
-    for system, colour, marker in zip(
-        systems, system_colours(len(systems)), itertools.cycle(MARKERS), strict=False
-    ):
+    for system, colour, marker in _styles(systems):
         curve = pr_curve[pr_curve["system"] == system]
         ax.plot(
             curve["recall"],
@@ -149,8 +134,18 @@ def plot_precision_recall(pr_curve: pd.DataFrame, *, ax: Axes) -> Axes:
     ax.set_xlabel("recall")
     ax.set_ylabel("precision (mean over sketches)")
     ax.set_title("Precision-recall (binary relevance)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+    _legend_beside(ax)
     return ax
+
+
+def _styles(systems: list[str]) -> Iterator[tuple[str, str, str]]:
+    """Each system with its colour and marker, the same in every figure."""
+    return zip(systems, system_colours(len(systems)), itertools.cycle(MARKERS), strict=False)
+
+
+def _legend_beside(ax: Axes) -> None:
+    """The legend to the right of the axes, one line per system."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
 
 
 def write_evaluation_figures(
@@ -161,9 +156,8 @@ def write_evaluation_figures(
     *,
     formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
 ) -> dict[str, Path]:
-    """Draw the figures of ``evaluate`` (``.png`` and ``.pdf``, or ``formats``: png among
-    them); returns the PNG paths by name: ``systems_tau`` (with ``summary``),
-    ``per_sketch_tau``, ``precision_recall``."""
+    """Draw the figures of ``evaluate`` in ``formats``; returns the PNG paths by name:
+    ``systems_tau`` (with ``summary``), ``per_sketch_tau``, ``precision_recall``."""
     formats = figure_formats(formats)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -174,8 +168,7 @@ def write_evaluation_figures(
         plot_system_summary(summary, ax=figure.add_subplot())
         written["systems_tau"] = save_figure(figure, folder / "systems_tau", formats)
     n_sketches = per_sketch["sketch_id"].nunique()
-    # The legend, one line per system beside the axes, sets the height once there are many:
-    # about 0.25 in a line at the "small" font, so that its entries never run off the page.
+    # With many systems, the legend beside the axes (0.25 in a line) sets the height.
     n_lines = per_sketch["system"].nunique()
     height = max(4.8, 1.0 + 0.25 * n_lines)
     figure = Figure(figsize=(max(9.0, 0.28 * n_sketches + 5.0), height), layout="constrained")
@@ -188,13 +181,9 @@ def write_evaluation_figures(
 
 
 def system_colours(n: int) -> list[str]:
-    """Colours for ``n`` systems: distinct and colour-blind safe up to 10.
-
-    Up to 10 systems, matplotlib's ``petroff10`` sequence (Petroff 2021, "Accessible
-    color sequences for data visualization", arXiv:2107.02270), chosen so that every
-    two stay apart under the common colour-vision deficiencies; black and grey are
-    left to the participants. Beyond 10, ``tab20`` (distinct, not colour-blind
-    safe; the line markers still tell the systems apart).
+    """Colours for ``n`` systems: up to 10 matplotlib's colour-blind safe ``petroff10``
+    (Petroff 2021, arXiv:2107.02270), beyond ``tab20`` (the markers still tell them
+    apart); black and grey are the participants'.
 
     Examples
     --------

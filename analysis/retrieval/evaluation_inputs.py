@@ -1,6 +1,5 @@
-"""``sbir-study evaluate`` from files: the ground truth, the runs and the participants'
-ratings read, their scale agreed, scored by :func:`~.evaluation.evaluate_runs`, and each
-file recorded with its SHA-256."""
+"""``sbir-study evaluate`` from files: read, their scale agreed, scored, each file recorded
+with its SHA-256."""
 
 from __future__ import annotations
 
@@ -35,20 +34,14 @@ def evaluate_files(
     score_precision: str = "float32",
     scale: Scale | None = None,
 ) -> Evaluation:
-    """Load a ground truth, runs and (optionally) ratings from files and score the runs
-    with ``options`` (default: ``EvaluationOptions()``).
+    """Load a ground truth, runs and (optionally) ratings and score the runs.
 
-    The files read are recorded in ``Evaluation.inputs`` with their SHA-256
-    and line counts (``evaluation.json`` lists them). ``names`` gives each
-    run's system name, in order (default: each file's name without its
-    extension). ``score_precision`` is how scores are compared when a run is
-    put in order (:func:`~sbir_study.analysis.retrieval.runs.load_run`).
-
-    The ground truth's rating scale (its range, qrels grades and default
-    relevance cut) is the scale of ``ratings`` when given, else the one the
-    ``summary.json`` of the ``analyze`` that wrote the ground truth records, else
-    ``scale`` (which is also the scale of a flat ratings table), else the paper's
-    1..7. Two of these that differ are refused.
+    ``Evaluation.inputs`` records each file read with its SHA-256 and lines. ``names``
+    are the systems' names, in order (default: the file names); ``lower_is_better`` and
+    ``score_precision`` as :func:`~sbir_study.analysis.retrieval.runs.load_run` takes
+    them. The ground truth's scale is that of ``ratings``, else the one the
+    ``summary.json`` of its ``analyze`` records, else ``scale`` (also a flat ratings
+    table's), else the paper's; two that differ are refused.
     """
     if names is not None and len(names) != len(run_files):
         raise InputError(
@@ -81,7 +74,7 @@ def evaluate_files(
 def _files_read(
     ground_truth: str | Path, truth: GroundTruth, runs: list[Run], provenance: Any
 ) -> list[dict[str, Any]]:
-    """Each file read, by role (ground truth, run, ratings), with its SHA-256 and lines."""
+    """Each file read, by role, with its SHA-256 and lines."""
     files = [
         {
             "role": "ground truth",
@@ -109,9 +102,8 @@ def _files_read(
 
 
 def _analyze_summary(path: str | Path) -> tuple[Path, dict] | None:
-    """The ``summary.json`` of the ``analyze`` that wrote this ground truth, by its own
-    records: the output record of its folder lists this very file (same SHA-256).
-    Returns the summary's path and contents, or None (another file, or no summary)."""
+    """The path and contents of the ``summary.json`` of the ``analyze`` whose output record
+    lists this very file (its SHA-256), else None."""
     path = Path(path)
     record = read_record(path.parent)
     if record is None or record.command != "analyze":

@@ -1,6 +1,4 @@
-"""What ``sbir-study evaluate`` writes and prints: the tables, the ``trec_eval -q`` files,
-the binary qrels, ``evaluation.json``, the figures and the report, and the lines on the
-terminal."""
+"""What ``sbir-study evaluate`` writes (``docs/evaluation.md``) and prints."""
 
 from __future__ import annotations
 
@@ -37,23 +35,14 @@ def write_evaluation(
     figure_formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
     overwrite: bool = False,
 ) -> dict:
-    """Write the evaluation to ``out``; returns the headline numbers (``evaluation.json``).
+    """Write the evaluation's folder ``out`` as every output is written
+    (``docs/outputs.md``); returns ``evaluation.json``'s contents.
 
-    Files: ``per_sketch.csv`` (``system, sketch_id, measure, value``),
-    ``summary.csv`` (``system, measure, mean, ci_low, ci_high, n_sketches, better,
-    significantly_better_than``), ``comparisons.csv`` (paired tests),
-    ``pr_curve.csv`` (mean precision at each recall level), ``human_ceiling.csv``
-    (with ratings: each participant's leave-one-out tau_b per sketch),
-    ``ground_truth_binary.qrels`` (the binary relevance of this evaluation, for
-    trec_eval, ranx and ir_measures),
-    ``evaluation.json`` (inputs with SHA-256, options, software, headline per
-    system), ``report.html`` and, with ``figures``, ``figures/`` (per-sketch
-    tau_b and the precision-recall curves, each as PNG and PDF or in ``figure_formats``:
-    :func:`~sbir_study.foundation.html.figure_formats`).
-
-    ``out`` is written as every output is (``docs/outputs.md``): aside, then
-    moved into place when complete; an existing ``out`` only with
-    ``overwrite``, and only when an earlier ``evaluate`` wrote it.
+    The tables ``per_sketch.csv``, ``summary.csv``, ``comparisons.csv``, ``pr_curve.csv``
+    and, with ratings, ``human_ceiling.csv``; ``per_sketch_trec/`` (``trec_eval -q``
+    files); ``ground_truth_binary.qrels`` (this evaluation's binary relevance, for
+    trec_eval, ranx and ir_measures); ``evaluation.json``, ``report.html`` and, with
+    ``figures``, ``figures/`` in ``figure_formats``.
     """
     formats = checked_figure_formats(figure_formats) if figures else ()
     inputs = [entry["path"] for entry in evaluation.inputs.get("files", [])]
@@ -64,7 +53,7 @@ def write_evaluation(
 def _write_evaluation_into(
     evaluation: Evaluation, out: Path, *, figures: tuple[str, ...]
 ) -> dict[str, Any]:
-    """Write every file of the evaluation into the folder ``out`` (written aside)."""
+    """Write every file of the evaluation into ``out``, the folder written aside."""
     tables = {
         "per_sketch": evaluation.per_sketch,
         "summary": evaluation.summary,
@@ -116,8 +105,7 @@ def _write_evaluation_into(
 
 
 def _write_binary_qrels(truth: GroundTruth, relevant_below: float | None, path: Path) -> None:
-    """The binary relevance of the evaluation as TREC qrels: mean rating below
-    ``relevant_below``, or, for a ground truth of qrels, grade >= 1."""
+    """The evaluation's binary relevance as TREC qrels (from qrels, grade >= 1)."""
     if not truth.from_qrels:
         write_binary_qrels(truth.table(), path, relevant_below=relevant_below)
         return
@@ -131,14 +119,12 @@ def _write_binary_qrels(truth: GroundTruth, relevant_below: float | None, path: 
 
 
 def _record(evaluation: Evaluation) -> dict[str, Any]:
-    """``evaluation.json`` but for its list of figures: systems, scale, options, inputs,
-    software and the headline numbers of each system."""
+    """``evaluation.json`` but for its list of figures."""
     summary = evaluation.summary
     return {
         "systems": [s for s in dict.fromkeys(summary["system"]) if s != HUMAN],
         "n_sketches": int(evaluation.per_sketch["sketch_id"].nunique()),
-        # The ground truth's scale, as analyze's summary.json records it: the grades and the
-        # cut of the options are on it.
+        # As analyze's summary.json records it: the grades and the options' cut are on it.
         "scale": str(evaluation.truth.scale) if evaluation.truth is not None else None,
         "human_ceiling": evaluation.human is not None,
         # Per system, the sketches its run leaves out (scored by options.missing).
@@ -154,8 +140,7 @@ def _record(evaluation: Evaluation) -> dict[str, Any]:
 
 
 def _headline(summary: pd.DataFrame, system: str) -> dict[str, dict[str, Any]]:
-    """One system's headline measures: mean, interval, sketches and (tau_b) the systems it
-    is significantly better than."""
+    """One system's headline measures, and the systems its tau_b is significantly above."""
     rows = summary[summary["system"] == system].set_index("measure")
     entry: dict[str, dict[str, Any]] = {}
     for name in _HEADLINE:
@@ -192,16 +177,10 @@ def trec_measure_name(name: str) -> str:
 
 
 def trec_eval_q(per_sketch: pd.DataFrame, summary: pd.DataFrame, system: str) -> str:
-    """One system's per-sketch values as ``trec_eval -q`` prints them.
-
-    Per sketch (in the ground truth's order) a line ``measure<TAB>sketch<TAB>value``
-    for each measure, then the ``all`` lines with the mean over the sketches: the layout
-    of ``trec_eval -q`` (the measure name padded to 22 characters, four decimals),
-    so that the tools that read trec_eval's output read this. The measures trec_eval
-    has carry its names (:func:`trec_measure_name`); the others ours. A sketch on
-    which a measure is undefined (AP without relevant images; a sketch left out under
-    ``--missing skip``) has no line for it, as trec_eval prints none for a query it
-    does not score.
+    """One system's per-sketch values in the layout of ``trec_eval -q``, so that the tools
+    that read it read this: ``measure<TAB>sketch<TAB>value`` lines (names as
+    :func:`trec_measure_name`, padded to 22, four decimals), then the ``all`` means. An
+    undefined value has no line, as trec_eval prints none for a query it does not score.
     """
     mine = per_sketch[per_sketch["system"] == system]
     means = summary[summary["system"] == system].set_index("measure")["mean"]
@@ -224,8 +203,7 @@ def _relevance_text(options: EvaluationOptions) -> str:
 
 
 def _missing_text(missing: list[str], total: int, mode: str) -> str:
-    """`` on 30 of 31 sketches (missing s07, scored 0)`` for a run that leaves sketches out,
-    else nothing."""
+    """`` on 30 of 31 sketches (missing s07, scored 0)``, or nothing."""
     if not missing:
         return ""
     shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
@@ -233,7 +211,8 @@ def _missing_text(missing: list[str], total: int, mode: str) -> str:
     return f"  on {total - len(missing)} of {total} sketches (missing {shown}, {how})"
 
 
-def _plain(value):
+def _plain(value: Any) -> int | float | None:
+    """A table's number as JSON holds it: NaN as null."""
     if isinstance(value, np.integer | int):
         return int(value)
     value = float(value)

@@ -1,9 +1,5 @@
-"""``report.html`` of ``sbir-study evaluate``: the systems side by side, self-contained.
-
-:func:`write_evaluation_report` computes the rows of the page's tables and the phrases that
-depend on the data, and fills ``templates/evaluation_report.html.jinja``, which holds the
-page's sections, prose and markup.
-"""
+"""``report.html`` of ``sbir-study evaluate``: the rows and phrases computed here, the
+page's markup and prose in ``templates/evaluation_report.html.jinja``."""
 
 from __future__ import annotations
 
@@ -43,9 +39,8 @@ def write_evaluation_report(
     *,
     scale: Scale | None = None,
 ) -> Path:
-    """Write the page of ``sbir-study evaluate``: the comparison table, the significant
-    differences and the figures, self-contained like the analysis report. ``scale`` is
-    the ground truth's (default the paper's), which the nDCG grades follow."""
+    """Write the self-contained page: the comparison table, the significant differences
+    and the figures; ``scale`` is the ground truth's (default the paper's)."""
     path = Path(path)
     options = result["options"]
     inputs = result.get("inputs", {}).get("files", [])
@@ -88,8 +83,8 @@ def _grade_text(scale: Scale) -> str:
 
 
 def _above_the_participants(summary: pd.DataFrame) -> dict[str, Any] | None:
-    """On simulated ratings, how many systems score above the simulated participants (None
-    without the participants' row), beside the paper's best descriptor."""
+    """On simulated ratings, how many systems score above the simulated participants,
+    beside the paper's best descriptor; None without the participants."""
     tau = summary[summary["measure"] == "tau_b"].set_index("system")["mean"]
     if "human" not in tau.index:
         return None
@@ -103,9 +98,8 @@ def _above_the_participants(summary: pd.DataFrame) -> dict[str, Any] | None:
 
 
 def _comparison(summary: pd.DataFrame, cutoffs: Sequence[int]) -> dict[str, Any]:
-    """The comparison table: each system's mean of each measure (tau_b and its fraction of
-    the human level with their intervals), in the order of their tau_b, and the systems
-    whose tau_b it exceeds significantly."""
+    """The comparison table: each system's means (tau_b's with intervals), by tau_b, and
+    the systems whose tau_b it exceeds significantly."""
     present = set(summary["measure"])
     columns = [(m, label) for m, label in report_columns(cutoffs) if m in present]
     tau = summary[summary["measure"] == "tau_b"].sort_values("mean", ascending=False)
@@ -137,8 +131,8 @@ def _comparison(summary: pd.DataFrame, cutoffs: Sequence[int]) -> dict[str, Any]
 
 
 def _differences(comparisons: pd.DataFrame, permutations: int) -> dict[str, Any]:
-    """The paired comparisons of tau_b, smallest permutation p-value first, and how many of
-    those p-values sit at the floor of their test (marked ‡)."""
+    """The comparisons of tau_b, smallest permutation p-value first; those at their test's
+    floor marked ‡ and counted."""
     tau = comparisons[comparisons["measure"] == "tau_b"]
     rows, floored = [], 0
     for r in tau.sort_values("permutation_p_value").itertuples():
@@ -164,8 +158,8 @@ def _differences(comparisons: pd.DataFrame, permutations: int) -> dict[str, Any]
 
 
 def _disagreements(comparisons: pd.DataFrame) -> dict[str, Any] | None:
-    """The comparisons whose tests disagree after Holm (None when none does): how many, how
-    many of them in tau_b, and the first :data:`_DISAGREEMENTS_NAMED` by name."""
+    """The comparisons whose tests disagree after Holm, counted and the first few named;
+    None when none does."""
     disagree = comparisons[comparisons["tests_disagree"].astype(bool)]
     if not len(disagree):
         return None

@@ -1,32 +1,16 @@
 """Scoring patch and image retrieval in the HPatches benchmark's file formats.
 
-A task ``NAME`` is three files (HPatches retrieval benchmark, README):
+A task ``NAME`` is ``NAME.benchmark`` (line 1 the pool of patch-images, then one query
+patch a line), ``NAME.labels`` (the pool, then line for line each query and the patches
+that correspond to it) and, per descriptor, ``NAME.results`` (the pool, then each query
+and its ``top`` most similar patches, best first). A patch is ``sequence.image.patch``
+(``v_bricks.e1.85``).
 
-* ``NAME.benchmark``: line 1 the comma-separated patch-images of the pool,
-  then one query patch per line;
-* ``NAME.labels``: line 1 the same pool, then, line for line with the
-  benchmark's queries, the query followed by the patches that correspond to it
-  (the same physical surface);
-* ``NAME.results`` (one folder per descriptor): line 1 the same pool, then per
-  query, in the benchmark's order, the query followed by the ``top`` (50)
-  patches most similar to it, best first.
-
-Average precision is that of the benchmark's 2016 scoring code
-(``retrieval_eval.m`` with VLFeat's ``vl_pr``): over ranks 2 to top + 1 (rank
-1 is the query itself), divided by the number of positives retrieved there,
-not by all true correspondences; 0 when none is retrieved. A patch is named
-``sequence.image.patch`` (``v_bricks.e1.85``). A retrieved patch is a positive
-for *patch* retrieval when it is one of the patches of the query's labels line
-(the query included: the query retrieved again after rank 1 counts as
-correct), and for *image* retrieval (the relaxed criterion) when its
-patch-image (``v_bricks.e1``) is the patch-image of one of them: the images of
-the labelled correspondences, not every image of the sequence, which differ
-when a labels line lists only some of a sequence's images.
-
-The reference's mAP is ``mean`` of a vector with one element per line of the
-benchmark file whose first element (the header line) is never assigned, so it
-divides the sum of the N queries' APs by N + 1; ``map_patch`` and
-``map_image`` here are means over the N queries (``docs/evaluation.md``).
+Average precision is that of the benchmark's 2016 code (``retrieval_eval.m`` with
+VLFeat's ``vl_pr``): over ranks 2 to top + 1, divided by the positives retrieved there;
+a positive is a patch of the query's labels line (the query included) for *patch*
+retrieval, or of the patch-image of one of them for *image* retrieval. The mAP is the
+mean over the N queries, where the reference divides by N + 1 (``docs/evaluation.md``).
 """
 
 from __future__ import annotations
@@ -57,12 +41,9 @@ __all__ = [
 
 @dataclass(frozen=True)
 class HPatchesTask:
-    """One benchmark task: its pool of patch-images, queries and correspondences.
-
-    ``labels[i]`` is the patches of the labels line of query ``queries[i]``
-    (the same line number in both files, as the reference pairs them), the
-    query included, as the reference scores them.
-    """
+    """One benchmark task; ``labels[i]`` holds the patches of the labels line of query
+    ``queries[i]``, the query included (the same line in both files, as the reference
+    pairs them)."""
 
     name: str
     pool: str
@@ -99,6 +80,7 @@ def _check_names(path: Path, number: int, names: list[str]) -> None:
 
 
 def _lines(path: Path) -> list[str]:
+    """The file's lines, trailing blank lines dropped."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
@@ -114,14 +96,20 @@ def _lines(path: Path) -> list[str]:
 
 
 def _entries(path: Path, number: int, line: str) -> list[str]:
+    """The comma-separated names of a line, none empty."""
     entries = [entry.strip() for entry in line.split(",")]
     if any(not entry for entry in entries):
         raise InputError(f"{path}, line {number}: an empty entry; expected comma-separated names")
     return entries
 
 
-def _pool(line: str) -> str:
-    return ",".join(entry.strip() for entry in line.split(","))
+def _same_pool(path: Path, line: str, pool: str, benchmark: str, expected: str) -> None:
+    """Line 1 of ``path`` lists the pool of line 1 of ``benchmark``."""
+    if ",".join(entry.strip() for entry in line.split(",")) != pool:
+        raise InputError(
+            f"{path}, line 1: the pool of patch-images differs from line 1 of {benchmark}; "
+            f"expected {expected}"
+        )
 
 
 def read_hpatches_task(benchmark: str | Path) -> HPatchesTask:
@@ -129,7 +117,7 @@ def read_hpatches_task(benchmark: str | Path) -> HPatchesTask:
     benchmark = Path(benchmark)
     labels_path = benchmark.with_suffix(".labels")
     lines = _lines(benchmark)
-    pool = _pool(lines[0])
+    pool = ",".join(entry.strip() for entry in lines[0].split(","))
     queries = []
     for number, line in enumerate(lines[1:], start=2):
         entries = _entries(benchmark, number, line)
@@ -144,11 +132,7 @@ def read_hpatches_task(benchmark: str | Path) -> HPatchesTask:
     if not labels_path.is_file():
         raise InputError(f"{labels_path}: missing; expected the labels beside {benchmark.name}")
     label_lines = _lines(labels_path)
-    if _pool(label_lines[0]) != pool:
-        raise InputError(
-            f"{labels_path}, line 1: the pool of patch-images differs from line 1 of "
-            f"{benchmark.name}; expected the same list"
-        )
+    _same_pool(labels_path, label_lines[0], pool, benchmark.name, "the same list")
     if len(label_lines) != len(lines):
         raise InputError(
             f"{labels_path}: {len(label_lines) - 1} labels lines; expected one per query of "
@@ -168,8 +152,8 @@ def read_hpatches_task(benchmark: str | Path) -> HPatchesTask:
 
 
 def hpatches_average_precision(positive: ArrayLike) -> np.ndarray:
-    """AP of each row of ``positive`` (queries x retrieved, best first, the query itself
-    already left out): precision at each positive, averaged over the positives retrieved.
+    """AP of each row of ``positive`` (queries x retrieved, best first, the query left
+    out): the precision at each positive, averaged over the positives retrieved.
 
     Examples
     --------
@@ -186,12 +170,9 @@ def hpatches_average_precision(positive: ArrayLike) -> np.ndarray:
 
 
 def _score_results(task: HPatchesTask, results: Path, top: int) -> pd.DataFrame:
+    """Each query's AP in one ``.results`` file, checked against its task."""
     lines = _lines(results)
-    if _pool(lines[0]) != task.pool:
-        raise InputError(
-            f"{results}, line 1: the pool of patch-images differs from line 1 of "
-            f"{task.name}.benchmark; expected it copied unchanged"
-        )
+    _same_pool(results, lines[0], task.pool, f"{task.name}.benchmark", "it copied unchanged")
     body = lines[1:]
     if len(body) != len(task.queries):
         raise InputError(
@@ -241,16 +222,13 @@ def _score_results(task: HPatchesTask, results: Path, top: int) -> pd.DataFrame:
 def evaluate_hpatches(
     benchmark_dir: str | Path, results_dir: str | Path, *, top: int = 50
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Score every ``*.results`` of ``results_dir`` against its task in ``benchmark_dir``.
+    """Score every ``*.results`` of ``results_dir`` (or of each of its folders, one per
+    descriptor) against its task in ``benchmark_dir``.
 
-    ``results_dir`` holds one descriptor's ``*.results`` files, or one folder
-    per descriptor (each scored as its own system). Returns ``(per_query,
-    summary)``: ``descriptor, task, query, ap_patch, ap_image,
-    n_positive_patch, n_positive_image`` (each query's AP equal to the
-    reference code's) and ``descriptor, task, n_queries, map_patch,
-    map_image`` (means over the N queries; the reference divides by N + 1).
-    A benchmark task without results is skipped with a warning; a results
-    file without a benchmark task is an error.
+    Returns ``(per_query, summary)``: ``descriptor, task, query, ap_patch, ap_image,
+    n_positive_patch, n_positive_image`` and ``descriptor, task, n_queries, map_patch,
+    map_image``. A task without results is skipped with a warning; results without a
+    task are an error.
     """
     benchmark_dir, results_dir = Path(benchmark_dir), Path(results_dir)
     if not isinstance(top, int) or top < 1:
@@ -318,11 +296,8 @@ def write_hpatches(
     overwrite: bool = False,
     inputs: Sequence[str | Path] = (),
 ) -> Path:
-    """Write ``hpatches_per_query.csv`` and ``hpatches_summary.csv`` into the folder ``out``.
-
-    ``out`` is written as every output is (``docs/outputs.md``); ``inputs``
-    (the benchmark and results folders) are never targets.
-    """
+    """Write ``hpatches_per_query.csv`` and ``hpatches_summary.csv`` into the folder ``out``,
+    as every output is written (``docs/outputs.md``); ``inputs`` are never targets."""
     with output_folder(out, "evaluate-hpatches", overwrite=overwrite, inputs=inputs) as folder:
         per_query.to_csv(folder / "hpatches_per_query.csv", index=False)
         summary.to_csv(folder / "hpatches_summary.csv", index=False)

@@ -1,28 +1,15 @@
-"""The ground truth and retrieval runs, laid out for scoring.
+"""The ground truth and retrieval runs (``docs/formats.md``), laid out for scoring.
 
-A retrieval run ranks images for each sketch (``docs/formats.md``): a TREC run
-(``query_id Q0 doc_id rank score tag``, higher score = more similar, as
-trec_eval reads it) or a CSV/TSV table ``sketch_id, image_id, score``. Only the
-ground truth's images of each sketch (the *judged* images) matter for the
-measures, so a run is reduced to, per sketch and judged image, its score and
-its position in the run; with the number of images the run returned, that is
-all any measure of :mod:`.measures` needs, however large the
-collection the run ranks.
+Only the ground truth's images of each sketch (the *judged* images) matter to the
+measures, so a run is reduced to each judged image's score and position in the run, and
+the number of images it returns per sketch, however large the collection it ranks.
 
-Positions follow trec_eval: images in decreasing score, ties broken by image
-id in decreasing string order, the scores compared as trec_eval compares them:
-trec_eval up to 9.0.8 (the version inside pytrec_eval and most published
-numbers) reads each score into a single-precision float, so two scores equal
-in float32 are a tie for it; trec_eval 10.0 reads doubles. ``score_precision``
-chooses (default ``"float32"``). Judged images a run does not return rank
-after every returned one, tied with each other (for tau_b) or not retrieved at
-all (for the trec_eval and SHREC measures, as trec_eval treats them). tau_b
-compares the scores as written (double precision), as scipy does.
-
-Runs and ground truths are read by :mod:`sbir_study.foundation.tables`, the one
-table reader (Apache Arrow's CSV reader, for runs of millions of lines; a line-by-line
-pass reads what Arrow cannot, such as a TREC run aligned with several blanks, and names
-the first bad line).
+Positions follow trec_eval: decreasing score, ties by image id in decreasing string
+order. trec_eval up to 9.0.8 (inside pytrec_eval, behind most published numbers) reads
+scores as single-precision floats, trec_eval 10 as doubles: ``score_precision`` chooses.
+Judged images a run does not return rank after every returned one, tied (for tau_b,
+which compares the scores in double precision as SciPy does), or count as not retrieved
+(for the trec_eval and SHREC measures).
 """
 
 from __future__ import annotations
@@ -55,6 +42,7 @@ from sbir_study.foundation.tables import (
     read_table,
     read_text,
 )
+from sbir_study.foundation.text import TextFile
 
 __all__ = [
     "SCORE_PRECISIONS",
@@ -69,8 +57,7 @@ __all__ = [
 ]
 
 _TREC_FIELDS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
-#: How scores are compared when a run is put in order: as trec_eval 9 (single precision,
-#: ``TEXT_RESULTS.sim`` is a float) or trec_eval 10 (double).
+#: How scores are compared when a run is put in order: as trec_eval 9 (float) or 10 (double).
 SCORE_PRECISIONS = ("float32", "float64")
 _TABLE_COLUMNS = ("sketch_id", "image_id", "score")
 _QRELS_FIELDS = ("query_id", "iteration", "doc_id", "grade")
@@ -98,10 +85,8 @@ class GroundTruth:
     """The consensus ground truth as sketches x judged images.
 
     ``mean_rating[s, j]`` is the mean rating of image ``images[s][j]`` of sketch
-    ``sketches[s]`` on ``scale``, in the paper's orientation as ``analyze`` writes it
-    (``scale.low`` best, ``scale.high`` worst: 1 and 7 on the paper's scale); NaN
-    pads the sketches with fewer images than the widest. Pairs nobody rated are
-    left out.
+    ``sketches[s]``, in the paper's orientation as ``analyze`` writes it (``scale.low``
+    best); NaN pads the sketches with fewer images than the widest.
     """
 
     sketches: np.ndarray
@@ -111,9 +96,8 @@ class GroundTruth:
     sha256: str | None = None
     lines: int = 0
     scale: Scale = PAPER_SCALE
-    #: The grades of a ground truth read from TREC qrels (sketches x images, NaN padding);
-    #: None for a ground_truth.csv, whose grades come from the mean ratings. With qrels,
-    #: ``mean_rating`` is minus the grade: what tau_b correlates with (higher grade, better).
+    #: The grades of TREC qrels (None for a ground_truth.csv); with qrels, ``mean_rating``
+    #: is minus the grade, which tau_b correlates with.
     qrels_grade: np.ndarray | None = None
 
     @property
@@ -123,15 +107,14 @@ class GroundTruth:
 
     @property
     def from_qrels(self) -> bool:
-        """Whether the ground truth was read from TREC qrels (grades, no mean ratings)."""
+        """Whether the ground truth was read from TREC qrels."""
         return self.qrels_grade is not None
 
     @property
     def grade(self) -> np.ndarray:
-        """The qrels grade high - round(mean_rating) of the scale (k - 1 best, 0 worst; halves
-        round to the worse grade; 7 - round(mean_rating) on the paper's scale), as
-        ``sbir_study.analysis.write_qrels`` writes it; NaN for padding. From qrels, their
-        grades."""
+        """The qrels grade, high - round(mean_rating) of the scale as
+        ``sbir_study.analysis.write_qrels`` writes it (halves round to the worse grade);
+        from qrels, theirs. NaN for padding."""
         if self.qrels_grade is not None:
             return self.qrels_grade
         grade = np.full(self.mean_rating.shape, np.nan)
@@ -139,8 +122,8 @@ class GroundTruth:
         return grade
 
     def relevant(self, below: float | None) -> np.ndarray:
-        """Binary relevance: the judged images with a mean rating below ``below``; from
-        qrels, the images of grade 1 or more, as trec_eval counts them (``below`` unused)."""
+        """Binary relevance: a mean rating below ``below``; from qrels, grade >= 1 (as
+        trec_eval counts it)."""
         if self.qrels_grade is not None:
             with np.errstate(invalid="ignore"):
                 return self.qrels_grade >= 1
@@ -161,14 +144,11 @@ class GroundTruth:
 
 @dataclass(frozen=True)
 class Run:
-    """One system's run reduced to the judged images, aligned with a :class:`GroundTruth`.
+    """One system's run reduced to the judged images of a :class:`GroundTruth`.
 
-    ``score[s, j]`` is the run's score for judged image j of sketch s (higher =
-    more similar, after ``lower_is_better`` is applied) and ``rank[s, j]`` its
-    1-based position in the run's order for that sketch (scores compared at
-    ``score_precision``); both NaN where the run does not return the image (and
-    for padding). ``n_returned[s]`` is the number of images the run returns for
-    sketch s, judged or not.
+    ``score[s, j]`` is the run's score of judged image j of sketch s (higher = more
+    similar) and ``rank[s, j]`` its 1-based position in the run, both NaN where the run
+    does not return it; ``n_returned[s]`` counts the images returned for s, judged or not.
     """
 
     name: str
@@ -185,16 +165,13 @@ class Run:
 
 
 def load_ground_truth(path: str | Path, *, scale: Scale = PAPER_SCALE) -> GroundTruth:
-    """Read ``ground_truth.csv`` as ``analyze`` writes it (``sketch_id, image_id, mean_rating``
-    and any other columns, which are ignored), its mean ratings on ``scale``; or TREC qrels
-    (``sketch_id 0 image_id grade``, graded or binary: :func:`ground_truth_from_qrels`),
-    told apart by the first line: a header naming ``sketch_id``, or four fields without
-    commas.
+    """Read ``ground_truth.csv`` as ``analyze`` writes it (other columns ignored, mean
+    ratings on ``scale``) or TREC qrels (:func:`ground_truth_from_qrels`): a first line
+    without ``sketch_id`` or a comma is qrels.
 
-    Bad input raises :class:`~sbir_study.foundation.checks.InputError` naming the file, line and
-    field: a missing column, an empty id, a mean rating that is not a number
-    from the scale's low to its high end (1 to 7 on the paper's), a pair listed
-    twice. Pairs with no mean rating (nobody rated them) are left out.
+    Bad input (a missing column, an empty id, a mean rating off the scale, a pair listed
+    twice) raises :class:`~sbir_study.foundation.checks.InputError` naming the file, line
+    and field. Pairs nobody rated are left out.
     """
     path = check_input_file(path, "a ground truth table (ground_truth.csv)")
     file = read_text(path, COMMA)
@@ -218,11 +195,8 @@ def ground_truth_from_frame(
     sha256: str | None = None,
     scale: Scale = PAPER_SCALE,
 ) -> GroundTruth:
-    """Validate a ground-truth table (as :func:`load_ground_truth`) given as a DataFrame.
-
-    Row r of ``frame`` is reported as the line ``frame.attrs["lines"][r]`` of ``source``
-    (:func:`~sbir_study.foundation.tables.read_table` records it, one per row), else as
-    line r + 2 (after the header).
+    """Check a ground-truth table as :func:`load_ground_truth` does. Row r is line
+    ``frame.attrs["lines"][r]`` of ``source`` (as ``read_table`` records it), else r + 2.
 
     Examples
     --------
@@ -312,22 +286,13 @@ def ground_truth_from_frame(
 
 
 def ground_truth_from_qrels(
-    frame: pd.DataFrame,
-    lines: ArrayLike,
-    *,
-    source: str = "qrels",
-    scale: Scale = PAPER_SCALE,
+    frame: pd.DataFrame, lines: ArrayLike, *, source: str = "qrels", scale: Scale = PAPER_SCALE
 ) -> GroundTruth:
-    """A ground truth from TREC qrels: ``query_id, iteration, doc_id, grade`` columns (text),
-    row r read from line ``lines[r]`` of ``source``.
-
-    The grade is a whole number >= 0 (trec_eval's relevance; 0 judged not relevant);
-    binary qrels are grades 0 and 1. nDCG's gains are the grades, binary relevance is
-    grade >= 1 (trec_eval's default relevance level), and tau_b correlates a run's scores
-    with the grades, ties among equal grades and all (tau_b's tie correction handles
-    them). Bad input raises :class:`~sbir_study.foundation.checks.InputError` naming the
-    file, line and field: an id against the id rule, a grade that is not a whole number
-    >= 0, a pair listed twice.
+    """A ground truth from TREC qrels, ``query_id, iteration, doc_id, grade`` (text), row r
+    from line ``lines[r]`` of ``source``. A grade is a whole number >= 0: nDCG's gain;
+    grade >= 1 is relevant (trec_eval's default level); tau_b correlates the scores with
+    the grades, equal grades tied. An id against the id rule, a bad grade or a pair listed
+    twice raises :class:`~sbir_study.foundation.checks.InputError`.
 
     Examples
     --------
@@ -350,8 +315,8 @@ def ground_truth_from_qrels(
             f"{source}, line {line[row]}: grade: got {text.iloc[row]!r}; expected a whole number "
             ">= 0 (the relevance of TREC qrels: sketch_id 0 image_id grade)"
         )
-    # The layout and the checks of the ids and pairs are ground_truth_from_frame's; its
-    # mean ratings are placeholders, replaced by the grades below.
+    # ground_truth_from_frame lays out and checks the ids and pairs; the grades replace
+    # its placeholder mean ratings.
     placeholder = pd.DataFrame(
         {
             "sketch_id": frame["query_id"],
@@ -385,33 +350,28 @@ def load_run(
     name: str | None = None,
     score_precision: str = "float32",
 ) -> Run:
-    """Read a retrieval run (TREC run or CSV/TSV table) and rank it against ``truth``.
+    """Read a retrieval run and rank it against ``truth``.
 
     Parameters
     ----------
-    path : path
-        A TREC run (six fields a line, whitespace-separated) or a table whose
-        header has ``sketch_id, image_id, score`` (comma- or tab-separated,
-        extra columns ignored).
-    truth : GroundTruth
-    lower_is_better : bool
+    path
+        A TREC run (six whitespace-separated fields a line) or a comma- or tab-separated
+        table whose header has ``sketch_id, image_id, score``.
+    lower_is_better
         The scores are distances: smaller means more similar.
-    name : str, optional
+    name
         The system's name; default, the file name without its extension.
-    score_precision : {"float32", "float64"}
-        How scores are compared when the run is put in order: ``"float32"`` as
-        trec_eval 9 (and pytrec_eval), ``"float64"`` as trec_eval 10.
+    score_precision
+        ``"float32"`` compares scores as trec_eval 9 (and pytrec_eval), ``"float64"`` as
+        trec_eval 10.
 
-    Bad input raises :class:`~sbir_study.foundation.checks.InputError` naming the file and line: a
-    line with the wrong number of fields, a score that is not a finite
-    number, a sketch the ground truth does not have, an image listed twice for
-    one sketch. A ground-truth sketch the run does not rank at all is a
-    :class:`RunWarning`; its judged images count as not returned, and
-    :func:`~sbir_study.analysis.retrieval.evaluation.evaluate_runs` scores the sketch
-    by its ``missing`` option.
+    A line with the wrong number of fields, a score that is not finite, a sketch the
+    ground truth lacks or an image listed twice for a sketch raises
+    :class:`~sbir_study.foundation.checks.InputError` naming the file and line. A
+    ground-truth sketch the run does not rank is a :class:`RunWarning`.
     """
     path = check_input_file(path, "a retrieval run (TREC run or sketch_id,image_id,score table)")
-    # Read as a stream: Arrow reads the run itself, its bytes are not held while it does.
+    # A stream: the run's bytes are not held while Arrow reads it.
     file = read_text(path, _RUN, stream=True)
     first = file.first_line()
     if first is None:
@@ -452,13 +412,10 @@ def run_from_scores(
     locate: Callable[[int], str] | None = None,
     score_precision: str = "float32",
 ) -> Run:
-    """Rank a run given as three parallel arrays (one entry per returned image).
-
-    ``sketch_id`` and ``image_id`` may be arrays of strings or pandas
-    Categoricals (faster for millions of rows); ``locate(row)`` names row
-    ``row`` in error messages (default: ``"row N"``). Positions compare the
-    scores rounded to ``score_precision``, as trec_eval does (see the module
-    notes); ``Run.score`` keeps them in double precision.
+    """Rank a run given as three parallel arrays, one entry per returned image (ids as
+    strings or pandas Categoricals). ``locate(row)`` names a row in errors (default
+    ``"row N"``); positions compare the scores at ``score_precision``, ``Run.score``
+    keeps them as doubles.
 
     Examples
     --------
@@ -556,14 +513,8 @@ def _rank(
     n_returned: np.ndarray,
     score_precision: str,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The kernel of :func:`run_from_scores`: each judged image's score and 1-based position
-    in its sketch's order (NaN where not returned), from checked rows.
-
-    Row r returns image ``doc_names[doc_code[r]]`` for sketch ``sketch_of_row[r]`` (an
-    index into ``truth.sketches``) with ``score[r]`` (higher = more similar);
-    ``keys`` is the unique (sketch, image) key of every row, ``sketch * len(doc_names) +
-    image``; ``n_returned`` the rows of each sketch.
-    """
+    """Each judged image's score and position in its sketch's order (NaN where not
+    returned), from checked rows; ``keys[r]`` is ``sketch * len(doc_names) + image``."""
     n_sketches, width = truth.mean_rating.shape
     n_docs = max(len(doc_names), 1)
     doc_lookup = pd.Index(doc_names)
@@ -575,8 +526,7 @@ def _rank(
     returned = judged_rows >= 0
     judged_score = np.where(returned, score[np.maximum(judged_rows, 0)], np.nan)
     rank = np.full((n_sketches, width), np.nan)
-    # trec_eval 9 stores each score in a float (TEXT_RESULTS.sim) and sorts on it; the
-    # double-to-float rounding of the parsed value is what atof-then-assign does there.
+    # trec_eval 9 parses a double and stores it in a float (TEXT_RESULTS.sim).
     with np.errstate(over="ignore"):  # beyond float32's range: infinite there too
         key = score.astype(np.float32).astype(np.float64) if score_precision == "float32" else score
     judged_key = np.where(returned, key[np.maximum(judged_rows, 0)], np.nan)
@@ -606,7 +556,7 @@ def _rank(
 # --- parsing ---------------------------------------------------------------------------------
 
 
-def _read_trec(file):
+def _read_trec(file: TextFile) -> tuple[pd.Series, pd.Series, np.ndarray, np.ndarray]:
     """A TREC run's sketch ids, image ids, scores and the line of each row."""
     header = Header.none(file, _TREC_FIELDS)
     rows = read_rows(
@@ -616,9 +566,10 @@ def _read_trec(file):
     return frame["query_id"], frame["doc_id"], frame["score"].to_numpy(), rows.lines
 
 
-def _read_table(file, sep: str):
-    """A ``sketch_id, image_id, score`` table's columns (ids stripped of surrounding blanks)
-    and the line of each row."""
+def _read_table(
+    file: TextFile, sep: str
+) -> tuple[pd.Categorical, pd.Categorical, np.ndarray, np.ndarray]:
+    """A ``sketch_id, image_id, score`` table's columns (ids stripped) and row lines."""
     header = read_header(file, sep, wording=_RUN_TABLE)
     missing = [c for c in _TABLE_COLUMNS if c not in header.names]
     if missing:

@@ -173,6 +173,12 @@ def test_a_distance_table_scores_like_the_trec_run(retrieval_study, tmp_path):
     assert from_csv.name == "l1_distances"
 
 
+def evaluate_against(retrieval_study, ground_truth, out):
+    """The exit status of evaluate scoring the l1 run against ``ground_truth``."""
+    run = retrieval_study / "runs" / "l1.run"
+    return main(["evaluate", "--ground-truth", str(ground_truth), str(run), "--out", str(out)])
+
+
 def run_file(tmp_path, text, name="run.txt"):
     path = tmp_path / name
     path.write_text(text)
@@ -223,17 +229,7 @@ def test_bad_runs_exit_2_naming_file_and_line(retrieval_study, tmp_path, capsys,
 )
 def test_bad_ground_truth_exits_2(retrieval_study, tmp_path, capsys, text, fragments):
     gt = run_file(tmp_path, text, "gt.csv")
-    code = main(
-        [
-            "evaluate",
-            "--ground-truth",
-            str(gt),
-            str(retrieval_study / "runs" / "l1.run"),
-            "--out",
-            str(tmp_path / "o"),
-        ]
-    )
-    assert code == 2
+    assert evaluate_against(retrieval_study, gt, tmp_path / "o") == 2
     err = capsys.readouterr().err.strip()
     for fragment in fragments:
         assert fragment in err, err
@@ -435,17 +431,7 @@ def test_baseline_and_correction_options(retrieval_study, tmp_path, capsys):
 )
 def test_bad_qrels_exit_2_naming_file_and_line(retrieval_study, tmp_path, capsys, text, fragments):
     path = run_file(tmp_path, text, "truth.qrels")
-    code = main(
-        [
-            "evaluate",
-            "--ground-truth",
-            str(path),
-            str(retrieval_study / "runs" / "l1.run"),
-            "--out",
-            str(tmp_path / "o"),
-        ]
-    )
-    assert code == 2
+    assert evaluate_against(retrieval_study, path, tmp_path / "o") == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
     assert str(path) in err[0]

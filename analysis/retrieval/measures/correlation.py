@@ -25,36 +25,20 @@ class TauResult(NamedTuple):
 def system_tau_b(
     score: ArrayLike, mean_rating: ArrayLike, *, alternative: str = "greater"
 ) -> TauResult:
-    """Kendall's tau_b between a system's scores and the consensus, per sketch.
+    """Kendall's tau_b(score, -mean_rating) per sketch, the paper's benchmark (Eitz et al.
+    2011, Sec. 3.2, Eq. 2), with the tie-corrected normal p-value, as
+    ``scipy.stats.kendalltau``; NaN where the system gives all judged images one score.
 
     Parameters
     ----------
-    score : array_like, (sketches, images)
-        The system's score of each judged image (higher = more similar); NaN
-        where the run does not return it: those images rank after every
-        returned one, tied with each other.
-    mean_rating : array_like, same shape
-        The consensus (mean rating, 1 best); NaN for padding.
-    alternative : {"greater", "two-sided", "less"}
-        "greater" (the paper's one-sided test) asks whether the system agrees
-        with people more than chance.
-
-    Returns
-    -------
-    TauResult
-        ``statistic`` positive when the system ranks the images as people do;
-        NaN where the system gives all judged images one score.
-
-    Notes
-    -----
-    tau_b(score, -mean_rating) with the tie correction (Eq. 2), p-value from
-    the normal approximation with the tie-corrected variance, as
-    ``scipy.stats.kendalltau``. Ties in score are ties, not broken by id.
-
-    References
-    ----------
-    Eitz et al. (2011), Sec. 3.2: the benchmark of a system is its tau_b per
-    sketch, averaged over the sketches.
+    score
+        (sketches, images), higher = more similar; NaN where the run does not return the
+        image: those tie after every returned one.
+    mean_rating
+        The consensus (1 best); NaN for padding.
+    alternative
+        ``"greater"``, the paper's one-sided test: does the system agree with people more
+        than chance?
 
     Examples
     --------
@@ -76,8 +60,8 @@ def system_tau_b(
 
 
 def unreturned_tied_last(score: np.ndarray, judged: np.ndarray) -> np.ndarray:
-    """The scores of the judged images, those the run does not return (NaN) tied below
-    every returned one (the lowest returned score minus 1); NaN for padding."""
+    """The judged images' scores, those not returned (NaN) tied below every returned one;
+    NaN for padding."""
     with np.errstate(invalid="ignore"):
         floor = np.nanmin(np.where(judged, score, np.nan), axis=1, initial=np.inf)
     floor = np.where(np.isfinite(floor), floor - 1.0, 0.0)

@@ -1,5 +1,5 @@
-"""SHREC's measures (definitions in the project's source notes): the nearest neighbour,
-the first and second tier, the E-measure, SHREC's DCG, and the precision-recall curve.
+"""SHREC's measures: the nearest neighbour, the first and second tier, the E-measure,
+SHREC's DCG and the precision-recall curve (G and Gs as the SHREC 2018 definitions).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from .arrays import (
     sorted_relevant_ranks,
     undefined_without_relevant,
 )
+from .trec import r_precision
 
 __all__ = [
     "RECALL_LEVELS",
@@ -42,12 +43,9 @@ def nearest_neighbor(rank: ArrayLike, relevant: ArrayLike) -> np.ndarray:
     return hits_within(rank, relevant, 1)
 
 
-def first_tier(rank: ArrayLike, relevant: ArrayLike) -> np.ndarray:
-    """FT = Gs(C) / C: the share of the relevant images among the first C positions.
-
-    (The same number as trec_eval's R-precision, under SHREC's name.)
-    """
-    return recall_within(rank, relevant, 1)
+#: FT = Gs(C) / C, the share of the relevant images among the first C positions:
+#: trec_eval's R-precision under SHREC's name.
+first_tier = r_precision
 
 
 def second_tier(rank: ArrayLike, relevant: ArrayLike) -> np.ndarray:
@@ -62,13 +60,8 @@ def second_tier(rank: ArrayLike, relevant: ArrayLike) -> np.ndarray:
 
 
 def e_measure(rank: ArrayLike, relevant: ArrayLike, *, k: int = 32) -> np.ndarray:
-    """SHREC's E-measure over the first k (32) positions: E = 2 P R / (P + R).
-
-    Notes
-    -----
-    P = Gs(k) / k, R = Gs(k) / C; 0 when no relevant image is among the
-    first k. (SHREC calls this harmonic mean of precision and recall E; higher
-    is better.)
+    """SHREC's E-measure 2 P R / (P + R) over the first k positions, P = Gs(k) / k,
+    R = Gs(k) / C (a harmonic mean, higher better); 0 without a relevant image there.
 
     Examples
     --------
@@ -86,12 +79,8 @@ def e_measure(rank: ArrayLike, relevant: ArrayLike, *, k: int = 32) -> np.ndarra
 
 
 def dcg_shrec(rank: ArrayLike, relevant: ArrayLike) -> np.ndarray:
-    """SHREC's normalised DCG with binary gains, rank 1 undiscounted.
-
-    Notes
-    -----
-    DCG = [G_1 + sum_{i >= 2} G_i / log2(i)] / [1 + sum_{i=2..C} 1 / log2(i)]
-    over the whole run, G_i = 1 where the image at position i is relevant.
+    """SHREC's normalised DCG [G_1 + sum_{i >= 2} G_i / log2(i)] / [1 + sum_{i=2..C}
+    1 / log2(i)] over the whole run, G_i = 1 where position i is relevant.
 
     Examples
     --------
@@ -117,20 +106,9 @@ RECALL_LEVELS = np.round(np.arange(1, 21) / 20, 2)
 def precision_at_recall(
     rank: ArrayLike, relevant: ArrayLike, levels: ArrayLike = RECALL_LEVELS
 ) -> np.ndarray:
-    """The precision-recall curve: precision where recall first reaches each level.
-
-    Returns
-    -------
-    ndarray, (sketches, levels)
-        P(k_r) = Gs(k_r) / k_r at the first position k_r with
-        R(k_r) = Gs(k_r) / C >= r; 0 where the run never reaches recall r
-        (relevant images not returned); NaN for sketches without relevant images.
-
-    Notes
-    -----
-    Not interpolated: the value at each level is the precision of the run at
-    the position where it reaches that recall, from the G and Gs vectors of
-    the SHREC definitions.
+    """The precision-recall curve, not interpolated: (sketches, levels) of Gs(k_r) / k_r
+    at the first position k_r where Gs(k_r) / C >= r; 0 where the run never reaches
+    recall r, NaN for a sketch without relevant images.
 
     Examples
     --------

@@ -30,13 +30,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class RunView:
-    """One run seen by the measures: arrays of shape (sketches, judged images).
-
-    ``rank`` and ``score`` come from the run; ``mean_rating``, ``grade``,
-    ``relevant`` and ``judged`` from the ground truth; ``weight`` (participants
-    judging each image relevant) and ``ratings`` (sketches x participants x images)
-    from the participants' ratings, when given.
-    """
+    """One run as the measures see it, arrays of (sketches, judged images): from the run,
+    the ground truth and (``weight``, ``ratings``) the participants' ratings."""
 
     rank: np.ndarray
     score: np.ndarray
@@ -51,21 +46,20 @@ class RunView:
 
     @cached_property
     def tau(self) -> TauResult:
-        """tau_b and its p-value per sketch, computed once for the two measures."""
+        """tau_b and its p-value, computed once for the two measures."""
         return system_tau_b(self.score, self.mean_rating, alternative=self.alternative)
 
     @property
     def judged_ranks(self) -> np.ndarray:
-        """Each judged image's rank among its sketch's judged images (1 = highest score;
-        ties share their average rank; images not returned tie after every returned one)."""
+        """Each judged image's rank among its sketch's judged images (1 = highest score,
+        ties averaged, those not returned tied last)."""
         filled = unreturned_tied_last(self.score, self.judged)
         ranks = _kernels.average_ranks(np.where(self.judged, -filled, np.inf))
         return np.where(self.judged, ranks, np.nan)
 
 
 def _given(array: np.ndarray | None, name: str) -> np.ndarray:
-    """The participants' ``weight`` or ``ratings`` of a view, which the measures of
-    ``needs`` "weight" and "ratings" take."""
+    """The view's ``weight`` or ``ratings``, refused when not given."""
     if array is None:
         raise InputError(f"{name}: the measure needs the participants' ratings (--ratings)")
     return array
@@ -73,15 +67,12 @@ def _given(array: np.ndarray | None, name: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Measure:
-    """One measure of a retrieval run, as ``sbir-study evaluate`` reports it.
+    """One measure as ``sbir-study evaluate`` reports it.
 
-    ``name`` is the column value in ``per_sketch.csv`` (with ``@k`` for each
-    cut-off when ``at_k``: ``values_at`` computes it, ``values`` otherwise; neither for
-    a measure of the summary); ``needs`` says what it uses beyond the ranks:
-    ``"scores"``, ``"grades"`` (graded qrels), ``"relevance"`` (binary, mean
-    rating below the threshold), ``"weight"`` or ``"ratings"`` (the
-    participants' ratings: only with ``--ratings``), or ``"systems"``
-    (derived from other measures in the summary, not per sketch).
+    ``name`` is its value in ``per_sketch.csv`` (with ``@k`` per cut-off when ``at_k``);
+    ``needs`` what it uses beyond the ranks: ``"scores"``, ``"grades"``, ``"relevance"``
+    (binary), ``"weight"`` or ``"ratings"`` (only with ``--ratings``), or ``"systems"``
+    (derived in the summary from other measures, neither ``values`` nor ``values_at``).
     """
 
     name: str
@@ -102,7 +93,7 @@ class Measure:
 
     @property
     def at_k(self) -> bool:
-        """Whether the measure is reported at each cut-off (``name@k``)."""
+        """Whether the measure is reported at each cut-off."""
         return self.values_at is not None
 
 
@@ -113,8 +104,7 @@ def _binary(
     return lambda view: function(view.rank, view.relevant)
 
 
-#: Every measure, in the order of ``per_sketch.csv``. Adding a measure is adding a row:
-#: name, label, better, needs, reference, and how its values are computed.
+#: Every measure, in the order of ``per_sketch.csv``: adding a measure is adding a row.
 MEASURES: tuple[Measure, ...] = (
     Measure(
         "tau_b",
@@ -272,8 +262,8 @@ def measure_values(view: RunView, cutoffs: Sequence[int]) -> dict[str, np.ndarra
 
 
 def report_columns(cutoffs: Sequence[int]) -> list[tuple[str, str]]:
-    """(measure, heading) of the report's comparison table: cut-off measures at k = 10
-    (or the first cut-off when 10 is not among them)."""
+    """(measure, heading) of the report's comparison table, cut-off measures at k = 10 (or
+    the first cut-off)."""
     k = _REPORT_CUTOFF if _REPORT_CUTOFF in cutoffs else (cutoffs[0] if cutoffs else None)
     columns = []
     for row in MEASURES:

@@ -1,7 +1,5 @@
-"""trec_eval's measures: nDCG (graded: gain = qrels grade, discount log2(rank + 1), ideal
-DCG over all judged images), P@k, average precision and R-precision (binary relevance), as
-``trec_eval`` computes them per query (the tests check them against pytrec_eval and ranx).
-"""
+"""trec_eval's measures per query: nDCG (graded), P@k, AP and R-precision (binary); the
+tests check them against pytrec_eval and ranx."""
 
 from __future__ import annotations
 
@@ -25,20 +23,10 @@ __all__ = ["average_precision", "ndcg", "precision_at_k", "r_precision"]
 
 
 def ndcg(rank: ArrayLike, grade: ArrayLike, *, k: int | None = None) -> np.ndarray:
-    """Normalised discounted cumulative gain (trec_eval's ``ndcg`` and ``ndcg_cut.k``).
-
-    Parameters
-    ----------
-    rank : array_like, (sketches, images)
-    grade : array_like, same shape
-        The graded relevance (the qrels grade, 0..6); NaN for padding.
-    k : int, optional
-        Cut-off: only the first k positions count, in the run and in the ideal.
-
-    Notes
-    -----
-    DCG = sum over returned judged images of grade / log2(rank + 1); the ideal
-    DCG puts all judged images in decreasing grade. NaN where every grade is 0.
+    """nDCG, trec_eval's ``ndcg`` (``ndcg_cut.k`` with ``k``: the first k positions of
+    the run and of the ideal): DCG = sum of grade / log2(rank + 1) over the returned
+    judged images, over the DCG of all judged images in decreasing grade; NaN where every
+    grade is 0. ``grade`` is the qrels grade, NaN for padding.
 
     Examples
     --------
@@ -74,12 +62,8 @@ def precision_at_k(rank: ArrayLike, relevant: ArrayLike, *, k: int) -> np.ndarra
 
 
 def average_precision(rank: ArrayLike, relevant: ArrayLike) -> np.ndarray:
-    """Average precision (trec_eval's ``map`` per query).
-
-    Notes
-    -----
-    AP = (1 / C) sum over the returned relevant images of the precision at
-    their position, C = the number of relevant judged images (returned or not).
+    """Average precision, trec_eval's ``map`` per query: (1 / C) sum of the precision at
+    each returned relevant image, C the relevant judged images (returned or not).
 
     Examples
     --------
@@ -97,7 +81,8 @@ def average_precision(rank: ArrayLike, relevant: ArrayLike) -> np.ndarray:
 
 
 def r_precision(rank: ArrayLike, relevant: ArrayLike) -> np.ndarray:
-    """Precision at position C, the number of relevant images (trec_eval's ``Rprec``).
+    """R-precision, trec_eval's ``Rprec``: the precision at position C, the number of
+    relevant images (SHREC's first tier).
 
     Examples
     --------

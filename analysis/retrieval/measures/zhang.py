@@ -22,26 +22,17 @@ __all__ = ["average_rank", "percentage_similarity_ranking", "percentage_weighted
 
 
 def average_rank(
-    rank: ArrayLike,
-    relevant: ArrayLike,
-    *,
-    n_returned: ArrayLike,
-    judged: ArrayLike | None = None,
+    rank: ArrayLike, relevant: ArrayLike, *, n_returned: ArrayLike, judged: ArrayLike | None = None
 ) -> np.ndarray:
-    """Average rank (AR) of the relevant images in the run; lower is better.
+    """Average rank of the relevant images, lower better (Zhang 2019, Sec. 12.3.5).
 
     Parameters
     ----------
-    n_returned : array_like, (sketches,)
-        Images the run returns per sketch: relevant images it does not return
-        take the average of the positions after them (they rank after every
-        returned image, tied with the other judged images not returned).
-    judged : array_like of bool, optional
+    n_returned
+        Images the run returns per sketch: the judged images it does not return tie
+        after them, each taking the average of their positions.
+    judged
         Where ``rank`` holds a judged image rather than padding (default: everywhere).
-
-    References
-    ----------
-    Zhang (2019), Sec. 12.3.5 (the Bullseye score as an average rank).
 
     Examples
     --------
@@ -60,22 +51,9 @@ def average_rank(
 
 
 def percentage_weighted_hits(rank: ArrayLike, weight: ArrayLike, *, k: int) -> np.ndarray:
-    """PWH@k: the weights of the images in the first k positions over all weights.
-
-    Parameters
-    ----------
-    weight : array_like, (sketches, images)
-        w_i, the number of participants who judged image i relevant (rated
-        it better than the relevance threshold); NaN or 0 for padding.
-
-    Notes
-    -----
-    PWH = sum_{i retrieved} w_i / sum_i w_i, a recall weighted by how many
-    people found each image relevant; NaN where all weights are 0.
-
-    References
-    ----------
-    Zhang (2019), Sec. 12.3.3, Eq. 12.26.
+    """PWH@k = sum of w_i in the first k positions / sum_i w_i, w_i the participants who
+    judged image i relevant (NaN or 0 for padding): a recall weighted by how many people
+    found each image relevant; NaN where all weights are 0 (Zhang 2019, Eq. 12.26).
 
     Examples
     --------
@@ -94,37 +72,19 @@ def percentage_weighted_hits(rank: ArrayLike, weight: ArrayLike, *, k: int) -> n
 
 
 def percentage_similarity_ranking(system_rank: ArrayLike, ratings: ArrayLike) -> np.ndarray:
-    """PSR: how often people put each image near where the system puts it (Shirahatti and
-    Barnard's percentage of similarity ranking), per sketch.
+    """PSR, the percentage of similarity ranking: per sketch, the mean over its images of
+    S(i), the share of the participants' rank mass of image i within sigma(i) / 2 of the
+    system's rank P(i) (Zhang 2019, Eq. 12.27; Shirahatti and Barnard 2005, CVPR;
+    ``docs/evaluation.md``).
 
     Parameters
     ----------
-    system_rank : array_like, (sketches, images)
-        P(i), the system's rank of each judged image among the sketch's judged
-        images (1 = most similar; ties share their average rank); NaN for padding.
-    ratings : array_like, (sketches, participants, images)
-        Each participant's ratings (1 best); a participant counts for a sketch
-        only if they rated every judged image of it.
-
-    Returns
-    -------
-    ndarray, (sketches,)
-        The mean over the sketch's images of S(i), in [0, 1].
-
-    Notes
-    -----
-    Each participant's ratings of a sketch's images rank them; a group of
-    equal ratings occupies a run of positions, each of its images 1/size of
-    each. Q(i, k) sums over participants the share of image i at position k;
-    p(i) and sigma(i) are the mean and standard deviation of position k under
-    Q(i, .). S(i) = sum of Q(i, k) / n over the positions k within sigma(i)/2
-    of the system's rank P(i), the share of the participants' rank mass that
-    agrees with the system to within half a standard deviation.
-
-    References
-    ----------
-    Zhang (2019), Sec. 12.3.4, Eq. 12.27; Shirahatti and Barnard (2005),
-    "Evaluating image retrieval", CVPR.
+    system_rank
+        (sketches, images): P(i), the rank among the sketch's judged images (ties share
+        their average rank); NaN for padding.
+    ratings
+        (sketches, participants, images), 1 best; a participant counts for a sketch only
+        if they rated every judged image of it.
 
     Examples
     --------
@@ -156,7 +116,7 @@ def percentage_similarity_ranking(system_rank: ArrayLike, ratings: ArrayLike) ->
 
 
 def _similarity_ranking(rank: np.ndarray, ratings: np.ndarray) -> float:
-    """PSR of one sketch: ``rank`` (images,), ``ratings`` (participants, images), all present."""
+    """PSR of one sketch: ``rank`` (images,), ``ratings`` (participants, images), all given."""
     participants, images = ratings.shape
     # Each participant's tie group of image i takes positions below + 1 .. below + size.
     below = (ratings[:, None, :] < ratings[:, :, None]).sum(axis=2)  # (participants, images)

@@ -146,26 +146,13 @@ def test_trec_measures_equal_ranx(ties, tmp_path):
     )
     listed["score"] = -listed["r"] if ties else listed["s"]
     run = Run(run_dict(listed.rename(columns={"q": "sketch_id", "d": "image_id"})))
-    names = {"ndcg": "ndcg", "ndcg@5": "ndcg_cut_5", "ndcg@10": "ndcg_cut_10"}
-    graded = evaluate(
-        Qrels(qrels_of(truth_frame, binary=False)),
-        run,
-        list(names),
-        return_mean=False,
-        make_comparable=True,
-    )
-    for name, ours_name in names.items():
-        np.testing.assert_allclose(values[ours_name], graded[name], atol=1e-12, err_msg=name)
-    names = {"precision@5": "P_5", "precision@10": "P_10", "map": "map", "r-precision": "Rprec"}
-    binary = evaluate(
-        Qrels(qrels_of(truth_frame, binary=True)),
-        run,
-        list(names),
-        return_mean=False,
-        make_comparable=True,
-    )
-    for name, ours_name in names.items():
-        np.testing.assert_allclose(values[ours_name], binary[name], atol=1e-12, err_msg=name)
+    graded = {"ndcg": "ndcg", "ndcg@5": "ndcg_cut_5", "ndcg@10": "ndcg_cut_10"}
+    binary = {"precision@5": "P_5", "precision@10": "P_10", "map": "map", "r-precision": "Rprec"}
+    for is_binary, names in ((False, graded), (True, binary)):
+        qrels = Qrels(qrels_of(truth_frame, binary=is_binary))
+        found = evaluate(qrels, run, list(names), return_mean=False, make_comparable=True)
+        for name, ours_name in names.items():
+            np.testing.assert_allclose(values[ours_name], found[name], atol=1e-12, err_msg=name)
 
 
 @pytest.mark.parametrize("ties", [False, True])
