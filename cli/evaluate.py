@@ -16,6 +16,7 @@ from .common import (
     add_alternative,
     add_figure_formats,
     add_overwrite,
+    add_scale,
     add_seed,
     at_least,
     options_from,
@@ -116,14 +117,12 @@ def _evaluate_measures(parser: Parser) -> None:
         "below this, in the paper's orientation (default: the middle of the ground truth's "
         "scale, 3.5 on 1-7, 2.5 on 1-5); written to --out as ground_truth_binary.qrels",
     )
-    parser.add_argument(
-        "--scale",
-        default=None,
-        help="the ground truth's rating scale, LOW-HIGH with 2 to 9 points, :high-is-best when "
-        "the high end is the best match (1-5, 1-9:high-is-best), and that of a flat --ratings "
-        "table; needed only where neither the ratings nor the summary.json of the analyze that "
-        "wrote the ground truth record it, and refused if it differs from them (default: the "
-        "recorded one, else 1-7 with 1 the best match)",
+    add_scale(
+        parser,
+        "the ground truth's rating scale",
+        ", and that of a flat --ratings table; needed only where neither the ratings nor the "
+        "summary.json of the analyze that wrote the ground truth record it, and refused if it "
+        "differs from them (default: the recorded one, else 1-7 with 1 the best match)",
     )
     parser.add_argument(
         "--score-precision",
