@@ -1,8 +1,4 @@
-"""How the study's numbers grow with its crowd size: the power simulation's curves
-(:func:`sbir_study.analysis.power.summarize_power`) and the reliability the consensus would
-have with m raters (the Spearman-Brown prophecy of
-:func:`sbir_study.analysis.reliability.predicted_reliability`).
-"""
+"""How the study's numbers grow with its crowd: the power curves and the reliability prophecy."""
 
 from __future__ import annotations
 
@@ -26,13 +22,13 @@ __all__ = [
 
 
 def plot_power(summary: pd.DataFrame, *, axes: Sequence[Axes]) -> Sequence[Axes]:
-    """How the study's statistics improve with the number of participants.
+    """How the statistics improve with the participants.
 
-    ``summary`` is :func:`sbir_study.analysis.power.summarize_power`'s table. Left: tau_b
-    between the panel's consensus and a large reference panel's (median and
-    5th percentile over sketches); middle: share of sketches with W
-    significant; right: share of significant inter-user tau_b with its 95%
-    range over replications.
+    ``summary`` is :func:`~sbir_study.analysis.power.summarize_power`'s table.
+
+    Left: tau_b of the panel's consensus against the reference panel's (median and 5th
+    percentile over sketches); middle: share of sketches with W significant; right:
+    share of significant inter-user tau_b with its 95% range over replications.
     """
     left, middle, right = axes
     k = summary["participants"].to_numpy()
@@ -84,13 +80,12 @@ _PROPHECY_LOG_ABOVE = 200
 def plot_reliability_prophecy(
     predicted: pd.DataFrame, *, ax: Axes, target: float = 0.8, n_raters: int | None = None
 ) -> Axes:
-    """The reliability the consensus would have with m raters, per sketch and over all.
+    """The reliability of the consensus with m raters, per sketch and over all.
 
-    ``predicted`` is :func:`sbir_study.analysis.reliability.predicted_reliability`'s
-    table (``sketch_id, n_raters, predicted``); each sketch is a faint line, the
-    ``all`` row a bold one, ``target`` a dashed line, and ``n_raters`` (the study's
-    own number) a dotted one: the curve of a sketch that crosses ``target`` right of
-    it needs more raters than the study had.
+    ``predicted`` is :func:`~sbir_study.analysis.reliability.predicted_reliability`'s table.
+
+    Each sketch a faint line, ``all`` a bold one, ``target`` dashed and the study's own
+    ``n_raters`` dotted: a sketch crossing ``target`` right of it needs more raters.
     """
     for sketch, curve in predicted.groupby("sketch_id", sort=True):
         if sketch == "all":

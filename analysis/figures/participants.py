@@ -1,13 +1,10 @@
-"""Figs. 4 and 6: each participant's tau_b, against the anchors' prescribed ratings and
-against the consensus.
+"""Figs. 4 and 6: each participant's tau_b against the anchors' ratings and the consensus.
 
-Up to :data:`PARTICIPANT_VIEW_LIMIT` participants each one is drawn at a labelled place
-(``view="each"``); beyond it, one tick per participant merges into a black band and a box
-per person is a few pixels wide, so the figures draw the distribution over the
-participants sorted by their median (``view="aggregate"``): the medians as a line in
-bands of pooled quantiles over windows of ranks (:func:`_rank_windows`).
-
-References: Eitz et al. (2011), Sec. 3.3 and the captions of Figs. 4 and 6.
+Up to :data:`PARTICIPANT_VIEW_LIMIT` participants each is drawn at a labelled place
+(``view="each"``); beyond, ticks merge into a band, so the figures draw the
+distribution over participants sorted by median (``view="aggregate"``): the medians
+as a line in bands of pooled quantiles over windows of ranks (:func:`_rank_windows`).
+Eitz et al. (2011), Sec. 3.3 and the captions of Figs. 4 and 6.
 """
 
 from __future__ import annotations
@@ -58,8 +55,7 @@ _RANK_MARGIN = 0.02
 def tau_threshold(n_items: int, alpha: float = 0.05, alternative: str = "greater") -> float:
     """The smallest tau_b significant at ``alpha`` between two untied lists of ``n_items``.
 
-    From the normal approximation without ties (var S = n (n - 1)(2n + 5) / 18);
-    ties raise the threshold slightly. For ``"less"`` the threshold is negative.
+    From var S = n (n - 1)(2n + 5) / 18; ties raise it slightly; negative for ``"less"``.
 
     >>> round(tau_threshold(7), 3)
     0.522
@@ -85,14 +81,10 @@ def plot_anchoring(
 ) -> Axes:
     """Fig. 4: per participant, tau_b between the anchor repeats and the prescribed ratings.
 
-    ``view="each"`` draws one marker per participant and anchor sketch; filled
-    when the correlation is significant at ``alpha``, hollow when not.
-    ``view="aggregate"`` sorts the participants by their median tau_b over the
-    anchor sketches and draws that median as a line, with a band from each
-    participant's lowest to highest tau_b. ``"auto"`` (the default) is
-    ``"each"`` up to :data:`PARTICIPANT_VIEW_LIMIT` participants. The dashed line
-    is the significance threshold for the anchor block's size without ties.
-    Ratings without anchor repeats give axes that say so instead of being empty.
+    ``view="each"``: a marker per participant and anchor sketch, filled where
+    significant at ``alpha``; ``"aggregate"``: participants by median tau_b, the median
+    a line in a band from lowest to highest; ``"auto"``: :func:`aggregate_view`. The
+    dashed line is the threshold without ties; without anchor repeats the axes say so.
 
     Examples
     --------
@@ -213,13 +205,10 @@ def plot_vs_consensus(
 ) -> Axes:
     """Fig. 6: per participant, the distribution of per-sketch tau_b against the consensus.
 
-    By default the paper's statistic: the consensus includes the participant
-    (column ``tau_b``); ``loo=True`` draws the consensus of the other
-    participants only (``tau_b_loo``). ``view="each"`` draws one box per
-    participant, as in the paper; ``view="aggregate"`` sorts the participants by
-    their median and draws the medians as a line in bands of their 25th-75th and
-    5th-95th percentiles over the sketches. ``"auto"`` (the default) is
-    ``"each"`` up to :data:`PARTICIPANT_VIEW_LIMIT` participants.
+    ``tau_b`` (participant included, the paper's) or with ``loo`` ``tau_b_loo``.
+    ``view="each"``: a box per participant, as in the paper; ``"aggregate"``: the medians
+    as a line in bands of the 25th-75th and 5th-95th percentiles; ``"auto"``:
+    :func:`aggregate_view`.
     """
     check_option("view", view, VIEWS)
     column = "tau_b_loo" if loo else "tau_b"
@@ -290,8 +279,7 @@ class _RankSpread(NamedTuple):
 
 
 def _rank_window(n: int, n_values: int) -> int:
-    """The participants a band's window holds at ``n`` participants with ``n_values``
-    values in all: ceil(sqrt(n)), or enough to pool :data:`_BAND_VALUES` values, at most n.
+    """Participants in a band's window: ceil(sqrt(n)), or enough for :data:`_BAND_VALUES` values.
 
     >>> _rank_window(61, 61 * 31), _rank_window(2000, 2000 * 31), _rank_window(2000, 6000)
     (13, 45, 134)
@@ -304,13 +292,10 @@ def _rank_window(n: int, n_values: int) -> int:
 def _rank_windows(
     table: pd.DataFrame, column: str, percentiles: Sequence[int] = (5, 25, 75, 95)
 ) -> _RankSpread:
-    """Participants sorted by their median of ``column``; at up to :data:`_BAND_POINTS`
-    ranks, the ``percentiles`` of every value of the :func:`_rank_window` participants
-    around the rank (a window centred on it, cut at the ends).
+    """Participants by median ``column`` (ties by label) and, at up to :data:`_BAND_POINTS` ranks,
+    the ``percentiles`` of the pooled values of the :func:`_rank_window` around each rank.
 
-    Pooling the window's values, not smoothing each participant's own quantiles, gives a
-    band that is smooth at any N and says where a participant of that rank's tau_b lie.
-    Ties of the median are broken by the participant label, so the order is reproducible.
+    Pooled values, not smoothed quantiles, make a band smooth at any N.
     """
     values = table[["participant", column]].dropna()
     labels = values["participant"].astype(str)
