@@ -170,11 +170,7 @@ def pairwise_kendall_tau(ratings: ArrayLike, *, alternative: str = "greater") ->
            [3, 3, 3]])
     """
     check_option("alternative", alternative, _kernels.ALTERNATIVES)
-    values = float_array(ratings)
-    if values.ndim != 2:
-        raise InputError(
-            f"ratings: expected a raters x items array, got {values.ndim} dimension(s)"
-        )
+    values = _matrix(ratings)
     return PairwiseTauResult(*_kernels.pairwise_tau_b(values, alternative))
 
 
@@ -201,11 +197,7 @@ def kendall_w(ratings: ArrayLike) -> KendallWResult:
     >>> round(float(scipy.stats.friedmanchisquare(*np.array(ratings).T).statistic), 4)
     7.0
     """
-    values = float_array(ratings)
-    if values.ndim != 2:
-        raise InputError(
-            f"ratings: expected a raters x items array, got {values.ndim} dimension(s)"
-        )
+    values = _matrix(ratings)
     complete = values[~np.isnan(values).any(axis=1)]
     m, n = complete.shape
     excluded = values.shape[0] - m
@@ -287,11 +279,7 @@ def krippendorff_alpha(
     """
     check_option("level", level, _agreement_kernels.ALPHA_LEVELS)
     _check_resampling(n_resamples, confidence_level)
-    values = float_array(ratings)
-    if values.ndim != 2:
-        raise InputError(
-            f"ratings: expected a raters x units array, got {values.ndim} dimension(s)"
-        )
+    values = _matrix(ratings, "units")
     domain, counts = _value_counts(values)
     rng = np.random.default_rng(seed)
     statistic, low, high = _alpha_with_interval(
@@ -348,13 +336,8 @@ def skillings_mack(
     >>> round(result.statistic, 3), result.df, round(result.pvalue, 4)
     (15.493, 3, 0.0014)
     """
-    if not (isinstance(permutations, int | np.integer) and permutations >= 0):
-        raise InputError(f"permutations: expected a whole number >= 0, got {permutations!r}")
-    values = float_array(ratings)
-    if values.ndim != 2:
-        raise InputError(
-            f"ratings: expected a raters x items array, got {values.ndim} dimension(s)"
-        )
+    _check_count("permutations", permutations)
+    values = _matrix(ratings)
     rng = np.random.default_rng(seed) if permutations else None
     statistic, df, blocks, permutation_p = _agreement_kernels.skillings_mack(
         values, permutations, rng
@@ -409,9 +392,22 @@ def undefined_tau_reasons(
     return np.array(reasons, dtype=object)
 
 
+def _matrix(ratings: ArrayLike, what: str = "items") -> np.ndarray:
+    values = float_array(ratings)
+    if values.ndim != 2:
+        raise InputError(
+            f"ratings: expected a raters x {what} array, got {values.ndim} dimension(s)"
+        )
+    return values
+
+
+def _check_count(name: str, value: object) -> None:
+    if not (isinstance(value, int | np.integer) and value >= 0):
+        raise InputError(f"{name}: expected a whole number >= 0, got {value!r}")
+
+
 def _check_resampling(n_resamples, confidence_level) -> None:
-    if not (isinstance(n_resamples, int | np.integer) and n_resamples >= 0):
-        raise InputError(f"n_resamples: expected a whole number >= 0, got {n_resamples!r}")
+    _check_count("n_resamples", n_resamples)
     if not 0.0 < confidence_level < 1.0:
         raise InputError(
             f"confidence_level: expected a number between 0 and 1, got {confidence_level!r}"

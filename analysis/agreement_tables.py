@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from sbir_study.foundation.checks import InputError, check_option, check_whole_number
+from sbir_study.foundation.checks import check_option, check_whole_number
 from sbir_study.foundation.scale import Scale
 
 from . import _agreement_kernels, _kernels
@@ -26,6 +26,7 @@ from .agreement import (
     KrippendorffAlphaResult,
     SkillingsMackResult,
     _alpha_with_interval,
+    _check_count,
     _check_resampling,
     _value_counts,
     kendall_w,
@@ -148,17 +149,9 @@ def inter_user_tau_pairs(
 
 
 def _empty_pairwise() -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "sketch_id": pd.Series(dtype=str),
-            "participant_a": pd.Series(dtype=str),
-            "participant_b": pd.Series(dtype=str),
-            "tau_b": pd.Series(dtype=float),
-            "p_value": pd.Series(dtype=float),
-            "n_items": pd.Series(dtype=int),
-            "reason": pd.Series(dtype=str),
-        }
-    )
+    types = {"sketch_id": str, "participant_a": str, "participant_b": str, "tau_b": float}
+    types |= {"p_value": float, "n_items": int, "reason": str}
+    return pd.DataFrame({name: pd.Series(dtype=kind) for name, kind in types.items()})
 
 
 def kendall_w_by_sketch(ratings: pd.DataFrame, *, cube: RatingCube | None = None) -> pd.DataFrame:
@@ -189,34 +182,13 @@ def _sketch_matrices(ratings: pd.DataFrame, cube: RatingCube | None = None):
 
 #: The columns of :func:`agreement_by_sketch` (``kendall_w.csv``), in order.
 AGREEMENT_COLUMNS = (
-    "sketch_id",
-    "w",
-    "chi2",
-    "df",
-    "p_value",
-    "f",
-    "f_df1",
-    "f_df2",
-    "f_p_value",
-    "n_raters",
-    "n_items",
-    "n_raters_excluded",
-    "n_raters_all",
-    "n_ratings",
-    "alpha_ordinal",
-    "alpha_ordinal_ci_low",
-    "alpha_ordinal_ci_high",
-    "alpha_interval",
-    "alpha_interval_ci_low",
-    "alpha_interval_ci_high",
-    "skillings_mack",
-    "skillings_mack_df",
-    "skillings_mack_p_value",
-    "skillings_mack_permutation_p_value",
-    "skillings_mack_n_raters",
-    "w_reason",
-    "alpha_reason",
-    "skillings_mack_reason",
+    *("sketch_id", "w", "chi2", "df", "p_value", "f", "f_df1", "f_df2", "f_p_value"),
+    *("n_raters", "n_items", "n_raters_excluded", "n_raters_all", "n_ratings"),
+    *("alpha_ordinal", "alpha_ordinal_ci_low", "alpha_ordinal_ci_high"),
+    *("alpha_interval", "alpha_interval_ci_low", "alpha_interval_ci_high"),
+    *("skillings_mack", "skillings_mack_df", "skillings_mack_p_value"),
+    *("skillings_mack_permutation_p_value", "skillings_mack_n_raters"),
+    *("w_reason", "alpha_reason", "skillings_mack_reason"),
 )
 _ALPHA_TABLE_LEVELS = ("ordinal", "interval")
 
@@ -275,8 +247,7 @@ def agreement_by_sketch(
     0.9074
     """
     _check_resampling(n_resamples, confidence_level)
-    if not (isinstance(permutations, int | np.integer) and permutations >= 0):
-        raise InputError(f"permutations: expected a whole number >= 0, got {permutations!r}")
+    _check_count("permutations", permutations)
     domain = np.array((scale or ratings_scale(ratings)).points, dtype=np.float64)
     rows = []
     for index, sketch_id, _, matrix in _sketch_matrices(ratings, cube):

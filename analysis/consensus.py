@@ -92,11 +92,12 @@ def write_qrels(
         if bad.any():
             check_id(rated[column].astype(str).to_numpy()[bad][0], f"{path}: {column}")
     grade = (scale or ratings_scale(ground_truth)).grade(rated["mean_rating"].to_numpy())
-    lines = [
-        f"{sketch} 0 {image} {g}\n"
-        for sketch, image, g in zip(rated["sketch_id"], rated["image_id"], grade, strict=True)
-    ]
-    Path(path).write_text("".join(lines), encoding="utf-8")
+    _write_qrels_lines(path, rated, grade)
+
+
+def _write_qrels_lines(path: str | Path, rated: pd.DataFrame, grades: np.ndarray) -> None:
+    lines = zip(rated["sketch_id"], rated["image_id"], grades, strict=True)
+    Path(path).write_text("".join(f"{s} 0 {i} {g}\n" for s, i, g in lines), encoding="utf-8")
 
 
 def write_binary_qrels(
@@ -130,11 +131,7 @@ def write_binary_qrels(
         relevant_below = (scale or ratings_scale(ground_truth)).relevant_below
     rated = ground_truth.dropna(subset=["mean_rating"])
     relevant = (rated["mean_rating"].to_numpy(dtype=np.float64) < relevant_below).astype(int)
-    lines = [
-        f"{sketch} 0 {image} {r}\n"
-        for sketch, image, r in zip(rated["sketch_id"], rated["image_id"], relevant, strict=True)
-    ]
-    Path(path).write_text("".join(lines), encoding="utf-8")
+    _write_qrels_lines(path, rated, relevant)
 
 
 def participant_vs_consensus(
@@ -159,19 +156,8 @@ def participant_vs_consensus(
     check_option("alternative", alternative, _kernels.ALTERNATIVES)
     cube = main_phase_cube(ratings, cube)
     if cube is None or cube.values.size == 0:
-        return pd.DataFrame(
-            columns=[
-                "participant",
-                "sketch_id",
-                "tau_b",
-                "p_value",
-                "tau_b_loo",
-                "p_value_loo",
-                "n_items",
-                "reason",
-                "reason_loo",
-            ]
-        )
+        columns = ["participant", "sketch_id", "tau_b", "p_value", "tau_b_loo", "p_value_loo"]
+        return pd.DataFrame(columns=[*columns, "n_items", "reason", "reason_loo"])
     values = cube.values  # sketches x participants x images
     rated = ~np.isnan(values)
     total = np.nansum(values, axis=1, keepdims=True)

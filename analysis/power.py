@@ -106,16 +106,8 @@ def power_analysis(
         for done, task in enumerate(tasks, 1):
             rows.extend(_replication(task))
             report(done, len(tasks))
-    columns = [
-        "replication",
-        "participants",
-        "w_significant_share",
-        "tau_median",
-        "tau_p05",
-        "inter_user_share",
-        "inter_user_wilson_width",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+    columns = ["replication", "participants", "w_significant_share", "tau_median", "tau_p05"]
+    return pd.DataFrame(rows, columns=[*columns, "inter_user_share", "inter_user_wilson_width"])
 
 
 def summarize_power(runs: pd.DataFrame) -> pd.DataFrame:

@@ -391,35 +391,11 @@ def intraclass_correlations(cube: RatingCube, *, confidence: float = 0.95) -> pd
         if y.shape[0] >= 2 and y.shape[1] >= 2:
             results = _icc_from_matrix(y, confidence)
         else:
-            results = [
-                {
-                    "type": t,
-                    "icc": np.nan,
-                    "f": np.nan,
-                    "df1": 0,
-                    "df2": 0,
-                    "p_value": np.nan,
-                    "ci_low": np.nan,
-                    "ci_high": np.nan,
-                }
-                for t in ICC_TYPES
-            ]
+            undefined = dict.fromkeys(("icc", "f", "p_value", "ci_low", "ci_high"), np.nan)
+            results = [{"type": t, **undefined, "df1": 0, "df2": 0} for t in ICC_TYPES]
         rows += [{"sketch_id": label, **r, **base} for r in results]
-    columns = [
-        "sketch_id",
-        "type",
-        "icc",
-        "f",
-        "df1",
-        "df2",
-        "p_value",
-        "ci_low",
-        "ci_high",
-        "n_images",
-        "n_images_excluded",
-        "n_raters",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+    columns = ["sketch_id", "type", "icc", "f", "df1", "df2", "p_value", "ci_low", "ci_high"]
+    return pd.DataFrame(rows, columns=[*columns, "n_images", "n_images_excluded", "n_raters"])
 
 
 def reliability_summary(

@@ -203,10 +203,14 @@ def _pairs(
         for i in range(n):
             rows.append((sketch, f"{sketch}_i{i + 1:02d}", "main", latent[i], pd.NA))
     pairs = pd.DataFrame(rows, columns=["sketch_id", "image_id", "role", "latent", "anchor_rating"])
-    ambiguity = rng.lognormal(0.0, model.sketch_ambiguity_sd_log, size=pairs["sketch_id"].nunique())
-    codes, _ = pd.factorize(pairs["sketch_id"])
-    pairs["ambiguity"] = ambiguity[codes]
-    return pairs
+    return _with_ambiguity(pairs, model, rng)
+
+
+def _with_ambiguity(pairs: pd.DataFrame, model: RaterModel, rng: np.random.Generator):
+    """``pairs`` with each sketch's ambiguity a_s drawn."""
+    codes, sketches = pd.factorize(pairs["sketch_id"])
+    ambiguity = rng.lognormal(0.0, model.sketch_ambiguity_sd_log, size=len(sketches))
+    return pairs.assign(ambiguity=ambiguity[codes])
 
 
 def _set_pairs(
@@ -249,9 +253,7 @@ def _set_pairs(
         if len(unknown):
             latent[unknown] = _sketch_latent(len(unknown), model, rng)
     pairs["latent"] = latent
-    ambiguity = rng.lognormal(0.0, model.sketch_ambiguity_sd_log, size=pairs["sketch_id"].nunique())
-    codes, _ = pd.factorize(pairs["sketch_id"])
-    pairs["ambiguity"] = ambiguity[codes]
+    pairs = _with_ambiguity(pairs, model, rng)
     return pairs[["sketch_id", "image_id", "role", "latent", "anchor_rating", "ambiguity"]]
 
 

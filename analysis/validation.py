@@ -34,14 +34,8 @@ __all__ = [
 
 #: The columns of the ratings table, in the order they are written.
 RATING_COLUMNS = (
-    "participant",
-    "sketch_id",
-    "image_id",
-    "phase",
-    "rating",
-    "rt",
-    "anchor_rating",
-    "trial",
+    *("participant", "sketch_id", "image_id", "phase"),
+    *("rating", "rt", "anchor_rating", "trial"),
 )
 #: The columns every ratings table has (a BIDS file may leave out ``participant``).
 REQUIRED_COLUMNS = ("participant", "sketch_id", "image_id", "rating")

@@ -38,13 +38,9 @@ PARTICIPANT_VIEW_LIMIT = 60
 #: The views of Figs. 4 and 6 (:func:`plot_anchoring`).
 VIEWS = ("auto", "each", "aggregate")
 #: In the aggregate view, the bands are quantiles of every tau_b of the participants in a
-#: window of ranks ceil(sqrt(N)) wide (45 of 2,000, 100 of 10,000), and wide
-#: enough to pool at least :data:`_BAND_VALUES` values (Fig. 4's three anchors each: 134
-#: participants): a window that grows with N pools more values as the ranks crowd together,
-#: so the band is smooth at any size, where a running median of each participant's own
-#: quantiles (over 31 sketches or 3 anchors) is jagged across the whole width. The
-#: quantiles are taken at most at :data:`_BAND_POINTS` ranks, evenly spaced: more than a
-#: figure's width in pixels.
+#: window of ceil(sqrt(N)) ranks, wide enough to pool :data:`_BAND_VALUES` values: smooth
+#: at any N, where a running median of each participant's own quantiles is jagged. They
+#: are taken at :data:`_BAND_POINTS` ranks at most, more than a figure's width in pixels.
 _BAND_POINTS = 400
 _BAND_VALUES = 400
 #: The aggregate view's margin left and right of the ranks, as a share of N, so the lowest-

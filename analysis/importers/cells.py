@@ -34,14 +34,8 @@ __all__ = [
 
 #: The columns of the ratings table an import fills: the first four are required.
 IMPORT_COLUMNS = (
-    "participant",
-    "sketch_id",
-    "image_id",
-    "rating",
-    "rt",
-    "phase",
-    "trial",
-    "anchor_rating",
+    *("participant", "sketch_id", "image_id", "rating"),
+    *("rt", "phase", "trial", "anchor_rating"),
 )
 REQUIRED_COLUMNS = IMPORT_COLUMNS[:4]
 #: Other names under which a source's column is found without a mapping (in any case).
