@@ -292,26 +292,20 @@ def _sketch_reasons(
     """
     m = len(matrix)
     few = "no rater" if m == 0 else "one rater" if m == 1 else ""
+
+    def why(raters: int, rated: str, items: int, otherwise: str) -> str:
+        return few or (
+            f"{raters} of {m} {rated}" if raters < 2 else "one image" if items < 2 else otherwise
+        )
+
     w_reason = alpha_reason = sm_reason = ""
     if np.isnan(w.statistic):
-        w_reason = few or (
-            f"{w.n_raters} of {m} rated every image"
-            if w.n_raters < 2
-            else "one image"
-            if w.n_items < 2
-            else "every rater constant"
-        )
+        w_reason = why(w.n_raters, "rated every image", w.n_items, "every rater constant")
     if np.isnan(alpha):
         twice = ((~np.isnan(matrix)).sum(axis=0) >= 2).any()
         alpha_reason = few or ("every rating the same" if twice else "no image rated twice")
     if np.isnan(test.pvalue):
-        sm_reason = few or (
-            f"{test.n_raters} of {m} rated 2 images"
-            if test.n_raters < 2
-            else "one image"
-            if test.n_items < 2
-            else "undefined"
-        )
+        sm_reason = why(test.n_raters, "rated 2 images", test.n_items, "undefined")
     return w_reason, alpha_reason, sm_reason
 
 

@@ -35,8 +35,7 @@ class RatingCube:
 
 
 def rating_cube(ratings: pd.DataFrame, column: str = "rating") -> RatingCube:
-    """``ratings[column]`` as a :class:`RatingCube`, sorted; each (participant, sketch, image) once.
-    """
+    """``ratings[column]`` as a sorted :class:`RatingCube`; each participant, sketch, image once."""
     sketch_code, sketches = _sorted_cells(ratings["sketch_id"])
     participant_code, participants = _sorted_cells(ratings["participant"])
     image_code, image_names = _sorted_cells(ratings["image_id"])

@@ -120,8 +120,7 @@ def read_long_table(
 def _rows(
     table: SourceTable, found: Mapping[str, str], mark: str, factor: float, scale: Scale
 ) -> pd.DataFrame:
-    """One file's rows as ratings-table rows, its cells checked (``factor``: seconds per rt unit).
-    """
+    """One file's rows as ratings-table rows, cells checked (``factor``: seconds per rt unit)."""
     frame = pd.DataFrame(
         {
             target: table.frame[found[target]].astype(str).str.strip()
