@@ -44,6 +44,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -457,42 +458,34 @@ def write_simulated_dataset(
     from sbir_study.foundation.outputs import output_files, output_folder
 
     root = Path(root)
-    settings = dict(
-        design=design,
-        model=model,
-        seed=seed,
-        flat=flat,
-        version=version,
-        stimuli=stimuli,
-        stimulus_digest=stimulus_digest,
-        scale=scale,
-    )
+    settings = _Settings(design, model, seed, flat, version, stimuli, stimulus_digest, scale)
     if flat:
         if sidecar_name(root) == root.name:
             raise InputError(f"{root}: expected a table name ending in .csv or .tsv")
         with output_files(
             root, "simulate", companions=[sidecar_name(root)], overwrite=overwrite
         ) as (table, _):
-            _write_simulated(table, **settings)
+            _write_simulated(table, settings)
     else:
         with output_folder(root, "simulate", overwrite=overwrite) as folder:
-            _write_simulated(folder, **settings)
+            _write_simulated(folder, settings)
     return root
 
 
-def _write_simulated(
-    root: Path,
-    design: StudyDesign,
-    model: RaterModel,
-    seed: int,
-    *,
-    flat: bool,
-    version: str,
-    stimuli,
-    stimulus_digest,
-    scale: Scale,
-) -> Path:
+class _Settings(NamedTuple):
+    design: StudyDesign
+    model: RaterModel
+    seed: int
+    flat: bool
+    version: str
+    stimuli: pd.DataFrame | None
+    stimulus_digest: str | None
+    scale: Scale
+
+
+def _write_simulated(root: Path, settings: _Settings) -> Path:
     """The work of :func:`write_simulated_dataset`, into a temporary folder (or table path)."""
+    design, model, seed, flat, version, stimuli, stimulus_digest, scale = settings
     trials, participants = simulate_study(design, model, seed, stimuli=stimuli, scale=scale)
     provenance = {
         "Simulated": True,
