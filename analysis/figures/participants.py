@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -42,6 +42,7 @@ VIEWS = ("auto", "each", "aggregate")
 #: at any N, where a running median of each participant's own quantiles is jagged. They
 #: are taken at :data:`_BAND_POINTS` ranks at most, more than a figure's width in pixels.
 _BAND_POINTS = 400
+_BAND_LABELS = ("25th-75th percentile", "5th-95th percentile")
 _BAND_VALUES = 400
 #: The aggregate view's margin left and right of the ranks, as a share of N, so the lowest-
 #: and highest-ranked participants are not drawn on the axis lines.
@@ -105,7 +106,7 @@ def plot_anchoring(
     n_items = int(anchoring["n_items"].max())
     threshold = tau_threshold(n_items, alpha, alternative)
     if aggregate_view(view, len(participants)):
-        handles, labels, drawn, title = _anchoringaggregate_view(table, ax, alpha)
+        handles, labels, drawn, title = _anchoring_aggregate(table, ax, alpha)
     else:
         handles, labels = _anchoring_each(anchoring, table, participants, ax, alpha)
         drawn = table["tau_b"].to_numpy(dtype=float)
@@ -117,25 +118,11 @@ def plot_anchoring(
     # or, in the aggregate view (as wide as a page, with long entries), below.
     ax.set_ylim(*fitted_range([*drawn, threshold]))
     if aggregate_view(view, len(participants)):
-        ax.legend(
-            handles,
-            labels,
-            loc="upper center",
-            bbox_to_anchor=(0.5, -0.16),
-            ncol=2,
-            fontsize="small",
-            title=title or None,
-            title_fontsize="small",
-        )
+        place: dict[str, Any] = {"loc": "upper center", "bbox_to_anchor": (0.5, -0.16), "ncol": 2}
+        place |= {"title": title or None, "title_fontsize": "small"}
     else:
-        ax.legend(
-            handles,
-            labels,
-            loc="upper left",
-            bbox_to_anchor=(1.01, 1.0),
-            borderaxespad=0,
-            fontsize="small",
-        )
+        place = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0}
+    ax.legend(handles, labels, fontsize="small", **place)
     ax.set_ylabel(f"Kendall's {TAU} with the prescribed ratings")
     return ax
 
@@ -150,24 +137,11 @@ def _anchoring_each(anchoring, table, participants, ax, alpha) -> tuple[list, li
         significant = (rows["p_value"] < alpha).to_numpy()
         color = f"C{k}"
         marker = MARKERS[k % len(MARKERS)]
-        ax.scatter(
-            x[significant],
-            rows["tau_b"].to_numpy()[significant],
-            marker=marker,
-            color=color,
-            s=28,
-            label=f"anchor {sketch}",
-            zorder=3,
-        )
-        ax.scatter(
-            x[~significant],
-            rows["tau_b"].to_numpy()[~significant],
-            marker=marker,
-            facecolors="none",
-            edgecolors=color,
-            s=28,
-            zorder=3,
-        )
+        tau = rows["tau_b"].to_numpy()
+        filled: dict[str, Any] = {"color": color, "label": f"anchor {sketch}"}
+        hollow: dict[str, Any] = {"facecolors": "none", "edgecolors": color}
+        for chosen, look in ((significant, filled), (~significant, hollow)):
+            ax.scatter(x[chosen], tau[chosen], marker=marker, s=28, zorder=3, **look)
     handles, labels = ax.get_legend_handles_labels()
     handles.append(
         Line2D([], [], marker="o", linestyle="", markerfacecolor="none", markeredgecolor="0.3")
@@ -177,7 +151,7 @@ def _anchoring_each(anchoring, table, participants, ax, alpha) -> tuple[list, li
     return handles, labels
 
 
-def _anchoringaggregate_view(table, ax, alpha) -> tuple[list, list, np.ndarray, str]:
+def _anchoring_aggregate(table, ax, alpha) -> tuple[list, list, np.ndarray, str]:
     spread = _rank_windows(table, "tau_b")
     median, inner, outer = _draw_rank_bands(ax, spread)
     significant = float((table["p_value"] < alpha).mean())
@@ -188,8 +162,7 @@ def _anchoringaggregate_view(table, ax, alpha) -> tuple[list, list, np.ndarray, 
         [
             f"each participant's median over the {n_sketches} anchor sketches "
             f"({100 * significant:.1f}% of all {len(table):,} correlations significant)",
-            "25th-75th percentile",
-            "5th-95th percentile",
+            *_BAND_LABELS,
         ],
         np.concatenate([spread.median, *spread.bands.values()]),
         spread.note,
@@ -225,11 +198,7 @@ def plot_vs_consensus(
         _rank_axis(ax, len(spread.median), f"{TAU} over the sketches")
         ax.legend(
             [median, inner, outer],
-            [
-                "each participant's median over the sketches",
-                "25th-75th percentile",
-                "5th-95th percentile",
-            ],
+            ["each participant's median over the sketches", *_BAND_LABELS],
             loc="lower right",
             fontsize="small",
             framealpha=0.9,
