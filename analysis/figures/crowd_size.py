@@ -34,27 +34,21 @@ def plot_power(summary: pd.DataFrame, *, axes: Sequence[Axes]) -> Sequence[Axes]
     k = summary["participants"].to_numpy()
     left.plot(k, summary["tau_median"], "o-", label="median over sketches")
     left.plot(k, summary["tau_p05"], "s--", label="5th percentile")
-    left.set_ylabel(f"{TAU}, panel consensus vs reference panel")
-    left.legend(fontsize="small", loc="lower right")
-    left.set_title("Ground truth from k participants")
     middle.plot(k, summary["w_significant_share"], "o-", label="mean share of sketches")
     middle.plot(k, summary["w_all_significant"], "s--", label="studies with all sketches")
     middle.set_ylim(-0.02, 1.05)
-    middle.set_ylabel("W significant (over the raters who rated every image)")
-    middle.legend(fontsize="small", loc="lower right")
-    middle.set_title("Kendall's W significant")
-    right.fill_between(
-        k,
-        summary["inter_user_share_p025"],
-        summary["inter_user_share_p975"],
-        alpha=0.25,
-        label="95% of replications",
-    )
+    low, high = summary["inter_user_share_p025"], summary["inter_user_share_p975"]
+    right.fill_between(k, low, high, alpha=0.25, label="95% of replications")
     right.plot(k, summary["inter_user_share"], "o-", label="mean")
-    right.set_ylabel(f"share of inter-user {TAU} significant")
-    right.legend(fontsize="small", loc="lower right")
-    right.set_title("Inter-user correlations significant")
-    for ax in axes:
+    labels = (
+        (f"{TAU}, panel consensus vs reference panel", "Ground truth from k participants"),
+        ("W significant (over the raters who rated every image)", "Kendall's W significant"),
+        (f"share of inter-user {TAU} significant", "Inter-user correlations significant"),
+    )
+    for ax, (ylabel, title) in zip(axes, labels, strict=True):
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize="small", loc="lower right")
+        ax.set_title(title)
         ax.set_xlabel("participants k")
         ax.set_xticks(k)
         ax.grid(alpha=0.3)
