@@ -15,6 +15,7 @@ from matplotlib.lines import Line2D
 
 from sbir_study.foundation.checks import open_image
 
+from ..wording import span
 from .style import TAU, finite_min
 
 __all__ = ["plot_inter_user", "plot_sketch_extremes"]
@@ -108,12 +109,8 @@ def _raters_text(table: pd.DataFrame) -> str:
     if "n_raters_all" not in table or k.empty:
         return "raters who rated every image"
     m = table["n_raters_all"].dropna()
-
-    def span(values) -> str:
-        low, high = int(values.min()), int(values.max())
-        return f"{low:,}" if low == high else f"{low:,}-{high:,}"
-
-    return f"over the {span(k)} of {span(m)} raters who rated every image"
+    k_range, m_range = (span(int(v.min()), int(v.max())) for v in (k, m))
+    return f"over the {k_range} of {m_range} raters who rated every image"
 
 
 #: Longest side, in pixels, of a sketch drawn in Fig. 9.
