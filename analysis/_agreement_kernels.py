@@ -1,8 +1,7 @@
-"""Vectorised numeric kernels of the agreement among all raters (private): Kendall's W,
-Krippendorff's alpha and its bootstrap, and the Skillings-Mack test.
+"""Kernels of Kendall's W, Krippendorff's alpha and its bootstrap, and Skillings-Mack (private).
 
-The public functions in :mod:`sbir_study.analysis.agreement` validate their input and
-call these. Everything here takes plain float arrays in which NaN marks a missing value.
+They take float arrays with NaN for missing; :mod:`~sbir_study.analysis.agreement`
+validates and calls them.
 """
 
 from __future__ import annotations
@@ -13,11 +12,7 @@ from ._kernels import average_ranks, tie_group_sizes
 
 
 def kendall_w(x: np.ndarray) -> float:
-    """Kendall's W with the tie correction for a complete raters x items array.
-
-    W = 12 S / (m^2 (n^3 - n) - m sum_j T_j), T_j = sum over rater j's tie
-    groups of t^3 - t; NaN where every rater gives one value to all items.
-    """
+    """Kendall's W, tie-corrected, of a complete raters x items array; NaN where all are tied."""
     raters, items = x.shape
     rank_sums = average_ranks(x).sum(axis=0)
     spread = ((rank_sums - raters * (items + 1) / 2.0) ** 2).sum()
@@ -37,12 +32,9 @@ _BOOTSTRAP_CELLS = 1 << 22
 
 
 def unit_coincidences(counts: np.ndarray) -> np.ndarray:
-    """Each pairable unit's coincidence matrix from its value counts.
+    """Pairable units x values x values: o_uck = (n_uc n_uk - [c = k] n_uc) / (m_u - 1).
 
-    ``counts`` is units x values (how many raters gave each value to each
-    unit). A unit with m_u >= 2 values contributes
-    o_uck = (n_uc n_uk - [c = k] n_uc) / (m_u - 1); units with fewer are not
-    pairable and are left out. Returns pairable units x values x values.
+    ``counts`` is units x values; units with fewer than two values are left out.
     """
     counts = np.asarray(counts, dtype=np.float64)
     m = counts.sum(axis=1)
@@ -55,11 +47,9 @@ def unit_coincidences(counts: np.ndarray) -> np.ndarray:
 
 
 def alpha_distances(values: np.ndarray, marginals: np.ndarray, level: str) -> np.ndarray:
-    """Squared distances delta^2_ck between the values (sorted ascending) of one metric.
+    """Squared distances delta^2_ck of one metric between the sorted values.
 
-    ``marginals`` (..., values) are the coincidence marginals n_c, which the
-    ordinal metric needs: delta^2_ck = (sum_{g=c..k} n_g - (n_c + n_k) / 2)^2,
-    that is (mid_k - mid_c)^2 with mid = cumsum(n) - n / 2.
+    Ordinal: (mid_k - mid_c)^2 with mid = cumsum(n) - n / 2 over the marginals n_c.
     """
     values = np.asarray(values, dtype=np.float64)
     if level == "nominal":
@@ -80,10 +70,7 @@ def alpha_distances(values: np.ndarray, marginals: np.ndarray, level: str) -> np
 
 
 def alpha_from_coincidences(o: np.ndarray, values: np.ndarray, level: str) -> np.ndarray:
-    """alpha = 1 - (n - 1) sum o_ck d_ck / sum n_c n_k d_ck for coincidence matrices (..., V, V).
-
-    NaN where the expected disagreement is 0 (a single value throughout).
-    """
+    """alpha = 1 - (n - 1) sum o_ck d_ck / sum n_c n_k d_ck; NaN with a single value throughout."""
     marginals = o.sum(axis=-1)
     n = marginals.sum(axis=-1)
     distance = alpha_distances(values, marginals, level)
@@ -101,12 +88,7 @@ def bootstrap_alpha(
     n_resamples: int,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """alpha of ``n_resamples`` samples of the pairable units drawn with replacement.
-
-    ``units`` are the per-unit coincidence matrices (:func:`unit_coincidences`);
-    a resample's coincidence matrix is their sum weighted by how often each
-    unit was drawn, so no resample copies the ratings.
-    """
+    """alpha of ``n_resamples`` resamples of the units: their coincidences weighted by draws."""
     n_units, width = units.shape[0], units.shape[1]
     flat = units.reshape(n_units, width * width)
     alphas = np.empty(n_resamples)
@@ -132,19 +114,9 @@ _PERMUTATION_CELLS = 1 << 21
 def skillings_mack(
     x: np.ndarray, permutations: int, rng: np.random.Generator | None
 ) -> tuple[float, int, int, float]:
-    """The Skillings-Mack statistic of blocks (rows) x treatments (columns), NaN = missing.
+    """``(statistic, df, blocks used, permutation p-value)`` of blocks x treatments (NaN: missing).
 
-    Returns ``(statistic, df, blocks used, permutation p-value)``. Blocks with
-    fewer than two observations carry no ranking and are left out. Within a
-    block of k observations the ranks are 1..k (ties share their average) and
-    each missing cell gets (k + 1) / 2; A_j = sum over blocks of
-    sqrt(12 / (k + 1)) (r_j - (k + 1) / 2). With lambda_st the number of blocks
-    observing both treatments s and t, the covariance of A under no treatment
-    effect (without ties) is Sigma_st = -lambda_st, Sigma_tt = sum_{s != t}
-    lambda_st, and SM = A' Sigma^- A with rank(Sigma) degrees of freedom
-    (Skillings & Mack 1981). The permutation p-value (with ``permutations`` > 0)
-    shuffles each block's ranks among its observed cells, which keeps the
-    missing pattern and the ties: (1 + #{SM* >= SM}) / (1 + permutations).
+    :func:`sbir_study.analysis.agreement.skillings_mack` gives the formula.
     """
     observed = ~np.isnan(x)
     keep = observed.sum(axis=1) >= 2

@@ -1,14 +1,9 @@
-"""Vectorised numeric kernels of Kendall's tau_b and of ranks (private).
+"""Vectorised kernels of Kendall's tau_b and of ranks (private).
 
-The public functions in :mod:`sbir_study.analysis.agreement` validate their input and call
-these. Everything here takes plain float arrays in which NaN marks a missing
-value, and follows scipy.stats term for term so that the results agree with
-``scipy.stats.kendalltau(method="asymptotic")`` and ``scipy.stats.rankdata`` to
-rounding error (the tests check it).
-
-Only ``scipy.special`` is imported, not ``scipy.stats``: ``analyze`` does not import
-``scipy.stats``, whose import is a large part of a paper-size analysis
-(``benchmarks/RESULTS.md``).
+They take float arrays with NaN for missing and follow scipy.stats term for term,
+agreeing with ``scipy.stats.kendalltau(method="asymptotic")`` and
+``scipy.stats.rankdata`` to rounding error (the tests check it). Only
+``scipy.special`` is imported: ``analyze`` does not pay for ``scipy.stats``.
 """
 
 from __future__ import annotations
@@ -53,11 +48,7 @@ def normal_pvalue(z: np.ndarray, alternative: str) -> np.ndarray:
 
 
 def tie_sums(counts: np.ndarray, axis: int = -1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Tie terms of Kendall's variance from tie-group sizes along ``axis``.
-
-    Returns ``(sum t(t-1)/2, sum t(t-1)(t-2), sum t(t-1)(2t+5))``: the number
-    of tied pairs and the two sums of the tie-corrected variance of S.
-    """
+    """Kendall's tie terms of tie-group sizes: sum t(t-1)/2, sum t(t-1)(t-2), sum t(t-1)(2t+5)."""
     t = np.asarray(counts, dtype=np.float64)
     tt = t * (t - 1.0)
     return (tt / 2.0).sum(axis), (tt * (t - 2.0)).sum(axis), (tt * (2.0 * t + 5.0)).sum(axis)
@@ -70,11 +61,9 @@ def tau_b_from_counts(
     y_ties: _Ties,
     alternative: str,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """tau_b and its normal-approximation p-value from pair counts.
+    """tau_b and its normal-approximation p-value from pair counts, as ``scipy.stats.kendalltau``.
 
-    Term for term the asymptotic branch of ``scipy.stats.kendalltau``;
-    undefined (NaN) where fewer than two items are shared or one list is
-    constant over them, as scipy returns.
+    NaN where fewer than two items are shared or one list is constant over them.
     """
     x_terms = tuple(np.asarray(term, dtype=np.float64) for term in x_ties)
     y_terms = tuple(np.asarray(term, dtype=np.float64) for term in y_ties)
@@ -84,15 +73,11 @@ def tau_b_from_counts(
 def _tau_b(
     con_minus_dis: np.ndarray, n: np.ndarray, x_ties, y_ties, alternative: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    """tau_b and its p-value from ``n`` shared items, concordant minus discordant pairs and
-    each side's tie terms (sum t(t-1)/2, sum t(t-1)(t-2), sum t(t-1)(2t+5)); its inputs are
-    left as they are.
+    """tau_b and its p-value from ``n``, concordant minus discordant pairs and tie terms.
 
-    The tie terms and what is made of them alone are whole numbers, computed in ``n``'s
-    precision (the callers choose one in which they are exact: double, or single for the
-    pairs' blocks of few items); each division, root and sum that rounds is scipy's, in
-    double precision and scipy's order, so the results are scipy's bits (the tests compare
-    them bit for bit).
+    Whole-number terms stay in ``n``'s precision (chosen exact by the callers); every
+    rounding division, root and sum is scipy's, in double and in scipy's order, so the
+    results are scipy's bits (tested bit for bit).
     """
     xtie, x0, x1 = x_ties
     ytie, y0, y1 = y_ties
@@ -145,13 +130,7 @@ def dense_ranks(x: np.ndarray) -> np.ndarray:
 
 
 def tie_group_sizes(x: np.ndarray) -> np.ndarray:
-    """Per-row sizes of the groups of equal values, shape (rows, columns), 0-padded.
-
-    Column r of a row is the size of its group of the r-th smallest distinct value
-    (:func:`dense_ranks`' rank r); NaN is in no group. From the rows sorted (NaN last):
-    each value's place is not needed, only how many share it, so there is no
-    permutation to take and put back.
-    """
+    """Per-row sizes of the groups of equal values, 0-padded (column r: :func:`dense_ranks`' r)."""
     rows, cols = x.shape
     xs = np.sort(x, axis=1)
     new_value = np.ones(xs.shape, dtype=bool)
@@ -162,11 +141,9 @@ def tie_group_sizes(x: np.ndarray) -> np.ndarray:
 
 
 def average_ranks(x: np.ndarray) -> np.ndarray:
-    """Per-row ranks 1..n with ties given their average rank, among a row's values; NaN
-    where ``x`` is NaN.
+    """Per-row average ranks among a row's values, NaN where ``x`` is NaN.
 
-    Equal to ``scipy.stats.rankdata(x, axis=1, nan_policy="omit")`` (method
-    ``"average"``), which for rows without NaN is ``scipy.stats.rankdata(x, axis=1)``.
+    Equal to ``scipy.stats.rankdata(x, axis=1, nan_policy="omit")``.
     """
     rows, cols = x.shape
     order = np.argsort(x, axis=1, kind="stable")
@@ -186,8 +163,7 @@ def average_ranks(x: np.ndarray) -> np.ndarray:
 
 
 def _exact_float32(x: np.ndarray) -> np.ndarray:
-    """``x`` in single precision when that is exact (ratings: small whole numbers), else as
-    it is: the item-pair differences then move half the bytes, with the same signs."""
+    """``x`` in single precision where that is exact (small whole numbers), else as it is."""
     if x.dtype == np.float32 or x.size == 0:
         return x
     single = x.astype(np.float32)
@@ -198,10 +174,8 @@ def _exact_float32(x: np.ndarray) -> np.ndarray:
 def _pair_signs(x: np.ndarray, dtype) -> np.ndarray:
     """sign(x_i - x_j) for every item pair i < j of each row; 0 where either is missing.
 
-    The pairs are ordered by their distance j - i (all pairs one apart, then two
-    apart, ...): each distance is one comparison of two shifted views of ``x``,
-    with no gathered copies. Only dot products of these rows are ever taken, so
-    any order of the pairs serves, as long as it is the same for every row.
+    Pairs go by distance j - i, each distance one comparison of two shifted views; only
+    dot products of these rows are taken, so any order the same for every row serves.
     """
     x = _exact_float32(x)
     rows, items = x.shape
@@ -223,20 +197,14 @@ def _pair_signs(x: np.ndarray, dtype) -> np.ndarray:
 def pairwise_tau_b_blocks(
     x: np.ndarray, alternative: str, *, cells: int = _PAIR_CELLS
 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """tau_b, p-value and shared-item count for every pair a < b of rows of ``x``, in blocks.
+    """Yield ``(a, b, tau, p, n)`` for pairs a < b of rows of ``x`` sharing an item, in blocks.
 
-    Yields ``(a, b, tau, p, n)``: row indices (int32) and the statistics of
-    the pairs of one block of rows against every later row, pairs that share
-    no item left out. No raters x raters matrix is ever made: a block holds
-    about ``cells`` pairs, so memory stays bounded at any number of raters.
-
-    With S_r the vector of sign(x_ri - x_rj) over item pairs i < j (0 where r
-    lacks either item), concordant minus discordant pairs for raters a, b is the
-    dot product S_a . S_b, so a block of pairs is one matrix product. The tie
-    terms over the items both raters gave come from the power sums
-    P_k = sum_v t_v^k of the tie-group sizes t_v (items rated v by a, rated
-    by b), one product per distinct value: sum t(t-1)/2 = (P_2 - n)/2,
-    sum t(t-1)(t-2) = P_3 - 3 P_2 + 2n, sum t(t-1)(2t+5) = 2 P_3 + 3 P_2 - 5n.
+    A block holds about ``cells`` pairs: no raters x raters matrix is made. With S_r the
+    signs of x_ri - x_rj over item pairs (0 where r lacks one), n_c - n_d = S_a . S_b,
+    so a block is one matrix product. The tie terms over the shared items come from the
+    power sums P_k = sum_v t_v^k of the tie-group sizes, one product per distinct value:
+    sum t(t-1)/2 = (P_2 - n)/2, sum t(t-1)(t-2) = P_3 - 3 P_2 + 2n,
+    sum t(t-1)(2t+5) = 2 P_3 + 3 P_2 - 5n.
     """
     raters, items = x.shape
     valid = (~np.isnan(x)).astype(np.float32)
@@ -301,8 +269,7 @@ def pairwise_tau_b_blocks(
 
 
 def _largest_tie_integer(items: int) -> int:
-    """A bound on every whole number :func:`_block_tau_b` forms over ``items`` items: the
-    power sums P_2 <= items**2 and P_3 <= items**3 and the terms made of them."""
+    """A bound on every whole number :func:`_block_tau_b` forms over ``items`` items."""
     square, cube = items**2, items**3
     return max(square**2 // 2, (2 * items + 5) * square + 2 * (3 * square + 2 * cube), 9 * cube)
 
@@ -310,11 +277,7 @@ def _largest_tie_integer(items: int) -> int:
 def _block_tau_b(
     con_minus_dis: np.ndarray, n: np.ndarray, x_sums, y_sums, alternative: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    """tau_b and its p-value for a block of rater pairs, from the pairs' counts: ``n``
-    shared items, concordant minus discordant pairs, and each side's power sums
-    (P_2, P_3) of its tie-group sizes over the shared items, in ``n``'s precision
-    (:func:`_tau_b`). ``x_sums`` and ``y_sums`` are overwritten.
-    """
+    """tau_b and p-value of a block of rater pairs from their power sums (overwritten)."""
     two_n = 2 * n
     five_n = 5 * n
 
@@ -343,16 +306,11 @@ def in_order(
 ) -> Iterator[_Result]:
     """``work(*job)`` for each of ``jobs``, yielded in order, on every core once it pays.
 
-    NumPy's array operations and the BLAS products release the interpreter
-    lock, so the jobs of a crowd-size study (one sketch each: millions of rater
-    pairs) run side by side on threads, one per core, with one job computed
-    ahead per core (a job's result is large: no more are held than that). When the
-    first job weighs less than ``threshold`` (a paper-sized study, where starting
-    threads costs more than it saves), or on one core or with
-    ``$SBIR_STUDY_THREADS=1`` (:func:`~sbir_study.foundation.threads.threads`), they
-    run one after the other: the results are the same either way. While threads run,
-    BLAS is held to one thread each, so the cores are not asked for more threads than
-    they have.
+    NumPy and BLAS release the interpreter lock, so the jobs of a crowd-size study run on
+    threads, one per core, each with one job ahead (results are large). Below
+    ``threshold`` for the first job, on one core or with ``$SBIR_STUDY_THREADS=1``
+    (:func:`~sbir_study.foundation.threads.threads`) they run in turn, with the same
+    results. While threads run, BLAS gets one thread each, not more threads than cores.
     """
     workers = threads()
     jobs = iter(jobs)
@@ -384,11 +342,10 @@ def in_order(
 
 
 def _one_blas_thread(cells: int) -> contextlib.AbstractContextManager[object]:
-    """BLAS on one thread for a block of ``cells`` pairs: the products, with a few dozen
-    terms per cell, are too small for BLAS threads to pay, and on a busy machine waiting
-    for them costs more than the products (``benchmarks/RESULTS.md``). Small blocks go
-    as they are: finding the BLAS libraries to limit costs more, once, than a
-    paper-sized study's products."""
+    """One BLAS thread for a block of ``cells`` pairs, whose small products threads do not pay for.
+
+    Small blocks go as they are: finding the BLAS libraries costs more than their products.
+    """
     if cells < _THREAD_LIMIT_CELLS:
         return contextlib.nullcontext()
     return _blas_threads().limit(limits=1, user_api="blas")
@@ -407,9 +364,7 @@ def _blas_threads() -> ThreadpoolController:
 def _upper_pairs(rows: int, columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Row, column and flat index of the cells j > i of a rows x columns block, row by row.
 
-    The block's row i is rater start + i and its column j rater start + j, so
-    these are the pairs a < b; built from counts rather than a mask (``np.nonzero``
-    of a block-sized mask costs more than the statistics' arithmetic).
+    Built from counts, not from ``np.nonzero`` of a block-sized mask, which costs more.
     """
     per_row = np.maximum(columns - 1 - np.arange(rows), 0)
     a = np.repeat(np.arange(rows), per_row)
@@ -419,8 +374,7 @@ def _upper_pairs(rows: int, columns: int) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 def _power_sums(by_value, valid, first, second, *, columns: bool):
-    """P_2 and P_3 of the tie-group sizes of ``first``'s raters over the items each of
-    ``second``'s also gave (``columns``), or of ``second``'s over ``first``'s (not)."""
+    """P_2 and P_3 of ``first``'s tie groups over the items ``second`` gave (or the reverse)."""
     p2 = p3 = np.zeros((valid[first].shape[0], valid[second].shape[0]), dtype=valid.dtype)
     for onehot in by_value:
         if columns:
@@ -435,11 +389,7 @@ def _power_sums(by_value, valid, first, second, *, columns: bool):
 
 
 def pairwise_tau_b(x: np.ndarray, alternative: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """tau_b, p-value and shared-item count for every pair of rows of ``x``, as matrices.
-
-    The blocks of :func:`pairwise_tau_b_blocks`, mirrored; the diagonal is
-    each row against itself (NaN where undefined).
-    """
+    """:func:`pairwise_tau_b_blocks` as symmetric matrices; the diagonal is each row with itself."""
     raters = x.shape[0]
     tau = np.full((raters, raters), np.nan)
     pvalue = np.full((raters, raters), np.nan)
@@ -468,22 +418,17 @@ def _self_counts(x: np.ndarray, own: np.ndarray) -> tuple[np.ndarray, np.ndarray
 def paired_rows_tau_b(
     x: np.ndarray, y: np.ndarray, alternative: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """tau_b, p-value and item count between row i of ``x`` and row i of ``y``.
-
-    Each row pair uses the items present in both rows.
-    """
+    """tau_b, p-value and shared-item count between row i of ``x`` and row i of ``y``."""
     return paired_rows_tau_b_each(x, [y], alternative)[0]
 
 
 def paired_rows_tau_b_each(
     x: np.ndarray, ys: Sequence[np.ndarray], alternative: str
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """:func:`paired_rows_tau_b` of ``x`` with each of ``ys``, in that order.
+    """:func:`paired_rows_tau_b` of ``x`` with each of ``ys``, in order.
 
-    Where each of ``ys`` leaves out the same items of every row (the participant against
-    the consensus and against the leave-one-out consensus), the item-pair signs and tie
-    terms of ``x`` are computed once for all of them; the results are the same numbers as
-    one call per ``y``.
+    Where every ``y`` leaves out the same items (a participant against both consensuses),
+    ``x``'s signs and tie terms are computed once; the numbers are those of one call each.
     """
     x_present = ~np.isnan(x)
     masks = [x_present & ~np.isnan(y) for y in ys]

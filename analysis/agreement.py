@@ -1,18 +1,11 @@
 """Rank agreement: Kendall's tau_b between raters, and agreement among all of them.
 
-The statistics of Sec. 3.1 and 3.3.2 of Eitz et al. (2011). Significance
-follows the paper: one-sided, P(tau >= tau_observed) under no correlation, from
-the normal approximation with the tie-corrected variance (the variance that
-``scipy.stats.kendalltau`` and R's ``cor.test(method = "kendall", exact =
-FALSE)`` use). ``alternative="two-sided"`` and ``"less"`` are available.
-
-Agreement among all raters of a sketch comes three ways (``docs/formats.md``,
-``kendall_w.csv``): Kendall's W, as in the paper, needs raters who rated every
-image, so a rater who missed one response window of a sketch leaves it;
-Krippendorff's alpha (ordinal and interval) and the Skillings-Mack test use
-every rating there is. Each statistic here takes one array of ratings; the tables of
-a whole ratings table (per sketch, over the study) are in
-:mod:`~sbir_study.analysis.agreement_tables`.
+The statistics of Eitz et al. (2011), Sec. 3.1 and 3.3.2. Significance follows the
+paper: one-sided, P(tau >= tau_observed) under no correlation, from the normal
+approximation with the tie-corrected variance (as ``scipy.stats.kendalltau`` and R's
+``cor.test(method = "kendall", exact = FALSE)``). Kendall's W needs raters who rated
+every image; Krippendorff's alpha and the Skillings-Mack test use every rating. The
+tables over a whole ratings table are in :mod:`~sbir_study.analysis.agreement_tables`.
 """
 
 from __future__ import annotations
@@ -79,8 +72,7 @@ class KendallWResult(NamedTuple):
 class KrippendorffAlphaResult(NamedTuple):
     """Krippendorff's alpha with its percentile bootstrap interval.
 
-    ``n_raters`` raters gave the ``n_values`` pairable values (values of units
-    that at least two raters rated) to ``n_units`` units.
+    ``n_values`` counts the pairable values (of units rated by at least two raters).
     """
 
     statistic: float
@@ -93,11 +85,7 @@ class KrippendorffAlphaResult(NamedTuple):
 
 
 class SkillingsMackResult(NamedTuple):
-    """The Skillings-Mack test: its statistic, chi-square and permutation p-values.
-
-    ``n_raters`` counts the raters (blocks) with at least two ratings, the ones
-    the test uses; ``permutation_pvalue`` is NaN when not computed.
-    """
+    """The Skillings-Mack test; ``n_raters`` counts the blocks with at least two ratings."""
 
     statistic: float
     df: int
@@ -108,32 +96,24 @@ class SkillingsMackResult(NamedTuple):
 
 
 def kendall_tau_b(x: ArrayLike, y: ArrayLike, *, alternative: str = "greater") -> KendallTauResult:
-    """Kendall's tau_b between two rating lists, over the items both rated.
+    """Kendall's tau_b between two rating lists (NaN: not rated), over the items both rated.
 
     Parameters
     ----------
-    x, y : array_like, 1-D, same length
-        Ratings (or scores) of the same items; NaN marks an item not rated.
     alternative : {"greater", "two-sided", "less"}
-        The paper tests P(tau >= tau_observed) under no correlation
-        (``"greater"``, the default).
+        The paper's test is ``"greater"``.
 
     Returns
     -------
     KendallTauResult
-        ``statistic`` (tau_b), ``pvalue`` and ``n_items``; statistic and
-        p-value are NaN with fewer than two shared items or a constant list,
-        the p-value also with two items (the normal approximation needs three).
+        NaN statistic and p-value with fewer than two shared items or a constant list;
+        NaN p-value also with two items (the normal approximation needs three).
 
     Notes
     -----
-    tau_b = (n_c - n_d) / sqrt((N - U)(N - V)), N = n(n-1)/2, U and V the
-    numbers of tied pairs in x and y (Eq. 2). The p-value uses
-    z = (n_c - n_d) / sqrt(Var S) with the Kendall & Gibbons tie-corrected
-    variance. Computed by ``scipy.stats.kendalltau(method="asymptotic")``.
-
-    References
-    ----------
+    tau_b = (n_c - n_d) / sqrt((N - U)(N - V)), N = n(n-1)/2, U and V the tied pairs in
+    x and y (Eq. 2); z = (n_c - n_d) / sqrt(Var S) with the Kendall & Gibbons
+    tie-corrected variance, by ``scipy.stats.kendalltau(method="asymptotic")``.
     Eitz et al. (2011), Sec. 3.1.1 Eq. 2 and Sec. 3.1.2.
 
     Examples
@@ -168,36 +148,13 @@ def kendall_tau_b(x: ArrayLike, y: ArrayLike, *, alternative: str = "greater") -
 
 
 def pairwise_kendall_tau(ratings: ArrayLike, *, alternative: str = "greater") -> PairwiseTauResult:
-    """Kendall's tau_b and its p-value for every pair of raters at once.
+    """Kendall's tau_b and its p-value for every pair of raters (``ratings``: raters x items).
 
-    Parameters
-    ----------
-    ratings : array_like, raters x items
-        NaN marks an item a rater did not rate; each pair of raters uses the
-        items both rated.
-    alternative : {"greater", "two-sided", "less"}
-
-    Returns
-    -------
-    PairwiseTauResult
-        ``statistic``, ``pvalue`` and ``n_items``, each raters x raters and
-        symmetric. Entries are equal to ``scipy.stats.kendalltau(a, b,
-        method="asymptotic", alternative=...)`` on the shared items, within
-        rounding; NaN where that is undefined (fewer than two shared items or
-        a constant list; the p-value also with two shared items, where scipy
-        divides by zero and R's ``cor.test`` refuses).
-
-    Notes
-    -----
-    All pairs come from matrix products: with S_r the signs of
-    x_ri - x_rj over the item pairs i < j (0 where r lacks an item),
-    n_c - n_d = S_a . S_b; the tie terms restricted to the shared items come
-    from one product per distinct rating value. The cost is
-    O(raters^2 x items^2) in BLAS instead of raters^2 calls.
-
-    References
-    ----------
-    Eitz et al. (2011), Sec. 3.3.2: inter-user correlation, 378 values per sketch.
+    Each entry equals ``scipy.stats.kendalltau(a, b, method="asymptotic")`` on the items
+    both rated, within rounding, NaN where :func:`kendall_tau_b` is. All pairs come from
+    matrix products: with S_r the signs of x_ri - x_rj over item pairs i < j (0 where r
+    lacks an item), n_c - n_d = S_a . S_b; the tie terms come from one product per
+    distinct rating. Eitz et al. (2011), Sec. 3.3.2 (378 values per sketch).
 
     Examples
     --------
@@ -213,47 +170,22 @@ def pairwise_kendall_tau(ratings: ArrayLike, *, alternative: str = "greater") ->
            [3, 3, 3]])
     """
     check_option("alternative", alternative, _kernels.ALTERNATIVES)
-    values = float_array(ratings)
-    if values.ndim != 2:
-        raise InputError(
-            f"ratings: expected a raters x items array, got {values.ndim} dimension(s)"
-        )
+    values = _matrix(ratings)
     return PairwiseTauResult(*_kernels.pairwise_tau_b(values, alternative))
 
 
 def kendall_w(ratings: ArrayLike) -> KendallWResult:
-    """Kendall's coefficient of concordance W among raters, with tie correction.
+    """Kendall's coefficient of concordance W, tie-corrected (``ratings``: raters x items).
 
-    Parameters
-    ----------
-    ratings : array_like, raters x items
-        A rater with any missing item (NaN) is left out; how many were left
-        out is reported in ``n_raters_excluded``. Any integer or float dtype,
-        pandas' nullable ones (``Int64``, ...) included; ``pd.NA`` is missing.
+    A rater with a missing item (NaN or ``pd.NA``) is left out and counted in
+    ``n_raters_excluded``. ``chi2`` = m (n - 1) W on n - 1 df (Friedman's statistic,
+    tie-corrected, as R's ``friedman.test``); ``f`` = (m - 1) W / (1 - W) on
+    n - 1 - 2/m and (m - 1)(n - 1 - 2/m) df. NaN with fewer than two raters or all tied.
 
-    Returns
-    -------
-    KendallWResult
-        ``statistic`` (W in [0, 1]); ``chi2`` = m (n - 1) W with ``df`` = n - 1
-        and its ``pvalue``; the F variant ``f`` = (m - 1) W / (1 - W) with
-        ``f_df1`` = n - 1 - 2/m, ``f_df2`` = (m - 1) f_df1 and ``f_pvalue``.
-        NaN where fewer than two raters remain or all ratings are tied.
-
-    Notes
-    -----
-    With R_i the sum of the ranks given to item i (ties share their average
-    rank), S = sum_i (R_i - m (n + 1) / 2)^2 and T_j = sum over rater j's tie
-    groups of t^3 - t:
-
-        W = 12 S / (m^2 (n^3 - n) - m sum_j T_j).
-
-    The chi-square statistic is Friedman's, corrected for ties, as R's
-    ``friedman.test`` computes it.
-
-    References
-    ----------
-    Eitz et al. (2011), Sec. 3.3.2; Kendall & Gibbons (1990), Rank Correlation
-    Methods, ch. 6.
+    With R_i the rank sum of item i (ties at their average rank), S = sum_i (R_i -
+    m (n + 1) / 2)^2 and T_j = sum over rater j's tie groups of t^3 - t:
+    W = 12 S / (m^2 (n^3 - n) - m sum_j T_j). Eitz et al. (2011), Sec. 3.3.2; Kendall &
+    Gibbons (1990), Rank Correlation Methods, ch. 6.
 
     Examples
     --------
@@ -265,11 +197,7 @@ def kendall_w(ratings: ArrayLike) -> KendallWResult:
     >>> round(float(scipy.stats.friedmanchisquare(*np.array(ratings).T).statistic), 4)
     7.0
     """
-    values = float_array(ratings)
-    if values.ndim != 2:
-        raise InputError(
-            f"ratings: expected a raters x items array, got {values.ndim} dimension(s)"
-        )
+    values = _matrix(ratings)
     complete = values[~np.isnan(values).any(axis=1)]
     m, n = complete.shape
     excluded = values.shape[0] - m
@@ -306,54 +234,32 @@ def krippendorff_alpha(
     confidence_level: float = 0.95,
     seed: int = 0,
 ) -> KrippendorffAlphaResult:
-    """Krippendorff's alpha over every rating, missing cells and all.
+    """Krippendorff's alpha over every rating (``ratings``: raters x units, NaN: not rated).
 
     Parameters
     ----------
-    ratings : array_like, raters x units
-        NaN (or ``pd.NA``) where a rater did not rate a unit; any integer or
-        float dtype. A unit rated by fewer than two raters is not pairable and
-        does not count.
     level : {"ordinal", "interval", "nominal", "ratio"}
-        The metric: ``"ordinal"`` for the rating scale read as ranks,
-        ``"interval"`` for it read as equally spaced numbers.
     n_resamples : int
         Bootstrap resamples of the interval (0: no interval).
-    confidence_level : float
     seed : int
-        Seed of the resampling: the same input gives the same interval.
+        Seed of the resampling.
 
     Returns
     -------
     KrippendorffAlphaResult
-        ``statistic`` (1 = perfect agreement, 0 = agreement at chance level),
-        ``ci_low`` and ``ci_high``, and the raters, units and values it rests on.
-        NaN where every pairable value is the same.
+        1 is perfect agreement, 0 chance level; NaN where every pairable value is equal.
 
     Notes
     -----
-    With o_ck the coincidences of values c and k within units (each unit of
-    m_u ratings adds n_uc n_uk / (m_u - 1), minus n_uc / (m_u - 1) on the
-    diagonal), n_c their marginals, n = sum n_c and delta^2_ck the metric's
-    squared distance,
-
-        alpha = 1 - (n - 1) sum_ck o_ck delta^2_ck / sum_ck n_c n_k delta^2_ck.
-
-    interval: delta^2 = (c - k)^2; ordinal: delta^2 = (sum_{g=c..k} n_g -
-    (n_c + n_k) / 2)^2; nominal: 1 for c != k; ratio: ((c - k) / (c + k))^2.
-
-    The interval is a percentile bootstrap over the units: units are drawn
-    with replacement (the unit, here a sketch/image pair, is what a
-    replication would draw anew), and each resample's alpha is computed from
-    the drawn units' coincidences. Krippendorff's own bootstrap resamples
-    pairable values as if they were independent, which ratings of one unit
-    are not.
-
-    References
-    ----------
-    K. Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability",
-    Sec. C-F; A. F. Hayes and K. Krippendorff (2007), Communication Methods
-    and Measures 1(1).
+    With o_ck the coincidences of values c and k within units (a unit of m_u ratings
+    adds n_uc n_uk / (m_u - 1), minus n_uc / (m_u - 1) on the diagonal), n_c their
+    marginals, n = sum n_c and delta^2_ck the metric's squared distance:
+    alpha = 1 - (n - 1) sum o_ck delta^2_ck / sum n_c n_k delta^2_ck. interval:
+    (c - k)^2; ordinal: (sum_{g=c..k} n_g - (n_c + n_k) / 2)^2; nominal: 1 for c != k;
+    ratio: ((c - k) / (c + k))^2. The interval is a percentile bootstrap over units (a
+    replication draws new sketch/image pairs), not Krippendorff's bootstrap of values,
+    which takes one unit's ratings as independent. Krippendorff (2011), "Computing
+    Krippendorff's Alpha-Reliability", Sec. C-F; Hayes and Krippendorff (2007).
 
     Examples
     --------
@@ -373,11 +279,7 @@ def krippendorff_alpha(
     """
     check_option("level", level, _agreement_kernels.ALPHA_LEVELS)
     _check_resampling(n_resamples, confidence_level)
-    values = float_array(ratings)
-    if values.ndim != 2:
-        raise InputError(
-            f"ratings: expected a raters x units array, got {values.ndim} dimension(s)"
-        )
+    values = _matrix(ratings, "units")
     domain, counts = _value_counts(values)
     rng = np.random.default_rng(seed)
     statistic, low, high = _alpha_with_interval(
@@ -406,52 +308,25 @@ def skillings_mack(
 ) -> SkillingsMackResult:
     """The Skillings-Mack test: Friedman's test generalised to missing ratings.
 
-    Parameters
-    ----------
-    ratings : array_like, raters x items
-        Raters are the blocks, items (a sketch's images) the treatments; NaN
-        (or ``pd.NA``) where a rater did not rate an item. Raters with fewer
-        than two ratings carry no ranking and are left out.
-    permutations : int
-        Random permutations for the permutation p-value (0: none).
-    seed : int
-        Seed of the permutations.
-
-    Returns
-    -------
-    SkillingsMackResult
-        ``statistic`` (SM), ``df`` (the rank of its covariance matrix, n - 1 for
-        a connected design), ``pvalue`` from the chi-square distribution,
-        ``permutation_pvalue`` and the raters and items it rests on. NaN with
-        fewer than two raters of at least two ratings: one rater is no agreement.
+    ``ratings`` is raters (blocks) x items (treatments), NaN where not rated; raters with
+    fewer than two ratings are left out. ``permutations`` random permutations give the
+    permutation p-value (0: none). NaN with fewer than two such raters.
 
     Notes
     -----
-    Each rater's ratings are ranked 1..k_i (ties share their average rank) and
-    a missing item gets the middle rank (k_i + 1) / 2. With
-    A_j = sum_i sqrt(12 / (k_i + 1)) (r_ij - (k_i + 1) / 2), lambda_st the
-    number of raters who rated both s and t, and Sigma the matrix with
-    Sigma_st = -lambda_st and Sigma_tt = sum_{s != t} lambda_st,
-    SM = A' Sigma^- A (a generalised inverse), approximately chi-square with
-    rank(Sigma) degrees of freedom. Without missing ratings and without ties
-    it is Friedman's statistic. Sigma is the covariance without ties, as in
-    the published test and its R implementations: with the many ties of a
-    rating scale (7 points in the paper) the chi-square p-value is conservative. The permutation
-    p-value is not: it shuffles each rater's ranks among the items that
-    rater rated (keeping the missing pattern and the ties), and is
-    (1 + #{SM* >= SM}) / (1 + permutations), a valid p-value for any number
-    of permutations.
-
-    References
-    ----------
-    J. H. Skillings and G. A. Mack (1981), "On the use of a Friedman-type
-    statistic in balanced and unbalanced block designs", Technometrics 23(2),
-    171-177; M. Chatfield and A. Mander (2009), Stata Journal 9(2), 299-305.
+    Each rater's ratings are ranked 1..k_i (ties at their average rank), a missing item
+    at (k_i + 1) / 2. With A_j = sum_i sqrt(12 / (k_i + 1)) (r_ij - (k_i + 1) / 2) and
+    Sigma_st = -lambda_st (raters who rated both s and t), Sigma_tt = sum_{s != t}
+    lambda_st: SM = A' Sigma^- A, about chi-square on rank(Sigma) df. Sigma is the
+    covariance without ties, as in the published test and its R packages, so with a
+    rating scale's ties the chi-square p-value is conservative; the permutation p-value,
+    (1 + #{SM* >= SM}) / (1 + permutations) over each rater's ranks shuffled among the
+    items it rated, is valid for any number of permutations. Skillings and Mack (1981),
+    Technometrics 23(2); Chatfield and Mander (2009), Stata Journal 9(2).
 
     Examples
     --------
-    Skillings and Mack (1981), Table 1: four methods of assembling a product
-    (columns) in nine blocks, four values missing:
+    Skillings and Mack (1981), Table 1: four methods of assembly in nine blocks:
 
     >>> y = np.array([[3.2, 4.1, 3.8, 4.2], [3.1, 3.9, 3.4, 4.0], [4.3, 3.5, 4.6, 4.8],
     ...               [3.5, 3.6, 3.9, 4.0], [3.6, 4.2, 3.7, 3.9], [4.5, 4.7, 3.7, np.nan],
@@ -461,13 +336,8 @@ def skillings_mack(
     >>> round(result.statistic, 3), result.df, round(result.pvalue, 4)
     (15.493, 3, 0.0014)
     """
-    if not (isinstance(permutations, int | np.integer) and permutations >= 0):
-        raise InputError(f"permutations: expected a whole number >= 0, got {permutations!r}")
-    values = float_array(ratings)
-    if values.ndim != 2:
-        raise InputError(
-            f"ratings: expected a raters x items array, got {values.ndim} dimension(s)"
-        )
+    _check_count("permutations", permutations)
+    values = _matrix(ratings)
     rng = np.random.default_rng(seed) if permutations else None
     statistic, df, blocks, permutation_p = _agreement_kernels.skillings_mack(
         values, permutations, rng
@@ -490,13 +360,9 @@ def undefined_tau_reasons(
 ) -> np.ndarray:
     """Why the tau_b test between row i of ``x`` and row i of ``y`` is undefined.
 
-    Over the items both rows rated (NaN: not rated): ``"fewer than 3 shared
-    images"`` (the test needs three), else ``"constant: <label>"`` for the side
-    (or ``"constant: <a>, <b>"`` for both sides) that gave every shared item one
-    rating, since a constant list has no ranking to agree with. A row that is
-    neither gets ``"undefined"``, which none should. Reasons are text, so a table
-    says them where the value is empty, and a count of them says why a share's
-    denominator is what it is.
+    Over the items both rated: ``"fewer than 3 shared images"``, else ``"constant:
+    <label>"`` for each side that gave every shared item one rating, else
+    ``"undefined"``. Text, so a table says why a value is empty.
 
     Examples
     --------
@@ -526,9 +392,22 @@ def undefined_tau_reasons(
     return np.array(reasons, dtype=object)
 
 
+def _matrix(ratings: ArrayLike, what: str = "items") -> np.ndarray:
+    values = float_array(ratings)
+    if values.ndim != 2:
+        raise InputError(
+            f"ratings: expected a raters x {what} array, got {values.ndim} dimension(s)"
+        )
+    return values
+
+
+def _check_count(name: str, value: object) -> None:
+    if not (isinstance(value, int | np.integer) and value >= 0):
+        raise InputError(f"{name}: expected a whole number >= 0, got {value!r}")
+
+
 def _check_resampling(n_resamples, confidence_level) -> None:
-    if not (isinstance(n_resamples, int | np.integer) and n_resamples >= 0):
-        raise InputError(f"n_resamples: expected a whole number >= 0, got {n_resamples!r}")
+    _check_count("n_resamples", n_resamples)
     if not 0.0 < confidence_level < 1.0:
         raise InputError(
             f"confidence_level: expected a number between 0 and 1, got {confidence_level!r}"

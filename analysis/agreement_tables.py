@@ -1,11 +1,11 @@
 """Agreement over a ratings table: per sketch, and over the whole study.
 
-The tables ``analyze`` writes from the statistics of :mod:`~sbir_study.analysis.agreement`:
-the inter-user tau_b of every pair of participants of each sketch (Eitz et al. 2011,
-Sec. 3.3.2; ``pairwise_tau.parquet``), Kendall's W, Krippendorff's alpha and the
-Skillings-Mack test of each sketch (``kendall_w.csv``), and Krippendorff's alpha of the
-whole study. Each reads the main phase of a validated ratings table, as a
-:class:`~sbir_study.analysis.cube.RatingCube`.
+The tables ``analyze`` writes from :mod:`~sbir_study.analysis.agreement`: inter-user
+tau_b of each sketch (Eitz et al. 2011, Sec. 3.3.2; ``pairwise_tau.parquet``), W,
+alpha and Skillings-Mack per sketch (``kendall_w.csv``), and the study-wide alpha.
+Each reads the main phase of a validated ratings table as a
+:class:`~sbir_study.analysis.cube.RatingCube` (``cube``: see
+:func:`~sbir_study.analysis.cube.main_phase_cube`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from sbir_study.foundation.checks import InputError, check_option, check_whole_number
+from sbir_study.foundation.checks import check_option, check_whole_number
 from sbir_study.foundation.scale import Scale
 
 from . import _agreement_kernels, _kernels
@@ -26,6 +26,7 @@ from .agreement import (
     KrippendorffAlphaResult,
     SkillingsMackResult,
     _alpha_with_interval,
+    _check_count,
     _check_resampling,
     _value_counts,
     kendall_w,
@@ -49,10 +50,7 @@ __all__ = [
 
 
 class SketchPairsResult(NamedTuple):
-    """Inter-user tau_b of one sketch, one entry per pair of participants sharing an image.
-
-    ``participant_a`` and ``participant_b`` index ``participants`` (a < b).
-    """
+    """Inter-user tau_b of one sketch, one entry per pair of participants (indices a < b)."""
 
     sketch_id: str
     participants: np.ndarray
@@ -68,22 +66,11 @@ class SketchPairsResult(NamedTuple):
 
 
 def inter_user_tau(ratings: pd.DataFrame, *, alternative: str = "greater") -> pd.DataFrame:
-    """Inter-user tau_b for every sketch and every pair of participants.
+    """Inter-user tau_b for every sketch and pair of participants sharing a rated image.
 
-    Parameters
-    ----------
-    ratings : DataFrame
-        A validated ratings table (:func:`~sbir_study.analysis.load_ratings`); the main
-        phase is used.
-
-    Returns
-    -------
-    DataFrame
-        ``sketch_id, participant_a, participant_b, tau_b, p_value, n_items,
-        reason``, one row per sketch and unordered pair of participants who
-        share at least one rated image of it. A pair whose test is undefined
-        (:func:`undefined_tau_reasons`) has no ``tau_b`` and no ``p_value``, and
-        its ``reason``; ``reason`` is empty for the others.
+    Returns ``sketch_id, participant_a, participant_b, tau_b, p_value, n_items, reason``;
+    an undefined test has no ``tau_b`` and ``p_value`` and says why in ``reason``
+    (:func:`undefined_tau_reasons`), which is empty elsewhere.
     """
     parts = [
         pd.DataFrame(
@@ -112,24 +99,12 @@ def inter_user_tau_pairs(
 ) -> Iterator[SketchPairsResult]:
     """Yield a :class:`SketchPairsResult` for each sketch of the main phase.
 
-    The pairs of participants who share at least one rated image of the
-    sketch, a < b in the order of ``participants`` (those who rated at least
-    one image of it). No participants x participants matrix is made, so this
-    runs at any number of raters in memory proportional to the pairs of one
-    sketch.
-
-    With ``max_raters``, a sketch rated by more participants than that gives
-    the pairs among ``max_raters`` of them drawn at random without
-    replacement (each sketch its own draw, from ``seed`` and the sketch id,
-    whatever other sketches the table holds): every pair of raters is equally
-    likely to be in the sample, so the distribution of tau_b over the sampled
-    pairs estimates the one over all pairs, at a cost that does not grow with
-    the square of the crowd. ``n_raters_total`` says how many there were.
-
-    A pair whose test is undefined has NaN for tau_b and p-value and its
-    ``reason`` (:func:`undefined_tau_reasons`); ``reason`` is "" for the others.
-
-    ``cube``: see :func:`~sbir_study.analysis.cube.main_phase_cube`.
+    No participants x participants matrix is made: memory follows one sketch's pairs.
+    With ``max_raters``, a sketch rated by more participants gives the pairs among
+    ``max_raters`` of them drawn without replacement (from ``seed`` and the sketch id,
+    whatever else the table holds): every pair is equally likely to be drawn, so the
+    sampled tau_b estimate the distribution over all pairs at a cost that does not grow
+    with the square of the crowd.
 
     Examples
     --------
@@ -174,32 +149,15 @@ def inter_user_tau_pairs(
 
 
 def _empty_pairwise() -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "sketch_id": pd.Series(dtype=str),
-            "participant_a": pd.Series(dtype=str),
-            "participant_b": pd.Series(dtype=str),
-            "tau_b": pd.Series(dtype=float),
-            "p_value": pd.Series(dtype=float),
-            "n_items": pd.Series(dtype=int),
-            "reason": pd.Series(dtype=str),
-        }
-    )
+    types = {"sketch_id": str, "participant_a": str, "participant_b": str, "tau_b": float}
+    types |= {"p_value": float, "n_items": int, "reason": str}
+    return pd.DataFrame({name: pd.Series(dtype=kind) for name, kind in types.items()})
 
 
 def kendall_w_by_sketch(ratings: pd.DataFrame, *, cube: RatingCube | None = None) -> pd.DataFrame:
-    """Kendall's W for every sketch of the main phase.
+    """Kendall's W for every sketch of the main phase: the first 12 :data:`AGREEMENT_COLUMNS`.
 
-    ``cube``: see :func:`~sbir_study.analysis.cube.main_phase_cube`.
-
-    Returns
-    -------
-    DataFrame
-        ``sketch_id, w, chi2, df, p_value, f, f_df1, f_df2, f_p_value,
-        n_raters, n_items, n_raters_excluded``. For each sketch only the
-        participants who rated every one of its images enter W;
-        ``n_raters_excluded`` counts those left out. :func:`agreement_by_sketch`
-        adds the statistics that use every rating.
+    Only the participants who rated every image of a sketch enter its W.
     """
     rows = [
         (sketch_id, *kendall_w(matrix))
@@ -209,11 +167,9 @@ def kendall_w_by_sketch(ratings: pd.DataFrame, *, cube: RatingCube | None = None
 
 
 def _sketch_matrices(ratings: pd.DataFrame, cube: RatingCube | None = None):
-    """Yield ``(index, sketch_id, raters, raters x images)`` for each sketch of the main phase.
+    """Yield ``(index, sketch_id, raters, raters x images)`` per sketch of the main phase.
 
-    The raters of a sketch are the participants who rated at least one of its
-    images: one who never saw it is not a rater of it. ``cube``, when given, is the
-    rating cube of the main phase of ``ratings``.
+    A sketch's raters are the participants who rated at least one of its images.
     """
     cube = main_phase_cube(ratings, cube)
     if cube is None:
@@ -226,34 +182,13 @@ def _sketch_matrices(ratings: pd.DataFrame, cube: RatingCube | None = None):
 
 #: The columns of :func:`agreement_by_sketch` (``kendall_w.csv``), in order.
 AGREEMENT_COLUMNS = (
-    "sketch_id",
-    "w",
-    "chi2",
-    "df",
-    "p_value",
-    "f",
-    "f_df1",
-    "f_df2",
-    "f_p_value",
-    "n_raters",
-    "n_items",
-    "n_raters_excluded",
-    "n_raters_all",
-    "n_ratings",
-    "alpha_ordinal",
-    "alpha_ordinal_ci_low",
-    "alpha_ordinal_ci_high",
-    "alpha_interval",
-    "alpha_interval_ci_low",
-    "alpha_interval_ci_high",
-    "skillings_mack",
-    "skillings_mack_df",
-    "skillings_mack_p_value",
-    "skillings_mack_permutation_p_value",
-    "skillings_mack_n_raters",
-    "w_reason",
-    "alpha_reason",
-    "skillings_mack_reason",
+    *("sketch_id", "w", "chi2", "df", "p_value", "f", "f_df1", "f_df2", "f_p_value"),
+    *("n_raters", "n_items", "n_raters_excluded", "n_raters_all", "n_ratings"),
+    *("alpha_ordinal", "alpha_ordinal_ci_low", "alpha_ordinal_ci_high"),
+    *("alpha_interval", "alpha_interval_ci_low", "alpha_interval_ci_high"),
+    *("skillings_mack", "skillings_mack_df", "skillings_mack_p_value"),
+    *("skillings_mack_permutation_p_value", "skillings_mack_n_raters"),
+    *("w_reason", "alpha_reason", "skillings_mack_reason"),
 )
 _ALPHA_TABLE_LEVELS = ("ordinal", "interval")
 
@@ -272,42 +207,26 @@ def agreement_by_sketch(
 
     Parameters
     ----------
-    ratings : DataFrame
-        A validated ratings table (:func:`~sbir_study.analysis.load_ratings`); the main
-        phase is used.
     n_resamples : int
         Bootstrap resamples of each alpha's interval (0: none).
     permutations : int
-        Permutations of the Skillings-Mack permutation p-value, computed for
-        sketches with at most :data:`~.limits.PERMUTATION_RATERS_LIMIT` raters (0: none).
+        Permutations of the Skillings-Mack p-value, for sketches with at most
+        :data:`~.limits.PERMUTATION_RATERS_LIMIT` raters (0: none).
     seed : int
-        Seed of the resampling and the permutations; the same input and seed
-        give the same table.
-    confidence_level : float
-        Confidence level of each alpha's interval.
-    cube : RatingCube, optional
-        See :func:`~sbir_study.analysis.cube.main_phase_cube`.
+        Seed of the resampling and permutations.
     scale : Scale, optional
-        The ratings' scale (default: :func:`~sbir_study.analysis.orientation.ratings_scale`
-        of ``ratings``): its points are the values alpha's metric is over.
+        The ratings' scale, whose points alpha's metric is over (default:
+        :func:`~sbir_study.analysis.orientation.ratings_scale`).
 
     Returns
     -------
     DataFrame
-        The columns :data:`AGREEMENT_COLUMNS`, one row per sketch. The raters of
-        a sketch are the m = ``n_raters_all`` participants who rated at least
-        one of its images. ``w`` and its tests stand on the k = ``n_raters``
-        of them who rated every image (``n_raters_excluded`` = m - k), as in
-        the paper; ``alpha_*`` on all m and every one of their
-        ``n_ratings`` ratings; ``skillings_mack*`` on the
-        ``skillings_mack_n_raters`` who rated at least two images. Each of the
-        three needs at least two participants: where one is undefined, its
-        ``w_reason``, ``alpha_reason`` or ``skillings_mack_reason`` says why
-        (:func:`_sketch_reasons`), empty where it is defined.
-
-    References
-    ----------
-    Eitz et al. (2011), Sec. 3.3.2; Krippendorff (2011); Skillings and Mack (1981).
+        :data:`AGREEMENT_COLUMNS`, one row per sketch. Of the m = ``n_raters_all`` raters,
+        W stands on the k = ``n_raters`` who rated every image (as in the paper;
+        ``n_raters_excluded`` = m - k), alpha on all m and their ``n_ratings`` ratings,
+        Skillings-Mack on the ``skillings_mack_n_raters`` who rated two images or more.
+        ``w_reason``, ``alpha_reason`` and ``skillings_mack_reason`` say why a statistic is
+        undefined, empty where it is defined.
 
     Examples
     --------
@@ -328,8 +247,7 @@ def agreement_by_sketch(
     0.9074
     """
     _check_resampling(n_resamples, confidence_level)
-    if not (isinstance(permutations, int | np.integer) and permutations >= 0):
-        raise InputError(f"permutations: expected a whole number >= 0, got {permutations!r}")
+    _check_count("permutations", permutations)
     domain = np.array((scale or ratings_scale(ratings)).points, dtype=np.float64)
     rows = []
     for index, sketch_id, _, matrix in _sketch_matrices(ratings, cube):
@@ -368,33 +286,26 @@ def agreement_by_sketch(
 def _sketch_reasons(
     matrix: np.ndarray, w: KendallWResult, alpha: float, test: SkillingsMackResult
 ) -> tuple[str, str, str]:
-    """Why W, alpha and the Skillings-Mack test of one sketch are undefined ("" where defined).
+    """Why W, alpha and Skillings-Mack of one sketch are undefined ("" where defined).
 
-    ``matrix`` holds the sketch's m raters (each rated at least one image). The
-    reasons name the design, not a number: a W over one participant is no W.
+    The reasons name the design, not a number: a W over one participant is no W.
     """
     m = len(matrix)
     few = "no rater" if m == 0 else "one rater" if m == 1 else ""
+
+    def why(raters: int, rated: str, items: int, otherwise: str) -> str:
+        return few or (
+            f"{raters} of {m} {rated}" if raters < 2 else "one image" if items < 2 else otherwise
+        )
+
     w_reason = alpha_reason = sm_reason = ""
     if np.isnan(w.statistic):
-        w_reason = few or (
-            f"{w.n_raters} of {m} rated every image"
-            if w.n_raters < 2
-            else "one image"
-            if w.n_items < 2
-            else "every rater constant"
-        )
+        w_reason = why(w.n_raters, "rated every image", w.n_items, "every rater constant")
     if np.isnan(alpha):
         twice = ((~np.isnan(matrix)).sum(axis=0) >= 2).any()
         alpha_reason = few or ("every rating the same" if twice else "no image rated twice")
     if np.isnan(test.pvalue):
-        sm_reason = few or (
-            f"{test.n_raters} of {m} rated 2 images"
-            if test.n_raters < 2
-            else "one image"
-            if test.n_items < 2
-            else "undefined"
-        )
+        sm_reason = why(test.n_raters, "rated 2 images", test.n_items, "undefined")
     return w_reason, alpha_reason, sm_reason
 
 
@@ -409,11 +320,9 @@ def krippendorff_alpha_overall(
 ) -> KrippendorffAlphaResult:
     """Krippendorff's alpha of a whole study: every sketch/image pair of the main phase a unit.
 
-    Computed from each pair's count of every rating (no participants x
-    pairs matrix is built, so it costs the same for 28 participants as for 10,000);
-    the interval is a percentile bootstrap over the pairs (see
-    :func:`krippendorff_alpha`). The values are the points of ``scale`` (default:
-    :func:`~sbir_study.analysis.orientation.ratings_scale` of ``ratings``).
+    From each pair's count of every rating, with no participants x pairs matrix; the
+    interval is a bootstrap over the pairs (:func:`krippendorff_alpha`), the values the
+    points of ``scale`` (default: :func:`~sbir_study.analysis.orientation.ratings_scale`).
 
     Examples
     --------
@@ -447,11 +356,9 @@ def alpha_at_levels(
     seed: int = 0,
     scale: Scale | None = None,
 ) -> dict[str, KrippendorffAlphaResult]:
-    """:func:`krippendorff_alpha_overall` at each of ``levels``, the same results as one
-    call per level (each bootstrap from ``seed``), from one count of the ratings.
+    """:func:`krippendorff_alpha_overall` at each of ``levels`` from one count of the ratings.
 
-    Counting each pair's ratings is most of the work at crowd size (a row per rating);
-    ``analyze`` reports the ordinal and the interval alpha.
+    The same results as one call per level (each bootstrap from ``seed``).
     """
     for level in levels:
         check_option("level", level, _agreement_kernels.ALPHA_LEVELS)
@@ -482,9 +389,7 @@ def alpha_at_levels(
 
 
 def _pair_codes(ratings: pd.DataFrame, used: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
-    """For the ``used`` rows: each row's sketch/image pair as ``pd.factorize`` numbers the
-    pairs (in the order of their first rows: the bootstrap draws the pairs by these
-    numbers), the number of pairs, and each row's participant as an integer code."""
+    """The used rows' pair codes (as ``pd.factorize`` numbers), pair count, participant codes."""
     sketch, _ = pd.factorize(ratings["sketch_id"][used])
     image, images = pd.factorize(ratings["image_id"][used])
     participant, _ = pd.factorize(ratings["participant"][used])

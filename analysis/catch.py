@@ -1,13 +1,10 @@
 """Catch pairs: pairs whose rating is known in advance, scored per participant.
 
 A protocol may name catch pairs (``[[catch]]``: an image with its own sketch, a blank
-image) with the ratings that pass. They are pairs of the main block, rated like any
-other, and stay in every statistic and in the ground truth: a catch pair is a real
-pair, and leaving it out would make the ground truth depend on which pairs a protocol
-called catch pairs. They are only scored on top: for each participant, how many they
-rated within the range (passed), outside it (failed), or did not rate (missing: a
-missed window, or a pair not shown to them). A session records its protocol in its
-sidecar, catch pairs included, so ``analyze`` knows them from the dataset; a flat table
+image) with the ratings that pass. They are main-block pairs like any other and stay
+in every statistic and the ground truth (which must not depend on what a protocol
+calls a catch pair); they are only scored on top: passed, failed or missing (a missed
+window or a pair not shown). Sessions record them in their sidecars; a flat table
 takes them from ``analyze --catch FILE.csv``.
 """
 
@@ -37,14 +34,10 @@ CATCH_SCORE_COLUMNS = ("n_catch_passed", "n_catch_failed", "n_catch_missing")
 
 
 def read_catch_pairs(path: str | Path) -> pd.DataFrame:
-    """Read a catch-pair file: a CSV with ``sketch_id,image_id,lowest,highest``, the
-    ratings that pass (as pressed, ``lowest`` to ``highest`` inclusive).
+    """Read a catch-pair CSV: ``sketch_id,image_id,lowest,highest`` (passing ratings as pressed).
 
-    Raises
-    ------
-    InputError
-        Naming the file, line and field, for a missing column, a bad id, a rating that
-        is no whole number, ``lowest`` above ``highest``, or a pair listed twice.
+    Raises :class:`InputError` naming file, line and field for a missing column, a bad
+    id, a rating that is no whole number, ``lowest`` above ``highest``, or a pair twice.
     """
     path = Path(path)
     if not path.exists():
@@ -106,15 +99,9 @@ def catch_pairs_of(ratings: pd.DataFrame) -> pd.DataFrame:
 def score_catch_pairs(ratings: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
     """Each participant's catch pairs passed, failed and missing.
 
-    ``ratings`` as pressed (before any change of orientation: a catch range is given
-    in the ratings as pressed); each participant's main-block rating of each pair of
-    ``pairs`` (:data:`CATCH_COLUMNS`) is ``passed`` when within ``lowest..highest``,
-    ``failed`` when outside, ``missing`` when not given or the pair not shown.
-
-    Returns
-    -------
-    DataFrame
-        ``participant`` and :data:`CATCH_SCORE_COLUMNS`, one row per participant.
+    ``ratings`` as pressed (catch ranges are in pressed ratings); a main-block rating of
+    a pair of ``pairs`` (:data:`CATCH_COLUMNS`) passes within ``lowest..highest``.
+    Returns ``participant`` and :data:`CATCH_SCORE_COLUMNS`, a row per participant.
 
     Examples
     --------

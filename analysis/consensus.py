@@ -1,11 +1,9 @@
 """The consensus ground truth and each participant's agreement with it.
 
-Sec. 3.2 of Eitz et al. (2011): per sketch, the images ordered by their mean
-rating over the participants is the benchmark ("ground truth") that retrieval
-systems are scored against, and each participant's tau_b against it shows how
-well it represents people. Sec. 3.3.2 (first): anchoring consistency, each
-participant's ratings of the anchor pairs inside the experiment against the
-prescribed ratings.
+Eitz et al. (2011), Sec. 3.2: per sketch, the images ordered by mean rating are the
+benchmark retrieval systems are scored against, and each participant's tau_b against
+it shows how well it represents people. Sec. 3.3.2: anchoring consistency, the
+repeated anchor ratings against the prescribed ones.
 """
 
 from __future__ import annotations
@@ -39,29 +37,14 @@ RELEVANT_BELOW = PAPER_SCALE.relevant_below
 
 
 def consensus_ground_truth(ratings: pd.DataFrame) -> pd.DataFrame:
-    """Per sketch, the images ordered by mean rating over the participants.
+    """Per sketch, the images of the main phase ordered by mean rating (missing left out).
 
-    Parameters
-    ----------
-    ratings : DataFrame
-        A validated ratings table; the main phase is used, missing ratings
-        are left out.
-
-    Returns
-    -------
-    DataFrame
-        ``sketch_id, image_id, mean_rating, median_rating, sd_rating,
-        n_ratings, rank``, sorted by sketch then rank. ``rank`` 1 is the best
-        match (lowest mean rating); ties share their average rank. ``sd_rating``
-        is the sample standard deviation (ddof = 1). A pair nobody rated has
-        ``n_ratings`` 0 and no rank. The ratings are read as they are: on a
-        scale whose high end is best, turn them first
-        (:func:`~sbir_study.analysis.orientation.in_paper_orientation`). The table
-        carries the ratings' scale in ``attrs["scale"]``, for :func:`write_qrels`.
-
-    References
-    ----------
-    Eitz et al. (2011), Sec. 3.2.
+    Returns ``sketch_id, image_id, mean_rating, median_rating, sd_rating (ddof 1),
+    n_ratings, rank``, by sketch then rank; rank 1 is the best match, ties share their
+    average rank, a pair nobody rated has no rank. Ratings are read as they are (turn a
+    high-is-best scale first: :func:`~sbir_study.analysis.orientation.in_paper_orientation`);
+    ``attrs["scale"]`` carries their scale for :func:`write_qrels`. Eitz et al. (2011),
+    Sec. 3.2.
 
     Examples
     --------
@@ -96,14 +79,11 @@ def write_qrels(
 ) -> None:
     """Write the ground truth as TREC qrels: ``sketch_id 0 image_id grade``.
 
-    grade = high - round(mean_rating) on a scale low..high in the paper's
-    orientation (:meth:`~sbir_study.foundation.scale.Scale.grade`), so k - 1 is
-    the best match and 0 the worst: 7 - round(mean_rating) on the paper's scale,
-    6 to 0. A mean halfway between two ratings rounds to the worse one
-    (3.5 -> 4), a conservative grade. ``scale`` defaults to the one
-    ``ground_truth.attrs`` carries (:func:`consensus_ground_truth` sets it), else
-    the paper's. Pairs nobody rated are left out. Every id is checked first
-    (:func:`~sbir_study.foundation.checks.check_id`); nothing is written if one is bad.
+    grade = high - round(mean_rating) in the paper's orientation
+    (:meth:`~sbir_study.foundation.scale.Scale.grade`): k - 1 is the best match, 0 the
+    worst, and a mean halfway between rounds to the worse (3.5 -> 4). ``scale`` defaults
+    to ``ground_truth.attrs["scale"]``, else the paper's. Unrated pairs are left out;
+    nothing is written if an id is bad (:func:`~sbir_study.foundation.checks.check_id`).
     """
     rated = ground_truth.dropna(subset=["mean_rating"])
     for column in ("sketch_id", "image_id"):
@@ -112,11 +92,12 @@ def write_qrels(
         if bad.any():
             check_id(rated[column].astype(str).to_numpy()[bad][0], f"{path}: {column}")
     grade = (scale or ratings_scale(ground_truth)).grade(rated["mean_rating"].to_numpy())
-    lines = [
-        f"{sketch} 0 {image} {g}\n"
-        for sketch, image, g in zip(rated["sketch_id"], rated["image_id"], grade, strict=True)
-    ]
-    Path(path).write_text("".join(lines), encoding="utf-8")
+    _write_qrels_lines(path, rated, grade)
+
+
+def _write_qrels_lines(path: str | Path, rated: pd.DataFrame, grades: np.ndarray) -> None:
+    lines = zip(rated["sketch_id"], rated["image_id"], grades, strict=True)
+    Path(path).write_text("".join(f"{s} 0 {i} {g}\n" for s, i, g in lines), encoding="utf-8")
 
 
 def write_binary_qrels(
@@ -128,16 +109,11 @@ def write_binary_qrels(
 ) -> None:
     """Write binary TREC qrels: ``sketch_id 0 image_id 1`` for a relevant image, else 0.
 
-    Relevant: mean rating (in the paper's orientation) below ``relevant_below``,
-    by default the middle of the scale,
-    :attr:`~sbir_study.foundation.scale.Scale.relevant_below` of ``scale`` (default:
-    the one ``ground_truth.attrs`` carries, else the paper's): a mean that rounds
-    to a point of the better half of the scale is relevant, one that rounds to the
-    middle point of an odd scale is not; 3.5 on the paper's 1..7, 2.5 on 1..5 and
-    on 1..4, 1.5 on 1..2. This is the judgement ``sbir-study evaluate`` uses for
-    P@k, AP, R-precision and SHREC's measures. trec_eval, ranx and ir_measures
-    count relevance >= 1 as relevant, so given this file they compute those
-    measures as ``evaluate`` does. Pairs nobody rated are left out.
+    Relevant: mean rating (paper's orientation) below ``relevant_below``, by default the
+    middle of ``scale`` (:attr:`~sbir_study.foundation.scale.Scale.relevant_below`: 3.5 on
+    1..7, 2.5 on 1..5 and 1..4, 1.5 on 1..2). ``sbir-study evaluate`` judges P@k, AP,
+    R-precision and SHREC's measures so; trec_eval, ranx and ir_measures count
+    relevance >= 1 as relevant, so they agree on this file. Unrated pairs are left out.
 
     Examples
     --------
@@ -155,65 +131,33 @@ def write_binary_qrels(
         relevant_below = (scale or ratings_scale(ground_truth)).relevant_below
     rated = ground_truth.dropna(subset=["mean_rating"])
     relevant = (rated["mean_rating"].to_numpy(dtype=np.float64) < relevant_below).astype(int)
-    lines = [
-        f"{sketch} 0 {image} {r}\n"
-        for sketch, image, r in zip(rated["sketch_id"], rated["image_id"], relevant, strict=True)
-    ]
-    Path(path).write_text("".join(lines), encoding="utf-8")
+    _write_qrels_lines(path, rated, relevant)
 
 
 def participant_vs_consensus(
     ratings: pd.DataFrame, *, alternative: str = "greater", cube: RatingCube | None = None
 ) -> pd.DataFrame:
-    """Each participant's tau_b against the consensus, per sketch.
-
-    Parameters
-    ----------
-    ratings : DataFrame
-        A validated ratings table; the main phase is used.
-    alternative : {"greater", "two-sided", "less"}
-    cube : RatingCube, optional
-        See :func:`~sbir_study.analysis.cube.main_phase_cube`.
+    """Each participant's tau_b against the consensus, per sketch of the main phase.
 
     Returns
     -------
     DataFrame
-        ``participant, sketch_id, tau_b, p_value, tau_b_loo, p_value_loo,
-        n_items, reason, reason_loo``. ``tau_b`` is against the mean over all
-        participants, the participant included (as in the paper); ``tau_b_loo``
-        against the mean over the other participants only, which does not
-        reward a participant for agreeing with their own share of the consensus.
+        ``participant, sketch_id, tau_b, p_value, tau_b_loo, p_value_loo, n_items, reason,
+        reason_loo``. ``tau_b`` is against the mean over all participants (as in the
+        paper), ``tau_b_loo`` over the others only, which does not reward agreeing with
+        one's own share. An image has an inclusive consensus where two participants rated
+        it, a leave-one-out one where another did: else a tau_b would be against one's own
+        ratings. An undefined test has empty tau_b and p-value, and ``reason``
+        (``reason_loo``) says why: ``one rater``, ``no consensus``, ``fewer than 3 shared
+        images``, ``constant: <participant>`` or ``constant: consensus``.
 
-        A consensus is of several people: an image has an inclusive consensus
-        where at least two participants rated it, a leave-one-out one where at
-        least one other did. Without it a participant's tau_b would be against
-        their own ratings (tau_b 1, "significant"). Where a test is undefined its
-        tau_b and p-value are empty and ``reason`` (``reason_loo``) says why:
-        ``one rater`` (nobody else rated the sketch), ``no consensus`` (none of
-        the participant's images has one), ``fewer than 3 shared images`` (the
-        test needs three), ``constant: <participant>`` or ``constant: consensus``;
-        it is empty where the test is defined.
-
-    References
-    ----------
     Eitz et al. (2011), Sec. 3.3.2 (third analysis, Fig. 6).
     """
     check_option("alternative", alternative, _kernels.ALTERNATIVES)
     cube = main_phase_cube(ratings, cube)
     if cube is None or cube.values.size == 0:
-        return pd.DataFrame(
-            columns=[
-                "participant",
-                "sketch_id",
-                "tau_b",
-                "p_value",
-                "tau_b_loo",
-                "p_value_loo",
-                "n_items",
-                "reason",
-                "reason_loo",
-            ]
-        )
+        columns = ["participant", "sketch_id", "tau_b", "p_value", "tau_b_loo", "p_value_loo"]
+        return pd.DataFrame(columns=[*columns, "n_items", "reason", "reason_loo"])
     values = cube.values  # sketches x participants x images
     rated = ~np.isnan(values)
     total = np.nansum(values, axis=1, keepdims=True)
@@ -269,26 +213,10 @@ def _consensus_reasons(rows, consensus, p, participant, raters) -> np.ndarray:
 def anchoring_consistency(ratings: pd.DataFrame, *, alternative: str = "greater") -> pd.DataFrame:
     """tau_b between each participant's repeated anchor ratings and the prescribed ones.
 
-    Parameters
-    ----------
-    ratings : DataFrame
-        A validated ratings table; the ``anchor_repeat`` rows are used, each
-        with its prescribed ``anchor_rating``.
-    alternative : {"greater", "two-sided", "less"}
-
-    Returns
-    -------
-    DataFrame
-        ``participant, sketch_id, tau_b, p_value, n_items, reason``, one row per
-        participant and anchor sketch (three per participant in the paper);
-        where the test is undefined (a participant who gave every repeated pair
-        one rating: ``constant: <participant>``) tau_b and p-value are empty and
-        ``reason`` says why.
-
-    References
-    ----------
-    Eitz et al. (2011), Sec. 2.3.1 and Sec. 3.3.2 (first analysis, Fig. 4):
-    77.4% of these correlations were significant.
+    Returns ``participant, sketch_id, tau_b, p_value, n_items, reason``, one row per
+    participant and anchor sketch; an undefined test (``constant: <participant>``) has
+    empty tau_b and p-value. Eitz et al. (2011), Sec. 2.3.1 and 3.3.2 (Fig. 4): 77.4% of
+    these correlations were significant.
     """
     check_option("alternative", alternative, _kernels.ALTERNATIVES)
     repeats = ratings[ratings["phase"] == "anchor_repeat"]
@@ -313,11 +241,7 @@ def anchoring_consistency(ratings: pd.DataFrame, *, alternative: str = "greater"
 
 
 def _per_participant_and_sketch(cube, kept: np.ndarray, **columns) -> pd.DataFrame:
-    """A table of per-(sketch, participant) values, flattened in the cube's order.
-
-    ``kept`` (sketches x participants) marks the rows to keep; the table is
-    sorted by participant, then sketch.
-    """
+    """Per-(sketch, participant) values in the cube's order, rows ``kept``, by participant."""
     sketch_index, participant_index = np.divmod(np.arange(kept.size), len(cube.participants))
     table = pd.DataFrame(
         {

@@ -1,22 +1,13 @@
-"""Multiple-testing corrections: every one the toolkit applies, side by side.
+"""Multiple-testing corrections: every one the toolkit applies.
 
-* :func:`benjamini_hochberg_count`, how many tests of a family survive a
-  false-discovery-rate control at ``alpha`` (``summary.json``'s
-  ``n_significant_bh``, by :func:`~sbir_study.analysis.significance.summarize_family`);
-* :func:`holm_adjusted`, Holm's step-down adjusted p-values (``evaluate``'s
-  comparisons between retrieval systems, by
-  :func:`~sbir_study.analysis.retrieval.comparison.compare_systems`).
-
-Both are the corrections of ``statsmodels.stats.multitest.multipletests``
-(``method="fdr_bh"`` and ``method="holm"``), written out here and checked against it
-(and Holm's against R's ``p.adjust`` and pingouin) by the tests. statsmodels is no
-dependency of the package, and NumPy and SciPy have no Holm. SciPy's Benjamini-Hochberg
-(``scipy.stats.false_discovery_control``) adjusts every p-value, which takes a sort of
-them all: at crowd size (tens of millions of inter-user tests) the count without that
-sort is a part of ``analyze`` a user waits for less (``benchmarks/RESULTS.md``).
-
-A NaN p-value is a test that could not be made: it is not one of the family's
-tests (it counts in no denominator) and its adjusted p-value is NaN.
+:func:`benjamini_hochberg_count` counts the tests surviving FDR control
+(``summary.json``'s ``n_significant_bh``); :func:`holm_adjusted` gives Holm's adjusted
+p-values (``evaluate``'s system comparisons). Both are
+``statsmodels.stats.multitest.multipletests`` (``"fdr_bh"``, ``"holm"``), checked
+against it, R's ``p.adjust`` and pingouin in the tests: statsmodels is no dependency,
+NumPy and SciPy have no Holm, and ``scipy.stats.false_discovery_control`` sorts every
+p-value where a count needs none. A NaN p-value is a test not made: in no
+denominator, its adjusted p-value NaN.
 """
 
 from __future__ import annotations
@@ -28,15 +19,10 @@ __all__ = ["benjamini_hochberg_count", "holm_adjusted"]
 
 
 def benjamini_hochberg_count(pvalues: ArrayLike, alpha: float = 0.05) -> int:
-    """Number of hypotheses rejected by the Benjamini-Hochberg step-up procedure.
+    """Number of hypotheses the Benjamini-Hochberg step-up procedure rejects.
 
-    The largest k with p_(k) <= k alpha / m, where p_(1) <= ... <= p_(m)
-    are the sorted p-values of the m tests (NaN p-values are left out).
-
-    References
-    ----------
-    Y. Benjamini and Y. Hochberg (1995), "Controlling the false discovery rate",
-    Journal of the Royal Statistical Society B 57(1).
+    The largest k with p_(k) <= k alpha / m over the m sorted non-NaN p-values.
+    Benjamini and Hochberg (1995), J. R. Stat. Soc. B 57(1).
 
     Examples
     --------
@@ -86,22 +72,11 @@ _BH_STEPS = 6
 
 
 def holm_adjusted(pvalues: ArrayLike) -> np.ndarray:
-    """Holm's step-down adjusted p-values of a family of tests; NaN where a test is undefined.
+    """Holm's step-down adjusted p-values over the defined (non-NaN) p-values; NaN elsewhere.
 
-    A test is rejected at family-wise error rate ``alpha`` when its adjusted
-    p-value is below ``alpha``. The family is the defined (non-NaN) p-values.
-
-    Notes
-    -----
-    With p_(1) <= ... <= p_(m) the sorted p-values of the m tests, the adjusted
-    p_(i) is min(1, max_{j <= i} (m - j + 1) p_(j)): the steps of
-    ``statsmodels.stats.multitest.multipletests(method="holm")``, in its order
-    (tied p-values get one adjusted value whatever their order).
-
-    References
-    ----------
-    S. Holm (1979), "A simple sequentially rejective multiple test procedure",
-    Scandinavian Journal of Statistics 6(2).
+    Adjusted p_(i) = min(1, max_{j <= i} (m - j + 1) p_(j)), in the steps of
+    ``multipletests(method="holm")`` (tied p-values get one value). Holm (1979), Scand.
+    J. Stat. 6(2).
 
     Examples
     --------

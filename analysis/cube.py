@@ -1,9 +1,4 @@
-"""The ratings of one phase as a sketches x participants x images array.
-
-Every statistic that reads each sketch's raters x images matrix reads it from one
-:class:`RatingCube`, built once from a validated ratings table (``analyze`` builds the
-main phase's once for all of them).
-"""
+"""The ratings of one phase as a sketches x participants x images array, built once."""
 
 from __future__ import annotations
 
@@ -17,20 +12,16 @@ __all__ = ["RatingCube", "main_phase_cube", "rating_cube"]
 
 
 def _sorted_cells(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """``pd.factorize(column, sort=True)``, its codes as ``intp`` and its distinct cells as an
-    object array (a categorical's cells sorted in the order of its categories: a validated
-    label column's are sorted)."""
+    """``pd.factorize(column, sort=True)``: ``intp`` codes, distinct cells as an object array."""
     codes, distinct = pd.factorize(column, sort=True)
     return codes.astype(np.intp, copy=False), np.asarray(distinct, dtype=object)
 
 
 @dataclass(frozen=True)
 class RatingCube:
-    """Ratings of one phase as a sketches x participants x images array.
+    """``values[s, r, i]``: participant ``participants[r]``'s rating of ``images[s][i]``.
 
-    ``values[s, r, i]`` is participant ``participants[r]``'s rating of image
-    ``images[s][i]`` of sketch ``sketches[s]``; NaN where not rated or where
-    the sketch has fewer images than the widest one.
+    NaN where not rated or where the sketch has fewer images than the widest.
     """
 
     sketches: np.ndarray
@@ -44,11 +35,7 @@ class RatingCube:
 
 
 def rating_cube(ratings: pd.DataFrame, column: str = "rating") -> RatingCube:
-    """Arrange ``ratings[column]`` as a :class:`RatingCube`.
-
-    Sketches, participants and images are in sorted order. The table must hold
-    each (participant, sketch, image) once, as one validated phase does.
-    """
+    """``ratings[column]`` as a sorted :class:`RatingCube`; each participant, sketch, image once."""
     sketch_code, sketches = _sorted_cells(ratings["sketch_id"])
     participant_code, participants = _sorted_cells(ratings["participant"])
     image_code, image_names = _sorted_cells(ratings["image_id"])
@@ -78,11 +65,7 @@ def rating_cube(ratings: pd.DataFrame, column: str = "rating") -> RatingCube:
 
 
 def main_phase_cube(ratings: pd.DataFrame, cube: RatingCube | None = None) -> RatingCube | None:
-    """The :func:`rating_cube` of the main phase of ``ratings``; None when it has no rows.
-
-    ``cube`` is that cube when the caller has it already (``analyze`` builds it once
-    for every statistic that reads it); it is then returned as it is.
-    """
+    """The main phase's :func:`rating_cube` (None without rows), or ``cube`` when given."""
     if cube is None:
         main = ratings[ratings["phase"] == "main"]
         cube = None if main.empty else rating_cube(main)

@@ -23,34 +23,14 @@ def binned_medians(
 ) -> pd.DataFrame:
     """Ratings grouped by the median rating of their pair (Eq. 3 of the paper).
 
-    For each pair i, m_i is the median of its ratings over the participants;
-    bin k holds every rating r_ij with k <= m_i < k + 1, one bin per point k of
-    the scale (k = 1..7 on the paper's).
-
-    Parameters
-    ----------
-    ratings : DataFrame
-        A validated ratings table; the main phase is used and missing ratings
-        are left out.
-    cube : RatingCube, optional
-        See :func:`~sbir_study.analysis.cube.main_phase_cube`.
-    scale : Scale, optional
-        The ratings' scale (default: :func:`~sbir_study.analysis.orientation.ratings_scale`
-        of ``ratings``); its points are the bins. The ratings are read as they
-        are: in the paper's orientation after
-        :func:`~sbir_study.analysis.orientation.in_paper_orientation`.
-
-    Returns
-    -------
-    DataFrame
-        One row per bin: ``bin, n_ratings, mean, sd`` (sample standard
-        deviation, ddof = 1) and the histogram of the ratings in the bin,
-        ``n_rating_1`` .. ``n_rating_7`` (one column per point of the scale).
-
-    References
-    ----------
-    Eitz et al. (2011), Sec. 3.3.1, Eq. 3 and Fig. 8: the paper reports the
-    largest spread in bin 4, sigma = 1.4692.
+    With m_i the median rating of pair i, bin k holds every rating r_ij with
+    k <= m_i < k + 1, one bin per point k of ``scale`` (default:
+    :func:`~sbir_study.analysis.orientation.ratings_scale`). Main phase, missing left out,
+    ratings read as they are (in the paper's orientation after
+    :func:`~sbir_study.analysis.orientation.in_paper_orientation`). Returns a row per bin:
+    ``bin, n_ratings, mean, sd`` (ddof 1) and ``n_rating_<point>`` for each point.
+    Eitz et al. (2011), Sec. 3.3.1, Eq. 3, Fig. 8: the largest spread is bin 4's,
+    sigma = 1.4692.
 
     Examples
     --------
@@ -95,27 +75,10 @@ def binned_medians(
 def rating_distribution(ratings: pd.DataFrame, *, scale: Scale | None = None) -> pd.DataFrame:
     """Counts and shares of each rating per phase, against the uniform share.
 
-    Parameters
-    ----------
-    ratings : DataFrame
-        A validated ratings table.
-    scale : Scale, optional
-        The ratings' scale (default: :func:`~sbir_study.analysis.orientation.ratings_scale`
-        of ``ratings``): one row per point of it.
-
-    Returns
-    -------
-    DataFrame
-        ``phase, rating, count, share, uniform_share``: one row per phase
-        present (but ``practice``) and scale point; ``share`` is among the given ratings of the
-        phase (missing responses excluded; their count is in
-        ``n_missing`` of the same phase), ``uniform_share`` is 1/k on a
-        k-point scale (1/7 on the paper's).
-
-    References
-    ----------
-    Eitz et al. (2011), Sec. 2.2 and Fig. 7: the pilot's ratings were far from
-    uniform, the final study's close to it.
+    Returns ``phase, rating, count, share, uniform_share``, a row per phase (but
+    ``practice``) and point of ``scale``; ``share`` is among the given ratings (the
+    missing are ``n_missing``), ``uniform_share`` 1/k. Eitz et al. (2011), Sec. 2.2 and
+    Fig. 7: the pilot's ratings were far from uniform, the final study's close to it.
     """
     levels = np.array((scale or ratings_scale(ratings)).points)
     rows = []
@@ -149,15 +112,10 @@ def box_summary(
 ) -> dict:
     """The numbers a Tukey box plot draws, for the finite entries of ``values``.
 
-    Quartiles by linear interpolation; whiskers at the most extreme data within
-    ``whis`` interquartile ranges of the box; every other point a flier. The
-    keys are those :meth:`matplotlib.axes.Axes.bxp` reads (``med, q1, q3,
-    whislo, whishi, fliers``) plus ``mean`` and ``n``, so a box can be drawn
-    from a summary when the data themselves are too many to keep (the
-    inter-user correlations of a crowd-size study). With ``max_fliers``, at
-    most that many fliers are kept: the most extreme half from each side.
-    ``quartiles`` are the 25th, 50th and 75th percentiles when the caller has
-    them already (with other quantiles of the same data, in one selection).
+    Linear quartiles (or ``quartiles`` given), whiskers at the most extreme data within
+    ``whis`` IQRs, the rest fliers (at most ``max_fliers``, the most extreme half from
+    each side). The keys are :meth:`matplotlib.axes.Axes.bxp`'s plus ``mean`` and ``n``,
+    so a box is drawn from a summary of data too many to keep.
 
     Examples
     --------
@@ -214,18 +172,13 @@ _HISTOGRAM_BINS = 1 << 16
 def linear_quantiles(
     values: ArrayLike, q: ArrayLike, *, histogram_from: int = _HISTOGRAM_FROM
 ) -> np.ndarray:
-    """``np.quantile(values, q)`` (method ``"linear"``), bit for bit, faster for many values.
+    """``np.quantile(values, q)`` (method ``"linear"``) bit for bit, in one pass over many values.
 
-    numpy partitions the values around each order statistic it needs, several passes over
-    millions of values (a sketch's inter-user tau_b at crowd size: 2 million). Here one
-    pass counts them into 65,536 bins of equal width between the least and the greatest
-    (``(v - least) * scale`` rounds monotonically, so the bins keep the values' order), and
-    only the values of the few bins that hold the needed order statistics are sorted. Each
-    quantile then interpolates between its two order statistics by numpy's own
-    interpolation: ``np.quantile`` of those two at the fractional part of the virtual
-    index (n - 1) q, which numpy computes the same way for the whole array. Fewer than
-    ``histogram_from`` values, NaN or infinities, ``q`` at 1, or values piled into a few
-    bins go to ``np.quantile`` itself.
+    The values are counted into 65,536 equal bins between least and greatest (the
+    binning keeps their order); only the bins holding the needed order statistics are
+    sorted, and each quantile interpolates between its two by ``np.quantile`` of those
+    two. Fewer than ``histogram_from`` values, NaN or infinities, ``q`` at 1, or values
+    piled into few bins go to ``np.quantile`` itself.
 
     Examples
     --------

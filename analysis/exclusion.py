@@ -1,13 +1,8 @@
 """Exclusion on record: the participants a study's pre-registered rules leave out.
 
-A study pre-registers which participants it will not analyse (``analyze --exclude``):
-those whose repeated anchor ratings do not follow the prescribed ones
-(``anchoring-tau-below=V``), who missed too many response windows (``missed-above=V``),
-whose sessions did not finish (``incomplete``), who failed more than N catch pairs
-(``catch-failed=N``), or who are named in a file (``labels=FILE``). The rules are
-decided on every participant's own ratings, before any statistic; the statistics then
-stand on the others alone, as if the excluded participants' files were not there, and
-every output lists who was excluded and by which rule.
+``analyze --exclude`` rules are decided on each participant's own ratings before any
+statistic; the statistics then stand on the others alone, as if the excluded files
+were not there, and every output lists who was excluded and by which rule.
 """
 
 from __future__ import annotations
@@ -53,12 +48,7 @@ class ExclusionRule:
 
 
 def parse_exclusion_rule(text: str) -> ExclusionRule:
-    """Read one ``--exclude`` rule.
-
-    Raises
-    ------
-    InputError
-        Naming the option and what was expected.
+    """Read one ``--exclude`` rule; an :class:`InputError` names the option and what was expected.
 
     Examples
     --------
@@ -96,24 +86,19 @@ def decide_exclusions(
 ) -> dict[str, list[str]]:
     """Each participant that ``rules`` exclude, with the texts of the rules that do.
 
-    ``anchoring-tau-below=V``: the median over the participant's anchor sketches of the
-    tau_b between their repeated and the prescribed anchor ratings (``anchoring.csv``) is
-    below V (a participant whose every such tau_b is undefined is not excluded by it);
-    ``missed-above=V``: the share of their main-block trials without a rating is above V;
-    ``incomplete``: a session of theirs records a ``SessionStatus`` other than
-    ``complete`` (a flat table, and a sidecar that records no status, excludes no one by
-    it); ``labels=FILE``: the file names them (one label per line, ``sub-`` optional,
-    blank lines and lines starting with ``#`` skipped); ``catch-failed=N``: more than N
-    of their catch pairs failed (``catch``, else those the sessions recorded;
-    :func:`~sbir_study.analysis.catch.score_catch_pairs`).
+    * ``anchoring-tau-below=V``: the median tau_b of their repeated against the
+      prescribed anchor ratings (``anchoring.csv``) is below V (never when all undefined);
+    * ``missed-above=V``: the share of their main-block trials without a rating is above V;
+    * ``incomplete``: a session of theirs records a ``SessionStatus`` other than
+      ``complete`` (one that records none excludes no one);
+    * ``labels=FILE``: the file names them (a label a line, ``sub-`` optional, blank and
+      ``#`` lines skipped);
+    * ``catch-failed=N``: more than N catch pairs failed (``catch``, else the sessions';
+      :func:`~sbir_study.analysis.catch.score_catch_pairs`).
 
-    Raises
-    ------
-    InputError
-        For ``anchoring-tau-below`` on ratings without an anchoring phase,
-        ``catch-failed`` without catch pairs, a label in a
-        file that is no participant of the ratings (naming file and line), or rules that
-        would leave no participant.
+    Raises :class:`InputError` for ``anchoring-tau-below`` without an anchoring phase,
+    ``catch-failed`` without catch pairs, a label that is no participant (naming file
+    and line), or rules that leave no participant.
     """
     labels = pd.Index(ratings["participant"].astype(str).unique()).sort_values()
     found: dict[str, list[str]] = {}

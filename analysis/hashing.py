@@ -1,11 +1,8 @@
-"""The SHA-256 of each file a ratings table is read from, taken on a thread beside the parse.
+"""The SHA-256 of each file a ratings table is read from, on a thread beside the parse.
 
-Speed machinery, kept because a user waits for it: every file's hash is part of the
-ratings' provenance, and hashing a crowd-size study's bytes in the reading thread adds
-its whole time to the reading (``benchmarks/RESULTS.md``). ``hashlib`` releases the
-interpreter lock over a file's bytes, so one thread hashes while the calling thread
-parses and checks. With ``$SBIR_STUDY_THREADS`` at 1 every hash is taken in the calling
-thread. The hashes are the same either way.
+Kept because a user waits for it (``benchmarks/RESULTS.md``): ``hashlib`` releases the
+interpreter lock, so one thread hashes while the caller parses. With
+``$SBIR_STUDY_THREADS`` at 1 the caller hashes; the hashes are the same.
 """
 
 from __future__ import annotations
@@ -21,11 +18,10 @@ __all__ = ["FileHasher"]
 
 
 class FileHasher:
-    """Hashes handed to one thread of their own (``threaded``), or taken at once.
+    """Hashes on a thread of their own (``threaded``), or at once; a context manager.
 
-    Used as a context manager: on leaving, the hashes asked for are taken; when the
-    block failed (a file refused), those not begun are not begun and the one being
-    taken stops within a slice (:func:`~sbir_study.foundation.provenance.data_sha256`).
+    On a failed block those not begun are dropped and the running one stops within a
+    slice (:func:`~sbir_study.foundation.provenance.data_sha256`).
     """
 
     def __init__(self, *, threaded: bool = True) -> None:

@@ -12,19 +12,15 @@ __all__ = ["PAIRWISE_FULL_ROWS", "PAIRWISE_MODES", "PAIRWISE_RATERS", "PERMUTATI
 PERMUTATION_RATERS_LIMIT = 50
 
 #: ``--pairwise auto`` writes the inter-user table while it has at most this many rows
-#: (about 800 raters of 31 sketches; raters^2 / 2 rows per sketch); above, only the
-#: per-sketch summary, which is always written. Writing 10 million rows as Parquet takes
-#: about a second and 100 MB (``benchmarks/RESULTS.md``), so no size is much slower or
-#: bigger on disk than the next.
+#: (raters^2 / 2 a sketch: about 800 raters of 31 sketches); above, only the per-sketch
+#: summary, which is always written. The bound keeps the file's time and size small
+#: (``benchmarks/RESULTS.md``).
 PAIRWISE_FULL_ROWS = 10_000_000
 #: What ``--pairwise`` takes: the table while it is small enough, always, or never.
 PAIRWISE_MODES = ("auto", "full", "summary")
 
-#: Above this many raters of a sketch, its inter-user tau_b is computed over the pairs among
-#: this many of them drawn at random
-#: (:func:`~sbir_study.analysis.agreement.inter_user_tau_pairs`): 1,999,000 pairs a sketch
-#: at most, where 10,000 raters would give 50 million. Up to 2,000 raters every pair
-#: enters, as in the paper; how far a sample's quantiles and share significant lie from
-#: every pair's is measured in ``benchmarks/RESULTS.md``. ``None`` for every pair at any
-#: size.
+#: Above this many raters of a sketch, its inter-user tau_b is over the pairs among this
+#: many drawn at random (:func:`~sbir_study.analysis.agreement_tables.inter_user_tau_pairs`):
+#: 1,999,000 pairs a sketch at most. Below, every pair enters, as in the paper; how far a
+#: sample lies from every pair is in ``benchmarks/RESULTS.md``. ``None``: every pair always.
 PAIRWISE_RATERS = 2000

@@ -1,10 +1,8 @@
 """The orientation of a study's ratings: which end of its scale the statistics read as best.
 
-The statistics of ``analyze`` work in the paper's orientation, the low end of the
-scale the best match (Eitz et al. 2011, Sec. 2.3: 1 best, 7 worst). Ratings recorded
-on a scale whose high end is best are turned into it once, at the start of the
-analysis (:func:`in_paper_orientation`); the scale itself travels with the table
-in ``attrs["scale"]`` (:func:`ratings_scale`).
+``analyze`` works in the paper's orientation, the low end the best match (Eitz et al.
+2011, Sec. 2.3); a high-is-best table is turned once, at the start
+(:func:`in_paper_orientation`), and its scale travels in ``attrs["scale"]``.
 """
 
 from __future__ import annotations
@@ -17,25 +15,17 @@ __all__ = ["in_paper_orientation", "ratings_scale"]
 
 
 def ratings_scale(table: pd.DataFrame) -> Scale:
-    """The scale a ratings table (or a table computed from one) is on.
-
-    ``attrs["scale"]`` as :func:`load_ratings` and :func:`validate_ratings` set it;
-    a table built without them (by hand, in a test) is on the paper's 1..7, 1 best.
-    """
+    """A table's ``attrs["scale"]``; a table built without one is on the paper's 1..7, 1 best."""
     return table.attrs.get("scale", PAPER_SCALE)
 
 
 def in_paper_orientation(ratings: pd.DataFrame) -> pd.DataFrame:
     """The ratings with the low end of their scale the best match, as the statistics read them.
 
-    On a scale whose high end is the best match (``1-5:high-is-best``), every
-    ``rating`` and ``anchor_rating`` r becomes low + high - r
-    (:meth:`~sbir_study.foundation.scale.Scale.oriented`): the best match is then
-    ``low``, the worst ``high``, as on the paper's scale, so that one ordering
-    (ascending mean rating: best first), one binning and one qrels grade serve
-    every scale. Every table and figure of ``analyze`` is in this orientation.
-    A table on a low-is-best scale, or turned already, is returned as it is;
-    the result's ``attrs`` keep the recorded scale and mark it turned.
+    On a high-is-best scale every ``rating`` and ``anchor_rating`` r becomes
+    low + high - r (:meth:`~sbir_study.foundation.scale.Scale.oriented`), so one ordering,
+    binning and qrels grade serve every scale. A low-is-best or turned table is returned
+    as it is; ``attrs`` keep the recorded scale and mark it turned.
 
     Examples
     --------

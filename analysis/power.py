@@ -1,21 +1,13 @@
 """How many participants a replication needs: the study's statistics by simulation.
 
-For each replication a fresh stimulus set and a fresh pool of participants are
-drawn from the rater model of :mod:`sbir_study.analysis.simulate`. The first ``k``
-participants form the panel of a study with ``k`` participants (so the panels of one
-replication are nested, which makes the comparison between counts sharper); a separate
-reference panel of ``reference`` participants stands in for "everybody". For each
-count the replication yields
-
-* the share of sketches whose Kendall's W is significant at ``alpha``;
-* per sketch, tau_b between the consensus (mean rating) of the panel and that
-  of the reference panel: how close the ground truth from ``k`` people comes to
-  the one from many;
-* the share of significant inter-user tau_b, and the width of its Wilson 95%
-  interval.
-
-Replication r uses the r-th child of ``numpy.random.SeedSequence(seed)``: the
-result does not depend on ``jobs`` or on the other replications.
+Each replication draws a stimulus set and a pool of participants from the rater
+model (:mod:`sbir_study.analysis.simulate`). The first ``k`` participants are the
+panel of a study of ``k`` (nested panels sharpen the comparison between counts); a
+reference panel of ``reference`` stands in for everybody. Per count: the share of
+sketches with a significant W, per sketch tau_b between the panel's and the
+reference's consensus, and the share of significant inter-user tau_b with its Wilson
+interval's width. Replication r uses the r-th child of ``SeedSequence(seed)``,
+whatever ``jobs`` and the other replications.
 """
 
 from __future__ import annotations
@@ -56,11 +48,9 @@ _THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS
 
 @contextmanager
 def _single_threaded_workers(jobs: int) -> Iterator[ProcessPoolExecutor]:
-    """A pool of ``jobs`` fresh processes whose BLAS uses one thread each.
+    """A pool of ``jobs`` processes with one BLAS thread each (the workers are the parallelism).
 
-    The workers are the parallelism; threaded BLAS in each would oversubscribe the
-    cores. A pool starts its workers when work is handed out, not when it is made, so
-    the variables stay set until the pool is done.
+    The pool starts its workers when work is handed out, so the variables stay set until done.
     """
     with (
         environment_variables(dict.fromkeys(_THREAD_VARIABLES, "1")),
@@ -97,12 +87,11 @@ class PowerOptions:
 def power_analysis(
     options: PowerOptions = PowerOptions(), *, jobs: int = 1, progress: bool | None = False
 ) -> pd.DataFrame:
-    """Simulate the replications and return one row per (replication, count).
+    """Simulate the replications: a row per (replication, count).
 
-    Columns: ``replication, participants, w_significant_share, tau_median,
-    tau_p05, inter_user_share, inter_user_wilson_width`` (tau_*: median and 5th
-    percentile over the sketches of tau_b against the reference panel).
-    :func:`summarize_power` reduces them to one row per count.
+    Columns ``replication, participants, w_significant_share, tau_median, tau_p05,
+    inter_user_share, inter_user_wilson_width`` (tau_*: median and 5th percentile over
+    sketches of tau_b against the reference panel).
     """
     seeds = np.random.SeedSequence(options.seed).spawn(options.replications)
     tasks = [(options, r, seed) for r, seed in enumerate(seeds)]
@@ -117,29 +106,17 @@ def power_analysis(
         for done, task in enumerate(tasks, 1):
             rows.extend(_replication(task))
             report(done, len(tasks))
-    columns = [
-        "replication",
-        "participants",
-        "w_significant_share",
-        "tau_median",
-        "tau_p05",
-        "inter_user_share",
-        "inter_user_wilson_width",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+    columns = ["replication", "participants", "w_significant_share", "tau_median", "tau_p05"]
+    return pd.DataFrame(rows, columns=[*columns, "inter_user_share", "inter_user_wilson_width"])
 
 
 def summarize_power(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per participant count from the rows of :func:`power_analysis`.
+    """A row per participant count from :func:`power_analysis`' rows.
 
-    ``w_significant_share`` (mean over replications) and ``w_all_significant``
-    (the share of replications in which W was significant for every sketch);
-    ``tau_median`` and ``tau_p05``, the medians over replications of the
-    median and of the 5th percentile over sketches of tau_b between the
-    panel's consensus and the reference panel's;
-    ``inter_user_share`` (mean), ``inter_user_share_p025``/``_p975`` and
-    ``inter_user_range_width`` (the 95% range of the share over replications),
-    and ``inter_user_wilson_width`` (mean width of one study's Wilson interval).
+    ``w_significant_share`` (mean), ``w_all_significant`` (share of replications with
+    every W significant), ``tau_median`` and ``tau_p05`` (medians over replications),
+    ``inter_user_share`` (mean) with ``_p025``/``_p975`` and ``inter_user_range_width``
+    (its 95% range over replications), ``inter_user_wilson_width`` (mean width).
     """
     grouped = runs.groupby("participants", sort=True)
     table = pd.DataFrame(
@@ -207,25 +184,13 @@ def _replication(task) -> list[tuple]:
 def raters_for_reliability(
     pilot: pd.DataFrame, *, target: float = 0.8, n_splits: int = 1000, seed: int = 0
 ) -> pd.DataFrame:
-    """How many raters a consensus needs to reach reliability ``target``, from a pilot study.
+    """How many raters a consensus needs to reach ``target``, from a pilot's ratings table.
 
-    The split-half reliability of the pilot's consensus
-    (:func:`~sbir_study.analysis.reliability.split_half_reliability`, Spearman's rho
-    between random halves), carried to one rater and inverted:
-    m = r (1 - r1) / (r1 (1 - r)) (:func:`~sbir_study.analysis.reliability.raters_needed`).
-
-    Parameters
-    ----------
-    pilot : DataFrame
-        A validated ratings table (:func:`~sbir_study.analysis.ratings.load_ratings`); its
-        main phase is used, in the paper's orientation.
-
-    Returns
-    -------
-    DataFrame
-        One row per sketch and ``all``: ``sketch_id, n_raters, rho_half, rho_sb, r1,
-        target, raters_needed`` (empty where no number of raters reaches the target:
-        the pilot's halves do not agree, or the sketch had fewer than 4 raters).
+    The pilot's split-half reliability (Spearman's rho between random halves,
+    :func:`~sbir_study.analysis.reliability.split_half_reliability`) carried to one rater
+    and inverted (:func:`~sbir_study.analysis.reliability.raters_needed`). Returns a row
+    per sketch and ``all``: ``sketch_id, n_raters, rho_half, rho_sb, r1, target,
+    raters_needed``, empty where no number of raters reaches the target.
     """
     from . import reliability
     from .cube import main_phase_cube
@@ -254,10 +219,11 @@ def write_power(
     reliability: pd.DataFrame | None = None,
     figure_formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
 ) -> Path:
-    """Write ``power_runs.csv``, ``power.csv`` and ``power.png``/``.pdf`` (or the
-    ``figure_formats``: :func:`~sbir_study.foundation.html.figure_formats`) into ``out``, as
-    every output is written (``docs/outputs.md``); with ``reliability``
-    (:func:`raters_for_reliability`), ``power_reliability.csv`` too."""
+    """Write ``power_runs.csv``, ``power.csv`` and the figure into ``out`` (``docs/outputs.md``).
+
+    The figure in ``figure_formats`` (:func:`~sbir_study.foundation.html.figure_formats`);
+    with ``reliability`` (:func:`raters_for_reliability`), ``power_reliability.csv`` too.
+    """
     from sbir_study.foundation.html import figure_formats as checked_figure_formats
     from sbir_study.foundation.outputs import output_folder
 

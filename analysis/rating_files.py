@@ -1,13 +1,10 @@
 """Reading ratings files into a raw table: every cell text, each row with its file and line.
 
-A ratings table comes from one flat CSV/TSV file or from a BIDS dataset, every
-``sub-*/beh/*_beh.tsv`` (and ``sub-*/ses-*/beh/``) under its root. Each file is read,
-checked as UTF-8 and up to its header here; its rows are parsed by
-:func:`~sbir_study.foundation.tables.read_rows`, the files of one header in one pass.
-One damage is tolerated with a warning: a BIDS file whose last line has no line end,
-which is what a session that crashed while writing leaves behind; that partial row is
-dropped, the complete ones kept. The cells are checked by
-:func:`~sbir_study.analysis.validation.validate_ratings`.
+A flat CSV/TSV or every ``sub-*/[ses-*/]beh/*_beh.tsv`` of a BIDS dataset, checked as
+UTF-8 up to its header, its rows parsed by
+:func:`~sbir_study.foundation.tables.read_rows` (files of one header in one pass). A
+BIDS file whose last line has no line end (a crashed session) loses that partial row
+with a warning.
 """
 
 from __future__ import annotations
@@ -71,10 +68,7 @@ def read_bids(
 
 
 def _check_participant_labels(frame: pd.DataFrame, labels: pd.Series) -> None:
-    """A BIDS file's participant column, where given, must name the participant of the
-    file's name (a missing cell, as in a file from another tool, takes it). Compared on
-    the categoricals' codes: each distinct value is stripped and looked up once, not once
-    per row."""
+    """A BIDS file's participant cells, where given, must name the participant of its name."""
     given = frame["participant"].astype("category")
     distinct = given.cat.categories
     stripped = pd.Index([str(value).strip() for value in distinct], dtype=object)
@@ -190,13 +184,9 @@ def _read_text(
 
 
 def parse(files: list[_RawFile], columns: Sequence[str] | None = None) -> pd.DataFrame:
-    """Parse files as tables, those with the same header in one pass; only ``columns``
-    (those of them a file has) when given.
+    """Parse files as text categoricals, those of one header in one pass (only ``columns``).
 
-    Every column is read as text, as a categorical (:func:`~sbir_study.foundation.tables.read_rows`:
-    a crowd-size study repeats a few thousand distinct cells over millions of rows).
-    Adds ``_source`` (the file) and ``_line`` (the line in it) to every row, and
-    ``_label`` (the participant of a BIDS file's name).
+    Adds ``_source``, ``_line`` and ``_label`` (the participant of a BIDS file's name).
     """
     groups: dict[tuple, list[_RawFile]] = {}
     for raw in files:

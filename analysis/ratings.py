@@ -1,17 +1,12 @@
-"""Loading a ratings table, the one link between a study and its analysis, with what its
-sidecars record.
+"""Loading a ratings table, the one link between a study and its analysis.
 
-A ratings table has one row per presented sketch/image pair (``docs/formats.md``):
-``participant, sketch_id, image_id, phase, rating, rt, anchor_rating, trial``
-plus any extra columns, which are kept. :func:`load_ratings` reads it from one flat
-CSV/TSV file or from a BIDS dataset (:mod:`~sbir_study.analysis.rating_files`), checks
-it (:func:`~sbir_study.analysis.validation.validate_ratings`), and attaches its
-:class:`Provenance`: each file's SHA-256, and what the sessions' JSON sidecars record
-(each participant's origin, each session's status, the rating scale, the catch pairs,
-the session software).
-
-Every problem is reported as an :class:`~sbir_study.foundation.checks.InputError` naming
-the file, the line and the field.
+A ratings table has a row per presented sketch/image pair (``docs/formats.md``):
+``participant, sketch_id, image_id, phase, rating, rt, anchor_rating, trial`` and any
+extra columns. :func:`load_ratings` reads a flat CSV/TSV or a BIDS dataset
+(:mod:`~sbir_study.analysis.rating_files`), validates it
+(:mod:`~sbir_study.analysis.validation`) and attaches its :class:`Provenance`. Every
+problem is an :class:`~sbir_study.foundation.checks.InputError` naming file, line and
+field.
 """
 
 from __future__ import annotations
@@ -95,46 +90,33 @@ class Provenance:
 def load_ratings(
     path: str | Path, *, scale: Scale | None = None, extra_columns: bool = True
 ) -> pd.DataFrame:
-    """Read and validate a flat ratings table or a BIDS dataset.
+    """Read and validate a flat ratings table (``.csv``/``.tsv``) or a BIDS dataset.
 
     Parameters
     ----------
-    path
-        A ``.csv`` or ``.tsv`` file with a header, or the root folder of a BIDS
-        dataset.
     scale
-        The rating scale of a flat table (``None``: the one its JSON sidecar
-        records, else the paper's 1..7, 1 best). A BIDS dataset's scale is the
-        one its ``_beh.json`` sidecars record (``RatingScale``; for a session
-        recorded before the scale was, the number of its protocol's keys); a
-        ``scale`` given for it must be the same.
+        A flat table's scale (``None``: its JSON sidecar's, else the paper's 1..7, 1
+        best). A dataset's is what its ``_beh.json`` sidecars record (``RatingScale``, or
+        an older session's number of protocol keys); a ``scale`` given must equal it.
     extra_columns
-        Keep the columns beyond :data:`RATING_COLUMNS` (a session's timing and key
-        presses). ``False`` leaves them out, for a caller that reads the ratings only
-        (``analyze``): they are still parsed and their lines checked, not converted.
+        Keep the columns beyond :data:`RATING_COLUMNS`; with ``False`` they are parsed
+        and checked but not converted (``analyze`` reads the ratings only).
 
     Returns
     -------
     pandas.DataFrame
-        One row per presented pair, with the columns of :data:`RATING_COLUMNS`
-        first (``participant``, ``sketch_id``, ``image_id`` and ``phase`` are
-        categoricals with sorted categories, stripped of surrounding blanks;
-        ``phase`` defaults to ``"main"``; ``rating`` and ``anchor_rating`` are
-        nullable integers, ``rt`` float) followed by any extra columns (their
-        text, as categoricals: a session's timing columns repeat few values).
-        ``DataFrame.attrs["provenance"]`` is a :class:`Provenance`: each file's
-        path, SHA-256 and row count, whether the data's metadata says ``sbir-study
-        simulate`` produced it, and the session libraries the sidecars record;
-        ``DataFrame.attrs["scale"]`` the :class:`~sbir_study.foundation.scale.Scale`
-        every rating and prescribed rating lies on.
+        :data:`RATING_COLUMNS` first (``participant, sketch_id, image_id, phase`` as
+        sorted categoricals, stripped; ``phase`` defaults to ``"main"``; ``rating`` and
+        ``anchor_rating`` nullable integers, ``rt`` float), then any extra columns as
+        categoricals of their text. ``attrs["provenance"]`` is a :class:`Provenance`,
+        ``attrs["scale"]`` the :class:`~sbir_study.foundation.scale.Scale` of every rating.
 
     Raises
     ------
     InputError
-        For an unreadable, empty or non-UTF-8 file, a missing required column,
-        a malformed value, a rating off the scale or a pair rated twice in one
-        phase, the message naming file, line and field; for a dataset whose
-        sidecars record two scales, naming a file of each.
+        For an unreadable, empty or non-UTF-8 file, a missing column, a malformed
+        value, a rating off the scale, a pair rated twice in a phase (naming file, line
+        and field), or sidecars that record two scales (naming a file of each).
 
     Examples
     --------
@@ -265,19 +247,12 @@ def _dataset_scale(sidecars: dict[Path, object], given: Scale | None) -> Scale:
 def sidecar_origin(sidecar: object, path: str | Path = "sidecar") -> str | None:
     """Where the session a sidecar describes came from: one of :data:`ORIGINS`, or ``None``.
 
-    A sidecar written since origins were recorded says so itself (``Origin``); an
-    older one is read by what only its writer records (docs/formats.md): ``Imported``
-    (``sbir-study import``), ``"Mode": "online"`` (``export-online``), ``SimulationSeed``
-    or a ``GeneratedBy`` of ``sbir-study simulate`` (``simulate``), ``"Simulated": true``
-    otherwise (``run --simulate``, whose sidecar is the lab session's), and a lab
-    session's ``KeyboardBackend`` (``lab``). A sidecar that records none of these, or no
-    sidecar (``None``), gives ``None``: the caller decides (``unknown`` for a session
-    file, ``table`` for a flat table).
-
-    Raises
-    ------
-    InputError
-        For an ``Origin`` that is not one of :data:`ORIGINS`, naming ``path``.
+    ``Origin`` where recorded; else what only its writer records (``docs/formats.md``):
+    ``Imported`` (``imported``), ``"Mode": "online"``, ``SimulationSeed`` or a
+    ``GeneratedBy`` of ``sbir-study simulate`` (``simulate``), ``"Simulated": true``
+    (``run-simulate``), ``KeyboardBackend`` (``lab``). ``None`` where none is (or no
+    sidecar): the caller says ``unknown`` or ``table``. An unknown ``Origin`` raises
+    :class:`InputError` naming ``path``.
 
     Examples
     --------

@@ -1,17 +1,12 @@
 """How reliable the consensus ground truth is: split-half, Spearman-Brown, ICC, raters needed.
 
-The question a ground-truth builder asks first: would another group of participants
-give the same ranking, and how many raters does it take? Per sketch the
-participants are split at random into two halves, each half's consensus (the
-images ordered by their mean rating) is compared with the other's (tau_b and
-Spearman's rho), and the Spearman-Brown formula carries the agreement of two
-half-groups to that of the whole group (Spearman 1910; Brown 1910). The same
-formula, run backwards to one rater and forwards again, predicts the reliability
-of a consensus of any number of raters, and how many it takes to reach a target.
-The intraclass correlations of Shrout & Fleiss (1979), ICC(2,1), ICC(2,k),
-ICC(3,1) and ICC(3,k), with their F tests and 95% intervals, are the numbers a
-reviewer asks for. Everything here reads the main phase as a
-:class:`~sbir_study.analysis.cube.RatingCube` in the paper's orientation.
+Would another group of participants give the same ranking, and how many raters does
+it take? Per sketch the participants are split at random into halves, each half's
+consensus (images by mean rating) is compared with the other's (tau_b, Spearman's
+rho), and Spearman-Brown (Spearman 1910; Brown 1910) carries that to the whole group,
+to one rater and to any number of raters. The intraclass correlations of Shrout &
+Fleiss (1979) come with their F tests and intervals. Everything reads the main phase
+as a :class:`~sbir_study.analysis.cube.RatingCube` in the paper's orientation.
 """
 
 from __future__ import annotations
@@ -57,13 +52,7 @@ _ALL = "all"
 def spearman_brown(r: float | np.ndarray, factor: float | np.ndarray) -> float | np.ndarray:
     """The reliability of a test ``factor`` times as long: factor r / (1 + (factor - 1) r).
 
-    With ``factor`` 2 this is the split-half correction r_full = 2 r / (1 + r).
-
-    References
-    ----------
-    Spearman, C. (1910). Correlation calculated from faulty data. British Journal of
-    Psychology, 3, 271-295. Brown, W. (1910). Some experimental results in the
-    correlation of mental abilities. British Journal of Psychology, 3, 296-322.
+    Spearman (1910), Br. J. Psychol. 3, 271-295; Brown (1910), Br. J. Psychol. 3, 296-322.
 
     Examples
     --------
@@ -79,9 +68,7 @@ def spearman_brown(r: float | np.ndarray, factor: float | np.ndarray) -> float |
 def single_rater_reliability(
     r: float | np.ndarray, raters: float | np.ndarray
 ) -> float | np.ndarray:
-    """The reliability of one rater from that of the mean of ``raters``: Spearman-Brown inverted.
-
-    r1 = r / (raters - (raters - 1) r).
+    """One rater's reliability from that of the mean of ``raters``: r / (raters - (raters - 1) r).
 
     Examples
     --------
@@ -94,10 +81,9 @@ def single_rater_reliability(
 
 
 def raters_needed(target: float, r1: float | np.ndarray) -> int | float | np.ndarray:
-    """How many raters the mean of which reaches reliability ``target``, given one rater's ``r1``.
+    """Raters whose mean reaches ``target``: target (1 - r1) / (r1 (1 - target)), rounded up.
 
-    m = target (1 - r1) / (r1 (1 - target)), rounded up; NaN where ``r1`` is not
-    positive (no number of raters reaches it) or not known.
+    NaN where ``r1`` is not positive or not known.
 
     Examples
     --------
@@ -117,23 +103,18 @@ def raters_needed(target: float, r1: float | np.ndarray) -> int | float | np.nda
 
 
 def split_halves(n_participants: int, n_splits: int, seed: int) -> np.ndarray:
-    """The random keys that split the participants, one row per split.
+    """Random keys that split the participants, splits x participants.
 
-    ``keys[s, p]`` is participant ``p``'s key in split ``s``; in every sketch the
-    raters of that sketch with the lower half of the keys form the first half
-    (``n // 2`` of ``n`` raters), the others the second. One matrix serves every
-    sketch, so a split is one division of the participants, and the same seed gives
-    the same halves.
+    In each sketch the raters with the lower half of the keys (``n // 2`` of ``n``) form
+    the first half, so one split divides the participants the same way in every sketch.
     """
     return np.random.default_rng(seed).random((n_splits, n_participants))
 
 
 def _first_half(keys: np.ndarray, raters: np.ndarray) -> np.ndarray:
-    """Splits x participants: True where the participant is in the first half of a sketch.
+    """Splits x participants: True for the ``raters.sum() // 2`` raters of smallest key.
 
-    The first half of a split is its ``raters.sum() // 2`` raters of smallest key, a tie
-    going to the earlier participant (the first places of a stable sort of the keys).
-    Found from each split's k-th smallest key (a partition, not a sort of every key).
+    Ties go to the earlier participant, as a stable sort would; found by a partition.
     """
     half = int(raters.sum()) // 2
     if half == 0:
@@ -150,10 +131,7 @@ def _first_half(keys: np.ndarray, raters: np.ndarray) -> np.ndarray:
 def _half_means(values: np.ndarray, half: np.ndarray) -> np.ndarray:
     """Splits x images: each image's mean rating over the participants of ``half``.
 
-    The sums and counts are whole numbers (ratings are), exact in single precision while
-    every partial sum stays below 2**24 (a 7-point scale and 10,000 raters: 70,000): the
-    products then run in single precision, to the same sums; past that, or for ratings
-    that are not whole, in double.
+    Whole-number sums below 2**24 are exact in single precision, which is then used.
     """
     rated = ~np.isnan(values)
     given = np.where(rated, values, 0.0)
@@ -186,9 +164,7 @@ def _row_spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def _split_correlations(cube: RatingCube, keys: np.ndarray):
     """Per sketch: the raters, and the per-split tau_b and rho between the halves' consensus.
 
-    Sketches with the same raters share their halves, so their mean ratings come from one
-    product of the half matrix with all their images (in a complete design, one product
-    for the whole study), and the correlations of every sketch and split from one call.
+    Sketches with the same raters share their halves, so their means come from one product.
     """
     values = cube.values  # sketches x participants x images, NaN-padded
     n_sketches, _, n_images = values.shape
@@ -224,43 +200,28 @@ def split_half_reliability(
 
     Parameters
     ----------
-    cube : RatingCube
-        The main phase, in the paper's orientation.
     n_splits : int
         Random splits of the participants (:func:`split_halves`).
-    seed : int
-        Seed of the splits.
     confidence : float
         Coverage of the percentile interval over the splits.
 
     Returns
     -------
     DataFrame
-        One row per sketch and a last row ``sketch_id == "all"``: ``n_raters``
-        (participants who rated at least one image of the sketch), ``n_splits``,
-        ``n_undefined`` (splits whose value is undefined: fewer than 2 raters in a
-        half, or a half whose consensus ties every image), then for ``tau_b`` and
-        ``rho``: ``{m}_half`` (mean over the defined splits of the correlation between
-        the two halves' consensus), ``{m}_half_low``/``_high`` (percentile interval
-        over the splits), ``{m}_sb``, ``{m}_sb_low``, ``{m}_sb_high`` (the same carried
-        to the full group by Spearman-Brown, 2r / (1 + r); empty where r is negative),
-        and ``r1``, one rater's
-        reliability from ``rho_half`` (:func:`single_rater_reliability` with
-        n_raters / 2 raters per half), on which the predictions stand. The ``all``
-        row averages each split's values over the sketches defined in it; its
-        ``n_raters`` counts every participant, and its ``r1`` takes halves of the median
-        sketch's raters.
+        One row per sketch and a last row ``sketch_id == "all"``: ``n_raters``,
+        ``n_splits``, ``n_undefined`` (splits with fewer than 2 raters in a half or a
+        consensus that ties every image), then for ``tau_b`` and ``rho``: ``{m}_half`` (the
+        mean over defined splits), ``{m}_half_low``/``_high`` (percentile interval),
+        ``{m}_sb``, ``{m}_sb_low``, ``{m}_sb_high`` (Spearman-Brown, 2r / (1 + r); empty
+        where r < 0), and ``r1`` (one rater, from ``rho_half`` with n_raters / 2 per half).
+        The ``all`` row averages each split over its defined sketches; its ``n_raters``
+        counts every participant, its ``r1`` halves the median sketch's raters.
 
     Notes
     -----
-    Participants who rated no image of a sketch are left out of its halves; an
-    image nobody in a half rated is left out of that split's correlation. With an
-    odd number of raters the halves differ by one and the correction is the
-    usual approximation.
-
-    References
-    ----------
-    Spearman (1910); Brown (1910); Eitz et al. (2011), Sec. 3.2 (the consensus).
+    A participant who rated none of a sketch is in neither half; an image nobody in a
+    half rated is left out of that split. Odd rater counts make the correction the usual
+    approximation. Spearman (1910); Brown (1910); Eitz et al. (2011), Sec. 3.2.
     """
     check_whole_number("reliability_splits", n_splits, 1)
     if not 0.0 < confidence < 1.0:
@@ -317,18 +278,16 @@ def _interval(name: str, values: np.ndarray, confidence: float) -> dict[str, flo
 
 
 def _corrected(r: float) -> float:
-    """Spearman-Brown to the full group; undefined for a negative correlation between the
-    halves, which has no reliability to carry (2r / (1 + r) runs below -1 there)."""
+    """Spearman-Brown to the full group; NaN for r < 0, where 2r / (1 + r) runs below -1."""
     return float(spearman_brown(r, 2)) if r >= 0 else math.nan
 
 
 def predicted_reliability(
     reliability: pd.DataFrame, raters: Sequence[int] | np.ndarray
 ) -> pd.DataFrame:
-    """The Spearman-Brown prophecy of each row of :func:`split_half_reliability` for m raters.
+    """Spearman-Brown prophecy r_m = m r1 / (1 + (m - 1) r1) of each row for every m of ``raters``.
 
-    r_m = m r1 / (1 + (m - 1) r1), with ``r1`` the row's single-rater reliability.
-    Returns ``sketch_id, n_raters, predicted`` for every row and every m of ``raters``.
+    Returns ``sketch_id, n_raters, predicted``.
     """
     m = np.asarray(raters, dtype=np.float64)
     r1 = reliability["r1"].to_numpy(dtype=np.float64)
@@ -397,36 +356,24 @@ def _icc_from_matrix(y: np.ndarray, confidence: float = 0.95) -> list[dict]:
 def intraclass_correlations(cube: RatingCube, *, confidence: float = 0.95) -> pd.DataFrame:
     """ICC(2,1), ICC(2,k), ICC(3,1), ICC(3,k) with their F tests, per sketch and over all.
 
-    Raters are the participants who rated at least one image of a sketch, targets
-    its images that every one of them rated (complete cases, as pingouin's
-    ``intraclass_corr(..., nan_policy="omit")`` and R's ``psych::ICC`` keep them:
-    a missed rating leaves out its image, not its participant). The ``all`` rows
-    take every pair of every sketch as a target and every participant as a rater;
-    fewer than 2 targets or raters leave a row undefined (a design in which
-    participants rate different sketches has no complete pair overall).
+    Raters are the participants who rated at least one image of a sketch, targets the
+    images every one of them rated (complete cases, as pingouin's ``intraclass_corr(...,
+    nan_policy="omit")`` and R's ``psych::ICC``). The ``all`` rows take every pair of every
+    sketch as a target; fewer than 2 targets or raters leave a row undefined.
 
     Returns
     -------
     DataFrame
         ``sketch_id, type, icc, f, df1, df2, p_value, ci_low, ci_high, n_images,
-        n_images_excluded, n_raters``, four rows (:data:`ICC_TYPES`) per sketch and
-        four for ``all``. The F test (MS targets / MS error, df1 = n - 1,
-        df2 = (n - 1)(k - 1)) is the same for all four: H0 ICC = 0.
+        n_images_excluded, n_raters``, four rows (:data:`ICC_TYPES`) per sketch and for
+        ``all``. The F test of H0 ICC = 0 is MSR / MSE on n - 1 and (n - 1)(k - 1) df.
 
     Notes
     -----
-    Two-way ANOVA without replication: MSR (targets), MSC (raters), MSE (error).
     ICC(2,1) = (MSR - MSE) / (MSR + (k - 1) MSE + k (MSC - MSE) / n);
     ICC(2,k) = (MSR - MSE) / (MSR + (MSC - MSE) / n);
     ICC(3,1) = (MSR - MSE) / (MSR + (k - 1) MSE); ICC(3,k) = (MSR - MSE) / MSR.
-    The intervals are those of Shrout & Fleiss (1979) and McGraw & Wong (1996), as
-    pingouin's ``intraclass_corr`` and R's ``psych::ICC`` compute them (the tests
-    compare with both).
-
-    References
-    ----------
-    Shrout, P. E., & Fleiss, J. L. (1979). Intraclass correlations: uses in assessing
-    rater reliability. Psychological Bulletin, 86(2), 420-428.
+    Intervals of Shrout & Fleiss (1979), Psychol. Bull. 86(2), and McGraw & Wong (1996).
     """
     blocks = [(str(s), cube.sketch(i)) for i, s in enumerate(cube.sketches)]
     if blocks:
@@ -444,35 +391,11 @@ def intraclass_correlations(cube: RatingCube, *, confidence: float = 0.95) -> pd
         if y.shape[0] >= 2 and y.shape[1] >= 2:
             results = _icc_from_matrix(y, confidence)
         else:
-            results = [
-                {
-                    "type": t,
-                    "icc": np.nan,
-                    "f": np.nan,
-                    "df1": 0,
-                    "df2": 0,
-                    "p_value": np.nan,
-                    "ci_low": np.nan,
-                    "ci_high": np.nan,
-                }
-                for t in ICC_TYPES
-            ]
+            undefined = dict.fromkeys(("icc", "f", "p_value", "ci_low", "ci_high"), np.nan)
+            results = [{"type": t, **undefined, "df1": 0, "df2": 0} for t in ICC_TYPES]
         rows += [{"sketch_id": label, **r, **base} for r in results]
-    columns = [
-        "sketch_id",
-        "type",
-        "icc",
-        "f",
-        "df1",
-        "df2",
-        "p_value",
-        "ci_low",
-        "ci_high",
-        "n_images",
-        "n_images_excluded",
-        "n_raters",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+    columns = ["sketch_id", "type", "icc", "f", "df1", "df2", "p_value", "ci_low", "ci_high"]
+    return pd.DataFrame(rows, columns=[*columns, "n_images", "n_images_excluded", "n_raters"])
 
 
 def reliability_summary(
@@ -505,8 +428,7 @@ def reliability_summary(
 
 
 def shortfall(split_half: pd.DataFrame, target: float = RELIABILITY_TARGET) -> pd.DataFrame:
-    """The sketches whose full-group reliability (``rho_sb``) is below ``target``, with the
-    raters each would need: ``sketch_id, rho_sb, raters_needed``."""
+    """The sketches whose ``rho_sb`` is below ``target``: ``sketch_id, rho_sb, raters_needed``."""
     sketches = split_half[split_half["sketch_id"] != _ALL]
     below = sketches[~(sketches["rho_sb"] >= target)]
     return pd.DataFrame(

@@ -1,10 +1,9 @@
 """``report.html``: one self-contained page with the analysis beside the paper's numbers.
 
-:func:`write_report` computes what the page shows (the rows of its tables, its counts and
-the phrases that depend on the data) and fills ``templates/report.html.jinja``, which holds
-the page's sections, their prose and markup. The page embeds its figures as data URIs and
-loads nothing from the network, so it opens in any browser, can be mailed, and archived
-with the data.
+:func:`write_report` computes what the page shows and fills
+``templates/report.html.jinja``, which holds its sections, prose and markup. Figures
+are embedded as data URIs and nothing is loaded from the network, so the page opens
+anywhere, can be mailed, and is archived with the data.
 """
 
 from __future__ import annotations
@@ -88,12 +87,9 @@ def write_report(
 ) -> Path:
     """Write the report page to ``path`` from an analysis' summary, tables and figure files.
 
-    ``kendall_w`` is the agreement table (``kendall_w.csv``), ``participants``
-    the per-participant table (``participants.csv``) when there is one; ``scale``
-    the ratings' scale, named on the page when it is not the paper's. Up to
-    ``participants_listed_up_to`` participants every one is listed; beyond, those of
-    :func:`participants_listed`, which flags, from ``anchoring`` (``anchoring.csv``) when
-    given, the participants who followed none of the anchors (:func:`anchors_not_followed`).
+    ``kendall_w`` is ``kendall_w.csv``'s table, ``participants`` ``participants.csv``'s;
+    ``scale`` is named when it is not the paper's. Beyond ``participants_listed_up_to``
+    participants the page lists those of :func:`participants_listed`.
     """
     path = Path(path)
     if participants is not None and anchoring is not None:
@@ -450,16 +446,12 @@ def participants_listed(
     up_to: int = PARTICIPANTS_LISTED_UP_TO,
     at_each_end: int = PARTICIPANTS_AT_EACH_END,
 ) -> pd.Series:
-    """Which participants the report lists, and why: every one up to ``up_to``; beyond,
-    the ``at_each_end`` lowest and highest by median tau_b against the consensus (the
-    paper's, participant included) and every flagged participant.
+    """Why each row of ``participants`` is listed ("": not listed, or every one up to ``up_to``).
 
-    Flagged: a session that did not finish, an excluded participant, a failed catch pair, a
-    participant who followed none of the anchors (column ``anchors_not_followed``, when
-    there), a simulated participant among more people, no tau_b against the consensus.
-    Returns, by row of ``participants`` (in its order), why each listed participant is
-    listed ("" up to ``up_to``): "lowest", "highest" (median tau_b) and the flags, joined
-    by "; ".
+    Beyond ``up_to``: the ``at_each_end`` "lowest" and "highest" by median tau_b against
+    the consensus, and every flagged one: an unfinished session, excluded, a failed catch
+    pair, no anchor followed (``anchors_not_followed``), simulated among people, or no
+    tau_b against the consensus; reasons joined by "; ".
     """
     if len(participants) <= up_to:
         return pd.Series("", index=participants.index, dtype=object)
@@ -497,12 +489,10 @@ def participants_listed(
 
 
 def anchors_not_followed(anchoring: pd.DataFrame, labels: pd.Series, alpha: float) -> pd.Series:
-    """Whether each participant of ``labels`` followed none of the anchors: their tau_b
-    against the prescribed ratings (``anchoring.csv``, the paper's anchoring consistency)
-    is defined for at least one anchor sketch and significant (p < ``alpha``) for none.
+    """Whether each of ``labels`` followed none of the anchors, by position.
 
-    False for a participant with no defined anchoring test (no anchors, or constant
-    ratings: the table's ``reason`` says which), by position of ``labels``.
+    True where the anchoring tau_b (``anchoring.csv``) is defined for an anchor sketch
+    and significant (p < ``alpha``) for none; False without a defined test.
 
     >>> table = pd.DataFrame({"participant": ["01", "01", "02", "02", "03"],
     ...                       "p_value": [0.2, 0.01, 0.3, 0.4, float("nan")]})

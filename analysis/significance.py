@@ -1,15 +1,8 @@
 """How many tests of a family are significant, with an interval and a multiple-testing count.
 
-The paper reports, per family of tests, the share significant at alpha = 0.05
-(77.4% anchoring, 86% inter-user, 99% against the benchmark). With 11,718
-inter-user tests that share needs an interval, and the reader may ask how many
-survive a false-discovery-rate control; both are given here: the Wilson interval
-of ``statsmodels.stats.proportion.proportion_confint(method="wilson")``, computed
-as statsmodels computes it (statsmodels is no dependency of the package, and SciPy's
-Wilson interval, ``scipy.stats.binomtest(...).proportion_ci``, lies in
-``scipy.stats``, which ``analyze`` does not import, and differs from statsmodels' in
-the last bits; the tests compare ours with both), and the Benjamini-Hochberg count of
-:mod:`~sbir_study.analysis.corrections`.
+The paper reports each family's share significant at alpha = 0.05 (77.4% anchoring,
+86% inter-user, 99% against the benchmark). Here the share gets a Wilson interval
+and the Benjamini-Hochberg count of :mod:`~sbir_study.analysis.corrections`.
 """
 
 from __future__ import annotations
@@ -42,21 +35,13 @@ class FamilySummary:
 
 
 def wilson_interval(count: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion ``count / n``; NaN for n <= 0.
+    """Wilson score interval for ``count / n``; NaN for n <= 0.
 
-    Notes
-    -----
-    With p = count / n and z the two-sided normal quantile,
-    centre = (p + z^2 / 2n) / (1 + z^2 / n) and half-width
-    = z sqrt(p (1 - p) / n + z^2 / 4n^2) / (1 + z^2 / n), clipped to [0, 1].
-    The terms and their order are those of
-    ``statsmodels.stats.proportion.proportion_confint(method="wilson")``, the normal
-    quantile that of ``scipy.stats.norm.isf``, so the two agree to the last bit.
-
-    References
-    ----------
-    E. B. Wilson (1927), "Probable inference, the law of succession, and
-    statistical inference", Journal of the American Statistical Association 22(158).
+    With p = count / n and z the two-sided normal quantile: centre = (p + z^2 / 2n) /
+    (1 + z^2 / n), half-width = z sqrt(p (1 - p) / n + z^2 / 4n^2) / (1 + z^2 / n),
+    clipped to [0, 1], in the terms and order of statsmodels'
+    ``proportion_confint(method="wilson")`` (no dependency of the package), so they agree
+    to the last bit. Wilson (1927), JASA 22(158).
 
     Examples
     --------
@@ -84,8 +69,7 @@ def wilson_interval(count: int, n: int, *, confidence: float = 0.95) -> tuple[fl
 def summarize_family(pvalues: ArrayLike, alpha: float = 0.05) -> FamilySummary:
     """Share of a family of tests significant at ``alpha``, with its Wilson 95% interval.
 
-    NaN p-values (undefined tests, e.g. a participant who gave one rating to
-    every image) are not counted as tests; their number is ``n_undefined``.
+    NaN p-values (undefined tests) are no tests; ``n_undefined`` counts them.
 
     Examples
     --------

@@ -1,71 +1,41 @@
 """Simulated participants: a generative model of how people rate sketch/image pairs.
 
-The model, per pair i of sketch s and participant j:
+Per pair i of sketch s and participant j (``docs/simulation.md`` says how the
+defaults, which make the statistics look like the paper's, were chosen):
 
-* **Latent rating.** Each pair has a noise-free rating mu_i in [1, 7]
-  (1 = best match). The images of a sketch are stratified over the scale,
-  mu_i = 1 + 6 (pi(i) + u_i) / n with pi a random permutation and u_i ~ U(0, 1),
-  as the paper's pilot-based selection aims for (Sec. 2.2). Anchor pairs have
-  mu equal to their prescribed rating.
-* **Sketch range.** The latent ratings of sketch s are then shrunk towards
-  the middle of the scale, mu_i <- 4 + c_s (mu_i - 4) with c_s ~
-  U(``sketch_range_min``, 1): for some sketches even the best image is only a
-  fair match and the worst not entirely unrelated.
-* **Rater bias.** Participant j shifts the scale by b_j ~ N(0, ``bias_sd``):
-  some are stricter, some more lenient.
-* **Noise, largest mid-scale.** The response is y_ij = mu_i + b_j + e_ij with
-  e_ij ~ N(0, sigma_ij^2), sigma_ij = sigma_j a_s h(mu_i). sigma_j is the
-  participant's noise, log-normal around ``noise``; a_s, the sketch's
-  ambiguity, log-normal around 1; h(mu) = 1 + (``mid_scale_noise`` - 1)
-  (1 - ((mu - 4) / 3)^2) is 1 at the ends of the scale and ``mid_scale_noise``
-  in the middle: clear matches and clear mismatches are judged alike, average
-  ones less so (the paper's Fig. 8).
-* **Anchor pairs.** Each participant perceives anchor pair i at
-  mu_i + d_ij, d_ij ~ N(0, ``anchor_disagreement_sd``): being shown the
-  prescribed rating does not make a person see the pair that way (the paper
-  found 77.4% of anchoring correlations significant, not all).
-* **Rounding.** The rating is y rounded to the nearest integer and clipped to
-  1..7 (clipping also narrows the spread at the ends).
-* **Missed responses.** With probability ``miss_rate`` no key is pressed: the
-  rating and response time are missing.
-* **Another scale.** The model is calibrated on the paper's scale, 1..7 with 1
-  the best match, and draws on it whatever the study's scale. On a k-point scale
-  ``low..high`` the response y (before rounding) is mapped linearly onto it,
-  low + (y - 1) (k - 1) / 6, then rounded and clipped to ``low..high``; on a
-  scale whose high end is the best match it is then reversed (r -> low + high - r).
-  Prescribed anchor ratings are points of the study's scale, mapped back onto 1..7
-  for the model. On the paper's scale nothing is mapped.
-* **Response time.** Log-normal with median ``rt_median`` s, slower for pairs
-  in the middle of the scale by up to ``rt_mid_slowdown``, truncated to the
-  3 s response window.
+* **Latent rating** mu_i in [1, 7] (1 = best): a sketch's images stratified over the
+  scale, mu_i = 1 + 6 (pi(i) + u_i) / n, pi a random permutation, u_i ~ U(0, 1), as
+  the paper's selection aims for (Sec. 2.2); an anchor pair's is its prescribed rating.
+* **Sketch range**: mu_i <- 4 + c_s (mu_i - 4), c_s ~ U(``sketch_range_min``, 1), so
+  for some sketches even the best image is only a fair match.
+* **Rater bias** b_j ~ N(0, ``bias_sd``).
+* **Noise**: y_ij = mu_i + b_j + e_ij, e_ij ~ N(0, (sigma_j a_s h(mu_i))^2), sigma_j
+  log-normal around ``noise``, a_s (the sketch's ambiguity) log-normal around 1,
+  h(mu) = 1 + (``mid_scale_noise`` - 1)(1 - ((mu - 4) / 3)^2): average matches are
+  judged less alike than clear ones (the paper's Fig. 8).
+* **Anchor pairs** are perceived at mu_i + d_ij, d_ij ~ N(0, ``anchor_disagreement_sd``):
+  a prescribed rating does not make everyone see the pair so (77.4% of the paper's
+  anchoring correlations were significant, not all).
+* **Rounding** to the nearest integer, clipped to 1..7; with probability
+  ``miss_rate`` no key is pressed (rating and response time missing).
+* **Another scale** ``low..high`` of k points: y maps to low + (y - 1)(k - 1) / 6
+  before rounding and clipping, reversed (r -> low + high - r) where high is the best
+  match; prescribed anchor ratings map back onto 1..7 for the model.
+* **Response time**: log-normal with median ``rt_median`` s, up to ``rt_mid_slowdown``
+  slower mid-scale, truncated to the 3 s response window.
 
-The session follows the paper's design (Sec. 2.3): the anchor pairs are shown
-first with their prescribed ratings (``anchor_demo``, not rated), then the main
-pairs in a random order per participant, with each anchor pair inserted again
-at a random place after the first ``anchor_repeat_from`` of the main block
-(``anchor_repeat``); the order is :func:`sbir_study.foundation.trial_order.session_order`,
-the rule of ``sbir-study run``.
-
-One model for every simulated participant: :func:`rate_trials` draws the
-ratings and response times of one session, and both ``sbir-study simulate``
-(:func:`simulate_study`) and a session run with ``sbir-study run --simulate``
-(:func:`simulated_responses`) call it. Participant k of a simulated study has
-a session seed (``Seed`` in its sidecar, as a recorded session has): it draws
-the order as ``run`` draws it from its seed, and the ratings from the stream
-``[seed, 1]``. A set's pair-level draws (sketch ambiguity, latent ratings
-the set does not record) come from the set's own content. So ``run
---simulate --seed S`` on a set rates exactly as the simulated participant
-with seed S of any ``simulate --stimuli`` dataset of that set.
-
-The default parameters are set so that the statistics look like the paper's
-(most inter-user and anchoring correlations significant, W significant for
-every sketch, the largest spread mid-scale); ``docs/simulation.md`` records
-how they were chosen.
-
-Random numbers come from one :class:`numpy.random.SeedSequence`: one child
-stream for a made-up design's stimuli, one per participant (its session
-seed), so the data of participant k does not depend on how many participants
-are simulated.
+Sessions follow the paper (Sec. 2.3) and the order of ``sbir-study run``
+(:func:`sbir_study.foundation.trial_order.session_order`): the anchor pairs shown with
+their ratings (``anchor_demo``), then the main pairs in random order, each anchor pair
+again after the first ``anchor_repeat_from`` of them (``anchor_repeat``).
+:func:`rate_trials` is the one model of both ``sbir-study simulate``
+(:func:`simulate_study`) and ``run --simulate`` (:func:`simulated_responses`): a
+participant's session seed (``Seed`` in its sidecar) draws the order, the stream
+``[seed, 1]`` the ratings, and a set's pair-level draws come from the set's content,
+so ``run --simulate --seed S`` on a set rates as the simulated participant with seed
+S of any ``simulate --stimuli`` dataset of it. One
+:class:`numpy.random.SeedSequence` gives a stream for a made-up design and one per
+participant: participant k's data do not depend on how many are simulated.
 """
 
 from __future__ import annotations
@@ -74,6 +44,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -99,9 +70,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class StudyDesign(paper.PairDesign):
-    """Size and timing of a simulated study: the pairs
-    (:class:`~sbir_study.foundation.paper.PairDesign`), the participants and the durations;
-    the defaults are the paper's."""
+    """Size and timing of a simulated study: the pairs, the participants and the durations."""
 
     participants: int = paper.PARTICIPANTS
     #: Anchor repeats go after this fraction of the main block ("the later part").
@@ -159,26 +128,22 @@ def simulate_study(
     stimuli: pd.DataFrame | None = None,
     scale: Scale = PAPER_SCALE,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Simulate every session of a study, its ratings on ``scale`` (the paper's by default).
+    """Simulate every session of a study, its ratings on ``scale``.
 
-    With ``stimuli`` (a stimulus set's manifest: ``sketch_id, image_id,
-    role``, ``anchor_rating`` and, when known, ``latent_similarity``), the
-    participants rate that set's pairs instead of a made-up design: a pair's
-    latent rating is 7 - 6 s for its latent similarity s (a generated set),
-    else drawn as for a made-up sketch; ``main`` and ``candidate`` pairs make
-    the main block, ``anchor`` pairs the anchoring. Only ``participants`` and
-    the timing of ``design`` are used then.
+    With ``stimuli`` (a set's manifest: ``sketch_id, image_id, role, anchor_rating``,
+    ``latent_similarity`` when known) the participants rate that set's pairs: a latent
+    rating is 7 - 6 s for latent similarity s, else drawn as for a made-up sketch;
+    ``main`` and ``candidate`` pairs are the main block. Only ``participants`` and the
+    timing of ``design`` are used then.
 
     Returns
     -------
     trials : DataFrame
-        One row per presented pair and participant with the ratings-table
-        columns, the timing columns a session records (``onset``,
-        ``stim_duration``, ``blank_duration``, ``n_presses``, ``presses``) and
-        ``latent_rating``.
+        A row per presented pair and participant: the ratings-table columns, the timing
+        columns a session records (``onset, stim_duration, blank_duration, n_presses,
+        presses``) and ``latent_rating``.
     participants : DataFrame
-        ``participant, rater_bias, rater_noise, session_seed``: each simulated
-        participant's parameters and seed.
+        ``participant, rater_bias, rater_noise, session_seed``.
 
     Examples
     --------
@@ -239,21 +204,20 @@ def _pairs(
         for i in range(n):
             rows.append((sketch, f"{sketch}_i{i + 1:02d}", "main", latent[i], pd.NA))
     pairs = pd.DataFrame(rows, columns=["sketch_id", "image_id", "role", "latent", "anchor_rating"])
-    ambiguity = rng.lognormal(0.0, model.sketch_ambiguity_sd_log, size=pairs["sketch_id"].nunique())
-    codes, _ = pd.factorize(pairs["sketch_id"])
-    pairs["ambiguity"] = ambiguity[codes]
-    return pairs
+    return _with_ambiguity(pairs, model, rng)
+
+
+def _with_ambiguity(pairs: pd.DataFrame, model: RaterModel, rng: np.random.Generator):
+    """``pairs`` with each sketch's ambiguity a_s drawn."""
+    codes, sketches = pd.factorize(pairs["sketch_id"])
+    ambiguity = rng.lognormal(0.0, model.sketch_ambiguity_sd_log, size=len(sketches))
+    return pairs.assign(ambiguity=ambiguity[codes])
 
 
 def _set_pairs(
     manifest: pd.DataFrame, model: RaterModel, scale: Scale = PAPER_SCALE
 ) -> pd.DataFrame:
-    """The pairs of a stimulus set with their latent ratings and sketch ambiguity.
-
-    The draws (ambiguity, latent ratings the set does not record) come from a
-    generator seeded by the set's content, so every simulation of one set,
-    ``run --simulate`` included, sees the same pairs.
-    """
+    """A set's pairs with latent ratings and ambiguity, drawn from a seed of its content."""
     columns = [
         c
         for c in ("sketch_id", "image_id", "role", "anchor_rating", "latent_similarity")
@@ -290,9 +254,7 @@ def _set_pairs(
         if len(unknown):
             latent[unknown] = _sketch_latent(len(unknown), model, rng)
     pairs["latent"] = latent
-    ambiguity = rng.lognormal(0.0, model.sketch_ambiguity_sd_log, size=pairs["sketch_id"].nunique())
-    codes, _ = pd.factorize(pairs["sketch_id"])
-    pairs["ambiguity"] = ambiguity[codes]
+    pairs = _with_ambiguity(pairs, model, rng)
     return pairs[["sketch_id", "image_id", "role", "latent", "anchor_rating", "ambiguity"]]
 
 
@@ -306,8 +268,7 @@ def _to_model(points, scale: Scale):
 
 
 def _on_scale(response: np.ndarray, scale: Scale) -> np.ndarray:
-    """The model's responses (on 1..7) as ratings of ``scale``: mapped, rounded, clipped,
-    reversed when its high end is the best match (the module docstring)."""
+    """The model's responses on 1..7 as ratings of ``scale``: mapped, rounded, clipped, oriented."""
     if scale.low == SCALE[0] and scale.k == PAPER_SCALE.k:
         rating = np.clip(np.rint(response), SCALE[0], SCALE[1])
     else:
@@ -332,12 +293,9 @@ def _mid_scale(latent: np.ndarray, model: RaterModel) -> np.ndarray:
 def main_block_ratings(
     design: StudyDesign, model: RaterModel, participants: int, rng: np.random.Generator
 ) -> np.ndarray:
-    """Main-block ratings of ``participants`` simulated participants: sketches x participants x
-    images.
+    """Main-block ratings (sketches x participants x images, NaN: missed) for planning.
 
-    The same model as :func:`simulate_study` without sessions (no order,
-    anchors or response times): for planning by simulation, where only the
-    ratings matter. NaN marks a missed response.
+    The model of :func:`simulate_study` without sessions, orders, anchors or times.
     """
     n = design.images_per_sketch
     latent = np.stack([_sketch_latent(n, model, rng) for _ in range(design.sketches)])
@@ -362,20 +320,9 @@ def rate_trials(
 ) -> pd.DataFrame:
     """One simulated participant's ratings and response times for a session's trials.
 
-    The rater model of the module docstring, for trials in presentation
-    order: ``trials`` has ``phase``, ``latent`` (the pair's noise-free
-    rating) and ``ambiguity`` (its sketch's). ``anchor_demo`` trials are not
-    rated; an ``anchor_repeat`` is perceived with the participant's own
-    disagreement with the prescribed rating. Ratings are points of ``scale``
-    (the module docstring says how the model's 1..7 is mapped onto another).
-
-    Returns
-    -------
-    DataFrame
-        ``rating`` (Int64; missing when not rated or missed), ``rt``
-        (seconds, 0.1 ms resolution; missing likewise), ``perceived``, one row
-        per trial in the same order, and in ``attrs`` the participant's
-        ``rater_bias`` and ``rater_noise``.
+    ``trials`` (in presentation order) has ``phase``, ``latent`` and ``ambiguity``;
+    ``anchor_demo`` trials are not rated. Returns ``rating`` (Int64), ``rt`` (s, 0.1 ms
+    resolution) and ``perceived`` per trial, and ``rater_bias``, ``rater_noise`` in ``attrs``.
     """
     bias = rng.normal(0.0, model.bias_sd)
     noise = model.noise * rng.lognormal(0.0, model.noise_sd_log)
@@ -418,12 +365,9 @@ def simulated_responses(
 ) -> pd.DataFrame:
     """What the simulated participant with session seed ``seed`` answers in a session of a set.
 
-    ``manifest`` is the stimulus set's; ``trials`` the session's trial list
-    (``phase``, ``sketch_id``, ``image_id``, in presentation order, as
-    ``sbir-study run`` builds it from ``seed``). The same pairs and the same
-    draws as :func:`simulate_study` with ``stimuli=manifest``: the simulated
-    participant whose sidecar records ``Seed`` = ``seed`` gave these ratings.
-    Returns :func:`rate_trials`'s table, indexed like ``trials``, its ratings on ``scale``.
+    ``trials`` is the session's trial list (``phase, sketch_id, image_id``) as ``run``
+    builds it from ``seed``: the answers of that participant of :func:`simulate_study`
+    with ``stimuli=manifest``. Returns :func:`rate_trials`' table, indexed like ``trials``.
     """
     pairs = _set_pairs(manifest, model, scale).set_index(["sketch_id", "image_id"])
     keys = pd.MultiIndex.from_arrays(
@@ -486,8 +430,7 @@ def _session(
 
 
 def sidecar_name(table: str | Path) -> str:
-    """The name of the JSON sidecar beside a flat ratings table (``ratings.csv`` ->
-    ``ratings.json``), which :func:`~sbir_study.analysis.load_ratings` reads."""
+    """The JSON sidecar's name beside a flat ratings table (``ratings.csv`` -> ``ratings.json``)."""
     return Path(table).with_suffix(".json").name
 
 
@@ -506,60 +449,43 @@ def write_simulated_dataset(
 ) -> Path:
     """Simulate a study and write it as a BIDS dataset (or one flat table with ``flat``).
 
-    Every file is marked as simulated: ``"Simulated": true`` with the design,
-    model parameters and seed in each ``_beh.json`` sidecar (or in the JSON
-    file beside a flat table, :func:`sidecar_name`), which
-    :func:`~sbir_study.analysis.load_ratings` reads. With ``stimuli`` (a set's
-    manifest), the participants rate that set's pairs (see
-    :func:`simulate_study`); ``stimulus_digest`` is then recorded in every
-    sidecar as ``StimulusSetDigest``. Ratings are points of ``scale``, which every
-    sidecar records (:func:`~sbir_study.foundation.bids.scale_sidecar`; ``RatingScale``
-    in the JSON file beside a flat table). The dataset (or the table and its sidecar)
-    is written as every output is (``docs/outputs.md``): aside, then
-    moved into place when complete; an existing one is replaced only with
-    ``overwrite``, and only when an earlier ``simulate`` wrote it. Returns
-    the dataset root (or the table's path).
+    Each ``_beh.json`` sidecar (or the JSON beside a flat table, :func:`sidecar_name`)
+    says ``"Simulated": true`` with the design, model, seed and ``RatingScale``, and
+    ``StimulusSetDigest`` with ``stimuli``. Written as every output (``docs/outputs.md``):
+    aside, then moved into place; an existing one is replaced only with ``overwrite`` and
+    only if ``simulate`` wrote it. Returns ``root``.
     """
     from sbir_study.foundation.outputs import output_files, output_folder
 
     root = Path(root)
-    settings = dict(
-        design=design,
-        model=model,
-        seed=seed,
-        flat=flat,
-        version=version,
-        stimuli=stimuli,
-        stimulus_digest=stimulus_digest,
-        scale=scale,
-    )
+    settings = _Settings(design, model, seed, flat, version, stimuli, stimulus_digest, scale)
     if flat:
         if sidecar_name(root) == root.name:
             raise InputError(f"{root}: expected a table name ending in .csv or .tsv")
         with output_files(
             root, "simulate", companions=[sidecar_name(root)], overwrite=overwrite
         ) as (table, _):
-            _write_simulated(table, **settings)
+            _write_simulated(table, settings)
     else:
         with output_folder(root, "simulate", overwrite=overwrite) as folder:
-            _write_simulated(folder, **settings)
+            _write_simulated(folder, settings)
     return root
 
 
-def _write_simulated(
-    root: Path,
-    design: StudyDesign,
-    model: RaterModel,
-    seed: int,
-    *,
-    flat: bool,
-    version: str,
-    stimuli,
-    stimulus_digest,
-    scale: Scale,
-) -> Path:
-    """The work of :func:`write_simulated_dataset`, into ``root`` (the temporary folder, or
-    the table's temporary path with ``flat``)."""
+class _Settings(NamedTuple):
+    design: StudyDesign
+    model: RaterModel
+    seed: int
+    flat: bool
+    version: str
+    stimuli: pd.DataFrame | None
+    stimulus_digest: str | None
+    scale: Scale
+
+
+def _write_simulated(root: Path, settings: _Settings) -> Path:
+    """The work of :func:`write_simulated_dataset`, into a temporary folder (or table path)."""
+    design, model, seed, flat, version, stimuli, stimulus_digest, scale = settings
     trials, participants = simulate_study(design, model, seed, stimuli=stimuli, scale=scale)
     provenance = {
         "Simulated": True,
@@ -621,11 +547,7 @@ def _readme(design: StudyDesign, seed: int) -> str:
 
 
 def design_for_set(manifest: pd.DataFrame, participants: int) -> StudyDesign:
-    """The design of a simulation on a stimulus set: its sizes come from the manifest.
-
-    ``manifest`` is the set's manifest, its anchor rows left in (anchoring) or
-    taken out (a study without anchoring).
-    """
+    """The design of a simulation on a stimulus set, sized by its manifest (anchor rows or not)."""
     rated = manifest[manifest["role"] != "anchor"]
     per_sketch = rated.groupby("sketch_id").size()
     anchors = manifest[manifest["role"] == "anchor"]

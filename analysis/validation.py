@@ -1,10 +1,8 @@
 """The ratings table's columns and their checks: a raw table of text cells in, a typed one out.
 
-:func:`validate_ratings` checks every field of a ratings table (``docs/formats.md``) and
-returns it typed; every problem is an :class:`~sbir_study.foundation.checks.InputError`
-naming the file, the line and the field. Each distinct cell of a column is checked and
-converted once: a crowd-size study repeats a few thousand distinct cells over millions
-of rows.
+Every problem is an :class:`~sbir_study.foundation.checks.InputError` naming file,
+line and field. Each distinct cell of a column is checked and converted once: a
+crowd-size study repeats few distinct cells over millions of rows.
 """
 
 from __future__ import annotations
@@ -36,14 +34,8 @@ __all__ = [
 
 #: The columns of the ratings table, in the order they are written.
 RATING_COLUMNS = (
-    "participant",
-    "sketch_id",
-    "image_id",
-    "phase",
-    "rating",
-    "rt",
-    "anchor_rating",
-    "trial",
+    *("participant", "sketch_id", "image_id", "phase"),
+    *("rating", "rt", "anchor_rating", "trial"),
 )
 #: The columns every ratings table has (a BIDS file may leave out ``participant``).
 REQUIRED_COLUMNS = ("participant", "sketch_id", "image_id", "rating")
@@ -61,12 +53,10 @@ class RatingsWarning(UserWarning):
 
 
 def validate_ratings(frame: pd.DataFrame, *, scale: Scale = PAPER_SCALE) -> pd.DataFrame:
-    """Check a raw ratings table (all cells text) and return it typed.
+    """Check a raw ratings table (all cells text) and return it typed (``docs/formats.md``).
 
-    ``frame`` may carry ``_source`` and ``_line`` columns naming where each row
-    came from; they are used in messages and dropped from the result. Ratings and
-    prescribed ratings must be points of ``scale``, which the result carries in
-    ``attrs["scale"]``.
+    ``_source`` and ``_line`` columns, when there, name rows in messages and are dropped.
+    Ratings and prescribed ratings must be points of ``scale`` (``attrs["scale"]``).
     """
     check_text_labels(frame)
     frame = frame.copy()
@@ -116,11 +106,8 @@ def validate_ratings(frame: pd.DataFrame, *, scale: Scale = PAPER_SCALE) -> pd.D
 
 
 def _refuse_missing_labels(frame: pd.DataFrame) -> None:
-    """A participant label that R, pandas or BIDS read as a missing value is refused.
-
-    ``NA``, ``n/a``, ``nan``, ``None`` and ``null`` (in any case) are a participant in this
-    table but no one in the next tool's (R's ``read.csv``, ``pandas.read_csv``
-    and a BIDS reader drop them as missing), so the study would lose them there.
+    """Refuse a participant label (``NA``, ``n/a``, ``nan``, ``None``, ``null``) that R, pandas
+    or a BIDS reader read as missing: the study would lose that participant there.
     """
     labels = frame["participant"].cat.categories
     missing = labels.str.lower().isin(MISSING_LABELS)
@@ -135,12 +122,8 @@ def _refuse_missing_labels(frame: pd.DataFrame) -> None:
 
 
 def _warn_of_leading_zeros(frame: pd.DataFrame) -> None:
-    """Warn of participant labels that differ only by leading zeros (``01``, ``1``, ``001``).
-
-    They are different participants here, as labels are text (``docs/formats.md``),
-    but a spreadsheet that read them as numbers, or a hand that typed ``1`` for
-    ``01``, makes one participant two: the warning names each such label and
-    where it first occurs, so that the experimenter can tell which it is.
+    """Warn of labels that differ only by leading zeros (``01``, ``1``): two participants
+    here, maybe one typed or spreadsheet-mangled; each is named with where it first occurs.
     """
     labels = pd.Series(frame["participant"].cat.categories)
     unpadded = labels.str.lstrip("0")
@@ -170,14 +153,7 @@ def _warn_of_leading_zeros(frame: pd.DataFrame) -> None:
 
 
 def _compact_text(column: pd.Series) -> pd.Series:
-    """An extra column, still text, as a categorical of its values.
-
-    A session file's timing columns (onset, durations, press counts) repeat a few
-    thousand values over millions of rows: as a categorical each distinct text is held
-    once, not once a row. Every extra column is a categorical,
-    whatever its values, so that two datasets with the same columns (a lab and an
-    online arm, say) load with the same types.
-    """
+    """An extra text column as a categorical: few distinct texts, one type in every dataset."""
     codes, uniques = pd.factorize(column, use_na_sentinel=True)
     # Python strings as categories whichever reader gave the column (Arrow's gives str).
     categories = pd.Index(np.asarray(uniques, dtype=object), dtype=object)
@@ -217,12 +193,7 @@ sbir_study.analysis.load_ratings, or pandas.read_csv(..., dtype=str)
 
 
 def _labels(column: pd.Series) -> pd.Categorical:
-    """Labels stripped of surrounding blanks, as a categorical with sorted categories.
-
-    Each distinct label is stripped once, not each row: at crowd size the
-    identifier columns hold millions of repeats of a few thousand labels, and
-    every later grouping works on the integer codes.
-    """
+    """Labels stripped, as a categorical with sorted categories (each distinct label once)."""
     codes, uniques = _distinct_cells(column)
     stripped = pd.Index(uniques).astype(str).str.strip()
     merged, categories = pd.factorize(stripped, sort=True)
@@ -249,11 +220,7 @@ def _fail_where(frame: pd.DataFrame, bad: pd.Series, column: str, expected: str)
 
 @dataclass(frozen=True)
 class _Distinct:
-    """A text column as its distinct stripped values and a code per row.
-
-    Each distinct cell is checked and converted once: a rating column holds
-    millions of cells but a handful of distinct values.
-    """
+    """A text column as its distinct stripped values and a code per row."""
 
     codes: np.ndarray
     text: np.ndarray
@@ -279,10 +246,8 @@ class _Distinct:
     def rows(self, values: np.ndarray, index: pd.Index, dtype: str) -> pd.Series:
         """``values`` (one per distinct cell; NaN: missing) spread over the rows, as ``dtype``.
 
-        A nullable integer column is made from its numbers and its mask, each taken per
-        distinct value and then spread, rather than by ``astype("Int64")`` of millions of
-        spread floats (the same values). Whole numbers beyond int64 go through ``astype``
-        (which refuses them).
+        Nullable integers are built from numbers and mask per distinct value; whole numbers
+        beyond int64 go through ``astype``, which refuses them.
         """
         if dtype == "Int64":
             missing = np.isnan(values)
@@ -350,11 +315,9 @@ def _check_unique_pairs(frame: pd.DataFrame) -> None:
 
 
 def _any_repeated(frame: pd.DataFrame, key: list[str]) -> bool:
-    """Whether a ``key`` of the rows of a once-per-phase phase is repeated: one whole number
-    a row from the categoricals' codes (a missing label is code -1, equal to another missing
-    one, as ``DataFrame.duplicated`` has it), sorted, equal neighbours or not: a
-    fraction of the cost of ``DataFrame.duplicated`` over the four columns at crowd size
-    (``benchmarks/RESULTS.md``), which is left to name the rows of a repeated pair."""
+    """Whether a ``key`` of a once-per-phase phase's rows repeats, from the categoricals' codes
+    (missing equal to missing, as ``DataFrame.duplicated``, left to name the rows).
+    """
     once = frame["phase"].isin(_ONCE_PER_PHASE).to_numpy()
     columns = [frame[name] for name in key]
     if not all(isinstance(column.dtype, pd.CategoricalDtype) for column in columns):

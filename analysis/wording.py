@@ -25,12 +25,7 @@ __all__ = [
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
-    """``n`` and its noun, agreeing: "1 participant", "12 participants", "3 sketches".
-
-    Every count the page (and analyze's console) prints goes through here, so none reads
-    "1 participants".
-
-    Thousands are separated, as a crowd's counts need ("62,000,000 correlations").
+    """``n`` and its noun, agreeing and with thousands separated; every printed count uses it.
 
     >>> counted(1, "participant"), counted(0, "sketch", "sketches"), counted(2000, "rater")
     ('1 participant', '0 sketches', '2,000 raters')
@@ -44,9 +39,7 @@ _SHARE_DECIMALS = 3
 
 
 def share_interval(value: float | None, low: float | None, high: float | None) -> tuple[str, str]:
-    """A share and its interval, in percent, with as many decimals as the bounds need to
-    differ (1 to 3): "89.2%" and "88.1% to 90.2%", or, over 62 million tests,
-    "89.21%" and "89.19% to 89.22%", never "89.2% to 89.2%".
+    """A share and its interval in percent, with the decimals (1 to 3) the bounds need to differ.
 
     An interval narrower than the last decimal says so instead of repeating a bound.
 
@@ -74,11 +67,9 @@ def share_interval(value: float | None, low: float | None, high: float | None) -
 
 
 def undefined_text(stats: Mapping) -> str:
-    """Why some tests of a ``summary.json`` entry are undefined; "" when none is.
+    """Why some tests of a ``summary.json`` entry are undefined ("" when none is).
 
-    "5 undefined: constant: 07 on s3": the count, then each reason of its ``undefined``
-    list with the sketches it occurs on (and its count, when there are several
-    reasons); what the list leaves out is counted, and named in the tables.
+    "5 undefined: constant: 07 on s3": the count, then each reason with its sketches.
     """
     total = stats.get("n_undefined") or 0
     if not total:
@@ -151,8 +142,7 @@ def agreeing(n: int, noun: str, plural: str | None = None) -> str:
 
 
 def span(low: int | None, high: int | None) -> str:
-    """A range of counts as the pages write it: "13-24", "28" when both ends agree, "n/a"
-    without one.
+    """A range of counts: "13-24", one number when both ends agree, "n/a" without one.
 
     >>> span(13, 24), span(2000, 2000), span(None, None)
     ('13-24', '2,000', 'n/a')

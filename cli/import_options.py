@@ -23,14 +23,10 @@ _SEPARATOR_CHARACTERS = (",", ";", "\t", "|")
 def parse_columns(text: str | None, *, option: str = "--columns") -> dict[str, str]:
     """A column mapping from its text: ``participant=Subject,sketch_id=Sketch,...``.
 
-    Each entry names a column of the ratings table
-    (:data:`~sbir_study.analysis.importers.cells.IMPORT_COLUMNS`) and the
-    source's column that holds it; a source name may hold any character but ``,``
-    and ``=`` (surrounding blanks dropped). A column of the ratings table named
-    twice, or one it does not have, is refused.
+    Each entry maps a ratings-table column
+    (:data:`~sbir_study.analysis.importers.cells.IMPORT_COLUMNS`) to a source column (any
+    text but ``,`` and ``=``, stripped); an unknown or repeated column is refused.
 
-    Examples
-    --------
     >>> parse_columns("participant=Subject, rating = Response")
     {'participant': 'Subject', 'rating': 'Response'}
     """
@@ -60,14 +56,8 @@ def parse_columns(text: str | None, *, option: str = "--columns") -> dict[str, s
 
 
 def parse_keys(text: str, scale: Scale, *, option: str = "--keys") -> dict[str, int]:
-    """The rating each key stands for: ``1,2,3,4,5`` gives the scale's points in order.
+    """The rating of each key: one key per point of ``scale``, low end first, named as recorded.
 
-    The keys are named as the source records them (PsychoPy's ``1``, ``num_1``,
-    ``a``; jsPsych's ``1``, ``ArrowLeft``), one per point of ``scale``, its low end
-    first, separated by commas.
-
-    Examples
-    --------
     >>> parse_keys("a,s,d,f,g", Scale(1, 5))
     {'a': 1, 's': 2, 'd': 3, 'f': 4, 'g': 5}
     """
@@ -88,8 +78,6 @@ def parse_keys(text: str, scale: Scale, *, option: str = "--keys") -> dict[str, 
 def parse_select(text: str | None, *, option: str = "--select") -> dict[str, str]:
     """Which trials are ratings, by the value of their fields: ``task=rating,block=main``.
 
-    Examples
-    --------
     >>> parse_select("task = rating")
     {'task': 'rating'}
     """
@@ -111,14 +99,11 @@ def parse_select(text: str | None, *, option: str = "--select") -> dict[str, str
 
 
 def parse_answers(text: str | None, scale: Scale, *, option: str = "--answers") -> dict[str, int]:
-    """The rating each answer label stands for: ``Best match=1,Good=2,...,Worst=7``.
+    """The rating of each answer label: ``Best match=1,Good=2,...,Worst=7``.
 
-    Labels are compared with an answer's text stripped of surrounding blanks; a label
-    may hold any character but ``,`` (the rating follows its last ``=``). A point off
-    ``scale``, or a label given twice, is refused.
+    Labels match an answer stripped, may hold any text but ``,`` (the rating follows the
+    last ``=``); a point off ``scale`` or a label twice is refused.
 
-    Examples
-    --------
     >>> parse_answers("very similar = 1, similar=2, not similar=3", Scale(1, 3))
     {'very similar': 1, 'similar': 2, 'not similar': 3}
     """
@@ -143,11 +128,8 @@ def parse_answers(text: str | None, scale: Scale, *, option: str = "--answers") 
 
 
 def parse_separator(text: str | None) -> str | None:
-    """The field separator ``--sep`` names (``comma``, ``semicolon``, ``tab``, ``bar`` or the
-    character itself); None when not given, so that the reader sniffs it.
+    """The separator ``--sep`` names: ``comma``, ``semicolon``, ``tab``, ``bar`` or itself; None.
 
-    Examples
-    --------
     >>> parse_separator("semicolon"), parse_separator("bar"), parse_separator(None)
     (';', '|', None)
     """

@@ -1,8 +1,4 @@
-"""How the study's numbers grow with its crowd size: the power simulation's curves
-(:func:`sbir_study.analysis.power.summarize_power`) and the reliability the consensus would
-have with m raters (the Spearman-Brown prophecy of
-:func:`sbir_study.analysis.reliability.predicted_reliability`).
-"""
+"""How the study's numbers grow with its crowd: the power curves and the reliability prophecy."""
 
 from __future__ import annotations
 
@@ -26,39 +22,33 @@ __all__ = [
 
 
 def plot_power(summary: pd.DataFrame, *, axes: Sequence[Axes]) -> Sequence[Axes]:
-    """How the study's statistics improve with the number of participants.
+    """How the statistics improve with the participants.
 
-    ``summary`` is :func:`sbir_study.analysis.power.summarize_power`'s table. Left: tau_b
-    between the panel's consensus and a large reference panel's (median and
-    5th percentile over sketches); middle: share of sketches with W
-    significant; right: share of significant inter-user tau_b with its 95%
-    range over replications.
+    ``summary`` is :func:`~sbir_study.analysis.power.summarize_power`'s table.
+
+    Left: tau_b of the panel's consensus against the reference panel's (median and 5th
+    percentile over sketches); middle: share of sketches with W significant; right:
+    share of significant inter-user tau_b with its 95% range over replications.
     """
     left, middle, right = axes
     k = summary["participants"].to_numpy()
     left.plot(k, summary["tau_median"], "o-", label="median over sketches")
     left.plot(k, summary["tau_p05"], "s--", label="5th percentile")
-    left.set_ylabel(f"{TAU}, panel consensus vs reference panel")
-    left.legend(fontsize="small", loc="lower right")
-    left.set_title("Ground truth from k participants")
     middle.plot(k, summary["w_significant_share"], "o-", label="mean share of sketches")
     middle.plot(k, summary["w_all_significant"], "s--", label="studies with all sketches")
     middle.set_ylim(-0.02, 1.05)
-    middle.set_ylabel("W significant (over the raters who rated every image)")
-    middle.legend(fontsize="small", loc="lower right")
-    middle.set_title("Kendall's W significant")
-    right.fill_between(
-        k,
-        summary["inter_user_share_p025"],
-        summary["inter_user_share_p975"],
-        alpha=0.25,
-        label="95% of replications",
-    )
+    low, high = summary["inter_user_share_p025"], summary["inter_user_share_p975"]
+    right.fill_between(k, low, high, alpha=0.25, label="95% of replications")
     right.plot(k, summary["inter_user_share"], "o-", label="mean")
-    right.set_ylabel(f"share of inter-user {TAU} significant")
-    right.legend(fontsize="small", loc="lower right")
-    right.set_title("Inter-user correlations significant")
-    for ax in axes:
+    labels = (
+        (f"{TAU}, panel consensus vs reference panel", "Ground truth from k participants"),
+        ("W significant (over the raters who rated every image)", "Kendall's W significant"),
+        (f"share of inter-user {TAU} significant", "Inter-user correlations significant"),
+    )
+    for ax, (ylabel, title) in zip(axes, labels, strict=True):
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize="small", loc="lower right")
+        ax.set_title(title)
         ax.set_xlabel("participants k")
         ax.set_xticks(k)
         ax.grid(alpha=0.3)
@@ -84,13 +74,12 @@ _PROPHECY_LOG_ABOVE = 200
 def plot_reliability_prophecy(
     predicted: pd.DataFrame, *, ax: Axes, target: float = 0.8, n_raters: int | None = None
 ) -> Axes:
-    """The reliability the consensus would have with m raters, per sketch and over all.
+    """The reliability of the consensus with m raters, per sketch and over all.
 
-    ``predicted`` is :func:`sbir_study.analysis.reliability.predicted_reliability`'s
-    table (``sketch_id, n_raters, predicted``); each sketch is a faint line, the
-    ``all`` row a bold one, ``target`` a dashed line, and ``n_raters`` (the study's
-    own number) a dotted one: the curve of a sketch that crosses ``target`` right of
-    it needs more raters than the study had.
+    ``predicted`` is :func:`~sbir_study.analysis.reliability.predicted_reliability`'s table.
+
+    Each sketch a faint line, ``all`` a bold one, ``target`` dashed and the study's own
+    ``n_raters`` dotted: a sketch crossing ``target`` right of it needs more raters.
     """
     for sketch, curve in predicted.groupby("sketch_id", sort=True):
         if sketch == "all":

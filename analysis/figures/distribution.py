@@ -1,10 +1,7 @@
-"""Fig. 7, the distribution of the ratings over the scale, and Fig. 8, the ratings grouped
-by their pair's median rating (the bins of Eq. 3).
+"""Fig. 7, the ratings over the scale, and Fig. 8, the ratings by their pair's median (Eq. 3).
 
-Both draw one bar or bin per point of the rating scale, in the paper's orientation
-(:func:`~sbir_study.analysis.orientation.in_paper_orientation`: the low end best).
-
-References: Eitz et al. (2011), Sec. 3.3 and the captions of Figs. 7 and 8.
+One bar or bin per point of the scale, in the paper's orientation. Eitz et al.
+(2011), Sec. 3.3 and the captions of Figs. 7 and 8.
 """
 
 from __future__ import annotations
@@ -23,10 +20,8 @@ __all__ = ["plot_bins", "plot_distribution"]
 
 
 def _rating_axis_label(scale: Scale = PAPER_SCALE) -> str:
-    """What the rating axis of Figs. 7 and 8 shows: the scale in the paper's orientation.
+    """The rating axis of Figs. 7 and 8: the scale in the paper's orientation.
 
-    Examples
-    --------
     >>> _rating_axis_label()
     'rating (1 = best match, 7 = worst)'
     >>> _rating_axis_label(Scale(1, 5, "high"))
@@ -41,11 +36,10 @@ def _rating_axis_label(scale: Scale = PAPER_SCALE) -> str:
 def plot_distribution(
     distributions: Mapping[str, pd.DataFrame], *, ax: Axes, scale: Scale = PAPER_SCALE
 ) -> Axes:
-    """Fig. 7: share of ratings at each scale point per dataset, against the uniform share.
+    """Fig. 7: share of main-phase ratings at each point per dataset, against the uniform share.
 
-    ``distributions`` maps a label (e.g. ``"pilot"``, ``"final"``) to a
-    :func:`sbir_study.analysis.rating_distribution` table; the main phase is drawn,
-    one bar per point of ``scale`` (in the paper's orientation: the low end best).
+    ``distributions`` maps a label (``"pilot"``, ``"final"``) to a
+    :func:`sbir_study.analysis.rating_distribution` table.
     """
     levels = np.array(scale.points)
     width = 0.8 / max(len(distributions), 1)
@@ -77,12 +71,7 @@ def plot_distribution(
 
 
 def _distribution_label(dataset: str, counts: pd.Series | None) -> str:
-    """A Fig. 7 legend entry: which study's main-block ratings a bar's shares are of.
-
-    The paper's Fig. 7 draws the "distribution of ratings gathered in pilot/final
-    study relative to the desired uniform distribution"; a bare ``final`` said
-    neither that it is a share nor of what. ``counts`` (the table's ``count``) may
-    be missing from a table made by hand: the label then names no number.
+    """A Fig. 7 legend entry: whose main-block ratings the shares are of (count when known).
 
     >>> _distribution_label("final", pd.Series([600, 640]))
     'final study: share of its 1,240 main-block ratings'
@@ -95,11 +84,9 @@ def _distribution_label(dataset: str, counts: pd.Series | None) -> str:
 def plot_bins(
     bins: pd.DataFrame, *, axes: Sequence[Axes], scale: Scale = PAPER_SCALE
 ) -> Sequence[Axes]:
-    """Fig. 8: ratings grouped by their pair's median rating (bins B_k of Eq. 3).
+    """Fig. 8: ratings grouped by their pair's median (bins B_k of Eq. 3), a bin per point.
 
-    Left: mean and standard deviation of the ratings in each bin (the sd
-    written above each bar); right: the number of ratings in each bin. One
-    bin per point of ``scale``, in the paper's orientation (the low end best).
+    Left: mean and sd of each bin (the sd written above the bar); right: its count.
     """
     levels = np.array(scale.points)
     left, right = axes

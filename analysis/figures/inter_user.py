@@ -1,7 +1,6 @@
-"""Fig. 5, the agreement between participants per sketch, and Fig. 9, the sketches on
-which they agree most and least.
+"""Fig. 5, the agreement between participants per sketch, and Fig. 9, its best and worst sketches.
 
-References: Eitz et al. (2011), Sec. 3.3 and the captions of Figs. 5 and 9.
+Eitz et al. (2011), Sec. 3.3 and the captions of Figs. 5 and 9.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from matplotlib.lines import Line2D
 
 from sbir_study.foundation.checks import open_image
 
+from ..wording import span
 from .style import TAU, finite_min
 
 __all__ = ["plot_inter_user", "plot_sketch_extremes"]
@@ -32,14 +32,11 @@ def plot_inter_user(
 ) -> Axes:
     """Fig. 5: per sketch, box plots of the inter-user tau_b and Kendall's W as black circles.
 
-    ``boxes`` holds one :func:`sbir_study.analysis.distribution.box_summary` per sketch
-    (with a ``label``, the sketch id), in the order to draw; median line, box
-    from the 25th to the 75th percentile, whiskers to 1.5 IQR, outliers as red
-    plus signs, as in the paper. ``kendall_w`` is the table of
-    :func:`sbir_study.analysis.agreement.agreement_by_sketch` (or of ``kendall_w_by_sketch``);
-    when it has ``alpha_ordinal``, Krippendorff's ordinal alpha over all raters
-    is drawn beside W as a blue diamond. The legend says over how many raters
-    W stands (k of m).
+    ``boxes`` holds a :func:`~sbir_study.analysis.distribution.box_summary` per sketch (with
+    its ``label``) in drawing order; outliers are red plus signs, as in the paper.
+    ``kendall_w`` is :func:`~sbir_study.analysis.agreement_tables.agreement_by_sketch`'s
+    table; its ``alpha_ordinal``, when there, is drawn as a blue diamond. The legend says
+    over how many raters W stands (k of m).
     """
     stats = [dict(box) for box in boxes]
     positions = np.arange(1, len(stats) + 1)
@@ -112,12 +109,8 @@ def _raters_text(table: pd.DataFrame) -> str:
     if "n_raters_all" not in table or k.empty:
         return "raters who rated every image"
     m = table["n_raters_all"].dropna()
-
-    def span(values) -> str:
-        low, high = int(values.min()), int(values.max())
-        return f"{low:,}" if low == high else f"{low:,}-{high:,}"
-
-    return f"over the {span(k)} of {span(m)} raters who rated every image"
+    k_range, m_range = (span(int(v.min()), int(v.max())) for v in (k, m))
+    return f"over the {k_range} of {m_range} raters who rated every image"
 
 
 #: Longest side, in pixels, of a sketch drawn in Fig. 9.
@@ -129,9 +122,8 @@ def plot_sketch_extremes(
 ) -> Sequence[Axes]:
     """Fig. 9: thumbnails of the sketches with the best and worst inter-user agreement.
 
-    ``extremes`` has ``sketch_id, group`` (``best``/``worst``) and
-    ``tau_median``; ``images`` maps a sketch id to its image file. ``axes``
-    is a grid with one row per group.
+    ``extremes`` has ``sketch_id, group`` (``best``/``worst``), ``tau_median``;
+    ``images`` maps a sketch id to its image; ``axes`` has a row per group.
     """
     grid = np.asarray(axes, dtype=object).reshape(2, -1)
     for row, group in enumerate(("best", "worst")):

@@ -1,6 +1,4 @@
-"""The files of ``analyze``'s figures: Figs. 4-9, each sized for what it draws, as
-``.png`` and ``.pdf`` (or the formats asked for).
-"""
+"""The files of ``analyze``'s figures: Figs. 4-9, each sized for what it draws."""
 
 from __future__ import annotations
 
@@ -55,16 +53,11 @@ def write_figures(
     scale: Scale = PAPER_SCALE,
     formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
 ) -> dict[str, Path]:
-    """Draw Figs. 4-8 (and Fig. 9 when sketch images are given) as ``.png`` and ``.pdf``,
-    or in ``formats`` (:func:`~sbir_study.foundation.html.figure_formats`: png among them).
+    """Draw Figs. 4-8 (and 9 with sketch images) as ``.png`` and ``.pdf``, or in ``formats``.
 
-    Figs. 7 and 8 have one bar or bin per point of ``scale``, the ratings in the
-    paper's orientation (:func:`~sbir_study.analysis.orientation.in_paper_orientation`).
-
-    ``participant_view`` is the ``view`` of Figs. 4 and 6 (:func:`plot_anchoring`):
-    ``"auto"`` draws each participant up to :data:`~.participants.PARTICIPANT_VIEW_LIMIT`, the
-    distribution over the participants beyond. The PDFs embed their fonts as
-    TrueType. Returns the PNG path of each figure, by name (see :data:`FIGURES`).
+    ``formats``: :func:`~sbir_study.foundation.html.figure_formats`, png among them.
+    ``participant_view`` is Figs. 4 and 6's ``view`` (:func:`plot_anchoring`). Returns
+    each figure's PNG path by name (:data:`FIGURES`).
     """
     check_option("participant_view", participant_view, VIEWS)
     formats = figure_formats(formats)
@@ -121,9 +114,7 @@ def write_figures(
 def _say_how_the_panels_differ(consensus: pd.DataFrame, ax: Axes) -> None:
     """Write on Fig. 6's leave-one-out panel how far it lies from the inclusive one.
 
-    With many participants each one's share of the consensus is small and the two panels
-    look the same; the largest and the typical difference of a participant's median say
-    so in numbers, where a reader would otherwise look for a difference that is not there.
+    With many participants the panels look the same; the numbers say so.
     """
     labels = consensus["participant"].astype(str)
     medians = consensus.groupby(labels)[["tau_b", "tau_b_loo"]].median()

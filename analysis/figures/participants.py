@@ -1,20 +1,17 @@
-"""Figs. 4 and 6: each participant's tau_b, against the anchors' prescribed ratings and
-against the consensus.
+"""Figs. 4 and 6: each participant's tau_b against the anchors' ratings and the consensus.
 
-Up to :data:`PARTICIPANT_VIEW_LIMIT` participants each one is drawn at a labelled place
-(``view="each"``); beyond it, one tick per participant merges into a black band and a box
-per person is a few pixels wide, so the figures draw the distribution over the
-participants sorted by their median (``view="aggregate"``): the medians as a line in
-bands of pooled quantiles over windows of ranks (:func:`_rank_windows`).
-
-References: Eitz et al. (2011), Sec. 3.3 and the captions of Figs. 4 and 6.
+Up to :data:`PARTICIPANT_VIEW_LIMIT` participants each is drawn at a labelled place
+(``view="each"``); beyond, ticks merge into a band, so the figures draw the
+distribution over participants sorted by median (``view="aggregate"``): the medians
+as a line in bands of pooled quantiles over windows of ranks (:func:`_rank_windows`).
+Eitz et al. (2011), Sec. 3.3 and the captions of Figs. 4 and 6.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -41,14 +38,11 @@ PARTICIPANT_VIEW_LIMIT = 60
 #: The views of Figs. 4 and 6 (:func:`plot_anchoring`).
 VIEWS = ("auto", "each", "aggregate")
 #: In the aggregate view, the bands are quantiles of every tau_b of the participants in a
-#: window of ranks ceil(sqrt(N)) wide (45 of 2,000, 100 of 10,000), and wide
-#: enough to pool at least :data:`_BAND_VALUES` values (Fig. 4's three anchors each: 134
-#: participants): a window that grows with N pools more values as the ranks crowd together,
-#: so the band is smooth at any size, where a running median of each participant's own
-#: quantiles (over 31 sketches or 3 anchors) is jagged across the whole width. The
-#: quantiles are taken at most at :data:`_BAND_POINTS` ranks, evenly spaced: more than a
-#: figure's width in pixels.
+#: window of ceil(sqrt(N)) ranks, wide enough to pool :data:`_BAND_VALUES` values: smooth
+#: at any N, where a running median of each participant's own quantiles is jagged. They
+#: are taken at :data:`_BAND_POINTS` ranks at most, more than a figure's width in pixels.
 _BAND_POINTS = 400
+_BAND_LABELS = ("25th-75th percentile", "5th-95th percentile")
 _BAND_VALUES = 400
 #: The aggregate view's margin left and right of the ranks, as a share of N, so the lowest-
 #: and highest-ranked participants are not drawn on the axis lines.
@@ -58,8 +52,7 @@ _RANK_MARGIN = 0.02
 def tau_threshold(n_items: int, alpha: float = 0.05, alternative: str = "greater") -> float:
     """The smallest tau_b significant at ``alpha`` between two untied lists of ``n_items``.
 
-    From the normal approximation without ties (var S = n (n - 1)(2n + 5) / 18);
-    ties raise the threshold slightly. For ``"less"`` the threshold is negative.
+    From var S = n (n - 1)(2n + 5) / 18; ties raise it slightly; negative for ``"less"``.
 
     >>> round(tau_threshold(7), 3)
     0.522
@@ -85,14 +78,10 @@ def plot_anchoring(
 ) -> Axes:
     """Fig. 4: per participant, tau_b between the anchor repeats and the prescribed ratings.
 
-    ``view="each"`` draws one marker per participant and anchor sketch; filled
-    when the correlation is significant at ``alpha``, hollow when not.
-    ``view="aggregate"`` sorts the participants by their median tau_b over the
-    anchor sketches and draws that median as a line, with a band from each
-    participant's lowest to highest tau_b. ``"auto"`` (the default) is
-    ``"each"`` up to :data:`PARTICIPANT_VIEW_LIMIT` participants. The dashed line
-    is the significance threshold for the anchor block's size without ties.
-    Ratings without anchor repeats give axes that say so instead of being empty.
+    ``view="each"``: a marker per participant and anchor sketch, filled where
+    significant at ``alpha``; ``"aggregate"``: participants by median tau_b, the median
+    a line in a band from lowest to highest; ``"auto"``: :func:`aggregate_view`. The
+    dashed line is the threshold without ties; without anchor repeats the axes say so.
 
     Examples
     --------
@@ -117,7 +106,7 @@ def plot_anchoring(
     n_items = int(anchoring["n_items"].max())
     threshold = tau_threshold(n_items, alpha, alternative)
     if aggregate_view(view, len(participants)):
-        handles, labels, drawn, title = _anchoringaggregate_view(table, ax, alpha)
+        handles, labels, drawn, title = _anchoring_aggregate(table, ax, alpha)
     else:
         handles, labels = _anchoring_each(anchoring, table, participants, ax, alpha)
         drawn = table["tau_b"].to_numpy(dtype=float)
@@ -129,25 +118,11 @@ def plot_anchoring(
     # or, in the aggregate view (as wide as a page, with long entries), below.
     ax.set_ylim(*fitted_range([*drawn, threshold]))
     if aggregate_view(view, len(participants)):
-        ax.legend(
-            handles,
-            labels,
-            loc="upper center",
-            bbox_to_anchor=(0.5, -0.16),
-            ncol=2,
-            fontsize="small",
-            title=title or None,
-            title_fontsize="small",
-        )
+        place: dict[str, Any] = {"loc": "upper center", "bbox_to_anchor": (0.5, -0.16), "ncol": 2}
+        place |= {"title": title or None, "title_fontsize": "small"}
     else:
-        ax.legend(
-            handles,
-            labels,
-            loc="upper left",
-            bbox_to_anchor=(1.01, 1.0),
-            borderaxespad=0,
-            fontsize="small",
-        )
+        place = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0}
+    ax.legend(handles, labels, fontsize="small", **place)
     ax.set_ylabel(f"Kendall's {TAU} with the prescribed ratings")
     return ax
 
@@ -162,24 +137,11 @@ def _anchoring_each(anchoring, table, participants, ax, alpha) -> tuple[list, li
         significant = (rows["p_value"] < alpha).to_numpy()
         color = f"C{k}"
         marker = MARKERS[k % len(MARKERS)]
-        ax.scatter(
-            x[significant],
-            rows["tau_b"].to_numpy()[significant],
-            marker=marker,
-            color=color,
-            s=28,
-            label=f"anchor {sketch}",
-            zorder=3,
-        )
-        ax.scatter(
-            x[~significant],
-            rows["tau_b"].to_numpy()[~significant],
-            marker=marker,
-            facecolors="none",
-            edgecolors=color,
-            s=28,
-            zorder=3,
-        )
+        tau = rows["tau_b"].to_numpy()
+        filled: dict[str, Any] = {"color": color, "label": f"anchor {sketch}"}
+        hollow: dict[str, Any] = {"facecolors": "none", "edgecolors": color}
+        for chosen, look in ((significant, filled), (~significant, hollow)):
+            ax.scatter(x[chosen], tau[chosen], marker=marker, s=28, zorder=3, **look)
     handles, labels = ax.get_legend_handles_labels()
     handles.append(
         Line2D([], [], marker="o", linestyle="", markerfacecolor="none", markeredgecolor="0.3")
@@ -189,7 +151,7 @@ def _anchoring_each(anchoring, table, participants, ax, alpha) -> tuple[list, li
     return handles, labels
 
 
-def _anchoringaggregate_view(table, ax, alpha) -> tuple[list, list, np.ndarray, str]:
+def _anchoring_aggregate(table, ax, alpha) -> tuple[list, list, np.ndarray, str]:
     spread = _rank_windows(table, "tau_b")
     median, inner, outer = _draw_rank_bands(ax, spread)
     significant = float((table["p_value"] < alpha).mean())
@@ -200,8 +162,7 @@ def _anchoringaggregate_view(table, ax, alpha) -> tuple[list, list, np.ndarray, 
         [
             f"each participant's median over the {n_sketches} anchor sketches "
             f"({100 * significant:.1f}% of all {len(table):,} correlations significant)",
-            "25th-75th percentile",
-            "5th-95th percentile",
+            *_BAND_LABELS,
         ],
         np.concatenate([spread.median, *spread.bands.values()]),
         spread.note,
@@ -213,13 +174,10 @@ def plot_vs_consensus(
 ) -> Axes:
     """Fig. 6: per participant, the distribution of per-sketch tau_b against the consensus.
 
-    By default the paper's statistic: the consensus includes the participant
-    (column ``tau_b``); ``loo=True`` draws the consensus of the other
-    participants only (``tau_b_loo``). ``view="each"`` draws one box per
-    participant, as in the paper; ``view="aggregate"`` sorts the participants by
-    their median and draws the medians as a line in bands of their 25th-75th and
-    5th-95th percentiles over the sketches. ``"auto"`` (the default) is
-    ``"each"`` up to :data:`PARTICIPANT_VIEW_LIMIT` participants.
+    ``tau_b`` (participant included, the paper's) or with ``loo`` ``tau_b_loo``.
+    ``view="each"``: a box per participant, as in the paper; ``"aggregate"``: the medians
+    as a line in bands of the 25th-75th and 5th-95th percentiles; ``"auto"``:
+    :func:`aggregate_view`.
     """
     check_option("view", view, VIEWS)
     column = "tau_b_loo" if loo else "tau_b"
@@ -240,11 +198,7 @@ def plot_vs_consensus(
         _rank_axis(ax, len(spread.median), f"{TAU} over the sketches")
         ax.legend(
             [median, inner, outer],
-            [
-                "each participant's median over the sketches",
-                "25th-75th percentile",
-                "5th-95th percentile",
-            ],
+            ["each participant's median over the sketches", *_BAND_LABELS],
             loc="lower right",
             fontsize="small",
             framealpha=0.9,
@@ -290,8 +244,7 @@ class _RankSpread(NamedTuple):
 
 
 def _rank_window(n: int, n_values: int) -> int:
-    """The participants a band's window holds at ``n`` participants with ``n_values``
-    values in all: ceil(sqrt(n)), or enough to pool :data:`_BAND_VALUES` values, at most n.
+    """Participants in a band's window: ceil(sqrt(n)), or enough for :data:`_BAND_VALUES` values.
 
     >>> _rank_window(61, 61 * 31), _rank_window(2000, 2000 * 31), _rank_window(2000, 6000)
     (13, 45, 134)
@@ -304,13 +257,10 @@ def _rank_window(n: int, n_values: int) -> int:
 def _rank_windows(
     table: pd.DataFrame, column: str, percentiles: Sequence[int] = (5, 25, 75, 95)
 ) -> _RankSpread:
-    """Participants sorted by their median of ``column``; at up to :data:`_BAND_POINTS`
-    ranks, the ``percentiles`` of every value of the :func:`_rank_window` participants
-    around the rank (a window centred on it, cut at the ends).
+    """Participants by median ``column`` (ties by label) and, at up to :data:`_BAND_POINTS` ranks,
+    the ``percentiles`` of the pooled values of the :func:`_rank_window` around each rank.
 
-    Pooling the window's values, not smoothing each participant's own quantiles, gives a
-    band that is smooth at any N and says where a participant of that rank's tau_b lie.
-    Ties of the median are broken by the participant label, so the order is reproducible.
+    Pooled values, not smoothed quantiles, make a band smooth at any N.
     """
     values = table[["participant", column]].dropna()
     labels = values["participant"].astype(str)

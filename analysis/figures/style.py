@@ -1,14 +1,10 @@
-"""What every figure shares: its markers, the tau_b label, counts with thousands
-separators, y ranges fitted to the data, axes that say why they are empty, and the one
-way it is saved.
+"""What every figure shares: markers, the tau_b label, counts, fitted ranges, empty axes, saving.
 
-Used by every module of :mod:`sbir_study.analysis.figures` and by
-:mod:`sbir_study.analysis.retrieval.evaluation_figures`. :func:`save_figure` embeds the
-PDFs' fonts as TrueType (42), which journals accept, instead of matplotlib's default
-Type 3, set on each save and never globally. Neither the PDFs nor the SVGs carry a
-creation date, and the SVGs' element ids come from a fixed salt, so the same inputs write
-the same bytes (their SHA-256 in the output record then says "unchanged"); the PNGs carry
-no date.
+Used by :mod:`sbir_study.analysis.figures` and
+:mod:`sbir_study.analysis.retrieval.evaluation_figures`. :func:`save_figure` embeds PDF
+fonts as TrueType (42), which journals accept, on each save, never globally. PDFs and
+SVGs carry no date and SVG ids come from a fixed salt, so the same inputs write the
+same bytes (the output record then says "unchanged").
 """
 
 from __future__ import annotations
@@ -64,11 +60,9 @@ def nothing_to_draw(ax: Axes, message: str) -> Axes:
 def fitted_range(
     values: Iterable[float], margin: float = 0.08, bounds: tuple[float, float] = (-1.05, 1.05)
 ) -> tuple[float, float]:
-    """A y range that fits ``values`` with a margin, 0 kept in view when they straddle it.
+    """A y range fitting ``values`` with a margin, 0 kept in view when they straddle it.
 
-    Correlations that all lie between 0.1 and 1 on an axis from -1 to 1 crowd into
-    its upper half; fitted, their differences are legible. The range never leaves
-    ``bounds`` (tau_b's own, with room for a marker at -1 or 1).
+    Fitted, correlations between 0.1 and 1 are legible; the range stays in ``bounds``.
 
     Examples
     --------
@@ -107,9 +101,7 @@ _SAVE_OPTIONS: dict[str, dict[str, Any]] = {
 def save_figure(
     figure: Figure, stem: Path, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS
 ) -> Path:
-    """Write ``figure`` to ``stem`` with the suffix of each of ``formats`` (as
-    :func:`~sbir_study.foundation.html.figure_formats` returns them: the public writers
-    check what they are given); return the PNG."""
+    """Write ``figure`` to ``stem`` in each of ``formats`` (already checked); return the PNG."""
     with rc_context({"pdf.fonttype": 42, "ps.fonttype": 42, "svg.hashsalt": "sbir-study"}):
         for suffix in formats:
             figure.savefig(stem.with_suffix(f".{suffix}"), **_SAVE_OPTIONS[suffix])

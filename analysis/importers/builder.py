@@ -1,8 +1,7 @@
-"""PsychoPy Builder's data files: the rows of the trials loop and a keyboard component's keys.
+"""PsychoPy Builder's per-participant CSV files (``sbir-study import psychopy``).
 
-``sbir-study import psychopy`` (``docs/formats.md``, "Ratings collected elsewhere"):
-Builder's per-participant CSV files, the last key pressed the rating, as the lab
-session's rule is.
+The rows of the trials loop, the last key a keyboard component recorded the rating,
+as the lab session's rule is (``docs/formats.md``, "Ratings collected elsewhere").
 """
 
 from __future__ import annotations
@@ -52,31 +51,25 @@ def read_psychopy(
 
     Parameters
     ----------
-    paths
-        Builder's CSV files (File > Preferences "Save csv file (trial-by-trial)").
     keys
-        The rating of each key (``sbir-study import``'s ``--keys``).
+        The rating of each key (``--keys``).
     columns
-        Columns of the ratings table -> Builder's columns: the loop's condition
-        columns naming the sketch and the image (``sketch_id=sketch,...``;
-        default ``sketch_id``, ``image_id``), the participant (default Builder's
-        expInfo field ``participant``), optionally ``phase``.
+        Ratings-table column -> Builder column: the loop's conditions naming sketch and
+        image (default ``sketch_id``, ``image_id``), the participant (default expInfo's
+        ``participant``), optionally ``phase``.
     keyboard
-        The keyboard component whose ``.keys`` and ``.rt`` hold the ratings
-        (default: the one component with a ``.keys`` column).
+        The component whose ``.keys`` and ``.rt`` hold the ratings (default: the one
+        component with a ``.keys`` column).
     encoding
-        The text encoding of a file without a byte-order mark (default UTF-8).
-    scale
-        The rating scale.
+        The encoding of a file without a byte-order mark (default UTF-8).
 
     Returns
     -------
     ImportedRatings
-        One row per row of the loop (a row whose sketch and image cells are both
-        empty belongs to another routine and is left out), in file order
-        (``trial`` from 1). The rating is the last key pressed; ``n_presses`` and
-        ``presses`` (``rating@seconds`` from the component's start) keep every
-        press of a list Builder stored. A key that is not a rating key is refused.
+        A row per row of the loop in file order (``trial`` from 1); a row with empty
+        sketch and image cells belongs to another routine and is left out. The rating is
+        the last key; ``n_presses`` and ``presses`` (``rating@seconds``) keep every press.
+        A key that is no rating key is refused.
     """
     columns = dict(columns or {})
     frames, sources, used_keyboards = [], {}, set()

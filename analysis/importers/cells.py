@@ -1,8 +1,7 @@
 """The cells of a source table: which column holds what, and its ids and numbers checked.
 
-Shared by the readers of every format: each problem is an
-:class:`~sbir_study.foundation.checks.InputError` of one line naming the file, the
-line and the source's column (:func:`cell_error`).
+Each problem is an :class:`~sbir_study.foundation.checks.InputError` of one line naming
+file, line and source column (:func:`cell_error`).
 """
 
 from __future__ import annotations
@@ -35,14 +34,8 @@ __all__ = [
 
 #: The columns of the ratings table an import fills: the first four are required.
 IMPORT_COLUMNS = (
-    "participant",
-    "sketch_id",
-    "image_id",
-    "rating",
-    "rt",
-    "phase",
-    "trial",
-    "anchor_rating",
+    *("participant", "sketch_id", "image_id", "rating"),
+    *("rt", "phase", "trial", "anchor_rating"),
 )
 REQUIRED_COLUMNS = IMPORT_COLUMNS[:4]
 #: Other names under which a source's column is found without a mapping (in any case).
@@ -52,10 +45,9 @@ _RT_UNITS = {"s": 1.0, "ms": 0.001}
 
 
 def parse_number(text: str, *, decimal: str = ".") -> float:
-    """A number cell as a float; NaN for a missing value.
+    """A number cell as a float (NaN: missing) with decimal mark ``decimal`` ("." or ",").
 
-    ``decimal`` is the decimal mark: ``"."`` or ``","`` (``0,734``). A cell with a
-    thousands separator, or that is not a number, raises ``ValueError``.
+    A thousands separator or a cell that is no number raises ``ValueError``.
 
     Examples
     --------
@@ -83,11 +75,10 @@ def find_columns(
     targets: Sequence[str],
     required: Sequence[str],
 ) -> dict[str, str]:
-    """Which source column holds each column of the ratings table in ``targets``.
+    """Which source column holds each of ``targets``: ``mapping``'s, else its name or an alias.
 
-    A target ``mapping`` names is that column, which must exist; another is found
-    by its own name or an alias (:data:`ALIASES`) in any case, and must be found
-    when ``required`` lists it. Two candidates for one target are refused.
+    Names and :data:`ALIASES` match in any case; a ``required`` target must be found, and
+    two candidates for one target are refused.
     """
     found: dict[str, str] = {}
     lower: dict[str, list[str]] = {}

@@ -1,9 +1,6 @@
 """Imported ratings, checked and written as the BIDS dataset a session records.
 
-Every reader gives :class:`ImportedRatings`; :func:`write_imported_dataset` turns each
-participant's id into a label, checks the ratings as a table read from a file is
-checked, warns of ids that look like typos (:class:`ImportedRatingsWarning`) and writes
-the dataset through the toolkit's one BIDS writer (:mod:`sbir_study.foundation.bids`).
+Written through the toolkit's one BIDS writer (:mod:`sbir_study.foundation.bids`).
 """
 
 from __future__ import annotations
@@ -33,11 +30,10 @@ class ImportedRatingsWarning(UserWarning):
 class ImportedRatings:
     """Ratings read from other tools' files, before they are written as a dataset.
 
-    ``ratings`` holds one row per rated pair: ``participant`` (the id as the source
-    gave it), ``sketch_id``, ``image_id``, ``phase``, ``rating`` (Int64), ``rt``
-    (seconds), ``trial``, and where the row came from, ``_source`` and ``_line``;
-    optionally ``anchor_rating``, ``n_presses`` and ``presses``. ``sources`` maps
-    each file read to its SHA-256; ``settings`` records how they were read.
+    ``ratings``: a row per rated pair, ``participant`` (the source's id), ``sketch_id,
+    image_id, phase, rating`` (Int64), ``rt`` (s), ``trial``, ``_source`` and ``_line``;
+    optionally ``anchor_rating, n_presses, presses``. ``sources`` maps each file read to
+    its SHA-256; ``settings`` records how they were read.
     """
 
     ratings: pd.DataFrame
@@ -69,16 +65,13 @@ def write_imported_dataset(
 ) -> pd.DataFrame:
     """Check imported ratings and write them as a BIDS dataset at ``root``.
 
-    Each participant's id becomes a label (in order of first appearance, by
-    :func:`~sbir_study.foundation.checks.participant_label`), kept with the id in
-    ``participants.tsv``. The ratings are checked as :func:`load_ratings` checks a
-    table (ids, phases, a pair rated twice in one phase; the message naming the
-    source file and line), ratings that look like typos are warned about, and the
-    dataset is written as every output is (``docs/outputs.md``): aside, moved into
-    place when complete, an earlier one replaced only with ``overwrite`` and only
-    when ``sbir-study import`` wrote it. ``inputs`` are never a target.
-
-    Returns the ratings as checked (:func:`~sbir_study.analysis.validate_ratings`).
+    Ids become labels in order of first appearance
+    (:func:`~sbir_study.foundation.checks.participant_label`), kept in
+    ``participants.tsv``. The ratings are checked as a loaded table is (naming source
+    file and line), typo-like ids warned about (:class:`ImportedRatingsWarning`), and the
+    dataset written as every output (``docs/outputs.md``): replaced only with
+    ``overwrite`` and only if ``import`` wrote it; ``inputs`` are never a target.
+    Returns the checked ratings.
     """
     from sbir_study.foundation.outputs import output_folder
 

@@ -1,10 +1,7 @@
 """A source file read as text cells: its encoding decoded, its separator sniffed.
 
-Every importer reads its files through here (:func:`read_delimited`): the text
-decoded (:func:`decode_text`: a byte-order mark, else UTF-8 or the encoding named),
-the field separator sniffed when not given (:func:`sniff_separator`), and the cells
-parsed by the toolkit's one table reader (:mod:`sbir_study.foundation.tables`), each
-row keeping the line it came from.
+Every importer reads through :func:`read_delimited`, whose cells come from the
+toolkit's one table reader (:mod:`sbir_study.foundation.tables`), each row with its line.
 """
 
 from __future__ import annotations
@@ -47,12 +44,7 @@ _BOMS = (
 
 @dataclass(frozen=True)
 class SourceTable:
-    """A source file read as text cells, with each row's line.
-
-    ``sep`` is the field separator (``""`` for a JSON file read as a table);
-    ``frame`` holds one column of text cells per name of ``names``; ``lines[i]``
-    is the line of row ``i`` in the file (the header is line 1).
-    """
+    """A source file as text cells: ``sep`` (``""`` for JSON), ``frame``, ``lines`` (header: 1)."""
 
     path: str
     sha256: str
@@ -66,10 +58,9 @@ class SourceTable:
 def decode_text(path: str | Path, encoding: str | None = None) -> tuple[str, str, str]:
     """The text of a file, its SHA-256 and the encoding it was read in.
 
-    A byte-order mark decides the encoding (UTF-8, UTF-16, UTF-32) and is dropped;
-    without one the file is UTF-8 unless ``encoding`` names another (``cp1252``,
-    ``latin-1``, ``utf-16-le``: any name Python's :mod:`codecs` knows). A byte that
-    is not of the encoding is refused naming its line.
+    A byte-order mark decides (UTF-8, -16, -32) and is dropped; else UTF-8 or
+    ``encoding`` (any :mod:`codecs` name). A byte not of the encoding is refused naming
+    its line.
 
     Examples
     --------
@@ -114,11 +105,10 @@ def sniff_separator(
 ) -> str:
     """The field separator of a table, from its header and first lines.
 
-    A candidate (:data:`SEPARATORS`) fits when it splits the header into at least
-    two names and every line below into as many fields (quoted fields honoured);
-    with ``expected`` (column names a mapping asks for) it must also find those in
-    the header. One fitting candidate is the separator; none, or more than one,
-    is refused (pass ``--sep``): a guess could shift every cell.
+    A candidate (:data:`SEPARATORS`) fits when it splits the header into two names or
+    more, every line into as many fields (quotes honoured), and finds the ``expected``
+    names. Not exactly one fitting is refused (pass ``--sep``): a guess could shift
+    every cell.
 
     Examples
     --------
@@ -156,12 +146,7 @@ def sniff_separator(
 def read_delimited(
     path: Path, *, sep: str | None, encoding: str | None, expected: Sequence[str] = ()
 ) -> SourceTable:
-    """A delimited file's cells as text: :func:`parse_delimited` of its decoded text.
-
-    ``sep`` None sniffs the separator, ``expected`` the column names it must find
-    (:func:`sniff_separator`); ``encoding`` is that of a file without a byte-order
-    mark (:func:`decode_text`).
-    """
+    """A delimited file's cells as text; ``sep`` None sniffs it (:func:`sniff_separator`)."""
     text, sha256, used = decode_text(path, encoding)
     return parse_delimited(path, text, sha256, used, sep=sep, expected=expected)
 

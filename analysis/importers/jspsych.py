@@ -1,8 +1,8 @@
 """jsPsych data: the keyboard-response trials of ``jsPsych.data.get()``'s ``.json`` or ``.csv``.
 
-``sbir-study import jspsych`` (``docs/formats.md``, "Ratings collected elsewhere"): each
-rating trial's key mapped to the scale, its ``rt`` in milliseconds, its pair named by fields
-of the trial's data or found through a stimulus set (:func:`stimulus_paths`).
+``sbir-study import jspsych`` (``docs/formats.md``, "Ratings collected elsewhere"): a
+trial's key mapped to the scale, its ``rt`` in ms, its pair named by its fields or
+found through a stimulus set (:func:`stimulus_paths`).
 """
 
 from __future__ import annotations
@@ -55,43 +55,33 @@ def read_jspsych(
     Parameters
     ----------
     paths
-        Files as ``jsPsych.data.get().json()`` or ``.csv()`` writes them; a file
-        named ``*.json`` (or beginning with ``[``) is JSON, any other CSV.
+        Files as ``jsPsych.data.get().json()`` or ``.csv()`` writes them; ``*.json`` (or
+        a file beginning with ``[``) is JSON.
     keys
-        The rating of each key as jsPsych records it (``--keys``; a key is
-        also found in lower case, as jsPsych records keys by default).
+        The rating of each key (``--keys``); a key is also found in lower case.
     manifest
-        A stimulus set's manifest (``sketch_id``, ``image_id``, ``sketch_path``,
-        ``image_path``; ``anchor_rating`` for anchor pairs): each trial's stimulus
-        (a path, or the ``src`` of every ``<img>`` of its HTML) is matched to the
-        set's files, a path naming a file when the shorter of the two is the end of
-        the longer (``stimuli/sketches/cat.png`` names ``sketches/cat.png``; query
-        and ``./`` dropped, ``%20`` decoded), and the pair is the one whose image (and
-        sketch, where the stimulus shows one) it names.
+        A stimulus set's manifest (``sketch_id, image_id, sketch_path, image_path``,
+        ``anchor_rating``): a trial's stimulus (a path, or every ``<img>`` ``src`` of its
+        HTML) names a file when the shorter path ends the longer (query and ``./``
+        dropped, ``%20`` decoded); the pair is the one whose image (and sketch) it names.
     columns
-        Columns of the ratings table -> fields of the trials: ``sketch_id`` and
-        ``image_id`` (instead of ``manifest``: fields added with jsPsych's
-        ``data``), ``participant`` (default a field named ``participant``,
-        ``participant_id``, ``subject`` or ``subject_id``, else the file's name),
-        ``phase``, ``rating`` (the key; default ``response``, or ``key_press`` in
-        data of jsPsych before 6.3) and ``rt`` (milliseconds; default ``rt``).
+        Ratings-table column -> trial field: ``sketch_id`` and ``image_id`` (in place of
+        ``manifest``), ``participant`` (default ``participant``, ``participant_id``,
+        ``subject`` or ``subject_id``, else the file's name), ``phase``, ``rating``
+        (default ``response``, or ``key_press`` before jsPsych 6.3) and ``rt`` (ms).
     select
-        Field -> value a rating trial has (``task=rating``). Without it the rating
-        trials are the keyboard-response trials (:data:`JSPSYCH_TRIAL_TYPES`) whose
-        stimulus names a file (with ``manifest``) or whose ``sketch_id`` or
-        ``image_id`` field is given (with ``columns``); a text screen is not one.
-    encoding
-        The text encoding of a file without a byte-order mark (default UTF-8).
+        Field -> value of a rating trial (``task=rating``); without it, the
+        keyboard-response trials (:data:`JSPSYCH_TRIAL_TYPES`) whose stimulus names a file
+        or whose ``sketch_id`` or ``image_id`` field is given.
     stimulus_set
         What to record of the stimulus set (its folder and digest).
 
     Returns
     -------
     ImportedRatings
-        One row per rating trial in file order (``trial`` from 1 per participant
-        and file); ``rt`` in seconds; a trial without a key (``response`` null) a
-        missing rating. A rating trial whose stimulus names no one pair of the set,
-        or whose key is not a rating key, is refused naming its line and field.
+        A row per rating trial in file order (``trial`` from 1 per participant and file),
+        ``rt`` in seconds, a trial without a key a missing rating. A stimulus that names
+        no one pair, or a key that is no rating key, is refused naming line and field.
     """
     columns = dict(columns or {})
     unknown = [c for c in columns if c not in JSPSYCH_COLUMNS]
@@ -147,11 +137,7 @@ def read_jspsych(
 
 
 def _jspsych_records(path: Path, encoding: str | None) -> SourceTable:
-    """The trials of a jsPsych data file as text cells (a missing value ``""``), one row each.
-
-    ``.json`` (``jsPsych.data.get().json()``: a list of trial objects) or ``.csv``
-    (``.csv()``: every cell quoted, ``null`` where the trial's value was null).
-    """
+    """A jsPsych file's trials as text cells (missing: ``""``), from ``.json()`` or ``.csv()``."""
     text, sha256, used = decode_text(path, encoding)
     stripped = text.lstrip()
     is_json = path.suffix.lower() == ".json" or (
@@ -305,13 +291,7 @@ def _rating_trials(
     select: Mapping[str, str],
     matcher: _StimulusMatcher | None,
 ) -> tuple[np.ndarray, dict[str, str], np.ndarray]:
-    """The rows of the rating trials, the fields naming their pair, and for each trial
-    whether its stimulus is HTML.
-
-    The keyboard-response trials (:data:`JSPSYCH_TRIAL_TYPES`) with every field value of
-    ``select``; without ``select``, those whose stimulus names a file (with ``matcher``)
-    or whose fields name a sketch or an image.
-    """
+    """The rating trials' rows, the fields naming their pair, and whether each stimulus is HTML."""
     word = "column" if table.sep else "field"
     frame = table.frame
     types = frame[_required_field(table, columns, "trial_type", ("trial_type",))].str.strip()
@@ -452,11 +432,7 @@ class _Sources(HTMLParser):
 
 
 def stimulus_paths(stimulus: str, *, html: bool = True) -> list[str]:
-    """The files a jsPsych stimulus names: every ``src`` of its HTML, or the path itself.
-
-    An ``html-keyboard-response`` trial's stimulus is HTML, whose ``<img src="...">``
-    (any element's ``src``) name the files, and a text without them none; an
-    ``image-keyboard-response`` trial's (``html=False``) is the path of its image.
+    """The files a jsPsych stimulus names: every ``src`` of its HTML, or (``html=False``) itself.
 
     Examples
     --------
@@ -490,12 +466,7 @@ def _same_file(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 
 
 class _StimulusMatcher:
-    """The pair a trial's stimulus shows, found through a stimulus set's manifest.
-
-    ``manifest`` has the columns ``sketch_id``, ``image_id``, ``sketch_path`` and
-    ``image_path`` (and ``anchor_rating`` for anchor pairs); each stimulus's answer
-    is kept, as a file's trials show the same stimuli again and again.
-    """
+    """The pair a trial's stimulus shows, through a manifest; each stimulus's answer is kept."""
 
     def __init__(self, manifest: pd.DataFrame) -> None:
         missing = [

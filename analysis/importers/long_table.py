@@ -41,37 +41,29 @@ def read_long_table(
     rt_unit: str = "s",
     scale: Scale = PAPER_SCALE,
 ) -> ImportedRatings:
-    """Read long tables: one row per rated pair, columns named by ``columns``.
+    """Read long tables: one row per rated pair, each file with a header naming the same columns.
 
     Parameters
     ----------
-    paths
-        One or more files, each with a header naming the same columns.
     columns
-        Column of the ratings table -> the source's column (``sbir-study import``'s
-        ``--columns``). A column not mapped is found by its own name in any case
-        (``participant`` also as ``participant_id``, ``subject``, ``subject_id``);
-        ``participant``, ``sketch_id``, ``image_id`` and ``rating`` must be found,
-        ``rt``, ``phase``, ``trial`` and ``anchor_rating`` are read when they are.
+        Ratings-table column -> source column (``--columns``). Others are found by their
+        name in any case (``participant`` also as ``participant_id``, ``subject``,
+        ``subject_id``); ``participant, sketch_id, image_id, rating`` must be found,
+        ``rt, phase, trial, anchor_rating`` are read when they are.
     sep
         The field separator; None sniffs it
         (:func:`~sbir_study.analysis.importers.delimited.sniff_separator`).
-    encoding
-        The text encoding of a file without a byte-order mark (default UTF-8).
     decimal
-        ``"."`` or ``","``; None: ``","`` when a number cell of a table that is not
+        ``"."`` or ``","``; None: ``","`` when a number cell of a table not
         comma-separated has a decimal comma.
     rt_unit
-        ``"s"`` or ``"ms"``: the unit of the ``rt`` column (written in seconds).
-    scale
-        The rating scale; a rating off it is refused naming its line.
+        ``"s"`` or ``"ms"`` (written in seconds).
 
     Returns
     -------
     ImportedRatings
-        With a row's ``trial`` its own column when mapped, else its place among
-        the participant's rows in the file (from 1); ``phase`` ``main`` unless
-        mapped. An R row-names column (the first, with an empty name) is left out.
+        ``trial`` the mapped column, else the row's place among the participant's rows
+        (from 1); ``phase`` ``main`` unless mapped; an R row-names column is left out.
 
     Examples
     --------
@@ -128,9 +120,7 @@ def read_long_table(
 def _rows(
     table: SourceTable, found: Mapping[str, str], mark: str, factor: float, scale: Scale
 ) -> pd.DataFrame:
-    """One file's rows as rows of the ratings table, its cells checked (``found``: the
-    source column of each column; ``mark`` the decimal mark; ``factor`` seconds per unit
-    of its response times)."""
+    """One file's rows as ratings-table rows, cells checked (``factor``: seconds per rt unit)."""
     frame = pd.DataFrame(
         {
             target: table.frame[found[target]].astype(str).str.strip()

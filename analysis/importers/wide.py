@@ -1,9 +1,8 @@
 """Wide exports of survey tools: one row per participant, one column per rated pair.
 
-``sbir-study import wide`` (``docs/formats.md``, "Ratings collected elsewhere"):
-Qualtrics, Google Forms and LimeSurvey exports, a mapping file naming the column of
-each pair (:func:`read_wide_mapping`), Qualtrics' two more header rows found and left
-out, each answer read by its leading number or its label (:func:`answer_rating`).
+``sbir-study import wide`` (``docs/formats.md``): Qualtrics, Google Forms and
+LimeSurvey exports with a mapping file (:func:`read_wide_mapping`), Qualtrics' two
+extra header rows left out, each answer read by :func:`answer_rating`.
 """
 
 from __future__ import annotations
@@ -34,8 +33,9 @@ _LEADING_NUMBER = re.compile(r"\s*(\d+)(?![\d.,]\d)")
 
 
 def answer_rating(answer: str, answers: Mapping[str, int] | None = None) -> int | None:
-    """The rating an answer of a survey gives: its label's (``answers``), else its leading
-    whole number; None for a missing answer. An answer without one raises ``ValueError``.
+    """An answer's rating: its label's (``answers``), else its leading number; None if missing.
+
+    An answer without one raises ``ValueError``.
 
     Examples
     --------
@@ -78,13 +78,10 @@ def _qualtrics_headers(table: SourceTable) -> bool:
 
 
 def read_wide_mapping(path: str | Path, *, encoding: str | None = None) -> tuple[pd.DataFrame, str]:
-    """A wide export's mapping file: which column holds the ratings of which pair.
+    """A wide export's mapping file: ``column, sketch_id, image_id`` (any case), a row a pair.
 
-    A table (CSV or any separator
-    :func:`~sbir_study.analysis.importers.delimited.sniff_separator` finds) with the columns
-    ``column``, ``sketch_id``, ``image_id`` (in any case): one row per pair, ``column``
-    the export's column name as its header writes it. Returns the mapping (with
-    ``_line``) and the file's SHA-256. A column or pair named twice is refused.
+    Any separator :func:`~sbir_study.analysis.importers.delimited.sniff_separator` finds.
+    Returns the mapping (with ``_line``) and its SHA-256; a column or pair twice is refused.
     """
     table = read_delimited(Path(path), sep=None, encoding=encoding)
     found = find_columns(table, {}, WIDE_MAPPING_COLUMNS, WIDE_MAPPING_COLUMNS)
@@ -150,25 +147,18 @@ def read_wide(
 ) -> ImportedRatings:
     """Read wide exports: one row per participant, one column per rated pair.
 
-    Survey tools (Qualtrics, Google Forms, LimeSurvey) export a survey so.
-
     Parameters
     ----------
     paths
-        The exports, each with a header naming its columns. A Qualtrics export's two
-        more header rows (question texts, then ``{"ImportId": ...}`` in every cell)
-        are found by that third row and left out.
+        The exports, each with a header; Qualtrics' two extra header rows are found by
+        the third's ``{"ImportId": ...}`` cells and left out.
     mapping
-        The export's column of each pair (:func:`read_wide_mapping`): columns
-        ``column``, ``sketch_id``, ``image_id``. Other columns of the export are not
-        read.
+        The column of each pair (:func:`read_wide_mapping`); other columns are not read.
     participant_column
-        The column holding the participant's id (Qualtrics' ``ResponseId``, a
-        ``PROLIFIC_PID`` field); default one named ``participant``,
-        ``participant_id``, ``subject`` or ``subject_id``, in any case.
+        The participant's id column (``ResponseId``, ``PROLIFIC_PID``); default
+        ``participant``, ``participant_id``, ``subject`` or ``subject_id``, any case.
     answers
-        The rating of each answer label (``--answers``); default an answer's
-        leading whole number (``1 - best match``, ``7 (worst)``, ``3``).
+        The rating of each answer label (``--answers``); default the leading number.
     sep, encoding, scale
         As :func:`~sbir_study.analysis.importers.long_table.read_long_table`.
     mapping_source
@@ -177,11 +167,9 @@ def read_wide(
     Returns
     -------
     ImportedRatings
-        One row per participant and pair, in the mapping's order; an empty answer (or
-        ``n/a``, ``NA``, ``NaN``, ``nan``) is a missing rating. A wide export records
-        neither the order of presentation nor response times: ``trial`` and ``rt``
-        are missing. An answer that gives no rating of the scale is refused naming
-        its line and column.
+        A row per participant and pair in the mapping's order; an empty answer (or
+        ``n/a``, ``NA``, ``NaN``, ``nan``) is missing; ``trial`` and ``rt`` are missing.
+        An answer off the scale is refused naming its line and column.
 
     Examples
     --------
