@@ -12,6 +12,7 @@ from .common import (
     add_alternative,
     add_figure_formats,
     add_overwrite,
+    add_scale,
     add_seed,
     count,
     count_min2,
@@ -47,12 +48,11 @@ def register(commands: Subcommands) -> None:
 def _input_options(parser: Parser) -> None:
     parser.add_argument("input", type=Path, help="BIDS dataset folder or ratings table")
     parser.add_argument("--out", type=Path, required=True, help="folder for the results")
-    parser.add_argument(
-        "--scale",
-        default=None,
-        help="the rating scale of a flat table, LOW-HIGH with 2 to 9 points, :high-is-best "
-        "when the high end is the best match (1-5, 1-9:high-is-best); a BIDS dataset's is the "
-        "one its sidecars record (default: the recorded one, else 1-7 with 1 the best match)",
+    add_scale(
+        parser,
+        "the rating scale of a flat table",
+        "; a BIDS dataset's is the one its sidecars record (default: the recorded one, else 1-7 "
+        "with 1 the best match)",
     )
 
 

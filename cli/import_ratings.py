@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .common import InputError, Subcommands, add_overwrite
+from .common import InputError, Subcommands, add_overwrite, add_scale
 
 if TYPE_CHECKING:
     from sbir_study.analysis.importers import ImportedRatings
@@ -194,12 +194,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "participant=Subject,rating=Response (default: the "
         "columns named as the ratings table names them, in any case)",
     )
-    parser.add_argument(
-        "--scale",
-        default=None,
-        help="the rating scale, LOW-HIGH with 2 to 9 points, :high-is-best when the high end "
-        "is the best match (1-5, 1-9:high-is-best); recorded in every sidecar (default: 1-7, "
-        "1 the best match, the paper's)",
+    add_scale(
+        parser,
+        "the rating scale",
+        "; recorded in every sidecar (default: 1-7, 1 the best match, the paper's)",
     )
     parser.add_argument(
         "--encoding",

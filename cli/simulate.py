@@ -8,7 +8,7 @@ from pathlib import Path
 from sbir_study.foundation import paper
 from sbir_study.foundation.progress import step
 
-from .common import InputError, Subcommands, add_seed, count, positive_int
+from .common import InputError, Subcommands, add_scale, add_seed, count, positive_int
 
 __all__ = ["COMMANDS", "register"]
 
@@ -67,14 +67,13 @@ def register(commands: Subcommands) -> None:
     )
     for flag, kind, paper_value, words in _DESIGN_OPTIONS:
         parser.add_argument(flag, type=kind, default=None, help=words.format(paper_value))
-    parser.add_argument(
-        "--scale",
+    add_scale(
+        parser,
+        "the rating scale",
+        "; recorded in every sidecar. The rater model is calibrated on the paper's 1-7 and its "
+        "responses are mapped onto another scale (docs/simulation.md); --anchor-images defaults "
+        "to at most one per point (default: 1-7, 1 the best match)",
         default="1-7",
-        help="the rating scale, LOW-HIGH with 2 to 9 points, :high-is-best when the high end "
-        "is the best match (1-5, 1-9:high-is-best); recorded in every sidecar. The rater "
-        "model is calibrated on the paper's 1-7 and its responses are mapped onto another "
-        "scale (docs/simulation.md); --anchor-images defaults to at most one per point "
-        "(default: 1-7, 1 the best match)",
     )
     parser.add_argument(
         "--miss-rate",
