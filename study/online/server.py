@@ -53,13 +53,17 @@ def build_app(settings: ServeSettings):
     from .storage import open_database
 
     protocol = load_protocol(settings.protocol, online=True)
-    # Checked whole and planned at the first start; at a restart when nothing changed, the
-    # check and the plan are read back (setcheck), without pandas.
+    # Checked whole at the first start; at a restart when nothing changed, the kept check
+    # is reused (setcheck).
     checked = checked_set(settings.stimuli, protocol, settings.data or None)
     web_assets()
     engine = open_database(settings.db)
     study = OnlineStudy.open(
-        protocol, checked.stimulus_set, engine, protocol_file=settings.protocol, plan=checked.plan
+        protocol,
+        checked.stimulus_set,
+        engine,
+        protocol_file=settings.protocol,
+        max_aspect=checked.max_aspect,
     )
     return create_app(study, settings.admin_token, max_body=settings.max_body), study
 
@@ -212,7 +216,7 @@ def serve(
     where = f"http://{host}:{port}{root_path}/"
     print(
         f"Serving {study.protocol.name!r} on the set {study.stimulus_set.folder} (digest "
-        f"{study.stimulus_set.digest[:12]}...), {len(study.plan.orders)} list(s), database "
+        f"{study.stimulus_set.digest[:12]}...), {len(study.lists)} list(s), database "
         f"{study.engine.url.render_as_string()}",
         flush=True,
     )

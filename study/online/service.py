@@ -20,10 +20,9 @@ import hashlib
 import hmac
 import json
 import math
-import operator
 import secrets
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -39,11 +38,11 @@ from ..protocol import Protocol, protocol_dict
 from ..responses import rating_key_map
 from ..screens import instruction_texts
 from ..texts import fill
-from ..trials import TRIAL_COLUMNS, draw_seed
+from ..trials import draw_seed
 from . import queries, storage
-from .assignment import choose_list
+from .assignment import choose_list, list_manifest, split_lists
 from .browser_keys import BROWSER_CODES
-from .plan import ListOrder, ServingPlan
+from .orders import Order, OrderJson, json_text, order_keys, page_trial
 from .plausibility import StoredTimes, check_trial_times
 from .scoring import (
     LATE_FLIP_MAX_S,
@@ -56,6 +55,8 @@ from .status import participant_table, study_status
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from sbir_study.stimuli import StimulusSet
 
 __all__ = [
     "ENDINGS",
@@ -148,22 +149,26 @@ class OnlineStudy:
     """A protocol on a stimulus set, served from one database (see the module docstring)."""
 
     protocol: Protocol
-    stimulus_set: object  # sbir_study.stimuli.StimulusSet
+    stimulus_set: StimulusSet
     engine: Engine
     protocol_file: str = ""
     study_id: int = 0
-    #: What every request needs of the protocol and set (:class:`~.plan.ServingPlan`;
-    #: made by :meth:`open` when not given, e.g. kept by serve's set check).
-    plan: ServingPlan | None = None
+    #: The images' largest height / width (the page sizes its area by it).
+    max_aspect: float = 1.0
+    #: Every image file the set's manifest names -> its SHA-256 (from ``SHA256SUMS``).
+    stimulus_files: Mapping[str, str] = field(default_factory=dict)
+    #: The manifest of each list's participants: the anchor pairs and the list's pairs.
+    lists: tuple[pd.DataFrame, ...] = ()
+    #: The number of main pairs of each list.
+    list_pairs: tuple[int, ...] = ()
     _sessions: dict = field(default_factory=dict, repr=False)
-    #: The ``(phase, *pair)`` keys of the orders read back from the database, one of each
-    #: (:meth:`Order.of_rows`).
+    #: The trials' ``(phase, *pair)`` keys of every order the process keeps, one of each.
     _keys: dict = field(default_factory=dict, repr=False)
     _images: dict = field(default_factory=dict, repr=False)
     #: The trial write's statements on the driver's cursor (storage.Driver).
     _driver: storage.Driver = field(default_factory=storage.Driver, repr=False)
-    #: JSON of each pair's part of a stored order row and of a page's trial (_OrderJson).
-    _json: _OrderJson = field(default_factory=lambda: _OrderJson(), repr=False)
+    #: JSON of each key's part of a stored order row and of a page's trial.
+    _json: OrderJson = field(default_factory=OrderJson, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     # --- set-up ---
@@ -171,23 +176,43 @@ class OnlineStudy:
     def open(
         cls,
         protocol: Protocol,
-        stimulus_set,
+        stimulus_set: StimulusSet,
         engine: Engine,
         protocol_file: str = "",
         max_aspect: float | None = None,
-        plan: ServingPlan | None = None,
-    ):
-        """Check the lists against the set, migrate the schema and register the study.
+    ) -> OnlineStudy:
+        """Split the lists from the set, migrate the schema and register the study.
 
-        ``plan`` is what serving needs of the protocol and set, made here (with pandas)
-        when not given; ``max_aspect``, the images' largest height / width, is then
-        measured when not given (a plan holds its own: give one or the other).
+        ``max_aspect``, the images' largest height / width, is measured when not given.
+        A set the protocol's lists cannot be split from is refused
+        (:class:`~sbir_study.foundation.checks.InputError`) here, not at the first
+        participant.
         """
-        if plan is not None and max_aspect is not None:
-            raise TypeError("OnlineStudy.open: give plan or max_aspect, not both")
-        if plan is None:  # an impossible split is refused now, not at the first participant
-            plan = ServingPlan.of(protocol, stimulus_set, max_aspect)
-        study = cls(protocol, stimulus_set, engine, str(protocol_file), plan=plan)
+        from sbir_study.stimuli.manifest import read_checksums
+
+        from .setcheck import image_names, measured_aspect
+
+        manifest = stimulus_set.manifest
+        parts = split_lists(protocol, manifest)
+        lists = []
+        for index in range(len(parts)):
+            pairs = list_manifest(manifest, parts, index).copy()
+            # Without the manifest's line numbers (attrs["lines"], for the set's messages):
+            # pandas deep-copies attrs at every step of build_trials.
+            pairs.attrs = {}
+            lists.append(pairs)
+        checksums, _ = read_checksums(stimulus_set.folder)
+        names = sorted(image_names(stimulus_set))
+        study = cls(
+            protocol,
+            stimulus_set,
+            engine,
+            str(protocol_file),
+            max_aspect=measured_aspect(stimulus_set) if max_aspect is None else float(max_aspect),
+            stimulus_files={name: checksums[name] for name in names if name in checksums},
+            lists=tuple(lists),
+            list_pairs=tuple(len(part) for part in parts),
+        )
         storage.migrate(engine)
         study.study_id = study._register()
         study.writer  # noqa: B018 - made once, before requests (threads) can race for it
@@ -195,12 +220,11 @@ class OnlineStudy:
         return study
 
     def warm(self) -> None:
-        """Make now what the first requests would otherwise make: each list's pairs as order
-        keys (:class:`ListOrder`, made with the plan), their JSON as stored and as the page
-        is sent. ``serve`` calls it before it forks its workers, so that every worker, a
-        worker forked again after a crash too, starts with them made."""
-        for order in self.plan.orders:
-            keys = order.keys(0)
+        """Make now the JSON of every key of every list, as stored and as the page is sent.
+        ``serve`` calls it before it forks its workers, so that every worker, one forked
+        again after a crash too, starts with it made."""
+        for index in range(len(self.lists)):
+            keys = self._order_keys(index, 0)
             self._json.rows(keys)
             self._json.page_trials(keys)
 
@@ -212,11 +236,6 @@ class OnlineStudy:
     @cached_property
     def protocol_json(self) -> str:
         return storage.dumps(json.loads(json.dumps(protocol_dict(self.protocol))))
-
-    @property
-    def stimulus_files(self) -> Mapping[str, str]:
-        """Every image file the set's manifest names -> its SHA-256 (from ``SHA256SUMS``)."""
-        return self.plan.stimulus_files
 
     def stimulus(self, path: str) -> bytes:
         """An image the set's manifest names, checked against its SHA-256 when first read.
@@ -239,9 +258,9 @@ class OnlineStudy:
             self._images[path] = data
         return data
 
-    def _list_order(self, index: int) -> ListOrder:
-        """List ``index``'s pairs as the trial order's rows (the plan's, made once)."""
-        return self.plan.orders[index]
+    def _order_keys(self, index: int, seed: int) -> tuple[tuple, ...]:
+        """The trial keys of a participant of list ``index`` with ``seed``."""
+        return order_keys(self.protocol, self.lists[index], seed, self._keys)
 
     def _register(self) -> int:
         digest = hashlib.sha256(self.protocol_json.encode("utf-8")).hexdigest()
@@ -274,7 +293,7 @@ class OnlineStudy:
         """The settings the experiment page runs with (public: no participant data)."""
         protocol = self.protocol
         width, gap = stimulus_pixels(protocol)
-        aspect = self.plan.max_aspect
+        aspect = self.max_aspect
         return {
             "study": protocol.name,
             "task": protocol.task,
@@ -368,16 +387,16 @@ class OnlineStudy:
         self.check_participant_id(source_id)
         online = self.protocol.online
         now = storage.now()
-        # The trial order is drawn before the write, for the list the counts point to now;
-        # in the write the choice is made again, and only if it differs is it drawn there
-        # (a millisecond: ListOrder). The write is queued to the trial writer (GroupCommit),
-        # so a crowd's starts share its commits and never wait for the write lock with it.
+        # The trial order is drawn before the write, for the list the counts point to now,
+        # so that the write lock is not held while it is drawn; in the write the choice is
+        # made again, and only if it differs is it drawn there. The write is queued to the
+        # trial writer (GroupCommit), so a crowd's starts share its commits.
         seed = draw_seed()
         with storage.reading(self.engine) as connection:
             guess = choose_list(
-                self._participants(connection, now), len(self.plan.orders), online.raters_per_list
+                self._participants(connection, now), len(self.lists), online.raters_per_list
             )
-        drawn = None if guess is None else self._list_order(guess).keys(seed)
+        drawn = None if guess is None else self._order_keys(guess, seed)
         drawn_json = None if drawn is None else self._json.rows(drawn)
         token_sha256 = _digest(token)
         environment_json = storage.dumps({**environment, "software": _software()})
@@ -394,14 +413,14 @@ class OnlineStudy:
                 raise ServiceError(409, self.protocol.texts.already_started)
             label = participant_label(source_id, _LabelsOfStudy(connection, self.study_id))
             index = choose_list(
-                self._participants(connection, now), len(self.plan.orders), online.raters_per_list
+                self._participants(connection, now), len(self.lists), online.raters_per_list
             )
             if index is None:
                 raise ServiceError(409, self.protocol.texts.study_full)
             if index == guess:
                 keys, rows_json = drawn, drawn_json
             else:
-                keys = self._list_order(index).keys(seed)
+                keys = self._order_keys(index, seed)
                 rows_json = self._json.rows(keys)
             session_id = secrets.token_hex(16)
             facts = {
@@ -501,11 +520,10 @@ class OnlineStudy:
             for row in rows:
                 session = dict(row)
                 session_id = session["id"]
-                text, seed = session.pop("trial_order"), session.pop("seed")
+                text = session.pop("trial_order")
+                del session["seed"]
                 try:
-                    session["order"] = self._stored_order(
-                        session_id, text, session["list_index"], seed
-                    )
+                    session["order"] = self._stored_order(session_id, text)
                 except ServiceError as error:
                     found[session_id] = error
                 else:
@@ -513,21 +531,8 @@ class OnlineStudy:
                     self._keep(session_id, session)
         return found
 
-    def _stored_order(self, session_id: str, text: str, index: int, seed: int) -> Order:
-        """The order stored as ``text`` for a session of list ``index`` drawn with ``seed``.
-
-        A server that did not start the session (a restart, another worker) draws it again
-        from the list's pairs, as its start did (:meth:`ListOrder.keys`), and takes the
-        draw only if its JSON is the stored text to the character; else (the set or the
-        protocol changed since, an order written by another version) it reads the text.
-        The draw and its JSON cost about half of reading the text, and make no strings:
-        a restarted server meets a thousand sessions at once, and spent nearly a third of
-        its time reading their orders.
-        """
-        if 0 <= index < len(self.plan.orders):
-            drawn = self._list_order(index).keys(seed)
-            if self._json.rows(drawn) == text:
-                return Order(drawn)
+    def _stored_order(self, session_id: str, text: str) -> Order:
+        """The order stored as ``text`` for session ``session_id``."""
         try:
             return Order.of_rows(json.loads(text), self._keys)
         except ValueError as error:  # written by hand: never served wrongly numbered
@@ -548,7 +553,7 @@ class OnlineStudy:
         """What the browser needs to run or resume the session."""
         session, state = self._state(session_id, token)
         state["trials"] = [
-            _page_trial(t, phase, s, i, a, sp, ip)
+            page_trial(t, phase, s, i, a, sp, ip)
             for t, phase, s, i, a, sp, ip in self.order(session)
         ]
         return state
@@ -558,7 +563,7 @@ class OnlineStudy:
         each pair's JSON, made once (a crowd's starts encoded their orders anew each)."""
         session, state = self._state(session_id, token)
         trials = self._json.page_trials(self.order(session).keys)
-        return _json_text(state)[:-1] + ',"trials":' + trials + "}"
+        return json_text(state)[:-1] + ',"trials":' + trials + "}"
 
     def _state(self, session_id: str, token: str) -> tuple[dict, dict]:
         session = self.authorise(session_id, token)
@@ -816,7 +821,7 @@ class OnlineStudy:
         return study_status(
             self.protocol,
             self.study_id,
-            list_pairs=[len(order.main) for order in self.plan.orders],
+            list_pairs=list(self.list_pairs),
             sessions=sessions,
             durations=durations,
             trials_stored=trials_stored,
@@ -869,133 +874,6 @@ class _LabelsOfStudy:
             queries.SESSION_OF_PARTICIPANT, {"study": self.study_id, "participant": label}
         )
         return found.first() is not None
-
-
-#: A stored trial order's columns (``session_orders.trial_order``: one list of these per
-#: trial).
-ORDER_COLUMNS = TRIAL_COLUMNS
-
-
-class Order(Sequence):
-    """A session's trial order as the process keeps it: row ``i`` is ``(i + 1, *keys[i])``,
-    the rows of :data:`ORDER_COLUMNS` (trial, phase, sketch_id, image_id, anchor_rating,
-    sketch_path, image_path).
-
-    ``keys`` are the ``(phase, *pair)`` tuples of :class:`ListOrder`, shared by every
-    session of a list: a start puts the drawn sequence aside as it is, and a thousand
-    sessions hold a thousand tuples of references, not 1.3 million rows of their own.
-    Before, each start turned its drawn rows into tuples (and joined their JSON from them),
-    and a restarted server parsed each session's rows into new strings: while a crowd
-    arrived, its starts spent about 30% of the server's time on their orders. The tuples
-    hold only strings, numbers and None, which the cyclic garbage collector stops tracking.
-    """
-
-    __slots__ = ("keys",)
-
-    def __init__(self, keys: tuple[tuple, ...]) -> None:
-        self.keys = keys
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self.keys)))]
-        key = self.keys[index]  # an IndexError as a tuple's
-        return (index % len(self.keys) + 1, *key)
-
-    def __iter__(self):
-        for number, key in enumerate(self.keys, start=1):
-            yield (number, *key)
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Order) and self.keys == other.keys
-
-    __hash__ = None  # type: ignore[assignment]
-
-    @classmethod
-    def of_rows(cls, rows, shared: dict) -> Order:
-        """The order of stored ``rows`` (numbered from 1, as every order is written), its
-        keys taken from ``shared`` where an equal one is there (and put there if not)."""
-        for number, row in enumerate(rows, start=1):
-            if row[0] != number:
-                raise ValueError(f"trial order: row {number} is numbered {row[0]!r}")
-        return cls(tuple([shared.setdefault(key, key) for key in (tuple(r[1:]) for r in rows)]))
-
-
-def _page_trial(trial, phase, sketch_id, image_id, anchor_rating, sketch_path, image_path):
-    """A trial of the order as the page is sent it."""
-    return {
-        "trial": trial,
-        "phase": phase,
-        "sketch_id": sketch_id,
-        "image_id": image_id,
-        "anchor_rating": anchor_rating,
-        "sketch_url": _url(sketch_path),
-        "image_url": _url(image_path),
-    }
-
-
-def _json_text(value) -> str:
-    """JSON as Starlette's JSONResponse writes it."""
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
-class _OrderJson:
-    """A session's order as JSON, joined from the JSON of each of its pairs, made once.
-
-    A row of an order is ``[trial, phase, *pair]``; across a study's sessions the pairs and
-    phases repeat, only the numbering and the sequence differ. :meth:`rows` is exactly
-    ``storage.dumps(rows)`` (what is stored) and :meth:`page_trials` the page's trials as
-    :func:`_json_text` writes them (a test compares both with the encoder's).
-    """
-
-    def __init__(self) -> None:
-        self._stored: dict[tuple, str] = {}
-        self._page: dict[tuple, str] = {}
-
-    def rows(self, keys: Sequence[tuple]) -> str:
-        """The stored text of the order whose trial ``n`` is ``(n, *keys[n - 1])``."""
-        return _joined(keys, self._stored, "[", lambda key: storage.dumps(list(key))[1:])
-
-    def page_trials(self, keys: Sequence[tuple]) -> str:
-        """The page's trials of that order."""
-
-        def made(key: tuple) -> str:
-            return _json_text(_page_trial(0, *key)).removeprefix('{"trial":0,')
-
-        return _joined(keys, self._page, '{"trial":', made)
-
-
-def _joined(keys, made: dict, head: str, make) -> str:
-    """The JSON list of the rows ``(n, *keys[n - 1])``: each row's ``head``, its trial
-    number, and the JSON of its key, made by ``make`` once and kept in ``made``.
-
-    Joined by ``map`` over the kept texts and the rows' heads (``_heads``), without a
-    Python step per row: a restarted server checks a thousand sessions' orders at once
-    (:meth:`OnlineStudy._stored_order`), and the loop was most of each check.
-    """
-    try:
-        texts = list(map(made.__getitem__, keys))
-    except KeyError:
-        for key in keys:
-            if key not in made:
-                made[key] = make(key)
-        texts = list(map(made.__getitem__, keys))
-    return "[" + ",".join(map(operator.add, _heads(head, len(texts)), texts)) + "]"
-
-
-@functools.lru_cache(maxsize=64)
-def _heads(head: str, count: int) -> tuple[str, ...]:
-    """``head`` with each row number 1..``count`` and its comma: ``'[1,'``, ``'[2,'``..."""
-    return tuple(f"{head}{number}," for number in range(1, count + 1))
-
-
-@functools.lru_cache(maxsize=100_000)
-def _url(path: str) -> str:
-    from urllib.parse import quote
-
-    return "stimuli/" + quote(path)
 
 
 @functools.cache

@@ -121,7 +121,7 @@ sa.Index(
     sessions.c.last_seen_at,
 )
 
-#: Each session's trial order (JSON: one list per trial, ``service.ORDER_COLUMNS``), written
+#: Each session's trial order (JSON: one list per trial, ``orders.ORDER_COLUMNS``), written
 #: once when the session starts. A table of its own, not a column of ``sessions``: about 100 KB
 #: for the paper's block, which SQLite would rewrite with the session's row at every trial's
 #: ``last_seen_at`` and read through to reach the columns after it.

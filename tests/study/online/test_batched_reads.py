@@ -151,7 +151,7 @@ def test_a_restarted_server_reads_the_sessions_asked_for_at_once_in_one_query(
     orders = {session: study._sessions[session]["order"] for session in ids}
     # Every list has its sessions (one list in the paper's design, two in the lab's own).
     assert {study._sessions[session]["list_index"] for session in ids} == set(
-        range(len(study.plan.orders))
+        range(len(study.lists))
     )
     with sqlite3.connect(client.db) as connection:  # an order no version wrote: not served
         connection.execute("UPDATE sessions SET seed = seed + 1 WHERE id = ?", (ids[0],))
