@@ -33,6 +33,7 @@ import asyncio
 import json
 import random
 import secrets
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -174,6 +175,7 @@ async def _participant(
     result: LoadResult,
     rng: random.Random,
     keys: tuple[str, ...],
+    full: threading.Event | None,
 ) -> None:
     token = secrets.token_urlsafe(32)
     body = {"participant": label, "token": token, "environment": {"refresh_hz": 60.0}}
@@ -196,6 +198,8 @@ async def _participant(
         return
     result.sessions[label] = state["session_id"]
     result.started_by[label] = route.base
+    if full is not None and len(result.sessions) == result.participants:
+        full.set()
     headers = {"Authorization": f"Bearer {token}"}
     started = time.monotonic()
     for number, trial in enumerate(state["trials"], start=1):
@@ -295,6 +299,7 @@ async def _run(
     keys: tuple[str, ...],
     ramp_s: float,
     start_at: float,
+    full: threading.Event | None = None,
 ) -> LoadResult:
     import aiohttp
 
@@ -314,7 +319,16 @@ async def _run(
             rng = random.Random(seed * 1_000_003 + k)
             route = _Route(bases, k)
             await _participant(
-                client, route, f"load{k:05d}", pace_s, stimulus_s, deadline, result, rng, keys
+                client,
+                route,
+                f"load{k:05d}",
+                pace_s,
+                stimulus_s,
+                deadline,
+                result,
+                rng,
+                keys,
+                full,
             )
 
         await asyncio.gather(*(one(k) for k in indices))
@@ -338,6 +352,7 @@ def run_load(
     keys: tuple[str, ...] = tuple("1234567"),
     ramp_s: float = 5.0,
     processes: int = 1,
+    full: threading.Event | None = None,
 ) -> LoadResult:
     """Run ``participants`` simulated participants against ``base_url`` for ``duration_s``.
 
@@ -351,6 +366,9 @@ def run_load(
     ``k`` starts on the ``k``-th (in turn), and a request that fails is retried on the
     next (see the module docstring); ``LoadResult.acknowledged_by`` says which server
     acknowledged each trial.
+
+    ``full`` (one process only) is set once every participant's session has started: the
+    load is full, and a caller can act on the server under it (kill it, for a test).
     """
     urls = [base_url] if isinstance(base_url, str) else list(base_url)
     if not urls:
@@ -364,7 +382,9 @@ def run_load(
         if share
     ]
     if len(arguments) == 1:
-        return _run_share(*arguments[0])
+        return asyncio.run(_run(*arguments[0], full=full))
+    if full is not None:
+        raise ValueError("full: an event of this process, with processes=1 only")
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
