@@ -25,6 +25,7 @@ import hmac
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.requests import HTTPConnection
 from fastapi.responses import Response
 from fastapi.security import (
     HTTPAuthorizationCredentials,
@@ -88,7 +89,10 @@ def basic_credentials(authorization: str | None) -> HTTPBasicCredentials | None:
 class _HTTPBasic(HTTPBasic):
     """HTTP Basic whose credentials are read by :func:`basic_credentials`."""
 
-    async def __call__(self, request: Request) -> HTTPBasicCredentials | None:
+    # fastapi's HTTPBasic narrows HTTPBase's return type itself; this keeps HTTPBasic's.
+    async def __call__(  # type: ignore[override]
+        self, request: HTTPConnection
+    ) -> HTTPBasicCredentials | None:
         return basic_credentials(request.headers.get("Authorization"))
 
 

@@ -428,7 +428,7 @@ def _beh_table(
 ) -> pd.DataFrame:
     """The lab's columns of the session's stored trials (what each holds: docs/formats.md)."""
     files = {int(row[0]): (row[5], row[6]) for row in order}
-    columns = {}
+    columns: dict[str, list] = {}
     for column in SESSION_COLUMNS:
         if column == "participant":
             columns[column] = [label] * len(group)

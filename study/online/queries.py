@@ -278,10 +278,17 @@ def insert_trial_once(connection) -> sa.Insert:
     statement = _TRIAL_INSERTS.get(dialect)
     if statement is None:
         if dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
+            from sqlalchemy.dialects import postgresql
+
+            statement = postgresql.insert(trials).on_conflict_do_nothing(
+                index_elements=["session_id", "trial"]
+            )
         else:
-            from sqlalchemy.dialects.sqlite import insert
-        statement = insert(trials).on_conflict_do_nothing(index_elements=["session_id", "trial"])
+            from sqlalchemy.dialects import sqlite
+
+            statement = sqlite.insert(trials).on_conflict_do_nothing(
+                index_elements=["session_id", "trial"]
+            )
         _TRIAL_INSERTS[dialect] = statement
     return statement
 

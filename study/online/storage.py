@@ -300,7 +300,7 @@ def migrating(engine: Engine):
     with engine.connect() as connection:
         sqlite = connection.dialect.name == "sqlite"
         if sqlite:  # outside a transaction, where SQLite takes the setting
-            connection.connection.driver_connection.execute("PRAGMA foreign_keys=OFF")
+            _driver_execute(connection, "PRAGMA foreign_keys=OFF")
         try:
             with connection.begin():
                 config.attributes["connection"] = connection
@@ -311,7 +311,14 @@ def migrating(engine: Engine):
                         raise RuntimeError(f"the migration broke foreign keys: {broken[:5]}")
         finally:
             if sqlite:
-                connection.connection.driver_connection.execute("PRAGMA foreign_keys=ON")
+                _driver_execute(connection, "PRAGMA foreign_keys=ON")
+
+
+def _driver_execute(connection: sa.Connection, statement: str) -> None:
+    """Run ``statement`` on the driver's own connection, outside SQLAlchemy's transaction."""
+    driver = connection.connection.driver_connection
+    assert driver is not None  # an open connection has its driver's
+    driver.execute(statement)
 
 
 def schema_revision(engine: Engine) -> str | None:
@@ -428,7 +435,7 @@ class GroupCommit:
         )
         return await future
 
-    def _put(self, work: Callable[[Any], Any], answer: Callable[[Any, Any], None]) -> None:
+    def _put(self, work: Callable[[Any], Any], answer: Callable[[Any, Any], object]) -> None:
         self._queue.put((work, answer))
         if self._thread is None:
             with self._start:  # started in the process that writes (after uvicorn's fork)
@@ -458,7 +465,7 @@ class GroupCommit:
         Raises only when a group of several failed before any was answered; a write alone
         is answered with its failure.
         """
-        outcomes = []
+        outcomes: list[tuple[Callable[[Any, Any], object], Any, BaseException | None]] = []
         try:
             with self.engine.begin() as connection:
                 for work, answer in batch:
@@ -473,9 +480,9 @@ class GroupCommit:
         else:
             self.commits += 1
             self.writes += len(batch)
-        for answer, value, error in outcomes:
+        for answer, value, failure in outcomes:
             try:
-                answer(value, error)
+                answer(value, failure)
             except Exception:  # a waiter gone (its event loop closed): the others still hear
                 LOG.exception("the group commit could not answer a write")
 
