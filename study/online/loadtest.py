@@ -17,14 +17,13 @@ participants are spread over them in turn; a participant stays with its
 server until a request to it fails (no answer, or a 5xx), and then sends
 that request and the rest to the next one, as a proxy takes a dead server
 out of its rotation.
+
 The clients measure themselves too, so that an overloaded client is not taken for a slow
 server: how late a client woke for each trial against its due time (``lags``), and the CPU
-time each client process used over the run (``client_cpu``, seconds per process). The
-clients reuse their connections (one ``aiohttp.ClientSession`` per process, keep-alive), as a
-browser does. aiohttp, not httpx: with 10 to 300 connections open, httpx's client took
-2.5-16.9 ms of CPU per request against 0.3-0.7 ms for aiohttp's
-(benchmarks/bench_load_client.py), and clients that slow took most of the CPU of the
-machine the server was measured on.
+time each client process used over the run (``client_cpu``, seconds per process). They
+reuse their connections (one ``aiohttp.ClientSession`` per process, keep-alive), as a
+browser does; aiohttp because its client costs a fraction of httpx's CPU per request
+(benchmarks/bench_load_client.py), which leaves the machine's CPU to the server.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ import random
 import secrets
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 __all__ = ["LoadResult", "run_load"]
@@ -53,7 +52,7 @@ class Retry:
     most_s: float
     attempts: int | None = None
 
-    def waits(self, rng: random.Random):
+    def waits(self, rng: random.Random) -> Iterator[float]:
         delay = self.first_s
         while True:
             yield delay * (0.5 + rng.random())

@@ -272,7 +272,7 @@ EXPORT_TRIALS = (
 _TRIAL_INSERTS: dict = {}
 
 
-def insert_trial_once(connection) -> sa.Insert:
+def insert_trial_once(connection: sa.Connection) -> sa.Insert:
     """INSERT of a trial that does nothing when its (session, trial) row exists."""
     dialect = connection.dialect.name
     statement = _TRIAL_INSERTS.get(dialect)
@@ -293,7 +293,7 @@ def insert_trial_once(connection) -> sa.Insert:
     return statement
 
 
-def lock_session(connection, session_id: str) -> None:
+def lock_session(connection: sa.Connection, session_id: str) -> None:
     """Serialise the writers of one session's rows until the transaction ends (SQLite: one
     writer at a time already)."""
     if connection.dialect.name == "postgresql":
@@ -302,7 +302,7 @@ def lock_session(connection, session_id: str) -> None:
         )
 
 
-def lock_list_choice(connection) -> None:
+def lock_list_choice(connection: sa.Connection) -> None:
     """Serialise list choices until the transaction ends (SQLite: its IMMEDIATE transaction
     already does)."""
     if connection.dialect.name == "postgresql":

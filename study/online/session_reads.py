@@ -60,13 +60,9 @@ class SessionReads(StudyParts):
         return storage.BatchedReads(self._read_sessions)
 
     def _read_sessions(self, session_ids: list[str]) -> dict[str, dict | ServiceError]:
-        """The sessions ``session_ids`` of this study, read back in one query and kept.
-
-        After a restart every participant's next request names a session the new process
-        has not seen: a thousand within a few seconds. Read one by one, each cost a
-        connection's round trips besides its order (1.5 ms on PostgreSQL); read together,
-        one query serves all those asked for meanwhile.
-        """
+        """The sessions ``session_ids`` of this study, read back in one query and kept: after
+        a restart every participant's next request names a session the new process has not
+        seen, and one query serves all those asked for meanwhile."""
         with storage.reading(self.engine) as connection:
             rows = connection.execute(
                 queries.SESSION_FACTS, {"sids": session_ids, "study": self.study_id}

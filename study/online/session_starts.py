@@ -68,7 +68,7 @@ class SessionStarts(StudyParts):
         """The refusal of an id no label can be made of, in the protocol's words."""
         return fill(self.protocol.texts.bad_participant_id, max_length=MAX_SOURCE_ID_LENGTH)
 
-    def create_session(self, source_id: str, token: str, **start) -> tuple[dict, bool]:
+    def create_session(self, source_id: str, token: str, **start: Mapping) -> tuple[dict, bool]:
         """Start a participant's session (:meth:`start_session`, the same keywords); its state
         as a dict."""
         session_id, created = self.start_session(source_id, token, **start)
