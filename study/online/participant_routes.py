@@ -141,7 +141,7 @@ router = APIRouter(prefix="/api")
 
 @router.get("/config", response_model=None)
 async def config(request: Request) -> dict:
-    # Built once by create_app: it opens every image of the set (their aspect ratio).
+    # Built once by create_app.
     return request.app.state.browser_config
 
 

@@ -338,13 +338,12 @@ def now() -> float:
 class Driver:
     """Statements of the trial write run on the driver's own cursor, compiled once.
 
-    SQLAlchemy compiles a statement from its cache and builds its parameters, its
-    execution context and its result at every execution: under a crowd's load that was a
-    sixth of the server's CPU for the four statements each trial runs. Here each statement
-    is compiled once per dialect and set of columns, to the driver's SQL and parameter
-    order, and run on the cursor of the transaction's own connection; what it returns is
-    the driver's (rows as tuples, the row count). Only for statements whose columns need no
-    conversion of SQLAlchemy's (numbers, text).
+    SQLAlchemy builds a statement's parameters, execution context and result at every
+    execution, a cost each of a trial's four statements pays under a crowd's load. Here
+    each statement is compiled once per dialect and set of columns, to the driver's SQL
+    and parameter order, and run on the cursor of the transaction's own connection; what
+    it returns is the driver's (rows as tuples, the row count). Only for statements whose
+    columns need no conversion of SQLAlchemy's (numbers, text).
     """
 
     def __init__(self) -> None:
