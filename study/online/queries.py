@@ -98,7 +98,6 @@ SESSION_FACTS = (
         session_orders.c.trial_order,
         sessions.c.environment,
         sessions.c.list_index,
-        sessions.c.seed,
         sessions.c.created_at,
     )
     .join(session_orders, session_orders.c.session_id == sessions.c.id)

@@ -72,7 +72,6 @@ class SessionReads(StudyParts):
                 session = dict(row)
                 session_id = session["id"]
                 text = session.pop("trial_order")
-                del session["seed"]
                 try:
                     session["order"] = self._stored_order(session_id, text)
                 except ServiceError as error:
