@@ -5,7 +5,7 @@ A participant's routes take :data:`SessionToken`, the session's token from
 checks it against the session (401 when missing, 403 another session's, 404 no
 such session). That check is the service's, not a dependency's: a dependency
 answers before the request body is validated, and a malformed body or a rating
-off the scale has always been answered 422 first, whatever the token.
+off the scale is answered 422 first, whatever the token.
 
 The experimenter's routes need the admin token given to ``sbir-study serve``, as a
 Bearer token or as the password of HTTP Basic auth with any user name, which is

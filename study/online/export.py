@@ -466,8 +466,8 @@ def _sidecar(study: Mapping, protocol: dict, session: Mapping, n_stored: int) ->
     refresh = environment.get("refresh_hz")
     low, high = protocol["timing"]["refresh_range_hz"]
     status = session["status"]
-    # The protocol's scale, as the lab's sidecar records it: without it, analyze took a
-    # high-is-best session for one whose low end is best, and the levels were the paper's 1..7.
+    # The protocol's scale, as the lab's sidecar records it: analyze reads the scale's
+    # levels and which end is best from it.
     response = protocol["response"]
     scale = Scale(1, len(response["keys"]), response.get("best", "low"))
     return {
