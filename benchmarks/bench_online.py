@@ -37,7 +37,7 @@
 
 2. Write path, in process (no HTTP): 32 participants on SQLite each store 40 trials as fast
    as they can, in 32 threads, through the service (scoring and storing), once with one
-   transaction per trial (as before group commit) and once through the group commit,
+   transaction per trial (no group commit) and once through the group commit,
    alternated twice. Reported: trials/s, CPU per trial and latency p50/p99 of each, so the
    lever is measured side by side on whatever machine runs it.
 
