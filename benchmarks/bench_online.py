@@ -31,11 +31,13 @@
    that moved and the trials each server acknowledged.
 
    With ``--cold-starts N`` (10 by default), a whole ``serve`` and the file append are each
-   started N times, alternated, as after a reboot: seconds to the first answered request.
+   started N times, alternated, as after a reboot: seconds to the first answered request
+   (with ``--skip load`` too); ``--cold-starts-against PYTHON`` starts another checkout's
+   ``serve`` beside them.
 
 2. Write path, in process (no HTTP): 32 participants on SQLite each store 40 trials as fast
    as they can, in 32 threads, through the service (scoring and storing), once with one
-   transaction per trial (as before group commit) and once through the group commit,
+   transaction per trial (no group commit) and once through the group commit,
    alternated twice. Reported: trials/s, CPU per trial and latency p50/p99 of each, so the
    lever is measured side by side on whatever machine runs it.
 
@@ -305,16 +307,27 @@ def load_run(name, server, args, db_url=None, baseline_file=None) -> dict:
     return row
 
 
-def cold_starts(folder: Path, protocol: Path, stimuli: Path, times: int) -> dict:
+def cold_starts(
+    folder: Path, protocol: Path, stimuli: Path, times: int, against: str | None = None
+) -> dict:
     """Seconds from starting a process to its first answer, ``times`` each, alternated: the
     file append's uvicorn and a whole ``serve`` (SQLite; the set's check kept, as at any
-    start but the first), both fresh processes, as after a kill of everything or a reboot."""
+    start but the first), fresh processes, as after a kill of everything or a reboot; with
+    ``against`` (another checkout's Python), that checkout's ``serve`` too."""
     baseline = Baseline(folder / "cold-baseline")
-    serve = Server(protocol, stimuli, folder / "cold-serve")
-    serve.start().stop()  # the first start checks the set and keeps the check
-    took: dict[str, list[float]] = {"save_data": [], "serve": []}
+    servers: dict[str, Server] = {"save_data": baseline}
+    servers["serve"] = Server(protocol, stimuli, folder / "cold-serve")
+    if against:
+        servers["serve_against"] = Server(
+            protocol, stimuli, folder / "cold-serve-against", python=against
+        )
+    for name, server in servers.items():
+        if name != "save_data":
+            server.data.mkdir(parents=True, exist_ok=True)
+            server.start().stop()  # the first start checks the set and keeps the check
+    took: dict[str, list[float]] = {name: [] for name in servers}
     for _ in range(times):
-        for name, server in (("save_data", baseline), ("serve", serve)):
+        for name, server in servers.items():
             server.port = free_port()
             server.url = f"http://127.0.0.1:{server.port}/"
             began = time.monotonic()
@@ -706,6 +719,11 @@ def main() -> None:
         default=10,
         help="also start a whole serve and the file append this many times each (0: not)",
     )
+    parser.add_argument(
+        "--cold-starts-against",
+        metavar="PYTHON",
+        help="also start another checkout's serve (its interpreter) in the cold starts",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument(
         "--two-servers",
@@ -721,12 +739,12 @@ def main() -> None:
             seed=1,
         )
         results = {}
+        protocol = write_protocol(
+            folder,
+            name="load.toml",
+            timing={"stimulus_s": args.pace * 2 / 3, "blank_s": args.pace / 3},
+        )
         if "load" not in args.skip:
-            protocol = write_protocol(
-                folder,
-                name="load.toml",
-                timing={"stimulus_s": args.pace * 2 / 3, "blank_s": args.pace / 3},
-            )
             baseline = Baseline(folder / "baseline")
             baseline.start()
             results["baseline"] = load_run(
@@ -753,8 +771,10 @@ def main() -> None:
                 postgres.stop()
             if args.two_servers:
                 results["two_servers"] = two_server_run(folder, protocol, stimuli, args)
-            if args.cold_starts:
-                results["cold_starts"] = cold_starts(folder, protocol, stimuli, args.cold_starts)
+        if args.cold_starts:
+            results["cold_starts"] = cold_starts(
+                folder, protocol, stimuli, args.cold_starts, args.cold_starts_against
+            )
         if "write-path" not in args.skip:
             results["write_path"] = write_path_run(folder, stimuli)
         if "starts" not in args.skip:

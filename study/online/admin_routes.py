@@ -20,8 +20,8 @@ api = APIRouter(prefix="/api/admin", dependencies=[Depends(require_admin)])
 page = APIRouter(dependencies=[Depends(require_admin_login)])
 
 
-@api.get("/status")
-def status(request: Request, study: StudyDep):
+@api.get("/status", response_model=None)
+def status(request: Request, study: StudyDep) -> dict:
     return {**study.status(), "load": request.app.state.load.view()}
 
 

@@ -47,6 +47,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security.utils import get_authorization_scheme_param
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Scope
 
 from . import admin_routes, page_routes, participant_routes
 from .deps import AdminLoginRequired, ask_for_admin_login
@@ -84,10 +85,12 @@ def create_app(study: OnlineStudy, admin_token: str, *, max_body: int = 65_536) 
     app.state.browser_config = study.browser_config()
     app.state.study = study
     app.state.load = LoadWindow()
-    app.add_exception_handler(RequestValidationError, _invalid)
-    app.add_exception_handler(StarletteHTTPException, _http)
-    app.add_exception_handler(ServiceError, _refused)
-    app.add_exception_handler(AdminLoginRequired, ask_for_admin_login)
+    # Through the decorator: add_exception_handler's annotation takes handlers of Exception
+    # only, not of the one class each handles.
+    app.exception_handler(RequestValidationError)(_invalid)
+    app.exception_handler(StarletteHTTPException)(_http)
+    app.exception_handler(ServiceError)(_refused)
+    app.exception_handler(AdminLoginRequired)(ask_for_admin_login)
     # The participants' routes first: a crowd's trials are most of the requests, and
     # FastAPI tries the routes in order.
     app.include_router(participant_routes.router)
@@ -170,7 +173,7 @@ class _BodyLimit:
         return await self.app(scope, limited, guarded)
 
 
-def _log_refusal(scope: dict, status: int, message: str) -> bool:
+def _log_refusal(scope: Scope, status: int, message: str) -> bool:
     """One line in serve's log for a refused API request (the page's files are not logged).
 
     Once, with what the client was told: after a body refused for its size, the app's own
@@ -186,7 +189,7 @@ def _log_refusal(scope: dict, status: int, message: str) -> bool:
     return True
 
 
-async def _keep_refused_trial(scope: dict, status: int, message: str) -> None:
+async def _keep_refused_trial(scope: Scope, status: int, message: str) -> None:
     """Keep a refused trial (``PUT api/sessions/ID/trials/N``) for the experimenter's status,
     when its page will not send it again; the service keeps it only for the session's own
     token. In the thread pool: it writes to the database."""

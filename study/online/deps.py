@@ -5,7 +5,7 @@ A participant's routes take :data:`SessionToken`, the session's token from
 checks it against the session (401 when missing, 403 another session's, 404 no
 such session). That check is the service's, not a dependency's: a dependency
 answers before the request body is validated, and a malformed body or a rating
-off the scale has always been answered 422 first, whatever the token.
+off the scale is answered 422 first, whatever the token.
 
 The experimenter's routes need the admin token given to ``sbir-study serve``, as a
 Bearer token or as the password of HTTP Basic auth with any user name, which is
@@ -25,6 +25,7 @@ import hmac
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.requests import HTTPConnection
 from fastapi.responses import Response
 from fastapi.security import (
     HTTPAuthorizationCredentials,
@@ -88,7 +89,10 @@ def basic_credentials(authorization: str | None) -> HTTPBasicCredentials | None:
 class _HTTPBasic(HTTPBasic):
     """HTTP Basic whose credentials are read by :func:`basic_credentials`."""
 
-    async def __call__(self, request: Request) -> HTTPBasicCredentials | None:
+    # fastapi's HTTPBasic narrows HTTPBase's return type itself; this keeps HTTPBasic's.
+    async def __call__(  # type: ignore[override]
+        self, request: HTTPConnection
+    ) -> HTTPBasicCredentials | None:
         return basic_credentials(request.headers.get("Authorization"))
 
 

@@ -27,6 +27,7 @@ the files that export wrote.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import tempfile
@@ -36,6 +37,7 @@ import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import sqlalchemy as sa
@@ -143,14 +145,7 @@ def export_online(
             summary = write_dataset(engine, study_id, folder, with_lab=with_lab)
     finally:
         engine.dispose()
-    return ExportSummary(
-        out,
-        summary.study,
-        summary.participants,
-        summary.trials,
-        summary.complete,
-        summary.skipped_empty,
-    )
+    return dataclasses.replace(summary, out=out)
 
 
 def export_zip(engine: Engine, study_id: int) -> bytes:
@@ -229,7 +224,8 @@ def write_dataset(
             continue
         order = json.loads(session["trial_order"])
         path = bids.beh_path(root, label, task)
-        _write(path, _beh_table(label, group, order, protocol["timing"]))
+        table = _beh_table(label, group, order, protocol["timing"])
+        bids.write_text(path, _tsv(table, _INTEGER_COLUMNS))
         sidecar = _sidecar(study, protocol, session, len(group))
         # As the lab's sidecar says a session was resumed: the trials a reloaded page went on
         # from, each with the time it reached the server.
@@ -428,7 +424,7 @@ def _beh_table(
 ) -> pd.DataFrame:
     """The lab's columns of the session's stored trials (what each holds: docs/formats.md)."""
     files = {int(row[0]): (row[5], row[6]) for row in order}
-    columns = {}
+    columns: dict[str, list] = {}
     for column in SESSION_COLUMNS:
         if column == "participant":
             columns[column] = [label] * len(group)
@@ -445,24 +441,22 @@ def _beh_table(
     return pd.DataFrame(columns)
 
 
-def _tsv(table: pd.DataFrame) -> str:
-    """A table as the lab's files write one: tab-separated, floats with 6 decimals, n/a."""
+#: The session table's columns of whole numbers (pandas holds them as floats beside n/a).
+_INTEGER_COLUMNS = frozenset({"trial", "rating", "anchor_rating", "dropped_frames", "n_presses"})
+
+
+def _tsv(table: pd.DataFrame, integers: frozenset[str] = frozenset()) -> str:
+    """A table as the lab's files write one: tab-separated, floats with 6 decimals, n/a;
+    the numbers of the ``integers`` columns as whole numbers."""
+
+    def cell(column: str, value: Any) -> str:
+        if column in integers and value is not None and not pd.isna(value):
+            value = int(value)
+        return format_cell(value)
+
     lines = ["\t".join(table.columns)]
-    lines += ["\t".join(format_cell(v) for v in row) for row in table.itertuples(index=False)]
+    lines += ["\t".join(map(cell, table.columns, row)) for row in table.itertuples(index=False)]
     return "\n".join(lines) + "\n"
-
-
-def _write(path: Path, table: pd.DataFrame) -> None:
-    lines = ["\t".join(table.columns)]
-    integer_columns = {"trial", "rating", "anchor_rating", "dropped_frames", "n_presses"}
-    for row in table.itertuples(index=False):
-        cells = []
-        for column, value in zip(table.columns, row, strict=True):
-            if column in integer_columns and value is not None and not pd.isna(value):
-                value = int(value)
-            cells.append(format_cell(value))
-        lines.append("\t".join(cells))
-    bids.write_text(path, "\n".join(lines) + "\n")
 
 
 def _sidecar(study: Mapping, protocol: dict, session: Mapping, n_stored: int) -> dict:
@@ -472,8 +466,8 @@ def _sidecar(study: Mapping, protocol: dict, session: Mapping, n_stored: int) ->
     refresh = environment.get("refresh_hz")
     low, high = protocol["timing"]["refresh_range_hz"]
     status = session["status"]
-    # The protocol's scale, as the lab's sidecar records it: without it, analyze took a
-    # high-is-best session for one whose low end is best, and the levels were the paper's 1..7.
+    # The protocol's scale, as the lab's sidecar records it: analyze reads the scale's
+    # levels and which end is best from it.
     response = protocol["response"]
     scale = Scale(1, len(response["keys"]), response.get("best", "low"))
     return {

@@ -17,14 +17,13 @@ participants are spread over them in turn; a participant stays with its
 server until a request to it fails (no answer, or a 5xx), and then sends
 that request and the rest to the next one, as a proxy takes a dead server
 out of its rotation.
+
 The clients measure themselves too, so that an overloaded client is not taken for a slow
 server: how late a client woke for each trial against its due time (``lags``), and the CPU
-time each client process used over the run (``client_cpu``, seconds per process). The
-clients reuse their connections (one ``aiohttp.ClientSession`` per process, keep-alive), as a
-browser does. aiohttp, not httpx: with 10 to 300 connections open, httpx's client took
-2.5-16.9 ms of CPU per request against 0.3-0.7 ms for aiohttp's
-(benchmarks/bench_load_client.py), and clients that slow took most of the CPU of the
-machine the server was measured on.
+time each client process used over the run (``client_cpu``, seconds per process). They
+reuse their connections (one ``aiohttp.ClientSession`` per process, keep-alive), as a
+browser does; aiohttp because its client costs a fraction of httpx's CPU per request
+(benchmarks/bench_load_client.py), which leaves the machine's CPU to the server.
 """
 
 from __future__ import annotations
@@ -33,8 +32,9 @@ import asyncio
 import json
 import random
 import secrets
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 __all__ = ["LoadResult", "run_load"]
@@ -52,7 +52,7 @@ class Retry:
     most_s: float
     attempts: int | None = None
 
-    def waits(self, rng: random.Random):
+    def waits(self, rng: random.Random) -> Iterator[float]:
         delay = self.first_s
         while True:
             yield delay * (0.5 + rng.random())
@@ -174,6 +174,7 @@ async def _participant(
     result: LoadResult,
     rng: random.Random,
     keys: tuple[str, ...],
+    full: threading.Event | None,
 ) -> None:
     token = secrets.token_urlsafe(32)
     body = {"participant": label, "token": token, "environment": {"refresh_hz": 60.0}}
@@ -196,6 +197,8 @@ async def _participant(
         return
     result.sessions[label] = state["session_id"]
     result.started_by[label] = route.base
+    if full is not None and len(result.sessions) == result.participants:
+        full.set()
     headers = {"Authorization": f"Bearer {token}"}
     started = time.monotonic()
     for number, trial in enumerate(state["trials"], start=1):
@@ -295,6 +298,7 @@ async def _run(
     keys: tuple[str, ...],
     ramp_s: float,
     start_at: float,
+    full: threading.Event | None = None,
 ) -> LoadResult:
     import aiohttp
 
@@ -314,7 +318,16 @@ async def _run(
             rng = random.Random(seed * 1_000_003 + k)
             route = _Route(bases, k)
             await _participant(
-                client, route, f"load{k:05d}", pace_s, stimulus_s, deadline, result, rng, keys
+                client,
+                route,
+                f"load{k:05d}",
+                pace_s,
+                stimulus_s,
+                deadline,
+                result,
+                rng,
+                keys,
+                full,
             )
 
         await asyncio.gather(*(one(k) for k in indices))
@@ -338,6 +351,7 @@ def run_load(
     keys: tuple[str, ...] = tuple("1234567"),
     ramp_s: float = 5.0,
     processes: int = 1,
+    full: threading.Event | None = None,
 ) -> LoadResult:
     """Run ``participants`` simulated participants against ``base_url`` for ``duration_s``.
 
@@ -351,6 +365,9 @@ def run_load(
     ``k`` starts on the ``k``-th (in turn), and a request that fails is retried on the
     next (see the module docstring); ``LoadResult.acknowledged_by`` says which server
     acknowledged each trial.
+
+    ``full`` (one process only) is set once every participant's session has started: the
+    load is full, and a caller can act on the server under it (kill it, for a test).
     """
     urls = [base_url] if isinstance(base_url, str) else list(base_url)
     if not urls:
@@ -364,7 +381,9 @@ def run_load(
         if share
     ]
     if len(arguments) == 1:
-        return _run_share(*arguments[0])
+        return asyncio.run(_run(*arguments[0], full=full))
+    if full is not None:
+        raise ValueError("full: an event of this process, with processes=1 only")
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 

@@ -24,6 +24,7 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 
 import numpy as np
 
@@ -60,7 +61,9 @@ class LoadWindow:
     (0, None)
     """
 
-    def __init__(self, window_s: float = 60.0, *, clock=time.monotonic) -> None:
+    def __init__(
+        self, window_s: float = 60.0, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         if not window_s > 0:
             raise ValueError(f"window_s: expected a positive number of seconds, got {window_s!r}")
         self.window_s = float(window_s)

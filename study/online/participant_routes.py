@@ -139,14 +139,14 @@ class FinishIn(_Model):
 router = APIRouter(prefix="/api")
 
 
-@router.get("/config")
-async def config(request: Request):
-    # Built once by create_app: it opens every image of the set (their aspect ratio).
+@router.get("/config", response_model=None)
+async def config(request: Request) -> dict:
+    # Built once by create_app.
     return request.app.state.browser_config
 
 
-@router.post("/participant-id")
-def check_participant_id(body: ParticipantIdIn, study: StudyDep):
+@router.post("/participant-id", response_model=None)
+def check_participant_id(body: ParticipantIdIn, study: StudyDep) -> dict:
     """Whether a session can start under this id (asked on the page's first screen)."""
     study.check_participant_id(body.participant)
     return {"participant": body.participant, "accepted": True}
@@ -190,8 +190,8 @@ async def put_trial(
     )
 
 
-@router.post("/sessions/{session_id}/finish")
-def finish(session_id: str, body: FinishIn, token: SessionToken, study: StudyDep):
+@router.post("/sessions/{session_id}/finish", response_model=None)
+def finish(session_id: str, body: FinishIn, token: SessionToken, study: StudyDep) -> dict:
     final = {
         "session_start": body.session_start,
         "events": [event.model_dump() for event in body.events],

@@ -98,7 +98,6 @@ SESSION_FACTS = (
         session_orders.c.trial_order,
         sessions.c.environment,
         sessions.c.list_index,
-        sessions.c.seed,
         sessions.c.created_at,
     )
     .join(session_orders, session_orders.c.session_id == sessions.c.id)
@@ -272,21 +271,28 @@ EXPORT_TRIALS = (
 _TRIAL_INSERTS: dict = {}
 
 
-def insert_trial_once(connection) -> sa.Insert:
+def insert_trial_once(connection: sa.Connection) -> sa.Insert:
     """INSERT of a trial that does nothing when its (session, trial) row exists."""
     dialect = connection.dialect.name
     statement = _TRIAL_INSERTS.get(dialect)
     if statement is None:
         if dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
+            from sqlalchemy.dialects import postgresql
+
+            statement = postgresql.insert(trials).on_conflict_do_nothing(
+                index_elements=["session_id", "trial"]
+            )
         else:
-            from sqlalchemy.dialects.sqlite import insert
-        statement = insert(trials).on_conflict_do_nothing(index_elements=["session_id", "trial"])
+            from sqlalchemy.dialects import sqlite
+
+            statement = sqlite.insert(trials).on_conflict_do_nothing(
+                index_elements=["session_id", "trial"]
+            )
         _TRIAL_INSERTS[dialect] = statement
     return statement
 
 
-def lock_session(connection, session_id: str) -> None:
+def lock_session(connection: sa.Connection, session_id: str) -> None:
     """Serialise the writers of one session's rows until the transaction ends (SQLite: one
     writer at a time already)."""
     if connection.dialect.name == "postgresql":
@@ -295,7 +301,7 @@ def lock_session(connection, session_id: str) -> None:
         )
 
 
-def lock_list_choice(connection) -> None:
+def lock_list_choice(connection: sa.Connection) -> None:
     """Serialise list choices until the transaction ends (SQLite: its IMMEDIATE transaction
     already does)."""
     if connection.dialect.name == "postgresql":

@@ -4,10 +4,9 @@
 forks the processes that answer (gunicorn's arbiter, with uvicorn's worker):
 ``workers`` of them, one for the embedded SQLite database. Each starts from the
 built app, so a worker that dies (a crash, ``kill -9``, the kernel's
-out-of-memory killer) is forked again at once and answers within a second
-(benchmarks/RESULTS.md: 0.04-0.6 s under the load of 1,000 participants); only a
-start of ``serve`` itself imports and builds everything. Several
-hosts behind a proxy each run ``serve`` against the same PostgreSQL database.
+out-of-memory killer) is forked again at once and answers within a second; only a
+start of ``serve`` itself imports and builds everything. Several hosts behind a
+proxy each run ``serve`` against the same PostgreSQL database.
 """
 
 from __future__ import annotations
@@ -20,11 +19,17 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from sbir_study.foundation.checks import InputError
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from .service import OnlineStudy
 
 __all__ = ["ServeSettings", "build_app", "serve"]
 
@@ -44,7 +49,7 @@ class ServeSettings:
     data: str = ""
 
 
-def build_app(settings: ServeSettings):
+def build_app(settings: ServeSettings) -> tuple[FastAPI, OnlineStudy]:
     """Load and check everything, migrate the schema, and return the app (and the study)."""
     from ..protocol import load_protocol
     from .app import create_app, web_assets
@@ -53,13 +58,17 @@ def build_app(settings: ServeSettings):
     from .storage import open_database
 
     protocol = load_protocol(settings.protocol, online=True)
-    # Checked whole and planned at the first start; at a restart when nothing changed, the
-    # check and the plan are read back (setcheck), without pandas.
+    # Checked whole at the first start; at a restart when nothing changed, the kept check
+    # is reused (setcheck).
     checked = checked_set(settings.stimuli, protocol, settings.data or None)
     web_assets()
     engine = open_database(settings.db)
     study = OnlineStudy.open(
-        protocol, checked.stimulus_set, engine, protocol_file=settings.protocol, plan=checked.plan
+        protocol,
+        checked.stimulus_set,
+        engine,
+        protocol_file=settings.protocol,
+        max_aspect=checked.max_aspect,
     )
     return create_app(study, settings.admin_token, max_body=settings.max_body), study
 
@@ -71,21 +80,17 @@ FULL_COLLECTION_EVERY_S = 300.0
 def set_aside() -> None:
     """Set what the process built aside from the garbage collector's walks (before forking).
 
-    Under a crowd's load the collector's full collections came every second or two and
-    held every request meanwhile, for 0.05-0.5 s each: each walked what the process holds
-    for good (the modules, the study, the app: a few hundred thousand objects) and the
-    thousand participants' open connections, because the short-lived objects of the
-    requests in flight, promoted at each younger collection, soon pass its threshold
-    (a quarter of the objects it holds). So what is built is set aside (``gc.freeze``;
-    forked workers inherit it, and their pages of it stay shared), and full collections
-    no longer come by themselves: :func:`collect_now_and_then` makes them on a clock.
-    The younger generations are collected as before (they free the requests' cycles).
+    Under a crowd's load, the short-lived objects of the requests in flight soon pass the
+    oldest generation's threshold, and each full collection walks everything the process
+    holds for good (the modules, the study, the app) while every request waits. So what
+    is built is frozen (``gc.freeze``; forked workers inherit it, and their pages of it
+    stay shared), and full collections come only on a clock
+    (:func:`collect_now_and_then`); the younger generations are collected as usual.
 
     Nothing is collected first: :func:`serve` builds with the collector paused
     (:func:`collector_paused`) and freezes what it built as it stands, as Python's
     documentation of ``gc.freeze`` advises for a process that forks without exec (a
-    collection would leave holes in the pages the workers share; what the build left
-    unreachable is a few megabytes at most, kept once, shared by all).
+    collection would leave holes in the pages the workers share).
     """
     gc.freeze()
     young, middle, _ = gc.get_threshold()
@@ -93,13 +98,12 @@ def set_aside() -> None:
 
 
 @contextlib.contextmanager
-def collector_paused():
+def collector_paused() -> Iterator[None]:
     """The cyclic garbage collector off for the block (and on again after it, as it was).
 
-    ``serve``'s start makes objects that are kept for good (the modules, the study, the app),
-    and the collector, triggered again and again while they pile up, walks them all each
-    time: a tenth of a start (0.09 s of 1.0 s measured in process). Nothing they make is
-    garbage to wait for; :func:`set_aside` then freezes them.
+    ``serve``'s start makes objects that are kept for good (the modules, the study, the
+    app); a collection triggered while they pile up walks them all, and finds no garbage.
+    :func:`set_aside` then freezes them.
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -212,7 +216,7 @@ def serve(
     where = f"http://{host}:{port}{root_path}/"
     print(
         f"Serving {study.protocol.name!r} on the set {study.stimulus_set.folder} (digest "
-        f"{study.stimulus_set.digest[:12]}...), {len(study.plan.orders)} list(s), database "
+        f"{study.stimulus_set.digest[:12]}...), {len(study.lists)} list(s), database "
         f"{study.engine.url.render_as_string()}",
         flush=True,
     )

@@ -223,26 +223,19 @@ def participant_table(
         missed=trials["rating"].isna() & (trials["phase"] != "anchor_demo"),
         planned=np.where(trials["phase"] == "anchor_demo", timing.anchor_demo_s, timing.stimulus_s),
     )
+    # Each trial's stimulus and blank errors together, per session.
     errors = pd.concat(
         [
-            pd.DataFrame(
-                {
-                    "session_id": trials["session_id"],
-                    "error": (trials["stim_duration"] - trials["planned"]).abs() * 1000.0,
-                }
-            ),
-            pd.DataFrame(
-                {
-                    "session_id": trials["session_id"],
-                    "error": (trials["blank_duration"] - timing.blank_s).abs() * 1000.0,
-                }
-            ),
-        ]
+            (trials["stim_duration"] - trials["planned"]).abs() * 1000.0,
+            (trials["blank_duration"] - timing.blank_s).abs() * 1000.0,
+        ],
+        ignore_index=True,
     )
+    ids = trials["session_id"].to_numpy()
+    median = errors.groupby(np.concatenate([ids, ids])).median().round(3)
     grouped = trials.groupby("session_id")
     stored = grouped.size()
     missed = grouped["missed"].sum()
-    median = errors.groupby("session_id")["error"].median().round(3)
     refused: dict[str, list[str]] = {}
     if refusals is not None:
         for row in refusals.itertuples(index=False):

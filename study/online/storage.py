@@ -23,9 +23,9 @@ serialises the choice of a list with a transaction-scoped advisory lock.
 
 Trials are written by :class:`GroupCommit`: one writer thread per server process
 runs the trials that requests queued in one transaction and one commit (one
-fsync for many trials, where each trial had its own), and answers each request
-only once that commit returned. An acknowledged trial is therefore as durable as
-before: on disk, with ``synchronous=FULL``, before its 201 leaves the server.
+fsync for many trials), and answers each request only once that commit returned:
+an acknowledged trial is on disk, with ``synchronous=FULL``, before its 201 leaves
+the server.
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -49,6 +49,9 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
 
 from sbir_study.foundation.checks import InputError
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 __all__ = [
     "LIST_LOCK",
@@ -121,10 +124,9 @@ sa.Index(
     sessions.c.last_seen_at,
 )
 
-#: Each session's trial order (JSON: one list per trial, ``service.ORDER_COLUMNS``), written
-#: once when the session starts. A table of its own, not a column of ``sessions``: about 100 KB
-#: for the paper's block, which SQLite would rewrite with the session's row at every trial's
-#: ``last_seen_at`` and read through to reach the columns after it.
+#: Each session's trial order (JSON: one list per trial, ``orders.ORDER_COLUMNS``), written
+#: once when the session starts. A table of its own, not a column of ``sessions``: SQLite
+#: would rewrite the whole order with the session's row at every trial's ``last_seen_at``.
 session_orders = sa.Table(
     "session_orders",
     metadata,
@@ -164,10 +166,8 @@ trials = sa.Table(
 MAX_REASON_LENGTH = 500
 #: The most refusals kept for one session. A page sets a refused trial aside and never
 #: sends it again, so an honest page is refused at most once a trial (the paper's whole
-#: block is 1,240 pairs); past this, a page (or someone holding its token) is sending
-#: reports in a loop, and the table would grow without end. What is not kept is still
-#: answered and written to serve's log. At most 2,000 rows of at most 500 characters: about
-#: 1 MB a session.
+#: block is 1,240 pairs); past this, a page is sending reports in a loop. What is not kept
+#: is still answered and written to serve's log.
 MAX_REFUSALS_PER_SESSION = 2000
 
 refusals = sa.Table(
@@ -255,7 +255,7 @@ def _sqlite_pragmas(engine: Engine) -> None:
         connection.exec_driver_sql("BEGIN" if reader else "BEGIN IMMEDIATE")
 
 
-def reading(engine: Engine):
+def reading(engine: Engine) -> sa.Connection:
     """A connection for reading only (on SQLite, one that takes no write lock)."""
     return engine.connect().execution_options(sbir_read_only=True)
 
@@ -265,11 +265,8 @@ HEAD = "0005"
 
 
 def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest revision (Alembic, ``study/online/migrations``).
-
-    A database already at :data:`HEAD` is left as it is without loading Alembic (about a
-    second of imports, that a restart under load waited for).
-    """
+    """Bring the schema to the newest revision (Alembic, ``study/online/migrations``); a
+    database already at :data:`HEAD` is left as it is without importing Alembic."""
     try:
         with engine.connect() as connection:
             current = connection.exec_driver_sql("SELECT version_num FROM alembic_version").all()
@@ -284,7 +281,7 @@ def migrate(engine: Engine) -> None:
 
 
 @contextlib.contextmanager
-def migrating(engine: Engine):
+def migrating(engine: Engine) -> Iterator[Config]:
     """Alembic's configuration for the migrations, on one connection in one transaction.
 
     On SQLite, foreign keys are not enforced while the migrations run, and are checked
@@ -300,7 +297,7 @@ def migrating(engine: Engine):
     with engine.connect() as connection:
         sqlite = connection.dialect.name == "sqlite"
         if sqlite:  # outside a transaction, where SQLite takes the setting
-            connection.connection.driver_connection.execute("PRAGMA foreign_keys=OFF")
+            _driver_execute(connection, "PRAGMA foreign_keys=OFF")
         try:
             with connection.begin():
                 config.attributes["connection"] = connection
@@ -311,7 +308,14 @@ def migrating(engine: Engine):
                         raise RuntimeError(f"the migration broke foreign keys: {broken[:5]}")
         finally:
             if sqlite:
-                connection.connection.driver_connection.execute("PRAGMA foreign_keys=ON")
+                _driver_execute(connection, "PRAGMA foreign_keys=ON")
+
+
+def _driver_execute(connection: sa.Connection, statement: str) -> None:
+    """Run ``statement`` on the driver's own connection, outside SQLAlchemy's transaction."""
+    driver = connection.connection.driver_connection
+    assert driver is not None  # an open connection has its driver's
+    driver.execute(statement)
 
 
 def schema_revision(engine: Engine) -> str | None:
@@ -322,7 +326,7 @@ def schema_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(connection).get_current_revision()
 
 
-def dumps(value) -> str:
+def dumps(value: object) -> str:
     """JSON as stored: compact, keys sorted, so equal values are equal text."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
@@ -334,13 +338,12 @@ def now() -> float:
 class Driver:
     """Statements of the trial write run on the driver's own cursor, compiled once.
 
-    SQLAlchemy compiles a statement from its cache and builds its parameters, its
-    execution context and its result at every execution: under a crowd's load that was a
-    sixth of the server's CPU for the four statements each trial runs. Here each statement
-    is compiled once per dialect and set of columns, to the driver's SQL and parameter
-    order, and run on the cursor of the transaction's own connection; what it returns is
-    the driver's (rows as tuples, the row count). Only for statements whose columns need no
-    conversion of SQLAlchemy's (numbers, text).
+    SQLAlchemy builds a statement's parameters, execution context and result at every
+    execution, a cost each of a trial's four statements pays under a crowd's load. Here
+    each statement is compiled once per dialect and set of columns, to the driver's SQL
+    and parameter order, and run on the cursor of the transaction's own connection; what
+    it returns is the driver's (rows as tuples, the row count). Only for statements whose
+    columns need no conversion of SQLAlchemy's (numbers, text).
     """
 
     def __init__(self) -> None:
@@ -358,12 +361,14 @@ class Driver:
             compiled = self._compiled.setdefault(key, (str(done), names, fixed))
         return compiled
 
-    def all(self, connection, statement, parameters: dict) -> list[tuple]:
+    def all(
+        self, connection: sa.Connection, statement: sa.Executable, parameters: dict
+    ) -> list[tuple]:
         """The rows ``statement`` returns with ``parameters``."""
         with contextlib.closing(self._run(connection, statement, parameters)) as cursor:
             return cursor.fetchall()
 
-    def count(self, connection, statement, parameters: dict) -> int:
+    def count(self, connection: sa.Connection, statement: sa.Executable, parameters: dict) -> int:
         """The rows ``statement`` changed with ``parameters``."""
         with contextlib.closing(self._run(connection, statement, parameters)) as cursor:
             return cursor.rowcount
@@ -428,7 +433,7 @@ class GroupCommit:
         )
         return await future
 
-    def _put(self, work: Callable[[Any], Any], answer: Callable[[Any, Any], None]) -> None:
+    def _put(self, work: Callable[[Any], Any], answer: Callable[[Any, Any], object]) -> None:
         self._queue.put((work, answer))
         if self._thread is None:
             with self._start:  # started in the process that writes (after uvicorn's fork)
@@ -458,7 +463,7 @@ class GroupCommit:
         Raises only when a group of several failed before any was answered; a write alone
         is answered with its failure.
         """
-        outcomes = []
+        outcomes: list[tuple[Callable[[Any, Any], object], Any, BaseException | None]] = []
         try:
             with self.engine.begin() as connection:
                 for work, answer in batch:
@@ -473,9 +478,9 @@ class GroupCommit:
         else:
             self.commits += 1
             self.writes += len(batch)
-        for answer, value, error in outcomes:
+        for answer, value, failure in outcomes:
             try:
-                answer(value, error)
+                answer(value, failure)
             except Exception:  # a waiter gone (its event loop closed): the others still hear
                 LOG.exception("the group commit could not answer a write")
 
@@ -514,7 +519,7 @@ class BatchedReads:
         self._thread: threading.Thread | None = None
         self.reads = 0  # queries made (a test reads them)
 
-    def get(self, key) -> Future:
+    def get(self, key: Hashable) -> Future:
         """A future of ``key``'s value (``None`` if not found)."""
         with self._lock:
             future = self._waiting.get(key)
@@ -532,7 +537,7 @@ class BatchedReads:
                 self._ready.notify()
             return future
 
-    async def wait(self, key):
+    async def wait(self, key: Hashable) -> Any:
         """:meth:`get` for a coroutine, awaited in its event loop. A coroutine cancelled
         while it waits (its client gone) stops waiting alone: the read, and every other
         request waiting for the same key, go on."""

@@ -75,7 +75,8 @@ def write_protocol(folder: Path, name: str = "protocol.toml", **tables) -> Path:
 
 
 class Server:
-    """`sbir-study serve` in a subprocess on 127.0.0.1 (killed at the end)."""
+    """`sbir-study serve` in a subprocess on 127.0.0.1 (killed at the end); ``python`` is
+    the interpreter it runs under (another checkout's, for a benchmark beside it)."""
 
     def __init__(
         self,
@@ -85,8 +86,10 @@ class Server:
         db: str | None = None,
         workers: int = 1,
         port: int | None = None,
+        python: str = sys.executable,
     ) -> None:
         self.protocol, self.stimuli, self.data, self.db = protocol, stimuli, data, db
+        self.python = python
         self.workers = workers
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
@@ -95,7 +98,7 @@ class Server:
 
     def start(self, timeout: float = 60.0) -> Server:
         command = [
-            sys.executable,
+            self.python,
             "-m",
             "sbir_study",
             "serve",
@@ -120,6 +123,8 @@ class Server:
                 stderr=subprocess.STDOUT,
                 env=environment,
                 start_new_session=True,
+                # Another interpreter's package, not one of this working folder.
+                cwd=None if self.python == sys.executable else self.data.parent,
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

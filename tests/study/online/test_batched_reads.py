@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -40,12 +39,13 @@ def test_each_key_gets_its_own_value_and_keys_asked_meanwhile_share_a_read(
     each future answers its key (the stored value, None where nothing is stored, the key's
     own refusal), no batch holds a key twice or more than ``max_batch`` keys, and the keys
     asked for meanwhile are read in as few batches as ``max_batch`` allows."""
-    held = threading.Event()
+    held, reading = threading.Event(), threading.Event()
     batches: list[list] = []
 
     def read_many(batch):
         batches.append(list(batch))
         if len(batches) == 1:
+            reading.set()
             assert held.wait(10)
         answer = {key: stored[key] for key in batch if key in stored}
         answer.update({key: Refused(key) for key in batch if key in refused})
@@ -53,8 +53,7 @@ def test_each_key_gets_its_own_value_and_keys_asked_meanwhile_share_a_read(
 
     reads = storage.BatchedReads(read_many, max_batch=max_batch)
     first = reads.get(asked[0])
-    while not batches:  # the first key's read has begun and is held
-        time.sleep(0.001)
+    assert reading.wait(10)  # the first key's read has begun and is held
     with ThreadPoolExecutor(8) as pool:
         futures = list(pool.map(reads.get, asked[1:]))
     held.set()
@@ -106,15 +105,21 @@ def test_a_coroutine_that_stops_waiting_cancels_nobody_elses_read():
 
     reads = storage.BatchedReads(read_many)
 
+    async def asking(began: asyncio.Event):
+        waiting = reads.wait("a b")
+        began.set()  # the task goes on into the wait before the scene resumes
+        return await waiting
+
     async def scene():
-        gone = asyncio.ensure_future(reads.wait("a b"))
-        staying = asyncio.ensure_future(reads.wait("a b"))
-        await asyncio.sleep(0.05)
+        began = [asyncio.Event(), asyncio.Event()]
+        gone = asyncio.ensure_future(asking(began[0]))
+        staying = asyncio.ensure_future(asking(began[1]))
+        for event in began:
+            await event.wait()
         gone.cancel()
-        await asyncio.sleep(0.05)
-        held.set()
         with pytest.raises(asyncio.CancelledError):
-            await gone
+            await gone  # stopped waiting while the read is still held
+        held.set()
         return await staying
 
     from_thread = reads.get("a b")
@@ -151,7 +156,7 @@ def test_a_restarted_server_reads_the_sessions_asked_for_at_once_in_one_query(
     orders = {session: study._sessions[session]["order"] for session in ids}
     # Every list has its sessions (one list in the paper's design, two in the lab's own).
     assert {study._sessions[session]["list_index"] for session in ids} == set(
-        range(len(study.plan.orders))
+        range(len(study.lists))
     )
     with sqlite3.connect(client.db) as connection:  # an order no version wrote: not served
         connection.execute("UPDATE sessions SET seed = seed + 1 WHERE id = ?", (ids[0],))
@@ -160,13 +165,14 @@ def test_a_restarted_server_reads_the_sessions_asked_for_at_once_in_one_query(
             (ids[0],),
         )
     study._sessions.clear()  # as after a restart
-    held = threading.Event()
+    held, reading, everyone = threading.Event(), threading.Event(), threading.Event()
     read = study._read_sessions
     queries = []
 
     def read_sessions(session_ids):
         queries.append(sorted(session_ids))
         if len(queries) == 1:
+            reading.set()
             assert held.wait(10)
         return read(session_ids)
 
@@ -174,6 +180,18 @@ def test_a_restarted_server_reads_the_sessions_asked_for_at_once_in_one_query(
     asked = [(ids[1], tokens[1])]  # held, while all the others ask
     asked += [(session, token) for session, token in zip(ids, tokens, strict=True)]
     asked += [(ids[2], "not the token"), ("0" * 32, tokens[3])]
+
+    get, lock, calls = study._reads.get, threading.Lock(), [0]
+
+    def counted_get(session_id):
+        future = get(session_id)
+        with lock:
+            calls[0] += 1
+            if calls[0] == len(asked):
+                everyone.set()
+        return future
+
+    study._reads.get = counted_get
 
     def authorise(pair):
         try:
@@ -183,10 +201,9 @@ def test_a_restarted_server_reads_the_sessions_asked_for_at_once_in_one_query(
 
     with ThreadPoolExecutor(len(asked)) as pool:
         first = pool.submit(authorise, asked[0])
-        while not queries:
-            time.sleep(0.001)
+        assert reading.wait(10)
         rest = [pool.submit(authorise, pair) for pair in asked[1:]]
-        time.sleep(0.2)  # every request has asked for its session
+        assert everyone.wait(10)  # every request has asked for its session
         held.set()
         answers = [first.result(10)] + [future.result(10) for future in rest]
     # Session 2 was being read when the others asked: they waited for that read.

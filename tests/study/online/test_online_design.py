@@ -14,13 +14,8 @@ from sbir_study.foundation.checks import InputError
 from sbir_study.study.online import storage
 from sbir_study.study.online.assignment import choose_list, list_manifest, split_lists
 from sbir_study.study.online.browser_keys import BROWSER_CODES, browser_key_name
-from sbir_study.study.online.plan import ListOrder
-from sbir_study.study.online.service import (
-    Order,
-    _OrderJson,
-    _page_trial,
-    stimulus_pixels,
-)
+from sbir_study.study.online.orders import Order, OrderJson, order_keys, page_trial
+from sbir_study.study.online.service import stimulus_pixels
 from sbir_study.study.protocol import Anchoring, Online, Protocol, load_protocol
 from sbir_study.study.trials import build_trials
 from tests.study.online.support import write_protocol
@@ -137,10 +132,10 @@ def test_lists_split_the_main_pairs_evenly(manifest, subset, lists, seed):
     st.integers(0, 3),
 )
 def test_a_list_order_is_build_trials_order(manifest, seed, enabled, repeat, repeat_from, drop):
-    """serve draws a participant's order from keys made once per list (ListOrder) and keeps
-    it as those keys (Order): read in turn, by index, negative index or slice, the same
-    trials, phases and prescribed ratings as build_trials (the lab's and the simulator's
-    rule, read here through pandas) for every seed and anchoring setting."""
+    """serve keeps a participant's order as its trials' keys (order_keys, Order): read in
+    turn, by index, negative index or slice, the same trials, phases and prescribed ratings
+    as build_trials (the lab's and the simulator's rule, read here through pandas) for
+    every seed and anchoring setting."""
     manifest = manifest.drop(index=manifest.index[manifest["role"] == "anchor"][:drop])
     anchoring = Anchoring(enabled=enabled, repeat=repeat, repeat_from=repeat_from)
     protocol = replace(Protocol(), anchoring=anchoring)
@@ -158,7 +153,7 @@ def test_a_list_order_is_build_trials_order(manifest, seed, enabled, repeat, rep
         (int(trial), phase, sketch, image, None if pd.isna(rating) else int(rating), sp, ip)
         for trial, phase, sketch, image, rating, sp, ip in built.itertuples(index=False, name=None)
     ]
-    order = Order(ListOrder.of(protocol, manifest).keys(seed))
+    order = Order(order_keys(protocol, manifest, seed, {}))
     assert len(order) == len(expected) and list(order) == expected
     assert [order[i] for i in range(-len(expected), len(expected))] == expected + expected
     assert order[1:-1:2] == expected[1:-1:2]
@@ -185,13 +180,13 @@ _ROWS = st.lists(
 @given(st.lists(_ROWS, min_size=1, max_size=3))
 def test_an_order_joined_from_its_pairs_json_is_the_encoders_text(orders):
     """A session's order is stored, and sent to its page, as JSON joined from each pair's
-    JSON made once (_OrderJson): the stored text is storage.dumps's to the byte, the page's
+    JSON made once (OrderJson): the stored text is storage.dumps's to the byte, the page's
     what Starlette's JSONResponse wrote, for any ids and paths and any pairs met before."""
-    encoded = _OrderJson()
+    encoded = OrderJson()
     for pairs in orders:
         rows = [[number, *pair] for number, pair in enumerate(pairs, start=1)]
         assert encoded.rows(pairs) == storage.dumps(rows)
-        page = [_page_trial(*row) for row in rows]
+        page = [page_trial(*row) for row in rows]
         assert encoded.page_trials(pairs) == json.dumps(
             page, ensure_ascii=False, allow_nan=False, separators=(",", ":")
         )
@@ -204,8 +199,8 @@ def test_an_order_read_back_from_its_stored_json_is_the_same_order(manifest, see
     the same order as the one drawn (the test above holds those to build_trials), its keys
     the ones the process already keeps, one of each."""
     protocol = replace(Protocol(), anchoring=Anchoring(enabled=True, repeat=repeat))
-    lists = ListOrder.of(protocol, manifest)
-    order, other = Order(lists.keys(seed)), Order(lists.keys(seed + 1))
+    order = Order(order_keys(protocol, manifest, seed, {}))
+    other = Order(order_keys(protocol, manifest, seed + 1, {}))
     rows = list(order)
     shared: dict = {}
     first = Order.of_rows(json.loads(storage.dumps(rows)), shared)
@@ -273,17 +268,16 @@ def test_stimulus_pixels_are_psychopys_degrees(display):
 
 def test_warm_makes_each_lists_order_and_json_before_the_workers_fork(tmp_path, online_set):
     """serve warms the study before it forks its workers (OnlineStudy.warm): every list's
-    pairs, made into order keys when the study opened (its plan), get their JSON, and the
-    JSON kept for them is what the encoders write, so a worker forked again after a crash
-    answers its first sessions as a warm one does."""
+    trial keys get their JSON, and the JSON kept for them is what the encoders write, so a
+    worker forked again after a crash answers its first sessions as a warm one does."""
     from tests.study.online.support import make_client
 
     study = make_client(tmp_path, online_set, online={"subset": "pairs", "lists": 2}).study
-    assert len(study.plan.orders) == 2
+    assert len(study.lists) == 2
     assert study._json._stored == {} and study._json._page == {}
     study.warm()
     for index in (0, 1):
-        keys = study._list_order(index).keys(7)
+        keys = study._order_keys(index, 7)
         rows = [[number, *key] for number, key in enumerate(keys, start=1)]
         assert set(keys) <= set(study._json._stored) and set(keys) <= set(study._json._page)
         assert study._json.rows(keys) == storage.dumps(rows)

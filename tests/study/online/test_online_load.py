@@ -43,14 +43,21 @@ def check_nothing_lost(db_url: str, result) -> dict:
     }
 
 
-def kill_and_restart(server, at: float, down_s: float = 1.0) -> threading.Thread:
+def kill_and_restart(server, full: threading.Event, down_s: float = 1.0) -> threading.Thread:
+    """Kill ``server`` once the load is full (every participant started, run_load's
+    ``full``), while the participants post; start it again ``down_s`` later. The thread's
+    ``killed`` is set at the kill."""
+
     def run():
-        time.sleep(at)
+        if not full.wait(60):
+            return  # the load never filled: the test's counts say so
         server.kill()
-        time.sleep(down_s)
+        thread.killed.set()
+        time.sleep(down_s)  # the outage itself, not a wait for an event
         server.start()
 
     thread = threading.Thread(target=run)
+    thread.killed = threading.Event()
     thread.start()
     return thread
 
@@ -64,11 +71,20 @@ def test_sqlite_under_load_with_a_kill_in_the_middle(
     load_protocol, online_set, tmp_path, start_server
 ):
     server = start_server(load_protocol, online_set, tmp_path / "data")
-    restart = kill_and_restart(server, at=6.0)
+    full = threading.Event()
+    restart = kill_and_restart(server, full)
     result = run_load(
-        server.url, participants=60, duration_s=14.0, pace_s=0.5, stimulus_s=0.3, seed=1, ramp_s=2.0
+        server.url,
+        participants=60,
+        duration_s=14.0,
+        pace_s=0.5,
+        stimulus_s=0.3,
+        seed=1,
+        ramp_s=2.0,
+        full=full,
     )
     restart.join()
+    assert restart.killed.is_set()
     counts = check_nothing_lost(f"sqlite:///{tmp_path / 'data' / 'online.sqlite3'}", result)
     # The kill cost retries, and some answers were lost with it: those trials were sent again
     # and acknowledged as already stored, never stored twice.
@@ -126,11 +142,20 @@ def test_postgresql_two_servers_one_killed(
 ):
     db = postgres.new_database()
     first = start_server(load_protocol, online_set, tmp_path / "a", db=db, workers=2)
-    restart = kill_and_restart(first, at=5.0)
+    full = threading.Event()
+    restart = kill_and_restart(first, full)
     result = run_load(
-        first.url, participants=40, duration_s=12.0, pace_s=0.5, stimulus_s=0.3, seed=2, ramp_s=2.0
+        first.url,
+        participants=40,
+        duration_s=12.0,
+        pace_s=0.5,
+        stimulus_s=0.3,
+        seed=2,
+        ramp_s=2.0,
+        full=full,
     )
     restart.join()
+    assert restart.killed.is_set()
     counts = check_nothing_lost(db, result)
     assert result.retries > 0 and counts["participants_acknowledged"] == 40  # as above
     # A second host on the same database sees the same study and its participants.

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -221,17 +220,46 @@ def _stored(engine) -> set[int]:
         return {row.id for row in connection.execute(sa.select(_ROWS.c.id))}
 
 
-def _insert(number: int, hold: threading.Event | None = None):
+def _insert(
+    number: int, hold: threading.Event | None = None, entered: threading.Event | None = None
+):
     """A write of row ``number`` that returns it; with ``hold``, it waits for it first, so
-    that the writes queued meanwhile go into the next group together."""
+    that the writes queued meanwhile go into the next group together (``entered`` is set
+    when the writer has begun it)."""
 
     def work(connection):
+        if entered is not None:
+            entered.set()
         if hold is not None:
-            hold.wait(10)
+            assert hold.wait(10)
         connection.execute(_ROWS.insert(), {"id": number})
         return number
 
     return work
+
+
+def _queued(writer: storage.GroupCommit, count: int) -> threading.Event:
+    """An event set once ``count`` writes have been queued to ``writer`` (its queue counted
+    as it is put to)."""
+    queued, lock = threading.Event(), threading.Lock()
+    real, puts = writer._queue, [0]
+
+    class Counting:
+        def put(self, item):
+            real.put(item)
+            with lock:
+                puts[0] += 1
+                if puts[0] >= count:
+                    queued.set()
+
+        def get(self, *args, **kwargs):
+            return real.get(*args, **kwargs)
+
+        def get_nowait(self):
+            return real.get_nowait()
+
+    writer._queue = Counting()
+    return queued
 
 
 def _refuse(connection):
@@ -242,10 +270,12 @@ def test_group_commit_answers_each_write_only_after_its_commit(database):
     """Writes queued while a commit runs go in the next one, together; each caller is answered
     only when its row is visible to another connection (committed)."""
     writer = _writer(database)
-    hold = threading.Event()
+    hold, entered = threading.Event(), threading.Event()
+    queued = _queued(writer, 21)
 
     def first(connection):
-        hold.wait(10)  # the writer is busy: the 20 writes below queue meanwhile
+        entered.set()
+        assert hold.wait(10)  # the writer is busy: the 20 writes below queue meanwhile
         connection.execute(_ROWS.insert(), {"id": 0})
 
     seen_at_answer = {}
@@ -257,10 +287,10 @@ def test_group_commit_answers_each_write_only_after_its_commit(database):
     threads = [threading.Thread(target=writer.run, args=(first,))]
     threads += [threading.Thread(target=write, args=(k,)) for k in range(1, 21)]
     threads[0].start()
-    time.sleep(0.2)
+    assert entered.wait(10)
     for thread in threads[1:]:
         thread.start()
-    time.sleep(0.5)
+    assert queued.wait(10)
     assert seen_at_answer == {}  # nothing answered while the first commit is held
     hold.set()
     for thread in threads:
@@ -273,7 +303,8 @@ def test_group_commit_answers_each_write_only_after_its_commit(database):
 
 def test_group_commit_a_refusal_or_a_failing_write_spares_the_others(database):
     writer = _writer(database)
-    hold = threading.Event()
+    hold, entered = threading.Event(), threading.Event()
+    queued = _queued(writer, 5)
     outcomes = {}
 
     def run(number, work):
@@ -286,13 +317,19 @@ def test_group_commit_a_refusal_or_a_failing_write_spares_the_others(database):
         connection.execute(_ROWS.insert(), {"id": 500})
         connection.execute(_ROWS.insert(), {"id": 500})
 
-    jobs = [(1, _insert(1, hold)), (2, _insert(2)), (3, _refuse), (4, duplicate), (5, _insert(5))]
+    jobs = [
+        (1, _insert(1, hold, entered)),
+        (2, _insert(2)),
+        (3, _refuse),
+        (4, duplicate),
+        (5, _insert(5)),
+    ]
     threads = [threading.Thread(target=run, args=job) for job in jobs]
     threads[0].start()
-    time.sleep(0.2)
+    assert entered.wait(10)
     for thread in threads[1:]:
         thread.start()
-    time.sleep(0.3)
+    assert queued.wait(10)
     hold.set()
     for thread in threads:
         thread.join(30)
@@ -307,11 +344,12 @@ def test_group_commit_answers_coroutines_in_their_loop_and_a_waiter_gone_loses_n
     cancelled while its write waits (its client gone) leaves the write committed, and the
     others of its group answered."""
     writer = _writer(database)
-    hold = threading.Event()
+    hold, entered = threading.Event(), threading.Event()
+    queued = _queued(writer, 8)
 
-    holder = threading.Thread(target=writer.run, args=(_insert(0, hold),))
+    holder = threading.Thread(target=writer.run, args=(_insert(0, hold, entered),))
     holder.start()
-    time.sleep(0.2)
+    assert entered.wait(10)
 
     async def main():
         seen = {}
@@ -323,7 +361,7 @@ def test_group_commit_answers_coroutines_in_their_loop_and_a_waiter_gone_loses_n
         tasks = [asyncio.create_task(write(k)) for k in range(1, 6)]
         refused = asyncio.create_task(writer.submit(_refuse))
         gone = asyncio.create_task(writer.submit(_insert(99)))
-        await asyncio.sleep(0.3)
+        assert await asyncio.to_thread(queued.wait, 10)  # the tasks run meanwhile
         assert seen == {} and writer.commits == 0  # all queued behind the held commit
         gone.cancel()
         hold.set()
