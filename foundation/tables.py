@@ -234,6 +234,8 @@ def read_rows(
     numbers = [n for n in numbers if n in wanted]
     parsed = _arrow(pieces, wanted, numbers, categorical)
     if parsed is None:
+        if len(pieces) > 1:
+            _refuse_first(pieces, wanted, numbers, categorical, wording)
         return Rows(*_python(pieces, wanted, numbers, categorical, wording))
     table, spans = parsed
     blank = _blank_rows(table) if header.sep is not None else np.zeros(table.num_rows, bool)
@@ -292,31 +294,6 @@ def read_table(
 
 
 # --- the fast path: Arrow ------------------------------------------------------------------------
-
-
-class _Chain(io.RawIOBase):
-    """Several buffers read as one stream (Arrow reads the files' rows in one pass)."""
-
-    def __init__(self, parts: list[memoryview]):
-        self._parts = parts
-        self._index = 0
-        self._offset = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        target = memoryview(buffer).cast("B")
-        filled = 0
-        while filled < len(target) and self._index < len(self._parts):
-            part = self._parts[self._index]
-            take = min(len(target) - filled, len(part) - self._offset)
-            target[filled : filled + take] = part[self._offset : self._offset + take]
-            filled += take
-            self._offset += take
-            if self._offset == len(part):
-                self._index, self._offset = self._index + 1, 0
-        return filled
 
 
 def _arrow(pieces: list[_Piece], wanted: list[str], numbers: list[str], categorical: bool):
@@ -398,7 +375,7 @@ def _read_csv(pieces: list[_Piece], types: dict, sep: str, quoted: bool, streame
                     parts.append(memoryview(b"\n"))
         if not parts:
             return pa.table({n: pa.array([], t) for n, t in types.items()})
-        source = pa.BufferReader(parts[0]) if len(parts) == 1 else _Chain(parts)
+        source = pa.BufferReader(parts[0] if len(parts) == 1 else b"".join(parts))
     try:
         return arrow_csv.read_csv(
             source,
@@ -539,6 +516,16 @@ def _row_lines(pieces: list[_Piece], n_rows: int, spans: bool, wording: Wording)
 
 
 # --- the slow path: Python -----------------------------------------------------------------------
+
+
+def _refuse_first(
+    pieces: list[_Piece], wanted: list[str], numbers: list[str], categorical: bool, wording: Wording
+) -> None:
+    """Raise on the first bad line, in file order, of the files that Arrow does not read on
+    their own: only those need the line-by-line pass to find it."""
+    for piece in pieces:
+        if _arrow([piece], wanted, numbers, categorical) is None:
+            _python([piece], wanted, numbers, categorical, wording)
 
 
 def _records(piece: _Piece, wording: Wording):
