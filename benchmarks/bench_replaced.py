@@ -92,9 +92,11 @@ def timed(path, *args, **kwargs):
     return result
 pipeline.write_report = timed
 analyze_ratings(load_ratings(sys.argv[1]), Path(sys.argv[2]), AnalysisOptions())
-print(json.dumps({"seconds": min(seconds), "size": Path(sys.argv[2], "report.html").stat().st_size}))
+size = Path(sys.argv[2], "report.html").stat().st_size
+print(json.dumps({"seconds": min(seconds), "size": size}))
 """
 
+STRACE = ["strace", "-f", "-c", "-o"]
 SYSCALLS = "fsync,fdatasync,syncfs,rename,renameat,renameat2"
 
 
@@ -131,8 +133,7 @@ class Tree:
         """How many of each of :data:`SYSCALLS` the process (and its children) made."""
         with tempfile.NamedTemporaryFile("r", suffix=".strace") as log:
             subprocess.run(
-                ["strace", "-f", "-c", "-o", log.name, "-e", f"trace={SYSCALLS}", self.python]
-                + list(arguments),
+                [*STRACE, log.name, "-e", f"trace={SYSCALLS}", self.python, *arguments],
                 capture_output=True,
                 check=True,
                 cwd=tempfile.gettempdir(),
@@ -194,7 +195,7 @@ def main() -> None:
     parser.add_argument("--only", default="fdist,help,atomic,report")
     args = parser.parse_args()
     trees = [Tree("before", args.before), Tree("after", args.after)]
-    before, after = trees
+    after = trees[1]
     only = set(args.only.split(","))
     scratch = Path(tempfile.mkdtemp(prefix="bench-replaced-"))
     try:
@@ -214,15 +215,37 @@ def main() -> None:
 
 def fdist(trees: list[Tree], demo: Path, scratch: Path, repeat: int) -> None:
     header("F distribution: scipy.special in place of _kernels.f_sf / f_ppf (s)")
-    print(row("import reliability, agreement", alternated(
-        trees, lambda t: t.wall("-c", IMPORT_STATISTICS), repeat)))  # fmt: skip
-    print(row("sbir-study analyze --help", alternated(
-        trees, lambda t: t.wall("-m", "sbir_study", "analyze", "--help"), repeat)))  # fmt: skip
+    print(
+        row(
+            "import reliability, agreement",
+            alternated(trees, lambda t: t.wall("-c", IMPORT_STATISTICS), repeat),
+        )
+    )
+    print(
+        row(
+            "sbir-study analyze --help",
+            alternated(trees, lambda t: t.wall("-m", "sbir_study", "analyze", "--help"), repeat),
+        )
+    )
     counter = iter(range(10**6))
-    print(row("sbir-study analyze --no-figures (28 participants)", alternated(
-        trees, lambda t: t.wall("-m", "sbir_study", "analyze", str(demo), "--out",
-                                str(scratch / f"a{t.name}{next(counter)}"), "--no-figures"),
-        repeat)))  # fmt: skip
+    print(
+        row(
+            "sbir-study analyze --no-figures (28 participants)",
+            alternated(
+                trees,
+                lambda t: t.wall(
+                    "-m",
+                    "sbir_study",
+                    "analyze",
+                    str(demo),
+                    "--out",
+                    str(scratch / f"a{t.name}{next(counter)}"),
+                    "--no-figures",
+                ),
+                repeat,
+            ),
+        )
+    )
     # The tables of one analysis by each, compared cell for cell (read back as numbers).
     import pandas as pd
 
@@ -237,14 +260,20 @@ def fdist(trees: list[Tree], demo: Path, scratch: Path, repeat: int) -> None:
             pd.testing.assert_frame_equal(theirs, ours, check_exact=False, rtol=1e-12)
         except AssertionError:
             different.append(table)
-    print(f"\nTables of the analysis: {len(list(outs['before'].glob('*.csv')))} compared, "
-          f"different: {', '.join(different) or 'none'}")  # fmt: skip
+    print(
+        f"\nTables of the analysis: {len(list(outs['before'].glob('*.csv')))} compared, "
+        f"different: {', '.join(different) or 'none'}"
+    )
 
 
 def helps(trees: list[Tree], repeat: int) -> None:
     header("argparse: public API in cli/common.py (s)")
-    print(row("sbir-study --help", alternated(
-        trees, lambda t: t.wall("-m", "sbir_study", "--help"), repeat)))  # fmt: skip
+    print(
+        row(
+            "sbir-study --help",
+            alternated(trees, lambda t: t.wall("-m", "sbir_study", "--help"), repeat),
+        )
+    )
     commands = {t.name: json.loads(t.run("-c", LIST_COMMANDS).stdout) for t in trees}
     paths = [p for p in commands["after"] if p in commands["before"]]
     only = [(n, p) for n in commands for p in commands[n] if p not in paths]
@@ -277,21 +306,49 @@ def atomic(trees: list[Tree], scratch: Path, repeat: int, trials: int) -> None:
 
     sessions = alternated(trees, session, repeat)
     for part in ("open", "finish"):
-        print(row(f"record a session: {part} (sidecar, participants.tsv)",
-                  {n: [r[part] for r in records[n]] for n in records}))  # fmt: skip
+        print(
+            row(
+                f"record a session: {part} (sidecar, participants.tsv)",
+                {n: [r[part] for r in records[n]] for n in records},
+            )
+        )
     print(row(f"record a session: open, {trials} trials, finish", sessions))
     counter = iter(range(10**6))
-    print(row("simulate, 300 participants (BIDS, output policy)", alternated(
-        trees, lambda t: t.wall("-m", "sbir_study", "simulate", "--participants", "300",
-                                "--out", str(scratch / f"s{t.name}{next(counter)}")),
-        repeat)))  # fmt: skip
+    print(
+        row(
+            "simulate, 300 participants (BIDS, output policy)",
+            alternated(
+                trees,
+                lambda t: t.wall(
+                    "-m",
+                    "sbir_study",
+                    "simulate",
+                    "--participants",
+                    "300",
+                    "--out",
+                    str(scratch / f"s{t.name}{next(counter)}"),
+                ),
+                repeat,
+            ),
+        )
+    )
     print("\n| task | tree | " + " | ".join(SYSCALLS.split(",")) + " |")
     print("|---|---|" + "---|" * len(SYSCALLS.split(",")))
     for name, arguments in (
         (f"record a session ({trials} trials)", ["-c", RECORD_SESSION, str(trials), str(scratch)]),
-        ("simulate, 300 participants", ["-m", "sbir_study", "simulate", "--participants",
-                                        "300", "--out", str(scratch / "strace-{tree}")]),
-    ):  # fmt: skip
+        (
+            "simulate, 300 participants",
+            [
+                "-m",
+                "sbir_study",
+                "simulate",
+                "--participants",
+                "300",
+                "--out",
+                str(scratch / "strace-{tree}"),
+            ],
+        ),
+    ):
         for tree in trees:
             counts = tree.syscalls(*(a.replace("{tree}", tree.name) for a in arguments))
             cells = " | ".join(str(counts.get(c, 0)) for c in SYSCALLS.split(","))
@@ -310,10 +367,18 @@ def report(trees: list[Tree], demo: Path, scratch: Path, repeat: int) -> None:
         shutil.rmtree(out, ignore_errors=True)
         return result["seconds"]
 
-    print(row("write_report, demo study (28 participants, figures embedded)",
-              alternated(trees, write, max(repeat // 2, 2))))  # fmt: skip
-    print(row("import sbir_study.analysis.report (s)", alternated(
-        trees, lambda t: t.wall("-c", "import sbir_study.analysis.report"), repeat)))  # fmt: skip
+    print(
+        row(
+            "write_report, demo study (28 participants, figures embedded)",
+            alternated(trees, write, max(repeat // 2, 2)),
+        )
+    )
+    print(
+        row(
+            "import sbir_study.analysis.report (s)",
+            alternated(trees, lambda t: t.wall("-c", "import sbir_study.analysis.report"), repeat),
+        )
+    )
     print(f"\nreport.html bytes: before {sizes['before']:,}, after {sizes['after']:,}")
     print("\n| tree | import analysis.report, cumulative ms | of which jinja2 ms |")
     print("|---|---|---|")

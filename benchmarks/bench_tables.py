@@ -1,30 +1,33 @@
-"""How the table reader feeds a crowd-size ratings folder to Arrow: one stream over the
-files' rows (``_Chain``) beside the library ways of doing it.
+"""How the table reader hands a crowd-size ratings folder to Arrow, beside the other ways,
+and how soon it names a bad line there.
 
 On a simulated BIDS dataset of ``--raters`` participants (``simulate --seed 1``, made once
 into ``--cache``), each way in a fresh child process, the ways alternated round by round
 so that a busy moment of a shared machine falls on all alike:
 
-* ``chain``: the files' rows read by Arrow as one stream over the files' buffers
-  (``foundation/tables.py``'s ``_Chain``);
-* ``join``: the same bytes joined into one buffer (``b"".join``) for
-  ``pyarrow.BufferReader``;
+* ``join``: the files' rows joined into one buffer for ``pyarrow.BufferReader`` (what
+  ``foundation/tables.py`` does);
+* ``chain``: a ``RawIOBase`` stream over the files' buffers, which Arrow reads without
+  the joined copy (:class:`Chain`, defined here);
 * ``per-file``: one ``pyarrow.csv.read_csv`` per file, the tables concatenated
   (``pyarrow.concat_tables``).
 
-For each: the seconds of ``read_rows`` over the files (read and checked beforehand, as
-``load_ratings`` does), the memory the parse adds at its peak (the child's maximum resident
-set size less its resident size before the parse), and the seconds of the whole
-``load_ratings``. Then the failure path: the same folder with one row of the last file
-cut short, the seconds until the message naming its line, beside Arrow alone reporting
-the bad row through ``invalid_row_handler`` (its text, not its file or line).
+For each: the wall and CPU seconds of ``read_rows`` over the files (read and checked
+beforehand, as ``load_ratings`` does), the memory the parse adds at its peak (the child's
+maximum resident set size less its resident size before the parse), and the wall seconds
+of the whole ``load_ratings``. Then the failure path, on a copy whose last file has a row
+cut short: the seconds until the message naming its line, as the reader finds it (the
+files Arrow refuses on their own read line by line), beside the line-by-line pass of
+every file, and beside Arrow alone reporting the row through ``invalid_row_handler``
+(its text only: the row number is known only to a single-threaded parse).
 
-    python benchmarks/bench_tables.py [--raters 2000] [--repeat 5] [--cache DIR]
+    python benchmarks/bench_tables.py [--raters 2000] [--repeat 3] [--cache DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import resource
@@ -35,17 +38,43 @@ import sys
 import time
 from pathlib import Path
 
-WAYS = ("chain", "join", "per-file")
+WAYS = ("join", "chain", "per-file")
+FAILING = ("join", "every line")
+
+
+class Chain(io.RawIOBase):
+    """Several buffers read as one stream."""
+
+    def __init__(self, parts: list[memoryview]) -> None:
+        self._parts = parts
+        self._index = 0
+        self._offset = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+        target = memoryview(buffer).cast("B")
+        filled = 0
+        while filled < len(target) and self._index < len(self._parts):
+            part = self._parts[self._index]
+            take = min(len(target) - filled, len(part) - self._offset)
+            target[filled : filled + take] = part[self._offset : self._offset + take]
+            filled += take
+            self._offset += take
+            if self._offset == len(part):
+                self._index, self._offset = self._index + 1, 0
+        return filled
 
 
 def _use(way: str) -> None:
-    """Make ``foundation.tables`` feed Arrow the ``way`` given (a patch of this process)."""
+    """Make ``foundation.tables`` read the ``way`` given (a patch of this process)."""
     import pyarrow as pa
 
     from sbir_study.foundation import tables
 
-    if way == "join":
-        tables._Chain = lambda parts: pa.BufferReader(b"".join(parts))  # type: ignore[misc,assignment]
+    if way == "chain":
+        tables._joined = Chain  # type: ignore[assignment]
     elif way == "per-file":
         read_csv = tables._read_csv
 
@@ -56,6 +85,8 @@ def _use(way: str) -> None:
             return None if any(p is None for p in parts) else pa.concat_tables(parts)
 
         tables._read_csv = per_file  # type: ignore[assignment]
+    elif way == "every line":
+        tables._refuse_first = lambda *arguments: None  # type: ignore[assignment]
 
 
 def _resident_mib() -> float:
@@ -79,16 +110,22 @@ def child(way: str, root: Path, task: str) -> dict:
     files = [read_text(path) for path in paths]
     pairs = [(file, read_header(file, "\t", quote=False)) for file in files]
     before = _resident_mib()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     message = ""
     try:
         rows = read_rows(pairs)
         n_rows = len(rows.frame)
     except InputError as error:
         message, n_rows = str(error), 0
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"seconds": seconds, "extra_mib": peak - before, "rows": n_rows, "message": message}
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "extra_mib": peak - before,
+        "rows": n_rows,
+        "message": message,
+    }
 
 
 def arrow_handler(root: Path) -> dict:
@@ -107,7 +144,7 @@ def arrow_handler(root: Path) -> dict:
         bad.append(row)
         return "skip"
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     parts = [memoryview(f.data)[h.end : f.end] for f, h in zip(files, headers, strict=True)]
     arrow_csv.read_csv(
         pa.BufferReader(b"".join(parts)),
@@ -119,8 +156,14 @@ def arrow_handler(root: Path) -> dict:
             column_types={n: pa.dictionary(pa.int32(), pa.string()) for n in headers[0].names}
         ),
     )
-    seconds = time.perf_counter() - start
-    return {"seconds": seconds, "rows": len(bad), "message": bad[0].text if bad else ""}
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "rows": len(bad),
+        "number": bad[0].number if bad else None,
+        "message": bad[0].text if bad else "",
+    }
 
 
 def _run(*arguments: str) -> dict:
@@ -138,8 +181,16 @@ def _dataset(cache: Path, raters: int) -> Path:
     if not root.exists():
         sbir_study = str(Path(sys.executable).with_name("sbir-study"))
         subprocess.run(
-            [sbir_study, "simulate", "--out", str(root), "--participants", str(raters)]
-            + ["--seed", "1"],
+            [
+                sbir_study,
+                "simulate",
+                "--out",
+                str(root),
+                "--seed",
+                "1",
+                "--participants",
+                *[str(raters)],
+            ],
             check=True,
             stdout=subprocess.DEVNULL,
         )
@@ -177,40 +228,53 @@ def main() -> None:
     print(f"{args.raters} session files, {size:.0f} MiB; {args.repeat} rounds, alternated\n")
     parse: dict[str, list[dict]] = {way: [] for way in WAYS}
     load: dict[str, list[float]] = {way: [] for way in WAYS}
-    fail: dict[str, list[dict]] = {way: [] for way in (*WAYS, "handler")}
+    fail: dict[str, list[dict]] = {way: [] for way in (*FAILING, "handler")}
     for _ in range(args.repeat):
         for way in WAYS:
             parse[way].append(_run(way, str(root), "parse"))
             load[way].append(_run(way, str(root), "load")["seconds"])
+        for way in FAILING:
             fail[way].append(_run(way, str(broken), "parse"))
         fail["handler"].append(_run("handler", str(broken), "parse"))
-    rows = {parse[way][0]["rows"] for way in WAYS}
-    assert len(rows) == 1, rows
-    chain = statistics.median(r["seconds"] for r in parse["chain"])
-    chain_load = statistics.median(load["chain"])
-    chain_fail = statistics.median(r["seconds"] for r in fail["chain"])
-    print("| way | read_rows median s | / chain | parse's extra peak MiB | load_ratings median s "
-          "| / chain | bad row found, median s | / chain |")  # fmt: skip
+    assert len({parse[way][0]["rows"] for way in WAYS}) == 1
+    assert len({fail[way][0]["message"] for way in FAILING}) == 1
+
+    def median(runs: list[dict], key: str) -> float:
+        return statistics.median(run[key] for run in runs)
+
+    print(
+        "| way | read_rows wall s | / join | CPU s | / join | parse's extra peak MiB | "
+        "load_ratings wall s | / join |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for way in WAYS:
-        seconds = statistics.median(r["seconds"] for r in parse[way])
-        extra = statistics.median(r["extra_mib"] for r in parse[way])
+        wall, cpu = median(parse[way], "seconds"), median(parse[way], "cpu")
         whole = statistics.median(load[way])
-        failed = statistics.median(r["seconds"] for r in fail[way])
         print(
-            f"| {way} | {seconds:.3f} | {seconds / chain:.2f} | {extra:.0f} | {whole:.2f} | "
-            f"{whole / chain_load:.2f} | {failed:.3f} | {failed / chain_fail:.2f} |"
+            f"| {way} | {wall:.2f} | {wall / median(parse['join'], 'seconds'):.2f} | "
+            f"{cpu:.2f} | {cpu / median(parse['join'], 'cpu'):.2f} | "
+            f"{median(parse[way], 'extra_mib'):.0f} | {whole:.2f} | "
+            f"{whole / statistics.median(load['join']):.2f} |"
         )
-    handler = statistics.median(r["seconds"] for r in fail["handler"])
+    print("\n| a row cut short in the last file | wall s | / reader | CPU s | / reader |")
+    print("|---|---|---|---|---|")
+    names = {
+        "join": "the reader: line by line only the files Arrow refuses alone",
+        "every line": "line by line, every file",
+        "handler": "Arrow alone, invalid_row_handler (no file, no line)",
+    }
+    for way, name in names.items():
+        wall, cpu = median(fail[way], "seconds"), median(fail[way], "cpu")
+        print(
+            f"| {name} | {wall:.2f} | {wall / median(fail['join'], 'seconds'):.2f} | "
+            f"{cpu:.2f} | {cpu / median(fail['join'], 'cpu'):.2f} |"
+        )
+    print(f"\nThe message: {fail['join'][0]['message']}")
+    handler = fail["handler"][0]
     print(
-        f"| Arrow + invalid_row_handler (joined rows; no file or line) | - | - | - | - | - | "
-        f"{handler:.3f} | {handler / chain_fail:.2f} |"
+        f"invalid_row_handler: {handler['rows']} row, number {handler['number']}, "
+        f"text {handler['message'][:60]!r}"
     )
-    print()
-    print(f"message (chain): {fail['chain'][0]['message']}")
-    print(f"message (per-file): {fail['per-file'][0]['message']}")
-    print(f"invalid_row_handler: {fail['handler'][0]['rows']} row(s): "
-          f"{fail['handler'][0]['message'][:80]!r}")  # fmt: skip
 
 
 if __name__ == "__main__":

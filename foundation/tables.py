@@ -53,6 +53,7 @@ from .text import _HEAD, COLON, COMMA, TextFile, Wording, _line_ends, read_text
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 __all__ = [
     "COLON",
@@ -375,7 +376,7 @@ def _read_csv(pieces: list[_Piece], types: dict, sep: str, quoted: bool, streame
                     parts.append(memoryview(b"\n"))
         if not parts:
             return pa.table({n: pa.array([], t) for n, t in types.items()})
-        source = pa.BufferReader(parts[0] if len(parts) == 1 else b"".join(parts))
+        source = _joined(parts)
     try:
         return arrow_csv.read_csv(
             source,
@@ -401,6 +402,13 @@ def _read_csv(pieces: list[_Piece], types: dict, sep: str, quoted: bool, streame
         return None
     finally:
         source.close()
+
+
+def _joined(parts: list[memoryview]) -> pa.BufferReader:
+    """The files' rows as one buffer for Arrow (a copy of them when there are several)."""
+    import pyarrow as pa
+
+    return pa.BufferReader(parts[0] if len(parts) == 1 else b"".join(parts))
 
 
 def _arrow_type(number: bool, categorical: bool):
