@@ -189,7 +189,7 @@ def _dataset(cache: Path, raters: int) -> Path:
                 "--seed",
                 "1",
                 "--participants",
-                *[str(raters)],
+                str(raters),
             ],
             check=True,
             stdout=subprocess.DEVNULL,
