@@ -53,7 +53,7 @@ class Chain(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+    def readinto(self, buffer) -> int:
         target = memoryview(buffer).cast("B")
         filled = 0
         while filled < len(target) and self._index < len(self._parts):
@@ -74,19 +74,19 @@ def _use(way: str) -> None:
     from sbir_study.foundation import tables
 
     if way == "chain":
-        tables._joined = Chain  # type: ignore[assignment]
+        tables._joined = Chain
     elif way == "per-file":
         read_csv = tables._read_csv
 
-        def per_file(pieces, types, sep, quoted, streamed):  # type: ignore[no-untyped-def]
+        def per_file(pieces, types, sep, quoted, streamed):
             if len(pieces) == 1:
                 return read_csv(pieces, types, sep, quoted, streamed)
             parts = [read_csv([piece], types, sep, quoted, streamed) for piece in pieces]
             return None if any(p is None for p in parts) else pa.concat_tables(parts)
 
-        tables._read_csv = per_file  # type: ignore[assignment]
+        tables._read_csv = per_file
     elif way == "every line":
-        tables._refuse_first = lambda *arguments: None  # type: ignore[assignment]
+        tables._refuse_first = lambda *arguments: None
 
 
 def _resident_mib() -> float:
@@ -140,7 +140,7 @@ def arrow_handler(root: Path) -> dict:
     headers = [read_header(file, "\t", quote=False) for file in files]
     bad = []
 
-    def handler(row):  # type: ignore[no-untyped-def]
+    def handler(row):
         bad.append(row)
         return "skip"
 
