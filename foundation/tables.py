@@ -31,10 +31,11 @@ manifests, ``"x.run, line 3"`` for runs and ground truths).
 Tables are parsed by Apache Arrow's CSV reader, straight into dictionary-encoded
 columns (categoricals): at crowd size a table repeats a few thousand distinct
 cells over millions of rows, and a Python string per cell would cost more than
-the parse. The files of one header are parsed in one pass, their rows' bytes read
-as one stream. When Arrow refuses a table, a line-by-line pass with Python's
-:mod:`csv` module (or :meth:`bytes.split` for whitespace) finds the first bad
-line and names it, or reads the table that Arrow could not.
+the parse. The files of one header are parsed in one pass, their rows joined into
+one buffer. When Arrow refuses the rows, a line-by-line pass with Python's :mod:`csv`
+module (or :meth:`bytes.split` for whitespace) names the first bad line, going first
+through the files that Arrow refuses on their own, or reads the table that Arrow
+could not.
 """
 
 from __future__ import annotations
@@ -299,8 +300,9 @@ def read_table(
 
 def _arrow(pieces: list[_Piece], wanted: list[str], numbers: list[str], categorical: bool):
     """Parse with Arrow: ``(table, spans)``, ``spans`` whether a quoted field holds a line
-    break; None when Arrow refuses the rows, or when a whitespace-separated file is not one
-    blank between fields (the Python pass then reads it, or names the bad line)."""
+    break; None when Arrow refuses the rows, when a quoted value holds a carriage return,
+    or when a whitespace-separated file is not one blank between fields (the Python pass
+    then reads it, or names the bad line)."""
     header = pieces[0].header
     whitespace = header.sep is None
     streamed = len(pieces) == 1 and pieces[0].file.streamed
@@ -318,12 +320,11 @@ def _arrow(pieces: list[_Piece], wanted: list[str], numbers: list[str], categori
         attempts = [True] if b'"' in pieces[0].file.head else [False, True]
     else:
         attempts = [any(p.holds(b'"') for p in pieces)]
-    # A whitespace-separated file is read in the columns asked for only (a TREC run's rank
-    # and tag would add a sixth to the time of reading a run of millions of lines); Arrow
-    # still sees the number of fields on every line. The other columns of a table are
-    # parsed (a blank row, a quote or a line end in them counts) as plain text: no
-    # categorical of a column no one reads (a session's key presses, a distinct value on
-    # nearly every row).
+    # A whitespace-separated file is read in the columns asked for only (no one reads a
+    # TREC run's rank and tag); Arrow still sees the number of fields on every line. The
+    # other columns of a table are parsed (a blank row, a quote or a line end in them
+    # counts) as plain text: no categorical of a column no one reads (a session's key
+    # presses, a distinct value on nearly every row).
     kept = wanted if whitespace else list(header.names)
     types = {n: _arrow_type(n in numbers, categorical and n in wanted) for n in kept}
     text = [n for n in kept if n not in numbers]
