@@ -140,10 +140,8 @@ class Tree:
             )
             counts = {}
             for line in log.read().splitlines():
-                fields = line.split()
-                if fields and fields[-1] in SYSCALLS.split(",") and fields[-2].isdigit():
-                    counts[fields[-1]] = int(fields[-2])
-                elif len(fields) >= 5 and fields[-1] in SYSCALLS.split(","):
+                fields = line.split()  # % time, seconds, usecs/call, calls, [errors,] syscall
+                if len(fields) >= 5 and fields[-1] in SYSCALLS.split(","):
                     counts[fields[-1]] = int(fields[3])
             return counts
 
@@ -206,7 +204,7 @@ def main() -> None:
         if "help" in only:
             helps(trees, args.repeat)
         if "atomic" in only:
-            atomic(trees, scratch, args.repeat, args.trials)
+            atomic(trees, demo, scratch, args.repeat, args.trials)
         if "report" in only:
             report(trees, demo, scratch, args.repeat)
     finally:
@@ -295,7 +293,7 @@ def helps(trees: list[Tree], repeat: int) -> None:
     print(f"\nidentical: {same} of {len(paths)}")
 
 
-def atomic(trees: list[Tree], scratch: Path, repeat: int, trials: int) -> None:
+def atomic(trees: list[Tree], demo: Path, scratch: Path, repeat: int, trials: int) -> None:
     header("one atomic_write (s)")
     records: dict[str, list[dict]] = {t.name: [] for t in trees}
 
@@ -350,7 +348,9 @@ def atomic(trees: list[Tree], scratch: Path, repeat: int, trials: int) -> None:
         ),
     ):
         for tree in trees:
-            counts = tree.syscalls(*(a.replace("{tree}", tree.name) for a in arguments))
+            counts = tree.syscalls(
+                *(a.replace("{tree}", tree.name).replace("{demo}", str(demo)) for a in arguments)
+            )
             cells = " | ".join(str(counts.get(c, 0)) for c in SYSCALLS.split(","))
             print(f"| {name} | {tree.name} | {cells} |")
 
