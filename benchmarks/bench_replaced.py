@@ -335,6 +335,18 @@ def atomic(trees: list[Tree], demo: Path, scratch: Path, repeat: int, trials: in
     for name, arguments in (
         (f"record a session ({trials} trials)", ["-c", RECORD_SESSION, str(trials), str(scratch)]),
         (
+            "analyze --no-figures, 28 participants",
+            [
+                "-m",
+                "sbir_study",
+                "analyze",
+                "{demo}",
+                "--no-figures",
+                "--out",
+                str(scratch / "strace-a-{tree}"),
+            ],
+        ),
+        (
             "simulate, 300 participants",
             [
                 "-m",
