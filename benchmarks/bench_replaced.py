@@ -7,8 +7,9 @@ ratios, after / before, of medians:
 
 * **F distribution** (``scipy.special.fdtrc``/``fdtri`` in place of ``_kernels.f_sf`` and
   ``f_ppf``): importing ``analysis.reliability`` and ``analysis.agreement``,
-  ``sbir-study analyze --help``, and ``analyze --no-figures`` of a small study (the
-  demo's, ``simulate --seed 2011``), whose tables are compared too.
+  ``sbir-study analyze --help``, the ICCs of the paper's 31 sketches in process, and
+  ``analyze --no-figures`` of a small study (the demo's, ``simulate --seed 2011``; every
+  change between the trees counts there), whose tables are compared too.
 * **argparse's public API** in ``cli/common.py``: every subcommand's ``--help`` (at 100
   columns) compared text for text, and ``sbir-study --help`` timed.
 * **one atomic_write**: the seconds of recording a session (``SessionRecorder``: open,
@@ -38,6 +39,18 @@ from pathlib import Path
 
 # Both checkouts' sbir_study has the same public names for every task below.
 IMPORT_STATISTICS = "import sbir_study.analysis.reliability, sbir_study.analysis.agreement"
+
+ICC_CALLS = """
+import json, time
+import numpy as np
+from sbir_study.analysis.reliability import _icc_from_matrix
+matrices = [np.random.default_rng(k).integers(1, 8, (40, 28)).astype(float) for k in range(31)]
+start = time.perf_counter()
+for _ in range(20):
+    for y in matrices:
+        _icc_from_matrix(y)
+print(json.dumps({"seconds": (time.perf_counter() - start) / 20}))
+"""
 
 LIST_COMMANDS = """
 import argparse, json
@@ -223,6 +236,12 @@ def fdist(trees: list[Tree], demo: Path, scratch: Path, repeat: int) -> None:
         row(
             "sbir-study analyze --help",
             alternated(trees, lambda t: t.wall("-m", "sbir_study", "analyze", "--help"), repeat),
+        )
+    )
+    print(
+        row(
+            "the ICCs of 31 sketches (40 images x 28 raters), in process",
+            alternated(trees, lambda t: t.child(ICC_CALLS)["seconds"], repeat),
         )
     )
     counter = iter(range(10**6))
