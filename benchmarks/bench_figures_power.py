@@ -35,8 +35,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     cli = [sys.executable, "-m", "sbir_study"]
-    with tempfile.TemporaryDirectory() as folder:
-        folder = Path(folder)
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
         data = write_simulated_dataset(folder / "paper", StudyDesign(), seed=2011)
         rows = []
         for name, extra in (

@@ -20,57 +20,31 @@ cumulative microseconds of the top-level packages) and the project's modules loa
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-AFTER = {
-    "sbir-study --version": [
-        "-c",
-        "import sys; from sbir_study.cli import main; sys.exit(main())",
-        "--version",
-    ],
-    "sbir-study analyze --help": [
-        "-c",
-        "import sys; from sbir_study.cli import main; sys.exit(main())",
-        "analyze",
-        "--help",
-    ],
+COMMANDS = {
+    "sbir-study --version": ["-m", "sbir_study", "--version"],
+    "sbir-study analyze --help": ["-m", "sbir_study", "analyze", "--help"],
     "import the recorder": ["-c", "import sbir_study.study.recorder"],
     "import load_ratings": ["-c", "from sbir_study.analysis import load_ratings"],
-}
-#: The same work in the layout before one import name (study.cli, analysis, study).
-BEFORE = {
-    "sbir-study --version": [
-        "-c",
-        "import sys; from study.cli import main; sys.exit(main())",
-        "--version",
-    ],
-    "sbir-study analyze --help": [
-        "-c",
-        "import sys; from study.cli import main; sys.exit(main())",
-        "analyze",
-        "--help",
-    ],
-    "import the recorder": ["-c", "import study.recorder"],
-    "import load_ratings": ["-c", "from analysis import load_ratings"],
 }
 
 
 def run(arguments: list[str], tree: Path | None, *extra: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    if tree is not None:
-        env["PYTHONPATH"] = str(tree)
+    """Run ``arguments`` with ``tree``'s Python (this one's when None), outside any checkout
+    (whose folders would come before the installed package)."""
+    python = sys.executable if tree is None else str(tree / ".venv" / "bin" / "python")
     return subprocess.run(
-        [sys.executable, *extra, *arguments],
-        env=env,
+        [python, *extra, *arguments],
         capture_output=True,
         text=True,
         check=True,
-        cwd=tree or Path.cwd(),
+        cwd=tempfile.gettempdir(),
     )
 
 
@@ -129,12 +103,12 @@ def main() -> None:
     print("| command | before median s | after median s | after best s | after / before |")
     print("|---|---|---|---|---|")
     details = []
-    for name, arguments in AFTER.items():
+    for name, arguments in COMMANDS.items():
         times: dict[str, list[float]] = {"before": [], "after": []}
         for _ in range(args.repeat):  # alternated, so that a busy moment hits both
             times["after"].append(wall(arguments, None))
             if before is not None:
-                times["before"].append(wall(BEFORE[name], before))
+                times["before"].append(wall(arguments, before))
         after = statistics.median(times["after"])
         if before is not None:
             earlier = statistics.median(times["before"])
@@ -142,7 +116,7 @@ def main() -> None:
                 f"| `{name}` | {earlier:.3f} | {after:.3f} | {min(times['after']):.3f} | "
                 f"{after / earlier:.2f} |"
             )
-            details.append((name, "before", heaviest(BEFORE[name], before)))
+            details.append((name, "before", heaviest(arguments, before)))
         else:
             print(f"| `{name}` | - | {after:.3f} | {min(times['after']):.3f} | - |")
         details.append((name, "after", heaviest(arguments, None)))

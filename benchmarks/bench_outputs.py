@@ -30,6 +30,8 @@ from sbir_study.analysis.simulate import (
     _write_simulated,
     write_simulated_dataset,
 )
+from sbir_study.foundation.html import DEFAULT_FIGURE_FORMATS
+from sbir_study.foundation.scale import PAPER_SCALE
 
 
 def timed(ours, plain, repeat: int) -> tuple[list[float], list[float]]:
@@ -76,7 +78,13 @@ def main() -> None:
             target = folder / f"b{next(counter)}"
             target.mkdir()
             _analyze_into(
-                target, ratings, AnalysisOptions(), figures=True, pilot=None, sketch_images=None
+                target,
+                ratings,
+                AnalysisOptions(),
+                figures=DEFAULT_FIGURE_FORMATS,
+                pilot=None,
+                sketch_images=None,
+                exclusions={},
             )
 
         rows.append(
@@ -97,6 +105,7 @@ def main() -> None:
                 version="",
                 stimuli=None,
                 stimulus_digest=None,
+                scale=PAPER_SCALE,
             )
 
         rows.append(

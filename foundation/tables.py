@@ -31,10 +31,11 @@ manifests, ``"x.run, line 3"`` for runs and ground truths).
 Tables are parsed by Apache Arrow's CSV reader, straight into dictionary-encoded
 columns (categoricals): at crowd size a table repeats a few thousand distinct
 cells over millions of rows, and a Python string per cell would cost more than
-the parse. The files of one header are parsed in one pass, their rows' bytes read
-as one stream. When Arrow refuses a table, a line-by-line pass with Python's
-:mod:`csv` module (or :meth:`bytes.split` for whitespace) finds the first bad
-line and names it, or reads the table that Arrow could not.
+the parse. The files of one header are parsed in one pass, their rows joined into
+one buffer. When Arrow refuses the rows, a line-by-line pass with Python's :mod:`csv`
+module (or :meth:`bytes.split` for whitespace) names the first bad line, going first
+through the files that Arrow refuses on their own, or reads the table that Arrow
+could not.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from .text import _HEAD, COLON, COMMA, TextFile, Wording, _line_ends, read_text
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 __all__ = [
     "COLON",
@@ -234,6 +236,8 @@ def read_rows(
     numbers = [n for n in numbers if n in wanted]
     parsed = _arrow(pieces, wanted, numbers, categorical)
     if parsed is None:
+        if len(pieces) > 1:
+            _refuse_first(pieces, wanted, numbers, categorical, wording)
         return Rows(*_python(pieces, wanted, numbers, categorical, wording))
     table, spans = parsed
     blank = _blank_rows(table) if header.sep is not None else np.zeros(table.num_rows, bool)
@@ -294,35 +298,11 @@ def read_table(
 # --- the fast path: Arrow ------------------------------------------------------------------------
 
 
-class _Chain(io.RawIOBase):
-    """Several buffers read as one stream (Arrow reads the files' rows in one pass)."""
-
-    def __init__(self, parts: list[memoryview]):
-        self._parts = parts
-        self._index = 0
-        self._offset = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        target = memoryview(buffer).cast("B")
-        filled = 0
-        while filled < len(target) and self._index < len(self._parts):
-            part = self._parts[self._index]
-            take = min(len(target) - filled, len(part) - self._offset)
-            target[filled : filled + take] = part[self._offset : self._offset + take]
-            filled += take
-            self._offset += take
-            if self._offset == len(part):
-                self._index, self._offset = self._index + 1, 0
-        return filled
-
-
 def _arrow(pieces: list[_Piece], wanted: list[str], numbers: list[str], categorical: bool):
     """Parse with Arrow: ``(table, spans)``, ``spans`` whether a quoted field holds a line
-    break; None when Arrow refuses the rows, or when a whitespace-separated file is not one
-    blank between fields (the Python pass then reads it, or names the bad line)."""
+    break; None when Arrow refuses the rows, when a quoted value holds a carriage return,
+    or when a whitespace-separated file is not one blank between fields (the Python pass
+    then reads it, or names the bad line)."""
     header = pieces[0].header
     whitespace = header.sep is None
     streamed = len(pieces) == 1 and pieces[0].file.streamed
@@ -340,12 +320,11 @@ def _arrow(pieces: list[_Piece], wanted: list[str], numbers: list[str], categori
         attempts = [True] if b'"' in pieces[0].file.head else [False, True]
     else:
         attempts = [any(p.holds(b'"') for p in pieces)]
-    # A whitespace-separated file is read in the columns asked for only (a TREC run's rank
-    # and tag would add a sixth to the time of reading a run of millions of lines); Arrow
-    # still sees the number of fields on every line. The other columns of a table are
-    # parsed (a blank row, a quote or a line end in them counts) as plain text: no
-    # categorical of a column no one reads (a session's key presses, a distinct value on
-    # nearly every row).
+    # A whitespace-separated file is read in the columns asked for only (no one reads a
+    # TREC run's rank and tag); Arrow still sees the number of fields on every line. The
+    # other columns of a table are parsed (a blank row, a quote or a line end in them
+    # counts) as plain text: no categorical of a column no one reads (a session's key
+    # presses, a distinct value on nearly every row).
     kept = wanted if whitespace else list(header.names)
     types = {n: _arrow_type(n in numbers, categorical and n in wanted) for n in kept}
     text = [n for n in kept if n not in numbers]
@@ -398,7 +377,7 @@ def _read_csv(pieces: list[_Piece], types: dict, sep: str, quoted: bool, streame
                     parts.append(memoryview(b"\n"))
         if not parts:
             return pa.table({n: pa.array([], t) for n, t in types.items()})
-        source = pa.BufferReader(parts[0]) if len(parts) == 1 else _Chain(parts)
+        source = _joined(parts)
     try:
         return arrow_csv.read_csv(
             source,
@@ -424,6 +403,13 @@ def _read_csv(pieces: list[_Piece], types: dict, sep: str, quoted: bool, streame
         return None
     finally:
         source.close()
+
+
+def _joined(parts: list[memoryview]) -> pa.BufferReader:
+    """The files' rows as one buffer for Arrow (a copy of them when there are several)."""
+    import pyarrow as pa
+
+    return pa.BufferReader(parts[0] if len(parts) == 1 else b"".join(parts))
 
 
 def _arrow_type(number: bool, categorical: bool):
@@ -539,6 +525,16 @@ def _row_lines(pieces: list[_Piece], n_rows: int, spans: bool, wording: Wording)
 
 
 # --- the slow path: Python -----------------------------------------------------------------------
+
+
+def _refuse_first(
+    pieces: list[_Piece], wanted: list[str], numbers: list[str], categorical: bool, wording: Wording
+) -> None:
+    """Raise on the first bad line, in file order, of the files that Arrow does not read on
+    their own: only those need the line-by-line pass to find it."""
+    for piece in pieces:
+        if _arrow([piece], wanted, numbers, categorical) is None:
+            _python([piece], wanted, numbers, categorical, wording)
 
 
 def _records(piece: _Piece, wording: Wording):

@@ -642,3 +642,23 @@ def test_missing_numbers_are_nan_spelled_as_everywhere(tmp_path):
     rows = read_rows([(file, read_header(file, "\t"))], numbers=["score"])
     values = rows.frame["score"].to_numpy()
     assert np.isnan(values[:-1]).all() and values[-1] == 1.5
+
+
+@pytest.mark.parametrize(
+    ("bodies", "message"),
+    [
+        # The first bad line in file order, in the second file of three.
+        ([b"1,2\n", b"3,4\n5\n", b"6\n"], "f1.csv: line 3: expected 2 fields, found 1"),
+        # A number that is not one, after a file that only the line-by-line pass reads (a
+        # carriage return inside a quoted value).
+        ([b'1,"x\ry"\n', b"2,3\nlow,4\n"], "f1.csv: line 3: a: got 'low'; expected a number"),
+        # A quoted field never closed, in the last file.
+        ([b"1,2\n", b'3,"4\n'], f"f1.csv: line 2: {NOT_CLOSED}"),
+    ],
+)
+def test_several_files_name_the_first_bad_line(tmp_path, bodies, message):
+    paths = [_write(str(tmp_path), b"a,b\n" + body, f"f{k}.csv") for k, body in enumerate(bodies)]
+    files = [read_text(p) for p in paths]
+    with pytest.raises(InputError) as error:
+        read_rows([(f, read_header(f, ",")) for f in files], numbers=["a"])
+    assert str(error.value) == f"{tmp_path}/{message}"
