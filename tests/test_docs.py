@@ -76,24 +76,15 @@ def _spans() -> list:
 SPANS = _spans()
 
 
-def _png_figures(command: str) -> str:
-    """A command of `make run` that draws figures, drawing them as PNG alone: the documents
-    quote numbers from the tables and show the PNG of Fig. 5, never a PDF."""
-    words = shlex.split(command)
-    if words[1] in ("analyze", "evaluate") and "--no-figures" not in words:
-        return command + " --figure-formats png"
-    return command
-
-
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> Path:
-    """A fresh demonstration, as `make run` writes it into build/demo (its figures as PNG)."""
+    """A fresh demonstration, as `make run` writes it into build/demo."""
     folder = tmp_path_factory.mktemp("make-run") / "demo"
     bin_dir = Path(sys.executable).parent
     if not (bin_dir / "sbir-study").exists():
         pytest.fail(f"{bin_dir}: no sbir-study console script beside the interpreter")
     env = {**os.environ, "SBIR_STUDY_PROGRESS": "0"}
-    for command in map(_png_figures, make_run_commands(ROOT / "Makefile", folder, bin_dir)):
+    for command in make_run_commands(ROOT / "Makefile", folder, bin_dir):
         # make runs each recipe line with /bin/sh -c, which expands the runs' glob.
         done = subprocess.run(
             command,
