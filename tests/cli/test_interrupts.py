@@ -165,10 +165,10 @@ _SCENARIOS = {
         "evaluation",
         None,
     ),
-    "simulate": ((), ["simulate", "--participants", "40", "--out", "sim"], "sim", None),
+    "simulate": ((), ["simulate", "--participants", "12", "--out", "sim"], "sim", None),
     "simulate --flat": (
         (),
-        ["simulate", "--participants", "40", "--flat", "--out", "sim.csv"],
+        ["simulate", "--participants", "12", "--flat", "--out", "sim.csv"],
         "sim.csv",
         ["sim.csv", "sim.json"],
     ),
@@ -335,14 +335,10 @@ def _interrupt(scenario: Scenario, number, when) -> None:
         else:  # after the command had returned, while the interpreter shut down
             assert process.returncode == -number and new, context + "\n" + stderr
     if number == signal.SIGKILL:
-        # What a killed run leaves, the next run removes (and says so).
+        # What a killed run leaves, the next run removes (and says so). That run is not
+        # interrupted, so it runs in this process: a fresh interpreter adds nothing to it.
         left = scenario.leftovers()
-        again = subprocess.run(
-            [*SBIR_STUDY, *scenario.args, "--overwrite"],
-            cwd=scenario.root,
-            capture_output=True,
-            text=True,
-        )
+        again = run_main(*scenario.args, "--overwrite", cwd=scenario.root)
         assert again.returncode == 0, again.stderr
         assert scenario.complete(scenario.expected)
         if left:
