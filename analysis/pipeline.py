@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -217,42 +216,37 @@ def _analyze_into(
         ratings = ratings[~practice]
     if pilot is not None:
         pilot = in_paper_orientation(pilot)
-    # The ground truth reads the table alone: at crowd size it is computed on a thread of
-    # its own from here on, beside the main phase's selection and cube (1.5 s at 10,000
-    # participants, on one core while the other was idle), and the statistics.
-    aside = len(ratings) >= _GROUND_TRUTH_ASIDE_ROWS and _kernels.threads() > 1
-    truth_pool = ThreadPoolExecutor(1, thread_name_prefix="sbir-truth") if aside else None
-    with truth_pool or _InThisThread() as truth_pool:
-        truth = truth_pool.submit(_ground_truth_files, out, ratings, scale)
-        if not aside:
-            truth.result()  # in this thread: a refusal before anything else, as one expects
-        main = ratings[ratings["phase"] == "main"]
-        if main.empty:
-            raise InputError("ratings: no rows of phase 'main'; expected the main block of a study")
-
-        raters = _raters_by_sketch(main)
-        if options.pairwise_raters is not None:
-            raters = np.minimum(raters, options.pairwise_raters)
-        pairs = int((raters * (raters - 1) // 2).sum())
-        full = options.pairwise == "full" or (
-            options.pairwise == "auto" and pairs <= PAIRWISE_FULL_ROWS
-        )
-        # The main phase as sketches x participants x images, built once for every statistic
-        # that reads it (each would build its own from the table otherwise).
-        cube = rating_cube(main)
-        # At crowd size the inter-user pairs are computed on threads of their own while the
-        # other statistics are computed here: each side alone leaves a core idle much of the time.
-        # (``$SBIR_STUDY_THREADS=1``: everything in this thread, one after the other.)
-        beside = pairs >= _PAIRS_BESIDE and _kernels.threads() > 1
-        # Each statistic is computed by whichever side is free first: at 2,000 participants the
-        # pairs end last and this thread takes every one; at 10,000 they ended 18 s before the
-        # others (the second core idle), and their thread now takes what is left.
-        pool = ThreadPoolExecutor(1) if beside else _InThisThread()
-        with pool, _Work(_statistics(out, ratings, cube, options, pilot, scale)) as statistics:
-            pairwise = pool.submit(
-                _then, _write_pairwise, statistics.take, ratings, cube, out, options, full
+    # At crowd size the work runs on a pool (``$SBIR_STUDY_THREADS=1``: all in this thread):
+    # the ground truth, which reads the table alone, beside the selection of the main phase
+    # and its cube; then the inter-user pairs beside the other statistics, each statistic
+    # taken by whichever thread is free first. Results are taken in a fixed order, so the
+    # first error raised is the same on any number of threads; on an error, what has not
+    # started is cancelled.
+    threaded = _kernels.threads() > 1
+    with ThreadPoolExecutor(_WORKERS, thread_name_prefix="sbir-analyze") as pool:
+        try:
+            aside = threaded and len(ratings) >= _GROUND_TRUTH_ASIDE_ROWS
+            truth = (pool.submit if aside else _now)(_ground_truth_files, out, ratings, scale)
+            if not aside:
+                truth.result()  # a refusal before anything else, as one expects
+            main = ratings[ratings["phase"] == "main"]
+            if main.empty:
+                raise InputError(
+                    "ratings: no rows of phase 'main'; expected the main block of a study"
+                )
+            raters = _raters_by_sketch(main)
+            if options.pairwise_raters is not None:
+                raters = np.minimum(raters, options.pairwise_raters)
+            pairs = int((raters * (raters - 1) // 2).sum())
+            full = options.pairwise == "full" or (
+                options.pairwise == "auto" and pairs <= PAIRWISE_FULL_ROWS
             )
-            statistics.take()
+            # The main phase as sketches x participants x images, built once for every
+            # statistic that reads it.
+            cube = rating_cube(main)
+            submit = pool.submit if threaded and pairs >= _PAIRS_BESIDE else _now
+            pairwise = submit(_write_pairwise, ratings, cube, out, options, full)
+            statistics = _statistics(submit, out, ratings, cube, options, pilot, scale)
             ground_truth = truth.result()
             (
                 (consensus, participants),
@@ -263,11 +257,14 @@ def _analyze_into(
                 bins,
                 distributions,
                 predicted,
-            ) = statistics.results()
+            ) = [future.result() for future in statistics]
             participants = with_exclusions(participants, everyone, consensus, exclusions)
             participants = with_catch_scores(participants, everyone, catch)
             _write_csv(participants, out / "participants.csv")
             pairwise_family, pairwise_summary, boxes, pairwise_undefined = pairwise.result()
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
     del cube  # not held through the figures: 100 MB for 10,000 participants of 31 sketches
     extremes = sketch_agreement(pairwise_summary, w_table)
     extremes.to_csv(out / "sketch_agreement.csv", index=False)
@@ -601,29 +598,30 @@ def sketch_agreement(pairwise_summary: pd.DataFrame, w_table: pd.DataFrame) -> p
 
 
 def _statistics(
-    out: Path, ratings: pd.DataFrame, cube: RatingCube, options: AnalysisOptions, pilot, scale
-) -> list[_Once]:
-    """Every statistic but the inter-user pairs, as work that the main thread and the pairs'
-    thread take in turn, whichever is free (:class:`_Once`); each writes its tables as it
-    is computed. In the order they are taken; each is the same whichever thread takes it."""
-    reliability = _Once(_reliability_tables, out, cube, options)
+    submit,
+    out: Path,
+    ratings: pd.DataFrame,
+    cube: RatingCube,
+    options: AnalysisOptions,
+    pilot,
+    scale,
+) -> list[Future]:
+    """Every statistic but the inter-user pairs, each submitted with ``submit`` (a pool's, or
+    :func:`_now`) in the order a pool starts them, the longest first. Each writes its tables
+    as it is computed, and is the same whichever thread computes it."""
+    consensus = submit(_consensus_tables, out, ratings, cube, options)
+    reliability = submit(_reliability_tables, out, cube, options)
     return [
-        # First: the longest (15 s at 10,000 participants, beside the pairs), and it ended the
-        # run 3-4 s after everything else when it came second.
-        _Once(_consensus_tables, out, ratings, cube, options),
-        # Second, for the thread that ends the pairs first (at 10,000 participants): taken
-        # last, it and its prophecy after it ran 5 s on one core, the other idle.
+        consensus,
         reliability,
-        _Once(_agreement_tables, out, ratings, cube, options, scale),
-        # Apart from the sketches' table: at 10,000 participants the two took 5 s one after
-        # the other, the second core idle at the end.
-        _Once(_overall_alpha, ratings, options, scale),
-        _Once(_anchoring_table, out, ratings, options),
-        _Once(_bins_table, out, ratings, cube, scale),
-        _Once(_distribution_table, out, ratings, pilot, scale),
-        # Last: 640,000 rows at 10,000 participants, written (2 s on one core) while the
-        # other thread computes the short statistics above.
-        _Once(_prophecy_table, out, cube, reliability),
+        submit(_agreement_tables, out, ratings, cube, options, scale),
+        # Apart from the sketches' table, so that the two run side by side.
+        submit(_overall_alpha, ratings, options, scale),
+        submit(_anchoring_table, out, ratings, options),
+        submit(_bins_table, out, ratings, cube, scale),
+        submit(_distribution_table, out, ratings, pilot, scale),
+        # Last: it waits for the split halves, which a pool has started by then.
+        submit(_prophecy_table, out, cube, reliability),
     ]
 
 
@@ -726,7 +724,7 @@ def _reliability_tables(out: Path, cube: RatingCube, options: AnalysisOptions):
     return split_half, reliability.reliability_summary(split_half, icc)
 
 
-def _prophecy_table(out: Path, cube: RatingCube, tables: _Once):
+def _prophecy_table(out: Path, cube: RatingCube, tables: Future):
     """``reliability_prophecy.csv`` from the split halves of ``tables``
     (:func:`_reliability_tables`, taken before it); the prophecy the figure draws."""
     from . import reliability
@@ -756,86 +754,14 @@ def _reliability_figure(
     return {"reliability_prophecy": stem.with_suffix(".png")}
 
 
-class _InThisThread:
-    """An executor that runs what it is given at once, in the calling thread."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-    def submit(self, work, *args):
-        future = Future()
-        try:
-            future.set_result(work(*args))
-        except BaseException as error:  # handed to the caller by result(), as a thread does
-            future.set_exception(error)
-        return future
-
-
-class _Once:
-    """Work that two threads may each offer to do: the first to :meth:`claim` it computes
-    it, the other goes on; :meth:`result` waits for it. A block that ends in an error
-    leaves it to no one: the other thread does not start it."""
-
-    def __init__(self, work, *args) -> None:
-        self._work, self._args = work, args
-        self._lock = threading.Lock()
-        self._claimed = False
-        self._future: Future = Future()
-
-    def claim(self) -> None:
-        with self._lock:
-            if self._claimed:
-                return
-            self._claimed = True
-        self._future.set_running_or_notify_cancel()
-        try:
-            self._future.set_result(self._work(*self._args))
-        except BaseException as error:  # handed to the caller by result()
-            self._future.set_exception(error)
-
-    def __enter__(self) -> _Once:
-        return self
-
-    def __exit__(self, kind, *exc) -> None:
-        if kind is not None:
-            with self._lock:
-                self._claimed = True
-
-    def result(self):
-        return self._future.result()
-
-
-class _Work:
-    """A list of :class:`_Once` that several threads work through: each :meth:`take` claims
-    what no one has yet, in order; :meth:`results` waits for all. A block that ends in an
-    error leaves what is not begun to no one."""
-
-    def __init__(self, items: list[_Once]) -> None:
-        self.items = items
-
-    def __enter__(self) -> _Work:
-        return self
-
-    def __exit__(self, kind, *exc) -> None:
-        for item in self.items:
-            item.__exit__(kind, *exc)
-
-    def take(self) -> None:
-        for item in self.items:
-            item.claim()
-
-    def results(self) -> list:
-        return [item.result() for item in self.items]
-
-
-def _then(first, second, *args):
-    """``first(*args)``, then ``second()``; ``first``'s result."""
-    result = first(*args)
-    second()
-    return result
+def _now(work, *args) -> Future:
+    """``work(*args)`` run in this thread, as a done future: its result, or its error."""
+    future: Future = Future()
+    try:
+        future.set_result(work(*args))
+    except Exception as error:  # raised by result(), in the order the caller takes them
+        future.set_exception(error)
+    return future
 
 
 def _ground_truth_files(out: Path, ratings: pd.DataFrame, scale) -> pd.DataFrame:
@@ -851,6 +777,9 @@ def _ground_truth_files(out: Path, ratings: pd.DataFrame, scale) -> pd.DataFrame
 #: From this many rows (a study of about 800 participants of the paper's design) the ground
 #: truth is computed on a thread of its own (:func:`_analyze_into`).
 _GROUND_TRUTH_ASIDE_ROWS = 1_000_000
+#: Threads of the pool at crowd size: the ground truth, the inter-user pairs and the other
+#: statistics each start on one; whichever ends first takes the next statistic.
+_WORKERS = 3
 
 
 #: A table of at least this many rows is written by :func:`_write_csv` from its columns'
