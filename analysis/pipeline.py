@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -782,122 +781,21 @@ _GROUND_TRUTH_ASIDE_ROWS = 1_000_000
 _WORKERS = 3
 
 
-#: A table of at least this many rows is written by :func:`_write_csv` from its columns'
-#: distinct values.
-_FORMAT_ONCE_ROWS = 10_000
-#: Rows joined into text at a time by :func:`_write_csv`.
-_CSV_CHUNK_ROWS = 65_536
-#: Characters for which the csv module quotes a field (with the line ends of any platform).
-_CSV_QUOTED = (",", '"', "\r", "\n")
-
-
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:
-    """``frame.to_csv(path, index=False)``, to the byte, faster for a long table.
+    """``frame`` as CSV, written by ``pyarrow.csv`` outside the interpreter lock (beside the
+    other statistics' threads). Each float is the shortest text that reads back to its
+    bits, a missing value is empty, text is quoted, and a boolean is ``True`` or ``False``
+    (as pandas writes it)."""
+    import pyarrow as pa
+    import pyarrow.csv
 
-    ``to_csv`` turns every cell into text one at a time and passes the rows through the
-    csv module: 3.1-3.6 s for the 310,000 rows of ``consensus_tau.csv`` at 10,000
-    participants, holding the interpreter lock throughout (the other thread's statistic
-    waited). A long table of floats, whole numbers, booleans and text in which no field
-    needs quoting is written here instead: each column's distinct values turned into text
-    once, as ``to_csv`` turns them (``astype(str)`` of a number, which for a float is
-    Python's ``repr``; the text itself; ``""`` for a missing value), and each row joined
-    with commas, as the csv module writes a row none of whose fields it quotes. Any other
-    table, or one with a separator, quote or line break in a field, is left to ``to_csv``,
-    with each long float column's distinct values formatted once.
-    """
-    texts = _csv_texts(frame) if len(frame) >= _FORMAT_ONCE_ROWS else None
-    if texts is None:
-        _to_csv_formatted_once(frame, path)
-        return
-    end = os.linesep  # to_csv's line end
-    with open(path, "w", encoding="utf-8", newline="") as stream:
-        stream.write(",".join(frame.columns) + end)
-        for start in range(0, len(frame), _CSV_CHUNK_ROWS):
-            chunk = (text[start : start + _CSV_CHUNK_ROWS].tolist() for text in texts)
-            rows = zip(*chunk, strict=True)
-            stream.write(end.join(map(",".join, rows)) + end)
-
-
-def _csv_texts(frame: pd.DataFrame) -> list[np.ndarray] | None:
-    """Each column of ``frame`` as ``to_csv`` writes its cells (an object array of text),
-    or None when ``to_csv`` could write one differently from a plain join: a column of
-    another type, a field or name the csv module would quote, or one column (whose empty
-    field it writes as ``""``)."""
-    names = list(frame.columns)
-    if len(names) < 2 or not all(isinstance(n, str) and not _needs_quotes(n) for n in names):
-        return None
-    texts = []
-    for position, dtype in enumerate(frame.dtypes):
-        column = frame.iloc[:, position]
-        if dtype == np.float64:
-            distinct, inverse = _distinct_floats(column.to_numpy())
-            texts.append(_float_texts(distinct)[inverse])
-        elif dtype in (np.int64, np.bool_):
-            distinct, inverse = np.unique(column.to_numpy(), return_inverse=True)
-            texts.append(distinct.astype(str).astype(object)[inverse])
-        elif _plain_text(column):
-            values = column.to_numpy(dtype=object, na_value="")
-            _, distinct = pd.factorize(values)
-            if any(_needs_quotes(value) for value in distinct):
-                return None
-            texts.append(values)
-        else:
-            return None
-    return texts
-
-
-def _plain_text(column: pd.Series) -> bool:
-    """Whether every cell of ``column`` is text or missing (``to_csv`` writes them as they
-    are, and ``""``)."""
-    dtype = column.dtype
-    if isinstance(dtype, pd.CategoricalDtype):
-        return pd.api.types.infer_dtype(dtype.categories, skipna=False) == "string"
-    if isinstance(dtype, pd.StringDtype):
-        return True
-    return pd.api.types.is_object_dtype(dtype) and pd.api.types.infer_dtype(
-        column, skipna=True
-    ) in ("string", "empty")
-
-
-def _needs_quotes(text: str) -> bool:
-    return any(mark in text for mark in _CSV_QUOTED)
-
-
-def _distinct_floats(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct bit patterns of ``values`` (so 0.0 and -0.0, and NaNs, apart) as floats,
-    and each value's index among them."""
-    bits, inverse = np.unique(values.view(np.int64), return_inverse=True)
-    return bits.view(np.float64), inverse
-
-
-def _float_texts(values: np.ndarray) -> np.ndarray:
-    """Each float as ``to_csv`` writes it, an object array: NumPy's ``astype(str)``, which is
-    Python's ``repr`` (the tests compare them over any bits; ``repr`` takes half the time),
-    and ``""`` for NaN (``to_csv``'s ``na_rep``)."""
-    text = np.array([repr(value) for value in values.tolist()], dtype=object)
-    text[np.isnan(values)] = ""
-    return text
-
-
-def _to_csv_formatted_once(frame: pd.DataFrame, path: Path) -> None:
-    """``frame.to_csv(path, index=False)`` with each long float column's distinct bit
-    patterns turned into ``to_csv``'s text once (:func:`_float_texts`): a float is
-    written as that text, one cell at a time (2 of the 4 s of ``to_csv`` for the 1.24
-    million floats of ``consensus_tau.csv`` at 10,000 participants, 380,000 of them
-    distinct). A column of mostly distinct values is left to ``to_csv``."""
-    columns = {}
-    for position, dtype in enumerate(frame.dtypes):
-        if dtype != np.float64 or len(frame) < _FORMAT_ONCE_ROWS:
-            continue
-        distinct, inverse = _distinct_floats(frame.iloc[:, position].to_numpy())
-        if distinct.size > len(frame) // 2:
-            continue
-        columns[position] = _float_texts(distinct)[inverse]
-    if columns:
-        frame = frame.copy(deep=False)
-        for position, text in columns.items():
-            frame.isetitem(position, pd.Series(text, index=frame.index, dtype=object))
-    frame.to_csv(path, index=False)
+    booleans = {
+        name: np.where(frame[name], "True", "False")
+        for name, dtype in frame.dtypes.items()
+        if dtype == np.bool_
+    }
+    table = pa.Table.from_pandas(frame.assign(**booleans), preserve_index=False)
+    pyarrow.csv.write_csv(table, path)
 
 
 def _raters_by_sketch(main: pd.DataFrame) -> np.ndarray:
