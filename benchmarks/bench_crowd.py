@@ -127,7 +127,7 @@ def pairwise_comparison(table: Path, sketches: int = 1, sample: int = 2000) -> N
         }
     )
     with tempfile.TemporaryDirectory() as folder:
-        from sbir_study.analysis.pipeline import _PairwiseWriter
+        from sbir_study.analysis.table_writers import _PairwiseWriter
 
         start = time.perf_counter()
         writer = _PairwiseWriter(Path(folder) / "pairs.parquet")

@@ -23,13 +23,13 @@ def _trace_pairwise_writes(monkeypatch) -> list[int]:
     from sbir_study.analysis import pipeline
 
     where: list[int] = []
-    write_pairwise = pipeline._write_pairwise
+    write_pairwise = pipeline.write_pairwise
 
     def traced(*args):
         where.append(threading.get_ident())
         return write_pairwise(*args)
 
-    monkeypatch.setattr(pipeline, "_write_pairwise", traced)
+    monkeypatch.setattr(pipeline, "write_pairwise", traced)
     return where
 
 
@@ -235,7 +235,7 @@ def test_sbir_study_threads_takes_a_whole_number_from_1_and_refuses_the_rest(val
 
 #: What analyze computes on its pool at crowd size, in the order the pool starts them.
 WORK = (
-    "_write_pairwise",
+    "write_pairwise",
     "_consensus_tables",
     "_reliability_tables",
     "_agreement_tables",

@@ -8,7 +8,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sbir_study.analysis.pipeline import _write_csv
+from sbir_study.analysis.table_writers import write_csv
 
 #: Any float64 bit pattern: subnormals, both zeros, infinities, NaN payloads.
 ANY_BITS = st.integers(-(2**63), 2**63 - 1).map(lambda bits: float(np.int64(bits).view(np.float64)))
@@ -67,7 +67,7 @@ NAMES = ["tau_b", "n_items", "reason", "a,b", 'say "x"', "p value"]
 def test_every_value_reads_back_as_written(table):
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "table.csv"
-        _write_csv(table, path)
+        write_csv(table, path)
         floats = [c for c in table if table[c].dtype == np.float64]
         whole = [c for c in table if table[c].dtype == np.int64]
         # Oracle: pandas' reader, each column read as the type it was written as.
