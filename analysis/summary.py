@@ -151,7 +151,7 @@ def _rater_range(w_table: pd.DataFrame) -> dict:
 
 
 def _alpha_summary(overall: Mapping, w_table: pd.DataFrame, options: AnalysisOptions) -> dict:
-    summary = {}
+    summary: dict[str, Any] = {}
     for level, result in overall.items():
         column = w_table[f"alpha_{level}"]
         summary[level] = {

@@ -12,7 +12,7 @@ import pandas as pd
 from sbir_study.foundation import progress
 from sbir_study.foundation.memory import release_freed
 
-from .agreement_tables import inter_user_tau_pairs
+from .agreement_tables import SketchPairsResult, inter_user_tau_pairs
 from .cube import RatingCube
 from .distribution import box_summary, linear_quantiles
 from .significance import FamilySummary, summarize_family
@@ -107,7 +107,7 @@ def write_pairwise(
             boxes.append({**box, "label": str(pairs.sketch_id)})
             # The undefined pairs by their NaN p-value: no string comparison over millions.
             reasons, counts = np.unique(
-                pairs.reason[np.isnan(pairs.pvalue)].astype(str), return_counts=True
+                _reasons(pairs)[np.isnan(pairs.pvalue)].astype(str), return_counts=True
             )
             undefined += [
                 (str(pairs.sketch_id), str(r), int(n)) for r, n in zip(reasons, counts, strict=True)
@@ -194,7 +194,7 @@ class _PairwiseWriter:
             write_statistics=["sketch_id"],
         )
 
-    def write(self, pairs) -> None:
+    def write(self, pairs: SketchPairsResult) -> None:
         pa = self._pa
         labels = pa.array(np.asarray(pairs.participants, dtype=object).astype(str), pa.string())
         size = pairs.participant_a.size
@@ -217,10 +217,16 @@ class _PairwiseWriter:
         self._writer.close()
 
 
-def _reason_column(pa, pairs):
+def _reasons(pairs: SketchPairsResult) -> np.ndarray:
+    """Why each pair's tau_b is undefined, which :func:`inter_user_tau_pairs` gives always."""
+    assert pairs.reason is not None
+    return pairs.reason
+
+
+def _reason_column(pa, pairs: SketchPairsResult):
     """The pairs' reasons as a text dictionary, built from the undefined pairs alone."""
     undefined = np.flatnonzero(np.isnan(pairs.pvalue))
-    names, codes = np.unique(pairs.reason[undefined].astype(str), return_inverse=True)
+    names, codes = np.unique(_reasons(pairs)[undefined].astype(str), return_inverse=True)
     index = np.zeros(pairs.pvalue.size, np.int32)
     index[undefined] = codes.ravel() + 1
     return pa.DictionaryArray.from_arrays(index, pa.array(["", *names.tolist()], pa.string()))
