@@ -32,7 +32,7 @@ def participant_table(
     ``n_sketches_complete`` those they rated every image of (the sketches whose
     Kendall's W they enter); the medians are over the sketches of
     :func:`~sbir_study.analysis.consensus.participant_vs_consensus`. ``cube`` is the
-    :func:`~sbir_study.analysis.ratings.rating_cube` of the main phase of
+    :func:`~sbir_study.analysis.cube.rating_cube` of the main phase of
     ``ratings`` when the caller has it already; without it, it is built from
     ``ratings``.
     """
@@ -101,7 +101,9 @@ def with_session_status(participants: pd.DataFrame, ratings: pd.DataFrame) -> pd
     )
 
 
-def without_excluded(ratings: pd.DataFrame, exclusions: Mapping[str, Sequence[str]]):
+def without_excluded(
+    ratings: pd.DataFrame, exclusions: Mapping[str, Sequence[str]]
+) -> pd.DataFrame:
     """``ratings`` without the rows of the excluded participants, and without their
     labels among the categories: the table of a dataset whose excluded participants'
     files were never there."""

@@ -102,7 +102,7 @@ class AnalysisOptions:
 def analyze_ratings(
     ratings: pd.DataFrame,
     out: str | Path,
-    options=AnalysisOptions(),
+    options: AnalysisOptions = AnalysisOptions(),
     *,
     figures: bool = True,
     figure_formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
@@ -292,7 +292,7 @@ def _computed(
             submit = pool.submit if threaded and pairs >= _PAIRS_BESIDE else _now
             pairwise = submit(write_pairwise, ratings, cube, out, options, full)
             statistics = _statistics(submit, out, ratings, cube, options, pilot, scale)
-            del cube  # held by the work alone, and freed with it
+            del cube  # freed when the work ends, not held through the figures
             done = {"main": main, "ground_truth": truth.result(), "full": full}
             done.update((name, future.result()) for name, future in statistics.items())
             done["participants"] = done["consensus"][1]
@@ -407,9 +407,9 @@ def _reliability_tables(out: Path, cube: RatingCube, options: AnalysisOptions):
     return split_half, reliability.reliability_summary(split_half, icc)
 
 
-def _prophecy_table(out: Path, cube: RatingCube, tables: Future):
+def _prophecy_table(out: Path, cube: RatingCube, tables: Future) -> pd.DataFrame:
     """``reliability_prophecy.csv`` from the split halves of ``tables``
-    (:func:`_reliability_tables`, taken before it); the prophecy the figure draws."""
+    (:func:`_reliability_tables`, begun before it); the prophecy the figure draws."""
     from . import reliability
 
     split_half, _ = tables.result()
@@ -457,22 +457,11 @@ def _ground_truth_files(out: Path, ratings: pd.DataFrame, scale) -> pd.DataFrame
     return ground_truth
 
 
-#: From this many rows (a study of about 800 participants of the paper's design) the ground
-#: truth is computed on a thread of its own (:func:`_analyze_into`).
-_GROUND_TRUTH_ASIDE_ROWS = 1_000_000
-
-
-#: Threads of the pool at crowd size: the ground truth, the inter-user pairs and the other
-#: statistics each start on one; whichever ends first takes the next statistic.
-_WORKERS = 3
-
-
 def _raters_by_sketch(main: pd.DataFrame) -> np.ndarray:
-    """The number of participants with a row of each sketch, as
+    """The participants with a row of each sketch, as
     ``main.groupby("sketch_id", observed=True)["participant"].nunique()`` counts them (a
     sketch with no rows is left out, a missing label is no one), from the categoricals'
-    codes: one mark a row in a sketches x participants table, not a hash of 12 million rows
-    (0.4 s of the single-threaded start at 10,000 participants)."""
+    codes: one mark a row in a sketches x participants table, not a hash of every row."""
     sketch, participant = main["sketch_id"], main["participant"]
     if not all(isinstance(c.dtype, pd.CategoricalDtype) for c in (sketch, participant)):
         return main.groupby("sketch_id", observed=True)["participant"].nunique().to_numpy()

@@ -31,12 +31,8 @@ __all__ = [
 
 #: Sketches shown as best and as worst agreed on (the paper's Fig. 9 shows four of each).
 N_EXTREMES = 4
-
-
 #: Fliers kept per sketch for the inter-user box plot at crowd size.
 _MAX_FLIERS = 2000
-
-
 #: The inter-user table of every pair of participants (``docs/formats.md``).
 PAIRWISE_TABLE = "pairwise_tau.parquet"
 
@@ -177,12 +173,11 @@ class _PairwiseWriter:
             ]
         )
         # Dictionaries for the labels only, and statistics for sketch_id only (readers can skip
-        # row groups by sketch): on the floats both cost more time than they save space (nearly
-        # every tau_b and p-value is distinct). The floats' bytes split into streams by
-        # significance (BYTE_STREAM_SPLIT), so zstd finds the repeating sign and exponent
-        # bytes: 16% smaller than snappy at the same speed; lossless, as every Parquet
-        # encoding and codec is. zstd's level 1: higher levels take up to twice the time to
-        # save 1% more (docs/outputs.md).
+        # row groups by sketch): nearly every tau_b and p-value is distinct, so on the floats
+        # both cost more time than they save space. The floats' bytes split into streams by
+        # significance (BYTE_STREAM_SPLIT), so that zstd finds the repeating sign and exponent
+        # bytes; zstd's fastest level, as higher ones save little (docs/outputs.md). Every
+        # Parquet encoding and codec is lossless.
         labels = ["sketch_id", "participant_a", "participant_b", "reason"]
         self._writer = pq.ParquetWriter(
             path,
