@@ -37,16 +37,10 @@ def participant_table(
     ``ratings``.
     """
     main = ratings[ratings["phase"] == "main"]
-    columns = [
-        "participant",
-        "n_trials",
-        "n_ratings",
-        "n_missing",
-        "n_sketches",
-        "n_sketches_complete",
-        "tau_b_median",
-        "tau_b_loo_median",
-    ]
+    columns = (
+        "participant n_trials n_ratings n_missing n_sketches n_sketches_complete "
+        "tau_b_median tau_b_loo_median"
+    ).split()
     if main.empty:
         return pd.DataFrame(columns=columns)
     if cube is None:

@@ -35,6 +35,11 @@ N_EXTREMES = 4
 _MAX_FLIERS = 2000
 #: The inter-user table of every pair of participants (``docs/formats.md``).
 PAIRWISE_TABLE = "pairwise_tau.parquet"
+#: The columns of ``pairwise_tau_summary.csv``.
+_SUMMARY_COLUMNS = (
+    "sketch_id n_pairs n_raters n_raters_all tau_min tau_q05 tau_q25 tau_median tau_q75 "
+    "tau_q95 tau_max share_significant n_undefined"
+).split()
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> None:
@@ -113,24 +118,7 @@ def write_pairwise(
     finally:
         if writer is not None:
             writer.close()
-    summary = pd.DataFrame(
-        summary_rows,
-        columns=[
-            "sketch_id",
-            "n_pairs",
-            "n_raters",
-            "n_raters_all",
-            "tau_min",
-            "tau_q05",
-            "tau_q25",
-            "tau_median",
-            "tau_q75",
-            "tau_q95",
-            "tau_max",
-            "share_significant",
-            "n_undefined",
-        ],
-    )
+    summary = pd.DataFrame(summary_rows, columns=_SUMMARY_COLUMNS)
     summary.to_csv(out / "pairwise_tau_summary.csv", index=False)
     family = summarize_family(_concatenate_consuming(pvalues), options.alpha)
     return PairwiseResult(family, summary, boxes, undefined)
