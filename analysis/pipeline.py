@@ -55,9 +55,10 @@ __all__ = ["AnalysisOptions", "analyze_ratings", "format_summary"]
 _GROUND_TRUTH_ASIDE_ROWS = 1_000_000
 #: From this many inter-user pairs they are computed on a thread beside the other statistics.
 _PAIRS_BESIDE = 5_000_000
-#: Threads of the pool at crowd size: the ground truth, the inter-user pairs and the other
-#: statistics each start on one; whichever ends first takes the next statistic.
-_WORKERS = 3
+#: Threads of the pool at crowd size: the ground truth first (beside the cube), then the
+#: inter-user pairs on one and the other statistics on the other; whichever ends first takes
+#: the next statistic. More threads would only contend for the interpreter lock and memory.
+_WORKERS = 2
 
 
 @dataclass(frozen=True)
