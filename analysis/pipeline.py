@@ -203,10 +203,8 @@ def _analyze_into(
         ratings = ratings[~practice]
     if pilot is not None:
         pilot = in_paper_orientation(pilot)
-    done = _computed(out, ratings, options, pilot, scale)
-    participants = with_exclusions(done["participants"], everyone, done["consensus"], exclusions)
-    participants = with_catch_scores(participants, everyone, catch)
-    write_csv(participants, out / "participants.csv")
+    done = _computed(out, ratings, options, pilot, scale, everyone, exclusions, catch)
+    participants = done["participants"]
     pairwise, w_table = done["pairwise"], done["kendall_w"]
     extremes = sketch_agreement(pairwise.summary, w_table)
     extremes.to_csv(out / "sketch_agreement.csv", index=False)
@@ -256,10 +254,18 @@ def _analyze_into(
 
 
 def _computed(
-    out: Path, ratings: pd.DataFrame, options: AnalysisOptions, pilot, scale: Scale
+    out: Path,
+    ratings: pd.DataFrame,
+    options: AnalysisOptions,
+    pilot,
+    scale: Scale,
+    everyone: pd.DataFrame,
+    exclusions: Mapping[str, Sequence[str]],
+    catch: pd.DataFrame | None,
 ) -> dict[str, Any]:
     """Every statistic, its tables written: the results of :func:`_statistics` by name, and
-    ``main`` (the main phase), ``ground_truth``, ``pairwise`` (:func:`write_pairwise`) and
+    ``main`` (the main phase), ``ground_truth``, ``participants`` (the table of every
+    participant, ``everyone`` with the excluded), ``pairwise`` (:func:`write_pairwise`) and
     ``full`` (whether ``pairwise_tau.parquet`` is written).
 
     At crowd size the work runs on a pool (``$SBIR_STUDY_THREADS=1``: all in this thread):
@@ -296,8 +302,11 @@ def _computed(
             del cube  # freed when the work ends, not held through the figures
             done = {"main": main, "ground_truth": truth.result(), "full": full}
             done.update((name, future.result()) for name, future in statistics.items())
-            done["participants"] = done["consensus"][1]
-            done["consensus"] = done["consensus"][0]
+            consensus, participants = done["consensus"]
+            participants = with_exclusions(participants, everyone, consensus, exclusions)
+            participants = with_catch_scores(participants, everyone, catch)
+            write_csv(participants, out / "participants.csv")
+            done.update(consensus=consensus, participants=participants)
             done["pairwise"] = pairwise.result()
         except BaseException:
             pool.shutdown(cancel_futures=True)
