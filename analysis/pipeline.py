@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from sbir_study.foundation import progress
-from sbir_study.foundation.checks import InputError, check_option, check_whole_number
+from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.html import DEFAULT_FIGURE_FORMATS
 from sbir_study.foundation.html import figure_formats as checked_figure_formats
 from sbir_study.foundation.outputs import output_folder
@@ -31,7 +30,8 @@ from .consensus import (
 )
 from .cube import RatingCube, rating_cube
 from .distribution import binned_medians, rating_distribution
-from .limits import PAIRWISE_FULL_ROWS, PAIRWISE_MODES, PAIRWISE_RATERS
+from .limits import PAIRWISE_FULL_ROWS
+from .options import AnalysisOptions
 from .orientation import in_paper_orientation, ratings_scale
 from .participant_table import (
     participant_table,
@@ -47,7 +47,7 @@ from .summary import format_summary, study_summary
 from .table_writers import sketch_agreement, write_csv, write_pairwise
 from .validation import RATING_COLUMNS, check_text_labels
 
-# format_summary: ``sbir-study analyze`` prints it, and imports it from here.
+# AnalysisOptions and format_summary: the face and ``sbir-study analyze`` import them from here.
 __all__ = ["AnalysisOptions", "analyze_ratings", "format_summary"]
 
 #: From this many rows (a study of about 800 participants of the paper's design) the ground
@@ -61,49 +61,10 @@ _PAIRS_BESIDE = 5_000_000
 _WORKERS = 2
 
 
-@dataclass(frozen=True)
-class AnalysisOptions:
-    """Options of :func:`analyze_ratings`.
-
-    ``bootstrap`` resamples give the intervals of Krippendorff's alpha,
-    ``permutations`` the Skillings-Mack permutation p-values (sketches with at
-    most :data:`~sbir_study.analysis.limits.PERMUTATION_RATERS_LIMIT` raters);
-    ``pairwise_raters`` caps the raters of a sketch whose pairs enter the
-    inter-user tau_b (:data:`~.limits.PAIRWISE_RATERS`; ``None``: every pair);
-    ``reliability_splits`` random halves of the participants give the split-half
-    reliability of the consensus. All four draw from ``seed``, so the same ratings give
-    the same files.
-    """
-
-    alternative: str = "greater"
-    alpha: float = 0.05
-    pairwise: str = "auto"
-    bootstrap: int = 1000
-    permutations: int = 1000
-    seed: int = 0
-    pairwise_raters: int | None = PAIRWISE_RATERS
-    reliability_splits: int = 1000
-
-    def __post_init__(self) -> None:
-        check_option("alternative", self.alternative, _kernels.ALTERNATIVES)
-        check_option("pairwise", self.pairwise, PAIRWISE_MODES)
-        if not (isinstance(self.alpha, float | int) and 0.0 < self.alpha < 1.0):
-            raise InputError(
-                f"alpha: expected a significance level between 0 and 1, got {self.alpha!r}"
-            )
-        for name in ("bootstrap", "permutations", "seed"):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and value >= 0):
-                raise InputError(f"{name}: expected a whole number >= 0, got {value!r}")
-        check_whole_number("pairwise_raters", self.pairwise_raters, 2, none_ok=True)
-        check_whole_number("reliability_splits", self.reliability_splits, 1)
-        _kernels.threads()  # a bad $SBIR_STUDY_THREADS is refused before the ratings are read
-
-
 def analyze_ratings(
     ratings: pd.DataFrame,
     out: str | Path,
-    options: AnalysisOptions = AnalysisOptions(),
+    options: AnalysisOptions = AnalysisOptions(),  # noqa: B008 (frozen: immutable)
     *,
     figures: bool = True,
     figure_formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,

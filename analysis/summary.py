@@ -6,13 +6,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
 from sbir_study.foundation.provenance import software_versions
 from sbir_study.foundation.scale import Scale
 
+from .options import AnalysisOptions
 from .ratings import ORIGINS, Provenance, participant_origins
 from .significance import summarize_family
 from .wording import (
@@ -23,9 +24,6 @@ from .wording import (
     share_interval,
     undefined_text,
 )
-
-if TYPE_CHECKING:
-    from .pipeline import AnalysisOptions
 
 __all__ = ["format_summary", "origin_counts", "study_summary"]
 

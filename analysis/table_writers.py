@@ -4,7 +4,7 @@ summary per sketch, the sketches ranked by agreement, and the long tables' CSV w
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -15,10 +15,8 @@ from sbir_study.foundation.memory import release_freed
 from .agreement_tables import SketchPairsResult, inter_user_tau_pairs
 from .cube import RatingCube
 from .distribution import box_summary, linear_quantiles
+from .options import AnalysisOptions
 from .significance import FamilySummary, summarize_family
-
-if TYPE_CHECKING:
-    from .pipeline import AnalysisOptions
 
 __all__ = [
     "N_EXTREMES",
