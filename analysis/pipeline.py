@@ -1,29 +1,26 @@
-"""The whole analysis of a study: from the ratings table to the files of ``analyze --out``."""
+"""The whole analysis of a study, from the ratings table to the files of ``analyze --out``:
+what is computed, on which thread, and in which order."""
 
 from __future__ import annotations
 
 import json
-import math
-import os
-import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from sbir_study.foundation import progress
-from sbir_study.foundation.checks import InputError, check_option, check_whole_number
+from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.html import DEFAULT_FIGURE_FORMATS
 from sbir_study.foundation.html import figure_formats as checked_figure_formats
-from sbir_study.foundation.memory import release_freed
 from sbir_study.foundation.outputs import output_folder
-from sbir_study.foundation.provenance import software_versions
+from sbir_study.foundation.scale import Scale
 
 from . import _kernels
-from .agreement_tables import agreement_by_sketch, alpha_at_levels, inter_user_tau_pairs
+from .agreement_tables import agreement_by_sketch, alpha_at_levels
 from .consensus import (
     anchoring_consistency,
     consensus_ground_truth,
@@ -32,91 +29,42 @@ from .consensus import (
     write_qrels,
 )
 from .cube import RatingCube, rating_cube
-from .distribution import binned_medians, box_summary, linear_quantiles, rating_distribution
-from .limits import PAIRWISE_FULL_ROWS, PAIRWISE_MODES, PAIRWISE_RATERS
+from .distribution import binned_medians, rating_distribution
+from .limits import PAIRWISE_FULL_ROWS
+from .options import AnalysisOptions
 from .orientation import in_paper_orientation, ratings_scale
-from .ratings import ORIGINS, Provenance, participant_origins
-from .report import (
-    counted,
-    participant_count,
-    permutation_text,
-    raters_range,
-    share_interval,
-    undefined_text,
-    write_report,
+from .participant_table import (
+    participant_table,
+    with_catch_scores,
+    with_exclusions,
+    with_origins,
+    with_session_status,
+    without_excluded,
 )
-from .significance import summarize_family
+from .ratings import Provenance
+from .report import write_report
+from .summary import format_summary, study_summary
+from .table_writers import sketch_agreement, write_csv, write_pairwise
 from .validation import RATING_COLUMNS, check_text_labels
 
-__all__ = [
-    "N_EXTREMES",
-    "PAIRWISE_TABLE",
-    "AnalysisOptions",
-    "analyze_ratings",
-    "format_summary",
-    "origin_counts",
-    "participant_table",
-    "sketch_agreement",
-    "with_catch_scores",
-    "with_exclusions",
-    "with_origins",
-    "without_excluded",
-]
+# AnalysisOptions and format_summary: the face and ``sbir-study analyze`` import them from here.
+__all__ = ["AnalysisOptions", "analyze_ratings", "format_summary"]
 
-#: Sketches shown as best and as worst agreed on (the paper's Fig. 9 shows four of each).
-N_EXTREMES = 4
-#: Fliers kept per sketch for the inter-user box plot at crowd size.
-_MAX_FLIERS = 2000
-# Inter-user pairs from which they are computed beside the other statistics (a few seconds).
+#: From this many rows (a study of about 800 participants of the paper's design) the ground
+#: truth is computed on a thread of its own, beside the cube.
+_GROUND_TRUTH_ASIDE_ROWS = 1_000_000
+#: From this many inter-user pairs they are computed on a thread beside the other statistics.
 _PAIRS_BESIDE = 5_000_000
-
-#: The inter-user table of every pair of participants (``docs/formats.md``).
-PAIRWISE_TABLE = "pairwise_tau.parquet"
-
-
-@dataclass(frozen=True)
-class AnalysisOptions:
-    """Options of :func:`analyze_ratings`.
-
-    ``bootstrap`` resamples give the intervals of Krippendorff's alpha,
-    ``permutations`` the Skillings-Mack permutation p-values (sketches with at
-    most :data:`~sbir_study.analysis.limits.PERMUTATION_RATERS_LIMIT` raters);
-    ``pairwise_raters`` caps the raters of a sketch whose pairs enter the
-    inter-user tau_b (:data:`~.limits.PAIRWISE_RATERS`; ``None``: every pair);
-    ``reliability_splits`` random halves of the participants give the split-half
-    reliability of the consensus. All four draw from ``seed``, so the same ratings give
-    the same files.
-    """
-
-    alternative: str = "greater"
-    alpha: float = 0.05
-    pairwise: str = "auto"
-    bootstrap: int = 1000
-    permutations: int = 1000
-    seed: int = 0
-    pairwise_raters: int | None = PAIRWISE_RATERS
-    reliability_splits: int = 1000
-
-    def __post_init__(self) -> None:
-        check_option("alternative", self.alternative, _kernels.ALTERNATIVES)
-        check_option("pairwise", self.pairwise, PAIRWISE_MODES)
-        if not (isinstance(self.alpha, float | int) and 0.0 < self.alpha < 1.0):
-            raise InputError(
-                f"alpha: expected a significance level between 0 and 1, got {self.alpha!r}"
-            )
-        for name in ("bootstrap", "permutations", "seed"):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and value >= 0):
-                raise InputError(f"{name}: expected a whole number >= 0, got {value!r}")
-        check_whole_number("pairwise_raters", self.pairwise_raters, 2, none_ok=True)
-        check_whole_number("reliability_splits", self.reliability_splits, 1)
-        _kernels.threads()  # a bad $SBIR_STUDY_THREADS is refused before the ratings are read
+#: Threads of the pool at crowd size: the ground truth first (beside the cube), then the
+#: inter-user pairs on one and the other statistics on the other; whichever ends first takes
+#: the next statistic. More threads would only contend for the interpreter lock and memory.
+_WORKERS = 2
 
 
 def analyze_ratings(
     ratings: pd.DataFrame,
     out: str | Path,
-    options=AnalysisOptions(),
+    options: AnalysisOptions = AnalysisOptions(),  # noqa: B008 (frozen: immutable)
     *,
     figures: bool = True,
     figure_formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
@@ -200,7 +148,6 @@ def _analyze_into(
     exclusions: Mapping[str, Sequence[str]],
     catch: pd.DataFrame | None = None,
 ) -> dict:
-    alpha, alternative = options.alpha, options.alternative
     everyone, ratings = ratings, without_excluded(ratings, exclusions)
     scale = ratings_scale(ratings)
     if pilot is not None and ratings_scale(pilot) != scale:
@@ -213,82 +160,17 @@ def _analyze_into(
     # recorded to learn the keys on, and no statistic counts them.
     ratings = in_paper_orientation(ratings)[[c for c in RATING_COLUMNS if c in ratings]]
     practice = (ratings["phase"] == "practice").to_numpy()
-    if practice.any():  # else no copy of 12 million rows (0.25 s at 10,000 participants)
+    if practice.any():  # else no copy of the whole table
         ratings = ratings[~practice]
     if pilot is not None:
         pilot = in_paper_orientation(pilot)
-    # The ground truth reads the table alone: at crowd size it is computed on a thread of
-    # its own from here on, beside the main phase's selection and cube (1.5 s at 10,000
-    # participants, on one core while the other was idle), and the statistics.
-    aside = len(ratings) >= _GROUND_TRUTH_ASIDE_ROWS and _kernels.threads() > 1
-    truth_pool = ThreadPoolExecutor(1, thread_name_prefix="sbir-truth") if aside else None
-    with truth_pool or _InThisThread() as truth_pool:
-        truth = truth_pool.submit(_ground_truth_files, out, ratings, scale)
-        if not aside:
-            truth.result()  # in this thread: a refusal before anything else, as one expects
-        main = ratings[ratings["phase"] == "main"]
-        if main.empty:
-            raise InputError("ratings: no rows of phase 'main'; expected the main block of a study")
-
-        raters = _raters_by_sketch(main)
-        if options.pairwise_raters is not None:
-            raters = np.minimum(raters, options.pairwise_raters)
-        pairs = int((raters * (raters - 1) // 2).sum())
-        full = options.pairwise == "full" or (
-            options.pairwise == "auto" and pairs <= PAIRWISE_FULL_ROWS
-        )
-        # The main phase as sketches x participants x images, built once for every statistic
-        # that reads it (each would build its own from the table otherwise).
-        cube = rating_cube(main)
-        # At crowd size the inter-user pairs are computed on threads of their own while the
-        # other statistics are computed here: each side alone leaves a core idle much of the time.
-        # (``$SBIR_STUDY_THREADS=1``: everything in this thread, one after the other.)
-        beside = pairs >= _PAIRS_BESIDE and _kernels.threads() > 1
-        # Each statistic is computed by whichever side is free first: at 2,000 participants the
-        # pairs end last and this thread takes every one; at 10,000 they ended 18 s before the
-        # others (the second core idle), and their thread now takes what is left.
-        pool = ThreadPoolExecutor(1) if beside else _InThisThread()
-        with pool, _Work(_statistics(out, ratings, cube, options, pilot, scale)) as statistics:
-            pairwise = pool.submit(
-                _then, _write_pairwise, statistics.take, ratings, cube, out, options, full
-            )
-            statistics.take()
-            ground_truth = truth.result()
-            (
-                (consensus, participants),
-                (_, reliability),
-                w_table,
-                overall_alpha,
-                anchoring,
-                bins,
-                distributions,
-                predicted,
-            ) = statistics.results()
-            participants = with_exclusions(participants, everyone, consensus, exclusions)
-            participants = with_catch_scores(participants, everyone, catch)
-            _write_csv(participants, out / "participants.csv")
-            pairwise_family, pairwise_summary, boxes, pairwise_undefined = pairwise.result()
-    del cube  # not held through the figures: 100 MB for 10,000 participants of 31 sketches
-    extremes = sketch_agreement(pairwise_summary, w_table)
+    done = _computed(out, ratings, options, pilot, scale, everyone, exclusions, catch)
+    participants = done["participants"]
+    pairwise, w_table = done["pairwise"], done["kendall_w"]
+    extremes = sketch_agreement(pairwise.summary, w_table)
     extremes.to_csv(out / "sketch_agreement.csv", index=False)
-
     with progress.step("significance summaries"):
-        summary = _summary(
-            ratings,
-            main,
-            ground_truth,
-            pairwise_family,
-            consensus,
-            anchoring,
-            w_table,
-            overall_alpha,
-            bins,
-            full,
-            pairwise_summary,
-            options,
-            scale,
-            pairwise_undefined,
-        )
+        summary = study_summary(ratings, done, options, scale)
         summary["excluded"] = [
             {"participant": label, "rules": list(rules)} for label, rules in exclusions.items()
         ]
@@ -299,21 +181,23 @@ def _analyze_into(
         with progress.step("figures"):
             figure_files = write_figures(
                 out / "figures",
-                anchoring=anchoring,
-                boxes=boxes,
+                anchoring=done["anchoring"],
+                boxes=pairwise.boxes,
                 kendall_w=w_table,
-                consensus=consensus,
-                distributions=distributions,
-                bins=bins,
-                alpha=alpha,
-                alternative=alternative,
+                consensus=done["consensus"],
+                distributions=done["distributions"],
+                bins=done["bins"],
+                alpha=options.alpha,
+                alternative=options.alternative,
                 extremes=extremes[extremes["group"] != ""],
                 sketch_images=sketch_images,
                 scale=scale,
                 formats=figures,
             )
-        figure_files.update(_reliability_figure(out / "figures", predicted, summary, figures))
-    summary["reliability"] = reliability
+        figure_files.update(
+            _reliability_figure(out / "figures", done["prophecy"], summary, figures)
+        )
+    summary["reliability"] = done["reliability"][1]
     summary["figures"] = sorted(figure_files)
     with progress.step("summary.json, report.html"):
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
@@ -325,306 +209,97 @@ def _analyze_into(
             figure_files,
             participants,
             scale=scale,
-            anchoring=anchoring,
+            anchoring=done["anchoring"],
         )
     return summary
 
 
-def _summary(
-    ratings,
-    main,
-    ground_truth,
-    pairwise_family,
-    consensus,
-    anchoring,
-    w_table,
-    overall_alpha,
-    bins,
-    full,
-    pairwise_summary,
-    options,
-    scale,
-    pairwise_undefined,
-) -> dict:
-    """The contents of ``summary.json`` (``docs/formats.md``), but for its list of figures.
-
-    Each family's ``undefined`` lists why its undefined tests are undefined
-    (:func:`_undefined`): a test that cannot be made is counted and named, never
-    silently left out of a share's denominator.
-    """
-    alpha, alternative = options.alpha, options.alternative
-    provenance = ratings.attrs.get("provenance", Provenance())
-    return {
-        "n_participants": int(ratings["participant"].nunique()),
-        "n_sketches": int(main["sketch_id"].nunique()),
-        "n_pairs": len(ground_truth),
-        # As recorded (evaluate reads it back), though every number here is in the paper's
-        # orientation.
-        "scale": str(scale),
-        "alternative": alternative,
-        "alpha": alpha,
-        "simulated": provenance.simulated,
-        "origins": origin_counts(ratings),
-        "pairwise": {**pairwise_family.to_dict(), "undefined": _undefined(pairwise_undefined)},
-        "consensus": {
-            **summarize_family(consensus["p_value"], alpha).to_dict(),
-            "undefined": _undefined_in(consensus, "reason"),
-        },
-        "consensus_loo": {
-            **summarize_family(consensus["p_value_loo"], alpha).to_dict(),
-            "undefined": _undefined_in(consensus, "reason_loo"),
-        },
-        "anchoring": {
-            **summarize_family(anchoring["p_value"], alpha).to_dict(),
-            "undefined": _undefined_in(anchoring, "reason"),
-        },
-        "kendall_w": {
-            "min": _number(w_table["w"].min()),
-            "median": _number(w_table["w"].median()),
-            "max": _number(w_table["w"].max()),
-            "n_significant": int((w_table["p_value"] < alpha).sum()),
-            "n_sketches": len(w_table),
-            "n_raters_excluded": int(w_table["n_raters_excluded"].sum()),
-            **_rater_range(w_table[w_table["w"].notna()]),
-            "n_defined": int(w_table["w"].notna().sum()),
-            "n_undefined": int(w_table["w"].isna().sum()),
-            "undefined": _undefined_in(w_table, "w_reason"),
-        },
-        "krippendorff_alpha": _alpha_summary(overall_alpha, w_table, options),
-        "skillings_mack": _skillings_mack_summary(w_table, alpha, options),
-        "bins": [
-            {
-                "bin": int(row.bin),
-                "n_ratings": int(row.n_ratings),
-                "mean": _number(row.mean),
-                "sd": _number(row.sd),
-            }
-            for row in bins.itertuples()
-        ],
-        "phases": _phase_counts(ratings),
-        "pairwise_table": "full" if full else "summary",
-        "pairwise_raters": {
-            "max": options.pairwise_raters,
-            "n_sketches_sampled": int(
-                (pairwise_summary["n_raters"] < pairwise_summary["n_raters_all"]).sum()
-            ),
-            "seed": options.seed,
-        },
-        "pairwise_tau_median_by_sketch": {
-            "min": _number(pairwise_summary["tau_median"].min()),
-            "max": _number(pairwise_summary["tau_median"].max()),
-        },
-        "sources": [asdict(source) for source in provenance.sources],
-        "software": {
-            **software_versions(),
-            **{f"{name} (sessions)": v for name, v in provenance.session_software},
-        },
-    }
-
-
-def participant_table(
-    ratings: pd.DataFrame, consensus: pd.DataFrame, *, cube: RatingCube | None = None
-) -> pd.DataFrame:
-    """Per participant: main-block trials, missed windows, complete sketches, consensus tau_b.
-
-    Returns ``participant, n_trials, n_ratings, n_missing, n_sketches,
-    n_sketches_complete, tau_b_median, tau_b_loo_median``: ``n_sketches``
-    counts the sketches the participant rated at least one image of,
-    ``n_sketches_complete`` those they rated every image of (the sketches whose
-    Kendall's W they enter); the medians are over the sketches of
-    :func:`~sbir_study.analysis.consensus.participant_vs_consensus`. ``cube`` is the
-    :func:`~sbir_study.analysis.ratings.rating_cube` of the main phase of
-    ``ratings`` when the caller has it already; without it, it is built from
-    ``ratings``.
-    """
-    main = ratings[ratings["phase"] == "main"]
-    columns = [
-        "participant",
-        "n_trials",
-        "n_ratings",
-        "n_missing",
-        "n_sketches",
-        "n_sketches_complete",
-        "tau_b_median",
-        "tau_b_loo_median",
-    ]
-    if main.empty:
-        return pd.DataFrame(columns=columns)
-    if cube is None:
-        cube = rating_cube(main)
-    rated = np.zeros(len(cube.participants), dtype=np.int64)
-    complete = np.zeros(len(cube.participants), dtype=np.int64)
-    for index in range(len(cube.sketches)):
-        given = ~np.isnan(cube.sketch(index))
-        rated += given.any(axis=1)
-        complete += given.all(axis=1)
-    per_row = main.groupby("participant", observed=True)["rating"]
-    labels = pd.Index(cube.participants, name="participant")
-    medians = consensus.groupby(consensus["participant"].astype(str))[["tau_b", "tau_b_loo"]]
-    medians = medians.median().reindex(labels.astype(str))
-    table = pd.DataFrame(
-        {
-            "participant": cube.participants,
-            "n_trials": per_row.size().reindex(labels).to_numpy(),
-            "n_ratings": per_row.count().reindex(labels).to_numpy(),
-            "n_sketches": rated,
-            "n_sketches_complete": complete,
-            "tau_b_median": medians["tau_b"].to_numpy(),
-            "tau_b_loo_median": medians["tau_b_loo"].to_numpy(),
-        }
-    )
-    table.insert(3, "n_missing", table["n_trials"] - table["n_ratings"])
-    return table[columns]
-
-
-def with_origins(participants: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
-    """The participant table with each participant's ``origin`` (one of
-    :data:`~sbir_study.analysis.ratings.ORIGINS`) last, from the ratings' provenance: who
-    the numbers stand on, people or a simulation, is read beside each participant."""
-    origins = participant_origins(ratings)
-    return participants.assign(
-        origin=origins.reindex(participants["participant"].astype(str)).to_numpy()
-    )
-
-
-def with_session_status(participants: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
-    """The participant table with ``session_status`` last: the ``SessionStatus`` their
-    sessions' sidecars record (``complete``, ``incomplete``, ``timed_out``, ...; a
-    participant's several statuses sorted and joined by ``+``), empty where none records
-    one (``simulate``, a flat table, an import). A session that did not finish is read beside
-    its participant's numbers, not only in the sidecar."""
-    found: dict[str, set[str]] = {}
-    for label, status in ratings.attrs.get("provenance", Provenance()).statuses:
-        found.setdefault(label, set()).add(status)
-    labels = participants["participant"].astype(str)
-    return participants.assign(
-        session_status=["+".join(sorted(found.get(label, ()))) for label in labels]
-    )
-
-
-def without_excluded(ratings: pd.DataFrame, exclusions: Mapping[str, Sequence[str]]):
-    """``ratings`` without the rows of the excluded participants, and without their
-    labels among the categories: the table of a dataset whose excluded participants'
-    files were never there."""
-    if not exclusions:
-        return ratings
-    kept = ratings[~ratings["participant"].astype(str).isin(list(exclusions))].copy()
-    kept["participant"] = kept["participant"].cat.remove_unused_categories()
-    return kept
-
-
-def with_exclusions(
-    participants: pd.DataFrame,
+def _computed(
+    out: Path,
+    ratings: pd.DataFrame,
+    options: AnalysisOptions,
+    pilot,
+    scale: Scale,
     everyone: pd.DataFrame,
-    consensus: pd.DataFrame,
     exclusions: Mapping[str, Sequence[str]],
-) -> pd.DataFrame:
-    """The participant table with the excluded participants' rows (their own counts; no
-    consensus tau_b, since the consensus was formed without them), ``excluded`` and
-    ``exclusion_rule`` (their rules, joined by ``; ``; empty for the included)."""
-    rows = [participants]
-    if exclusions:
-        excluded = everyone[everyone["participant"].astype(str).isin(list(exclusions))].copy()
-        excluded["participant"] = excluded["participant"].cat.remove_unused_categories()
-        excluded = excluded[excluded["phase"] != "practice"]
-        table = with_origins(participant_table(excluded, consensus.iloc[:0]), everyone)
-        rows.append(with_session_status(table, everyone))
-    table = pd.concat([r for r in rows if len(r)], ignore_index=True)
-    table["participant"] = table["participant"].astype(str)
-    table = table.sort_values("participant", kind="stable", ignore_index=True)
-    rules = {label: "; ".join(texts) for label, texts in exclusions.items()}
-    labels = table["participant"]
-    return table.assign(
-        excluded=labels.isin(list(rules)), exclusion_rule=[rules.get(label, "") for label in labels]
-    )
+    catch: pd.DataFrame | None,
+) -> dict[str, Any]:
+    """Every statistic, its tables written: the results of :func:`_statistics` by name, and
+    ``main`` (the main phase), ``ground_truth``, ``participants`` (the table of every
+    participant, ``everyone`` with the excluded), ``pairwise`` (:func:`write_pairwise`) and
+    ``full`` (whether ``pairwise_tau.parquet`` is written).
 
-
-def with_catch_scores(
-    participants: pd.DataFrame, everyone: pd.DataFrame, catch: pd.DataFrame | None
-) -> pd.DataFrame:
-    """The participant table with each one's catch pairs passed, failed and missing
-    (:func:`~sbir_study.analysis.catch.score_catch_pairs` on the ratings as pressed), when
-    the study has catch pairs (``catch``, else those its sessions recorded)."""
-    from .catch import catch_pairs_of, score_catch_pairs
-
-    pairs = catch_pairs_of(everyone) if catch is None else catch
-    if pairs.empty:
-        return participants
-    scores = score_catch_pairs(everyone, pairs).set_index("participant")
-    scores = scores.reindex(participants["participant"].astype(str))
-    return participants.assign(**{c: scores[c].to_numpy() for c in scores.columns})
-
-
-def _phase_counts(ratings: pd.DataFrame) -> dict[str, dict[str, int]]:
-    """Trials and missing ratings of each phase, the phases in sorted order. Counted from the
-    phase and rating columns alone: a group per phase copied every column of millions of
-    rows (2.5 s at 10,000 participants)."""
-    missing = ratings["rating"].isna().groupby(ratings["phase"], observed=True, sort=True)
-    return {
-        phase: {"n_trials": int(n), "n_missing": int(k)}
-        for phase, n, k in zip(missing.size().index, missing.size(), missing.sum(), strict=True)
-    }
-
-
-def origin_counts(ratings: pd.DataFrame) -> dict[str, int]:
-    """Participants per origin, in the order of :data:`~.ratings.ORIGINS` (an origin no one
-    has is left out; two origins of one participant's sessions, joined by ``+``, last)."""
-    counts = participant_origins(ratings).value_counts()
-    order = [o for o in ORIGINS if o in counts.index] + sorted(set(counts.index) - set(ORIGINS))
-    return {origin: int(counts[origin]) for origin in order}
-
-
-def sketch_agreement(pairwise_summary: pd.DataFrame, w_table: pd.DataFrame) -> pd.DataFrame:
-    """Sketches ranked by their median inter-user tau_b, with the best and worst marked.
-
-    Returns ``sketch_id, tau_median, tau_q25, tau_q75, w, rank, group`` and,
-    when ``w_table`` has them, ``n_raters, n_raters_all`` (W stands on k of m
-    raters): rank 1 is the sketch people agreed on most; ``group`` is ``best``
-    for the top :data:`N_EXTREMES`, ``worst`` for the bottom ones (worst last),
-    else empty. The paper's Fig. 9 shows four of each.
+    At crowd size the work runs on a pool (``$SBIR_STUDY_THREADS=1``: all in this thread):
+    the ground truth, which reads the table alone, beside the selection of the main phase
+    and its cube; then the inter-user pairs beside the other statistics. The results are
+    taken in a fixed order, so the first error raised is the same on any number of
+    threads; on an error, the work not yet begun is cancelled.
     """
-    raters = [c for c in ("n_raters", "n_raters_all") if c in w_table]
-    table = pairwise_summary[["sketch_id", "tau_median", "tau_q25", "tau_q75"]].merge(
-        w_table[["sketch_id", "w", *raters]], on="sketch_id", how="left"
-    )
-    table = table.sort_values(
-        ["tau_median", "sketch_id"], ascending=[False, True], na_position="last", ignore_index=True
-    )
-    table["rank"] = np.arange(1, len(table) + 1)
-    n = min(N_EXTREMES, len(table) // 2)
-    group = np.full(len(table), "", dtype=object)
-    group[:n] = "best"
-    if n:
-        group[len(table) - n :] = "worst"
-    table["group"] = group
-    return table[["sketch_id", "tau_median", "tau_q25", "tau_q75", "w", "rank", "group", *raters]]
+    threaded = _kernels.threads() > 1
+    with ThreadPoolExecutor(_WORKERS, thread_name_prefix="sbir-analyze") as pool:
+        try:
+            aside = threaded and len(ratings) >= _GROUND_TRUTH_ASIDE_ROWS
+            truth = (pool.submit if aside else _now)(_ground_truth_files, out, ratings, scale)
+            if not aside:
+                truth.result()  # a refusal before anything else, as one expects
+            main = ratings[ratings["phase"] == "main"]
+            if main.empty:
+                raise InputError(
+                    "ratings: no rows of phase 'main'; expected the main block of a study"
+                )
+            raters = _raters_by_sketch(main)
+            if options.pairwise_raters is not None:
+                raters = np.minimum(raters, options.pairwise_raters)
+            pairs = int((raters * (raters - 1) // 2).sum())
+            full = options.pairwise == "full" or (
+                options.pairwise == "auto" and pairs <= PAIRWISE_FULL_ROWS
+            )
+            # The main phase as sketches x participants x images, built once for every
+            # statistic that reads it.
+            cube = rating_cube(main)
+            submit = pool.submit if threaded and pairs >= _PAIRS_BESIDE else _now
+            pairwise = submit(write_pairwise, ratings, cube, out, options, full)
+            statistics = _statistics(submit, out, ratings, cube, options, pilot, scale)
+            del cube  # freed when the work ends, not held through the figures
+            done = {"main": main, "ground_truth": truth.result(), "full": full}
+            done.update((name, future.result()) for name, future in statistics.items())
+            consensus, participants = done["consensus"]
+            participants = with_exclusions(participants, everyone, consensus, exclusions)
+            participants = with_catch_scores(participants, everyone, catch)
+            write_csv(participants, out / "participants.csv")
+            done.update(consensus=consensus, participants=participants)
+            done["pairwise"] = pairwise.result()
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
+    return done
 
 
 def _statistics(
-    out: Path, ratings: pd.DataFrame, cube: RatingCube, options: AnalysisOptions, pilot, scale
-) -> list[_Once]:
-    """Every statistic but the inter-user pairs, as work that the main thread and the pairs'
-    thread take in turn, whichever is free (:class:`_Once`); each writes its tables as it
-    is computed. In the order they are taken; each is the same whichever thread takes it."""
-    reliability = _Once(_reliability_tables, out, cube, options)
-    return [
-        # First: the longest (15 s at 10,000 participants, beside the pairs), and it ended the
-        # run 3-4 s after everything else when it came second.
-        _Once(_consensus_tables, out, ratings, cube, options),
-        # Second, for the thread that ends the pairs first (at 10,000 participants): taken
-        # last, it and its prophecy after it ran 5 s on one core, the other idle.
-        reliability,
-        _Once(_agreement_tables, out, ratings, cube, options, scale),
-        # Apart from the sketches' table: at 10,000 participants the two took 5 s one after
-        # the other, the second core idle at the end.
-        _Once(_overall_alpha, ratings, options, scale),
-        _Once(_anchoring_table, out, ratings, options),
-        _Once(_bins_table, out, ratings, cube, scale),
-        _Once(_distribution_table, out, ratings, pilot, scale),
-        # Last: 640,000 rows at 10,000 participants, written (2 s on one core) while the
-        # other thread computes the short statistics above.
-        _Once(_prophecy_table, out, cube, reliability),
-    ]
+    submit: Callable[..., Future],
+    out: Path,
+    ratings: pd.DataFrame,
+    cube: RatingCube,
+    options: AnalysisOptions,
+    pilot,
+    scale: Scale,
+) -> dict[str, Future]:
+    """Every statistic but the inter-user pairs, submitted with ``submit`` (a pool's, or
+    :func:`_now`) in the order a pool starts them, the longest first. Each writes its tables
+    as it is computed, and is the same whichever thread computes it."""
+    statistics = {
+        "consensus": submit(_consensus_tables, out, ratings, cube, options),
+        "reliability": submit(_reliability_tables, out, cube, options),
+        "kendall_w": submit(_agreement_tables, out, ratings, cube, options, scale),
+        # Apart from the sketches' table, so that the two run side by side.
+        "krippendorff_alpha": submit(_overall_alpha, ratings, options, scale),
+        "anchoring": submit(_anchoring_table, out, ratings, options),
+        "bins": submit(_bins_table, out, ratings, cube, scale),
+        "distributions": submit(_distribution_table, out, ratings, pilot, scale),
+    }
+    # Last: it waits for the split halves, which a pool has begun by then.
+    statistics["prophecy"] = submit(_prophecy_table, out, cube, statistics["reliability"])
+    return statistics
 
 
 def _agreement_tables(out: Path, ratings, cube, options: AnalysisOptions, scale):
@@ -656,7 +331,7 @@ def _overall_alpha(ratings, options: AnalysisOptions, scale):
 def _consensus_tables(out: Path, ratings, cube, options: AnalysisOptions):
     with progress.step("participants vs consensus"):
         consensus = participant_vs_consensus(ratings, alternative=options.alternative, cube=cube)
-        _write_csv(consensus, out / "consensus_tau.csv")
+        write_csv(consensus, out / "consensus_tau.csv")
         participants = with_session_status(
             with_origins(participant_table(ratings, consensus, cube=cube), ratings), ratings
         )
@@ -666,7 +341,7 @@ def _consensus_tables(out: Path, ratings, cube, options: AnalysisOptions):
 def _anchoring_table(out: Path, ratings, options: AnalysisOptions):
     with progress.step("anchoring"):
         anchoring = anchoring_consistency(ratings, alternative=options.alternative)
-        _write_csv(anchoring, out / "anchoring.csv")
+        write_csv(anchoring, out / "anchoring.csv")
     return anchoring
 
 
@@ -688,29 +363,6 @@ def _distribution_table(out: Path, ratings, pilot, scale):
     return distributions
 
 
-def _reliability_lines(found: Mapping | None) -> list[str]:
-    """The terminal's line on the reliability of the consensus (``docs/reliability.md``)."""
-    if not found or found["tau_b_sb"] is None:
-        return []
-
-    def number(x) -> str:
-        return "n/a" if x is None else f"{x:.3f}"
-
-    low, high = found["tau_b_sb_interval"]
-    needed = found["raters_needed"]
-    reach = (
-        f"{needed} raters reach {found['target']:g}"
-        if needed is not None
-        else f"no number of raters reaches {found['target']:g}"
-    )
-    return [
-        f"  Reliability of the consensus (split halves, Spearman-Brown): tau_b "
-        f"{number(found['tau_b_sb'])} ({number(low)}-{number(high)}), rho "
-        f"{number(found['rho_sb'])}; ICC(2,k) {number(found['icc2k'])}; {reach}; "
-        f"{len(found['below_target'])} sketches below it"
-    ]
-
-
 def _reliability_tables(out: Path, cube: RatingCube, options: AnalysisOptions):
     """``reliability.csv`` and ``icc.csv``; the split halves and the summary's
     ``reliability`` object."""
@@ -726,16 +378,16 @@ def _reliability_tables(out: Path, cube: RatingCube, options: AnalysisOptions):
     return split_half, reliability.reliability_summary(split_half, icc)
 
 
-def _prophecy_table(out: Path, cube: RatingCube, tables: _Once):
+def _prophecy_table(out: Path, cube: RatingCube, tables: Future) -> pd.DataFrame:
     """``reliability_prophecy.csv`` from the split halves of ``tables``
-    (:func:`_reliability_tables`, taken before it); the prophecy the figure draws."""
+    (:func:`_reliability_tables`, begun before it); the prophecy the figure draws."""
     from . import reliability
 
     split_half, _ = tables.result()
     with progress.step("reliability: prophecy"):
         raters = np.arange(1, max(40, 2 * len(cube.participants)) + 1)
         predicted = reliability.predicted_reliability(split_half, raters)
-        _write_csv(predicted, out / "reliability_prophecy.csv")
+        write_csv(predicted, out / "reliability_prophecy.csv")
     return predicted
 
 
@@ -756,86 +408,14 @@ def _reliability_figure(
     return {"reliability_prophecy": stem.with_suffix(".png")}
 
 
-class _InThisThread:
-    """An executor that runs what it is given at once, in the calling thread."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-    def submit(self, work, *args):
-        future = Future()
-        try:
-            future.set_result(work(*args))
-        except BaseException as error:  # handed to the caller by result(), as a thread does
-            future.set_exception(error)
-        return future
-
-
-class _Once:
-    """Work that two threads may each offer to do: the first to :meth:`claim` it computes
-    it, the other goes on; :meth:`result` waits for it. A block that ends in an error
-    leaves it to no one: the other thread does not start it."""
-
-    def __init__(self, work, *args) -> None:
-        self._work, self._args = work, args
-        self._lock = threading.Lock()
-        self._claimed = False
-        self._future: Future = Future()
-
-    def claim(self) -> None:
-        with self._lock:
-            if self._claimed:
-                return
-            self._claimed = True
-        self._future.set_running_or_notify_cancel()
-        try:
-            self._future.set_result(self._work(*self._args))
-        except BaseException as error:  # handed to the caller by result()
-            self._future.set_exception(error)
-
-    def __enter__(self) -> _Once:
-        return self
-
-    def __exit__(self, kind, *exc) -> None:
-        if kind is not None:
-            with self._lock:
-                self._claimed = True
-
-    def result(self):
-        return self._future.result()
-
-
-class _Work:
-    """A list of :class:`_Once` that several threads work through: each :meth:`take` claims
-    what no one has yet, in order; :meth:`results` waits for all. A block that ends in an
-    error leaves what is not begun to no one."""
-
-    def __init__(self, items: list[_Once]) -> None:
-        self.items = items
-
-    def __enter__(self) -> _Work:
-        return self
-
-    def __exit__(self, kind, *exc) -> None:
-        for item in self.items:
-            item.__exit__(kind, *exc)
-
-    def take(self) -> None:
-        for item in self.items:
-            item.claim()
-
-    def results(self) -> list:
-        return [item.result() for item in self.items]
-
-
-def _then(first, second, *args):
-    """``first(*args)``, then ``second()``; ``first``'s result."""
-    result = first(*args)
-    second()
-    return result
+def _now(work, *args) -> Future:
+    """``work(*args)`` run in this thread, as a done future: its result, or its error."""
+    future: Future = Future()
+    try:
+        future.set_result(work(*args))
+    except Exception as error:  # raised by result(), in the order the caller takes them
+        future.set_exception(error)
+    return future
 
 
 def _ground_truth_files(out: Path, ratings: pd.DataFrame, scale) -> pd.DataFrame:
@@ -848,135 +428,11 @@ def _ground_truth_files(out: Path, ratings: pd.DataFrame, scale) -> pd.DataFrame
     return ground_truth
 
 
-#: From this many rows (a study of about 800 participants of the paper's design) the ground
-#: truth is computed on a thread of its own (:func:`_analyze_into`).
-_GROUND_TRUTH_ASIDE_ROWS = 1_000_000
-
-
-#: A table of at least this many rows is written by :func:`_write_csv` from its columns'
-#: distinct values.
-_FORMAT_ONCE_ROWS = 10_000
-#: Rows joined into text at a time by :func:`_write_csv`.
-_CSV_CHUNK_ROWS = 65_536
-#: Characters for which the csv module quotes a field (with the line ends of any platform).
-_CSV_QUOTED = (",", '"', "\r", "\n")
-
-
-def _write_csv(frame: pd.DataFrame, path: Path) -> None:
-    """``frame.to_csv(path, index=False)``, to the byte, faster for a long table.
-
-    ``to_csv`` turns every cell into text one at a time and passes the rows through the
-    csv module: 3.1-3.6 s for the 310,000 rows of ``consensus_tau.csv`` at 10,000
-    participants, holding the interpreter lock throughout (the other thread's statistic
-    waited). A long table of floats, whole numbers, booleans and text in which no field
-    needs quoting is written here instead: each column's distinct values turned into text
-    once, as ``to_csv`` turns them (``astype(str)`` of a number, which for a float is
-    Python's ``repr``; the text itself; ``""`` for a missing value), and each row joined
-    with commas, as the csv module writes a row none of whose fields it quotes. Any other
-    table, or one with a separator, quote or line break in a field, is left to ``to_csv``,
-    with each long float column's distinct values formatted once.
-    """
-    texts = _csv_texts(frame) if len(frame) >= _FORMAT_ONCE_ROWS else None
-    if texts is None:
-        _to_csv_formatted_once(frame, path)
-        return
-    end = os.linesep  # to_csv's line end
-    with open(path, "w", encoding="utf-8", newline="") as stream:
-        stream.write(",".join(frame.columns) + end)
-        for start in range(0, len(frame), _CSV_CHUNK_ROWS):
-            chunk = (text[start : start + _CSV_CHUNK_ROWS].tolist() for text in texts)
-            rows = zip(*chunk, strict=True)
-            stream.write(end.join(map(",".join, rows)) + end)
-
-
-def _csv_texts(frame: pd.DataFrame) -> list[np.ndarray] | None:
-    """Each column of ``frame`` as ``to_csv`` writes its cells (an object array of text),
-    or None when ``to_csv`` could write one differently from a plain join: a column of
-    another type, a field or name the csv module would quote, or one column (whose empty
-    field it writes as ``""``)."""
-    names = list(frame.columns)
-    if len(names) < 2 or not all(isinstance(n, str) and not _needs_quotes(n) for n in names):
-        return None
-    texts = []
-    for position, dtype in enumerate(frame.dtypes):
-        column = frame.iloc[:, position]
-        if dtype == np.float64:
-            distinct, inverse = _distinct_floats(column.to_numpy())
-            texts.append(_float_texts(distinct)[inverse])
-        elif dtype in (np.int64, np.bool_):
-            distinct, inverse = np.unique(column.to_numpy(), return_inverse=True)
-            texts.append(distinct.astype(str).astype(object)[inverse])
-        elif _plain_text(column):
-            values = column.to_numpy(dtype=object, na_value="")
-            _, distinct = pd.factorize(values)
-            if any(_needs_quotes(value) for value in distinct):
-                return None
-            texts.append(values)
-        else:
-            return None
-    return texts
-
-
-def _plain_text(column: pd.Series) -> bool:
-    """Whether every cell of ``column`` is text or missing (``to_csv`` writes them as they
-    are, and ``""``)."""
-    dtype = column.dtype
-    if isinstance(dtype, pd.CategoricalDtype):
-        return pd.api.types.infer_dtype(dtype.categories, skipna=False) == "string"
-    if isinstance(dtype, pd.StringDtype):
-        return True
-    return pd.api.types.is_object_dtype(dtype) and pd.api.types.infer_dtype(
-        column, skipna=True
-    ) in ("string", "empty")
-
-
-def _needs_quotes(text: str) -> bool:
-    return any(mark in text for mark in _CSV_QUOTED)
-
-
-def _distinct_floats(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct bit patterns of ``values`` (so 0.0 and -0.0, and NaNs, apart) as floats,
-    and each value's index among them."""
-    bits, inverse = np.unique(values.view(np.int64), return_inverse=True)
-    return bits.view(np.float64), inverse
-
-
-def _float_texts(values: np.ndarray) -> np.ndarray:
-    """Each float as ``to_csv`` writes it, an object array: NumPy's ``astype(str)``, which is
-    Python's ``repr`` (the tests compare them over any bits; ``repr`` takes half the time),
-    and ``""`` for NaN (``to_csv``'s ``na_rep``)."""
-    text = np.array([repr(value) for value in values.tolist()], dtype=object)
-    text[np.isnan(values)] = ""
-    return text
-
-
-def _to_csv_formatted_once(frame: pd.DataFrame, path: Path) -> None:
-    """``frame.to_csv(path, index=False)`` with each long float column's distinct bit
-    patterns turned into ``to_csv``'s text once (:func:`_float_texts`): a float is
-    written as that text, one cell at a time (2 of the 4 s of ``to_csv`` for the 1.24
-    million floats of ``consensus_tau.csv`` at 10,000 participants, 380,000 of them
-    distinct). A column of mostly distinct values is left to ``to_csv``."""
-    columns = {}
-    for position, dtype in enumerate(frame.dtypes):
-        if dtype != np.float64 or len(frame) < _FORMAT_ONCE_ROWS:
-            continue
-        distinct, inverse = _distinct_floats(frame.iloc[:, position].to_numpy())
-        if distinct.size > len(frame) // 2:
-            continue
-        columns[position] = _float_texts(distinct)[inverse]
-    if columns:
-        frame = frame.copy(deep=False)
-        for position, text in columns.items():
-            frame.isetitem(position, pd.Series(text, index=frame.index, dtype=object))
-    frame.to_csv(path, index=False)
-
-
 def _raters_by_sketch(main: pd.DataFrame) -> np.ndarray:
-    """The number of participants with a row of each sketch, as
+    """The participants with a row of each sketch, as
     ``main.groupby("sketch_id", observed=True)["participant"].nunique()`` counts them (a
     sketch with no rows is left out, a missing label is no one), from the categoricals'
-    codes: one mark a row in a sketches x participants table, not a hash of 12 million rows
-    (0.4 s of the single-threaded start at 10,000 participants)."""
+    codes: one mark a row in a sketches x participants table, not a hash of every row."""
     sketch, participant = main["sketch_id"], main["participant"]
     if not all(isinstance(c.dtype, pd.CategoricalDtype) for c in (sketch, participant)):
         return main.groupby("sketch_id", observed=True)["participant"].nunique().to_numpy()
@@ -991,358 +447,3 @@ def _raters_by_sketch(main: pd.DataFrame) -> np.ndarray:
     observed = np.zeros(len(sketch.cat.categories), bool)
     observed[sketch_code] = True
     return seen[observed, :-1].sum(axis=1)
-
-
-def _write_pairwise(
-    ratings: pd.DataFrame, cube: RatingCube, out: Path, options: AnalysisOptions, full: bool
-) -> tuple[np.ndarray, pd.DataFrame, list[dict]]:
-    """Write the inter-user table (with ``full``) and its per-sketch summary.
-
-    The table is Parquet (``docs/formats.md``): one row group per sketch,
-    written as the sketch's pairs are computed, so neither the statistics nor
-    the writing ever hold more than one sketch's pairs. Returns the significance of the
-    family of every pair's test (:func:`summarize_family`: on this thread, which at
-    10,000 participants ends before the others), the summary, one box-plot summary per
-    sketch and the undefined pairs as ``(sketch_id, reason, count)``.
-    """
-    pvalues, summary_rows, boxes, undefined = [], [], [], []
-    writer = _PairwiseWriter(out / PAIRWISE_TABLE) if full else None
-    pairs_of_sketches = inter_user_tau_pairs(
-        ratings,
-        alternative=options.alternative,
-        max_raters=options.pairwise_raters,
-        seed=options.seed,
-        cube=cube,
-    )
-    try:
-        for pairs in progress.track(
-            pairs_of_sketches, "inter-user tau_b", total=len(cube.sketches), unit="sketch"
-        ):
-            numbers, box = _tau_summary(pairs.statistic, pairs.pvalue, options.alpha)
-            pvalues.append(pairs.pvalue)
-            summary_rows.append(
-                (
-                    pairs.sketch_id,
-                    pairs.pvalue.size,
-                    pairs.participants.size,
-                    pairs.n_raters_total,
-                    *numbers,
-                    int(np.isnan(pairs.pvalue).sum()),
-                )
-            )
-            boxes.append({**box, "label": str(pairs.sketch_id)})
-            # The undefined pairs by their NaN p-value: no string comparison over millions.
-            reasons, counts = np.unique(
-                pairs.reason[np.isnan(pairs.pvalue)].astype(str), return_counts=True
-            )
-            undefined += [
-                (str(pairs.sketch_id), str(r), int(n)) for r, n in zip(reasons, counts, strict=True)
-            ]
-            if writer is not None:
-                writer.write(pairs)
-    finally:
-        if writer is not None:
-            writer.close()
-    summary = pd.DataFrame(
-        summary_rows,
-        columns=[
-            "sketch_id",
-            "n_pairs",
-            "n_raters",
-            "n_raters_all",
-            "tau_min",
-            "tau_q05",
-            "tau_q25",
-            "tau_median",
-            "tau_q75",
-            "tau_q95",
-            "tau_max",
-            "share_significant",
-            "n_undefined",
-        ],
-    )
-    summary.to_csv(out / "pairwise_tau_summary.csv", index=False)
-    family = summarize_family(_concatenate_consuming(pvalues), options.alpha)
-    return family, summary, boxes, undefined
-
-
-def _concatenate_consuming(parts: list[np.ndarray]) -> np.ndarray:
-    """One array of ``parts``, each freed once copied: tens of millions of p-values at
-    crowd size, which ``np.concatenate`` would hold twice at its peak."""
-    joined = np.empty(sum(part.size for part in parts))
-    position = 0
-    parts.reverse()
-    while parts:
-        part = parts.pop()
-        joined[position : position + part.size] = part
-        position += part.size
-        del part
-        if len(parts) % 8 == 0:
-            release_freed()  # else the freed parts stay in the heap beside the whole
-    return joined
-
-
-class _PairwiseWriter:
-    """``pairwise_tau.parquet``, one row group per sketch, the labels as text dictionaries."""
-
-    def __init__(self, path: Path) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        self._pa = pa
-        label = pa.dictionary(pa.int32(), pa.string())
-        self._schema = pa.schema(
-            [
-                ("sketch_id", label),
-                ("participant_a", label),
-                ("participant_b", label),
-                ("tau_b", pa.float64()),
-                ("p_value", pa.float64()),
-                ("n_items", pa.int32()),
-                ("reason", label),
-            ]
-        )
-        # Dictionaries for the labels only, and statistics for sketch_id only (readers can skip
-        # row groups by sketch): on the floats both cost more time than they save space (nearly
-        # every tau_b and p-value is distinct). The floats' bytes split into streams by
-        # significance (BYTE_STREAM_SPLIT), so zstd finds the repeating sign and exponent
-        # bytes: 16% smaller than snappy at the same speed; lossless, as every Parquet
-        # encoding and codec is. zstd's level 1: higher levels take up to twice the time to
-        # save 1% more (docs/outputs.md).
-        labels = ["sketch_id", "participant_a", "participant_b", "reason"]
-        self._writer = pq.ParquetWriter(
-            path,
-            self._schema,
-            compression="zstd",
-            compression_level=1,
-            use_dictionary=labels,
-            use_byte_stream_split=["tau_b", "p_value"],
-            write_statistics=["sketch_id"],
-        )
-
-    def write(self, pairs) -> None:
-        pa = self._pa
-        labels = pa.array(np.asarray(pairs.participants, dtype=object).astype(str), pa.string())
-        size = pairs.participant_a.size
-        sketch = pa.DictionaryArray.from_arrays(
-            np.zeros(size, np.int32), pa.array([str(pairs.sketch_id)])
-        )
-        columns = [
-            sketch,
-            pa.DictionaryArray.from_arrays(pairs.participant_a.astype(np.int32), labels),
-            pa.DictionaryArray.from_arrays(pairs.participant_b.astype(np.int32), labels),
-            pa.array(pairs.statistic, pa.float64()),
-            pa.array(pairs.pvalue, pa.float64()),
-            pa.array(pairs.n_items.astype(np.int32), pa.int32()),
-            _reason_column(pa, pairs),
-        ]
-        if size:
-            self._writer.write_table(pa.Table.from_arrays(columns, schema=self._schema))
-
-    def close(self) -> None:
-        self._writer.close()
-
-
-def _reason_column(pa, pairs):
-    """The pairs' reasons as a text dictionary, built from the undefined pairs alone."""
-    undefined = np.flatnonzero(np.isnan(pairs.pvalue))
-    names, codes = np.unique(pairs.reason[undefined].astype(str), return_inverse=True)
-    index = np.zeros(pairs.pvalue.size, np.int32)
-    index[undefined] = codes.ravel() + 1
-    return pa.DictionaryArray.from_arrays(index, pa.array(["", *names.tolist()], pa.string()))
-
-
-def _tau_summary(tau: np.ndarray, p: np.ndarray, alpha: float) -> tuple[tuple[float, ...], dict]:
-    """Summaries of the defined tau_b of one sketch, their quartiles computed once.
-
-    Returns (min, 5/25/50/75/95th percentiles, max, share significant) and the
-    box-plot summary (:func:`~sbir_study.analysis.distribution.box_summary`).
-    """
-    defined = ~np.isnan(p)
-    if not defined.all():  # else no copies of the sketch's (millions of) pairs
-        tau, p = tau[defined], p[defined]
-    if not tau.size:
-        return (np.nan,) * 8, box_summary(tau)
-    # Every quantile from one pass over the sketch's (millions of) pairs, as np.quantile's.
-    q05, q1, med, q3, q95 = linear_quantiles(tau, [0.05, 0.25, 0.5, 0.75, 0.95])
-    box = box_summary(tau, max_fliers=_MAX_FLIERS, quartiles=(q1, med, q3))
-    numbers = (tau.min(), q05, q1, med, q3, q95, tau.max(), (p < alpha).mean())
-    return tuple(map(float, numbers)), box
-
-
-def _rater_range(w_table: pd.DataFrame) -> dict:
-    """Over how many raters the W of the sketches stand: k (complete) of m (all), least and most."""
-    return {
-        "n_raters_min": _count(w_table["n_raters"].min()),
-        "n_raters_max": _count(w_table["n_raters"].max()),
-        "n_raters_all_min": _count(w_table["n_raters_all"].min()),
-        "n_raters_all_max": _count(w_table["n_raters_all"].max()),
-    }
-
-
-def _alpha_summary(overall: Mapping, w_table: pd.DataFrame, options: AnalysisOptions) -> dict:
-    summary = {}
-    for level, result in overall.items():
-        column = w_table[f"alpha_{level}"]
-        summary[level] = {
-            "alpha": _number(result.statistic),
-            "ci_low": _number(result.ci_low),
-            "ci_high": _number(result.ci_high),
-            "by_sketch": {
-                "min": _number(column.min()),
-                "median": _number(column.median()),
-                "max": _number(column.max()),
-                "n_undefined": int(column.isna().sum()),
-                "undefined": _undefined_in(w_table, "alpha_reason"),
-            },
-        }
-    first = next(iter(overall.values()))
-    summary.update(
-        n_raters=first.n_raters,
-        n_units=first.n_units,
-        n_values=first.n_values,
-        bootstrap={
-            "method": "percentile, sketch/image pairs resampled",
-            "resamples": options.bootstrap,
-            "seed": options.seed,
-        },
-    )
-    return summary
-
-
-def _skillings_mack_summary(w_table: pd.DataFrame, alpha: float, options) -> dict:
-    permuted = w_table["skillings_mack_permutation_p_value"].notna()
-    defined = w_table[w_table["skillings_mack_p_value"].notna()]
-    return {
-        "n_sketches": int(w_table["skillings_mack_p_value"].notna().sum()),
-        "n_significant": int((w_table["skillings_mack_p_value"] < alpha).sum()),
-        "n_permutation_tested": int(permuted.sum()),
-        "n_significant_permutation": int(
-            (w_table["skillings_mack_permutation_p_value"] < alpha).sum()
-        ),
-        "permutations": options.permutations,
-        "n_raters_min": _count(defined["skillings_mack_n_raters"].min()),
-        "n_raters_max": _count(defined["skillings_mack_n_raters"].max()),
-        "n_undefined": int(w_table["skillings_mack_p_value"].isna().sum()),
-        "undefined": _undefined_in(w_table, "skillings_mack_reason"),
-    }
-
-
-#: The reasons ``summary.json`` lists per family, the most frequent first; the rest are
-#: counted in ``n_undefined`` and named in the tables.
-_UNDEFINED_LISTED = 10
-
-
-def _undefined(entries) -> list[dict]:
-    """``(sketch_id, reason, count)`` entries as ``summary.json`` lists them, most first."""
-    entries = sorted(entries, key=lambda e: (-e[2], e[0], e[1]))[:_UNDEFINED_LISTED]
-    return [{"sketch_id": sketch, "reason": reason, "n": n} for sketch, reason, n in entries]
-
-
-def _undefined_in(table: pd.DataFrame, column: str) -> list[dict]:
-    """The undefined rows of a table with a reason column, counted per sketch and reason."""
-    if column not in table or table.empty:
-        return []
-    named = table.loc[table[column].fillna("") != "", ["sketch_id", column]].astype(str)
-    counts = named.groupby(["sketch_id", column], sort=True).size()
-    return _undefined([(sketch, reason, int(n)) for (sketch, reason), n in counts.items()])
-
-
-def _count(value) -> int | None:
-    """An int for JSON, None for a missing value (no sketches)."""
-    return None if pd.isna(value) else int(value)
-
-
-def _number(value) -> float | None:
-    """A float for JSON, None for NaN."""
-    value = float(value)
-    return None if math.isnan(value) else value
-
-
-#: The test families of ``summary.json``, as the analysis' summary names them.
-_FAMILY_NAMES = (
-    ("anchoring", "anchoring vs prescribed ratings"),
-    ("pairwise", "inter-user"),
-    ("consensus", "participant vs consensus"),
-    ("consensus_loo", "participant vs consensus (leave-one-out)"),
-)
-
-
-def _interval_text(level: Mapping) -> str:
-    if level["ci_low"] is None:
-        return "no interval"
-    return f"95% CI {level['ci_low']:.3f}-{level['ci_high']:.3f}"
-
-
-def format_summary(summary: Mapping, out: str | Path) -> str:
-    """The lines ``sbir-study analyze`` prints: the headline numbers and where the files are."""
-    out = Path(out)
-    label = " (simulated data)" if summary["simulated"] else ""
-    sketches = counted(summary["n_sketches"], "sketch", "sketches")
-    lines = [
-        f"Analysed {participant_count(summary)}, {sketches}, "
-        f"{counted(summary['n_pairs'], 'pair')}{label}; alternative {summary['alternative']}, "
-        f"alpha {summary['alpha']}."
-    ]
-    for family, name in _FAMILY_NAMES:
-        stats = summary[family]
-        undefined = undefined_text(stats)
-        # As the report prints a share: with the decimals its interval needs (a crowd's
-        # millions of tests give an interval narrower than 0.1 points).
-        value, interval = share_interval(
-            stats["share_significant"], stats["wilson_low"], stats["wilson_high"]
-        )
-        if stats["n_tests"] and not undefined:
-            lines.append(
-                f"  {name}: {value} of {stats['n_tests']:,} tau_b significant (95% CI {interval})"
-            )
-        elif stats["n_tests"]:
-            lines.append(
-                f"  {name}: {value} of {stats['n_tests']:,} defined ({undefined}) tau_b "
-                f"significant (95% CI {interval})"
-            )
-        elif undefined:
-            lines.append(f"  {name}: no tau_b defined ({undefined})")
-    w = summary["kendall_w"]
-    median = "n/a" if w["median"] is None else f"{w['median']:.3f}"
-    undefined = undefined_text(w)
-    if not undefined:
-        lines.append(
-            f"  Kendall's W: {w['n_significant']} of {w['n_sketches']} sketches significant, "
-            f"median W {median}, over the {raters_range(w)} participants who rated every image"
-        )
-    elif w["n_defined"]:
-        lines.append(
-            f"  Kendall's W: {w['n_significant']} of {w['n_defined']} defined ({undefined}) "
-            f"sketches significant, median W {median}, over the {raters_range(w)} "
-            "participants who rated every image"
-        )
-    else:
-        lines.append(f"  Kendall's W: undefined for every sketch ({undefined})")
-    alpha = summary.get("krippendorff_alpha")
-    by_sketch = undefined_text(alpha["ordinal"]["by_sketch"]) if alpha else ""
-    if alpha and alpha["ordinal"]["alpha"] is not None:
-        ordinal, interval = alpha["ordinal"], alpha["interval"]
-        lines.append(
-            f"  Krippendorff's alpha over all {counted(alpha['n_raters'], 'participant')} and "
-            f"{alpha['n_values']:,} ratings: ordinal {ordinal['alpha']:.3f} "
-            f"({_interval_text(ordinal)}), interval {interval['alpha']:.3f} "
-            f"({_interval_text(interval)})" + (f"; per sketch {by_sketch}" if by_sketch else "")
-        )
-    elif by_sketch:
-        lines.append(f"  Krippendorff's alpha: undefined ({by_sketch})")
-    sm = summary.get("skillings_mack")
-    if sm:
-        undefined = undefined_text(sm)
-        defined = " defined" if undefined else ""
-        lines.append(
-            f"  Skillings-Mack: {sm['n_significant']} of {sm['n_sketches']}{defined} sketches "
-            f"significant (chi-square), {permutation_text(sm)}"
-            + (f" ({undefined})" if undefined else "")
-        )
-    lines += _reliability_lines(summary.get("reliability"))
-    lines.append(f"Ground truth: {out / 'ground_truth.csv'}; tables and summary.json in {out}")
-    if summary["figures"]:
-        lines.append(f"Figures: {out / 'figures'} ({', '.join(summary['figures'])})")
-    lines.append(f"Report: {out / 'report.html'} (open it in a browser)")
-    return "\n".join(lines)

@@ -3,8 +3,9 @@
 * paper size: 28 participants x 1,240 pairs + anchoring, a BIDS dataset of 28 files;
   goal under 2 s in all (interpreter start and imports included);
 * crowd size: 2,000 participants x 1,240 pairs + anchoring (2.5 million rows), one
-  flat table; goal under 60 s and under 4 GiB peak memory. Above 500 raters per
-  sketch the inter-user table is written as per-sketch summaries (the default).
+  flat table; goal under 60 s and under 4 GiB peak memory. Past
+  ``limits.PAIRWISE_FULL_ROWS`` pairs (about 800 raters of the paper's 31 sketches) the
+  inter-user table is left to its per-sketch summary (``--pairwise auto``, the default).
 
 Each run is a fresh process; peak memory is the child's maximum resident set size.
 Alongside, the import of pandas and scipy.special alone, the floor any Python

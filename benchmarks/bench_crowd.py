@@ -19,8 +19,14 @@ With ``--extras``, also what the earlier sections of ``RESULTS.md`` measured: th
 against one ``read_csv`` per file in-process, and the all-pairs table against a loop
 of ``scipy.stats.kendalltau`` and ``DataFrame.to_csv``.
 
+With ``--before DIR`` (a checkout with its own ``.venv``), that checkout's ``sbir-study``
+is measured beside this one's, in turn with it and the bare read. With ``--writers``, also
+the CSV writers of ``analyze``'s long tables (``consensus_tau.csv``, ...) on the
+``--large`` study: ``DataFrame.to_csv`` against ``pyarrow.csv`` (``write_csv``).
+
     python benchmarks/bench_crowd.py [--raters 2000] [--large 10000] [--runs 5]
-        [--cache /tmp/sbir-bench-scale] [--extras [--switch 600,700,800,900]]
+        [--cache /tmp/sbir-bench-scale] [--before DIR] [--writers]
+        [--extras [--switch 600,700,800,900]]
 
 ``python benchmarks/bare_read.py PATH`` is the bare read itself (the child process the
 ratio is taken against).
@@ -127,7 +133,7 @@ def pairwise_comparison(table: Path, sketches: int = 1, sample: int = 2000) -> N
         }
     )
     with tempfile.TemporaryDirectory() as folder:
-        from sbir_study.analysis.pipeline import _PairwiseWriter
+        from sbir_study.analysis.table_writers import _PairwiseWriter
 
         start = time.perf_counter()
         writer = _PairwiseWriter(Path(folder) / "pairs.parquet")
@@ -173,20 +179,25 @@ def cached_study(cache: Path, participants: int, *, flat: bool) -> Path:
     return study
 
 
-def ratio_rows(name: str, study: Path, runs: int, goal: float) -> None:
-    """``runs`` of analyze --no-figures and of the bare read, alternating; one row each and
-    the ratio of their medians, with its range over the runs' pairs."""
+def ratio_rows(name: str, study: Path, runs: int, goal: float, before: Path | None = None) -> None:
+    """``runs`` of analyze --no-figures and of the bare read, alternating (with ``before``,
+    also the ``sbir-study`` of that checkout, in turn); one row each and the ratio of their
+    medians, with its range over the runs' pairs."""
     bare = [sys.executable, str(Path(__file__).with_name("bare_read.py")), str(study)]
-    ours, theirs = [], []
+    clis = {"analyze --no-figures": CLI}
+    if before is not None:
+        clis = {"before: analyze --no-figures": [str(before / ".venv/bin/sbir-study")], **clis}
+    results: dict[str, list] = {label: [] for label in clis}
+    theirs = []
     with tempfile.TemporaryDirectory() as folder:
-        for k in range(runs):
+        for _ in range(runs):
             theirs.append(run_split(bare))
-            ours.append(
-                run_split([*CLI, "analyze", str(study), "--out", f"{folder}/{k}", "--no-figures"])
-            )
-    ratios = [a[0] / b[0] for a, b in zip(ours, theirs, strict=True)]
-    ratio = statistics.median(r[0] for r in ours) / statistics.median(r[0] for r in theirs)
-    for label, result in (("analyze --no-figures", ours), ("bare read + consensus", theirs)):
+            for label, cli in clis.items():
+                out = f"{folder}/{len(theirs)}-{len(results[label])}-{label[:6]}"
+                results[label].append(
+                    run_split([*cli, "analyze", str(study), "--out", out, "--no-figures"])
+                )
+    for label, result in (*results.items(), ("bare read + consensus", theirs)):
         wall = sorted(r[0] for r in result)
         print(
             f"| {name}: {label} | {wall[0]:.1f}-{wall[-1]:.1f} "
@@ -196,12 +207,45 @@ def ratio_rows(name: str, study: Path, runs: int, goal: float) -> None:
             f"{min(r[1] for r in result):,.0f}-{max(r[1] for r in result):,.0f} |",
             flush=True,
         )
-    verdict = "met" if ratio <= goal else "not met"
+    for label, ours in results.items():
+        ratios = [a[0] / b[0] for a, b in zip(ours, theirs, strict=True)]
+        ratio = statistics.median(r[0] for r in ours) / statistics.median(r[0] for r in theirs)
+        verdict = "met" if ratio <= goal else "not met"
+        print(
+            f"| {name}: **ratio**, {label} | {ratio:.2f}x (runs {min(ratios):.2f}-"
+            f"{max(ratios):.2f}x) | | | goal <= {goal:g}x: {verdict} |",
+            flush=True,
+        )
+
+
+def writer_rows(study: Path, runs: int) -> None:
+    """analyze's long tables of ``study`` (analyzed once) written by ``DataFrame.to_csv`` and
+    by ``write_csv`` (pyarrow.csv), ``runs`` times each, alternating: wall and CPU seconds."""
+    from sbir_study.analysis.table_writers import write_csv
+
+    names = ["consensus_tau.csv", "reliability_prophecy.csv", "anchoring.csv", "participants.csv"]
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "analysis"
+        run([*CLI, "analyze", str(study), "--out", str(out), "--no-figures"])
+        tables = {n: pd.read_csv(out / n, dtype={"participant": str}) for n in names}
+        rows = sum(len(t) for t in tables.values())
+        writers = {
+            "DataFrame.to_csv": lambda t, path: t.to_csv(path, index=False),
+            "pyarrow.csv (write_csv)": write_csv,
+        }
+        times: dict[str, list[tuple[float, float]]] = {w: [] for w in writers}
+        for _ in range(runs):
+            for label, writer in writers.items():
+                wall, cpu = time.perf_counter(), time.process_time()
+                for name, table in tables.items():
+                    writer(table, Path(folder) / name)
+                times[label].append((time.perf_counter() - wall, time.process_time() - cpu))
     print(
-        f"| {name}: **ratio** | {ratio:.2f}x (runs {min(ratios):.2f}-{max(ratios):.2f}x) | "
-        f"| | goal <= {goal:g}x: {verdict} |",
-        flush=True,
+        f"\n| writer of the {rows:,} rows of {', '.join(names)} | wall s | CPU s |\n|---|---|---|"
     )
+    for label, result in times.items():
+        wall = statistics.median(r[0] for r in result)
+        print(f"| {label} | {wall:.2f} | {statistics.median(r[1] for r in result):.2f} |")
 
 
 def main() -> None:
@@ -225,6 +269,16 @@ def main() -> None:
         "--extras", action="store_true", help="also the earlier sections' comparisons"
     )
     parser.add_argument("--switch", default="600,700,800,900")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="a checkout with its own .venv: its sbir-study measured too, alternating",
+    )
+    parser.add_argument(
+        "--writers",
+        action="store_true",
+        help="also the CSV writers of analyze's long tables, on the --large study",
+    )
     args = parser.parse_args()
 
     print(
@@ -235,13 +289,16 @@ def main() -> None:
         "| study: run | wall s, range (median) | user CPU s (median) | system CPU s (median) "
         "| peak MiB |\n|---|---|---|---|---|"
     )
-    bids = cached_study(args.cache, args.participants, flat=False)
-    ratio_rows(f"{args.participants:,} raters, BIDS", bids, args.runs, goal=2.0)
+    if args.participants:
+        bids = cached_study(args.cache, args.participants, flat=False)
+        ratio_rows(f"{args.participants:,} raters, BIDS", bids, args.runs, 2.0, args.before)
     if args.large:
         large = cached_study(args.cache, args.large, flat=True)
-        ratio_rows(f"{args.large:,} raters, one table", large, args.runs, goal=3.0)
+        ratio_rows(f"{args.large:,} raters, one table", large, args.runs, 3.0, args.before)
+        if args.writers:
+            writer_rows(large, 3)
     print(f"(load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())})")
-    if args.extras:
+    if args.extras and args.participants:
         extras(args, bids)
 
 

@@ -1,9 +1,10 @@
 """How many threads the crowd-size work may use: ``$SBIR_STUDY_THREADS``, else the cores.
 
-The inter-user pairs of ``analyze`` run one sketch per thread, and the reader of a
-ratings study hashes its files on a thread beside the parse; ``SBIR_STUDY_THREADS=1``
-keeps everything in the calling thread (a shared machine, or a check of one thread's
-results). Every result is the same at any number.
+At crowd size ``analyze`` computes its statistics on a pool of threads beside the
+inter-user pairs, which run one sketch per thread, and the reader of a ratings study
+hashes its files on a thread beside the parse; ``SBIR_STUDY_THREADS=1`` keeps everything
+in the calling thread (a shared machine, or a check of one thread's results). Every
+result is the same at any number.
 """
 
 from __future__ import annotations

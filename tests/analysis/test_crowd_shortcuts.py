@@ -5,10 +5,6 @@ each test), over generated inputs: missing cells, categories no row uses, blanks
 labels, ties, NaN and infinities, numbers past int64.
 """
 
-import tempfile
-import unittest.mock
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -142,46 +138,6 @@ def test_the_benjamini_hochberg_count_without_a_sort_is_statsmodels_count(values
     assert got == expected
 
 
-FLOATS = st.one_of(
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from([0.0, -0.0, 1e-5, 1e16, 0.1, 1 / 3, 5e-324, float("nan")]),
-)
-
-
-@st.composite
-def tables(draw):
-    """A table such as analyze writes: float columns with repeats, text with separators,
-    quotes and line breaks, whole numbers and categoricals."""
-    rows = draw(st.integers(0, 12))
-    pool = draw(st.lists(FLOATS, min_size=1, max_size=5))
-    floats = st.lists(st.sampled_from(pool) | FLOATS, min_size=rows, max_size=rows)
-    text = st.lists(
-        st.text(st.sampled_from('ab ,"\n\r\tä'), max_size=4), min_size=rows, max_size=rows
-    )
-    table = pd.DataFrame(
-        {
-            "participant": pd.Categorical(draw(text)),
-            "tau_b": np.array(draw(floats), dtype=np.float64),
-            "reason": pd.Series(draw(text), dtype=object),
-            "n_items": draw(st.lists(st.integers(-5, 2**40), min_size=rows, max_size=rows)),
-            "p_value": np.array(draw(floats), dtype=np.float64),
-        }
-    )
-    return table
-
-
-@settings(max_examples=200, deadline=None)
-@given(tables(), st.sampled_from([0, 3, 10_000]))
-def test_a_table_written_with_its_floats_formatted_once_is_to_csv_to_the_byte(table, rows):
-    with tempfile.TemporaryDirectory() as folder:
-        ours, theirs = Path(folder) / "ours.csv", Path(folder) / "theirs.csv"
-        with unittest.mock.patch.object(pipeline, "_FORMAT_ONCE_ROWS", rows):
-            pipeline._write_csv(table, ours)
-        # Oracle: pandas' own writer.
-        table.to_csv(theirs, index=False)
-        assert ours.read_bytes() == theirs.read_bytes()
-
-
 @st.composite
 def alpha_tables(draw):
     """Ratings of a 1-7 scale in any row order, some missing or of another phase, with the
@@ -237,78 +193,6 @@ def test_alpha_from_the_codes_is_alpha_from_factorized_labels(table):
             np.array(got[level][:3]), np.array(expected[level][:3]), equal_nan=True
         )
         assert got[level][3:] == expected[level][3:]
-
-
-TEXT = st.text(st.sampled_from('ab ,"\n\r\tä\x00'), max_size=4)
-
-
-@st.composite
-def long_tables(draw):
-    """A table of any of the columns analyze writes, in any number and order: floats with
-    repeats, whole numbers to the int64 limits, booleans, and text (plain, categorical or
-    either of pandas' string types, with missing cells) that may hold separators, quotes and line
-    breaks; names that may need quoting too."""
-    rows = draw(st.integers(0, 12))
-    pool = draw(st.lists(FLOATS, min_size=1, max_size=5))
-    kinds = draw(
-        st.lists(
-            st.sampled_from(["float", "int", "bool", "object", "category", "string", "str"]),
-            min_size=1,
-            max_size=5,
-        )
-    )
-    names = draw(
-        st.lists(
-            st.sampled_from(["tau_b", "n_items", "reason", "a,b", 'say "x"']),
-            min_size=len(kinds),
-            max_size=len(kinds),
-            unique=True,
-        )
-    )
-    columns = {}
-    for name, kind in zip(names, kinds, strict=True):
-        if kind == "float":
-            values = draw(st.lists(st.sampled_from(pool) | FLOATS, min_size=rows, max_size=rows))
-            columns[name] = np.array(values, dtype=np.float64)
-        elif kind == "int":
-            values = draw(st.lists(st.integers(-(2**63), 2**63 - 1), min_size=rows, max_size=rows))
-            columns[name] = np.array(values, dtype=np.int64)
-        elif kind == "bool":
-            columns[name] = np.array(draw(st.lists(st.booleans(), min_size=rows, max_size=rows)))
-        else:
-            values = draw(st.lists(TEXT | st.none(), min_size=rows, max_size=rows))
-            if kind == "object":
-                columns[name] = pd.Series(values, dtype=object)
-            elif kind == "category":
-                columns[name] = pd.Categorical(values)
-            else:  # pandas' string types: missing as pd.NA ("string") or as NaN ("str")
-                columns[name] = pd.Series(values, dtype=kind)
-    return pd.DataFrame(columns, index=pd.RangeIndex(rows))
-
-
-@settings(max_examples=300, deadline=None)
-@given(long_tables(), st.sampled_from([0, 3, 10_000]), st.sampled_from([1, 2, 65_536]))
-def test_a_table_written_from_its_columns_is_to_csv_to_the_byte(table, rows, chunk):
-    with tempfile.TemporaryDirectory() as folder:
-        ours, theirs = Path(folder) / "ours.csv", Path(folder) / "theirs.csv"
-        with unittest.mock.patch.multiple(pipeline, _FORMAT_ONCE_ROWS=rows, _CSV_CHUNK_ROWS=chunk):
-            pipeline._write_csv(table, ours)
-        # Oracle: pandas' own writer.
-        table.to_csv(theirs, index=False)
-        assert ours.read_bytes() == theirs.read_bytes()
-
-
-ANY_BITS = st.integers(-(2**63), 2**63 - 1).map(lambda bits: float(np.int64(bits).view(np.float64)))
-
-
-@settings(max_examples=500, deadline=None)
-@given(st.lists(st.floats(allow_nan=False) | ANY_BITS, min_size=1, max_size=50))
-def test_python_repr_of_a_float_is_numpys_text_of_it(values):
-    # Oracle: NumPy's astype(str), which to_csv writes a float column with; any bits (NaN
-    # is written as the empty text, apart).
-    values = np.array(values, dtype=np.float64)
-    values = values[~np.isnan(values)]
-    assert [repr(value) for value in values.tolist()] == values.astype(str).tolist()
 
 
 @settings(max_examples=200, deadline=None)

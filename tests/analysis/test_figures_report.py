@@ -14,12 +14,9 @@ from matplotlib import cbook
 from sbir_study.analysis import StudyDesign, load_ratings, simulate_study
 from sbir_study.analysis.distribution import box_summary
 from sbir_study.analysis.figures import FIGURES, tau_threshold
-from sbir_study.analysis.pipeline import (
-    AnalysisOptions,
-    analyze_ratings,
-    format_summary,
-    sketch_agreement,
-)
+from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings
+from sbir_study.analysis.summary import format_summary
+from sbir_study.analysis.table_writers import sketch_agreement
 from sbir_study.foundation.html import share
 from tests.helpers import PNG, PNG_OPTION, assert_input_error, run_main
 

@@ -23,13 +23,13 @@ def _trace_pairwise_writes(monkeypatch) -> list[int]:
     from sbir_study.analysis import pipeline
 
     where: list[int] = []
-    write_pairwise = pipeline._write_pairwise
+    write_pairwise = pipeline.write_pairwise
 
     def traced(*args):
         where.append(threading.get_ident())
         return write_pairwise(*args)
 
-    monkeypatch.setattr(pipeline, "_write_pairwise", traced)
+    monkeypatch.setattr(pipeline, "write_pairwise", traced)
     return where
 
 
@@ -233,47 +233,115 @@ def test_sbir_study_threads_takes_a_whole_number_from_1_and_refuses_the_rest(val
                 AnalysisOptions()
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.lists(st.floats(0, 0.003), min_size=2, max_size=5), st.booleans())
-def test_work_offered_by_several_threads_is_done_once(delays, fails):
-    """The reliability is computed by whichever of the pairs' thread and the main thread is
-    free first: any number of threads may offer, at any moments; it runs once, and every
-    one who asks gets its result (or its error)."""
-    from sbir_study.analysis.pipeline import _Once
-
-    ran = []
-
-    def work():
-        ran.append(threading.get_ident())
-        if fails:
-            raise ValueError("refused")
-        return 42
-
-    once = _Once(work)
-
-    def offer(delay):
-        threading.Event().wait(delay)
-        once.claim()
-
-    threads = [threading.Thread(target=offer, args=(d,)) for d in delays]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(ran) == 1
-    if fails:
-        with pytest.raises(ValueError, match="refused"):
-            once.result()
-    else:
-        assert once.result() == 42
+#: What analyze computes on its pool at crowd size, in the order the pool starts them.
+WORK = (
+    "write_pairwise",
+    "_consensus_tables",
+    "_reliability_tables",
+    "_agreement_tables",
+    "_overall_alpha",
+    "_anchoring_table",
+    "_bins_table",
+    "_distribution_table",
+    "_prophecy_table",
+)
 
 
-def test_work_left_by_a_block_that_failed_is_not_started():
-    from sbir_study.analysis.pipeline import _Once
+def _small_study():
+    from sbir_study.analysis.simulate import StudyDesign, simulate_study
 
-    ran = []
-    once = _Once(lambda: ran.append(1))
-    with pytest.raises(RuntimeError), once:
-        raise RuntimeError("the other statistics failed")
-    once.claim()  # the pairs' thread, finishing later
-    assert ran == []
+    trials, _ = simulate_study(
+        StudyDesign(sketches=3, images_per_sketch=6, participants=12), seed=6
+    )
+    return trials
+
+
+def _on_threads(monkeypatch, wrap) -> None:
+    """The crowd-size path (the pairs beside the other statistics, on two threads) forced on a
+    small study, each of :data:`WORK` replaced by ``wrap(name, work)``."""
+    from sbir_study.analysis import pipeline
+
+    monkeypatch.setenv(_kernels.THREADS_VARIABLE, "2")
+    monkeypatch.setattr(pipeline, "_PAIRS_BESIDE", 0)
+    for name in WORK:
+        monkeypatch.setattr(pipeline, name, wrap(name, getattr(pipeline, name)))
+
+
+def test_on_threads_each_statistic_is_computed_once(tmp_path, monkeypatch):
+    from sbir_study.analysis import AnalysisOptions, analyze_ratings
+
+    ran: list[str] = []
+
+    def wrap(name, work):
+        return lambda *args: ran.append(name) or work(*args)
+
+    _on_threads(monkeypatch, wrap)
+    analyze_ratings(_small_study(), tmp_path / "out", AnalysisOptions(bootstrap=20), figures=False)
+    assert sorted(ran) == sorted(WORK)
+
+
+def test_on_threads_the_first_error_in_order_is_raised_and_nothing_is_written(
+    tmp_path, monkeypatch
+):
+    """The anchoring fails first in time; the consensus, which comes before it, fails after
+    it: the consensus' error is the one raised, as on one thread, and ``out`` is not written."""
+    from sbir_study.analysis import AnalysisOptions, analyze_ratings
+
+    anchoring_failed = threading.Event()
+
+    def wrap(name, work):
+        def failing(*args):
+            if name == "_anchoring_table":
+                anchoring_failed.set()
+                raise ValueError("the anchoring failed")
+            if name == "_consensus_tables":
+                assert anchoring_failed.wait(60)
+                raise ValueError("the consensus failed")
+            return work(*args)
+
+        return failing
+
+    _on_threads(monkeypatch, wrap)
+    with pytest.raises(ValueError, match="the consensus failed"):
+        analyze_ratings(_small_study(), tmp_path / "out", AnalysisOptions(), figures=False)
+    assert anchoring_failed.is_set()
+    assert not (tmp_path / "out").exists()
+
+
+def test_on_threads_a_failure_leaves_the_work_not_begun_to_no_one(tmp_path, monkeypatch):
+    """While the pool's threads are busy, the main thread fails: what no thread has begun is
+    cancelled, and the busy threads end what they began."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sbir_study.analysis import AnalysisOptions, analyze_ratings, pipeline
+
+    release = threading.Event()
+    started: list[str] = []
+
+    class Pool(ThreadPoolExecutor):
+        def shutdown(self, wait=True, *, cancel_futures=False):
+            super().shutdown(wait=False, cancel_futures=cancel_futures)
+            release.set()  # the busy threads go on once the rest is cancelled, or not
+            super().shutdown(wait=wait)
+
+    def wrap(name, work):
+        def held(*args):
+            started.append(name)
+            assert release.wait(60)
+            return work(*args)
+
+        return held
+
+    _on_threads(monkeypatch, wrap)
+    monkeypatch.setattr(pipeline, "ThreadPoolExecutor", Pool)
+    statistics = pipeline._statistics
+
+    def then_fail(*args):
+        statistics(*args)
+        raise RuntimeError("the main thread failed")
+
+    monkeypatch.setattr(pipeline, "_statistics", then_fail)
+    with pytest.raises(RuntimeError, match="the main thread failed"):
+        analyze_ratings(_small_study(), tmp_path / "out", AnalysisOptions(), figures=False)
+    assert sorted(started) == sorted(WORK[: pipeline._WORKERS])
+    assert not (tmp_path / "out").exists()

@@ -15,7 +15,7 @@ from hypothesis.extra import numpy as hnp
 
 from sbir_study.analysis import inter_user_tau_pairs
 from sbir_study.analysis.agreement_tables import SketchPairsResult
-from sbir_study.analysis.pipeline import _PairwiseWriter
+from sbir_study.analysis.table_writers import _PairwiseWriter
 from tests.analysis.test_pairwise_sample import crowd
 
 COLUMNS = ["sketch_id", "participant_a", "participant_b", "tau_b", "p_value", "n_items", "reason"]

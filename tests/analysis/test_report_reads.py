@@ -25,8 +25,9 @@ from sbir_study.analysis.figures import (
     plot_vs_consensus,
 )
 from sbir_study.analysis.figures.style import fitted_range as _fitted_range
-from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings, format_summary
+from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings
 from sbir_study.analysis.report import counted, share_interval, write_report
+from sbir_study.analysis.summary import format_summary
 from tests.helpers import PNG, run_cli, run_main
 
 

@@ -19,7 +19,8 @@ from sbir_study.analysis import (
     rating_cube,
 )
 from sbir_study.analysis import cube as cube_module
-from sbir_study.analysis.pipeline import participant_table
+from sbir_study.analysis import participant_table as participant_table_module
+from sbir_study.analysis.participant_table import participant_table
 from sbir_study.analysis.simulate import StudyDesign, simulate_study
 
 
@@ -83,7 +84,14 @@ def test_analyze_builds_the_cube_of_the_main_phase_once(trials, tmp_path, monkey
 
     # raising=False: a module that builds its cube through cube.main_phase_cube holds no
     # rating_cube of its own, and one that imports it later is counted all the same.
-    for module in (agreement_tables, consensus, distribution, pipeline, cube_module):
+    for module in (
+        agreement_tables,
+        consensus,
+        distribution,
+        pipeline,
+        participant_table_module,
+        cube_module,
+    ):
         monkeypatch.setattr(module, "rating_cube", counted, raising=False)
     analyze_ratings(
         trials, tmp_path / "out", AnalysisOptions(bootstrap=20, permutations=20), figures=False

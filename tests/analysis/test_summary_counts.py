@@ -9,7 +9,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sbir_study.analysis.pipeline import _phase_counts
+from sbir_study.analysis.summary import _phase_counts
 
 PHASES = ["anchor", "anchor_repeat", "main", "practice"]
 

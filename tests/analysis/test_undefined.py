@@ -26,7 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings, format_summary
+from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings
+from sbir_study.analysis.summary import format_summary
 from sbir_study.analysis.validation import validate_ratings
 
 ALPHA = 0.05
