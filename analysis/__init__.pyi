@@ -10,7 +10,9 @@ from . import (
     figures as figures,
     importers as importers,
     limits as limits,
+    options as options,
     orientation as orientation,
+    participant_table as participant_table,
     pipeline as pipeline,
     power as power,
     rating_files as rating_files,
@@ -20,6 +22,8 @@ from . import (
     retrieval as retrieval,
     significance as significance,
     simulate as simulate,
+    summary as summary,
+    table_writers as table_writers,
     validation as validation,
     wording as wording,
 )
@@ -79,8 +83,10 @@ from .orientation import (
     in_paper_orientation as in_paper_orientation,
     ratings_scale as ratings_scale,
 )
-from .pipeline import (
+from .options import (
     AnalysisOptions as AnalysisOptions,
+)
+from .pipeline import (
     analyze_ratings as analyze_ratings,
 )
 from .ratings import (

@@ -43,12 +43,11 @@ from .participant_table import (
 )
 from .ratings import Provenance
 from .report import write_report
-from .summary import format_summary, study_summary
+from .summary import study_summary
 from .table_writers import sketch_agreement, write_csv, write_pairwise
 from .validation import RATING_COLUMNS, check_text_labels
 
-# AnalysisOptions and format_summary: the face and ``sbir-study analyze`` import them from here.
-__all__ = ["AnalysisOptions", "analyze_ratings", "format_summary"]
+__all__ = ["analyze_ratings"]
 
 #: From this many rows (a study of about 800 participants of the paper's design) the ground
 #: truth is computed on a thread of its own, beside the cube.

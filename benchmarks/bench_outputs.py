@@ -23,7 +23,8 @@ from pathlib import Path
 import pandas as pd
 
 from sbir_study.analysis import load_ratings
-from sbir_study.analysis.pipeline import AnalysisOptions, _analyze_into, analyze_ratings
+from sbir_study.analysis.options import AnalysisOptions
+from sbir_study.analysis.pipeline import _analyze_into, analyze_ratings
 from sbir_study.analysis.simulate import (
     RaterModel,
     StudyDesign,

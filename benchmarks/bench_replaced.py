@@ -94,7 +94,7 @@ import json, sys, time
 from pathlib import Path
 import sbir_study.analysis.pipeline as pipeline
 from sbir_study.analysis import load_ratings
-from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings
+from sbir_study.analysis import AnalysisOptions, analyze_ratings
 real = pipeline.write_report
 seconds = []
 def timed(path, *args, **kwargs):

@@ -188,7 +188,7 @@ def _raters_or_all(text: str) -> int | None:
 
 def analyze(args: argparse.Namespace) -> int:
     from sbir_study.analysis import AnalysisOptions, analyze_ratings, load_ratings
-    from sbir_study.analysis.pipeline import format_summary
+    from sbir_study.analysis.summary import format_summary
     from sbir_study.foundation.outputs import check_target
 
     options = options_from(AnalysisOptions, args)

@@ -339,7 +339,7 @@ def analysed_simulation(
     """A simulated study's flat table (``root/ratings.csv``) and analyze's files for it
     (``root/analysis``, no figures, no resampling); returns ``root``."""
     from sbir_study.analysis import StudyDesign, analyze_ratings, load_ratings, simulate_study
-    from sbir_study.analysis.pipeline import AnalysisOptions
+    from sbir_study.analysis.options import AnalysisOptions
 
     design = StudyDesign(participants=participants, sketches=sketches, images_per_sketch=images)
     trials, _ = simulate_study(design, seed=seed)

@@ -21,10 +21,9 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sbir_study.analysis import load_ratings
+from sbir_study.analysis import AnalysisOptions, analyze_ratings, load_ratings
 from sbir_study.analysis.consensus import write_binary_qrels, write_qrels
 from sbir_study.analysis.orientation import in_paper_orientation
-from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings
 from sbir_study.analysis.simulate import StudyDesign, write_simulated_dataset
 from sbir_study.foundation.checks import InputError
 from sbir_study.foundation.scale import PAPER_SCALE, SCALE_POINTS, Scale

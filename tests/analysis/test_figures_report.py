@@ -11,10 +11,15 @@ import pytest
 import scipy.stats
 from matplotlib import cbook
 
-from sbir_study.analysis import StudyDesign, load_ratings, simulate_study
+from sbir_study.analysis import (
+    AnalysisOptions,
+    StudyDesign,
+    analyze_ratings,
+    load_ratings,
+    simulate_study,
+)
 from sbir_study.analysis.distribution import box_summary
 from sbir_study.analysis.figures import FIGURES, tau_threshold
-from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings
 from sbir_study.analysis.summary import format_summary
 from sbir_study.analysis.table_writers import sketch_agreement
 from sbir_study.foundation.html import share

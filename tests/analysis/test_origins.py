@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sbir_study.analysis import load_ratings
-from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings
+from sbir_study.analysis import AnalysisOptions, analyze_ratings, load_ratings
 from sbir_study.analysis.ratings import RECORDED_ORIGINS, sidecar_origin
 from sbir_study.analysis.simulate import StudyDesign, write_simulated_dataset
 from sbir_study.foundation.checks import InputError

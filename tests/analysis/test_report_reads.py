@@ -15,7 +15,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
-from sbir_study.analysis import StudyDesign, load_ratings, simulate_study
+from sbir_study.analysis import (
+    AnalysisOptions,
+    StudyDesign,
+    analyze_ratings,
+    load_ratings,
+    simulate_study,
+)
 from sbir_study.analysis.distribution import rating_distribution
 from sbir_study.analysis.figures import (
     plot_anchoring,
@@ -25,7 +31,6 @@ from sbir_study.analysis.figures import (
     plot_vs_consensus,
 )
 from sbir_study.analysis.figures.style import fitted_range as _fitted_range
-from sbir_study.analysis.pipeline import AnalysisOptions, analyze_ratings
 from sbir_study.analysis.report import counted, share_interval, write_report
 from sbir_study.analysis.summary import format_summary
 from tests.helpers import PNG, run_cli, run_main
