@@ -60,9 +60,9 @@ class SketchPairsResult(NamedTuple):
     pvalue: np.ndarray
     n_items: np.ndarray
     #: Participants who rated the sketch; more than ``participants`` when a sample was drawn.
-    n_raters_total: int = 0
+    n_raters_total: int
     #: Why a pair's tau_b is undefined ("" where it is defined): :func:`undefined_tau_reasons`.
-    reason: np.ndarray | None = None
+    reason: np.ndarray
 
 
 def inter_user_tau(ratings: pd.DataFrame, *, alternative: str = "greater") -> pd.DataFrame:

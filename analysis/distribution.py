@@ -128,17 +128,8 @@ def box_summary(
     if not finite.all():  # else no copy: millions of inter-user tau_b a sketch at crowd size
         data = data[finite]
     if data.size == 0:
-        nan = float("nan")
-        return {
-            "med": nan,
-            "q1": nan,
-            "q3": nan,
-            "whislo": nan,
-            "whishi": nan,
-            "fliers": np.empty(0),
-            "mean": nan,
-            "n": 0,
-        }
+        empty = dict.fromkeys(("med", "q1", "q3", "whislo", "whishi"), float("nan"))
+        return {**empty, "fliers": np.empty(0), "mean": float("nan"), "n": 0}
     q1, med, q3 = np.percentile(data, [25, 50, 75]) if quartiles is None else quartiles
     reach = whis * (q3 - q1)
     inside = (data >= q1 - reach) & (data <= q3 + reach)

@@ -44,9 +44,7 @@ class AnalysisOptions:
                 f"alpha: expected a significance level between 0 and 1, got {self.alpha!r}"
             )
         for name in ("bootstrap", "permutations", "seed"):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and value >= 0):
-                raise InputError(f"{name}: expected a whole number >= 0, got {value!r}")
+            check_whole_number(name, getattr(self, name), 0)
         check_whole_number("pairwise_raters", self.pairwise_raters, 2, none_ok=True)
         check_whole_number("reliability_splits", self.reliability_splits, 1)
         _kernels.threads()  # a bad $SBIR_STUDY_THREADS is refused before the ratings are read

@@ -165,19 +165,9 @@ def _replication(task) -> list[tuple]:
         p = p[~np.isnan(p)]
         significant = int((p < options.alpha).sum())
         low, high = wilson_interval(significant, p.size)
-        tau_median, tau_p05 = np.nanquantile(tau, [0.5, 0.05])
+        tau_median, tau_p05 = map(float, np.nanquantile(tau, [0.5, 0.05]))
         share = significant / max(p.size, 1)
-        rows.append(
-            (
-                index,
-                k,
-                w_significant / len(panel),
-                float(tau_median),
-                float(tau_p05),
-                share,
-                high - low,
-            )
-        )
+        rows.append((index, k, w_significant / len(panel), tau_median, tau_p05, share, high - low))
     return rows
 
 

@@ -260,8 +260,6 @@ def _set_pairs(
 
 def _to_model(points, scale: Scale):
     """Points of ``scale`` in the paper's orientation, mapped onto the model's 1..7."""
-    if scale.low == SCALE[0] and scale.k == PAPER_SCALE.k:
-        return points
     return SCALE[0] + (np.asarray(points, dtype=float) - scale.low) * (
         (SCALE[1] - SCALE[0]) / (scale.k - 1)
     )
@@ -269,12 +267,8 @@ def _to_model(points, scale: Scale):
 
 def _on_scale(response: np.ndarray, scale: Scale) -> np.ndarray:
     """The model's responses on 1..7 as ratings of ``scale``: mapped, rounded, clipped, oriented."""
-    if scale.low == SCALE[0] and scale.k == PAPER_SCALE.k:
-        rating = np.clip(np.rint(response), SCALE[0], SCALE[1])
-    else:
-        mapped = scale.low + (response - SCALE[0]) * ((scale.k - 1) / (SCALE[1] - SCALE[0]))
-        rating = np.clip(np.rint(mapped), scale.low, scale.high)
-    return scale.oriented(rating)
+    mapped = scale.low + (response - SCALE[0]) * ((scale.k - 1) / (SCALE[1] - SCALE[0]))
+    return scale.oriented(np.clip(np.rint(mapped), scale.low, scale.high))
 
 
 def _sketch_latent(n: int, model: RaterModel, rng: np.random.Generator) -> np.ndarray:

@@ -259,30 +259,22 @@ def format_summary(summary: Mapping, out: str | Path) -> str:
         value, interval = share_interval(
             stats["share_significant"], stats["wilson_low"], stats["wilson_high"]
         )
-        if stats["n_tests"] and not undefined:
+        if stats["n_tests"]:
+            defined = f" defined ({undefined})" if undefined else ""
             lines.append(
-                f"  {name}: {value} of {stats['n_tests']:,} tau_b significant (95% CI {interval})"
-            )
-        elif stats["n_tests"]:
-            lines.append(
-                f"  {name}: {value} of {stats['n_tests']:,} defined ({undefined}) tau_b "
-                f"significant (95% CI {interval})"
+                f"  {name}: {value} of {stats['n_tests']:,}{defined} tau_b significant "
+                f"(95% CI {interval})"
             )
         elif undefined:
             lines.append(f"  {name}: no tau_b defined ({undefined})")
     w = summary["kendall_w"]
     median = "n/a" if w["median"] is None else f"{w['median']:.3f}"
     undefined = undefined_text(w)
-    if not undefined:
+    if not undefined or w["n_defined"]:
+        tested = f"{w['n_defined']} defined ({undefined})" if undefined else w["n_sketches"]
         lines.append(
-            f"  Kendall's W: {w['n_significant']} of {w['n_sketches']} sketches significant, "
+            f"  Kendall's W: {w['n_significant']} of {tested} sketches significant, "
             f"median W {median}, over the {raters_range(w)} participants who rated every image"
-        )
-    elif w["n_defined"]:
-        lines.append(
-            f"  Kendall's W: {w['n_significant']} of {w['n_defined']} defined ({undefined}) "
-            f"sketches significant, median W {median}, over the {raters_range(w)} "
-            "participants who rated every image"
         )
     else:
         lines.append(f"  Kendall's W: undefined for every sketch ({undefined})")

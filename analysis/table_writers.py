@@ -106,7 +106,7 @@ def write_pairwise(
             boxes.append({**box, "label": str(pairs.sketch_id)})
             # The undefined pairs by their NaN p-value: no string comparison over millions.
             reasons, counts = np.unique(
-                _reasons(pairs)[np.isnan(pairs.pvalue)].astype(str), return_counts=True
+                pairs.reason[np.isnan(pairs.pvalue)].astype(str), return_counts=True
             )
             undefined += [
                 (str(pairs.sketch_id), str(r), int(n)) for r, n in zip(reasons, counts, strict=True)
@@ -198,16 +198,10 @@ class _PairwiseWriter:
         self._writer.close()
 
 
-def _reasons(pairs: SketchPairsResult) -> np.ndarray:
-    """Why each pair's tau_b is undefined, which :func:`inter_user_tau_pairs` gives always."""
-    assert pairs.reason is not None
-    return pairs.reason
-
-
 def _reason_column(pa, pairs: SketchPairsResult):
     """The pairs' reasons as a text dictionary, built from the undefined pairs alone."""
     undefined = np.flatnonzero(np.isnan(pairs.pvalue))
-    names, codes = np.unique(_reasons(pairs)[undefined].astype(str), return_inverse=True)
+    names, codes = np.unique(pairs.reason[undefined].astype(str), return_inverse=True)
     index = np.zeros(pairs.pvalue.size, np.int32)
     index[undefined] = codes.ravel() + 1
     return pa.DictionaryArray.from_arrays(index, pa.array(["", *names.tolist()], pa.string()))

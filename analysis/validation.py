@@ -194,16 +194,11 @@ sbir_study.analysis.load_ratings, or pandas.read_csv(..., dtype=str)
 
 def _labels(column: pd.Series) -> pd.Categorical:
     """Labels stripped, as a categorical with sorted categories (each distinct label once)."""
-    codes, uniques = _distinct_cells(column)
+    codes, uniques = pd.factorize(column, use_na_sentinel=False)  # a missing cell is a cell
     stripped = pd.Index(uniques).astype(str).str.strip()
     merged, categories = pd.factorize(stripped, sort=True)
     # The codes index the categories by construction: not checked again, row by row.
     return pd.Categorical.from_codes(merged[codes], categories=categories, validate=False)
-
-
-def _distinct_cells(column: pd.Series) -> tuple[np.ndarray, object]:
-    """Each row's code and the distinct cells (``pd.factorize``; a missing cell is a cell)."""
-    return pd.factorize(column, use_na_sentinel=False)
 
 
 # --- field checks ----------------------------------------------------------------------------
@@ -229,7 +224,7 @@ class _Distinct:
 
     @classmethod
     def of(cls, column: pd.Series) -> _Distinct:
-        codes, uniques = _distinct_cells(column)
+        codes, uniques = pd.factorize(column, use_na_sentinel=False)
         text = pd.Index(uniques).astype(str).str.strip()
         # A cell no file wrote (a column of one session file that another lacks, such as
         # anchor_rating beside an imported session) is missing too, not the text "nan".
