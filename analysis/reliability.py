@@ -239,7 +239,7 @@ def split_half_reliability(
             "sketch_id": label,
             "n_raters": int(n),
             "n_splits": n_splits,
-            "n_undefined": int(np.isnan(rho).sum() if label != _ALL else np.isnan(rho_all).sum()),
+            "n_undefined": int(np.isnan(rho).sum()),
         }
         row.update(_interval("tau_b", tau, confidence))
         rho_values = _interval("rho", rho, confidence)

@@ -455,17 +455,15 @@ def participants_listed(
     """
     if len(participants) <= up_to:
         return pd.Series("", index=participants.index, dtype=object)
-    reasons: list[list[str]] = [[] for _ in range(len(participants))]
     median = participants["tau_b_median"].to_numpy(dtype=float)
     # Ties broken by the label, as Figs. 4 and 6 sort, so the lists are reproducible.
     order = pd.DataFrame({"tau": median, "label": participants["participant"].astype(str)})
     ranked = order[np.isfinite(median)].sort_values(["tau", "label"], kind="stable").index
-    position = {label: k for k, label in enumerate(participants.index)}
-    ends = (("lowest", ranked[:at_each_end]), ("highest", ranked[len(ranked) - at_each_end :]))
-    for end, chosen in ends:
-        for label in chosen:
-            reasons[position[label]].append(end)
-    flags = [(~np.isfinite(median), "no tau_b against the consensus")]
+    flags = [
+        (participants.index.isin(ranked[:at_each_end]), "lowest"),
+        (participants.index.isin(ranked[len(ranked) - at_each_end :]), "highest"),
+        (~np.isfinite(median), "no tau_b against the consensus"),
+    ]
     if "session_status" in participants:
         flags.append(
             (participants["session_status"].map(_session_words) != "", "session did not finish")
@@ -482,6 +480,7 @@ def participants_listed(
         simulated = participants["origin"].isin(SIMULATED_ORIGINS)
         if simulated.sum() < (~simulated).sum():
             flags.append((simulated, "simulated"))
+    reasons: list[list[str]] = [[] for _ in range(len(participants))]
     for flagged, why in flags:
         for k in np.flatnonzero(np.asarray(flagged, dtype=bool)):
             reasons[k].append(why)
