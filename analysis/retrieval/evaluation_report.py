@@ -103,9 +103,7 @@ def _comparison(summary: pd.DataFrame, cutoffs: Sequence[int]) -> dict[str, Any]
     present = set(summary["measure"])
     columns = [(m, label) for m, label in report_columns(cutoffs) if m in present]
     tau = summary[summary["measure"] == "tau_b"].sort_values("mean", ascending=False)
-    order = list(tau["system"]) + [
-        s for s in dict.fromkeys(summary["system"]) if s not in set(tau["system"])
-    ]
+    order = dict.fromkeys([*tau["system"], *summary["system"]])  # by tau_b, then the rest
     cells = summary.set_index(["system", "measure"])
     rows = []
     for system in order:
