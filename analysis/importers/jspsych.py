@@ -363,10 +363,8 @@ def _trial_pairs(
                 _shortened(cell),
             )
         pairs.append(pair)
-    return (
-        pd.Series([p[0] for p in pairs], dtype=object),
-        pd.Series([p[1] for p in pairs], dtype=object),
-    )
+    found_pairs = pd.DataFrame(pairs, dtype=object)
+    return found_pairs[0], found_pairs[1]
 
 
 def _trial_participants(table: SourceTable, rows: np.ndarray, field: str | None) -> pd.Series:
@@ -466,7 +464,7 @@ def _same_file(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 
 
 class _StimulusMatcher:
-    """The pair a trial's stimulus shows, through a manifest; each stimulus's answer is kept."""
+    """The pair a trial's stimulus shows, through a manifest."""
 
     def __init__(self, manifest: pd.DataFrame) -> None:
         missing = [
@@ -485,7 +483,6 @@ class _StimulusMatcher:
                 parts = _path_parts(path)
                 if parts:
                     self.files.setdefault(parts[-1], []).append((parts, kind, path))
-        self.cache: dict[tuple[str, bool], tuple[str, str] | str] = {}
 
     def names_a_file(self, stimulus: str, html: bool) -> bool:
         """Whether the stimulus names any file (a text screen names none)."""
@@ -493,11 +490,6 @@ class _StimulusMatcher:
 
     def pair(self, stimulus: str, html: bool) -> tuple[str, str] | str:
         """``(sketch_id, image_id)``, or why the stimulus names no one pair of the set."""
-        if (stimulus, html) not in self.cache:
-            self.cache[stimulus, html] = self._pair(stimulus, html)
-        return self.cache[stimulus, html]
-
-    def _pair(self, stimulus: str, html: bool) -> tuple[str, str] | str:
         sketches: set[str] = set()
         images: set[str] = set()
         paths = stimulus_paths(stimulus, html=html)

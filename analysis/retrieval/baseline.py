@@ -155,23 +155,19 @@ def baseline_scores(
     similarity = descriptor_similarity(grid=grid, bins=bins)
     sketch_ids = sketches["sketch_id"].to_numpy(dtype=object)
     image_sketch = images["sketch_id"].to_numpy(dtype=object)
+    # "own": each sketch's own images; "all": every image of the set.
+    keep = (sketch_ids[:, None] == image_sketch[None, :]) | (collection == "all")
+    s_index, i_index = np.nonzero(keep)
+    pairs = {
+        "sketch_id": sketch_ids[s_index],
+        "image_id": images["image_id"].to_numpy(dtype=object)[i_index],
+    }
     runs = {}
     for name in distances:
         d = distance_matrix(
             sketch_vectors, image_vectors, name, reference=reference, similarity=similarity
         )
-        if collection == "own":
-            keep = sketch_ids[:, None] == image_sketch[None, :]
-        else:
-            keep = np.ones(d.shape, dtype=bool)
-        s_index, i_index = np.nonzero(keep)
-        runs[name] = pd.DataFrame(
-            {
-                "sketch_id": sketch_ids[s_index],
-                "image_id": images["image_id"].to_numpy(dtype=object)[i_index],
-                "score": -d[s_index, i_index],
-            }
-        )
+        runs[name] = pd.DataFrame({**pairs, "score": -d[s_index, i_index]})
     return runs
 
 

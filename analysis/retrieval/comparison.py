@@ -171,11 +171,8 @@ def paired_permutation_test(
     d = a[both] - b[both]
     if d.size == 0:
         return PermutationResult(float("nan"), float("nan"), 0)
-    patterns, exact = _sign_patterns(d.size, n_resamples, seed)
-    observed = float(d.mean())
-    return PermutationResult(
-        observed, _permutation_pvalue(observed, patterns @ d / d.size, exact), int(d.size)
-    )
+    pvalue = _permutation_p_values([d], n_resamples, seed)[0]
+    return PermutationResult(float(d.mean()), pvalue, int(d.size))
 
 
 #: Up to this many differences with ties or zeros, ``scipy.stats.wilcoxon`` ("auto") runs an
@@ -401,9 +398,7 @@ def compare_systems(
             lambda p: holm_adjusted(p.to_numpy(dtype=np.float64))
         )
     table["significant"] = table["permutation_p_value_holm"] < alpha
-    adjusted = np.column_stack(
-        [table[f"{test}_p_value_holm"].to_numpy(dtype=np.float64) for test in TESTS]
-    )
+    adjusted = table[[f"{test}_p_value_holm" for test in TESTS]].to_numpy(dtype=np.float64)
     rejects = adjusted < alpha
     table["rejected_by"] = [
         ";".join(t for t, r in zip(TESTS, row, strict=True) if r) for row in rejects

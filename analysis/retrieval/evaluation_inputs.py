@@ -75,30 +75,11 @@ def _files_read(
     ground_truth: str | Path, truth: GroundTruth, runs: list[Run], provenance: Any
 ) -> list[dict[str, Any]]:
     """Each file read, by role, with its SHA-256 and lines."""
-    files = [
-        {
-            "role": "ground truth",
-            "name": "",
-            "path": str(ground_truth),
-            "sha256": truth.sha256,
-            "lines": truth.lines,
-        }
-    ]
-    files += [
-        {"role": "run", "name": r.name, "path": r.source, "sha256": r.sha256, "lines": r.lines}
-        for r in runs
-    ]
-    files += [
-        {
-            "role": "ratings",
-            "name": "",
-            "path": source.path,
-            "sha256": source.sha256,
-            "lines": source.rows,
-        }
-        for source in getattr(provenance, "sources", ())
-    ]
-    return files
+    files = [("ground truth", "", str(ground_truth), truth.sha256, truth.lines)]
+    files += [("run", r.name, r.source, r.sha256, r.lines) for r in runs]
+    files += [("ratings", "", s.path, s.sha256, s.rows) for s in getattr(provenance, "sources", ())]
+    fields = ("role", "name", "path", "sha256", "lines")
+    return [dict(zip(fields, file, strict=True)) for file in files]
 
 
 def _analyze_summary(path: str | Path) -> tuple[Path, dict] | None:

@@ -19,7 +19,6 @@ from sbir_study.foundation.provenance import software_versions
 from ..consensus import write_binary_qrels
 from .evaluation import HUMAN, Evaluation, EvaluationOptions
 from .measures.table import MEASURES
-from .runs import GroundTruth
 
 __all__ = ["format_evaluation", "trec_eval_q", "trec_measure_name", "write_evaluation"]
 
@@ -47,75 +46,53 @@ def write_evaluation(
     formats = checked_figure_formats(figure_formats) if figures else ()
     inputs = [entry["path"] for entry in evaluation.inputs.get("files", [])]
     with output_folder(out, "evaluate", overwrite=overwrite, inputs=inputs) as folder:
-        return _write_evaluation_into(evaluation, folder, figures=formats)
+        tables = {
+            "per_sketch": evaluation.per_sketch,
+            "summary": evaluation.summary,
+            "comparisons": evaluation.comparisons,
+            "pr_curve": evaluation.pr_curve,
+            "human_ceiling": evaluation.human,
+        }
+        for name, frame in tables.items():
+            if frame is not None:
+                frame.to_csv(folder / f"{name}.csv", index=False)
+        (folder / "per_sketch_trec").mkdir()
+        for system in dict.fromkeys(evaluation.per_sketch["system"]):
+            if system != HUMAN:
+                text = trec_eval_q(evaluation.per_sketch, evaluation.summary, system)
+                (folder / "per_sketch_trec" / f"{system}.txt").write_text(text, encoding="utf-8")
+        if (truth := evaluation.truth) is not None:
+            # From qrels, mean_rating is minus the grade: relevant (grade >= 1) is below -0.5.
+            below = -0.5 if truth.from_qrels else evaluation.options.relevant_below
+            path = folder / "ground_truth_binary.qrels"
+            write_binary_qrels(truth.table(), path, relevant_below=below)
+        result = _record(evaluation)
+        written = {}
+        if formats:
+            from .evaluation_figures import write_evaluation_figures  # matplotlib only when drawing
 
-
-def _write_evaluation_into(
-    evaluation: Evaluation, out: Path, *, figures: tuple[str, ...]
-) -> dict[str, Any]:
-    """Write every file of the evaluation into ``out``, the folder written aside."""
-    tables = {
-        "per_sketch": evaluation.per_sketch,
-        "summary": evaluation.summary,
-        "comparisons": evaluation.comparisons,
-        "pr_curve": evaluation.pr_curve,
-        "human_ceiling": evaluation.human,
-    }
-    for name, frame in tables.items():
-        if frame is not None:
-            frame.to_csv(out / f"{name}.csv", index=False)
-    (out / "per_sketch_trec").mkdir()
-    for system in dict.fromkeys(evaluation.per_sketch["system"]):
-        if system != HUMAN:
-            path = out / "per_sketch_trec" / f"{system}.txt"
-            path.write_text(
-                trec_eval_q(evaluation.per_sketch, evaluation.summary, system), encoding="utf-8"
+            written = write_evaluation_figures(
+                folder / "figures",
+                evaluation.per_sketch,
+                evaluation.pr_curve,
+                evaluation.summary,
+                formats=formats,
             )
-    if evaluation.truth is not None:
-        path = out / "ground_truth_binary.qrels"
-        _write_binary_qrels(evaluation.truth, evaluation.options.relevant_below, path)
-    result = _record(evaluation)
-    written = {}
-    if figures:
-        from .evaluation_figures import write_evaluation_figures  # matplotlib only when drawing
-
-        written = write_evaluation_figures(
-            out / "figures",
-            evaluation.per_sketch,
-            evaluation.pr_curve,
-            evaluation.summary,
-            formats=figures,
+        result["figures"] = sorted(written)
+        (folder / "evaluation.json").write_text(
+            json.dumps(result, indent=2, allow_nan=False) + "\n", encoding="utf-8"
         )
-    result["figures"] = sorted(written)
-    (out / "evaluation.json").write_text(
-        json.dumps(result, indent=2, allow_nan=False) + "\n", encoding="utf-8"
-    )
-    from .evaluation_report import write_evaluation_report
+        from .evaluation_report import write_evaluation_report
 
-    scale = evaluation.truth.scale if evaluation.truth is not None else None
-    write_evaluation_report(
-        out / "report.html",
-        result,
-        evaluation.summary,
-        evaluation.comparisons,
-        written,
-        scale=scale,
-    )
-    return result
-
-
-def _write_binary_qrels(truth: GroundTruth, relevant_below: float | None, path: Path) -> None:
-    """The evaluation's binary relevance as TREC qrels (from qrels, grade >= 1)."""
-    if not truth.from_qrels:
-        write_binary_qrels(truth.table(), path, relevant_below=relevant_below)
-        return
-    relevant = truth.relevant(None)[truth.judged].astype(int)
-    table = truth.table()
-    lines = [
-        f"{s} 0 {i} {r}"
-        for s, i, r in zip(table["sketch_id"], table["image_id"], relevant, strict=True)
-    ]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        write_evaluation_report(
+            folder / "report.html",
+            result,
+            evaluation.summary,
+            evaluation.comparisons,
+            written,
+            scale=evaluation.truth.scale if evaluation.truth is not None else None,
+        )
+        return result
 
 
 def _record(evaluation: Evaluation) -> dict[str, Any]:

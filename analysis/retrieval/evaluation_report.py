@@ -103,9 +103,7 @@ def _comparison(summary: pd.DataFrame, cutoffs: Sequence[int]) -> dict[str, Any]
     present = set(summary["measure"])
     columns = [(m, label) for m, label in report_columns(cutoffs) if m in present]
     tau = summary[summary["measure"] == "tau_b"].sort_values("mean", ascending=False)
-    order = list(tau["system"]) + [
-        s for s in dict.fromkeys(summary["system"]) if s not in set(tau["system"])
-    ]
+    order = dict.fromkeys([*tau["system"], *summary["system"]])  # by tau_b, then the rest
     cells = summary.set_index(["system", "measure"])
     rows = []
     for system in order:
@@ -119,12 +117,8 @@ def _comparison(summary: pd.DataFrame, cutoffs: Sequence[int]) -> dict[str, Any]
             if measure in ("tau_b", "tau_b_human_fraction") and not isnan(entry["ci_low"]):
                 text += f" [{num(entry['ci_low'])}, {num(entry['ci_high'])}]"
             row.append(text)
-        better = (
-            cells.loc[(system, "tau_b"), "significantly_better_than"]
-            if (system, "tau_b") in cells.index
-            else ""
-        )
-        row.append(", ".join(str(better).split(";")) if isinstance(better, str) else "")
+        better = cells["significantly_better_than"].get((system, "tau_b"))
+        row.append(better.replace(";", ", ") if isinstance(better, str) else "")
         rows.append(row)
     header = ["system", *[label for _, label in columns], "tau_b significantly above"]
     return {"header": header, "rows": rows}

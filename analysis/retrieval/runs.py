@@ -124,10 +124,9 @@ class GroundTruth:
     def relevant(self, below: float | None) -> np.ndarray:
         """Binary relevance: a mean rating below ``below``; from qrels, grade >= 1 (as
         trec_eval counts it)."""
-        if self.qrels_grade is not None:
-            with np.errstate(invalid="ignore"):
-                return self.qrels_grade >= 1
         with np.errstate(invalid="ignore"):
+            if self.qrels_grade is not None:
+                return self.qrels_grade >= 1
             return self.mean_rating < below
 
     def table(self) -> pd.DataFrame:
@@ -277,10 +276,8 @@ def ground_truth_from_frame(
         raise InputError(f"{source}: no pair has a mean rating; nothing to score against")
     sketches, sketch_code = np.unique(long["sketch_id"].to_numpy(dtype=object), return_inverse=True)
     counts = np.bincount(sketch_code, minlength=len(sketches))
-    width = int(counts.max())
-    position = np.arange(len(long)) - np.repeat(np.cumsum(counts) - counts, counts)
-    mean_rating = np.full((len(sketches), width), np.nan)
-    mean_rating[sketch_code, position] = long["mean_rating"].to_numpy()
+    mean_rating = np.full((len(sketches), int(counts.max())), np.nan)
+    mean_rating[sketch_code, long.groupby("sketch_id").cumcount()] = long["mean_rating"].to_numpy()
     images = tuple(np.split(long["image_id"].to_numpy(dtype=object), np.cumsum(counts)[:-1]))
     return GroundTruth(sketches.astype(object), images, mean_rating, source, sha256, scale=scale)
 
@@ -562,8 +559,7 @@ def _read_trec(file: TextFile) -> tuple[pd.Series, pd.Series, np.ndarray, np.nda
     rows = read_rows(
         [(file, header)], wording=_TREC, numbers=["score"], columns=("query_id", "doc_id", "score")
     )
-    frame = rows.frame
-    return frame["query_id"], frame["doc_id"], frame["score"].to_numpy(), rows.lines
+    return rows.frame["query_id"], rows.frame["doc_id"], rows.frame["score"].to_numpy(), rows.lines
 
 
 def _read_table(
