@@ -236,12 +236,11 @@ def _validate(
     _check_checksums(folder, files, named, problems, staged)
     _check_anchor_block(manifest, anchors.on_set(manifest), where, problems)
 
-    counts = manifest.loc[~declared].groupby("role")
     report.n_sketches = manifest.loc[manifest["role"] == "main", "sketch_id"].nunique()
     report.n_images = int(((manifest["role"] == "main") & ~declared).sum())
     report.n_candidates = int(((manifest["role"] == "candidate") & ~declared).sum())
     report.n_anchor_sketches = manifest.loc[manifest["role"] == "anchor", "sketch_id"].nunique()
-    report.n_anchor_images = int(counts.size().get("anchor", 0))
+    report.n_anchor_images = int(((manifest["role"] == "anchor") & ~declared).sum())
     if report.ok:
         report.digest = set_digest(folder, staged=staged)
     return report

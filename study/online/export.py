@@ -410,7 +410,9 @@ def _copy_lab(lab: Path, root: Path, taken: set[str]):
         # The session's key log (and any line a crash cut off), byte for byte.
         for path in sorted((lab / "sourcedata" / label).rglob("*")):
             if path.is_file():
-                _write_bytes(root / path.relative_to(lab), path.read_bytes())
+                copy = root / path.relative_to(lab)
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                copy.write_bytes(path.read_bytes())  # flushed to disk when moved into place
         taken.add(label)
     try:
         descriptions = json.loads((lab / "participants.json").read_text(encoding="utf-8"))
@@ -521,8 +523,3 @@ def _sidecar(study: Mapping, protocol: dict, session: Mapping, n_stored: int) ->
 
 def _iso(epoch: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(epoch))
-
-
-def _write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)  # flushed to disk with the rest when moved into place

@@ -29,6 +29,7 @@ browser does; aiohttp because its client costs a fraction of httpx's CPU per req
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import random
 import secrets
@@ -93,25 +94,17 @@ class LoadResult:
     elapsed: float = 0.0
 
     def merge(self, other: LoadResult) -> None:
-        self.participants += other.participants
-        self.sessions.update(other.sessions)
-        self.started_by.update(other.started_by)
-        self.acknowledged.update(other.acknowledged)
-        self.acknowledged_by.update(other.acknowledged_by)
-        self.created += other.created
-        self.duplicates += other.duplicates
-        self.refused += other.refused
-        self.retries += other.retries
-        self.latencies += other.latencies
-        self.answered_at += other.answered_at
-        self.server_times += other.server_times
-        self.start_latencies += other.start_latencies
-        self.start_server_times += other.start_server_times
-        self.lags += other.lags
-        self.client_cpu += other.client_cpu
-        self.acknowledged_at += other.acknowledged_at
-        self.started = min(self.started or other.started, other.started)
-        self.elapsed = max(self.elapsed, other.elapsed)
+        """Add another client process's result: its counts and lists to these, its labels'
+        entries to these dicts; the run began at the earliest start and took the longest."""
+        for name, value in vars(other).items():
+            if name == "started":
+                self.started = min(self.started or value, value)
+            elif name == "elapsed":
+                self.elapsed = max(self.elapsed, value)
+            elif isinstance(value, dict):
+                getattr(self, name).update(value)
+            else:
+                setattr(self, name, getattr(self, name) + value)
 
 
 def _report(
@@ -181,18 +174,10 @@ async def _participant(
     # A participant who arrived before the deadline is served after it too, and sends the
     # trial it was rating, as a page does: on a machine too busy to keep the pace, every
     # participant still has trials to check (only later trials are cut at the deadline).
-    state = await _until_answered(
-        client,
-        route,
-        "POST",
-        "api/sessions",
-        body,
-        None,
-        deadline + 30.0,
-        result,
-        rng,
-        START_RETRY,
+    send = functools.partial(
+        _until_answered, client, route, deadline=deadline + 30.0, result=result, rng=rng
     )
+    state = await send("POST", "api/sessions", body, None, retry=START_RETRY)
     if state is None:
         return
     result.sessions[label] = state["session_id"]
@@ -215,19 +200,7 @@ async def _participant(
         closed = min(int((time.monotonic() - started) / pace), len(state["trials"]))
         report["queued"] = max(0, closed - number)
         path = f"api/sessions/{state['session_id']}/trials/{number}"
-        answer = await _until_answered(
-            client,
-            route,
-            "PUT",
-            path,
-            report,
-            headers,
-            deadline + 30.0,
-            result,
-            rng,
-            TRIAL_RETRY,
-            trial=(label, number),
-        )
+        answer = await send("PUT", path, report, headers, retry=TRIAL_RETRY, trial=(label, number))
         if answer is None:
             return
         result.acknowledged[(label, number)] = rating
@@ -316,18 +289,9 @@ async def _run(
         async def one(k: int) -> None:
             await asyncio.sleep(ramp_s * k / max(total, 1))
             rng = random.Random(seed * 1_000_003 + k)
-            route = _Route(bases, k)
+            label, route = f"load{k:05d}", _Route(bases, k)
             await _participant(
-                client,
-                route,
-                f"load{k:05d}",
-                pace_s,
-                stimulus_s,
-                deadline,
-                result,
-                rng,
-                keys,
-                full,
+                client, route, label, pace_s, stimulus_s, deadline, result, rng, keys, full
             )
 
         await asyncio.gather(*(one(k) for k in indices))

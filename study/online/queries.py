@@ -7,6 +7,9 @@ the compiled form, so a trial's request compiles nothing.
 
 from __future__ import annotations
 
+import functools
+import importlib
+
 import sqlalchemy as sa
 
 from .storage import LIST_LOCK, refusals, session_orders, sessions, studies, trials
@@ -130,14 +133,10 @@ FINISH_SESSION = (
 )
 
 # --- trials ---
-#: The stored trials of the session ``sid``, in order, with the times a resumed page needs.
-STORED_TRIALS = (
-    sa.select(trials.c.trial, trials.c.onset, trials.c.stim_duration, trials.c.blank_duration)
-    .where(trials.c.session_id == sa.bindparam("sid"))
-    .order_by(trials.c.trial)
-)
 _TIMES = (trials.c.trial, trials.c.onset, trials.c.stim_duration, trials.c.blank_duration)
 _IN_SESSION = trials.c.session_id == sa.bindparam("sid")
+#: The stored trials of the session ``sid``, in order, with the times a resumed page needs.
+STORED_TRIALS = sa.select(*_TIMES).where(_IN_SESSION).order_by(trials.c.trial)
 #: The stored trials of the session ``sid`` just before and just after trial ``trial`` (their
 #: times; none, one or both), in one statement.
 NEIGHBOUR_TRIALS = sa.union_all(
@@ -268,28 +267,17 @@ EXPORT_TRIALS = (
     .order_by(trials.c.session_id, trials.c.trial)
 )
 
-_TRIAL_INSERTS: dict = {}
-
 
 def insert_trial_once(connection: sa.Connection) -> sa.Insert:
     """INSERT of a trial that does nothing when its (session, trial) row exists."""
-    dialect = connection.dialect.name
-    statement = _TRIAL_INSERTS.get(dialect)
-    if statement is None:
-        if dialect == "postgresql":
-            from sqlalchemy.dialects import postgresql
+    return _insert_trial_once(connection.dialect.name)
 
-            statement = postgresql.insert(trials).on_conflict_do_nothing(
-                index_elements=["session_id", "trial"]
-            )
-        else:
-            from sqlalchemy.dialects import sqlite
 
-            statement = sqlite.insert(trials).on_conflict_do_nothing(
-                index_elements=["session_id", "trial"]
-            )
-        _TRIAL_INSERTS[dialect] = statement
-    return statement
+@functools.cache
+def _insert_trial_once(dialect: str) -> sa.Insert:
+    # Made once per dialect: storage.Driver keeps each statement's compiled form by identity.
+    insert = importlib.import_module(f"sqlalchemy.dialects.{dialect}").insert
+    return insert(trials).on_conflict_do_nothing(index_elements=["session_id", "trial"])
 
 
 def lock_session(connection: sa.Connection, session_id: str) -> None:

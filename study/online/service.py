@@ -295,19 +295,15 @@ class OnlineStudy(SessionStarts, SessionReads, TrialWrites, Endings):
         import pandas as pd
 
         key = {"study": self.study_id}
+
+        def table(statement) -> pd.DataFrame:
+            rows = connection.execute(statement, key).mappings().all()
+            return pd.DataFrame(rows, columns=[c.name for c in statement.selected_columns])
+
         with storage.reading(self.engine) as connection:
-            sessions = pd.DataFrame(
-                connection.execute(queries.PARTICIPANT_SESSIONS, key).mappings().all(),
-                columns=[c.name for c in queries.PARTICIPANT_SESSIONS.selected_columns],
-            )
-            trials = pd.DataFrame(
-                connection.execute(queries.PARTICIPANT_TRIALS, key).mappings().all(),
-                columns=[c.name for c in queries.PARTICIPANT_TRIALS.selected_columns],
-            )
-            refusals = pd.DataFrame(
-                connection.execute(queries.PARTICIPANT_REFUSALS, key).mappings().all(),
-                columns=[c.name for c in queries.PARTICIPANT_REFUSALS.selected_columns],
-            )
+            sessions = table(queries.PARTICIPANT_SESSIONS)
+            trials = table(queries.PARTICIPANT_TRIALS)
+            refusals = table(queries.PARTICIPANT_REFUSALS)
         return participant_table(
             self.protocol,
             sessions,

@@ -90,26 +90,14 @@ def study_status(
     >>> view["lists"], view["timing_error_ms"]["stimulus_max"]
     ([{'list': 1, 'complete': 1, 'running': 1, 'pairs': 8}], 4.0)
     """
-    counts = {
-        "started": 0,
-        "complete": 0,
-        "incomplete": 0,
-        "timed_out": 0,
-        "dropped_out": 0,
-        "running": 0,
-    }
+    counts = dict.fromkeys(_COUNTED, 0)
     per_list = {k: {"complete": 0, "running": 0} for k in range(len(list_pairs))}
     for status, index, silent, count in sessions:
+        counted = "dropped_out" if status == "running" and silent else status
         counts["started"] += count
-        if status == "running":
-            key = "dropped_out" if silent else "running"
-            counts[key] += count
-            if not silent:
-                per_list.setdefault(index, {"complete": 0, "running": 0})["running"] += count
-        else:
-            counts[status] += count
-            if status == "complete":
-                per_list.setdefault(index, {"complete": 0, "running": 0})["complete"] += count
+        counts[counted] += count
+        if counted in ("complete", "running"):
+            per_list.setdefault(index, {"complete": 0, "running": 0})[counted] += count
     return {
         "study": protocol.name,
         "study_id": study_id,
@@ -130,17 +118,16 @@ def study_status(
     }
 
 
+#: The participants the status counts, in the view's order.
+_COUNTED = ("started", "complete", "incomplete", "timed_out", "dropped_out", "running")
+#: The timing errors of the status, after ``n_trials``.
+_TIMING_ERRORS = ("stimulus_median", "stimulus_max", "blank_median", "blank_max", "median")
+
+
 def _timing_errors(rows: Sequence, timing: Timing) -> dict:
     """Median and max |measured - planned| of the stimulus and blank durations (ms)."""
     if not rows:
-        return {
-            "n_trials": 0,
-            "stimulus_median": None,
-            "stimulus_max": None,
-            "blank_median": None,
-            "blank_max": None,
-            "median": None,
-        }
+        return {"n_trials": 0, **dict.fromkeys(_TIMING_ERRORS, None)}
     phases = np.array([r[0] for r in rows])
     planned = np.where(phases == "anchor_demo", timing.anchor_demo_s, timing.stimulus_s)
     stim = np.abs(np.array([r[1] for r in rows], dtype=float) - planned) * 1000.0
