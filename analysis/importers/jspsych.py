@@ -363,8 +363,10 @@ def _trial_pairs(
                 _shortened(cell),
             )
         pairs.append(pair)
-    found_pairs = pd.DataFrame(pairs, dtype=object)
-    return found_pairs[0], found_pairs[1]
+    return (
+        pd.Series([p[0] for p in pairs], dtype=object),
+        pd.Series([p[1] for p in pairs], dtype=object),
+    )
 
 
 def _trial_participants(table: SourceTable, rows: np.ndarray, field: str | None) -> pd.Series:
