@@ -160,6 +160,8 @@ def validate_set(
     return _validate(Path(folder), anchors, check_images=check_images)
 
 
+# Kept whole: one pass over the set in the order its problems are reported, each check
+# reading what the ones before it established.
 def _validate(
     folder: Path,
     anchors: AnchorDesign | None,
