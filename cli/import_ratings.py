@@ -85,7 +85,9 @@ def _register_psychopy(formats: Subcommands) -> None:
         "(default sketch_id and image_id; --columns sketch_id=sketch,image_id=image), and the "
         "keyboard component's .keys and .rt. The last key pressed is the rating (every press is "
         "kept in the presses column when Builder stored all keys); the participant is Builder's "
-        "expInfo field participant.",
+        "expInfo field participant. A row belongs to the innermost loop it names (Builder's "
+        "LOOP.thisN); the rows of one loop are read, --loop names it where several loops name "
+        "pairs, --practice-loop a practice loop's.",
     )
     _common(psychopy)
     _keys_options(psychopy, "Builder records them (a, s, num_1")
@@ -94,6 +96,26 @@ def _register_psychopy(formats: Subcommands) -> None:
         default=None,
         help="the keyboard component holding the ratings (default: the one component with a "
         ".keys column)",
+    )
+    psychopy.add_argument(
+        "--loop",
+        default=None,
+        help="the loop whose rows are the trials, as Builder names it (trials; default: the "
+        "one loop whose rows name pairs; with several, the import stops and names them)",
+    )
+    psychopy.add_argument(
+        "--practice-loop",
+        default=None,
+        help="a loop whose rows are practice (phase practice: kept in the dataset, left out of "
+        "every statistic; default: none, the rows of loops not named are not read)",
+    )
+    psychopy.add_argument(
+        "--repeats",
+        choices=("keep-last", "keep-first"),
+        default=None,
+        help="which rating of a pair to keep when the trials loop showed it more than once "
+        "(nReps above 1, thisRepN above 0): the last showing's or the first's (default: such "
+        "a loop is refused)",
     )
     psychopy.set_defaults(handler=import_psychopy)
 
@@ -293,6 +315,9 @@ def import_psychopy(args: argparse.Namespace) -> int:
         keyboard=args.keyboard,
         encoding=args.encoding,
         scale=scale,
+        loop=args.loop,
+        practice_loop=args.practice_loop,
+        repeats=args.repeats,
     )
     return _write(args, imported, scale, files)
 

@@ -45,6 +45,10 @@ TASK = "sbirrating"
 BEH_COLUMNS: dict[str, dict] = {
     "participant": {"Description": "Participant label (the sub- label without the prefix)."},
     "trial": {"Description": "Presentation order within the session, from 1."},
+    "block": {
+        "Description": "Imported PsychoPy Builder data: the iteration of the loop around the "
+        "trials loop (its thisN plus 1) in which the pair was shown."
+    },
     "phase": {
         "Description": "Part of the session the trial belongs to.",
         "Levels": {

@@ -144,7 +144,7 @@ def _write(
             "GeneratedBy": f"sbir-study import {version}".strip(),
             "Origin": "imported",
             "Imported": {
-                **imported.settings,
+                **_for_files(imported, files),
                 "Sources": [{"File": f, "SHA256": imported.sources[f]} for f in files],
                 "SourceId": str(rows["source_id"].iloc[0]),
             },
@@ -152,6 +152,15 @@ def _write(
         trials = rows[written].copy()
         trials["rt"] = trials["rt"].round(6)
         bids.write_beh(root, str(label), trials, sidecar, scale=scale)
+
+
+def _for_files(imported: ImportedRatings, files: Sequence[str]) -> dict[str, object]:
+    """The settings, those recorded per source file (``Encoding``, ``Loops``) for ``files``."""
+    settings = dict(imported.settings)
+    for name, value in settings.items():
+        if isinstance(value, dict) and value and set(value) <= set(imported.sources):
+            settings[name] = {f: value[f] for f in files if f in value}
+    return settings
 
 
 #: Ids listed in one warning before the rest are counted.

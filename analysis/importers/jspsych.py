@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import re
 import urllib.parse
-from collections.abc import Mapping, Sequence
+import warnings
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
@@ -22,7 +24,7 @@ from sbir_study.foundation.checks import InputError, did_you_mean
 from sbir_study.foundation.tables import MISSING_VALUES
 
 from .cells import ALIASES, cell_error, check_ids, parse_number
-from .dataset import ImportedRatings
+from .dataset import ImportedRatings, ImportedRatingsWarning
 from .delimited import SourceTable, decode_text, parse_delimited
 
 __all__ = ["JSPSYCH_COLUMNS", "JSPSYCH_TRIAL_TYPES", "read_jspsych", "stimulus_paths"]
@@ -106,14 +108,18 @@ def read_jspsych(
     sources: dict[str, str] = {}
     encodings: dict[str, str] = {}
     fields: dict[str, str] = {}
+    tags: dict[str, Counter | None] = {}
     for path in map(Path, paths):
         table = _jspsych_records(path, encoding)
-        frame, found = _jspsych_ratings(table, columns, select, matcher, keys)
+        frame, found, rows = _jspsych_ratings(table, columns, select, matcher, keys)
+        if not select:
+            _count_tags(tags, table, rows, skip=found.values())
         frames.append(frame)
         sources[str(path)] = table.sha256
         encodings[str(path)] = table.encoding
         fields = fields or found  # the first file's, as every sidecar records them
     ratings = pd.concat(frames, ignore_index=True)
+    _warn_of_tags(tags, len(ratings))
     ratings["trial"] = ratings.groupby(["_source", "participant"], sort=False).cumcount() + 1
     on_anchor = ratings["phase"].isin(_ANCHOR_PHASES)
     if matcher is not None and "anchor_rating" in matcher.manifest and on_anchor.any():
@@ -222,8 +228,9 @@ def _jspsych_ratings(
     select: Mapping[str, str],
     matcher: _StimulusMatcher | None,
     keys: Mapping[str, int],
-) -> tuple[pd.DataFrame, dict[str, str]]:
-    """One file's rating trials as rows of the ratings table, and the fields they came from."""
+) -> tuple[pd.DataFrame, dict[str, str], np.ndarray]:
+    """One file's rating trials as rows of the ratings table, the fields they came from, and
+    the trials' rows."""
     rows, found, html = _rating_trials(table, columns, select, matcher)
     participant = _field(table, columns, "participant", ("participant", *ALIASES["participant"]))
     key_field = _required_field(table, columns, "rating", _JSPSYCH_KEY_FIELDS)
@@ -250,7 +257,61 @@ def _jspsych_ratings(
             "_line": table.lines[rows],
         }
     )
-    return result, found
+    return result, found, rows
+
+
+#: jsPsych's own fields of every trial, which tell no rating trial from another.
+_JSPSYCH_OWN_FIELDS = (
+    *("trial_type", "trial_index", "time_elapsed", "internal_node_id", "plugin_version"),
+    "stimulus",
+)
+#: At most this many values make a field a tag of the trials (``task``: practice, rate).
+_MAX_TAG_VALUES = 5
+
+
+def _count_tags(
+    tags: dict[str, Counter | None], table: SourceTable, rows: np.ndarray, skip: Iterable[str]
+) -> None:
+    """Add the counts of each value of the rating trials' fields (but those read and
+    jsPsych's own) to ``tags``; a field with a number, ``true``/``false`` or many values is
+    no tag (None)."""
+    skipped = {*skip, *_JSPSYCH_OWN_FIELDS}
+    for name in table.names:
+        before = tags.get(name, Counter())
+        if name in skipped or before is None:
+            continue
+        values = table.frame[name].iloc[rows].str.strip()
+        counts = before + Counter(values[values != ""])
+        tags[name] = (
+            None if len(counts) > _MAX_TAG_VALUES or any(map(_not_text, counts)) else counts
+        )
+
+
+def _not_text(value: str) -> bool:
+    """Whether a field's value is a number or a JSON boolean, which no tag is."""
+    try:
+        float(value)
+    except ValueError:
+        return value in ("true", "false")
+    return True
+
+
+def _warn_of_tags(tags: dict[str, Counter | None], n_trials: int) -> None:
+    """Warn once of the fields that take a few text values on the rating trials (a practice
+    block tagged ``task: practice``), each with its values and the ``--select`` keeping one."""
+    said = []
+    for name, counts in tags.items():
+        if counts is None or not 2 <= len(counts) <= min(_MAX_TAG_VALUES, n_trials / 2):
+            continue
+        values = sorted(counts)
+        most = max(values, key=lambda v: counts[v])
+        listed = ", ".join(f"{v} ({counts[v]})" for v in values)
+        said.append(
+            f"field {name!r} takes {len(values)} values on the rating trials: {listed}; pass "
+            f"--select {name}={most} to keep one"
+        )
+    if said:
+        warnings.warn("; ".join(said), ImportedRatingsWarning, stacklevel=3)
 
 
 def _field(
