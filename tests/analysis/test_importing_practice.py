@@ -448,3 +448,31 @@ def test_a_pair_in_two_blocks_is_refused_naming_both_lines_unless_repeats_says(t
         read_psychopy([path], keys=KEYS, columns=COLUMNS, scale=SCALE)
     kept = read_psychopy([path], keys=KEYS, columns=COLUMNS, scale=SCALE, repeats="keep-first")
     assert kept.ratings[["rating", "block"]].values.tolist() == [[1, 1]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from(["practice", "rate", "rest", "demo", "main", "extra", "x1"]),
+             min_size=1, max_size=30),
+    st.booleans(),
+)  # fmt: skip
+def test_a_field_is_named_only_when_it_takes_a_few_text_values(tmp_path_factory, tags, numeric):
+    """The rule of docs/formats.md, decided here from the tags alone: 2 to 5 distinct text
+    values, at most one per two rating trials; a number is never a tag."""
+    values = [str(len(t)) for t in tags] if numeric else tags
+    trials = [
+        {"trial_type": "html-keyboard-response", "stimulus": "<img src='a.png'>", "rt": 500,
+         "response": "3", "sketch": "s", "image": f"i{i}", "task": value}
+        for i, value in enumerate(values)
+    ]  # fmt: skip
+    path = tmp_path_factory.mktemp("tags") / "p.json"
+    path.write_text(json.dumps(trials))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        read_jspsych([path], keys=_KEYS7, columns={"sketch_id": "sketch", "image_id": "image"})
+    said = [str(w.message) for w in caught if issubclass(w.category, ImportedRatingsWarning)]
+    distinct = set(values)
+    expected = not numeric and 2 <= len(distinct) <= min(5, len(values) / 2)
+    assert bool(said) == expected, said
+    if expected:
+        assert said[0].startswith(f"field 'task' takes {len(distinct)} values")
