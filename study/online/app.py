@@ -40,16 +40,18 @@ import json
 import logging
 import re
 import time
+from collections import Counter
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security.utils import get_authorization_scheme_param
+from starlette._utils import get_route_path
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Scope
 
-from . import admin_routes, page_routes, participant_routes
+from . import admin_routes, page_routes, participant_routes, storage
 from .deps import AdminLoginRequired, ask_for_admin_login
 from .metrics import LoadWindow, counted
 from .page_routes import render_index, web_assets
@@ -85,6 +87,8 @@ def create_app(study: OnlineStudy, admin_token: str, *, max_body: int = 65_536) 
     app.state.browser_config = study.browser_config()
     app.state.study = study
     app.state.load = LoadWindow()
+    # The refusals this process kept per session: past the cap, no more are written.
+    app.state.refusals_kept = Counter()
     # Through the decorator: add_exception_handler's annotation takes handlers of Exception
     # only, not of the one class each handles.
     app.exception_handler(RequestValidationError)(_invalid)
@@ -114,7 +118,7 @@ class _Headers:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         began = time.perf_counter()
-        path = scope.get("path", "")
+        path = get_route_path(scope)
         private = path.startswith(("/api/", "/admin"))
 
         async def send_with_headers(message):
@@ -183,31 +187,44 @@ def _log_refusal(scope: Scope, status: int, message: str) -> bool:
     if scope.get(_REFUSED):
         return False
     scope[_REFUSED] = True
-    path = scope.get("path", "")
+    path = get_route_path(scope)
     if path.startswith("/api/"):
-        LOG.warning("refused %s %s (%d): %s", scope.get("method", ""), path, status, message)
+        method, said = _quoted(scope.get("method", "")), _quoted(message)
+        LOG.warning("refused %s %s (%d): %s", method, _quoted(path), status, said)
     return True
+
+
+def _quoted(text: str) -> str:
+    """Text a client sent, for a log line: as Python writes a string's escapes (a line break
+    as ``\\n``), so that no client can forge a line; plain text stays as it is."""
+    return text if text.isprintable() else repr(text)
 
 
 async def _keep_refused_trial(scope: Scope, status: int, message: str) -> None:
     """Keep a refused trial (``PUT api/sessions/ID/trials/N``) for the experimenter's status,
     when its page will not send it again; the service keeps it only for the session's own
     token. In the thread pool: it writes to the database."""
-    found = _TRIAL_PATH.fullmatch(scope.get("path", ""))
+    found = _TRIAL_PATH.fullmatch(get_route_path(scope))
     if scope.get("method") != "PUT" or found is None or status in _NOT_KEPT:
         return
     session_id, number = found.groups()
-    trial = int(number) if number.isdigit() and len(number) < 10 else None
+    # ASCII digits only: str.isdigit() also takes '²', which int() refuses.
+    trial = int(number) if number.isascii() and number.isdigit() and len(number) < 10 else None
     headers = dict(scope.get("headers") or [])
     authorization = headers.get(b"authorization", b"").decode("latin-1")
     scheme, token = get_authorization_scheme_param(authorization)
     if scheme.lower() != "bearer" or not token:
         return
-    study = scope["app"].state.study
+    state = scope["app"].state
+    if state.refusals_kept[session_id] >= storage.MAX_REFUSALS_PER_SESSION:
+        state.load.refusal_not_written()  # a page in a loop: no write transaction for it
+        return
     try:
-        await run_in_threadpool(study.record_refusal, session_id, token, trial, status, message)
+        args = (session_id, token, trial, status, message)
+        if await run_in_threadpool(state.study.record_refusal, *args):
+            state.refusals_kept[session_id] += 1
     except Exception:  # the refusal is answered and logged whatever the database says
-        LOG.exception("could not keep the refusal of PUT %s", scope.get("path", ""))
+        LOG.exception("could not keep the refusal of PUT %s", _quoted(scope.get("path", "")))
 
 
 async def _refusal(request: Request, status: int, message: str, headers=None) -> JSONResponse:

@@ -19,9 +19,11 @@ authenticated"}``) never reaches a client.
 
 # No ``from __future__ import annotations``: FastAPI reads these signatures at run time, and
 # the annotations of a callable object's ``__call__`` cannot be resolved from strings.
+import asyncio
 import base64
 import hashlib
 import hmac
+import logging
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -36,6 +38,8 @@ from fastapi.security import (
 from fastapi.security.utils import get_authorization_scheme_param
 
 from .service import OnlineStudy, ServiceError
+
+LOG = logging.getLogger("sbir_study.study.online")
 
 __all__ = [
     "AdminLoginRequired",
@@ -119,13 +123,35 @@ async def session_token(credentials: BearerCredentials) -> str | None:
 SessionToken = Annotated[str | None, Depends(session_token)]
 
 
+#: Seconds a wrong admin token waits for its answer: a guess a second per connection.
+FAILED_LOGIN_DELAY_S = 1.0
+#: What a browser's ``Sec-Fetch-Site`` says of a request the experimenter made: from the
+#: status page itself, or typed in (``none``); a client that sends none is no browser.
+_OWN_SITE = ("same-origin", "none")
+
+
 async def admin_token_given(
     request: Request, bearer: BearerCredentials, basic: BasicCredentials
 ) -> bool:
-    """Whether the request carries the admin token, as a Bearer token or a Basic password."""
+    """Whether the request carries the admin token, as a Bearer token or a Basic password.
+
+    A request from another site (``Sec-Fetch-Site``) is refused (403) whatever it carries:
+    a page elsewhere cannot make the experimenter's browser read or export the study. A
+    wrong token is written to serve's log with the client's address and answered only
+    after :data:`FAILED_LOGIN_DELAY_S`.
+    """
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site not in _OWN_SITE:
+        raise ServiceError(403, "the experimenter's routes refuse requests from other sites")
     given = (bearer.credentials if bearer else None) or (basic.password if basic else None)
     digest = hashlib.sha256((given or "").encode("utf-8")).hexdigest()
-    return bool(given) and hmac.compare_digest(digest, request.app.state.admin_digest)
+    if given and hmac.compare_digest(digest, request.app.state.admin_digest):
+        return True
+    if given:
+        client = request.client.host if request.client else "unknown"
+        LOG.warning("failed admin login from %s to %r", client, request.url.path)
+        await asyncio.sleep(FAILED_LOGIN_DELAY_S)
+    return False
 
 
 AdminTokenGiven = Annotated[bool, Depends(admin_token_given)]

@@ -72,6 +72,7 @@ class LoadWindow:
         self.process = f"{socket.gethostname()}:{os.getpid()}"
         self._requests: deque[tuple[float, float]] = deque()  # (when, seconds taken)
         self._queues: dict[str, tuple[float, int]] = {}  # session -> (when, trials waiting)
+        self._not_written = 0
         self._lock = threading.Lock()
 
     def request(self, seconds: float) -> None:
@@ -89,6 +90,11 @@ class LoadWindow:
             if len(self._queues) > 100_000:  # bounded however many pages fall silent
                 self._forget(now)
 
+    def refusal_not_written(self) -> None:
+        """Count a refused trial not written: its session has as many kept as it may keep."""
+        with self._lock:
+            self._not_written += 1
+
     def _forget(self, now: float) -> None:
         since = now - self.window_s
         while self._requests and self._requests[0][0] < since:
@@ -103,8 +109,10 @@ class LoadWindow:
         server's time of those requests, median and 99th percentile in ms (NumPy's
         default, linear interpolation; None without a request), ``pages_reporting``
         (sessions whose page reported its queue within the window),
-        ``trials_waiting`` (the sum of their latest reports) and
-        ``trials_waiting_max`` (the longest queue among them).
+        ``trials_waiting`` (the sum of their latest reports),
+        ``trials_waiting_max`` (the longest queue among them) and
+        ``refusals_not_written`` (since the process started: refused trials of sessions
+        that had as many kept as :data:`~.storage.MAX_REFUSALS_PER_SESSION`).
         """
         now = self.clock()
         since = now - self.window_s
@@ -125,4 +133,5 @@ class LoadWindow:
             "pages_reporting": len(queues),
             "trials_waiting": int(sum(queues)),
             "trials_waiting_max": max(queues, default=0),
+            "refusals_not_written": self._not_written,
         }

@@ -17,6 +17,7 @@ import gc
 import logging.config
 import os
 import secrets
+import string
 import threading
 import time
 from collections.abc import Iterator
@@ -129,28 +130,56 @@ def collect_now_and_then(every_s: float = FULL_COLLECTION_EVERY_S) -> threading.
 
 
 def admin_token(data: Path, token_file: Path | None) -> tuple[str, str]:
-    """The admin token and where it came from: a file, the environment, or a new one."""
-    if token_file is not None:
-        try:
-            token = token_file.read_text(encoding="utf-8").strip()
-        except OSError as error:
-            raise InputError(f"{token_file}: cannot be read ({error.strerror})") from None
-        if len(token) < 16:
-            raise InputError(f"{token_file}: expected an admin token of at least 16 characters")
-        return token, str(token_file)
-    if os.environ.get(TOKEN_VARIABLE):
-        token = os.environ[TOKEN_VARIABLE].strip()
-        if len(token) < 16:
-            raise InputError(f"{TOKEN_VARIABLE}: expected at least 16 characters")
-        return token, TOKEN_VARIABLE
-    path = data / "admin-token"
-    if path.exists():
-        return path.read_text(encoding="utf-8").strip(), str(path)
-    token = secrets.token_urlsafe(24)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(token + "\n")
-    return token, str(path)
+    """The admin token and where it came from: a file, the environment, or a new one.
+
+    A token is at least 128 bits (:func:`check_admin_token`); a file holding one is
+    readable by its owner alone (mode 0600), as the one ``serve`` creates is.
+    """
+    if token_file is None and os.environ.get(TOKEN_VARIABLE):
+        return check_admin_token(os.environ[TOKEN_VARIABLE].strip(), TOKEN_VARIABLE), TOKEN_VARIABLE
+    path = token_file or data / "admin-token"
+    if token_file is None and not path.exists():
+        token = secrets.token_urlsafe(24)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(token + "\n")
+        return token, str(path)
+    try:
+        mode = path.stat().st_mode & 0o777
+        token = path.read_text(encoding="utf-8").strip()
+    except OSError as error:
+        raise InputError(f"{path}: cannot be read ({error.strerror})") from None
+    if mode & 0o077:
+        raise InputError(
+            f"{path}: readable by others (mode {mode:04o}); expected mode 0600 (chmod 600 {path})"
+        )
+    return check_admin_token(token, str(path)), str(path)
+
+
+#: The fewest characters of a token of 128 bits: 32 hex digits, or 22 of any other
+#: alphabet at least as rich as base64's (6 bits each).
+_MIN_HEX, _MIN_TEXT = 32, 22
+
+
+def check_admin_token(token: str, where: str) -> str:
+    """``token`` if it can hold 128 bits: 32 hex digits (``openssl rand -hex 16``), or 22
+    characters of another alphabet (``openssl rand -base64 16``).
+
+    >>> check_admin_token("0123456789abcdef" * 2, "env")
+    '0123456789abcdef0123456789abcdef'
+    >>> try:
+    ...     check_admin_token("0123456789abcdef", "env")
+    ... except InputError as error:
+    ...     print(error)  # doctest: +ELLIPSIS
+    env: expected an admin token of 128 bits or more (...), got 16 characters
+    """
+    hexadecimal = all(c in string.hexdigits for c in token)
+    if len(token) < (_MIN_HEX if hexadecimal else _MIN_TEXT):
+        raise InputError(
+            f"{where}: expected an admin token of 128 bits or more (32 hex digits or 22 other "
+            f"characters, as openssl rand -hex 16 writes), got {len(token)} characters"
+        )
+    return token
 
 
 def log_config() -> dict:
