@@ -46,6 +46,9 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security.utils import get_authorization_scheme_param
+
+# The path Starlette's router matches, the root path taken off: the middlewares match the
+# same (a path under --root-path arrives whole in scope["path"]).
 from starlette._utils import get_route_path
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -87,7 +90,8 @@ def create_app(study: OnlineStudy, admin_token: str, *, max_body: int = 65_536) 
     app.state.browser_config = study.browser_config()
     app.state.study = study
     app.state.load = LoadWindow()
-    # The refusals this process kept per session: past the cap, no more are written.
+    # The refusals kept per session, as this process knows: past the cap none is written
+    # (one entry per session whose own page was refused, so bounded by the sessions).
     app.state.refusals_kept = Counter()
     # Through the decorator: add_exception_handler's annotation takes handlers of Exception
     # only, not of the one class each handles.
@@ -187,10 +191,9 @@ def _log_refusal(scope: Scope, status: int, message: str) -> bool:
     if scope.get(_REFUSED):
         return False
     scope[_REFUSED] = True
-    path = get_route_path(scope)
-    if path.startswith("/api/"):
-        method, said = _quoted(scope.get("method", "")), _quoted(message)
-        LOG.warning("refused %s %s (%d): %s", method, _quoted(path), status, said)
+    if get_route_path(scope).startswith("/api/"):
+        method, path = _quoted(scope.get("method", "")), _quoted(scope.get("path", ""))
+        LOG.warning("refused %s %s (%d): %s", method, path, status, _quoted(message))
     return True
 
 
@@ -221,8 +224,11 @@ async def _keep_refused_trial(scope: Scope, status: int, message: str) -> None:
         return
     try:
         args = (session_id, token, trial, status, message)
-        if await run_in_threadpool(state.study.record_refusal, *args):
+        outcome = await run_in_threadpool(state.study.record_refusal, *args)
+        if outcome == "kept":
             state.refusals_kept[session_id] += 1
+        elif outcome == "full":  # kept by other processes, or before a restart
+            state.refusals_kept[session_id] = storage.MAX_REFUSALS_PER_SESSION
     except Exception:  # the refusal is answered and logged whatever the database says
         LOG.exception("could not keep the refusal of PUT %s", _quoted(scope.get("path", "")))
 

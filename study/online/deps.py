@@ -126,8 +126,20 @@ SessionToken = Annotated[str | None, Depends(session_token)]
 #: Seconds a wrong admin token waits for its answer: a guess a second per connection.
 FAILED_LOGIN_DELAY_S = 1.0
 #: What a browser's ``Sec-Fetch-Site`` says of a request the experimenter made: from the
-#: status page itself, or typed in (``none``); a client that sends none is no browser.
+#: status page itself, or typed in or bookmarked (``none``); a client that sends none is no
+#: browser.
 _OWN_SITE = ("same-origin", "none")
+
+
+def _from_another_site(request: Request) -> bool:
+    """Whether a browser sent the request for a page of another site (Fetch Metadata's
+    resource isolation policy): anything but a link followed from it to one of our pages
+    (a top-level GET navigation, whose answer that site cannot read)."""
+    site = request.headers.get("sec-fetch-site")
+    if site is None or site in _OWN_SITE:
+        return False
+    followed = request.headers.get("sec-fetch-mode") == "navigate" and request.method == "GET"
+    return not (followed and request.headers.get("sec-fetch-dest", "document") == "document")
 
 
 async def admin_token_given(
@@ -135,13 +147,13 @@ async def admin_token_given(
 ) -> bool:
     """Whether the request carries the admin token, as a Bearer token or a Basic password.
 
-    A request from another site (``Sec-Fetch-Site``) is refused (403) whatever it carries:
-    a page elsewhere cannot make the experimenter's browser read or export the study. A
-    wrong token is written to serve's log with the client's address and answered only
-    after :data:`FAILED_LOGIN_DELAY_S`.
+    A request a page of another site made (``Sec-Fetch-Site``; a link followed from it
+    apart) is refused (403) whatever it carries: a page elsewhere cannot make the
+    experimenter's browser fetch, post to or embed the study's routes. A wrong token is
+    written to serve's log with the client's address and answered only after
+    :data:`FAILED_LOGIN_DELAY_S`.
     """
-    site = request.headers.get("sec-fetch-site")
-    if site is not None and site not in _OWN_SITE:
+    if _from_another_site(request):
         raise ServiceError(403, "the experimenter's routes refuse requests from other sites")
     given = (bearer.credentials if bearer else None) or (basic.password if basic else None)
     digest = hashlib.sha256((given or "").encode("utf-8")).hexdigest()

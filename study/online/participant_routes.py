@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -170,22 +170,27 @@ def resume(session_id: str, token: SessionToken, study: StudyDep) -> Response:
     return Response(study.session_state_json(session_id, token), media_type="application/json")
 
 
+#: A trial's number in its address, as the page writes it: ASCII digits (not ``1.0``,
+#: ``+1`` or another script's digits, which ``int`` would also read).
+TrialNumber = Annotated[str, Path(pattern=r"^[0-9]{1,9}$")]
+
+
 @router.put("/sessions/{session_id}/trials/{trial}")
 async def put_trial(
     request: Request,
     session_id: str,
-    trial: int,
+    trial: TrialNumber,
     body: TrialIn,
     token: SessionToken,
     study: StudyDep,
 ) -> JSONResponse:
     # As sent: a field the page left out (an earlier version's) is not stored as its default.
     report = body.model_dump(exclude={"queued"}, exclude_unset=True)
-    created = await study.store_trial_async(session_id, token, trial, report)
+    created = await study.store_trial_async(session_id, token, int(trial), report)
     if body.queued is not None:  # a page's report counts once its trial is accepted
         request.app.state.load.page_queue(session_id, body.queued)
     return JSONResponse(
-        {"trial": trial, "stored": True, "duplicate": not created},
+        {"trial": int(trial), "stored": True, "duplicate": not created},
         status_code=201 if created else 200,
     )
 

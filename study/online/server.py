@@ -251,13 +251,7 @@ def serve(
     )
     print(f"Participants: {where}  (add ?PROLIFIC_PID=... or ?participant=LABEL)", flush=True)
     print(f"Status: {where}admin (admin token in {token_source})", flush=True)
-    uvicorn_options = {
-        "proxy_headers": proxy_headers,
-        "root_path": root_path,
-        "timeout_graceful_shutdown": _GRACEFUL_S,
-        # No websockets are served: their protocol's modules are not imported.
-        "ws": "none",
-    }
+    uvicorn_options = uvicorn_settings(proxy_headers=proxy_headers, root_path=root_path)
     options = {
         "bind": f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
         "workers": workers,
@@ -276,8 +270,29 @@ def serve(
     _arbiter(app, study.engine, uvicorn_options, options).run()
 
 
+def uvicorn_settings(*, proxy_headers: bool, root_path: str) -> dict:
+    """What each worker's uvicorn is configured with, beside gunicorn's settings."""
+    from .request_deadline import RequestDeadlineProtocol
+
+    return {
+        "proxy_headers": proxy_headers,
+        "root_path": root_path,
+        "timeout_graceful_shutdown": _GRACEFUL_S,
+        # No websockets are served: their protocol's modules are not imported.
+        "ws": "none",
+        # A request not received whole within REQUEST_DEADLINE_S closes its connection.
+        "http": RequestDeadlineProtocol,
+        # Connections and requests a worker holds at once; past it, 503 at once. Thousands
+        # of pages fit (each holds one connection, idle most of the time), and a flood of
+        # slow clients cannot hold the worker's memory or file descriptors.
+        "limit_concurrency": CONNECTIONS_PER_WORKER,
+    }
+
+
 #: Seconds a stopped worker has to finish the requests it holds.
 _GRACEFUL_S = 10
+#: uvicorn's ``limit_concurrency`` per worker.
+CONNECTIONS_PER_WORKER = 2048
 
 
 def _check_address(host: str, port: int) -> None:
@@ -307,7 +322,7 @@ def _arbiter(app, engine, uvicorn_options: dict, options: dict):
     from uvicorn_worker import UvicornWorker
 
     class Worker(UvicornWorker):
-        CONFIG_KWARGS: ClassVar[dict] = {"loop": "auto", "http": "auto", **uvicorn_options}
+        CONFIG_KWARGS: ClassVar[dict] = {"loop": "auto", **uvicorn_options}
 
     def post_fork(arbiter, worker) -> None:
         engine.dispose(close=False)  # the pool starts empty in the worker (SQLAlchemy's advice)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from typing import Literal
 
 from . import queries, storage
 from .plausibility import StoredTimes, check_trial_times
@@ -132,7 +133,7 @@ class TrialWrites(StudyParts):
 
     def record_refusal(
         self, session_id: str, token: str | None, trial: int | None, status: int, reason: str
-    ) -> bool:
+    ) -> Literal["kept", "full", "not its own"]:
         """Keep a trial report refused to a session's own page (the ``refusals`` table).
 
         The status page and the participant table count them with their reasons: a
@@ -140,17 +141,18 @@ class TrialWrites(StudyParts):
         experimenter learns of it. Only the session's own page (its token) is counted
         against it; another caller's refusal is in serve's log alone, and so is one past
         :data:`~.storage.MAX_REFUSALS_PER_SESSION` of a session (a page in a loop).
-        Returns whether it was kept.
+        Returns ``kept``, ``full`` (the session has as many as it may keep) or ``not its
+        own``.
         """
         try:
             self.authorise(session_id, token)
         except ServiceError:
-            return False
+            return "not its own"
         with self.engine.begin() as connection:
             queries.lock_session(connection, session_id)
             kept = connection.execute(queries.SESSION_REFUSAL_COUNT, {"sid": session_id})
             if kept.scalar_one() >= storage.MAX_REFUSALS_PER_SESSION:
-                return False
+                return "full"
             connection.execute(
                 queries.INSERT_REFUSAL,
                 {
@@ -161,4 +163,4 @@ class TrialWrites(StudyParts):
                     "refused_at": storage.now(),
                 },
             )
-        return True
+        return "kept"

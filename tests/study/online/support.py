@@ -87,8 +87,11 @@ class Server:
         workers: int = 1,
         port: int | None = None,
         python: str = sys.executable,
+        root_path: str = "",
+        admin_token_file: Path | None = None,
     ) -> None:
         self.protocol, self.stimuli, self.data, self.db = protocol, stimuli, data, db
+        self.root_path, self.admin_token_file = root_path, admin_token_file
         self.python = python
         self.workers = workers
         self.port = port or free_port()
@@ -115,7 +118,12 @@ class Server:
         ]
         if self.db:
             command += ["--db", self.db]
+        if self.root_path:  # served as behind a proxy that takes the prefix off
+            command += ["--root-path", self.root_path]
         environment = {**os.environ, "SBIR_STUDY_ADMIN_TOKEN": ADMIN_TOKEN}
+        if self.admin_token_file:
+            command += ["--admin-token-file", str(self.admin_token_file)]
+            del environment["SBIR_STUDY_ADMIN_TOKEN"]
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
                 command,
@@ -323,9 +331,11 @@ def chromium(width: int = 1400, height: int = 1000, screen: tuple[int, int] = (1
     return driver
 
 
-def make_client(tmp_path, online_set, *, url=None, **tables):
+def make_client(tmp_path, online_set, *, url=None, root_path="", **tables):
     """A TestClient of the app on ``url`` (default: SQLite in ``tmp_path``), its protocol
-    given ``tables``."""
+    given ``tables``; under ``root_path``, as uvicorn's ``--root-path`` serves it (the
+    request's path whole in ``scope["path"]``, the prefix in ``scope["root_path"]``), and
+    requested at paths relative to it."""
     protocol = write_protocol(tmp_path, **tables)
     db = tmp_path / "online.sqlite3"
     app, study = build_app(
@@ -337,7 +347,7 @@ def make_client(tmp_path, online_set, *, url=None, **tables):
             max_body=65_536,
         )
     )
-    client = TestClient(app)
+    client = TestClient(app, base_url=f"http://testserver{root_path}", root_path=root_path)
     client.db = db
     client.study = study
     return client

@@ -54,6 +54,15 @@ def client(tmp_path, online_set):
     return make_client(tmp_path, online_set, online={"completion_code": "OK123"})
 
 
+@pytest.fixture(params=["", "/rating"], ids=["at-root", "root-path"])
+def served(request, tmp_path, online_set):
+    """The app at the root, and under a path as ``serve --root-path /rating`` serves it; its
+    ``root`` is the path's prefix."""
+    served = make_client(tmp_path, online_set, root_path=request.param)
+    served.root = request.param
+    return served
+
+
 def test_a_session_over_http_from_start_to_completion(client):
     answer, token = start(client)
     assert answer.status_code == 201
@@ -143,7 +152,8 @@ BAD_TRIALS = {
 
 
 @pytest.mark.parametrize("case", list(BAD_TRIALS))
-def test_bad_trials_are_refused_with_a_clear_message_and_nothing_stored(client, case, caplog):
+def test_bad_trials_are_refused_with_a_clear_message_and_nothing_stored(served, case, caplog):
+    client = served
     change, number, status, words = BAD_TRIALS[case]
     state, _, token_b = _other_session(client)
     body = report(state["trials"][0], 1, [("3", 0.2)])
@@ -161,7 +171,9 @@ def test_bad_trials_are_refused_with_a_clear_message_and_nothing_stored(client, 
     assert "\n" not in answer.json()["error"]
     assert counts(client) == before
     # The experimenter sees it too: one warning naming the request and the same reason.
-    assert refusals(caplog) == [f"refused PUT {path} ({status}): {answer.json()['error']}"]
+    line = f"refused PUT {client.root}{path} ({status}): {answer.json()['error']}"
+    assert refusals(caplog) == [line]
+    assert answer.headers["cache-control"] == "no-store"
 
 
 def test_a_token_writes_only_its_own_session(client):
@@ -224,7 +236,8 @@ def test_images_are_served_with_their_checksum(client, online_set):
     )
 
 
-def test_oversized_bodies_are_refused_before_they_are_read(client, caplog):
+def test_oversized_bodies_are_refused_before_they_are_read(served, caplog):
+    client, root = served, served.root
     state, _, token = _other_session(client)
     caplog.clear()
     url = f"/api/sessions/{state['session_id']}/trials/1"
@@ -242,9 +255,9 @@ def test_oversized_bodies_are_refused_before_they_are_read(client, caplog):
     assert counts(client) == (2, 0)
     limit = "(413): request body: expected at most 65536 bytes"
     assert refusals(caplog) == [
-        f"refused PUT {url} {limit}",
-        f"refused PUT {url} {limit}",
-        f"refused POST /api/sessions {limit}",
+        f"refused PUT {root}{url} {limit}",
+        f"refused PUT {root}{url} {limit}",
+        f"refused POST {root}/api/sessions {limit}",
     ]
 
 

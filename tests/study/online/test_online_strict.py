@@ -35,9 +35,11 @@ DAY_S = 86_400.0
 SCREENS = ("trial", "instructions", "message", "pause", "quit", "saving")
 
 
-@pytest.fixture(scope="module")
-def client(tmp_path_factory, online_set):
-    return make_client(tmp_path_factory.mktemp("strict"), online_set)
+@pytest.fixture(scope="module", params=["", "/rating"], ids=["at-root", "root-path"])
+def client(request, tmp_path_factory, online_set):
+    """The app served at the root, and under a path as ``serve --root-path /rating`` serves it
+    behind a proxy: every check and every kept refusal holds under both."""
+    return make_client(tmp_path_factory.mktemp("strict"), online_set, root_path=request.param)
 
 
 def dump(db) -> dict[str, list]:
