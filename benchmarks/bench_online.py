@@ -742,7 +742,11 @@ def main() -> None:
         protocol = write_protocol(
             folder,
             name="load.toml",
-            timing={"stimulus_s": args.pace * 2 / 3, "blank_s": args.pace / 3},
+            timing={
+                "stimulus_s": args.pace * 2 / 3,
+                "blank_s": args.pace / 3,
+                "anchor_demo_s": args.pace * 2 / 3,  # the load clients show every pair alike
+            },
         )
         if "load" not in args.skip:
             baseline = Baseline(folder / "baseline")

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
 from .deps import StudyDep, require_admin, require_admin_login
-from .status import status_page
+from .status import participant_table_csv, status_page
 
 __all__ = ["api", "page"]
 
@@ -44,9 +44,8 @@ def admin_page(request: Request, study: StudyDep) -> HTMLResponse:
 
 @page.get("/admin/participants.csv")
 def participants_csv(study: StudyDep) -> Response:
-    table = study.participants()
     return Response(
-        table.to_csv(index=False, lineterminator="\n"),
+        participant_table_csv(study.participants()),
         media_type="text/csv; charset=utf-8",
         headers={
             "Content-Disposition": f'attachment; filename="{study.protocol.task}-participants.csv"'

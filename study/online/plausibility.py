@@ -14,6 +14,15 @@ flip) and ends no later than the trial after it began, whichever of them was sto
 first. A key event belongs to its trial: the page sends those from the pair's onset
 until :data:`KEY_GRACE_S` after the response window (or the next flip, when later).
 
+A screen lasts as long as the protocol plans it, give or take a frame: the page flips
+the blank 1.5 frames before the stimulus's planned end and the next pair 1.5 frames
+before the blank's, so a stimulus or blank shorter than planned by more than
+:func:`duration_tolerance_s` (the larger of :data:`SHORTFALL_FRAMES` frames and
+:data:`SHORTFALL_SHARE` of the planned duration) was never on a participant's screen
+(:func:`check_durations`). The same rule over a session's trials gives the shortest time
+a person can take over them (:func:`shortest_timeline_s`): a session ends ``complete``
+only after that long on the server's clock (:meth:`.endings.Endings.finish`).
+
 Pure: the service (:meth:`.service.OnlineStudy.store_trial`) reads the neighbours and
 the session's age, and answers 422 with the message of :class:`InputError`, which
 names the field at fault. A retry of a stored trial passes as it passed the first
@@ -22,19 +31,27 @@ time: it is compared with the trials around it, never with itself.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from sbir_study.foundation.checks import InputError
 
+from ..protocol import Timing
 from .scoring import TrialRecord
 
 __all__ = [
     "CLOCK_ALLOWANCE_S",
     "KEY_GRACE_S",
     "ORDER_TOLERANCE_S",
+    "SHORTFALL_FRAMES",
+    "SHORTFALL_SHARE",
     "StoredTimes",
+    "check_durations",
     "check_trial_times",
+    "duration_tolerance_s",
+    "planned_durations",
+    "planned_timeline_s",
+    "shortest_timeline_s",
 ]
 
 #: Seconds a trial's time may lie past the session's age on the server's clock: several
@@ -46,6 +63,12 @@ KEY_GRACE_S = 0.1
 #: Seconds two trials may overlap: only the rounding of the times' differences (a resumed
 #: page's clock is placed by subtraction), far below a frame.
 ORDER_TOLERANCE_S = 1e-6
+#: Frames a stimulus or blank may fall short of its planned duration: the page flips 1.5
+#: frames early (the flip then lands on the refresh nearest the planned end).
+SHORTFALL_FRAMES = 2
+#: The share of its planned duration a stimulus or blank may fall short by, when that is
+#: more than :data:`SHORTFALL_FRAMES` frames.
+SHORTFALL_SHARE = 0.10
 
 
 class StoredTimes(NamedTuple):
@@ -152,3 +175,97 @@ def check_trial_times(
             f"next_onset: expected no later than the onset of trial {following.trial} "
             f"({following.onset:.4f} s into the session), got {end:.4f} s"
         )
+
+
+def planned_durations(phase: str, timing: Timing) -> tuple[float, float]:
+    """The planned stimulus and blank durations of a trial of ``phase`` (s).
+
+    Examples
+    --------
+    >>> planned_durations("main", Timing()), planned_durations("anchor_demo", Timing())
+    ((2.0, 1.0), (3.0, 1.0))
+    """
+    shown = timing.anchor_demo_s if phase == "anchor_demo" else timing.stimulus_s
+    return shown, timing.blank_s
+
+
+def duration_tolerance_s(planned_s: float, timing: Timing, refresh_hz: float | None) -> float:
+    """How far a screen planned for ``planned_s`` may fall short: the larger of
+    :data:`SHORTFALL_FRAMES` frames and :data:`SHORTFALL_SHARE` of ``planned_s``.
+
+    Frames are the session's (``refresh_hz``, where its frames are counted); a page timed
+    by the clock is allowed frames of the slowest refresh the protocol counts frames at
+    (``timing.refresh_range_hz[0]``), the longest frame of any display it accepts.
+
+    Examples
+    --------
+    >>> duration_tolerance_s(2.0, Timing(), 60.0)  # 10 % of 2 s
+    0.2
+    >>> round(duration_tolerance_s(0.1, Timing(), 60.0), 4)  # two frames at 60 Hz
+    0.0333
+    >>> duration_tolerance_s(0.1, Timing(), None)  # two frames at 50 Hz
+    0.04
+    """
+    frame_s = 1.0 / (refresh_hz or timing.refresh_range_hz[0])
+    return max(SHORTFALL_FRAMES * frame_s, SHORTFALL_SHARE * planned_s)
+
+
+def check_durations(record: TrialRecord, timing: Timing, refresh_hz: float | None) -> None:
+    """Refuse a trial whose stimulus or blank was shorter than planned beyond
+    :func:`duration_tolerance_s` (:class:`InputError` naming ``stim_duration`` or
+    ``blank_duration``): no screen of a real page is.
+
+    ``refresh_hz`` is the rate the session's frames are counted at (None: timed by the
+    clock). A screen longer than planned passes: a busy page flips late.
+
+    Examples
+    --------
+    >>> from sbir_study.study.online.scoring import TrialRecord
+    >>> record = TrialRecord(trial=1, phase="main", sketch_id="s", image_id="i", rating=None,
+    ...     rt=None, anchor_rating=None, onset=1.0, stim_duration=1.99, blank_duration=0.01,
+    ...     dropped_frames=None, n_presses=0, presses=None, paused_before=0.0)
+    >>> check_durations(record, Timing(), 60.0)
+    Traceback (most recent call last):
+    ...
+    sbir_study.foundation.checks.InputError: blank_duration: expected at least 0.9000 s (planned 1 s, less the larger of 2 frames and 10%), got 0.0100 s
+    """  # noqa: E501
+    shown, blank = planned_durations(record.phase, timing)
+    for name, measured, planned in (
+        ("stim_duration", record.stim_duration, shown),
+        ("blank_duration", record.blank_duration, blank),
+    ):
+        shortest = planned - duration_tolerance_s(planned, timing, refresh_hz)
+        if measured < shortest:
+            raise InputError(
+                f"{name}: expected at least {shortest:.4f} s (planned {planned:g} s, less the "
+                f"larger of {SHORTFALL_FRAMES} frames and {SHORTFALL_SHARE:.0%}), "
+                f"got {measured:.4f} s"
+            )
+
+
+def planned_timeline_s(phases: Iterable[str], timing: Timing) -> float:
+    """The planned time of trials of ``phases``: each one's stimulus and blank (s).
+
+    Examples
+    --------
+    >>> planned_timeline_s(["anchor_demo", "main", "main"], Timing())
+    10.0
+    """
+    return sum(sum(planned_durations(phase, timing)) for phase in phases)
+
+
+def shortest_timeline_s(phases: Iterable[str], timing: Timing) -> float:
+    """The shortest time trials of ``phases`` can take on a real page: each screen its
+    planned duration less :func:`duration_tolerance_s` (frames of the slowest refresh the
+    protocol accepts, the most lenient of the sessions' frames).
+
+    Examples
+    --------
+    >>> round(shortest_timeline_s(["anchor_demo", "main", "main"], Timing()), 4)
+    9.0
+    """
+    total = 0.0
+    for phase in phases:
+        for planned in planned_durations(phase, timing):
+            total += planned - duration_tolerance_s(planned, timing, None)
+    return total

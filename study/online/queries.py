@@ -29,6 +29,7 @@ __all__ = [
     "PARTICIPANT_SESSIONS",
     "PARTICIPANT_TRIALS",
     "SEEN",
+    "SESSION_ARRIVALS",
     "SESSION_FACTS",
     "SESSION_OF_PARTICIPANT",
     "SESSION_OF_SOURCE",
@@ -156,6 +157,8 @@ NEIGHBOUR_TRIALS = sa.union_all(
     ),
 )
 SESSION_TRIAL_COUNT = sa.select(sa.func.count()).where(trials.c.session_id == sa.bindparam("sid"))
+#: When each trial of the session ``sid`` reached the server (its contacts after the start).
+SESSION_ARRIVALS = sa.select(trials.c.received_at).where(_IN_SESSION)
 #: The digest of the report stored as trial ``trial`` of the session ``sid``.
 TRIAL_PAYLOAD = sa.select(trials.c.payload_sha256).where(
     (trials.c.session_id == sa.bindparam("sid")) & (trials.c.trial == sa.bindparam("trial"))
@@ -241,7 +244,11 @@ PARTICIPANT_TRIALS = (
     sa.select(
         trials.c.session_id,
         trials.c.phase,
+        trials.c.sketch_id,
+        trials.c.image_id,
         trials.c.rating,
+        trials.c.rt,
+        trials.c.presses,
         trials.c.stim_duration,
         trials.c.blank_duration,
     )

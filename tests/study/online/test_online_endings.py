@@ -45,12 +45,17 @@ def test_every_ending_takes_a_code_and_an_address_of_one_shape(ending):
 
 @pytest.fixture
 def client(tmp_path, online_set, server_clock):
-    return make_client(tmp_path, online_set, online={**ENDINGS, "dropout_after_s": DROPOUT_S})
+    client = make_client(tmp_path, online_set, online={**ENDINGS, "dropout_after_s": DROPOUT_S})
+    client.clock = server_clock
+    return client
 
 
 def put_trials(client, state, token, numbers):
+    """Trials ``numbers`` as the page sends them, each as it ends, 1 s after the one before
+    on the server's clock (as support.report times them)."""
     headers = {"Authorization": f"Bearer {token}"}
     for number in numbers:
+        client.clock[0] += 1.0
         trial = state["trials"][number - 1]
         answer = client.put(
             f"/api/sessions/{state['session_id']}/trials/{number}",

@@ -39,14 +39,19 @@ def fill(
     stop_after: int | None = None,
     finish: str | None = "complete",
     details=None,
+    clock: list[float] | None = None,
 ):
-    """A participant over HTTP: rates every trial (or the first ``stop_after``)."""
+    """A participant over HTTP: rates every trial (or the first ``stop_after``); each trial
+    sent 1 s after the one before on the server's ``clock`` (conftest's ``server_clock``)
+    when given, as support.report times them."""
     answer, token = start(client, label, details=details or {})
     state = answer.json()
     headers = {"Authorization": f"Bearer {token}"}
     for number, trial in enumerate(state["trials"], start=1):
         if stop_after is not None and number > stop_after:
             break
+        if clock is not None:
+            clock[0] += 1.0
         presses = [] if number % 5 == 0 else [(str(1 + (number * 3 + len(label)) % 7), 0.3)]
         put = client.put(
             f"/api/sessions/{state['session_id']}/trials/{number}",
@@ -61,7 +66,9 @@ def fill(
     return state
 
 
-def test_an_incomplete_design_exports_valid_bids_that_analyze_reads(tmp_path, online_set):
+def test_an_incomplete_design_exports_valid_bids_that_analyze_reads(
+    tmp_path, online_set, server_clock
+):
     client = make_client(
         tmp_path, online_set, online={"subset": "pairs", "lists": 2}, dataset=DATASET
     )
@@ -71,8 +78,8 @@ def test_an_incomplete_design_exports_valid_bids_that_analyze_reads(tmp_path, on
         ("a3", {}),
         ("a4", {"age": 71}),
     ):
-        fill(client, label, details=details)
-    fill(client, "quit5", stop_after=6, finish="incomplete")
+        fill(client, label, details=details, clock=server_clock)
+    fill(client, "quit5", stop_after=6, finish="incomplete", clock=server_clock)
     start(client, "nothing6")  # consented, never rated: in participants.tsv, no files
     out = tmp_path / "bids"
     done = cli("export-online", "--db", f"sqlite:///{client.db}", "--out", str(out))

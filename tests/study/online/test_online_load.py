@@ -64,7 +64,10 @@ def kill_and_restart(server, full: threading.Event, down_s: float = 1.0) -> thre
 
 @pytest.fixture
 def load_protocol(tmp_path):
-    return write_protocol(tmp_path, timing={"stimulus_s": 0.3, "blank_s": 0.2})
+    # Every pair shown as long as the load clients show it (loadtest._report).
+    return write_protocol(
+        tmp_path, timing={"stimulus_s": 0.3, "blank_s": 0.2, "anchor_demo_s": 0.3}
+    )
 
 
 def test_sqlite_under_load_with_a_kill_in_the_middle(

@@ -15,9 +15,21 @@ from tests.study.online.support import ADMIN_TOKEN, make_client, report, start
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
-def rate(client, label: str, *, stop_after=None, finish="complete", skip_every=4, jitter=0.0):
+def rate(
+    client,
+    clock,
+    label: str,
+    *,
+    stop_after=None,
+    finish="complete",
+    skip_every=4,
+    jitter=0.0,
+    press_s=0.2,
+):
     """A participant over HTTP: every ``skip_every``-th rated trial left without a key, the
-    stimulus shown up to 2 ``jitter`` and the blank ``jitter`` / 2 seconds longer than planned."""
+    others rated ``press_s`` after the onset, the stimulus shown up to 2 ``jitter`` and the
+    blank ``jitter`` / 2 seconds longer than planned; each trial sent as it ends on the
+    server's ``clock`` (conftest's ``server_clock``)."""
     answer, token = start(client, label)
     state = answer.json()
     headers = {"Authorization": f"Bearer {token}"}
@@ -26,11 +38,12 @@ def rate(client, label: str, *, stop_after=None, finish="complete", skip_every=4
         if stop_after is not None and number > stop_after:
             break
         rated = trial["phase"] != "anchor_demo"
-        presses = [] if (not rated or number % skip_every == 0) else [("3", 0.2)]
+        presses = [] if (not rated or number % skip_every == 0) else [("3", press_s)]
         shown = 0.6 + jitter * (number % 3)
         body = report(
             trial, number, presses, stimulus_s=shown, blank_s=0.4 + jitter / 2, onset=onset
         )
+        clock[0] += body["next_onset"] - onset
         onset = body["next_onset"]
         put = client.put(
             f"/api/sessions/{state['session_id']}/trials/{number}", json=body, headers=headers
@@ -58,9 +71,16 @@ def expected_table(db, protocol, dropout_after_s: float, now: float) -> pd.DataF
             trials.assign(e=(trials["blank_duration"] - 0.4).abs() * 1000)[["session_id", "e"]],
         ]
     )
+    # The first rating key of each trial, from its presses ("rating@seconds", in time order).
+    first = trials["presses"].fillna("").str.extract(r"^[0-9]+@([0-9.]+)")[0].astype(float)
+    trials = trials.assign(early=first < 0.150)
     rows = []
     for s in sessions.sort_values(["created_at", "participant"]).itertuples():
         mine = trials[trials["session_id"] == s.id]
+        rated = mine[mine["phase"] != "anchor_demo"]
+        ended = s.last_seen_at if pd.isna(s.finished_at) else s.finished_at
+        wall = round(ended - s.created_at, 3)
+        early = rated["early"].mean() if len(rated) else None
         status = s.status
         if status == "running" and s.last_seen_at < now - dropout_after_s:
             status = "dropped_out"
@@ -84,6 +104,22 @@ def expected_table(db, protocol, dropout_after_s: float, now: float) -> pd.DataF
                 "completion_code": "DONE42" if status == "complete" else "",
                 "trials_refused": 0,
                 "refusals": "",
+                "wall_time_s": wall,
+                # 0.6 s and 0.4 s a trial, as planned; a real page at most 10 % shorter.
+                "planned_time_s": round(1.0 * len(mine), 3),
+                "rt_median_s": round(rated["rt"].median(), 4)
+                if rated["rt"].notna().any()
+                else None,
+                "early_key_share": None if early is None else round(early, 4),
+                "n_catch_failed": 0,
+                "flag": ";".join(
+                    name
+                    for name, up in (
+                        ("too_fast", wall < 0.9 * len(mine) - 1e-9),
+                        ("early_keys", early is not None and early > 0.1),
+                    )
+                    if up
+                ),
             }
         )
     return pd.DataFrame(rows)
@@ -92,9 +128,19 @@ def expected_table(db, protocol, dropout_after_s: float, now: float) -> pd.DataF
 def read_csv(text: str) -> pd.DataFrame:
     return pd.read_csv(
         io.StringIO(text),
-        dtype={"participant": str, "source_id": str, "completion_code": str, "refusals": str},
+        dtype={
+            "participant": str,
+            "source_id": str,
+            "completion_code": str,
+            "refusals": str,
+            "flag": str,
+        },
         keep_default_na=False,
-        na_values={"timing_error_median_ms": [""]},
+        na_values={
+            "timing_error_median_ms": [""],
+            "rt_median_s": [""],
+            "early_key_share": [""],
+        },
     )
 
 
@@ -110,16 +156,16 @@ def test_the_participant_table_says_what_the_database_holds(tmp_path, online_set
             "dropout_after_s": 60.0,
         },
     )
-    rate(client, "a1", jitter=0.017)
+    rate(client, clock, "a1", jitter=0.017)
     clock[0] += 1.0
-    rate(client, "b2", skip_every=3)
+    rate(client, clock, "b2", skip_every=3)
     clock[0] += 1.0
-    rate(client, "c3", stop_after=5, finish="incomplete", jitter=0.033)
+    rate(client, clock, "c3", stop_after=5, finish="incomplete", jitter=0.033, press_s=0.1)
     clock[0] += 1.0
-    rate(client, "gone4", stop_after=3, finish=None)
+    rate(client, clock, "gone4", stop_after=3, finish=None)
     start(client, "none5")  # consented, nothing stored
     clock[0] += 30.0
-    rate(client, "now6", stop_after=2, finish=None)
+    rate(client, clock, "now6", stop_after=2, finish=None)
     clock[0] += 40.0  # gone4 and none5 silent for over 60 s: dropped out; now6 not yet
 
     answer = client.get("/admin/participants.csv", headers=ADMIN)
@@ -136,6 +182,7 @@ def test_the_participant_table_says_what_the_database_holds(tmp_path, online_set
         "running",
     ]
     assert got["missed_windows"].gt(0).any() and got["timing_error_median_ms"].gt(1.0).any()
+    assert got["flag"].tolist() == ["", "", "early_keys", "", "", ""]
     pd.testing.assert_frame_equal(got, expected, check_dtype=False)
 
     # The status page shows the same rows, and the same numbering of the lists.
@@ -157,7 +204,8 @@ def test_the_participant_table_needs_the_admin_token(tmp_path, online_set):
     assert answer.status_code == 200
     assert answer.text.splitlines() == [
         "participant,source_id,list,status,trials_stored,trials_planned,missed_windows,"
-        "timing_error_median_ms,started,ended,completion_code,trials_refused,refusals"
+        "timing_error_median_ms,started,ended,completion_code,trials_refused,refusals,"
+        "wall_time_s,planned_time_s,rt_median_s,early_key_share,n_catch_failed,flag"
     ]
 
 

@@ -16,7 +16,9 @@ from tests.study.online.test_online_load import check_nothing_lost
 
 
 def test_two_servers_one_database_one_killed(online_set, tmp_path, start_server, postgres):
-    protocol = write_protocol(tmp_path, timing={"stimulus_s": 0.3, "blank_s": 0.2})
+    # Every pair shown as long as the load clients show it (loadtest._report).
+    timing = {"stimulus_s": 0.3, "blank_s": 0.2, "anchor_demo_s": 0.3}
+    protocol = write_protocol(tmp_path, timing=timing)
     db = postgres.new_database()
     first = start_server(protocol, online_set, tmp_path / "a", db=db)
     second = start_server(protocol, online_set, tmp_path / "b", db=db)

@@ -63,7 +63,7 @@ def served(request, tmp_path, online_set):
     return served
 
 
-def test_a_session_over_http_from_start_to_completion(client):
+def test_a_session_over_http_from_start_to_completion(client, server_clock):
     answer, token = start(client)
     assert answer.status_code == 201
     state = answer.json()
@@ -91,6 +91,7 @@ def test_a_session_over_http_from_start_to_completion(client):
     assert early.status_code == 409 and "1 of" in early.json()["error"]
     for number, trial in enumerate(trials[1:], start=2):
         presses = [("2", 0.1), ("6", 0.5)] if trial["phase"] != "anchor_demo" else []
+        server_clock[0] += 1.0  # each trial 1 s, sent as it ends (support.report)
         answer = client.put(f"{url}/{number}", json=report(trial, number, presses), headers=headers)
         assert answer.status_code == 201, answer.json()
     resumed = client.get(f"/api/sessions/{session}", headers=headers).json()
