@@ -439,7 +439,33 @@ class Online:
         StrictInt, Field(ge=0), Expects("0 (no limit) or a whole number")
     ] = 0
     """Complete (or running) sessions per list at which the study takes no more participants; 0 for
-    no limit."""
+    no limit. A running session holds its place once it has stored a trial."""
+    max_sessions: Annotated[StrictInt, Field(ge=0), Expects("0 (no limit) or a whole number")] = 0
+    """Sessions the study starts in all, whatever becomes of them, after which it takes no more
+    participants; 0 for no limit."""
+    starts_per_minute: Annotated[
+        StrictInt, Field(ge=0), Expects("0 (no limit) or a whole number")
+    ] = 10
+    """Sessions one client address may start per minute, per server process: as many at once, then
+    one every 60/n s (a token bucket); 0 for no limit. Behind a proxy, the address is the one it
+    forwards (serve --proxy-headers)."""
+    platform: Annotated[Literal["", "prolific"], Expects('"" or "prolific"')] = ""
+    """The crowd platform participants come from: "prolific" checks that the id is a Prolific id
+    (24 hex digits, PROLIFIC_PID) and that STUDY_ID is platform_study_id; "" checks neither."""
+    platform_study_id: Annotated[
+        StrictStr, Field(max_length=64), Expects("up to 64 characters")
+    ] = ""
+    """The study's id on the platform (Prolific's STUDY_ID), required with platform."""
+
+    @model_validator(mode="after")
+    def _platform_study(self) -> Online:
+        if self.platform and not self.platform_study_id:
+            raise refusal(
+                f"expected the study's id on {self.platform} (its STUDY_ID) with platform = "
+                f"{self.platform!r}",
+                field="platform_study_id",
+            )
+        return self
 
     @model_validator(mode="after")
     def _one_list_for_all(self) -> Online:

@@ -281,7 +281,19 @@ class Texts:
         "The study is full: every list has its participants. Thank you for your interest."
     )
     """Online: the server's answer when the study takes no more participants ([online]
-    raters_per_list)."""
+    raters_per_list, max_sessions)."""
+    too_many_starts: StrictStr = (
+        "Too many sessions were started from this address just now. Please wait a minute and "
+        "open the study again."
+    )
+    """Online: the server's answer when one address starts more sessions than [online]
+    starts_per_minute allows."""
+    not_this_study: StrictStr = (
+        "This page's address does not come from this study's listing on the platform. Please "
+        "open the study again from the link you were given, or contact the researcher."
+    )
+    """Online: the server's answer when the platform's id or study id in the page's address is not
+    this study's ([online] platform)."""
     settings_failed: StrictStr = "the study's settings could not be loaded"
     """Online: what went wrong ({error} of went_wrong) when the page could not load the study's
     settings."""

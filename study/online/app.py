@@ -59,6 +59,7 @@ from .deps import AdminLoginRequired, ask_for_admin_login
 from .metrics import LoadWindow, counted
 from .page_routes import render_index, web_assets
 from .service import OnlineStudy, ServiceError
+from .start_limit import StartLimit
 
 __all__ = ["create_app", "web_assets"]
 
@@ -90,6 +91,7 @@ def create_app(study: OnlineStudy, admin_token: str, *, max_body: int = 65_536) 
     app.state.browser_config = study.browser_config()
     app.state.study = study
     app.state.load = LoadWindow()
+    app.state.starts = StartLimit(study.protocol.online.starts_per_minute)
     # The refusals kept per session, as this process knows: past the cap none is written
     # (one entry per session whose own page was refused, so bounded by the sessions).
     app.state.refusals_kept = Counter()

@@ -131,12 +131,19 @@ def list_manifest(
     return manifest.loc[manifest.index.isin(keep)]
 
 
-def choose_list(participants: Mapping[int, int], n_lists: int, cap: int = 0) -> int | None:
-    """The list for the next participant: the fewest participants, the lowest number on a tie.
+def choose_list(
+    participants: Mapping[int, int],
+    n_lists: int,
+    cap: int = 0,
+    holding: Mapping[int, int] | None = None,
+) -> int | None:
+    """The list for the next participant: the fewest participants, the lowest number on a tie,
+    among the lists not full.
 
     ``participants`` maps a list to its participants so far (complete sessions
-    plus running ones in contact); ``cap`` > 0 is the number of participants per
-    list at which the study is full (None is returned then).
+    plus running ones in contact); ``cap`` > 0 is the number of places per list,
+    and ``holding`` maps a list to the participants who hold one (default:
+    ``participants``); None is returned when every list is full.
 
     Examples
     --------
@@ -144,9 +151,12 @@ def choose_list(participants: Mapping[int, int], n_lists: int, cap: int = 0) -> 
     1
     >>> choose_list({0: 2, 1: 2}, 2, cap=2) is None
     True
+    >>> choose_list({0: 2, 1: 3}, 2, cap=2, holding={0: 2, 1: 1})
+    1
     """
+    holding = participants if holding is None else holding
     counts = [int(participants.get(k, 0)) for k in range(n_lists)]
-    best = int(np.argmin(counts))
-    if cap and counts[best] >= cap:
+    open_lists = [k for k in range(n_lists) if not cap or int(holding.get(k, 0)) < cap]
+    if not open_lists:
         return None
-    return best
+    return min(open_lists, key=lambda k: (counts[k], k))

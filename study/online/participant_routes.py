@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from .deps import SessionToken, StudyDep
-from .service import FinishStatus
+from .service import FinishStatus, ServiceError
 
 __all__ = [
     "DetailsIn",
@@ -153,7 +153,10 @@ def check_participant_id(body: ParticipantIdIn, study: StudyDep) -> dict:
 
 
 @router.post("/sessions")
-def start(body: SessionIn, study: StudyDep) -> Response:
+def start(request: Request, body: SessionIn, study: StudyDep) -> Response:
+    client = request.client.host if request.client else ""
+    if not request.app.state.starts.take(client):
+        raise ServiceError(429, study.protocol.texts.too_many_starts)
     session_id, created = study.start_session(
         body.participant,
         body.token,

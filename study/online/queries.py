@@ -44,6 +44,7 @@ __all__ = [
     "STATUS_TRIAL_DURATIONS",
     "STORED_TRIALS",
     "STUDY_OF_PROTOCOL_AND_SET",
+    "STUDY_SESSION_COUNT",
     "TRIAL_PAYLOAD",
     "insert_trial_once",
     "lock_list_choice",
@@ -73,10 +74,20 @@ INSERT_SESSION = sessions.insert()
 #: The trial order of a session just inserted (``session_id``, ``trial_order``).
 INSERT_SESSION_ORDER = session_orders.insert()
 
-#: Per list, the participants who hold a place in it: complete, or running and heard from since
-#: ``active_since`` (a silent one has dropped out and frees the place).
+#: The sessions a study has started, whatever became of them (``study``).
+STUDY_SESSION_COUNT = sa.select(sa.func.count()).where(sessions.c.study_id == sa.bindparam("study"))
+
+#: Per list, its participants and those of them who hold a place in it: complete, or running
+#: and heard from since ``active_since`` (a silent one has dropped out); a place is held once
+#: the session has stored a trial, so that starts alone cannot fill the study, while every
+#: participant counts toward the choice, so that starts at once are spread over the lists.
+_STORED_A_TRIAL = sa.exists().where(trials.c.session_id == sessions.c.id)
 PARTICIPANTS_PER_LIST = (
-    sa.select(sessions.c.list_index, sa.func.count())
+    sa.select(
+        sessions.c.list_index,
+        sa.func.count(),
+        sa.func.sum(sa.case(((sessions.c.status == "complete") | _STORED_A_TRIAL, 1), else_=0)),
+    )
     .where(
         (sessions.c.study_id == sa.bindparam("study"))
         & (

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import hmac
 import json
+import re
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
@@ -97,6 +98,7 @@ class SessionStarts(StudyParts):
         Returns the session's id and whether it was created now.
         """
         self.check_participant_id(source_id)
+        self._check_platform(source_id, url_parameters)
         online = self.protocol.online
         now = storage.now()
         # The trial order is drawn before the write, for the list the counts point to now,
@@ -105,9 +107,7 @@ class SessionStarts(StudyParts):
         # trial writer (GroupCommit), so a crowd's starts share its commits.
         seed = draw_seed()
         with storage.reading(self.engine) as connection:
-            guess = choose_list(
-                self._participants(connection, now), len(self.lists), online.raters_per_list
-            )
+            guess = self._list_choice(connection, now)
         drawn = None if guess is None else self._order_keys(guess, seed)
         drawn_json = None if drawn is None else self._json.rows(drawn)
         token_sha256 = token_digest(token)
@@ -123,10 +123,10 @@ class SessionStarts(StudyParts):
                 if hmac.compare_digest(taken.token_sha256, token_sha256):
                     return taken.id, None
                 raise ServiceError(409, self.protocol.texts.already_started)
+            if online.max_sessions and self._started(connection) >= online.max_sessions:
+                raise ServiceError(409, self.protocol.texts.study_full)
             label = participant_label(source_id, _LabelsOfStudy(connection, self.study_id))
-            index = choose_list(
-                self._participants(connection, now), len(self.lists), online.raters_per_list
-            )
+            index = self._list_choice(connection, now)
             if index is None:
                 raise ServiceError(409, self.protocol.texts.study_full)
             keys, rows_json = drawn, drawn_json
@@ -174,16 +174,42 @@ class SessionStarts(StudyParts):
             queries.INSERT_SESSION_ORDER, {"session_id": facts["id"], "trial_order": rows_json}
         )
 
-    def _participants(self, connection, now: float) -> dict[int, int]:
-        since = now - self.protocol.online.dropout_after_s
+    def _check_platform(self, source_id: str, url_parameters: Mapping) -> None:
+        """Refuse (422) a start whose address is not the configured platform's for this study:
+        a Prolific id is 24 hex digits, and its STUDY_ID the protocol's."""
+        online = self.protocol.online
+        if online.platform != "prolific":
+            return
+        pid, study = url_parameters.get("PROLIFIC_PID"), url_parameters.get("STUDY_ID")
+        if pid != source_id or _PROLIFIC_ID.fullmatch(source_id) is None:
+            raise ServiceError(422, self.protocol.texts.not_this_study)
+        if study is None or not hmac.compare_digest(study, online.platform_study_id):
+            raise ServiceError(422, self.protocol.texts.not_this_study)
+
+    def _started(self, connection) -> int:
+        """The sessions the study has started."""
+        return connection.execute(
+            queries.STUDY_SESSION_COUNT, {"study": self.study_id}
+        ).scalar_one()
+
+    def _list_choice(self, connection, now: float) -> int | None:
+        """The list for a participant starting ``now`` (:func:`.assignment.choose_list`)."""
+        online = self.protocol.online
+        since = now - online.dropout_after_s
         rows = connection.execute(
             queries.PARTICIPANTS_PER_LIST, {"study": self.study_id, "active_since": since}
-        )
-        return {int(index): int(count) for index, count in rows}
+        ).all()
+        participants = {int(index): int(count) for index, count, _ in rows}
+        holding = {int(index): int(held or 0) for index, _, held in rows}
+        return choose_list(participants, len(self.lists), online.raters_per_list, holding)
 
     def _order_keys(self, index: int, seed: int) -> tuple[tuple, ...]:
         """The trial keys of a participant of list ``index`` with ``seed``."""
         return order_keys(self.protocol, self.lists[index], seed, self._keys)
+
+
+#: A Prolific participant id: 24 hex digits (a MongoDB ObjectId).
+_PROLIFIC_ID = re.compile(r"[0-9a-fA-F]{24}")
 
 
 class _LabelsOfStudy:

@@ -154,7 +154,8 @@ TEXTS = """quit_question anchor_label scale_reminder age_question age_retry sex_
     fullscreen_button window_too_small cannot_enlarge needs_keyboard screen_too_small loading
     loading_failed welcome_back saving completion_code completion_redirect completion_link
     complete_ended close_window quit_ended session_ended timed_out_ended could_not_start
-    went_wrong trials_not_stored bad_participant_id already_started study_full settings_failed
+    went_wrong trials_not_stored bad_participant_id already_started study_full
+    too_many_starts not_this_study settings_failed
     needs_javascript""".split()
 DOCUMENTED = {
     ("", "name"): _text,
@@ -222,6 +223,10 @@ DOCUMENTED = {
     },
     ("online", "dropout_after_s"): _number(0, math.inf, low_open=True),
     ("online", "raters_per_list"): _whole(0),
+    ("online", "max_sessions"): _whole(0),
+    ("online", "starts_per_minute"): _whole(0),
+    ("online", "platform"): lambda v: v in ("", "prolific"),
+    ("online", "platform_study_id"): lambda v: _text(v) and len(v) <= 64,
     ("texts", "language"): lambda v: _text(v) and re.fullmatch(r"[A-Za-z]{2,3}(-\w{1,8})*", v),
     **{("texts", name): _placeholders(PLACEHOLDERS.get(name, ())) for name in TEXTS},
     # The answer keys: one lowercase letter or digit each (distinct within a question).
@@ -238,6 +243,7 @@ def _within_documented_bounds(protocol):
         assert DOCUMENTED[table, key](value), (table, key, value)
     online = protocol.online
     assert online.subset != "all" or online.lists == 1
+    assert not online.platform or online.platform_study_id
     response = protocol.response
     keys = [*protocol.key_map, response.pause_key, response.quit_key, "space"]
     assert len(set(keys)) == len(keys), keys  # each key one job

@@ -60,7 +60,8 @@ def write_protocol(folder: Path, name: str = "protocol.toml", **tables) -> Path:
     settings = {
         "timing": {"stimulus_s": 0.6, "blank_s": 0.4, "anchor_demo_s": 0.6},
         "display": {"fullscreen": False},
-        "online": {"stimulus_px": 200},
+        # The tests start many sessions from one address; the limit is tested on its own.
+        "online": {"stimulus_px": 200, "starts_per_minute": 0},
     }
     for table, values in tables.items():
         settings.setdefault(table, {}).update(values)

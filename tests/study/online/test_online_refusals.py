@@ -117,7 +117,7 @@ def test_a_full_study_and_marked_up_texts_are_said_as_written(tmp_path, online_s
         "study_full": "Voll <script>x</script>",
         "language": "de-AT",
     }
-    client = make_client(tmp_path, online_set, texts=own, online={"raters_per_list": 1})
+    client = make_client(tmp_path, online_set, texts=own, online={"max_sessions": 1})
     page = _page(client)
     assert (page.lang, page.title, page.noscript) == (
         "de-AT",

@@ -460,15 +460,30 @@ def test_lists_are_filled_in_turn_and_dropouts_release_theirs(tmp_path, online_s
         online_set,
         online={"subset": "pairs", "lists": 2, "dropout_after_s": 0.5, "raters_per_list": 2},
     )
-    lists = [start(client, f"p{k}")[0].json()["list"] for k in range(4)]
-    assert lists == [1, 2, 1, 2]  # numbered from 1, as the status page numbers them
+
+    def begun(label):
+        """A participant who starts and stores the first trial (which holds the place)."""
+        answer, token = start(client, label)
+        state = answer.json()
+        put = client.put(
+            f"/api/sessions/{state['session_id']}/trials/1",
+            json=report(state["trials"][0], 1, [("3", 0.2)]),
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert put.status_code == 201, put.text
+        return state["list"]
+
+    # Starts are spread over the lists (numbered from 1, as the status page numbers them) ...
+    assert [start(client, f"idle{k}")[0].json()["list"] for k in range(3)] == [1, 2, 1]
+    # ... but hold no place until they store a trial: the study takes four more.
+    assert [begun(f"p{k}") for k in range(4)] == [2, 1, 2, 1]
     assert start(client, "p5")[0].status_code == 409  # full: two participants per list
     clock[0] += 0.49  # silent, but not yet for dropout_after_s: the lists are still taken
     assert start(client, "p5")[0].status_code == 409
     clock[0] += 0.02  # everyone silent for longer: dropped out, their lists free again
     assert start(client, "p6")[0].json()["list"] == 1
     status = client.get("/api/admin/status", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
-    assert status.json()["participants"]["dropped_out"] == 4
+    assert status.json()["participants"]["dropped_out"] == 7
     # One numbering everywhere: the session's state, the status JSON, its page, the sidecar.
     assert [entry["list"] for entry in status.json()["lists"]] == [1, 2]
     page = client.get("/admin", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}).text
