@@ -19,6 +19,11 @@ COMMANDS = {
 
 
 def register(commands: Subcommands) -> None:
+    _register_serve(commands)
+    _register_export(commands)
+
+
+def _register_serve(commands: Subcommands) -> None:
     serve = commands.add_parser(
         "serve",
         help=COMMANDS["serve"],
@@ -67,6 +72,8 @@ def register(commands: Subcommands) -> None:
     )
     serve.set_defaults(handler=serve_command)
 
+
+def _register_export(commands: Subcommands) -> None:
     export = commands.add_parser(
         "export-online",
         help=COMMANDS["export-online"],

@@ -297,6 +297,9 @@ def write_dataset(
     described = _participant_descriptions(keep)
     for lab in with_lab:
         table, descriptions = _copy_lab(Path(lab), root, set(participants["participant_id"]))
+        if not keep:  # the id a lab session was started with (run --participant)
+            table = table.drop(columns="source_id", errors="ignore")
+            descriptions.pop("source_id", None)
         participants = pd.concat([participants, table], ignore_index=True)
         described = {**descriptions, **described}
     bids.write_participants(root, participants, described)

@@ -209,6 +209,43 @@ def test_labels_stay_across_exports_and_keep_platform_ids_brings_the_ids_back(tm
     assert "source_id" in json.loads((kept / "participants.json").read_text())
 
 
+def test_a_lab_session_copied_in_leaves_its_platform_id_out_of_a_shared_dataset(
+    tmp_path, online_set
+):
+    """``run --participant`` keeps the id it was given as source_id: the shared dataset
+    does not; the lab's labels and files are copied as they are."""
+    from sbir_study.study.recorder import SessionRecorder
+
+    client = make_client(tmp_path, online_set)
+    take_part(client, "5f8d0e2a9b1c3d4e5f6a7b8c", None, trials=1, browser=BROWSERS[0])
+    lab = tmp_path / "lab"
+    lab_id = "5e0d1c2b3a49586776859403"
+    recorder = SessionRecorder.open(
+        lab, "lab1", task="sbirtest", session={}, trial_order=[], source_id=lab_id
+    )
+    recorder.finish("complete")
+    db, out = f"sqlite:///{client.db}", tmp_path / "bids"
+    done = run_main("export-online", "--db", db, "--out", str(out), "--with-lab", str(lab))
+    assert done.returncode == 0, done.stderr
+    people = read_tsv(out / "participants.tsv")
+    assert "source_id" not in people.columns and "sub-lab1" in set(people["participant_id"])
+    for path in (p for p in out.rglob("*") if p.is_file()):
+        assert lab_id.encode() not in path.read_bytes(), path
+    kept = tmp_path / "kept"
+    done = run_main(
+        "export-online",
+        "--db",
+        db,
+        "--out",
+        str(kept),
+        "--with-lab",
+        str(lab),
+        "--keep-platform-ids",
+    )
+    assert done.returncode == 0, done.stderr
+    assert lab_id in set(read_tsv(kept / "participants.tsv")["source_id"])
+
+
 def test_a_key_the_export_cannot_trust_is_refused_in_one_line(tmp_path, online_set):
     client = make_client(tmp_path, online_set)
     take_part(client, "5f8d0e2a9b1c3d4e5f6a7b8c", None, trials=1, browser=BROWSERS[0])
