@@ -7,9 +7,10 @@ of each pair from the session's trial order, ``onset_planned`` on the lab's
 timeline (:func:`planned_onsets`), and ``n/a`` for ``onset_monotonic``, which a
 browser cannot give. Beside it, a sidecar with the lab session's entries plus
 the online ones: ``Mode`` (``online``), the browser, screen and window size,
-the refresh estimate, the participant's list and the URL parameters of a crowd
-platform; and the session's key log in ``sourcedata/`` as the lab writes it
-(:func:`key_log`), from the key events the page sent with each trial.
+the refresh estimate, the participant's list (and, kept in the lab, the URL
+parameters of a crowd platform); and the session's key log in ``sourcedata/`` as
+the lab writes it (:func:`key_log`), from the key events the page sent with each
+trial.
 ``participants.tsv`` holds every participant who started, those who stored no
 trial too, with the status the experimenter's status page gives them and the
 details the participant gave (age, sex, handedness), spelled and described as the
@@ -184,7 +185,6 @@ def export_online(
                 summary = write_dataset(engine, study_id, root, with_lab=with_lab)
             return dataclasses.replace(summary, out=out)
         key_file = Path(label_key) if label_key else publish.default_label_key(engine.url)
-        key = publish.label_key(key_file)
         linkage = publish.linkage_path(out)
         # Both targets are checked before anything is written; the linkage file is put in
         # place first, so that a dataset in place always has its link (a later export's
@@ -193,6 +193,7 @@ def export_online(
             output_folder(out, "export-online", overwrite=overwrite, inputs=with_lab) as root,
             output_files(linkage, "export-online", overwrite=overwrite, inputs=with_lab) as files,
         ):
+            key = publish.label_key(key_file)  # made only for an export that may be written
             summary = write_dataset(
                 engine, study_id, root, with_lab=with_lab, label_key=key, linkage=files[0]
             )

@@ -88,7 +88,7 @@ def label_key(path: Path) -> bytes:
             f"{path}: expected a key of at least {_MIN_KEY_DIGITS} hex digits (openssl rand "
             f"-hex 32), got {len(text)} characters"
         )
-    return text.lower().encode("ascii")
+    return text.encode("ascii")
 
 
 def keyed_labels(
