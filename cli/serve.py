@@ -19,6 +19,11 @@ COMMANDS = {
 
 
 def register(commands: Subcommands) -> None:
+    _register_serve(commands)
+    _register_export(commands)
+
+
+def _register_serve(commands: Subcommands) -> None:
     serve = commands.add_parser(
         "serve",
         help=COMMANDS["serve"],
@@ -67,11 +72,15 @@ def register(commands: Subcommands) -> None:
     )
     serve.set_defaults(handler=serve_command)
 
+
+def _register_export(commands: Subcommands) -> None:
     export = commands.add_parser(
         "export-online",
         help=COMMANDS["export-online"],
         description="Write the sessions stored by `serve` as the BIDS dataset that `analyze` "
-        "reads (the lab session's columns; browser, screen and refresh in the sidecars).",
+        "reads (the lab session's columns; browser, screen and refresh in the sidecars). The "
+        "dataset holds no id of the recruitment platform: its labels are keyed hashes of them, "
+        "and the link from label to platform ids is written beside it, to OUT.linkage.tsv.",
     )
     export.add_argument(
         "--db", required=True, help="database address (sqlite:///FILE or postgresql://...)"
@@ -96,6 +105,20 @@ def register(commands: Subcommands) -> None:
         metavar="DATASET",
         help="a BIDS dataset of lab sessions (sbir-study run) to copy in beside the online ones "
         "(repeatable; read only)",
+    )
+    export.add_argument(
+        "--label-key",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the key of the labels, made (mode 0600) when missing; keep it to keep the labels "
+        "(default: label-key beside a SQLite database; needed for PostgreSQL)",
+    )
+    export.add_argument(
+        "--keep-platform-ids",
+        action="store_true",
+        help="keep the server's labels and the platform's ids (source_id, CrowdPlatform) and the "
+        "user agents in the dataset, for a dataset that stays in the lab; no linkage file",
     )
     export.set_defaults(handler=export_command)
 
@@ -126,7 +149,13 @@ def export_command(args: argparse.Namespace) -> int:
 
     with step("exporting sessions"):
         done = export_online(
-            args.db, args.out, study=args.study, overwrite=args.overwrite, with_lab=args.with_lab
+            args.db,
+            args.out,
+            study=args.study,
+            overwrite=args.overwrite,
+            with_lab=args.with_lab,
+            keep_platform_ids=args.keep_platform_ids,
+            label_key=args.label_key,
         )
     left_out = (
         f"; {done.skipped_empty} sessions without a trial, in participants.tsv only"
@@ -137,4 +166,8 @@ def export_command(args: argparse.Namespace) -> int:
         f"Exported {done.participants} participants ({done.complete} complete), {done.trials} "
         f"trials of {done.study!r} to {done.out}{left_out}"
     )
+    if done.linkage is not None:
+        print(
+            f"The labels' platform ids, for paying participants (keep it private): {done.linkage}"
+        )
     return 0

@@ -16,7 +16,8 @@ live load), :mod:`.storage` (database
 and migrations) with :mod:`.queries` (its SQL statements), :mod:`.app` (HTTP:
 the app assembled from :mod:`.page_routes`, :mod:`.participant_routes` and
 :mod:`.admin_routes`, who may call them in :mod:`.deps`), :mod:`.export`
-(BIDS), :mod:`.server` (``serve``). Nothing here imports PsychoPy.
+(BIDS) with :mod:`.publish` (keyed labels in place of the platform's ids),
+:mod:`.server` (``serve``). Nothing here imports PsychoPy.
 """
 
 import lazy_loader

@@ -7,14 +7,23 @@ of each pair from the session's trial order, ``onset_planned`` on the lab's
 timeline (:func:`planned_onsets`), and ``n/a`` for ``onset_monotonic``, which a
 browser cannot give. Beside it, a sidecar with the lab session's entries plus
 the online ones: ``Mode`` (``online``), the browser, screen and window size,
-the refresh estimate, the participant's list and the URL parameters of a crowd
-platform; and the session's key log in ``sourcedata/`` as the lab writes it
-(:func:`key_log`), from the key events the page sent with each trial.
+the refresh estimate, the participant's list (and, kept in the lab, the URL
+parameters of a crowd platform); and the session's key log in ``sourcedata/`` as
+the lab writes it (:func:`key_log`), from the key events the page sent with each
+trial.
 ``participants.tsv`` holds every participant who started, those who stored no
-trial too, with the status the experimenter's status page gives them, the
-participant's id as the platform sent it (``source_id``, of which the label was
-made) and the details the participant gave (age, sex, handedness), spelled and
-described as the lab session records them (:mod:`sbir_study.study.participants`).
+trial too, with the status the experimenter's status page gives them and the
+details the participant gave (age, sex, handedness), spelled and described as the
+lab session records them (:mod:`sbir_study.study.participants`).
+
+A dataset made to be shared holds no id of a crowd platform (:mod:`.publish`): its
+labels are keyed hashes of the platform's ids, its sidecars give the browser and
+operating system without the user agent, and the link from label to platform ids
+(``source_id``, ``PROLIFIC_PID``, ``STUDY_ID``, ``SESSION_ID``) is a file written beside
+the dataset (:func:`~.publish.linkage_path`). With ``keep_platform_ids``, for a dataset
+that stays in the lab, the labels are the server's and the ids are in the dataset:
+``source_id`` in participants.tsv (the id as the platform sent it, of which the label
+was made), ``UserAgent`` and ``CrowdPlatform`` in the sidecars.
 ``dataset_description.json`` takes the protocol's ``[dataset]`` name and authors,
 written as the lab session writes it (:func:`sbir_study.study.recorder.dataset_description`).
 
@@ -22,7 +31,8 @@ The dataset is written as every output is (:mod:`sbir_study.foundation.outputs`,
 ``docs/outputs.md``): into a temporary folder beside ``out``, moved into place
 when complete with its output record; an existing ``out`` is refused unless
 ``overwrite``, and then only when it is an earlier export holding nothing but
-the files that export wrote.
+the files that export wrote. The linkage file beside it is written the same way,
+with its own record, and put in place before the dataset.
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import os
 import tempfile
 import time
 import warnings
@@ -56,9 +67,10 @@ from ..recorder import (
     format_cell,
     key_log_path,
 )
-from . import queries, storage
+from . import publish, queries, storage
 from .browser_keys import browser_key_name
 from .scoring import resumed_from
+from .status import spreadsheet_cell
 from .storage import studies
 
 __all__ = [
@@ -82,6 +94,22 @@ trial order, the participant's list of pairs and the browser and screen. The
 key-downs behind each participant's trials are in sourcedata/, as the lab's key
 logs are.
 """
+
+#: The dataset README's paragraph on its labels: one made to be shared, one kept in the lab.
+_README_LABELS = {
+    False: """
+The participant labels are keyed hashes (HMAC-SHA256) of the ids a recruitment
+platform gave the participants; the dataset holds none of those ids, nor the
+browsers' user agents (the browser and operating system only). The lab that ran
+the study keeps the link from label to platform id, outside this dataset.
+""",
+    True: """
+This dataset holds the ids a recruitment platform gave the participants
+(participants.tsv source_id, CrowdPlatform in each sidecar) and the browsers' user
+agents: it is for the lab that ran the study, not for publishing (export it without
+--keep-platform-ids to share it).
+""",
+}
 
 
 #: The key log's columns after the lab's (:data:`~sbir_study.study.recorder.KEY_LOG_COLUMNS`):
@@ -115,6 +143,9 @@ class ExportSummary:
     trials: int
     complete: int
     skipped_empty: int
+    #: The file beside the dataset linking its labels to the platform's ids; None when the
+    #: dataset keeps them itself (``keep_platform_ids``).
+    linkage: Path | None = None
 
 
 def export_online(
@@ -124,6 +155,8 @@ def export_online(
     study: int | None = None,
     overwrite: bool = False,
     with_lab: Sequence[str | Path] = (),
+    keep_platform_ids: bool = False,
+    label_key: str | Path | None = None,
 ) -> ExportSummary:
     """Export the sessions of one study in the database at ``url`` to the BIDS folder ``out``.
 
@@ -131,25 +164,49 @@ def export_online(
     when the database holds several). ``with_lab`` are BIDS datasets of lab
     sessions (``sbir-study run``) copied in beside the online ones, so that
     one dataset holds both arms of a study (they are read, never changed; a
-    label in both is refused). Raises
+    label in both is refused).
+
+    The dataset holds no platform id: its labels are keyed with the key in
+    ``label_key`` (:func:`~.publish.label_key`; default ``label-key`` beside a SQLite
+    database, made on the first export), and the link from each label to the platform's
+    ids goes to :func:`~.publish.linkage_path` beside ``out``, written as ``out`` is (the
+    same ``overwrite``). ``keep_platform_ids`` keeps the server's labels and puts the ids
+    in the dataset, with no linkage file. Raises
     :class:`~sbir_study.foundation.checks.InputError` for a database without a study, an
-    ambiguous study, or an ``out`` that may not be replaced.
+    ambiguous study, a key that may not be used, or a target that may not be replaced.
     """
-    from sbir_study.foundation.outputs import output_folder
+    from sbir_study.foundation.outputs import output_files, output_folder
 
     out = Path(out)
     engine = storage.open_database(url)
     try:
         study_id = _choose_study(engine, study)
-        with output_folder(out, "export-online", overwrite=overwrite, inputs=with_lab) as folder:
-            summary = write_dataset(engine, study_id, folder, with_lab=with_lab)
+        if keep_platform_ids:
+            with output_folder(out, "export-online", overwrite=overwrite, inputs=with_lab) as root:
+                summary = write_dataset(engine, study_id, root, with_lab=with_lab)
+            return dataclasses.replace(summary, out=out)
+        key_file = Path(label_key) if label_key else publish.default_label_key(engine.url)
+        linkage = publish.linkage_path(out)
+        # Both targets are checked before anything is written; the linkage file is put in
+        # place first, so that a dataset in place always has its link (a later export's
+        # linkage holds every label of an earlier one: the labels do not change).
+        with (
+            output_folder(out, "export-online", overwrite=overwrite, inputs=with_lab) as root,
+            output_files(linkage, "export-online", overwrite=overwrite, inputs=with_lab) as files,
+        ):
+            key = publish.label_key(key_file)  # made only for an export that may be written
+            summary = write_dataset(
+                engine, study_id, root, with_lab=with_lab, label_key=key, linkage=files[0]
+            )
     finally:
         engine.dispose()
-    return dataclasses.replace(summary, out=out)
+    return dataclasses.replace(summary, out=out, linkage=linkage)
 
 
 def export_zip(engine: Engine, study_id: int) -> bytes:
-    """The study's BIDS dataset as a zip archive (for the admin export route)."""
+    """The study's BIDS dataset as a zip archive, for the admin export route: the lab's copy,
+    with the server's labels and the platform's ids (as ``keep_platform_ids``), which the
+    admin token guards as it guards ``admin/participants.csv``; the server holds no label key."""
     with tempfile.TemporaryDirectory(prefix="sbir-export-") as folder:
         root = Path(folder) / "dataset"
         root.mkdir()
@@ -190,68 +247,161 @@ def _choose_study(engine: Engine, study: int | None) -> int:
 
 
 def write_dataset(
-    engine: Engine, study_id: int, root: Path, *, with_lab: Sequence[str | Path] = ()
+    engine: Engine,
+    study_id: int,
+    root: Path,
+    *,
+    with_lab: Sequence[str | Path] = (),
+    label_key: bytes | None = None,
+    linkage: Path | None = None,
 ) -> ExportSummary:
-    """Write the study's sessions as a BIDS dataset into the empty folder ``root``."""
+    """Write the study's sessions as a BIDS dataset into the empty folder ``root``.
+
+    With ``label_key``, the dataset made to be shared: keyed labels and no platform id, the
+    link from each label to the platform's ids written to ``linkage`` (when given). Without,
+    the lab's: the server's labels, the platform's ids in participants.tsv and the sidecars.
+    """
     of_study = {"study": study_id}
     with storage.reading(engine) as connection:
         study = connection.execute(queries.EXPORT_STUDY, of_study).mappings().one()
         rows = connection.execute(queries.EXPORT_SESSIONS, of_study).mappings().all()
         stored = pd.read_sql(queries.EXPORT_TRIALS, connection, params=of_study)
     protocol = json.loads(study["protocol_json"])
-    task = study["task"]
+    keep = label_key is None
+    labels = _labels(rows, label_key)
     # A running session silent this long has dropped out, as the status page counts it
     # (sbir_study.study.online.status.participant_table).
     silent_since = storage.now() - protocol["online"]["dropout_after_s"]
     by_session = {key: group for key, group in stored.groupby("session_id", sort=False)}
-    people, n_trials, complete, empty = [], 0, 0, 0
-    for session in rows:
-        label = bids.check_label(session["participant"])
+    people, links, n_trials, complete, empty = [], [], 0, 0, 0
+    # In the labels' order: a shared dataset's rows say nothing of the platform's ids.
+    for session in sorted(rows, key=lambda row: labels[row["id"]]):
+        label = labels[session["id"]]
         status = session["status"]
         if status == "running" and session["last_seen_at"] < silent_since:
             status = "dropped_out"
+        source = {"source_id": session["source_id"]} if keep else {}
         people.append(
-            {
-                "participant_id": f"sub-{label}",
-                "source_id": session["source_id"],
-                "status": status,
-                **_details(session["details"]),
-            }
+            {"participant_id": f"sub-{label}", **source, "status": status}
+            | _details(session["details"])
         )
+        links.append(_linkage_row(label, session))
         group = by_session.get(session["id"])
         if group is None or group.empty:
             empty += 1  # in participants.tsv, with no files: there is nothing to write
             continue
-        order = json.loads(session["trial_order"])
-        path = bids.beh_path(root, label, task)
-        table = _beh_table(label, group, order, protocol["timing"])
-        bids.write_text(path, _tsv(table, _INTEGER_COLUMNS))
-        sidecar = _sidecar(study, protocol, session, len(group))
-        # As the lab's sidecar says a session was resumed: the trials a reloaded page went on
-        # from, each with the time it reached the server.
-        resumed = resumed_from(group[["trial", "page_onset", "onset"]].itertuples(index=False))
-        if resumed:
-            at = group.set_index("trial")["received_at"]
-            sidecar["Resumed"] = [{"At": _iso(at[t]), "FromTrial": t} for t in resumed]
-        bids.write_json(path.with_suffix(".json"), sidecar)
-        final = json.loads(session["final_events"]) if session["final_events"] else None
-        bids.write_text(key_log_path(path), _tsv(key_log(group, final)))
+        _write_session(root, study, protocol, session, label, group, keep=keep)
         n_trials += len(group)
         complete += session["status"] == "complete"
+    _write_description(root, study, protocol, keep=keep)
+    columns = ["participant_id", *(["source_id"] if keep else []), "status", *DETAILS]
+    participants = pd.DataFrame(people, columns=columns)
+    described = _participant_descriptions(keep)
+    for lab in with_lab:
+        table, descriptions = _copy_lab(Path(lab), root, set(participants["participant_id"]))
+        if not keep:  # the id a lab session was started with (run --participant)
+            table = table.drop(columns="source_id", errors="ignore")
+            descriptions.pop("source_id", None)
+        participants = pd.concat([participants, table], ignore_index=True)
+        described = {**descriptions, **described}
+    bids.write_participants(root, participants, described)
+    if linkage is not None:
+        linkage.write_text(_tsv(pd.DataFrame(links, columns=_LINKAGE_COLUMNS)), encoding="utf-8")
+        os.chmod(linkage, 0o600)  # the platform's ids: for the lab's eyes only
+    n_people = len(participants) - empty
+    return ExportSummary(root, study["name"], n_people, n_trials, complete, empty)
+
+
+def _labels(rows: Sequence[Mapping], label_key: bytes | None) -> dict[str, str]:
+    """Each session's label in the dataset: the server's, checked, or with ``label_key`` the
+    keyed label of its platform id (:func:`~.publish.keyed_labels`), given in the order the
+    sessions started so that a later session never changes an earlier one's."""
+    if label_key is None:
+        return {row["id"]: bids.check_label(row["participant"]) for row in rows}
+    started = sorted(rows, key=lambda row: (row["created_at"], row["id"]))
+    keyed = publish.keyed_labels(label_key, [row["source_id"] for row in started])
+    return {row["id"]: keyed[row["source_id"]] for row in rows}
+
+
+#: The linkage file's columns: the dataset's label, the status page's and the platform's ids.
+_LINKAGE_COLUMNS = ("participant_id", "participant", "source_id", *publish.PLATFORM_PARAMETERS)
+
+
+def _linkage_row(label: str, session: Mapping) -> dict:
+    """The session's row of the linkage file, which an experimenter opens in a spreadsheet to
+    pay participants: each cell one line of text (:func:`_plain`), spreadsheet-safe as
+    ``admin/participants.csv``'s (:func:`~.status.spreadsheet_cell`)."""
+    url = json.loads(session["url_parameters"])
+    row = {
+        "participant_id": f"sub-{label}",
+        "participant": session["participant"],
+        "source_id": session["source_id"],
+        **{name: url.get(name) for name in publish.PLATFORM_PARAMETERS},
+    }
+    return {
+        name: None if value is None else spreadsheet_cell(_plain(str(value)))
+        for name, value in row.items()
+    }
+
+
+def _write_session(
+    root: Path,
+    study: Mapping,
+    protocol: dict,
+    session: Mapping,
+    label: str,
+    group: pd.DataFrame,
+    *,
+    keep: bool,
+) -> None:
+    """Write one session's ``_beh.tsv``, its sidecar and its key log."""
+    order = json.loads(session["trial_order"])
+    path = bids.beh_path(root, label, study["task"])
+    table = _beh_table(label, group, order, protocol["timing"])
+    bids.write_text(path, _tsv(table, _INTEGER_COLUMNS))
+    sidecar = _sidecar(study, protocol, session, len(group), keep=keep)
+    # As the lab's sidecar says a session was resumed: the trials a reloaded page went on
+    # from, each with the time it reached the server.
+    resumed = resumed_from(group[["trial", "page_onset", "onset"]].itertuples(index=False))
+    if resumed:
+        at = group.set_index("trial")["received_at"]
+        sidecar["Resumed"] = [{"At": _iso(at[t]), "FromTrial": t} for t in resumed]
+    bids.write_json(path.with_suffix(".json"), sidecar)
+    final = json.loads(session["final_events"]) if session["final_events"] else None
+    bids.write_text(key_log_path(path), _tsv(key_log(group, final)))
+
+
+def _write_description(root: Path, study: Mapping, protocol: dict, *, keep: bool) -> None:
+    """Write ``dataset_description.json`` (the protocol's ``[dataset]``) and the README."""
     dataset = protocol.get("dataset", {})
     if not dataset.get("authors"):
         warnings.warn(
             f"the protocol {study['name']!r} names no authors ([dataset] authors); the "
             "export's dataset_description.json names none",
-            stacklevel=2,
+            stacklevel=3,
         )
     description = dataset_description(
         {"Name": dataset.get("name"), "Authors": dataset.get("authors")}, _GENERATED_BY
     )
     bids.write_json(root / "dataset_description.json", description)
-    bids.write_text(root / "README", _README)
-    participants = pd.DataFrame(people, columns=["participant_id", "source_id", "status", *DETAILS])
-    described = {
+    bids.write_text(root / "README", _README + _README_LABELS[keep])
+
+
+def _participant_descriptions(keep: bool) -> dict:
+    """participants.json's descriptions of the online participants' columns."""
+    if not keep:
+        label = {
+            "Description": "Participant label (sub-<label>): the first hex digits of a keyed "
+            "hash (HMAC-SHA256) of the id a recruitment platform gave the participant "
+            "(sbir_study.study.online.publish.keyed_labels); the lab keeps the key and the "
+            "link to the platform's ids outside the dataset."
+        }
+        return {
+            "participant_id": label,
+            "status": _STATUS_DESCRIPTION,
+            **details_description(DETAILS),
+        }
+    return {
         "participant_id": {"Description": "Participant label (sub-<label>)."},
         "source_id": {
             "Description": "The participant's id as the page's address gave it (a recruitment "
@@ -261,13 +411,6 @@ def write_dataset(
         "status": _STATUS_DESCRIPTION,
         **details_description(DETAILS),
     }
-    for lab in with_lab:
-        table, descriptions = _copy_lab(Path(lab), root, set(participants["participant_id"]))
-        participants = pd.concat([participants, table], ignore_index=True)
-        described = {**descriptions, **described}
-    bids.write_participants(root, participants, described)
-    n_people = len(participants) - empty
-    return ExportSummary(root, study["name"], n_people, n_trials, complete, empty)
 
 
 def planned_onsets(group: pd.DataFrame, order: Sequence[Sequence], timing: Mapping) -> list:
@@ -371,8 +514,8 @@ def key_log(group: pd.DataFrame, final: Mapping | None = None) -> pd.DataFrame:
 
 
 def _plain(text: str) -> str | None:
-    """A browser's key text as one TSV cell: control characters (a tab, a line break) as
-    ``\\uXXXX``, none for an empty one."""
+    """A text a browser sent (a key's, an address parameter) as one TSV cell: control
+    characters (a tab, a line break) as ``\\uXXXX``, none for an empty one."""
     if not text:
         return None
     return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
@@ -461,7 +604,11 @@ def _tsv(table: pd.DataFrame, integers: frozenset[str] = frozenset()) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _sidecar(study: Mapping, protocol: dict, session: Mapping, n_stored: int) -> dict:
+def _sidecar(
+    study: Mapping, protocol: dict, session: Mapping, n_stored: int, *, keep: bool
+) -> dict:
+    """The session's sidecar; without ``keep``, neither the user agent nor the platform's ids,
+    and the browser's major version only (the build narrows down whose browser it was)."""
     environment = json.loads(session["environment"])
     url = json.loads(session["url_parameters"])
     order = json.loads(session["trial_order"])
@@ -472,7 +619,7 @@ def _sidecar(study: Mapping, protocol: dict, session: Mapping, n_stored: int) ->
     # levels and which end is best from it.
     response = protocol["response"]
     scale = Scale(1, len(response["keys"]), response.get("best", "low"))
-    return {
+    sidecar = {
         **{c: bids.BEH_COLUMNS[c] for c in SESSION_COLUMNS},
         **bids.scale_sidecar(scale),
         "TaskName": study["task"],
@@ -519,6 +666,21 @@ def _sidecar(study: Mapping, protocol: dict, session: Mapping, n_stored: int) ->
         or None,
         "Software": environment.get("software"),
     }
+    if not keep:
+        del sidecar["UserAgent"], sidecar["CrowdPlatform"]
+        sidecar["BrowserVersion"] = _major_version(sidecar["BrowserVersion"])
+    return sidecar
+
+
+def _major_version(version: object) -> str | None:
+    """The first number of a browser's version as the page's browser check gives it
+    (``120.0.6099`` gives ``120``); None for none.
+
+    >>> _major_version("120.0.6099"), _major_version(""), _major_version(None)
+    ('120', None, None)
+    """
+    major = str(version or "").split(".")[0].strip()
+    return major or None
 
 
 def _iso(epoch: float) -> str:

@@ -204,6 +204,7 @@ def test_a_5_point_german_study_through_lab_online_and_imports(
         str(data),
         "--with-lab",
         str(lab),
+        "--keep-platform-ids",  # the labels the participants were given (web01)
     )
 
     # Last year's ratings of the main pairs, from two other tools.

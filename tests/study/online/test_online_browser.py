@@ -593,7 +593,7 @@ def test_escape_asks_and_ends_incomplete_with_everything_saved(
     # finish; each pressed key once, in order, at the time the page stamped it.
     from sbir_study.study.online.export import export_online
 
-    export_online(f"sqlite:///{data / 'online.sqlite3'}", tmp_path / "bids")
+    export_online(f"sqlite:///{data / 'online.sqlite3'}", tmp_path / "bids", keep_platform_ids=True)
     (path,) = (tmp_path / "bids" / "sourcedata" / "sub-quitter").glob("*_keys.tsv")
     log = pd.read_csv(path, sep="\t", dtype={"trial": str}, keep_default_na=False)
     logged = list(zip(log["key"], log["trial"], log["screen"], strict=True))

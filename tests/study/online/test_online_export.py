@@ -66,6 +66,16 @@ def fill(
     return state
 
 
+def exported_labels(out: Path) -> dict[str, str]:
+    """Each platform id's label in the export ``out``, as the linkage file beside it gives it."""
+    table = pd.read_csv(
+        out.with_name(f"{out.name}.linkage.tsv"), sep="\t", dtype=str, keep_default_na=False
+    )
+    return dict(
+        zip(table["source_id"], table["participant_id"].str.removeprefix("sub-"), strict=True)
+    )
+
+
 def test_an_incomplete_design_exports_valid_bids_that_analyze_reads(
     tmp_path, online_set, server_clock
 ):
@@ -109,8 +119,35 @@ def test_an_incomplete_design_exports_valid_bids_that_analyze_reads(
             [int(r.trial), r.phase, r.sketch_id, r.image_id] for r in table.itertuples()
         ]
         assert set(SESSION_COLUMNS) <= set(sidecar)
+    labels = exported_labels(out)
     people = pd.read_csv(out / "participants.tsv", sep="\t", dtype=str, keep_default_na=False)
+    people = people.set_index("participant_id")
     # Spelled as the lab session records them (M for "male"), described by the same levels.
+    assert people.loc[f"sub-{labels['a1']}"].to_dict() == {
+        "status": "complete",
+        "age": "30",
+        "sex": "M",
+        "handedness": "n/a",
+    }
+    quit5, nothing6 = f"sub-{labels['quit5']}", f"sub-{labels['nothing6']}"
+    assert people["status"][[quit5, nothing6]].tolist() == ["incomplete", "running"]
+    assert not (out / nothing6).exists()
+    assert people.loc[f"sub-{labels['a2']}", "handedness"] == "R"
+    described = json.loads((out / "participants.json").read_text())
+    assert described["sex"]["Levels"] == {"F": "female", "M": "male", "O": "other"}
+    ratings = load_ratings(out)
+    main = ratings[ratings["phase"] == "main"]
+    # Each participant rated half of every sketch's images: missing cells, by design.
+    per_person = main.groupby("participant")["image_id"].nunique()
+    assert per_person.drop(labels["quit5"]).eq(4).all()
+    # Kept in the lab: the server's labels, each with the id the platform sent.
+    kept = tmp_path / "kept"
+    done = cli(
+        "export-online", "--db", f"sqlite:///{client.db}", "--out", str(kept), "--keep-platform-ids"
+    )
+    assert done.returncode == 0, done.stderr
+    assert_valid_bids(kept)
+    people = pd.read_csv(kept / "participants.tsv", sep="\t", dtype=str, keep_default_na=False)
     assert people.to_dict("records")[0] == {
         "participant_id": "sub-a1",
         "source_id": "a1",
@@ -119,19 +156,7 @@ def test_an_incomplete_design_exports_valid_bids_that_analyze_reads(
         "sex": "M",
         "handedness": "n/a",
     }
-    assert people.set_index("participant_id")["status"][["sub-quit5", "sub-nothing6"]].tolist() == [
-        "incomplete",
-        "running",
-    ]
-    assert not (out / "sub-nothing6").exists()
-    assert people.loc[1, "handedness"] == "R"
-    described = json.loads((out / "participants.json").read_text())
-    assert described["sex"]["Levels"] == {"F": "female", "M": "male", "O": "other"}
-    ratings = load_ratings(out)
-    main = ratings[ratings["phase"] == "main"]
-    # Each participant rated half of every sketch's images: missing cells, by design.
-    per_person = main.groupby("participant")["image_id"].nunique()
-    assert per_person.drop("quit5").eq(4).all()
+    assert not kept.with_name("kept.linkage.tsv").exists()
     analysis = tmp_path / "analysis"
     analyzed = cli("analyze", str(out), "--out", str(analysis), "--no-figures")
     assert analyzed.returncode == 0, analyzed.stderr
@@ -152,7 +177,16 @@ def test_the_target_is_refused_or_replaced_only_when_it_is_an_earlier_export(tmp
     assert again.returncode == 2 and "pass --overwrite" in again.stderr
     fill(client, "b2")
     assert cli("export-online", "--db", db, "--out", str(out), "--overwrite").returncode == 0
-    assert sorted(p.name for p in out.glob("sub-*")) == ["sub-b1", "sub-b2"]
+    labels = exported_labels(out)
+    assert sorted(p.name for p in out.glob("sub-*")) == sorted(f"sub-{labels[i]}" for i in labels)
+    assert sorted(labels) == ["b1", "b2"]
+    # The linkage file beside it is kept as the dataset is: an edited one is never replaced.
+    linkage = tmp_path / "bids.linkage.tsv"
+    written = linkage.read_bytes()
+    linkage.write_bytes(written + b"sub-x\tx\tx\tn/a\tn/a\tn/a\n")
+    refused = cli("export-online", "--db", db, "--out", str(out), "--overwrite")
+    assert refused.returncode == 2 and "bids.linkage.tsv was changed" in refused.stderr
+    linkage.write_bytes(written)
     # A file someone else put there: the folder is no longer only ours, never replaced.
     notes = out / "notes.txt"
     notes.write_text("my notes\n")
@@ -161,7 +195,7 @@ def test_the_target_is_refused_or_replaced_only_when_it_is_an_earlier_export(tmp
     assert notes.read_text() == "my notes\n"
     notes.unlink()
     # An edited file of the export: refused too.
-    beh = next(out.glob("sub-b1/beh/*.tsv"))
+    beh = next(out.glob(f"sub-{labels['b1']}/beh/*.tsv"))
     beh.write_text(beh.read_text() + "")
     with open(beh, "a") as handle:
         handle.write("\n")
@@ -172,7 +206,9 @@ def test_the_target_is_refused_or_replaced_only_when_it_is_an_earlier_export(tmp
     (theirs / "data.tsv").write_text("x\n")
     refused = cli("export-online", "--db", db, "--out", str(theirs), "--overwrite")
     assert refused.returncode == 2 and "did not write" in refused.stderr
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    # No temporary folder left: the only hidden file is the linkage file's record.
+    hidden = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert hidden == [".bids.linkage.tsv.sbir-study-output.json"]
 
 
 def test_export_names_bad_input(tmp_path, online_set):
@@ -287,6 +323,7 @@ def test_a_browser_and_a_lab_participant_give_the_same_columns_analyzed_alike(
         str(mixed),
         "--with-lab",
         str(lab),
+        "--keep-platform-ids",  # the labels the participants were given: web01 and lab01
     )
     assert done.returncode == 0, done.stderr
     assert_valid_bids(mixed)
@@ -345,6 +382,7 @@ def test_an_interrupted_export_leaves_the_previous_one_whole(tmp_path, online_se
     out = tmp_path / "bids"
     export.export_online(db, out)
     before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    linkage = (tmp_path / "bids.linkage.tsv").read_bytes()
     fill(client, "d2")
     calls = {"n": 0}
     original = export.bids.write_text
@@ -360,18 +398,24 @@ def test_an_interrupted_export_leaves_the_previous_one_whole(tmp_path, online_se
         export.export_online(db, out, overwrite=True)
     after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert after == before
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    assert (tmp_path / "bids.linkage.tsv").read_bytes() == linkage
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == [
+        ".bids.linkage.tsv.sbir-study-output.json"  # the linkage file's record, no leftover
+    ]
 
 
 def test_ids_as_platforms_send_them_are_kept_beside_their_labels(tmp_path, online_set):
-    """participants.tsv's source_id is the id the page was given; the label is the rule's."""
+    """Kept in the lab (--keep-platform-ids), participants.tsv's source_id is the id the page
+    was given and the label the rule's; shared, the linkage file beside the dataset gives both
+    beside the dataset's label."""
     from sbir_study.foundation.checks import participant_label
 
     client = make_client(tmp_path, online_set)
     fill(client, "R_7-x")
     fill(client, "R 7 x")  # the same letters and digits: the rule's hashed label
     out = tmp_path / "bids"
-    done = cli("export-online", "--db", f"sqlite:///{client.db}", "--out", str(out))
+    db = f"sqlite:///{client.db}"
+    done = cli("export-online", "--db", db, "--out", str(out), "--keep-platform-ids")
     assert done.returncode == 0, done.stderr
     assert_valid_bids(out)
     people = pd.read_csv(out / "participants.tsv", sep="\t", dtype=str, keep_default_na=False)
@@ -382,6 +426,17 @@ def test_ids_as_platforms_send_them_are_kept_beside_their_labels(tmp_path, onlin
     }
     assert set(load_ratings(out)["participant"]) == {"R7x", second}
     assert "source_id" in json.loads((out / "participants.json").read_text())
+    shared = tmp_path / "shared"
+    assert cli("export-online", "--db", db, "--out", str(shared)).returncode == 0
+    linkage = pd.read_csv(
+        tmp_path / "shared.linkage.tsv", sep="\t", dtype=str, keep_default_na=False
+    )
+    assert dict(zip(linkage["source_id"], linkage["participant"], strict=True)) == {
+        "R_7-x": "R7x",
+        "R 7 x": second,
+    }
+    assert set(load_ratings(shared)["participant"]) == set(exported_labels(shared).values())
+    assert "source_id" not in json.loads((shared / "participants.json").read_text())
 
 
 def test_the_export_records_the_protocols_scale_as_the_lab_does(tmp_path, online_set):
@@ -395,7 +450,7 @@ def test_the_export_records_the_protocols_scale_as_the_lab_does(tmp_path, online
     out = tmp_path / "bids"
     done = cli("export-online", "--db", f"sqlite:///{client.db}", "--out", str(out))
     assert done.returncode == 0, done.stderr
-    sidecar = json.loads(next(out.glob("sub-e1/beh/*_beh.json")).read_text())
+    sidecar = json.loads(next(out.glob("sub-*/beh/*_beh.json")).read_text())
     assert sidecar["RatingScale"] == {"Low": 1, "High": 7, "Best": "high"}
     assert sidecar["rating"]["Levels"]["7"] == "best match"
     assert load_ratings(out).attrs["scale"] == Scale(1, 7, "high")
@@ -549,7 +604,8 @@ def test_the_export_fills_what_the_server_knows_and_lists_who_stored_nothing(
     Page(client, "new5", clock, 1.0)  # just started: running, nothing stored yet
 
     out = tmp_path / "bids"
-    summary = export.export_online(f"sqlite:///{client.db}", out)
+    # The server's labels, to be compared with the status page's and the stored trials.
+    summary = export.export_online(f"sqlite:///{client.db}", out, keep_platform_ids=True)
     assert (summary.participants, summary.skipped_empty) == (3, 2)
     stored = stored_trials(client.db)
 
@@ -665,7 +721,7 @@ def test_the_export_fills_what_the_server_knows_and_lists_who_stored_nothing(
 
     # With the lab's dataset copied in: its key log too, byte for byte; its status n/a.
     mixed = tmp_path / "mixed"
-    export.export_online(f"sqlite:///{client.db}", mixed, with_lab=[lab])
+    export.export_online(f"sqlite:///{client.db}", mixed, with_lab=[lab], keep_platform_ids=True)
     copied = mixed / recorder.key_log.relative_to(lab)
     assert copied.read_bytes() == recorder.key_log.read_bytes()
     both = pd.read_csv(mixed / "participants.tsv", sep="\t", dtype=str, keep_default_na=False)

@@ -153,7 +153,7 @@ def test_a_reloaded_page_is_recorded_as_a_resumed_session_as_the_lab_records_one
             )
             assert put.status_code == 201, put.text
     out = tmp_path / "bids"
-    export_online(f"sqlite:///{client.db}", out)
+    export_online(f"sqlite:///{client.db}", out, keep_platform_ids=True)  # the server's labels
     resumed = json.loads(next(out.glob("sub-reloaded/beh/*_beh.json")).read_text())["Resumed"]
     assert [r["FromTrial"] for r in resumed] == [3]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}", resumed[0]["At"])
