@@ -32,7 +32,10 @@ class StartLimit:
     """
 
     def __init__(
-        self, per_minute: int, clock: Callable[[], float] = time.monotonic, max_clients=100_000
+        self,
+        per_minute: int,
+        clock: Callable[[], float] = time.monotonic,
+        max_clients: int = 100_000,
     ) -> None:
         self.per_minute, self.clock, self.max_clients = per_minute, clock, max_clients
         self._buckets: dict[str, tuple[float, float]] = {}  # client -> (starts left, when)
