@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import secrets
 import string
 from collections.abc import Iterable
@@ -28,6 +27,8 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from sbir_study.foundation.checks import InputError
+
+from .secret_files import secret_text
 
 __all__ = [
     "LABEL_DIGITS",
@@ -69,20 +70,7 @@ def label_key(path: Path) -> bytes:
     writes 64) and be readable by its owner alone, as the admin token's is: anyone with
     the key and a platform id can tell that id's label.
     """
-    if not path.exists():
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(secrets.token_hex(32) + "\n")
-    try:
-        mode = path.stat().st_mode & 0o777
-        text = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as error:
-        reason = getattr(error, "strerror", None) or "not text"
-        raise InputError(f"{path}: cannot be read ({reason})") from None
-    if mode & 0o077:
-        raise InputError(
-            f"{path}: readable by others (mode {mode:04o}); expected mode 0600 (chmod 600 {path})"
-        )
+    text = secret_text(path, new=lambda: secrets.token_hex(32))
     if len(text) < _MIN_KEY_DIGITS or any(c not in string.hexdigits for c in text):
         raise InputError(
             f"{path}: expected a key of at least {_MIN_KEY_DIGITS} hex digits (openssl rand "

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 from sbir_study.foundation.checks import InputError
 
+from .secret_files import secret_text
+
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
@@ -138,21 +140,8 @@ def admin_token(data: Path, token_file: Path | None) -> tuple[str, str]:
     if token_file is None and os.environ.get(TOKEN_VARIABLE):
         return check_admin_token(os.environ[TOKEN_VARIABLE].strip(), TOKEN_VARIABLE), TOKEN_VARIABLE
     path = token_file or data / "admin-token"
-    if token_file is None and not path.exists():
-        token = secrets.token_urlsafe(24)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(token + "\n")
-        return token, str(path)
-    try:
-        mode = path.stat().st_mode & 0o777
-        token = path.read_text(encoding="utf-8").strip()
-    except OSError as error:
-        raise InputError(f"{path}: cannot be read ({error.strerror})") from None
-    if mode & 0o077:
-        raise InputError(
-            f"{path}: readable by others (mode {mode:04o}); expected mode 0600 (chmod 600 {path})"
-        )
+    new = None if token_file else lambda: secrets.token_urlsafe(24)
+    token = secret_text(path, new)
     return check_admin_token(token, str(path)), str(path)
 
 
