@@ -85,6 +85,8 @@ class StoredTimes(NamedTuple):
         return self.onset + self.stim_duration + self.blank_duration
 
 
+# Over 80 lines for its docstring's parameters and examples; the code is one check per
+# field, in the order a report's times run.
 def check_trial_times(
     record: TrialRecord,
     report: Mapping,
